@@ -1,0 +1,41 @@
+# Two commands for a newcomer: `make lab` and `make test`.
+# CUDA=12 (default) installs cupy-cuda12x; CUDA=13 installs cupy-cuda13x.
+PYTHON ?= python3
+CUDA   ?= 12
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.bwlab-installed-cuda$(CUDA)
+
+.PHONY: lab test unit nbval venv notebooks clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[dev,cuda$(CUDA)]"
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	rm -f $(VENV)/.bwlab-installed-*
+	touch $@
+
+lab: venv
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+
+# The whole suite: unit tests, compile checks of every cuda_src file, nbval over the notebooks.
+# Notebooks are stored from a model-tier run, so nbval forces the model tier.
+test: venv
+	$(PY) -m pytest -q tests
+	BWLAB_BACKEND=model $(PY) -m pytest -q --nbval notebooks -p no:cacheprovider
+
+unit: venv
+	$(PY) -m pytest -q tests
+
+nbval: venv
+	BWLAB_BACKEND=model $(PY) -m pytest -q --nbval notebooks -p no:cacheprovider
+
+# Re-execute every notebook in the model tier and store its outputs (what nbval compares against).
+notebooks: venv
+	BWLAB_BACKEND=model $(PY) -m bwlab.notebooks execute notebooks/*.ipynb
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,312 @@
+"""Compile layer: `cuda_src/*.cu` -> PTX + cubin through NVRTC, and -> a CuPy RawModule on a GPU.
+
+Every build goes through NVRTC from `cuda.bindings` (the pip wheel `nvidia-cuda-nvrtc-cu12` or the
+CUDA 13 one), so the same call compiles for sm_90a or sm_100a on a machine with no GPU and no driver:
+ptxas runs inside NVRTC and rejects invalid PTX, which is what the compile tests rely on.
+On a GPU, `load_module` builds a cubin for the device's own architecture with the `a` suffix
+(sm_90a, sm_100a: the arch-specific features TMA multicast, wgmma and tcgen05 need it) and loads it
+into a `cupy.RawModule`.
+
+Mirrors nothing in CUTLASS; the NVRTC user guide is the reference for the options.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = [
+    "CUDA_SRC", "CompileError", "Compiled", "compile_cuda", "load_module", "Module",
+    "nvrtc_version", "ptx_excerpt", "sass", "sass_tool", "list_sources", "KEY_INSTRUCTIONS",
+]
+
+CUDA_SRC = Path(os.environ.get("BWLAB_CUDA_SRC", Path(__file__).resolve().parent.parent / "cuda_src"))
+CACHE_DIR = Path(os.environ.get("BWLAB_CACHE", Path.home() / ".cache" / "bwlab"))
+
+# The instructions a reader of this suite cares about, in the order they appear in the data path.
+KEY_INSTRUCTIONS = (
+    "mbarrier", "cp.async.bulk", "cp.reduce.async.bulk", "prefetch", "fence", "elect",
+    "barrier.cluster", "mapa", "wgmma", "tcgen05", "st.shared.v4", "ld.shared.v4", "%cluster",
+    "%globaltimer",
+)
+
+
+class CompileError(RuntimeError):
+    """NVRTC rejected a source file. `.log` holds the compiler log (ptxas errors included)."""
+
+    def __init__(self, name: str, arch: str, options: tuple[str, ...], log: str):
+        self.name, self.arch, self.options, self.log = name, arch, options, log
+        super().__init__(f"NVRTC failed to compile {name} for {arch}\n"
+                         f"options: {' '.join(options)}\n--- compiler log ---\n{log.strip()}")
+
+
+def _nvrtc():
+    try:
+        from cuda.bindings import nvrtc  # cuda-bindings >= 12.8
+    except ImportError:  # pragma: no cover - very old cuda-python
+        try:
+            from cuda import nvrtc  # type: ignore
+        except ImportError as e:
+            raise ImportError(
+                "bwlab compiles CUDA through NVRTC from the 'cuda-bindings' package; install bwlab "
+                "with its CUDA extra: pip install -e '.[cuda12]' (or '.[cuda13]')") from e
+    return nvrtc
+
+
+def _check(result, what: str):
+    err, *rest = result
+    if int(err) != 0:
+        raise RuntimeError(f"NVRTC call {what} failed: {err}")
+    return rest[0] if len(rest) == 1 else rest
+
+
+def nvrtc_version() -> tuple[int, int]:
+    nvrtc = _nvrtc()
+    major, minor = _check(nvrtc.nvrtcVersion(), "nvrtcVersion")
+    return int(major), int(minor)
+
+
+def list_sources() -> list[Path]:
+    """Every `.cu` file in cuda_src/ (the compile tests build each on its own)."""
+    return sorted(CUDA_SRC.glob("*.cu"))
+
+
+def _resolve(source: str | Path) -> Path:
+    p = Path(source)
+    if not p.suffix:
+        p = p.with_suffix(".cu")
+    if not p.is_absolute() and not p.exists():
+        p = CUDA_SRC / p
+    if not p.exists():
+        raise FileNotFoundError(f"no CUDA source {source!r} (looked in {CUDA_SRC})")
+    return p
+
+
+def _headers_digest(root: Path) -> str:
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*.cuh")):
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def _defines_options(defines: dict | None) -> tuple[str, ...]:
+    opts = []
+    for k, v in sorted((defines or {}).items()):
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(k)):
+            raise ValueError(f"invalid macro name {k!r}")
+        if isinstance(v, bool):
+            v = int(v)
+        opts.append(f"-D{k}" if v is None else f"-D{k}={v}")
+    return tuple(opts)
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """The result of one NVRTC build: PTX text, cubin bytes, the log and lowered kernel names."""
+
+    name: str
+    arch: str
+    ptx: str
+    cubin: bytes
+    log: str
+    options: tuple[str, ...]
+    lowered_names: dict = field(default_factory=dict)
+
+    def kernels(self) -> list[str]:
+        """Names of the `.entry` kernels in the PTX (mangled for templates)."""
+        return re.findall(r"\.entry\s+([A-Za-z0-9_$]+)\s*\(", self.ptx)
+
+    def ptx_of(self, kernel: str | None = None) -> str:
+        """The PTX of one kernel (its `.entry` block); the first kernel when `kernel` is None."""
+        names = self.kernels()
+        if not names:
+            return self.ptx
+        kernel = self.lowered_names.get(kernel, kernel) if kernel else names[0]
+        matches = [n for n in names if n == kernel] or [n for n in names if kernel in n]
+        if not matches:
+            raise KeyError(f"no kernel {kernel!r} in {self.name}; kernels: {names}")
+        start = self.ptx.index(f".entry {matches[0]}")
+        # Include the .visible/.weak prefix on the same line.
+        start = self.ptx.rfind("\n", 0, start) + 1
+        depth, i, opened = 0, start, False
+        while i < len(self.ptx):
+            c = self.ptx[i]
+            if c == "{":
+                depth += 1
+                opened = True
+            elif c == "}":
+                depth -= 1
+                if opened and depth == 0:
+                    return self.ptx[start:i + 1]
+            i += 1
+        return self.ptx[start:]
+
+    def ptx_excerpt(self, kernel: str | None = None, patterns=KEY_INSTRUCTIONS) -> str:
+        return ptx_excerpt(self.ptx_of(kernel), patterns)
+
+    def sass(self, kernel: str | None = None) -> str | None:
+        return sass(self.cubin, kernel=self.lowered_names.get(kernel, kernel) if kernel else None)
+
+
+def ptx_excerpt(ptx: str, patterns=KEY_INSTRUCTIONS) -> str:
+    """The lines of `ptx` that contain any of `patterns` (inline-asm markers dropped), numbered."""
+    out = []
+    for n, line in enumerate(ptx.splitlines(), 1):
+        s = line.strip()
+        if not s or s.startswith("//"):
+            continue
+        if any(p in s for p in patterns):
+            out.append(f"{n:5d}  {s}")
+    return "\n".join(out)
+
+
+_MEMO: dict[str, Compiled] = {}
+
+
+def compile_cuda(source: str | Path, arch: str = "sm_90a", defines: dict | None = None,
+                 name_expressions=(), extra_options=(), use_cache: bool = True) -> Compiled:
+    """Compile one `cuda_src` file (or a path) with NVRTC for `arch` (e.g. 'sm_90a', 'sm_100a').
+
+    No GPU or driver is needed. Raises CompileError with the full log when NVRTC or ptxas rejects
+    the code. Results are cached in memory and on disk, keyed by the source, every header in
+    cuda_src/, the options and the NVRTC version.
+    """
+    if not re.fullmatch(r"sm_\d+[af]?", arch):
+        raise ValueError(f"arch must look like 'sm_90a' or 'sm_100a', got {arch!r}")
+    path = _resolve(source)
+    src = path.read_bytes()
+    options = (f"--gpu-architecture={arch}", "-std=c++17", f"-I{CUDA_SRC}", f"-I{path.parent}",
+               "--diag-suppress=177,550") + _defines_options(defines) + tuple(extra_options)
+    name_expressions = tuple(name_expressions)
+    key = hashlib.sha256(b"\0".join([
+        src, _headers_digest(CUDA_SRC).encode(), " ".join(options).encode(),
+        "|".join(name_expressions).encode(), repr(nvrtc_version()).encode()])).hexdigest()[:32]
+    if use_cache and key in _MEMO:
+        return _MEMO[key]
+    disk = CACHE_DIR / "nvrtc" / key
+    if use_cache and (disk / "kernel.cubin").exists():
+        import json
+        meta = json.loads((disk / "meta.json").read_text())
+        result = Compiled(path.name, arch, (disk / "kernel.ptx").read_text(),
+                          (disk / "kernel.cubin").read_bytes(), meta["log"], options,
+                          meta["lowered_names"])
+        _MEMO[key] = result
+        return result
+
+    nvrtc = _nvrtc()
+    prog = _check(nvrtc.nvrtcCreateProgram(src, path.name.encode(), 0, [], []), "nvrtcCreateProgram")
+    try:
+        for expr in name_expressions:
+            _check(nvrtc.nvrtcAddNameExpression(prog, expr.encode()), "nvrtcAddNameExpression")
+        opts = [o.encode() for o in options]
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        size = _check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
+        buf = b" " * size
+        nvrtc.nvrtcGetProgramLog(prog, buf)
+        log = buf.rstrip(b"\0 ").decode(errors="replace")
+        if int(err) != 0:
+            raise CompileError(path.name, arch, options, log)
+        size = _check(nvrtc.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize")
+        buf = b" " * size
+        nvrtc.nvrtcGetPTX(prog, buf)
+        ptx = buf.rstrip(b"\0").decode()
+        size = _check(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
+        cubin = b" " * size
+        nvrtc.nvrtcGetCUBIN(prog, cubin)
+        lowered = {}
+        for expr in name_expressions:
+            low = _check(nvrtc.nvrtcGetLoweredName(prog, expr.encode()), "nvrtcGetLoweredName")
+            lowered[expr] = low.decode() if isinstance(low, bytes) else str(low)
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+    result = Compiled(path.name, arch, ptx, bytes(cubin), log, options, lowered)
+    if use_cache:
+        try:
+            import json
+            disk.mkdir(parents=True, exist_ok=True)
+            (disk / "kernel.ptx").write_text(ptx)
+            (disk / "meta.json").write_text(json.dumps({"log": log, "lowered_names": lowered}))
+            tmp = disk / f"kernel.cubin.{os.getpid()}"
+            tmp.write_bytes(result.cubin)
+            tmp.replace(disk / "kernel.cubin")
+        except OSError:
+            pass  # a read-only home is fine: we keep the in-memory copy
+        _MEMO[key] = result
+    return result
+
+
+def sass_tool() -> str | None:
+    """Path of cuobjdump (preferred) or nvdisasm, or None when neither is installed."""
+    for tool in ("cuobjdump", "nvdisasm"):
+        found = shutil.which(tool) or (Path("/usr/local/cuda/bin") / tool if
+                                       (Path("/usr/local/cuda/bin") / tool).exists() else None)
+        if found:
+            return str(found)
+    return None
+
+
+def sass(cubin: bytes, kernel: str | None = None) -> str | None:
+    """SASS of a cubin through cuobjdump/nvdisasm; None when neither tool is installed."""
+    tool = sass_tool()
+    if tool is None:
+        return None
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "k.cubin"
+        f.write_bytes(cubin)
+        if tool.endswith("cuobjdump"):
+            cmd = [tool, "-sass"] + (["-fun", kernel] if kernel else []) + [str(f)]
+        else:
+            cmd = [tool, "-c"] + (["-fun", kernel] if kernel else []) + [str(f)]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        return f"({Path(tool).name} failed: {r.stderr.strip()})"
+    return r.stdout
+
+
+class Module:
+    """A compiled cuda_src file loaded on the current GPU (wraps cupy.RawModule)."""
+
+    def __init__(self, compiled: Compiled):
+        import cupy as cp
+        self.compiled = compiled
+        d = CACHE_DIR / "cubin"
+        d.mkdir(parents=True, exist_ok=True)
+        f = d / (hashlib.sha256(compiled.cubin).hexdigest()[:32] + ".cubin")
+        if not f.exists():
+            tmp = f.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(compiled.cubin)
+            tmp.replace(f)
+        self.raw = cp.RawModule(path=str(f))
+        self._kernels = {}
+
+    def get_function(self, name: str):
+        """A cupy RawKernel by source name or name expression (templates are looked up lowered)."""
+        if name not in self._kernels:
+            self._kernels[name] = self.raw.get_function(self.compiled.lowered_names.get(name, name))
+        return self._kernels[name]
+
+    def get_global(self, name: str):
+        return self.raw.get_global(name)
+
+
+_MODULES: dict[tuple, Module] = {}
+
+
+def load_module(source: str | Path, defines: dict | None = None, name_expressions=(),
+                arch: str | None = None) -> Module:
+    """Compile `source` for this GPU (sm_XXa) and load it. Needs a GPU; cached per build."""
+    from . import device
+    if arch is None:
+        arch = device.native_arch()
+    compiled = compile_cuda(source, arch=arch, defines=defines, name_expressions=name_expressions)
+    key = (compiled.cubin.__hash__(), arch)
+    if key not in _MODULES:
+        _MODULES[key] = Module(compiled)
+    return _MODULES[key]

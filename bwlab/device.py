@@ -1,0 +1,169 @@
+"""Which GPU is here, and which tier each stage of the data path runs in.
+
+Three tiers, chosen per stage:
+
+* ``hardware`` — the GPU runs the stage for real.
+* ``hybrid``   — sm_90+ without tcgen05 (Hopper, consumer Blackwell): TMA, multicast and the TMA store
+  run for real; tcgen05.mma and TMEM are executed by bwlab's NumPy model from the bytes the GPU loaded.
+* ``model``    — no GPU (or one without TMA: Ampere, Ada): every stage runs in the NumPy model.
+
+``BWLAB_BACKEND=model`` forces the model tier everywhere (CI does this so stored notebook outputs
+are deterministic); ``BWLAB_BACKEND=hybrid`` caps tcgen05 stages at hybrid on a Blackwell GPU.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+
+__all__ = ["GpuInfo", "gpu_info", "backend", "tier", "tiers", "banner", "native_arch",
+           "has_gpu", "require", "STAGES", "UnsupportedGPU"]
+
+# stage -> (title, what it needs for hardware, notebook)
+STAGES = {
+    "tma": ("TMA load", "tma", "01_tma_load"),
+    "multicast": ("TMA multicast", "tma", "02_multicast"),
+    "umma": ("UMMA (tcgen05.mma)", "tcgen05", "03_umma"),
+    "tmem": ("TMEM (tcgen05.ld/st)", "tcgen05", "04_tmem_load"),
+    "store": ("TMA store", "tma", "05_tma_store"),
+}
+
+
+class UnsupportedGPU(RuntimeError):
+    """The GPU here cannot run what was asked for (raised before any driver call)."""
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    name: str
+    cc: tuple[int, int]
+    sm_count: int
+    smem_per_sm: int
+    smem_per_block_optin: int
+    l2_bytes: int
+    global_mem_bytes: int
+    regs_per_sm: int
+    max_cluster_size_portable: int = 8
+
+    @property
+    def sm(self) -> str:
+        return f"sm_{self.cc[0]}{self.cc[1]}"
+
+    @property
+    def has_tma(self) -> bool:  # cp.async.bulk.tensor, clusters, mbarrier tx-count: sm_90+
+        return self.cc >= (9, 0)
+
+    @property
+    def has_tcgen05(self) -> bool:  # datacenter Blackwell family (sm_100/101/103, sm_110)
+        return self.cc[0] in (10, 11)
+
+    @property
+    def has_wgmma(self) -> bool:  # wgmma.mma_async exists on sm_90a only
+        return self.cc == (9, 0)
+
+
+def backend() -> str:
+    b = os.environ.get("BWLAB_BACKEND", "auto").strip().lower() or "auto"
+    if b not in ("auto", "model", "hybrid"):
+        raise ValueError(f"BWLAB_BACKEND must be 'auto', 'hybrid' or 'model', got {b!r}")
+    return b
+
+
+@functools.lru_cache(maxsize=1)
+def _probe() -> GpuInfo | None:
+    try:
+        import cupy as cp
+        if cp.cuda.runtime.getDeviceCount() < 1:
+            return None
+        dev = cp.cuda.Device()
+        props = cp.cuda.runtime.getDeviceProperties(dev.id)
+        a = dev.attributes
+        name = props["name"]
+        name = name.decode() if isinstance(name, bytes) else str(name)
+        major, minor = int(props["major"]), int(props["minor"])
+        return GpuInfo(
+            name=name, cc=(major, minor),
+            sm_count=int(props["multiProcessorCount"]),
+            smem_per_sm=int(a.get("MaxSharedMemoryPerMultiprocessor", props.get("sharedMemPerMultiprocessor", 0))),
+            smem_per_block_optin=int(a.get("MaxSharedMemoryPerBlockOptin", props.get("sharedMemPerBlockOptin", 0))),
+            l2_bytes=int(props.get("l2CacheSize", 0)),
+            global_mem_bytes=int(props.get("totalGlobalMem", 0)),
+            regs_per_sm=int(props.get("regsPerMultiprocessor", 0)),
+        )
+    except Exception:  # no CuPy, no driver, no device: the model tier
+        return None
+
+
+def gpu_info() -> GpuInfo | None:
+    """The current GPU, or None when there is none (or BWLAB_BACKEND=model)."""
+    if backend() == "model":
+        return None
+    return _probe()
+
+
+def has_gpu() -> bool:
+    return gpu_info() is not None
+
+
+def native_arch() -> str:
+    """The NVRTC target for this GPU with the arch-specific suffix, e.g. 'sm_90a'."""
+    info = gpu_info()
+    if info is None:
+        raise UnsupportedGPU("no CUDA GPU is available (or BWLAB_BACKEND=model); use "
+                             "bwlab.compile.compile_cuda(..., arch='sm_90a') to compile without one")
+    return f"sm_{info.cc[0]}{info.cc[1]}a"
+
+
+def tier(stage: str) -> str:
+    """'hardware', 'hybrid' or 'model' for one stage ('tma', 'multicast', 'umma', 'tmem', 'store')."""
+    if stage not in STAGES:
+        raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+    info = gpu_info()
+    if info is None or not info.has_tma:
+        return "model"
+    if STAGES[stage][1] == "tma":
+        return "hardware"
+    if info.has_tcgen05 and backend() != "hybrid":
+        return "hardware"
+    return "hybrid"
+
+
+def tiers() -> dict[str, str]:
+    return {s: tier(s) for s in STAGES}
+
+
+def require(stage: str, wanted: str = "hardware") -> GpuInfo:
+    """Raise UnsupportedGPU (before any driver call) unless `stage` runs at `wanted` or better."""
+    order = {"model": 0, "hybrid": 1, "hardware": 2}
+    got = tier(stage)
+    if order[got] < order[wanted]:
+        info = gpu_info()
+        what = "no GPU" if info is None else f"{info.name} ({info.sm})"
+        need = {"tma": "sm_90 or newer (TMA, clusters, mbarrier transaction counts)",
+                "tcgen05": "sm_100 (datacenter Blackwell: tcgen05 and TMEM)"}[STAGES[stage][1]]
+        if backend() == "model":
+            what += ", BWLAB_BACKEND=model"
+        raise UnsupportedGPU(f"{STAGES[stage][0]} on {wanted} needs {need}; this machine has {what}")
+    return gpu_info()
+
+
+def banner(print_it: bool = True) -> str:
+    """One line (two with the legend) for the top of every notebook: the GPU and each stage's tier."""
+    info = gpu_info()
+    t = tiers()
+    if info is None:
+        why = "BWLAB_BACKEND=model" if backend() == "model" else "no CUDA GPU found"
+        text = (f"Model tier ({why}): every stage runs in bwlab's NumPy model; "
+                "kernels are still compiled for sm_90a/sm_100a through NVRTC.")
+    elif not info.has_tma:
+        text = (f"{info.name} ({info.sm}): no TMA on this GPU (it needs sm_90+), so every stage runs "
+                "in the NumPy model; kernels are compiled through NVRTC.")
+    else:
+        hw = [STAGES[s][0] for s, v in t.items() if v == "hardware"]
+        hy = [STAGES[s][0] for s, v in t.items() if v == "hybrid"]
+        text = f"{info.name} ({info.sm}): " + ", ".join(hw) + " on hardware"
+        if hy:
+            text += "; " + " and ".join(hy) + " modelled (they need sm_100)"
+    if print_it:
+        print(text)
+    return text

@@ -1,0 +1,145 @@
+"""Launching bwlab kernels safely, and timing them.
+
+Every kernel includes `cuda_src/ptx.cuh`, whose bounded `mbarrier_wait` writes a record into the
+module's `bw_status` global when it gives up (after BW_WAIT_TIMEOUT_NS of %globaltimer) instead of
+spinning forever. `launch` clears that record, launches, synchronises and turns a record into an
+`MbarrierTimeout` naming the barrier, the phase parity and the transaction bytes that were expected.
+The kernel returned normally, so the CUDA context stays usable for the next launch.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["MbarrierTimeout", "LaunchConfigError", "launch", "bench", "BenchResult", "STATUS_DTYPE",
+           "tensor_map_arg"]
+
+# Mirrors struct BwStatus in cuda_src/ptx/common.cuh.
+STATUS_DTYPE = np.dtype([
+    ("code", "<u4"), ("barrier_id", "<u4"), ("phase_parity", "<u4"), ("expected_tx", "<u4"),
+    ("block_x", "<u4"), ("block_y", "<u4"), ("block_z", "<u4"), ("thread", "<u4"),
+    ("cta_rank", "<u4"), ("pad", "<u4"), ("waited_ns", "<u8"),
+])
+
+PORTABLE_CLUSTER_SIZE = 8
+
+
+class MbarrierTimeout(RuntimeError):
+    """A bounded mbarrier wait in a kernel gave up. Fields name the barrier and what it expected."""
+
+    def __init__(self, kernel: str, barrier: str, record):
+        self.kernel, self.barrier = kernel, barrier
+        self.phase_parity = int(record["phase_parity"])
+        self.expected_tx = int(record["expected_tx"])
+        self.block = (int(record["block_x"]), int(record["block_y"]), int(record["block_z"]))
+        self.thread = int(record["thread"])
+        self.cta_rank = int(record["cta_rank"])
+        self.waited_ns = int(record["waited_ns"])
+        super().__init__(
+            f"{kernel}: mbarrier '{barrier}' did not complete phase with parity {self.phase_parity} "
+            f"(expected {self.expected_tx} transaction bytes) — CTA {self.block}, cluster rank "
+            f"{self.cta_rank}, thread {self.thread} gave up after {self.waited_ns / 1e6:.1f} ms. "
+            "Either fewer bytes arrived than expect_tx announced, or an arrival is missing.")
+
+
+class LaunchConfigError(ValueError):
+    """A launch configuration that the GPU would reject or that breaks a bwlab rule."""
+
+
+def tensor_map_arg(encoded: bytes | np.ndarray):
+    """A 128-byte CUtensorMap as a kernel argument (received as `const __grid_constant__ TmaDescriptor`)."""
+    raw = np.frombuffer(bytes(encoded), dtype=np.uint64)
+    if raw.size != 16:
+        raise ValueError(f"a CUtensorMap is 128 bytes, got {raw.size * 8}")
+    dt = np.dtype({"names": [f"v{i}" for i in range(16)], "formats": [np.uint64] * 16})
+    return np.frombuffer(raw.tobytes(), dtype=dt)[0]
+
+
+def _validate(grid, block, shared_mem, cluster):
+    grid = tuple(grid) + (1,) * (3 - len(tuple(grid)))
+    block = tuple(block) + (1,) * (3 - len(tuple(block)))
+    if any(g < 1 for g in grid) or any(b < 1 for b in block):
+        raise LaunchConfigError(f"grid {grid} and block {block} must be positive")
+    if block[0] * block[1] * block[2] > 1024:
+        raise LaunchConfigError(f"a CTA has at most 1024 threads, got block {block}")
+    if cluster is not None:
+        cluster = tuple(cluster) + (1,) * (3 - len(tuple(cluster)))
+        size = cluster[0] * cluster[1] * cluster[2]
+        if size > PORTABLE_CLUSTER_SIZE:
+            raise LaunchConfigError(
+                f"cluster {cluster} has {size} CTAs; the portable maximum is {PORTABLE_CLUSTER_SIZE}")
+        for axis, (g, c) in enumerate(zip(grid, cluster)):
+            if g % c:
+                raise LaunchConfigError(
+                    f"grid dimension {'xyz'[axis]} = {g} is not a multiple of the cluster's {c}")
+    from .device import gpu_info
+    info = gpu_info()
+    if info is not None and shared_mem > info.smem_per_block_optin:
+        raise LaunchConfigError(f"{shared_mem} bytes of dynamic shared memory requested; "
+                                f"{info.name} allows {info.smem_per_block_optin} per CTA")
+    return grid, block
+
+
+def launch(module, kernel: str, grid, block, args, shared_mem: int = 0, barrier_names=None,
+           cluster=None, sync: bool = True):
+    """Launch `kernel` of a loaded `bwlab.compile.Module`, then check its mbarrier status record.
+
+    `barrier_names` maps the barrier ids the kernel passes to `mbarrier_wait` to names for the
+    error message. `cluster` is the kernel's compile-time cluster shape (checked against the grid).
+    """
+    import cupy as cp
+    grid, block = _validate(grid, block, shared_mem, cluster)
+    fn = module.get_function(kernel)
+    if shared_mem > 48 * 1024:
+        fn.max_dynamic_shared_size_bytes = shared_mem
+    status = module.get_global("bw_status")
+    cp.cuda.runtime.memset(status.ptr, 0, STATUS_DTYPE.itemsize)
+    fn(grid, block, tuple(args), shared_mem=shared_mem)
+    if not sync:
+        return
+    cp.cuda.Device().synchronize()
+    rec = np.zeros(1, dtype=STATUS_DTYPE)
+    cp.cuda.runtime.memcpy(rec.ctypes.data, status.ptr, STATUS_DTYPE.itemsize,
+                           cp.cuda.runtime.memcpyDeviceToHost)
+    if rec["code"][0] != 0:
+        bid = int(rec["barrier_id"][0])
+        name = (barrier_names or {}).get(bid, f"#{bid}")
+        raise MbarrierTimeout(kernel, name, rec[0])
+
+
+@dataclass
+class BenchResult:
+    name: str
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    repeats: int
+    bytes_moved: int | None = None
+
+    @property
+    def gbps(self) -> float | None:
+        return None if self.bytes_moved is None else self.bytes_moved / (self.median_ms * 1e-3) / 1e9
+
+    def row(self) -> str:
+        bw = f"{self.gbps:9.1f} GB/s" if self.gbps is not None else ""
+        return f"{self.name:<40s} median {self.median_ms:9.4f} ms  (min {self.min_ms:.4f}, max {self.max_ms:.4f}, n={self.repeats}) {bw}"
+
+
+def bench(name: str, fn, warmup: int = 3, repeat: int = 20, bytes_moved: int | None = None) -> BenchResult:
+    """Time `fn()` on the current stream with CUDA events: `warmup` untimed calls, then the median
+    of `repeat` timed ones."""
+    import cupy as cp
+    for _ in range(warmup):
+        fn()
+    cp.cuda.Device().synchronize()
+    times = []
+    for _ in range(repeat):
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, stop))
+    return BenchResult(name, statistics.median(times), min(times), max(times), repeat, bytes_moved)

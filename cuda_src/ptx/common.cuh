@@ -1,0 +1,84 @@
+// bwlab PTX wrappers: common types, the status record, elect, fences, timers.
+//
+// One small named function per PTX instruction, named after the instruction, so a kernel reads
+// like the data path it teaches and the PTX is one click away. PTX ISA sections are cited per wrapper.
+#pragma once
+
+// NVRTC ships no C library headers by default: spell the fixed-width types ourselves.
+typedef unsigned char      u8;
+typedef unsigned short     u16;
+typedef unsigned int       u32;
+typedef unsigned long long u64;
+
+#ifndef BW_WAIT_TIMEOUT_NS
+// Budget of every bounded mbarrier wait, in nanoseconds of %globaltimer (default 200 ms).
+#define BW_WAIT_TIMEOUT_NS 200000000ull
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// Status record: the first thread that gives up on a barrier writes here; Python reads it after
+// every launch (bwlab.runtime) and raises MbarrierTimeout naming the barrier. A global variable at
+// namespace scope keeps its unmangled name, so the host finds it with RawModule.get_global.
+// ---------------------------------------------------------------------------------------------
+struct BwStatus {
+    u32 code;         // 0 = ok, 1 = mbarrier wait timed out
+    u32 barrier_id;   // which barrier (an index the kernel's Python wrapper names)
+    u32 phase_parity; // the parity the thread was waiting for
+    u32 expected_tx;  // transaction bytes the waiter was told to expect
+    u32 block_x, block_y, block_z;
+    u32 thread;
+    u32 cta_rank;     // rank in the cluster (0 without clusters)
+    u32 pad;
+    u64 waited_ns;
+};
+__device__ BwStatus bw_status;
+
+__device__ __forceinline__ u64 globaltimer_ns() {
+    u64 t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__device__ __forceinline__ u32 smem_u32(const void* p) {
+    // 32-bit shared-state-space address, as PTX shared:: instructions take it.
+    return static_cast<u32>(__cvta_generic_to_shared(p));
+}
+
+// elect.sync (PTX ISA 9.7.13.9, sm_90+): one lane of the warp is elected; returns true there.
+__device__ __forceinline__ bool elect_one_sync() {
+    u32 pred = 0;
+    asm volatile(
+        "{\n\t.reg .pred P;\n\t"
+        "elect.sync _|P, 0xffffffff;\n\t"
+        "selp.u32 %0, 1, 0, P;\n\t}"
+        : "=r"(pred));
+    return pred != 0;
+}
+
+// fence.proxy.async.shared::cta: make this thread's generic-proxy SMEM writes visible to the
+// async proxy (TMA store reads, tcgen05.mma operand reads) that is issued after it.
+__device__ __forceinline__ void fence_proxy_async_shared_cta() {
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+// fence.proxy.async.global: same for global memory written by generic stores.
+__device__ __forceinline__ void fence_proxy_async_global() {
+    asm volatile("fence.proxy.async.global;" ::: "memory");
+}
+
+// fence.mbarrier_init.release.cluster: publish mbarrier.init to the other CTAs of the cluster
+// (and to the async proxy) before anyone can arrive remotely or complete_tx on it.
+__device__ __forceinline__ void fence_mbarrier_init_release_cluster() {
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+__device__ __forceinline__ u32 laneid() {
+    u32 r;
+    asm volatile("mov.u32 %0, %%laneid;" : "=r"(r));
+    return r;
+}
+
+__device__ __forceinline__ u32 warpid_in_cta() {
+    // Warp index computed from threadIdx (%warpid is not stable; the PTX ISA says so).
+    return (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) / 32;
+}
