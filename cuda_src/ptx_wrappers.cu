@@ -61,14 +61,11 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) wrappers_sm100(u32* out, u6
     __shared__ alignas(16) u32 taddr_slot;
     __shared__ alignas(8) u64 bar;
     tcgen05_alloc(&taddr_slot, 32);
-    tcgen05_alloc_cta_group2(&taddr_slot, 32);
     tcgen05_relinquish_alloc_permit();
     u32 taddr = taddr_slot;
     tcgen05_mma_f16_ss(taddr, adesc, bdesc, idesc, 0);
     tcgen05_mma_tf32_ss(taddr, adesc, bdesc, idesc, 1);
-    tcgen05_mma_f16_ss_cta_group2(taddr, adesc, bdesc, idesc, 1);
     tcgen05_commit(&bar);
-    tcgen05_commit_multicast_cta_group2(&bar, 0x3);
     tcgen05_fence_before_thread_sync();
     tcgen05_fence_after_thread_sync();
     tcgen05_cp_128x256b(taddr, adesc);
@@ -86,6 +83,18 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) wrappers_sm100(u32* out, u6
 #undef BW_LDST
     out[threadIdx.x] = s;
     tcgen05_dealloc(taddr, 32);
+}
+
+// CUDA 13's ptxas refuses a kernel that mixes .cta_group::1 and .cta_group::2 (12.9 accepted it),
+// so the CTA-pair wrappers get a kernel of their own.
+extern "C" __global__ void __cluster_dims__(2, 1, 1) wrappers_sm100_pair(u32* out, u64 adesc, u64 bdesc, u32 idesc) {
+    __shared__ alignas(16) u32 taddr_slot;
+    __shared__ alignas(8) u64 bar;
+    tcgen05_alloc_cta_group2(&taddr_slot, 32);
+    u32 taddr = taddr_slot;
+    tcgen05_mma_f16_ss_cta_group2(taddr, adesc, bdesc, idesc, 1);
+    tcgen05_commit_multicast_cta_group2(&bar, 0x3);
+    out[threadIdx.x] = taddr;
     tcgen05_dealloc_cta_group2(taddr, 32);
 }
 #endif

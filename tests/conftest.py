@@ -1,0 +1,44 @@
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def _gpu_reason(min_cc=None, exact_major=None):
+    from bwlab import device
+    info = device.gpu_info()
+    if info is None:
+        return "no CUDA GPU here (or BWLAB_BACKEND=model)"
+    if min_cc and info.cc < min_cc:
+        return f"needs sm_{min_cc[0]}{min_cc[1]}+, this GPU is {info.name} ({info.sm})"
+    if exact_major and info.cc[0] not in exact_major:
+        return f"needs sm_100 (tcgen05/TMEM), this GPU is {info.name} ({info.sm})"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        reason = None
+        if item.get_closest_marker("sm100"):
+            reason = _gpu_reason(exact_major=(10, 11))
+        elif item.get_closest_marker("sm90"):
+            reason = _gpu_reason(min_cc=(9, 0))
+        elif item.get_closest_marker("gpu"):
+            reason = _gpu_reason()
+        if reason:
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def pytest_terminal_summary(terminalreporter):
+    skipped = terminalreporter.stats.get("skipped", [])
+    reasons = {}
+    for rep in skipped:
+        r = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+        reasons[r] = reasons.get(r, 0) + 1
+    if reasons:
+        terminalreporter.write_line("GPU tests skipped:")
+        for r, n in sorted(reasons.items()):
+            terminalreporter.write_line(f"  {n:3d} x {r}")

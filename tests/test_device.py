@@ -1,0 +1,98 @@
+"""Tier selection, the banner, and the foundation GPU checks (skipped without a GPU)."""
+import time
+
+import numpy as np
+import pytest
+
+from bwlab import device
+from bwlab.device import GpuInfo
+
+
+def fake(cc, name="GPU"):
+    return GpuInfo(name=name, cc=cc, sm_count=1, smem_per_sm=0, smem_per_block_optin=0, l2_bytes=0,
+                   global_mem_bytes=0, regs_per_sm=0)
+
+
+@pytest.mark.parametrize("cc,expect", [
+    ((10, 0), {"tma": "hardware", "multicast": "hardware", "store": "hardware", "umma": "hardware", "tmem": "hardware"}),
+    ((9, 0), {"tma": "hardware", "multicast": "hardware", "store": "hardware", "umma": "hybrid", "tmem": "hybrid"}),
+    ((12, 0), {"tma": "hardware", "multicast": "hardware", "store": "hardware", "umma": "hybrid", "tmem": "hybrid"}),
+    ((8, 9), {"tma": "model", "multicast": "model", "store": "model", "umma": "model", "tmem": "model"}),
+    ((8, 0), {"tma": "model", "multicast": "model", "store": "model", "umma": "model", "tmem": "model"}),
+    (None, {"tma": "model", "multicast": "model", "store": "model", "umma": "model", "tmem": "model"}),
+])
+def test_tier_table(monkeypatch, cc, expect):
+    monkeypatch.setenv("BWLAB_BACKEND", "auto")
+    monkeypatch.setattr(device, "_probe", lambda: None if cc is None else fake(cc))
+    assert device.tiers() == expect
+
+
+def test_backend_model_forces_model(monkeypatch):
+    monkeypatch.setattr(device, "_probe", lambda: fake((10, 0)))
+    monkeypatch.setenv("BWLAB_BACKEND", "model")
+    assert set(device.tiers().values()) == {"model"}
+    assert "BWLAB_BACKEND=model" in device.banner(print_it=False)
+    monkeypatch.setenv("BWLAB_BACKEND", "hybrid")
+    assert device.tier("umma") == "hybrid" and device.tier("tma") == "hardware"
+    monkeypatch.setenv("BWLAB_BACKEND", "fast")
+    with pytest.raises(ValueError, match="BWLAB_BACKEND"):
+        device.tier("tma")
+
+
+def test_banner_hopper(monkeypatch):
+    monkeypatch.setenv("BWLAB_BACKEND", "auto")
+    monkeypatch.setattr(device, "_probe", lambda: fake((9, 0), "NVIDIA H100 80GB HBM3"))
+    text = device.banner(print_it=False)
+    assert text == ("NVIDIA H100 80GB HBM3 (sm_90): TMA load, TMA multicast, TMA store on hardware; "
+                    "UMMA (tcgen05.mma) and TMEM (tcgen05.ld/st) modelled (they need sm_100)")
+    assert device.native_arch() == "sm_90a"
+
+
+def test_require_names_the_rule(monkeypatch):
+    monkeypatch.setenv("BWLAB_BACKEND", "auto")
+    monkeypatch.setattr(device, "_probe", lambda: fake((9, 0), "NVIDIA H100"))
+    with pytest.raises(device.UnsupportedGPU, match="sm_100"):
+        device.require("umma")
+    monkeypatch.setattr(device, "_probe", lambda: fake((8, 6), "RTX 3090"))
+    with pytest.raises(device.UnsupportedGPU, match="sm_90"):
+        device.require("tma")
+    with pytest.raises(ValueError, match="unknown stage"):
+        device.tier("gemm")
+
+
+def test_launch_config_rules():
+    from bwlab.runtime import LaunchConfigError, _validate
+    with pytest.raises(LaunchConfigError, match="1024"):
+        _validate((1,), (33, 32), 0, None)
+    with pytest.raises(LaunchConfigError, match="portable maximum is 8"):
+        _validate((16,), (32,), 0, (16, 1, 1))
+    with pytest.raises(LaunchConfigError, match="not a multiple"):
+        _validate((6,), (32,), 0, (4, 1, 1))
+
+
+def test_hello_rejects_bad_size_before_the_driver():
+    from bwlab.selfcheck import hello_roundtrip
+    with pytest.raises(ValueError, match="multiple of 16"):
+        hello_roundtrip(100)
+
+
+# ---- on a GPU -------------------------------------------------------------------------------------
+@pytest.mark.sm90
+@pytest.mark.parametrize("nbytes", [16, 4096, 16384])
+def test_bulk_roundtrip_gpu(nbytes):
+    from bwlab.selfcheck import hello_roundtrip
+    src, dst = hello_roundtrip(nbytes, blocks=3)
+    np.testing.assert_array_equal(src, dst)
+
+
+@pytest.mark.sm90
+def test_wrong_expect_tx_raises_then_context_still_works():
+    from bwlab.runtime import MbarrierTimeout
+    from bwlab.selfcheck import hello_roundtrip
+    t0 = time.perf_counter()
+    with pytest.raises(MbarrierTimeout) as e:
+        hello_roundtrip(4096, blocks=2, extra_tx=16)
+    assert time.perf_counter() - t0 < 1.0
+    assert e.value.barrier == "smem_full" and e.value.expected_tx == 4112 and e.value.phase_parity == 0
+    src, dst = hello_roundtrip(4096, blocks=2)
+    np.testing.assert_array_equal(src, dst)
