@@ -242,14 +242,34 @@ def compile_cuda(source: str | Path, arch: str = "sm_90a", defines: dict | None 
     return result
 
 
-def sass_tool() -> str | None:
-    """Path of cuobjdump (preferred) or nvdisasm, or None when neither is installed."""
-    for tool in ("cuobjdump", "nvdisasm"):
-        found = shutil.which(tool) or (Path("/usr/local/cuda/bin") / tool if
-                                       (Path("/usr/local/cuda/bin") / tool).exists() else None)
-        if found:
-            return str(found)
+def _tool_dirs() -> list[Path]:
+    """Where cuobjdump/nvdisasm may live: PATH, the CUDA toolkit, or the pip wheels
+    nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm (installed by bwlab's dev extra)."""
+    dirs = [Path("/usr/local/cuda/bin")]
+    try:
+        import nvidia  # namespace package of NVIDIA's pip wheels
+        for root in getattr(nvidia, "__path__", []):
+            dirs += sorted(Path(root).glob("cu*/bin")) + sorted(Path(root).glob("cuda_*/bin"))
+    except ImportError:
+        pass
+    return dirs
+
+
+def _find_tool(name: str) -> str | None:
+    found = shutil.which(name)
+    if found:
+        return found
+    for d in _tool_dirs():
+        if (d / name).exists():
+            return str(d / name)
     return None
+
+
+def sass_tool() -> str | None:
+    """Path of cuobjdump (with nvdisasm beside it or on PATH), or of nvdisasm, or None."""
+    if _find_tool("cuobjdump") and _find_tool("nvdisasm"):
+        return _find_tool("cuobjdump")
+    return _find_tool("nvdisasm")
 
 
 def sass(cubin: bytes, kernel: str | None = None) -> str | None:
@@ -257,14 +277,18 @@ def sass(cubin: bytes, kernel: str | None = None) -> str | None:
     tool = sass_tool()
     if tool is None:
         return None
+    env = dict(os.environ)
+    dis = _find_tool("nvdisasm")
+    if dis:
+        env["PATH"] = str(Path(dis).parent) + os.pathsep + env.get("PATH", "")
     with tempfile.TemporaryDirectory() as d:
         f = Path(d) / "k.cubin"
         f.write_bytes(cubin)
-        if tool.endswith("cuobjdump"):
+        if Path(tool).name == "cuobjdump":
             cmd = [tool, "-sass"] + (["-fun", kernel] if kernel else []) + [str(f)]
         else:
             cmd = [tool, "-c"] + (["-fun", kernel] if kernel else []) + [str(f)]
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
     if r.returncode != 0:
         return f"({Path(tool).name} failed: {r.stderr.strip()})"
     return r.stdout

@@ -16,7 +16,7 @@ import functools
 import os
 from dataclasses import dataclass
 
-__all__ = ["GpuInfo", "gpu_info", "backend", "tier", "tiers", "banner", "native_arch",
+__all__ = ["GpuInfo", "gpu_info", "backend", "tier", "tiers", "tiers_for", "tier_table", "banner", "native_arch",
            "has_gpu", "require", "STAGES", "UnsupportedGPU"]
 
 # stage -> (title, what it needs for hardware, notebook)
@@ -119,13 +119,10 @@ def tier(stage: str) -> str:
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
     info = gpu_info()
-    if info is None or not info.has_tma:
-        return "model"
-    if STAGES[stage][1] == "tma":
-        return "hardware"
-    if info.has_tcgen05 and backend() != "hybrid":
-        return "hardware"
-    return "hybrid"
+    t = tiers_for(None if info is None else info.cc)[stage]
+    if t == "hardware" and STAGES[stage][1] == "tcgen05" and backend() == "hybrid":
+        return "hybrid"
+    return t
 
 
 def tiers() -> dict[str, str]:
@@ -145,6 +142,30 @@ def require(stage: str, wanted: str = "hardware") -> GpuInfo:
             what += ", BWLAB_BACKEND=model"
         raise UnsupportedGPU(f"{STAGES[stage][0]} on {wanted} needs {need}; this machine has {what}")
     return gpu_info()
+
+
+# Representative GPUs of each family, for the tier table in notebook 00 and the README.
+FAMILIES = (
+    ("Blackwell datacenter (B200, GB200)", (10, 0)),
+    ("Hopper (H100, H200)", (9, 0)),
+    ("Blackwell consumer (RTX 50xx, sm_120)", (12, 0)),
+    ("Ada (L4, RTX 40xx, sm_89)", (8, 9)),
+    ("Ampere (A100 sm_80, RTX 30xx sm_86)", (8, 0)),
+    ("no GPU", None),
+)
+
+
+def tiers_for(cc) -> dict[str, str]:
+    """The tier of every stage on a GPU of compute capability `cc` (None: no GPU), by the rules above."""
+    if cc is None or tuple(cc) < (9, 0):
+        return {s: "model" for s in STAGES}
+    tcgen05 = cc[0] in (10, 11)
+    return {s: ("hardware" if STAGES[s][1] == "tma" or tcgen05 else "hybrid") for s in STAGES}
+
+
+def tier_table():
+    """Rows (family, sm, {stage: tier}) for each GPU family."""
+    return [(fam, "-" if cc is None else f"sm_{cc[0]}{cc[1]}", tiers_for(cc)) for fam, cc in FAMILIES]
 
 
 def banner(print_it: bool = True) -> str:

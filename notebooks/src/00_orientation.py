@@ -1,0 +1,178 @@
+# %% [markdown]
+# # 00 · Orientation: the Blackwell GEMM data path
+#
+# bwlab teaches how data moves through an NVIDIA Blackwell (SM100) GEMM, one hop at a time:
+# **TMA load → TMA multicast → UMMA (`tcgen05.mma`) → TMEM load (`tcgen05.ld`) → TMA store.**
+# Every notebook shows the CUDA source from `cuda_src/`, compiles it, runs it where the GPU can, and
+# draws the layouts next to what the GPU (or bwlab's NumPy model) produced.
+#
+# **Runs on:** the line printed below says which *tier* each stage runs in on this machine.
+
+# %% tags=["nbval-ignore-output"]
+import bwlab
+bwlab.banner();
+
+# %% [markdown]
+# ## The three tiers
+#
+# | tier | where | what runs for real |
+# |---|---|---|
+# | **hardware** | a GPU that has the feature | everything the stage needs |
+# | **hybrid** | sm_90+ without tcgen05 (Hopper, consumer Blackwell) | TMA load / multicast / store on the GPU; `tcgen05.mma` and TMEM executed by the NumPy model from the bytes the GPU loaded |
+# | **model** | no GPU, or one without TMA (Ampere, Ada) | the NumPy model, from the same bytes and descriptors |
+#
+# The model is checked bit for bit against an H100 wherever an H100 can run the operation (TMA, swizzle,
+# multicast, SMEM operand layouts through `wgmma`), and against the PTX ISA and CUTLASS's encoders elsewhere.
+# `BWLAB_BACKEND=model` forces the model tier (CI does, so stored outputs are deterministic).
+#
+# The same rules, evaluated for each GPU family (computed by `bwlab.device.tiers_for`, not typed in):
+
+# %%
+from bwlab import device
+stages = list(device.STAGES)
+print(f"{'GPU family':40s} {'arch':7s} " + " ".join(f"{s:>9s}" for s in stages))
+for family, sm, t in device.tier_table():
+    print(f"{family:40s} {sm:7s} " + " ".join(f"{t[s]:>9s}" for s in stages))
+
+# %% [markdown]
+# ## The data path
+#
+# Five hops. Two are done by the **Tensor Memory Accelerator** (TMA), an engine that copies whole tiles
+# between global and shared memory on behalf of one thread; one by the 5th-generation tensor core, which
+# reads its operands from shared memory and writes its accumulator into **Tensor Memory** (TMEM), a
+# 256 KB per-SM memory that exists only on sm_100; and two by ordinary threads.
+
+# %%
+import matplotlib.pyplot as plt
+from bwlab.datapath import draw_data_path, HOPS
+draw_data_path()
+plt.show()
+
+# %%
+for h in HOPS:
+    print(f"{h.src} -> {h.dst}: {h.instruction.replace(chr(10), ' ')}  [{h.who}]  -> notebook {h.notebook}")
+
+# %% [markdown]
+# ## How big is each memory?
+#
+# Read from the GPU when there is one. Without a Blackwell GPU the B200 column comes from public figures and
+# the PTX ISA, and says so.
+
+# %% tags=["nbval-ignore-output"]
+from bwlab.datapath import capacities
+for name, size, source in capacities():
+    print(f"{name:14s} {size:58s} {source}")
+
+# %% [markdown]
+# ## A first kernel: one bulk copy and one mbarrier
+#
+# `cuda_src/hello_bulk.cu` is the smallest kernel that uses the machinery of every later notebook:
+# thread 0 initialises an **mbarrier**, announces how many bytes it expects (`arrive.expect_tx`), and
+# starts an asynchronous bulk copy (`cp.async.bulk`) whose bytes, as they land in shared memory, count the
+# barrier's transaction count back down (`complete_tx`). When both counts reach zero the barrier's phase
+# completes, and every thread's wait returns.
+
+# %%
+from pathlib import Path
+from bwlab.compile import CUDA_SRC
+print((CUDA_SRC / "hello_bulk.cu").read_text())
+
+# %% [markdown]
+# The wrappers it calls (`mbarrier_init`, `mbarrier_arrive_expect_tx`, `bulk_load`, `mbarrier_wait`) are
+# one-line functions in `cuda_src/ptx/*.cuh`, each named after its PTX instruction. Here is one:
+
+# %%
+src = (CUDA_SRC / "ptx" / "mbarrier.cuh").read_text()
+start = src.index("// mbarrier.arrive.expect_tx")
+print(src[start:src.index("}", start) + 1])
+
+# %% [markdown]
+# ### Peek under the hood: the PTX
+#
+# NVRTC compiles the same file for Hopper (`sm_90a`) and Blackwell (`sm_100a`) with no GPU present; ptxas
+# runs inside NVRTC and would reject any malformed instruction. The excerpt keeps only the lines that matter.
+
+# %% tags=["nbval-ignore-output"]
+from bwlab.compile import compile_cuda, nvrtc_version
+builds = {arch: compile_cuda("hello_bulk", arch=arch) for arch in ("sm_90a", "sm_100a")}
+print("NVRTC", ".".join(map(str, nvrtc_version())))
+for arch, b in builds.items():
+    print(f"--- {arch}: {len(b.cubin)} bytes of cubin; key PTX lines:")
+    print(b.ptx_excerpt("hello_bulk_roundtrip"))
+
+# %% [markdown]
+# Whatever the NVRTC version, these instructions must be in both builds:
+
+# %%
+expected = ["mbarrier.init.shared::cta.b64", "fence.mbarrier_init.release.cluster",
+            "mbarrier.arrive.expect_tx.shared::cta.b64",
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
+            "mbarrier.try_wait.parity.shared::cta.b64", "%globaltimer"]
+for arch, b in builds.items():
+    ptx = b.ptx_of("hello_bulk_roundtrip")
+    print(arch, {e: (e in ptx) for e in expected})
+    assert all(e in ptx for e in expected)
+
+# %% [markdown]
+# And the machine code (SASS), when `cuobjdump` or `nvdisasm` is installed:
+
+# %% tags=["nbval-ignore-output"]
+from bwlab.compile import sass_tool
+sass = builds["sm_90a"].sass("hello_bulk_roundtrip")
+if sass is None:
+    print("No cuobjdump/nvdisasm on this machine: install the CUDA toolkit to see SASS.")
+else:
+    lines = [l.strip() for l in sass.splitlines() if any(k in l for k in ("SYNCS", "UBLKCP", "UTMA", "EXIT"))]
+    print(f"SASS via {sass_tool()}: {len(sass.splitlines())} lines; the bulk-copy and barrier instructions:")
+    print("\n".join(lines[:20]))
+
+# %% [markdown]
+# ### Run it
+#
+# On sm_90+ the kernel runs: each CTA copies 4 KB through shared memory and back, and we compare.
+# Without such a GPU the cell says so (there is nothing worth modelling in a byte copy).
+
+# %% tags=["nbval-ignore-output"]
+import numpy as np
+from bwlab.selfcheck import hello_roundtrip
+if device.tier("tma") == "hardware":
+    src, dst = hello_roundtrip(4096, blocks=4)
+    print(f"4 CTAs x 4096 B: GPU result equals the source: {np.array_equal(src, dst)}")
+else:
+    print("tier('tma') is 'model': no kernel launched here. On an H100 this copies 4 x 4096 B and "
+          "compares (see docs/results/foundation_h100.txt).")
+
+# %% [markdown]
+# ### A kernel never hangs
+#
+# A wrong `expect_tx` is the classic TMA bug: announce more bytes than arrive and the phase never completes,
+# so a plain spin-wait hangs the GPU. Every bwlab wait is bounded (`BW_WAIT_TIMEOUT_NS`, 200 ms by default);
+# the first thread to give up writes a record that Python turns into an exception naming the barrier.
+
+# %% tags=["nbval-ignore-output"]
+from bwlab.runtime import MbarrierTimeout
+if device.tier("tma") == "hardware":
+    try:
+        hello_roundtrip(4096, blocks=2, extra_tx=16)
+    except MbarrierTimeout as e:
+        print("MbarrierTimeout:", e)
+    src, dst = hello_roundtrip(4096, blocks=2)
+    print("the next launch works:", np.array_equal(src, dst))
+else:
+    print("tier('tma') is 'model': no kernel launched here.")
+
+# %% [markdown]
+# ## How to use the suite
+#
+# | notebook | stage | module | CUDA source |
+# |---|---|---|---|
+# | `01_tma_load` | TMA load: tensor maps, mbarrier handshake, swizzle, out-of-bounds fill | `bwlab.tma` | `tma_load.cu` |
+# | `02_multicast` | clusters, multicast masks, `tma_partition` | `bwlab.layout`, `bwlab.multicast` | `tma_multicast.cu` |
+# | `03_umma` | instruction and SMEM descriptors, canonical layouts, `tcgen05.mma` | `bwlab.umma` | `umma_sm100.cu`, `wgmma_sm90.cu` |
+# | `04_tmem_load` | TMEM allocation, addresses, `tcgen05.ld` shapes | `bwlab.tmem` | `tmem_sm100.cu` |
+# | `05_tma_store` | registers → SMEM → GMEM, the proxy fence, bulk groups, edge tiles | `bwlab.epilogue` | `tma_store.cu` |
+#
+# * Each notebook is narrative plus short calls into one `bwlab` module; read the module for the details.
+# * Values you should check are printed beside what was expected.
+# * `python -m bwlab.validate STAGE` runs a stage's random cases on a GPU against the model;
+#   `python -m bwlab.bench NAME` measures it. Results from an H100 are in `docs/results/`.
