@@ -18,8 +18,12 @@ $(STAMP): pyproject.toml
 	rm -f $(VENV)/.bwlab-installed-*
 	touch $@
 
+# JupyterLab refuses to run as root unless told; containers often are root.
+ROOTFLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+LABFLAGS ?=
+
 lab: venv
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(ROOTFLAG) $(LABFLAGS)
 
 # The whole suite: unit tests, compile checks of every cuda_src file, nbval over the notebooks.
 # Notebooks are stored from a model-tier run, so nbval forces the model tier.

@@ -96,3 +96,26 @@ def test_wrong_expect_tx_raises_then_context_still_works():
     assert e.value.barrier == "smem_full" and e.value.expected_tx == 4112 and e.value.phase_parity == 0
     src, dst = hello_roundtrip(4096, blocks=2)
     np.testing.assert_array_equal(src, dst)
+
+
+def test_tensor_map_arg_is_128_bytes():
+    from bwlab.runtime import tensor_map_arg
+    arg = tensor_map_arg(bytes(range(128)))
+    assert arg.dtype.itemsize == 128 and arg.tobytes() == bytes(range(128))
+    with pytest.raises(ValueError, match="128 bytes"):
+        tensor_map_arg(bytes(64))
+
+
+def test_percent_notebook_parser():
+    from bwlab.notebooks import parse_percent
+    cells = parse_percent('# %% [markdown]\n# # Title\n# text\n\n# %% tags=["nbval-ignore-output"]\n'
+                          'x = 1\n\n# %%\nprint(x)\n')
+    assert cells == [("markdown", "# Title\ntext", []), ("code", "x = 1", ["nbval-ignore-output"]),
+                     ("code", "print(x)", [])]
+
+
+def test_data_path_names_every_instruction():
+    from bwlab.datapath import HOPS
+    text = " ".join(h.instruction for h in HOPS)
+    for instr in ("cp.async.bulk.tensor", "tcgen05.mma", "tcgen05.ld", "st.shared", "fence.proxy.async"):
+        assert instr in text
