@@ -29,13 +29,13 @@ lab: venv
 # Notebooks are stored from a model-tier run, so nbval forces the model tier.
 test: venv
 	$(PY) -m pytest -q tests
-	BWLAB_BACKEND=model $(PY) -m pytest -q --nbval notebooks -p no:cacheprovider
+	BWLAB_BACKEND=model $(PY) -m pytest -q --nbval notebooks --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
 
 unit: venv
 	$(PY) -m pytest -q tests
 
 nbval: venv
-	BWLAB_BACKEND=model $(PY) -m pytest -q --nbval notebooks -p no:cacheprovider
+	BWLAB_BACKEND=model $(PY) -m pytest -q --nbval notebooks --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
 
 # Re-execute every notebook in the model tier and store its outputs (what nbval compares against).
 notebooks: venv
