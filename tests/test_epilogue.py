@@ -1,0 +1,344 @@
+"""Stage 5 model on the CPU: registers -> SMEM, banks, the proxy fence, bulk groups, alpha/beta.
+
+Expected values are computed independently of bwlab.epilogue (by hand from the bank rule, from the
+PTX ISA's swizzle tables, from IEEE rounding done with integer arithmetic).
+"""
+import numpy as np
+import pytest
+
+from bwlab.epilogue import (BulkAsyncGroups, EpilogueOrdering, OrderingError, RegisterStorePlan,
+                            SmemTile, epilogue_alpha_beta, from_dtype_bits, smem_bank,
+                            to_dtype_bits, wavefronts)
+
+
+# ---- banks ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("stride,expect", [
+    (16, 4),     # 8 lanes x 16 B = 128 contiguous bytes per quarter-warp: 1 wavefront each
+    (0, 4),      # every lane the same 16 bytes: the same 4 words, no conflict
+    (32, 8),     # 8 lanes span 256 B: each bank holds 2 distinct words per phase
+    (64, 16),    # 4 distinct words per bank per phase
+    (128, 32),   # every lane of a phase in the same 4 banks: 8-way
+    (256, 32),
+])
+def test_v4_wavefronts_by_stride(stride, expect):
+    r = wavefronts(np.arange(32) * stride, 16)
+    assert r.wavefronts == expect
+    assert r.ideal == 4 and r.conflicts == expect - 4
+
+
+def test_v4_phases_are_quarter_warps():
+    # Lanes 0 and 8 write the same bank but sit in different phases: no conflict.
+    addr = np.arange(32) * 16
+    addr[8] = 1024  # bank 0 again, in phase 1 where bank 0 is otherwise unused (lane 8 moved)
+    assert wavefronts(addr, 16).wavefronts == 4
+    # Inside one phase the same move costs a second wavefront.
+    addr = np.arange(32) * 16
+    addr[1] = 1024  # lane 1 -> banks 0-3, which lane 0 also uses with another word
+    assert wavefronts(addr, 16).wavefronts_per_phase == (2, 1, 1, 1)
+
+
+def test_narrower_widths():
+    assert wavefronts(np.arange(32) * 4, 4).wavefronts == 1
+    assert wavefronts(np.arange(32) * 128, 4).wavefronts == 32
+    assert wavefronts(np.arange(32) * 8, 8).wavefronts == 2
+    inactive = -np.ones(32, dtype=np.int64)
+    inactive[0] = 0
+    assert wavefronts(inactive, 16).wavefronts == 1 and wavefronts(inactive, 16).ideal == 1
+
+
+def test_bank_rule_input_errors():
+    with pytest.raises(ValueError, match="32"):
+        wavefronts(np.arange(16) * 16)
+    with pytest.raises(ValueError, match="aligned"):
+        wavefronts(np.arange(32) * 16 + 4)
+    with pytest.raises(ValueError, match="width"):
+        wavefronts(np.arange(32) * 16, 12)
+    assert list(smem_bank([0, 4, 124, 128, 132])) == [0, 1, 31, 0, 1]
+
+
+# ---- the SMEM D tile -----------------------------------------------------------------------------
+def test_128b_swizzle_matches_ptx_table():
+    # PTX ISA 5.5.7, 128-byte swizzle, 1024-byte aligned start: row r holds 16-byte chunk j at
+    # position j ^ r (r = 0..7), repeating every 8 rows.
+    t = SmemTile(16, 32, "float32", "128B", base=2048)
+    for r in range(16):
+        for j in range(8):
+            pos = (t.address(r, 4 * j) - 2048 - 128 * r) // 16
+            assert pos == j ^ (r % 8)
+
+
+def test_swizzle_base_offset_when_not_1024_aligned():
+    # PTX ISA 5.5.7: base offset = (address / 128) % 8 for the 128-byte mode: the pattern starts at
+    # row (base/128) % 8 of the table.
+    t = SmemTile(8, 32, "float32", "128B", base=1024 + 3 * 128)
+    for r in range(8):
+        for j in range(8):
+            assert (t.address(r, 4 * j) - t.base - 128 * r) // 16 == j ^ ((r + 3) % 8)
+
+
+def test_64b_and_32b_tables():
+    t64 = SmemTile(8, 16, "float32", "64B", base=512)
+    for r in range(8):
+        for j in range(4):
+            assert (t64.address(r, 4 * j) - 512 - 64 * r) // 16 == j ^ ((r // 2) % 4)
+    t32 = SmemTile(8, 8, "float32", "32B", base=256)
+    for r in range(8):
+        for j in range(2):
+            assert (t32.address(r, 4 * j) - 256 - 32 * r) // 16 == j ^ ((r // 4) % 2)
+
+
+def test_box_split_for_swizzled_tiles():
+    t = SmemTile(128, 128, "bfloat16", "128B")
+    assert (t.box_cols, t.n_boxes, t.box_bytes) == (64, 2, 128 * 128)
+    assert t.box_address(1) == 128 * 128
+    # element (0, 64) is the first element of the second box
+    assert t.address(0, 64) == 128 * 128
+    plain = SmemTile(128, 128, "bfloat16")
+    assert (plain.box_cols, plain.n_boxes) == (128, 1)
+
+
+def test_pack_unpack_roundtrip_and_chunk_inverse():
+    rng = np.random.default_rng(1)
+    for sw in ("none", "32B", "64B", "128B"):
+        t = SmemTile(32, 64, "float16", sw, base=128 * 3)
+        d = rng.integers(0, 1 << 16, (32, 64)).astype(np.uint16)
+        smem = t.pack(d)
+        np.testing.assert_array_equal(t.unpack(smem), d)
+        # a 16-byte chunk keeps 8 consecutive fp16 columns together
+        addr = t.address(5, 24)
+        np.testing.assert_array_equal(smem[addr - t.base: addr - t.base + 16].view(np.uint16),
+                                      d[5, 24:32])
+        r, c = t.chunk_of_address(addr)
+        assert (int(r), int(c)) == (5, 24)
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(rows=0, cols=32), "rows"),
+    (dict(rows=300, cols=32), "256"),
+    (dict(rows=8, cols=3), "16 bytes"),
+    (dict(rows=8, cols=32, base=64), "128"),
+    (dict(rows=8, cols=20, swizzle="128B"), "multiple of 32"),
+    (dict(rows=8, cols=32, swizzle="128B", box_cols=16), "exactly 128 bytes"),
+    (dict(rows=8, cols=32, dtype="int8"), "dtype"),
+    (dict(rows=8, cols=32, swizzle="16B"), "swizzle"),
+])
+def test_tile_validation(kw, match):
+    with pytest.raises(ValueError, match=match):
+        SmemTile(**kw)
+
+
+# ---- registers -> SMEM ---------------------------------------------------------------------------
+def test_row_per_thread_plain_is_8_way():
+    # 32 fp32 columns = 128-byte rows: every lane of a quarter-warp writes the same 4 banks.
+    plan = RegisterStorePlan(SmemTile(128, 32, "float32"), "row_per_thread", warp=2)
+    assert plan.steps == 8
+    assert all(plan.report(k).wavefronts == 32 for k in range(8))
+    assert plan.rows[0, 5] == 69 and plan.cols[3, 5] == 12
+
+
+def test_row_per_thread_128b_swizzle_is_conflict_free():
+    plan = RegisterStorePlan(SmemTile(128, 32, "float32", "128B"), "row_per_thread", warp=0)
+    assert plan.total_wavefronts() == plan.ideal_wavefronts() == 32
+
+
+def test_chunk_per_thread_plain_is_conflict_free():
+    plan = RegisterStorePlan(SmemTile(128, 32, "float32"), "chunk_per_thread", warp=0)
+    assert plan.total_wavefronts() == 32
+    wm = plan.writer_map()
+    assert wm[0, 0] == 0 and wm[0, 7] == 7 and wm[1, 0] == 8 and wm[31, 7] == 31
+    assert (wm[32:] == -1).all()
+
+
+def test_writer_map_row_per_thread():
+    wm = RegisterStorePlan(SmemTile(64, 64, "bfloat16", "128B"), "row_per_thread", warp=1).writer_map()
+    assert (wm[32:64] == np.arange(32)[:, None]).all() and (wm[:32] == -1).all()
+
+
+def test_plan_errors():
+    with pytest.raises(ValueError, match="rows"):
+        RegisterStorePlan(SmemTile(32, 32), "row_per_thread", warp=1)
+    with pytest.raises(ValueError, match=r"\[0, 4\)"):
+        RegisterStorePlan(SmemTile(256, 32), "row_per_thread", warp=4)
+    with pytest.raises(ValueError, match="mapping"):
+        RegisterStorePlan(SmemTile(32, 32), "diagonal")
+
+
+# ---- bulk groups and the proxy fence -------------------------------------------------------------
+def good_single_buffer(e):
+    e.st_shared("D")
+    e.fence_proxy_async()
+    e.bar_sync()
+    e.tma_store("D")
+    e.commit_group()
+
+
+def test_canonical_epilogue_passes():
+    e = EpilogueOrdering()
+    good_single_buffer(e)
+    e.wait_group(0)
+    e.read_gmem("D", by="issuer")
+    e.exit()
+    assert e.hazards == []
+
+
+def test_missing_fence_is_reported():
+    e = EpilogueOrdering()
+    e.st_shared("D")
+    e.bar_sync()
+    with pytest.raises(OrderingError, match="fence.proxy.async"):
+        e.tma_store("D")
+
+
+def test_fence_without_barrier_is_reported():
+    e = EpilogueOrdering()
+    e.st_shared("D")
+    e.fence_proxy_async()
+    with pytest.raises(OrderingError, match="barrier"):
+        e.tma_store("D")
+
+
+def test_reuse_needs_wait_group_read_and_barrier():
+    e = EpilogueOrdering()
+    good_single_buffer(e)
+    with pytest.raises(OrderingError, match="write-after-read"):
+        e.st_shared("D")
+    e = EpilogueOrdering()
+    good_single_buffer(e)
+    e.wait_group_read(0)
+    with pytest.raises(OrderingError, match="read done"):  # the writers have not been told yet
+        e.st_shared("D")
+    e = EpilogueOrdering()
+    good_single_buffer(e)
+    e.wait_group_read(0)
+    e.bar_sync()
+    e.st_shared("D")
+    assert e.hazards == []
+
+
+def test_read_only_wait_does_not_publish_gmem():
+    e = EpilogueOrdering()
+    good_single_buffer(e)
+    e.wait_group_read(0)
+    with pytest.raises(OrderingError, match="wait_group \\(without .read\\)"):
+        e.read_gmem("D")
+    e.wait_group(0)
+    e.read_gmem("D", by="issuer")
+    with pytest.raises(OrderingError, match="barrier"):
+        e.read_gmem("D", by="other")
+    e.bar_sync()
+    e.read_gmem("D", by="other")
+
+
+def test_double_buffer_pipeline_with_wait_read_1():
+    e = EpilogueOrdering(buffers=("D0", "D1"))
+    for it in range(6):
+        b = f"D{it % 2}"
+        if it >= 2:
+            # the group that read b was committed two iterations ago: one newer group may stay
+            e.wait_group_read(1)
+            e.bar_sync()
+        e.st_shared(b)
+        e.fence_proxy_async()
+        e.bar_sync()
+        e.tma_store(b)
+        e.commit_group()
+    e.wait_group_read(0)
+    e.exit()
+    assert e.hazards == []
+
+
+def test_wait_read_1_is_too_weak_for_single_buffer():
+    e = EpilogueOrdering()
+    good_single_buffer(e)
+    e.wait_group_read(1)  # the only group may still be pending
+    e.bar_sync()
+    with pytest.raises(OrderingError, match="in flight"):
+        e.st_shared("D")
+
+
+def test_non_strict_collects_every_hazard():
+    e = EpilogueOrdering(strict=False)
+    e.st_shared("D")
+    e.tma_store("D")   # no fence, no barrier
+    e.commit_group()
+    e.st_shared("D")   # overwrite while in flight
+    e.exit()           # leave with the store maybe still reading
+    assert len(e.hazards) == 3
+    assert "fence" in e.hazards[0] and "write-after-read" in e.hazards[1] and "exits" in e.hazards[2]
+
+
+def test_bulk_groups_misuse():
+    g = BulkAsyncGroups()
+    g.issue("s1")
+    with pytest.raises(OrderingError, match="not committed"):
+        g.wait_group(0)
+    g.commit_group()
+    g.issue("s2")
+    g.commit_group()
+    assert g.wait_group_read(1) == ["s1"]
+    assert g.state_of("s1") == "read done" and g.state_of("s2") == "in flight"
+    assert g.wait_group(0) == ["s1", "s2"] and g.pending == 0
+    for bad in (-1, 1.5, True, "0"):
+        with pytest.raises(OrderingError, match="non-negative integer"):
+            g.wait_group(bad)
+
+
+def test_unknown_buffer():
+    with pytest.raises(ValueError, match="unknown buffer"):
+        EpilogueOrdering().st_shared("E")
+
+
+# ---- D = alpha * acc + beta * C ------------------------------------------------------------------
+def bf16_rne_by_integers(f32_bits):
+    out = []
+    for u in f32_bits:
+        u = int(u)
+        upper, lower = u >> 16, u & 0xFFFF
+        if lower > 0x8000 or (lower == 0x8000 and (upper & 1)):
+            upper += 1
+        out.append(upper & 0xFFFF)
+    return np.array(out, dtype=np.uint16)
+
+
+def test_bf16_conversion_rounds_to_nearest_even():
+    bits = np.array([0x3F808000, 0x3F818000, 0x3F808001, 0x3F807FFF, 0xBF808000, 0x7F7FFFFF,
+                     0x00018000], dtype=np.uint32)
+    got = to_dtype_bits(bits.view(np.float32), "bfloat16")
+    np.testing.assert_array_equal(got, bf16_rne_by_integers(bits))
+    assert got[0] == 0x3F80 and got[1] == 0x3F82 and got[5] == 0x7F80  # the max float rounds to inf
+    assert to_dtype_bits(np.float32(np.nan), "bfloat16") == 0x7FFF
+
+
+def test_f16_conversion_and_back():
+    x = np.array([1.0, 65504.0, 65520.0, 2.0 ** -24, 1.0 + 2.0 ** -11], dtype=np.float32)
+    got = to_dtype_bits(x, "float16")
+    # 65520 is the midpoint above 65504 and rounds to inf; 1 + 2^-11 is a tie and rounds to 1.
+    np.testing.assert_array_equal(got, [0x3C00, 0x7BFF, 0x7C00, 0x0001, 0x3C00])
+    np.testing.assert_array_equal(from_dtype_bits(np.array([0x3C00, 0x0001], np.uint16), "float16"),
+                                  [1.0, 2.0 ** -24])
+    assert from_dtype_bits(np.array([0x3F82], np.uint16), "bfloat16")[0] == np.float32(1.015625)
+
+
+def test_alpha_beta_rounds_each_step():
+    # alpha*acc and beta*c rounded separately, then added: differs from one fused operation.
+    acc = np.array([1 + 2.0 ** -23], dtype=np.float32)
+    c = np.array([np.float32(-1.0).view(np.uint32)], dtype=np.uint32)
+    d = epilogue_alpha_beta(acc, alpha=1 + 2.0 ** -23, beta=1.0, c_bits=c).view(np.float32)
+    # (1+e)^2 = 1 + 2e + e^2 rounds to 1 + 2e in fp32, minus 1 -> 2e exactly
+    assert d[0] == np.float32(2.0 ** -22)
+
+
+def test_beta_zero_does_not_read_c():
+    acc = np.ones(4, np.float32)
+    c = np.full(4, 0x7FC00000, np.uint32)  # NaN
+    np.testing.assert_array_equal(epilogue_alpha_beta(acc, 2.0, 0.0, c).view(np.float32), 2.0)
+    assert np.isnan(epilogue_alpha_beta(acc, 2.0, 1.0, c).view(np.float32)).all()
+    with pytest.raises(ValueError, match="needs C"):
+        epilogue_alpha_beta(acc, 1.0, 0.5)
+
+
+def test_alpha_beta_bf16_output():
+    acc = np.array([1.0, 3.0], np.float32)
+    c = to_dtype_bits(np.array([0.5, -1.0], np.float32), "bfloat16")
+    d = epilogue_alpha_beta(acc, 0.5, 2.0, c, "bfloat16")
+    np.testing.assert_array_equal(from_dtype_bits(d, "bfloat16"), [1.5, -0.5])
