@@ -1,0 +1,507 @@
+"""Stage 4 — Tensor Memory (TMEM): allocation, addresses, and tcgen05.ld / tcgen05.st as thread maps.
+
+TMEM is a per-SM memory of 128 lanes x 512 columns of 32-bit cells that exists only on sm_100. The
+tensor core writes its accumulator there (stage 3); the epilogue warps read it into registers with
+`tcgen05.ld` (this stage) before the TMA store (stage 5).
+
+What this module mirrors:
+* PTX ISA 9.7.16 "TensorCore 5th Generation Family Instructions": Tensor Memory and its addresses
+  (lane in bits 31-16, column in bits 15-0), tcgen05.alloc / dealloc / relinquish_alloc_permit,
+  9.7.16.2.3 "Data Movement Shape" with its "Matrix fragments for shape ..." figures, tcgen05.ld /
+  tcgen05.st / tcgen05.wait.
+* CuTe include/cute/atom/copy_traits_sm100.hpp (the `SM100_TMEM_LOAD_16dp256b1x`... traits: which thread
+  holds which (datapath lane, bit) element), include/cute/arch/copy_sm100.hpp (the PTX strings, register
+  counts, and the half-split offset CuTe passes to .16x32bx2) and include/cute/arch/tmem_allocator_sm100.hpp
+  (the allocator's preconditions).
+
+The TMEM image shared with the UMMA stage is a NumPy uint32 array of shape (128, 512): [lane, column],
+raw 32-bit words.
+
+Three layers:
+1. `TmemAccess` (shape, num, pack) validated on construction, and `ld_fragment_map`: for thread t and
+   register j, the (lane, column) it reads, relative to the TMEM address the warp passes.
+2. The model: `tcgen05_ld` / `tcgen05_st` on an image, `TensorMemory` (an image plus an allocator that
+   follows the ISA's rules and raises `TmemError` naming the rule that was broken).
+3. The GPU runner for `cuda_src/tmem_sm100.cu` (sm_100 only), pictures, and the accumulator read-out.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = [
+    "LANES", "COLUMNS", "SHAPES", "NUMS", "REGS_PER_NUM", "MAX_REGS_PER_THREAD", "TmemError",
+    "TmemAccess", "all_accesses", "encode_address", "decode_address", "format_address",
+    "warp_lane_range", "ld_fragment_map", "new_image", "tcgen05_ld", "tcgen05_st",
+    "Allocation", "TensorMemory",
+]
+
+LANES = 128      # TMEM lanes (rows) per SM
+COLUMNS = 512    # TMEM columns per SM, 32 bits each
+SHAPES = ("32x32b", "16x64b", "16x128b", "16x256b", "16x32bx2")
+NUMS = (1, 2, 4, 8, 16, 32, 64, 128)
+# Registers per thread for .num = x1 (PTX ISA, tcgen05.ld/st "Table 49"; CuTe DRegisters).
+REGS_PER_NUM = {"32x32b": 1, "16x64b": 1, "16x128b": 2, "16x256b": 4, "16x32bx2": 1}
+# A vector operand holds at most 128 registers: ptxas rejects 16x128b.x128 / 16x256b.x64
+# with "Illegal vector size: 256".
+MAX_REGS_PER_THREAD = 128
+# TMEM lanes a warp touches in one instruction.
+LANES_PER_SHAPE = {"32x32b": 32, "16x64b": 16, "16x128b": 16, "16x256b": 16, "16x32bx2": 16}
+# 32-bit columns per lane for .x1 (the "b" of the shape / 32); .16x32bx2 per half-warp.
+COLUMNS_PER_NUM = {"32x32b": 1, "16x64b": 2, "16x128b": 4, "16x256b": 8, "16x32bx2": 1}
+# Shape codes shared with cuda_src/tmem_sm100.cu (template parameter kShape).
+SHAPE_CODE = {s: i for i, s in enumerate(SHAPES)}
+
+
+class TmemError(ValueError):
+    """A TMEM rule was broken (allocation, address, warp/lane access, or an invalid ld/st form).
+    The message names the rule and the limit."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Addresses
+# ---------------------------------------------------------------------------------------------
+
+def encode_address(lane: int, column: int) -> int:
+    """The 32-bit TMEM address of (lane, column): lane in bits 31-16, column in bits 15-0."""
+    lane, column = int(lane), int(column)
+    if not 0 <= lane < LANES:
+        raise TmemError(f"TMEM lane must be in [0, {LANES}), got {lane}")
+    if not 0 <= column < COLUMNS:
+        raise TmemError(f"TMEM column must be in [0, {COLUMNS}), got {column}")
+    return (lane << 16) | column
+
+
+def decode_address(taddr: int) -> tuple[int, int]:
+    """(lane, column) of a 32-bit TMEM address; raises TmemError when it points outside TMEM."""
+    taddr = int(taddr)
+    if not 0 <= taddr < 1 << 32:
+        raise TmemError(f"a TMEM address is a 32-bit value, got {taddr:#x}")
+    lane, column = taddr >> 16, taddr & 0xFFFF
+    if lane >= LANES or column >= COLUMNS:
+        raise TmemError(f"TMEM address {taddr:#010x} = lane {lane}, column {column} lies outside "
+                        f"TMEM ({LANES} lanes x {COLUMNS} columns)")
+    return lane, column
+
+
+def format_address(taddr: int) -> str:
+    """`0x00200040 = lane 32 (bits 31-16) | column 64 (bits 15-0)`, with both fields in binary."""
+    lane, column = decode_address(taddr)
+    return (f"{taddr:#010x} = lane {lane} (bits 31-16: {lane:016b}) | "
+            f"column {column} (bits 15-0: {column:016b})")
+
+
+def warp_lane_range(warp: int) -> tuple[int, int]:
+    """The TMEM lanes [lo, hi) warp `warp` of a CTA may access: 32*(warp % 4) .. +31.
+    (PTX ISA, tcgen05 "Tensor Memory access restrictions": each warp of a warpgroup owns a quarter.)"""
+    warp = int(warp)
+    if not 0 <= warp < 32:
+        raise TmemError(f"warp index must be in [0, 32) (a CTA has at most 1024 threads), got {warp}")
+    lo = 32 * (warp % 4)
+    return lo, lo + 32
+
+
+# ---------------------------------------------------------------------------------------------
+# Access forms: shape, num, pack
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TmemAccess:
+    """One form of tcgen05.ld / tcgen05.st: `.shape`, `.num` (x1..x128), `.pack::16b` (ld) /
+    `.unpack::16b` (st), and for `.16x32bx2` the immediate half-split offset in columns.
+
+    With pack16, each 32-bit register holds two 16-bit values from two adjacent columns (the low 16
+    bits of each cell): the register count stays `num x REGS_PER_NUM`, the columns touched double.
+    The half-split offset defaults to what CuTe passes (copy_sm100.hpp): the width of one half, i.e.
+    num columns, or 2*num with pack16, so the two halves sit side by side.
+    """
+
+    shape: str
+    num: int
+    pack16: bool = False
+    half_split_off: int | None = None
+
+    def __post_init__(self):
+        if self.shape not in SHAPES:
+            raise TmemError(f"tcgen05.ld/st shape must be one of {', '.join(SHAPES)}; got {self.shape!r}"
+                            " (there is no .32x1x32b: the 32-lane shape is .32x32b)")
+        if self.num not in NUMS:
+            raise TmemError(f".num must be one of x{', x'.join(map(str, NUMS))}; got x{self.num}")
+        regs = self.num * REGS_PER_NUM[self.shape]
+        if regs > MAX_REGS_PER_THREAD:
+            top = MAX_REGS_PER_THREAD // REGS_PER_NUM[self.shape]
+            raise TmemError(f".{self.shape}.x{self.num} would need {regs} registers per thread; an "
+                            f"instruction moves at most {MAX_REGS_PER_THREAD}, so .{self.shape} "
+                            f"stops at .x{top}")
+        object.__setattr__(self, "pack16", bool(self.pack16))
+        if self.shape == "16x32bx2":
+            off = self.half_width if self.half_split_off is None else self.half_split_off
+            if int(off) != off or off < 0:
+                raise TmemError(f"the .16x32bx2 half-split offset is a non-negative immediate number "
+                                f"of columns, got {off!r}")
+            object.__setattr__(self, "half_split_off", int(off))
+            if self.width > COLUMNS:
+                raise TmemError(f"half-split offset {off} puts the second half at columns {off}.."
+                                f"{off + self.half_width - 1}, past TMEM's {COLUMNS} columns")
+        elif self.half_split_off is not None:
+            raise TmemError(f"only .16x32bx2 takes a half-split offset; .{self.shape} does not")
+
+    # --- sizes -----------------------------------------------------------------------------
+    @property
+    def registers(self) -> int:
+        """32-bit registers per thread."""
+        return self.num * REGS_PER_NUM[self.shape]
+
+    @property
+    def lanes(self) -> int:
+        """TMEM lanes one instruction touches (32 for .32x32b, 16 otherwise)."""
+        return LANES_PER_SHAPE[self.shape]
+
+    @property
+    def half_width(self) -> int:
+        """Columns per lane of one half-warp of .16x32bx2 (num, doubled by pack16)."""
+        return self.num * (2 if self.pack16 else 1)
+
+    @property
+    def width(self) -> int:
+        """Columns spanned, relative to the address's column (for .16x32bx2: up to the end of the
+        second half)."""
+        if self.shape == "16x32bx2":
+            return max(self.half_width, self.half_split_off + self.half_width)
+        return self.num * COLUMNS_PER_NUM[self.shape] * (2 if self.pack16 else 1)
+
+    @property
+    def bytes_per_warp(self) -> int:
+        return 32 * self.registers * 4
+
+    @property
+    def halves_overlap(self) -> bool:
+        return self.shape == "16x32bx2" and self.half_split_off < self.half_width
+
+    # --- names -----------------------------------------------------------------------------
+    def ptx(self, op: str = "ld") -> str:
+        """The instruction, e.g. `tcgen05.ld.sync.aligned.16x64b.x8.pack::16b.b32`."""
+        if op not in ("ld", "st"):
+            raise ValueError(f"op must be 'ld' or 'st', got {op!r}")
+        pack = ""
+        if self.pack16:
+            pack = ".pack::16b" if op == "ld" else ".unpack::16b"
+        return f"tcgen05.{op}.sync.aligned.{self.shape}.x{self.num}{pack}.b32"
+
+    def wrapper(self, op: str = "ld") -> str:
+        """The bwlab wrapper's name in cuda_src/ptx (`tcgen05_ld_16x64b_x8_pack_16b`)."""
+        self.ptx(op)
+        suffix = ("_pack_16b" if op == "ld" else "_unpack_16b") if self.pack16 else ""
+        name = f"tcgen05_{op}_{self.shape}_x{self.num}{suffix}"
+        if self.shape == "16x32bx2":
+            name += f"<{self.half_split_off}>"
+        return name
+
+    def label(self) -> str:
+        s = f".{self.shape}.x{self.num}" + (".pack::16b" if self.pack16 else "")
+        if self.shape == "16x32bx2":
+            s += f", {self.half_split_off}"
+        return s
+
+    def map(self) -> np.ndarray:
+        return ld_fragment_map(self.shape, self.num, self.pack16, self.half_split_off)
+
+
+def all_accesses(pack16: bool | None = None) -> list[TmemAccess]:
+    """Every valid (shape, num) with and without pack (or only one of them), default offsets."""
+    packs = (False, True) if pack16 is None else (bool(pack16),)
+    out = []
+    for p in packs:
+        for s in SHAPES:
+            for n in NUMS:
+                if n * REGS_PER_NUM[s] <= MAX_REGS_PER_THREAD:
+                    out.append(TmemAccess(s, n, p))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Thread maps
+# ---------------------------------------------------------------------------------------------
+
+def ld_fragment_map(shape: str, num: int, pack16: bool = False,
+                    half_split_off: int | None = None) -> np.ndarray:
+    """Which TMEM cell each thread's register holds, relative to the address the warp passes.
+
+    Returns int32 (32, registers, 2): [t, j] = (lane, column) for thread t of the warp, register j.
+    With pack16 it returns (32, registers, 2, 2): [t, j, h] = (lane, column) of the 16-bit half h
+    of register j (h = 0: bits 15-0, h = 1: bits 31-16); each half is the low 16 bits of its cell.
+
+    The rules, shape by shape (PTX ISA 9.7.16.2.3.1 figures; .num repeats the x1 pattern to the right):
+      .32x32b   thread t reads lane t; register j is column j.
+      .16x64b   a lane is 64 bits = 2 columns; thread t reads lane t/4 + 8*(t%2), column (t/2)%2,
+                register j moves 2*j columns to the right.
+      .16x128b  lane t/4 (registers with j%2 == 0) or t/4 + 8 (j%2 == 1), column t%4 + 4*(j/2).
+      .16x256b  the mma.m16n8 accumulator fragment: lane t/4 + 8*((j/2)%2),
+                column 2*(t%4) + j%2 + 8*(j/4).
+      .16x32bx2 two half-warps over the same 16 lanes: thread t reads lane t%16, column j, and
+                threads 16..31 start `half_split_off` columns further right.
+    pack16 turns every 32-bit column c of these rules into the two cells 2c (bits 15-0) and
+    2c+1 (bits 31-16); the .16x32bx2 offset is then counted in physical columns.
+    """
+    acc = TmemAccess(shape, num, pack16, half_split_off)
+    t = np.arange(32)[:, None]
+    j = np.arange(acc.registers)[None, :]
+    if shape == "32x32b":
+        lane, col = t + 0 * j, j + 0 * t
+    elif shape == "16x64b":
+        lane = t // 4 + 8 * (t % 2) + 0 * j
+        col = (t // 2) % 2 + 2 * j
+    elif shape == "16x128b":
+        lane = t // 4 + 8 * (j % 2)
+        col = t % 4 + 4 * (j // 2)
+    elif shape == "16x256b":
+        lane = t // 4 + 8 * ((j // 2) % 2)
+        col = 2 * (t % 4) + j % 2 + 8 * (j // 4)
+    else:  # 16x32bx2
+        lane = t % 16 + 0 * j
+        col = j + 0 * t
+    if not acc.pack16:
+        if shape == "16x32bx2":
+            col = col + (t // 16) * acc.half_split_off
+        return np.stack([lane, col], axis=-1).astype(np.int32)
+    h = np.arange(2)[None, None, :]
+    lane2 = lane[:, :, None] + 0 * h
+    col2 = 2 * col[:, :, None] + h
+    if shape == "16x32bx2":
+        col2 = col2 + (t[:, :, None] // 16) * acc.half_split_off
+    return np.stack([lane2, col2], axis=-1).astype(np.int32)
+
+
+# ---------------------------------------------------------------------------------------------
+# tcgen05.ld / tcgen05.st on a TMEM image
+# ---------------------------------------------------------------------------------------------
+
+def new_image(fill: int = 0) -> np.ndarray:
+    """A (128, 512) uint32 TMEM image: [lane, column], raw 32-bit words."""
+    return np.full((LANES, COLUMNS), fill, dtype=np.uint32)
+
+
+def _check_image(image) -> np.ndarray:
+    if not isinstance(image, np.ndarray) or image.shape != (LANES, COLUMNS) or image.dtype != np.uint32:
+        raise TmemError(f"a TMEM image is a uint32 array of shape ({LANES}, {COLUMNS}); got "
+                        f"{type(image).__name__} {getattr(image, 'shape', '')} {getattr(image, 'dtype', '')}")
+    return image
+
+
+def _cells(taddr: int, access: TmemAccess, warp: int, op: str):
+    """Absolute (lane, column) of every register (half) after checking the warp's lane quarter."""
+    lane0, col0 = decode_address(taddr)
+    lo, hi = warp_lane_range(warp)
+    if not (lo <= lane0 and lane0 + access.lanes <= hi):
+        raise TmemError(
+            f"warp {warp} may access TMEM lanes {lo}..{hi - 1} only (lanes 32*(warp % 4) .. +31); "
+            f"tcgen05.{op}{access.label()} at lane {lane0} would touch lanes {lane0}.."
+            f"{lane0 + access.lanes - 1}")
+    if col0 + access.width > COLUMNS:
+        raise TmemError(f"tcgen05.{op}{access.label()} at column {col0} spans {access.width} columns "
+                        f"and would run past column {COLUMNS - 1}")
+    m = access.map()
+    return lane0 + m[..., 0], col0 + m[..., 1]
+
+
+def _as_access(shape_or_access, num=None, pack16=False, half_split_off=None) -> TmemAccess:
+    if isinstance(shape_or_access, TmemAccess):
+        return shape_or_access
+    return TmemAccess(shape_or_access, num, pack16, half_split_off)
+
+
+def tcgen05_ld(image: np.ndarray, taddr: int, access, num: int | None = None, *, warp: int,
+               pack16: bool = False, half_split_off: int | None = None) -> np.ndarray:
+    """Model of `tcgen05.ld.sync.aligned.<shape>.<num>[.pack::16b].b32` issued by warp `warp`.
+
+    `access` is a TmemAccess or a shape name (then give num, pack16, half_split_off).
+    Returns the registers of the 32 threads: uint32 (32, registers).
+    """
+    acc = _as_access(access, num, pack16, half_split_off)
+    image = _check_image(image)
+    lanes, cols = _cells(taddr, acc, warp, "ld")
+    if not acc.pack16:
+        return image[lanes, cols].copy()
+    lo = image[lanes[..., 0], cols[..., 0]] & np.uint32(0xFFFF)
+    hi = image[lanes[..., 1], cols[..., 1]] & np.uint32(0xFFFF)
+    return (lo | (hi << np.uint32(16))).astype(np.uint32)
+
+
+def tcgen05_st(image: np.ndarray, taddr: int, regs, access, num: int | None = None, *, warp: int,
+               unpack16: bool = False, half_split_off: int | None = None) -> np.ndarray:
+    """Model of `tcgen05.st.sync.aligned.<shape>.<num>[.unpack::16b].b32`: writes `image` in place
+    (and returns it). `regs` is (32, registers) uint32, one row per thread of the warp.
+
+    With unpack16 each register's two 16-bit halves go to the low 16 bits of two adjacent cells; the
+    ISA does not say what the upper 16 bits of those cells become, and the model sets them to zero
+    (the sm100 test compares only the low halves).
+    """
+    acc = _as_access(access, num, unpack16, half_split_off)
+    image = _check_image(image)
+    regs = np.asarray(regs)
+    if regs.shape != (32, acc.registers):
+        raise TmemError(f"tcgen05.st{acc.label()} takes {acc.registers} registers from each of 32 "
+                        f"threads: shape (32, {acc.registers}); got {regs.shape}")
+    regs = regs.astype(np.uint32)
+    if acc.halves_overlap:
+        raise TmemError(f"half-split offset {acc.half_split_off} < {acc.half_width} columns: the two "
+                        "half-warps of this .16x32bx2 store would write the same cells (the model "
+                        "refuses a store whose result depends on which write lands last)")
+    lanes, cols = _cells(taddr, acc, warp, "st")
+    if not acc.pack16:
+        image[lanes, cols] = regs
+    else:
+        image[lanes[..., 0], cols[..., 0]] = regs & np.uint32(0xFFFF)
+        image[lanes[..., 1], cols[..., 1]] = regs >> np.uint32(16)
+    return image
+
+
+# ---------------------------------------------------------------------------------------------
+# Allocation
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Allocation:
+    cta: int
+    warp: int
+    column: int
+    ncols: int
+
+    @property
+    def taddr(self) -> int:
+        return encode_address(0, self.column)
+
+
+@dataclass
+class _CtaState:
+    alloc_warp: int | None = None
+    relinquished: bool = False
+
+
+@dataclass
+class TensorMemory:
+    """One SM's TMEM: the (128, 512) image, and an allocator shared by the CTAs resident on the SM.
+
+    Rules (PTX ISA tcgen05.alloc / tcgen05.dealloc / tcgen05.relinquish_alloc_permit, and the
+    preconditions of CuTe's TMEM::Allocator1Sm):
+    * `tcgen05.alloc` is issued by one whole warp; the column count is a power of two in [32, 512];
+      the address (lane 0, first column) is written to shared memory, not returned in a register.
+    * A CTA allocates from one warp: repeated allocations come from the same warp.
+    * The same warp deallocates, giving back exactly what it allocated.
+    * After `tcgen05.relinquish_alloc_permit` the CTA may not allocate again.
+    * Everything allocated must be deallocated before the CTA exits.
+    * CTAs on the same SM share the 512 columns. On hardware an allocation that does not fit
+      blocks until another CTA deallocates; the model cannot wait, so it raises.
+    Where an allocation lands is not specified by the ISA; the model takes the lowest free range
+    aligned to the allocation's size (kernels must use the address written to SMEM, never assume).
+    """
+
+    image: np.ndarray = field(default_factory=new_image)
+    allocations: list = field(default_factory=list)
+    _ctas: dict = field(default_factory=dict)
+
+    # --- allocator -------------------------------------------------------------------------
+    def _cta(self, cta: int) -> _CtaState:
+        return self._ctas.setdefault(int(cta), _CtaState())
+
+    def owner_map(self) -> np.ndarray:
+        """int array (512,): the CTA owning each column, -1 where free."""
+        owner = np.full(COLUMNS, -1, dtype=np.int64)
+        for a in self.allocations:
+            owner[a.column:a.column + a.ncols] = a.cta
+        return owner
+
+    @property
+    def free_columns(self) -> int:
+        return COLUMNS - sum(a.ncols for a in self.allocations)
+
+    def alloc(self, cta: int, warp: int, ncols: int, smem: np.ndarray | None = None,
+              smem_offset: int = 0) -> int:
+        """tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [smem + offset], ncols.
+
+        Returns the TMEM address and, when `smem` (a uint8 array standing for the CTA's shared
+        memory) is given, writes it there little-endian, as the instruction does.
+        """
+        warp_lane_range(warp)
+        ncols = int(ncols)
+        if ncols < 32 or ncols > COLUMNS or ncols & (ncols - 1):
+            raise TmemError(f"tcgen05.alloc: the column count must be a power of two in [32, {COLUMNS}]"
+                            f", got {ncols}")
+        st = self._cta(cta)
+        if st.relinquished:
+            raise TmemError(f"tcgen05.alloc after tcgen05.relinquish_alloc_permit: CTA {cta} gave up "
+                            "its right to allocate TMEM")
+        if st.alloc_warp is not None and st.alloc_warp != warp:
+            raise TmemError(f"tcgen05.alloc from warp {warp}, but CTA {cta} allocates from warp "
+                            f"{st.alloc_warp}: one warp allocates (and deallocates) for the CTA")
+        if smem is not None:
+            if (not isinstance(smem, np.ndarray) or smem.dtype != np.uint8 or smem.ndim != 1):
+                raise TmemError("smem must be a 1-D uint8 array standing for shared memory")
+            if smem_offset % 4 or not 0 <= smem_offset <= smem.size - 4:
+                raise TmemError(f"the SMEM destination of tcgen05.alloc is a 4-byte aligned b32 slot "
+                                f"inside shared memory ({smem.size} B); got offset {smem_offset}")
+        owner = self.owner_map()
+        start = next((c for c in range(0, COLUMNS, ncols) if (owner[c:c + ncols] < 0).all()), None)
+        if start is None:
+            raise TmemError(
+                f"TMEM exhausted: CTA {cta} asks for {ncols} columns, {self.free_columns} of "
+                f"{COLUMNS} are free and no free {ncols}-column range is left (held: "
+                + ", ".join(f"CTA {a.cta} {a.ncols} at column {a.column}" for a in self.allocations)
+                + "). On hardware tcgen05.alloc would block until another CTA deallocates.")
+        st.alloc_warp = int(warp)
+        a = Allocation(int(cta), int(warp), start, ncols)
+        self.allocations.append(a)
+        if smem is not None:
+            smem[smem_offset:smem_offset + 4] = np.frombuffer(
+                np.uint32(a.taddr).tobytes(), dtype=np.uint8)
+        return a.taddr
+
+    def dealloc(self, cta: int, warp: int, taddr: int, ncols: int) -> None:
+        """tcgen05.dealloc.cta_group::1.sync.aligned.b32 taddr, ncols."""
+        warp_lane_range(warp)
+        lane, column = decode_address(taddr)
+        match = [a for a in self.allocations if a.column == column and a.cta == int(cta)]
+        if lane != 0 or not match:
+            held = [a for a in self.allocations if a.cta == int(cta)]
+            raise TmemError(
+                f"tcgen05.dealloc of {taddr:#010x} (lane {lane}, column {column}): CTA {cta} holds no "
+                "allocation starting there (freed twice, or never allocated?); it holds "
+                + (", ".join(f"{a.ncols} columns at {a.taddr:#010x}" for a in held) or "nothing"))
+        a = match[0]
+        if a.warp != int(warp):
+            raise TmemError(f"tcgen05.dealloc from warp {warp}: the allocation at {taddr:#010x} was "
+                            f"made by warp {a.warp}, and the allocating warp must free it")
+        if int(ncols) != a.ncols:
+            raise TmemError(f"tcgen05.dealloc of {ncols} columns at {taddr:#010x}: the allocation there "
+                            f"has {a.ncols} columns; free exactly what was allocated")
+        self.allocations.remove(a)
+
+    def relinquish_alloc_permit(self, cta: int) -> None:
+        """tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned."""
+        self._cta(cta).relinquished = True
+
+    def exit(self, cta: int) -> None:
+        """The CTA exits: every TMEM allocation it made must have been freed."""
+        held = [a for a in self.allocations if a.cta == int(cta)]
+        if held:
+            raise TmemError(f"CTA {cta} exits holding TMEM ("
+                            + ", ".join(f"{a.ncols} columns at {a.taddr:#010x}" for a in held)
+                            + "): all TMEM must be deallocated before the kernel exits")
+        self._ctas.pop(int(cta), None)
+
+    # --- ld / st with allocation checks -----------------------------------------------------
+    def _check_owned(self, cta: int, taddr: int, access: TmemAccess, op: str):
+        _, col0 = decode_address(taddr)
+        owner = self.owner_map()[col0:col0 + access.width]
+        if owner.size < access.width or (owner != int(cta)).any():
+            raise TmemError(f"tcgen05.{op}{access.label()} at column {col0} touches columns {col0}.."
+                            f"{col0 + access.width - 1}, not all allocated by CTA {cta}")
+
+    def ld(self, cta: int, warp: int, taddr: int, access: TmemAccess) -> np.ndarray:
+        self._check_owned(cta, taddr, access, "ld")
+        return tcgen05_ld(self.image, taddr, access, warp=warp)
+
+    def st(self, cta: int, warp: int, taddr: int, regs, access: TmemAccess) -> None:
+        self._check_owned(cta, taddr, access, "st")
+        tcgen05_st(self.image, taddr, regs, access, warp=warp)
