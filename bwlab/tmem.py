@@ -505,3 +505,319 @@ class TensorMemory:
     def st(self, cta: int, warp: int, taddr: int, regs, access: TmemAccess) -> None:
         self._check_owned(cta, taddr, access, "st")
         tcgen05_st(self.image, taddr, regs, access, warp=warp)
+
+
+# ---------------------------------------------------------------------------------------------
+# Round trips: the model, and cuda_src/tmem_sm100.cu on an sm_100 GPU
+# ---------------------------------------------------------------------------------------------
+
+KERNEL_SOURCE = "tmem_sm100"
+
+
+def kernel_name(op: str, access: TmemAccess) -> str:
+    """The NVRTC name expression of the round-trip kernel for one form, e.g.
+    `tmem_ld_roundtrip<1, 8, 0, 0>` (template parameters: shape code, num, pack, half-split offset)."""
+    if op not in ("ld", "st"):
+        raise ValueError(f"op must be 'ld' or 'st', got {op!r}")
+    off = access.half_split_off if access.shape == "16x32bx2" else 0
+    return f"tmem_{op}_roundtrip<{SHAPE_CODE[access.shape]}, {access.num}, {int(access.pack16)}, {off}>"
+
+
+def all_kernel_names(accesses=None) -> list[str]:
+    accesses = all_accesses() if accesses is None else accesses
+    return [kernel_name(op, a) for a in accesses for op in ("ld", "st")]
+
+
+def compile_kernels(arch: str = "sm_100a", accesses=None):
+    """Build tmem_sm100.cu with every form instantiated (no GPU needed; ptxas checks each one)."""
+    from .compile import compile_cuda
+    return compile_cuda(KERNEL_SOURCE, arch=arch, name_expressions=all_kernel_names(accesses))
+
+
+def instructions_per_warp(access: TmemAccess) -> int:
+    """A warp covers its 32 lanes with one .32x32b instruction or two of a 16-lane shape."""
+    return 32 // access.lanes
+
+
+def pattern_image(seed: int = 0) -> np.ndarray:
+    """A (128, 512) image whose every cell differs, in its low 16 bits too (so pack::16b loads
+    still tell lanes and columns apart)."""
+    idx = np.arange(LANES * COLUMNS, dtype=np.uint64).reshape(LANES, COLUMNS)
+    mixed = (idx + np.uint64(seed) * np.uint64(0x10001)) * np.uint64(0x9E3779B1)
+    return (mixed % np.uint64(1 << 32)).astype(np.uint32)
+
+
+def register_pattern(access: TmemAccess, seed: int = 1) -> np.ndarray:
+    """Registers for the store round trip: (4 warps, instructions per warp, 32 threads, registers)."""
+    rng = np.random.default_rng(seed)
+    shape = (4, instructions_per_warp(access), 32, access.registers)
+    return rng.integers(0, 1 << 32, size=shape, dtype=np.uint32)
+
+
+def _roundtrip_taddr(access: TmemAccess, warp: int, half: int, col0: int) -> int:
+    return encode_address(32 * warp + access.lanes * half, col0)
+
+
+def _check_roundtrip(access: TmemAccess, image, col0: int, regs=None, op: str = "ld"):
+    if not isinstance(access, TmemAccess):
+        raise TmemError(f"access must be a TmemAccess, got {type(access).__name__}")
+    _check_image(image)
+    if not 0 <= int(col0) <= COLUMNS - access.width:
+        raise TmemError(f"{access.label()} spans {access.width} columns: the start column must be in "
+                        f"[0, {COLUMNS - access.width}], got {col0}")
+    if op == "st":
+        if access.halves_overlap:
+            raise TmemError(f"{access.label()}: the two halves of a .16x32bx2 store overlap")
+        want = (4, instructions_per_warp(access), 32, access.registers)
+        if regs is None or np.shape(regs) != want:
+            raise TmemError(f"registers for {access.label()} have shape {want} "
+                            f"(warp, instruction, thread, register); got {np.shape(regs)}")
+
+
+def model_ld_roundtrip(access: TmemAccess, image: np.ndarray, col0: int = 0) -> np.ndarray:
+    """What tmem_ld_roundtrip returns: every warp of a warpgroup loads its quarter at `col0`.
+    Shape (4, instructions per warp, 32, registers)."""
+    _check_roundtrip(access, image, col0)
+    halves = instructions_per_warp(access)
+    out = np.zeros((4, halves, 32, access.registers), dtype=np.uint32)
+    for w in range(4):
+        for h in range(halves):
+            out[w, h] = tcgen05_ld(image, _roundtrip_taddr(access, w, h, col0), access, warp=w)
+    return out
+
+
+def model_st_roundtrip(access: TmemAccess, image: np.ndarray, regs: np.ndarray,
+                       col0: int = 0) -> np.ndarray:
+    """What tmem_st_roundtrip returns: the TMEM image after every warp stored its registers."""
+    _check_roundtrip(access, image, col0, regs, "st")
+    out = image.copy()
+    for w in range(4):
+        for h in range(instructions_per_warp(access)):
+            tcgen05_st(out, _roundtrip_taddr(access, w, h, col0), regs[w, h], access, warp=w)
+    return out
+
+
+def st_cells_mask(access: TmemAccess, col0: int = 0) -> np.ndarray:
+    """bool (128, 512): the cells the warpgroup's stores write."""
+    mask = np.zeros((LANES, COLUMNS), dtype=bool)
+    m = access.map().reshape(-1, 2)
+    for w in range(4):
+        for h in range(instructions_per_warp(access)):
+            lane0, c0 = decode_address(_roundtrip_taddr(access, w, h, col0))
+            mask[lane0 + m[:, 0], c0 + m[:, 1]] = True
+    return mask
+
+
+def compare_st_images(access: TmemAccess, model: np.ndarray, gpu: np.ndarray, col0: int = 0):
+    """Number of mismatching cells. For unpack::16b only the low 16 bits of written cells count
+    (the ISA does not define the upper halves); everything else must be identical."""
+    written = st_cells_mask(access, col0)
+    diff = model != gpu
+    if access.pack16:
+        low = (model & np.uint32(0xFFFF)) != (gpu & np.uint32(0xFFFF))
+        diff = np.where(written, low, diff)
+    return int(diff.sum())
+
+
+_MODULE_CACHE = {}
+
+
+def _module():
+    from .compile import load_module
+    if "m" not in _MODULE_CACHE:
+        _MODULE_CACHE["m"] = load_module(KERNEL_SOURCE, name_expressions=all_kernel_names())
+    return _MODULE_CACHE["m"]
+
+
+def gpu_ld_roundtrip(access: TmemAccess, image: np.ndarray, col0: int = 0) -> np.ndarray:
+    """Run tmem_ld_roundtrip on an sm_100 GPU; returns what model_ld_roundtrip computes."""
+    from . import device
+    _check_roundtrip(access, image, col0)
+    device.require("tmem")
+    import cupy as cp
+    from .runtime import launch
+    img = cp.asarray(image)
+    out = cp.zeros((4, instructions_per_warp(access), 32, access.registers), dtype=cp.uint32)
+    launch(_module(), kernel_name("ld", access), (1,), (128,), (img, out, np.uint32(col0)))
+    return cp.asnumpy(out)
+
+
+def gpu_st_roundtrip(access: TmemAccess, image: np.ndarray, regs: np.ndarray,
+                     col0: int = 0) -> np.ndarray:
+    """Run tmem_st_roundtrip on an sm_100 GPU; returns what model_st_roundtrip computes."""
+    from . import device
+    _check_roundtrip(access, image, col0, regs, "st")
+    device.require("tmem")
+    import cupy as cp
+    from .runtime import launch
+    img = cp.asarray(image)
+    regs_d = cp.asarray(np.ascontiguousarray(regs, dtype=np.uint32))
+    out = cp.zeros_like(img)
+    launch(_module(), kernel_name("st", access), (1,), (128,), (img, regs_d, out, np.uint32(col0)))
+    return cp.asnumpy(out)
+
+
+def validate_main(argv=None) -> int:
+    """`python -m bwlab.tmem validate`: every ld and st form on the GPU against the model."""
+    import argparse
+    ap = argparse.ArgumentParser(prog="python -m bwlab.tmem validate")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", help="also write the report to this file")
+    args = ap.parse_args(argv)
+    from . import device
+    lines = []
+
+    def say(s=""):
+        print(s, flush=True)
+        lines.append(s)
+
+    say(device.banner(print_it=False))
+    try:
+        device.require("tmem")
+    except device.UnsupportedGPU as e:
+        say(f"nothing to validate here: {e}")
+        return 2
+    image = pattern_image(args.seed)
+    failures = 0
+    for acc in all_accesses():
+        for col0 in sorted({0, min(96, COLUMNS - acc.width)}):
+            got = gpu_ld_roundtrip(acc, image, col0)
+            bad_ld = int((got != model_ld_roundtrip(acc, image, col0)).sum())
+            regs = register_pattern(acc, args.seed + 1)
+            bad_st = compare_st_images(acc, model_st_roundtrip(acc, image, regs, col0),
+                                       gpu_st_roundtrip(acc, image, regs, col0), col0)
+            failures += (bad_ld > 0) + (bad_st > 0)
+            say(f"{acc.label():28s} col0 {col0:3d}: ld {'exact' if not bad_ld else f'{bad_ld} registers differ'}"
+                f", st {'exact' if not bad_st else f'{bad_st} cells differ'}")
+    say(f"tmem: {'PASS' if failures == 0 else f'{failures} FAILURE(S)'}")
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write("\n".join(lines) + "\n")
+    return 0 if failures == 0 else 1
+
+
+# ---------------------------------------------------------------------------------------------
+# cuda_src/ptx/tcgen05_ldst.cuh is generated from the access forms above
+# ---------------------------------------------------------------------------------------------
+
+_HEADER_TOP = """\
+// bwlab PTX wrappers: tcgen05.ld / tcgen05.st in the shapes .16x64b, .16x128b, .16x256b, .16x32bx2,
+// and the .pack::16b (ld) / .unpack::16b (st) forms of every shape, .32x32b included (its plain forms
+// live in tcgen05.cuh). PTX ISA 9.7.16 "tcgen05.ld" / "tcgen05.st"; which thread holds which TMEM
+// cell: 9.7.16.2.3 "Data Movement Shape" (bwlab.tmem.ld_fragment_map, notebook 04). Stage 4.
+//
+// GENERATED by `python -m bwlab.tmem header` from bwlab/tmem.py (ldst_header_text); a test checks
+// that this file is what the generator writes, so change the generator, not this file.
+//
+//   tcgen05_ld_<shape>_x<num>[_pack_16b](u32 (&r)[R], u32 taddr)
+//   tcgen05_st_<shape>_x<num>[_unpack_16b](u32 taddr, const u32 (&r)[R])
+//   R = num x {1, 1, 2, 4, 1} for .32x32b .16x64b .16x128b .16x256b .16x32bx2 (at most 128).
+//   .16x32bx2 wrappers are templates on the immediate half-split offset (columns between the
+//   halves of the warp): tcgen05_ld_16x32bx2_x4<4>(r, taddr).
+//   tcgen05_ld_<shape>[_pack_16b]<Num>(r, taddr) and the st twins pick .num at compile time.
+// Each warp may touch only TMEM lanes 32*(warp % 4) .. +31. Wait with tcgen05_wait_ld() before
+// reading the registers, tcgen05_wait_st() before relying on a store.
+#pragma once
+#include "common.cuh"
+#include "tcgen05.cuh"
+"""
+
+_SHAPE_NOTES = {
+    "32x32b": "thread t <-> lane t; register j <-> column j (pack: columns 2j, 2j+1).",
+    "16x64b": "16 lanes x 64 bit per .x1: thread t <-> lane t/4 + 8*(t%2), column (t/2)%2 + 2j.",
+    "16x128b": "16 lanes x 128 bit per .x1: lane t/4 + 8*(j%2), column t%4 + 4*(j/2).",
+    "16x256b": "16 lanes x 256 bit per .x1 (the mma.m16n8 accumulator fragment):\n"
+               "// lane t/4 + 8*((j/2)%2), column 2*(t%4) + j%2 + 8*(j/4).",
+    "16x32bx2": "two half-warps over the same 16 lanes: thread t <-> lane t%16, column j,\n"
+                "// plus HalfSplitOff columns for threads 16..31.",
+}
+
+
+def _wrapper_text(acc: TmemAccess, op: str) -> str:
+    n = acc.registers
+    name = acc.wrapper(op).split("<")[0]
+    tmpl = "template <u32 HalfSplitOff>\n" if acc.shape == "16x32bx2" else ""
+    # ld: registers %0.., taddr %n, immediate %n+1; st: taddr %0, registers %1..%n, immediate %n+1
+    imm = f", %{n + 1}" if acc.shape == "16x32bx2" else ""
+    imm_in = ', "n"(HalfSplitOff)' if acc.shape == "16x32bx2" else ""
+    if op == "ld":
+        regs = ", ".join(f"%{i}" for i in range(n))
+        outs = ", ".join(f'"=r"(r[{i}])' for i in range(n))
+        return (f"{tmpl}__device__ __forceinline__ void {name}(u32 (&r)[{n}], u32 taddr) {{\n"
+                f'    asm volatile("{acc.ptx("ld")} {{{regs}}}, [%{n}]{imm};"\n'
+                f"                 : {outs}\n"
+                f'                 : "r"(taddr){imm_in} : "memory");\n}}\n')
+    regs = ", ".join(f"%{i + 1}" for i in range(n))
+    ins = ", ".join(f'"r"(r[{i}])' for i in range(n))
+    return (f"{tmpl}__device__ __forceinline__ void {name}(u32 taddr, const u32 (&r)[{n}]) {{\n"
+            f'    asm volatile("{acc.ptx("st")} [%0]{imm}, {{{regs}}};"\n'
+            f'                 :: "r"(taddr), {ins}{imm_in} : "memory");\n}}\n')
+
+
+def _dispatcher_text(shape: str, pack16: bool, op: str) -> str:
+    forms = [a for a in all_accesses(pack16) if a.shape == shape]
+    suffix = ("_pack_16b" if op == "ld" else "_unpack_16b") if pack16 else ""
+    base = f"tcgen05_{op}_{shape}"
+    per = REGS_PER_NUM[shape]
+    split = shape == "16x32bx2"
+    tparams = "template <int Num, u32 HalfSplitOff, int R>" if split else "template <int Num, int R>"
+    targs = "<HalfSplitOff>" if split else ""
+    sig = "(u32 (&r)[R], u32 taddr)" if op == "ld" else "(u32 taddr, const u32 (&r)[R])"
+    call = "(r, taddr)" if op == "ld" else "(taddr, r)"
+    lines = [f"{tparams}\n__device__ __forceinline__ void {base}{suffix}{sig} {{",
+             f'    static_assert(R == Num * {per}, "{base}{suffix}: R must be {per} x Num");']
+    for i, a in enumerate(forms):
+        kw = "if" if i == 0 else "else if"
+        lines.append(f"    {kw} constexpr (Num == {a.num}) {base}_x{a.num}{suffix}{targs}{call};")
+    lines.append(f'    else static_assert(Num < 0, "{base}{suffix}: .num must be x1 .. '
+                 f'x{forms[-1].num}");\n}}\n')
+    return "\n".join(lines)
+
+
+def ldst_header_text() -> str:
+    """The text of cuda_src/ptx/tcgen05_ldst.cuh."""
+    parts = [_HEADER_TOP]
+    for shape in SHAPES:
+        for pack in (False, True):
+            if shape == "32x32b" and not pack:
+                continue  # plain .32x32b wrappers: tcgen05.cuh
+            title = f"shape .{shape}" + (", .pack::16b / .unpack::16b" if pack else "")
+            parts.append(f"\n// ---- {title} " + "-" * max(4, 92 - len(title)) + "\n")
+            parts.append(f"// {_SHAPE_NOTES[shape]}\n")
+            if pack:
+                parts.append("// pack::16b: each register holds the low 16 bits of two adjacent columns "
+                             "(bits 15-0 from the\n// lower one); unpack::16b writes them back there.\n")
+            parts.append("\n")
+            for a in all_accesses(pack):
+                if a.shape == shape:
+                    parts.append(_wrapper_text(a, "ld"))
+                    parts.append(_wrapper_text(a, "st"))
+                    parts.append("\n")
+    parts.append("\n// ---- compile-time .num " + "-" * 72 + "\n")
+    for shape in SHAPES:
+        for pack in (False, True):
+            for op in ("ld", "st"):
+                parts.append(_dispatcher_text(shape, pack, op))
+                parts.append("\n")
+    return "".join(parts).rstrip() + "\n"
+
+
+def main(argv=None) -> int:
+    """`python -m bwlab.tmem header` rewrites cuda_src/ptx/tcgen05_ldst.cuh;
+    `python -m bwlab.tmem validate [--out FILE]` runs every form on an sm_100 GPU."""
+    import sys
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["header"]:
+        from .compile import CUDA_SRC
+        path = CUDA_SRC / "ptx" / "tcgen05_ldst.cuh"
+        path.write_text(ldst_header_text())
+        print(f"wrote {path}")
+        return 0
+    if argv[:1] == ["validate"]:
+        return validate_main(argv[1:])
+    print(main.__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
