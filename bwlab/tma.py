@@ -363,7 +363,7 @@ def _gmem_bytes(gmem, tmap: TensorMap) -> np.ndarray:
     return gb
 
 
-def tma_load_writes(gmem, tmap: TensorMap, coords, smem_address: int = 0):
+def tma_load_writes(gmem, tmap: TensorMap, coords, smem_address: int = 0, *, _check_alignment: bool = True):
     """Every byte one TMA load writes: (SMEM byte addresses, byte values), in box order.
 
     Element (j0, j1, ...) of the box (j_i < ceil(box_i / elementStride_i)) is global element
@@ -377,7 +377,7 @@ def tma_load_writes(gmem, tmap: TensorMap, coords, smem_address: int = 0):
                                   "by the driver but their SMEM image is not modelled")
     coords = _check_coords(tmap, coords)
     smem_address = int(smem_address)
-    if smem_address < 0 or smem_address % SMEM_ALIGNMENT:
+    if smem_address < 0 or (_check_alignment and smem_address % SMEM_ALIGNMENT):
         raise TensorMapError("smem-alignment", f"the SMEM destination 0x{smem_address:x} must be "
                                                f"{SMEM_ALIGNMENT}-byte aligned")
     gb = _gmem_bytes(gmem, tmap)
@@ -430,3 +430,899 @@ def tma_load_model(gmem, tmap: TensorMap, coords, smem_address: int = 0) -> np.n
     out = np.empty(tmap.box_bytes, np.uint8)
     out[rel] = vals
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The GPU runner (cuda_src/tma_load.cu)
+# ---------------------------------------------------------------------------------------------
+# Mirrors struct TmaCase in cuda_src/tma_load.cu.
+TMA_CASE_DTYPE = np.dtype({
+    "names": ["rank", "coords", "smem_offset", "box_bytes", "window_bytes", "prefetch", "out_offset"],
+    "formats": ["<i4", ("<i4", 5), "<u4", "<u4", "<u4", "<u4", "<u8"],
+    "offsets": [0, 4, 24, 28, 32, 36, 40], "itemsize": 48})
+LOAD_BARRIERS = {0: "smem_full (phase 0: expect_tx = box bytes)",
+                 1: "tx_exact (phase 1: completes only if no bytes beyond expect_tx arrived)"}
+COPY_BARRIERS = {s: f"full[{s}]" for s in range(8)}
+SMEM_SLACK = 1024  # the kernel rounds its window up to a 1024-byte boundary
+
+
+def background(n: int) -> np.ndarray:
+    """The bytes tma_load_dump paints its SMEM window with before the load (byte i = 151 i + 89)."""
+    return ((np.arange(n, dtype=np.int64) * 151 + 89) & 0xFF).astype(np.uint8)
+
+
+@dataclass
+class LoadCase:
+    """One TMA load to run on the GPU: a tensor map over `gmem`, a box position, an SMEM offset.
+
+    `smem_offset` is the destination relative to a 1024-byte aligned window (a multiple of 128);
+    `gmem_offset` shifts the tensor's base address by a multiple of 16 from a 256-byte boundary.
+    """
+    tmap: TensorMap
+    gmem: np.ndarray
+    coords: tuple
+    smem_offset: int = 0
+    gmem_offset: int = 0
+    prefetch: bool = False
+    expect_tx: int | None = None  # default: tmap.box_bytes
+
+    @property
+    def window_bytes(self) -> int:
+        tx = self.tmap.box_bytes if self.expect_tx is None else self.expect_tx
+        return -(-(self.smem_offset + tx) // 1024) * 1024 + 1024
+
+    def model_window(self) -> np.ndarray:
+        """What the GPU's window should hold: the background with the model's writes on top."""
+        return tma_load_window(self.gmem, self.tmap, self.coords, self.smem_offset, 0,
+                               self.window_bytes, background(self.window_bytes))
+
+
+def _round_up(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+@dataclass
+class RunResult:
+    windows: list          # the raw SMEM window of every case (background + what the TMA wrote)
+    done: np.ndarray       # per case: completed both barrier phases
+    timeout: object        # the MbarrierTimeout of the launch, if a bounded wait gave up
+    errors: list           # per case: the driver's refusal to encode the tensor map, or None
+
+
+def run_cases(cases, block: int = 128) -> RunResult:
+    """Run many TMA loads in one launch of tma_load_dump, one CTA each.
+
+    A bounded wait that gives up makes bwlab.runtime.launch raise MbarrierTimeout after the
+    launch; it is caught here and returned, and `done` says which cases finished. A tensor map
+    the driver refuses is reported in `errors` and its CTA does nothing.
+    """
+    import cupy as cp
+
+    from . import device
+    from .compile import load_module
+    from .runtime import MbarrierTimeout, launch, LaunchConfigError
+
+    device.require("tma")
+    info = device.gpu_info()
+    cases = list(cases)
+    for c in cases:
+        if c.smem_offset % SMEM_ALIGNMENT or c.smem_offset < 0:
+            raise TensorMapError("smem-alignment", f"smem_offset {c.smem_offset} must be a multiple of {SMEM_ALIGNMENT}")
+        if c.gmem_offset % 16 or not 0 <= c.gmem_offset < 256:
+            raise TensorMapError("global-address-alignment", f"gmem_offset {c.gmem_offset} must be a multiple "
+                                                             "of 16 in [0, 256)")
+        tx = c.tmap.box_bytes if c.expect_tx is None else c.expect_tx
+        if tx > MAX_TX_BYTES:
+            raise TensorMapError("box-bytes", f"a box of {tx} bytes exceeds the mbarrier's transaction "
+                                              f"range ({MAX_TX_BYTES})")
+    smem = max(c.window_bytes for c in cases) + SMEM_SLACK
+    if smem > info.smem_per_block_optin:
+        raise LaunchConfigError(f"the largest case needs {smem} bytes of SMEM; {info.name} allows "
+                                f"{info.smem_per_block_optin} per CTA")
+    # One device buffer holds every tensor, each at a 256-byte boundary plus its gmem_offset.
+    offs, total = [], 0
+    for c in cases:
+        offs.append(total + c.gmem_offset)
+        total = _round_up(total + c.gmem_offset + np.asarray(c.gmem).nbytes, 256)
+    host = np.zeros(max(total, 256), np.uint8)
+    for c, o in zip(cases, offs):
+        b = np.ascontiguousarray(c.gmem).reshape(-1).view(np.uint8)
+        host[o:o + b.size] = b
+    dev = cp.asarray(host)
+    base = dev.data.ptr
+    encoded, errors = [], [None] * len(cases)
+    for i, (c, o) in enumerate(zip(cases, offs)):
+        try:
+            encoded.append(c.tmap.encode(base + o))
+        except RuntimeError as e:  # the driver refused what TensorMap accepted: report, skip
+            errors[i] = str(e)
+            encoded.append(bytes(128))
+    tmaps = np.frombuffer(b"".join(encoded), np.uint8)
+    rec = np.zeros(len(cases), TMA_CASE_DTYPE)
+    out_total = 0
+    for i, c in enumerate(cases):
+        coords = list(_check_coords(c.tmap, c.coords)) + [0] * (5 - c.tmap.rank)
+        rec[i] = (0 if errors[i] else c.tmap.rank, coords, c.smem_offset, c.tmap.box_bytes if c.expect_tx is None else c.expect_tx,
+                  c.window_bytes, int(c.prefetch), out_total)
+        out_total += c.window_bytes
+    d_tmaps = cp.asarray(tmaps)
+    d_cases = cp.asarray(rec.view(np.uint8))
+    d_out = cp.zeros(out_total, cp.uint8)
+    d_done = cp.zeros(len(cases), cp.uint32)
+    mod = load_module("tma_load")
+    timeout = None
+    try:
+        launch(mod, "tma_load_dump", (len(cases),), (block,), (d_tmaps, d_cases, d_out, d_done),
+               shared_mem=smem, barrier_names=LOAD_BARRIERS)
+    except MbarrierTimeout as e:
+        timeout = e
+    out = cp.asnumpy(d_out)
+    done = cp.asnumpy(d_done).astype(bool)
+    windows = [out[int(r["out_offset"]):int(r["out_offset"]) + int(r["window_bytes"])] for r in rec]
+    return RunResult(windows, done, timeout, errors)
+
+
+def run_tma_load(tmap: TensorMap, gmem, coords, smem_offset: int = 0, prefetch: bool = False) -> np.ndarray:
+    """Load one box on the GPU; the SMEM bytes [smem_offset, smem_offset + box_bytes) it produced.
+
+    The same arguments as `tma_load_model`, so `np.array_equal(run_tma_load(...), tma_load_model(...))`
+    is the whole comparison. Raises MbarrierTimeout if the handshake did not complete.
+    """
+    case = LoadCase(tmap, np.asarray(gmem), tuple(coords), smem_offset=smem_offset, prefetch=prefetch)
+    r = run_cases([case])
+    if r.errors[0]:
+        raise RuntimeError(r.errors[0])
+    if r.timeout is not None:
+        raise r.timeout
+    return r.windows[0][smem_offset:smem_offset + tmap.box_bytes]
+
+
+# ---------------------------------------------------------------------------------------------
+# Hardware validation: python -m bwlab.validate tma --cases 1000 --seed 0 --out FILE
+# ---------------------------------------------------------------------------------------------
+SWIZZLE_MODES = ("none", "32B", "64B", "128B")
+MAX_CASE_BOX_BYTES = 32 * 1024
+
+
+def random_case(rng: np.random.Generator, dtype: str, rank: int, swizzle: str) -> LoadCase:
+    """A random valid TMA load of the given dtype, rank and swizzle.
+
+    Odd global sizes with padded rows, boxes that hang off either edge (now and then entirely
+    outside), element strides, NaN fill, every SMEM offset mod 1024 (multiples of 128), base
+    addresses at every multiple of 16 mod 256, and random bytes (NaN and denormal bit patterns
+    included) as data.
+    """
+    elem = DTYPES[dtype][1]
+    span = SWIZZLE_BYTES[swizzle]
+    max_inner = span if span else min(256 * elem, 512)
+    inner_bytes = 16 * int(rng.integers(1, max_inner // 16 + 1))
+    box = [inner_bytes // elem]
+    budget = int(np.exp(rng.uniform(np.log(inner_bytes), np.log(MAX_CASE_BOX_BYTES))))
+    es = [1]
+    for _ in range(1, rank):
+        e = int(rng.integers(1, 9)) if rng.random() < 0.3 else 1
+        room = max(1, budget // (inner_bytes * math.prod(-(-b // s) for b, s in zip(box[1:], es[1:]))))
+        n = int(rng.integers(1, min(room, 256) + 1)) if rng.random() < 0.9 else 1
+        box.append(min(256, n * e - int(rng.integers(0, e))))  # ceil(box/e) == n, box not always a multiple
+        es.append(e)
+    shape = []
+    for i in range(rank):
+        reach = box[i] if i == 0 else box[i]
+        hi = max(2, min(2 * reach + 7, 600 if i == 0 else 300))
+        shape.append(int(rng.integers(1, hi + 1)))
+    # keep the tensor under ~2 MB
+    while math.prod(shape) * elem > (2 << 20):
+        k = int(np.argmax(shape))
+        shape[k] = max(1, shape[k] // 2)
+    strides, pitch = [], _round_up(shape[0] * elem, 16) + 16 * int(rng.integers(0, 3))
+    for i in range(1, rank):
+        strides.append(pitch)
+        pitch = pitch * shape[i] + 16 * int(rng.integers(0, 2))
+    oob = "nan" if DTYPES[dtype][2] and rng.random() < 0.3 else "zero"
+    tmap = TensorMap(dtype, shape, box, global_strides=strides, element_strides=es, swizzle=swizzle,
+                     l2_promotion=str(rng.choice(list(L2_ENUM))), oob_fill=oob)
+    coords = []
+    inside = rng.random() < 0.4  # the whole box in bounds (where the tensor is large enough)
+    for i in range(rank):
+        reach = (tmap.box_counts[i] - 1) * es[i] + 1
+        r = 0.0 if inside else rng.random()
+        if r < 0.3:  # inside
+            c = int(rng.integers(0, max(1, shape[i] - reach + 1)))
+        elif r < 0.9:  # straddling an edge
+            c = int(rng.integers(-reach + 1, shape[i]))
+        else:  # possibly entirely outside
+            c = int(rng.integers(-reach - 8, shape[i] + 8))
+        coords.append(c)
+    gmem = rng.integers(0, 256, size=tmap.global_extent_bytes, dtype=np.uint8)
+    return LoadCase(tmap, gmem, tuple(coords), smem_offset=128 * int(rng.integers(0, 8)) + 1024 * int(rng.integers(0, 2)),
+                    gmem_offset=16 * int(rng.integers(0, 16)), prefetch=bool(rng.random() < 0.25))
+
+
+def random_cases(n: int, seed: int = 0):
+    """`n` random cases covering every (dtype, rank, swizzle) combination in turn."""
+    rng = np.random.default_rng(seed)
+    combos = [(d, r, s) for d in DTYPES for r in range(1, 6) for s in SWIZZLE_MODES]
+    order = rng.permutation(len(combos))
+    return [random_case(rng, *combos[order[i % len(combos)]]) for i in range(n)]
+
+
+def describe_case(c: LoadCase) -> str:
+    t = c.tmap
+    return (f"{t.dtype} shape={t.global_shape} strides={t.global_strides} box={t.box_shape} "
+            f"es={t.element_strides} swz={t.swizzle} oob={t.oob_fill} l2={t.l2_promotion} "
+            f"coords={tuple(c.coords)} smem+{c.smem_offset} gmem+{c.gmem_offset} "
+            f"prefetch={int(c.prefetch)} tx={t.box_bytes}")
+
+
+def _is_oob(c: LoadCase) -> bool:
+    t = c.tmap
+    return any(co < 0 or co + (n - 1) * e >= d for co, n, e, d in
+               zip(c.coords, t.box_counts, t.element_strides, t.global_shape))
+
+
+def validate_cases(cases, say=print, batch: int = 512, dump=None) -> int:
+    """Run `cases` on the GPU, compare every SMEM window with the model; return the failure count."""
+    failures, shown = 0, 0
+    bad = []
+    for start in range(0, len(cases), batch):
+        chunk = cases[start:start + batch]
+        r = run_cases(chunk)
+        if r.timeout is not None:
+            # One bounded wait gave up, and every CTA still waiting then gives up too: run the
+            # unfinished cases again one per launch to find which of them really fail.
+            say(f"  launch of cases {start}..{start + len(chunk) - 1}: {r.timeout}")
+            again = [i for i in range(len(chunk)) if not r.done[i] and not r.errors[i]]
+            for i in again[:64]:
+                one = run_cases([chunk[i]])
+                r.windows[i], r.done[i] = one.windows[0], one.done[0]
+            say(f"  re-ran {min(len(again), 64)} unfinished case(s) one per launch")
+        for i, (c, w, ok, err) in enumerate(zip(chunk, r.windows, r.done, r.errors)):
+            k = start + i
+            if err:
+                failures += 1
+                bad.append((k, c, w, "driver-refused"))
+                if shown < 20:
+                    say(f"  case {k}: the driver refused a tensor map TensorMap accepted: {err}")
+                    shown += 1
+                continue
+            if not ok:
+                failures += 1
+                bad.append((k, c, w, "incomplete"))
+                if shown < 20:
+                    say(f"  case {k}: did not complete the handshake: {describe_case(c)}")
+                    shown += 1
+                continue
+            want = c.model_window()
+            if not np.array_equal(w, want):
+                failures += 1
+                bad.append((k, c, w, "mismatch"))
+                if shown < 20:
+                    diff = np.flatnonzero(w != want)
+                    say(f"  case {k}: {diff.size} bytes differ (first at window byte {diff[0]}: "
+                        f"gpu {w[diff[0]]:#04x} model {want[diff[0]]:#04x}): {describe_case(c)}")
+                    shown += 1
+    if dump and bad:
+        import os
+        os.makedirs(os.path.dirname(os.path.abspath(dump)), exist_ok=True)
+        np.savez_compressed(dump, **{f"case{k}": w for k, _, w, _ in bad},
+                            descriptions=np.array([f"{k} {why} {describe_case(c)}" for k, c, _, why in bad]))
+    return failures
+
+
+def validate_main(argv=None) -> int:
+    import argparse
+    import time
+
+    from . import device
+    ap = argparse.ArgumentParser(prog="python -m bwlab.validate tma",
+                                 description="Random TMA loads on the GPU, SMEM bytes compared with bwlab.tma's model")
+    ap.add_argument("--cases", type=int, default=1000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", help="also write the report to this file")
+    ap.add_argument("--dump", help="save the GPU windows of failing cases to this .npz")
+    ap.add_argument("--probe", action="store_true",
+                    help="also probe what the documentation leaves open (see probe_main)")
+    args = ap.parse_args(argv)
+    lines = []
+
+    def say(s=""):
+        print(s, flush=True)
+        lines.append(s)
+
+    say(device.banner(print_it=False))
+    if device.tier("tma") != "hardware":
+        say("TMA loads need an sm_90+ GPU: nothing to validate here")
+        return 1
+    t0 = time.perf_counter()
+    cases = random_cases(args.cases, args.seed)
+    t1 = time.perf_counter()
+    failures = validate_cases(cases, say=say, dump=args.dump)
+    t2 = time.perf_counter()
+    # What the cases covered.
+    from collections import Counter
+    by = lambda f: dict(sorted(Counter(f(c) for c in cases).items()))  # noqa: E731
+    say(f"cases: {len(cases)} (seed {args.seed}); generated in {t1 - t0:.1f} s, run and compared in {t2 - t1:.1f} s")
+    say(f"  element bytes: {by(lambda c: c.tmap.elem_bytes)}")
+    say(f"  dtypes: {by(lambda c: c.tmap.dtype)}")
+    say(f"  ranks: {by(lambda c: c.tmap.rank)}")
+    say(f"  swizzles: {by(lambda c: c.tmap.swizzle)}")
+    say(f"  SMEM offset mod 1024: {by(lambda c: c.smem_offset % 1024)}")
+    say(f"  base address mod 256: {len(by(lambda c: c.gmem_offset))} distinct multiples of 16")
+    say(f"  boxes out of bounds (partly or wholly): {sum(_is_oob(c) for c in cases)}; "
+        f"NaN fill: {sum(c.tmap.oob_fill == 'nan' for c in cases)}; "
+        f"element strides > 1: {sum(max(c.tmap.element_strides) > 1 for c in cases)}; "
+        f"prefetch first: {sum(c.prefetch for c in cases)}; "
+        f"odd global dim 0: {sum(c.tmap.global_shape[0] % 2 == 1 for c in cases)}")
+    say(f"  box bytes: min {min(c.tmap.box_bytes for c in cases)}, max {max(c.tmap.box_bytes for c in cases)}")
+    say(f"result: {len(cases) - failures}/{len(cases)} bit-exact (SMEM windows incl. 1 KiB margins, "
+        f"expect_tx = model box bytes, exact)")
+    if args.probe:
+        probe_main([], say=say)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write("\n".join(lines) + "\n")
+    return 0 if failures == 0 else 1
+
+
+def _probe_alignment(offset: int) -> str:
+    """One load of a 2 KiB box (no swizzle) to SMEM at `offset` bytes past a 1024-byte boundary —
+    not a multiple of 128. Run in a child process: a misaligned TMA may poison the CUDA context."""
+    tmap = TensorMap("uint32", (64, 64), (32, 16))
+    gmem = np.arange(64 * 64, dtype=np.uint32)
+    case = LoadCase(tmap, gmem, (8, 4))
+    case.smem_offset = offset  # bypasses the runner's check on purpose: that is the experiment
+    import cupy as cp
+
+    from .compile import load_module
+    from .runtime import launch
+    try:
+        dev = cp.asarray(gmem)
+        enc = np.frombuffer(tmap.encode(dev.data.ptr), np.uint8)
+        rec = np.zeros(1, TMA_CASE_DTYPE)
+        rec[0] = (2, [8, 4, 0, 0, 0], offset, tmap.box_bytes, case.window_bytes, 0, 0)
+        out = cp.zeros(case.window_bytes, cp.uint8)
+        done = cp.zeros(1, cp.uint32)
+        launch(load_module("tma_load"), "tma_load_dump", (1,), (128,),
+               (cp.asarray(enc), cp.asarray(rec.view(np.uint8)), out, done),
+               shared_mem=case.window_bytes + SMEM_SLACK, barrier_names=LOAD_BARRIERS)
+        w = cp.asnumpy(out)
+        addr, vals = tma_load_writes(gmem, tmap, (8, 4), offset, _check_alignment=False)
+        want = background(case.window_bytes)
+        want[addr] = vals
+        return f"completed; window equals the model at that address: {bool(np.array_equal(w, want))}"
+    except Exception as e:  # noqa: BLE001 - the point is to report whatever happens
+        return f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
+
+
+def probe_main(argv=None, say=print) -> int:
+    """Questions the documentation leaves open, asked of the GPU (results are printed, and the raw
+    windows saved with --dump): the OOB-NaN bits per dtype, tf32 rounding on load, SMEM
+    destinations that are not 128-byte aligned, and interleaved layouts."""
+    import subprocess
+    import sys
+    say("probe: out-of-bounds NaN fill bits (a box entirely outside the tensor)")
+    for dt in ("float16", "bfloat16", "float32", "tf32", "float64"):
+        elem = DTYPES[dt][1]
+        t = TensorMap(dt, (64 // elem * 2, 4), (16 // elem * 2, 2), oob_fill="nan")
+        r = run_cases([LoadCase(t, np.zeros(t.global_extent_bytes, np.uint8), (-64, -8))])
+        w = r.windows[0][:elem]
+        say(f"  {dt:9s} gpu {int.from_bytes(w.tobytes(), 'little'):#0{2 + 2 * elem}x}  model {oob_fill_bits(t):#0{2 + 2 * elem}x}"
+            f"  done={bool(r.done[0])}")
+    say("probe: tf32 loads of float32 bit patterns (does the TMA round to tf32?)")
+    pats = np.array([0x3F800FFF, 0x3F801000, 0x3F803000, 0x3F801001, 0x7F7FFFFF, 0x7FC00001,
+                     0x7F800001, 0xFF800000, 0x00001FFF, 0x00000001, 0x807FFFFF, 0x3F802FFF,
+                     0x3FFFFFFF, 0x40000FFF, 0x12345678, 0x7F801000], dtype=np.uint32)
+    t = TensorMap("tf32", (16, 1), (16, 1))
+    r = run_cases([LoadCase(t, pats, (0, 0))])
+    got = r.windows[0][:64].view(np.uint32)
+    for a, b in zip(pats, got):
+        say(f"  {a:#010x} -> gpu {b:#010x}   model {int(_tf32_round(np.array([a]))[0]) if TF32_ROUNDS_ON_LOAD else int(a):#010x}")
+    say("probe: SMEM destinations not 128-byte aligned (each in a child process)")
+    for off in (16, 32, 64):
+        p = subprocess.run([sys.executable, "-c", f"from bwlab.tma import _probe_alignment as p; print(p({off}))"],
+                           capture_output=True, text=True, timeout=120)
+        say(f"  offset {off:3d}: {(p.stdout.strip() or p.stderr.strip().splitlines()[-1] if (p.stdout or p.stderr) else 'no output')[:200]}")
+    say("probe: interleaved layouts (not modelled; raw windows printed as element indices)")
+    for dt, il, swz, shape, box, es, tx in (
+            ("uint16", "16B", "none", (8, 10, 4), (8, 4, 2), (1, 1, 1), 128),
+            ("uint16", "16B", "none", (8, 10, 4), (4, 4, 2), (1, 1, 1), 64),
+            ("uint16", "16B", "none", (8, 10, 4), (4, 4, 2), (1, 1, 1), 128),
+            ("uint16", "16B", "none", (8, 10, 4), (8, 4, 2), (2, 1, 1), 64),
+            ("uint16", "32B", "32B", (16, 10, 4), (16, 4, 2), (1, 1, 1), 256),
+            ("uint16", "16B", "64B", (8, 10, 4), (8, 8, 2), (1, 1, 1), 256),
+            ("uint32", "16B", "128B", (4, 16, 4), (4, 16, 2), (1, 1, 1), 512)):
+        try:
+            t = TensorMap(dt, shape, box, element_strides=es, interleave=il, swizzle=swz)
+        except TensorMapError as e:
+            say(f"  {il} {swz} box {box}: TensorMap refuses: {e}")
+            continue
+        g = np.arange(math.prod(shape), dtype=np_dtype(dt))
+        r = run_cases([LoadCase(t, g, (0, 1, 1), expect_tx=tx)])
+        w = r.windows[0]
+        idx = w[:max(tx, 64)].view(np_dtype(dt))
+        say(f"  {dt} interleave {il} swizzle {swz} shape {shape} box {box} es {es} expect_tx {tx}: "
+            f"done={bool(r.done[0])} err={r.errors[0]}")
+        say(f"    smem elements: {idx.tolist()}")
+        tail = np.flatnonzero(w != background(w.size))
+        say(f"    bytes written: {tail.size}, last at {tail.max() if tail.size else None}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Benchmark: python -m bwlab.bench tma_copy --out FILE
+# ---------------------------------------------------------------------------------------------
+COPY_ROW_BYTES = 1024  # the buffers are viewed as [rows][256 x uint32]: one box row = one 1 KiB row
+
+
+@dataclass(frozen=True)
+class CopyConfig:
+    tile_rows: int = 16      # box = 256 uint32 x tile_rows rows = tile_rows KiB per stage
+    stages: int = 6          # boxes in flight per CTA
+    ctas_per_sm: int = 2
+    l2_promotion: str = "256B"
+
+    @property
+    def tile_bytes(self) -> int:
+        return self.tile_rows * COPY_ROW_BYTES
+
+
+def make_tma_copy(src, dst, cfg: CopyConfig = CopyConfig()):
+    """Prepare a copy of `src` to `dst` (CuPy arrays, same byte size, a multiple of the tile) with
+    cuda_src/tma_copy_stream on a persistent grid of sm_count * ctas_per_sm CTAs.
+
+    Runs it once through bwlab.runtime.launch (bounded waits checked, MbarrierTimeout on a stall)
+    and returns a function that enqueues further copies with no host work beyond the launch
+    itself, for timing; `check_status()` on that function reports a stall in those.
+    """
+    from . import device
+    from .compile import load_module
+    from .runtime import launch, LaunchConfigError, tensor_map_arg, STATUS_DTYPE, MbarrierTimeout
+    import cupy as cp
+    nbytes = src.nbytes
+    if dst.nbytes != nbytes or nbytes % cfg.tile_bytes:
+        raise ValueError(f"src and dst must have the same size, a multiple of the {cfg.tile_bytes}-byte tile")
+    if not 1 <= cfg.stages <= 8:
+        raise ValueError(f"stages must be 1..8 (TMA_MAX_STAGES), got {cfg.stages}")
+    info = device.require("tma")
+    rows = nbytes // COPY_ROW_BYTES
+    maps = [TensorMap("uint32", (COPY_ROW_BYTES // 4, rows), (COPY_ROW_BYTES // 4, cfg.tile_rows),
+                      l2_promotion=cfg.l2_promotion).encode(a.data.ptr) for a in (src, dst)]
+    tiles = rows // cfg.tile_rows
+    smem = cfg.stages * cfg.tile_bytes + SMEM_SLACK
+    if smem > info.smem_per_block_optin or (smem + 1024) * cfg.ctas_per_sm > info.smem_per_sm:
+        raise LaunchConfigError(f"{cfg} needs {smem} bytes of SMEM per CTA")
+    grid = (min(tiles, info.sm_count * cfg.ctas_per_sm),)
+    mod = load_module("tma_load")
+    args = (tensor_map_arg(maps[0]), tensor_map_arg(maps[1]), np.uint32(1), np.uint32(tiles),
+            np.uint32(COPY_ROW_BYTES // 4), np.uint32(cfg.tile_rows), np.uint32(cfg.tile_bytes),
+            np.uint32(cfg.stages))
+    launch(mod, "tma_copy_stream", grid, (32,), args, shared_mem=smem, barrier_names=COPY_BARRIERS)
+    kernel = mod.get_function("tma_copy_stream")
+
+    def run():
+        kernel(grid, (32,), args, shared_mem=smem)
+
+    def check_status():
+        cp.cuda.Device().synchronize()
+        rec = np.zeros(1, dtype=STATUS_DTYPE)
+        st = mod.get_global("bw_status")
+        cp.cuda.runtime.memcpy(rec.ctypes.data, st.ptr, STATUS_DTYPE.itemsize, cp.cuda.runtime.memcpyDeviceToHost)
+        if rec["code"][0]:
+            raise MbarrierTimeout("tma_copy_stream", COPY_BARRIERS.get(int(rec["barrier_id"][0]), "?"), rec[0])
+
+    run.check_status = check_status
+    return run
+
+
+def bench_main(argv=None) -> int:
+    import argparse
+
+    import cupy as cp
+
+    from . import device
+    from .runtime import bench
+    ap = argparse.ArgumentParser(prog="python -m bwlab.bench tma_copy",
+                                 description="TMA streaming copy (load -> SMEM -> store) vs cupy device-to-device copy")
+    ap.add_argument("--sizes-mib", default="256,512,1024,2048,4096")
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--out")
+    args = ap.parse_args(argv)
+    lines = []
+
+    def say(s=""):
+        print(s, flush=True)
+        lines.append(s)
+
+    info = device.gpu_info()
+    if device.tier("tma") != "hardware":
+        say("the TMA copy needs an sm_90+ GPU")
+        return 1
+    say(f"GPU: {info.name} ({info.sm}, {info.sm_count} SMs, L2 {info.l2_bytes >> 20} MiB)")
+    say("GB/s counts bytes read + bytes written (2 x size) per copy; median of "
+        f"{args.repeat} timed samples (each max(1, 2048/size_MiB) back-to-back copies) after 3 warm-ups, "
+        "CUDA events; baseline = cupy device-to-device copy (cudaMemcpyAsync) in the same process; "
+        "'copy exact' = dst equals src after the first TMA copy")
+
+    def measure(mib, cfgs):
+        n = mib << 20
+        src = cp.arange(n // 4, dtype=cp.uint32) * cp.uint32(2654435761)
+        dst = cp.zeros_like(src)
+        inner = max(1, 2048 // mib)  # copies per timed sample, so launch latency stays hidden
+
+        def baseline():
+            for _ in range(inner):
+                dst.data.copy_from_device_async(src.data, n)
+        base = bench("cupy d2d", baseline, repeat=args.repeat, bytes_moved=2 * n * inner)
+        res = []
+        for cfg in cfgs:
+            dst.fill(0)
+            copy = make_tma_copy(src, dst, cfg)
+            ok = bool(cp.array_equal(src, dst))
+
+            def timed():
+                for _ in range(inner):
+                    copy()
+            r = bench(f"tma {cfg}", timed, repeat=args.repeat, bytes_moved=2 * n * inner)
+            copy.check_status()
+            res.append((cfg, r, ok))
+        del src, dst
+        cp.get_default_memory_pool().free_all_blocks()
+        return base, res
+
+    sweep = [CopyConfig(t, s, c) for t, s, c in ((16, 4, 2), (16, 6, 2), (32, 3, 2), (32, 6, 1), (8, 8, 3),
+                                                (16, 8, 1), (32, 4, 1))]
+    say("")
+    say("configuration sweep at 1024 MiB (tile = 256 x uint32 x tile_rows, stages in flight per CTA):")
+    base, res = measure(1024, sweep)
+    say(f"  {'tile KiB':>8} {'stages':>6} {'CTAs/SM':>7} {'GB/s':>9} {'vs cupy':>8} {'copy exact':>10}")
+    for cfg, r, ok in res:
+        say(f"  {cfg.tile_bytes >> 10:8d} {cfg.stages:6d} {cfg.ctas_per_sm:7d} {r.gbps:9.1f} "
+            f"{r.gbps / base.gbps:8.3f} {str(ok):>10}")
+    say(f"  cupy d2d: {base.gbps:.1f} GB/s")
+    best = max((x for x in res if x[2]), key=lambda x: x[1].gbps)[0]
+    say(f"chosen: {best}")
+    say("")
+    say(f"{'size MiB':>8} {'cupy GB/s':>10} {'TMA GB/s':>9} {'ratio':>6} {'copy exact':>10}")
+    worst = None
+    for mib in [int(x) for x in args.sizes_mib.split(",")]:
+        base, res = measure(mib, [best])
+        cfg, r, ok = res[0]
+        ratio = r.gbps / base.gbps
+        worst = ratio if worst is None else min(worst, ratio)
+        say(f"{mib:8d} {base.gbps:10.1f} {r.gbps:9.1f} {ratio:6.3f} {str(ok):>10}")
+    say(f"lowest ratio {worst:.3f} (goal >= 0.9)")
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write("\n".join(lines) + "\n")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# The mbarrier handshake, as a state machine (PTX ISA 9.7.13.15 "mbarrier")
+# ---------------------------------------------------------------------------------------------
+class Mbarrier:
+    """An mbarrier's state: expected arrivals per phase, pending arrivals, the transaction count
+    and the current phase. A phase completes when pending arrivals and tx-count are both zero;
+    the barrier then moves to the next phase with `expected` arrivals pending again."""
+
+    def __init__(self, count: int):
+        self.expected = self.pending = int(count)
+        self.tx = 0
+        self.phase = 0
+
+    def _advance(self) -> bool:
+        if self.pending == 0 and self.tx == 0:
+            self.phase += 1
+            self.pending = self.expected
+            return True
+        return False
+
+    def arrive_expect_tx(self, tx_bytes: int) -> bool:
+        self.tx += int(tx_bytes)  # expect-tx happens before the arrive-on
+        self.pending -= 1
+        return self._advance()
+
+    def arrive(self) -> bool:
+        self.pending -= 1
+        return self._advance()
+
+    def complete_tx(self, nbytes: int) -> bool:
+        self.tx -= int(nbytes)
+        return self._advance()
+
+    def try_wait_parity(self, parity: int) -> bool:
+        """True once the phase with this parity has completed (the current phase has the other one)."""
+        return (self.phase & 1) != (parity & 1)
+
+
+def handshake_events(box_bytes: int, pieces: int = 4, extra_tx: int = 0):
+    """Steps of one TMA load's handshake as (actor, action, pending, tx, phase, waiter sees).
+
+    The TMA engine's complete_tx is drawn as `pieces` equal parts; how finely the hardware really
+    reports bytes is not architectural, only the sum is. `extra_tx` > 0 announces more bytes than
+    the box has, which is the classic hang: the phase never completes.
+    """
+    bar = Mbarrier(1)
+    ev = []
+
+    def note(actor, action):
+        ev.append((actor, action, bar.pending, bar.tx, bar.phase, bar.try_wait_parity(0)))
+
+    note("thread 0", "mbarrier.init(count=1)")
+    note("all threads", "try_wait.parity(0)")
+    bar.arrive_expect_tx(box_bytes + extra_tx)
+    note("thread 0", f"arrive.expect_tx({box_bytes + extra_tx})")
+    note("thread 0", "cp.async.bulk.tensor (issue)")
+    step = box_bytes // pieces
+    sizes = [step] * (pieces - 1) + [box_bytes - step * (pieces - 1)]
+    for s in sizes:
+        flipped = bar.complete_tx(s)
+        note("TMA engine", f"complete_tx({s})" + ("  -> phase 0 complete" if flipped else ""))
+    note("all threads", "try_wait.parity(0)")
+    return ev
+
+
+def plot_handshake(box_bytes: int = 8192, pieces: int = 4, extra_tx: int = 0, ax=None):
+    """The handshake as a timeline: one lane per actor, the mbarrier's tx-count and phase below."""
+    import matplotlib.pyplot as plt
+
+    from .plotting import add_legend, warp_color
+    ev = handshake_events(box_bytes, pieces, extra_tx)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(11, 3.8))
+    lanes = {"thread 0": 3, "TMA engine": 2, "all threads": 1}
+    colors = {"thread 0": warp_color(0), "TMA engine": warp_color(1), "all threads": warp_color(2)}
+    for i, (actor, action, pending, tx, phase, seen) in enumerate(ev):
+        y = lanes[actor]
+        ax.scatter([i], [y], s=90, color=colors[actor], edgecolor="black", zorder=3)
+        label = action if actor != "all threads" else f"{action} -> {seen}"
+        ax.annotate(label, (i, y), textcoords="offset points", xytext=(0, 9), ha="center", fontsize=7, rotation=12)
+        ax.text(i, 0.25, f"pending {pending}\ntx {tx}\nphase {phase}", ha="center", va="center", fontsize=7,
+                bbox=dict(boxstyle="round", fc="#fff2cc" if tx else "#e2f0d9", ec="gray"))
+    ax.set_yticks([0.25, 1, 2, 3])
+    ax.set_yticklabels(["mbarrier state", "all threads (wait)", "TMA engine", "thread 0"])
+    ax.set_xlim(-0.6, len(ev) - 0.4)
+    ax.set_ylim(-0.35, 3.9)
+    ax.set_xticks(range(len(ev)))
+    ax.set_xlabel("step (order of events, not to scale)")
+    what = "expect_tx matches the box" if not extra_tx else f"expect_tx announces {extra_tx} bytes too many"
+    ax.set_title(f"mbarrier handshake of one {box_bytes}-byte TMA load: {what}")
+    add_legend(ax, [(k, v) for k, v in colors.items()] + [("tx pending", "#fff2cc"), ("tx zero", "#e2f0d9")])
+    return ax
+
+
+# ---------------------------------------------------------------------------------------------
+# Pictures for notebook 01
+# ---------------------------------------------------------------------------------------------
+def cta_tiles(tmap: TensorMap):
+    """For a 2D tensor map: the CTA grid that covers the tensor with one box per CTA, as a list
+    of (blockIdx.x, blockIdx.y, (c0, c1)) and the (rows, cols) owner index of every element."""
+    if tmap.rank != 2:
+        raise ValueError(f"cta_tiles draws 2D tensor maps; this one has rank {tmap.rank}")
+    (w, h), (bw, bh) = tmap.global_shape, tmap.box_shape
+    gx, gy = -(-w // bw), -(-h // bh)
+    tiles = [(x, y, (x * bw, y * bh)) for y in range(gy) for x in range(gx)]
+    owner = (np.arange(h)[:, None] // bh) * gx + (np.arange(w)[None, :] // bw)
+    return tiles, owner, (gx, gy)
+
+
+def plot_cta_tiles(tmap: TensorMap):
+    """The global matrix coloured by the CTA whose box covers each element, next to the CTA grid."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    from .plotting import add_legend, cta_color
+    tiles, owner, (gx, gy) = cta_tiles(tmap)
+    (w, h), (bw, bh) = tmap.global_shape, tmap.box_shape
+    fig, (a0, a1) = plt.subplots(1, 2, figsize=(12, 4.6), gridspec_kw={"width_ratios": [w / h * 1.2 + 0.2, 1]})
+    img = np.array([[plt.matplotlib.colors.to_rgb(cta_color(o)) for o in row] for row in owner])
+    a0.imshow(img, interpolation="nearest", aspect="auto", extent=(-0.5, w - 0.5, h - 0.5, -0.5))
+    for x, y, (c0, c1) in tiles:
+        a0.add_patch(Rectangle((c0 - 0.5, c1 - 0.5), bw, bh, fill=False, lw=1.2, ec="black",
+                               ls="-" if c0 + bw <= w and c1 + bh <= h else "--", clip_on=False))
+    a0.set_xlim(-0.5, gx * bw - 0.5)
+    a0.set_ylim(gy * bh - 0.5, -0.5)
+    a0.set_xlabel(f"dim 0 (contiguous), {w} elements; dashed boxes hang off the edge (zero fill)")
+    a0.set_ylabel(f"dim 1, {h} rows")
+    a0.set_title(f"global {tmap.dtype} tensor {w} x {h}, box {bw} x {bh}: one box per CTA")
+    for x, y, (c0, c1) in tiles:
+        k = y * gx + x
+        a1.add_patch(Rectangle((x, y), 0.95, 0.95, color=cta_color(k)))
+        a1.text(x + 0.47, y + 0.47, f"CTA ({x},{y})\ncoords\n({c0}, {c1})", ha="center", va="center", fontsize=8)
+    a1.set_xlim(0, gx)
+    a1.set_ylim(gy, 0)
+    a1.set_xticks([])
+    a1.set_yticks([])
+    a1.set_title(f"CTA grid {gx} x {gy} (blockIdx.x, blockIdx.y)")
+    add_legend(a1, [(f"CTA ({x},{y})", cta_color(y * gx + x)) for x, y, _ in tiles])
+    fig.tight_layout()
+    return fig
+
+
+def smem_chunks(tmap: TensorMap, smem_address: int = 0):
+    """Which 16-byte chunk of the box sits in each 16-byte SMEM chunk: arrays (box row, chunk in
+    row), one entry per SMEM chunk from smem_address on, after the swizzle. -1 marks none."""
+    inner = tmap.inner_box_bytes
+    nchunk = tmap.box_bytes // 16
+    lin = np.arange(nchunk, dtype=np.int64) * 16
+    dest = (SWIZZLES[tmap.swizzle](smem_address + lin) - smem_address) // 16
+    row = np.full(-(-int(dest.max() + 1) // 8) * 8, -1)
+    col = row.copy()
+    row[dest] = lin // inner
+    col[dest] = (lin % inner) // 16
+    return row, col
+
+
+def plot_smem_image(tmap: TensorMap, smem_address: int = 0, ax=None, title=None, max_lines: int = 16):
+    """SMEM as 128-byte lines x 8 chunks of 16 bytes; each chunk labelled with the box row and the
+    16-byte chunk of that row it holds, coloured by its chunk index inside the row."""
+    import matplotlib.pyplot as plt
+
+    from .plotting import add_legend, draw_grid, thread_color
+    row, col = smem_chunks(tmap, smem_address)
+    lines = min(len(row) // 8, max_lines)
+    r, c = row[:lines * 8].reshape(lines, 8), col[:lines * 8].reshape(lines, 8)
+    colors = np.empty((lines, 8), dtype=object)
+    text = np.empty((lines, 8), dtype=object)
+    for i in range(lines):
+        for j in range(8):
+            colors[i, j] = thread_color(c[i, j] * 4, 32) if r[i, j] >= 0 else "#e6e6e6"
+            text[i, j] = f"r{r[i, j]}\nc{c[i, j]}" if r[i, j] >= 0 else ""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 0.42 * lines + 1.2))
+    draw_grid(ax, colors, text, fontsize=6,
+              title=title or f"{tmap.swizzle} swizzle, SMEM 0x{smem_address:04x}",
+              xlabel="16-byte chunk of the 128-byte SMEM line (4 banks each)", ylabel="SMEM line",
+              xticks=[f"{j}" for j in range(8)],
+              yticks=[f"0x{smem_address + 128 * i:04x}" for i in range(lines)])
+    ncol = max(1, tmap.inner_box_bytes // 16)
+    add_legend(ax, [(f"chunk c{k} of a box row", thread_color(k * 4, 32)) for k in range(min(ncol, 8))]
+               + [("not part of the box", "#e6e6e6")], title="rK = box row K")
+    return ax
+
+
+def plot_swizzle_modes(dtype: str = "float16", smem_address: int = 0):
+    """One picture per swizzle mode of a box whose rows are as wide as the mode allows, 8 lines."""
+    import matplotlib.pyplot as plt
+    elem = DTYPES[dtype][1]
+    fig, axes = plt.subplots(1, 4, figsize=(20, 5.2))
+    for ax, mode in zip(axes, SWIZZLE_MODES):
+        inner = SWIZZLE_BYTES[mode] or 128
+        t = TensorMap(dtype, (inner // elem, 64), (inner // elem, 1024 // inner), swizzle=mode)
+        plot_smem_image(t, smem_address, ax=ax,
+                        title=f"{mode}: box {inner // elem} x {1024 // inner} {dtype}\n({inner}-byte rows)")
+        if ax is not axes[-1]:
+            ax.get_legend().remove()
+    fig.suptitle(f"Where each 16-byte chunk of the box lands in SMEM (destination 0x{smem_address:04x})")
+    fig.tight_layout()
+    return fig
+
+
+def bank_wavefronts(addresses, access_bytes: int) -> int:
+    """Shared-memory wavefronts a warp needs for one access of `access_bytes` per thread at these
+    byte addresses: 32 banks of 4 bytes; 8-byte accesses are served 16 threads at a time and
+    16-byte ones 8 at a time; within a group, a bank serves one 4-byte word per wavefront."""
+    addresses = np.asarray(addresses, dtype=np.int64)
+    group = {4: 32, 8: 16, 16: 8}[access_bytes]
+    total = 0
+    for g in range(0, addresses.size, group):
+        words = set()
+        for a in addresses[g:g + group]:
+            words.update(range(a // 4, (a + access_bytes) // 4))
+        per_bank = {}
+        for w in words:
+            per_bank.setdefault(w % 32, set()).add(w)
+        total += max(len(v) for v in per_bank.values())
+    return total
+
+
+def column_read_addresses(tmap: TensorMap, column_byte: int, access_bytes: int, smem_address: int = 0):
+    """SMEM byte addresses at which thread t of a warp finds `access_bytes` at byte `column_byte` of
+    box row t (rows 0..31), given where the TMA put them (the swizzle applied)."""
+    rows = np.arange(32, dtype=np.int64)
+    lin = rows * tmap.inner_box_bytes + column_byte
+    return SWIZZLES[tmap.swizzle](smem_address + lin)
+
+
+def bank_conflict_table(dtype: str = "float16"):
+    """Wavefronts of a warp reading one column (4- and 16-byte accesses) of 32 box rows, for rows
+    as wide as each swizzle mode allows, with that swizzle and without it."""
+    elem = DTYPES[dtype][1]
+    out = []
+    for mode in ("32B", "64B", "128B"):
+        inner = SWIZZLE_BYTES[mode]
+        for access in (4, 16):
+            row = []
+            for swz in ("none", mode):
+                t = TensorMap(dtype, (inner // elem, 64), (inner // elem, 32), swizzle=swz)
+                row.append(bank_wavefronts(column_read_addresses(t, 0, access), access))
+            out.append((mode, inner, access, row[0], row[1]))
+    return out
+
+
+def plot_bank_conflicts(dtype: str = "float16", access_bytes: int = 16):
+    """Banks touched by a warp's column read of a 128-byte-row box, without and with 128B swizzle."""
+    import matplotlib.pyplot as plt
+
+    from .plotting import add_legend, thread_color
+    elem = DTYPES[dtype][1]
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.2), sharey=True)
+    for ax, swz in zip(axes, ("none", "128B")):
+        t = TensorMap(dtype, (128 // elem, 64), (128 // elem, 32), swizzle=swz)
+        addr = column_read_addresses(t, 0, access_bytes)
+        wf = bank_wavefronts(addr, access_bytes)
+        for th, a in enumerate(addr):
+            b0 = (a // 4) % 32
+            ax.barh(th, access_bytes // 4, left=b0, color=thread_color(th), edgecolor="black", lw=0.3)
+        ax.set_xlim(0, 32)
+        ax.set_ylim(31.5, -0.5)
+        ax.set_xlabel("bank (4 bytes each)")
+        ax.set_title(f"swizzle {swz}: {wf} wavefronts")
+    axes[0].set_ylabel("thread t reads box row t, column 0")
+    add_legend(axes[1], [(f"thread {k}", thread_color(k)) for k in (0, 1, 7, 8, 31)], title="colour = thread")
+    fig.suptitle(f"A warp reads column 0 of a {dtype} box with 128-byte rows, {access_bytes} bytes per thread")
+    fig.tight_layout()
+    return fig
+
+
+def plot_oob_box(tmap: TensorMap, gmem, coords):
+    """A 2D box that hangs off the tensor: where it sits, and its SMEM image (loaded vs fill)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    from .plotting import BYTE_COLORS, add_legend
+    if tmap.rank != 2 or tmap.swizzle != "none":
+        raise ValueError("plot_oob_box draws unswizzled 2D boxes")
+    (w, h), (bw, bh) = tmap.global_shape, tmap.box_counts
+    smem = tma_load_model(gmem, tmap, coords).view(np_dtype(tmap.dtype)).reshape(bh, bw)
+    c0, c1 = coords
+    es1 = tmap.element_strides[1]
+    inside = ((np.arange(bw) + c0 >= 0) & (np.arange(bw) + c0 < w))[None, :] & \
+             ((np.arange(bh) * es1 + c1 >= 0) & (np.arange(bh) * es1 + c1 < h))[:, None]
+    fig, (a0, a1) = plt.subplots(1, 2, figsize=(12, 4.4))
+    vals = np.asarray(gmem).reshape(-1).view(np_dtype(tmap.dtype))
+    a0.imshow(np.ones((h, w, 3)) * 0.92, extent=(-0.5, w - 0.5, h - 0.5, -0.5))
+    a0.add_patch(Rectangle((-0.5, -0.5), w, h, fill=False, ec="black", lw=1.5))
+    a0.add_patch(Rectangle((c0 - 0.5, c1 - 0.5), bw, (bh - 1) * es1 + 1, fill=True, alpha=0.35,
+                           color=BYTE_COLORS["loaded"], ec="black"))
+    a0.set_xlim(min(-1, c0 - 1), max(w, c0 + bw) + 0.5)
+    a0.set_ylim(max(h, c1 + bh * es1) + 0.5, min(-1, c1 - 1))
+    a0.set_title(f"tensor {w} x {h} and the box at coordinates {tuple(coords)}")
+    a0.set_xlabel("dim 0")
+    a0.set_ylabel("dim 1")
+    img = np.where(inside[..., None], np.array(plt.matplotlib.colors.to_rgb(BYTE_COLORS["loaded"])),
+                   np.array(plt.matplotlib.colors.to_rgb(BYTE_COLORS["oob fill"])))
+    a1.imshow(img, interpolation="nearest", aspect="auto")
+    for i in range(bh):
+        for j in range(bw):
+            v = smem[i, j]
+            a1.text(j, i, "NaN" if isinstance(v, np.floating) and np.isnan(v) else f"{v:g}",
+                    ha="center", va="center", fontsize=6, color="white" if inside[i, j] else "black")
+    a1.set_title(f"SMEM image, {tmap.box_bytes} bytes (oob_fill={tmap.oob_fill!r})")
+    a1.set_xlabel("box column")
+    a1.set_ylabel("box row")
+    add_legend(a1, [("loaded from the tensor", BYTE_COLORS["loaded"]), ("out-of-bounds fill", BYTE_COLORS["oob fill"])])
+    fig.tight_layout()
+    return fig
+
+
+def swizzle_explorer():
+    """An ipywidgets control (box shape, swizzle, dtype, destination) that redraws the SMEM image;
+    an invalid combination shows the TensorMapError instead of a picture."""
+    import ipywidgets as W
+    import matplotlib.pyplot as plt
+
+    def show(dtype, inner_elems, rows, swizzle, smem_line):
+        try:
+            t = TensorMap(dtype, (inner_elems, 256), (inner_elems, rows), swizzle=swizzle)
+        except TensorMapError as e:
+            print(e)
+            return
+        plot_smem_image(t, smem_line * 128, max_lines=16)
+        plt.show()
+        print(f"box {inner_elems} x {rows} {dtype}: {t.box_bytes} bytes, expect_tx({t.box_bytes})")
+
+    return W.interactive(show, dtype=W.Dropdown(options=list(DTYPES), value="float16"),
+                         inner_elems=W.IntSlider(value=64, min=1, max=256), rows=W.IntSlider(value=8, min=1, max=32),
+                         swizzle=W.Dropdown(options=list(SWIZZLE_MODES), value="128B"),
+                         smem_line=W.IntSlider(value=0, min=0, max=7, description="dst / 128"))

@@ -1,0 +1,313 @@
+"""bwlab.tma on the CPU: every tensor-map rule, the load model against independently computed
+expectations (NumPy slicing, the PTX ISA swizzle tables), and the transaction byte counts."""
+import math
+
+import numpy as np
+import pytest
+
+from bwlab import tma
+from bwlab.tma import TensorMap, TensorMapError, tma_load_model
+
+
+def ok(**kw):
+    base = dict(dtype="float16", global_shape=(64, 32), box_shape=(64, 8))
+    base.update(kw)
+    return TensorMap(**base)
+
+
+# ---- one test per rule: the error names the rule and the offending values -----------------------
+RULES = [
+    (dict(dtype="float8"), "dtype", "float8"),
+    (dict(global_shape=(), box_shape=()), "rank", "rank must be 1..5"),
+    (dict(global_shape=(16,) * 6, box_shape=(16,) * 6), "rank", "has 6"),
+    (dict(box_shape=(64,)), "shape-lengths", "(64,)"),
+    (dict(element_strides=(1, 1, 1)), "shape-lengths", "(1, 1, 1)"),
+    (dict(global_strides=(128, 256)), "shape-lengths", "(128, 256)"),
+    (dict(global_shape=(64, 32), box_shape=(64, 8), interleave="16B"), "interleave-rank", "rank 2"),
+    (dict(global_shape=(64, 0)), "global-dim", "global_shape[1] = 0"),
+    (dict(global_shape=(64, 2**32 + 1)), "global-dim", str(2**32 + 1)),
+    (dict(global_shape=(7, 32), box_shape=(8, 8)), "global-stride-multiple", "(14,)"),
+    (dict(global_strides=(136,)), "global-stride-multiple", "136"),
+    (dict(global_shape=(64, 4, 4), box_shape=(8, 4, 4), interleave="32B", swizzle="32B",
+          global_strides=(144, 576)), "global-stride-multiple", "multiple of 32"),
+    (dict(global_strides=(2**40,)), "global-stride-limit", str(2**40)),
+    (dict(box_shape=(64, 0)), "box-dim", "box_shape[1] = 0"),
+    (dict(box_shape=(64, 257)), "box-dim", "257"),
+    (dict(box_shape=(4, 8)), "box-inner-bytes", "4 * 2 = 8"),
+    (dict(element_strides=(1, 9)), "element-stride", "element_strides[1] = 9"),
+    (dict(element_strides=(1, 0)), "element-stride", "element_strides[1] = 0"),
+    (dict(element_strides=(2, 1)), "element-stride-dim0", "element_strides[0] = 2"),
+    (dict(swizzle="16B"), "swizzle", "'16B'"),
+    (dict(box_shape=(32, 8), swizzle="32B"), "swizzle-span", "32 * 2 = 64 bytes exceeds the 32B"),
+    (dict(box_shape=(64, 8), swizzle="64B"), "swizzle-span", "128 bytes exceeds the 64B"),
+    (dict(global_shape=(256, 8), box_shape=(128, 8), swizzle="128B"), "swizzle-span", "256 bytes"),
+    (dict(global_shape=(64, 4, 4), box_shape=(8, 4, 4), interleave="32B", swizzle="64B"),
+     "interleave-swizzle", "swizzle='64B'"),
+    (dict(interleave="8B"), "interleave", "'8B'"),
+    (dict(l2_promotion="512B"), "l2-promotion", "'512B'"),
+    (dict(oob_fill="inf"), "oob-fill", "'inf'"),
+    (dict(dtype="int32", global_shape=(64, 32), box_shape=(64, 8), oob_fill="nan"), "oob-fill-nan", "int32"),
+    (dict(dtype="uint8", global_shape=(64, 32), box_shape=(64, 8), oob_fill="nan"), "oob-fill-nan", "uint8"),
+]
+
+
+@pytest.mark.parametrize("kw,rule,text", RULES, ids=[f"{r}-{i}" for i, (_, r, _) in enumerate(RULES)])
+def test_each_rule_raises_a_named_error(kw, rule, text):
+    with pytest.raises(TensorMapError) as e:
+        ok(**kw)
+    assert e.value.rule == rule
+    assert f"[{rule}]" in str(e.value) and text in str(e.value)
+    assert isinstance(e.value, ValueError)
+
+
+def test_limits_themselves_are_accepted():
+    TensorMap("uint8", (2**32, 1), (256, 1), global_strides=(2**40 - 16,))
+    TensorMap("float64", (16,) * 5, (2, 256 // 256, 1, 1, 1))
+    TensorMap("float16", (64, 8), (16, 8), swizzle="32B")  # 32 bytes = the 32B span
+    TensorMap("float32", (64, 64), (32, 256), swizzle="128B", element_strides=(1, 8))
+    TensorMap("float16", (8, 10, 4), (4, 4, 2), interleave="16B", element_strides=(2, 1, 1))  # dim0 rules lifted
+    TensorMap("bfloat16", (64, 8), (64, 8), oob_fill="nan")
+
+
+def test_encode_rejects_misaligned_base_before_any_driver_call():
+    t = ok()
+    with pytest.raises(TensorMapError, match=r"\[global-address-alignment\].*0x1008"):
+        t.encode(0x1008)
+    with pytest.raises(TensorMapError, match="global-address-alignment"):
+        t.encode(0)
+    il = TensorMap("uint16", (16, 4, 4), (16, 4, 4), interleave="32B", swizzle="32B")
+    with pytest.raises(TensorMapError, match="32-byte aligned"):
+        il.encode(0x1010)
+
+
+def test_encode_args_are_what_the_driver_receives():
+    t = TensorMap("bfloat16", (100, 30, 3), (64, 16, 1), global_strides=(224, 224 * 30),
+                  element_strides=(1, 2, 1), swizzle="128B", l2_promotion="256B", oob_fill="nan")
+    a = t.encode_args(0x7f0000001000)
+    assert a == {
+        "tensorDataType": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", "tensorRank": 3,
+        "globalAddress": 0x7f0000001000, "globalDim": [100, 30, 3], "globalStrides": [224, 6720],
+        "boxDim": [64, 16, 1], "elementStrides": [1, 2, 1],
+        "interleave": "CU_TENSOR_MAP_INTERLEAVE_NONE", "swizzle": "CU_TENSOR_MAP_SWIZZLE_128B",
+        "l2Promotion": "CU_TENSOR_MAP_L2_PROMOTION_L2_256B",
+        "oobFill": "CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA"}
+    # Every enumerator name exists in the bindings.
+    from cuda.bindings import driver as drv
+    for key, enum in (("tensorDataType", drv.CUtensorMapDataType), ("interleave", drv.CUtensorMapInterleave),
+                      ("swizzle", drv.CUtensorMapSwizzle), ("l2Promotion", drv.CUtensorMapL2promotion),
+                      ("oobFill", drv.CUtensorMapFloatOOBfill)):
+        getattr(enum, a[key])
+    for name in tma.DTYPES:
+        getattr(drv.CUtensorMapDataType, tma.DTYPES[name][0])
+
+
+def test_packed_strides_default():
+    t = TensorMap("float32", (12, 5, 3), (4, 5, 3))
+    assert t.global_strides == (48, 240)
+    assert t.byte_strides == (4, 48, 240)
+    assert t.global_extent_bytes == 12 * 5 * 3 * 4
+
+
+# ---- transaction bytes ----------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype,box,es,want", [
+    ("float16", (64, 8), (1, 1), 64 * 8 * 2),
+    ("float32", (16, 5, 3), (1, 2, 1), 16 * 3 * 3 * 4),     # ceil(5/2) = 3
+    ("uint8", (32, 7, 1, 9), (1, 3, 1, 8), 32 * 3 * 1 * 2),  # ceil(7/3) = 3, ceil(9/8) = 2
+    ("float64", (2, 256), (1, 8), 2 * 32 * 8),
+])
+def test_box_bytes_is_the_expect_tx_count(dtype, box, es, want):
+    t = TensorMap(dtype, tuple(max(b, 16) for b in box[:1]) + tuple(b * e for b, e in zip(box[1:], es[1:])),
+                  box, element_strides=es)
+    assert t.box_bytes == want
+    # ... and that is exactly the number of bytes the model writes, out-of-bounds or not.
+    g = np.zeros(t.global_extent_bytes, np.uint8)
+    for coords in ((0,) * t.rank, (-1000,) * t.rank):
+        addr, vals = tma.tma_load_writes(g, t, coords)
+        assert vals.size == want and np.unique(addr).size == want
+
+
+# ---- the model against NumPy slicing -------------------------------------------------------------
+def padded(arr, pads):
+    return np.pad(arr, pads, constant_values=0)
+
+
+@pytest.mark.parametrize("coords", [(8, 4), (0, 0), (40, 30), (-8, -3), (48, 36), (200, 5)])
+def test_2d_box_equals_numpy_slice_with_zero_fill(coords):
+    rng = np.random.default_rng(1)
+    g = rng.integers(0, 2**16, size=(40, 56), dtype=np.uint16)  # rows of 112 bytes
+    t = TensorMap("uint16", (56, 40), (16, 8))
+    P = 300
+    want = padded(g, ((P, P), (P, P)))[coords[1] + P:coords[1] + P + 8, coords[0] + P:coords[0] + P + 16]
+    got = tma_load_model(g, t, coords).view(np.uint16).reshape(8, 16)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_5d_box_with_element_strides_equals_strided_slice():
+    rng = np.random.default_rng(2)
+    shape = (6, 5, 7, 4, 32)  # numpy order: outermost first; the tensor map's is reversed
+    g = rng.integers(0, 2**31, size=shape, dtype=np.int32)
+    t = TensorMap("int32", shape[::-1], (8, 3, 5, 2, 4), element_strides=(1, 2, 3, 1, 2))
+    c = (4, 1, 0, -1, 2)  # innermost first; dim 3 starts at -1 (one plane of fill)
+    P = 20
+    gp = padded(g, [(P, P)] * 5)
+    idx = tuple(slice(c[i] + P, c[i] + P + b, e) for i, b, e in
+                reversed(list(zip(range(5), t.box_shape, t.element_strides))))
+    want = gp[idx]
+    assert want.shape == t.smem_shape == (2, 2, 2, 2, 8)  # ceil(3/2), ceil(5/3), ..., innermost last
+    got = tma_load_model(g, t, c).view(np.int32).reshape(t.smem_shape)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_padded_strides_skip_the_padding():
+    g = np.arange(10 * 32, dtype=np.uint8).reshape(10, 32)  # 20 real bytes per 32-byte row
+    t = TensorMap("uint8", (20, 10), (16, 4), global_strides=(32,))
+    got = tma_load_model(g, t, (8, 2)).reshape(4, 16)
+    want = np.zeros((4, 16), np.uint8)
+    want[:, :12] = g[2:6, 8:20]  # columns 20.. are outside the tensor: zero, not the padding bytes
+    np.testing.assert_array_equal(got, want)
+
+
+def test_nan_fill_and_its_bits():
+    g = np.arange(64, dtype=np.float32).reshape(8, 8)
+    t = TensorMap("float32", (8, 8), (8, 2), oob_fill="nan")
+    got = tma_load_model(g, t, (4, 7)).view(np.float32).reshape(2, 8)
+    np.testing.assert_array_equal(got[0, :4], g[7, 4:])
+    assert np.isnan(got[0, 4:]).all() and np.isnan(got[1]).all()
+    assert tma.oob_fill_bits(t) == got[1].view(np.uint32)[0]
+    z = TensorMap("float32", (8, 8), (8, 2))
+    assert (tma_load_model(g, z, (4, 7)).view(np.float32).reshape(2, 8)[1] == 0).all()
+
+
+def test_gmem_too_small_and_bad_coordinates_are_refused():
+    t = TensorMap("float16", (64, 32), (64, 8))
+    with pytest.raises(TensorMapError, match=r"\[gmem-extent\].*4096 bytes.*4094"):
+        tma_load_model(np.zeros(4094, np.uint8), t, (0, 0))
+    g = np.zeros(4096, np.uint8)
+    with pytest.raises(TensorMapError, match=r"\[coords\].*2 coordinates"):
+        tma_load_model(g, t, (0,))
+    with pytest.raises(TensorMapError, match=r"\[coords\].*signed 32-bit"):
+        tma_load_model(g, t, (0, 2**31))
+    with pytest.raises(TensorMapError, match=r"\[smem-alignment\].*0x40"):
+        tma_load_model(g, t, (0, 0), smem_address=64)
+
+
+# ---- swizzle: the PTX ISA tables (5.5.7), written out independently --------------------------------
+PTX_TABLES = {  # row r of the table: which 16-byte chunk of the source row lands in each SMEM chunk
+    "32B": [[0, 1, 2, 3, 4, 5, 6, 7], [1, 0, 3, 2, 5, 4, 7, 6]],
+    "64B": [[0, 1, 2, 3, 4, 5, 6, 7], [1, 0, 3, 2, 5, 4, 7, 6], [2, 3, 0, 1, 6, 7, 4, 5], [3, 2, 1, 0, 7, 6, 5, 4]],
+    "128B": [[c ^ r for c in range(8)] for r in range(8)],
+}
+
+
+@pytest.mark.parametrize("mode", ["32B", "64B", "128B"])
+def test_swizzle_matches_the_ptx_isa_table(mode):
+    # A box whose 128-byte SMEM lines hold consecutive 16-byte chunks 0..7 of the unswizzled image,
+    # loaded at the pattern's start (1024/512/256-byte boundary) and one pattern later.
+    span = {"32B": 32, "64B": 64, "128B": 128}[mode]
+    t = TensorMap("uint8", (span, 64), (span, 1024 // span), swizzle=mode)
+    g = (np.arange(span * 64) // 16 % 256).astype(np.uint8)  # every byte = its 16-byte chunk number
+    for base in (0, 2048):
+        smem = tma_load_model(g, t, (0, 0), smem_address=base).reshape(-1, 8, 16)
+        assert (smem == smem[:, :, :1]).all()  # chunks stay whole
+        chunk = smem[:, :, 0].astype(int)       # source chunk number in each SMEM chunk
+        table = PTX_TABLES[mode]
+        for line in range(8):
+            want = [line * 8 + k for k in table[line % len(table)]]
+            assert list(chunk[line]) == want, (mode, base, line)
+
+
+@pytest.mark.parametrize("mode,offset", [("128B", 128 * 3), ("64B", 128), ("32B", 128)])
+def test_swizzle_is_a_function_of_the_address(mode, offset):
+    # PTX ISA: away from the pattern boundary the pattern starts at base offset (dst / 128) % N.
+    span = {"32B": 32, "64B": 64, "128B": 128}[mode]
+    rows = {"32B": 2, "64B": 4, "128B": 8}[mode]
+    t = TensorMap("uint8", (span, 64), (span, 1024 // span), swizzle=mode)
+    g = (np.arange(span * 64) // 16 % 256).astype(np.uint8)
+    smem = tma_load_model(g, t, (0, 0), smem_address=offset).reshape(-1, 8, 16)[:, :, 0].astype(int)
+    base_offset = (offset // 128) % rows
+    table = PTX_TABLES[mode]
+    for line in range(8):
+        want = [line * 8 + k for k in table[(line + base_offset) % rows]]
+        assert list(smem[line]) == want
+
+
+def test_swizzle_none_is_the_identity_anywhere():
+    g = np.arange(2048, dtype=np.uint16)
+    t = TensorMap("uint16", (64, 32), (64, 4))
+    for off in (0, 128, 896, 4096):
+        np.testing.assert_array_equal(tma_load_model(g, t, (0, 3), smem_address=off).view(np.uint16),
+                                      g.reshape(32, 64)[3:7].reshape(-1))
+
+
+def test_partial_last_line_leaves_the_box_and_the_window_shows_it():
+    # 32-byte rows under 128B swizzle: 3 rows = 96 bytes; at 0x80 the XOR of line bits (1) keeps
+    # chunks in place pairwise, at 0x380 (line 7) chunk 0 goes to chunk 7, past the 96 bytes.
+    t = TensorMap("uint8", (32, 8), (32, 3), swizzle="128B")
+    g = np.arange(256, dtype=np.uint8)
+    tma_load_model(g, t, (0, 0), smem_address=0x80)
+    with pytest.raises(TensorMapError, match="swizzle-image"):
+        tma_load_model(g, t, (0, 0), smem_address=0x380)
+    w = tma.tma_load_window(g, t, (0, 0), 0x380, 0x380, 128)
+    assert list(w.reshape(8, 16)[7]) == list(range(16))  # chunk 0 of row 0 in chunk 7
+
+
+def test_tf32_rounding_rule():
+    x = np.array([0x3F800FFF, 0x3F801000, 0x3F803000, 0x3F801001, 0x7F7FFFFF, 0x7FC00001, 0xFF800000],
+                 np.uint32)
+    want = [0x3F800000, 0x3F800000, 0x3F804000, 0x3F802000, 0x7F800000, 0x7FC00001, 0xFF800000]
+    assert [int(v) for v in tma._tf32_round(x)] == want
+
+
+# ---- the hardware-validation generator ------------------------------------------------------------
+def test_random_cases_cover_every_combination_and_are_valid():
+    cases = tma.random_cases(260, seed=3)
+    combos = {(c.tmap.dtype, c.tmap.rank, c.tmap.swizzle) for c in cases}
+    assert len(combos) == 13 * 5 * 4
+    assert {c.smem_offset % 1024 for c in cases} == set(range(0, 1024, 128))
+    assert any(tma._is_oob(c) for c in cases) and any(not tma._is_oob(c) for c in cases)
+    assert any(max(c.tmap.element_strides) > 1 for c in cases)
+    assert any(c.tmap.oob_fill == "nan" for c in cases)
+    for c in cases[:60]:
+        w = c.model_window()
+        assert w.size == c.window_bytes and c.window_bytes % 1024 == 0
+        assert c.window_bytes >= c.smem_offset + c.tmap.box_bytes + 1024 - 1023
+    a = tma.random_cases(5, seed=9)
+    b = tma.random_cases(5, seed=9)
+    assert [tma.describe_case(x) for x in a] == [tma.describe_case(x) for x in b]
+
+
+# ---- the mbarrier state machine and the teaching helpers ---------------------------------------------
+def test_mbarrier_phase_completes_only_when_count_and_tx_are_zero():
+    bar = tma.Mbarrier(2)
+    assert not bar.arrive_expect_tx(100)
+    assert not bar.complete_tx(100)          # one arrival still pending
+    assert not bar.try_wait_parity(0)
+    assert bar.arrive() and bar.try_wait_parity(0) and not bar.try_wait_parity(1)
+    ev = tma.handshake_events(4096, pieces=4)
+    assert ev[-1][-1] is True and ev[-2][4] == 1
+    bad = tma.handshake_events(4096, pieces=4, extra_tx=16)
+    assert bad[-1][-1] is False and bad[-1][3] == 16  # 16 bytes never arrive: no phase flip
+
+
+def test_bank_conflicts_of_a_column_read():
+    table = {(m, a): (n, s) for m, _, a, n, s in tma.bank_conflict_table("float16")}
+    # 128-byte rows: a column lies in one bank group -> 32 wavefronts; swizzled -> 8 distinct chunks.
+    assert table[("128B", 4)] == (32, 4)
+    assert table[("128B", 16)] == (32, 4)
+    assert table[("64B", 4)] == (16, 4)
+    assert table[("32B", 4)] == (8, 4)
+    assert tma.bank_wavefronts(np.arange(32) * 4, 4) == 1
+
+
+def test_cta_tiles_cover_the_matrix():
+    t = TensorMap("float16", (80, 48), (32, 16))
+    tiles, owner, grid = tma.cta_tiles(t)
+    assert grid == (3, 3) and len(tiles) == 9 and tiles[5] == (2, 1, (64, 16))
+    assert owner.shape == (48, 80) and owner[47, 79] == 8 and owner[0, 31] == 0 and owner[0, 32] == 1
+
+
+def test_describe_lists_the_driver_fields():
+    text = TensorMap("float16", (80, 48), (32, 16), swizzle="64B").describe()
+    for f in ("tensorDataType", "CU_TENSOR_MAP_SWIZZLE_64B", "globalStrides   [160]", "1024 bytes"):
+        assert f in text
+    assert math.prod((16, 32)) * 2 == 1024
