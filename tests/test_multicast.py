@@ -1,0 +1,260 @@
+"""bwlab.multicast against CuTe: cluster layouts, multicast masks, tma_partition, the plan.
+
+CUTE_CLUSTERS was printed by CuTe itself (NVIDIA/cutlass include/cute, commit 7107b0553) through the
+host program in tests/test_multicast_cutlass.py: for each cluster shape and peer count, CuTe's
+`tiled_divide(make_layout(cluster_shape), make_tile(AtomThrID))` and, for every CTA rank r with
+coord = layout.get_flat_coord(r), the masks create_tma_multicast_mask<2>, <1>, <0,1>, <0,2>.
+"""
+import numpy as np
+import pytest
+
+from bwlab import multicast as mc
+from bwlab.layout import Layout
+
+# (cluster shape, peers, CuTe's layout, [(A <2>, B <1>, <0,1>, <0,2>) for rank 0, 1, ...])
+CUTE_CLUSTERS = [
+    ((1, 1, 1), 1, '((_1),_1,_1,_1):((_0),_0,_0,_0)',
+     [(0x0001, 0x0001, 0x0001, 0x0001)]),
+    ((2, 1, 1), 1, '((_1),_2,_1,_1):((_0),_1,_0,_0)',
+     [(0x0001, 0x0003, 0x0003, 0x0001), (0x0002, 0x0003, 0x0003, 0x0002)]),
+    ((1, 2, 1), 1, '((_1),_1,_2,_1):((_0),_0,_1,_0)',
+     [(0x0003, 0x0001, 0x0001, 0x0003), (0x0003, 0x0002, 0x0002, 0x0003)]),
+    ((2, 2, 1), 1, '((_1),_2,_2,_1):((_0),_1,_2,_0)',
+     [(0x0005, 0x0003, 0x0003, 0x0005), (0x000a, 0x0003, 0x0003, 0x000a), (0x0005, 0x000c, 0x000c, 0x0005), (0x000a, 0x000c, 0x000c, 0x000a)]),
+    ((2, 4, 1), 1, '((_1),_2,_4,_1):((_0),_1,_2,_0)',
+     [(0x0055, 0x0003, 0x0003, 0x0055), (0x00aa, 0x0003, 0x0003, 0x00aa), (0x0055, 0x000c, 0x000c, 0x0055), (0x00aa, 0x000c, 0x000c, 0x00aa), (0x0055, 0x0030, 0x0030, 0x0055), (0x00aa, 0x0030, 0x0030, 0x00aa), (0x0055, 0x00c0, 0x00c0, 0x0055), (0x00aa, 0x00c0, 0x00c0, 0x00aa)]),
+    ((4, 2, 1), 1, '((_1),_4,_2,_1):((_0),_1,_4,_0)',
+     [(0x0011, 0x000f, 0x000f, 0x0011), (0x0022, 0x000f, 0x000f, 0x0022), (0x0044, 0x000f, 0x000f, 0x0044), (0x0088, 0x000f, 0x000f, 0x0088), (0x0011, 0x00f0, 0x00f0, 0x0011), (0x0022, 0x00f0, 0x00f0, 0x0022), (0x0044, 0x00f0, 0x00f0, 0x0044), (0x0088, 0x00f0, 0x00f0, 0x0088)]),
+    ((8, 1, 1), 1, '((_1),_8,_1,_1):((_0),_1,_0,_0)',
+     [(0x0001, 0x00ff, 0x00ff, 0x0001), (0x0002, 0x00ff, 0x00ff, 0x0002), (0x0004, 0x00ff, 0x00ff, 0x0004), (0x0008, 0x00ff, 0x00ff, 0x0008), (0x0010, 0x00ff, 0x00ff, 0x0010), (0x0020, 0x00ff, 0x00ff, 0x0020), (0x0040, 0x00ff, 0x00ff, 0x0040), (0x0080, 0x00ff, 0x00ff, 0x0080)]),
+    ((1, 8, 1), 1, '((_1),_1,_8,_1):((_0),_0,_1,_0)',
+     [(0x00ff, 0x0001, 0x0001, 0x00ff), (0x00ff, 0x0002, 0x0002, 0x00ff), (0x00ff, 0x0004, 0x0004, 0x00ff), (0x00ff, 0x0008, 0x0008, 0x00ff), (0x00ff, 0x0010, 0x0010, 0x00ff), (0x00ff, 0x0020, 0x0020, 0x00ff), (0x00ff, 0x0040, 0x0040, 0x00ff), (0x00ff, 0x0080, 0x0080, 0x00ff)]),
+    ((4, 4, 1), 1, '((_1),_4,_4,_1):((_0),_1,_4,_0)',
+     [(0x1111, 0x000f, 0x000f, 0x1111), (0x2222, 0x000f, 0x000f, 0x2222), (0x4444, 0x000f, 0x000f, 0x4444), (0x8888, 0x000f, 0x000f, 0x8888), (0x1111, 0x00f0, 0x00f0, 0x1111), (0x2222, 0x00f0, 0x00f0, 0x2222), (0x4444, 0x00f0, 0x00f0, 0x4444), (0x8888, 0x00f0, 0x00f0, 0x8888), (0x1111, 0x0f00, 0x0f00, 0x1111), (0x2222, 0x0f00, 0x0f00, 0x2222), (0x4444, 0x0f00, 0x0f00, 0x4444), (0x8888, 0x0f00, 0x0f00, 0x8888), (0x1111, 0xf000, 0xf000, 0x1111), (0x2222, 0xf000, 0xf000, 0x2222), (0x4444, 0xf000, 0xf000, 0x4444), (0x8888, 0xf000, 0xf000, 0x8888)]),
+    ((2, 8, 1), 1, '((_1),_2,_8,_1):((_0),_1,_2,_0)',
+     [(0x5555, 0x0003, 0x0003, 0x5555), (0xaaaa, 0x0003, 0x0003, 0xaaaa), (0x5555, 0x000c, 0x000c, 0x5555), (0xaaaa, 0x000c, 0x000c, 0xaaaa), (0x5555, 0x0030, 0x0030, 0x5555), (0xaaaa, 0x0030, 0x0030, 0xaaaa), (0x5555, 0x00c0, 0x00c0, 0x5555), (0xaaaa, 0x00c0, 0x00c0, 0xaaaa), (0x5555, 0x0300, 0x0300, 0x5555), (0xaaaa, 0x0300, 0x0300, 0xaaaa), (0x5555, 0x0c00, 0x0c00, 0x5555), (0xaaaa, 0x0c00, 0x0c00, 0xaaaa), (0x5555, 0x3000, 0x3000, 0x5555), (0xaaaa, 0x3000, 0x3000, 0xaaaa), (0x5555, 0xc000, 0xc000, 0x5555), (0xaaaa, 0xc000, 0xc000, 0xaaaa)]),
+    ((2, 2, 2), 1, '((_1),_2,_2,_2):((_0),_1,_2,_4)',
+     [(0x0005, 0x0003, 0x0003, 0x0005), (0x000a, 0x0003, 0x0003, 0x000a), (0x0005, 0x000c, 0x000c, 0x0005), (0x000a, 0x000c, 0x000c, 0x000a), (0x0050, 0x0030, 0x0030, 0x0050), (0x00a0, 0x0030, 0x0030, 0x00a0), (0x0050, 0x00c0, 0x00c0, 0x0050), (0x00a0, 0x00c0, 0x00c0, 0x00a0)]),
+    ((2, 1, 1), 2, '((_2),_1,_1,_1):((_1),_0,_0,_0)',
+     [(0x0001, 0x0001, 0x0003, 0x0003), (0x0002, 0x0002, 0x0003, 0x0003)]),
+    ((2, 2, 1), 2, '((_2),_1,_2,_1):((_1),_0,_2,_0)',
+     [(0x0005, 0x0001, 0x0003, 0x000f), (0x000a, 0x0002, 0x0003, 0x000f), (0x0005, 0x0004, 0x000c, 0x000f), (0x000a, 0x0008, 0x000c, 0x000f)]),
+    ((2, 4, 1), 2, '((_2),_1,_4,_1):((_1),_0,_2,_0)',
+     [(0x0055, 0x0001, 0x0003, 0x00ff), (0x00aa, 0x0002, 0x0003, 0x00ff), (0x0055, 0x0004, 0x000c, 0x00ff), (0x00aa, 0x0008, 0x000c, 0x00ff), (0x0055, 0x0010, 0x0030, 0x00ff), (0x00aa, 0x0020, 0x0030, 0x00ff), (0x0055, 0x0040, 0x00c0, 0x00ff), (0x00aa, 0x0080, 0x00c0, 0x00ff)]),
+    ((4, 2, 1), 2, '((_2),_2,_2,_1):((_1),_2,_4,_0)',
+     [(0x0011, 0x0005, 0x000f, 0x0033), (0x0022, 0x000a, 0x000f, 0x0033), (0x0044, 0x0005, 0x000f, 0x00cc), (0x0088, 0x000a, 0x000f, 0x00cc), (0x0011, 0x0050, 0x00f0, 0x0033), (0x0022, 0x00a0, 0x00f0, 0x0033), (0x0044, 0x0050, 0x00f0, 0x00cc), (0x0088, 0x00a0, 0x00f0, 0x00cc)]),
+    ((4, 4, 1), 2, '((_2),_2,_4,_1):((_1),_2,_4,_0)',
+     [(0x1111, 0x0005, 0x000f, 0x3333), (0x2222, 0x000a, 0x000f, 0x3333), (0x4444, 0x0005, 0x000f, 0xcccc), (0x8888, 0x000a, 0x000f, 0xcccc), (0x1111, 0x0050, 0x00f0, 0x3333), (0x2222, 0x00a0, 0x00f0, 0x3333), (0x4444, 0x0050, 0x00f0, 0xcccc), (0x8888, 0x00a0, 0x00f0, 0xcccc), (0x1111, 0x0500, 0x0f00, 0x3333), (0x2222, 0x0a00, 0x0f00, 0x3333), (0x4444, 0x0500, 0x0f00, 0xcccc), (0x8888, 0x0a00, 0x0f00, 0xcccc), (0x1111, 0x5000, 0xf000, 0x3333), (0x2222, 0xa000, 0xf000, 0x3333), (0x4444, 0x5000, 0xf000, 0xcccc), (0x8888, 0xa000, 0xf000, 0xcccc)]),
+    ((8, 2, 1), 2, '((_2),_4,_2,_1):((_1),_2,_8,_0)',
+     [(0x0101, 0x0055, 0x00ff, 0x0303), (0x0202, 0x00aa, 0x00ff, 0x0303), (0x0404, 0x0055, 0x00ff, 0x0c0c), (0x0808, 0x00aa, 0x00ff, 0x0c0c), (0x1010, 0x0055, 0x00ff, 0x3030), (0x2020, 0x00aa, 0x00ff, 0x3030), (0x4040, 0x0055, 0x00ff, 0xc0c0), (0x8080, 0x00aa, 0x00ff, 0xc0c0), (0x0101, 0x5500, 0xff00, 0x0303), (0x0202, 0xaa00, 0xff00, 0x0303), (0x0404, 0x5500, 0xff00, 0x0c0c), (0x0808, 0xaa00, 0xff00, 0x0c0c), (0x1010, 0x5500, 0xff00, 0x3030), (0x2020, 0xaa00, 0xff00, 0x3030), (0x4040, 0x5500, 0xff00, 0xc0c0), (0x8080, 0xaa00, 0xff00, 0xc0c0)]),
+    ((2, 8, 1), 2, '((_2),_1,_8,_1):((_1),_0,_2,_0)',
+     [(0x5555, 0x0001, 0x0003, 0xffff), (0xaaaa, 0x0002, 0x0003, 0xffff), (0x5555, 0x0004, 0x000c, 0xffff), (0xaaaa, 0x0008, 0x000c, 0xffff), (0x5555, 0x0010, 0x0030, 0xffff), (0xaaaa, 0x0020, 0x0030, 0xffff), (0x5555, 0x0040, 0x00c0, 0xffff), (0xaaaa, 0x0080, 0x00c0, 0xffff), (0x5555, 0x0100, 0x0300, 0xffff), (0xaaaa, 0x0200, 0x0300, 0xffff), (0x5555, 0x0400, 0x0c00, 0xffff), (0xaaaa, 0x0800, 0x0c00, 0xffff), (0x5555, 0x1000, 0x3000, 0xffff), (0xaaaa, 0x2000, 0x3000, 0xffff), (0x5555, 0x4000, 0xc000, 0xffff), (0xaaaa, 0x8000, 0xc000, 0xffff)]),
+]
+
+
+@pytest.mark.parametrize("shape,peers,layout,masks", CUTE_CLUSTERS,
+                         ids=[f"{s[0]}x{s[1]}x{s[2]}-v{p}" for s, p, _, _ in CUTE_CLUSTERS])
+def test_masks_match_cute(shape, peers, layout, masks):
+    L = mc.cluster_layout_vmnk(shape, peers)
+    assert L.cute_str(static=True) == layout
+    for rank, (a, b, c01, c02) in enumerate(masks):
+        coord = mc.cta_coord(L, rank)
+        assert mc.create_tma_multicast_mask(L, coord, (2,)) == a, (rank, coord)
+        assert mc.create_tma_multicast_mask(L, coord, (1,)) == b, (rank, coord)
+        assert mc.create_tma_multicast_mask(L, coord, (0, 1)) == c01, (rank, coord)
+        assert mc.create_tma_multicast_mask(L, coord, (0, 2)) == c02, (rank, coord)
+        m = mc.cta_masks(L, rank)
+        assert (m.a, m.b, m.c) == (a, b, c01 | c02)
+
+
+def test_tutorial_03_cta_m1_n2():
+    # examples/cute/tutorial/blackwell/03_mma_tma_multicast_sm100.cu, comments for CTA (m=1, n=2)
+    L = mc.cluster_layout_vmnk((4, 4, 1), peers=1)
+    assert str(L) == "((1),4,4,1):((0),1,4,0)"
+    rank = L(0, 1, 2, 0)
+    assert rank == 9
+    m = mc.cta_masks(L, rank)
+    assert (m.a, m.b, m.c) == (0x2222, 0x0F00, 0x2F22)
+
+
+def test_reference_cluster_layout():
+    # REFERENCE.md: (2,2,4,1):(8,4,1,0), CTA (0,1,2,0): B mask 0x0044 (CTAs 2 and 6), A mask 0x00F0
+    L = Layout((2, 2, 4, 1), (8, 4, 1, 0))
+    assert mc.create_tma_multicast_mask(L, (0, 1, 2, 0), (1,)) == 0x0044
+    assert mc.create_tma_multicast_mask(L, (0, 1, 2, 0), (2,)) == 0x00F0
+    s = mc.mask_steps(L, (0, 1, 2, 0), (1,))
+    # the base of the projected slice is the layout at the coordinate with the mode set to 0
+    assert s.offset == L(0, 0, 2, 0) == 2
+    assert str(s.slice) == "(2):(4)" and s.ranks == (2, 6)
+
+
+def test_two_sm_cluster_layout_and_masks():
+    L = mc.cluster_layout_vmnk((4, 4), peers=2)
+    assert str(L) == "((2),2,4,1):((1),2,4,0)"
+    m = mc.cta_masks(L, 1)                     # v=1, m=0, n=0
+    assert mc.cta_coord(L, 1) == (1, 0, 0, 0)
+    assert (m.a, m.b, m.c) == (0x2222, 0x000A, 0x333F)
+
+
+def test_mask_without_modes_is_the_cta_itself():
+    L = mc.cluster_layout_vmnk((2, 4))
+    for r in range(L.size()):
+        assert mc.create_tma_multicast_mask(L, mc.cta_coord(L, r), ()) == 1 << r
+
+
+def test_format_mask():
+    assert mc.format_mask(0x2222) == "0x2222 = 0b0010001000100010 (ranks 1, 5, 9, 13)"
+    assert mc.mask_ranks(0x0F00) == [8, 9, 10, 11]
+
+
+# ---- the box truncation and tma_partition -------------------------------------------------------
+@pytest.mark.parametrize("tile,n,box", [
+    ((64, 128), 1, (64, 128)),
+    ((64, 128), 4, (64, 32)),      # tutorial 03's A tile over the 4 CTAs along N
+    ((64, 256), 4, (64, 64)),      # its B tile over the 4 CTAs along M
+    ((64, 2), 4, (32, 1)),         # the split runs out of rows and continues into the inner dim
+    ((64, 4, 2), 4, (64, 2, 1)),
+])
+def test_multicast_box_follows_cute(tile, n, box):
+    assert mc.multicast_box(tile, n) == box
+
+
+def test_multicast_box_rejects_what_cute_asserts():
+    with pytest.raises(ValueError, match="divide one another"):
+        mc.multicast_box((64, 6), 4)
+    with pytest.raises(ValueError, match="cannot be split"):
+        mc.multicast_box((2, 2), 8)
+
+
+def test_tma_partition_tutorial_03():
+    # A tile 128 x 64 half (K-major), 4 CTAs along N: CTA n issues rows 32n..32n+31, 4096 B at 4096 n
+    for n in range(4):
+        s = mc.tma_partition((64, 128), 4, n, 2)
+        assert (s.box, s.origin, s.smem_offset, s.nbytes) == ((64, 32), (0, 32 * n), 4096 * n, 4096)
+
+
+def test_tutorial_transaction_bytes():
+    # tutorial 03: tma_transaction_bytes = sizeof(tAsA) + sizeof(tBsB) = 128x64 + 256x64 halves
+    t3 = mc.MulticastConfig(cluster=(4, 4), tile_m=128, tile_n=256, tile_k=64)
+    assert t3.expect_tx_bytes == 49152
+    assert all(p.expect_tx == 49152 for p in mc.plan(t3))
+    # tutorial 04 (2-SM): size<0>(layout) * (sizeof(tAsA) + sizeof(tBsB)) on the leader, each CTA
+    # holding 128 rows of A and half of the MMA's 256 rows of B
+    t4 = mc.MulticastConfig(cluster=(4, 4), peers=2, tile_m=128, tile_n=128, tile_k=64)
+    for p in mc.plan(t4):
+        assert p.expect_tx == 32768
+        assert p.expect_tx_2sm == (65536 if p.coord[0] == 0 else 0)
+
+
+CONFIGS = [mc.MulticastConfig(cluster=c, peers=p, operands=o)
+           for c, p, o in [((2, 2), 1, "A"), ((2, 2), 1, "B"), ((2, 4), 1, "AB"), ((4, 2), 1, "AB"),
+                           ((4, 2), 2, "AB"), ((1, 8), 1, "AB"), ((8, 1), 2, "B")]]
+CONFIGS += [mc.MulticastConfig(cluster=(2, 4), swizzle="none", grid_clusters=(2, 2)),
+            mc.MulticastConfig(cluster=(4, 2), swizzle="64B", tile_k=32, grid_clusters=(3, 1)),
+            mc.MulticastConfig(cluster=(4, 4), tile_n=256)]
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: f"{c.cluster}-v{c.peers}-{c.operands}-{c.swizzle}-{c.grid}")
+def test_plan_covers_every_tile_exactly_once(cfg):
+    for p in mc.plan(cfg):
+        covered = np.zeros(cfg.smem_bytes, dtype=int)
+        for op, src, off, nbytes in p.receives:
+            covered[off:off + nbytes] += 1
+        for op in cfg.operands:
+            base = cfg.smem_base(op)
+            assert (covered[base:base + cfg.tile_bytes(op)] == 1).all(), (p.block, op)
+        assert p.expect_tx == cfg.expect_tx_bytes == sum(cfg.tile_bytes(op) for op in cfg.operands)
+        for iss in p.issues:
+            assert iss.mask >> p.rank & 1, "a CTA always receives its own slice"
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: f"{c.cluster}-v{c.peers}-{c.operands}-{c.swizzle}-{c.grid}")
+def test_model_gives_every_cta_its_whole_tile(cfg):
+    ops = mc.make_operands(cfg, seed=3)
+    model = mc.model_smem(cfg, ops)
+    assert np.array_equal(model, mc.expected_smem(cfg, ops))
+    # and the tiles differ between CTAs that should hold different data
+    gx = cfg.grid[0]
+    if "A" in cfg.operands and gx > 1:
+        assert not np.array_equal(model[0, :cfg.tile_bytes("A")], model[1, :cfg.tile_bytes("A")])
+
+
+def test_wrong_masks_are_caught(monkeypatch):
+    # Sending A with the B mask leaves holes: the comparison must see it.
+    cfg = mc.MulticastConfig(cluster=(2, 4), operands="A")
+    ops = mc.make_operands(cfg)
+    good = mc.expected_smem(cfg, ops)
+    real = mc.cta_masks
+    monkeypatch.setattr(mc, "cta_masks", lambda L, r: (lambda m: mc.CtaMasks(m.rank, m.coord, m.b, m.b, m.c))(real(L, r)))
+    assert not np.array_equal(mc.model_smem(cfg, ops), good)
+
+
+def test_smem_model_uses_the_address_for_the_swizzle():
+    cfg = mc.MulticastConfig(cluster=(2, 2), operands="A")
+    ops = mc.make_operands(cfg)
+    assert np.array_equal(mc.model_smem(cfg, ops, 1024), mc.model_smem(cfg, ops, 0))
+    with pytest.raises(ValueError):
+        mc.model_smem(cfg, ops, 64)  # TMA needs a 128-byte aligned destination
+
+
+def test_plan_arrays_match_plan():
+    cfg = mc.MulticastConfig(cluster=(4, 2), operands="AB", grid_clusters=(2, 1))
+    issues, tx = mc.plan_arrays(cfg)
+    for i, p in enumerate(mc.plan(cfg)):
+        a, b = issues[i]
+        assert (a["cta_mask"], a["c0"], a["c1"], a["smem_offset"]) == (p.issues[0].mask, *p.issues[0].coords, p.issues[0].smem_offset)
+        assert b["cta_mask"] == p.masks.b
+        assert tx[i] == p.expect_tx
+    assert mc.plan_arrays(cfg, extra_tx=16)[1][0] == tx[0] + 16
+
+
+@pytest.mark.parametrize("bad,match", [
+    (lambda: mc.cluster_layout_vmnk((4, 4), peers=3), "peers"),
+    (lambda: mc.cluster_layout_vmnk((3, 2), peers=2), "multiple of peers"),
+    (lambda: mc.cluster_layout_vmnk((4, 8)), "at most 16"),
+    (lambda: mc.cluster_layout_vmnk((2, 0)), "positive"),
+    (lambda: mc.create_tma_multicast_mask(Layout((2, 2), (1, 2)), (0, 1), (3,)), "mode 3"),
+    (lambda: mc.create_tma_multicast_mask(Layout((2, 2), (1, 2)), (0, 1, 0), (1,)), "2 entries"),
+    (lambda: mc.create_tma_multicast_mask(Layout((4, 8), (1, 4)), (0, 0), (1,)), "ranks 0..15"),
+    (lambda: mc.cta_coord(mc.cluster_layout_vmnk((2, 2)), 4), "outside the cluster"),
+    (lambda: mc.MulticastConfig(cluster=(2, 2), operands="C"), "operands"),
+    (lambda: mc.MulticastConfig(cluster=(1, 8), tile_m=8, operands="A"), "multiples of 1024"),
+    (lambda: mc.MulticastConfig(tile_m=300), "1..256"),
+    (lambda: mc.MulticastConfig(tile_k=128), "swizzle"),          # 256-byte rows under 128B swizzle
+    (lambda: mc.MulticastConfig(dtype="float64", tile_k=256, tile_m=256, swizzle="none",
+                                operands="A", cluster=(1, 1)), "SMEM"),
+    (lambda: mc.BenchConfig(cluster=3), "1, 2, 4 or 8"),
+    (lambda: mc.BenchConfig(cluster=8, ctas=12), "whole number"),
+])
+def test_bad_input_raises_value_error(bad, match):
+    with pytest.raises(ValueError, match=match):
+        bad()
+
+
+def test_runner_refuses_non_portable_clusters_before_the_driver():
+    cfg = mc.MulticastConfig(cluster=(4, 4))
+    with pytest.raises(ValueError, match="portable"):
+        mc.run_multicast(cfg)
+
+
+def test_bench_bytes_are_derived_from_the_configuration():
+    b = mc.BenchConfig(cluster=4, ctas=128, iters=10)
+    assert b.tile_bytes == 16 * 64 * 128
+    assert b.bytes_into_smem() == 128 * 10 * b.tile_bytes
+    assert b.bytes_from_l2(0) == b.bytes_into_smem()
+    assert b.bytes_from_l2(1) * 4 == b.bytes_into_smem()
+    assert b.bytes_from_l2(2) == 0
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+def test_kernel_ptx_has_the_cluster_handshake(arch):
+    from bwlab.compile import compile_cuda
+    r = compile_cuda("tma_multicast", arch=arch, defines={"CLUSTER_X": 2, "CLUSTER_Y": 4})
+    ptx = r.ptx_of("tma_multicast_tile")
+    assert ".reqnctapercluster 2, 4, 1" in ptx
+    order = ["fence.mbarrier_init.release.cluster", "barrier.cluster.arrive", "mbarrier.arrive.expect_tx",
+             "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster",
+             "mbarrier.try_wait.parity.acquire.cluster"]
+    pos = [ptx.index(o) for o in order]
+    assert pos == sorted(pos), "init -> fence -> cluster barrier -> expect_tx -> multicast -> wait"
+    assert ptx.rindex("barrier.cluster.wait") > pos[-1], "a final cluster barrier after the wait"

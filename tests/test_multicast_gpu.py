@@ -1,0 +1,38 @@
+"""TMA multicast on a real GPU (sm_90+): every CTA's SMEM equals the model, CTA ranks are as the
+cluster layout says, and a wrong expect_tx under a cluster comes back as MbarrierTimeout."""
+import numpy as np
+import pytest
+
+from bwlab import multicast as mc
+
+pytestmark = pytest.mark.sm90
+
+
+@pytest.mark.parametrize("cluster,peers,operands", [
+    ((2, 2), 1, "AB"), ((2, 4), 1, "A"), ((4, 2), 1, "B"), ((4, 2), 2, "AB"), ((1, 8), 1, "AB"),
+])
+def test_every_cta_gets_its_tiles(cluster, peers, operands):
+    cfg = mc.MulticastConfig(cluster=cluster, peers=peers, operands=operands, grid_clusters=(2, 1))
+    res = mc.check_multicast(cfg, seed=7)
+    assert res.ok, res.line()
+
+
+def test_gpu_smem_equals_whole_tiles():
+    cfg = mc.MulticastConfig(cluster=(2, 4), operands="AB")
+    run = mc.run_multicast(cfg, seed=1)
+    expect = mc.expected_smem(cfg, run.operands, smem_address=int(run.smem_address[0]))
+    assert np.array_equal(run.smem, expect)
+    assert [int(r) for r in run.ranks] == [p.rank for p in mc.plan(cfg)]
+
+
+def test_wrong_expect_tx_times_out_and_the_next_launch_works():
+    from bwlab.runtime import MbarrierTimeout
+    cfg = mc.MulticastConfig(cluster=(2, 2))
+    with pytest.raises(MbarrierTimeout, match="tile_full"):
+        mc.run_multicast(cfg, extra_tx=16)
+    assert mc.check_multicast(cfg).ok
+
+
+def test_bench_kernel_runs_every_mode():
+    res, _ = mc.run_bench(mc.BenchConfig(cluster=4, ctas=16, iters=8), repeat=2, warmup=1)
+    assert set(res) == {0, 1, 2}
