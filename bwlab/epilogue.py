@@ -37,6 +37,9 @@ __all__ = [
     "D_DTYPES", "SmemTile", "RegisterStorePlan", "BankReport", "wavefronts", "smem_bank",
     "OrderingError", "BulkAsyncGroups", "EpilogueOrdering", "epilogue_alpha_beta",
     "to_dtype_bits", "from_dtype_bits", "PROXY_FENCE_RULE", "BANK_RULE",
+    "tma_store_writes", "tma_store_model", "tma_reduce_add_model", "REDUCE_ADD_DTYPES",
+    "EpilogueProblem", "epilogue_model", "run_epilogue", "run_tma_store", "measure_store_cycles",
+    "validate_main", "bench_main",
 ]
 
 # Element types a D (and C) tile can have here: name -> (bytes, numpy dtype of its raw bits).
@@ -128,6 +131,10 @@ class SmemTile:
                 raise ValueError(f"box_cols must divide cols ({self.cols}), be a multiple of 16 bytes "
                                  f"and at most 256 elements; got {bc}")
             object.__setattr__(self, "box_cols", bc)
+        if self.n_boxes > 1 and self.box_bytes % 128:
+            raise ValueError(f"every box's SMEM address must be 128-byte aligned (TMA): a box of "
+                             f"{self.rows} rows x {self.box_row_bytes} B = {self.box_bytes} B is not a "
+                             f"multiple of 128, so the next box would start misaligned")
 
     # -- geometry ------------------------------------------------------------------------------
     @property
@@ -618,3 +625,791 @@ def epilogue_alpha_beta(acc: np.ndarray, alpha: float, beta: float = 0.0, c_bits
                 raise ValueError(f"C has shape {c.shape}, acc {acc.shape}")
             d = (d + b * c).astype(np.float32)
     return to_dtype_bits(d, dtype)
+
+
+# ------------------------------------------------------------------------------------------------
+# The TMA store and reduce-add: the inverse of bwlab.tma's load model
+# ------------------------------------------------------------------------------------------------
+# cp.reduce.async.bulk.tensor .add element types (PTX ISA 9.7.9.27.1.3: .u32 .s32 .u64 .f32 .f16
+# .bf16), by bwlab.tma dtype name.
+REDUCE_ADD_DTYPES = ("uint32", "int32", "uint64", "float32", "float16", "bfloat16")
+# Whether a TFLOAT32 tensor map rounds on the way out as it does on the way in (bwlab.tma):
+# None = not established on hardware, so the model refuses tf32 stores rather than guess.
+TF32_ROUNDS_ON_STORE = None
+
+
+def _store_targets(tmap, coords, smem_address: int):
+    """For every byte of the box: its SMEM address (swizzled), its GMEM byte offset, in bounds?
+
+    The same element order and address arithmetic as bwlab.tma.tma_load_writes, read backwards:
+    box element (j0, j1, ...) sits unswizzled at smem_address + elem * (j0 + n0 * (j1 + ...)) and
+    belongs to global element coords + j.
+    """
+    from .tma import SMEM_ALIGNMENT, TensorMap
+    if not isinstance(tmap, TensorMap):
+        raise ValueError("tmap must be a bwlab.tma.TensorMap")
+    if tmap.interleave != "none":
+        raise ValueError("the store model covers interleave='none' (as the load model does)")
+    if any(e != 1 for e in tmap.element_strides):
+        raise ValueError(f"the store model covers element_strides of 1 only; got {tmap.element_strides}"
+                         " (traversal strides on stores are not validated on hardware here)")
+    coords = tuple(int(c) for c in coords)
+    if len(coords) != tmap.rank:
+        raise ValueError(f"a rank-{tmap.rank} store takes {tmap.rank} coordinates, got {coords}")
+    if any(c < 0 for c in coords):
+        raise ValueError(f"coordinates {coords}: a TMA store's box must start at non-negative "
+                         "coordinates (PTX ISA 9.7.9.27.1.1, restrictions on the .global.shared::cta "
+                         "direction); only its far side may hang over the tensor's edge")
+    if any(c >= (1 << 31) for c in coords):
+        raise ValueError(f"coordinates {coords} must be signed 32-bit integers")
+    smem_address = int(smem_address)
+    if smem_address < 0 or smem_address % SMEM_ALIGNMENT:
+        raise ValueError(f"the SMEM source 0x{smem_address:x} must be {SMEM_ALIGNMENT}-byte aligned")
+    elem = tmap.elem_bytes
+    n = tmap.box_counts
+    j = np.indices(n[::-1], dtype=np.int64).reshape(tmap.rank, -1)[::-1]
+    g = np.asarray(coords, dtype=np.int64)[:, None] + j
+    inb = np.all(g < np.asarray(tmap.global_shape, dtype=np.int64)[:, None], axis=0)
+    goff = (g * np.asarray(tmap.byte_strides, dtype=np.int64)[:, None]).sum(axis=0)
+    gbyte = (goff[:, None] + np.arange(elem)).reshape(-1)
+    inb_byte = np.repeat(inb, elem)
+    addr = SWIZZLES[tmap.swizzle](smem_address + np.arange(gbyte.size, dtype=np.int64))
+    return addr, gbyte, inb_byte
+
+
+def _window(smem, smem_address, window_start, addr):
+    smem = np.ascontiguousarray(smem).reshape(-1).view(np.uint8)
+    start = int(smem_address if window_start is None else window_start)
+    rel = addr - start
+    if rel.size and (rel.min() < 0 or rel.max() >= smem.size):
+        raise ValueError(f"the store reads SMEM [{addr.min()}, {addr.max()}] but the bytes given cover "
+                         f"[{start}, {start + smem.size}); with a swizzle the last 128-byte line of the "
+                         "box is permuted as a whole: pass the whole line (window_start / longer smem)")
+    return smem[rel]
+
+
+def tma_store_writes(tmap, coords, smem, smem_address: int = 0, window_start=None):
+    """(GMEM byte offsets, byte values) that one TMA store writes, in box order.
+
+    `smem` holds the SMEM bytes starting at `window_start` (default: `smem_address`); the box is
+    read from `smem_address` through the tensor map's swizzle, exactly where a TMA load of the same
+    box would have put each byte. Bytes of elements outside the tensor are not written, so they do
+    not appear here at all (PTX ISA 5.5.3.3 describes only the fill for loads; the H100 validation,
+    docs/results/store_validate_h100.txt, checks that a store leaves them untouched).
+    """
+    addr, gbyte, inb = _store_targets(tmap, coords, smem_address)
+    vals = _window(smem, smem_address, window_start, addr)
+    return gbyte[inb], vals[inb]
+
+
+def _gmem_bytes_copy(gmem, tmap):
+    g = np.array(gmem, copy=True)
+    gb = np.ascontiguousarray(g).reshape(-1).view(np.uint8)
+    if gb.size < tmap.global_extent_bytes:
+        raise ValueError(f"the tensor spans {tmap.global_extent_bytes} bytes; the array has {gb.size}")
+    return g, gb
+
+
+def tma_store_model(gmem, tmap, coords, smem, smem_address: int = 0, window_start=None) -> np.ndarray:
+    """GMEM after ``cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group [tmap, coords], [smem]``.
+
+    The inverse of `bwlab.tma.tma_load_model`: the SMEM byte at address a goes to the GMEM byte a
+    load of the same box would have brought to a; elements outside the tensor are not written.
+    `gmem` is the whole global buffer (any dtype/shape, tensor base at byte 0); a new array of the
+    same dtype and shape is returned. tf32 maps are refused until hardware says whether the store
+    rounds (TF32_ROUNDS_ON_STORE).
+    """
+    if tmap.dtype == "tf32" and TF32_ROUNDS_ON_STORE is None:
+        raise ValueError("tf32 stores: whether the TMA store rounds to tf32 is not established on "
+                         "hardware here; use uint32 or float32 maps for the raw bits")
+    g, gb = _gmem_bytes_copy(gmem, tmap)
+    off, vals = tma_store_writes(tmap, coords, smem, smem_address, window_start)
+    gb[off] = vals
+    return g
+
+
+def _add_elements(old_bits: np.ndarray, new_bits: np.ndarray, dtype: str) -> np.ndarray:
+    """Element-wise old + new on raw bits, as the .add reduction of that type computes it."""
+    if dtype in ("uint32", "int32", "uint64"):
+        return old_bits + new_bits  # two's complement wrap-around, the same bits for s32 and u32
+    if dtype == "float32":
+        with np.errstate(over="ignore", invalid="ignore"):
+            return (old_bits.view(np.float32) + new_bits.view(np.float32)).view(np.uint32)
+    # float16 / bfloat16: the exact sum rounded once to the format. An fp32 sum of two halves
+    # (or bfloat16s) rounded to nearest even, then rounded again to the narrow format, is still
+    # correctly rounded, because fp32 carries at least 2p+2 bits for p = 11 (and 8).
+    a = from_dtype_bits(old_bits, dtype)
+    b = from_dtype_bits(new_bits, dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return to_dtype_bits((a + b).astype(np.float32), dtype)
+
+
+def tma_reduce_add_model(gmem, tmap, coords, smem, smem_address: int = 0, window_start=None):
+    """GMEM after ``cp.reduce.async.bulk.tensor.Nd.global.shared::cta.add.tile.bulk_group``: every
+    in-bounds element of the box becomes GMEM + SMEM (PTX ISA 9.7.9.27.1.3: .add takes .u32, .s32,
+    .u64, .f32, .f16, .bf16; floats round to nearest even, integers wrap). Elements outside the
+    tensor are left alone, as by the store."""
+    if tmap.dtype not in REDUCE_ADD_DTYPES:
+        raise ValueError(f"cp.reduce.async.bulk.tensor .add supports {REDUCE_ADD_DTYPES} (PTX ISA "
+                         f"9.7.9.27.1.3); the tensor map's dtype is {tmap.dtype}")
+    g, gb = _gmem_bytes_copy(gmem, tmap)
+    off, vals = tma_store_writes(tmap, coords, smem, smem_address, window_start)
+    eb = tmap.elem_bytes
+    raw = {4: np.uint32, 8: np.uint64, 2: np.uint16}[eb]
+    elem_off = off.reshape(-1, eb)[:, 0]
+    old = gb[elem_off[:, None] + np.arange(eb)].copy().view(raw).reshape(-1)
+    new = vals.reshape(-1, eb).copy().view(raw).reshape(-1)
+    out = _add_elements(old, new, tmap.dtype).astype(raw).view(np.uint8).reshape(-1, eb)
+    gb[elem_off[:, None] + np.arange(eb)] = out
+    return g
+
+
+# ------------------------------------------------------------------------------------------------
+# A whole epilogue: D (M x N) = alpha * acc + beta * C, tile by tile
+# ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class EpilogueProblem:
+    """D = alpha * acc + beta * C over an M x N matrix, one bm x bn tile per CTA.
+
+    D and C live in GMEM as row-major (M + 1) x ld buffers of raw `dtype` bits: columns N..ld-1 are
+    row padding and the last row is a guard row, both outside the tensor, so a stray write shows.
+    acc is a float32 (tiles_m * bm) x (tiles_n * bn) array: the accumulator tiles as tcgen05.ld
+    would hand them to the epilogue threads (thread t of the CTA holds row t of its tile).
+    `reduce_add` makes the kernel issue cp.reduce.async.bulk.tensor .add instead of the store.
+    """
+
+    M: int
+    N: int
+    dtype: str = "float32"
+    bm: int = 128
+    bn: int = 32
+    swizzle: str = "128B"
+    alpha: float = 1.0
+    beta: float = 0.0
+    reduce_add: bool = False
+    smem_offset: int = 0
+    ld: int | None = None
+
+    def __post_init__(self):
+        eb = _check_dtype(self.dtype)
+        if self.M < 1 or self.N < 1:
+            raise ValueError(f"M and N must be positive, got {self.M} x {self.N}")
+        if not 1 <= self.bm <= 128:
+            raise ValueError(f"bm must be in [1, 128]: one epilogue thread per row, 128 threads; got {self.bm}")
+        if self.smem_offset < 0 or self.smem_offset % 128 or self.smem_offset >= 1024:
+            raise ValueError(f"smem_offset must be a multiple of 128 in [0, 1024), got {self.smem_offset}")
+        SmemTile(self.bm, self.bn, self.dtype, self.swizzle, base=self.smem_offset)  # validates
+        ld = -(-self.N * eb // 16) * 16 // eb if self.ld is None else int(self.ld)
+        if ld < self.N or (ld * eb) % 16:
+            raise ValueError(f"ld ({ld}) must be at least N ({self.N}) and ld * {eb} B a multiple of "
+                             "16 (the TMA global-stride rule)")
+        object.__setattr__(self, "ld", ld)
+        if self.reduce_add and self.beta != 0:
+            raise ValueError("reduce_add adds alpha * acc onto D in GMEM; beta * C is not combined "
+                             "with it here (use beta = 0)")
+        if self.tile_smem_bytes() > 200 * 1024:
+            raise ValueError(f"the D and C tiles need {self.tile_smem_bytes()} B of SMEM; keep it "
+                             "under 200 KiB")
+
+    @property
+    def elem_bytes(self) -> int:
+        return D_DTYPES[self.dtype][0]
+
+    @property
+    def use_c(self) -> bool:
+        return self.beta != 0
+
+    @property
+    def tiles(self) -> tuple:
+        return (-(-self.M // self.bm), -(-self.N // self.bn))
+
+    @property
+    def tile(self) -> SmemTile:
+        return SmemTile(self.bm, self.bn, self.dtype, self.swizzle, base=self.smem_offset)
+
+    @property
+    def c_tile(self) -> SmemTile:
+        return SmemTile(self.bm, self.bn, self.dtype, self.swizzle,
+                        base=self.smem_offset + -(-self.tile.nbytes // 1024) * 1024)
+
+    @property
+    def buffer_shape(self) -> tuple:
+        return (self.M + 1, self.ld)
+
+    @property
+    def acc_shape(self) -> tuple:
+        tm, tn = self.tiles
+        return (tm * self.bm, tn * self.bn)
+
+    def tensor_map(self):
+        """The D (and C) tensor map: dims (N, M) innermost first, box (box_cols, bm)."""
+        from .tma import TensorMap
+        t = self.tile
+        return TensorMap(self.dtype, (self.N, self.M), (t.box_cols, self.bm),
+                         global_strides=(self.ld * self.elem_bytes,), swizzle=self.swizzle)
+
+    def tile_smem_bytes(self) -> int:
+        tile = -(-self.bm * self.bn * self.elem_bytes // 1024) * 1024
+        return self.smem_offset + tile * (2 if self.use_c else 1)
+
+    def box_coords(self, tm: int, tn: int):
+        t = self.tile
+        return [((tn * self.bn + b * t.box_cols, tm * self.bm), t.box_address(b))
+                for b in range(t.n_boxes)]
+
+    def random_inputs(self, rng: np.random.Generator):
+        """acc, C bits and the initial D buffer, all finite (no NaN/Inf), for tests and validation."""
+        acc = (rng.standard_normal(self.acc_shape) * np.exp2(rng.integers(-6, 7, self.acc_shape))
+               ).astype(np.float32)
+        raw = D_DTYPES[self.dtype][1]
+
+        def finite(shape):
+            x = (rng.standard_normal(shape) * 4).astype(np.float32)
+            return to_dtype_bits(x, self.dtype).astype(raw)
+
+        c = finite(self.buffer_shape) if self.use_c else None
+        d0 = finite(self.buffer_shape)
+        return acc, c, d0
+
+
+def epilogue_model(p: EpilogueProblem, acc, c_bits=None, d_init=None) -> np.ndarray:
+    """The D buffer after the epilogue kernel, computed from the stage models end to end: for every
+    tile, C comes in through `bwlab.tma.tma_load_model` (OOB zero-filled), D = `epilogue_alpha_beta`,
+    the tile is laid out in SMEM by `SmemTile.pack` (swizzle), and each box leaves through
+    `tma_store_model` (or `tma_reduce_add_model`)."""
+    from .tma import tma_load_model
+    raw = D_DTYPES[p.dtype][1]
+    acc = np.asarray(acc, dtype=np.float32)
+    if acc.shape != p.acc_shape:
+        raise ValueError(f"acc must be {p.acc_shape} (whole tiles), got {acc.shape}")
+    d = (np.zeros(p.buffer_shape, raw) if d_init is None else np.array(d_init, dtype=raw, copy=True))
+    if d.shape != p.buffer_shape:
+        raise ValueError(f"D buffer must be {p.buffer_shape}, got {d.shape}")
+    if p.use_c:
+        c_bits = np.asarray(c_bits, dtype=raw)
+        if c_bits.shape != p.buffer_shape:
+            raise ValueError(f"C buffer must be {p.buffer_shape}, got {c_bits.shape}")
+    tmap = p.tensor_map()
+    tile, ctile = p.tile, p.c_tile
+    store = tma_reduce_add_model if p.reduce_add else tma_store_model
+    for tm in range(p.tiles[0]):
+        for tn in range(p.tiles[1]):
+            a = acc[tm * p.bm:(tm + 1) * p.bm, tn * p.bn:(tn + 1) * p.bn]
+            c_tile_bits = None
+            if p.use_c:
+                img = np.zeros(ctile.nbytes, np.uint8)
+                for b, ((x, y), _) in enumerate(p.box_coords(tm, tn)):
+                    addr = ctile.box_address(b)
+                    img[addr - ctile.base: addr - ctile.base + tile.box_bytes] = \
+                        tma_load_model(c_bits, tmap, (x, y), addr)
+                c_tile_bits = ctile.unpack(img)
+            dt = epilogue_alpha_beta(a, p.alpha, p.beta, c_tile_bits, p.dtype)
+            img = tile.pack(dt)
+            for (x, y), addr in p.box_coords(tm, tn):
+                d = store(d, tmap, (x, y), img, addr, window_start=tile.base)
+    return d
+
+
+# ------------------------------------------------------------------------------------------------
+# GPU runners (cuda_src/tma_store.cu)
+# ------------------------------------------------------------------------------------------------
+EPI_USE_C, EPI_REDUCE_ADD, EPI_SKIP_FENCE, EPI_EXTRA_TX = 1, 2, 4, 8
+EPILOGUE_BARRIERS = {0: "c_full (C tile brought in by TMA load)"}
+_DT_CODE = {"float32": 0, "float16": 1, "bfloat16": 2}
+_SWZ_BITS = {"none": 0, "32B": 1, "64B": 2, "128B": 3}
+
+
+def run_epilogue(p: EpilogueProblem, acc, c_bits=None, d_init=None, fence: bool = True,
+                 extra_tx: bool = False) -> np.ndarray:
+    """Run `epilogue_tile` on the GPU: the same arguments as `epilogue_model`, the same result.
+
+    `fence=False` leaves out fence.proxy.async.shared::cta (wrong on purpose, for notebook 05);
+    `extra_tx=True` announces 16 bytes too many on the C barrier, so the bounded wait gives up
+    and MbarrierTimeout is raised (needs beta != 0).
+    """
+    import cupy as cp
+
+    from . import device
+    from .compile import load_module
+    from .runtime import launch, tensor_map_arg
+    device.require("store")
+    raw = D_DTYPES[p.dtype][1]
+    acc = np.ascontiguousarray(acc, dtype=np.float32)
+    if acc.shape != p.acc_shape:
+        raise ValueError(f"acc must be {p.acc_shape} (whole tiles), got {acc.shape}")
+    d0 = np.zeros(p.buffer_shape, raw) if d_init is None else np.asarray(d_init, dtype=raw)
+    if d0.shape != p.buffer_shape:
+        raise ValueError(f"D buffer must be {p.buffer_shape}, got {d0.shape}")
+    if extra_tx and not p.use_c:
+        raise ValueError("extra_tx exercises the C barrier: it needs beta != 0")
+    tmap = p.tensor_map()
+    d_dev = cp.asarray(d0)
+    c_dev = cp.asarray(np.asarray(c_bits, dtype=raw)) if p.use_c else d_dev
+    if p.use_c and c_dev.shape != p.buffer_shape:
+        raise ValueError(f"C buffer must be {p.buffer_shape}, got {c_dev.shape}")
+    acc_dev = cp.asarray(acc)
+    flags = ((EPI_USE_C if p.use_c else 0) | (EPI_REDUCE_ADD if p.reduce_add else 0)
+             | (0 if fence else EPI_SKIP_FENCE) | (EPI_EXTRA_TX if extra_tx else 0))
+    t = p.tile
+    mod = load_module("tma_store")
+    launch(mod, "epilogue_tile", (p.tiles[1], p.tiles[0]), (128,),
+           (tensor_map_arg(tmap.encode(d_dev.data.ptr)), tensor_map_arg(tmap.encode(c_dev.data.ptr)),
+            acc_dev, np.uint32(p.acc_shape[1]), np.float32(p.alpha), np.float32(p.beta),
+            np.uint32(flags), np.uint32(_DT_CODE[p.dtype]), np.uint32(_SWZ_BITS[p.swizzle]),
+            np.uint32(p.bm), np.uint32(p.bn), np.uint32(t.box_cols), np.uint32(p.smem_offset)),
+           shared_mem=p.tile_smem_bytes() + 1024, barrier_names=EPILOGUE_BARRIERS)
+    return cp.asnumpy(d_dev)
+
+
+def run_tma_store(gmem, tmap, coords, smem, smem_address: int = 0, window_start=None,
+                  op: str = "store", fence: bool = True, gmem_offset: int = 0) -> np.ndarray:
+    """One TMA store (op='store') or reduce-add (op='add') on the GPU, with the arguments of
+    `tma_store_model`: threads copy the SMEM bytes in (st.shared.v4), fence, barrier, and one thread
+    issues the store. Returns the whole `gmem` buffer afterwards (bytes outside the tensor
+    included, so untouched bytes are checked too). On the device the buffer sits between two
+    256-byte guard zones, `gmem_offset` (a multiple of 16 below 256) bytes into the first;
+    RuntimeError if anything changed in a guard."""
+    import cupy as cp
+
+    from . import device
+    from .compile import load_module
+    from .runtime import launch, tensor_map_arg
+    device.require("store")
+    if op not in ("store", "add"):
+        raise ValueError("op must be 'store' or 'add'")
+    if op == "add" and tmap.dtype not in REDUCE_ADD_DTYPES:
+        raise ValueError(f"reduce-add supports {REDUCE_ADD_DTYPES}, not {tmap.dtype}")
+    addr, _, _ = _store_targets(tmap, coords, smem_address)
+    start = int(smem_address if window_start is None else window_start)
+    if start % 128:
+        raise ValueError("window_start must be a multiple of 128")
+    _window(smem, smem_address, window_start, addr)  # checks coverage
+    body = np.ascontiguousarray(smem).reshape(-1).view(np.uint8)
+    image = np.zeros(-(-(start + body.size) // 16) * 16, np.uint8)
+    image[start:start + body.size] = body
+    g = np.ascontiguousarray(gmem)
+    gb = g.reshape(-1).view(np.uint8)
+    if gb.size < tmap.global_extent_bytes:
+        raise ValueError("gmem is smaller than the tensor the map describes")
+    if gmem_offset % 16 or not 0 <= gmem_offset < 256:
+        raise ValueError(f"gmem_offset must be a multiple of 16 in [0, 256), got {gmem_offset}")
+    guard = np.full(256 + gmem_offset + gb.size + 256, 0xA5, np.uint8)
+    lo = 256 + gmem_offset
+    guard[lo:lo + gb.size] = gb
+    buf_dev = cp.asarray(guard)
+    g_dev = buf_dev[lo:lo + gb.size]
+    img_dev = cp.asarray(image)
+    c = list(int(x) for x in coords) + [0] * (5 - tmap.rank)
+    mod = load_module("tma_store")
+    launch(mod, "tma_store_box", (1,), (128,),
+           (tensor_map_arg(tmap.encode(g_dev.data.ptr)), img_dev, np.uint32(image.size),
+            np.uint32(smem_address), np.uint32(tmap.rank), *[np.int32(x) for x in c],
+            np.uint32((EPI_REDUCE_ADD if op == "add" else 0) | (0 if fence else EPI_SKIP_FENCE))),
+           shared_mem=image.size + 1024)
+    after = cp.asnumpy(buf_dev)
+    outside = np.concatenate([after[:lo], after[lo + gb.size:]])
+    if np.any(outside != 0xA5):
+        raise RuntimeError(f"the TMA {op} changed {int(np.sum(outside != 0xA5))} guard bytes outside "
+                           "the buffer")
+    return after[lo:lo + gb.size].view(g.dtype).reshape(g.shape)
+
+
+def measure_store_cycles(lane_offsets, iters: int = 256) -> float:
+    """Clock cycles per st.shared.v4 (per warp instruction, 4 warps sharing the SM's shared-memory
+    pipe) when lane i writes at lane_offsets[i] within its warp's 8 KiB region."""
+    import cupy as cp
+
+    from . import device
+    from .compile import load_module
+    from .runtime import launch
+    device.require("store")
+    off = np.asarray(lane_offsets, dtype=np.int64)
+    if off.size != 32 or off.min() < 0 or off.max() > 8192 - 16 or np.any(off % 16):
+        raise ValueError("32 lane offsets, multiples of 16 in [0, 8176]")
+    d_off = cp.asarray(off.astype(np.uint32))
+    d_cyc = cp.zeros(1, cp.uint64)
+    mod = load_module("tma_store")
+    launch(mod, "smem_store_cycles", (1,), (128,), (d_off, np.uint32(iters), d_cyc),
+           shared_mem=4 * 8192 + 1024)
+    return float(cp.asnumpy(d_cyc)[0]) / (iters * 16 * 4)
+
+
+# ------------------------------------------------------------------------------------------------
+# Hardware validation: python -m bwlab.validate store --cases 500 --seed 0 --out FILE
+# ------------------------------------------------------------------------------------------------
+STORE_DTYPES = ("uint8", "int8", "uint16", "int16", "float16", "bfloat16", "uint32", "int32",
+                "float32", "uint64", "int64", "float64")
+MAX_CASE_BOX_BYTES = 32 * 1024
+
+
+@dataclass
+class StoreCase:
+    """One TMA store (or reduce-add) to compare: the model's arguments plus where the buffer sits."""
+
+    tmap: object
+    gmem: np.ndarray
+    coords: tuple
+    smem: np.ndarray
+    smem_address: int
+    op: str = "store"
+    gmem_offset: int = 0
+
+    def model(self):
+        f = tma_reduce_add_model if self.op == "add" else tma_store_model
+        return f(self.gmem, self.tmap, self.coords, self.smem, self.smem_address, window_start=0)
+
+    def run(self):
+        return run_tma_store(self.gmem, self.tmap, self.coords, self.smem, self.smem_address,
+                             window_start=0, op=self.op, gmem_offset=self.gmem_offset)
+
+    def describe(self) -> str:
+        t = self.tmap
+        return (f"{self.op} {t.dtype} shape={t.global_shape} strides={t.global_strides} "
+                f"box={t.box_shape} swz={t.swizzle} coords={self.coords} smem=0x{self.smem_address:x} "
+                f"gmem+{self.gmem_offset}")
+
+    @property
+    def edge(self) -> bool:
+        t = self.tmap
+        return any(c + b > d for c, b, d in zip(self.coords, t.box_shape, t.global_shape))
+
+
+def _finite_bits(rng, dtype: str, n: int) -> np.ndarray:
+    """n random finite values of a float dtype as raw bytes (any bits for integer dtypes)."""
+    from .tma import DTYPES
+    eb = DTYPES[dtype][1]
+    if dtype in ("float32", "float16", "bfloat16"):
+        scale = 8.0 if dtype == "float16" else 2.0 ** 20
+        x = (rng.standard_normal(n) * np.exp2(rng.uniform(-12, np.log2(scale), n))).astype(np.float32)
+        bits = to_dtype_bits(x, dtype) if dtype != "float32" else x.view(np.uint32)
+        return np.ascontiguousarray(bits).view(np.uint8)
+    return rng.integers(0, 256, n * eb, dtype=np.uint8)
+
+
+def random_store_case(rng, dtype: str, rank: int, swizzle: str, op: str = "store") -> StoreCase:
+    """A random valid TMA store: odd shapes with padded rows, boxes inside, over the far edges or
+    wholly past them, every SMEM offset mod 2048 that is a multiple of 128, base addresses at every
+    multiple of 16 mod 256. Stores move random bytes (NaN patterns included); reduce-adds use
+    finite values so that the float sums are defined."""
+    import math
+
+    from .tma import DTYPES, SWIZZLE_BYTES, TensorMap
+    elem = DTYPES[dtype][1]
+    span = SWIZZLE_BYTES[swizzle]
+    max_inner = span if span else min(256 * elem, 512)
+    inner_bytes = 16 * int(rng.integers(1, max_inner // 16 + 1))
+    box = [inner_bytes // elem]
+    budget = int(np.exp(rng.uniform(np.log(inner_bytes), np.log(MAX_CASE_BOX_BYTES))))
+    for _ in range(1, rank):
+        room = max(1, budget // (inner_bytes * math.prod(box[1:])))
+        box.append(int(rng.integers(1, min(room, 256) + 1)) if rng.random() < 0.9 else 1)
+    shape = [int(rng.integers(1, max(2, min(2 * b + 7, 600 if i == 0 else 300)) + 1))
+             for i, b in enumerate(box)]
+    while math.prod(shape) * elem > (1 << 20):
+        k = int(np.argmax(shape))
+        shape[k] = max(1, shape[k] // 2)
+    strides, pitch = [], -(-shape[0] * elem // 16) * 16 + 16 * int(rng.integers(0, 3))
+    for i in range(1, rank):
+        strides.append(pitch)
+        pitch = pitch * shape[i] + 16 * int(rng.integers(0, 2))
+    tmap = TensorMap(dtype, shape, box, global_strides=strides, swizzle=swizzle)
+    coords = []
+    inside = rng.random() < 0.35
+    for i in range(rank):
+        r = 0.0 if inside else rng.random()
+        if r < 0.35 or shape[i] <= 1:
+            c = int(rng.integers(0, max(1, shape[i] - box[i] + 1)))
+        elif r < 0.93:
+            c = int(rng.integers(max(0, shape[i] - box[i]), shape[i]))  # over the far edge
+        else:
+            c = int(rng.integers(shape[i], shape[i] + 8))  # wholly outside: writes nothing
+        coords.append(c)
+    smem_address = 128 * int(rng.integers(0, 16))
+    win = -(-(smem_address + tmap.box_bytes) // 128) * 128
+    n_gmem = tmap.global_extent_bytes + 64  # 64 bytes after the tensor must stay untouched
+    if op == "add":
+        smem = _finite_bits(rng, dtype, win // elem)
+        gmem = _finite_bits(rng, dtype, -(-n_gmem // elem))
+    else:
+        smem = rng.integers(0, 256, win, dtype=np.uint8)
+        gmem = rng.integers(0, 256, n_gmem, dtype=np.uint8)
+    return StoreCase(tmap, gmem, tuple(coords), smem, smem_address, op,
+                     gmem_offset=16 * int(rng.integers(0, 16)))
+
+
+def random_store_cases(n: int, seed: int = 0, op: str = "store"):
+    rng = np.random.default_rng(seed)
+    dts = STORE_DTYPES if op == "store" else REDUCE_ADD_DTYPES
+    combos = [(d, r, s) for d in dts for r in range(1, 6) for s in ("none", "32B", "64B", "128B")]
+    order = rng.permutation(len(combos))
+    return [random_store_case(rng, *combos[order[i % len(combos)]], op=op) for i in range(n)]
+
+
+def random_epilogue_problem(rng) -> EpilogueProblem:
+    """A random epilogue: any D dtype and swizzle, tiles of 8..128 rows, sizes that leave partial
+    tiles at the far edges, padded row pitches, with or without C, store or reduce-add."""
+    dtype = str(rng.choice(list(D_DTYPES)))
+    eb = D_DTYPES[dtype][0]
+    swizzle = str(rng.choice(["none", "32B", "64B", "128B"]))
+    if swizzle == "none":
+        bn = int(rng.choice([64, 128, 256])) // eb  # one box spanning the whole tile row
+    else:
+        bn = (SWIZZLES[swizzle].span // 8 // eb) * int(rng.integers(1, 5))
+    bm = int(rng.choice([8, 16, 32, 64, 96, 128]))  # x 32..128-byte box rows: 128-byte multiples
+    M = int(rng.integers(1, 3 * bm + 1))
+    N = int(rng.integers(1, 3 * bn + 1))
+    reduce_add = bool(rng.random() < 0.25)
+    beta = 0.0 if reduce_add or rng.random() < 0.4 else float(rng.choice([0.5, -1.0, 1.25, 3.0]))
+    alpha = float(rng.choice([1.0, -0.75, 2.5, 0.1]))
+    ld = None
+    if rng.random() < 0.5:
+        ld = -(-(N + int(rng.integers(1, 20))) * eb // 16) * 16 // eb
+    return EpilogueProblem(M, N, dtype, bm=bm, bn=bn, swizzle=swizzle, alpha=alpha, beta=beta,
+                           reduce_add=reduce_add, smem_offset=128 * int(rng.integers(0, 8)), ld=ld)
+
+
+def _validate_store_cases(cases, say, label) -> int:
+    failures = shown = 0
+    for k, c in enumerate(cases):
+        try:
+            got = c.run()
+            want = c.model()
+            ok = np.array_equal(np.asarray(got).view(np.uint8), np.asarray(want).view(np.uint8))
+            why = "" if ok else f"{int(np.sum(got.view(np.uint8) != want.view(np.uint8)))} bytes differ"
+        except Exception as e:  # a refusal or a guard hit counts as a failure, with its reason
+            ok, why = False, f"{type(e).__name__}: {e}"
+        if not ok:
+            failures += 1
+            if shown < 20:
+                say(f"  {label} case {k}: {why}: {c.describe()}")
+                shown += 1
+    return failures
+
+
+def validate_main(argv=None) -> int:
+    import argparse
+    import time
+    from collections import Counter
+
+    from . import device
+    from .runtime import MbarrierTimeout
+    ap = argparse.ArgumentParser(prog="python -m bwlab.validate store",
+                                 description="TMA stores, reduce-adds and whole epilogues on the GPU, "
+                                             "GMEM compared byte for byte with bwlab.epilogue's model")
+    ap.add_argument("--cases", type=int, default=500, help="random TMA stores")
+    ap.add_argument("--reduce-cases", type=int, default=120, help="random TMA reduce-adds")
+    ap.add_argument("--epilogue-cases", type=int, default=60, help="random whole epilogues")
+    ap.add_argument("--fence-repeats", type=int, default=30,
+                    help="runs of a 2048 x 2048 epilogue with and without the proxy fence")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", help="also write the report to this file")
+    args = ap.parse_args(argv)
+    lines = []
+
+    def say(s=""):
+        print(s, flush=True)
+        lines.append(s)
+
+    say(device.banner(print_it=False))
+    if device.tier("store") != "hardware":
+        say("the TMA store needs an sm_90+ GPU: nothing to validate here")
+        return 1
+    total_fail = 0
+    by = lambda cs, f: dict(sorted(Counter(f(c) for c in cs).items()))  # noqa: E731
+
+    # 1. TMA stores
+    t0 = time.perf_counter()
+    cases = random_store_cases(args.cases, args.seed, "store")
+    f = _validate_store_cases(cases, say, "store")
+    total_fail += f
+    say(f"TMA store: {len(cases) - f}/{len(cases)} bit-exact (whole GMEM buffer: tensor, row padding, "
+        f"64 trailing bytes, 256-byte guards) in {time.perf_counter() - t0:.1f} s")
+    say(f"  dtypes: {by(cases, lambda c: c.tmap.dtype)}")
+    say(f"  ranks: {by(cases, lambda c: c.tmap.rank)}; swizzles: {by(cases, lambda c: c.tmap.swizzle)}")
+    say(f"  SMEM address mod 1024: {by(cases, lambda c: c.smem_address % 1024)}")
+    say(f"  edge boxes (over the far edge or wholly outside): {sum(c.edge for c in cases)}; "
+        f"base address offsets mod 256: {len(by(cases, lambda c: c.gmem_offset))} distinct")
+
+    # 2. TMA reduce-add
+    t0 = time.perf_counter()
+    rcases = random_store_cases(args.reduce_cases, args.seed + 1, "add")
+    f = _validate_store_cases(rcases, say, "reduce-add")
+    total_fail += f
+    say(f"TMA reduce-add: {len(rcases) - f}/{len(rcases)} bit-exact in {time.perf_counter() - t0:.1f} s; "
+        f"dtypes {by(rcases, lambda c: c.tmap.dtype)}; edge boxes {sum(c.edge for c in rcases)}")
+
+    # 3. whole epilogues
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(args.seed + 2)
+    probs, f = [], 0
+    for k in range(args.epilogue_cases):
+        p = random_epilogue_problem(rng)
+        probs.append(p)
+        acc, c, d0 = p.random_inputs(rng)
+        try:
+            ok = np.array_equal(run_epilogue(p, acc, c, d0), epilogue_model(p, acc, c, d0))
+            why = "D buffer differs"
+        except Exception as e:
+            ok, why = False, f"{type(e).__name__}: {e}"
+        if not ok:
+            f += 1
+            if f <= 20:
+                say(f"  epilogue case {k}: {why}: {p}")
+    total_fail += f
+    say(f"whole epilogue (acc -> st.shared.v4 -> fence -> TMA store/reduce-add, C by TMA load): "
+        f"{len(probs) - f}/{len(probs)} bit-exact in {time.perf_counter() - t0:.1f} s")
+    say(f"  dtypes {by(probs, lambda p: p.dtype)}; swizzles {by(probs, lambda p: p.swizzle)}; "
+        f"with C {sum(p.use_c for p in probs)}; reduce-add {sum(p.reduce_add for p in probs)}; "
+        f"edge tiles in {sum(p.M % p.bm != 0 or p.N % p.bn != 0 for p in probs)} problems")
+
+    # 4. the bounded wait: 16 bytes too many announced on the C barrier
+    p = EpilogueProblem(64, 64, "float32", bm=64, bn=32, swizzle="128B", beta=1.0)
+    acc, c, d0 = p.random_inputs(rng)
+    t0 = time.perf_counter()
+    try:
+        run_epilogue(p, acc, c, d0, extra_tx=True)
+        say("bounded wait: NO MbarrierTimeout with a wrong expect_tx (failure)")
+        total_fail += 1
+    except MbarrierTimeout as e:
+        say(f"bounded wait: wrong expect_tx -> MbarrierTimeout after {time.perf_counter() - t0:.3f} s "
+            f"(barrier '{e.barrier}', expected {e.expected_tx} B)")
+    ok = np.array_equal(run_epilogue(p, acc, c, d0), epilogue_model(p, acc, c, d0))
+    total_fail += not ok
+    say(f"  next launch in the same process: {'exact' if ok else 'MISMATCH'}")
+
+    # 5. observation, not pass/fail: the epilogue without fence.proxy.async
+    p = EpilogueProblem(2048, 2048, "float32", bm=128, bn=32, swizzle="128B", alpha=1.0)
+    acc, _, d0 = p.random_inputs(np.random.default_rng(args.seed + 3))
+    want = epilogue_model(p, acc, None, d0)
+    for fence in (True, False):
+        bad_runs = bad_elems = 0
+        for _ in range(args.fence_repeats):
+            got = run_epilogue(p, acc, None, d0, fence=fence)
+            n = int(np.sum(got != want))
+            bad_runs += n > 0
+            bad_elems += n
+        say(f"{'with' if fence else 'WITHOUT'} fence.proxy.async: {bad_runs}/{args.fence_repeats} runs of "
+            f"a {p.M}x{p.N} {p.dtype} epilogue ({p.tiles[0] * p.tiles[1]} CTAs) differed from the model "
+            f"({bad_elems} elements in all)")
+        if fence:
+            total_fail += bad_runs > 0
+    say("  (the run without the fence is an observation on this GPU, not a guarantee either way)")
+    say(f"result: {'PASS' if total_fail == 0 else f'{total_fail} FAILURE(S)'}")
+    if args.out:
+        with open(args.out, "w") as fh:
+            fh.write("\n".join(lines) + "\n")
+    return 0 if total_fail == 0 else 1
+
+
+# ------------------------------------------------------------------------------------------------
+# Benchmark: python -m bwlab.bench tma_store --out FILE
+# ------------------------------------------------------------------------------------------------
+def bank_patterns():
+    """Named st.shared.v4 lane-address patterns (one warp, offsets from a 1024-aligned base) with
+    the model's wavefront count: what notebook 05 and the benchmark compare."""
+    pats = {}
+    for name, tile, mapping in (
+            ("row_per_thread, fp32 32 cols, no swizzle", SmemTile(32, 32, "float32", "none"), "row_per_thread"),
+            ("row_per_thread, fp32 32 cols, 128B swizzle", SmemTile(32, 32, "float32", "128B"), "row_per_thread"),
+            ("row_per_thread, bf16 64 cols, 64B swizzle", SmemTile(32, 64, "bfloat16", "64B"), "row_per_thread"),
+            ("chunk_per_thread, fp32 32 cols, no swizzle", SmemTile(32, 32, "float32", "none"), "chunk_per_thread")):
+        plan = RegisterStorePlan(tile, mapping, 0)
+        pats[name] = plan.addresses[0]
+    for stride in (16, 32, 64, 128):
+        pats[f"lane stride {stride} B"] = np.arange(32) * stride
+    return {k: (v, wavefronts(v).wavefronts) for k, v in pats.items()}
+
+
+def bench_main(argv=None) -> int:
+    import argparse
+
+    import cupy as cp
+
+    from . import device
+    from .compile import load_module
+    from .runtime import bench, launch, tensor_map_arg
+    from .tma import TensorMap
+    ap = argparse.ArgumentParser(prog="python -m bwlab.bench tma_store",
+                                 description="TMA store bandwidth vs st.global.v4 and cupy, same run")
+    ap.add_argument("--rows", type=int, default=8192)
+    ap.add_argument("--cols", type=int, default=8192)
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--out")
+    args = ap.parse_args(argv)
+    lines = []
+
+    def say(s=""):
+        print(s, flush=True)
+        lines.append(s)
+
+    say(device.banner(print_it=False))
+    if device.tier("store") != "hardware":
+        say("needs an sm_90+ GPU")
+        return 1
+    info = device.gpu_info()
+    R, C = args.rows, args.cols
+    nbytes = R * C * 4
+    say(f"GPU {info.name}, {info.sm_count} SMs; D = {R} x {C} float32 = {nbytes / 2**20:.0f} MiB; "
+        f"CUDA events, {args.warmup} warm-up, median of {args.repeat}")
+    mod = load_module("tma_store")
+    dst = cp.empty((R, C), cp.float32)
+    src = cp.ones((R, C), cp.float32)
+    rows = []
+
+    def run(name, fn, moved):
+        r = bench(name, fn, args.warmup, args.repeat, moved)
+        rows.append(r)
+        say(r.row())
+
+    # TMA store: every CTA stores one 32 KiB box (32 fp32 x 256 rows, 128B swizzle) over and over.
+    box_w, box_h = 32, 256
+    tmap = TensorMap("float32", (C, R), (box_w, box_h), swizzle="128B")
+    arg = tensor_map_arg(tmap.encode(dst.data.ptr))
+    boxes_x, boxes_total = C // box_w, (C // box_w) * (R // box_h)
+    smem = tmap.box_bytes + 1024
+    for per_sm in (1, 2, 4):
+        grid = info.sm_count * per_sm
+        a = (arg, np.uint32(tmap.box_bytes), np.uint32(box_w), np.uint32(box_h), np.uint32(boxes_x),
+             np.uint32(boxes_total))
+        launch(mod, "tma_store_stream", (grid,), (128,), a, shared_mem=smem)
+        fn = mod.get_function("tma_store_stream")
+        run(f"TMA store, {per_sm} CTA/SM ({grid} CTAs)",
+            lambda fn=fn, grid=grid, a=a: fn((grid,), (128,), a, shared_mem=smem), nbytes)
+    ok = bool(cp.all(dst.view(cp.uint32)[0, 4:8] == cp.asarray([1, 0, 0x3F800000, 1 ^ 0x5A5A5A5A],
+                                                                cp.uint32)))
+    say(f"  (check: the first box row holds what the kernel wrote: {ok})")
+    fn = mod.get_function("st_global_stream")
+    n16 = np.uint64(nbytes // 16)
+    for per_sm in (4, 8):
+        grid = info.sm_count * per_sm
+        run(f"st.global.v4, {per_sm} x 256-thread CTAs/SM", lambda grid=grid: fn((grid,), (256,), (dst, n16)),
+            nbytes)
+    run("cupy fill (write only)", lambda: dst.fill(0.0), nbytes)
+    run("cupy copy (read + write, bytes counted twice)", lambda: cp.copyto(dst, src), 2 * nbytes)
+    # A whole epilogue: acc read from GMEM (what tcgen05.ld would hold), D written by TMA store.
+    for dtype, bn in (("float32", 32), ("bfloat16", 64)):
+        p = EpilogueProblem(R, C, dtype, bm=128, bn=bn, swizzle="128B", alpha=1.0)
+        acc = cp.ones(p.acc_shape, cp.float32)
+        d = cp.zeros(p.buffer_shape, cp.uint32 if dtype == "float32" else cp.uint16)
+        tm = p.tensor_map()
+        a = (tensor_map_arg(tm.encode(d.data.ptr)), tensor_map_arg(tm.encode(d.data.ptr)), acc,
+             np.uint32(p.acc_shape[1]), np.float32(1.0), np.float32(0.0), np.uint32(0),
+             np.uint32(_DT_CODE[dtype]), np.uint32(3), np.uint32(p.bm), np.uint32(p.bn),
+             np.uint32(p.tile.box_cols), np.uint32(0))
+        g = (p.tiles[1], p.tiles[0])
+        launch(mod, "epilogue_tile", g, (128,), a, shared_mem=p.tile_smem_bytes() + 1024,
+               barrier_names=EPILOGUE_BARRIERS)
+        fe = mod.get_function("epilogue_tile")
+        moved = R * C * 4 + R * C * D_DTYPES[dtype][0]
+        run(f"epilogue_tile {dtype} D (acc read + D write)",
+            lambda fe=fe, g=g, a=a, p=p: fe(g, (128,), a, shared_mem=p.tile_smem_bytes() + 1024), moved)
+    say("")
+    say("st.shared.v4 cost per warp instruction (4 warps, clock64), beside the bank model:")
+    for name, (addr, fronts) in bank_patterns().items():
+        cyc = measure_store_cycles(addr)
+        say(f"  {name:<46s} model {fronts:3d} wavefronts   measured {cyc:6.2f} cycles")
+    if args.out:
+        with open(args.out, "w") as fh:
+            fh.write("\n".join(lines) + "\n")
+    return 0

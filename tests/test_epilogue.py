@@ -342,3 +342,151 @@ def test_alpha_beta_bf16_output():
     c = to_dtype_bits(np.array([0.5, -1.0], np.float32), "bfloat16")
     d = epilogue_alpha_beta(acc, 0.5, 2.0, c, "bfloat16")
     np.testing.assert_array_equal(from_dtype_bits(d, "bfloat16"), [1.5, -0.5])
+
+
+# ---- the TMA store and reduce-add models (inverse of bwlab.tma's load model) ---------------------
+from bwlab.epilogue import (EpilogueProblem, epilogue_model, random_epilogue_problem,  # noqa: E402
+                            random_store_cases, tma_reduce_add_model, tma_store_model,
+                            tma_store_writes)
+from bwlab.tma import TensorMap, tma_load_model  # noqa: E402
+
+
+@pytest.mark.parametrize("swizzle,box_w", [("none", 64), ("32B", 16), ("64B", 32), ("128B", 64)])
+@pytest.mark.parametrize("coords", [(0, 0), (64, 50), (99, 69), (100, 0), (7, 70)])
+def test_load_then_store_roundtrip(swizzle, box_w, coords):
+    rng = np.random.default_rng(7)
+    t = TensorMap("float16", (100, 70), (box_w, 40), global_strides=(208,), swizzle=swizzle)
+    g = rng.integers(0, 1 << 16, (70, 104)).astype(np.uint16)
+    for smem_address in (0, 128, 896):
+        smem = tma_load_model(g, t, coords, smem_address)
+        sentinel = np.full_like(g, 0xBEEF)
+        out = tma_store_model(sentinel, t, coords, smem, smem_address)
+        x0, y0 = coords
+        want = np.full_like(g, 0xBEEF)
+        # in-bounds part of the box written back; padding columns 100..103 and all else untouched
+        want[y0:y0 + 40, x0:min(x0 + box_w, 100)] = g[y0:y0 + 40, x0:min(x0 + box_w, 100)]
+        np.testing.assert_array_equal(out, want)
+
+
+def test_store_reads_smem_through_the_swizzle():
+    # 128B swizzle at a 1024-aligned address: GMEM row r, 16-byte chunk j comes from SMEM chunk j ^ r.
+    t = TensorMap("uint8", (128, 8), (128, 8), swizzle="128B")
+    smem = np.repeat(np.arange(64, dtype=np.uint8), 16)  # each 16-byte chunk holds its chunk number
+    out = tma_store_model(np.zeros(1024, np.uint8), t, (0, 0), smem, 0).reshape(8, 128)
+    for r in range(8):
+        for j in range(8):
+            assert (out[r, 16 * j:16 * j + 16] == 8 * r + (j ^ r)).all()
+
+
+def test_wholly_outside_box_writes_nothing_and_3d_edges():
+    rng = np.random.default_rng(3)
+    t = TensorMap("float32", (20, 6, 5), (16, 4, 4))
+    g = rng.integers(0, 1 << 32, 20 * 6 * 5, dtype=np.uint64).astype(np.uint32)
+    smem = rng.integers(0, 256, t.box_bytes, dtype=np.uint8)
+    np.testing.assert_array_equal(tma_store_model(g, t, (20, 0, 0), smem), g)
+    out = tma_store_model(g, t, (8, 3, 2), smem).reshape(5, 6, 20)
+    box = smem.view(np.uint32).reshape(4, 4, 16)
+    want = g.reshape(5, 6, 20).copy()
+    want[2:5, 3:6, 8:20] = box[:3, :3, :12]
+    np.testing.assert_array_equal(out, want)
+
+
+def test_store_writes_list_only_in_bounds_bytes():
+    t = TensorMap("uint16", (10, 3), (8, 4), global_strides=(32,))
+    off, vals = tma_store_writes(t, (4, 1), np.arange(64, dtype=np.uint8))
+    # rows 1, 2 in bounds; columns 4..9 of the 8: 6 elements x 2 bytes per row
+    assert off.size == 2 * 6 * 2
+    assert list(off[:4]) == [32 + 8, 32 + 9, 32 + 10, 32 + 11]
+    assert list(vals[:4]) == [0, 1, 2, 3]
+
+
+def test_store_model_refusals():
+    t = TensorMap("float32", (64, 8), (32, 8), swizzle="128B")
+    smem = np.zeros(t.box_bytes, np.uint8)
+    g = np.zeros(64 * 8, np.float32)
+    with pytest.raises(ValueError, match="non-negative"):
+        tma_store_model(g, t, (-4, 0), smem)
+    with pytest.raises(ValueError, match="128-byte aligned"):
+        tma_store_model(g, t, (0, 0), smem, 64)
+    with pytest.raises(ValueError, match="coordinates"):
+        tma_store_model(g, t, (0,), smem)
+    with pytest.raises(ValueError, match="tf32"):
+        tma_store_model(g, TensorMap("tf32", (64, 8), (32, 8)), (0, 0), smem)
+    with pytest.raises(ValueError, match="element_strides"):
+        tma_store_model(g, TensorMap("float32", (64, 8), (32, 8), element_strides=(1, 2)), (0, 0), smem)
+    with pytest.raises(ValueError, match="128-byte line"):
+        # 36 rows of 16 B with 128B swizzle: line 4 (rows 32..35) is half a line, and its chunk
+        # 0 moves to chunk 0 ^ 4, past the 576 bytes of the box
+        t2 = TensorMap("float32", (4, 36), (4, 36), swizzle="128B")
+        tma_store_model(np.zeros(144, np.float32), t2, (0, 0), np.zeros(576, np.uint8), 0)
+    with pytest.raises(ValueError, match=r"\.add supports"):
+        tma_reduce_add_model(np.zeros(64, np.int64), TensorMap("int64", (64,), (16,)), (0,),
+                             np.zeros(128, np.uint8))
+
+
+def test_reduce_add_semantics():
+    # integers wrap; floats round to nearest even per element; outside elements untouched
+    t = TensorMap("uint32", (6,), (8,))
+    g = np.array([1, 2, 0xFFFFFFFF, 4, 5, 6, 77, 88], np.uint32)
+    s = np.array([10, 20, 1, 40, 50, 60, 70, 80], np.uint32).view(np.uint8)
+    np.testing.assert_array_equal(tma_reduce_add_model(g, t, (0,), s), [11, 22, 0, 44, 55, 66, 77, 88])
+    tb = TensorMap("bfloat16", (8,), (8,))
+    a = to_dtype_bits(np.array([1.0, 256.0, -3.0, 1e-3, 0, 0, 0, 0], np.float32), "bfloat16")
+    b = to_dtype_bits(np.array([2.0 ** -8, 1.0, 3.0, 1e-3, 0, 0, 0, 0], np.float32), "bfloat16")
+    out = from_dtype_bits(tma_reduce_add_model(a, tb, (0,), b.view(np.uint8)), "bfloat16")
+    # 1 + 2^-8 is a tie between 1 and 1 + 2^-7: even -> 1. 256 + 1 = 257 -> tie -> 256.
+    assert out[0] == 1.0 and out[1] == 256.0 and out[2] == 0.0
+    assert out[3] == from_dtype_bits(to_dtype_bits(np.float32(2e-3), "bfloat16"), "bfloat16")
+    th = TensorMap("float16", (8,), (8,))
+    h = np.array([2.0 ** -24, 65504.0, 1.0, 0, 0, 0, 0, 0], np.float16).view(np.uint16)
+    k = np.array([2.0 ** -24, 8.0, 2.0 ** -11, 0, 0, 0, 0, 0], np.float16).view(np.uint16)
+    out = tma_reduce_add_model(h, th, (0,), k.view(np.uint8)).view(np.float16)
+    assert out[0] == np.float16(2.0 ** -23)  # subnormals are kept
+    assert out[1] == np.float16(65504.0)      # 65512 rounds back down (65520 would overflow)
+    assert out[2] == np.float16(1.0)          # 1 + 2^-11 ties to even
+
+
+def test_random_store_cases_are_valid_and_fast():
+    cases = random_store_cases(60, seed=5)
+    assert {c.tmap.swizzle for c in cases} == {"none", "32B", "64B", "128B"}
+    assert any(c.edge for c in cases) and any(not c.edge for c in cases)
+    for c in cases:
+        out = c.model()
+        assert out.shape == c.gmem.shape
+
+
+def test_epilogue_model_matches_direct_numpy():
+    rng = np.random.default_rng(11)
+    p = EpilogueProblem(200, 100, "bfloat16", bm=64, bn=64, swizzle="128B", alpha=1.5, beta=0.5,
+                        smem_offset=384)
+    acc, c, d0 = p.random_inputs(rng)
+    d = epilogue_model(p, acc, c, d0)
+    want = d0.copy()
+    want[:200, :100] = epilogue_alpha_beta(acc[:200, :100], 1.5, 0.5, c[:200, :100], "bfloat16")
+    np.testing.assert_array_equal(d, want)  # padding columns and the guard row untouched
+    p = EpilogueProblem(70, 40, "float32", bm=32, bn=32, swizzle="none", alpha=2.0, reduce_add=True)
+    acc, _, d0 = p.random_inputs(rng)
+    d = epilogue_model(p, acc, None, d0)
+    want = d0.copy()
+    want[:70, :40] = (d0[:70, :40].view(np.float32) + np.float32(2.0) * acc[:70, :40]).view(np.uint32)
+    np.testing.assert_array_equal(d, want)
+
+
+def test_random_epilogue_problems_build():
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        p = random_epilogue_problem(rng)
+        assert p.tile.n_boxes >= 1 and p.tensor_map().box_bytes == p.tile.box_bytes
+
+
+def test_problem_validation():
+    with pytest.raises(ValueError, match="bm"):
+        EpilogueProblem(10, 10, bm=256)
+    with pytest.raises(ValueError, match="ld"):
+        EpilogueProblem(10, 10, "float16", bn=64, swizzle="128B", ld=12)
+    with pytest.raises(ValueError, match="beta"):
+        EpilogueProblem(10, 10, bn=32, reduce_add=True, beta=1.0)
+    with pytest.raises(ValueError, match="smem_offset"):
+        EpilogueProblem(10, 10, bn=32, smem_offset=1024)
+    p = EpilogueProblem(10, 10, "float16", bn=64)
+    assert p.ld == 16 and p.buffer_shape == (11, 16)
