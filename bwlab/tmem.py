@@ -697,6 +697,272 @@ def validate_main(argv=None) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
+# The accumulator: from TMEM to registers
+# ---------------------------------------------------------------------------------------------
+
+def accumulator_layout(M: int = 128, N: int = 64, cta_group: int = 1):
+    """(lane, column) of every accumulator element D[m][n]: int arrays of shape (M, N) each.
+
+    Taken from the UMMA stage (`bwlab.umma.d_tmem_layout`) when that module is present; without it
+    only M = 128, cta_group::1 is known here, where D[m][n] sits at lane m, column n (PTX data-path
+    layout D, one 32-bit cell per element)."""
+    try:
+        from .umma import d_tmem_layout
+    except Exception:  # no UMMA stage here (or a broken one): fall back to what the ISA fixes
+        if (M, cta_group) != (128, 1) or not (N % 16 == 0 and 16 <= N <= 256):
+            raise TmemError("without bwlab.umma only the M = 128, cta_group::1 accumulator is known "
+                            f"(N a multiple of 16 up to 256); got M={M}, N={N}, cta_group={cta_group}")
+        m, n = np.meshgrid(np.arange(M), np.arange(N), indexing="ij")
+        return m, n
+    lay = d_tmem_layout(M, N, cta_group)
+    if cta_group != 1:
+        raise TmemError("the read-out here is per CTA; give cta_group=1")
+    return lay.lane, lay.column
+
+
+def example_accumulator(N: int = 64, seed: int = 0):
+    """A 128 x N f32 accumulator in a TMEM image, for the read-out demo.
+
+    Returns (image, D as float64, where it came from). With the UMMA stage present, D is what
+    `bwlab.umma`'s tcgen05.mma model computed from SMEM bytes (kind::f16, f16 x f16 -> f32, K = 64)
+    and the image is that model's TMEM; otherwise D = A @ B^T of small integer-valued matrices
+    (exact in f32), placed at lane m, column n."""
+    image = new_image()
+    try:
+        from .umma import UmmaCase
+        case = UmmaCase("f16", "f32", 128, N, 64, seed=seed)
+        tm = case.model()
+        image[:, :tm.shape[1]] = tm
+        return image, case.reference(), "bwlab.umma tcgen05.mma model (f16 x f16 -> f32, K = 64)"
+    except Exception:
+        rng = np.random.default_rng(seed)
+        a = rng.integers(-4, 5, size=(128, 16)).astype(np.float64)
+        b = rng.integers(-4, 5, size=(N, 16)).astype(np.float64)
+        d = a @ b.T
+        lanes, cols = accumulator_layout(128, N)
+        image[lanes, cols] = d.astype(np.float32).view(np.uint32)
+        return image, d, "NumPy A @ B^T placed at lane m, column n (bwlab.umma not available)"
+
+
+@dataclass(frozen=True)
+class LoadStep:
+    """One tcgen05.ld of an epilogue: `warp` issues `access` at TMEM address `taddr`."""
+    warp: int
+    index: int          # the warp's instruction number (half-warp lane block, then column chunk)
+    taddr: int
+
+
+def epilogue_loads(access: TmemAccess, N: int, col0: int = 0) -> list[LoadStep]:
+    """The loads a warpgroup (warps 0-3) issues to read 128 lanes x N accumulator columns in `access`:
+    each warp covers its lane quarter (two lane blocks for the 16-lane shapes) and the columns in
+    chunks of `access.width` (for .16x32bx2 the two halves must sit side by side)."""
+    if access.shape == "16x32bx2" and access.half_split_off != access.half_width:
+        raise TmemError("to tile the accumulator, the .16x32bx2 halves must be adjacent "
+                        f"(half-split offset {access.half_width})")
+    if N % access.width or not 0 <= col0 <= COLUMNS - N:
+        raise TmemError(f"{access.label()} reads {access.width} columns at a time: N = {N} must be a "
+                        f"multiple of it and fit in TMEM from column {col0}")
+    steps = []
+    for w in range(4):
+        i = 0
+        for h in range(instructions_per_warp(access)):
+            for c in range(col0, col0 + N, access.width):
+                steps.append(LoadStep(w, i, encode_address(32 * w + access.lanes * h, c)))
+                i += 1
+    return steps
+
+
+def accumulator_owners(access: TmemAccess, M: int = 128, N: int = 64) -> np.ndarray:
+    """For every D[m][n]: (warp, load index, thread, register, half) of the epilogue that holds it,
+    int array (M, N, 5). `half` is the 16-bit half of the register (0 without pack16)."""
+    lanes, cols = accumulator_layout(M, N)
+    where = np.full((LANES, COLUMNS, 5), -1, dtype=np.int64)
+    m = access.map()
+    if not access.pack16:
+        m = m[:, :, None, :]
+    t, j, h = np.meshgrid(np.arange(32), np.arange(access.registers), np.arange(m.shape[2]),
+                          indexing="ij")
+    for s in epilogue_loads(access, int(cols.max()) + 1):
+        lane0, c0 = decode_address(s.taddr)
+        where[lane0 + m[..., 0], c0 + m[..., 1]] = np.stack(
+            [np.full_like(t, s.warp), np.full_like(t, s.index), t, j, h], axis=-1)
+    return where[lanes, cols]
+
+
+def read_accumulator(image: np.ndarray, access: TmemAccess, M: int = 128, N: int = 64):
+    """Read D out of a TMEM image the way an epilogue does: every warp of the warpgroup issues its
+    `epilogue_loads` through the tcgen05.ld model, and each thread's registers are put back at the
+    (m, n) they hold. Returns (D as raw 32-bit words (M, N), registers {(warp, index): (32, R)}).
+    With pack16 each value is the 16-bit content of its cell (an f16 accumulator)."""
+    _check_image(image)
+    owners = accumulator_owners(access, M, N)
+    regs = {}
+    lanes, cols = accumulator_layout(M, N)
+    for s in epilogue_loads(access, int(cols.max()) + 1):
+        regs[(s.warp, s.index)] = tcgen05_ld(image, s.taddr, access, warp=s.warp)
+    words = np.zeros((M, N), dtype=np.uint32)
+    for (w, i), r in regs.items():
+        sel = (owners[..., 0] == w) & (owners[..., 1] == i)
+        vals = r[owners[sel][:, 2], owners[sel][:, 3]]
+        words[sel] = (vals >> (16 * owners[sel][:, 4]).astype(np.uint32)) & np.uint32(
+            0xFFFF if access.pack16 else 0xFFFFFFFF)
+    return words, regs
+
+
+# ---------------------------------------------------------------------------------------------
+# Pictures
+# ---------------------------------------------------------------------------------------------
+
+def draw_tmem(tm: TensorMemory, ax=None, title: str | None = None):
+    """TMEM as a 128-lane x 512-column grid, each allocation coloured by the CTA that holds it."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import to_rgba
+    from .plotting import BYTE_COLORS, add_legend, cta_color
+    if ax is None:
+        _, ax = plt.subplots(figsize=(10, 3.2))
+    owner = tm.owner_map()
+    img = np.zeros((LANES, COLUMNS, 4))
+    img[:] = to_rgba(BYTE_COLORS["untouched"])
+    for a in tm.allocations:
+        img[:, a.column:a.column + a.ncols] = to_rgba(cta_color(a.cta))
+        ax.text(a.column + a.ncols / 2, LANES / 2,
+                f"CTA {a.cta}\n{a.ncols} cols\n{a.taddr:#010x}", ha="center", va="center", fontsize=8)
+    ax.imshow(img, aspect="auto", interpolation="nearest")
+    ax.set_xticks(range(0, COLUMNS + 1, 64))
+    ax.set_yticks([0, 32, 64, 96, 127])
+    ax.set_xlabel("column (32 bits each)")
+    ax.set_ylabel("lane")
+    ax.set_title(title or f"TMEM of one SM: {LANES} lanes x {COLUMNS} columns x 32 bit "
+                 f"({COLUMNS - int((owner < 0).sum())} columns allocated)")
+    items = [(f"CTA {c}", cta_color(c)) for c in sorted({a.cta for a in tm.allocations})]
+    add_legend(ax, items + [("free", BYTE_COLORS["untouched"])], title="owner")
+    return ax
+
+
+def draw_warp_quarters(ax=None, warps: int = 8):
+    """Which TMEM lanes each warp of a CTA may touch: lanes 32*(warp % 4) .. +31."""
+    import matplotlib.pyplot as plt
+    from .plotting import add_legend, warp_color
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 3))
+    for q in range(4):
+        ax.barh(0, 32, left=32 * q, color=warp_color(q), edgecolor="black")
+        names = ", ".join(str(w) for w in range(warps) if w % 4 == q)
+        ax.text(32 * q + 16, 0, f"lanes {32 * q}..{32 * q + 31}\nwarps {names}", ha="center",
+                va="center", fontsize=9)
+    ax.set_xlim(0, LANES)
+    ax.set_yticks([])
+    ax.set_xlabel("TMEM lane")
+    ax.set_title(f"Warp quarters of a {warps}-warp CTA: warp w reaches lanes 32*(w % 4) .. +31")
+    add_legend(ax, [(f"warp % 4 = {q}", warp_color(q)) for q in range(4)], title="quarter")
+    return ax
+
+
+def _thread_legend(ax):
+    from .plotting import add_legend, thread_color
+    add_legend(ax, [(f"T{t}", thread_color(t)) for t in range(32)], title="thread", ncol=2)
+
+
+def draw_ld_map(access: TmemAccess, warp: int = 0, ax=None, legend: bool = True, text=None):
+    """One tcgen05.ld of warp `warp` at its first lane: TMEM lanes x columns, each cell coloured by
+    the thread whose register receives it (labels: thread and register)."""
+    import matplotlib.pyplot as plt
+    from .plotting import BYTE_COLORS, draw_grid, thread_color
+    lo, _ = warp_lane_range(warp)
+    m = access.map()
+    if not access.pack16:
+        m = m[:, :, None, :]
+    colors = np.full((access.lanes, access.width), BYTE_COLORS["untouched"], dtype=object)
+    labels = np.full((access.lanes, access.width), "", dtype=object)
+    show = access.width <= 16 if text is None else text
+    for t in range(32):
+        for j in range(access.registers):
+            for h in range(m.shape[2]):
+                lane, col = m[t, j, h]
+                colors[lane, col] = thread_color(t)
+                if show:
+                    half = ("lo", "hi")[h] if access.pack16 else ""
+                    labels[lane, col] = f"T{t}\nr{j}{half}" if access.width <= 8 else f"{t}"
+    if ax is None:
+        _, ax = plt.subplots(figsize=(min(14, 2 + 0.45 * access.width), 0.32 * access.lanes + 1))
+    draw_grid(ax, colors, text=labels if show else None, fontsize=6,
+              title=f"tcgen05.ld{access.label()}: warp {warp}, {access.registers} register"
+                    f"{'s' if access.registers > 1 else ''}/thread",
+              xlabel="column (relative to the address)", ylabel=f"lane - {lo}")
+    if legend:
+        _thread_legend(ax)
+    return ax
+
+
+def draw_gallery(num: int = 1, pack16: bool = False):
+    """The five shapes side by side for one .num: who reads which cell."""
+    import matplotlib.pyplot as plt
+    accs = [TmemAccess(s, num, pack16) for s in SHAPES]
+    widths = [a.width for a in accs]
+    fig, axes = plt.subplots(1, 5, figsize=(16, 5.2), gridspec_kw={"width_ratios": widths})
+    for ax, a in zip(axes, accs):
+        draw_ld_map(a, 0, ax=ax, legend=False)
+        ax.set_title(f".{a.shape}.x{num}\n{a.registers} reg/thread, {a.lanes} lanes x {a.width} col",
+                     fontsize=9)
+        ax.set_ylabel("lane" if a is accs[0] else "")
+        ax.set_xlabel("column")
+    _thread_legend(axes[-1])
+    fig.suptitle(f"tcgen05.ld shapes at .x{num}{' .pack::16b' if pack16 else ''}: "
+                 "cell colour = the thread that receives it (label: thread, register)")
+    fig.tight_layout()
+    return fig
+
+
+def draw_accumulator_owners(access: TmemAccess, M: int = 128, N: int = 64, highlight=None, ax=None):
+    """The M x N accumulator coloured by the warp that ends up holding each element, and the
+    element `highlight` = (m, n) marked."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import to_rgba
+    from .plotting import add_legend, warp_color
+    own = accumulator_owners(access, M, N)
+    img = np.zeros((M, N, 4))
+    for w in range(4):
+        img[own[..., 0] == w] = to_rgba(warp_color(w))
+    shade = (own[..., 1] % 2 == 1)
+    img[shade, :3] *= 0.8
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 6))
+    ax.imshow(img, aspect="auto", interpolation="nearest")
+    if highlight is not None:
+        r, c = highlight
+        ax.plot(c, r, marker="s", markersize=9, markerfacecolor="none", markeredgecolor="black")
+    ax.set_xlabel("n (accumulator column)")
+    ax.set_ylabel("m (accumulator row)")
+    ax.set_title(f"{M} x {N} accumulator read with tcgen05.ld{access.label()}: "
+                 "owner warp (darker: odd load)")
+    add_legend(ax, [(f"warp {w}", warp_color(w)) for w in range(4)], title="held by")
+    return ax
+
+
+def ld_widget():
+    """An interactive map: pick the shape, .num, pack and the warp."""
+    import ipywidgets as W
+    import matplotlib.pyplot as plt
+
+    def show(shape, num, pack16, warp):
+        try:
+            acc = TmemAccess(shape, num, pack16)
+        except TmemError as e:
+            print(e)
+            return
+        draw_ld_map(acc, warp)
+        plt.show()
+        lo, hi = warp_lane_range(warp)
+        print(f"{acc.ptx('ld')}: {acc.registers} registers per thread, {acc.bytes_per_warp} bytes per "
+              f"warp; warp {warp} may use lanes {lo}..{hi - 1}")
+
+    return W.interactive(show, shape=W.Dropdown(options=list(SHAPES), value="16x256b"),
+                         num=W.Dropdown(options=list(NUMS), value=1),
+                         pack16=W.Checkbox(value=False, description="pack::16b"),
+                         warp=W.IntSlider(value=0, min=0, max=7))
+
+
+# ---------------------------------------------------------------------------------------------
 # cuda_src/ptx/tcgen05_ldst.cuh is generated from the access forms above
 # ---------------------------------------------------------------------------------------------
 

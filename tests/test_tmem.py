@@ -237,3 +237,69 @@ def test_ld_st_through_tensor_memory_check_ownership():
         tm.ld(0, 0, b, acc)
     with pytest.raises(TmemError, match="not all allocated by CTA 0"):
         tm.ld(0, 0, tmem.encode_address(0, 16), acc)   # runs into CTA 1's columns
+
+
+# ---- the accumulator read-out --------------------------------------------------------------------
+
+@pytest.mark.parametrize("acc", [a for a in tmem.all_accesses() if a.width <= 64],
+                         ids=lambda a: a.label())
+def test_every_accumulator_element_has_exactly_one_owner(acc):
+    own = tmem.accumulator_owners(acc, 128, 64)
+    assert (own >= 0).all()
+    flat = {tuple(x) for x in own.reshape(-1, 5)}
+    assert len(flat) == 128 * 64
+    assert (own[..., 0] == np.arange(128)[:, None] // 32).all(), "warp w holds rows 32w..32w+31"
+
+
+def test_32x32b_owner_is_thread_m_register_n():
+    own = tmem.accumulator_owners(TmemAccess("32x32b", 32), 128, 64)
+    m, n = np.meshgrid(np.arange(128), np.arange(64), indexing="ij")
+    assert (own[..., 2] == m % 32).all() and (own[..., 3] == n % 32).all()
+    assert (own[..., 1] == n // 32).all()
+
+
+def test_read_accumulator_through_the_model():
+    img = random_image(9)
+    for acc in [TmemAccess("16x256b", 8), TmemAccess("16x32bx2", 16), TmemAccess("32x32b", 64)]:
+        words, regs = tmem.read_accumulator(img, acc, 128, 64)
+        np.testing.assert_array_equal(words, img[:, :64])
+        assert len(regs) == len(tmem.epilogue_loads(acc, 64)) == 4 * (64 // acc.width) * (32 // acc.lanes)
+    words, _ = tmem.read_accumulator(img, TmemAccess("16x128b", 4, pack16=True), 128, 64)
+    np.testing.assert_array_equal(words, img[:, :64] & 0xFFFF)
+
+
+def test_example_accumulator_reads_back():
+    img, d, source = tmem.example_accumulator(64)
+    words, _ = tmem.read_accumulator(img, TmemAccess("16x256b", 8), 128, 64)
+    np.testing.assert_array_equal(words.view(np.float32).astype(np.float64), d)
+    assert source
+
+
+def test_epilogue_loads_rules():
+    steps = tmem.epilogue_loads(TmemAccess("16x256b", 4), 64)
+    assert len(steps) == 4 * 2 * 2       # 4 warps x 2 lane blocks x 2 column chunks of 32
+    assert steps[2].taddr == tmem.encode_address(16, 0) and steps[2].warp == 0
+    with pytest.raises(TmemError, match="multiple"):
+        tmem.epilogue_loads(TmemAccess("16x256b", 4), 48)
+    with pytest.raises(TmemError, match="adjacent"):
+        tmem.epilogue_loads(TmemAccess("16x32bx2", 4, half_split_off=8), 64)
+
+
+def test_pictures_have_titles_and_legends():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    tm = TensorMemory()
+    tm.alloc(cta=0, warp=0, ncols=256)
+    for ax in [tmem.draw_tmem(tm), tmem.draw_warp_quarters(),
+               tmem.draw_ld_map(TmemAccess("16x64b", 2, pack16=True), warp=1),
+               tmem.draw_accumulator_owners(TmemAccess("16x256b", 8), highlight=(37, 13))]:
+        assert ax.get_title() and ax.get_legend() is not None
+    fig = tmem.draw_gallery(1)
+    assert fig._suptitle is not None and fig.axes[-1].get_legend() is not None
+    plt.close("all")
+
+
+def test_widget_builds():
+    w = tmem.ld_widget()
+    assert [c.description for c in w.children[:4]] == ["shape", "num", "pack::16b", "warp"]
