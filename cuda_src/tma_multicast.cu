@@ -96,6 +96,7 @@ tma_multicast_tile(const __grid_constant__ TmaDescriptor tmap_a,
         info[4 * cta + 2] = c.x;
         info[4 * cta + 3] = c.y;
     }
+    __syncwarp();  // barrier.cluster is .aligned: every lane of the warp arrives together
     cluster_sync();
 }
 
@@ -139,6 +140,7 @@ tma_multicast_bench(const __grid_constant__ TmaDescriptor tmap,
         }
         if (ok) ok = mbarrier_wait<true>(&tile_full, it & 1u, /*barrier_id=*/0, tile_bytes);
         // Nobody may send iteration it+1 into a CTA still waiting for iteration it.
+        __syncwarp();
         cluster_sync();
     }
     if (threadIdx.x == 0) clocks[2 * cta + 1] = globaltimer_ns();
