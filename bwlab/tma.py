@@ -965,8 +965,6 @@ def bench_main(argv=None) -> int:
             r = bench(f"tma {cfg}", timed, repeat=args.repeat, bytes_moved=2 * n * inner)
             copy.check_status()
             res.append((cfg, r, ok))
-        del src, dst
-        cp.get_default_memory_pool().free_all_blocks()
         return base, res
 
     sweep = [CopyConfig(t, s, c) for t, s, c in ((16, 4, 2), (16, 6, 2), (32, 3, 2), (32, 6, 1), (8, 8, 3),
@@ -974,6 +972,7 @@ def bench_main(argv=None) -> int:
     say("")
     say("configuration sweep at 1024 MiB (tile = 256 x uint32 x tile_rows, stages in flight per CTA):")
     base, res = measure(1024, sweep)
+    cp.get_default_memory_pool().free_all_blocks()
     say(f"  {'tile KiB':>8} {'stages':>6} {'CTAs/SM':>7} {'GB/s':>9} {'vs cupy':>8} {'copy exact':>10}")
     for cfg, r, ok in res:
         say(f"  {cfg.tile_bytes >> 10:8d} {cfg.stages:6d} {cfg.ctas_per_sm:7d} {r.gbps:9.1f} "
@@ -986,6 +985,7 @@ def bench_main(argv=None) -> int:
     worst = None
     for mib in [int(x) for x in args.sizes_mib.split(",")]:
         base, res = measure(mib, [best])
+        cp.get_default_memory_pool().free_all_blocks()
         cfg, r, ok = res[0]
         ratio = r.gbps / base.gbps
         worst = ratio if worst is None else min(worst, ratio)
@@ -1280,7 +1280,6 @@ def plot_oob_box(tmap: TensorMap, gmem, coords):
     inside = ((np.arange(bw) + c0 >= 0) & (np.arange(bw) + c0 < w))[None, :] & \
              ((np.arange(bh) * es1 + c1 >= 0) & (np.arange(bh) * es1 + c1 < h))[:, None]
     fig, (a0, a1) = plt.subplots(1, 2, figsize=(12, 4.4))
-    vals = np.asarray(gmem).reshape(-1).view(np_dtype(tmap.dtype))
     a0.imshow(np.ones((h, w, 3)) * 0.92, extent=(-0.5, w - 0.5, h - 0.5, -0.5))
     a0.add_patch(Rectangle((-0.5, -0.5), w, h, fill=False, ec="black", lw=1.5))
     a0.add_patch(Rectangle((c0 - 0.5, c1 - 0.5), bw, (bh - 1) * es1 + 1, fill=True, alpha=0.35,
