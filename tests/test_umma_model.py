@@ -1,0 +1,192 @@
+"""Stage 3: the tcgen05.mma and wgmma models, executed from raw SMEM bytes and descriptors, against
+plain NumPy (A @ B^T computed from the values, never through the layouts)."""
+import numpy as np
+import pytest
+
+from bwlab import canonical as cn
+from bwlab import umma
+
+LAYOUTS = [(m, s) for m in cn.MAJORS for s in cn.SWIZZLE_NAMES]
+
+
+def _stage(cta, dtype, major, swizzle, values, base):
+    lay = cn.canonical_layout(major, swizzle, dtype, values.shape, base)
+    lay.store(cta.smem, umma.encode_values(values, dtype))
+    return lay
+
+
+def _mma_case(ab, d, M, N, a_lay, b_lay, accumulate=False, negate=(False, False), seed=1, d_tmem=0):
+    """Stage A (M x K) and B (N x K) for one instruction, run the model, return (D from TMEM, NumPy D)."""
+    rng = np.random.default_rng(seed)
+    ki = cn.instr_k(ab)
+    k = max(ki, cn.atom_shape(*a_lay, ab)[1], cn.atom_shape(*b_lay, ab)[1])
+    step, lim = (0.25, 8) if d == "f32" else (0.5, 3)
+    a = rng.integers(-lim, lim + 1, (M, k)) * step
+    b = rng.integers(-lim, lim + 1, (N, k)) * step
+    cta = umma.CtaState()
+    la = _stage(cta, ab, *a_lay, a, 1024)
+    lb = _stage(cta, ab, *b_lay, b, 1024 + (la.nbytes + 1023) // 1024 * 1024)
+    lay = umma.d_tmem_layout(M, N)
+    lane0, col0 = d_tmem >> 16, d_tmem & 0xFFFF
+    d0 = rng.integers(-64, 65, (M, N)) / 16 if accumulate else np.zeros((M, N))
+    cta.tmem[lane0 + lay.lane, col0 + lay.column] = umma._words_from_d(d0, d)
+    idesc = umma.make_instr_desc(ab, ab, d, M, N, a_lay[0], b_lay[0], *negate)
+    kb = 0
+    ad = cn.smem_desc_for_tile(a_lay[0], a_lay[1], ab, (M, k), kb, la.base_address)
+    bd = cn.smem_desc_for_tile(b_lay[0], b_lay[1], ab, (N, k), kb, lb.base_address)
+    umma.tcgen05_mma(cta, d_tmem, ad, bd, idesc, accumulate, umma.kind_of(ab, ab))
+    got = umma._d_from_words(cta.tmem[lane0 + lay.lane, col0 + lay.column], d)
+    sa, sb = (-1 if negate[0] else 1), (-1 if negate[1] else 1)
+    return got, d0 + (sa * a[:, :ki]) @ (sb * b[:, :ki]).T, cta
+
+
+@pytest.mark.parametrize("a_lay", LAYOUTS, ids=lambda x: "A" + "-".join(x))
+def test_every_A_layout(a_lay):
+    got, want, _ = _mma_case("f16", "f32", 128, 64, a_lay, ("K", "128B"))
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("b_lay", LAYOUTS, ids=lambda x: "B" + "-".join(x))
+def test_every_B_layout(b_lay):
+    got, want, _ = _mma_case("bf16", "f32", 64, 128, ("MN", "64B"), b_lay)
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("ab,d,M,N,a_lay,b_lay", [
+    ("tf32", "f32", 128, 32, ("K", "128B"), ("MN", "128B")),
+    ("tf32", "f32", 64, 8, ("MN", "none"), ("K", "32B")),
+    ("f16", "f16", 128, 256, ("K", "64B"), ("K", "none")),
+    ("f16", "f16", 64, 24, ("MN", "32B"), ("K", "128B")),
+])
+def test_kinds_and_accumulators(ab, d, M, N, a_lay, b_lay):
+    got, want, _ = _mma_case(ab, d, M, N, a_lay, b_lay)
+    assert np.array_equal(got, want)
+
+
+def test_accumulate_negate_and_column_offset():
+    got, want, cta = _mma_case("f16", "f32", 128, 16, ("K", "128B"), ("MN", "32B"), accumulate=True,
+                               negate=(True, False), d_tmem=umma.tmem_address(0, 96))
+    assert np.array_equal(got, want)
+    assert not cta.tmem[:, :96].any() and not cta.tmem[:, 112:].any()
+
+
+def test_m64_uses_the_lower_or_upper_half_of_each_warp_quarter():
+    got, want, cta = _mma_case("f16", "f32", 64, 8, ("K", "none"), ("K", "none"), d_tmem=umma.tmem_address(16, 0))
+    assert np.array_equal(got, want)
+    used = np.flatnonzero(cta.tmem[:, :8].any(axis=1))
+    assert set(used) <= {l for q in range(4) for l in range(32 * q + 16, 32 * q + 32)}
+
+
+def test_tf32_ignores_the_low_13_mantissa_bits():
+    raw = np.array([0x3F800000 | 0x1FFF], dtype=np.uint32)        # 1.0 with junk in the low bits
+    assert umma.decode_values(raw, "tf32")[0] == 1.0
+
+
+@pytest.mark.parametrize("M", [256, 128])
+def test_cta_pair(M):
+    # cta_group::2: CTA v holds rows [v*M/2, (v+1)*M/2) of A and columns [v*N/2, ...) of B, at the same
+    # SMEM addresses; D comes back split by rows (layout A for M = 256, layout B for M = 128).
+    N, k = 64, 64
+    rng = np.random.default_rng(7)
+    a = rng.integers(-8, 9, (M, k)) / 4
+    b = rng.integers(-8, 9, (N, k)) / 4
+    pair = [umma.CtaState(), umma.CtaState()]
+    for v, cta in enumerate(pair):
+        _stage(cta, "f16", "K", "128B", a[v * M // 2:(v + 1) * M // 2], 0)
+        _stage(cta, "f16", "MN", "64B", b[v * N // 2:(v + 1) * N // 2], 32768)
+    idesc = umma.make_instr_desc("f16", "f16", "f32", M, N, "K", "MN", cta_group=2)
+    d = np.zeros((M, N))
+    lay = umma.d_tmem_layout(M, N, 2)
+    bars = [umma.MbarrierModel(), umma.MbarrierModel()]
+    for kb in range(k // 16):
+        ad = cn.smem_desc_for_tile("K", "128B", "f16", (M // 2, k), kb, 0)
+        bd = cn.smem_desc_for_tile("MN", "64B", "f16", (N // 2, k), kb, 32768)
+        umma.tcgen05_mma(pair, 0, ad, bd, idesc, kb > 0, cta_group=2)
+    umma.tcgen05_commit(pair[0], *bars)
+    assert all(bar.try_wait_parity(0) for bar in bars)
+    for v, cta in enumerate(pair):
+        sel = lay.cta == v
+        d[sel] = umma._d_from_words(cta.tmem[lay.lane[sel], lay.column[sel]], "f32")
+    assert np.array_equal(d, a @ b.T)
+    with pytest.raises(ValueError, match="runs on 2 CTA"):
+        umma.tcgen05_mma(pair[0], 0, ad, bd, idesc, False, cta_group=2)
+
+
+def test_d_tmem_layouts():
+    d = umma.d_tmem_layout(128, 256)
+    assert d.name == "D" and d.lane[77, 5] == 77 and d.column[77, 5] == 5 and d.columns == 256
+    f = umma.d_tmem_layout(64, 32)
+    assert f.name == "F" and [f.lane[m, 0] for m in (0, 15, 16, 31, 63)] == [0, 15, 32, 47, 111]
+    a = umma.d_tmem_layout(256, 64, 2)
+    assert a.name == "A" and (a.cta[200, 3], a.lane[200, 3], a.column[200, 3]) == (1, 72, 3)
+    b = umma.d_tmem_layout(128, 64, 2)
+    assert b.name == "B" and b.columns == 32
+    assert (b.cta[70, 40], b.lane[70, 40], b.column[70, 40]) == (1, 6 + 64, 8)
+    for lay in (d, f, a, b):   # no two elements share a cell
+        cells = lay.cta * 10**6 + lay.lane * 1000 + lay.column
+        assert np.unique(cells).size == lay.M * lay.N
+
+
+def test_mbarrier_model_parity():
+    bar = umma.MbarrierModel(2)
+    assert not bar.try_wait_parity(0)
+    bar.arrive()
+    assert not bar.try_wait_parity(0)
+    bar.arrive()
+    assert bar.try_wait_parity(0) and not bar.try_wait_parity(1)
+    bar.arrive(2)
+    assert bar.try_wait_parity(1) and not bar.try_wait_parity(0)
+    with pytest.raises(ValueError, match="expects"):
+        bar.arrive(3)
+
+
+def test_model_rules():
+    cta = umma.CtaState()
+    ad = cn.smem_desc_for_tile("K", "128B", "f16", (128, 64), 0)
+    idesc = umma.make_instr_desc("f16", "f16", "f32", 128, 64)
+    with pytest.raises(ValueError, match="lane must be 0"):
+        umma.tcgen05_mma(cta, umma.tmem_address(32, 0), ad, ad, idesc, False)
+    with pytest.raises(ValueError, match="TMEM has 512"):
+        umma.tcgen05_mma(cta, umma.tmem_address(0, 480), ad, ad, idesc, False)
+    with pytest.raises(ValueError, match="kind::f16 and kind::tf32"):
+        umma.tcgen05_mma(cta, 0, ad, ad, umma.make_instr_desc("s8", "s8", "s32", 128, 64), False, kind="i8")
+    with pytest.raises(ValueError, match="0b001"):
+        umma.tcgen05_mma(cta, 0, cn.gmma_desc_for_tile("K", "128B", "f16", (128, 64), 0), ad, idesc, False)
+
+
+def test_umma_case_model_matches_numpy():
+    for case in (umma.UmmaCase("f16", "f32", 128, 256, 64),
+                 umma.UmmaCase("bf16", "f32", 64, 48, 32, "MN", "32B", "MN", "none", 2048, 16384, accumulate=True),
+                 umma.UmmaCase("tf32", "f32", 128, 64, 32, "K", "64B", "MN", "128B", 0, 65536),
+                 umma.UmmaCase("f16", "f16", 128, 32, 48, "K", "none", "K", "32B", 16, 40960, accumulate=True)):
+        tm = case.model()
+        assert np.array_equal(case.d_from_tmem(tm), case.reference()), case
+
+
+def test_wgmma_fragment_layout():
+    t, r = umma.wgmma_d_fragment(64)
+    # PTX ISA wgmma D fragment figure: thread 0 holds (0,0) (0,1) (8,0) (8,1) (0,8) ...
+    assert [(t[m, n], r[m, n]) for m, n in ((0, 0), (0, 1), (8, 0), (8, 1), (0, 8), (0, 2), (1, 0), (16, 0), (63, 63))] == \
+        [(0, 0), (0, 1), (0, 2), (0, 3), (0, 4), (1, 0), (4, 0), (32, 0), (127, 31)]
+    assert np.unique(t * 1000 + r).size == 64 * 64 and r.max() == 31
+
+
+def test_wgmma_cases_cover_every_layout_and_the_model_reproduces_numpy():
+    regular, exploratory = umma.wgmma_cases()
+    combos = {(c.dtype, c.a_major, c.a_swizzle, c.b_major, c.b_swizzle) for c in regular}
+    assert len(combos) == 2 * 8 * 8
+    assert {c.N for c in regular} == set(umma.WGMMA_NS)
+    assert {c.k_blocks for c in regular} >= {1, 2, 4, 8}
+    assert all(c.a_base > 0 and c.b_base > 0 for c in regular)
+    for c in regular:
+        assert np.array_equal(c.model(), c.reference()), c.label()
+    assert any(c.a_base_offset for c in exploratory)
+
+
+def test_wgmma_case_rules():
+    with pytest.raises(ValueError, match="instantiates N"):
+        umma.WgmmaCase("f16", 24, 64, "K", "none", "K", "none")
+    with pytest.raises(ValueError, match="swizzle atoms"):
+        umma.WgmmaCase("f16", 32, 64, "K", "none", "MN", "128B")
+    with pytest.raises(ValueError, match="overlaps"):
+        umma.WgmmaCase("f16", 64, 64, "K", "none", "K", "none", a_base=0, b_base=4096)
