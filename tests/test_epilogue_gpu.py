@@ -16,7 +16,7 @@ def test_store_matches_model(swizzle, box_w, coords):
     rng = np.random.default_rng(1)
     t = TensorMap("bfloat16", (100, 70), (box_w, 40), global_strides=(224,), swizzle=swizzle)
     g = rng.integers(0, 1 << 16, (70, 112)).astype(np.uint16)
-    smem = rng.integers(0, 256, t.box_bytes + 128, dtype=np.uint8)
+    smem = rng.integers(0, 256, t.box_bytes + 512, dtype=np.uint8)
     for addr in (0, 384):
         got = E.run_tma_store(g, t, coords, smem, addr, window_start=0, gmem_offset=48)
         np.testing.assert_array_equal(got, E.tma_store_model(g, t, coords, smem, addr, window_start=0))

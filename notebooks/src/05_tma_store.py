@@ -1,0 +1,357 @@
+# %% [markdown]
+# # 05 · The epilogue: registers → SMEM → GMEM with the TMA store
+#
+# After the MMA (notebook 03) and `tcgen05.ld` (notebook 04), every epilogue thread holds a row of the
+# accumulator tile in registers. This notebook follows those values out to global memory:
+#
+# 1. **registers → SMEM** with `st.shared.v4` (16 bytes per thread per instruction), and what the
+#    shared-memory banks make of it, with and without a swizzled D tile;
+# 2. **`fence.proxy.async.shared::cta`**: why the TMA engine may not see those writes without it;
+# 3. **the TMA store** (`cp.async.bulk.tensor ... global.shared::cta`), the inverse of the TMA load,
+#    and its **bulk async-groups** (`commit_group`, `wait_group.read N`, `wait_group N`);
+# 4. **edge tiles**: elements of a box outside the tensor are not written;
+# 5. **D = α·acc + β·C** with C brought in by a TMA load, and the TMA **reduce-add**;
+# 6. the GPU beside the model, and the store bandwidth beside `st.global` and CuPy.
+#
+# **Runs on:** the next cell says which tier this notebook runs in here (`hardware` on sm_90+: the TMA
+# store is plain Hopper; on an H100 the accumulators come from GMEM, standing in for `tcgen05.ld`).
+
+# %% tags=["nbval-ignore-output"]
+import bwlab
+from bwlab import device
+bwlab.banner()
+print("Runs on:", device.tier("store"))
+
+# %%
+import numpy as np
+import matplotlib.pyplot as plt
+from bwlab import epilogue as E
+from bwlab.epilogue import (SmemTile, RegisterStorePlan, EpilogueOrdering, EpilogueProblem,
+                            OrderingError, tma_store_model, tma_reduce_add_model, epilogue_model)
+from bwlab.tma import TensorMap, tma_load_model
+HARDWARE = device.tier("store") == "hardware"
+
+# %% [markdown]
+# ## 1. The kernel, top to bottom
+#
+# `cuda_src/tma_store.cu`'s `epilogue_tile` is one CTA per D tile: (C by TMA load) → every thread packs
+# its row and writes it 16 bytes at a time → fence → barrier → one thread stores each box → commit →
+# wait until the stores have read SMEM. Here is that part of the source:
+
+# %%
+from bwlab.compile import CUDA_SRC
+src = (CUDA_SRC / "tma_store.cu").read_text()
+start = src.index("    // 2. Registers -> SMEM")
+print(src[start:src.index("// tma_store_box")].rstrip("/- \n"))
+
+# %% [markdown]
+# ## 2. Registers → SMEM: which thread writes which 16 bytes
+#
+# After `tcgen05.ld.32x32b`, thread *t* of warp *w* holds row 32·w + t, one column per register. With
+# `st.shared.v4.b32` each thread writes 16 bytes of its row per instruction: 4 fp32 or 8 bf16 columns.
+# So one instruction of a warp writes the **same 16 columns of 32 different rows**.
+#
+# Shared memory has 32 banks of 4 bytes and serves 128 bytes per wavefront. The bank model bwlab uses
+# (`E.BANK_RULE`, printed below, with its sources) splits a 16-byte access into four quarter-warp phases.
+
+# %%
+print(E.BANK_RULE)
+
+# %% [markdown]
+# A 32-column fp32 tile has 128-byte rows. Without a swizzle, rows 0..7 of one phase all start at a
+# multiple of 128 bytes: the eight lanes of every phase hit the **same four banks** with eight different
+# words — 8 wavefronts per phase, 32 per instruction instead of 4.
+
+# %%
+plain = RegisterStorePlan(SmemTile(128, 32, "float32", "none"), "row_per_thread", warp=0)
+plt.close("all")
+E.plot_bank_phases(plain, step=0)
+plt.show()
+print(plain.summary())
+print("expected: 8 steps x 32 wavefronts = 256, conflict-free would be 8 x 4 = 32")
+
+# %% [markdown]
+# With the **128-byte swizzle** (the layout a `CU_TENSOR_MAP_SWIZZLE_128B` store expects), 16-byte chunk
+# *j* of row *r* lives at chunk *j ⊕ (r mod 8)*: the eight rows of a phase land in eight different
+# chunks, i.e. all 32 banks. Same registers, same instruction count, an eighth of the wavefronts.
+
+# %%
+swz = RegisterStorePlan(SmemTile(128, 32, "float32", "128B"), "row_per_thread", warp=0)
+E.plot_bank_phases(swz, step=0)
+plt.show()
+print(swz.summary())
+print("expected: 32 wavefronts (conflict-free)")
+
+# %% [markdown]
+# Where each thread's 16 bytes end up, in SMEM address order (the diagonal pattern *is* the swizzle):
+
+# %%
+E.plot_writer_map(swz, lines=16)
+plt.show()
+
+# %% [markdown]
+# The same comparison for other layouts. `chunk_per_thread` (consecutive lanes write consecutive chunks
+# of one row) is conflict-free without a swizzle, but the accumulators are not distributed that way
+# after `tcgen05.ld`; the swizzle gets the same cost without moving data between threads.
+
+# %%
+for tile in (SmemTile(128, 32, "float32", "none"), SmemTile(128, 32, "float32", "128B"),
+             SmemTile(128, 64, "bfloat16", "none"), SmemTile(128, 64, "bfloat16", "128B"),
+             SmemTile(128, 64, "bfloat16", "64B"), SmemTile(128, 32, "float32", "32B")):
+    for mapping in ("row_per_thread", "chunk_per_thread"):
+        print(RegisterStorePlan(tile, mapping, warp=1).summary())
+
+# %% [markdown]
+# **On the GPU.** `smem_store_cycles` times 16 × `st.shared.v4` per loop in four warps with `clock64`
+# for a given lane-address pattern. If the model is right, the cycles per instruction should grow with
+# the model's wavefronts.
+
+# %% tags=["nbval-ignore-output"]
+if HARDWARE:
+    for name, (addr, fronts) in E.bank_patterns().items():
+        print(f"{name:<46s} model {fronts:3d} wavefronts   measured {E.measure_store_cycles(addr):6.2f} cycles")
+else:
+    print("No sm_90+ GPU here: on one, this cell measures the clock cycles of each pattern next to the "
+          "model's wavefronts. The H100's numbers are in docs/results/store_bench_h100.txt.")
+    for name, (addr, fronts) in E.bank_patterns().items():
+        print(f"{name:<46s} model {fronts:3d} wavefronts")
+
+# %% [markdown]
+# ## 3. The proxy fence
+#
+# `st.shared` writes through the **generic proxy**. The TMA engine reads SMEM through the **async
+# proxy**, a different path to the same memory, and a barrier alone orders only generic-proxy accesses.
+
+# %%
+print(E.PROXY_FENCE_RULE)
+
+# %% [markdown]
+# `EpilogueOrdering` replays an epilogue step by step and checks it against those rules. The
+# canonical single-buffer epilogue passes:
+
+# %%
+e = EpilogueOrdering(buffers=("D",))
+e.st_shared("D"); e.fence_proxy_async(); e.bar_sync()
+e.tma_store("D"); e.commit_group(); e.wait_group_read(0)
+e.exit()
+print(" -> ".join(e.log))
+print("hazards:", e.hazards, "(expected [])")
+
+# %% [markdown]
+# Leave the fence out and the model names what is missing:
+
+# %%
+e = EpilogueOrdering(buffers=("D",))
+e.st_shared("D"); e.bar_sync()
+try:
+    e.tma_store("D")
+except OrderingError as err:
+    print("OrderingError:", err)
+
+# %% [markdown]
+# **What can go wrong.** Without the fence nothing in the PTX memory model says the TMA engine sees the
+# values the threads just wrote: it may read older SMEM contents (from the previous tile of a persistent
+# kernel, or whatever was there). Whether that *happens* on a given GPU, in a given run, is another
+# matter — the hardware may well have made the writes visible anyway. The next cell runs the real
+# epilogue with and without the fence many times and counts differences from the model; the number it
+# prints is an observation about this GPU and this kernel, not a licence to drop the fence.
+
+# %% tags=["nbval-ignore-output"]
+if HARDWARE:
+    p = EpilogueProblem(2048, 2048, "float32", bm=128, bn=32, swizzle="128B")
+    acc, _, d0 = p.random_inputs(np.random.default_rng(0))
+    want = epilogue_model(p, acc, None, d0)
+    for fence in (True, False):
+        runs = [int(np.sum(E.run_epilogue(p, acc, None, d0, fence=fence) != want)) for _ in range(20)]
+        print(f"{'with   ' if fence else 'without'} fence: {sum(r > 0 for r in runs)}/20 runs differ "
+              f"from the model ({sum(runs)} elements)")
+else:
+    print("No sm_90+ GPU here. On one, this cell runs a 2048 x 2048 epilogue 20 times with and 20 times "
+          "without fence.proxy.async and counts runs that differ from the model. What the H100 showed "
+          "is in docs/results/store_validate_h100.txt (look for 'WITHOUT fence').")
+
+# %% [markdown]
+# ## 4. Bulk async-groups: `wait_group.read` versus `wait_group`
+#
+# TMA stores complete through the issuing thread's *bulk async-groups*: each store joins the open
+# group, `cp.async.bulk.commit_group` closes it, and
+#
+# * `cp.async.bulk.wait_group.read N` returns once at most N recent groups are still **reading their
+#   SMEM source** — the buffer may be overwritten; the GMEM writes may still be in flight;
+# * `cp.async.bulk.wait_group N` returns once at most N groups are pending at all — the GMEM writes are
+#   done and visible to *this* thread (other threads need a barrier after it).
+#
+# A double-buffered epilogue overlaps the store of one tile with writing the next: before reusing a
+# buffer it needs only the group from two iterations ago to have *read* it, so `wait_group.read 1`.
+
+# %%
+e = EpilogueOrdering(buffers=("D0", "D1"))
+for it in range(4):
+    buf = f"D{it % 2}"
+    if it >= 2:
+        e.wait_group_read(1); e.bar_sync()
+    e.st_shared(buf); e.fence_proxy_async(); e.bar_sync()
+    e.tma_store(buf); e.commit_group()
+e.wait_group_read(0); e.exit()
+print("\n".join(e.log))
+print("hazards:", e.hazards, "(expected [])")
+
+# %% [markdown]
+# The misuses the model catches, each with the rule it breaks:
+
+# %%
+def attempt(title, steps):
+    e = EpilogueOrdering(buffers=("D",))
+    try:
+        steps(e)
+        print(f"{title}: no hazard")
+    except OrderingError as err:
+        print(f"{title}:\n    {err}")
+
+def base(e):
+    e.st_shared("D"); e.fence_proxy_async(); e.bar_sync(); e.tma_store("D")
+
+attempt("overwrite without waiting", lambda e: (base(e), e.commit_group(), e.st_shared("D")))
+attempt("wait without commit", lambda e: (base(e), e.wait_group(0)))
+attempt("read GMEM after wait_group.read", lambda e: (base(e), e.commit_group(), e.wait_group_read(0),
+                                                      e.read_gmem("D")))
+attempt("exit with the store still reading", lambda e: (base(e), e.commit_group(), e.exit()))
+attempt("wait_group_read(-1)", lambda e: (base(e), e.commit_group(), e.wait_group_read(-1)))
+
+# %% [markdown]
+# ## 5. The tile store: the inverse of the load
+#
+# A TMA store with the same tensor map and coordinates sends every SMEM byte back to the GMEM byte a
+# TMA load would have brought to that SMEM address, swizzle included (`tma_store_model` is built that
+# way). Load a box, store it into an empty buffer, and exactly the box comes back:
+
+# %%
+rng = np.random.default_rng(5)
+t = TensorMap("bfloat16", (100, 70), (64, 40), global_strides=(224,), swizzle="128B")
+g = rng.integers(0, 1 << 16, (70, 112)).astype(np.uint16)
+smem = tma_load_model(g, t, (0, 8), smem_address=1024)
+out = tma_store_model(np.zeros_like(g), t, (0, 8), smem, smem_address=1024)
+print("box rows 8..47, cols 0..63 restored:", np.array_equal(out[8:48, :64], g[8:48, :64]), "(expected True)")
+print("everything else still zero:", int(np.count_nonzero(out)) == 40 * 64, "(expected True)")
+
+# %% [markdown]
+# In SMEM the same 16-byte chunk sits at a different place for each swizzle; `SmemTile` computes it
+# exactly as the TMA engine does, from the SMEM address:
+
+# %%
+for mode in ("none", "32B", "64B", "128B"):
+    tile = SmemTile(8, {"none": 64, "32B": 16, "64B": 32, "128B": 64}[mode], "bfloat16", mode, base=1024)
+    chunks = [int(tile.address(3, 8 * j) - tile.base - 3 * tile.box_row_bytes) // 16
+              for j in range(tile.box_row_bytes // 16)]
+    print(f"{mode:5s} row 3: logical chunks 0..{len(chunks) - 1} stored at chunks {chunks}")
+print("expected: none and 32B unchanged (a 32-byte row 3 lies in the first 128-byte line, which the 32B "
+      "pattern leaves as it is); 64B: j ^ 1; 128B: j ^ 3")
+
+# %% [markdown]
+# ## 6. Edge tiles
+#
+# A 20 × 27 fp32 D with 8 × 16 tiles: the last tile column and row hang over the matrix. The CTAs store
+# whole boxes anyway; the TMA engine writes only the elements inside the tensor (dims 27 × 20 in the
+# tensor map), so the row padding (ld = 28) and the row after the matrix stay untouched. The colours
+# below come from the store model (`store_coverage`), not from a drawing of the intent.
+
+# %%
+p = EpilogueProblem(20, 27, "float32", bm=8, bn=16, swizzle="none")
+E.plot_edge_tiles(p)
+plt.show()
+cov = E.store_coverage(p)
+print("written elements:", int((cov >= 0).sum()), " expected 20 * 27 =", 20 * 27)
+print("padding column 27 and guard row 20 untouched:", bool((cov[:, 27:] < 0).all() and (cov[20] < 0).all()))
+
+# %% [markdown]
+# A store's box must *start* inside the tensor (non-negative coordinates: PTX ISA, restrictions on the
+# `.global.shared::cta` direction); only its far side may hang over. The model refuses the rest:
+
+# %%
+try:
+    tma_store_model(np.zeros(64 * 8, np.float32), TensorMap("float32", (64, 8), (32, 8)), (-4, 0),
+                    np.zeros(1024, np.uint8))
+except ValueError as err:
+    print("ValueError:", err)
+
+# %% [markdown]
+# ## 7. D = α·acc + β·C, and the reduce-add
+#
+# With β ≠ 0 the kernel first brings the C tile into SMEM with a TMA load (an mbarrier, a bounded wait),
+# reads it back with `ld.shared.v4` through the same swizzle, and computes each element in fp32 with every
+# step rounded on its own (`__fmul_rn`, `__fadd_rn`), then converts with `cvt.rn`. The model does the same:
+
+# %%
+acc = np.array([[1.0, 2.5, -3.0, 1e-3]], np.float32)
+c = E.to_dtype_bits(np.array([[0.5, 0.5, 0.5, 0.5]], np.float32), "bfloat16")
+d = E.epilogue_alpha_beta(acc, alpha=2.0, beta=-1.0, c_bits=c, dtype="bfloat16")
+print("D =", E.from_dtype_bits(d, "bfloat16"), " expected [1.5, 4.5, -6.5, -0.498...] rounded to bf16")
+print("bits:", [hex(x) for x in d.ravel()])
+
+# %% [markdown]
+# `cp.reduce.async.bulk.tensor ... .add` adds the SMEM tile onto GMEM instead of overwriting it (split-K
+# and stream-K reductions use it). Element types: `.u32 .s32 .u64 .f32 .f16 .bf16`; out-of-bounds elements
+# are skipped like in the store.
+
+# %%
+t = TensorMap("float32", (6, 2), (4, 2), global_strides=(32,))
+g = np.arange(16, dtype=np.float32)               # two rows of 8 (6 in the tensor + 2 padding)
+tile = np.full(8, 100.0, np.float32)
+print(tma_reduce_add_model(g, t, (4, 0), tile.view(np.uint8)).reshape(2, 8))
+print("expected: columns 4, 5 of both rows + 100; columns 6, 7 (padding) untouched")
+
+# %% [markdown]
+# ## 8. The GPU beside the model
+#
+# `run_epilogue` takes the same `EpilogueProblem` and inputs as `epilogue_model` and returns the whole D
+# buffer (padding and guard row included), so the comparison is one line. Every D type and swizzle,
+# with C and without, a reduce-add, all with edge tiles:
+
+# %% tags=["nbval-ignore-output"]
+if HARDWARE:
+    rng = np.random.default_rng(1)
+    for dtype in ("float32", "float16", "bfloat16"):
+        for mode in ("none", "32B", "64B", "128B"):
+            eb = E.D_DTYPES[dtype][0]
+            bn = 128 // eb if mode in ("none", "128B") else 2 * (E.SWIZZLES[mode].span // 8 // eb)
+            for beta in (0.0, 0.75):
+                p = EpilogueProblem(150, 2 * bn + 5, dtype, bm=64, bn=bn, swizzle=mode, alpha=1.25,
+                                    beta=beta, smem_offset=384)
+                acc, c, d0 = p.random_inputs(rng)
+                same = np.array_equal(E.run_epilogue(p, acc, c, d0), epilogue_model(p, acc, c, d0))
+                print(f"{dtype:8s} swizzle {mode:4s} beta {beta}: GPU == model: {same} (expected True)")
+    p = EpilogueProblem(100, 70, "float32", bm=32, bn=32, swizzle="128B", alpha=0.5, reduce_add=True)
+    acc, _, d0 = p.random_inputs(rng)
+    print("reduce-add: GPU == model:", np.array_equal(E.run_epilogue(p, acc, None, d0),
+                                                     epilogue_model(p, acc, None, d0)), "(expected True)")
+else:
+    print("No sm_90+ GPU here: on one, this cell runs epilogue_tile for every D type and swizzle (with "
+          "and without C, plus a reduce-add) and compares the whole D buffer with epilogue_model. "
+          "The H100 validation (>= 500 random stores and reduce-adds, 60 whole epilogues) is in "
+          "docs/results/store_validate_h100.txt: python -m bwlab.validate store --cases 500 --seed 0")
+
+# %% [markdown]
+# ## 9. Bandwidth: TMA store versus `st.global.v4` and CuPy
+#
+# `python -m bwlab.bench tma_store` writes a 256 MiB fp32 matrix with the TMA store (each CTA stores one
+# 32 KiB box again and again), with a plain kernel of 16-byte `st.global.v4` stores, and with CuPy's
+# fill and copy, in the same run (CUDA events, warm-up, median). A notebook shows only numbers it
+# measured itself, so on a machine without the GPU it shows none.
+
+# %% tags=["nbval-ignore-output"]
+if HARDWARE:
+    E.bench_main(["--rows", "8192", "--cols", "8192", "--repeat", "10"])
+else:
+    print("No sm_90+ GPU here, so nothing was measured. The H100's results, with the command that made "
+          "them, are committed in docs/results/store_bench_h100.txt.")
+
+# %% [markdown]
+# ## 10. Peek under the hood
+#
+# The PTX of `epilogue_tile` (NVRTC, sm_90a): the C load (`mbarrier`, `cp.async.bulk.tensor ...
+# shared::cluster.global`, the bounded `try_wait`), `ld.shared.v4` / `st.shared.v4`, the proxy fence,
+# the store and the reduce-add (the flags are run-time values, so both are there), commit and wait.
+
+# %% tags=["nbval-ignore-output"]
+from bwlab.compile import compile_cuda
+print(compile_cuda("tma_store", arch="sm_90a").ptx_excerpt("epilogue_tile"))
