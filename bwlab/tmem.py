@@ -853,7 +853,7 @@ def draw_warp_quarters(ax=None, warps: int = 8):
     ax.set_xlim(0, LANES)
     ax.set_yticks([])
     ax.set_xlabel("TMEM lane")
-    ax.set_title(f"Warp quarters of a {warps}-warp CTA: warp w reaches lanes 32*(w % 4) .. +31")
+    ax.set_title(f"Warp quarters of a CTA with {warps} warps: warp w reaches lanes 32*(w % 4) .. +31")
     add_legend(ax, [(f"warp % 4 = {q}", warp_color(q)) for q in range(4)], title="quarter")
     return ax
 
@@ -882,13 +882,16 @@ def draw_ld_map(access: TmemAccess, warp: int = 0, ax=None, legend: bool = True,
                 colors[lane, col] = thread_color(t)
                 if show:
                     half = ("lo", "hi")[h] if access.pack16 else ""
-                    labels[lane, col] = f"T{t}\nr{j}{half}" if access.width <= 8 else f"{t}"
+                    sep = " " if access.lanes == 32 else "\n"
+                    labels[lane, col] = f"T{t}{sep}r{j}{half}" if access.width <= 8 else f"{t}"
     if ax is None:
         _, ax = plt.subplots(figsize=(min(14, 2 + 0.45 * access.width), 0.32 * access.lanes + 1))
     draw_grid(ax, colors, text=labels if show else None, fontsize=6,
               title=f"tcgen05.ld{access.label()}: warp {warp}, {access.registers} register"
                     f"{'s' if access.registers > 1 else ''}/thread",
-              xlabel="column (relative to the address)", ylabel=f"lane - {lo}")
+              xlabel="column (relative to the address)",
+              ylabel=f"lane (from {lo}, warp {warp}'s quarter)",
+              xticks=list(range(access.width)) if access.width <= 32 else None)
     if legend:
         _thread_legend(ax)
     return ax
@@ -899,10 +902,11 @@ def draw_gallery(num: int = 1, pack16: bool = False):
     import matplotlib.pyplot as plt
     accs = [TmemAccess(s, num, pack16) for s in SHAPES]
     widths = [a.width for a in accs]
-    fig, axes = plt.subplots(1, 5, figsize=(16, 5.2), gridspec_kw={"width_ratios": widths})
+    fig, axes = plt.subplots(1, 5, figsize=(17, 5.6),
+                             gridspec_kw={"width_ratios": [max(2.5, w) for w in widths]})
     for ax, a in zip(axes, accs):
         draw_ld_map(a, 0, ax=ax, legend=False)
-        ax.set_title(f".{a.shape}.x{num}\n{a.registers} reg/thread, {a.lanes} lanes x {a.width} col",
+        ax.set_title(f".{a.shape}.x{num}\n{a.registers} reg/thread\n{a.lanes} lanes x {a.width} col",
                      fontsize=9)
         ax.set_ylabel("lane" if a is accs[0] else "")
         ax.set_xlabel("column")
@@ -913,30 +917,48 @@ def draw_gallery(num: int = 1, pack16: bool = False):
     return fig
 
 
-def draw_accumulator_owners(access: TmemAccess, M: int = 128, N: int = 64, highlight=None, ax=None):
-    """The M x N accumulator coloured by the warp that ends up holding each element, and the
-    element `highlight` = (m, n) marked."""
+def draw_accumulator_owners(access: TmemAccess, M: int = 128, N: int = 64, highlight=(0, 0)):
+    """Left: the M x N accumulator coloured by the warp that ends up holding each element.
+    Right: a zoom around `highlight` = (m, n), coloured by thread and labelled with the register."""
     import matplotlib.pyplot as plt
     from matplotlib.colors import to_rgba
-    from .plotting import add_legend, warp_color
+    from .plotting import add_legend, draw_grid, thread_color, warp_color
     own = accumulator_owners(access, M, N)
     img = np.zeros((M, N, 4))
     for w in range(4):
         img[own[..., 0] == w] = to_rgba(warp_color(w))
-    shade = (own[..., 1] % 2 == 1)
-    img[shade, :3] *= 0.8
-    if ax is None:
-        _, ax = plt.subplots(figsize=(7, 6))
+    img[own[..., 1] % 2 == 1, :3] *= 0.8
+    r, c = highlight
+    fig, (ax, zx) = plt.subplots(1, 2, figsize=(13, 5.5), gridspec_kw={"width_ratios": [1, 1.3]})
     ax.imshow(img, aspect="auto", interpolation="nearest")
-    if highlight is not None:
-        r, c = highlight
-        ax.plot(c, r, marker="s", markersize=9, markerfacecolor="none", markeredgecolor="black")
+    ax.plot(c, r, marker="s", markersize=9, markerfacecolor="none", markeredgecolor="black")
     ax.set_xlabel("n (accumulator column)")
     ax.set_ylabel("m (accumulator row)")
-    ax.set_title(f"{M} x {N} accumulator read with tcgen05.ld{access.label()}: "
-                 "owner warp (darker: odd load)")
-    add_legend(ax, [(f"warp {w}", warp_color(w)) for w in range(4)], title="held by")
-    return ax
+    ax.set_title(f"{M} x {N} D read with tcgen05.ld{access.label()}:\nthe warp holding each element "
+                 "(darker: its odd-numbered loads)", fontsize=10)
+    add_legend(ax, [(f"warp {w}", warp_color(w)) for w in range(4)], title="held by", outside=False,
+               loc="lower right")
+    r0 = r // access.lanes * access.lanes
+    c0 = c // 16 * 16
+    rows, cols = slice(r0, min(M, r0 + access.lanes)), slice(c0, min(N, c0 + 16))
+    sub = own[rows, cols]
+    colors = np.empty(sub.shape[:2], dtype=object)
+    labels = np.empty(sub.shape[:2], dtype=object)
+    for i in range(sub.shape[0]):
+        for k in range(sub.shape[1]):
+            w, _, t, j, h = sub[i, k]
+            colors[i, k] = thread_color(t)
+            labels[i, k] = f"{t}\nr{j}" + (("lo", "hi")[h] if access.pack16 else "")
+    draw_grid(zx, colors, text=labels, fontsize=5,
+              title=f"zoom: rows {rows.start}..{rows.stop - 1}, columns {cols.start}..{cols.stop - 1} "
+                    f"(thread, register)", xlabel="n", ylabel="m",
+              xticks=list(range(cols.start, cols.stop)), yticks=list(range(rows.start, rows.stop)))
+    zx.add_patch(plt.Rectangle((c - c0 - 0.5, r - r0 - 0.5), 1, 1, fill=False, linewidth=2.5,
+                               edgecolor="black"))
+    add_legend(zx, [(f"T{t}", thread_color(t)) for t in range(0, 32, 4)]
+               + [(f"D[{r}][{c}]", "white")], title="thread (every 4th)")
+    fig.tight_layout()
+    return fig
 
 
 def ld_widget():

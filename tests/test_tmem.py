@@ -293,7 +293,7 @@ def test_pictures_have_titles_and_legends():
     tm.alloc(cta=0, warp=0, ncols=256)
     for ax in [tmem.draw_tmem(tm), tmem.draw_warp_quarters(),
                tmem.draw_ld_map(TmemAccess("16x64b", 2, pack16=True), warp=1),
-               tmem.draw_accumulator_owners(TmemAccess("16x256b", 8), highlight=(37, 13))]:
+               *tmem.draw_accumulator_owners(TmemAccess("16x256b", 8), highlight=(37, 13)).axes]:
         assert ax.get_title() and ax.get_legend() is not None
     fig = tmem.draw_gallery(1)
     assert fig._suptitle is not None and fig.axes[-1].get_legend() is not None
