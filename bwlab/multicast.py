@@ -836,19 +836,23 @@ def validate_main(argv=None) -> int:
 # Benchmark: python -m bwlab.bench multicast
 # ---------------------------------------------------------------------------------------------
 BENCH_MODES = {0: "own", 1: "multicast", 2: "sync-only"}
+BENCH_BARRIERS = {0: "stage_full", 1: "stage_empty"}
+BENCH_STAGES = 3  # MC_STAGES in cuda_src/tma_multicast.cu
 
 
 @dataclass(frozen=True)
 class BenchConfig:
-    """One tile of `boxes_per_tile` boxes of `box_rows` x 128 B, brought into every CTA `iters`
-    times, from a source of `tiles_in_source` tiles (small: it stays in L2)."""
+    """Every CTA receives `iters` tiles of `boxes_per_tile` boxes of `box_rows` x 128 B, through a
+    pipeline of BENCH_STAGES buffers. Cluster k reads tile (k + it) % tiles_in_source of a source
+    small enough to stay in L2 (8 MB by default, L2 is 50 MB on an H100), so different clusters read
+    different tiles and the CTAs of one cluster the same one."""
 
     cluster: int = 4
-    ctas: int = 128
-    iters: int = 400
+    ctas: int = 120
+    iters: int = 2000
     box_rows: int = 64
-    boxes_per_tile: int = 16
-    tiles_in_source: int = 4
+    boxes_per_tile: int = 8
+    tiles_in_source: int = 128
     row_bytes: int = 128
 
     def __post_init__(self):
@@ -861,8 +865,9 @@ class BenchConfig:
                              f"{self.cluster} CTAs")
         if not 1 <= self.box_rows <= 256:
             raise ValueError(f"box_rows is a TMA box dimension, 1..256, got {self.box_rows}")
-        if self.tile_bytes + 1024 > 227 * 1024:
-            raise ValueError(f"a tile of {self.tile_bytes} B does not fit in one CTA's SMEM")
+        if self.smem_bytes > 227 * 1024:
+            raise ValueError(f"{BENCH_STAGES} stages of {self.tile_bytes} B (+1024 for alignment) do not "
+                             f"fit in one CTA's {227 * 1024} B of SMEM")
         if self.tile_bytes >= 1 << 20:
             raise ValueError("one mbarrier phase counts at most 2^20 - 1 bytes")
 
@@ -874,20 +879,28 @@ class BenchConfig:
     def tile_bytes(self) -> int:
         return self.box_bytes * self.boxes_per_tile
 
+    @property
+    def smem_bytes(self) -> int:
+        return BENCH_STAGES * self.tile_bytes + 1024
+
+    @property
+    def source_bytes(self) -> int:
+        return self.tiles_in_source * self.tile_bytes
+
     def bytes_into_smem(self) -> int:
         """Bytes that land in SMEM over the whole launch (the same with or without multicast)."""
         return self.ctas * self.iters * self.tile_bytes
 
     def bytes_from_l2(self, mode: int) -> int:
-        """Bytes read from L2 by TMA, derived: without multicast every CTA reads the tile; with it,
-        each box is read once per cluster and the copies are made on the way to the SMs."""
+        """Bytes read from L2 by TMA, DERIVED: without multicast every CTA reads the tile; with it,
+        each box is read once per cluster and copied on the way to the SMs."""
         if mode == 2:
             return 0
         per_cluster = self.tile_bytes * (1 if mode == 1 else self.cluster)
         return (self.ctas // self.cluster) * self.iters * per_cluster
 
 
-def _max_active_clusters(fn, cfg: BenchConfig, smem: int):
+def _max_active_clusters(fn, cfg: BenchConfig):
     """cuOccupancyMaxActiveClusters for this kernel, or None where the query is unavailable."""
     try:
         from cuda.bindings import driver as drv
@@ -897,7 +910,7 @@ def _max_active_clusters(fn, cfg: BenchConfig, smem: int):
         conf = drv.CUlaunchConfig()
         conf.gridDimX, conf.gridDimY, conf.gridDimZ = cfg.ctas, 1, 1
         conf.blockDimX, conf.blockDimY, conf.blockDimZ = THREADS, 1, 1
-        conf.sharedMemBytes = smem
+        conf.sharedMemBytes = cfg.smem_bytes
         err, n = drv.cuOccupancyMaxActiveClusters(drv.CUfunction(ptr), conf)
         return int(n) if int(err) == 0 else None
     except Exception:
@@ -905,7 +918,8 @@ def _max_active_clusters(fn, cfg: BenchConfig, smem: int):
 
 
 def run_bench(cfg: BenchConfig, modes=(0, 1, 2), warmup: int = 3, repeat: int = 15, single: bool = False):
-    """Time each mode with CUDA events (median of `repeat` launches after `warmup`)."""
+    """Time each mode with CUDA events (median of `repeat` launches after `warmup`). Returns
+    ({mode: (BenchResult, every CTA resident at once)}, max active clusters or None)."""
     import cupy as cp
     from . import device
     from .compile import load_module
@@ -918,15 +932,14 @@ def run_bench(cfg: BenchConfig, modes=(0, 1, 2), warmup: int = 3, repeat: int = 
     targ = tensor_map_arg(tmap.encode(src.data.ptr))
     mod = load_module("tma_multicast", defines={"CLUSTER_X": cfg.cluster, "CLUSTER_Y": 1})
     clocks = cp.zeros(cfg.ctas * 2, dtype=cp.uint64)
-    smem = cfg.tile_bytes + 1024
     results = {}
     for mode in modes:
         args = (targ, np.uint32(mode), np.uint32(cfg.iters), np.uint32(cfg.boxes_per_tile),
                 np.uint32(cfg.box_rows), np.uint32(cfg.box_bytes), np.uint32(cfg.tiles_in_source), clocks)
 
         def go(sync=False):
-            launch(mod, "tma_multicast_bench", (cfg.ctas,), (THREADS,), args, shared_mem=smem,
-                   barrier_names=BARRIERS, cluster=(cfg.cluster, 1, 1), sync=sync)
+            launch(mod, "tma_multicast_bench", (cfg.ctas,), (THREADS,), args, shared_mem=cfg.smem_bytes,
+                   barrier_names=BENCH_BARRIERS, cluster=(cfg.cluster, 1, 1), sync=sync)
         go(sync=True)  # checks the status record: no wait timed out
         if single:
             results[mode] = None
@@ -937,19 +950,42 @@ def run_bench(cfg: BenchConfig, modes=(0, 1, 2), warmup: int = 3, repeat: int = 
         c = cp.asnumpy(clocks).reshape(cfg.ctas, 2).astype(np.int64)
         resident = bool(c[:, 0].max() < c[:, 1].min())  # every CTA started before any finished
         results[mode] = (r, resident)
-    occ = _max_active_clusters(mod.get_function("tma_multicast_bench"), cfg, smem)
+    occ = _max_active_clusters(mod.get_function("tma_multicast_bench"), cfg)
     return results, occ
 
 
+def ncu_sectors(csv_text: str, metric: str = "lts__t_sectors_srcunit_tex_op_read.sum") -> list:
+    """The values of one metric for every tma_multicast_bench launch in an `ncu --csv` report."""
+    import csv
+    rows = [r for r in csv.reader(l for l in csv_text.splitlines() if l.startswith('"'))]
+    if not rows:
+        return []
+    head, out = rows[0], []
+    try:
+        k, m, v = head.index("Kernel Name"), head.index("Metric Name"), head.index("Metric Value")
+    except ValueError:
+        return []
+    for r in rows[1:]:
+        if len(r) > max(k, m, v) and r[k].startswith("tma_multicast_bench") and r[m] == metric:
+            out.append(int(r[v].replace(",", "")))
+    return out
+
+
 def bench_main(argv=None) -> int:
+    import json
     from . import device
     ap = argparse.ArgumentParser(prog="python -m bwlab.bench multicast")
     ap.add_argument("--clusters", default="1,2,4,8", help="cluster sizes (CTAs) to measure")
-    ap.add_argument("--ctas", default="32,128", help="CTA counts (one CTA per SM: 129 KB of SMEM each)")
-    ap.add_argument("--iters", type=int, default=400)
+    ap.add_argument("--ctas", default="32,120",
+                    help="CTA counts (one CTA per SM: 193 KB of SMEM each); 120 = 15 clusters of 8, "
+                         "what an H100 holds at once")
+    ap.add_argument("--iters", type=int, default=2000)
     ap.add_argument("--repeat", type=int, default=15)
-    ap.add_argument("--ncu-pass", action="store_true",
-                    help="launch each configuration once, untimed (to run under Nsight Compute)")
+    ap.add_argument("--ncu-pass", metavar="PLAN_JSON",
+                    help="launch own and multicast once each per configuration, untimed, for Nsight "
+                         "Compute, and write the launch order to PLAN_JSON")
+    ap.add_argument("--ncu-csv", nargs=2, metavar=("CSV", "PLAN_JSON"),
+                    help="add the L2 sectors Nsight Compute measured in a --ncu-pass run to the report")
     ap.add_argument("--out", help="also write the report to this file")
     args = ap.parse_args(argv)
     lines = []
@@ -964,28 +1000,43 @@ def bench_main(argv=None) -> int:
         return 1
     clusters = [int(c) for c in args.clusters.split(",")]
     ctas_list = [int(c) for c in args.ctas.split(",")]
-    base = BenchConfig(iters=args.iters)
-    say(f"tile {base.tile_bytes} B per CTA per iteration = {base.boxes_per_tile} TMA boxes of "
-        f"{base.box_rows} x {base.row_bytes} B (128B swizzle); source {base.tiles_in_source} tiles "
-        f"= {base.tiles_in_source * base.tile_bytes} B (L2-resident); {args.iters} iterations per launch, "
-        f"one cluster barrier per iteration")
-    say("modes: own = every CTA loads the whole tile itself; multicast = each CTA issues 1/c of the "
-        "boxes with the whole cluster in the mask; sync-only = the same loop with no load")
-    say("L2->SM bytes are DERIVED (own: c x tile per cluster, multicast: 1 x tile per cluster), not measured")
     if args.ncu_pass:
+        launches = []
         for ctas in ctas_list:
             for c in clusters:
                 cfg = BenchConfig(cluster=c, ctas=ctas, iters=args.iters)
                 run_bench(cfg, modes=(0, 1), single=True)
-                say(f"ncu-pass launches: ctas {ctas} cluster {c}: mode own, then multicast; "
-                    f"derived L2->SM bytes own {cfg.bytes_from_l2(0)}, multicast {cfg.bytes_from_l2(1)}")
+                launches += [{"ctas": ctas, "cluster": c, "mode": m, "iters": args.iters,
+                              "derived_l2_bytes": cfg.bytes_from_l2(m), "smem_bytes": cfg.bytes_into_smem()}
+                             for m in (0, 1)]
+        with open(args.ncu_pass, "w") as f:
+            json.dump(launches, f)
+        say(f"ncu pass: {len(launches)} launches written to {args.ncu_pass}")
         return 0
+    base = BenchConfig(iters=args.iters)
+    say(f"every CTA receives {args.iters} tiles of {base.tile_bytes} B ({base.boxes_per_tile} TMA boxes of "
+        f"{base.box_rows} x {base.row_bytes} B, 128B swizzle) through a {BENCH_STAGES}-stage "
+        f"full/empty mbarrier pipeline; cluster k reads tile (k + it) % {base.tiles_in_source} of a "
+        f"{base.source_bytes // 2**20} MB source (L2-resident)")
+    say("modes: own = every CTA loads the whole tile itself; multicast = each CTA issues 1/c of the "
+        "boxes with the whole cluster in the mask; sync-only = the multicast handshake with no data")
+    say("SMEM fill = bytes landing in SMEM / time (measured time); L2->SM GB/s is DERIVED from the bytes "
+        "the design reads (own: c tiles per cluster, multicast: 1), not measured")
+    say("CUDA events, median of %d launches after 3 warm-up launches; 'resident' = every CTA started "
+        "before any finished; 'max clusters' = cuOccupancyMaxActiveClusters" % args.repeat)
     say(f"{'ctas':>4s} {'c':>2s} {'mode':>10s} {'median ms':>10s} {'min ms':>8s} {'SMEM fill GB/s':>15s} "
         f"{'L2->SM GB/s (derived)':>22s} {'vs own':>7s} {'resident':>8s} {'max clusters':>12s}")
+    from .runtime import MbarrierTimeout
+    failures = 0
     for ctas in ctas_list:
         for c in clusters:
             cfg = BenchConfig(cluster=c, ctas=ctas, iters=args.iters)
-            res, occ = run_bench(cfg, repeat=args.repeat)
+            try:
+                res, occ = run_bench(cfg, repeat=args.repeat)
+            except MbarrierTimeout as e:
+                failures += 1
+                say(f"{ctas:4d} {c:2d} FAILED: {e}")
+                continue
             own_ms = res[0][0].median_ms
             for mode, (r, resident) in res.items():
                 l2 = cfg.bytes_from_l2(mode) / (r.median_ms * 1e-3) / 1e9
@@ -993,7 +1044,26 @@ def bench_main(argv=None) -> int:
                 speed = f"{own_ms / r.median_ms:6.2f}x" if mode == 1 else ""
                 say(f"{ctas:4d} {c:2d} {BENCH_MODES[mode]:>10s} {r.median_ms:10.4f} {r.min_ms:8.4f} "
                     f"{fill:15.1f} {l2:22.1f} {speed:>7s} {str(resident):>8s} {str(occ):>12s}")
+    if args.ncu_csv:
+        csv_path, plan_path = args.ncu_csv
+        with open(plan_path) as f:
+            launches = json.load(f)
+        with open(csv_path) as f:
+            text = f.read()
+        tex = ncu_sectors(text)
+        allr = ncu_sectors(text, "lts__t_sectors_op_read.sum")
+        say("")
+        say("Nsight Compute (MEASURED, one untimed launch each): L2 read sectors (32 B) of the benchmark kernel")
+        if len(tex) != len(launches):
+            say(f"  ncu reported {len(tex)} launches for {len(launches)} planned: not matched, raw values {tex}")
+        else:
+            say(f"{'ctas':>4s} {'c':>2s} {'mode':>10s} {'iters':>5s} {'derived L2 bytes':>17s} "
+                f"{'lts srcunit_tex read B':>23s} {'lts all read B':>15s} {'measured/derived':>16s}")
+            for i, (l, t) in enumerate(zip(launches, tex)):
+                a = allr[i] * 32 if i < len(allr) else -1
+                say(f"{l['ctas']:4d} {l['cluster']:2d} {BENCH_MODES[l['mode']]:>10s} {l['iters']:5d} "
+                    f"{l['derived_l2_bytes']:17d} {t * 32:23d} {a:15d} {t * 32 / l['derived_l2_bytes']:16.3f}")
     if args.out:
         with open(args.out, "w") as f:
             f.write("\n".join(lines) + "\n")
-    return 0
+    return 0 if failures == 0 else 1

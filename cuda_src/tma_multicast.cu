@@ -15,9 +15,9 @@
 //   all     : bounded wait (cluster-scope acquire: the bytes were sent by other CTAs) -> dump SMEM
 //   all     : cluster_sync  (no CTA exits while a slice it issued may still be landing elsewhere)
 //
-// tma_multicast_bench: the same handshake in a loop, timing how fast a cluster fills every CTA with
-// one tile, with multicast (each CTA issues 1/c of the boxes, mask = the whole cluster) or without
-// (every CTA issues every box itself).
+// tma_multicast_bench: a persistent pipelined loop timing how fast a cluster fills every CTA with
+// one tile after another, with multicast (each CTA issues 1/c of the boxes, mask = the whole
+// cluster) or without (every CTA issues every box itself).
 #include "ptx.cuh"
 
 #ifndef CLUSTER_X
@@ -100,48 +100,77 @@ tma_multicast_tile(const __grid_constant__ TmaDescriptor tmap_a,
     cluster_sync();
 }
 
-// mode 0: every CTA loads the whole tile itself; 1: multicast, CTA r issues boxes r, r+c, r+2c, ...
-// with the mask of the whole cluster; 2: no load at all (the cost of the handshake alone).
+// The benchmark: a pipeline of MC_STAGES tile buffers per CTA, a producer thread (warp 0) and a
+// consumer thread (warp 1), as in CUTLASS's PipelineTmaAsync.
+//   producer: wait stage_empty[s] (every CTA it writes into has released stage s)
+//             -> arrive.expect_tx(stage_full[s], tile) -> issue the boxes
+//   consumer: wait stage_full[s] -> arrive on stage_empty[s] of every CTA that writes into it
+// mode 0 "own": every CTA loads the whole tile itself (stage_empty counts 1 arrival, its own);
+// mode 1 "multicast": CTA r issues boxes r, r+c, ... with the whole cluster in the mask, so each
+//   stage_empty counts c arrivals, one from each CTA of the cluster (remote arrive through mapa);
+// mode 2 "sync-only": the multicast handshake with no data at all.
+#ifndef MC_STAGES
+#define MC_STAGES 3
+#endif
+
 extern "C" __global__ void __cluster_dims__(CLUSTER_X, CLUSTER_Y, 1) __launch_bounds__(MC_THREADS)
 tma_multicast_bench(const __grid_constant__ TmaDescriptor tmap,
                     u32 mode, u32 iters, u32 boxes_per_tile, u32 box_rows, u32 box_bytes,
                     u32 tiles_in_source, u64* __restrict__ clocks)  // [cta][start, end] %globaltimer
 {
     extern __shared__ u8 smem_raw[];
-    __shared__ alignas(8) u64 tile_full;  // barrier 0
-    u8* tile = align_1024(smem_raw);
+    __shared__ alignas(8) u64 stage_full[MC_STAGES];   // barrier 0
+    __shared__ alignas(8) u64 stage_empty[MC_STAGES];  // barrier 1
+    u8* tiles = align_1024(smem_raw);
     const u32 cta = blockIdx.x + gridDim.x * blockIdx.y;
     const u32 c = cluster_nctarank();
     const u32 rank = cluster_ctarank();
     const u16 all_ctas = (u16)((1u << c) - 1u);
     const u32 cluster_id = cta / c;
     const u32 tile_bytes = boxes_per_tile * box_bytes;
+    const u32 senders = mode == 0 ? 1u : c;  // CTAs that write into this CTA's stages
 
     if (threadIdx.x == 0) {
-        mbarrier_init(&tile_full, 1);
+        for (int s = 0; s < MC_STAGES; ++s) {
+            mbarrier_init(&stage_full[s], 1);
+            mbarrier_init(&stage_empty[s], senders);
+        }
         fence_mbarrier_init_release_cluster();
     }
     cluster_sync();
-    if (threadIdx.x == 0) clocks[2 * cta] = globaltimer_ns();
 
-    bool ok = true;
-    for (u32 it = 0; it < iters; ++it) {
-        const int row0 = (int)(((cluster_id + it) % tiles_in_source) * boxes_per_tile * box_rows);
-        if (threadIdx.x == 0 && ok) {
-            mbarrier_arrive_expect_tx(&tile_full, mode == 2 ? 0u : tile_bytes);
+    if (threadIdx.x == 0) {  // producer
+        for (u32 it = 0; it < iters; ++it) {
+            const u32 s = it % MC_STAGES, use = it / MC_STAGES;
+            if (use > 0 && !mbarrier_wait<true>(&stage_empty[s], (use - 1) & 1u, 1, 0)) break;
+            mbarrier_arrive_expect_tx(&stage_full[s], mode == 2 ? 0u : tile_bytes);
+            u8* dst = tiles + s * tile_bytes;
+            // Each cluster reads its own tile of the source, a different one every iteration.
+            const int row0 = (int)(((cluster_id + it) % tiles_in_source) * boxes_per_tile * box_rows);
             if (mode == 0) {
                 for (u32 b = 0; b < boxes_per_tile; ++b)
-                    tma_load_2d(tile + b * box_bytes, &tmap, &tile_full, 0, row0 + (int)(b * box_rows));
+                    tma_load_2d(dst + b * box_bytes, &tmap, &stage_full[s], 0, row0 + (int)(b * box_rows));
             } else if (mode == 1) {
                 for (u32 b = rank; b < boxes_per_tile; b += c)
-                    tma_load_multicast_2d(tile + b * box_bytes, &tmap, &tile_full, all_ctas, 0,
+                    tma_load_multicast_2d(dst + b * box_bytes, &tmap, &stage_full[s], all_ctas, 0,
                                           row0 + (int)(b * box_rows));
             }
         }
-        if (ok) ok = mbarrier_wait<true>(&tile_full, it & 1u, /*barrier_id=*/0, tile_bytes);
-        // Nobody may send iteration it+1 into a CTA still waiting for iteration it.
-        __syncwarp();
-        cluster_sync();
+    } else if (threadIdx.x == 32) {  // consumer
+        clocks[2 * cta] = globaltimer_ns();
+        for (u32 it = 0; it < iters; ++it) {
+            const u32 s = it % MC_STAGES, use = it / MC_STAGES;
+            if (!mbarrier_wait<true>(&stage_full[s], use & 1u, 0, mode == 2 ? 0u : tile_bytes)) break;
+            if (mode == 0) {
+                mbarrier_arrive(&stage_empty[s]);
+            } else {
+                for (u32 k = 0; k < c; ++k)
+                    mbarrier_arrive_cluster(mapa_shared_cluster(smem_u32(&stage_empty[s]), k));
+            }
+        }
+        clocks[2 * cta + 1] = globaltimer_ns();
     }
-    if (threadIdx.x == 0) clocks[2 * cta + 1] = globaltimer_ns();
+    // No CTA leaves while others may still multicast into it or arrive on its barriers.
+    __syncwarp();
+    cluster_sync();
 }

@@ -237,9 +237,27 @@ def test_runner_refuses_non_portable_clusters_before_the_driver():
         mc.run_multicast(cfg)
 
 
+def test_ncu_csv_is_read_per_launch():
+    head = '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",' \
+           '"Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"'
+    row = '"{i}","1","python3","h","{k}","1","7","(128, 1, 1)","(32, 1, 1)","0","9.0","Command line ' \
+          'profiler metrics","{m}","sector","{v}"'
+    text = "\n".join(["==PROF== Connected", "some stdout line", head,
+                      row.format(i=0, k="tma_multicast_bench", m="lts__t_sectors_srcunit_tex_op_read.sum", v="1,024"),
+                      row.format(i=0, k="tma_multicast_bench", m="lts__t_sectors_op_read.sum", v="2,048"),
+                      row.format(i=1, k="other_kernel", m="lts__t_sectors_srcunit_tex_op_read.sum", v="7"),
+                      row.format(i=2, k="tma_multicast_bench", m="lts__t_sectors_srcunit_tex_op_read.sum", v="256")])
+    assert mc.ncu_sectors(text) == [1024, 256]
+    assert mc.ncu_sectors(text, "lts__t_sectors_op_read.sum") == [2048]
+    assert mc.ncu_sectors("no csv here") == []
+
+
 def test_bench_bytes_are_derived_from_the_configuration():
     b = mc.BenchConfig(cluster=4, ctas=128, iters=10)
-    assert b.tile_bytes == 16 * 64 * 128
+    assert b.tile_bytes == 8 * 64 * 128
+    assert b.smem_bytes == mc.BENCH_STAGES * b.tile_bytes + 1024 <= 227 * 1024
+    with pytest.raises(ValueError, match="SMEM"):
+        mc.BenchConfig(boxes_per_tile=16)
     assert b.bytes_into_smem() == 128 * 10 * b.tile_bytes
     assert b.bytes_from_l2(0) == b.bytes_into_smem()
     assert b.bytes_from_l2(1) * 4 == b.bytes_into_smem()
