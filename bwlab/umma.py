@@ -44,7 +44,9 @@ __all__ = [
     "tcgen05_mma", "tcgen05_commit", "mma_operands", "decode_values", "encode_values",
     "wgmma_model", "wgmma_d_fragment", "WGMMA_NS", "WgmmaCase", "wgmma_cases", "run_wgmma",
     "validate_wgmma_main", "UmmaCase", "run_umma_sm100", "bench_model", "SMEM_BYTES",
-    "WGMMA_BARRIERS", "UMMA_BARRIERS",
+    "WGMMA_BARRIERS", "UMMA_BARRIERS", "tma_fed_mma", "TmaFedMma", "format_fields", "smem_chunk_map",
+    "plot_smem_layout", "plot_core_matrices", "cta_pair_mma", "plot_k_steps", "plot_d_tmem_layout", "descriptor_widget",
+    "instr_desc_widget",
 ]
 
 SMEM_BYTES = 232448           # 227 KiB: the most one CTA may use on sm_90 / sm_100
@@ -880,6 +882,297 @@ def run_umma_sm100(case: UmmaCase, module=None) -> np.ndarray:
            shared_mem=img.size + 1024, barrier_names=UMMA_BARRIERS)
     del info
     return cp.asnumpy(out)
+
+
+# ------------------------------------------------------------------------------------------------
+# The hybrid path: operands that TMA loaded, multiplied by the model
+# ------------------------------------------------------------------------------------------------
+
+@dataclass
+class TmaFedMma:
+    """Result of `tma_fed_mma`: where the bytes came from, the D the model computed from them, and
+    NumPy's D from the same values."""
+
+    source: str
+    d_model: np.ndarray
+    d_numpy: np.ndarray
+    a_bytes: np.ndarray
+    b_bytes: np.ndarray
+    descriptors: list
+
+    @property
+    def exact(self) -> bool:
+        return bool(np.array_equal(self.d_model, self.d_numpy))
+
+
+def tma_fed_mma(M: int = 128, N: int = 256, K: int = 64, dtype: str = "f16", seed: int = 0,
+                use_gpu: bool | None = None) -> TmaFedMma:
+    """Load A (M x K) and B (N x K), both row-major in global memory with K contiguous, by TMA with the
+    128-byte swizzle — for real when the GPU has TMA (`use_gpu` None: when tier('tma') is
+    'hardware'), else through bwlab.tma's model — then run the K loop of tcgen05.mma in the model on
+    those SMEM bytes. The box {64, rows} of 64 f16 = 128 bytes per row lands exactly in the K-major
+    SW128 canonical layout, so the descriptors are `smem_desc_for_tile('K', '128B', ...)`."""
+    from . import device
+    from . import tma
+    if K != 64 or dtype not in ("f16", "bf16"):
+        raise ValueError("this demonstration loads one 128-byte-wide box per operand: K = 64 of f16/bf16")
+    check_mma_shape("f16", M, N)
+    if use_gpu is None:
+        use_gpu = device.tier("tma") == "hardware"
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-8, 9, (M, K)) / 4
+    b = rng.integers(-8, 9, (N, K)) / 4
+    tdt = {"f16": "float16", "bf16": "bfloat16"}[dtype]
+    loads = []
+    for vals in (a, b):
+        gmem = encode_values(vals, dtype)                       # (rows, K) row-major: K contiguous
+        tmap = tma.TensorMap(tdt, (K, vals.shape[0]), (K, vals.shape[0]), swizzle="128B")
+        loads.append(tma.run_tma_load(tmap, gmem, (0, 0)) if use_gpu else tma.tma_load_model(gmem, tmap, (0, 0)))
+    cta = CtaState()
+    a_base, b_base = 0, _round_up(loads[0].size, 1024)
+    cta.smem[a_base:a_base + loads[0].size] = loads[0]
+    cta.smem[b_base:b_base + loads[1].size] = loads[1]
+    idesc = make_instr_desc(dtype, dtype, "f32", M, N)
+    descs = []
+    for kb in range(K // 16):
+        ad = cn.smem_desc_for_tile("K", "128B", dtype, (M, K), kb, a_base)
+        bd = cn.smem_desc_for_tile("K", "128B", dtype, (N, K), kb, b_base)
+        descs.append((ad, bd))
+        tcgen05_mma(cta, 0, ad, bd, idesc, kb > 0)
+    bar = MbarrierModel()
+    tcgen05_commit(cta, bar)
+    lay = d_tmem_layout(M, N)
+    d = _d_from_words(cta.tmem[lay.lane, lay.column], "f32")
+    source = "TMA on the GPU" if use_gpu else "bwlab.tma model"
+    return TmaFedMma(source, d, a @ b.T, loads[0], loads[1], descs)
+
+
+def cta_pair_mma(M: int = 256, N: int = 64, K: int = 64, seed: int = 0):
+    """cta_group::2 in the model: each CTA of the pair stages its half of A (rows) and its half of B
+    (columns of D) at the same SMEM addresses; one instruction stream computes the whole M x N.
+    Returns (D gathered from both CTAs' TMEM, NumPy A @ B^T)."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-8, 9, (M, K)) / 4
+    b = rng.integers(-8, 9, (N, K)) / 4
+    pair = [CtaState(), CtaState()]
+    b_base = _round_up(M // 2 * K * 2, 1024)
+    for v, cta in enumerate(pair):
+        canonical_layout("K", "128B", "f16", (M // 2, K), 0).store(cta.smem, encode_values(a[v * M // 2:(v + 1) * M // 2], "f16"))
+        canonical_layout("K", "128B", "f16", (N // 2, K), b_base).store(cta.smem, encode_values(b[v * N // 2:(v + 1) * N // 2], "f16"))
+    idesc = make_instr_desc("f16", "f16", "f32", M, N, cta_group=2)
+    for kb in range(K // 16):
+        tcgen05_mma(pair, 0, cn.smem_desc_for_tile("K", "128B", "f16", (M // 2, K), kb, 0),
+                    cn.smem_desc_for_tile("K", "128B", "f16", (N // 2, K), kb, b_base), idesc, kb > 0, cta_group=2)
+    bars = [MbarrierModel(), MbarrierModel()]
+    tcgen05_commit(pair[0], *bars)          # the multicast commit signals both CTAs
+    lay = d_tmem_layout(M, N, 2)
+    d = np.zeros((M, N))
+    for v, cta in enumerate(pair):
+        sel = lay.cta == v
+        d[sel] = _d_from_words(cta.tmem[lay.lane[sel], lay.column[sel]], "f32")
+    return d, a @ b.T
+
+
+# ------------------------------------------------------------------------------------------------
+# Pictures and tables for notebook 03
+# ------------------------------------------------------------------------------------------------
+
+def format_fields(rows, title: str = "") -> str:
+    """A text table of (bits, name, value, meaning) rows."""
+    out = [title] if title else []
+    out.append(f"{'bits':>6s}  {'field':38s} {'value':>6s}  meaning")
+    out += [f"{b:>6s}  {n:38s} {v:>6d}  {m}" for b, n, v, m in rows]
+    return "\n".join(out)
+
+
+def smem_chunk_map(major: str, swizzle: str, dtype: str = "f16", tile=(16, 64), base_address: int = 0):
+    """For each 16-byte chunk of the tile's SMEM span: the (mn, k) of its first element."""
+    lay = canonical_layout(major, swizzle, dtype, tile, base_address)
+    addr = lay.addresses()
+    n_chunks = lay.nbytes // 16
+    first = np.full((n_chunks, 2), -1, np.int64)
+    mn, k = np.meshgrid(np.arange(tile[0]), np.arange(tile[1]), indexing="ij")
+    chunk = (addr - base_address) // 16
+    at_start = (addr % 16) == 0
+    first[chunk[at_start], 0] = mn[at_start]
+    first[chunk[at_start], 1] = k[at_start]
+    return first
+
+
+def plot_smem_layout(major: str, swizzle: str, dtype: str = "f16", tile=None, ax=None, lines: int = 8):
+    """SMEM as 128-byte lines of eight 16-byte chunks; each chunk says which row and which 16-byte
+    piece of the operand it holds, coloured by that piece (K-major: the K chunk; MN-major: the K row),
+    so the swizzle shows as a permutation of colours along each line."""
+    import matplotlib.pyplot as plt
+    from .plotting import add_legend, draw_grid, thread_color
+    tile = tile or ((16, 64) if major == "K" else (64, 16))
+    first = smem_chunk_map(major, swizzle, dtype, tile)
+    lines = min(lines, len(first) // 8)
+    per16 = 16 // elem_bytes(dtype)
+    colors = np.empty((lines, 8), dtype=object)
+    text = np.empty((lines, 8), dtype=object)
+    for i in range(lines):
+        for j in range(8):
+            mn, k = first[8 * i + j]
+            key = k // per16 if major == "K" else k
+            colors[i, j] = thread_color(4 * (key % 8), 32)
+            text[i, j] = f"m{mn}\nk{k}"
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.5, 0.45 * lines + 1.2))
+    what = "K chunk (16 B of K)" if major == "K" else "K row"
+    draw_grid(ax, colors, text, fontsize=6, title=f"{major}-major, swizzle {swizzle} ({dtype} {tile[0]}x{tile[1]})",
+              xlabel="16-byte chunk of the 128-byte SMEM line", ylabel="SMEM byte",
+              xticks=[str(j) for j in range(8)], yticks=[f"{128 * i}" for i in range(lines)])
+    add_legend(ax, [(f"{what} {c} (mod 8)", thread_color(4 * c, 32)) for c in range(8)],
+               title="chunk holds m=row, k=first K")
+    return ax
+
+
+def plot_core_matrices(major: str = "K", dtype: str = "f16", tile=(16, 32), ax=None):
+    """The logical operand tile, each element coloured by the core matrix (8 rows x 16 bytes) it
+    belongs to: the unit the descriptors' LBO and SBO step between."""
+    import matplotlib.pyplot as plt
+    from .plotting import add_legend, draw_grid, cta_color
+    per16 = 16 // elem_bytes(dtype)
+    mn, k = np.meshgrid(np.arange(tile[0]), np.arange(tile[1]), indexing="ij")
+    if major == "K":
+        cm = (mn // 8) + (tile[0] // 8) * (k // per16)
+    else:
+        cm = (mn // per16) + (tile[0] // per16) * (k // 8)
+    colors = np.vectorize(cta_color, otypes=[object])(cm)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 0.25 * tile[0] + 1.5))
+    draw_grid(ax, colors, None, title=f"{major}-major {dtype} {tile[0]}x{tile[1]} tile: core matrices",
+              xlabel="k", ylabel="m (or n)")
+    add_legend(ax, [(f"core matrix {i}", cta_color(i)) for i in range(int(cm.max()) + 1)][:10])
+    return ax
+
+
+def plot_k_steps(major: str = "K", swizzle: str = "128B", dtype: str = "f16", tile=(8, 64), ax=None):
+    """Which SMEM chunks each instruction of the K loop reads (coloured by K step), with each
+    step's descriptor start address: inside a 128-byte swizzle atom the start moves 32 bytes per
+    step while the swizzle scatters the chunks it names."""
+    import matplotlib.pyplot as plt
+    from .plotting import add_legend, draw_grid, cta_color
+    lay = canonical_layout(major, swizzle, dtype, tile)
+    ki = instr_k(dtype)
+    owner = np.full(lay.nbytes // 16, -1)
+    starts = []
+    for kb in range(tile[1] // ki):
+        d = tile_desc(major, swizzle, dtype, tile, kb)
+        starts.append(d.start_address)
+        addr = cn.descriptor_addresses(d, major, dtype, tile[0])
+        owner[np.unique(addr // 16)] = kb
+    lines = len(owner) // 8
+    colors = np.vectorize(lambda o: cta_color(o) if o >= 0 else "#e6e6e6", otypes=[object])(owner.reshape(lines, 8))
+    text = owner.reshape(lines, 8).astype(object)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.5, 0.45 * lines + 1.2))
+    draw_grid(ax, colors, text, fontsize=7, title=f"K loop over a {major}-major {swizzle} tile: chunks read per step",
+              xlabel="16-byte chunk of the 128-byte SMEM line", ylabel="SMEM byte",
+              xticks=[str(j) for j in range(8)], yticks=[f"{128 * i}" for i in range(lines)])
+    add_legend(ax, [(f"step {kb}: start address {s}", cta_color(kb)) for kb, s in enumerate(starts)],
+               title="descriptor of each step")
+    return ax
+
+
+def plot_d_tmem_layout(M: int, N: int, cta_group: int = 1, ax=None):
+    """Which TMEM lane and column each accumulator row lands in (coloured by the row's 16-row
+    group); lanes a warp cannot reach stay grey."""
+    import matplotlib.pyplot as plt
+    from .plotting import add_legend, draw_grid, warp_color
+    lay = d_tmem_layout(M, N, cta_group)
+    sel = lay.cta == 0
+    cols = lay.columns
+    grid = np.full((TMEM_LANES, cols), -1)
+    m = np.broadcast_to(np.arange(M)[:, None], (M, N))
+    grid[lay.lane[sel], lay.column[sel]] = m[sel]
+    step = max(1, cols // 32)
+    shown = grid[:, ::step]
+    colors = np.vectorize(lambda r: warp_color(r // 32) if r >= 0 else "#e6e6e6", otypes=[object])(shown)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 6))
+    draw_grid(ax, colors, None, title=f"D of M={M} N={N} cta_group::{cta_group}: layout {lay.name}"
+              + (" (CTA 0 of the pair)" if cta_group == 2 else ""),
+              xlabel=f"TMEM column (every {step})" if step > 1 else "TMEM column", ylabel="TMEM lane")
+    present = sorted({int(r) // 32 for r in m[sel].ravel()})
+    add_legend(ax, [(f"D rows {32 * w}-{32 * w + 31}", warp_color(w)) for w in present]
+               + [("not written", "#e6e6e6")], title="which D row")
+    return ax
+
+
+def descriptor_widget():
+    """An ipywidgets encoder/decoder: pick a layout and see both descriptors and their fields; or
+    type a 64-bit descriptor and see it decoded."""
+    import ipywidgets as w
+    from IPython.display import display
+    major = w.Dropdown(options=list(cn.MAJORS), value="K", description="major")
+    swz = w.Dropdown(options=list(cn.SWIZZLE_NAMES), value="128B", description="swizzle")
+    dt = w.Dropdown(options=["f16", "bf16", "tf32", "e4m3", "s8"], value="f16", description="dtype")
+    mn = w.IntText(value=128, description="tile MN")
+    kk = w.IntText(value=64, description="tile K")
+    kb = w.IntText(value=0, description="k_block")
+    base = w.IntText(value=0, description="base addr")
+    raw = w.Text(value="0x4000404000010000", description="decode")
+    out = w.Output()
+
+    def show(*_):
+        out.clear_output()
+        with out:
+            try:
+                for arch in cn.ARCHS:
+                    d = tile_desc(major.value, swz.value, dt.value, (mn.value, kk.value), kb.value, base.value, arch)
+                    print(format_fields(d.fields(), f"{arch}: {d.encode():#018x}"))
+                    print()
+            except ValueError as e:
+                print(f"ValueError: {e}")
+            try:
+                v = int(raw.value, 0)
+                for arch in cn.ARCHS:
+                    try:
+                        print(format_fields(cn.decode_smem_desc(v, arch).fields(), f"{v:#018x} read as {arch}"))
+                    except ValueError as e:
+                        print(f"{v:#018x} as {arch}: ValueError: {e}")
+            except ValueError:
+                print(f"not a number: {raw.value!r}")
+
+    for c in (major, swz, dt, mn, kk, kb, base, raw):
+        c.observe(show, names="value")
+    show()
+    box = w.VBox([w.HBox([major, swz, dt]), w.HBox([mn, kk, kb, base]), raw, out])
+    display(box)
+    return box
+
+
+def instr_desc_widget():
+    """An ipywidgets encoder for the instruction descriptor, with the rule broken when invalid."""
+    import ipywidgets as w
+    from IPython.display import display
+    ab = w.Dropdown(options=["f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8"], value="f16", description="A, B")
+    c = w.Dropdown(options=["f32", "f16", "s32"], value="f32", description="D")
+    M = w.Dropdown(options=[64, 128, 256], value=128, description="M")
+    N = w.IntText(value=256, description="N")
+    am = w.Dropdown(options=["K", "MN"], value="K", description="A major")
+    bm = w.Dropdown(options=["K", "MN"], value="K", description="B major")
+    cg = w.Dropdown(options=[1, 2], value=1, description="cta_group")
+    out = w.Output()
+
+    def show(*_):
+        out.clear_output()
+        with out:
+            try:
+                v = make_instr_desc(ab.value, ab.value, c.value, M.value, N.value, am.value, bm.value,
+                                    cta_group=cg.value)
+                print(format_fields(decode_instr_desc(v, kind_of(ab.value, ab.value)).fields(), f"idesc = {v:#010x}"))
+            except ValueError as e:
+                print(f"ValueError: {e}")
+
+    for x in (ab, c, M, N, am, bm, cg):
+        x.observe(show, names="value")
+    show()
+    box = w.VBox([w.HBox([ab, c, cg]), w.HBox([M, N, am, bm]), out])
+    display(box)
+    return box
 
 
 # ------------------------------------------------------------------------------------------------
