@@ -463,7 +463,7 @@ class LoadCase:
     coords: tuple
     smem_offset: int = 0
     gmem_offset: int = 0
-    prefetch: bool = False
+    prefetch: int = 0  # bit 1: cp.async.bulk.prefetch.tensor of the box first; bit 0: prefetch.tensormap
     expect_tx: int | None = None  # default: tmap.box_bytes
 
     @property
@@ -562,7 +562,7 @@ def run_cases(cases, block: int = 128) -> RunResult:
     return RunResult(windows, done, timeout, errors)
 
 
-def run_tma_load(tmap: TensorMap, gmem, coords, smem_offset: int = 0, prefetch: bool = False) -> np.ndarray:
+def run_tma_load(tmap: TensorMap, gmem, coords, smem_offset: int = 0, prefetch: int = 0) -> np.ndarray:
     """Load one box on the GPU; the SMEM bytes [smem_offset, smem_offset + box_bytes) it produced.
 
     The same arguments as `tma_load_model`, so `np.array_equal(run_tma_load(...), tma_load_model(...))`
@@ -581,6 +581,7 @@ def run_tma_load(tmap: TensorMap, gmem, coords, smem_offset: int = 0, prefetch: 
 # Hardware validation: python -m bwlab.validate tma --cases 1000 --seed 0 --out FILE
 # ---------------------------------------------------------------------------------------------
 SWIZZLE_MODES = ("none", "32B", "64B", "128B")
+PREFETCH_TENSORMAP, PREFETCH_BOX = 1, 2
 MAX_CASE_BOX_BYTES = 32 * 1024
 
 
@@ -635,7 +636,7 @@ def random_case(rng: np.random.Generator, dtype: str, rank: int, swizzle: str) -
         coords.append(c)
     gmem = rng.integers(0, 256, size=tmap.global_extent_bytes, dtype=np.uint8)
     return LoadCase(tmap, gmem, tuple(coords), smem_offset=128 * int(rng.integers(0, 8)) + 1024 * int(rng.integers(0, 2)),
-                    gmem_offset=16 * int(rng.integers(0, 16)), prefetch=bool(rng.random() < 0.25))
+                    gmem_offset=16 * int(rng.integers(0, 16)), prefetch=PREFETCH_BOX if rng.random() < 0.25 else 0)
 
 
 def random_cases(n: int, seed: int = 0):
@@ -794,6 +795,33 @@ def _probe_alignment(offset: int) -> str:
         return f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
 
 
+INTERLEAVE_PROBES = (  # dtype, interleave, swizzle, global shape, box, element strides, expect_tx guess
+    ("uint16", "16B", "none", (8, 10, 4), (8, 4, 2), (1, 1, 1), 128),
+    ("uint16", "16B", "none", (8, 10, 4), (4, 4, 2), (1, 1, 1), 64),
+    ("uint16", "16B", "none", (8, 10, 4), (4, 4, 2), (1, 1, 1), 128),
+    ("uint16", "16B", "none", (8, 10, 4), (8, 4, 2), (2, 1, 1), 64),
+    ("uint16", "32B", "32B", (16, 10, 4), (16, 4, 2), (1, 1, 1), 256),
+    ("uint16", "16B", "64B", (8, 10, 4), (8, 8, 2), (1, 1, 1), 256),
+    ("uint32", "16B", "128B", (4, 16, 4), (4, 16, 2), (1, 1, 1), 512))
+
+
+def _probe_interleave(i: int) -> str:
+    dt, il, swz, shape, box, es, tx = INTERLEAVE_PROBES[i]
+    head = f"{dt} interleave {il} swizzle {swz} shape {shape} box {box} es {es} expect_tx {tx}"
+    try:
+        t = TensorMap(dt, shape, box, element_strides=es, interleave=il, swizzle=swz)
+        g = np.arange(math.prod(shape), dtype=np_dtype(dt))
+        r = run_cases([LoadCase(t, g, (0, 1, 1), expect_tx=tx)])
+        w = r.windows[0]
+        written = np.flatnonzero(w != background(w.size))
+        return (f"{head}: done={bool(r.done[0])} driver={r.errors[0]}\n"
+                f"  smem elements: {w[:max(tx, 64)].view(np_dtype(dt)).tolist()}\n"
+                f"  bytes differing from the background: {written.size}, last at "
+                f"{int(written.max()) if written.size else None}")
+    except Exception as e:  # noqa: BLE001
+        return f"{head}: {type(e).__name__}: {str(e).splitlines()[0][:150]}"
+
+
 def probe_main(argv=None, say=print) -> int:
     """Questions the documentation leaves open, asked of the GPU (results are printed, and the raw
     windows saved with --dump): the OOB-NaN bits per dtype, tf32 rounding on load, SMEM
@@ -822,29 +850,13 @@ def probe_main(argv=None, say=print) -> int:
         p = subprocess.run([sys.executable, "-c", f"from bwlab.tma import _probe_alignment as p; print(p({off}))"],
                            capture_output=True, text=True, timeout=120)
         say(f"  offset {off:3d}: {(p.stdout.strip() or p.stderr.strip().splitlines()[-1] if (p.stdout or p.stderr) else 'no output')[:200]}")
-    say("probe: interleaved layouts (not modelled; raw windows printed as element indices)")
-    for dt, il, swz, shape, box, es, tx in (
-            ("uint16", "16B", "none", (8, 10, 4), (8, 4, 2), (1, 1, 1), 128),
-            ("uint16", "16B", "none", (8, 10, 4), (4, 4, 2), (1, 1, 1), 64),
-            ("uint16", "16B", "none", (8, 10, 4), (4, 4, 2), (1, 1, 1), 128),
-            ("uint16", "16B", "none", (8, 10, 4), (8, 4, 2), (2, 1, 1), 64),
-            ("uint16", "32B", "32B", (16, 10, 4), (16, 4, 2), (1, 1, 1), 256),
-            ("uint16", "16B", "64B", (8, 10, 4), (8, 8, 2), (1, 1, 1), 256),
-            ("uint32", "16B", "128B", (4, 16, 4), (4, 16, 2), (1, 1, 1), 512)):
-        try:
-            t = TensorMap(dt, shape, box, element_strides=es, interleave=il, swizzle=swz)
-        except TensorMapError as e:
-            say(f"  {il} {swz} box {box}: TensorMap refuses: {e}")
-            continue
-        g = np.arange(math.prod(shape), dtype=np_dtype(dt))
-        r = run_cases([LoadCase(t, g, (0, 1, 1), expect_tx=tx)])
-        w = r.windows[0]
-        idx = w[:max(tx, 64)].view(np_dtype(dt))
-        say(f"  {dt} interleave {il} swizzle {swz} shape {shape} box {box} es {es} expect_tx {tx}: "
-            f"done={bool(r.done[0])} err={r.errors[0]}")
-        say(f"    smem elements: {idx.tolist()}")
-        tail = np.flatnonzero(w != background(w.size))
-        say(f"    bytes written: {tail.size}, last at {tail.max() if tail.size else None}")
+    say("probe: interleaved layouts (not modelled; each in a child process; SMEM printed as element indices)")
+    for i in range(len(INTERLEAVE_PROBES)):
+        p = subprocess.run([sys.executable, "-c", f"from bwlab.tma import _probe_interleave as p; print(p({i}))"],
+                           capture_output=True, text=True, timeout=120)
+        out = p.stdout.strip() or (p.stderr.strip().splitlines() or ["no output"])[-1]
+        for line in out.splitlines():
+            say("  " + line)
     return 0
 
 
@@ -1325,3 +1337,145 @@ def swizzle_explorer():
                          inner_elems=W.IntSlider(value=64, min=1, max=256), rows=W.IntSlider(value=8, min=1, max=32),
                          swizzle=W.Dropdown(options=list(SWIZZLE_MODES), value="128B"),
                          smem_line=W.IntSlider(value=0, min=0, max=7, description="dst / 128"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Finding what makes a case fault: python -m bwlab.tma diagnose --cases 1000 --seed 0
+# A fault (illegal instruction, misaligned address) poisons the CUDA context, so every trial
+# runs in a child process (python -m bwlab.tma subset ...).
+# ---------------------------------------------------------------------------------------------
+STRIPS = ("prefetch", "l2", "gmem_offset", "smem_offset", "coords_inside", "element_strides", "nan_fill",
+          "swizzle", "box_le_dims", "dtype_uint", "grow_dims")
+_UINT = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
+
+
+def strip_case(c: LoadCase, what: str) -> LoadCase:
+    """The same case with one feature taken away (used to find which one makes it fault)."""
+    t = c.tmap
+    kw = dict(dtype=t.dtype, global_shape=t.global_shape, box_shape=t.box_shape, global_strides=t.global_strides,
+              element_strides=t.element_strides, swizzle=t.swizzle, l2_promotion=t.l2_promotion, oob_fill=t.oob_fill)
+    coords, smem, goff, pf = tuple(c.coords), c.smem_offset, c.gmem_offset, c.prefetch
+    if what == "prefetch":
+        pf = 0
+    elif what == "l2":
+        kw["l2_promotion"] = "none"
+    elif what == "gmem_offset":
+        goff = 0
+    elif what == "smem_offset":
+        smem = 0
+    elif what == "coords_inside":
+        coords = tuple(max(0, min(co, d - ((n - 1) * e + 1))) for co, n, e, d in
+                       zip(coords, t.box_counts, t.element_strides, t.global_shape))
+    elif what == "element_strides":
+        kw["element_strides"] = (1,) * t.rank
+    elif what == "nan_fill":
+        kw["oob_fill"] = "zero"
+    elif what == "swizzle":
+        kw["swizzle"] = "none"
+    elif what == "box_le_dims":
+        box = [min(b, d) if i else b for i, (b, d) in enumerate(zip(t.box_shape, t.global_shape))]
+        kw["box_shape"] = tuple(box)
+    elif what == "dtype_uint":
+        kw["dtype"] = _UINT[t.elem_bytes]
+        kw["oob_fill"] = "zero"
+    elif what == "grow_dims":  # every dim at least as long as the box reaches, rows >= 16 bytes
+        shape = [max(d, b * e, 16 // t.elem_bytes if i == 0 else 1) for i, (d, b, e) in
+                 enumerate(zip(t.global_shape, t.box_shape, t.element_strides))]
+        strides, pitch = [], _round_up(shape[0] * t.elem_bytes, 16)
+        for d in shape[1:]:
+            strides.append(pitch)
+            pitch *= d
+        kw["global_shape"], kw["global_strides"] = tuple(shape), tuple(strides)
+        t2 = TensorMap(**kw)
+        return LoadCase(t2, np.zeros(t2.global_extent_bytes, np.uint8), coords, smem_offset=smem,
+                        gmem_offset=goff, prefetch=pf)
+    else:
+        raise ValueError(f"unknown strip {what!r}; one of {STRIPS}")
+    return LoadCase(TensorMap(**kw), c.gmem, coords, smem_offset=smem, gmem_offset=goff, prefetch=pf)
+
+
+def _subset_main(argv) -> int:
+    import argparse
+    import json
+    ap = argparse.ArgumentParser(prog="python -m bwlab.tma subset")
+    ap.add_argument("--cases", type=int, default=1000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--indices", default="all")
+    ap.add_argument("--prefetch", default="asis")
+    ap.add_argument("--strip", default="")
+    a = ap.parse_args(argv)
+    cases = random_cases(a.cases, a.seed)
+    idx = list(range(len(cases))) if a.indices == "all" else [int(x) for x in a.indices.split(",") if x]
+    sel = []
+    for i in idx:
+        c = cases[i]
+        for s in filter(None, a.strip.split(",")):
+            c = strip_case(c, s)
+        if a.prefetch != "asis":
+            c.prefetch = int(a.prefetch)
+        sel.append(c)
+    try:
+        r = run_cases(sel)
+        bad = [i for i, c, w, ok, err in zip(idx, sel, r.windows, r.done, r.errors)
+               if err or not ok or not np.array_equal(w, c.model_window())]
+        print(json.dumps({"status": "ok" if not bad else "bad", "bad": bad[:50], "nbad": len(bad)}))
+        return 0
+    except Exception as e:  # noqa: BLE001 - a fault is the result we are looking for
+        print(json.dumps({"status": "crash", "error": f"{type(e).__name__}: {str(e).splitlines()[0][:150]}"}))
+        return 3
+
+
+def _trial(args) -> dict:
+    import json
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, "-m", "bwlab.tma", "subset"] + args, capture_output=True, text=True,
+                       timeout=120)
+    for line in reversed(p.stdout.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    return {"status": "crash", "error": (p.stderr.strip().splitlines() or ["no output"])[-1][:150]}
+
+
+def diagnose_main(argv=None, say=print) -> int:
+    import argparse
+    ap = argparse.ArgumentParser(prog="python -m bwlab.tma diagnose")
+    ap.add_argument("--cases", type=int, default=1000)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args(argv)
+    base = ["--cases", str(a.cases), "--seed", str(a.seed)]
+    say("diagnose: all cases with each prefetch mode (0 none, 1 tensormap, 2 box, 3 both), one child each")
+    res = {}
+    for mode in ("0", "1", "2", "3"):
+        res[mode] = _trial(base + ["--prefetch", mode])
+        say(f"  prefetch={mode}: {res[mode]}")
+    if res["0"]["status"] != "crash":
+        return 0
+    say("diagnose: all cases, prefetch 0, one feature taken away from every case")
+    for s in STRIPS[1:]:
+        say(f"  without {s:16s}: {_trial(base + ['--prefetch', '0', '--strip', s])}")
+    cases = random_cases(a.cases, a.seed)
+    pool = list(range(a.cases))
+    while len(pool) > 1:
+        half = pool[:len(pool) // 2]
+        if _trial(base + ["--prefetch", "0", "--indices", ",".join(map(str, half))])["status"] == "crash":
+            pool = half
+        else:
+            pool = pool[len(pool) // 2:]
+    k = pool[0]
+    alone = _trial(base + ["--prefetch", "0", "--indices", str(k)])
+    say(f"  bisected to case {k} (alone: {alone['status']}): {describe_case(cases[k])}")
+    for s in STRIPS[1:]:
+        say(f"    without {s:16s}: {_trial(base + ['--prefetch', '0', '--indices', str(k), '--strip', s])['status']}")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+    cmd, rest = (sys.argv[1], sys.argv[2:]) if len(sys.argv) > 1 else ("", [])
+    if cmd == "subset":
+        raise SystemExit(_subset_main(rest))
+    if cmd == "diagnose":
+        raise SystemExit(diagnose_main(rest))
+    print("usage: python -m bwlab.tma diagnose [--cases N --seed S] | subset ...")
+    raise SystemExit(2)

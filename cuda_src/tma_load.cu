@@ -4,7 +4,8 @@
 // tma_load_dump: one CTA per test case. The CTA
 //   1. paints its SMEM window with a known background (so stray writes show),
 //   2. thread 0: mbarrier.init(count 1) -> arrive.expect_tx(box bytes) -> cp.async.bulk.tensor.Nd
-//      (optionally first a cp.async.bulk.prefetch.tensor of the same box into L2),
+//      (optionally first a cp.async.bulk.prefetch.tensor of the same box into L2, and/or a
+//      prefetch.tensormap of the descriptor),
 //   3. every thread: bounded wait for phase 0 (the TMA engine's complete_tx brings the transaction
 //      count to zero, the phase flips),
 //   4. a plain arrival must then complete phase 1 at once: it does only if no more bytes were
@@ -29,7 +30,7 @@ struct TmaCase {
     u32 smem_offset;   // destination = 1024-aligned window base + smem_offset
     u32 box_bytes;     // what expect_tx announces
     u32 window_bytes;  // SMEM bytes dumped (a multiple of 16)
-    u32 prefetch;      // 1: prefetch the box into L2 before loading it
+    u32 prefetch;      // bit 1: prefetch the box into L2 before loading it; bit 0: prefetch.tensormap
     u64 out_offset;    // where the window goes in `out` (a multiple of 16)
 };
 
@@ -82,10 +83,8 @@ extern "C" __global__ void tma_load_dump(const TmaDescriptor* __restrict__ tmaps
     __syncthreads();
 
     if (threadIdx.x == 0) {
-        if (p.prefetch) {
-            prefetch_tensormap(tmap);
-            tma_prefetch_any(p.rank, tmap, p.coords);
-        }
+        if (p.prefetch & 1u) prefetch_tensormap(tmap);
+        if (p.prefetch & 2u) tma_prefetch_any(p.rank, tmap, p.coords);
         mbarrier_arrive_expect_tx(&smem_full, p.box_bytes);
         tma_load_any(p.rank, window + p.smem_offset, tmap, &smem_full, p.coords);
     }

@@ -30,7 +30,7 @@ def test_one_swizzled_box_equals_the_model(swizzle, offset):
 def test_prefetch_variant_loads_the_same_bytes():
     g = np.arange(64 * 64, dtype=np.float32).reshape(64, 64)
     t = TensorMap("float32", (64, 64), (32, 16), swizzle="128B", oob_fill="nan")
-    got = tma.run_tma_load(t, g, (48, 56), prefetch=True)
+    got = tma.run_tma_load(t, g, (48, 56), prefetch=tma.PREFETCH_BOX)
     np.testing.assert_array_equal(got, tma_load_model(g, t, (48, 56)))
 
 

@@ -218,8 +218,11 @@ else:
 # An illegal combination shows the rule it breaks instead.
 
 # %% tags=["nbval-ignore-output"]
-from IPython.display import display
-display(tma.swizzle_explorer())
+try:
+    from IPython.display import display
+    display(tma.swizzle_explorer())
+except ImportError as e:  # running as a plain script
+    print("the explorer needs IPython and ipywidgets:", e)
 
 # %% [markdown]
 # ## 9. Peek under the hood
