@@ -87,7 +87,9 @@ def swizzle_with_base_offset(swizzle: str, addr, base_offset: int = 0):
     counted from the start of the repeating pattern. `base_offset` (PTX: "(pattern start addr >> 7)
     & 7") says where that pattern starts when it is not on a 256/512/1024-byte boundary; bwlab models
     the row as ((addr >> 7) - base_offset) mod 2^B. With base_offset 0 this is `bwlab.swizzle`, the
-    pattern TMA writes. (The H100 validation exercises this; see `bwlab.umma.validate_wgmma_main`.)
+    pattern TMA writes. On an H100 (wgmma, docs/results/wgmma_validate_h100.txt) this reading
+    predicted all 12 tiles placed off their pattern boundary, with base offset 0 and (start >> 7) & 7,
+    while "the field is ignored" and "rows count from the start address" each failed some.
     """
     sw = SWIZZLES[swizzle]
     if sw.bits == 0:
