@@ -869,7 +869,7 @@ def run_umma_sm100(case: UmmaCase, module=None) -> np.ndarray:
     from . import device
     from .compile import load_module
     from .runtime import launch
-    info = device.require("umma")
+    device.require("umma")            # raises UnsupportedGPU (before any driver call) off sm_100
     module = module or load_module("umma_sm100")
     img = case.smem_image()
     ad, bd = case.descriptors()
@@ -880,7 +880,6 @@ def run_umma_sm100(case: UmmaCase, module=None) -> np.ndarray:
             np.uint32(case.idesc), np.uint32(case.kind == "tf32"), np.uint32(case.accumulate),
             cp.asarray(case.tmem_init()), out, np.uint32(cols)),
            shared_mem=img.size + 1024, barrier_names=UMMA_BARRIERS)
-    del info
     return cp.asnumpy(out)
 
 
