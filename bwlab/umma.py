@@ -84,8 +84,9 @@ def check_mma_shape(kind: str, M: int, N: int, cta_group: int = 1) -> None:
     PTX ISA 9.7.16.2.1 (Matrix Shape, no .ws, dense): cta_group::1 takes M = 64 or 128 with N a
     multiple of 8 in [8, 256]; cta_group::2 takes M = 128 or 256 with N a multiple of 16 in
     [16, 256]. kind::i8 follows CuTe's SM100_MMA_S8_SS / _2x1SM_SS: N = 8 or a multiple of 16 in
-    [16, 256] (one CTA), a multiple of 32 in [32, 256] (two). (Older CuTe also required N % 16 for
-    M = 128 with one CTA; the current ISA table and CuTe's SS atoms allow steps of 8.)
+    [16, 256] (one CTA), a multiple of 32 in [32, 256] (two). (CuTe's TS atoms, with A in TMEM, and
+    older CuTe SS atoms also require N % 16 for M = 128 with one CTA; the current ISA table and CuTe's
+    SS atoms allow steps of 8, and both operands here come from SMEM.)
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {list(KINDS)}, got {kind!r}")
@@ -167,6 +168,8 @@ def make_instr_desc(a: str, b: str, c: str, M: int, N: int, a_major: str = "K", 
     kind = kind_of(a, b)
     ab, d = KINDS[kind]
     if kind == "f16" and a != b:
+        # The ISA's kind::f16 rows list f16 and bf16 as one "atype/btype" column; bwlab reads that as
+        # one type for both operands (as wgmma's .f32.bf16.bf16 spells out) and refuses a mix.
         raise ValueError(f"kind::f16 multiplies f16 by f16 or bf16 by bf16, got {a} x {b}")
     if c not in d:
         raise ValueError(f"kind::{kind} with {a} x {b} accumulates into {sorted(d)}, got {c!r}")
