@@ -15,6 +15,7 @@ COMMANDS = {
     "tma_copy": ("bwlab.tma", "bench_main"),
     "multicast": ("bwlab.multicast", "bench_main"),
     "tma_store": ("bwlab.epilogue", "bench_main"),
+    "umma_model": ("bwlab.umma", "main"),
 }
 
 
@@ -25,7 +26,10 @@ def main(argv=None) -> int:
         print("stages:", ", ".join(COMMANDS))
         return 2
     mod, fn = COMMANDS[argv[0]]
-    return int(getattr(importlib.import_module(mod), fn)(argv[1:]) or 0)
+    rest = argv[1:]
+    if argv[0] == "umma_model":  # bwlab.umma's command line takes the sub-command name first
+        rest = ["bench-model"] + rest
+    return int(getattr(importlib.import_module(mod), fn)(rest) or 0)
 
 
 if __name__ == "__main__":
