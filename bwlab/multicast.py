@@ -45,6 +45,9 @@ __all__ = [
     "format_mask", "multicast_box", "tma_partition", "TmaSlice", "MulticastConfig", "Issue",
     "CtaPlan", "plan", "model_smem", "expected_smem", "make_operands", "run_multicast",
     "check_multicast", "MulticastCheck", "validate_main", "bench_main", "FILL_BYTE", "BARRIERS",
+    "mask_table", "l2_read_bytes", "explain_cta", "draw_cluster", "draw_mask", "draw_masks_of",
+    "draw_every_mask", "draw_landing", "draw_smem_check", "draw_savings", "BenchConfig", "run_bench",
+    "validation_configs", "ncu_sectors", "plan_arrays",
 ]
 
 MAX_CLUSTER_CTAS = 16      # the mask is 16 bits; 16 is also the non-portable hardware limit
@@ -634,6 +637,27 @@ def check_multicast(cfg: MulticastConfig, seed: int = 0) -> MulticastCheck:
     return compare(run_multicast(cfg, seed=seed))
 
 
+def mask_table(layout: Layout) -> str:
+    """Every CTA's coordinate and A, B, C masks, in hex and bits, one line each."""
+    n = layout.size()
+    out = [f"{'rank':>4s}  {'(v,m,n,k)':10s} {'A <2>':>6s} {'bits':>{n}s}  {'B <1>':>6s} {'bits':>{n}s}  "
+           f"{'C':>6s} {'bits':>{n}s}"]
+    for r in range(n):
+        m = cta_masks(layout, r)
+        out.append(f"{r:4d}  {format_tuple(m.coord):10s} 0x{m.a:04X} {m.a:0{n}b}  0x{m.b:04X} {m.b:0{n}b}  "
+                   f"0x{m.c:04X} {m.c:0{n}b}")
+    return "\n".join(out)
+
+
+def l2_read_bytes(cfg: MulticastConfig) -> dict:
+    """Bytes the TMA reads from L2 for one round of tiles, derived from the plan: with multicast
+    every issued slice is read once; without it every CTA reads each of its tiles itself."""
+    plans = plan(cfg)
+    with_mc = sum(i.slice.nbytes for p in plans for i in p.issues)
+    own = sum(p.expect_tx for p in plans)
+    return {"multicast": with_mc, "own": own, "saved": own - with_mc, "ratio": own / with_mc}
+
+
 # ---------------------------------------------------------------------------------------------
 # Pictures (notebook 02)
 # ---------------------------------------------------------------------------------------------
@@ -768,6 +792,50 @@ def draw_smem_check(run: MulticastRun):
     add_legend(ax, [("equal to the model", BYTE_COLORS["loaded"]), ("differs", BYTE_COLORS["mismatch"])])
     fig.tight_layout()
     return fig
+
+
+def draw_savings(configs):
+    """Bars: L2 bytes read per round of tiles, every CTA loading its own tiles vs multicast."""
+    import matplotlib.pyplot as plt
+    from .plotting import add_legend
+    labels = [f"{c.cluster[0]}x{c.cluster[1]}" + (" 2SM" if c.peers == 2 else "") for c in configs]
+    own = [l2_read_bytes(c)["own"] / 1024 for c in configs]
+    mc = [l2_read_bytes(c)["multicast"] / 1024 for c in configs]
+    x = np.arange(len(configs))
+    fig, ax = plt.subplots(figsize=(9, 3.4))
+    ax.bar(x - 0.2, own, 0.4, color="#c44e52")
+    ax.bar(x + 0.2, mc, 0.4, color="#4c72b0")
+    for xi, o, m in zip(x, own, mc):
+        ax.text(xi + 0.2, m, f"{m / o:.3g}x", ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(x)
+    ax.set_xticklabels(labels)
+    ax.set_xlabel("cluster (M x N CTAs)")
+    ax.set_ylabel("KiB read from L2 per cluster")
+    ax.set_title("L2 reads for one A and one B tile per CTA (derived from the plan); label = multicast / own")
+    add_legend(ax, [("every CTA loads its own tiles", "#c44e52"), ("multicast", "#4c72b0")])
+    fig.tight_layout()
+    return fig
+
+
+def explain_cta(cluster_m: int, cluster_n: int, peers: int, rank: int, draw: bool = True) -> None:
+    """For the notebook's widget: CuTe's steps for the A, B and C masks of one CTA, and a picture.
+    Bad combinations print the ValueError's message (the rule and the limit)."""
+    try:
+        layout = cluster_layout_vmnk((cluster_m, cluster_n, 1), peers)
+        coord = cta_coord(layout, rank)
+    except ValueError as e:
+        print(f"not a valid choice: {e}")
+        return
+    print(f"cluster layout {layout}; CTA rank {rank} has (v,m,n,k) = {format_tuple(coord)}\n")
+    for title, modes in (("A mask: project N (mode 2)", (2,)), ("B mask: project M (mode 1)", (1,)),
+                         ("C mask, part 1: project V and M (modes 0,1)", (0, 1)),
+                         ("C mask, part 2: project V and N (modes 0,2)", (0, 2))):
+        print(f"-- {title}\n{mask_steps(layout, coord, modes)}\n")
+    print(f"C = part 1 | part 2 = {format_mask(cta_masks(layout, rank).c, layout.size())}")
+    if draw:
+        import matplotlib.pyplot as plt
+        draw_masks_of(layout, rank)
+        plt.show()
 
 
 # ---------------------------------------------------------------------------------------------

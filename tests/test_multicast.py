@@ -276,3 +276,26 @@ def test_kernel_ptx_has_the_cluster_handshake(arch):
     pos = [ptx.index(o) for o in order]
     assert pos == sorted(pos), "init -> fence -> cluster barrier -> expect_tx -> multicast -> wait"
     assert ptx.rindex("barrier.cluster.wait") > pos[-1], "a final cluster barrier after the wait"
+
+
+def test_pictures_have_titles_and_legends():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    L = mc.cluster_layout_vmnk((2, 4), peers=2)
+    fig, ax = plt.subplots()
+    mc.draw_cluster(ax, L)
+    assert ax.get_title() and ax.get_legend() is not None
+    cfg = mc.MulticastConfig(cluster=(2, 2), operands="AB")
+    ops = mc.make_operands(cfg)
+    smem = mc.model_smem(cfg, ops)
+    smem[1, 100] ^= 0xFF  # one wrong byte in CTA 1
+    run = mc.MulticastRun(cfg, smem, np.array([p.rank for p in mc.plan(cfg)]), np.zeros(4, dtype=np.int64),
+                          np.array([(b % 2, b // 2) for b in range(4)]), ops)
+    check = mc.compare(run)
+    assert not check.ok and check.bad_ctas == [1] and check.bad_bytes == 1
+    for f in (mc.draw_masks_of(L, 3), mc.draw_every_mask(L, "C"), mc.draw_landing(cfg, (1, 1)),
+              mc.draw_smem_check(run), mc.draw_savings([cfg])):
+        assert f._suptitle is not None or any(a.get_title() for a in f.axes)
+        assert f.legends or any(a.get_legend() is not None for a in f.axes)
+    plt.close("all")
