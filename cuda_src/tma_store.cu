@@ -191,19 +191,23 @@ tma_store_box(const __grid_constant__ TmaDescriptor tmap, const uint4* __restric
 
 // ---------------------------------------------------------------------------------------------
 // smem_store_cycles: EPI_THREADS threads; every warp repeats, `iters` times, 16 st.shared.v4 with
-// lane i writing at its own region + lane_offset[i]. cycles[0] = clock64 ticks for the whole loop,
-// measured by thread 0 between barriers (all warps share the SM's shared-memory pipe).
+// lane i writing at its own 16 KiB region + lane_offset[i] + 1024 k (k = 0..15, mod 16 KiB): the
+// 1024-byte steps keep every lane in its banks, and 16 distinct addresses keep ptxas from dropping
+// stores that a later one would overwrite. cycles[0] = clock64 ticks for the whole loop, measured
+// by thread 0 between barriers (all warps share the SM's shared-memory pipe).
 // ---------------------------------------------------------------------------------------------
 extern "C" __global__ void __launch_bounds__(EPI_THREADS)
 smem_store_cycles(const u32* __restrict__ lane_offset, u32 iters, unsigned long long* cycles) {
     const u32 warp = threadIdx.x / 32u;
-    const u32 addr = dyn_smem_base_1024() + warp * 8192u + lane_offset[threadIdx.x % 32u];
+    const u32 base = dyn_smem_base_1024() + warp * 16384u;
+    const u32 off = lane_offset[threadIdx.x % 32u];
     const u32 v = threadIdx.x;
     __syncthreads();
     const long long t0 = clock64();
     for (u32 it = 0; it < iters; ++it) {
 #pragma unroll
-        for (int k = 0; k < 16; ++k) st_shared_v4_b32(addr, v + k, v, it, k);
+        for (u32 k = 0; k < 16; ++k)
+            st_shared_v4_b32(base + ((off + 1024u * k) & 16383u), v + k, v, it, k);
     }
     __syncthreads();
     const long long t1 = clock64();

@@ -352,7 +352,7 @@ from bwlab.tma import TensorMap, tma_load_model  # noqa: E402
 
 
 @pytest.mark.parametrize("swizzle,box_w", [("none", 64), ("32B", 16), ("64B", 32), ("128B", 64)])
-@pytest.mark.parametrize("coords", [(0, 0), (64, 50), (99, 69), (100, 0), (7, 70)])
+@pytest.mark.parametrize("coords", [(0, 0), (64, 50), (96, 69), (104, 0), (8, 70)])
 def test_load_then_store_roundtrip(swizzle, box_w, coords):
     rng = np.random.default_rng(7)
     t = TensorMap("float16", (100, 70), (box_w, 40), global_strides=(208,), swizzle=swizzle)
@@ -363,8 +363,12 @@ def test_load_then_store_roundtrip(swizzle, box_w, coords):
         out = tma_store_model(sentinel, t, coords, smem, smem_address)
         x0, y0 = coords
         want = np.full_like(g, 0xBEEF)
-        # in-bounds part of the box written back; padding columns 100..103 and all else untouched
+        # the in-bounds part of the box comes back ...
         want[y0:y0 + 40, x0:min(x0 + box_w, 100)] = g[y0:y0 + 40, x0:min(x0 + box_w, 100)]
+        # ... and columns 100..103, which share the last 16-byte chunk of each 200-byte row, get the
+        # box's bytes for those positions: the load's zero fill (STORE_GRANULE); 104.. stay untouched
+        if x0 + box_w > 100 and x0 < 104:
+            want[y0:y0 + 40, 100:min(x0 + box_w, 104)] = 0
         np.testing.assert_array_equal(out, want)
 
 
@@ -392,12 +396,18 @@ def test_wholly_outside_box_writes_nothing_and_3d_edges():
 
 
 def test_store_writes_list_only_in_bounds_bytes():
+    # uint16, 10 columns = 20 bytes per row (pitch 32): dimension 0 is written up to the 16-byte
+    # chunk that holds the last column, i.e. columns 0..15; rows stop exactly at the edge.
     t = TensorMap("uint16", (10, 3), (8, 4), global_strides=(32,))
-    off, vals = tma_store_writes(t, (4, 1), np.arange(64, dtype=np.uint8))
-    # rows 1, 2 in bounds; columns 4..9 of the 8: 6 elements x 2 bytes per row
-    assert off.size == 2 * 6 * 2
-    assert list(off[:4]) == [32 + 8, 32 + 9, 32 + 10, 32 + 11]
+    off, vals = tma_store_writes(t, (8, 1), np.arange(64, dtype=np.uint8))
+    assert off.size == 2 * 8 * 2                   # rows 1, 2; all 8 box columns (8..15)
+    assert list(off[:4]) == [32 + 16, 32 + 17, 32 + 18, 32 + 19] and off.max() == 2 * 32 + 31
     assert list(vals[:4]) == [0, 1, 2, 3]
+    off, _ = tma_store_writes(t, (16, 0), np.zeros(64, np.uint8))  # columns 16.. : nothing
+    assert off.size == 0
+    t = TensorMap("uint16", (16, 3), (8, 4), global_strides=(32,))  # 32-byte rows: no overhang
+    off, _ = tma_store_writes(t, (8, 2), np.zeros(64, np.uint8))
+    assert off.size == 8 * 2 and off.min() == 2 * 32 + 16
 
 
 def test_store_model_refusals():
@@ -408,6 +418,8 @@ def test_store_model_refusals():
         tma_store_model(g, t, (-4, 0), smem)
     with pytest.raises(ValueError, match="128-byte aligned"):
         tma_store_model(g, t, (0, 0), smem, 64)
+    with pytest.raises(ValueError, match="16-byte boundary"):
+        tma_store_model(g, t, (2, 0), smem)  # 8 bytes into the row
     with pytest.raises(ValueError, match="coordinates"):
         tma_store_model(g, t, (0,), smem)
     with pytest.raises(ValueError, match="tf32"):
@@ -429,7 +441,10 @@ def test_reduce_add_semantics():
     t = TensorMap("uint32", (6,), (8,))
     g = np.array([1, 2, 0xFFFFFFFF, 4, 5, 6, 77, 88], np.uint32)
     s = np.array([10, 20, 1, 40, 50, 60, 70, 80], np.uint32).view(np.uint8)
-    np.testing.assert_array_equal(tma_reduce_add_model(g, t, (0,), s), [11, 22, 0, 44, 55, 66, 77, 88])
+    # 6 elements = 24 bytes: elements 6, 7 share the second 16-byte chunk, so they are added too
+    np.testing.assert_array_equal(tma_reduce_add_model(g, t, (0,), s), [11, 22, 0, 44, 55, 66, 147, 168])
+    np.testing.assert_array_equal(tma_reduce_add_model(g, TensorMap("uint32", (4,), (8,)), (0,), s),
+                                  [11, 22, 0, 44, 5, 6, 77, 88])
     tb = TensorMap("bfloat16", (8,), (8,))
     a = to_dtype_bits(np.array([1.0, 256.0, -3.0, 1e-3, 0, 0, 0, 0], np.float32), "bfloat16")
     b = to_dtype_bits(np.array([2.0 ** -8, 1.0, 3.0, 1e-3, 0, 0, 0, 0], np.float32), "bfloat16")
@@ -462,8 +477,12 @@ def test_epilogue_model_matches_direct_numpy():
     acc, c, d0 = p.random_inputs(rng)
     d = epilogue_model(p, acc, c, d0)
     want = d0.copy()
-    want[:200, :100] = epilogue_alpha_beta(acc[:200, :100], 1.5, 0.5, c[:200, :100], "bfloat16")
-    np.testing.assert_array_equal(d, want)  # padding columns and the guard row untouched
+    # 100 bf16 = 200 bytes: columns 100..103 share the last 16-byte chunk and are written too, with
+    # C = 0 there (the TMA load of C zero-fills outside the tensor); 104.. and the guard row stay.
+    c_seen = c[:200, :104].copy()
+    c_seen[:, 100:] = 0
+    want[:200, :104] = epilogue_alpha_beta(acc[:200, :104], 1.5, 0.5, c_seen, "bfloat16")
+    np.testing.assert_array_equal(d, want)
     p = EpilogueProblem(70, 40, "float32", bm=32, bn=32, swizzle="none", alpha=2.0, reduce_add=True)
     acc, _, d0 = p.random_inputs(rng)
     d = epilogue_model(p, acc, None, d0)

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.sm90
 
 
 @pytest.mark.parametrize("swizzle,box_w", [("none", 64), ("32B", 16), ("64B", 32), ("128B", 64)])
-@pytest.mark.parametrize("coords", [(0, 0), (64, 50), (99, 69)])
+@pytest.mark.parametrize("coords", [(0, 0), (64, 50), (96, 69)])
 def test_store_matches_model(swizzle, box_w, coords):
     rng = np.random.default_rng(1)
     t = TensorMap("bfloat16", (100, 70), (box_w, 40), global_strides=(224,), swizzle=swizzle)
@@ -22,6 +22,12 @@ def test_store_matches_model(swizzle, box_w, coords):
         np.testing.assert_array_equal(got, E.tma_store_model(g, t, coords, smem, addr, window_start=0))
 
 
+def test_misaligned_store_is_refused_before_the_gpu():
+    t = TensorMap("bfloat16", (100, 70), (64, 40), global_strides=(224,))
+    with pytest.raises(ValueError, match="16-byte boundary"):
+        E.run_tma_store(np.zeros((70, 112), np.uint16), t, (99, 0), np.zeros(t.box_bytes, np.uint8))
+
+
 def test_load_then_store_roundtrip_on_gpu():
     rng = np.random.default_rng(2)
     t = TensorMap("float32", (50, 33), (32, 16), global_strides=(208,), swizzle="128B")
@@ -29,7 +35,7 @@ def test_load_then_store_roundtrip_on_gpu():
     smem = tma_load_model(g, t, (32, 16), 128)
     out = E.run_tma_store(np.zeros_like(g), t, (32, 16), smem, 128)
     want = np.zeros_like(g)
-    want[16:32, 32:50] = g[16:32, 32:50]
+    want[16:32, 32:50] = g[16:32, 32:50]  # 50 fp32 = 200 B: columns 50, 51 get the load's zero fill
     np.testing.assert_array_equal(out, want)
 
 
@@ -75,5 +81,6 @@ def test_bank_model_predicts_the_cost_order():
     pats = E.bank_patterns()
     cyc = {k: E.measure_store_cycles(a) for k, (a, _) in pats.items()}
     strides = [cyc[f"lane stride {s} B"] for s in (16, 32, 64, 128)]
-    assert strides == sorted(strides) and strides[-1] > 3 * strides[0]
+    assert all(b >= 0.9 * a for a, b in zip(strides, strides[1:])), strides
+    assert strides[-1] > 3 * strides[0], strides
     assert cyc["row_per_thread, fp32 32 cols, 128B swizzle"] < cyc["row_per_thread, fp32 32 cols, no swizzle"] / 3

@@ -250,26 +250,35 @@ print("expected: none and 32B unchanged (a 32-byte row 3 lies in the first 128-b
 # %% [markdown]
 # ## 6. Edge tiles
 #
-# A 20 × 27 fp32 D with 8 × 16 tiles: the last tile column and row hang over the matrix. The CTAs store
-# whole boxes anyway; the TMA engine writes only the elements inside the tensor (dims 27 × 20 in the
-# tensor map), so the row padding (ld = 28) and the row after the matrix stay untouched. The colours
-# below come from the store model (`store_coverage`), not from a drawing of the intent.
+# A 20 × 27 fp32 D (108-byte rows, padded to ld = 28) with 8 × 16 tiles: the last tile column and row
+# hang over the matrix. The CTAs store whole boxes anyway, and the TMA engine writes only what lies
+# inside the tensor (dims 27 × 20 in the tensor map) — with one exception that the H100 shows and the
+# model follows (`E.STORE_GRANULE`): **dimension 0 is written in whole 16-byte chunks**. Column 27
+# (bytes 108..111 of a row) shares a chunk with column 26, so it is written too; the row after the
+# matrix is not. Padding that shares a 16-byte chunk with the last column is therefore not safe from a
+# TMA store. The colours below come from the store model (`store_coverage`), not from a drawing.
 
 # %%
 p = EpilogueProblem(20, 27, "float32", bm=8, bn=16, swizzle="none")
 E.plot_edge_tiles(p)
 plt.show()
 cov = E.store_coverage(p)
-print("written elements:", int((cov >= 0).sum()), " expected 20 * 27 =", 20 * 27)
-print("padding column 27 and guard row 20 untouched:", bool((cov[:, 27:] < 0).all() and (cov[20] < 0).all()))
+print("written elements:", int((cov >= 0).sum()), " expected 20 * 28 = 560 (27 columns + the one sharing their last chunk)")
+print("column 27 written:", bool((cov[:20, 27] >= 0).all()), " guard row 20 untouched:", bool((cov[20] < 0).all()))
 
 # %% [markdown]
 # A store's box must *start* inside the tensor (non-negative coordinates: PTX ISA, restrictions on the
-# `.global.shared::cta` direction); only its far side may hang over. The model refuses the rest:
+# `.global.shared::cta` direction), and on the H100 it must start on a 16-byte boundary of the row: a
+# store from a misaligned start stopped the kernel with an illegal instruction. The model refuses both:
 
 # %%
 try:
     tma_store_model(np.zeros(64 * 8, np.float32), TensorMap("float32", (64, 8), (32, 8)), (-4, 0),
+                    np.zeros(1024, np.uint8))
+except ValueError as err:
+    print("ValueError:", err)
+try:
+    tma_store_model(np.zeros(64 * 8, np.float32), TensorMap("float32", (64, 8), (32, 8)), (2, 0),
                     np.zeros(1024, np.uint8))
 except ValueError as err:
     print("ValueError:", err)
@@ -291,14 +300,15 @@ print("bits:", [hex(x) for x in d.ravel()])
 # %% [markdown]
 # `cp.reduce.async.bulk.tensor ... .add` adds the SMEM tile onto GMEM instead of overwriting it (split-K
 # and stream-K reductions use it). Element types: `.u32 .s32 .u64 .f32 .f16 .bf16`; out-of-bounds elements
-# are skipped like in the store.
+# are skipped like in the store, with the same 16-byte chunks in dimension 0.
 
 # %%
 t = TensorMap("float32", (6, 2), (4, 2), global_strides=(32,))
 g = np.arange(16, dtype=np.float32)               # two rows of 8 (6 in the tensor + 2 padding)
 tile = np.full(8, 100.0, np.float32)
 print(tma_reduce_add_model(g, t, (4, 0), tile.view(np.uint8)).reshape(2, 8))
-print("expected: columns 4, 5 of both rows + 100; columns 6, 7 (padding) untouched")
+print("expected: columns 4..7 of both rows + 100: 6 and 7 are padding (the tensor is 6 wide) but share the "
+      "16-byte chunk of columns 4 and 5")
 
 # %% [markdown]
 # ## 8. The GPU beside the model
