@@ -1,7 +1,7 @@
 """One colour scheme for every picture in bwlab, and small drawing helpers.
 
 Colours mean the same thing in every notebook:
-* CTAs (cluster ranks, CTA tiles):     `cta_color(i)`    — tab10
+* CTAs (cluster ranks, CTA tiles):     `cta_color(i)`    — 20 distinct colours (a 16-CTA cluster never repeats)
 * warps (and TMEM warp quarters):      `warp_color(w)`   — four fixed colours
 * threads of a warp / lanes:           `thread_color(t)` — a 32-step hue wheel
 * bytes: loaded / out-of-bounds fill / untouched: BYTE_COLORS
@@ -16,14 +16,16 @@ import numpy as np
 __all__ = ["cta_color", "warp_color", "thread_color", "BYTE_COLORS", "add_legend", "draw_grid",
            "new_figure"]
 
-_TAB10 = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-          "#bcbd22", "#17becf"]
+# tab10 first (so small clusters keep the familiar colours), then the lighter tab20 partners.
+_CTA_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+               "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94",
+               "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5"]
 _WARPS = ["#4c72b0", "#dd8452", "#55a868", "#c44e52"]
 BYTE_COLORS = {"loaded": "#4c72b0", "oob fill": "#f2b134", "untouched": "#e6e6e6", "mismatch": "#d62728"}
 
 
 def cta_color(i: int) -> str:
-    return _TAB10[int(i) % len(_TAB10)]
+    return _CTA_COLORS[int(i) % len(_CTA_COLORS)]
 
 
 def warp_color(w: int) -> str:

@@ -34,6 +34,7 @@ wrappers_sm90(const __grid_constant__ TmaDescriptor tmap, u32* out, const u32* i
     tma_prefetch_5d(&tmap, 0, 1, 2, 3, 4);
     mbarrier_arrive(&bar);
     mbarrier_arrive_cluster(mapa_shared_cluster(smem_u32(&bar), 1));
+    mbarrier_arrive_remote(mapa_shared_cluster(smem_u32(&bar), 1));
     if (!mbarrier_wait(&bar, 0, 0, 16)) return;
     if (!mbarrier_wait<true>(&bar, 1, 1, 16)) return;
     fence_proxy_async_shared_cta();

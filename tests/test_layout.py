@@ -1,8 +1,7 @@
 """bwlab.layout against CuTe itself.
 
-The tables below were printed by CuTe (NVIDIA/cutlass include/cute, commit 7107b0553) through the
-host program in tests/test_multicast_cutlass.py, which regenerates and compares them when a CUTLASS
-checkout and nvcc are available (CUTLASS_DIR=...). CuTe prints static integers with a leading `_`.
+The tables below are what CuTe's host-side functions (NVIDIA/cutlass include/cute, commit 7107b0553)
+printed for these layouts, recorded once as facts; CuTe prints static integers with a leading `_`.
 """
 import pytest
 

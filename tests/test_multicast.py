@@ -1,7 +1,7 @@
 """bwlab.multicast against CuTe: cluster layouts, multicast masks, tma_partition, the plan.
 
-CUTE_CLUSTERS was printed by CuTe itself (NVIDIA/cutlass include/cute, commit 7107b0553) through the
-host program in tests/test_multicast_cutlass.py: for each cluster shape and peer count, CuTe's
+CUTE_CLUSTERS records what CuTe itself printed (NVIDIA/cutlass include/cute, commit 7107b0553), once,
+as facts: for each cluster shape and peer count, CuTe's
 `tiled_divide(make_layout(cluster_shape), make_tile(AtomThrID))` and, for every CTA rank r with
 coord = layout.get_flat_coord(r), the masks create_tma_multicast_mask<2>, <1>, <0,1>, <0,2>.
 """

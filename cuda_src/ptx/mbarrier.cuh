@@ -39,6 +39,12 @@ __device__ __forceinline__ void mbarrier_arrive_cluster(u32 cluster_bar_addr) {
                  : "memory");
 }
 
+// mbarrier.arrive.shared::cluster.b64 with the default .release.cta semantics: the cheaper remote
+// arrival CUTLASS's ClusterBarrier::arrive(cta_id) uses (a consumer releasing a producer's slot).
+__device__ __forceinline__ void mbarrier_arrive_remote(u32 cluster_bar_addr) {
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(cluster_bar_addr) : "memory");
+}
+
 // mbarrier.try_wait.parity.shared::cta.b64: true once the phase with this parity has completed.
 // try_wait may suspend the thread for a system-dependent time before returning false.
 __device__ __forceinline__ bool mbarrier_try_wait_parity(u64* bar, u32 parity) {
