@@ -190,10 +190,12 @@ class TensorMap:
         for i, b in enumerate(box):
             if not 1 <= b <= MAX_BOX:
                 raise TensorMapError("box-dim", f"box_shape[{i}] = {b} must be in 1..{MAX_BOX}")
-        if self.interleave == "none" and (box[0] * elem) % 16:
+        if (box[0] * elem) % 16:
+            # Documented for interleave 'none'; with interleave the H100's driver (580) refused an
+            # 8-byte inner box too (CUDA_ERROR_INVALID_VALUE), so bwlab asks for it always.
             raise TensorMapError("box-inner-bytes",
                                  f"box_shape[0] * element size = {box[0]} * {elem} = {box[0] * elem} bytes "
-                                 "must be a multiple of 16 when interleave is 'none'")
+                                 "must be a multiple of 16")
         for i, e in enumerate(es):
             if not 1 <= e <= MAX_ELEMENT_STRIDE:
                 raise TensorMapError("element-stride", f"element_strides[{i}] = {e} must be in 1..{MAX_ELEMENT_STRIDE}")
@@ -322,12 +324,15 @@ class TensorMap:
 # ---------------------------------------------------------------------------------------------
 # The model
 # ---------------------------------------------------------------------------------------------
-# The OOB-NaN written by CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA, per dtype, as raw bits.
-# (Checked on the H100 by `python -m bwlab.validate tma`; see docs/results/tma_validate_h100.txt.)
-_OOB_NAN_BITS = {"float16": 0x7FFF, "bfloat16": 0x7FFF, "float32": 0x7FFFFFFF, "tf32": 0x7FFFFFFF,
-                 "float64": 0x7FFFFFFFFFFFFFFF}
-# Whether a TFLOAT32 load rounds each 32-bit value to tf32 (10 mantissa bits, nearest even).
+# The OOB-NaN written by CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA, as raw bits: read off
+# an H100 (`python -m bwlab.validate tma --probe`), the 16-bit pattern 0x7FF7 repeated to fill the
+# element — a NaN in every float format (f16, bf16, f32, f64).
+_OOB_NAN_BITS = {"float16": 0x7FF7, "bfloat16": 0x7FF7, "float32": 0x7FF77FF7, "tf32": 0x7FF77FF7,
+                 "float64": 0x7FF77FF77FF77FF7}
+# A TFLOAT32 load rounds each 32-bit value to tf32 (10 mantissa bits, nearest even, denormals
+# kept, infinities kept) and turns every NaN into 0x7FFFE000; seen on the H100 (--probe).
 TF32_ROUNDS_ON_LOAD = True
+TF32_CANONICAL_NAN = 0x7FFFE000
 
 
 def oob_fill_bits(tmap: TensorMap) -> int:
@@ -336,12 +341,14 @@ def oob_fill_bits(tmap: TensorMap) -> int:
 
 
 def _tf32_round(bits: np.ndarray) -> np.ndarray:
-    """Round float32 bit patterns to tf32 (keep 10 mantissa bits), nearest even; NaN/Inf untouched."""
+    """What a TFLOAT32 load makes of float32 bit patterns: round to 10 mantissa bits, nearest even
+    (overflow to infinity), infinities unchanged, every NaN -> TF32_CANONICAL_NAN."""
     b = bits.astype(np.uint64)
     finite = (b & 0x7F800000) != 0x7F800000
+    nan = ~finite & ((b & 0x007FFFFF) != 0)
     lsb = (b >> 13) & 1
     r = ((b + 0xFFF + lsb) & ~np.uint64(0x1FFF)) & 0xFFFFFFFF
-    return np.where(finite, r, b).astype(np.uint32)
+    return np.where(finite, r, np.where(nan, TF32_CANONICAL_NAN, b)).astype(np.uint32)
 
 
 def _check_coords(tmap: TensorMap, coords) -> tuple:
@@ -351,6 +358,13 @@ def _check_coords(tmap: TensorMap, coords) -> tuple:
     for i, c in enumerate(coords):
         if not -(1 << 31) <= c < (1 << 31):
             raise TensorMapError("coords", f"coordinate {i} = {c} is not a signed 32-bit integer")
+    if tmap.interleave == "none" and (coords[0] * tmap.elem_bytes) % 16:
+        # PTX ISA 5.5.3.1: the bounding box's address must be 16-byte aligned. The H100 enforces it:
+        # a box starting mid-way through a 16-byte chunk faults with an illegal instruction.
+        raise TensorMapError("coords-inner-alignment",
+                             f"coordinate 0 = {coords[0]} starts the box at byte {coords[0] * tmap.elem_bytes} of "
+                             f"its row; it must be a multiple of 16 bytes ({16 // tmap.elem_bytes} elements of "
+                             f"{tmap.dtype})")
     return coords
 
 
@@ -633,6 +647,8 @@ def random_case(rng: np.random.Generator, dtype: str, rank: int, swizzle: str) -
             c = int(rng.integers(-reach + 1, shape[i]))
         else:  # possibly entirely outside
             c = int(rng.integers(-reach - 8, shape[i] + 8))
+        if i == 0:
+            c = (c // (16 // elem)) * (16 // elem)  # the box must start on a 16-byte boundary
         coords.append(c)
     gmem = rng.integers(0, 256, size=tmap.global_extent_bytes, dtype=np.uint8)
     return LoadCase(tmap, gmem, tuple(coords), smem_offset=128 * int(rng.integers(0, 8)) + 1024 * int(rng.integers(0, 2)),
@@ -1366,6 +1382,8 @@ def strip_case(c: LoadCase, what: str) -> LoadCase:
     elif what == "coords_inside":
         coords = tuple(max(0, min(co, d - ((n - 1) * e + 1))) for co, n, e, d in
                        zip(coords, t.box_counts, t.element_strides, t.global_shape))
+        g0 = 16 // t.elem_bytes
+        coords = ((coords[0] // g0) * g0,) + coords[1:]
     elif what == "element_strides":
         kw["element_strides"] = (1,) * t.rank
     elif what == "nan_fill":

@@ -34,6 +34,7 @@ RULES = [
     (dict(box_shape=(64, 0)), "box-dim", "box_shape[1] = 0"),
     (dict(box_shape=(64, 257)), "box-dim", "257"),
     (dict(box_shape=(4, 8)), "box-inner-bytes", "4 * 2 = 8"),
+    (dict(global_shape=(8, 10, 4), box_shape=(4, 4, 2), interleave="16B"), "box-inner-bytes", "4 * 2 = 8"),
     (dict(element_strides=(1, 9)), "element-stride", "element_strides[1] = 9"),
     (dict(element_strides=(1, 0)), "element-stride", "element_strides[1] = 0"),
     (dict(element_strides=(2, 1)), "element-stride-dim0", "element_strides[0] = 2"),
@@ -65,7 +66,7 @@ def test_limits_themselves_are_accepted():
     TensorMap("float64", (16,) * 5, (2, 256 // 256, 1, 1, 1))
     TensorMap("float16", (64, 8), (16, 8), swizzle="32B")  # 32 bytes = the 32B span
     TensorMap("float32", (64, 64), (32, 256), swizzle="128B", element_strides=(1, 8))
-    TensorMap("float16", (8, 10, 4), (4, 4, 2), interleave="16B", element_strides=(2, 1, 1))  # dim0 rules lifted
+    TensorMap("float16", (8, 10, 4), (8, 4, 2), interleave="16B", element_strides=(2, 1, 1))  # dim-0 stride allowed
     TensorMap("bfloat16", (64, 8), (64, 8), oob_fill="nan")
 
 
@@ -121,7 +122,7 @@ def test_box_bytes_is_the_expect_tx_count(dtype, box, es, want):
     assert t.box_bytes == want
     # ... and that is exactly the number of bytes the model writes, out-of-bounds or not.
     g = np.zeros(t.global_extent_bytes, np.uint8)
-    for coords in ((0,) * t.rank, (-1000,) * t.rank):
+    for coords in ((0,) * t.rank, (-1024,) * t.rank):
         addr, vals = tma.tma_load_writes(g, t, coords)
         assert vals.size == want and np.unique(addr).size == want
 
@@ -161,9 +162,9 @@ def test_5d_box_with_element_strides_equals_strided_slice():
 def test_padded_strides_skip_the_padding():
     g = np.arange(10 * 32, dtype=np.uint8).reshape(10, 32)  # 20 real bytes per 32-byte row
     t = TensorMap("uint8", (20, 10), (16, 4), global_strides=(32,))
-    got = tma_load_model(g, t, (8, 2)).reshape(4, 16)
+    got = tma_load_model(g, t, (16, 2)).reshape(4, 16)
     want = np.zeros((4, 16), np.uint8)
-    want[:, :12] = g[2:6, 8:20]  # columns 20.. are outside the tensor: zero, not the padding bytes
+    want[:, :4] = g[2:6, 16:20]  # columns 20.. are outside the tensor: zero, not the padding bytes
     np.testing.assert_array_equal(got, want)
 
 
@@ -189,6 +190,12 @@ def test_gmem_too_small_and_bad_coordinates_are_refused():
         tma_load_model(g, t, (0, 2**31))
     with pytest.raises(TensorMapError, match=r"\[smem-alignment\].*0x40"):
         tma_load_model(g, t, (0, 0), smem_address=64)
+    # The box must start on a 16-byte boundary of its row (PTX ISA 5.5.3.1; the H100 faults otherwise).
+    with pytest.raises(TensorMapError, match=r"\[coords-inner-alignment\].*byte 6 .*8 elements of float16"):
+        tma_load_model(g, t, (3, 0))
+    with pytest.raises(TensorMapError, match="coords-inner-alignment"):
+        tma_load_model(g, t, (-4, 0))
+    tma_load_model(g, t, (-8, 0))
 
 
 # ---- swizzle: the PTX ISA tables (5.5.7), written out independently --------------------------------
@@ -252,9 +259,11 @@ def test_partial_last_line_leaves_the_box_and_the_window_shows_it():
 
 
 def test_tf32_rounding_rule():
-    x = np.array([0x3F800FFF, 0x3F801000, 0x3F803000, 0x3F801001, 0x7F7FFFFF, 0x7FC00001, 0xFF800000],
-                 np.uint32)
-    want = [0x3F800000, 0x3F800000, 0x3F804000, 0x3F802000, 0x7F800000, 0x7FC00001, 0xFF800000]
+    # The H100's answers to `python -m bwlab.validate tma --probe` (docs/results/tma_validate_h100.txt).
+    x = np.array([0x3F800FFF, 0x3F801000, 0x3F803000, 0x3F801001, 0x7F7FFFFF, 0x7FC00001, 0xFF800000,
+                  0x7F800001, 0x00001FFF, 0x00000001, 0x807FFFFF, 0x12345678, 0x7F801000], np.uint32)
+    want = [0x3F800000, 0x3F800000, 0x3F804000, 0x3F802000, 0x7F800000, 0x7FFFE000, 0xFF800000,
+            0x7FFFE000, 0x00002000, 0x00000000, 0x80800000, 0x12346000, 0x7FFFE000]
     assert [int(v) for v in tma._tf32_round(x)] == want
 
 

@@ -164,7 +164,9 @@ plt.show()
 # %% [markdown]
 # ## 6. A box that hangs off the edge
 #
-# Coordinates are signed 32-bit integers and may point outside the tensor, even below zero. Every
+# Coordinates are signed 32-bit integers and may point outside the tensor, even below zero; the one
+# restriction is that the box starts on a 16-byte boundary of its row (dim-0 coordinate × element size
+# a multiple of 16: PTX ISA 5.5.3.1 — the H100 stops the kernel with "illegal instruction" otherwise). Every
 # element of the box outside the tensor is filled — with zero, or with a special NaN
 # (`FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA`, floating-point types only) — and still counts towards the
 # transaction bytes: the mbarrier always expects the whole box.
@@ -173,16 +175,16 @@ plt.show()
 small = TensorMap("float32", (20, 12), (8, 6))
 g = np.arange(12 * 20, dtype=np.float32).reshape(12, 20)
 print("box bytes:", small.box_bytes, " expected 8 * 6 * 4 =", 8 * 6 * 4, "(whether or not it is in bounds)")
-tma.plot_oob_box(small, g, (15, 9))
+tma.plot_oob_box(small, g, (16, 9))
 plt.show()
 
 # %%
 nanfill = TensorMap("float32", (20, 12), (8, 6), oob_fill="nan")
-img = tma_load_model(g, nanfill, (-3, -2)).view(np.float32).reshape(6, 8)
+img = tma_load_model(g, nanfill, (-4, -2)).view(np.float32).reshape(6, 8)
 print(img)
 print("fill bits:", hex(tma.oob_fill_bits(nanfill)), " NaN count:", int(np.isnan(img).sum()),
-      " expected 8 * 6 - 5 * 4 =", 8 * 6 - 5 * 4)
-tma.plot_oob_box(nanfill, g, (-3, -2))
+      " expected 8 * 6 - 4 * 4 =", 8 * 6 - 4 * 4)
+tma.plot_oob_box(nanfill, g, (-4, -2))
 plt.show()
 
 # %% [markdown]
