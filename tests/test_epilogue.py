@@ -509,3 +509,19 @@ def test_problem_validation():
         EpilogueProblem(10, 10, bn=32, smem_offset=1024)
     p = EpilogueProblem(10, 10, "float16", bn=64)
     assert p.ld == 16 and p.buffer_shape == (11, 16)
+
+
+def test_narrow_swizzled_box_rows_sit_one_span_apart():
+    # 16-byte rows with the 32B swizzle: row r is read from SMEM bytes [32 r, 32 r + 16), permuted by
+    # the swizzle (bit 4 ^= bit 7), as the H100 did on every such store (smem_box_pitch).
+    from bwlab.epilogue import smem_box_footprint, smem_box_pitch
+    t = TensorMap("uint8", (16, 8), (16, 8), swizzle="32B")
+    assert smem_box_pitch(t) == 32 and smem_box_footprint(t) == 256 and t.box_bytes == 128
+    smem = np.repeat(np.arange(16, dtype=np.uint8), 16)  # 16-byte chunk k holds k
+    out = tma_store_model(np.zeros(128, np.uint8), t, (0, 0), smem).reshape(8, 16)
+    for r in range(8):
+        logical_chunk = 2 * r                      # 32 r / 16
+        assert (out[r] == logical_chunk ^ ((r // 4) & 1)).all()
+    assert smem_box_pitch(TensorMap("uint8", (16, 8), (16, 8))) == 16  # no swizzle: packed
+    with pytest.raises(ValueError, match="128-byte line"):
+        tma_store_model(np.zeros(128, np.uint8), t, (0, 0), np.zeros(128, np.uint8))

@@ -42,7 +42,7 @@ def test_load_then_store_roundtrip_on_gpu():
 @pytest.mark.parametrize("dtype", E.REDUCE_ADD_DTYPES)
 def test_reduce_add_matches_model(dtype):
     rng = np.random.default_rng(5)
-    for rank, swizzle in ((1, "none"), (2, "128B"), (3, "64B"), (2, "32B")):
+    for rank, swizzle in ((2, "none"), (2, "128B"), (3, "64B"), (4, "32B")):
         c = E.random_store_case(rng, dtype, rank, swizzle, op="add")
         np.testing.assert_array_equal(c.run().view(np.uint8), c.model().view(np.uint8))
 

@@ -248,6 +248,17 @@ print("expected: none and 32B unchanged (a 32-byte row 3 lies in the first 128-b
       "pattern leaves as it is); 64B: j ^ 1; 128B: j ^ 3")
 
 # %% [markdown]
+# One more thing the H100 showed: with a swizzle, a box narrower than the swizzle span does **not** sit
+# packed in SMEM. Each of its rows takes a whole swizzle row (32, 64 or 128 bytes), so a 16-byte-wide box
+# with the 128B swizzle occupies 128 bytes per row. `smem_box_pitch` says so, and the model reads the
+# box that way:
+
+# %%
+narrow = TensorMap("float32", (64, 32), (4, 32), swizzle="128B")
+print("box", narrow.box_shape, "=", narrow.box_bytes, "bytes of data; SMEM row pitch",
+      E.smem_box_pitch(narrow), "-> footprint", E.smem_box_footprint(narrow), "bytes (expected 128 and 4096)")
+
+# %% [markdown]
 # ## 6. Edge tiles
 #
 # A 20 × 27 fp32 D (108-byte rows, padded to ld = 28) with 8 × 16 tiles: the last tile column and row
