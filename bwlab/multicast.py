@@ -47,7 +47,7 @@ __all__ = [
     "check_multicast", "MulticastCheck", "validate_main", "bench_main", "FILL_BYTE", "BARRIERS",
     "mask_table", "l2_read_bytes", "explain_cta", "draw_cluster", "draw_mask", "draw_masks_of",
     "draw_every_mask", "draw_landing", "draw_smem_check", "draw_savings", "BenchConfig", "run_bench",
-    "validation_configs", "ncu_sectors", "plan_arrays",
+    "validation_configs", "ncu_sectors", "plan_arrays", "parse_depth",
 ]
 
 MAX_CLUSTER_CTAS = 16      # the mask is 16 bits; 16 is also the non-portable hardware limit
@@ -903,15 +903,15 @@ def validate_main(argv=None) -> int:
 # ---------------------------------------------------------------------------------------------
 # Benchmark: python -m bwlab.bench multicast
 # ---------------------------------------------------------------------------------------------
-BENCH_MODES = {0: "own", 1: "multicast", 2: "sync-only"}
+BENCH_MODES = {0: "own", 1: "multicast", 2: "sync-only", 3: "sync-serial"}
 BENCH_BARRIERS = {0: "stage_full", 1: "stage_empty"}
-BENCH_STAGES = 3  # MC_STAGES in cuda_src/tma_multicast.cu
+BENCH_STAGES = 3  # default pipeline depth (MC_STAGES in cuda_src/tma_multicast.cu)
 
 
 @dataclass(frozen=True)
 class BenchConfig:
     """Every CTA receives `iters` tiles of `boxes_per_tile` boxes of `box_rows` x 128 B, through a
-    pipeline of BENCH_STAGES buffers. Cluster k reads tile (k + it) % tiles_in_source of a source
+    pipeline of `stages` buffers. Cluster k reads tile (k + it) % tiles_in_source of a source
     small enough to stay in L2 (8 MB by default, L2 is 50 MB on an H100), so different clusters read
     different tiles and the CTAs of one cluster the same one."""
 
@@ -922,8 +922,11 @@ class BenchConfig:
     boxes_per_tile: int = 8
     tiles_in_source: int = 128
     row_bytes: int = 128
+    stages: int = BENCH_STAGES
 
     def __post_init__(self):
+        if not 2 <= self.stages <= 8:
+            raise ValueError(f"the pipeline has 2..8 stages, got {self.stages}")
         if self.cluster not in (1, 2, 4, 8):
             raise ValueError(f"benchmark clusters are 1, 2, 4 or 8 CTAs (portable), got {self.cluster}")
         if self.ctas % self.cluster:
@@ -934,7 +937,7 @@ class BenchConfig:
         if not 1 <= self.box_rows <= 256:
             raise ValueError(f"box_rows is a TMA box dimension, 1..256, got {self.box_rows}")
         if self.smem_bytes > 227 * 1024:
-            raise ValueError(f"{BENCH_STAGES} stages of {self.tile_bytes} B (+1024 for alignment) do not "
+            raise ValueError(f"{self.stages} stages of {self.tile_bytes} B (+1024 for alignment) do not "
                              f"fit in one CTA's {227 * 1024} B of SMEM")
         if self.tile_bytes >= 1 << 20:
             raise ValueError("one mbarrier phase counts at most 2^20 - 1 bytes")
@@ -949,7 +952,7 @@ class BenchConfig:
 
     @property
     def smem_bytes(self) -> int:
-        return BENCH_STAGES * self.tile_bytes + 1024
+        return self.stages * self.tile_bytes + 1024
 
     @property
     def source_bytes(self) -> int:
@@ -962,10 +965,22 @@ class BenchConfig:
     def bytes_from_l2(self, mode: int) -> int:
         """Bytes read from L2 by TMA, DERIVED: without multicast every CTA reads the tile; with it,
         each box is read once per cluster and copied on the way to the SMs."""
-        if mode == 2:
+        if mode not in (0, 1):
             return 0
         per_cluster = self.tile_bytes * (1 if mode == 1 else self.cluster)
         return (self.ctas // self.cluster) * self.iters * per_cluster
+
+    def label(self) -> str:
+        return f"{self.stages} x {self.tile_bytes // 1024} KiB"
+
+
+def parse_depth(text: str, **kw) -> BenchConfig:
+    """'4x48' -> a BenchConfig with 4 stages of tiles made of boxes of 48 rows (x 128 B)."""
+    try:
+        stages, rows = (int(t) for t in text.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"a pipeline depth is STAGESxBOX_ROWS, e.g. 4x48, got {text!r}") from None
+    return BenchConfig(stages=stages, box_rows=rows, **kw)
 
 
 def _max_active_clusters(fn, cfg: BenchConfig):
@@ -998,7 +1013,8 @@ def run_bench(cfg: BenchConfig, modes=(0, 1, 2), warmup: int = 3, repeat: int = 
     src = cp.asarray(np.random.default_rng(0).integers(0, 256, size=rows * cfg.row_bytes, dtype=np.uint8))
     tmap = TensorMap("uint8", (cfg.row_bytes, rows), (cfg.row_bytes, cfg.box_rows), swizzle="128B")
     targ = tensor_map_arg(tmap.encode(src.data.ptr))
-    mod = load_module("tma_multicast", defines={"CLUSTER_X": cfg.cluster, "CLUSTER_Y": 1})
+    mod = load_module("tma_multicast", defines={"CLUSTER_X": cfg.cluster, "CLUSTER_Y": 1,
+                                                "MC_STAGES": cfg.stages})
     clocks = cp.zeros(cfg.ctas * 2, dtype=cp.uint64)
     results = {}
     for mode in modes:
@@ -1039,6 +1055,21 @@ def ncu_sectors(csv_text: str, metric: str = "lts__t_sectors_srcunit_tex_op_read
     return out
 
 
+def _bench_row(cfg: BenchConfig, mode: int, r, resident, occ, own_ms) -> str:
+    ms = r.median_ms
+    fill = cfg.bytes_into_smem() / (ms * 1e-3) / 1e9 if mode in (0, 1) else 0.0
+    l2 = cfg.bytes_from_l2(mode) / (ms * 1e-3) / 1e9
+    speed = f"{own_ms / ms:6.2f}x" if mode != 0 else ""
+    return (f"{cfg.ctas:4d} {cfg.cluster:2d} {BENCH_MODES[mode]:>11s} {ms:10.4f} {r.min_ms:8.4f} "
+            f"{ms * 1e6 / cfg.iters:9.0f} {fill:15.1f} {l2:22.1f} {speed:>7s} {str(resident):>8s} "
+            f"{str(occ):>12s}")
+
+
+BENCH_HEADER = (f"{'ctas':>4s} {'c':>2s} {'mode':>11s} {'median ms':>10s} {'min ms':>8s} {'ns/tile':>9s} "
+                f"{'SMEM fill GB/s':>15s} {'L2->SM GB/s (derived)':>22s} {'vs own':>7s} {'resident':>8s} "
+                f"{'max clusters':>12s}")
+
+
 def bench_main(argv=None) -> int:
     import json
     from . import device
@@ -1049,6 +1080,9 @@ def bench_main(argv=None) -> int:
                          "what an H100 holds at once")
     ap.add_argument("--iters", type=int, default=2000)
     ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--depths", default="4x48,6x32",
+                    help="further pipeline depths STAGESxBOX_ROWS (8 boxes a tile) measured with own and "
+                         "multicast at the largest CTA count, after the main table ('' for none)")
     ap.add_argument("--ncu-pass", metavar="PLAN_JSON",
                     help="launch own and multicast once each per configuration, untimed, for Nsight "
                          "Compute, and write the launch order to PLAN_JSON")
@@ -1056,6 +1090,14 @@ def bench_main(argv=None) -> int:
                     help="add the L2 sectors Nsight Compute measured in a --ncu-pass run to the report")
     ap.add_argument("--out", help="also write the report to this file")
     args = ap.parse_args(argv)
+    clusters = [int(c) for c in args.clusters.split(",")]
+    ctas_list = [int(c) for c in args.ctas.split(",")]
+    depths = [parse_depth(d, ctas=max(ctas_list), iters=args.iters) for d in args.depths.split(",") if d]
+    for ctas in ctas_list:  # every configuration is checked before the first launch
+        for c in clusters:
+            BenchConfig(cluster=c, ctas=ctas, iters=args.iters)
+            for d in depths:
+                BenchConfig(cluster=c, ctas=ctas, iters=args.iters, stages=d.stages, box_rows=d.box_rows)
     lines = []
 
     def say(s=""):
@@ -1066,8 +1108,6 @@ def bench_main(argv=None) -> int:
     if device.tier("multicast") != "hardware":
         say("multicast is not on hardware here: nothing to measure")
         return 1
-    clusters = [int(c) for c in args.clusters.split(",")]
-    ctas_list = [int(c) for c in args.ctas.split(",")]
     if args.ncu_pass:
         launches = []
         for ctas in ctas_list:
@@ -1083,35 +1123,52 @@ def bench_main(argv=None) -> int:
         return 0
     base = BenchConfig(iters=args.iters)
     say(f"every CTA receives {args.iters} tiles of {base.tile_bytes} B ({base.boxes_per_tile} TMA boxes of "
-        f"{base.box_rows} x {base.row_bytes} B, 128B swizzle) through a {BENCH_STAGES}-stage "
+        f"{base.box_rows} x {base.row_bytes} B, 128B swizzle) through a {base.stages}-stage "
         f"full/empty mbarrier pipeline; cluster k reads tile (k + it) % {base.tiles_in_source} of a "
         f"{base.source_bytes // 2**20} MB source (L2-resident)")
-    say("modes: own = every CTA loads the whole tile itself; multicast = each CTA issues 1/c of the "
-        "boxes with the whole cluster in the mask; sync-only = the multicast handshake with no data")
-    say("SMEM fill = bytes landing in SMEM / time (measured time); L2->SM GB/s is DERIVED from the bytes "
-        "the design reads (own: c tiles per cluster, multicast: 1), not measured")
+    say("modes: own = every CTA loads the whole tile itself; multicast = each CTA issues 1/c of the boxes "
+        "with the whole cluster in the mask; sync-only = the multicast handshake with no data (lane k of "
+        "the consumer warp releases CTA k, plain remote arrive, cta-scope waits); sync-serial = the first "
+        "version's handshake with no data (one thread, c arrive.release.cluster in a row, cluster-scope "
+        "waits)")
+    say("ns/tile = median time / tiles per CTA; SMEM fill = bytes landing in SMEM / time (measured time); "
+        "L2->SM GB/s is DERIVED from the bytes the design reads (own: c tiles per cluster, multicast: 1), "
+        "not measured; 'vs own' = own's median / this row's median")
     say("CUDA events, median of %d launches after 3 warm-up launches; 'resident' = every CTA started "
         "before any finished; 'max clusters' = cuOccupancyMaxActiveClusters" % args.repeat)
-    say(f"{'ctas':>4s} {'c':>2s} {'mode':>10s} {'median ms':>10s} {'min ms':>8s} {'SMEM fill GB/s':>15s} "
-        f"{'L2->SM GB/s (derived)':>22s} {'vs own':>7s} {'resident':>8s} {'max clusters':>12s}")
+    say(BENCH_HEADER)
     from .runtime import MbarrierTimeout
     failures = 0
     for ctas in ctas_list:
         for c in clusters:
             cfg = BenchConfig(cluster=c, ctas=ctas, iters=args.iters)
             try:
-                res, occ = run_bench(cfg, repeat=args.repeat)
+                res, occ = run_bench(cfg, modes=(0, 1, 2, 3), repeat=args.repeat)
             except MbarrierTimeout as e:
                 failures += 1
                 say(f"{ctas:4d} {c:2d} FAILED: {e}")
                 continue
             own_ms = res[0][0].median_ms
             for mode, (r, resident) in res.items():
-                l2 = cfg.bytes_from_l2(mode) / (r.median_ms * 1e-3) / 1e9
-                fill = cfg.bytes_into_smem() / (r.median_ms * 1e-3) / 1e9 if mode != 2 else 0.0
-                speed = f"{own_ms / r.median_ms:6.2f}x" if mode == 1 else ""
-                say(f"{ctas:4d} {c:2d} {BENCH_MODES[mode]:>10s} {r.median_ms:10.4f} {r.min_ms:8.4f} "
-                    f"{fill:15.1f} {l2:22.1f} {speed:>7s} {str(resident):>8s} {str(occ):>12s}")
+                say(_bench_row(cfg, mode, r, resident, occ, own_ms))
+    if depths:
+        say("")
+        say(f"pipeline depth: the same measurement (own and multicast) with other stage counts and tile sizes "
+            f"at {max(ctas_list)} CTAs; SMEM per CTA = stages x tile + 1024 B")
+        say(f"{'depth':>14s} " + BENCH_HEADER)
+        for d in [BenchConfig(stages=base.stages, box_rows=base.box_rows)] + depths:
+            for c in clusters:
+                cfg = BenchConfig(cluster=c, ctas=max(ctas_list), iters=args.iters, stages=d.stages,
+                                  box_rows=d.box_rows)
+                try:
+                    res, occ = run_bench(cfg, modes=(0, 1), repeat=args.repeat)
+                except MbarrierTimeout as e:
+                    failures += 1
+                    say(f"{cfg.label():>14s} {cfg.ctas:4d} {c:2d} FAILED: {e}")
+                    continue
+                own_ms = res[0][0].median_ms
+                for mode, (r, resident) in res.items():
+                    say(f"{cfg.label():>14s} " + _bench_row(cfg, mode, r, resident, occ, own_ms))
     if args.ncu_csv:
         csv_path, plan_path = args.ncu_csv
         with open(plan_path) as f:

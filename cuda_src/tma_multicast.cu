@@ -17,7 +17,8 @@
 //
 // tma_multicast_bench: a persistent pipelined loop timing how fast a cluster fills every CTA with
 // one tile after another, with multicast (each CTA issues 1/c of the boxes, mask = the whole
-// cluster) or without (every CTA issues every box itself).
+// cluster) or without (every CTA issues every box itself). Its consumers release a stage the way
+// CUTLASS's PipelineTmaAsync does: one lane per CTA to be told, a plain remote arrival each.
 #include "ptx.cuh"
 
 #ifndef CLUSTER_X
@@ -100,18 +101,33 @@ tma_multicast_tile(const __grid_constant__ TmaDescriptor tmap_a,
     cluster_sync();
 }
 
-// The benchmark: a pipeline of MC_STAGES tile buffers per CTA, a producer thread (warp 0) and a
-// consumer thread (warp 1), as in CUTLASS's PipelineTmaAsync.
+// The benchmark: a pipeline of MC_STAGES tile buffers per CTA, a producer thread (warp 0, lane 0)
+// and a consumer warp (warp 1), as in CUTLASS's PipelineTmaAsync (include/cutlass/pipeline/sm90_pipeline.hpp).
 //   producer: wait stage_empty[s] (every CTA it writes into has released stage s)
-//             -> arrive.expect_tx(stage_full[s], tile) -> issue the boxes
-//   consumer: wait stage_full[s] -> arrive on stage_empty[s] of every CTA that writes into it
-// mode 0 "own": every CTA loads the whole tile itself (stage_empty counts 1 arrival, its own);
-// mode 1 "multicast": CTA r issues boxes r, r+c, ... with the whole cluster in the mask, so each
-//   stage_empty counts c arrivals, one from each CTA of the cluster (remote arrive through mapa);
-// mode 2 "sync-only": the multicast handshake with no data at all.
+//             -> arrive.expect_tx(stage_full[s], tile bytes) -> issue its boxes
+//   consumer: wait stage_full[s] (a real consumer would read the tile here)
+//             -> release stage s to every producer that wrote into it
+// stage_empty[s] of a CTA counts one arrival per CTA that READS what its producer writes: 1 without
+// multicast, c with it (the producer's boxes land in all c CTAs, so all c must have let go of
+// stage s before the producer may overwrite it there).
+//
+// The release is where a cluster pipeline spends its time. Lane k of the consumer warp arrives on
+// stage_empty[s] of CTA k, so the c arrivals leave as one warp instruction, and with the plain
+// mbarrier.arrive.shared::cluster (default .release.cta, as CUTLASS's ClusterBarrier::arrive(cta_id)):
+// no cluster-scope fence per arrival. Both waits are the cta-scope try_wait CUTLASS uses.
+//
+// modes (bwlab.multicast.BENCH_MODES):
+//   0 own        : every CTA loads the whole tile itself; its stage_empty counts its own consumer.
+//   1 multicast  : CTA r issues boxes r, r+c, ... with the whole cluster in the mask.
+//   2 sync-only  : the multicast handshake of mode 1 with no data (expect_tx 0, no copies).
+//   3 sync-serial: the first version's handshake, kept as a baseline measured in the same run:
+//                  one thread arrives on the c CTAs one after another with
+//                  mbarrier.arrive.release.cluster, and both waits acquire at cluster scope.
 #ifndef MC_STAGES
 #define MC_STAGES 3
 #endif
+
+enum BenchMode : u32 { MODE_OWN = 0, MODE_MULTICAST = 1, MODE_SYNC_ONLY = 2, MODE_SYNC_SERIAL = 3 };
 
 extern "C" __global__ void __cluster_dims__(CLUSTER_X, CLUSTER_Y, 1) __launch_bounds__(MC_THREADS)
 tma_multicast_bench(const __grid_constant__ TmaDescriptor tmap,
@@ -125,50 +141,65 @@ tma_multicast_bench(const __grid_constant__ TmaDescriptor tmap,
     const u32 cta = blockIdx.x + gridDim.x * blockIdx.y;
     const u32 c = cluster_nctarank();
     const u32 rank = cluster_ctarank();
+    const u32 warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const u16 all_ctas = (u16)((1u << c) - 1u);
     const u32 cluster_id = cta / c;
     const u32 tile_bytes = boxes_per_tile * box_bytes;
-    const u32 senders = mode == 0 ? 1u : c;  // CTAs that write into this CTA's stages
+    const u32 tx = (mode == MODE_OWN || mode == MODE_MULTICAST) ? tile_bytes : 0u;
+    const bool serial = mode == MODE_SYNC_SERIAL;
+    const u32 readers = mode == MODE_OWN ? 1u : c;  // arrivals stage_empty counts per phase
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < MC_STAGES; ++s) {
             mbarrier_init(&stage_full[s], 1);
-            mbarrier_init(&stage_empty[s], senders);
+            mbarrier_init(&stage_empty[s], readers);
         }
         fence_mbarrier_init_release_cluster();
     }
     cluster_sync();
 
-    if (threadIdx.x == 0) {  // producer
+    if (warp == 0 && lane == 0) {  // producer
         for (u32 it = 0; it < iters; ++it) {
             const u32 s = it % MC_STAGES, use = it / MC_STAGES;
-            if (use > 0 && !mbarrier_wait<true>(&stage_empty[s], (use - 1) & 1u, 1, 0)) break;
-            mbarrier_arrive_expect_tx(&stage_full[s], mode == 2 ? 0u : tile_bytes);
+            if (use > 0) {
+                const u32 parity = (use - 1) & 1u;
+                const bool ok = serial ? mbarrier_wait<true>(&stage_empty[s], parity, 1, 0)
+                                       : mbarrier_wait<false>(&stage_empty[s], parity, 1, 0);
+                if (!ok) break;
+            }
+            mbarrier_arrive_expect_tx(&stage_full[s], tx);
             u8* dst = tiles + s * tile_bytes;
             // Each cluster reads its own tile of the source, a different one every iteration.
             const int row0 = (int)(((cluster_id + it) % tiles_in_source) * boxes_per_tile * box_rows);
-            if (mode == 0) {
+            if (mode == MODE_OWN) {
                 for (u32 b = 0; b < boxes_per_tile; ++b)
                     tma_load_2d(dst + b * box_bytes, &tmap, &stage_full[s], 0, row0 + (int)(b * box_rows));
-            } else if (mode == 1) {
+            } else if (mode == MODE_MULTICAST) {
                 for (u32 b = rank; b < boxes_per_tile; b += c)
                     tma_load_multicast_2d(dst + b * box_bytes, &tmap, &stage_full[s], all_ctas, 0,
                                           row0 + (int)(b * box_rows));
             }
         }
-    } else if (threadIdx.x == 32) {  // consumer
-        clocks[2 * cta] = globaltimer_ns();
+    } else if (warp == 1) {  // consumer warp
+        if (lane == 0) clocks[2 * cta] = globaltimer_ns();
         for (u32 it = 0; it < iters; ++it) {
             const u32 s = it % MC_STAGES, use = it / MC_STAGES;
-            if (!mbarrier_wait<true>(&stage_full[s], use & 1u, 0, mode == 2 ? 0u : tile_bytes)) break;
-            if (mode == 0) {
-                mbarrier_arrive(&stage_empty[s]);
-            } else {
-                for (u32 k = 0; k < c; ++k)
-                    mbarrier_arrive_cluster(mapa_shared_cluster(smem_u32(&stage_empty[s]), k));
+            if (serial) {
+                if (lane == 0) {
+                    if (!mbarrier_wait<true>(&stage_full[s], use & 1u, 0, 0)) break;
+                    for (u32 k = 0; k < c; ++k)
+                        mbarrier_arrive_cluster(mapa_shared_cluster(smem_u32(&stage_empty[s]), k));
+                }
+                continue;
+            }
+            if (!mbarrier_wait<false>(&stage_full[s], use & 1u, 0, tx)) break;
+            if (mode == MODE_OWN) {
+                if (lane == 0) mbarrier_arrive(&stage_empty[s]);
+            } else if (lane < c) {
+                mbarrier_arrive_remote(mapa_shared_cluster(smem_u32(&stage_empty[s]), lane));
             }
         }
-        clocks[2 * cta + 1] = globaltimer_ns();
+        if (lane == 0) clocks[2 * cta + 1] = globaltimer_ns();
     }
     // No CTA leaves while others may still multicast into it or arrive on its barriers.
     __syncwarp();
