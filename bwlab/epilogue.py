@@ -1148,9 +1148,10 @@ def random_store_case(rng, dtype: str, rank: int, swizzle: str, op: str = "store
     max_inner = span if span else min(256 * elem, 512)
     inner_bytes = 16 * int(rng.integers(1, max_inner // 16 + 1))
     box = [inner_bytes // elem]
-    budget = int(np.exp(rng.uniform(np.log(inner_bytes), np.log(MAX_CASE_BOX_BYTES))))
+    row_bytes = max(inner_bytes, span)  # the SMEM footprint of a row (smem_box_pitch)
+    budget = int(np.exp(rng.uniform(np.log(row_bytes), np.log(MAX_CASE_BOX_BYTES))))
     for _ in range(1, rank):
-        room = max(1, budget // (inner_bytes * math.prod(box[1:])))
+        room = max(1, budget // (row_bytes * math.prod(box[1:])))
         box.append(int(rng.integers(1, min(room, 256) + 1)) if rng.random() < 0.9 else 1)
     shape = [int(rng.integers(1, max(2, min(2 * b + 7, 600 if i == 0 else 300)) + 1))
              for i, b in enumerate(box)]
