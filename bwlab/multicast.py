@@ -1088,8 +1088,13 @@ def bench_main(argv=None) -> int:
                          "Compute, and write the launch order to PLAN_JSON")
     ap.add_argument("--ncu-csv", nargs=2, metavar=("CSV", "PLAN_JSON"),
                     help="add the L2 sectors Nsight Compute measured in a --ncu-pass run to the report")
+    ap.add_argument("--skip-timing", action="store_true",
+                    help="only the Nsight Compute table of --ncu-csv (when the timings were taken by an "
+                         "earlier run)")
     ap.add_argument("--out", help="also write the report to this file")
     args = ap.parse_args(argv)
+    if args.skip_timing and not args.ncu_csv:
+        ap.error("--skip-timing only makes sense with --ncu-csv")
     clusters = [int(c) for c in args.clusters.split(",")]
     ctas_list = [int(c) for c in args.ctas.split(",")]
     depths = [parse_depth(d, ctas=max(ctas_list), iters=args.iters) for d in args.depths.split(",") if d]
@@ -1122,21 +1127,24 @@ def bench_main(argv=None) -> int:
         say(f"ncu pass: {len(launches)} launches written to {args.ncu_pass}")
         return 0
     base = BenchConfig(iters=args.iters)
-    say(f"every CTA receives {args.iters} tiles of {base.tile_bytes} B ({base.boxes_per_tile} TMA boxes of "
-        f"{base.box_rows} x {base.row_bytes} B, 128B swizzle) through a {base.stages}-stage "
-        f"full/empty mbarrier pipeline; cluster k reads tile (k + it) % {base.tiles_in_source} of a "
-        f"{base.source_bytes // 2**20} MB source (L2-resident)")
-    say("modes: own = every CTA loads the whole tile itself; multicast = each CTA issues 1/c of the boxes "
-        "with the whole cluster in the mask; sync-only = the multicast handshake with no data (lane k of "
-        "the consumer warp releases CTA k, plain remote arrive, cta-scope waits); sync-serial = the first "
-        "version's handshake with no data (one thread, c arrive.release.cluster in a row, cluster-scope "
-        "waits)")
-    say("ns/tile = median time / tiles per CTA; SMEM fill = bytes landing in SMEM / time (measured time); "
-        "L2->SM GB/s is DERIVED from the bytes the design reads (own: c tiles per cluster, multicast: 1), "
-        "not measured; 'vs own' = own's median / this row's median")
-    say("CUDA events, median of %d launches after 3 warm-up launches; 'resident' = every CTA started "
-        "before any finished; 'max clusters' = cuOccupancyMaxActiveClusters" % args.repeat)
-    say(BENCH_HEADER)
+    if args.skip_timing:
+        clusters, depths = [], []
+    else:
+        say(f"every CTA receives {args.iters} tiles of {base.tile_bytes} B ({base.boxes_per_tile} TMA boxes of "
+            f"{base.box_rows} x {base.row_bytes} B, 128B swizzle) through a {base.stages}-stage "
+            f"full/empty mbarrier pipeline; cluster k reads tile (k + it) % {base.tiles_in_source} of a "
+            f"{base.source_bytes // 2**20} MB source (L2-resident)")
+        say("modes: own = every CTA loads the whole tile itself; multicast = each CTA issues 1/c of the boxes "
+            "with the whole cluster in the mask; sync-only = the multicast handshake with no data (lane k of "
+            "the consumer warp releases CTA k, plain remote arrive, cta-scope waits); sync-serial = the first "
+            "version's handshake with no data (one thread, c arrive.release.cluster in a row, cluster-scope "
+            "waits)")
+        say("ns/tile = median time / tiles per CTA; SMEM fill = bytes landing in SMEM / time (measured time); "
+            "L2->SM GB/s is DERIVED from the bytes the design reads (own: c tiles per cluster, multicast: 1), "
+            "not measured; 'vs own' = own's median / this row's median")
+        say("CUDA events, median of %d launches after 3 warm-up launches; 'resident' = every CTA started "
+            "before any finished; 'max clusters' = cuOccupancyMaxActiveClusters" % args.repeat)
+        say(BENCH_HEADER)
     from .runtime import MbarrierTimeout
     failures = 0
     for ctas in ctas_list:
