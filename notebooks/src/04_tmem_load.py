@@ -176,6 +176,10 @@ plt.show()
 
 # %%
 N, r, c = 64, 37, 13
+lanes, cols = tmem.accumulator_layout(128, N)
+m, n = np.meshgrid(np.arange(128), np.arange(N), indexing="ij")
+print(f"D[m][n] at lane m, column n for M = 128: {bool((lanes == m).all() and (cols == n).all())}"
+      "   (expected True)")
 for acc in [TmemAccess("32x32b", 32), TmemAccess("16x256b", 8), TmemAccess("16x64b", 16)]:
     w, i, t, j, _ = tmem.accumulator_owners(acc, 128, N)[r, c]
     taddr = {(s.warp, s.index): s.taddr for s in tmem.epilogue_loads(acc, N)}[(w, i)]
