@@ -154,7 +154,8 @@ except OrderingError as err:
 # kernel, or whatever was there). Whether that *happens* on a given GPU, in a given run, is another
 # matter — the hardware may well have made the writes visible anyway. The next cell runs the real
 # epilogue with and without the fence many times and counts differences from the model; the number it
-# prints is an observation about this GPU and this kernel, not a licence to drop the fence.
+# prints is an observation about this GPU and this kernel, not a licence to drop the fence. (On the H100
+# used to build bwlab, leaving the fence out did produce wrong tiles: see the results file named below.)
 
 # %% tags=["nbval-ignore-output"]
 if HARDWARE:
