@@ -17,12 +17,15 @@ What this module mirrors:
 The TMEM image shared with the UMMA stage is a NumPy uint32 array of shape (128, 512): [lane, column],
 raw 32-bit words.
 
-Three layers:
+What is here:
 1. `TmemAccess` (shape, num, pack) validated on construction, and `ld_fragment_map`: for thread t and
    register j, the (lane, column) it reads, relative to the TMEM address the warp passes.
 2. The model: `tcgen05_ld` / `tcgen05_st` on an image, `TensorMemory` (an image plus an allocator that
    follows the ISA's rules and raises `TmemError` naming the rule that was broken).
-3. The GPU runner for `cuda_src/tmem_sm100.cu` (sm_100 only), pictures, and the accumulator read-out.
+3. Round trips: `model_ld_roundtrip` / `model_st_roundtrip` and the GPU runners `gpu_ld_roundtrip` /
+   `gpu_st_roundtrip` for `cuda_src/tmem_sm100.cu` (sm_100 only; `python -m bwlab.tmem validate`).
+4. The epilogue's view: `epilogue_loads`, `accumulator_owners` (who holds D[m][n]), `read_accumulator`.
+5. Pictures (`draw_*`, `ld_widget`) and the generator of cuda_src/ptx/tcgen05_ldst.cuh.
 """
 from __future__ import annotations
 
@@ -35,6 +38,12 @@ __all__ = [
     "TmemAccess", "all_accesses", "encode_address", "decode_address", "format_address",
     "warp_lane_range", "ld_fragment_map", "new_image", "tcgen05_ld", "tcgen05_st",
     "Allocation", "TensorMemory",
+    "kernel_name", "all_kernel_names", "compile_kernels", "instructions_per_warp", "pattern_image",
+    "register_pattern", "model_ld_roundtrip", "model_st_roundtrip", "st_cells_mask",
+    "compare_st_images", "gpu_ld_roundtrip", "gpu_st_roundtrip", "validate_main",
+    "accumulator_layout", "example_accumulator", "LoadStep", "epilogue_loads", "accumulator_owners",
+    "read_accumulator", "draw_tmem", "draw_warp_quarters", "draw_ld_map", "draw_gallery",
+    "draw_accumulator_owners", "ld_widget", "ldst_header_text",
 ]
 
 LANES = 128      # TMEM lanes (rows) per SM
