@@ -35,7 +35,7 @@ from .swizzle import SWIZZLES
 
 __all__ = [
     "DTYPES", "TensorMap", "TensorMapError", "tma_load_model", "tma_load_writes", "tma_load_window",
-    "oob_fill_bits", "np_dtype", "SMEM_ALIGNMENT", "MAX_TX_BYTES",
+    "oob_fill_bits", "np_dtype", "check_modelled", "SMEM_ALIGNMENT", "MAX_TX_BYTES",
 ]
 
 # name -> (CUtensorMapDataType enumerator, bytes per element, is floating point).
@@ -274,12 +274,17 @@ class TensorMap:
         if global_address <= 0 or global_address % align:
             raise TensorMapError("global-address-alignment",
                                  f"globalAddress 0x{global_address:x} must be non-zero and {align}-byte aligned")
+        strides = list(self.global_strides)
+        if not strides:
+            # Rank 1 has no stride to give, but the driver refuses a NULL array and cuda.bindings
+            # turns an empty list into NULL: pass one valid stride it never uses.
+            strides = [-(-self.global_shape[0] * self.elem_bytes // 16) * 16]
         return {
             "tensorDataType": DTYPES[self.dtype][0],
             "tensorRank": self.rank,
             "globalAddress": global_address,
             "globalDim": list(self.global_shape),
-            "globalStrides": list(self.global_strides),
+            "globalStrides": strides,
             "boxDim": list(self.box_shape),
             "elementStrides": list(self.element_strides),
             "interleave": INTERLEAVE_ENUM[self.interleave],
@@ -351,6 +356,26 @@ def _tf32_round(bits: np.ndarray) -> np.ndarray:
     return np.where(finite, r, np.where(nan, TF32_CANONICAL_NAN, b)).astype(np.uint32)
 
 
+def check_modelled(tmap: TensorMap) -> None:
+    """Raise unless bwlab's model covers this tensor map (and the runner may launch it).
+
+    A swizzled box whose rows are narrower than the swizzle span is legal for the driver, but the
+    H100 then writes SMEM beyond box_bytes from the destination (an 'illegal address' fault in a
+    window sized for the packed box): its SMEM layout is not the packed one, and bwlab does not
+    model it. Interleaved layouts are not modelled either.
+    """
+    if tmap.interleave != "none":
+        raise NotImplementedError("the model covers interleave='none'; interleaved layouts are validated "
+                                  "by TensorMap and the driver but their SMEM image is not modelled")
+    span = SWIZZLE_BYTES[tmap.swizzle]
+    if span and tmap.inner_box_bytes != span:
+        raise TensorMapError("swizzle-inner-span",
+                             f"with swizzle {tmap.swizzle} bwlab models boxes whose rows are exactly {span} bytes; "
+                             f"this one has {tmap.inner_box_bytes}-byte rows ({tmap.box_shape[0]} x "
+                             f"{tmap.elem_bytes} B). The driver accepts narrower rows, but the H100 then writes "
+                             f"SMEM beyond the packed box (seen as an illegal-address fault)")
+
+
 def _check_coords(tmap: TensorMap, coords) -> tuple:
     coords = tuple(int(c) for c in coords)
     if len(coords) != tmap.rank:
@@ -386,9 +411,7 @@ def tma_load_writes(gmem, tmap: TensorMap, coords, smem_address: int = 0, *, _ch
     smem_address + elem * (j0 + n0 * (j1 + n1 * (j2 + ...))); the swizzle then permutes 16-byte
     chunks by the address bits (CuTe Swizzle<B,4,3> on the absolute SMEM address).
     """
-    if tmap.interleave != "none":
-        raise NotImplementedError("the model covers interleave='none'; interleaved layouts are validated "
-                                  "by the driver but their SMEM image is not modelled")
+    check_modelled(tmap)
     coords = _check_coords(tmap, coords)
     smem_address = int(smem_address)
     if smem_address < 0 or (_check_alignment and smem_address % SMEM_ALIGNMENT):
@@ -436,6 +459,8 @@ def tma_load_model(gmem, tmap: TensorMap, coords, smem_address: int = 0) -> np.n
     """
     addr, vals = tma_load_writes(gmem, tmap, coords, smem_address)
     rel = addr - int(smem_address)
+    # With rows exactly one swizzle span wide the swizzle permutes chunks inside each row, so the
+    # image always fills [smem_address, smem_address + box_bytes); this guards the invariant.
     if rel.size and (rel.min() < 0 or rel.max() >= tmap.box_bytes):
         raise TensorMapError(
             "swizzle-image",
@@ -520,6 +545,8 @@ def run_cases(cases, block: int = 128) -> RunResult:
     info = device.gpu_info()
     cases = list(cases)
     for c in cases:
+        if SWIZZLE_BYTES[c.tmap.swizzle] and c.tmap.inner_box_bytes != SWIZZLE_BYTES[c.tmap.swizzle]:
+            check_modelled(c.tmap)  # raises: such a box faults on the H100 in a packed-size window
         if c.smem_offset % SMEM_ALIGNMENT or c.smem_offset < 0:
             raise TensorMapError("smem-alignment", f"smem_offset {c.smem_offset} must be a multiple of {SMEM_ALIGNMENT}")
         if c.gmem_offset % 16 or not 0 <= c.gmem_offset < 256:
@@ -609,8 +636,8 @@ def random_case(rng: np.random.Generator, dtype: str, rank: int, swizzle: str) -
     """
     elem = DTYPES[dtype][1]
     span = SWIZZLE_BYTES[swizzle]
-    max_inner = span if span else min(256 * elem, 512)
-    inner_bytes = 16 * int(rng.integers(1, max_inner // 16 + 1))
+    # Swizzled rows are exactly one span wide (check_modelled); unswizzled ones 16..512 bytes.
+    inner_bytes = span if span else 16 * int(rng.integers(1, min(256 * elem, 512) // 16 + 1))
     box = [inner_bytes // elem]
     budget = int(np.exp(rng.uniform(np.log(inner_bytes), np.log(MAX_CASE_BOX_BYTES))))
     es = [1]
@@ -1170,6 +1197,7 @@ def plot_cta_tiles(tmap: TensorMap):
 def smem_chunks(tmap: TensorMap, smem_address: int = 0):
     """Which 16-byte chunk of the box sits in each 16-byte SMEM chunk: arrays (box row, chunk in
     row), one entry per SMEM chunk from smem_address on, after the swizzle. -1 marks none."""
+    check_modelled(tmap)
     inner = tmap.inner_box_bytes
     nchunk = tmap.box_bytes // 16
     lin = np.arange(nchunk, dtype=np.int64) * 16
@@ -1342,6 +1370,7 @@ def swizzle_explorer():
     def show(dtype, inner_elems, rows, swizzle, smem_line):
         try:
             t = TensorMap(dtype, (inner_elems, 256), (inner_elems, rows), swizzle=swizzle)
+            check_modelled(t)
         except TensorMapError as e:
             print(e)
             return

@@ -124,9 +124,10 @@ print("equals gmem[16:32, 32:64]:", np.array_equal(smem, gmem[16:32, 32:64]), " 
 #
 # With a swizzle, the TMA writes each 16-byte chunk to a different place: chunk bits 4–6 of the SMEM
 # address are XORed with bits 7–9 (128B mode; 64B and 32B use fewer bits). It is a function of the
-# **SMEM address**, so the box's rows must be as wide as the mode's span or narrower, and the picture
-# depends on where the buffer starts. Each cell below is one 16-byte chunk of SMEM; `rK cJ` says it holds
-# chunk J of box row K.
+# **SMEM address**, so the picture depends on where the buffer starts. A box row may be no wider than
+# the mode's span; bwlab models rows exactly one span wide (narrower rows are legal for the driver, but
+# on the H100 they take more SMEM than the packed box: a kernel that sized its buffer for the packed box
+# faulted). Each cell below is one 16-byte chunk of SMEM; `rK cJ` says it holds chunk J of box row K.
 
 # %%
 tma.plot_swizzle_modes("float16")
