@@ -1463,9 +1463,14 @@ def _subset_main(argv) -> int:
         sel.append(c)
     try:
         r = run_cases(sel)
-        bad = [i for i, c, w, ok, err in zip(idx, sel, r.windows, r.done, r.errors)
+        bad = [(i, "driver-refused" if err else "incomplete" if not ok else "mismatch")
+               for i, c, w, ok, err in zip(idx, sel, r.windows, r.done, r.errors)
                if err or not ok or not np.array_equal(w, c.model_window())]
-        print(json.dumps({"status": "ok" if not bad else "bad", "bad": bad[:50], "nbad": len(bad)}))
+        kinds = {}
+        for _, why in bad:
+            kinds[why] = kinds.get(why, 0) + 1
+        print(json.dumps({"status": "ok" if not bad else "bad", "bad": [i for i, _ in bad[:50]],
+                          "nbad": len(bad), "kinds": kinds}))
         return 0
     except Exception as e:  # noqa: BLE001 - a fault is the result we are looking for
         print(json.dumps({"status": "crash", "error": f"{type(e).__name__}: {str(e).splitlines()[0][:150]}"}))
