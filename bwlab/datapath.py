@@ -74,7 +74,7 @@ def draw_data_path(ax=None):
                     ("shared memory (per CTA)", _STAGE_COLORS["SMEM"]),
                     ("tensor memory (per SM, sm_100)", _STAGE_COLORS["TMEM"]),
                     ("registers (per thread)", _STAGE_COLORS["RMEM"])], outside=False,
-               loc="lower right")
+               loc="upper center", ncol=4, bbox_to_anchor=(0.5, -0.02))
     return ax
 
 
