@@ -298,17 +298,26 @@ mc.draw_savings(shapes)
 plt.show()
 
 # %% [markdown]
-# What the H100 measured (`python -m bwlab.bench multicast`, with Nsight Compute's L2 read sectors).
-# Two things to take from it: the L2 really serves a multicast tile once per cluster (measured/derived
-# close to 1.000); and plain loads of the *same* tile by CTAs running at the same time are partly merged
-# before the L2 too, so the naive "c times the bytes" overstates what multicast saves on this GPU. The
-# timings of this first benchmark are limited by its own per-stage handshake (see the notes in the
-# file), not by the data.
+# What the H100 measured (`python -m bwlab.bench multicast`, with Nsight Compute's L2 read sectors; the
+# notes at the bottom of the file say how each figure was obtained). Three things to take from it:
+#
+# * the L2 really serves a multicast tile once per cluster (measured/derived close to 1.000);
+# * plain loads of the *same* tile by CTAs running at the same time are partly merged before the L2 too,
+#   so the naive "c times fewer L2 bytes" overstates what multicast saves on this GPU;
+# * the pipeline's release step matters as much as the copies. Each consumer must tell every CTA whose
+#   producer wrote into its stage that the stage is free again. Done by one thread, one CTA after another,
+#   with `mbarrier.arrive.release.cluster` (a GPU-wide memory barrier before every arrival in the SASS), it
+#   grows with the cluster size: the `sync-serial` rows. Done CUTLASS's way, one lane of the consumer warp
+#   per CTA with the plain remote `mbarrier.arrive.shared::cluster`, it costs the same for every cluster
+#   size: the `sync-only` rows. Compare the `multicast` rows with `own` to see what that buys, and read
+#   the notes for what still limits both.
 
 # %% tags=["nbval-ignore-output"]
 if bwlab.tier("multicast") == "hardware":
-    res, occ = mc.run_bench(mc.BenchConfig(cluster=4, ctas=32, iters=500), repeat=5)
+    res, occ = mc.run_bench(mc.BenchConfig(cluster=4, ctas=32, iters=500), modes=(0, 1, 2, 3), repeat=5)
+    own_ms = res[0][0].median_ms
     for mode, (r, resident) in res.items():
-        print(f"c=4, 32 CTAs, {mc.BENCH_MODES[mode]:10s}: median {r.median_ms:.3f} ms (all CTAs resident: {resident})")
+        print(f"c=4, 32 CTAs, {mc.BENCH_MODES[mode]:11s}: median {r.median_ms:.3f} ms, "
+              f"own / this = {own_ms / r.median_ms:.2f} (all CTAs resident: {resident})")
 from pathlib import Path
 print((Path(bwlab.__file__).parent.parent / "docs/results/multicast_bench_h100.txt").read_text())
