@@ -16,6 +16,11 @@ Notebooks are written as percent-format Python files in `notebooks/src/NN_name.p
 `python -m bwlab.notebooks build notebooks/src/01_tma_load.py` writes `notebooks/01_tma_load.ipynb`
 and executes it in the model tier (BWLAB_BACKEND=model), so the stored outputs are what strict nbval
 compares on a CPU-only CI machine. `execute` re-runs existing .ipynb files in place.
+
+`python -m bwlab.notebooks run notebooks/src/01_tma_load.py` executes the code cells in order in one
+namespace with plain Python, in whatever tier this machine gives (no Jupyter needed: this is how the
+notebooks are run on the GPU machines, whose image has no IPython). Figures are drawn with the Agg
+backend and closed; a cell that needs IPython/ipywidgets where they are missing is reported as skipped.
 """
 from __future__ import annotations
 
@@ -109,8 +114,65 @@ def execute_notebook(path: Path, timeout: int = 600) -> None:
     nbformat.write(_scrub(nb), path)
 
 
+def run_cells(src: Path, out=sys.stdout) -> tuple[int, int, int]:
+    """Execute the code cells of a percent-format notebook source; returns (ok, failed, skipped)."""
+    import io
+    import contextlib
+    import time
+    import traceback
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    plt.show = lambda *a, **k: plt.close("all")
+    ns = {"__name__": "__main__"}
+    try:
+        from IPython.display import display  # noqa: F401
+    except ImportError:
+        ns["display"] = lambda *objs, **kw: [print(repr(o)) for o in objs]
+    ok = failed = skipped = 0
+    src = Path(src).resolve()
+    old_cwd = os.getcwd()
+    os.chdir(NB_DIR)
+    try:
+        for i, (kind, code, tags) in enumerate(parse_percent(src.read_text())):
+            if kind != "code":
+                continue
+            buf = io.StringIO()
+            t0 = time.perf_counter()
+            status = "ok"
+            try:
+                with contextlib.redirect_stdout(buf):
+                    exec(compile(code, f"{src.name}[cell {i}]", "exec"), ns)
+                ok += 1
+            except ModuleNotFoundError as e:
+                if e.name and e.name.split(".")[0] in ("IPython", "ipywidgets", "ipykernel"):
+                    status = f"skipped ({e.name} is not installed here)"
+                    skipped += 1
+                else:
+                    status = "FAILED\n" + traceback.format_exc(limit=4)
+                    failed += 1
+            except Exception:
+                status = "FAILED\n" + traceback.format_exc(limit=4)
+                failed += 1
+            plt.close("all")
+            dt = time.perf_counter() - t0
+            print(f">>> {src.name} cell {i} [{dt:.2f} s] {status}", file=out)
+            text = buf.getvalue().rstrip()
+            if text:
+                print(text, file=out)
+    finally:
+        os.chdir(old_cwd)
+    print(f"=== {src.name}: {ok} cells ok, {failed} failed, {skipped} skipped", file=out)
+    return ok, failed, skipped
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "run":
+        failed = 0
+        for p in argv[1:]:
+            failed += run_cells(Path(p))[1]
+        return 1 if failed else 0
     if not argv or argv[0] not in ("build", "execute"):
         print(__doc__)
         return 2

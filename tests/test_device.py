@@ -119,3 +119,15 @@ def test_data_path_names_every_instruction():
     text = " ".join(h.instruction for h in HOPS)
     for instr in ("cp.async.bulk.tensor", "tcgen05.mma", "tcgen05.ld", "st.shared", "fence.proxy.async"):
         assert instr in text
+
+
+def test_run_cells_reports_each_cell(tmp_path):
+    import io
+    from bwlab.notebooks import run_cells
+    src = tmp_path / "nb.py"
+    src.write_text("# %%\nx = 2\n\n# %%\nprint(x * 21)\n\n# %%\nraise RuntimeError('boom')\n\n"
+                   "# %%\nimport IPython_not_a_module_here\n")
+    out = io.StringIO()
+    ok, failed, skipped = run_cells(src, out=out)
+    assert (ok, failed, skipped) == (2, 2, 0)
+    assert "42" in out.getvalue() and "boom" in out.getvalue()
