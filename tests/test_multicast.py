@@ -299,3 +299,17 @@ def test_pictures_have_titles_and_legends():
         assert f._suptitle is not None or any(a.get_title() for a in f.axes)
         assert f.legends or any(a.get_legend() is not None for a in f.axes)
     plt.close("all")
+
+
+def test_bench_config_rules():
+    from bwlab.multicast import BenchConfig, parse_depth
+    cfg = parse_depth("4x48")
+    assert (cfg.stages, cfg.box_rows) == (4, 48)
+    with pytest.raises(ValueError, match="2..8 stages"):
+        BenchConfig(stages=1)
+    with pytest.raises(ValueError, match="SMEM"):
+        parse_depth("4x64")  # 4 x 64 KiB + alignment exceeds one CTA's 227 KiB
+    with pytest.raises(ValueError, match="STAGESxBOX_ROWS"):
+        parse_depth("deep")
+    with pytest.raises(ValueError, match="1, 2, 4 or 8"):
+        BenchConfig(cluster=3)
