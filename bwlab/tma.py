@@ -246,12 +246,36 @@ class TensorMap:
 
     @property
     def box_bytes(self) -> int:
-        """Bytes one load writes to SMEM, out-of-bounds fill included: the mbarrier's expect_tx."""
+        """Bytes of box data one load writes to SMEM, out-of-bounds fill included (elements x size)."""
         return self.box_elements * self.elem_bytes
 
     @property
     def inner_box_bytes(self) -> int:
         return self.box_counts[0] * self.elem_bytes
+
+    @property
+    def smem_pitch(self) -> int:
+        """Bytes from one box row (a dimension-0 line) to the next in SMEM.
+
+        The inner box bytes, except for a swizzled box narrower than its swizzle span: each of its
+        rows then takes a whole span (32, 64 or 128 bytes) and the rest of the span is left alone
+        (`NARROW_SWIZZLE_PITCH`; seen on the H100 for loads here and for stores in bwlab.epilogue)."""
+        span = SWIZZLE_BYTES[self.swizzle]
+        if self.interleave == "none" and span and self.inner_box_bytes < span and NARROW_SWIZZLE_PITCH == "span":
+            return span
+        return self.inner_box_bytes
+
+    @property
+    def smem_footprint(self) -> int:
+        """SMEM bytes from the destination to the end of the box's last row: rows x `smem_pitch`."""
+        return math.prod(self.box_counts[1:]) * self.smem_pitch
+
+    @property
+    def tx_bytes(self) -> int:
+        """The transaction bytes one load reports to its mbarrier: what `expect_tx` must announce.
+
+        The box bytes (padding rows to the swizzle span adds nothing: `NARROW_SWIZZLE_TX`)."""
+        return self.box_bytes if NARROW_SWIZZLE_TX == "box" else self.smem_footprint
 
     @property
     def smem_shape(self) -> tuple:
@@ -322,7 +346,9 @@ class TensorMap:
                  f"{'l2Promotion':<15} {a['l2Promotion']}",
                  f"{'oobFill':<15} {a['oobFill']}",
                  f"-> one load brings {' x '.join(map(str, self.smem_shape))} elements = "
-                 f"{self.box_bytes} bytes (the expect_tx count)"]
+                 f"{self.box_bytes} bytes (the expect_tx count is {self.tx_bytes})"
+                 + (f"; rows {self.smem_pitch} bytes apart in SMEM, {self.smem_footprint} bytes in all"
+                    if self.smem_pitch != self.inner_box_bytes else "")]
         return "\n".join(lines)
 
 
@@ -356,24 +382,27 @@ def _tf32_round(bits: np.ndarray) -> np.ndarray:
     return np.where(finite, r, np.where(nan, TF32_CANONICAL_NAN, b)).astype(np.uint32)
 
 
-def check_modelled(tmap: TensorMap) -> None:
-    """Raise unless bwlab's model covers this tensor map (and the runner may launch it).
+# A swizzled box whose rows are narrower than the swizzle span (legal: cuTensorMapEncodeTiled asks
+# only for inner box bytes <= span). Its rows sit one whole span apart in SMEM, the bytes between
+# them untouched, and the mbarrier counts only the box bytes. Seen on the H100 (notebook 01,
+# docs/results/tma_validate_h100.txt, `probe_narrow_main`); the TMA store reads such boxes with the
+# same pitch (bwlab.epilogue.smem_box_pitch).
+NARROW_SWIZZLE_PITCH = "span"   # 'span' | 'packed'
+NARROW_SWIZZLE_TX = "box"       # 'box' (box bytes) | 'footprint' (rows x span)
 
-    A swizzled box whose rows are narrower than the swizzle span is legal for the driver, but the
-    H100 then writes SMEM beyond box_bytes from the destination (an 'illegal address' fault in a
-    window sized for the packed box): its SMEM layout is not the packed one, and bwlab does not
-    model it. Interleaved layouts are not modelled either.
-    """
+
+def is_narrow_swizzle(tmap: TensorMap) -> bool:
+    """A swizzled box whose rows are narrower than the swizzle span."""
+    span = SWIZZLE_BYTES[tmap.swizzle]
+    return tmap.interleave == "none" and bool(span) and tmap.inner_box_bytes < span
+
+
+def check_modelled(tmap: TensorMap) -> None:
+    """Raise unless bwlab's model covers this tensor map: interleaved layouts are validated by
+    TensorMap and the driver, but their SMEM image is not modelled."""
     if tmap.interleave != "none":
         raise NotImplementedError("the model covers interleave='none'; interleaved layouts are validated "
                                   "by TensorMap and the driver but their SMEM image is not modelled")
-    span = SWIZZLE_BYTES[tmap.swizzle]
-    if span and tmap.inner_box_bytes != span:
-        raise TensorMapError("swizzle-inner-span",
-                             f"with swizzle {tmap.swizzle} bwlab models boxes whose rows are exactly {span} bytes; "
-                             f"this one has {tmap.inner_box_bytes}-byte rows ({tmap.box_shape[0]} x "
-                             f"{tmap.elem_bytes} B). The driver accepts narrower rows, but the H100 then writes "
-                             f"SMEM beyond the packed box (seen as an illegal-address fault)")
 
 
 def _check_coords(tmap: TensorMap, coords) -> tuple:
@@ -402,14 +431,32 @@ def _gmem_bytes(gmem, tmap: TensorMap) -> np.ndarray:
     return gb
 
 
-def tma_load_writes(gmem, tmap: TensorMap, coords, smem_address: int = 0, *, _check_alignment: bool = True):
+def _box_targets(tmap: TensorMap, coords, smem_address: int, pitch: int):
+    """For every box element, innermost first: global element offsets (bytes), in bounds?, and the
+    unswizzled SMEM byte address of its first byte with rows `pitch` bytes apart."""
+    n = tmap.box_counts
+    # j[i] for every box element, element 0 first, dim 0 fastest.
+    j = np.indices(n[::-1], dtype=np.int64).reshape(tmap.rank, -1)[::-1]
+    g = np.asarray(coords, dtype=np.int64)[:, None] + j * np.asarray(tmap.element_strides, dtype=np.int64)[:, None]
+    dims = np.asarray(tmap.global_shape, dtype=np.int64)[:, None]
+    inb = np.all((g >= 0) & (g < dims), axis=0)
+    goff = (np.where(inb, g, 0) * np.asarray(tmap.byte_strides, dtype=np.int64)[:, None]).sum(axis=0)
+    row = np.arange(j.shape[1], dtype=np.int64) // n[0]  # rows of all dims above 0, dim 1 fastest
+    start = smem_address + row * pitch + j[0] * tmap.elem_bytes
+    return goff, inb, start
+
+
+def tma_load_writes(gmem, tmap: TensorMap, coords, smem_address: int = 0, *, _check_alignment: bool = True,
+                    _pitch: int | None = None):
     """Every byte one TMA load writes: (SMEM byte addresses, byte values), in box order.
 
     Element (j0, j1, ...) of the box (j_i < ceil(box_i / elementStride_i)) is global element
     c_i + j_i * elementStride_i; it is in bounds when 0 <= that < global_shape[i] in every
     dimension, otherwise its bytes are the fill. Unswizzled, it sits at byte
-    smem_address + elem * (j0 + n0 * (j1 + n1 * (j2 + ...))); the swizzle then permutes 16-byte
-    chunks by the address bits (CuTe Swizzle<B,4,3> on the absolute SMEM address).
+    smem_address + r * pitch + elem * j0, where r = j1 + n1 * (j2 + n2 * ...) is its row and the
+    pitch is the row's bytes (or a whole swizzle span for narrower swizzled rows: `smem_pitch`);
+    the swizzle then permutes 16-byte chunks by the address bits (CuTe Swizzle<B,4,3> on the
+    absolute SMEM address).
     """
     check_modelled(tmap)
     coords = _check_coords(tmap, coords)
@@ -419,19 +466,13 @@ def tma_load_writes(gmem, tmap: TensorMap, coords, smem_address: int = 0, *, _ch
                                                f"{SMEM_ALIGNMENT}-byte aligned")
     gb = _gmem_bytes(gmem, tmap)
     elem = tmap.elem_bytes
-    n = tmap.box_counts
-    # j[i] for every box element, element 0 first, dim 0 fastest.
-    j = np.indices(n[::-1], dtype=np.int64).reshape(tmap.rank, -1)[::-1]
-    g = np.asarray(coords, dtype=np.int64)[:, None] + j * np.asarray(tmap.element_strides, dtype=np.int64)[:, None]
-    dims = np.asarray(tmap.global_shape, dtype=np.int64)[:, None]
-    inb = np.all((g >= 0) & (g < dims), axis=0)
-    goff = (np.where(inb, g, 0) * np.asarray(tmap.byte_strides, dtype=np.int64)[:, None]).sum(axis=0)
+    goff, inb, start = _box_targets(tmap, coords, smem_address, tmap.smem_pitch if _pitch is None else _pitch)
     vals = gb[goff[:, None] + np.arange(elem)]  # (elements, elem) bytes
     if tmap.dtype == "tf32" and TF32_ROUNDS_ON_LOAD:
         vals = _tf32_round(vals.copy().view("<u4").reshape(-1)).view(np.uint8).reshape(-1, elem)
     fill = np.frombuffer(int(oob_fill_bits(tmap)).to_bytes(elem, "little"), dtype=np.uint8)
     vals = np.where(inb[:, None], vals, fill[None, :]).reshape(-1)
-    addr = smem_address + np.arange(vals.size, dtype=np.int64)
+    addr = (start[:, None] + np.arange(elem)).reshape(-1)
     return SWIZZLES[tmap.swizzle](addr), vals
 
 
@@ -451,7 +492,9 @@ def tma_load_window(gmem, tmap: TensorMap, coords, smem_address: int, window_sta
 
 
 def tma_load_model(gmem, tmap: TensorMap, coords, smem_address: int = 0) -> np.ndarray:
-    """The bytes of the box as they land in SMEM starting at `smem_address` (length box_bytes).
+    """The bytes of the box as they land in SMEM starting at `smem_address`: `smem_footprint`
+    bytes (= box_bytes, except for a swizzled box narrower than its span, whose rows sit one span
+    apart: the bytes between them are not written by the TMA and are 0 here).
 
     `gmem` is the whole global tensor (any dtype and shape: its raw bytes are what the tensor map
     addresses, base at byte 0). The swizzle is applied as a function of the absolute SMEM address,
@@ -459,14 +502,16 @@ def tma_load_model(gmem, tmap: TensorMap, coords, smem_address: int = 0) -> np.n
     """
     addr, vals = tma_load_writes(gmem, tmap, coords, smem_address)
     rel = addr - int(smem_address)
-    # With rows exactly one swizzle span wide the swizzle permutes chunks inside each row, so the
-    # image always fills [smem_address, smem_address + box_bytes); this guards the invariant.
-    if rel.size and (rel.min() < 0 or rel.max() >= tmap.box_bytes):
+    size = tmap.smem_footprint
+    # Each row starts at a multiple of its pitch from a 128-byte aligned destination and the
+    # swizzle permutes 16-byte chunks inside one span, so the image stays inside the footprint;
+    # this guards that invariant.
+    if rel.size and (rel.min() < 0 or rel.max() >= size):
         raise TensorMapError(
             "swizzle-image",
-            f"with swizzle {tmap.swizzle} at SMEM 0x{int(smem_address):x}, the last partial 128-byte line of "
-            f"this {tmap.box_bytes}-byte box is permuted past its end; use tma_load_window to see the bytes")
-    out = np.empty(tmap.box_bytes, np.uint8)
+            f"with swizzle {tmap.swizzle} at SMEM 0x{int(smem_address):x}, bytes of this {size}-byte box land "
+            f"outside [{int(smem_address)}, {int(smem_address) + size}); use tma_load_window to see them")
+    out = np.zeros(size, np.uint8)
     out[rel] = vals
     return out
 
@@ -476,7 +521,7 @@ def tma_load_model(gmem, tmap: TensorMap, coords, smem_address: int = 0) -> np.n
 # ---------------------------------------------------------------------------------------------
 # Mirrors struct TmaCase in cuda_src/tma_load.cu.
 TMA_CASE_DTYPE = np.dtype({
-    "names": ["rank", "coords", "smem_offset", "box_bytes", "window_bytes", "prefetch", "out_offset"],
+    "names": ["rank", "coords", "smem_offset", "box_bytes", "window_bytes", "flags", "out_offset"],
     "formats": ["<i4", ("<i4", 5), "<u4", "<u4", "<u4", "<u4", "<u8"],
     "offsets": [0, 4, 24, 28, 32, 36, 40], "itemsize": 48})
 LOAD_BARRIERS = {0: "smem_full (phase 0: expect_tx = box bytes)",
@@ -503,17 +548,24 @@ class LoadCase:
     smem_offset: int = 0
     gmem_offset: int = 0
     prefetch: int = 0  # bit 1: cp.async.bulk.prefetch.tensor of the box first; bit 0: prefetch.tensormap
-    expect_tx: int | None = None  # default: tmap.box_bytes
+    zero_background: bool = False  # paint the window with zeros instead of `background`
+    expect_tx: int | None = None  # default: tmap.tx_bytes
+
+    @property
+    def tx(self) -> int:
+        """What the kernel's expect_tx announces."""
+        return self.tmap.tx_bytes if self.expect_tx is None else int(self.expect_tx)
 
     @property
     def window_bytes(self) -> int:
-        tx = self.tmap.box_bytes if self.expect_tx is None else self.expect_tx
-        return -(-(self.smem_offset + tx) // 1024) * 1024 + 1024
+        """SMEM bytes dumped: the destination offset, the box's footprint, then at least 1 KiB of margin."""
+        reach = max(self.tx, self.tmap.smem_footprint)
+        return -(-(self.smem_offset + reach) // 1024) * 1024 + 1024
 
     def model_window(self) -> np.ndarray:
         """What the GPU's window should hold: the background with the model's writes on top."""
-        return tma_load_window(self.gmem, self.tmap, self.coords, self.smem_offset, 0,
-                               self.window_bytes, background(self.window_bytes))
+        bg = np.zeros(self.window_bytes, np.uint8) if self.zero_background else background(self.window_bytes)
+        return tma_load_window(self.gmem, self.tmap, self.coords, self.smem_offset, 0, self.window_bytes, bg)
 
 
 def _round_up(x: int, m: int) -> int:
@@ -545,16 +597,13 @@ def run_cases(cases, block: int = 128) -> RunResult:
     info = device.gpu_info()
     cases = list(cases)
     for c in cases:
-        if SWIZZLE_BYTES[c.tmap.swizzle] and c.tmap.inner_box_bytes != SWIZZLE_BYTES[c.tmap.swizzle]:
-            check_modelled(c.tmap)  # raises: such a box faults on the H100 in a packed-size window
         if c.smem_offset % SMEM_ALIGNMENT or c.smem_offset < 0:
             raise TensorMapError("smem-alignment", f"smem_offset {c.smem_offset} must be a multiple of {SMEM_ALIGNMENT}")
         if c.gmem_offset % 16 or not 0 <= c.gmem_offset < 256:
             raise TensorMapError("global-address-alignment", f"gmem_offset {c.gmem_offset} must be a multiple "
                                                              "of 16 in [0, 256)")
-        tx = c.tmap.box_bytes if c.expect_tx is None else c.expect_tx
-        if tx > MAX_TX_BYTES:
-            raise TensorMapError("box-bytes", f"a box of {tx} bytes exceeds the mbarrier's transaction "
+        if c.tx > MAX_TX_BYTES:
+            raise TensorMapError("box-bytes", f"a box of {c.tx} bytes exceeds the mbarrier's transaction "
                                               f"range ({MAX_TX_BYTES})")
     smem = max(c.window_bytes for c in cases) + SMEM_SLACK
     if smem > info.smem_per_block_optin:
@@ -583,8 +632,8 @@ def run_cases(cases, block: int = 128) -> RunResult:
     out_total = 0
     for i, c in enumerate(cases):
         coords = list(_check_coords(c.tmap, c.coords)) + [0] * (5 - c.tmap.rank)
-        rec[i] = (0 if errors[i] else c.tmap.rank, coords, c.smem_offset, c.tmap.box_bytes if c.expect_tx is None else c.expect_tx,
-                  c.window_bytes, int(c.prefetch), out_total)
+        rec[i] = (0 if errors[i] else c.tmap.rank, coords, c.smem_offset, c.tx, c.window_bytes,
+                  (int(c.prefetch) & 3) | (4 if c.zero_background else 0), out_total)
         out_total += c.window_bytes
     d_tmaps = cp.asarray(tmaps)
     d_cases = cp.asarray(rec.view(np.uint8))
@@ -604,18 +653,20 @@ def run_cases(cases, block: int = 128) -> RunResult:
 
 
 def run_tma_load(tmap: TensorMap, gmem, coords, smem_offset: int = 0, prefetch: int = 0) -> np.ndarray:
-    """Load one box on the GPU; the SMEM bytes [smem_offset, smem_offset + box_bytes) it produced.
+    """Load one box on the GPU into zeroed SMEM; the bytes [smem_offset, smem_offset + smem_footprint)
+    it produced.
 
     The same arguments as `tma_load_model`, so `np.array_equal(run_tma_load(...), tma_load_model(...))`
     is the whole comparison. Raises MbarrierTimeout if the handshake did not complete.
     """
-    case = LoadCase(tmap, np.asarray(gmem), tuple(coords), smem_offset=smem_offset, prefetch=prefetch)
+    case = LoadCase(tmap, np.asarray(gmem), tuple(coords), smem_offset=smem_offset, prefetch=prefetch,
+                    zero_background=True)
     r = run_cases([case])
     if r.errors[0]:
         raise RuntimeError(r.errors[0])
     if r.timeout is not None:
         raise r.timeout
-    return r.windows[0][smem_offset:smem_offset + tmap.box_bytes]
+    return r.windows[0][smem_offset:smem_offset + tmap.smem_footprint]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -631,19 +682,24 @@ def random_case(rng: np.random.Generator, dtype: str, rank: int, swizzle: str) -
 
     Odd global sizes with padded rows, boxes that hang off either edge (now and then entirely
     outside), element strides, NaN fill, every SMEM offset mod 1024 (multiples of 128), base
-    addresses at every multiple of 16 mod 256, and random bytes (NaN and denormal bit patterns
-    included) as data.
+    addresses at every multiple of 16 mod 256, the four prefetch variants, and random bytes (NaN
+    and denormal bit patterns included) as data. Swizzled rows are one span wide or (half the
+    time) narrower; unswizzled ones 16..512 bytes.
     """
     elem = DTYPES[dtype][1]
     span = SWIZZLE_BYTES[swizzle]
-    # Swizzled rows are exactly one span wide (check_modelled); unswizzled ones 16..512 bytes.
-    inner_bytes = span if span else 16 * int(rng.integers(1, min(256 * elem, 512) // 16 + 1))
+    if span:
+        narrow = rng.random() < 0.5
+        inner_bytes = 16 * int(rng.integers(1, span // 16)) if narrow else span
+    else:
+        inner_bytes = 16 * int(rng.integers(1, min(256 * elem, 512) // 16 + 1))
+    pitch = span or inner_bytes  # SMEM bytes per box row (smem_pitch)
     box = [inner_bytes // elem]
-    budget = int(np.exp(rng.uniform(np.log(inner_bytes), np.log(MAX_CASE_BOX_BYTES))))
+    budget = int(np.exp(rng.uniform(np.log(pitch), np.log(MAX_CASE_BOX_BYTES))))
     es = [1]
     for _ in range(1, rank):
         e = int(rng.integers(1, 9)) if rng.random() < 0.3 else 1
-        room = max(1, budget // (inner_bytes * math.prod(-(-b // s) for b, s in zip(box[1:], es[1:]))))
+        room = max(1, budget // (pitch * math.prod(-(-b // s) for b, s in zip(box[1:], es[1:]))))
         n = int(rng.integers(1, min(room, 256) + 1)) if rng.random() < 0.9 else 1
         box.append(min(256, n * e - int(rng.integers(0, e))))  # ceil(box/e) == n, box not always a multiple
         es.append(e)
@@ -679,7 +735,8 @@ def random_case(rng: np.random.Generator, dtype: str, rank: int, swizzle: str) -
         coords.append(c)
     gmem = rng.integers(0, 256, size=tmap.global_extent_bytes, dtype=np.uint8)
     return LoadCase(tmap, gmem, tuple(coords), smem_offset=128 * int(rng.integers(0, 8)) + 1024 * int(rng.integers(0, 2)),
-                    gmem_offset=16 * int(rng.integers(0, 16)), prefetch=PREFETCH_BOX if rng.random() < 0.25 else 0)
+                    gmem_offset=16 * int(rng.integers(0, 16)),
+                    prefetch=int(rng.choice(4, p=[0.55, 0.15, 0.15, 0.15])))
 
 
 def random_cases(n: int, seed: int = 0):
@@ -692,10 +749,11 @@ def random_cases(n: int, seed: int = 0):
 
 def describe_case(c: LoadCase) -> str:
     t = c.tmap
+    pitch = f" pitch={t.smem_pitch}" if t.smem_pitch != t.inner_box_bytes else ""
     return (f"{t.dtype} shape={t.global_shape} strides={t.global_strides} box={t.box_shape} "
-            f"es={t.element_strides} swz={t.swizzle} oob={t.oob_fill} l2={t.l2_promotion} "
+            f"es={t.element_strides} swz={t.swizzle}{pitch} oob={t.oob_fill} l2={t.l2_promotion} "
             f"coords={tuple(c.coords)} smem+{c.smem_offset} gmem+{c.gmem_offset} "
-            f"prefetch={int(c.prefetch)} tx={t.box_bytes}")
+            f"prefetch={int(c.prefetch)} tx={c.tx}")
 
 
 def _is_oob(c: LoadCase) -> bool:
@@ -704,68 +762,218 @@ def _is_oob(c: LoadCase) -> bool:
                zip(c.coords, t.box_counts, t.element_strides, t.global_shape))
 
 
-def validate_cases(cases, say=print, batch: int = 512, dump=None) -> int:
-    """Run `cases` on the GPU, compare every SMEM window with the model; return the failure count."""
-    failures, shown = 0, 0
-    bad = []
+def variant_window(c: LoadCase, pitch: int, gap_fill=None) -> np.ndarray:
+    """The window under another hypothesis about the SMEM layout, for diagnosis: rows `pitch`
+    bytes apart and, if `gap_fill` is a byte value, the bytes between rows written with it."""
+    bg = np.zeros(c.window_bytes, np.uint8) if c.zero_background else background(c.window_bytes)
+    addr, vals = tma_load_writes(c.gmem, c.tmap, c.coords, c.smem_offset, _pitch=pitch)
+    if gap_fill is not None:
+        rows = math.prod(c.tmap.box_counts[1:])
+        every = SWIZZLES[c.tmap.swizzle](c.smem_offset + np.arange(rows * pitch, dtype=np.int64))
+        every = every[every < bg.size]
+        bg[every] = gap_fill
+    if addr.size and addr.max() >= bg.size:
+        return np.zeros(0, np.uint8)  # this hypothesis writes past the window: it cannot match
+    bg[addr] = vals
+    return bg
+
+
+def diagnose_window(c: LoadCase, w: np.ndarray) -> str:
+    """Which layout hypothesis the GPU's window does match, if any (for failed cases)."""
+    t = c.tmap
+    span = SWIZZLE_BYTES[t.swizzle]
+    hyp = {"packed rows": (t.inner_box_bytes, None)}
+    if span and t.inner_box_bytes < span:
+        hyp.update({"rows one span apart, gaps untouched": (span, None),
+                    "rows one span apart, gaps zeroed": (span, 0)})
+    hits = [name for name, (pitch, fill) in hyp.items() if np.array_equal(variant_window(c, pitch, fill), w)]
+    return "matches: " + (", ".join(hits) if hits else "none of " + "; ".join(hyp))
+
+
+def classify(c: LoadCase, w: np.ndarray, done: bool, err) -> tuple:
+    """(status, detail) of one case: 'exact', 'mismatch', 'incomplete' (a bounded wait gave up) or
+    'refused' (the driver refused a tensor map TensorMap accepted)."""
+    if err:
+        return "refused", str(err)[:300]
+    if not done:
+        return "incomplete", "did not complete the handshake"
+    want = c.model_window()
+    if np.array_equal(w, want):
+        return "exact", ""
+    diff = np.flatnonzero(w != want)
+    return "mismatch", (f"{diff.size} bytes differ (first at window byte {diff[0]}: gpu {w[diff[0]]:#04x} "
+                        f"model {want[diff[0]]:#04x}); {diagnose_window(c, w)}")
+
+
+def run_and_classify(cases, say=None, batch: int = 512, rerun_limit: int = 32):
+    """Run `cases` in launches of `batch`; [(status, detail, window)] per case.
+
+    A bounded wait that gives up makes every CTA still waiting give up too (one status record per
+    launch), so the unfinished cases are run again one per launch (up to `rerun_limit`) to find
+    which of them really fail."""
+    out = []
     for start in range(0, len(cases), batch):
         chunk = cases[start:start + batch]
         r = run_cases(chunk)
         if r.timeout is not None:
-            # One bounded wait gave up, and every CTA still waiting then gives up too: run the
-            # unfinished cases again one per launch to find which of them really fail.
-            say(f"  launch of cases {start}..{start + len(chunk) - 1}: {r.timeout}")
             again = [i for i in range(len(chunk)) if not r.done[i] and not r.errors[i]]
-            for i in again[:64]:
+            if say:
+                say(f"  launch of cases {start}..{start + len(chunk) - 1}: {r.timeout}; re-running "
+                    f"{min(len(again), rerun_limit)} of {len(again)} unfinished case(s) one per launch")
+            for i in again[:rerun_limit]:
                 one = run_cases([chunk[i]])
                 r.windows[i], r.done[i] = one.windows[0], one.done[0]
-            say(f"  re-ran {min(len(again), 64)} unfinished case(s) one per launch")
-        for i, (c, w, ok, err) in enumerate(zip(chunk, r.windows, r.done, r.errors)):
-            k = start + i
-            if err:
-                failures += 1
-                bad.append((k, c, w, "driver-refused"))
-                if shown < 20:
-                    say(f"  case {k}: the driver refused a tensor map TensorMap accepted: {err}")
-                    shown += 1
-                continue
-            if not ok:
-                failures += 1
-                bad.append((k, c, w, "incomplete"))
-                if shown < 20:
-                    say(f"  case {k}: did not complete the handshake: {describe_case(c)}")
-                    shown += 1
-                continue
-            want = c.model_window()
-            if not np.array_equal(w, want):
-                failures += 1
-                bad.append((k, c, w, "mismatch"))
-                if shown < 20:
-                    diff = np.flatnonzero(w != want)
-                    say(f"  case {k}: {diff.size} bytes differ (first at window byte {diff[0]}: "
-                        f"gpu {w[diff[0]]:#04x} model {want[diff[0]]:#04x}): {describe_case(c)}")
-                    shown += 1
+        for c, w, ok, err in zip(chunk, r.windows, r.done, r.errors):
+            out.append(classify(c, w, bool(ok), err) + (w,))
+    return out
+
+
+def validate_cases(cases, say=print, batch: int = 512, dump=None) -> int:
+    """Run `cases` on the GPU in this process, compare every SMEM window with the model; return the
+    failure count (a GPU fault raises: `validate_isolated` runs cases in child processes instead)."""
+    res = run_and_classify(cases, say=say, batch=batch)
+    bad = [(k, s, d, w) for k, (s, d, w) in enumerate(res) if s != "exact"]
+    for k, s, d, _ in bad[:20]:
+        say(f"  case {k}: {s}: {d}: {describe_case(cases[k])}")
     if dump and bad:
-        import os
-        os.makedirs(os.path.dirname(os.path.abspath(dump)), exist_ok=True)
-        np.savez_compressed(dump, **{f"case{k}": w for k, _, w, _ in bad},
-                            descriptions=np.array([f"{k} {why} {describe_case(c)}" for k, c, _, why in bad]))
-    return failures
+        _save_dump(dump, cases, [(k, s, w) for k, s, _, w in bad])
+    return len(bad)
+
+
+def _save_dump(path, cases, bad):
+    import os
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    np.savez_compressed(path, **{f"case{k}": w for k, _, w in bad},
+                        descriptions=np.array([f"{k} {s} {describe_case(cases[k])}" for k, s, _ in bad]))
+
+
+def _group_main(argv) -> int:
+    """Child process: run cases --indices of random_cases(--cases, --seed) in one launch (unfinished
+    ones again one by one); print one JSON line; windows of failures go to --out-dir/caseK.npy."""
+    import argparse
+    import json
+    import os
+    ap = argparse.ArgumentParser(prog="python -m bwlab.tma group")
+    ap.add_argument("--cases", type=int, required=True)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--indices", required=True)
+    ap.add_argument("--out-dir")
+    a = ap.parse_args(argv)
+    cases = random_cases(a.cases, a.seed)
+    idx = [int(x) for x in a.indices.split(",") if x]
+    res = run_and_classify([cases[i] for i in idx])
+    out = []
+    for k, (s, d, w) in zip(idx, res):
+        out.append([k, s, d])
+        if s != "exact" and a.out_dir:
+            np.save(os.path.join(a.out_dir, f"case{k}.npy"), w)
+    print(json.dumps({"status": "ran", "results": out}), flush=True)
+    return 0
+
+
+def _child_json(cmd: list, timeout: float) -> dict:
+    """Run `python -m bwlab.tma CMD...` in a child; its last JSON line, or why there was none."""
+    import json
+    import subprocess
+    import sys
+    try:
+        p = subprocess.run([sys.executable, "-m", "bwlab.tma"] + cmd, capture_output=True, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"status": "crash", "error": f"child timed out after {timeout:.0f} s"}
+    for line in reversed(p.stdout.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    tail = [ln for ln in p.stderr.strip().splitlines() if ln.strip()]
+    return {"status": "crash", "error": (tail or [f"exit {p.returncode}, no output"])[-1][:200]}
+
+
+def validate_isolated(n: int, seed: int = 0, say=print, group: int = 125, dump=None,
+                      time_limit: float = 240.0, max_faults: int = 8) -> dict:
+    """Run random_cases(n, seed) on the GPU in child processes, `group` cases per child, so that a
+    GPU fault (which poisons the CUDA context) costs only its own group: a crashed group is split in
+    halves and run again until each fault is pinned to one case. Returns {case index: (status,
+    detail)} with status 'exact', 'mismatch', 'incomplete', 'refused', 'fault' or 'not run' (after
+    `time_limit` seconds, or once `max_faults` faults are pinned)."""
+    import os
+    import tempfile
+    import time
+    t0 = time.perf_counter()
+    cases = random_cases(n, seed)
+    tmp = tempfile.mkdtemp(prefix="bwlab_tma_")
+    todo = [list(range(s, min(s + group, n))) for s in range(0, n, group)]
+    result, faults = {}, 0
+    while todo:
+        idx = todo.pop(0)
+        if time.perf_counter() - t0 > time_limit or faults >= max_faults:
+            for k in idx:
+                result[k] = ("not run", "time limit" if faults < max_faults else "fault limit")
+            continue
+        r = _child_json(["group", "--cases", str(n), "--seed", str(seed), "--out-dir", tmp,
+                         "--indices", ",".join(map(str, idx))], timeout=60)
+        if r.get("status") == "ran":
+            for k, s, d in r["results"]:
+                result[k] = (s, d)
+            continue
+        if len(idx) == 1:
+            faults += 1
+            result[idx[0]] = ("fault", r.get("error", "?"))
+            say(f"  case {idx[0]}: GPU fault ({r.get('error')}): {describe_case(cases[idx[0]])}")
+            continue
+        say(f"  cases {idx[0]}..{idx[-1]} ({len(idx)}): the child crashed ({r.get('error')}); splitting")
+        todo[:0] = [idx[:len(idx) // 2], idx[len(idx) // 2:]]
+    if dump:
+        bad = [(k, s, np.load(os.path.join(tmp, f"case{k}.npy")))
+               for k, (s, _) in sorted(result.items()) if os.path.exists(os.path.join(tmp, f"case{k}.npy"))]
+        if bad:
+            _save_dump(dump, cases, bad)
+    return result
+
+
+def coverage_lines(cases) -> list:
+    """What a set of cases covers, one line per aspect."""
+    from collections import Counter
+    by = lambda f: dict(sorted(Counter(f(c) for c in cases).items()))  # noqa: E731
+    narrow = [c for c in cases if is_narrow_swizzle(c.tmap)]
+    return [
+        f"  element bytes: {by(lambda c: c.tmap.elem_bytes)}",
+        f"  dtypes: {by(lambda c: c.tmap.dtype)}",
+        f"  ranks: {by(lambda c: c.tmap.rank)}",
+        f"  swizzles: {by(lambda c: c.tmap.swizzle)}",
+        f"  swizzled boxes narrower than the span: {len(narrow)}, by (swizzle, row bytes): "
+        f"{dict(sorted(Counter((c.tmap.swizzle, c.tmap.inner_box_bytes) for c in narrow).items()))}",
+        f"  SMEM offset mod 1024: {by(lambda c: c.smem_offset % 1024)} (+1024 in {sum(c.smem_offset >= 1024 for c in cases)})",
+        f"  base address mod 256: {len(by(lambda c: c.gmem_offset))} distinct multiples of 16",
+        f"  prefetch variants (0 none, 1 prefetch.tensormap, 2 box into L2, 3 both): {by(lambda c: int(c.prefetch))}",
+        f"  L2 promotion: {by(lambda c: c.tmap.l2_promotion)}",
+        f"  boxes out of bounds (partly or wholly): {sum(_is_oob(c) for c in cases)}; "
+        f"NaN fill: {sum(c.tmap.oob_fill == 'nan' for c in cases)}; "
+        f"element strides > 1: {sum(max(c.tmap.element_strides) > 1 for c in cases)}; "
+        f"odd global dim 0: {sum(c.tmap.global_shape[0] % 2 == 1 for c in cases)}; "
+        f"odd outer dims: {sum(any(d % 2 for d in c.tmap.global_shape[1:]) for c in cases)}",
+        f"  box bytes: min {min(c.tmap.box_bytes for c in cases)}, max {max(c.tmap.box_bytes for c in cases)}; "
+        f"SMEM footprint max {max(c.tmap.smem_footprint for c in cases)}",
+    ]
 
 
 def validate_main(argv=None) -> int:
     import argparse
     import time
+    from collections import Counter
 
     from . import device
     ap = argparse.ArgumentParser(prog="python -m bwlab.validate tma",
                                  description="Random TMA loads on the GPU, SMEM bytes compared with bwlab.tma's model")
     ap.add_argument("--cases", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--group", type=int, default=125, help="cases per child process (one launch each)")
+    ap.add_argument("--time-limit", type=float, default=240.0, help="stop starting groups after this many seconds")
     ap.add_argument("--out", help="also write the report to this file")
     ap.add_argument("--dump", help="save the GPU windows of failing cases to this .npz")
     ap.add_argument("--probe", action="store_true",
                     help="also probe what the documentation leaves open (see probe_main)")
+    ap.add_argument("--probe-narrow", action="store_true",
+                    help="first probe swizzled boxes narrower than the span (see probe_narrow_main)")
     args = ap.parse_args(argv)
     lines = []
 
@@ -777,129 +985,124 @@ def validate_main(argv=None) -> int:
     if device.tier("tma") != "hardware":
         say("TMA loads need an sm_90+ GPU: nothing to validate here")
         return 1
+    if args.probe_narrow:
+        probe_narrow_main([], say=say)
     t0 = time.perf_counter()
     cases = random_cases(args.cases, args.seed)
+    say(f"validation: {args.cases} random loads (seed {args.seed}), {args.group} per child process "
+        "(one launch each; a GPU fault is pinned to its case by splitting its group)")
+    res = validate_isolated(args.cases, args.seed, say=say, group=args.group, dump=args.dump,
+                            time_limit=args.time_limit)
     t1 = time.perf_counter()
-    failures = validate_cases(cases, say=say, dump=args.dump)
-    t2 = time.perf_counter()
-    # What the cases covered.
-    from collections import Counter
-    by = lambda f: dict(sorted(Counter(f(c) for c in cases).items()))  # noqa: E731
-    say(f"cases: {len(cases)} (seed {args.seed}); generated in {t1 - t0:.1f} s, run and compared in {t2 - t1:.1f} s")
-    say(f"  element bytes: {by(lambda c: c.tmap.elem_bytes)}")
-    say(f"  dtypes: {by(lambda c: c.tmap.dtype)}")
-    say(f"  ranks: {by(lambda c: c.tmap.rank)}")
-    say(f"  swizzles: {by(lambda c: c.tmap.swizzle)}")
-    say(f"  SMEM offset mod 1024: {by(lambda c: c.smem_offset % 1024)}")
-    say(f"  base address mod 256: {len(by(lambda c: c.gmem_offset))} distinct multiples of 16")
-    say(f"  boxes out of bounds (partly or wholly): {sum(_is_oob(c) for c in cases)}; "
-        f"NaN fill: {sum(c.tmap.oob_fill == 'nan' for c in cases)}; "
-        f"element strides > 1: {sum(max(c.tmap.element_strides) > 1 for c in cases)}; "
-        f"prefetch first: {sum(c.prefetch for c in cases)}; "
-        f"odd global dim 0: {sum(c.tmap.global_shape[0] % 2 == 1 for c in cases)}")
-    say(f"  box bytes: min {min(c.tmap.box_bytes for c in cases)}, max {max(c.tmap.box_bytes for c in cases)}")
-    say(f"result: {len(cases) - failures}/{len(cases)} bit-exact (SMEM windows incl. 1 KiB margins, "
-        f"expect_tx = model box bytes, exact)")
+    counts = Counter(s for s, _ in res.values())
+    bad = sorted(k for k, (s, _) in res.items() if s != "exact")
+    for k in bad[:25]:
+        s, d = res[k]
+        say(f"  case {k}: {s}: {d}: {describe_case(cases[k])}")
+    say(f"cases: {len(cases)} (seed {args.seed}); run and compared in {t1 - t0:.1f} s")
+    for line in coverage_lines(cases):
+        say(line)
+    by_kind = Counter((cases[k].tmap.swizzle, is_narrow_swizzle(cases[k].tmap), res[k][0]) for k in res)
+    say("  status by (swizzle, narrower than the span): " +
+        ", ".join(f"{sw}{' narrow' if nw else ''} {st} {n}" for (sw, nw, st), n in sorted(by_kind.items())))
+    say(f"  status by rank: " + ", ".join(f"rank {r} {st} {n}" for (r, st), n in
+                                          sorted(Counter((cases[k].tmap.rank, res[k][0]) for k in res).items())))
+    exact = counts.get("exact", 0)
+    say(f"result: {exact}/{len(cases)} bit-exact {dict(sorted(counts.items()))} (SMEM windows incl. >= 1 KiB "
+        "margins painted with a known background; expect_tx = the model's tx_bytes, and a second mbarrier "
+        "phase must complete with no bytes outstanding)")
     if args.probe:
         probe_main([], say=say)
     if args.out:
         with open(args.out, "w") as f:
             f.write("\n".join(lines) + "\n")
-    return 0 if failures == 0 else 1
+    return 0 if exact == len(cases) else 1
 
 
-def _probe_alignment(offset: int) -> str:
-    """One load of a 2 KiB box (no swizzle) to SMEM at `offset` bytes past a 1024-byte boundary —
-    not a multiple of 128. Run in a child process: a misaligned TMA may poison the CUDA context."""
-    tmap = TensorMap("uint32", (64, 64), (32, 16))
-    gmem = np.arange(64 * 64, dtype=np.uint32)
-    case = LoadCase(tmap, gmem, (8, 4))
-    case.smem_offset = offset  # bypasses the runner's check on purpose: that is the experiment
-    import cupy as cp
-
-    from .compile import load_module
-    from .runtime import launch
-    try:
-        dev = cp.asarray(gmem)
-        enc = np.frombuffer(tmap.encode(dev.data.ptr), np.uint8)
-        rec = np.zeros(1, TMA_CASE_DTYPE)
-        rec[0] = (2, [8, 4, 0, 0, 0], offset, tmap.box_bytes, case.window_bytes, 0, 0)
-        out = cp.zeros(case.window_bytes, cp.uint8)
-        done = cp.zeros(1, cp.uint32)
-        launch(load_module("tma_load"), "tma_load_dump", (1,), (128,),
-               (cp.asarray(enc), cp.asarray(rec.view(np.uint8)), out, done),
-               shared_mem=case.window_bytes + SMEM_SLACK, barrier_names=LOAD_BARRIERS)
-        w = cp.asnumpy(out)
-        addr, vals = tma_load_writes(gmem, tmap, (8, 4), offset, _check_alignment=False)
-        want = background(case.window_bytes)
-        want[addr] = vals
-        return f"completed; window equals the model at that address: {bool(np.array_equal(w, want))}"
-    except Exception as e:  # noqa: BLE001 - the point is to report whatever happens
-        return f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
+# ---- swizzled boxes narrower than the swizzle span: python -m bwlab.tma narrow ----------------
+def narrow_probe_cases():
+    """Small swizzled boxes whose rows are narrower than the span: every narrow row width of each
+    mode, element sizes 1..8, two destinations, one box hanging off an edge, one of rank 1."""
+    rng = np.random.default_rng(7)
+    out = []
+    dts = ("uint8", "float16", "float32", "float64")
+    k = 0
+    for swz in ("32B", "64B", "128B"):
+        span = SWIZZLE_BYTES[swz]
+        for inner in range(16, span, 16):
+            dt = dts[k % 4]
+            elem = DTYPES[dt][1]
+            k += 1
+            shape = (inner // elem * 3, 9)
+            t = TensorMap(dt, shape, (inner // elem, 5), swizzle=swz)
+            g = rng.integers(0, 256, size=t.global_extent_bytes, dtype=np.uint8)
+            for coords, off in (((inner // elem, 2), 0), ((2 * inner // elem, 6), 384)):
+                out.append(LoadCase(t, g, coords, smem_offset=off))
+    t = TensorMap("uint16", (40,), (8,), swizzle="64B")
+    out.append(LoadCase(t, rng.integers(0, 256, size=80, dtype=np.uint8), (16,), smem_offset=128))
+    t = TensorMap("float32", (200,), (32,), swizzle="128B")
+    out.append(LoadCase(t, rng.integers(0, 256, size=800, dtype=np.uint8), (64,), smem_offset=256))
+    t = TensorMap("float32", (10,), (4,))
+    out.append(LoadCase(t, rng.integers(0, 256, size=40, dtype=np.uint8), (4,), smem_offset=0))
+    return out
 
 
-INTERLEAVE_PROBES = (  # dtype, interleave, swizzle, global shape, box, element strides, expect_tx guess
-    ("uint16", "16B", "none", (8, 10, 4), (8, 4, 2), (1, 1, 1), 128),
-    ("uint16", "16B", "none", (8, 10, 4), (4, 4, 2), (1, 1, 1), 64),
-    ("uint16", "16B", "none", (8, 10, 4), (4, 4, 2), (1, 1, 1), 128),
-    ("uint16", "16B", "none", (8, 10, 4), (8, 4, 2), (2, 1, 1), 64),
-    ("uint16", "32B", "32B", (16, 10, 4), (16, 4, 2), (1, 1, 1), 256),
-    ("uint16", "16B", "64B", (8, 10, 4), (8, 8, 2), (1, 1, 1), 256),
-    ("uint32", "16B", "128B", (4, 16, 4), (4, 16, 2), (1, 1, 1), 512))
-
-
-def _probe_interleave(i: int) -> str:
-    dt, il, swz, shape, box, es, tx = INTERLEAVE_PROBES[i]
-    head = f"{dt} interleave {il} swizzle {swz} shape {shape} box {box} es {es} expect_tx {tx}"
-    try:
-        t = TensorMap(dt, shape, box, element_strides=es, interleave=il, swizzle=swz)
-        g = np.arange(math.prod(shape), dtype=np_dtype(dt))
-        r = run_cases([LoadCase(t, g, (0, 1, 1), expect_tx=tx)])
+def _narrow_child(argv) -> int:
+    """Child: run narrow_probe_cases() --which (comma list) one per launch with expect_tx = the box
+    bytes ('box') or rows x span ('footprint'); one JSON line."""
+    import json
+    which = [int(x) for x in argv[0].split(",")]
+    mode = argv[1]
+    cases = narrow_probe_cases()
+    out = []
+    for i in which:
+        c = cases[i]
+        c.expect_tx = c.tmap.box_bytes if mode == "box" else math.prod(c.tmap.box_counts[1:]) * max(
+            SWIZZLE_BYTES[c.tmap.swizzle], c.tmap.inner_box_bytes)
+        r = run_cases([c])
         w = r.windows[0]
-        written = np.flatnonzero(w != background(w.size))
-        return (f"{head}: done={bool(r.done[0])} driver={r.errors[0]}\n"
-                f"  smem elements: {w[:max(tx, 64)].view(np_dtype(dt)).tolist()}\n"
-                f"  bytes differing from the background: {written.size}, last at "
-                f"{int(written.max()) if written.size else None}")
-    except Exception as e:  # noqa: BLE001
-        return f"{head}: {type(e).__name__}: {str(e).splitlines()[0][:150]}"
+        changed = np.flatnonzero(w != background(w.size))
+        out.append({"i": i, "done": bool(r.done[0]), "err": r.errors[0],
+                    "timeout": str(r.timeout).splitlines()[0][:120] if r.timeout else None,
+                    "exact": bool(np.array_equal(w, c.model_window())), "diag": diagnose_window(c, w),
+                    "changed": int(changed.size), "last": int(changed.max()) if changed.size else None})
+    print(json.dumps({"status": "ran", "results": out}), flush=True)
+    return 0
 
 
-def probe_main(argv=None, say=print) -> int:
-    """Questions the documentation leaves open, asked of the GPU (results are printed, and the raw
-    windows saved with --dump): the OOB-NaN bits per dtype, tf32 rounding on load, SMEM
-    destinations that are not 128-byte aligned, and interleaved layouts."""
-    import subprocess
-    import sys
-    say("probe: out-of-bounds NaN fill bits (a box entirely outside the tensor)")
-    for dt in ("float16", "bfloat16", "float32", "tf32", "float64"):
-        elem = DTYPES[dt][1]
-        t = TensorMap(dt, (64 // elem * 2, 4), (16 // elem * 2, 2), oob_fill="nan")
-        r = run_cases([LoadCase(t, np.zeros(t.global_extent_bytes, np.uint8), (-64, -8))])
-        w = r.windows[0][:elem]
-        say(f"  {dt:9s} gpu {int.from_bytes(w.tobytes(), 'little'):#0{2 + 2 * elem}x}  model {oob_fill_bits(t):#0{2 + 2 * elem}x}"
-            f"  done={bool(r.done[0])}")
-    say("probe: tf32 loads of float32 bit patterns (does the TMA round to tf32?)")
-    pats = np.array([0x3F800FFF, 0x3F801000, 0x3F803000, 0x3F801001, 0x7F7FFFFF, 0x7FC00001,
-                     0x7F800001, 0xFF800000, 0x00001FFF, 0x00000001, 0x807FFFFF, 0x3F802FFF,
-                     0x3FFFFFFF, 0x40000FFF, 0x12345678, 0x7F801000], dtype=np.uint32)
-    t = TensorMap("tf32", (16, 1), (16, 1))
-    r = run_cases([LoadCase(t, pats, (0, 0))])
-    got = r.windows[0][:64].view(np.uint32)
-    for a, b in zip(pats, got):
-        say(f"  {a:#010x} -> gpu {b:#010x}   model {int(_tf32_round(np.array([a]))[0]) if TF32_ROUNDS_ON_LOAD else int(a):#010x}")
-    say("probe: SMEM destinations not 128-byte aligned (each in a child process)")
-    for off in (16, 32, 64):
-        p = subprocess.run([sys.executable, "-c", f"from bwlab.tma import _probe_alignment as p; print(p({off}))"],
-                           capture_output=True, text=True, timeout=120)
-        say(f"  offset {off:3d}: {(p.stdout.strip() or p.stderr.strip().splitlines()[-1] if (p.stdout or p.stderr) else 'no output')[:200]}")
-    say("probe: interleaved layouts (not modelled; each in a child process; SMEM printed as element indices)")
-    for i in range(len(INTERLEAVE_PROBES)):
-        p = subprocess.run([sys.executable, "-c", f"from bwlab.tma import _probe_interleave as p; print(p({i}))"],
-                           capture_output=True, text=True, timeout=120)
-        out = p.stdout.strip() or (p.stderr.strip().splitlines() or ["no output"])[-1]
-        for line in out.splitlines():
-            say("  " + line)
+def probe_narrow_main(argv=None, say=print) -> int:
+    """Ask the GPU how a swizzled box narrower than its span lands in SMEM and what it counts:
+    each case with expect_tx = box bytes and = rows x span, windows with >= 1 KiB of margin,
+    one child process per (swizzle, tx) group (a fault costs only that group)."""
+    cases = narrow_probe_cases()
+    say("probe: swizzled boxes narrower than the swizzle span (and rank 1); model: rows one span apart, "
+        f"gaps untouched, tx = box bytes (NARROW_SWIZZLE_PITCH={NARROW_SWIZZLE_PITCH!r}, "
+        f"NARROW_SWIZZLE_TX={NARROW_SWIZZLE_TX!r})")
+    groups = {}
+    for i, c in enumerate(cases):
+        groups.setdefault(c.tmap.swizzle, []).append(i)
+    got = {}
+    for swz, idx in groups.items():
+        for mode in ("box", "footprint"):
+            r = _child_json(["narrow", ",".join(map(str, idx)), mode], timeout=120)
+            if r.get("status") != "ran":
+                say(f"  {swz} cases {idx}, expect_tx = {mode}: the child crashed: {r.get('error')}")
+                continue
+            for x in r["results"]:
+                got[(x["i"], mode)] = x
+    for i, c in enumerate(cases):
+        t = c.tmap
+        say(f"  [{i:2d}] {t.dtype:8s} swizzle {t.swizzle:4s} rows of {t.inner_box_bytes:3d} B x "
+            f"{math.prod(t.box_counts[1:])}, coords {tuple(c.coords)}, SMEM +{c.smem_offset}: box {t.box_bytes} B, "
+            f"rows x span {math.prod(t.box_counts[1:]) * max(SWIZZLE_BYTES[t.swizzle], t.inner_box_bytes)} B")
+        for mode in ("box", "footprint"):
+            x = got.get((i, mode))
+            if x is None:
+                say(f"       expect_tx = {mode:9s}: no result (child crashed)")
+                continue
+            say(f"       expect_tx = {mode:9s}: handshake done={x['done']}, window == model: {x['exact']}; "
+                f"{x['changed']} bytes changed (last at {x['last']}); {x['diag']}"
+                + (f"; driver: {x['err']}" if x["err"] else "") + (f"; {x['timeout']}" if x["timeout"] else ""))
     return 0
 
 
@@ -1198,14 +1401,14 @@ def smem_chunks(tmap: TensorMap, smem_address: int = 0):
     """Which 16-byte chunk of the box sits in each 16-byte SMEM chunk: arrays (box row, chunk in
     row), one entry per SMEM chunk from smem_address on, after the swizzle. -1 marks none."""
     check_modelled(tmap)
-    inner = tmap.inner_box_bytes
-    nchunk = tmap.box_bytes // 16
-    lin = np.arange(nchunk, dtype=np.int64) * 16
-    dest = (SWIZZLES[tmap.swizzle](smem_address + lin) - smem_address) // 16
+    inner, pitch = tmap.inner_box_bytes, tmap.smem_pitch
+    chunk = np.arange(tmap.box_bytes // 16, dtype=np.int64)
+    r, k = chunk // (inner // 16), chunk % (inner // 16)  # box row, 16-byte chunk inside the row
+    dest = (SWIZZLES[tmap.swizzle](smem_address + r * pitch + k * 16) - smem_address) // 16
     row = np.full(-(-int(dest.max() + 1) // 8) * 8, -1)
     col = row.copy()
-    row[dest] = lin // inner
-    col[dest] = (lin % inner) // 16
+    row[dest] = r
+    col[dest] = k
     return row, col
 
 
@@ -1233,7 +1436,7 @@ def plot_smem_image(tmap: TensorMap, smem_address: int = 0, ax=None, title=None,
               yticks=[f"0x{smem_address + 128 * i:04x}" for i in range(lines)])
     ncol = max(1, tmap.inner_box_bytes // 16)
     add_legend(ax, [(f"chunk c{k} of a box row", thread_color(k * 4, 32)) for k in range(min(ncol, 8))]
-               + [("not part of the box", "#e6e6e6")], title="rK = box row K")
+               + [("not written by the load", "#e6e6e6")], title="rK = box row K")
     return ax
 
 
@@ -1276,7 +1479,7 @@ def column_read_addresses(tmap: TensorMap, column_byte: int, access_bytes: int, 
     """SMEM byte addresses at which thread t of a warp finds `access_bytes` at byte `column_byte` of
     box row t (rows 0..31), given where the TMA put them (the swizzle applied)."""
     rows = np.arange(32, dtype=np.int64)
-    lin = rows * tmap.inner_box_bytes + column_byte
+    lin = rows * tmap.smem_pitch + column_byte
     return SWIZZLES[tmap.swizzle](smem_address + lin)
 
 
@@ -1376,7 +1579,8 @@ def swizzle_explorer():
             return
         plot_smem_image(t, smem_line * 128, max_lines=16)
         plt.show()
-        print(f"box {inner_elems} x {rows} {dtype}: {t.box_bytes} bytes, expect_tx({t.box_bytes})")
+        print(f"box {inner_elems} x {rows} {dtype}: {t.box_bytes} bytes, expect_tx({t.tx_bytes}); rows "
+              f"{t.smem_pitch} bytes apart in SMEM ({t.smem_footprint} bytes from the first to the end of the last)")
 
     return W.interactive(show, dtype=W.Dropdown(options=list(DTYPES), value="float16"),
                          inner_elems=W.IntSlider(value=64, min=1, max=256), rows=W.IntSlider(value=8, min=1, max=32),
@@ -1529,5 +1733,9 @@ if __name__ == "__main__":
         raise SystemExit(_subset_main(rest))
     if cmd == "diagnose":
         raise SystemExit(diagnose_main(rest))
-    print("usage: python -m bwlab.tma diagnose [--cases N --seed S] | subset ...")
+    if cmd == "group":
+        raise SystemExit(_group_main(rest))
+    if cmd == "narrow":
+        raise SystemExit(_narrow_child(rest))
+    print("usage: python -m bwlab.tma diagnose [--cases N --seed S] | subset ... | group ... | narrow ...")
     raise SystemExit(2)

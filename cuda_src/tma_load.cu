@@ -2,7 +2,7 @@
 // Stage 1 — the TMA load (notebook 01_tma_load, Python side bwlab/tma.py).
 //
 // tma_load_dump: one CTA per test case. The CTA
-//   1. paints its SMEM window with a known background (so stray writes show),
+//   1. paints its SMEM window with a known background (so stray writes show), or with zeros,
 //   2. thread 0: mbarrier.init(count 1) -> arrive.expect_tx(box bytes) -> cp.async.bulk.tensor.Nd
 //      (optionally first a cp.async.bulk.prefetch.tensor of the same box into L2, and/or a
 //      prefetch.tensormap of the descriptor),
@@ -30,7 +30,8 @@ struct TmaCase {
     u32 smem_offset;   // destination = 1024-aligned window base + smem_offset
     u32 box_bytes;     // what expect_tx announces
     u32 window_bytes;  // SMEM bytes dumped (a multiple of 16)
-    u32 prefetch;      // bit 1: prefetch the box into L2 before loading it; bit 0: prefetch.tensormap
+    u32 flags;         // bit 0: prefetch.tensormap; bit 1: prefetch the box into L2 before loading it;
+                       // bit 2: paint the window with zeros instead of the background
     u64 out_offset;    // where the window goes in `out` (a multiple of 16)
 };
 
@@ -73,7 +74,8 @@ extern "C" __global__ void tma_load_dump(const TmaDescriptor* __restrict__ tmaps
     const u32 raw = smem_u32(smem_raw);
     u8* window = smem_raw + (((raw + 1023u) & ~1023u) - raw);
 
-    for (u32 i = threadIdx.x; i < p.window_bytes; i += blockDim.x) window[i] = background_byte(i);
+    const bool zeros = (p.flags & 4u) != 0u;
+    for (u32 i = threadIdx.x; i < p.window_bytes; i += blockDim.x) window[i] = zeros ? u8(0) : background_byte(i);
     // The background was written by the generic proxy; the TMA writes through the async proxy.
     fence_proxy_async_shared_cta();
     if (threadIdx.x == 0) {
@@ -83,8 +85,8 @@ extern "C" __global__ void tma_load_dump(const TmaDescriptor* __restrict__ tmaps
     __syncthreads();
 
     if (threadIdx.x == 0) {
-        if (p.prefetch & 1u) prefetch_tensormap(tmap);
-        if (p.prefetch & 2u) tma_prefetch_any(p.rank, tmap, p.coords);
+        if (p.flags & 1u) prefetch_tensormap(tmap);
+        if (p.flags & 2u) tma_prefetch_any(p.rank, tmap, p.coords);
         mbarrier_arrive_expect_tx(&smem_full, p.box_bytes);
         tma_load_any(p.rank, window + p.smem_offset, tmap, &smem_full, p.coords);
     }

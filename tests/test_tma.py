@@ -246,15 +246,49 @@ def test_swizzle_none_is_the_identity_anywhere():
                                       g.reshape(32, 64)[3:7].reshape(-1))
 
 
-def test_swizzled_rows_narrower_than_the_span_are_not_modelled():
-    # Legal for the driver, but the H100 wrote SMEM beyond the packed box for such a map (an
-    # illegal-address fault): bwlab refuses to model or launch it, with the rule named.
-    t = TensorMap("uint8", (32, 8), (32, 3), swizzle="128B")
-    g = np.arange(256, dtype=np.uint8)
-    with pytest.raises(TensorMapError, match=r"\[swizzle-inner-span\].*exactly 128 bytes.*32-byte rows"):
-        tma_load_model(g, t, (0, 0))
-    with pytest.raises(TensorMapError, match="swizzle-inner-span"):
-        tma.smem_chunks(t)
+@pytest.mark.parametrize("dtype,swizzle,inner_elems,offset", [
+    ("uint8", "128B", 32, 0), ("float16", "64B", 8, 384), ("float32", "32B", 4, 128),
+    ("float64", "128B", 6, 640), ("uint16", "64B", 24, 0)])
+def test_narrow_swizzled_rows_sit_one_span_apart(dtype, swizzle, inner_elems, offset):
+    # A box row narrower than the swizzle span takes a whole span in SMEM; the swizzle then XORs
+    # address bits [4, 4+B) with bits [7, 7+B) (B = 1, 2, 3 for 32B, 64B, 128B) as for full rows.
+    span = {"32B": 32, "64B": 64, "128B": 128}[swizzle]
+    rng = np.random.default_rng(4)
+    g = rng.integers(0, 2**63, size=(12, 64), dtype=np.uint64).view(np.uint8).reshape(12, -1)
+    elem = np.dtype(tma.np_dtype(dtype)).itemsize
+    g = g[:, :64 * elem].copy()
+    t = TensorMap(dtype, (64, 12), (inner_elems, 7), swizzle=swizzle)
+    row_bytes = inner_elems * elem
+    assert t.smem_pitch == span and t.smem_footprint == 7 * span
+    assert t.tx_bytes == t.box_bytes == 7 * row_bytes
+    coords = (16 // elem * 2, 3)
+    got = tma_load_model(g, t, coords, smem_address=offset)
+    plain = np.zeros(7 * span, np.uint8)  # unswizzled: row r at r * span, the rest of the span empty
+    for r in range(7):
+        plain[r * span:r * span + row_bytes] = g[3 + r, coords[0] * elem:coords[0] * elem + row_bytes]
+    bits = {"32B": 1, "64B": 2, "128B": 3}[swizzle]
+    a = offset + np.arange(plain.size)
+    want = np.zeros_like(plain)
+    want[(a ^ (((a >> 7) & ((1 << bits) - 1)) << 4)) - offset] = plain
+    np.testing.assert_array_equal(got, want)
+
+
+def test_narrow_swizzle_agrees_with_the_store_model():
+    # bwlab.epilogue reads such boxes back with the pitch seen on the H100 for stores: the same one.
+    from bwlab.epilogue import smem_box_pitch, tma_store_model
+    for dtype, swz, n0 in (("uint8", "64B", 16), ("float32", "128B", 12), ("float16", "32B", 8)):
+        t = TensorMap(dtype, (64, 6, 3), (n0, 4, 2), swizzle=swz)
+        assert smem_box_pitch(t) == t.smem_pitch
+        g = np.random.default_rng(3).integers(0, 256, size=(3, 6, 64 * t.elem_bytes), dtype=np.uint8)
+        img = tma_load_model(g, t, (16, 1, 1), smem_address=256)
+        back = tma_store_model(np.zeros_like(g), t, (16, 1, 1), img, smem_address=256)
+        want = np.zeros_like(g)  # load then store of the same box: exactly the box comes back
+        cols = slice(16 * t.elem_bytes, (16 + n0) * t.elem_bytes)
+        want[1:3, 1:5, cols] = g[1:3, 1:5, cols]
+        np.testing.assert_array_equal(back, want)
+
+
+def test_interleaved_layouts_are_not_modelled():
     il = TensorMap("uint16", (8, 10, 4), (8, 4, 2), interleave="16B")
     with pytest.raises(NotImplementedError, match="interleave"):
         tma_load_model(np.zeros(640, np.uint8), il, (0, 0, 0))
@@ -287,7 +321,11 @@ def test_random_cases_cover_every_combination_and_are_valid():
     for c in cases[:60]:
         w = c.model_window()
         assert w.size == c.window_bytes and c.window_bytes % 1024 == 0
-        assert c.window_bytes >= c.smem_offset + c.tmap.box_bytes + 1024 - 1023
+        assert c.window_bytes >= c.smem_offset + c.tmap.smem_footprint + 1024
+    assert any(tma.is_narrow_swizzle(c.tmap) for c in cases)
+    assert {(c.tmap.swizzle, tma.is_narrow_swizzle(c.tmap)) for c in cases} >= {
+        ("none", False), ("32B", True), ("32B", False), ("64B", True), ("64B", False), ("128B", True), ("128B", False)}
+    assert {c.prefetch for c in cases} == {0, 1, 2, 3}
     a = tma.random_cases(5, seed=9)
     b = tma.random_cases(5, seed=9)
     assert [tma.describe_case(x) for x in a] == [tma.describe_case(x) for x in b]
@@ -328,3 +366,39 @@ def test_describe_lists_the_driver_fields():
     for f in ("tensorDataType", "CU_TENSOR_MAP_SWIZZLE_64B", "globalStrides   [160]", "1024 bytes"):
         assert f in text
     assert math.prod((16, 32)) * 2 == 1024
+
+
+# ---- the validation's bookkeeping (the GPU replaced by the model) ----------------------------------
+def test_validation_pins_a_fault_to_its_case_and_classifies_the_rest(monkeypatch, tmp_path):
+    import json
+    n, faulty, wrong = 40, 13, 22
+    wrong_case = tma.describe_case(tma.random_cases(n, 0)[wrong])
+
+    def fake_run_cases(cases, block=128):  # the model's windows, one byte flipped in case `wrong`
+        wins = [c.model_window() for c in cases]
+        for c, w in zip(cases, wins):
+            if tma.describe_case(c) == wrong_case:
+                w[c.smem_offset] ^= 1
+        return tma.RunResult(wins, np.ones(len(cases), bool), None, [None] * len(cases))
+
+    def fake_child(cmd, timeout):
+        idx = [int(x) for x in cmd[cmd.index("--indices") + 1].split(",")]
+        if faulty in idx:
+            return {"status": "crash", "error": "CUDARuntimeError: cudaErrorIllegalAddress"}
+        lines = []
+        monkeypatch.setattr(tma, "run_cases", fake_run_cases)
+        monkeypatch.setattr("builtins.print", lambda s, **kw: lines.append(s))
+        tma._group_main(cmd[1:])
+        monkeypatch.undo()
+        monkeypatch.setattr(tma, "_child_json", fake_child)
+        return json.loads(lines[-1])
+
+    monkeypatch.setattr(tma, "_child_json", fake_child)
+    said = []
+    res = tma.validate_isolated(n, 0, say=said.append, group=16, dump=str(tmp_path / "f.npz"))
+    assert sorted(res) == list(range(n))
+    assert res[faulty][0] == "fault" and "IllegalAddress" in res[faulty][1]
+    assert res[wrong][0] == "mismatch" and "1 bytes differ" in res[wrong][1]
+    assert all(s == "exact" for k, (s, _) in res.items() if k not in (faulty, wrong))
+    assert any("splitting" in s for s in said)
+    assert "case22" in np.load(tmp_path / "f.npz").files

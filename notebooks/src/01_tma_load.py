@@ -125,9 +125,7 @@ print("equals gmem[16:32, 32:64]:", np.array_equal(smem, gmem[16:32, 32:64]), " 
 # With a swizzle, the TMA writes each 16-byte chunk to a different place: chunk bits 4–6 of the SMEM
 # address are XORed with bits 7–9 (128B mode; 64B and 32B use fewer bits). It is a function of the
 # **SMEM address**, so the picture depends on where the buffer starts. A box row may be no wider than
-# the mode's span; bwlab models rows exactly one span wide (narrower rows are legal for the driver, but
-# on the H100 they take more SMEM than the packed box: a kernel that sized its buffer for the packed box
-# faulted). Each cell below is one 16-byte chunk of SMEM; `rK cJ` says it holds chunk J of box row K.
+# the mode's span. Each cell below is one 16-byte chunk of SMEM; `rK cJ` says it holds chunk J of box row K.
 
 # %%
 tma.plot_swizzle_modes("float16")
@@ -143,6 +141,21 @@ sw = TensorMap("float16", (64, 64), (64, 8), swizzle="128B")
 rows, cols = tma.smem_chunks(sw, 0x180)
 print("chunk held by SMEM line 0 at 0x0180:", [int(c) for c in cols[:8]], " expected", [c ^ 3 for c in range(8)])
 tma.plot_smem_image(sw, 0x180)
+plt.show()
+
+# %% [markdown]
+# A row *narrower* than the span is legal too (the driver asks only for "at most the span"), but it
+# does not pack: each row still takes a whole span of SMEM, and the chunks the row does not fill are
+# left alone. The mbarrier still counts only the box's bytes. So a buffer sized `box_bytes` is too small
+# for such a box — on the H100 that is an illegal-address fault — and `smem_footprint` is what to
+# allocate. (Seen on the H100: `python -m bwlab.validate tma`, docs/results/tma_validate_h100.txt; the TMA
+# store reads such boxes with the same pitch, notebook 05.)
+
+# %%
+narrow = TensorMap("float16", (64, 64), (16, 8), swizzle="128B")  # 32-byte rows, 128-byte span
+print(f"box bytes {narrow.box_bytes} (expect_tx {narrow.tx_bytes}), rows {narrow.smem_pitch} bytes apart "
+      f"(expected 128), SMEM footprint {narrow.smem_footprint} (expected 8 * 128 = {8 * 128})")
+tma.plot_smem_image(narrow, 0, title="128B swizzle, rows of 32 bytes: one row per 128-byte line")
 plt.show()
 
 # %% [markdown]
@@ -191,15 +204,16 @@ plt.show()
 # %% [markdown]
 # ## 7. The GPU's bytes next to the model's
 #
-# On a GPU with TMA, `tma.run_tma_load` runs `tma_load_dump`: it paints the SMEM window with a known
-# background, loads the box, checks the transaction count was exact (a second phase must complete with
+# On a GPU with TMA, `tma.run_tma_load` runs `tma_load_dump`: it clears the SMEM window, loads the box, checks the transaction count was exact (a second phase must complete with
 # no bytes outstanding) and copies the raw SMEM out, swizzle and all. The model takes the same
-# arguments, so the comparison is one line. Then 200 random loads (every element size, rank 1–5, every
-# swizzle, boxes off the edge, element strides, every SMEM offset mod 1024) go through the same check.
+# arguments, so the comparison is one line. The last two boxes have rows narrower than their swizzle
+# span (16 and 48 bytes). Then 200 random loads (every element size, rank 1–5, every swizzle with full and
+# narrow rows, boxes off the edge, element strides, every SMEM offset mod 1024, the prefetch variants)
+# go through the same check, with the window painted with a known background so a stray byte shows.
 
 # %% tags=["nbval-ignore-output"]
 if device.tier("tma") == "hardware":
-    for mode, inner in (("none", 64), ("32B", 16), ("64B", 32), ("128B", 64)):
+    for mode, inner in (("none", 64), ("32B", 16), ("64B", 32), ("128B", 64), ("64B", 8), ("128B", 24)):
         t = TensorMap("bfloat16", (80, 48), (inner, 16), swizzle=mode)
         for coords, offset in (((32, 16), 0), ((64, 40), 384)):
             gpu = tma.run_tma_load(t, gmem, coords, smem_offset=offset)
@@ -211,7 +225,7 @@ if device.tier("tma") == "hardware":
     print("\n".join(report))
     print(f"random loads: {200 - failures}/200 bit-exact (expected 200/200)")
 else:
-    print("No GPU with TMA here (tier 'model'): on an sm_90+ GPU this cell loads four boxes with "
+    print("No GPU with TMA here (tier 'model'): on an sm_90+ GPU this cell loads six boxes with "
           "tma_load_dump and compares every SMEM byte with tma_load_model, then 200 random loads.")
 
 # %% [markdown]
