@@ -12,8 +12,10 @@ This module has the shape every bwlab stage has:
   `cuTensorMapEncodeTiled` (each violation raises `TensorMapError`, a ValueError naming the rule and
   the values), and `.encode(address)` which calls the driver through `cuda.bindings`.
 * `tma_load_model` — a NumPy model of the load: which bytes land at which SMEM address (element
-  order, element strides, swizzle as a function of the SMEM address, out-of-bounds fill), and
-  `TensorMap.box_bytes`, the transaction count the mbarrier must expect.
+  order, element strides, swizzle as a function of the SMEM address, out-of-bounds fill),
+  `TensorMap.tx_bytes` (= box_bytes), the transaction count the mbarrier must expect, and
+  `TensorMap.smem_footprint`, the SMEM the box takes (more than box_bytes when swizzled rows are
+  narrower than the swizzle span: each row then takes a whole span).
 * a GPU runner (`run_tma_load`, `run_cases`) over `cuda_src/tma_load.cu`, the hardware validation
   (`python -m bwlab.validate tma`) and the streaming-copy benchmark (`python -m bwlab.bench tma_copy`).
 * pictures for notebook 01 (`plot_*`).
@@ -384,9 +386,11 @@ def _tf32_round(bits: np.ndarray) -> np.ndarray:
 
 # A swizzled box whose rows are narrower than the swizzle span (legal: cuTensorMapEncodeTiled asks
 # only for inner box bytes <= span). Its rows sit one whole span apart in SMEM, the bytes between
-# them untouched, and the mbarrier counts only the box bytes. Seen on the H100 (notebook 01,
-# docs/results/tma_validate_h100.txt, `probe_narrow_main`); the TMA store reads such boxes with the
-# same pitch (bwlab.epilogue.smem_box_pitch).
+# them untouched, and the mbarrier counts only the box bytes. Seen on the H100
+# (docs/results/tma_validate_h100.txt): 357 random narrow boxes bit-exact with background-painted
+# margins, and in `probe_narrow_main` expect_tx = box bytes completed exactly while expect_tx =
+# rows x span never completed. The TMA store reads such boxes with the same pitch
+# (bwlab.epilogue.smem_box_pitch).
 NARROW_SWIZZLE_PITCH = "span"   # 'span' | 'packed'
 NARROW_SWIZZLE_TX = "box"       # 'box' (box bytes) | 'footprint' (rows x span)
 
