@@ -85,12 +85,27 @@ def build(src: Path, execute: bool = True, timeout: int = 600) -> Path:
 
 
 def _scrub(nb):
-    """Make stored outputs deterministic: no execution timestamps, stable widget ids."""
+    """Make stored outputs deterministic: no execution timestamps, stable cell and widget ids."""
     for i, cell in enumerate(nb.cells):
         cell.metadata.pop("execution", None)
         cell["id"] = f"cell-{i:03d}"
-        for out in cell.get("outputs", []):
+        if cell.get("outputs"):
+            # One print can arrive as several stream messages (flush timing): merge neighbours.
+            merged = []
+            for out in cell["outputs"]:
+                if (merged and out.get("output_type") == "stream"
+                        and merged[-1].get("output_type") == "stream"
+                        and merged[-1].get("name") == out.get("name")):
+                    merged[-1]["text"] = "".join(merged[-1]["text"]) + "".join(out["text"])
+                else:
+                    merged.append(out)
+            cell["outputs"] = merged
+        for j, out in enumerate(cell.get("outputs", [])):
             out.get("metadata", {}).pop("execution", None)
+            view = out.get("data", {}).get("application/vnd.jupyter.widget-view+json")
+            if isinstance(view, dict) and "model_id" in view:
+                # A random uuid per run; the stored widget state is dropped anyway (no live kernel).
+                view["model_id"] = f"{i:03d}{j:03d}".ljust(32, "0")
     nb.metadata.pop("widgets", None)
     return nb
 

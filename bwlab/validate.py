@@ -1,7 +1,7 @@
 """Hardware validation: run many random cases on the GPU and compare with the NumPy model.
 
     python -m bwlab.validate tma --cases 1000 --seed 0 --out docs/results/tma_validate.txt
-    python -m bwlab.validate multicast | wgmma | store | foundation ...
+    python -m bwlab.validate multicast | wgmma | store | tmem | foundation ...
 
 Each stage module provides `validate_main(argv) -> int` (0 when every case is bit-exact); this file
 only dispatches, so `python -m bwlab.validate STAGE --help` shows the stage's own options.
@@ -16,6 +16,7 @@ COMMANDS = {
     "tma": ("bwlab.tma", "validate_main"),
     "multicast": ("bwlab.multicast", "validate_main"),
     "wgmma": ("bwlab.umma", "validate_wgmma_main"),
+    "tmem": ("bwlab.tmem", "validate_main"),
     "store": ("bwlab.epilogue", "validate_main"),
 }
 

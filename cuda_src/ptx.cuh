@@ -4,7 +4,8 @@
 //   ptx/mbarrier.cuh  mbarrier init / arrive / expect_tx / try_wait, the bounded wait
 //   ptx/tma.cuh       cp.async.bulk(.tensor) load / multicast / prefetch / store / reduce, bulk groups
 //   ptx/tcgen05.cuh   tcgen05 alloc / dealloc / relinquish / mma / commit / fences / wait / cp / ld+st 32x32b
-//   ptx/tcgen05_ldst.cuh  tcgen05.ld / st in the other shapes (16x64b, 16x128b, 16x256b, 16x32bx2)
+//   ptx/tcgen05_ldst.cuh  tcgen05.ld / st in the other shapes (16x64b, 16x128b, 16x256b, 16x32bx2),
+//                     the pack::16b / unpack::16b forms of all five, compile-time-num helpers
 //   ptx/wgmma.cuh     wgmma.fence / mma_async / commit_group / wait_group (sm_90a only)
 //   ptx/smem.cuh      vectorised shared-memory stores and loads (epilogue)
 // Wrappers are inline: an instruction reaches the PTX only if a kernel calls it, so a kernel that
