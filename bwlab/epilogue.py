@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .swizzle import SWIZZLES, swizzle_of
+from .runtime import Report
 
 __all__ = [
     "D_DTYPES", "SmemTile", "RegisterStorePlan", "BankReport", "wavefronts", "smem_bank",
@@ -1442,11 +1443,7 @@ def validate_main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", help="also write the report to this file")
     args = ap.parse_args(argv)
-    lines = []
-
-    def say(s=""):
-        print(s, flush=True)
-        lines.append(s)
+    say = Report()
 
     say(device.banner(print_it=False))
     if device.tier("store") != "hardware":
@@ -1501,9 +1498,7 @@ def validate_main(argv=None) -> int:
     else:
         total_fail += got_fails
     say(f"result: {'PASS' if total_fail == 0 else f'{total_fail} FAILURE(S)'}")
-    if args.out:
-        with open(args.out, "w") as fh:
-            fh.write("\n".join(lines) + "\n")
+    say.save(args.out)
     return 0 if total_fail == 0 else 1
 
 
@@ -1543,11 +1538,7 @@ def bench_main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--out")
     args = ap.parse_args(argv)
-    lines = []
-
-    def say(s=""):
-        print(s, flush=True)
-        lines.append(s)
+    say = Report()
 
     say(device.banner(print_it=False))
     if device.tier("store") != "hardware":
@@ -1615,9 +1606,7 @@ def bench_main(argv=None) -> int:
     for name, (addr, fronts) in bank_patterns().items():
         cyc = measure_store_cycles(addr)
         say(f"  {name:<46s} model {fronts:3d} wavefronts   measured {cyc:6.2f} cycles")
-    if args.out:
-        with open(args.out, "w") as fh:
-            fh.write("\n".join(lines) + "\n")
+    say.save(args.out)
     return 0
 
 

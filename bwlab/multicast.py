@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .layout import Layout, format_tuple, make_layout, tiled_divide
+from .runtime import Report
 
 __all__ = [
     "MAX_CLUSTER_CTAS", "PORTABLE_CLUSTER_CTAS", "cluster_layout_vmnk", "cta_coord",
@@ -867,11 +868,7 @@ def validate_main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", help="also write the report to this file")
     args = ap.parse_args(argv)
-    lines = []
-
-    def say(s=""):
-        print(s, flush=True)
-        lines.append(s)
+    say = Report()
 
     say(device.banner(print_it=False))
     if device.tier("multicast") != "hardware":
@@ -894,9 +891,7 @@ def validate_main(argv=None) -> int:
     failures += not res.ok
     say(f"next launch in the same process: {res.line()}")
     say(f"multicast: {'PASS' if failures == 0 else f'{failures} FAILURE(S)'}")
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write("\n".join(lines) + "\n")
+    say.save(args.out)
     return 0 if failures == 0 else 1
 
 
@@ -1103,11 +1098,7 @@ def bench_main(argv=None) -> int:
             BenchConfig(cluster=c, ctas=ctas, iters=args.iters)
             for d in depths:
                 BenchConfig(cluster=c, ctas=ctas, iters=args.iters, stages=d.stages, box_rows=d.box_rows)
-    lines = []
-
-    def say(s=""):
-        print(s, flush=True)
-        lines.append(s)
+    say = Report()
 
     say(device.banner(print_it=False))
     if device.tier("multicast") != "hardware":
@@ -1196,7 +1187,5 @@ def bench_main(argv=None) -> int:
                 a = allr[i] * 32 if i < len(allr) else -1
                 say(f"{l['ctas']:4d} {l['cluster']:2d} {BENCH_MODES[l['mode']]:>10s} {l['iters']:5d} "
                     f"{l['derived_l2_bytes']:17d} {t * 32:23d} {a:15d} {t * 32 / l['derived_l2_bytes']:16.3f}")
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write("\n".join(lines) + "\n")
+    say.save(args.out)
     return 0 if failures == 0 else 1

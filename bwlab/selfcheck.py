@@ -13,7 +13,7 @@ import numpy as np
 
 from . import device
 from .compile import load_module
-from .runtime import MbarrierTimeout, launch
+from .runtime import MbarrierTimeout, launch, Report
 
 HELLO_BARRIERS = {0: "smem_full"}
 
@@ -38,11 +38,7 @@ def validate_main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bwlab.validate foundation")
     ap.add_argument("--out", help="also write the report to this file")
     args = ap.parse_args(argv)
-    lines = []
-
-    def say(s=""):
-        print(s, flush=True)
-        lines.append(s)
+    say = Report()
 
     info = device.gpu_info()
     say(device.banner(print_it=False))
@@ -74,9 +70,7 @@ def validate_main(argv=None) -> int:
     failures += not ok
     say(f"next launch in the same process: {'exact' if ok else 'MISMATCH'}")
     say(f"foundation: {'PASS' if failures == 0 else f'{failures} FAILURE(S)'}")
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write("\n".join(lines) + "\n")
+    say.save(args.out)
     return 0 if failures == 0 else 1
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from .runtime import Report
 
 __all__ = [
     "LANES", "COLUMNS", "SHAPES", "NUMS", "REGS_PER_NUM", "MAX_REGS_PER_THREAD", "TmemError",
@@ -674,11 +675,7 @@ def validate_main(argv=None) -> int:
     ap.add_argument("--out", help="also write the report to this file")
     args = ap.parse_args(argv)
     from . import device
-    lines = []
-
-    def say(s=""):
-        print(s, flush=True)
-        lines.append(s)
+    say = Report()
 
     say(device.banner(print_it=False))
     try:
@@ -699,9 +696,7 @@ def validate_main(argv=None) -> int:
             say(f"{acc.label():28s} col0 {col0:3d}: ld {'exact' if not bad_ld else f'{bad_ld} registers differ'}"
                 f", st {'exact' if not bad_st else f'{bad_st} cells differ'}")
     say(f"tmem: {'PASS' if failures == 0 else f'{failures} FAILURE(S)'}")
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write("\n".join(lines) + "\n")
+    say.save(args.out)
     return 0 if failures == 0 else 1
 
 

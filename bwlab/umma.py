@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import canonical as cn
+from .runtime import Report
 from .swizzle import SWIZZLES, span_bytes
 from .canonical import (SmemDesc, canonical_layout, decode_smem_desc, elem_bytes, instr_k,
                         read_operand, tile_desc)
@@ -700,11 +701,7 @@ def validate_wgmma_main(argv=None) -> int:
     args = ap.parse_args(argv)
     from . import device
     from .compile import load_module
-    lines = []
-
-    def say(s=""):
-        print(s, flush=True)
-        lines.append(s)
+    say = Report()
 
     say(device.banner(print_it=False))
     info = device.gpu_info()
@@ -747,9 +744,7 @@ def validate_wgmma_main(argv=None) -> int:
             f"hypotheses matching every case: {[r for r, n in tally.items() if n == len(exploratory)]}")
         failures += exp_fail
     say(f"wgmma validation: {'PASS' if failures == 0 else f'{failures} FAILURE(S)'}")
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write("\n".join(lines) + "\n")
+    say.save(args.out)
     return 0 if failures == 0 else 1
 
 
