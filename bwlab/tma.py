@@ -840,20 +840,57 @@ def validate_cases(cases, say=print, batch: int = 512, dump=None) -> int:
     for k, s, d, _ in bad[:20]:
         say(f"  case {k}: {s}: {d}: {describe_case(cases[k])}")
     if dump and bad:
-        _save_dump(dump, cases, [(k, s, w) for k, s, _, w in bad])
+        _save_dump(dump, cases, [(k, s, w) for k, s, _, w in bad], say)
     return len(bad)
 
 
-def _save_dump(path, cases, bad):
+def npy_headers_intact() -> bool:
+    """Whether np.save in this process still pads .npy headers with spaces.
+
+    On Python 3.12+ a one-byte bytes literal such as numpy's b' ' is the interpreter's shared
+    singleton for that byte; C code that writes into a one-byte bytes buffer made as b" " * 1
+    (bwlab.compile does this for an empty NVRTC log) turns it into b'\\x00' for the whole process,
+    and every .npy/.npz header written afterwards is padded with NUL bytes that np.load rejects."""
+    import io
+    f = io.BytesIO()
+    np.save(f, np.zeros(1, np.uint8), allow_pickle=False)
+    raw = f.getvalue()
+    return b"\0" not in raw[10:raw.index(b"\n")]
+
+
+def _save_dump(path, cases, bad, say=print):
     import os
+    if not npy_headers_intact():
+        say(f"  failure windows NOT written to {path}: this process's np.save pads headers with NUL bytes "
+            f"(the shared b' ' was overwritten, see npy_headers_intact), so np.load could not read them")
+        return
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     np.savez_compressed(path, **{f"case{k}": w for k, _, w in bad},
                         descriptions=np.array([f"{k} {s} {describe_case(cases[k])}" for k, s, _ in bad]))
 
 
-def _group_main(argv) -> int:
+def _save_window(path: str, w) -> None:
+    """Write one SMEM window as raw bytes (no .npy header, so nothing this process's numpy pads can
+    spoil it), whole or not at all: a child killed by its timeout can leave a stray .part, never a
+    truncated window for the parent to read."""
+    import os
+    with open(path + ".part", "wb") as f:
+        f.write(np.ascontiguousarray(w, dtype=np.uint8).tobytes())
+    os.replace(path + ".part", path)
+
+
+def _load_window(path: str) -> np.ndarray:
+    return np.fromfile(path, dtype=np.uint8)
+
+
+def _print_flushed(s: str) -> None:
+    print(s, flush=True)  # on the pipe before anything at teardown can kill the child
+
+
+def _group_main(argv, emit=_print_flushed) -> int:
     """Child process: run cases --indices of random_cases(--cases, --seed) in one launch (unfinished
-    ones again one by one); print one JSON line; windows of failures go to --out-dir/caseK.npy."""
+    ones again one by one); `emit` one JSON line (stdout by default, which the parent reads);
+    windows of failures go to --out-dir/caseK.bin."""
     import argparse
     import json
     import os
@@ -870,8 +907,8 @@ def _group_main(argv) -> int:
     for k, (s, d, w) in zip(idx, res):
         out.append([k, s, d])
         if s != "exact" and a.out_dir:
-            np.save(os.path.join(a.out_dir, f"case{k}.npy"), w)
-    print(json.dumps({"status": "ran", "results": out}), flush=True)
+            _save_window(os.path.join(a.out_dir, f"case{k}.bin"), w)
+    emit(json.dumps({"status": "ran", "results": out}))
     return 0
 
 
@@ -900,38 +937,43 @@ def validate_isolated(n: int, seed: int = 0, say=print, group: int = 125, dump=N
     detail)} with status 'exact', 'mismatch', 'incomplete', 'refused', 'fault' or 'not run' (after
     `time_limit` seconds, or once `max_faults` faults are pinned)."""
     import os
+    import shutil
     import tempfile
     import time
     t0 = time.perf_counter()
     cases = random_cases(n, seed)
     tmp = tempfile.mkdtemp(prefix="bwlab_tma_")
-    todo = [list(range(s, min(s + group, n))) for s in range(0, n, group)]
-    result, faults = {}, 0
-    while todo:
-        idx = todo.pop(0)
-        if time.perf_counter() - t0 > time_limit or faults >= max_faults:
-            for k in idx:
-                result[k] = ("not run", "time limit" if faults < max_faults else "fault limit")
-            continue
-        r = _child_json(["group", "--cases", str(n), "--seed", str(seed), "--out-dir", tmp,
-                         "--indices", ",".join(map(str, idx))], timeout=60)
-        if r.get("status") == "ran":
-            for k, s, d in r["results"]:
-                result[k] = (s, d)
-            continue
-        if len(idx) == 1:
-            faults += 1
-            result[idx[0]] = ("fault", r.get("error", "?"))
-            say(f"  case {idx[0]}: GPU fault ({r.get('error')}): {describe_case(cases[idx[0]])}")
-            continue
-        say(f"  cases {idx[0]}..{idx[-1]} ({len(idx)}): the child crashed ({r.get('error')}); splitting")
-        todo[:0] = [idx[:len(idx) // 2], idx[len(idx) // 2:]]
-    if dump:
-        bad = [(k, s, np.load(os.path.join(tmp, f"case{k}.npy")))
-               for k, (s, _) in sorted(result.items()) if os.path.exists(os.path.join(tmp, f"case{k}.npy"))]
-        if bad:
-            _save_dump(dump, cases, bad)
-    return result
+    try:
+        todo = [list(range(s, min(s + group, n))) for s in range(0, n, group)]
+        result, faults = {}, 0
+        while todo:
+            idx = todo.pop(0)
+            if time.perf_counter() - t0 > time_limit or faults >= max_faults:
+                for k in idx:
+                    result[k] = ("not run", "time limit" if faults < max_faults else "fault limit")
+                continue
+            r = _child_json(["group", "--cases", str(n), "--seed", str(seed), "--out-dir", tmp,
+                             "--indices", ",".join(map(str, idx))], timeout=60)
+            if r.get("status") == "ran":
+                for k, s, d in r["results"]:
+                    result[k] = (s, d)
+                continue
+            if len(idx) == 1:
+                faults += 1
+                result[idx[0]] = ("fault", r.get("error", "?"))
+                say(f"  case {idx[0]}: GPU fault ({r.get('error')}): {describe_case(cases[idx[0]])}")
+                continue
+            say(f"  cases {idx[0]}..{idx[-1]} ({len(idx)}): the child crashed ({r.get('error')}); splitting")
+            todo[:0] = [idx[:len(idx) // 2], idx[len(idx) // 2:]]
+        if dump:
+            bad = [(k, s, _load_window(os.path.join(tmp, f"case{k}.bin")))
+                   for k, (s, _) in sorted(result.items())
+                   if s != "exact" and os.path.exists(os.path.join(tmp, f"case{k}.bin"))]
+            if bad:
+                _save_dump(dump, cases, bad, say)
+        return result
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def coverage_lines(cases) -> list:

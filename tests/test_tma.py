@@ -1,6 +1,7 @@
 """bwlab.tma on the CPU: every tensor-map rule, the load model against independently computed
 expectations (NumPy slicing, the PTX ISA swizzle tables), and the transaction byte counts."""
 import math
+import os
 
 import numpy as np
 import pytest
@@ -371,6 +372,7 @@ def test_describe_lists_the_driver_fields():
 # ---- the validation's bookkeeping (the GPU replaced by the model) ----------------------------------
 def test_validation_pins_a_fault_to_its_case_and_classifies_the_rest(monkeypatch, tmp_path):
     import json
+    import tempfile
     n, faulty, wrong = 40, 13, 22
     wrong_case = tma.describe_case(tma.random_cases(n, 0)[wrong])
 
@@ -381,18 +383,23 @@ def test_validation_pins_a_fault_to_its_case_and_classifies_the_rest(monkeypatch
                 w[c.smem_offset] ^= 1
         return tma.RunResult(wins, np.ones(len(cases), bool), None, [None] * len(cases))
 
-    def fake_child(cmd, timeout):
+    def fake_child(cmd, timeout):  # a child that runs in this process (its JSON line collected, not printed)
         idx = [int(x) for x in cmd[cmd.index("--indices") + 1].split(",")]
         if faulty in idx:
             return {"status": "crash", "error": "CUDARuntimeError: cudaErrorIllegalAddress"}
         lines = []
-        monkeypatch.setattr(tma, "run_cases", fake_run_cases)
-        monkeypatch.setattr("builtins.print", lambda s, **kw: lines.append(s))
-        tma._group_main(cmd[1:])
-        monkeypatch.undo()
-        monkeypatch.setattr(tma, "_child_json", fake_child)
+        assert tma._group_main(cmd[1:], emit=lines.append) == 0
         return json.loads(lines[-1])
 
+    made = []
+
+    def mkdtemp(**kw):
+        made.append(real_mkdtemp(dir=tmp_path, **kw))
+        return made[-1]
+
+    real_mkdtemp = tempfile.mkdtemp
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
+    monkeypatch.setattr(tma, "run_cases", fake_run_cases)
     monkeypatch.setattr(tma, "_child_json", fake_child)
     said = []
     res = tma.validate_isolated(n, 0, say=said.append, group=16, dump=str(tmp_path / "f.npz"))
@@ -401,4 +408,41 @@ def test_validation_pins_a_fault_to_its_case_and_classifies_the_rest(monkeypatch
     assert res[wrong][0] == "mismatch" and "1 bytes differ" in res[wrong][1]
     assert all(s == "exact" for k, (s, _) in res.items() if k not in (faulty, wrong))
     assert any("splitting" in s for s in said)
-    assert "case22" in np.load(tmp_path / "f.npz").files
+    assert not [s for s in said if "NOT written" in s], said  # see test_nvrtc_compile_leaves_bytes_intact
+    dumped = np.load(tmp_path / "f.npz", allow_pickle=False)
+    assert sorted(dumped.files) == ["case22", "descriptions"]
+    c = tma.random_cases(n, 0)[wrong]
+    want = c.model_window()
+    want[c.smem_offset] ^= 1
+    assert np.array_equal(dumped["case22"], want)  # the window the child saw, byte for byte
+    assert len(made) == 1 and not os.path.exists(made[0])  # the children's folder is cleaned up
+
+
+def test_saved_window_round_trips_and_appears_whole(tmp_path):
+    w = tma.background(2048)
+    path = str(tmp_path / "case7.bin")
+    tma._save_window(path, w)
+    assert sorted(os.listdir(tmp_path)) == ["case7.bin"]  # no .part left behind
+    assert os.path.getsize(path) == w.size  # raw bytes: no header that numpy could pad wrongly
+    back = tma._load_window(path)
+    assert back.dtype == np.uint8 and np.array_equal(back, w)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "bwlab/compile.py hands NVRTC `b' ' * size` as the log buffer; for an empty log size is 1, that is "
+    "the interpreter's shared b' ', and NVRTC writes its terminating NUL into it. Allocating the buffers "
+    "with bytearray(size) fixes it: then this test passes, so remove this marker"))
+def test_nvrtc_compile_leaves_bytes_intact():
+    """On Python 3.12 (the H100 image) the overwritten b' ' made every .npy header written later in the
+    process NUL-padded and unreadable (the GPU suite's np.load failure); 3.11 shows it in bytes([32]).
+    Runs in a child so that the damage stays there."""
+    import subprocess
+    import sys
+    code = ("import sys; sys.path.insert(0, '.')\n"
+            "from bwlab import compile as bc, tma\n"
+            "bc.compile_cuda('tma_load.cu', arch='sm_90a', use_cache=False)\n"
+            "print(bytes([32])[0] == 32 and b' ' * 2 == bytes((32, 32)) and tma.npy_headers_intact())\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    r = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split()[-1] == "True"
