@@ -207,17 +207,19 @@ def compile_cuda(source: str | Path, arch: str = "sm_90a", defines: dict | None 
         opts = [o.encode() for o in options]
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
         size = _check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
-        buf = b" " * size
+        # NVRTC writes into the buffer we pass: it must be a fresh mutable bytearray. (b" " * 1 is
+        # CPython's shared one-byte object; writing a NUL into it corrupts b" " process-wide.)
+        buf = bytearray(size)
         nvrtc.nvrtcGetProgramLog(prog, buf)
-        log = buf.rstrip(b"\0 ").decode(errors="replace")
+        log = bytes(buf).rstrip(b"\0 ").decode(errors="replace")
         if int(err) != 0:
             raise CompileError(path.name, arch, options, log)
         size = _check(nvrtc.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize")
-        buf = b" " * size
+        buf = bytearray(size)
         nvrtc.nvrtcGetPTX(prog, buf)
-        ptx = buf.rstrip(b"\0").decode()
+        ptx = bytes(buf).rstrip(b"\0").decode()
         size = _check(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
-        cubin = b" " * size
+        cubin = bytearray(size)
         nvrtc.nvrtcGetCUBIN(prog, cubin)
         lowered = {}
         for expr in name_expressions:

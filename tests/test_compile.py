@@ -100,3 +100,23 @@ def test_cuda_source_compiles_with_nvcc(path, arch, tmp_path):
     r = subprocess.run([NVCC, f"-arch={arch}", "-std=c++17", f"-I{bc.CUDA_SRC}", "-cubin",
                         "-o", str(tmp_path / "k.cubin"), str(path)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_nvrtc_leaves_the_interpreter_intact():
+    # NVRTC writes into the buffers we hand it. They were once `b" " * size`; for an empty log size is
+    # 1, which is CPython's shared b" ", and NVRTC's terminating NUL corrupted it process-wide (on
+    # Python 3.12 every .npy header written afterwards became NUL-padded). A child process keeps any
+    # damage out of this one; the compile is uncached so NVRTC really runs.
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = ("import io, numpy as np\n"
+            "from bwlab import compile as bc\n"
+            "r = bc.compile_cuda('hello_bulk', arch='sm_90a', use_cache=False)\n"
+            "assert r.log == '', r.log\n"
+            "buf = io.BytesIO(); np.save(buf, np.zeros(3, np.uint8))\n"
+            "print(bytes([32])[0] == 32, b' ' * 2 == bytes((32, 32)), b'\\0' not in buf.getvalue()[10:128])\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["True", "True", "True"]
