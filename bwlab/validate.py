@@ -21,14 +21,19 @@ COMMANDS = {
 }
 
 
-def main(argv=None) -> int:
+def dispatch(commands: dict, argv, doc: str) -> int:
+    """Run `commands[argv[0]]` = (module, function, *leading args) with the rest of argv."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in COMMANDS:
-        print(__doc__)
-        print("stages:", ", ".join(COMMANDS))
+    if not argv or argv[0] not in commands:
+        print(doc)
+        print("commands:", ", ".join(commands))
         return 2
-    mod, fn = COMMANDS[argv[0]]
-    return int(getattr(importlib.import_module(mod), fn)(argv[1:]) or 0)
+    mod, fn, *lead = commands[argv[0]]
+    return int(getattr(importlib.import_module(mod), fn)(list(lead) + argv[1:]) or 0)
+
+
+def main(argv=None) -> int:
+    return dispatch(COMMANDS, argv, __doc__)
 
 
 if __name__ == "__main__":

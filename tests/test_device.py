@@ -131,3 +131,15 @@ def test_run_cells_reports_each_cell(tmp_path):
     ok, failed, skipped = run_cells(src, out=out)
     assert (ok, failed, skipped) == (2, 2, 0)
     assert "42" in out.getvalue() and "boom" in out.getvalue()
+
+
+def test_command_dispatch():
+    from bwlab.validate import dispatch
+    got = []
+    import types, sys
+    mod = types.ModuleType("bwlab_fake_cmd")
+    mod.entry = lambda argv: got.append(argv) or 0
+    sys.modules["bwlab_fake_cmd"] = mod
+    cmds = {"x": ("bwlab_fake_cmd", "entry", "sub")}
+    assert dispatch(cmds, ["x", "--n", "3"], "doc") == 0 and got == [["sub", "--n", "3"]]
+    assert dispatch(cmds, ["y"], "doc") == 2
