@@ -3,7 +3,7 @@
     python -m bwlab.bench tma_copy --out docs/results/tma_copy_bench.txt
     python -m bwlab.bench multicast | tma_store ...
 
-Each stage module provides `bench_main(argv) -> int`; this file
+Each stage's module in `bwlab/checks/` provides a `bench_main(argv) -> int`; this file
 only dispatches, so `python -m bwlab.bench NAME --help` shows the stage's own options.
 """
 from __future__ import annotations
@@ -11,10 +11,10 @@ from __future__ import annotations
 from .validate import dispatch
 
 COMMANDS = {
-    "tma_copy": ("bwlab.tma", "bench_main"),
-    "multicast": ("bwlab.multicast", "bench_main"),
-    "tma_store": ("bwlab.epilogue", "bench_main"),
-    "umma_model": ("bwlab.umma", "main", "bench-model"),  # bwlab.umma's CLI takes a sub-command
+    "tma_copy": ("bwlab.checks.tma", "bench_main"),
+    "multicast": ("bwlab.checks.multicast", "bench_main"),
+    "tma_store": ("bwlab.checks.store", "bench_main"),
+    "umma_model": ("bwlab.checks.umma", "bench_model_main"),
 }
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .swizzle import SWIZZLES
+from .hw.swizzle import SWIZZLES
 
 __all__ = [
     "OPERAND_DTYPES", "SWIZZLE_NAMES", "MAJORS", "SWIZZLE_WIDTH", "elem_bytes", "atom_shape",

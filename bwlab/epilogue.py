@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .swizzle import SWIZZLES, swizzle_of
+from .hw.swizzle import SWIZZLES, swizzle_of
 from .runtime import Report
 
 __all__ = [

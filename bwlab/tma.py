@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .swizzle import SWIZZLES
+from .hw.swizzle import SWIZZLES
 
 __all__ = [
     "DTYPES", "TensorMap", "TensorMapError", "tma_load_model", "tma_load_writes", "tma_load_window",

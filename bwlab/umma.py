@@ -35,7 +35,7 @@ import numpy as np
 
 from . import canonical as cn
 from .runtime import Report
-from .swizzle import SWIZZLES, span_bytes
+from .hw.swizzle import SWIZZLES, span_bytes
 from .canonical import (SmemDesc, canonical_layout, decode_smem_desc, elem_bytes, instr_k,
                         read_operand, tile_desc)
 

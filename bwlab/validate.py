@@ -3,8 +3,9 @@
     python -m bwlab.validate tma --cases 1000 --seed 0 --out docs/results/tma_validate.txt
     python -m bwlab.validate multicast | wgmma | store | tmem | foundation ...
 
-Each stage module provides `validate_main(argv) -> int` (0 when every case is bit-exact); this file
-only dispatches, so `python -m bwlab.validate STAGE --help` shows the stage's own options.
+Each stage's module in `bwlab/checks/` provides `validate_main(argv) -> int`; this file only dispatches,
+so `python -m bwlab.validate STAGE --help` shows the stage's own options. Exit codes (every command):
+0 pass, 1 a case differs, 2 usage, 3 no suitable GPU here.
 """
 from __future__ import annotations
 
@@ -12,24 +13,34 @@ import importlib
 import sys
 
 COMMANDS = {
-    "foundation": ("bwlab.selfcheck", "validate_main"),
-    "tma": ("bwlab.tma", "validate_main"),
-    "multicast": ("bwlab.multicast", "validate_main"),
-    "wgmma": ("bwlab.umma", "validate_wgmma_main"),
-    "tmem": ("bwlab.tmem", "validate_main"),
-    "store": ("bwlab.epilogue", "validate_main"),
+    "foundation": ("bwlab.checks.foundation", "validate_main"),
+    "tma": ("bwlab.checks.tma", "validate_main"),
+    "multicast": ("bwlab.checks.multicast", "validate_main"),
+    "wgmma": ("bwlab.checks.umma", "validate_wgmma_main"),
+    "tmem": ("bwlab.checks.tmem", "validate_main"),
+    "store": ("bwlab.checks.store", "validate_main"),
 }
 
 
 def dispatch(commands: dict, argv, doc: str) -> int:
     """Run `commands[argv[0]]` = (module, function, *leading args) with the rest of argv."""
+    from .checks.common import EXIT_NO_GPU, EXIT_PASS, EXIT_USAGE, NoSuitableGpu
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("-h", "--help"):
+        print(doc)
+        print("commands:", ", ".join(commands))
+        return EXIT_PASS
     if not argv or argv[0] not in commands:
         print(doc)
         print("commands:", ", ".join(commands))
-        return 2
+        return EXIT_USAGE
     mod, fn, *lead = commands[argv[0]]
-    return int(getattr(importlib.import_module(mod), fn)(list(lead) + argv[1:]) or 0)
+    try:
+        return int(getattr(importlib.import_module(mod), fn)(list(lead) + argv[1:]) or 0)
+    except NoSuitableGpu:
+        return EXIT_NO_GPU
+    except SystemExit as e:  # argparse: --help exits 0, a usage error 2
+        return int(e.code or 0)
 
 
 def main(argv=None) -> int:

@@ -71,7 +71,7 @@ def test_launch_config_rules():
 
 
 def test_hello_rejects_bad_size_before_the_driver():
-    from bwlab.selfcheck import hello_roundtrip
+    from bwlab.hello import hello_roundtrip
     with pytest.raises(ValueError, match="multiple of 16"):
         hello_roundtrip(100)
 
@@ -80,7 +80,7 @@ def test_hello_rejects_bad_size_before_the_driver():
 @pytest.mark.sm90
 @pytest.mark.parametrize("nbytes", [16, 4096, 16384])
 def test_bulk_roundtrip_gpu(nbytes):
-    from bwlab.selfcheck import hello_roundtrip
+    from bwlab.hello import hello_roundtrip
     src, dst = hello_roundtrip(nbytes, blocks=3)
     np.testing.assert_array_equal(src, dst)
 
@@ -88,7 +88,7 @@ def test_bulk_roundtrip_gpu(nbytes):
 @pytest.mark.sm90
 def test_wrong_expect_tx_raises_then_context_still_works():
     from bwlab.runtime import MbarrierTimeout
-    from bwlab.selfcheck import hello_roundtrip
+    from bwlab.hello import hello_roundtrip
     t0 = time.perf_counter()
     with pytest.raises(MbarrierTimeout) as e:
         hello_roundtrip(4096, blocks=2, extra_tx=16)

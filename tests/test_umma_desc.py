@@ -13,7 +13,7 @@ import pytest
 
 from bwlab import canonical as cn
 from bwlab import umma
-from bwlab.swizzle import swizzle_address
+from bwlab.hw.swizzle import swizzle_address
 
 # dtype major swizzle MN K | SM100 descriptor | SM90 descriptor | byte offset of each K slice
 CUTLASS_SMEM_DESCS = """

@@ -134,7 +134,7 @@ else:
 
 # %% tags=["nbval-ignore-output"]
 import numpy as np
-from bwlab.selfcheck import hello_roundtrip
+from bwlab.hello import hello_roundtrip
 if device.tier("tma") == "hardware":
     src, dst = hello_roundtrip(4096, blocks=4)
     print(f"4 CTAs x 4096 B: GPU result equals the source: {np.array_equal(src, dst)}")

@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["SWIZZLES", "Swizzle", "swizzle_of", "swizzle_address", "span_bytes"]
+__all__ = ["MODES", "SWIZZLES", "Swizzle", "swizzle_of", "swizzle_address", "span_bytes", "row_bytes",
+           "check_mode"]
+
+# The one list of swizzle modes, in the order the driver and CuTe number them.
+MODES = ("none", "32B", "64B", "128B")
 
 
 class Swizzle:
@@ -43,10 +47,15 @@ SWIZZLES = {
 }
 
 
-def swizzle_of(mode: str) -> Swizzle:
+def check_mode(mode: str, what: str = "swizzle") -> str:
+    """`mode` if it names a swizzle mode, else ValueError listing the modes."""
     if mode not in SWIZZLES:
-        raise ValueError(f"swizzle must be one of {list(SWIZZLES)}, got {mode!r}")
-    return SWIZZLES[mode]
+        raise ValueError(f"{what} must be one of {list(MODES)}, got {mode!r}")
+    return mode
+
+
+def swizzle_of(mode: str) -> Swizzle:
+    return SWIZZLES[check_mode(mode)]
 
 
 def swizzle_address(mode: str, addr):
@@ -57,3 +66,11 @@ def swizzle_address(mode: str, addr):
 def span_bytes(mode: str) -> int:
     """Repeat period of the pattern: 'none' 16, '32B' 256, '64B' 512, '128B' 1024."""
     return swizzle_of(mode).span
+
+
+def row_bytes(mode: str) -> int:
+    """Bytes in one row of the swizzle atom (8 such rows make the atom): 'none' 16 (one 16-byte
+    chunk: the core-matrix row), '32B' 32, '64B' 64, '128B' 128. TMA's inner box row may be at most
+    this wide when swizzled; the MMA descriptors call it the swizzle width."""
+    sw = swizzle_of(mode)
+    return 16 << sw.bits
