@@ -39,7 +39,7 @@ nbval: venv
 
 # Re-execute every notebook in the model tier and store its outputs (what nbval compares against).
 notebooks: venv
-	BWLAB_BACKEND=model $(PY) -m bwlab.notebooks execute notebooks/*.ipynb
+	BWLAB_BACKEND=model $(PY) -m bwlab.tools.notebooks execute notebooks/*.ipynb
 
 clean:
 	rm -rf $(VENV) .pytest_cache

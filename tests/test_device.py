@@ -107,7 +107,7 @@ def test_tensor_map_arg_is_128_bytes():
 
 
 def test_percent_notebook_parser():
-    from bwlab.notebooks import parse_percent
+    from bwlab.tools.notebooks import parse_percent
     cells = parse_percent('# %% [markdown]\n# # Title\n# text\n\n# %% tags=["nbval-ignore-output"]\n'
                           'x = 1\n\n# %%\nprint(x)\n')
     assert cells == [("markdown", "# Title\ntext", []), ("code", "x = 1", ["nbval-ignore-output"]),
@@ -123,7 +123,7 @@ def test_data_path_names_every_instruction():
 
 def test_run_cells_reports_each_cell(tmp_path):
     import io
-    from bwlab.notebooks import run_cells
+    from bwlab.tools.notebooks import run_cells
     src = tmp_path / "nb.py"
     src.write_text("# %%\nx = 2\n\n# %%\nprint(x * 21)\n\n# %%\nraise RuntimeError('boom')\n\n"
                    "# %%\nimport IPython_not_a_module_here\n")

@@ -13,11 +13,11 @@ Notebooks are written as percent-format Python files in `notebooks/src/NN_name.p
     # %% tags=["nbval-ignore-output"]
     cell whose output depends on the machine
 
-`python -m bwlab.notebooks build notebooks/src/01_tma_load.py` writes `notebooks/01_tma_load.ipynb`
+`python -m bwlab.tools.notebooks build notebooks/src/01_tma_load.py` writes `notebooks/01_tma_load.ipynb`
 and executes it in the model tier (BWLAB_BACKEND=model), so the stored outputs are what strict nbval
 compares on a CPU-only CI machine. `execute` re-runs existing .ipynb files in place.
 
-`python -m bwlab.notebooks run notebooks/src/01_tma_load.py` executes the code cells in order in one
+`python -m bwlab.tools.notebooks run notebooks/src/01_tma_load.py` executes the code cells in order in one
 namespace with plain Python, in whatever tier this machine gives (no Jupyter needed: this is how the
 notebooks are run on the GPU machines, whose image has no IPython). Figures are drawn with the Agg
 backend and closed; a cell that needs IPython/ipywidgets where they are missing is reported as skipped.
@@ -29,7 +29,7 @@ import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NB_DIR = ROOT / "notebooks"
 
 _CELL = re.compile(r"^# %%(?P<md> \[markdown\])?(?:\s+tags=\[(?P<tags>[^\]]*)\])?\s*$")
