@@ -73,18 +73,15 @@ for name, size, source in capacities():
 # completes, and every thread's wait returns.
 
 # %%
-from pathlib import Path
-from bwlab.compile import CUDA_SRC
-print((CUDA_SRC / "hello_bulk.cu").read_text())
+from bwlab.source import show_source
+show_source("hello_bulk.cu");
 
 # %% [markdown]
 # The wrappers it calls (`mbarrier_init`, `mbarrier_arrive_expect_tx`, `bulk_load`, `mbarrier_wait`) are
 # one-line functions in `cuda_src/ptx/*.cuh`, each named after its PTX instruction. Here is one:
 
 # %%
-src = (CUDA_SRC / "ptx" / "mbarrier.cuh").read_text()
-start = src.index("// mbarrier.arrive.expect_tx")
-print(src[start:src.index("}", start) + 1])
+show_source("ptx/mbarrier.cuh", kernel="mbarrier_arrive_expect_tx");
 
 # %% [markdown]
 # ### Peek under the hood: the PTX
