@@ -67,10 +67,11 @@ def function_source(text: str, name: str) -> str:
     raise ValueError(f"no definition of {name!r} found")
 
 
-def show_source(file, kernel: str | None = None, print_it: bool = True) -> str:
-    """Print (and return) a source file from cuda_src/, or only the function `kernel` in it."""
+def show_source(file, kernel: str | None = None, print_it: bool = True):
+    """Print a source file from cuda_src/, or only the function `kernel` in it. With print_it=False,
+    return the text instead (printing returns None, so a notebook cell shows the code once)."""
     text = source_text(file)
     out = function_source(text, kernel) if kernel else text.rstrip("\n")
-    if print_it:
-        print(out)
-    return out
+    if not print_it:
+        return out
+    print(out)

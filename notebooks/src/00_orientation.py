@@ -74,14 +74,14 @@ for name, size, source in capacities():
 
 # %%
 from bwlab.source import show_source
-show_source("hello_bulk.cu");
+show_source("hello_bulk.cu")
 
 # %% [markdown]
 # The wrappers it calls (`mbarrier_init`, `mbarrier_arrive_expect_tx`, `bulk_load`, `mbarrier_wait`) are
 # one-line functions in `cuda_src/ptx/*.cuh`, each named after its PTX instruction. Here is one:
 
 # %%
-show_source("ptx/mbarrier.cuh", kernel="mbarrier_arrive_expect_tx");
+show_source("ptx/mbarrier.cuh", kernel="mbarrier_arrive_expect_tx")
 
 # %% [markdown]
 # ### Peek under the hood: the PTX
