@@ -36,13 +36,11 @@ HARDWARE = device.tier("store") == "hardware"
 #
 # `cuda_src/tma_store.cu`'s `epilogue_tile` is one CTA per D tile: (C by TMA load) → every thread packs
 # its row and writes it 16 bytes at a time → fence → barrier → one thread stores each box → commit →
-# wait until the stores have read SMEM. Here is that part of the source:
+# wait until the stores have read SMEM. Here is the kernel:
 
 # %%
-from bwlab.compile import CUDA_SRC
-src = (CUDA_SRC / "tma_store.cu").read_text()
-start = src.index("    // 2. Registers -> SMEM")
-print(src[start:src.index("// tma_store_box")].rstrip("/- \n"))
+from bwlab.source import show_source
+kernel_text = show_source("tma_store.cu", kernel="epilogue_tile")
 
 # %% [markdown]
 # ## 2. Registers → SMEM: which thread writes which 16 bytes
@@ -303,10 +301,11 @@ except ValueError as err:
 # step rounded on its own (`__fmul_rn`, `__fadd_rn`), then converts with `cvt.rn`. The model does the same:
 
 # %%
+from bwlab.hw.dtypes import from_float, to_float
 acc = np.array([[1.0, 2.5, -3.0, 1e-3]], np.float32)
-c = E.to_dtype_bits(np.array([[0.5, 0.5, 0.5, 0.5]], np.float32), "bfloat16")
+c = from_float(np.array([[0.5, 0.5, 0.5, 0.5]]), "bfloat16")   # bf16 bits, rounded as cvt.rn does
 d = E.epilogue_alpha_beta(acc, alpha=2.0, beta=-1.0, c_bits=c, dtype="bfloat16")
-print("D =", E.from_dtype_bits(d, "bfloat16"), " expected [1.5, 4.5, -6.5, -0.498...] rounded to bf16")
+print("D =", to_float(d, "bfloat16"), " expected [1.5, 4.5, -6.5, -0.498...] rounded to bf16")
 print("bits:", [hex(x) for x in d.ravel()])
 
 # %% [markdown]
@@ -331,11 +330,13 @@ print("expected: columns 4..7 of both rows + 100: 6 and 7 are padding (the tenso
 
 # %% tags=["nbval-ignore-output"]
 if HARDWARE:
+    from bwlab.hw.dtypes import element_type
+    from bwlab.hw.swizzle import row_bytes
     rng = np.random.default_rng(1)
     for dtype in ("float32", "float16", "bfloat16"):
         for mode in ("none", "32B", "64B", "128B"):
-            eb = E.D_DTYPES[dtype][0]
-            bn = 128 // eb if mode in ("none", "128B") else 2 * (E.SWIZZLES[mode].span // 8 // eb)
+            eb = element_type(dtype).bytes
+            bn = 128 // eb if mode in ("none", "128B") else 2 * (row_bytes(mode) // eb)
             for beta in (0.0, 0.75):
                 p = EpilogueProblem(150, 2 * bn + 5, dtype, bm=64, bn=bn, swizzle=mode, alpha=1.25,
                                     beta=beta, smem_offset=384)
@@ -362,7 +363,8 @@ else:
 
 # %% tags=["nbval-ignore-output"]
 if HARDWARE:
-    E.bench_main(["--rows", "8192", "--cols", "8192", "--repeat", "10"])
+    from bwlab.checks.store import bench_main
+    bench_main(["--rows", "8192", "--cols", "8192", "--repeat", "10"])
 else:
     print("No sm_90+ GPU here, so nothing was measured. The H100's results, with the command that made "
           "them, are committed in docs/results/store_bench_h100.txt.")
