@@ -649,3 +649,58 @@ def test_kernel_flags_and_codes_match_the_cuda_source():
     # swizzle_address(addr, bits) takes CuTe's B: 0 none, 1 32B, 2 64B, 3 128B = the index in MODES
     assert [runner.swizzle_bits(m) for m in MODES] == [0, 1, 2, 3]
     assert [E.SWIZZLES[m].bits for m in MODES] == [0, 1, 2, 3]
+
+
+def test_store_rules_table_walk():
+    # Every row of STORE_RULES names its source and kind; every refusing row refuses an illegal sample
+    # with an error naming the row and its limit, and accepts the legal neighbour; the behaviour rows
+    # are followed by the model.
+    from bwlab.epilogue import STORE_RULES, StoreRuleError, smem_box_pitch
+    from bwlab.hw.dtypes import ELEMENT_TYPES
+    t = TensorMap("float32", (64, 8), (32, 8), swizzle="128B")
+    g = np.zeros(64 * 8, np.float32)
+    smem = np.zeros(4096, np.uint8)
+    t1 = TensorMap("int64", (64,), (16,))
+    refusing = {  # rule: (illegal, legal)
+        "box-start": (lambda: tma_store_model(g, t, (-4, 0), smem), lambda: tma_store_model(g, t, (0, 0), smem)),
+        "box-start-16B": (lambda: tma_store_model(g, t, (2, 0), smem), lambda: tma_store_model(g, t, (4, 0), smem)),
+        "smem-alignment": (lambda: tma_store_model(g, t, (0, 0), smem, 64),
+                           lambda: tma_store_model(g, t, (0, 0), smem, 128, window_start=0)),
+        "reduce-add-dtype": (lambda: tma_reduce_add_model(np.zeros(64, np.int64), t1, (0,), smem),
+                             lambda: tma_reduce_add_model(np.zeros(64, np.uint64),
+                                                          TensorMap("uint64", (64,), (16,)), (0,), smem)),
+        "tf32-store": (lambda: tma_store_model(g, TensorMap("tf32", (64, 8), (32, 8)), (0, 0), smem),
+                       lambda: tma_store_model(g, TensorMap("uint32", (64, 8), (32, 8)), (0, 0), smem)),
+        "store-model-scope": (lambda: tma_store_model(g, TensorMap("float32", (64, 8), (32, 8),
+                                                                   element_strides=(1, 2)), (0, 0), smem),
+                              lambda: tma_store_model(g, TensorMap("float32", (64, 8), (32, 8)), (0, 0), smem)),
+        "d-dtype": (lambda: SmemTile(8, 32, "int8"), lambda: SmemTile(8, 32, "bf16")),
+    }
+    behaviours = {"store-granule", "narrow-swizzle-pitch"}
+    assert set(refusing) | behaviours == set(STORE_RULES)
+    for name, r in STORE_RULES.items():
+        assert r.source and r.limit and r.kind in ("PTX ISA", "CUDA guide", "measured (H100)", "bwlab"), name
+    for name, (bad, good) in refusing.items():
+        with pytest.raises(StoreRuleError) as e:
+            bad()
+        assert e.value.rule == name and isinstance(e.value, ValueError)
+        assert f"rule '{name}'" in str(e.value) and STORE_RULES[name].limit in str(e.value)
+        good()
+    # reduce-add: the whole element-type table, legal ones accepted and every other one refused
+    for et in ELEMENT_TYPES.values():
+        if et.numpy_name is None or et.bits < 8:
+            continue
+        tm = TensorMap(et.numpy_name, (64,), (16,))
+        call = lambda: tma_reduce_add_model(np.zeros(64 * et.bytes, np.uint8), tm, (0,), smem)  # noqa: E731
+        if et.numpy_name in E.REDUCE_ADD_DTYPES:
+            call()
+        else:
+            with pytest.raises(StoreRuleError, match="reduce-add-dtype"):
+                call()
+    # store-granule: uint16, 10 columns = 20 bytes -> columns 10..15 share the second granule
+    off, _ = tma_store_writes(TensorMap("uint16", (10, 1), (16, 1), global_strides=(64,)), (0, 0),
+                              np.zeros(32, np.uint8))
+    assert off.max() == 31 and E.STORE_GRANULE == 16
+    # narrow-swizzle-pitch: a 16-byte box row with each swizzle takes the swizzle row
+    for mode, pitch in (("32B", 32), ("64B", 64), ("128B", 128)):
+        assert smem_box_pitch(TensorMap("uint8", (64, 8), (16, 8), swizzle=mode)) == pitch

@@ -13,11 +13,12 @@ The hops, in the order a GEMM kernel performs them:
    only a proxy fence in each writing thread, then a barrier, orders the first before the second
    (`EpilogueOrdering`).
 3. **TMA store** ``cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group`` (PTX ISA 9.7.9.27.1.2): the
-   inverse of the TMA load; elements of the box outside the tensor are not written, except that
-   dimension 0 is written in whole 16-byte chunks, and a swizzled box narrower than its swizzle
-   span is read from SMEM one span per row (both seen on the H100: `STORE_GRANULE`,
-   `smem_box_pitch`) (`tma_store_model`), and ``cp.reduce.async.bulk.tensor ... .add`` adds instead of writing
-   (`tma_reduce_add_model`, PTX ISA 9.7.9.27.1.3).
+   inverse of the TMA load (`tma_store_model`). At the tensor's far edges rows and planes stop
+   exactly, but dimension 0 is written in whole 16-byte granules, so row padding that shares the
+   granule of a row's last element is overwritten; a swizzled box narrower than its swizzle span is
+   read from SMEM one span per row (both seen on the H100: `STORE_GRANULE`, `smem_box_pitch`).
+   ``cp.reduce.async.bulk.tensor ... .add`` adds instead of writing (`tma_reduce_add_model`, PTX ISA
+   9.7.9.27.1.3). `STORE_RULES` is the table of the store's rules, each with its source.
 4. **bulk async-groups** ``cp.async.bulk.commit_group`` / ``wait_group.read N`` / ``wait_group N``
    (PTX ISA 9.7.9.27.2): ``.read`` waits until the groups have finished *reading* their SMEM source
    (the buffer may be reused), the plain form until the GMEM writes are done and visible to the
@@ -44,8 +45,8 @@ from .model import (bits_to_float32, epilogue_alpha_beta, epilogue_model, float3
 from .ordering import BulkAsyncGroups, EpilogueOrdering, OrderingError
 from .pictures import plot_bank_phases, plot_edge_tiles, plot_store_box, plot_writer_map
 from .problem import EpilogueProblem
-from .rules import (D_DTYPES, PROXY_FENCE_RULE, REDUCE_ADD_DTYPES, STORE_GRANULE,
-                    TF32_ROUNDS_ON_STORE)
+from .rules import (D_DTYPES, PROXY_FENCE_RULE, REDUCE_ADD_DTYPES, STORE_GRANULE, STORE_RULES,
+                    TF32_ROUNDS_ON_STORE, StoreRule, StoreRuleError)
 from .runner import measure_store_cycles, run_epilogue, run_tma_store
 from .store import (granule_of, smem_box_footprint, smem_box_pitch, tma_reduce_add_model,
                     tma_store_model, tma_store_writes)
@@ -58,7 +59,7 @@ __all__ = [
     # the proxy fence and bulk async-groups
     "PROXY_FENCE_RULE", "OrderingError", "BulkAsyncGroups", "EpilogueOrdering",
     # the TMA store and reduce-add
-    "STORE_GRANULE", "REDUCE_ADD_DTYPES", "TF32_ROUNDS_ON_STORE", "smem_box_pitch",
+    "STORE_RULES", "StoreRule", "StoreRuleError", "STORE_GRANULE", "REDUCE_ADD_DTYPES", "TF32_ROUNDS_ON_STORE", "smem_box_pitch",
     "smem_box_footprint", "tma_store_writes", "tma_store_model", "tma_reduce_add_model",
     "run_tma_store", "granule_of", "TmaStore",
     # a whole epilogue

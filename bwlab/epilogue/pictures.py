@@ -81,31 +81,47 @@ def plot_writer_map(plan: RegisterStorePlan, lines: int = 16, ax=None):
 
 
 def plot_edge_tiles(p: EpilogueProblem, ax=None):
-    """The D buffer element by element: coloured by the CTA whose store writes it, grey where no
-    store writes (row padding, guard row); dashed outlines are the full tiles, which hang over the
-    matrix's far edges."""
+    """The D buffer element by element, coloured by the CTA whose TMA store writes it (computed from
+    the store model): rows stop at the matrix's last row, but the columns run to the end of the
+    16-byte granule holding a row's last element, so the padding in that granule is overwritten
+    (hatched, outlined in red). Grey: never written (the rest of the padding, the guard row). Dashed:
+    the full tiles, which hang over the matrix's far edges."""
     import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
+    from matplotlib.patches import Patch, Rectangle
 
-    from ..plotting import BYTE_COLORS, add_legend, cta_color, draw_grid
+    from ..plotting import BYTE_COLORS, cta_color, draw_grid
     cov = store_coverage(p)
     colors = np.where(cov >= 0, np.vectorize(cta_color, otypes=[object])(np.maximum(cov, 0)),
                       BYTE_COLORS["untouched"])
     if ax is None:
         _, ax = plt.subplots(figsize=(0.28 * p.ld + 3, 0.28 * (p.M + 1) + 1))
-    draw_grid(ax, colors, title=(f"TMA stores of a {p.M} x {p.N} D ({p.bm} x {p.bn} tiles, ld {p.ld}): "
-                                 "out-of-bounds elements are not written"),
+    outside = np.zeros(cov.shape, bool)
+    outside[:, p.N:] = True
+    outside[p.M:, :] = True
+    over = np.argwhere((cov >= 0) & outside)
+    n_over = len({int(c) for _, c in over})
+    draw_grid(ax, colors, title=(f"TMA stores of a {p.M} x {p.N} {p.dtype} D ({p.bm} x {p.bn} tiles, "
+                                 f"ld {p.ld}): rows stop at the edge, but {n_over} padding column(s) "
+                                 "sharing the last 16-byte granule are overwritten"),
               xlabel="column", ylabel="row")
+    for r, c in over:
+        ax.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, hatch="///", ec=BYTE_COLORS["mismatch"],
+                               lw=0.8))
     for tm in range(p.tiles[0]):
         for tn in range(p.tiles[1]):
             ax.add_patch(Rectangle((tn * p.bn - 0.5, tm * p.bm - 0.5), p.bn, p.bm, fill=False,
                                    ls="--", lw=1.2, ec="black"))
+    ax.axvline(p.N - 0.5, color="black", lw=1.5)
     ax.set_xlim(-0.5, max(p.ld, p.tiles[1] * p.bn) - 0.5)
     ax.set_ylim(max(p.M + 1, p.tiles[0] * p.bm) - 0.5, -0.5)
     n = p.tiles[0] * p.tiles[1]
-    add_legend(ax, [(f"written by CTA {i}", cta_color(i)) for i in range(min(n, 8))] +
-               [("never written (padding, guard row)", BYTE_COLORS["untouched"]),
-                ("tile outline (dashed)", "white")])
+    ax.legend(handles=[Patch(fc=cta_color(i), ec="black", lw=0.5, label=f"written by CTA {i}") for i in range(min(n, 8))] +
+              [Patch(fc="white", ec=BYTE_COLORS["mismatch"], hatch="///",
+                     label="padding overwritten: shares the row's last 16-byte granule"),
+               Patch(fc=BYTE_COLORS["untouched"], ec="black", lw=0.5, label="never written (rest of the padding, guard row)"),
+               Patch(fc="white", ec="black", ls="--", label="tile outline"),
+               Patch(fc="black", label=f"the matrix's last column edge (N = {p.N})")],
+              loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     return ax
 
 

@@ -3,9 +3,11 @@
 PTX ISA 9.7.9.27.1.2 ``cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group`` and 9.7.9.27.1.3
 ``cp.reduce.async.bulk.tensor ... .add``; CuTe include/cute/atom/copy_traits_sm90_tma.hpp
 (SM90_TMA_STORE, SM90_TMA_REDUCE_ADD). The SMEM byte at address a goes to the GMEM byte that a load
-of the same box would have brought to a. Elements of the box outside the tensor are skipped, but
-dimension 0 is written in whole 16-byte granules (`STORE_GRANULE`), and a swizzled box narrower than
-its swizzle span is read from SMEM one span per row (`smem_box_pitch`): both seen on the H100.
+of the same box would have brought to a. Rows and planes of the box outside the tensor are skipped,
+but dimension 0 is written in whole 16-byte granules: row padding that shares the granule of a
+row's last element is overwritten (`STORE_GRANULE`). A swizzled box narrower than its swizzle span
+is read from SMEM one span per row (`smem_box_pitch`). Both were seen on the H100; every rule the
+model enforces is a row of `STORE_RULES`.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import numpy as np
 from ..hw.dtypes import element_type
 from ..hw.swizzle import SWIZZLES, row_bytes
 from ..util import ceil_div, round_up
-from .rules import STORE_GRANULE, TF32_ROUNDS_ON_STORE, check_reduce_add_dtype, raw_dtype
+from .rules import STORE_GRANULE, TF32_ROUNDS_ON_STORE, check_reduce_add_dtype, raw_dtype, refuse
 
 __all__ = ["smem_box_pitch", "smem_box_footprint", "tma_store_writes", "tma_store_model",
            "tma_reduce_add_model", "store_geometry"]
@@ -75,16 +77,14 @@ def _check_coords(g: _Geometry, coords) -> tuple:
     if len(coords) != g.rank:
         raise ValueError(f"a rank-{g.rank} store takes {g.rank} coordinates, got {coords}")
     if any(c < 0 for c in coords):
-        raise ValueError(f"coordinates {coords}: a TMA store's box must start at non-negative "
-                         "coordinates (PTX ISA 9.7.9.27.1.1, restrictions on the .global.shared::cta "
-                         "direction); only its far side may hang over the tensor's edge")
+        refuse("box-start", f"coordinates {coords}: a TMA store's box must start at non-negative "
+                            "coordinates; only its far side may hang over the tensor's edge")
     if any(c >= (1 << 31) for c in coords):
         raise ValueError(f"coordinates {coords} must be signed 32-bit integers")
     if (coords[0] * g.elem) % 16:
-        raise ValueError(f"coordinate 0 = {coords[0]} puts the box start {coords[0] * g.elem} bytes "
-                         "into a row: a TMA store's box must start on a 16-byte boundary in dimension 0 "
-                         "(PTX ISA 5.5.3.1: the bounding box's address must be 16-byte aligned; on the "
-                         "H100 a store from a misaligned start stops the kernel with an illegal instruction)")
+        refuse("box-start-16B", f"coordinate 0 = {coords[0]} puts the box start {coords[0] * g.elem} "
+                                "bytes into a row: a TMA store's box must start on a 16-byte boundary "
+                                "in dimension 0")
     return coords
 
 
@@ -99,14 +99,15 @@ def _store_targets(tmap, coords, smem_address: int):
     from ..tma import SMEM_ALIGNMENT
     g = _Geometry(tmap)
     if tmap.interleave != "none":
-        raise ValueError("the store model covers interleave='none' (as the load model does)")
+        refuse("store-model-scope", "the store model covers interleave='none' (as the load model does)")
     if any(int(e) != 1 for e in tmap.element_strides):
-        raise ValueError(f"the store model covers element_strides of 1 only; got {tmap.element_strides}"
-                         " (traversal strides on stores are not validated on hardware here)")
+        refuse("store-model-scope", f"the store model covers element_strides of 1 only; got "
+                                    f"{tmap.element_strides} (traversal strides on stores are not "
+                                    "validated on hardware here)")
     coords = _check_coords(g, coords)
     smem_address = int(smem_address)
     if smem_address < 0 or smem_address % SMEM_ALIGNMENT:
-        raise ValueError(f"the SMEM source 0x{smem_address:x} must be {SMEM_ALIGNMENT}-byte aligned")
+        refuse("smem-alignment", f"the SMEM source 0x{smem_address:x} must be {SMEM_ALIGNMENT}-byte aligned")
     elem, n = g.elem, g.box
     j = np.indices(n[::-1], dtype=np.int64).reshape(g.rank, -1)[::-1]
     gi = np.asarray(coords, dtype=np.int64)[:, None] + j
@@ -141,10 +142,10 @@ def tma_store_writes(tmap, coords, smem, smem_address: int = 0, window_start=Non
     `smem` holds the SMEM bytes starting at `window_start` (default: `smem_address`); the box is
     read from `smem_address` through the tensor map's swizzle, exactly where a TMA load of the same
     box would have put each byte; with a swizzle, rows narrower than the swizzle span sit one span
-    apart (`smem_box_pitch`). Elements outside the tensor are not written, so they do not appear
-    here, with one exception seen on the H100: dimension 0 is written in whole 16-byte chunks, so
-    elements just past the last column that share its 16-byte chunk are written too
-    (STORE_GRANULE). docs/results/store_validate_h100.txt checks all of it on every case.
+    apart (`smem_box_pitch`). Dimension 0 is written in whole 16-byte granules (STORE_GRANULE, seen
+    on the H100): an element just past a row's last column that shares its granule is written (and
+    listed here); anything past that granule, and every row or plane outside the tensor, is not.
+    docs/results/store_validate_h100.txt checks all of it on every case.
     """
     addr, gbyte, inb = _store_targets(tmap, coords, smem_address)
     vals = _window(smem, smem_address, window_start, addr)
@@ -166,9 +167,9 @@ def tma_store_model(gmem, tmap, coords, smem, smem_address: int = 0, window_star
     (``op='reduce_add'``: after ``cp.reduce.async.bulk.tensor ... .add``, `tma_reduce_add_model`).
 
     The inverse of `bwlab.tma.tma_load_model`: the SMEM byte at address a goes to the GMEM byte a
-    load of the same box would have brought to a; elements outside the tensor are not written
-    (dimension 0 in whole 16-byte chunks: see STORE_GRANULE). The box must start at non-negative
-    coordinates, 16-byte aligned in dimension 0.
+    load of the same box would have brought to a. Outside the tensor, only the padding that shares
+    the 16-byte granule of a row's last element is written (STORE_GRANULE); rows and planes past the
+    edge are not. The box must start at non-negative coordinates, 16-byte aligned in dimension 0.
     `gmem` is the whole global buffer (any dtype/shape, tensor base at byte 0); a new array of the
     same dtype and shape is returned. tf32 maps are refused until hardware says whether the store
     rounds (TF32_ROUNDS_ON_STORE).
@@ -177,8 +178,8 @@ def tma_store_model(gmem, tmap, coords, smem, smem_address: int = 0, window_star
     if op == "reduce_add":
         return tma_reduce_add_model(gmem, tmap, coords, smem, smem_address, window_start)
     if element_type(tmap.dtype).name == "tf32" and TF32_ROUNDS_ON_STORE is None:
-        raise ValueError("tf32 stores: whether the TMA store rounds to tf32 is not established on "
-                         "hardware here; use uint32 or float32 maps for the raw bits")
+        refuse("tf32-store", "tf32 stores: whether the TMA store rounds to tf32 is not established on "
+                             "hardware here; use uint32 or float32 maps for the raw bits")
     g, gb = _gmem_bytes_copy(gmem, tmap)
     off, vals = tma_store_writes(tmap, coords, smem, smem_address, window_start)
     gb[off] = vals
@@ -215,8 +216,8 @@ def add_elements(old_bits: np.ndarray, new_bits: np.ndarray, dtype) -> np.ndarra
 def tma_reduce_add_model(gmem, tmap, coords, smem, smem_address: int = 0, window_start=None):
     """GMEM after ``cp.reduce.async.bulk.tensor.Nd.global.shared::cta.add.tile.bulk_group``: every
     in-bounds element of the box becomes GMEM + SMEM (PTX ISA 9.7.9.27.1.3: .add takes .u32, .s32,
-    .u64, .f32, .f16, .bf16; floats round to nearest even, integers wrap). Elements outside the
-    tensor are left alone, as by the store (dimension 0 in whole 16-byte granules)."""
+    .u64, .f32, .f16, .bf16; floats round to nearest even, integers wrap). It covers what the store
+    covers: padding that shares the 16-byte granule of a row's last element is added to as well."""
     check_reduce_add_dtype(tmap.dtype)
     g, gb = _gmem_bytes_copy(gmem, tmap)
     off, vals = tma_store_writes(tmap, coords, smem, smem_address, window_start)
