@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from bwlab.epilogue import (BulkAsyncGroups, EpilogueOrdering, OrderingError, RegisterStorePlan,
-                            SmemTile, epilogue_alpha_beta, from_dtype_bits, smem_bank,
-                            to_dtype_bits, wavefronts)
+                            SmemTile, epilogue_alpha_beta, smem_bank, wavefronts)
+from bwlab.epilogue import bits_to_float32 as from_dtype_bits
+from bwlab.epilogue import float32_to_bits as to_dtype_bits
 
 
 # ---- banks ---------------------------------------------------------------------------------------
@@ -345,9 +346,9 @@ def test_alpha_beta_bf16_output():
 
 
 # ---- the TMA store and reduce-add models (inverse of bwlab.tma's load model) ---------------------
-from bwlab.epilogue import (EpilogueProblem, epilogue_model, random_epilogue_problem,  # noqa: E402
-                            random_store_cases, tma_reduce_add_model, tma_store_model,
-                            tma_store_writes)
+from bwlab.checks.store import random_epilogue_problem, random_store_cases  # noqa: E402
+from bwlab.epilogue import (EpilogueProblem, epilogue_model, tma_reduce_add_model,  # noqa: E402
+                            tma_store_model, tma_store_writes)
 from bwlab.tma import TensorMap, tma_load_model  # noqa: E402
 
 
@@ -525,3 +526,181 @@ def test_narrow_swizzled_box_rows_sit_one_span_apart():
     assert smem_box_pitch(TensorMap("uint8", (16, 8), (16, 8))) == 16  # no swizzle: packed
     with pytest.raises(ValueError, match="128-byte line"):
         tma_store_model(np.zeros(128, np.uint8), t, (0, 0), np.zeros(128, np.uint8))
+
+
+# ---- the case objects: model / check name the GMEM element, its granule, and the likely rule ----
+from bwlab import epilogue as E  # noqa: E402
+from bwlab.epilogue import Epilogue, TmaStore  # noqa: E402
+
+
+def _store_case(swizzle="none"):
+    # bf16, 100 columns (200 bytes) in rows of 112 (224 bytes): columns 100..103 share the last
+    # 16-byte granule of a row with columns 96..99.
+    rng = np.random.default_rng(9)
+    t = TensorMap("bfloat16", (100, 70), (64 if swizzle in ("none", "128B") else 16, 8),
+                  global_strides=(224,), swizzle=swizzle)
+    g = rng.integers(0, 1 << 16, (70, 112)).astype(np.uint16)
+    smem = rng.integers(0, 1 << 16, 4096).astype(np.uint16)
+    return TmaStore(g, t, (64, 3), smem, smem_address=1024, window_start=1024)
+
+
+def test_tma_store_case_model_and_check():
+    case = _store_case()
+    out = case.model()
+    assert out.shape == case.gmem.shape and out.dtype == case.gmem.dtype
+    np.testing.assert_array_equal(out, tma_store_model(case.gmem, case.tmap, case.coords, case.smem,
+                                                       1024, 1024))
+    res = case.check(out)
+    assert res.ok and bool(res) and "all" in str(res)
+
+
+def test_tma_store_check_names_the_element_inside_the_tensor():
+    case = _store_case()
+    got = case.model().copy()
+    got[5, 70] ^= 0x0100                      # y = 5, x = 70: inside, byte 140 of the row
+    res = case.check(got)
+    assert not res.ok and res.differing == 1
+    text = str(res)
+    assert "element (x=70, y=5) inside the tensor" in text
+    assert "16-byte store granule 8 of its row" in text          # 140 // 16
+    assert "fence.proxy.async" in text                          # a value SMEM never held
+
+
+def test_tma_store_check_names_the_granule_padding():
+    case = _store_case()
+    got = case.model().copy()
+    got[4, 101] ^= 1                          # padding column 101 shares granule 12 with 96..99
+    text = str(case.check(got))
+    assert "element (x=101, y=4) outside the tensor (row padding sharing the last granule" in text
+    assert "16-byte granules" in text and "STORE_GRANULE" in text
+    got = case.model().copy()
+    got[4, 104] ^= 1                          # column 104: past the granule, never written
+    text = str(case.check(got))
+    assert "element (x=104, y=4) outside the tensor," in text and "granule 13" in text
+
+
+def test_tma_store_check_hints_not_written_and_swizzle():
+    case = _store_case("128B")
+    want = case.model()
+    got = want.copy()
+    got[6, 66] = case.gmem[6, 66]              # as if the store had not reached this element
+    assert "kept its old value" in str(case.check(got))
+    # the value of another 16-byte chunk of the SMEM tile: the swizzle was not applied
+    got = want.copy()
+    got[3, 64] = want[3, 72]
+    text = str(case.check(got))
+    assert "element (x=64, y=3) inside the tensor" in text and "128B swizzle" in text
+
+
+def test_tma_store_case_reduce_add_and_describe():
+    t = TensorMap("uint32", (6,), (8,))
+    g = np.array([1, 2, 3, 4, 5, 6, 77, 88], np.uint32)
+    case = TmaStore(g, t, (0,), np.full(8, 10, np.uint32), op="reduce_add")
+    np.testing.assert_array_equal(case.model(), [11, 12, 13, 14, 15, 16, 87, 98])
+    assert case.what == "TMA reduce-add" and case.describe().startswith("add uint32")
+    assert TmaStore(g, t, (0,), g, op="add").op == "reduce_add"
+    with pytest.raises(ValueError, match="op must be"):
+        TmaStore(g, t, (0,), g, op="copy")
+
+
+def test_epilogue_case_model_and_check():
+    p = EpilogueProblem(20, 27, "float32", bm=8, bn=16, swizzle="none", alpha=1.5)
+    acc, _, d0 = p.random_inputs(np.random.default_rng(4))
+    case = Epilogue(p, acc, None, d0)
+    d = case.model()
+    assert d.shape == p.buffer_shape and d.dtype == np.uint32
+    assert case.check(d).ok
+    got = d.copy()
+    got[9, 20] ^= 1
+    text = str(case.check(got))
+    assert "D[9, 20] (x=20, y=9), inside the 20 x 27 matrix, tile (1, 1)" in text
+    assert "16-byte store granule 5 of the row" in text and "fence.proxy.async" in text
+    got = d.copy()
+    got[3, 27] ^= 1                           # column 27 shares the granule of column 24..26
+    text = str(case.check(got))
+    assert "row padding sharing the last 16-byte granule" in text and "16-byte granules" in text
+    got = d.copy()
+    got[2, 5] = d0[2, 5]
+    assert "kept its old value" in str(case.check(got))
+
+
+def test_one_bank_model_one_dtype_table():
+    # The epilogue uses the shared hardware models; it keeps no copy of its own.
+    import bwlab.hw.banks as banks
+    import bwlab.hw.swizzle as swz
+    assert E.wavefronts is banks.wavefronts and E.BankReport is banks.BankReport
+    assert E.BANK_RULE is banks.BANK_RULE and E.SWIZZLES is swz.SWIZZLES
+    for name in ("to_dtype_bits", "from_dtype_bits", "_check_dtype", "_SWZ_BITS"):
+        assert not hasattr(E, name)
+
+
+def test_kernel_flags_and_codes_match_the_cuda_source():
+    # enum EPI_* / DT_* in tma_store.cu are the numbers the runner passes; read them from the source.
+    import re
+
+    from bwlab.epilogue import runner
+    from bwlab.hw.swizzle import MODES
+    from bwlab.source import source_text
+    src = source_text("tma_store.cu")
+    found = {m.group(1): int(m.group(2)) for m in re.finditer(r"\b((?:EPI|DT)_[A-Z0-9_]+)\s*=\s*(\d+)u", src)}
+    assert {k: found[k] for k in runner.EPI_FLAGS} == runner.EPI_FLAGS
+    assert {k: found[k] for k in runner.DT_CODES} == runner.DT_CODES
+    assert set(found) == set(runner.EPI_FLAGS) | set(runner.DT_CODES)
+    # swizzle_address(addr, bits) takes CuTe's B: 0 none, 1 32B, 2 64B, 3 128B = the index in MODES
+    assert [runner.swizzle_bits(m) for m in MODES] == [0, 1, 2, 3]
+    assert [E.SWIZZLES[m].bits for m in MODES] == [0, 1, 2, 3]
+
+
+def test_store_rules_table_walk():
+    # Every row of STORE_RULES names its source and kind; every refusing row refuses an illegal sample
+    # with an error naming the row and its limit, and accepts the legal neighbour; the behaviour rows
+    # are followed by the model.
+    from bwlab.epilogue import STORE_RULES, StoreRuleError, smem_box_pitch
+    from bwlab.hw.dtypes import ELEMENT_TYPES
+    t = TensorMap("float32", (64, 8), (32, 8), swizzle="128B")
+    g = np.zeros(64 * 8, np.float32)
+    smem = np.zeros(4096, np.uint8)
+    t1 = TensorMap("int64", (64,), (16,))
+    refusing = {  # rule: (illegal, legal)
+        "box-start": (lambda: tma_store_model(g, t, (-4, 0), smem), lambda: tma_store_model(g, t, (0, 0), smem)),
+        "box-start-16B": (lambda: tma_store_model(g, t, (2, 0), smem), lambda: tma_store_model(g, t, (4, 0), smem)),
+        "smem-alignment": (lambda: tma_store_model(g, t, (0, 0), smem, 64),
+                           lambda: tma_store_model(g, t, (0, 0), smem, 128, window_start=0)),
+        "reduce-add-dtype": (lambda: tma_reduce_add_model(np.zeros(64, np.int64), t1, (0,), smem),
+                             lambda: tma_reduce_add_model(np.zeros(64, np.uint64),
+                                                          TensorMap("uint64", (64,), (16,)), (0,), smem)),
+        "tf32-store": (lambda: tma_store_model(g, TensorMap("tf32", (64, 8), (32, 8)), (0, 0), smem),
+                       lambda: tma_store_model(g, TensorMap("uint32", (64, 8), (32, 8)), (0, 0), smem)),
+        "store-model-scope": (lambda: tma_store_model(g, TensorMap("float32", (64, 8), (32, 8),
+                                                                   element_strides=(1, 2)), (0, 0), smem),
+                              lambda: tma_store_model(g, TensorMap("float32", (64, 8), (32, 8)), (0, 0), smem)),
+        "d-dtype": (lambda: SmemTile(8, 32, "int8"), lambda: SmemTile(8, 32, "bf16")),
+    }
+    behaviours = {"store-granule", "narrow-swizzle-pitch"}
+    assert set(refusing) | behaviours == set(STORE_RULES)
+    for name, r in STORE_RULES.items():
+        assert r.source and r.limit and r.kind in ("PTX ISA", "CUDA guide", "measured (H100)", "bwlab"), name
+    for name, (bad, good) in refusing.items():
+        with pytest.raises(StoreRuleError) as e:
+            bad()
+        assert e.value.rule == name and isinstance(e.value, ValueError)
+        assert f"rule '{name}'" in str(e.value) and STORE_RULES[name].limit in str(e.value)
+        good()
+    # reduce-add: the whole element-type table, legal ones accepted and every other one refused
+    for et in ELEMENT_TYPES.values():
+        if et.numpy_name is None or et.bits < 8:
+            continue
+        tm = TensorMap(et.numpy_name, (64,), (16,))
+        call = lambda: tma_reduce_add_model(np.zeros(64 * et.bytes, np.uint8), tm, (0,), smem)  # noqa: E731
+        if et.numpy_name in E.REDUCE_ADD_DTYPES:
+            call()
+        else:
+            with pytest.raises(StoreRuleError, match="reduce-add-dtype"):
+                call()
+    # store-granule: uint16, 10 columns = 20 bytes -> columns 10..15 share the second granule
+    off, _ = tma_store_writes(TensorMap("uint16", (10, 1), (16, 1), global_strides=(64,)), (0, 0),
+                              np.zeros(32, np.uint8))
+    assert off.max() == 31 and E.STORE_GRANULE == 16
+    # narrow-swizzle-pitch: a 16-byte box row with each swizzle takes the swizzle row
+    for mode, pitch in (("32B", 32), ("64B", 64), ("128B", 128)):
+        assert smem_box_pitch(TensorMap("uint8", (64, 8), (16, 8), swizzle=mode)) == pitch

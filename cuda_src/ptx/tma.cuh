@@ -79,14 +79,19 @@ __device__ __forceinline__ void tma_prefetch_1d(const void* tmap, int c0) {
                  : "memory");
 }
 
-// TMA store: SMEM box -> GMEM at (c0); elements outside the tensor are not written.
+// TMA store: SMEM box -> GMEM at (c0). At the tensor's far edges the store does not stop at the
+// last element: dimension 0 is written in whole 16-byte granules, so row padding that shares the
+// granule of a row's last element is overwritten with the box's bytes (seen on the H100); rows and
+// planes past the edge are skipped. The box starts at non-negative coordinates, c0 on a 16-byte
+// boundary; the SMEM source is 128-byte aligned (bwlab.epilogue STORE_RULES).
 __device__ __forceinline__ void tma_store_1d(const void* tmap, const void* smem_src, int c0) {
     asm volatile("cp.async.bulk.tensor.1d.global.shared::cta.bulk_group [%0, {%2}], [%1];"
                  ::"l"(reinterpret_cast<u64>(tmap)), "r"(smem_u32(smem_src)), "r"(c0)
                  : "memory");
 }
 
-// TMA reduce-add: GMEM[box] += SMEM box, element-wise, performed at L2.
+// TMA reduce-add: GMEM[box] += SMEM box, element-wise, performed at L2; it covers what the store
+// covers (the 16-byte granules of dimension 0 included).
 __device__ __forceinline__ void tma_reduce_add_1d(const void* tmap, const void* smem_src, int c0) {
     asm volatile(
         "cp.reduce.async.bulk.tensor.1d.global.shared::cta.add.tile.bulk_group [%0, {%2}], [%1];"
@@ -122,14 +127,16 @@ __device__ __forceinline__ void tma_prefetch_2d(const void* tmap, int c0, int c1
                  : "memory");
 }
 
-// TMA store: SMEM box -> GMEM at (c0, c1); elements outside the tensor are not written.
+// TMA store: SMEM box -> GMEM at (c0, c1); past the far edges only the padding sharing a row's
+// last 16-byte granule is written (see tma_store_1d).
 __device__ __forceinline__ void tma_store_2d(const void* tmap, const void* smem_src, int c0, int c1) {
     asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
                  ::"l"(reinterpret_cast<u64>(tmap)), "r"(smem_u32(smem_src)), "r"(c0), "r"(c1)
                  : "memory");
 }
 
-// TMA reduce-add: GMEM[box] += SMEM box, element-wise, performed at L2.
+// TMA reduce-add: GMEM[box] += SMEM box, element-wise, performed at L2; it covers what the store
+// covers (the 16-byte granules of dimension 0 included).
 __device__ __forceinline__ void tma_reduce_add_2d(const void* tmap, const void* smem_src, int c0, int c1) {
     asm volatile(
         "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3}], [%1];"
@@ -165,14 +172,16 @@ __device__ __forceinline__ void tma_prefetch_3d(const void* tmap, int c0, int c1
                  : "memory");
 }
 
-// TMA store: SMEM box -> GMEM at (c0, c1, c2); elements outside the tensor are not written.
+// TMA store: SMEM box -> GMEM at (c0, c1, c2); past the far edges only the padding sharing a row's
+// last 16-byte granule is written (see tma_store_1d).
 __device__ __forceinline__ void tma_store_3d(const void* tmap, const void* smem_src, int c0, int c1, int c2) {
     asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];"
                  ::"l"(reinterpret_cast<u64>(tmap)), "r"(smem_u32(smem_src)), "r"(c0), "r"(c1), "r"(c2)
                  : "memory");
 }
 
-// TMA reduce-add: GMEM[box] += SMEM box, element-wise, performed at L2.
+// TMA reduce-add: GMEM[box] += SMEM box, element-wise, performed at L2; it covers what the store
+// covers (the 16-byte granules of dimension 0 included).
 __device__ __forceinline__ void tma_reduce_add_3d(const void* tmap, const void* smem_src, int c0, int c1, int c2) {
     asm volatile(
         "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
@@ -208,14 +217,16 @@ __device__ __forceinline__ void tma_prefetch_4d(const void* tmap, int c0, int c1
                  : "memory");
 }
 
-// TMA store: SMEM box -> GMEM at (c0, c1, c2, c3); elements outside the tensor are not written.
+// TMA store: SMEM box -> GMEM at (c0, c1, c2, c3); past the far edges only the padding sharing a row's
+// last 16-byte granule is written (see tma_store_1d).
 __device__ __forceinline__ void tma_store_4d(const void* tmap, const void* smem_src, int c0, int c1, int c2, int c3) {
     asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
                  ::"l"(reinterpret_cast<u64>(tmap)), "r"(smem_u32(smem_src)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
                  : "memory");
 }
 
-// TMA reduce-add: GMEM[box] += SMEM box, element-wise, performed at L2.
+// TMA reduce-add: GMEM[box] += SMEM box, element-wise, performed at L2; it covers what the store
+// covers (the 16-byte granules of dimension 0 included).
 __device__ __forceinline__ void tma_reduce_add_4d(const void* tmap, const void* smem_src, int c0, int c1, int c2, int c3) {
     asm volatile(
         "cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
@@ -251,14 +262,16 @@ __device__ __forceinline__ void tma_prefetch_5d(const void* tmap, int c0, int c1
                  : "memory");
 }
 
-// TMA store: SMEM box -> GMEM at (c0, c1, c2, c3, c4); elements outside the tensor are not written.
+// TMA store: SMEM box -> GMEM at (c0, c1, c2, c3, c4); past the far edges only the padding sharing a row's
+// last 16-byte granule is written (see tma_store_1d).
 __device__ __forceinline__ void tma_store_5d(const void* tmap, const void* smem_src, int c0, int c1, int c2, int c3, int c4) {
     asm volatile("cp.async.bulk.tensor.5d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
                  ::"l"(reinterpret_cast<u64>(tmap)), "r"(smem_u32(smem_src)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
                  : "memory");
 }
 
-// TMA reduce-add: GMEM[box] += SMEM box, element-wise, performed at L2.
+// TMA reduce-add: GMEM[box] += SMEM box, element-wise, performed at L2; it covers what the store
+// covers (the 16-byte granules of dimension 0 included).
 __device__ __forceinline__ void tma_reduce_add_5d(const void* tmap, const void* smem_src, int c0, int c1, int c2, int c3, int c4) {
     asm volatile(
         "cp.reduce.async.bulk.tensor.5d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"

@@ -9,7 +9,8 @@
 # 2. **`fence.proxy.async.shared::cta`**: why the TMA engine may not see those writes without it;
 # 3. **the TMA store** (`cp.async.bulk.tensor ... global.shared::cta`), the inverse of the TMA load,
 #    and its **bulk async-groups** (`commit_group`, `wait_group.read N`, `wait_group N`);
-# 4. **edge tiles**: elements of a box outside the tensor are not written;
+# 4. **edge tiles**: a store skips the rows of a box that lie past the tensor's edge, but writes
+#    dimension 0 in whole 16-byte granules, so row padding next to the last column can be overwritten;
 # 5. **D = α·acc + β·C** with C brought in by a TMA load, and the TMA **reduce-add**;
 # 6. the GPU beside the model, and the store bandwidth beside `st.global` and CuPy.
 #
@@ -36,13 +37,11 @@ HARDWARE = device.tier("store") == "hardware"
 #
 # `cuda_src/tma_store.cu`'s `epilogue_tile` is one CTA per D tile: (C by TMA load) → every thread packs
 # its row and writes it 16 bytes at a time → fence → barrier → one thread stores each box → commit →
-# wait until the stores have read SMEM. Here is that part of the source:
+# wait until the stores have read SMEM. Here is the kernel:
 
 # %%
-from bwlab.compile import CUDA_SRC
-src = (CUDA_SRC / "tma_store.cu").read_text()
-start = src.index("    // 2. Registers -> SMEM")
-print(src[start:src.index("// tma_store_box")].rstrip("/- \n"))
+from bwlab.source import show_source
+kernel_text = show_source("tma_store.cu", kernel="epilogue_tile")
 
 # %% [markdown]
 # ## 2. Registers → SMEM: which thread writes which 16 bytes
@@ -263,12 +262,13 @@ print("box", narrow.box_shape, "=", narrow.box_bytes, "bytes of data; SMEM row p
 # ## 6. Edge tiles
 #
 # A 20 × 27 fp32 D (108-byte rows, padded to ld = 28) with 8 × 16 tiles: the last tile column and row
-# hang over the matrix. The CTAs store whole boxes anyway, and the TMA engine writes only what lies
-# inside the tensor (dims 27 × 20 in the tensor map) — with one exception that the H100 shows and the
-# model follows (`E.STORE_GRANULE`): **dimension 0 is written in whole 16-byte chunks**. Column 27
-# (bytes 108..111 of a row) shares a chunk with column 26, so it is written too; the row after the
-# matrix is not. Padding that shares a 16-byte chunk with the last column is therefore not safe from a
-# TMA store. The colours below come from the store model (`store_coverage`), not from a drawing.
+# hang over the matrix. The CTAs store whole boxes anyway, and the TMA engine does not write the whole
+# box: rows past the tensor's last row (dims 27 × 20 in the tensor map) are skipped exactly. Columns
+# are not: on the H100 **dimension 0 is written in whole 16-byte granules** (`E.STORE_GRANULE`), and
+# the model follows. Column 27 (bytes 108..111 of a row) shares a granule with columns 24..26, so the
+# store overwrites it with whatever the box holds there (hatched below); the row after the matrix is
+# left alone. Padding that shares a 16-byte granule with the last column is therefore not safe from a
+# TMA store. The colours come from the store model (`store_coverage`), not from a drawing.
 
 # %%
 p = EpilogueProblem(20, 27, "float32", bm=8, bn=16, swizzle="none")
@@ -279,9 +279,24 @@ print("written elements:", int((cov >= 0).sum()), " expected 20 * 28 = 560 (27 c
 print("column 27 written:", bool((cov[:20, 27] >= 0).all()), " guard row 20 untouched:", bool((cov[20] < 0).all()))
 
 # %% [markdown]
+# `TmaStore` is one store as a case object: `model()` is the GMEM buffer afterwards, `run()` the same
+# on the GPU, and `check(got)` compares a result with the model and names the first differing element
+# by its coordinates, says whether it lies inside the tensor or in its padding, which 16-byte granule
+# of its row it is in, and which rule was most likely broken. Here a result in which the padding
+# column was left alone, as if stores stopped at the last column:
+
+# %%
+t = TensorMap("float32", (27, 20), (16, 8), global_strides=(112,))
+case = E.TmaStore(np.zeros((20, 28), np.float32), t, (16, 8), np.ones(1024, np.float32))
+got = case.model()
+got[8:16, 27] = 0                                # the padding column untouched
+print(case.check(got))
+
+# %% [markdown]
 # A store's box must *start* inside the tensor (non-negative coordinates: PTX ISA, restrictions on the
 # `.global.shared::cta` direction), and on the H100 it must start on a 16-byte boundary of the row: a
-# store from a misaligned start stopped the kernel with an illegal instruction. The model refuses both:
+# store from a misaligned start stopped the kernel with an illegal instruction. The model refuses both,
+# naming the rule:
 
 # %%
 try:
@@ -296,6 +311,16 @@ except ValueError as err:
     print("ValueError:", err)
 
 # %% [markdown]
+# Every rule the store model follows or enforces, whatever tensor map encodes the store, is one row of
+# `E.STORE_RULES`, with its source: a PTX ISA section, the CUDA guide, a measurement on the H100, or a
+# limit of bwlab's own model or kernel. (The tensor map's own rules, from `cuTensorMapEncodeTiled`,
+# live with `TensorMap`.)
+
+# %%
+for r in E.STORE_RULES.values():
+    print(f"{r.name:<21s} [{r.kind}] {r.rule}\n{'':21s}  limit: {r.limit}; source: {r.source}")
+
+# %% [markdown]
 # ## 7. D = α·acc + β·C, and the reduce-add
 #
 # With β ≠ 0 the kernel first brings the C tile into SMEM with a TMA load (an mbarrier, a bounded wait),
@@ -303,16 +328,18 @@ except ValueError as err:
 # step rounded on its own (`__fmul_rn`, `__fadd_rn`), then converts with `cvt.rn`. The model does the same:
 
 # %%
+from bwlab.hw.dtypes import from_float, to_float
 acc = np.array([[1.0, 2.5, -3.0, 1e-3]], np.float32)
-c = E.to_dtype_bits(np.array([[0.5, 0.5, 0.5, 0.5]], np.float32), "bfloat16")
+c = from_float(np.array([[0.5, 0.5, 0.5, 0.5]]), "bfloat16")   # bf16 bits, rounded as cvt.rn does
 d = E.epilogue_alpha_beta(acc, alpha=2.0, beta=-1.0, c_bits=c, dtype="bfloat16")
-print("D =", E.from_dtype_bits(d, "bfloat16"), " expected [1.5, 4.5, -6.5, -0.498...] rounded to bf16")
+print("D =", to_float(d, "bfloat16"), " expected [1.5, 4.5, -6.5, -0.498...] rounded to bf16")
 print("bits:", [hex(x) for x in d.ravel()])
 
 # %% [markdown]
 # `cp.reduce.async.bulk.tensor ... .add` adds the SMEM tile onto GMEM instead of overwriting it (split-K
-# and stream-K reductions use it). Element types: `.u32 .s32 .u64 .f32 .f16 .bf16`; out-of-bounds elements
-# are skipped like in the store, with the same 16-byte chunks in dimension 0.
+# and stream-K reductions use it). Element types: `.u32 .s32 .u64 .f32 .f16 .bf16`. It covers what the
+# store covers: rows past the edge are skipped, and padding that shares the 16-byte granule of a row's
+# last element is added to as well.
 
 # %%
 t = TensorMap("float32", (6, 2), (4, 2), global_strides=(32,))
@@ -331,11 +358,13 @@ print("expected: columns 4..7 of both rows + 100: 6 and 7 are padding (the tenso
 
 # %% tags=["nbval-ignore-output"]
 if HARDWARE:
+    from bwlab.hw.dtypes import element_type
+    from bwlab.hw.swizzle import row_bytes
     rng = np.random.default_rng(1)
     for dtype in ("float32", "float16", "bfloat16"):
         for mode in ("none", "32B", "64B", "128B"):
-            eb = E.D_DTYPES[dtype][0]
-            bn = 128 // eb if mode in ("none", "128B") else 2 * (E.SWIZZLES[mode].span // 8 // eb)
+            eb = element_type(dtype).bytes
+            bn = 128 // eb if mode in ("none", "128B") else 2 * (row_bytes(mode) // eb)
             for beta in (0.0, 0.75):
                 p = EpilogueProblem(150, 2 * bn + 5, dtype, bm=64, bn=bn, swizzle=mode, alpha=1.25,
                                     beta=beta, smem_offset=384)
@@ -362,7 +391,8 @@ else:
 
 # %% tags=["nbval-ignore-output"]
 if HARDWARE:
-    E.bench_main(["--rows", "8192", "--cols", "8192", "--repeat", "10"])
+    from bwlab.checks.store import bench_main
+    bench_main(["--rows", "8192", "--cols", "8192", "--repeat", "10"])
 else:
     print("No sm_90+ GPU here, so nothing was measured. The H100's results, with the command that made "
           "them, are committed in docs/results/store_bench_h100.txt.")

@@ -1,0 +1,172 @@
+"""Pictures for notebook 05: the banks of one st.shared.v4, who writes which 16 bytes of the SMEM
+tile, and which GMEM elements the TMA stores of an epilogue write. The only file of the package that
+imports matplotlib (inside the functions). Colours follow `bwlab.plotting`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..hw.banks import SMEM_BANKS, WARP
+from .model import store_coverage
+from .problem import EpilogueProblem
+from .tile import RegisterStorePlan
+
+__all__ = ["plot_bank_phases", "plot_writer_map", "plot_edge_tiles", "plot_store_box"]
+
+
+def plot_bank_phases(plan: RegisterStorePlan, step: int = 0, ax=None):
+    """One st.shared.v4 of `plan`: a row per phase (8 lanes), a column per bank. A bank one lane
+    uses is drawn in that lane's colour; a bank that must serve several different words in one
+    phase is red with the number of words (that many wavefronts for the phase)."""
+    import matplotlib.pyplot as plt
+
+    from ..plotting import BYTE_COLORS, add_legend, draw_grid, thread_color
+    rep = plan.report(step)
+    colors = np.full((4, SMEM_BANKS), BYTE_COLORS["untouched"], dtype=object)
+    text = np.full((4, SMEM_BANKS), "", dtype=object)
+    for p, lanes in enumerate(rep.phases):
+        for lane in lanes:
+            a = int(plan.addresses[step, lane])
+            if a < 0:
+                continue
+            for w in range(4):
+                bank = (a // 4 + w) % SMEM_BANKS
+                if rep.words_per_bank[p, bank] > 1:
+                    colors[p, bank] = BYTE_COLORS["mismatch"]
+                    text[p, bank] = str(int(rep.words_per_bank[p, bank]))
+                else:
+                    colors[p, bank] = thread_color(lane)
+                    text[p, bank] = str(lane)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(12, 2.2))
+    t = plan.tile
+    draw_grid(ax, colors, text, fontsize=6,
+              title=(f"st.shared.v4 step {step}, {plan.mapping}, {t.dtype} rows of {t.box_row_bytes} B, "
+                     f"swizzle {t.swizzle}: {rep.wavefronts} wavefronts (conflict-free: {rep.ideal})"),
+              xlabel="bank", ylabel="phase (8 lanes)", xticks=list(range(SMEM_BANKS)),
+              yticks=[f"lanes {8 * p}-{8 * p + 7}" for p in range(4)])
+    add_legend(ax, [("bank used by one lane (number = lane)", thread_color(3)),
+                    ("bank asked for N different words (N = wavefronts)", BYTE_COLORS["mismatch"]),
+                    ("bank idle", BYTE_COLORS["untouched"])], title="per phase")
+    return ax
+
+
+def plot_writer_map(plan: RegisterStorePlan, lines: int = 16, ax=None):
+    """The warp's part of the SMEM tile in address order, 128 bytes (8 chunks of 16 B) per line:
+    each chunk coloured by the lane that writes it, labelled lane/step."""
+    import matplotlib.pyplot as plt
+
+    from ..plotting import BYTE_COLORS, add_legend, draw_grid, thread_color
+    t = plan.tile
+    first = int(plan.addresses[plan.addresses >= 0].min()) // 128 * 128
+    colors = np.full((lines, 8), BYTE_COLORS["untouched"], dtype=object)
+    text = np.full((lines, 8), "", dtype=object)
+    for k in range(plan.steps):
+        for lane in range(WARP):
+            a = int(plan.addresses[k, lane])
+            r, c = divmod(a - first, 128)
+            if a >= 0 and 0 <= r < lines:
+                colors[r, c // 16] = thread_color(lane)
+                text[r, c // 16] = f"t{lane}/s{k}"
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 0.32 * lines + 1))
+    draw_grid(ax, colors, text, fontsize=6,
+              title=f"who writes which 16 B: {plan.mapping}, swizzle {t.swizzle}",
+              xlabel="16-byte chunk in the 128-byte line (banks 4c..4c+3)",
+              ylabel="SMEM line (128 B)", xticks=list(range(8)),
+              yticks=[f"+{first - t.base + 128 * i}" for i in range(lines)])
+    add_legend(ax, [(f"lane {i}", thread_color(i)) for i in (0, 1, 2, 3, 7)] +
+               [("not written by this warp", BYTE_COLORS["untouched"])], title="tN/sK = lane N, step K")
+    return ax
+
+
+def plot_edge_tiles(p: EpilogueProblem, ax=None):
+    """The D buffer element by element, coloured by the CTA whose TMA store writes it (computed from
+    the store model): rows stop at the matrix's last row, but the columns run to the end of the
+    16-byte granule holding a row's last element, so the padding in that granule is overwritten
+    (hatched, outlined in red). Grey: never written (the rest of the padding, the guard row). Dashed:
+    the full tiles, which hang over the matrix's far edges."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch, Rectangle
+
+    from ..plotting import BYTE_COLORS, cta_color, draw_grid
+    cov = store_coverage(p)
+    colors = np.where(cov >= 0, np.vectorize(cta_color, otypes=[object])(np.maximum(cov, 0)),
+                      BYTE_COLORS["untouched"])
+    if ax is None:
+        _, ax = plt.subplots(figsize=(0.28 * p.ld + 3, 0.28 * (p.M + 1) + 1))
+    outside = np.zeros(cov.shape, bool)
+    outside[:, p.N:] = True
+    outside[p.M:, :] = True
+    over = np.argwhere((cov >= 0) & outside)
+    n_over = len({int(c) for _, c in over})
+    draw_grid(ax, colors, title=(f"TMA stores of a {p.M} x {p.N} {p.dtype} D ({p.bm} x {p.bn} tiles, "
+                                 f"ld {p.ld}): rows stop at the edge, but {n_over} padding column(s) "
+                                 "sharing the last 16-byte granule are overwritten"),
+              xlabel="column", ylabel="row")
+    for r, c in over:
+        ax.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, hatch="///", ec=BYTE_COLORS["mismatch"],
+                               lw=0.8))
+    for tm in range(p.tiles[0]):
+        for tn in range(p.tiles[1]):
+            ax.add_patch(Rectangle((tn * p.bn - 0.5, tm * p.bm - 0.5), p.bn, p.bm, fill=False,
+                                   ls="--", lw=1.2, ec="black"))
+    ax.axvline(p.N - 0.5, color="black", lw=1.5)
+    ax.set_xlim(-0.5, max(p.ld, p.tiles[1] * p.bn) - 0.5)
+    ax.set_ylim(max(p.M + 1, p.tiles[0] * p.bm) - 0.5, -0.5)
+    n = p.tiles[0] * p.tiles[1]
+    ax.legend(handles=[Patch(fc=cta_color(i), ec="black", lw=0.5, label=f"written by CTA {i}") for i in range(min(n, 8))] +
+              [Patch(fc="white", ec=BYTE_COLORS["mismatch"], hatch="///",
+                     label="padding overwritten: shares the row's last 16-byte granule"),
+               Patch(fc=BYTE_COLORS["untouched"], ec="black", lw=0.5, label="never written (rest of the padding, guard row)"),
+               Patch(fc="white", ec="black", ls="--", label="tile outline"),
+               Patch(fc="black", label=f"the matrix's last column edge (N = {p.N})")],
+              loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    return ax
+
+
+def plot_store_box(tmap, coords, ax=None):
+    """One TMA store's box over its tensor, element by element (rank 1 or 2; for higher ranks the
+    plane the box starts in): which GMEM elements the store writes inside the tensor, which padding
+    elements it writes because they share a 16-byte granule with the row's last element, and what it
+    leaves alone. Computed from `tma_store_writes`."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    from ..plotting import BYTE_COLORS, add_legend, draw_grid
+    from ..util import round_up
+    from .store import smem_box_footprint, store_geometry, tma_store_writes
+    g = store_geometry(tmap)
+    coords = tuple(int(c) for c in coords)
+    pitch = g.byte_strides[1] // g.elem if g.rank > 1 else max(g.row_limit, coords[0] + g.box[0])
+    rows = g.shape[1] if g.rank > 1 else 1
+    plane = sum(c * s for c, s in zip(coords[2:], g.byte_strides[2:]))
+    smem = np.zeros(round_up(smem_box_footprint(tmap), 1024), np.uint8)
+    off, _ = tma_store_writes(tmap, coords, smem, 0, window_start=0)
+    cols = max(pitch, coords[0] + g.box[0])
+    shown_rows = rows + 1
+    written = np.zeros((shown_rows, cols), bool)
+    rel = (off[::g.elem] - plane)
+    rel = rel[(rel >= 0) & (rel < shown_rows * pitch * g.elem)] // g.elem
+    r, c = np.divmod(rel, pitch)
+    written[r, c] = True
+    inside = np.zeros_like(written)
+    inside[:rows, :g.shape[0]] = True
+    colors = np.full(written.shape, BYTE_COLORS["untouched"], dtype=object)
+    colors[written & inside] = BYTE_COLORS["loaded"]
+    colors[written & ~inside] = BYTE_COLORS["oob fill"]
+    colors[~written & ~inside] = "#f7f7f7"
+    if ax is None:
+        _, ax = plt.subplots(figsize=(min(0.25 * cols + 3, 16), 0.25 * shown_rows + 1.5))
+    draw_grid(ax, colors, title=(f"TMA store of a {tmap.box_shape} box at {coords} into a "
+                                 f"{tmap.global_shape} {tmap.dtype} tensor (row pitch {pitch} elements)"),
+              xlabel="x (dimension 0)", ylabel="y (dimension 1)")
+    ax.add_patch(Rectangle((coords[0] - 0.5, (coords[1] if g.rank > 1 else 0) - 0.5), g.box[0],
+                           g.box[1] if g.rank > 1 else 1, fill=False, ls="--", lw=1.2, ec="black"))
+    ax.axvline(g.shape[0] - 0.5, color="black", lw=1)
+    add_legend(ax, [("written, inside the tensor", BYTE_COLORS["loaded"]),
+                    ("written, outside: shares the row's last 16-byte granule", BYTE_COLORS["oob fill"]),
+                    ("inside the tensor, not in the box", BYTE_COLORS["untouched"]),
+                    ("outside the tensor, left alone", "#f7f7f7"),
+                    ("the box (dashed)", "white")])
+    return ax
