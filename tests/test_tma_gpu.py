@@ -7,7 +7,7 @@ import pytest
 from bwlab import tma
 from bwlab.checks import tma as ct
 from bwlab.checks.tma_copy import CopyConfig, make_tma_copy
-from bwlab.hw.swizzle import row_bytes
+from bwlab.hw.swizzle import row_bytes as swizzle_row_bytes
 from bwlab.tma import TensorMap, TmaLoad, tma_load_model
 from bwlab.tma.runner import LoadCase, run_cases
 
@@ -60,7 +60,7 @@ def test_narrow_swizzled_boxes_sit_one_span_apart(swizzle, row_bytes, offset):
     rng = np.random.default_rng(6)
     g = rng.integers(0, 2**16, size=(40, 96), dtype=np.uint16)
     t = TensorMap("uint16", (96, 40), (row_bytes // 2, 9), swizzle=swizzle)
-    assert t.smem_pitch == row_bytes(swizzle) and t.tx_bytes == t.box_bytes
+    assert t.smem_pitch == swizzle_row_bytes(swizzle) and t.tx_bytes == t.box_bytes
     cases = [LoadCase(t, g, coords, smem_offset=offset) for coords in ((8, 5), (88, 36), (-8, -4))]
     r = run_cases(cases)
     assert r.timeout is None and r.done.all()
