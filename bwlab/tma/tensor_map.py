@@ -2,7 +2,8 @@
 
 CUDA driver API "Tensor Map Object Management" (cuTensorMapEncodeTiled) lists the rules; PTX ISA
 "Tensors" (5.5: bounding box, traversal stride, swizzle) says what the instruction does with them.
-Each broken rule raises `TensorMapError`, a ValueError naming the rule and the values.
+The rules are one table, `bwlab.tma.rules.RULES`; each broken rule raises `TensorMapError`, a
+ValueError naming the rule, the values and the limit.
 
 Conventions: shapes and coordinates are innermost-first, as the driver and PTX number them (dim 0
 is the contiguous one); `global_strides` are the byte strides of dims 1..rank-1.
@@ -12,36 +13,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..hw.dtypes import ELEMENT_TYPES, element_type
-from ..hw.swizzle import MODES as SWIZZLE_MODES
-from ..hw.swizzle import row_bytes
+from ..hw.dtypes import element_type
 from ..util import ceil_div, round_up
+from .rules import (INTERLEAVE_ENUM, L2_ENUM, MAX_BOX, MAX_RANK, OOB_ENUM, SWIZZLE_ENUM, TMAP_DTYPES,  # noqa: F401
+                    TensorMapError, check_global_address, check_tensor_map, swizzle_width)
 
-__all__ = ["TensorMap", "TensorMapError", "TMAP_DTYPES", "SMEM_ALIGNMENT", "MAX_BOX", "MAX_RANK",
-           "is_narrow_swizzle", "swizzle_width"]
-
-# The element types a tensor map takes, by their NumPy-style names (PTX spellings such as 'f16' are
-# accepted too and stored under these names). The facts about each (width, driver enumerator) come
-# from bwlab.hw.dtypes; the order is the order the validation's random cases walk them in.
-TMAP_DTYPES = ("uint8", "int8", "uint16", "int16", "float16", "bfloat16", "uint32", "int32", "float32",
-               "tf32", "uint64", "int64", "float64")
-_BY_NAME = {n: element_type(n) for n in TMAP_DTYPES}
-_PTX_TO_NAME = {t.name: n for n, t in _BY_NAME.items()}
-assert all(t.tmap_enum for t in _BY_NAME.values()) and set(_BY_NAME.values()) <= set(ELEMENT_TYPES.values())
-
-SWIZZLE_ENUM = {m: f"CU_TENSOR_MAP_SWIZZLE_{m.upper()}" for m in SWIZZLE_MODES}
-INTERLEAVE_ENUM = {"none": "CU_TENSOR_MAP_INTERLEAVE_NONE", "16B": "CU_TENSOR_MAP_INTERLEAVE_16B",
-                   "32B": "CU_TENSOR_MAP_INTERLEAVE_32B"}
-L2_ENUM = {"none": "CU_TENSOR_MAP_L2_PROMOTION_NONE", "64B": "CU_TENSOR_MAP_L2_PROMOTION_L2_64B",
-           "128B": "CU_TENSOR_MAP_L2_PROMOTION_L2_128B", "256B": "CU_TENSOR_MAP_L2_PROMOTION_L2_256B"}
-OOB_ENUM = {"zero": "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE",
-            "nan": "CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA"}
-
-MAX_RANK = 5
-MAX_BOX = 256
-MAX_ELEMENT_STRIDE = 8
-MAX_GLOBAL_DIM = 1 << 32
-MAX_GLOBAL_STRIDE = 1 << 40  # exclusive
 # The SMEM destination of a tiled TMA load must be 128-byte aligned (CUDA programming guide, TMA
 # section; the PTX ISA's swizzle base offset formula (dstMem / 128) % N presumes it too).
 SMEM_ALIGNMENT = 128
@@ -55,42 +31,6 @@ SMEM_ALIGNMENT = 128
 # (bwlab.epilogue.smem_box_pitch).
 NARROW_SWIZZLE_PITCH = "span"   # 'span' | 'packed'
 NARROW_SWIZZLE_TX = "box"       # 'box' (box bytes) | 'footprint' (rows x span)
-
-
-def swizzle_width(mode: str) -> int:
-    """Bytes one box row may take under this swizzle (32/64/128); 0 for 'none' (no limit)."""
-    return 0 if mode == "none" else row_bytes(mode)
-
-
-class TensorMapError(ValueError):
-    """A tensor-map parameter breaks a rule of cuTensorMapEncodeTiled (or of the TMA instruction).
-
-    `.rule` is a short name of the rule, e.g. 'box-inner-bytes'; the message gives the values.
-    """
-
-    def __init__(self, rule: str, message: str):
-        self.rule = rule
-        super().__init__(f"[{rule}] {message}")
-
-
-def _as_int_tuple(values, what: str) -> tuple:
-    try:
-        out = tuple(int(v) for v in values)
-    except TypeError:
-        raise TensorMapError("shape-lengths", f"{what} must be a sequence of integers, got {values!r}")
-    for v, orig in zip(out, values):
-        if v != orig:
-            raise TensorMapError("shape-lengths", f"{what} must hold integers, got {values!r}")
-    return out
-
-
-def _dtype_name(name) -> str:
-    if isinstance(name, str) and name in _BY_NAME:
-        return name
-    key = getattr(name, "name", name)
-    if isinstance(key, str) and key in _PTX_TO_NAME:
-        return _PTX_TO_NAME[key]
-    raise TensorMapError("dtype", f"dtype must be one of {', '.join(TMAP_DTYPES)}; got {name!r}")
 
 
 @dataclass(frozen=True)
@@ -120,94 +60,22 @@ class TensorMap:
     oob_fill: str = "zero"
 
     def __post_init__(self):
-        dtype = _dtype_name(self.dtype)
-        object.__setattr__(self, "dtype", dtype)
-        elem = _BY_NAME[dtype].bytes
-        shape = _as_int_tuple(self.global_shape, "global_shape")
-        rank = len(shape)
-        if not 1 <= rank <= MAX_RANK:
-            raise TensorMapError("rank", f"tensor rank must be 1..{MAX_RANK}; global_shape {shape} has {rank}")
-        box = _as_int_tuple(self.box_shape, "box_shape")
-        if len(box) != rank:
-            raise TensorMapError("shape-lengths", f"box_shape {box} must have one entry per dimension "
-                                                  f"of global_shape {shape} ({rank})")
-        es = (1,) * rank if self.element_strides is None else _as_int_tuple(self.element_strides, "element_strides")
-        if len(es) != rank:
-            raise TensorMapError("shape-lengths", f"element_strides {es} must have {rank} entries")
-        for name, table in (("swizzle", SWIZZLE_ENUM), ("interleave", INTERLEAVE_ENUM),
-                            ("l2_promotion", L2_ENUM), ("oob_fill", OOB_ENUM)):
-            if getattr(self, name) not in table:
-                raise TensorMapError(name.replace("_", "-"), f"{name} must be one of "
-                                     f"{', '.join(repr(k) for k in table)}; got {getattr(self, name)!r}")
-        if self.interleave != "none" and rank < 3:
-            raise TensorMapError("interleave-rank", f"interleave={self.interleave!r} needs a tensor of rank "
-                                                    f">= 3 (NC/8HWC8-style layouts); this one has rank {rank}")
-        for i, d in enumerate(shape):
-            if not 1 <= d <= MAX_GLOBAL_DIM:
-                raise TensorMapError("global-dim", f"global_shape[{i}] = {d} must be in 1..2^32")
-        if self.global_strides is None:
-            strides, acc = [], shape[0] * elem
-            for i in range(1, rank):
-                strides.append(acc)
-                acc *= shape[i]
-            strides = tuple(strides)
-            if any(s % 16 for s in strides):
-                raise TensorMapError(
-                    "global-stride-multiple",
-                    f"the packed byte strides {strides} of global_shape {shape} ({dtype}, {elem} B) "
-                    "are not all multiples of 16; pass global_strides with each row padded to 16 bytes")
-        else:
-            strides = _as_int_tuple(self.global_strides, "global_strides")
-            if len(strides) != rank - 1:
-                raise TensorMapError("shape-lengths", f"global_strides {strides} must have rank-1 = {rank - 1} "
-                                                      "entries (the byte strides of dims 1..rank-1)")
-        align = 32 if self.interleave == "32B" else 16
-        for i, s in enumerate(strides, start=1):
-            if s <= 0 or s % align:
-                raise TensorMapError("global-stride-multiple",
-                                     f"global stride of dim {i} = {s} bytes must be a positive multiple of "
-                                     f"{align}" + (" (interleave='32B')" if align == 32 else ""))
-            if s >= MAX_GLOBAL_STRIDE:
-                raise TensorMapError("global-stride-limit", f"global stride of dim {i} = {s} bytes must be < 2^40")
-        for i, b in enumerate(box):
-            if not 1 <= b <= MAX_BOX:
-                raise TensorMapError("box-dim", f"box_shape[{i}] = {b} must be in 1..{MAX_BOX}")
-        if (box[0] * elem) % 16:
-            # Documented for interleave 'none'; with interleave the H100's driver (580) refused an
-            # 8-byte inner box too (CUDA_ERROR_INVALID_VALUE), so bwlab asks for it always.
-            raise TensorMapError("box-inner-bytes",
-                                 f"box_shape[0] * element size = {box[0]} * {elem} = {box[0] * elem} bytes "
-                                 "must be a multiple of 16")
-        for i, e in enumerate(es):
-            if not 1 <= e <= MAX_ELEMENT_STRIDE:
-                raise TensorMapError("element-stride", f"element_strides[{i}] = {e} must be in 1..{MAX_ELEMENT_STRIDE}")
-        if self.interleave == "none" and es[0] != 1:
-            # The driver ignores it, the PTX ISA (5.5.3.2 Traversal-Stride) says it must be 1.
-            raise TensorMapError("element-stride-dim0",
-                                 f"element_strides[0] = {es[0]}: without interleave the traversal stride "
-                                 "of dimension 0 must be 1 (PTX ISA 5.5.3.2; the driver ignores it)")
-        span = swizzle_width(self.swizzle)
-        if self.interleave == "none" and span and box[0] * elem > span:
-            raise TensorMapError("swizzle-span",
-                                 f"box inner dimension {box[0]} * {elem} = {box[0] * elem} bytes exceeds the "
-                                 f"{self.swizzle} swizzle span ({span} bytes): with swizzle the inner box must "
-                                 f"be <= {span} bytes ({span // elem} elements of {dtype})")
-        if self.interleave == "32B" and self.swizzle != "32B":
-            raise TensorMapError("interleave-swizzle",
-                                 f"interleave='32B' requires swizzle='32B', got swizzle={self.swizzle!r}")
-        if self.oob_fill == "nan" and not _BY_NAME[dtype].is_float:
-            raise TensorMapError("oob-fill-nan", f"oob_fill='nan' (FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA) needs a "
-                                                 f"floating-point dtype; {dtype} is not one")
-        object.__setattr__(self, "global_shape", shape)
-        object.__setattr__(self, "box_shape", box)
-        object.__setattr__(self, "global_strides", tuple(strides))
-        object.__setattr__(self, "element_strides", es)
+        # The rules of cuTensorMapEncodeTiled, walked in the order of bwlab.tma.rules.RULES.
+        d = check_tensor_map(dtype=self.dtype, global_shape=self.global_shape, box_shape=self.box_shape,
+                             global_strides=self.global_strides, element_strides=self.element_strides,
+                             swizzle=self.swizzle, interleave=self.interleave, l2_promotion=self.l2_promotion,
+                             oob_fill=self.oob_fill)
+        object.__setattr__(self, "dtype", d.dtype)
+        object.__setattr__(self, "global_shape", d.shape)
+        object.__setattr__(self, "box_shape", d.box)
+        object.__setattr__(self, "global_strides", tuple(d.strides))
+        object.__setattr__(self, "element_strides", d.es)
 
     # ---- derived quantities ---------------------------------------------------------------
     @property
     def element(self):
         """The bwlab.hw.dtypes entry of the element type."""
-        return _BY_NAME[self.dtype]
+        return element_type(self.dtype)
 
     @property
     def rank(self) -> int:
@@ -279,11 +147,7 @@ class TensorMap:
 
         Checks the base-address rule first: 16-byte aligned (32 with interleave='32B').
         """
-        global_address = int(global_address)
-        align = 32 if self.interleave == "32B" else 16
-        if global_address <= 0 or global_address % align:
-            raise TensorMapError("global-address-alignment",
-                                 f"globalAddress 0x{global_address:x} must be non-zero and {align}-byte aligned")
+        global_address = check_global_address(global_address, self.interleave)
         strides = list(self.global_strides)
         if not strides:
             # Rank 1 has no stride to give, but the driver refuses a NULL array and cuda.bindings

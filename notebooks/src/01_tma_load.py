@@ -40,7 +40,9 @@ print(tmap.describe())
 print(f"\nbox bytes (expect_tx): {tmap.box_bytes}   expected 32 * 16 * 2 = {32 * 16 * 2}")
 
 # %% [markdown]
-# Break a rule and the error names it, with the values, before any driver call. Three classics:
+# The rules live in one table, `bwlab.tma.rules.RULES`: each row has the rule's name, its limit, the
+# parameter of `cuTensorMapEncodeTiled` (or the PTX ISA section) that states it, and a check.
+# Break a rule and the error names it, with the values and the limit, before any driver call. Three classics:
 # a box row that is not a multiple of 16 bytes, a box wider than its swizzle span, and NaN fill on
 # an integer type.
 
