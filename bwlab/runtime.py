@@ -16,7 +16,7 @@ import numpy as np
 __all__ = ["MbarrierTimeout", "LaunchConfigError", "launch", "bench", "BenchResult", "STATUS_DTYPE",
            "tensor_map_arg", "Report"]
 
-# Mirrors struct BwStatus in cuda_src/ptx/common.cuh.
+# Mirrors struct BwStatus in cuda_src/ptx/common.cuh (its static_asserts; tests/test_struct_mirrors.py compares).
 STATUS_DTYPE = np.dtype([
     ("code", "<u4"), ("barrier_id", "<u4"), ("phase_parity", "<u4"), ("expected_tx", "<u4"),
     ("block_x", "<u4"), ("block_y", "<u4"), ("block_z", "<u4"), ("thread", "<u4"),

@@ -1,5 +1,5 @@
 // bwlab-targets: sm_90a sm_100a
-// Stage 1 — the TMA load (notebook 01_tma_load, Python side bwlab/tma.py).
+// Stage 1 — the TMA load (notebook 01_tma_load, Python side bwlab/tma/, runner.py).
 //
 // tma_load_dump: one CTA per test case. The CTA
 //   1. paints its SMEM window with a known background (so stray writes show), or with zeros,
@@ -11,7 +11,7 @@
 //   4. a plain arrival must then complete phase 1 at once: it does only if no more bytes were
 //      reported than expect_tx announced (the transaction count is exactly zero),
 //   5. the raw SMEM window goes to global memory, swizzle and all, for the host to compare with
-//      bwlab.tma's model.
+//      bwlab.tma's model (bwlab/tma/model.py).
 // The rank, the coordinates and the SMEM offset are run-time values, so one build serves
 // every 1D..5D case and many cases share one launch. Tensor maps live in a global array.
 //
@@ -23,7 +23,8 @@
 #define TMA_MAX_STAGES 8
 #endif
 
-// Mirrors TMA_CASE_DTYPE in bwlab/tma.py.
+// Mirrors TMA_CASE_DTYPE in bwlab/tma/runner.py; tests/test_struct_mirrors.py reads these static_asserts and
+// compares them with the NumPy dtype, so a change on either side fails a test.
 struct TmaCase {
     int rank;
     int coords[5];
@@ -34,6 +35,14 @@ struct TmaCase {
                        // bit 2: paint the window with zeros instead of the background
     u64 out_offset;    // where the window goes in `out` (a multiple of 16)
 };
+static_assert(sizeof(TmaCase) == 48, "TmaCase must match TMA_CASE_DTYPE (itemsize 48)");
+static_assert(BW_OFFSETOF(TmaCase, rank) == 0, "TmaCase.rank");
+static_assert(BW_OFFSETOF(TmaCase, coords) == 4, "TmaCase.coords");
+static_assert(BW_OFFSETOF(TmaCase, smem_offset) == 24, "TmaCase.smem_offset");
+static_assert(BW_OFFSETOF(TmaCase, box_bytes) == 28, "TmaCase.box_bytes");
+static_assert(BW_OFFSETOF(TmaCase, window_bytes) == 32, "TmaCase.window_bytes");
+static_assert(BW_OFFSETOF(TmaCase, flags) == 36, "TmaCase.flags");
+static_assert(BW_OFFSETOF(TmaCase, out_offset) == 40, "TmaCase.out_offset");
 
 __device__ __forceinline__ u8 background_byte(u32 i) { return static_cast<u8>(i * 151u + 89u); }
 
@@ -57,7 +66,7 @@ __device__ __forceinline__ void tma_prefetch_any(int rank, const void* tmap, con
     }
 }
 
-// Barrier ids for bounded waits (bwlab/tma.py LOAD_BARRIERS names them).
+// Barrier ids for bounded waits (LOAD_BARRIERS in bwlab/tma/runner.py names them).
 enum { BAR_SMEM_FULL = 0, BAR_TX_EXACT = 1 };
 
 extern "C" __global__ void tma_load_dump(const TmaDescriptor* __restrict__ tmaps,

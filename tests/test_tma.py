@@ -7,7 +7,12 @@ import numpy as np
 import pytest
 
 from bwlab import tma
-from bwlab.tma import TensorMap, TensorMapError, tma_load_model
+from bwlab.checks import tma as ct
+from bwlab.hw.banks import wavefronts
+from bwlab.hw.dtypes import element_type, tf32_round
+from bwlab.hw.mbarrier import Mbarrier
+from bwlab.tma import TensorMap, TensorMapError, TmaLoad, tma_load_model
+from bwlab.tma.runner import RunResult, background
 
 
 def ok(**kw):
@@ -99,8 +104,8 @@ def test_encode_args_are_what_the_driver_receives():
                       ("swizzle", drv.CUtensorMapSwizzle), ("l2Promotion", drv.CUtensorMapL2promotion),
                       ("oobFill", drv.CUtensorMapFloatOOBfill)):
         getattr(enum, a[key])
-    for name in tma.DTYPES:
-        getattr(drv.CUtensorMapDataType, tma.DTYPES[name][0])
+    for name in tma.TMAP_DTYPES:
+        getattr(drv.CUtensorMapDataType, element_type(name).tmap_enum)
 
 
 def test_packed_strides_default():
@@ -256,7 +261,7 @@ def test_narrow_swizzled_rows_sit_one_span_apart(dtype, swizzle, inner_elems, of
     span = {"32B": 32, "64B": 64, "128B": 128}[swizzle]
     rng = np.random.default_rng(4)
     g = rng.integers(0, 2**63, size=(12, 64), dtype=np.uint64).view(np.uint8).reshape(12, -1)
-    elem = np.dtype(tma.np_dtype(dtype)).itemsize
+    elem = element_type(dtype).storage.itemsize
     g = g[:, :64 * elem].copy()
     t = TensorMap(dtype, (64, 12), (inner_elems, 7), swizzle=swizzle)
     row_bytes = inner_elems * elem
@@ -307,16 +312,20 @@ def test_tf32_rounding_rule():
                   0x7F800001, 0x00001FFF, 0x00000001, 0x807FFFFF, 0x12345678, 0x7F801000], np.uint32)
     want = [0x3F800000, 0x3F800000, 0x3F804000, 0x3F802000, 0x7F800000, 0x7FFFE000, 0xFF800000,
             0x7FFFE000, 0x00002000, 0x00000000, 0x80800000, 0x12346000, 0x7FFFE000]
-    assert [int(v) for v in tma._tf32_round(x)] == want
+    assert [int(v) for v in tf32_round(x)] == want
+    # ... and a TFLOAT32 load applies it on the way in (bwlab.hw.dtypes.tf32_round is the model's).
+    t = TensorMap("tf32", (16,), (16,))
+    g = np.resize(x, 16).astype(np.uint32)
+    assert [int(v) for v in tma_load_model(g, t, (0,)).view(np.uint32)] == [int(v) for v in np.resize(want, 16)]
 
 
 # ---- the hardware-validation generator ------------------------------------------------------------
 def test_random_cases_cover_every_combination_and_are_valid():
-    cases = tma.random_cases(260, seed=3)
+    cases = ct.random_cases(260, seed=3)
     combos = {(c.tmap.dtype, c.tmap.rank, c.tmap.swizzle) for c in cases}
     assert len(combos) == 13 * 5 * 4
     assert {c.smem_offset % 1024 for c in cases} == set(range(0, 1024, 128))
-    assert any(tma._is_oob(c) for c in cases) and any(not tma._is_oob(c) for c in cases)
+    assert any(ct.is_oob(c) for c in cases) and any(not ct.is_oob(c) for c in cases)
     assert any(max(c.tmap.element_strides) > 1 for c in cases)
     assert any(c.tmap.oob_fill == "nan" for c in cases)
     for c in cases[:60]:
@@ -327,14 +336,14 @@ def test_random_cases_cover_every_combination_and_are_valid():
     assert {(c.tmap.swizzle, tma.is_narrow_swizzle(c.tmap)) for c in cases} >= {
         ("none", False), ("32B", True), ("32B", False), ("64B", True), ("64B", False), ("128B", True), ("128B", False)}
     assert {c.prefetch for c in cases} == {0, 1, 2, 3}
-    a = tma.random_cases(5, seed=9)
-    b = tma.random_cases(5, seed=9)
-    assert [tma.describe_case(x) for x in a] == [tma.describe_case(x) for x in b]
+    a = ct.random_cases(5, seed=9)
+    b = ct.random_cases(5, seed=9)
+    assert [ct.describe_case(x) for x in a] == [ct.describe_case(x) for x in b]
 
 
 # ---- the mbarrier state machine and the teaching helpers ---------------------------------------------
 def test_mbarrier_phase_completes_only_when_count_and_tx_are_zero():
-    bar = tma.Mbarrier(2)
+    bar = Mbarrier(2)
     assert not bar.arrive_expect_tx(100)
     assert not bar.complete_tx(100)          # one arrival still pending
     assert not bar.try_wait_parity(0)
@@ -352,7 +361,7 @@ def test_bank_conflicts_of_a_column_read():
     assert table[("128B", 16)] == (32, 4)
     assert table[("64B", 4)] == (16, 4)
     assert table[("32B", 4)] == (8, 4)
-    assert tma.bank_wavefronts(np.arange(32) * 4, 4) == 1
+    assert wavefronts(np.arange(32) * 4, 4).wavefronts == 1
 
 
 def test_cta_tiles_cover_the_matrix():
@@ -374,21 +383,21 @@ def test_validation_pins_a_fault_to_its_case_and_classifies_the_rest(monkeypatch
     import json
     import tempfile
     n, faulty, wrong = 40, 13, 22
-    wrong_case = tma.describe_case(tma.random_cases(n, 0)[wrong])
+    wrong_case = ct.describe_case(ct.random_cases(n, 0)[wrong])
 
     def fake_run_cases(cases, block=128):  # the model's windows, one byte flipped in case `wrong`
         wins = [c.model_window() for c in cases]
         for c, w in zip(cases, wins):
-            if tma.describe_case(c) == wrong_case:
+            if ct.describe_case(c) == wrong_case:
                 w[c.smem_offset] ^= 1
-        return tma.RunResult(wins, np.ones(len(cases), bool), None, [None] * len(cases))
+        return RunResult(wins, np.ones(len(cases), bool), None, [None] * len(cases))
 
-    def fake_child(cmd, timeout):  # a child that runs in this process (its JSON line collected, not printed)
+    def fake_child(cmd, timeout, module=ct.THIS_MODULE):  # a child that runs in this process (its JSON line collected, not printed)
         idx = [int(x) for x in cmd[cmd.index("--indices") + 1].split(",")]
         if faulty in idx:
             return {"status": "crash", "error": "CUDARuntimeError: cudaErrorIllegalAddress"}
         lines = []
-        assert tma._group_main(cmd[1:], emit=lines.append) == 0
+        assert ct.group_main(cmd[1:], emit=lines.append) == 0
         return json.loads(lines[-1])
 
     made = []
@@ -399,10 +408,10 @@ def test_validation_pins_a_fault_to_its_case_and_classifies_the_rest(monkeypatch
 
     real_mkdtemp = tempfile.mkdtemp
     monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
-    monkeypatch.setattr(tma, "run_cases", fake_run_cases)
-    monkeypatch.setattr(tma, "_child_json", fake_child)
+    monkeypatch.setattr(ct, "run_cases", fake_run_cases)
+    monkeypatch.setattr(ct, "child_json", fake_child)
     said = []
-    res = tma.validate_isolated(n, 0, say=said.append, group=16, dump=str(tmp_path / "f.npz"))
+    res = ct.validate_isolated(n, 0, say=said.append, group=16, dump=str(tmp_path / "f.npz"))
     assert sorted(res) == list(range(n))
     assert res[faulty][0] == "fault" and "IllegalAddress" in res[faulty][1]
     assert res[wrong][0] == "mismatch" and "1 bytes differ" in res[wrong][1]
@@ -411,7 +420,7 @@ def test_validation_pins_a_fault_to_its_case_and_classifies_the_rest(monkeypatch
     assert not [s for s in said if "NOT written" in s], said  # see test_nvrtc_compile_leaves_bytes_intact
     dumped = np.load(tmp_path / "f.npz", allow_pickle=False)
     assert sorted(dumped.files) == ["case22", "descriptions"]
-    c = tma.random_cases(n, 0)[wrong]
+    c = ct.random_cases(n, 0)[wrong]
     want = c.model_window()
     want[c.smem_offset] ^= 1
     assert np.array_equal(dumped["case22"], want)  # the window the child saw, byte for byte
@@ -419,10 +428,111 @@ def test_validation_pins_a_fault_to_its_case_and_classifies_the_rest(monkeypatch
 
 
 def test_saved_window_round_trips_and_appears_whole(tmp_path):
-    w = tma.background(2048)
+    w = background(2048)
     path = str(tmp_path / "case7.bin")
-    tma._save_window(path, w)
+    ct.save_window(path, w)
     assert sorted(os.listdir(tmp_path)) == ["case7.bin"]  # no .part left behind
     assert os.path.getsize(path) == w.size  # raw bytes: no header that numpy could pad wrongly
-    back = tma._load_window(path)
+    back = ct.load_window(path)
     assert back.dtype == np.uint8 and np.array_equal(back, w)
+
+
+# ---- the case object: model(), check(got) ----------------------------------------------------------
+def _case(swizzle="128B", smem_address=0x180, coords=(0, 2), box=(64, 8), shape=(72, 20), oob_fill="zero"):
+    rng = np.random.default_rng(12)
+    t = TensorMap("float16", shape, box, swizzle=swizzle, oob_fill=oob_fill)
+    g = rng.integers(1, 2**15, size=(shape[1], shape[0]), dtype=np.uint16)
+    return TmaLoad(g, t, coords, smem_address=smem_address)
+
+
+def test_tmaload_model_is_the_smem_image():
+    c = _case()
+    m = c.model()
+    assert m.dtype == np.uint8 and m.shape == (c.tmap.smem_footprint,)
+    np.testing.assert_array_equal(m, tma_load_model(c.gmem, c.tmap, c.coords, smem_address=0x180))
+    r = c.check(m)
+    assert r.ok and "all 1024 bytes equal the model" in str(r)
+
+
+def test_tmaload_check_names_the_box_row_and_element():
+    c = _case()
+    bad = c.model().copy()
+    # The byte that holds byte 1 of element 9 of box row 3 (unswizzled offset 3*128 + 18 + 1).
+    from bwlab.hw.swizzle import SWIZZLES
+    addr = int(SWIZZLES["128B"](0x180 + 3 * 128 + 19))
+    bad[addr - 0x180] ^= 0x40
+    r = c.check(bad)
+    text = str(r)
+    assert not r.ok and r.differing == 1
+    assert f"SMEM byte 0x{addr:04x}" in text and "box row 3, element 9, byte 1 of 2" in text, text
+    assert "tensor element (9, 5)" in text
+
+
+def test_tmaload_check_says_swizzle_mismatch():
+    c = _case()
+    plain = TmaLoad(c.gmem, TensorMap("float16", (72, 20), (64, 8)), c.coords, 0x180).model()
+    r = c.check(plain)
+    assert not r.ok and "under swizzle 'none', not '128B'" in str(r), str(r)
+
+
+def test_tmaload_check_names_the_fill_and_the_gap():
+    c = _case(swizzle="none", smem_address=0, coords=(16, 16), box=(64, 8))
+    bad = c.model().copy()
+    bad[7 * 128] = 0x55  # row 7 = tensor row 23: outside the 20-row tensor
+    r = c.check(bad)
+    assert "out-of-bounds fill 0x0" in str(r) and "only out-of-bounds elements differ" in str(r), str(r)
+    n = _case(swizzle="128B", smem_address=0, coords=(0, 0), box=(16, 8))  # 32-byte rows, 128-byte pitch
+    bad = n.model().copy()
+    bad[64] = 1
+    r = n.check(bad)
+    assert "in the gap after box row 0" in str(r) and "leaves the rest of each swizzle span alone" in str(r), str(r)
+
+
+def test_tmaload_check_on_a_wrong_size_and_on_nothing_landed():
+    c = _case()
+    assert "must have shape (1024,)" in str(c.check(np.zeros(512, np.uint8)))
+    assert "expect_tx" in str(c.check(np.zeros(1024, np.uint8)))
+
+
+def test_model_and_runner_take_the_same_arguments_in_the_same_order():
+    import inspect
+    from bwlab.tma import run_tma_load
+    m = list(inspect.signature(tma_load_model).parameters)
+    r = list(inspect.signature(run_tma_load).parameters)
+    assert r[:len(m)] == m == ["gmem", "tmap", "coords", "smem_address"]
+    assert list(inspect.signature(TmaLoad).parameters) == m
+
+
+def test_tensor_map_takes_both_spellings_of_a_type():
+    assert TensorMap("f16", (64, 8), (64, 8)).dtype == "float16"
+    assert TensorMap("bf16", (64, 8), (64, 8)) == TensorMap("bfloat16", (64, 8), (64, 8))
+    assert TensorMap("s8", (64, 8), (64, 8)).dtype == "int8"
+    assert TensorMap("tf32", (16, 8), (16, 8)).element.tmap_enum == "CU_TENSOR_MAP_DATA_TYPE_TFLOAT32"
+    with pytest.raises(TensorMapError, match=r"\[dtype\]"):
+        TensorMap("e2m1", (64, 8), (64, 8))
+
+
+# ---- the package's shape ---------------------------------------------------------------------------
+def test_teaching_package_imports_no_tooling_and_one_gpu_file():
+    import ast
+    import pathlib
+    pkg = pathlib.Path(tma.__file__).parent
+    for f in sorted(pkg.glob("*.py")):
+        mods = set()
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.Import):
+                mods |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                mods.add(node.module.split(".")[0])
+        assert not mods & {"argparse", "subprocess", "tempfile"}, f.name
+        if f.name != "runner.py":
+            assert not mods & {"cupy", "cuda"}, f.name
+        if f.name != "pictures.py":
+            assert not mods & {"matplotlib", "ipywidgets"}, f.name
+        assert len(f.read_text().splitlines()) <= 420, f.name
+
+
+def test_one_mbarrier_model():
+    import bwlab.hw.mbarrier
+    assert not hasattr(tma, "Mbarrier") and not hasattr(tma, "bank_wavefronts") and not hasattr(tma, "DTYPES")
+    assert tma.model.Mbarrier is bwlab.hw.mbarrier.Mbarrier

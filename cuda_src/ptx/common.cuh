@@ -15,6 +15,15 @@ typedef unsigned long long u64;
 #define BW_WAIT_TIMEOUT_NS 200000000ull
 #endif
 
+// offsetof without <cstddef>, which NVRTC does not ship: __INTADDR__ is what the EDG front end's
+// own offsetof expands to (NVRTC has no __builtin_offsetof); other compilers have the builtin.
+// Used by the static_asserts that tie each struct to the NumPy dtype that mirrors it.
+#if defined(__CUDACC_RTC__)
+#define BW_OFFSETOF(T, field) __INTADDR__(&(((T*)0)->field))
+#else
+#define BW_OFFSETOF(T, field) __builtin_offsetof(T, field)
+#endif
+
 // ---------------------------------------------------------------------------------------------
 // Status record: the first thread that gives up on a barrier writes here; Python reads it after
 // every launch (bwlab.runtime) and raises MbarrierTimeout naming the barrier. A global variable at
@@ -31,6 +40,19 @@ struct BwStatus {
     u32 pad;
     u64 waited_ns;
 };
+// Mirrored by STATUS_DTYPE in bwlab/runtime.py; tests/test_struct_mirrors.py compares the two.
+static_assert(sizeof(BwStatus) == 48, "BwStatus must match STATUS_DTYPE (itemsize 48)");
+static_assert(BW_OFFSETOF(BwStatus, code) == 0, "BwStatus.code");
+static_assert(BW_OFFSETOF(BwStatus, barrier_id) == 4, "BwStatus.barrier_id");
+static_assert(BW_OFFSETOF(BwStatus, phase_parity) == 8, "BwStatus.phase_parity");
+static_assert(BW_OFFSETOF(BwStatus, expected_tx) == 12, "BwStatus.expected_tx");
+static_assert(BW_OFFSETOF(BwStatus, block_x) == 16, "BwStatus.block_x");
+static_assert(BW_OFFSETOF(BwStatus, block_y) == 20, "BwStatus.block_y");
+static_assert(BW_OFFSETOF(BwStatus, block_z) == 24, "BwStatus.block_z");
+static_assert(BW_OFFSETOF(BwStatus, thread) == 28, "BwStatus.thread");
+static_assert(BW_OFFSETOF(BwStatus, cta_rank) == 32, "BwStatus.cta_rank");
+static_assert(BW_OFFSETOF(BwStatus, pad) == 36, "BwStatus.pad");
+static_assert(BW_OFFSETOF(BwStatus, waited_ns) == 40, "BwStatus.waited_ns");
 __device__ BwStatus bw_status;
 
 __device__ __forceinline__ u64 globaltimer_ns() {

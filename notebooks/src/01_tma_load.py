@@ -40,7 +40,9 @@ print(tmap.describe())
 print(f"\nbox bytes (expect_tx): {tmap.box_bytes}   expected 32 * 16 * 2 = {32 * 16 * 2}")
 
 # %% [markdown]
-# Break a rule and the error names it, with the values, before any driver call. Three classics:
+# The rules live in one table, `bwlab.tma.rules.RULES`: each row has the rule's name, its limit, the
+# parameter of `cuTensorMapEncodeTiled` (or the PTX ISA section) that states it, and a check.
+# Break a rule and the error names it, with the values and the limit, before any driver call. Three classics:
 # a box row that is not a multiple of 16 bytes, a box wider than its swizzle span, and NaN fill on
 # an integer type.
 
@@ -80,7 +82,7 @@ plt.show()
 # 4. everyone: `mbarrier.try_wait.parity(0)` until phase 0 has completed: pending arrivals **and**
 #    transaction count both zero.
 #
-# The timeline below is computed by `tma.Mbarrier`, a small model of that state machine. How finely the
+# The timeline below is computed by `bwlab.hw.mbarrier.Mbarrier`, a small model of that state machine. How finely the
 # hardware splits its `complete_tx` is not architectural; only the total is, so it is drawn in four parts.
 
 # %%
@@ -102,9 +104,8 @@ print(f"after every byte arrived: tx-count = {last[3]} (expected 16), phase 0 co
 # The kernel source, top to bottom in the order above:
 
 # %%
-from bwlab.compile import CUDA_SRC
-src = (CUDA_SRC / "tma_load.cu").read_text()
-print(src[src.index('extern "C" __global__ void tma_load_dump'):src.index("// ----", src.index("tma_load_dump("))])
+from bwlab.source import show_source
+kernel_text = show_source("tma_load.cu", kernel="tma_load_dump")
 
 # %% [markdown]
 # ## 4. What lands in SMEM: the model
@@ -165,7 +166,7 @@ plt.show()
 # access pattern of `ldmatrix` and of tensor-core operand fetches — hits one bank group over and over
 # when the rows are 128 bytes apart. The swizzle spreads the rows' chunks over all eight 16-byte chunk
 # positions. Wavefronts (bank-serialised steps) for a 32-thread column read, computed by
-# `tma.bank_wavefronts` from the addresses the model gives:
+# `bwlab.hw.banks.wavefronts` from the addresses the model gives:
 
 # %%
 print(f"{'mode':5s} {'row bytes':>9s} {'access':>6s} {'no swizzle':>10s} {'expected':>8s} {'swizzled':>8s} {'expected':>8s}")
@@ -204,7 +205,7 @@ plt.show()
 # %% [markdown]
 # ## 7. The GPU's bytes next to the model's
 #
-# On a GPU with TMA, `tma.run_tma_load` runs `tma_load_dump`: it clears the SMEM window, loads the box, checks the transaction count was exact (a second phase must complete with
+# On a GPU with TMA, `tma.run_tma_load` (or `tma.TmaLoad(...).run()`) runs `tma_load_dump`: it clears the SMEM window, loads the box, checks the transaction count was exact (a second phase must complete with
 # no bytes outstanding) and copies the raw SMEM out, swizzle and all. The model takes the same
 # arguments, so the comparison is one line. The last two boxes have rows narrower than their swizzle
 # span (16 and 48 bytes). Then 200 random loads (every element size, rank 1–5, every swizzle with full and
@@ -216,12 +217,13 @@ if device.tier("tma") == "hardware":
     for mode, inner in (("none", 64), ("32B", 16), ("64B", 32), ("128B", 64), ("64B", 8), ("128B", 24)):
         t = TensorMap("bfloat16", (80, 48), (inner, 16), swizzle=mode)
         for coords, offset in (((32, 16), 0), ((64, 40), 384)):
-            gpu = tma.run_tma_load(t, gmem, coords, smem_offset=offset)
-            model = tma_load_model(gmem, t, coords, smem_address=offset)
+            case = tma.TmaLoad(gmem, t, coords, smem_address=offset)
+            gpu = case.run()
             print(f"{mode:5s} box at {coords}, SMEM +{offset:4d}: {gpu.size} bytes, "
-                  f"GPU == model: {np.array_equal(gpu, model)} (expected True)")
+                  f"GPU == model: {case.check(gpu).ok} (expected True)")
+    from bwlab.checks.tma import random_cases, validate_cases
     report = []
-    failures = tma.validate_cases(tma.random_cases(200, seed=1), say=report.append)
+    failures = validate_cases(random_cases(200, seed=1), say=report.append)
     print("\n".join(report))
     print(f"random loads: {200 - failures}/200 bit-exact (expected 200/200)")
 else:

@@ -1,0 +1,48 @@
+"""Stage 1 — the TMA load: tensor maps, the mbarrier handshake, swizzle, out-of-bounds fill.
+
+A TMA load (`cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx::bytes`, PTX ISA
+"Data Movement and Conversion Instructions: cp.async.bulk.tensor"; tensor semantics in PTX ISA 5.5
+"Tensors") copies one *box* of a tensor in global memory into shared memory. Everything about the
+tensor lives in a 128-byte *tensor map* built on the host by `cuTensorMapEncodeTiled` (CUDA driver
+API "Tensor Map Object Management"); the instruction names only the tensor map, the box's starting
+coordinates, the SMEM destination and an mbarrier.
+
+The package, file by file:
+
+* `tensor_map` — `TensorMap`, the parameters validated on construction against the rules of
+  `cuTensorMapEncodeTiled` (`TensorMapError` names the rule and the values); `tx_bytes` (what
+  `expect_tx` must announce) and `smem_footprint` (the SMEM the box takes).
+* `model`      — `tma_load_model(gmem, tmap, coords, smem_address)`: which bytes land at which SMEM
+  address (NumPy and bwlab.hw only); the handshake through bwlab.hw.mbarrier.
+* `runner`     — `run_tma_load(gmem, tmap, coords, smem_address)`: the same load on the GPU
+  (`cuda_src/tma_load.cu`, kernel `tma_load_dump`); the only file that imports CuPy / cuda.bindings.
+* `case`       — `TmaLoad(gmem, tmap, coords, smem_address)`: model() / run() / check() / show().
+* `pictures`   — the figures and the explorer of notebook 01 (matplotlib, ipywidgets).
+
+Validation, diagnosis and the copy benchmark live in bwlab/checks/ (`python -m bwlab.validate tma`,
+`python -m bwlab.bench tma_copy`).
+
+CuTe counterparts: include/cute/atom/copy_traits_sm90_tma.hpp (make_tma_copy, the tensor-map
+encoder) and include/cute/arch/copy_sm90_tma.hpp (SM90_TMA_LOAD_{1..5}D).
+
+Conventions: shapes and coordinates are innermost-first, as the driver and PTX number them (dim 0
+is the contiguous one); `global_strides` are the byte strides of dims 1..rank-1.
+"""
+from .case import TmaLoad
+from .model import (TF32_ROUNDS_ON_LOAD, bank_conflict_table, check_modelled, column_read_addresses,
+                    cta_tiles, handshake_events, oob_fill_bits, smem_chunks, tma_load_model, tma_load_window,
+                    tma_load_writes)
+from .pictures import (plot_bank_conflicts, plot_cta_tiles, plot_handshake, plot_oob_box, plot_smem_image,
+                       plot_swizzle_modes, swizzle_explorer)
+from .runner import PREFETCH_BOX, PREFETCH_TENSORMAP, run_tma_load
+from .tensor_map import (MAX_BOX, MAX_RANK, SMEM_ALIGNMENT, TMAP_DTYPES, TensorMap, TensorMapError,
+                         is_narrow_swizzle)
+
+__all__ = [
+    "TensorMap", "TensorMapError", "TMAP_DTYPES", "SMEM_ALIGNMENT", "MAX_BOX", "MAX_RANK", "is_narrow_swizzle",
+    "tma_load_model", "tma_load_writes", "tma_load_window", "run_tma_load", "TmaLoad",
+    "PREFETCH_TENSORMAP", "PREFETCH_BOX", "oob_fill_bits", "check_modelled", "TF32_ROUNDS_ON_LOAD",
+    "handshake_events", "cta_tiles", "smem_chunks", "column_read_addresses", "bank_conflict_table",
+    "plot_handshake", "plot_cta_tiles", "plot_smem_image", "plot_swizzle_modes", "plot_bank_conflicts",
+    "plot_oob_box", "swizzle_explorer",
+]
