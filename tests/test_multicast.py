@@ -1,4 +1,5 @@
-"""bwlab.multicast against CuTe: cluster layouts, multicast masks, tma_partition, the plan.
+"""bwlab.multicast against CuTe: cluster layouts, multicast masks, tma_partition, the plan, the model,
+the MulticastLoad case, the kernel's argument struct; and the benchmark's configuration rules.
 
 CUTE_CLUSTERS records what CuTe itself printed (NVIDIA/cutlass include/cute, commit 7107b0553), once,
 as facts: for each cluster shape and peer count, CuTe's
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 
 from bwlab import multicast as mc
+from bwlab.checks import multicast as mcheck
 from bwlab.layout import Layout
 
 # (cluster shape, peers, CuTe's layout, [(A <2>, B <1>, <0,1>, <0,2>) for rank 0, 1, ...])
@@ -171,7 +173,7 @@ def test_plan_covers_every_tile_exactly_once(cfg):
 @pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: f"{c.cluster}-v{c.peers}-{c.operands}-{c.swizzle}-{c.grid}")
 def test_model_gives_every_cta_its_whole_tile(cfg):
     ops = mc.make_operands(cfg, seed=3)
-    model = mc.model_smem(cfg, ops)
+    model = mc.multicast_model(cfg, ops)
     assert np.array_equal(model, mc.expected_smem(cfg, ops))
     # and the tiles differ between CTAs that should hold different data
     gx = cfg.grid[0]
@@ -185,16 +187,17 @@ def test_wrong_masks_are_caught(monkeypatch):
     ops = mc.make_operands(cfg)
     good = mc.expected_smem(cfg, ops)
     real = mc.cta_masks
-    monkeypatch.setattr(mc, "cta_masks", lambda L, r: (lambda m: mc.CtaMasks(m.rank, m.coord, m.b, m.b, m.c))(real(L, r)))
-    assert not np.array_equal(mc.model_smem(cfg, ops), good)
+    monkeypatch.setattr("bwlab.multicast.partition.cta_masks",
+                        lambda L, r: (lambda m: mc.CtaMasks(m.rank, m.coord, m.b, m.b, m.c))(real(L, r)))
+    assert not np.array_equal(mc.multicast_model(cfg, ops), good)
 
 
 def test_smem_model_uses_the_address_for_the_swizzle():
     cfg = mc.MulticastConfig(cluster=(2, 2), operands="A")
     ops = mc.make_operands(cfg)
-    assert np.array_equal(mc.model_smem(cfg, ops, 1024), mc.model_smem(cfg, ops, 0))
+    assert np.array_equal(mc.multicast_model(cfg, ops, 1024), mc.multicast_model(cfg, ops, 0))
     with pytest.raises(ValueError):
-        mc.model_smem(cfg, ops, 64)  # TMA needs a 128-byte aligned destination
+        mc.multicast_model(cfg, ops, 64)  # TMA needs a 128-byte aligned destination
 
 
 def test_plan_arrays_match_plan():
@@ -223,8 +226,8 @@ def test_plan_arrays_match_plan():
     (lambda: mc.MulticastConfig(tile_k=128), "swizzle"),          # 256-byte rows under 128B swizzle
     (lambda: mc.MulticastConfig(dtype="float64", tile_k=256, tile_m=256, swizzle="none",
                                 operands="A", cluster=(1, 1)), "SMEM"),
-    (lambda: mc.BenchConfig(cluster=3), "1, 2, 4 or 8"),
-    (lambda: mc.BenchConfig(cluster=8, ctas=12), "whole number"),
+    (lambda: mcheck.BenchConfig(cluster=3), "1, 2, 4 or 8"),
+    (lambda: mcheck.BenchConfig(cluster=8, ctas=12), "whole number"),
 ])
 def test_bad_input_raises_value_error(bad, match):
     with pytest.raises(ValueError, match=match):
@@ -234,7 +237,7 @@ def test_bad_input_raises_value_error(bad, match):
 def test_runner_refuses_non_portable_clusters_before_the_driver():
     cfg = mc.MulticastConfig(cluster=(4, 4))
     with pytest.raises(ValueError, match="portable"):
-        mc.run_multicast(cfg)
+        mc.run_multicast(cfg, mc.make_operands(cfg))
 
 
 def test_ncu_csv_is_read_per_launch():
@@ -247,17 +250,17 @@ def test_ncu_csv_is_read_per_launch():
                       row.format(i=0, k="tma_multicast_bench", m="lts__t_sectors_op_read.sum", v="2,048"),
                       row.format(i=1, k="other_kernel", m="lts__t_sectors_srcunit_tex_op_read.sum", v="7"),
                       row.format(i=2, k="tma_multicast_bench", m="lts__t_sectors_srcunit_tex_op_read.sum", v="256")])
-    assert mc.ncu_sectors(text) == [1024, 256]
-    assert mc.ncu_sectors(text, "lts__t_sectors_op_read.sum") == [2048]
-    assert mc.ncu_sectors("no csv here") == []
+    assert mcheck.ncu_sectors(text) == [1024, 256]
+    assert mcheck.ncu_sectors(text, "lts__t_sectors_op_read.sum") == [2048]
+    assert mcheck.ncu_sectors("no csv here") == []
 
 
 def test_bench_bytes_are_derived_from_the_configuration():
-    b = mc.BenchConfig(cluster=4, ctas=128, iters=10)
+    b = mcheck.BenchConfig(cluster=4, ctas=128, iters=10)
     assert b.tile_bytes == 8 * 64 * 128
-    assert b.smem_bytes == mc.BENCH_STAGES * b.tile_bytes + 1024 <= 227 * 1024
+    assert b.smem_bytes == mcheck.BENCH_STAGES * b.tile_bytes + 1024 <= 227 * 1024
     with pytest.raises(ValueError, match="SMEM"):
-        mc.BenchConfig(boxes_per_tile=16)
+        mcheck.BenchConfig(boxes_per_tile=16)
     assert b.bytes_into_smem() == 128 * 10 * b.tile_bytes
     assert b.bytes_from_l2(0) == b.bytes_into_smem()
     assert b.bytes_from_l2(1) * 4 == b.bytes_into_smem()
@@ -288,11 +291,11 @@ def test_pictures_have_titles_and_legends():
     assert ax.get_title() and ax.get_legend() is not None
     cfg = mc.MulticastConfig(cluster=(2, 2), operands="AB")
     ops = mc.make_operands(cfg)
-    smem = mc.model_smem(cfg, ops)
+    smem = mc.multicast_model(cfg, ops)
     smem[1, 100] ^= 0xFF  # one wrong byte in CTA 1
     run = mc.MulticastRun(cfg, smem, np.array([p.rank for p in mc.plan(cfg)]), np.zeros(4, dtype=np.int64),
                           np.array([(b % 2, b // 2) for b in range(4)]), ops)
-    check = mc.compare(run)
+    check = mc.compare_run(run)
     assert not check.ok and check.bad_ctas == [1] and check.bad_bytes == 1
     for f in (mc.draw_masks_of(L, 3), mc.draw_every_mask(L, "C"), mc.draw_landing(cfg, (1, 1)),
               mc.draw_smem_check(run), mc.draw_savings([cfg])):
@@ -302,7 +305,7 @@ def test_pictures_have_titles_and_legends():
 
 
 def test_bench_config_rules():
-    from bwlab.multicast import BenchConfig, parse_depth
+    from bwlab.checks.multicast import BenchConfig, parse_depth
     cfg = parse_depth("4x48")
     assert (cfg.stages, cfg.box_rows) == (4, 48)
     with pytest.raises(ValueError, match="2..8 stages"):
@@ -313,3 +316,140 @@ def test_bench_config_rules():
         parse_depth("deep")
     with pytest.raises(ValueError, match="1, 2, 4 or 8"):
         BenchConfig(cluster=3)
+
+
+# ---- the one interface: model / run with the same parameters, the MulticastLoad case ------------
+def test_model_and_run_take_the_same_parameters():
+    import inspect
+    m = list(inspect.signature(mc.multicast_model).parameters)
+    r = [n for n, p in inspect.signature(mc.run_multicast).parameters.items() if p.kind != p.KEYWORD_ONLY]
+    assert m == r == ["cfg", "operands", "smem_address"]
+
+
+def test_runner_refuses_a_tile_area_off_the_kernels_boundary():
+    cfg = mc.MulticastConfig(cluster=(2, 2))
+    with pytest.raises(ValueError, match="1024-byte boundary"):
+        mc.run_multicast(cfg, mc.make_operands(cfg), smem_address=128)
+
+
+def test_case_model_is_the_tile_area_of_every_cta():
+    cfg = mc.MulticastConfig(cluster=(2, 4), operands="AB")
+    case = mc.MulticastLoad(cfg, seed=5)
+    got = case.model()
+    assert isinstance(got, np.ndarray) and got.dtype == np.uint8
+    assert got.shape == (cfg.n_ctas, cfg.smem_bytes)
+    assert np.array_equal(got, mc.expected_smem(cfg, mc.make_operands(cfg, 5)))
+    res = case.check(got)
+    assert res.ok and "all" in str(res)
+    with pytest.raises(ValueError, match="MulticastConfig"):
+        mc.MulticastLoad((2, 2))
+
+
+def test_case_check_names_cta_byte_and_slice():
+    cfg = mc.MulticastConfig(cluster=(2, 4), operands="AB")
+    case = mc.MulticastLoad(cfg)
+    got = case.model()
+    # CTA 3 = block (1, 1), rank 3; A slices are 4096 B (the tile's 16 KiB split among 4 CTAs along N):
+    # byte 0x1388 sits in slice 1, issued by rank 1 + 2 * 1 = 3.
+    got[3, 0x1388] ^= 0x01
+    res = case.check(got)
+    assert not res.ok and res.differing == 1
+    text = str(res)
+    assert "CTA 3 (block (1, 1), cluster rank 3), SMEM byte 0x01388" in text
+    assert "operand A slice 1, issued by rank 3" in text
+    assert "box coordinates" in text
+
+
+def test_case_hint_for_a_mask_that_leaves_out_a_cta():
+    cfg = mc.MulticastConfig(cluster=(2, 4), operands="AB")
+    case = mc.MulticastLoad(cfg)
+    got = case.model()
+    # CTA 2 = block (0, 1) = (m 0, n 1): its B slice 1 comes from rank 3 (m 1, n 1), whose B mask
+    # is 0x000C (ranks 2 and 3). Pretend that mask missed rank 2.
+    p = case.plans[2]
+    op, src, off, n = next(r for r in p.receives if r[0] == "B" and r[1] == 3)
+    got[2, off:off + n] = mc.FILL_BYTE
+    text = str(case.check(got))
+    assert "cluster rank 2" in text and "operand B slice 1, issued by rank 3" in text
+    assert "the B mask of rank 3 (0x000C) must include rank 2" in text and "expect_tx" in text
+
+
+def test_case_hint_for_a_slice_at_the_wrong_offset():
+    cfg = mc.MulticastConfig(cluster=(2, 4), operands="A")
+    case = mc.MulticastLoad(cfg)
+    good = case.model()
+    got = good.copy()
+    got[0, 0:4096] = good[0, 4096:8192]  # slice 1's bytes where slice 0 belongs
+    text = str(case.check(got))
+    assert "slice 0, issued by rank 0" in text and "slice offset" in text
+
+
+def test_case_hint_for_bytes_where_no_slice_lands():
+    # A tile 4 x 64 halves = 512 B; B starts at the next 1024-byte boundary: bytes 512..1023 get nothing.
+    cfg = mc.MulticastConfig(cluster=(2, 2), operands="AB", tile_m=4, swizzle="none")
+    case = mc.MulticastLoad(cfg)
+    got = case.model()
+    gap = cfg.tile_bytes("A")
+    assert cfg.smem_base("B") > gap
+    got[0, gap] = 0
+    text = str(case.check(got))
+    assert "no slice lands there" in text and "slice offsets" in text
+
+
+def test_case_show_draws_the_landing():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig = mc.MulticastLoad(mc.MulticastConfig(cluster=(2, 2))).show(block=(1, 0))
+    assert fig.axes[0].get_title().startswith("CTA (1, 0)")
+    plt.close("all")
+
+
+# ---- the C struct the NumPy record mirrors ----------------------------------------------------------
+def _struct_layout(text, struct):
+    """(sizeof, {field: offset}) of `struct` as the static_assert lines of a .cu fix it.
+
+    NVRTC has no offsetof, so the .cu asserts sizeof(struct), each field's size and that the sizes
+    add up to sizeof (no padding); each field then sits at the sum of the sizes declared before it.
+    The declaration order is read from the struct's body."""
+    import re
+    body = re.search(r"struct\s+" + struct + r"\s*\{(.*?)\};", text, re.S).group(1)
+    body = re.sub(r"//[^\n]*", "", body)
+    order = [n for decl in body.split(";") if decl.strip()
+             for n in re.findall(r"(\w+)\s*(?:,|$)", decl.strip().split(None, 1)[1])]
+    size = int(re.search(r"static_assert\(\s*sizeof\(" + struct + r"\)\s*==\s*(\d+)", text).group(1))
+    sizes = {m.group(1): int(m.group(2)) for m in
+             re.finditer(r"static_assert\(\s*sizeof\(" + struct + r"::(\w+)\)\s*==\s*(\d+)", text)}
+    assert sorted(sizes) == sorted(order), f"every field of {struct} needs its size asserted"
+    assert re.search(r"sizeof\(" + struct + r"::\w+\)\s*\+[^;]*==\s*sizeof\(" + struct + r"\)", text), \
+        f"the .cu must assert that {struct}'s field sizes add up to its size"
+    offsets, at = {}, 0
+    for name in order:
+        offsets[name] = at
+        at += sizes[name]
+    assert at == size
+    return size, offsets
+
+
+def test_tma_issue_dtype_matches_the_struct_in_the_kernel():
+    from bwlab.source import source_text
+    size, offsets = _struct_layout(source_text("tma_multicast.cu"), "TmaIssue")
+    dt = mc.TMA_ISSUE_DTYPE
+    assert size == dt.itemsize == 16
+    assert offsets == {name: dt.fields[name][1] for name in dt.names}
+    assert list(offsets) == list(dt.names)
+
+
+# ---- the commands ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("entry", ["validate", "bench"])
+def test_commands_help_exits_zero(entry, capsys):
+    import importlib
+    main = importlib.import_module(f"bwlab.{entry}").main
+    assert main(["multicast", "--help"]) == 0
+    assert "--out" in capsys.readouterr().out
+
+
+def test_validation_configs_are_valid_and_cover_two_sm():
+    full, quick = mcheck.validation_configs(), mcheck.validation_configs(quick=True)
+    assert len(full) == 29 and len(quick) == 12
+    assert any(c.peers == 2 for c in quick) and {c.swizzle for c in full} == {"none", "64B", "128B"}
