@@ -453,3 +453,82 @@ def test_validation_configs_are_valid_and_cover_two_sm():
     full, quick = mcheck.validation_configs(), mcheck.validation_configs(quick=True)
     assert len(full) == 29 and len(quick) == 12
     assert any(c.peers == 2 for c in quick) and {c.swizzle for c in full} == {"none", "64B", "128B"}
+
+
+def test_validate_report_lines_are_those_recorded_on_the_h100(monkeypatch, capsys):
+    """`python -m bwlab.validate multicast` with the GPU replaced by the model prints, line for line,
+    what docs/results/multicast_validate_h100.txt recorded (banner and the timeout's message aside)."""
+    from bwlab import device
+    from bwlab.results import recorded
+    from bwlab.runtime import MbarrierTimeout
+
+    def fake_launch(cfg, operands, *, extra_tx=0):
+        if extra_tx:
+            rec = dict(phase_parity=0, expected_tx=cfg.expect_tx_bytes + extra_tx, block_x=0, block_y=0,
+                       block_z=0, thread=0, cta_rank=0, waited_ns=200_000_000)
+            raise MbarrierTimeout("tma_multicast_tile", "tile_full", rec)
+        plans = mc.plan(cfg)
+        return mc.MulticastRun(cfg, mc.multicast_model(cfg, operands, 1024), np.array([p.rank for p in plans]),
+                               np.full(cfg.n_ctas, 1024),
+                               np.array([(p.block[0] % cfg.cluster[0], p.block[1] % cfg.cluster[1]) for p in plans]),
+                               operands)
+
+    monkeypatch.setattr(mcheck, "launch_multicast", fake_launch)
+    monkeypatch.setattr(device, "tier", lambda stage: "hardware")
+    assert mcheck.validate_main([]) == 0
+    got = capsys.readouterr().out.splitlines()[1:]
+    want = recorded("multicast_validate_h100.txt").split("\n\n# command")[0].splitlines()[1:]
+    assert got == want
+
+
+def test_bench_report_lines_are_those_recorded_on_the_h100(monkeypatch, capsys):
+    """`python -m bwlab.bench multicast`, fed the times the H100 measured, prints the recorded tables
+    line for line (docs/results/multicast_bench_h100.txt, banner aside)."""
+    from types import SimpleNamespace
+
+    from bwlab import device
+    from bwlab.results import recorded
+    text = recorded("multicast_bench_h100.txt").split("\n\n\nNsight")[0]
+    want = text.splitlines()[1:]
+    measured = {}
+    for line in want:
+        f = line.split()
+        depth = None
+        if "KiB" in f:
+            depth, f = " ".join(f[:4]), f[4:]
+        if len(f) >= 10 and f[0].isdigit() and f[-2] in ("True", "False"):
+            mode = [k for k, v in mcheck.BENCH_MODES.items() if v == f[2]][0]
+            measured[(depth, int(f[0]), int(f[1]), mode)] = (float(f[3]), float(f[4]), f[-2] == "True", int(f[-1]))
+
+    def fake_run_bench(cfg, modes=(0, 1, 2), warmup=3, repeat=15, single=False):
+        depth = cfg.label() if modes == (0, 1) else None
+        res = {}
+        for m in modes:
+            med, mn, resident, occ = measured[(depth, cfg.ctas, cfg.cluster, m)]
+            res[m] = (SimpleNamespace(median_ms=med, min_ms=mn), resident)
+        return res, occ
+
+    monkeypatch.setattr(mcheck, "run_bench", fake_run_bench)
+    monkeypatch.setattr(device, "tier", lambda stage: "hardware")
+    assert mcheck.bench_main([]) == 0
+    got = capsys.readouterr().out.splitlines()[1:]
+    assert len(measured) == 2 * 4 * 4 + 3 * 4 * 2  # (ctas x clusters x modes) + (depths x clusters x 2)
+    assert len(got) == len(want)
+
+    def same(g, w):  # the file's times are rounded, so the columns derived from them may differ a little
+        if g == w:
+            return True
+        if len(g) != len(w) or len(g.split()) != len(w.split()):
+            return False
+        for a, b in zip(g.split(), w.split()):
+            try:
+                x, y = float(a.rstrip("x")), float(b.rstrip("x"))
+            except ValueError:
+                if a != b:
+                    return False
+                continue
+            if abs(x - y) > (1 if "." not in b else 0.01 + 1e-3 * abs(y)):
+                return False
+        return True
+
+    assert all(same(g, w) for g, w in zip(got, want)), [(g, w) for g, w in zip(got, want) if not same(g, w)][:3]

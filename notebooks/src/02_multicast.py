@@ -28,6 +28,7 @@ import numpy as np
 
 from bwlab import multicast as mc
 from bwlab.layout import Layout, make_layout, tiled_divide
+from bwlab.results import show_recorded
 print("multicast tier here:", bwlab.tier("multicast"))
 
 # %% [markdown]
@@ -106,9 +107,9 @@ for name, got, want in (("A", m9.a, 0x2222), ("B", m9.b, 0x0F00), ("C", m9.c, 0x
     assert got == want
 
 # %% [markdown]
-# A seed document of this project got one of these wrong: for the layout `(2,2,4,1):(8,4,1,0)` and CTA
-# `(0,1,2,0)` it claimed the B mask `0b0000000000110011`. Step 2 says otherwise: the base is
-# `layout(0,0,2,0) = 2`, and the slice along M has stride 4.
+# A tempting slip: for the layout `(2,2,4,1):(8,4,1,0)` and CTA `(0,1,2,0)`, guessing the B mask as
+# `0b0000000000110011`. Step 2 says otherwise: the base is `layout(0,0,2,0) = 2`, and the slice along M
+# has stride 4.
 
 # %%
 seed_layout = Layout((2, 2, 4, 1), (8, 4, 1, 0))
@@ -215,7 +216,7 @@ print("expected: leader 65536 B, peer 0 B (tutorial 04: 2 * (16384 + 16384))")
 # %% [markdown]
 # ### The model of the whole cluster
 #
-# `model_smem` follows the plan literally: every issued box (bytes from `bwlab.tma.tma_load_model`, swizzle
+# `multicast_model` follows the plan literally: every issued box (bytes from `bwlab.tma.tma_load_model`, swizzle
 # included) is written into every CTA of its mask. `expected_smem` ignores masks and slices and loads
 # each CTA's whole tiles in one box. If a mask or a slice were wrong, the two would differ.
 
@@ -223,7 +224,7 @@ print("expected: leader 65536 B, peer 0 B (tutorial 04: 2 * (16384 + 16384))")
 cfg = mc.MulticastConfig(cluster=(2, 4), operands="AB", grid_clusters=(2, 1))
 ops = mc.make_operands(cfg, seed=0)
 print(cfg.describe())
-print("model_smem == expected_smem:", np.array_equal(mc.model_smem(cfg, ops), mc.expected_smem(cfg, ops)),
+print("multicast_model == expected_smem:", np.array_equal(mc.multicast_model(cfg, ops), mc.expected_smem(cfg, ops)),
       "  expected True")
 
 # %% [markdown]
@@ -237,10 +238,9 @@ print("model_smem == expected_smem:", np.array_equal(mc.model_smem(cfg, ops), mc
 # sent may still be landing elsewhere.
 
 # %%
-from bwlab.compile import CUDA_SRC, compile_cuda
-src = (CUDA_SRC / "tma_multicast.cu").read_text()
-start = src.index('extern "C" __global__ void __cluster_dims__')
-print(src[start:src.index("// The benchmark", start)])
+from bwlab.compile import compile_cuda
+from bwlab.source import show_source
+kernel_text = show_source("tma_multicast.cu", kernel="tma_multicast_tile")
 
 # %% [markdown]
 # ### Peek under the hood: the PTX
@@ -263,7 +263,7 @@ for needle in (".reqnctapercluster 2, 4, 1", "fence.mbarrier_init.release.cluste
 # ### On the GPU: every CTA's shared memory beside the model
 #
 # On sm_90+ this launches the kernel for three 2D cluster shapes, with the one-SM and two-SM layouts,
-# dumps every CTA's tile area and compares it byte for byte with `model_smem` (and each CTA's
+# dumps every CTA's tile area and compares it byte for byte with `multicast_model` (and each CTA's
 # `%cluster_ctarank` with the layout). Without such a GPU it prints the committed H100 validation.
 
 # %% tags=["nbval-ignore-output"]
@@ -272,14 +272,13 @@ if bwlab.tier("multicast") == "hardware":
               mc.MulticastConfig(cluster=(2, 4), operands="A"),
               mc.MulticastConfig(cluster=(4, 2), operands="B"),
               mc.MulticastConfig(cluster=(4, 2), peers=2, operands="AB", grid_clusters=(2, 1))]:
-        run = mc.run_multicast(c, seed=1)
-        print(mc.compare(run).line())
+        run = mc.launch_multicast(c, mc.make_operands(c, seed=1))
+        print(mc.compare_run(run).line())
     mc.draw_smem_check(run)
     plt.show()
 else:
-    from pathlib import Path
     print("no sm_90+ GPU here: the H100 validation committed in docs/results/multicast_validate_h100.txt says\n")
-    print((Path(bwlab.__file__).parent.parent / "docs/results/multicast_validate_h100.txt").read_text())
+    show_recorded("multicast_validate_h100.txt")
 
 # %% [markdown]
 # ## 5 · What multicast saves
@@ -314,10 +313,10 @@ plt.show()
 
 # %% tags=["nbval-ignore-output"]
 if bwlab.tier("multicast") == "hardware":
-    res, occ = mc.run_bench(mc.BenchConfig(cluster=4, ctas=32, iters=500), modes=(0, 1, 2, 3), repeat=5)
+    from bwlab.checks import multicast as bench
+    res, occ = bench.run_bench(bench.BenchConfig(cluster=4, ctas=32, iters=500), modes=(0, 1, 2, 3), repeat=5)
     own_ms = res[0][0].median_ms
     for mode, (r, resident) in res.items():
-        print(f"c=4, 32 CTAs, {mc.BENCH_MODES[mode]:11s}: median {r.median_ms:.3f} ms, "
+        print(f"c=4, 32 CTAs, {bench.BENCH_MODES[mode]:11s}: median {r.median_ms:.3f} ms, "
               f"own / this = {own_ms / r.median_ms:.2f} (all CTAs resident: {resident})")
-from pathlib import Path
-print((Path(bwlab.__file__).parent.parent / "docs/results/multicast_bench_h100.txt").read_text())
+show_recorded("multicast_bench_h100.txt")
