@@ -221,7 +221,7 @@ def test_plan_arrays_match_plan():
     (lambda: mc.create_tma_multicast_mask(Layout((4, 8), (1, 4)), (0, 0), (1,)), "ranks 0..15"),
     (lambda: mc.cta_coord(mc.cluster_layout_vmnk((2, 2)), 4), "outside the cluster"),
     (lambda: mc.MulticastConfig(cluster=(2, 2), operands="C"), "operands"),
-    (lambda: mc.MulticastConfig(cluster=(1, 8), tile_m=8, operands="A"), "multiples of 1024"),
+    (lambda: mc.MulticastConfig(cluster=(1, 8), tile_m=4, operands="A"), "multiples of 128"),  # 64-byte slices
     (lambda: mc.MulticastConfig(tile_m=300), "1..256"),
     (lambda: mc.MulticastConfig(tile_k=128), "swizzle"),          # 256-byte rows under 128B swizzle
     (lambda: mc.MulticastConfig(dtype="float64", tile_k=256, tile_m=256, swizzle="none",
@@ -532,3 +532,70 @@ def test_bench_report_lines_are_those_recorded_on_the_h100(monkeypatch, capsys):
         return True
 
     assert all(same(g, w) for g, w in zip(got, want)), [(g, w) for g, w in zip(got, want) if not same(g, w)][:3]
+
+
+
+# ---- slices need 128-byte alignment, not 1024: the swizzle follows the SMEM address ----------------
+SLICE_128 = [  # (config, operand): slices that are multiples of 128 bytes but not of 1024
+    (mc.MulticastConfig(cluster=(2, 4), tile_m=24, operands="A"), "A"),               # 768-byte slices
+    (mc.MulticastConfig(cluster=(1, 8), tile_m=8, operands="A"), "A"),                # 128-byte slices
+    (mc.MulticastConfig(cluster=(4, 2), tile_n=40, operands="AB"), "B"),              # 1280-byte slices
+    (mc.MulticastConfig(cluster=(2, 2), tile_k=32, tile_m=12, swizzle="64B", operands="A"), "A"),
+    (mc.MulticastConfig(cluster=(2, 2), tile_k=16, tile_m=8, swizzle="32B", operands="A"), "A"),
+]
+
+
+@pytest.mark.parametrize("cfg,op", SLICE_128, ids=lambda x: x if isinstance(x, str) else
+                         f"{x.cluster}-{x.swizzle}-m{x.tile_m}n{x.tile_n}k{x.tile_k}")
+@pytest.mark.parametrize("smem_address", [0, 0x80, 0x2380])
+def test_slices_aligned_to_128_bytes_are_accepted_and_modelled_by_address(cfg, op, smem_address):
+    from bwlab.tma import tma_load_model
+    nbytes = cfg.slice_of(op, 0).nbytes
+    assert nbytes % 128 == 0 and nbytes % 1024 != 0
+    ops = mc.make_operands(cfg, seed=11)
+    model = mc.multicast_model(cfg, ops, smem_address)
+    # every slice in every CTA is the TMA load of the same box at that slice's absolute address
+    tmap = cfg.tensor_map(op)
+    for p in mc.plan(cfg):
+        for src_op, src, off, n in p.receives:
+            if src_op != op:
+                continue
+            iss = next(i for q in mc.plan(cfg) if q.rank == src and q.cluster == p.cluster
+                       for i in q.issues if i.operand == op)
+            want = tma_load_model(ops[op], tmap, iss.coords, smem_address + off)
+            gx = cfg.grid[0]
+            assert np.array_equal(model[p.block[0] + gx * p.block[1], off:off + n], want)
+    # and the slices together are the whole tile loaded in one box at the tile's address
+    assert np.array_equal(model, mc.expected_smem(cfg, ops, smem_address))
+    if smem_address % 1024 == 0:  # the case models the kernel's tile area, on a 1024-byte boundary
+        assert mc.MulticastLoad(cfg, ops).check(model).ok
+
+
+def test_a_slice_off_the_pattern_start_is_not_the_slice_at_the_pattern_start():
+    # The 128B pattern repeats every 1024 bytes: slice 1 of a 768-byte split starts at pattern row 6.
+    # Its image is the box swizzled for that address, which differs from the same box at 0.
+    from bwlab.tma import tma_load_model
+    cfg, op = SLICE_128[0]
+    ops = mc.make_operands(cfg)
+    s = cfg.slice_of(op, 1)
+    assert s.smem_offset == 768 and (s.smem_offset >> 7) & 7 == 6
+    at_768 = mc.multicast_model(cfg, ops)[0, 768:768 + s.nbytes]
+    box = tma_load_model(ops[op], cfg.tensor_map(op), s.origin, 768)
+    assert np.array_equal(at_768, box)
+    assert not np.array_equal(at_768, tma_load_model(ops[op], cfg.tensor_map(op), s.origin, 0))
+
+
+def test_slice_picture_shows_the_pattern_row():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    cfg, op = SLICE_128[0]
+    grid = mc.slice_chunks(cfg, op, 1)
+    assert grid.shape == (6, 8)
+    # row r of the slice sits at byte 768 + 128 r, pattern row (6 + r) % 8: chunk c lands at c ^ row
+    for r in range(6):
+        assert list(grid[r]) == [c ^ ((6 + r) % 8) for c in range(8)]
+    fig = mc.draw_slice_swizzle(cfg, op, 1)
+    assert fig._suptitle is not None and all(a.get_title() for a in fig.axes)
+    assert fig.legends or any(a.get_legend() is not None for a in fig.axes)
+    plt.close("all")

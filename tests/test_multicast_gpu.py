@@ -18,6 +18,20 @@ def test_every_cta_gets_its_tiles(cluster, peers, operands):
     assert res.ok, res.line()
 
 
+@pytest.mark.parametrize("kw", [
+    dict(cluster=(2, 4), tile_m=24, operands="A"),                       # 768-byte slices, 128B swizzle
+    dict(cluster=(1, 8), tile_m=8, operands="A"),                        # 128-byte slices
+    dict(cluster=(4, 2), tile_n=40, operands="AB", grid_clusters=(2, 1)),  # 1280-byte B slices
+    dict(cluster=(2, 2), tile_k=32, tile_m=12, swizzle="64B", operands="A"),
+])
+def test_slices_aligned_to_128_bytes_only(kw):
+    """Slices that start inside the swizzle pattern's span land as the address-based model says."""
+    cfg = mc.MulticastConfig(**kw)
+    assert cfg.slice_of(cfg.operands[-1], 0).nbytes % 1024
+    res = mcheck.check_config(cfg, seed=3)
+    assert res.ok, res.line()
+
+
 def test_gpu_smem_equals_whole_tiles():
     cfg = mc.MulticastConfig(cluster=(2, 4), operands="AB")
     ops = mc.make_operands(cfg, seed=1)

@@ -33,12 +33,12 @@ from .case import MulticastCheck, MulticastLoad, compare_run
 from .cluster import (MAX_CLUSTER_CTAS, MODE_NAMES, PORTABLE_CLUSTER_CTAS, CtaMasks, MaskSteps,
                       cluster_layout_vmnk, create_tma_multicast_mask, cta_coord, cta_masks, format_mask,
                       mask_ranks, mask_steps, mask_table)
-from .model import FILL_BYTE, expected_smem, make_operands, multicast_model
+from .model import FILL_BYTE, expected_smem, make_operands, multicast_model, slice_chunks
 from .params import MulticastConfig
 from .partition import (TMA_ISSUE_DTYPE, CtaPlan, Issue, TmaSlice, block_of_rank, l2_read_bytes,
                         multicast_box, plan, plan_arrays, tma_partition)
 from .pictures import (draw_cluster, draw_every_mask, draw_landing, draw_mask, draw_masks_of, draw_savings,
-                       draw_smem_check, explain_cta)
+                       draw_slice_swizzle, draw_smem_check, explain_cta)
 from .runner import BARRIERS, THREADS, MulticastRun, launch_multicast, run_multicast
 
 __all__ = [
@@ -50,9 +50,9 @@ __all__ = [
     "multicast_box", "TmaSlice", "tma_partition", "MulticastConfig", "Issue", "CtaPlan", "plan",
     "block_of_rank", "TMA_ISSUE_DTYPE", "plan_arrays", "l2_read_bytes",
     # model, GPU run, case
-    "FILL_BYTE", "make_operands", "multicast_model", "expected_smem", "THREADS", "BARRIERS", "MulticastRun",
+    "FILL_BYTE", "make_operands", "multicast_model", "expected_smem", "slice_chunks", "THREADS", "BARRIERS", "MulticastRun",
     "launch_multicast", "run_multicast", "MulticastLoad", "MulticastCheck", "compare_run",
     # pictures
     "draw_cluster", "draw_mask", "draw_masks_of", "draw_every_mask", "draw_landing", "draw_smem_check",
-    "draw_savings", "explain_cta",
+    "draw_savings", "draw_slice_swizzle", "explain_cta",
 ]

@@ -13,7 +13,8 @@ from ..hw.dtypes import element_type
 from .cluster import mask_ranks
 from .partition import block_of_rank, plan
 
-__all__ = ["FILL_BYTE", "make_operands", "multicast_model", "expected_smem", "check_smem_address"]
+__all__ = ["FILL_BYTE", "make_operands", "multicast_model", "expected_smem", "check_smem_address",
+           "slice_chunks"]
 
 FILL_BYTE = 0xEE  # what the kernel writes into its tile area before any slice lands
 
@@ -74,3 +75,23 @@ def expected_smem(cfg, operands: dict, smem_address: int = 0) -> np.ndarray:
                 out[bx + gx * by, start:start + cfg.tile_bytes(op)] = tma_load_model(
                     operands[op], tmap, cfg.tile_origin(op, (bx, by)), base + start)
     return out
+
+
+def slice_chunks(cfg, op: str, index: int, dst: int | None = None) -> np.ndarray:
+    """Where the 16-byte chunks of one slice land: int [lines, 8], one row per 128-byte SMEM line
+    the slice covers, entry j = which chunk of its box row sits in chunk j of that line (-1 where
+    the TMA writes nothing). The slice is slice `index` of operand `op`; `dst` is the SMEM address
+    it is loaded to (default: where it lands in a tile area at address 0). The swizzle is that of
+    each line's absolute address."""
+    from ..tma import TensorMap, tma_load_model
+    s = cfg.slice_of(op, index)
+    dst = check_smem_address(cfg.smem_base(op) + s.smem_offset if dst is None else dst)
+    eb = cfg.elem_bytes
+    k, rows = cfg.global_shape(op)
+    # A byte tensor whose every byte says which 16-byte chunk of its row it belongs to (+1, so
+    # that 0 marks bytes the TMA leaves alone).
+    gmem = np.tile((np.arange(k * eb) // 16 + 1).astype(np.uint8), (rows, 1))
+    tmap = TensorMap("uint8", (k * eb, rows), (s.box[0] * eb, s.box[1]), swizzle=cfg.swizzle)
+    image = tma_load_model(gmem, tmap, (s.origin[0] * eb, s.origin[1]), dst)
+    image = np.concatenate([image, np.zeros(-image.size % 128, np.uint8)])
+    return image.reshape(-1, 8, 16)[:, :, 0].astype(int) - 1

@@ -48,7 +48,7 @@ class MulticastConfig:
     grid_clusters: tuple = (1, 1)
 
     def __post_init__(self):
-        from ..tma import MAX_BOX
+        from ..tma import MAX_BOX, SMEM_ALIGNMENT
         cluster = tuple(int(c) for c in self.cluster)
         if len(cluster) != 2:
             raise ValueError(f"cluster is (M, N) in CTAs, got {self.cluster!r}")
@@ -71,11 +71,15 @@ class MulticastConfig:
                 raise ValueError(f"{name} = {v}: each tile dimension is one TMA box dimension, 1..{MAX_BOX}")
         for op in self.operands:
             s = self.slice_of(op, 0)
-            align = 1024 if self.swizzle != "none" else 128
-            if s.nbytes % align:
-                raise ValueError(f"operand {op}: each CTA's slice is {s.nbytes} bytes; slices must be "
-                                 f"multiples of {align} bytes so that every slice starts where "
-                                 f"{'the ' + self.swizzle + ' swizzle pattern starts' if align == 1024 else 'TMA needs (128-byte SMEM alignment)'}")
+            # Slice i lands at the operand's base + i x slice bytes. A TMA destination needs 128-byte
+            # alignment only: the swizzle is a function of the SMEM address, so a slice that starts
+            # in the middle of the pattern's span is swizzled as its address says, exactly as the
+            # same rows of the whole tile would be.
+            if s.nbytes % SMEM_ALIGNMENT:
+                raise ValueError(f"operand {op}: each CTA's slice is {s.nbytes} bytes, so slice 1 would land "
+                                 f"at byte {s.nbytes} of the tile; a TMA destination must be "
+                                 f"{SMEM_ALIGNMENT}-byte aligned, so slices must be multiples of "
+                                 f"{SMEM_ALIGNMENT} bytes")
             self.tensor_map(op)  # the slice box must satisfy cuTensorMapEncodeTiled's rules
         if self.expect_tx_bytes > MAX_TX_BYTES:
             raise ValueError(f"one mbarrier phase counts at most {MAX_TX_BYTES} bytes; this CTA expects "
@@ -119,7 +123,10 @@ class MulticastConfig:
         return tma_partition(self.tile_box(op), self.num_multicast(op), index, self.elem_bytes)
 
     def smem_base(self, op: str) -> int:
-        """Offset of the operand's tile inside the CTA's tile area (A first, B after it)."""
+        """Offset of the operand's tile inside the CTA's tile area (A first, B after it). Each tile
+        starts on a 1024-byte boundary, as CUTLASS's shared storage places swizzled operand tiles for
+        the MMA's SMEM descriptors; the TMA alone would need 128 bytes (the slices inside a tile
+        need no more)."""
         if op == "A" or "A" not in self.operands:
             return 0
         return round_up(self.tile_bytes("A"), 1024)

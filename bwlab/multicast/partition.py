@@ -93,7 +93,8 @@ class CtaPlan:
     issues: tuple       # Issue, one per loaded operand
     receives: tuple     # (operand, from rank, smem offset, bytes) landing in this CTA
     expect_tx: int      # what its mbarrier must expect when each CTA waits for its own tiles (sm_90)
-    expect_tx_2sm: int  # sm_100 two-SM TMA: the leader's barrier counts both peers' bytes, peers 0
+    expect_tx_2sm: int  # sm_100 `.cta_group::2` TMA (CuTe SM100_TMA_2SM_LOAD): the leader's barrier
+                        # counts both peers' bytes, the peer's none (= expect_tx with one-SM MMA)
 
 
 def block_of_rank(cfg, cluster_xy, rank: int) -> tuple:
@@ -137,9 +138,11 @@ def plan(cfg) -> tuple:
             cl, rank, coord, masks = meta[(bx, by)]
             rec = tuple(sorted(receives[(bx, by)], key=lambda t: (t[0], t[2])))
             tx = sum(t[3] for t in rec)
-            # Two-SM TMA (sm_100, SM100_TMA_2SM_LOAD_*): the complete_tx of both peers goes to the
-            # leader (v = 0), which expects size<0>(layout) times its own bytes (tutorial 04); the
-            # peer expects none.
+            # The 2-SM form of the sm_100 TMA (`cp.async.bulk.tensor ... .cta_group::2`, CuTe
+            # SM100_TMA_2SM_LOAD_*, used with a two-SM MMA) sends the complete_tx of both peers to
+            # the leader's (v = 0) barrier, which expects size<0>(layout) times its own bytes
+            # (tutorial 04); the peer expects none. An ordinary TMA load on sm_100 (.cta_group::1,
+            # or none) signals the barrier of the CTA it writes to, as on sm_90.
             tx2 = tx if cfg.peers == 1 else (tx * cfg.peers if coord[0] == 0 else 0)
             out.append(CtaPlan((bx, by), cl, rank, coord, masks, issues_of[(bx, by)], rec, tx, tx2))
     return tuple(out)

@@ -6,13 +6,13 @@ import numpy as np
 
 from ..layout import Layout, format_tuple
 from .cluster import cluster_layout_vmnk, cta_coord, cta_masks, format_mask, mask_steps
-from .model import multicast_model
+from .model import multicast_model, slice_chunks
 from .params import MulticastConfig
 from .partition import l2_read_bytes, plan
 from .runner import MulticastRun
 
 __all__ = ["draw_cluster", "draw_mask", "draw_masks_of", "draw_every_mask", "draw_landing", "draw_smem_check",
-           "draw_savings", "explain_cta"]
+           "draw_savings", "draw_slice_swizzle", "explain_cta"]
 
 
 def _grid_of(layout: Layout):
@@ -190,3 +190,35 @@ def explain_cta(cluster_m: int, cluster_n: int, peers: int, rank: int, draw: boo
         import matplotlib.pyplot as plt
         draw_masks_of(layout, rank)
         plt.show()
+
+
+def draw_slice_swizzle(cfg: MulticastConfig, op: str = "A", index: int = 1, smem_address: int = 0):
+    """One slice's 16-byte chunks as they land, at its real address and, beside it, the same box
+    at a 1024-byte boundary: the swizzle follows the SMEM address, so a slice that starts inside the
+    pattern's span continues the pattern where the address says instead of starting it again."""
+    import matplotlib.pyplot as plt
+    from matplotlib import colormaps
+    from .model import check_smem_address
+    from ..plotting import BYTE_COLORS, add_legend, draw_grid
+    s = cfg.slice_of(op, index)
+    at = check_smem_address(smem_address) + cfg.smem_base(op) + s.smem_offset
+    ramp = colormaps["Blues"]
+    chunk_color = {c: ramp(0.15 + 0.07 * c) for c in range(8)}
+    lines = len(slice_chunks(cfg, op, index, at))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 0.42 * max(lines, 4) + 1.8))
+    for ax, (title, addr) in zip(axes, ((f"slice {index} where it lands: 0x{at:05x}", at),
+                                       ("the same box at a 1024-byte boundary", at - at % 1024))):
+        grid = slice_chunks(cfg, op, index, addr)
+        colors = np.array([[chunk_color[c] if c >= 0 else BYTE_COLORS["untouched"] for c in row]
+                           for row in grid], dtype=object)
+        text = np.array([[f"c{c}" if c >= 0 else "" for c in row] for row in grid], dtype=object)
+        lines = [addr + 128 * i for i in range(len(grid))]
+        draw_grid(ax, colors, text, title=title, xlabel="16-byte chunk of the 128-byte SMEM line",
+                  ylabel="SMEM line: address, row of the 8-line pattern",
+                  xticks=list(range(8)), yticks=[f"0x{a:05x}  row {(a >> 7) & 7}" for a in lines], fontsize=8)
+    add_legend(axes[1], [(f"chunk {c} of the box row", chunk_color[c]) for c in range(8)],
+               title="cN = chunk N of the row")
+    fig.suptitle(f"{op} slice {index} of cluster {cfg.cluster[0]}x{cfg.cluster[1]} ({s.nbytes} B, swizzle {cfg.swizzle}): "
+                 f"it starts at pattern row {(at >> 7) & 7}, and the swizzle follows the address")
+    fig.tight_layout()
+    return fig

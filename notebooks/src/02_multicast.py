@@ -203,8 +203,10 @@ plt.show()
 # its B area by ranks 8, 9, 10, 11.
 #
 # With the two-SM MMA of tutorial 04 (cluster 4 x 4, each CTA holding 128 rows of A and half of the
-# MMA's 256 rows of B), the sm_100 TMA sends both peers' `complete_tx` to the **leader's** barrier:
-# the leader expects `size<0>(layout) x` its own bytes and the peer none. On sm_90 each CTA waits for its own.
+# MMA's 256 rows of B), the loads use the 2-SM form of the sm_100 TMA, `cp.async.bulk.tensor ...
+# .cta_group::2` (CuTe's `SM100_TMA_2SM_LOAD`): it sends both peers' `complete_tx` to the **leader's**
+# barrier, so the leader expects `size<0>(layout) x` its own bytes and the peer none. An ordinary TMA
+# load, on sm_90 or sm_100, signals the barrier of the CTA it writes to: each CTA waits for its own.
 
 # %%
 t4 = mc.MulticastConfig(cluster=(4, 4), peers=2, tile_m=128, tile_n=128, tile_k=64)
@@ -226,6 +228,35 @@ ops = mc.make_operands(cfg, seed=0)
 print(cfg.describe())
 print("multicast_model == expected_smem:", np.array_equal(mc.multicast_model(cfg, ops), mc.expected_smem(cfg, ops)),
       "  expected True")
+
+# %% [markdown]
+# ### A slice need not start where the swizzle pattern starts
+#
+# A TMA destination must be 128-byte aligned, nothing more, and the swizzle is a function of the
+# shared-memory **address** (bits 4-6 XORed with bits 7-9 for 128B). So a slice may start in the middle
+# of the 1024-byte pattern: its rows are swizzled as their addresses say, exactly as the same rows of
+# the whole tile would be, and the slices fit together. (The H100 validation of the TMA load,
+# `docs/results/tma_validate_h100.txt`, covers swizzled boxes at every multiple of 128 mod 1024.)
+#
+# Here the A tile has 24 rows of 128 bytes, split among the 4 CTAs along N: 768-byte slices. Slice 1
+# lands at byte 0x300, pattern row 6 of 8.
+
+# %%
+odd = mc.MulticastConfig(cluster=(2, 4), tile_m=24, operands="A")
+print(odd.describe())
+ops_odd = mc.make_operands(odd, seed=0)
+print("slice offsets:", [odd.slice_of("A", i).smem_offset for i in range(4)], "  expected [0, 768, 1536, 2304]")
+print("multicast_model == expected_smem:", np.array_equal(mc.multicast_model(odd, ops_odd), mc.expected_smem(odd, ops_odd)),
+      "  expected True")
+
+# %%
+mc.draw_slice_swizzle(odd, "A", 1)
+plt.show()
+
+# %% [markdown]
+# Left: slice 1's first row sits at pattern row 6, so its chunk c lands in chunk c XOR 6; its third row
+# starts a new 1024-byte pattern (row 0, no permutation). Right: the same box at a 1024-byte boundary
+# would start at row 0. Loading it there and copying it to 0x300 would be wrong; the TMA never does that.
 
 # %% [markdown]
 # ## 4 · The kernel
