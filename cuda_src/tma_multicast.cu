@@ -37,6 +37,18 @@ struct TmaIssue {
     int c0, c1;       // box coordinates in the tensor, innermost first (elements)
     int smem_offset;  // bytes from the 1024-byte-aligned tile area, the same in every receiving CTA
 };
+// The host builds these with NumPy (bwlab.multicast.TMA_ISSUE_DTYPE); tests/test_multicast.py reads
+// these lines and checks that dtype's itemsize and field offsets against them. NVRTC has no offsetof
+// (__builtin_offsetof included), so the offsets follow from the sizes: the field sizes add up to
+// sizeof(TmaIssue), so there is no padding and each field sits at the sum of the sizes declared
+// before it (0, 4, 8, 12).
+static_assert(sizeof(TmaIssue) == 16, "TmaIssue must match TMA_ISSUE_DTYPE: 16 bytes");
+static_assert(sizeof(TmaIssue::cta_mask) == 4, "TmaIssue.cta_mask: 4 bytes");
+static_assert(sizeof(TmaIssue::c0) == 4, "TmaIssue.c0: 4 bytes");
+static_assert(sizeof(TmaIssue::c1) == 4, "TmaIssue.c1: 4 bytes");
+static_assert(sizeof(TmaIssue::smem_offset) == 4, "TmaIssue.smem_offset: 4 bytes");
+static_assert(sizeof(TmaIssue::cta_mask) + sizeof(TmaIssue::c0) + sizeof(TmaIssue::c1) +
+              sizeof(TmaIssue::smem_offset) == sizeof(TmaIssue), "TmaIssue has no padding");
 
 // Dynamic SMEM starts wherever the driver puts it; round up so that the tile area sits on a
 // 1024-byte boundary, where the 128-byte swizzle pattern starts.
@@ -116,7 +128,7 @@ tma_multicast_tile(const __grid_constant__ TmaDescriptor tmap_a,
 // mbarrier.arrive.shared::cluster (default .release.cta, as CUTLASS's ClusterBarrier::arrive(cta_id)):
 // no cluster-scope fence per arrival. Both waits are the cta-scope try_wait CUTLASS uses.
 //
-// modes (bwlab.multicast.BENCH_MODES):
+// modes (bwlab.checks.multicast.BENCH_MODES):
 //   0 own        : every CTA loads the whole tile itself; its stage_empty counts its own consumer.
 //   1 multicast  : CTA r issues boxes r, r+c, ... with the whole cluster in the mask.
 //   2 sync-only  : the multicast handshake of mode 1 with no data (expect_tx 0, no copies).

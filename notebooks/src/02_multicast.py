@@ -28,6 +28,7 @@ import numpy as np
 
 from bwlab import multicast as mc
 from bwlab.layout import Layout, make_layout, tiled_divide
+from bwlab.results import show_recorded
 print("multicast tier here:", bwlab.tier("multicast"))
 
 # %% [markdown]
@@ -106,9 +107,9 @@ for name, got, want in (("A", m9.a, 0x2222), ("B", m9.b, 0x0F00), ("C", m9.c, 0x
     assert got == want
 
 # %% [markdown]
-# A seed document of this project got one of these wrong: for the layout `(2,2,4,1):(8,4,1,0)` and CTA
-# `(0,1,2,0)` it claimed the B mask `0b0000000000110011`. Step 2 says otherwise: the base is
-# `layout(0,0,2,0) = 2`, and the slice along M has stride 4.
+# A tempting slip: for the layout `(2,2,4,1):(8,4,1,0)` and CTA `(0,1,2,0)`, guessing the B mask as
+# `0b0000000000110011`. Step 2 says otherwise: the base is `layout(0,0,2,0) = 2`, and the slice along M
+# has stride 4.
 
 # %%
 seed_layout = Layout((2, 2, 4, 1), (8, 4, 1, 0))
@@ -202,8 +203,10 @@ plt.show()
 # its B area by ranks 8, 9, 10, 11.
 #
 # With the two-SM MMA of tutorial 04 (cluster 4 x 4, each CTA holding 128 rows of A and half of the
-# MMA's 256 rows of B), the sm_100 TMA sends both peers' `complete_tx` to the **leader's** barrier:
-# the leader expects `size<0>(layout) x` its own bytes and the peer none. On sm_90 each CTA waits for its own.
+# MMA's 256 rows of B), the loads use the 2-SM form of the sm_100 TMA, `cp.async.bulk.tensor ...
+# .cta_group::2` (CuTe's `SM100_TMA_2SM_LOAD`): it sends both peers' `complete_tx` to the **leader's**
+# barrier, so the leader expects `size<0>(layout) x` its own bytes and the peer none. An ordinary TMA
+# load, on sm_90 or sm_100, signals the barrier of the CTA it writes to: each CTA waits for its own.
 
 # %%
 t4 = mc.MulticastConfig(cluster=(4, 4), peers=2, tile_m=128, tile_n=128, tile_k=64)
@@ -215,7 +218,7 @@ print("expected: leader 65536 B, peer 0 B (tutorial 04: 2 * (16384 + 16384))")
 # %% [markdown]
 # ### The model of the whole cluster
 #
-# `model_smem` follows the plan literally: every issued box (bytes from `bwlab.tma.tma_load_model`, swizzle
+# `multicast_model` follows the plan literally: every issued box (bytes from `bwlab.tma.tma_load_model`, swizzle
 # included) is written into every CTA of its mask. `expected_smem` ignores masks and slices and loads
 # each CTA's whole tiles in one box. If a mask or a slice were wrong, the two would differ.
 
@@ -223,8 +226,37 @@ print("expected: leader 65536 B, peer 0 B (tutorial 04: 2 * (16384 + 16384))")
 cfg = mc.MulticastConfig(cluster=(2, 4), operands="AB", grid_clusters=(2, 1))
 ops = mc.make_operands(cfg, seed=0)
 print(cfg.describe())
-print("model_smem == expected_smem:", np.array_equal(mc.model_smem(cfg, ops), mc.expected_smem(cfg, ops)),
+print("multicast_model == expected_smem:", np.array_equal(mc.multicast_model(cfg, ops), mc.expected_smem(cfg, ops)),
       "  expected True")
+
+# %% [markdown]
+# ### A slice need not start where the swizzle pattern starts
+#
+# A TMA destination must be 128-byte aligned, nothing more, and the swizzle is a function of the
+# shared-memory **address** (bits 4-6 XORed with bits 7-9 for 128B). So a slice may start in the middle
+# of the 1024-byte pattern: its rows are swizzled as their addresses say, exactly as the same rows of
+# the whole tile would be, and the slices fit together. (The H100 validation of the TMA load,
+# `docs/results/tma_validate_h100.txt`, covers swizzled boxes at every multiple of 128 mod 1024.)
+#
+# Here the A tile has 24 rows of 128 bytes, split among the 4 CTAs along N: 768-byte slices. Slice 1
+# lands at byte 0x300, pattern row 6 of 8.
+
+# %%
+odd = mc.MulticastConfig(cluster=(2, 4), tile_m=24, operands="A")
+print(odd.describe())
+ops_odd = mc.make_operands(odd, seed=0)
+print("slice offsets:", [odd.slice_of("A", i).smem_offset for i in range(4)], "  expected [0, 768, 1536, 2304]")
+print("multicast_model == expected_smem:", np.array_equal(mc.multicast_model(odd, ops_odd), mc.expected_smem(odd, ops_odd)),
+      "  expected True")
+
+# %%
+mc.draw_slice_swizzle(odd, "A", 1)
+plt.show()
+
+# %% [markdown]
+# Left: slice 1's first row sits at pattern row 6, so its chunk c lands in chunk c XOR 6; its third row
+# starts a new 1024-byte pattern (row 0, no permutation). Right: the same box at a 1024-byte boundary
+# would start at row 0. Loading it there and copying it to 0x300 would be wrong; the TMA never does that.
 
 # %% [markdown]
 # ## 4 · The kernel
@@ -237,10 +269,9 @@ print("model_smem == expected_smem:", np.array_equal(mc.model_smem(cfg, ops), mc
 # sent may still be landing elsewhere.
 
 # %%
-from bwlab.compile import CUDA_SRC, compile_cuda
-src = (CUDA_SRC / "tma_multicast.cu").read_text()
-start = src.index('extern "C" __global__ void __cluster_dims__')
-print(src[start:src.index("// The benchmark", start)])
+from bwlab.compile import compile_cuda
+from bwlab.source import show_source
+kernel_text = show_source("tma_multicast.cu", kernel="tma_multicast_tile")
 
 # %% [markdown]
 # ### Peek under the hood: the PTX
@@ -263,7 +294,7 @@ for needle in (".reqnctapercluster 2, 4, 1", "fence.mbarrier_init.release.cluste
 # ### On the GPU: every CTA's shared memory beside the model
 #
 # On sm_90+ this launches the kernel for three 2D cluster shapes, with the one-SM and two-SM layouts,
-# dumps every CTA's tile area and compares it byte for byte with `model_smem` (and each CTA's
+# dumps every CTA's tile area and compares it byte for byte with `multicast_model` (and each CTA's
 # `%cluster_ctarank` with the layout). Without such a GPU it prints the committed H100 validation.
 
 # %% tags=["nbval-ignore-output"]
@@ -272,14 +303,13 @@ if bwlab.tier("multicast") == "hardware":
               mc.MulticastConfig(cluster=(2, 4), operands="A"),
               mc.MulticastConfig(cluster=(4, 2), operands="B"),
               mc.MulticastConfig(cluster=(4, 2), peers=2, operands="AB", grid_clusters=(2, 1))]:
-        run = mc.run_multicast(c, seed=1)
-        print(mc.compare(run).line())
+        run = mc.launch_multicast(c, mc.make_operands(c, seed=1))
+        print(mc.compare_run(run).line())
     mc.draw_smem_check(run)
     plt.show()
 else:
-    from pathlib import Path
     print("no sm_90+ GPU here: the H100 validation committed in docs/results/multicast_validate_h100.txt says\n")
-    print((Path(bwlab.__file__).parent.parent / "docs/results/multicast_validate_h100.txt").read_text())
+    show_recorded("multicast_validate_h100.txt")
 
 # %% [markdown]
 # ## 5 · What multicast saves
@@ -314,10 +344,10 @@ plt.show()
 
 # %% tags=["nbval-ignore-output"]
 if bwlab.tier("multicast") == "hardware":
-    res, occ = mc.run_bench(mc.BenchConfig(cluster=4, ctas=32, iters=500), modes=(0, 1, 2, 3), repeat=5)
+    from bwlab.checks import multicast as bench
+    res, occ = bench.run_bench(bench.BenchConfig(cluster=4, ctas=32, iters=500), modes=(0, 1, 2, 3), repeat=5)
     own_ms = res[0][0].median_ms
     for mode, (r, resident) in res.items():
-        print(f"c=4, 32 CTAs, {mc.BENCH_MODES[mode]:11s}: median {r.median_ms:.3f} ms, "
+        print(f"c=4, 32 CTAs, {bench.BENCH_MODES[mode]:11s}: median {r.median_ms:.3f} ms, "
               f"own / this = {own_ms / r.median_ms:.2f} (all CTAs resident: {resident})")
-from pathlib import Path
-print((Path(bwlab.__file__).parent.parent / "docs/results/multicast_bench_h100.txt").read_text())
+show_recorded("multicast_bench_h100.txt")

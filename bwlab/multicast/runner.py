@@ -1,0 +1,74 @@
+"""The GPU runner over cuda_src/tma_multicast.cu (kernel `tma_multicast_tile`): the only file of the
+stage that imports CuPy and the CUDA bindings (inside the functions, so the package imports anywhere).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .cluster import PORTABLE_CLUSTER_CTAS
+from .model import check_smem_address
+from .params import TILE_AREA_ALIGN
+from .partition import plan_arrays
+
+__all__ = ["THREADS", "BARRIERS", "MulticastRun", "launch_multicast", "run_multicast"]
+
+THREADS = 128                # MC_THREADS in the .cu
+BARRIERS = {0: "tile_full"}  # barrier ids of the kernel's bounded waits, for MbarrierTimeout
+
+
+@dataclass
+class MulticastRun:
+    """What the GPU produced: every CTA's tile area, and what each CTA said about itself."""
+
+    config: object            # the MulticastConfig
+    smem: np.ndarray          # [n_ctas, smem_bytes]
+    ranks: np.ndarray         # %cluster_ctarank per CTA
+    smem_address: np.ndarray  # where each CTA's tile area sat
+    cluster_ctaid: np.ndarray # [n_ctas, 2] %cluster_ctaid.x, .y
+    operands: dict
+
+
+def launch_multicast(cfg, operands: dict, *, extra_tx: int = 0) -> MulticastRun:
+    """Launch tma_multicast_tile for `cfg` on this GPU and return everything it reports. `extra_tx`
+    > 0 announces more bytes than arrive, on purpose: the bounded wait then raises MbarrierTimeout
+    instead of hanging."""
+    import cupy as cp
+    from .. import device
+    from ..compile import load_module
+    from ..runtime import launch, tensor_map_arg
+    if cfg.cluster_size > PORTABLE_CLUSTER_CTAS:
+        raise ValueError(f"the GPU runner launches portable clusters of at most {PORTABLE_CLUSTER_CTAS} "
+                         f"CTAs; {cfg.cluster} has {cfg.cluster_size}")
+    if int(extra_tx) < 0:
+        raise ValueError(f"extra_tx must be >= 0, got {extra_tx}")
+    device.require("multicast")
+    dev = {op: cp.asarray(np.ascontiguousarray(operands[op])) for op in ("A", "B")}
+    maps = {}
+    for op in ("A", "B"):
+        use = op if op in cfg.operands else cfg.operands[0]
+        maps[op] = tensor_map_arg(cfg.tensor_map(use).encode(dev[use].data.ptr))
+    issues, tx = plan_arrays(cfg, extra_tx)
+    d_issues = cp.asarray(issues.view(np.int32))
+    d_tx = cp.asarray(tx)
+    out = cp.zeros(cfg.n_ctas * cfg.smem_bytes, dtype=cp.uint8)
+    info = cp.zeros(cfg.n_ctas * 4, dtype=cp.uint32)
+    mod = load_module("tma_multicast", defines={"CLUSTER_X": cfg.cluster[0], "CLUSTER_Y": cfg.cluster[1]})
+    launch(mod, "tma_multicast_tile", cfg.grid, (THREADS,),
+           (maps["A"], maps["B"], d_issues, d_tx, np.uint32(cfg.smem_bytes), out, info),
+           shared_mem=cfg.smem_bytes + TILE_AREA_ALIGN, barrier_names=BARRIERS, cluster=cfg.cluster + (1,))
+    info = cp.asnumpy(info).reshape(cfg.n_ctas, 4)
+    return MulticastRun(cfg, cp.asnumpy(out).reshape(cfg.n_ctas, cfg.smem_bytes), info[:, 0].copy(),
+                        info[:, 1].copy(), info[:, 2:4].copy(), operands)
+
+
+def run_multicast(cfg, operands: dict, smem_address: int = 0, *, extra_tx: int = 0) -> np.ndarray:
+    """The GPU's answer to `multicast_model(cfg, operands, smem_address)`: every CTA's tile area,
+    uint8 [n_ctas, smem_bytes]. The kernel puts its tile area on a 1024-byte boundary, so
+    `smem_address` must be a multiple of 1024 (any such address swizzles alike)."""
+    if check_smem_address(smem_address) % TILE_AREA_ALIGN:
+        raise ValueError(f"the kernel's tile area starts on a {TILE_AREA_ALIGN}-byte boundary; "
+                         f"smem_address 0x{int(smem_address):x} is not one (multicast_model models any "
+                         f"128-byte aligned address)")
+    return launch_multicast(cfg, operands, extra_tx=extra_tx).smem
