@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# One device call: every GPU check of bwlab on a Hopper GPU, after the move to stage packages.
+#   part 1 (validate): the GPU test suite and every `python -m bwlab.validate ...` command
+#   part 2 (bench):    the benchmarks and every notebook executed in its GPU tier
+# Usage (device tool, repository root):  bash docs/results/run_h100.sh validate|bench
+# Writes NAME.txt files into $OUT (or ./h100_out), each ending with the command that made it.
+set -u
+part=${1:-validate}
+out=${OUT:-$PWD/h100_out}
+mkdir -p "$out"
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 MPLBACKEND=Agg BWLAB_CACHE=/tmp/bwlab-cache
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo "working tree")
+stamp() {  # where and what, appended to each file
+  local f=$1; shift
+  {
+    echo
+    echo "# $(date -u +%Y-%m-%d) on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null),"
+    echo "# Python $(python3 -c 'import sys;print(sys.version.split()[0])'), $(python3 -c 'import cupy,numpy;print("cupy", cupy.__version__, "numpy", numpy.__version__)' 2>/dev/null), tree at $commit"
+    echo "# command: $*"
+  } >> "$f"
+}
+run() {  # run NAME CMD...: output to $out/NAME.txt, exit code recorded
+  local name=$1; shift
+  local t0=$(date +%s)
+  "$@" > "$out/$name.txt" 2>&1
+  local rc=$?
+  echo "# exit code $rc after $(( $(date +%s) - t0 )) s" >> "$out/$name.txt"
+  stamp "$out/$name.txt" "$@"
+  echo "$name: exit $rc ($(( $(date +%s) - t0 )) s)"
+}
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv
+case "$part" in
+  validate)
+    run gpu_tests_h100 python3 -m pytest -q -p no:cacheprovider -rs tests
+    run foundation_h100 python3 -m bwlab.validate foundation
+    run tma_validate_h100 python3 -m bwlab.validate tma --cases 1000 --seed 0 --time-limit 150
+    run multicast_validate_h100 python3 -m bwlab.validate multicast
+    run wgmma_validate_h100 python3 -m bwlab.validate wgmma
+    run store_validate_h100 python3 -m bwlab.validate store --cases 500 --seed 0
+    run tmem_validate_h100 python3 -m bwlab.validate tmem
+    ;;
+  bench)
+    run tma_copy_bench_h100 python3 -m bwlab.bench tma_copy
+    run store_bench_h100 python3 -m bwlab.bench tma_store
+    run multicast_bench_h100 python3 -m bwlab.bench multicast
+    run notebooks_h100 bash -c 'for f in notebooks/src/0*.py; do python3 -m bwlab.tools.notebooks run $f; done'
+    ;;
+esac
+ls -la "$out"
