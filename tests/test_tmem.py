@@ -307,15 +307,15 @@ def test_widget_builds():
 
 
 def test_accumulator_layout_agrees_with_the_umma_stage():
-    # M = 128, cta_group::1: D[m][n] at lane m, column n, whichever stage answers.
+    # M = 128, cta_group::1: D[m][n] at lane m, column n.
     lanes, cols = tmem.accumulator_layout(128, 64)
     m, n = np.meshgrid(np.arange(128), np.arange(64), indexing="ij")
     assert (lanes == m).all() and (cols == n).all()
-    umma = pytest.importorskip("bwlab.umma")
+    from bwlab import umma
     lay = umma.d_tmem_layout(64, 64, 1)          # layout F: 16 rows per warp quarter
     l64, c64 = tmem.accumulator_layout(64, 64)
     assert (l64 == lay.lane).all() and (c64 == lay.column).all()
     img, d, source = tmem.example_accumulator(64)
-    assert source.startswith("bwlab.umma"), "the UMMA stage is here: its tcgen05.mma model must be used"
+    assert source.startswith("bwlab.umma"), "the accumulator comes from the UMMA stage's tcgen05.mma model"
     own = tmem.accumulator_owners(TmemAccess("16x256b", 8), 64, 64)
     assert (own[..., 0] == np.arange(64)[:, None] // 16).all()   # layout F: warp w holds rows 16w..

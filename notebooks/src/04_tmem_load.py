@@ -171,7 +171,7 @@ plt.show()
 # An epilogue warpgroup reads the 128 x N accumulator with one shape: warp *w* covers lanes 32w..32w+31
 # (two loads for a 16-lane shape) and the columns in chunks of the instruction's width. The accumulator of
 # the UMMA notebook (M = 128, `cta_group::1`) keeps `D[m][n]` at lane *m*, column *n* (the PTX data-path
-# layout "D"; `bwlab.umma.d_tmem_layout` when the UMMA stage is installed). So the thread that holds
+# layout "D"; `bwlab.umma.d_tmem_layout`). So the thread that holds
 # `D[r][c]` depends only on the load shape:
 
 # %%
@@ -208,13 +208,11 @@ plt.show()
 # `tcgen05.ld` is **asynchronous**: the instruction returns before the registers are filled. A warp must
 # execute `tcgen05.wait::ld.sync.aligned` before it reads them (and `tcgen05.wait::st` before relying on
 # a `tcgen05.st`). The model's `tcgen05_ld` hands back finished registers, so it cannot show the race; the
-# kernel shows the order:
+# kernel shows the order (the load, then `tcgen05_wait_ld()`, then the registers are used):
 
 # %%
-from bwlab.compile import CUDA_SRC
-lines = (CUDA_SRC / "tmem_sm100.cu").read_text().splitlines()
-start = next(k for k, l in enumerate(lines) if "for (int half = 0; half < kHalves; ++half) {" in l)
-print("\n".join(lines[start:start + 6]))
+from bwlab.source import show_source
+_ = show_source("tmem_sm100.cu", kernel="tmem_ld_roundtrip")
 
 # %% [markdown]
 # ## 8. The accumulator, read out
@@ -238,20 +236,17 @@ for s in tmem.SHAPES:
 
 # %% [markdown]
 # On an sm_100 GPU the same image goes into real TMEM (`tcgen05.st`) and comes back through each real
-# `tcgen05.ld` (`tmem_ld_roundtrip` in `cuda_src/tmem_sm100.cu`), compared register by register with the
-# model. Elsewhere this cell says what it would do.
+# `tcgen05.ld` (`tmem_ld_roundtrip` in `cuda_src/tmem_sm100.cu`), and `TmemLoad.check()` compares it
+# register by register with the model. Elsewhere this cell says what it would do.
 
 # %% tags=["nbval-ignore-output"]
 if bwlab.tier("tmem") == "hardware":
     for s in tmem.SHAPES:
-        acc = TmemAccess(s, 8)
-        got = tmem.gpu_ld_roundtrip(acc, image, 0)
-        want = tmem.model_ld_roundtrip(acc, image, 0)
-        print(f"{acc.label():14s} GPU == model: {np.array_equal(got, want)}")
+        print(tmem.TmemLoad(TmemAccess(s, 8), image, 0).check())
 else:
     print(f"TMEM tier is '{bwlab.tier('tmem')}': tcgen05 needs sm_100, so the round trip on the GPU is "
-          "skipped. On sm_100 this cell runs tmem.gpu_ld_roundtrip for each shape (x8) and compares "
-          "every register with tmem.model_ld_roundtrip.")
+          "skipped. On sm_100 this cell runs tmem.TmemLoad(access, image).check() for each shape (x8): "
+          "tmem.run_ld_roundtrip on the GPU, every register compared with tmem.ld_roundtrip_model.")
 
 # %% [markdown]
 # ## 9. Try it
@@ -289,4 +284,4 @@ print("tcgen05.wait::ld:", ptx.count("tcgen05.wait::ld"), "  (expected 2: one af
 #   the forms `TmemAccess` refuses are exactly those ptxas refuses (`tests/test_tmem_kernels.py`).
 # * The allocator's rules and errors (`tests/test_tmem.py`).
 # * Not checked here: the maps on real TMEM. That needs an sm_100 GPU
-#   (`python -m bwlab.tmem validate`, and the `sm100` tests).
+#   (`python -m bwlab.validate tmem`, and the `sm100` tests).
