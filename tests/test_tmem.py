@@ -319,3 +319,31 @@ def test_accumulator_layout_agrees_with_the_umma_stage():
     assert source.startswith("bwlab.umma"), "the accumulator comes from the UMMA stage's tcgen05.mma model"
     own = tmem.accumulator_owners(TmemAccess("16x256b", 8), 64, 64)
     assert (own[..., 0] == np.arange(64)[:, None] // 16).all()   # layout F: warp w holds rows 16w..
+
+
+# ---- the package's shape ---------------------------------------------------------------------------
+
+def test_addresses_and_images_are_the_shared_model():
+    from bwlab.hw import tmem as hw
+    for name in ("LANES", "COLUMNS", "TmemError", "encode_address", "decode_address", "format_address",
+                 "warp_lane_range", "new_image"):
+        assert getattr(tmem, name) is getattr(hw, name), name
+
+
+def test_imports_stay_where_they_belong():
+    import ast
+    import pathlib
+    root = pathlib.Path(tmem.__file__).parent
+    allowed = {"matplotlib": {"pictures.py"}, "ipywidgets": {"pictures.py"}, "cupy": {"runner.py"},
+               "cuda": {"runner.py"}, "argparse": set(), "subprocess": set(), "tempfile": set()}
+    for f in sorted(root.glob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                mods = [node.module]
+            else:
+                continue
+            for mod in mods:
+                top = mod.split(".")[0]
+                assert top not in allowed or f.name in allowed[top], f"{f.name} imports {mod}"
