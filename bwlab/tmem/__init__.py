@@ -15,6 +15,8 @@ What this package mirrors:
   .16x32bx2 half-split offset) and include/cute/arch/tmem_allocator_sm100.hpp (the allocator).
 
 Files:
+  tables.py       the ISA's tables (alloc/dealloc/relinquish, ld/st shapes x num x pack, lane
+                  quarters, tcgen05.cp shapes x multicast), each row naming its section
   forms.py        `TmemAccess` (shape, num, pack) validated on construction; `ld_fragment_map`
   model.py        `tcgen05_ld` / `tcgen05_st` on a TMEM image; `ld_roundtrip_model`, `st_roundtrip_model`
   alloc.py        `TensorMemory`: an image plus the allocator, raising `TmemError` naming the rule
@@ -33,13 +35,16 @@ from ..hw.tmem import (COLUMNS, LANES, TmemError, decode_address, encode_address
                        new_image, warp_lane_range)
 from .accumulator import (LoadStep, accumulator_layout, accumulator_owners, epilogue_loads,
                           example_accumulator, read_accumulator)
-from .alloc import Allocation, TensorMemory
+from . import tables
+from .alloc import Allocation, TensorMemory, TmemNote
 from .case import TmemLoad, TmemStore
 from .forms import (COLUMNS_PER_NUM, LANES_PER_SHAPE, MAX_REGS_PER_THREAD, NUMS, REGS_PER_NUM, SHAPE_CODE,
                     SHAPES, TmemAccess, all_accesses, instructions_per_warp, ld_fragment_map)
 from .model import (compare_st_images, defined_st_bits, ld_roundtrip_model, pattern_image,
                     register_pattern, st_cells_mask, st_roundtrip_model, tcgen05_ld, tcgen05_st)
-from .runner import all_kernel_names, compile_kernels, kernel_name, run_ld_roundtrip, run_st_roundtrip
+from .runner import (all_kernel_names, check_configurations, compile_kernels, kernel_name, run_ld_roundtrip,
+                     run_st_roundtrip)
+from .tables import CP_TABLE, check_alloc, check_cp, check_ldst
 
 _PICTURES = ("draw_tmem", "draw_warp_quarters", "draw_ld_map", "draw_gallery", "draw_accumulator_owners",
              "ld_widget")
@@ -49,7 +54,8 @@ __all__ = [
     "warp_lane_range", "new_image",
     "SHAPES", "NUMS", "REGS_PER_NUM", "MAX_REGS_PER_THREAD", "LANES_PER_SHAPE", "COLUMNS_PER_NUM",
     "SHAPE_CODE", "TmemAccess", "all_accesses", "ld_fragment_map", "instructions_per_warp",
-    "tcgen05_ld", "tcgen05_st", "Allocation", "TensorMemory",
+    "tcgen05_ld", "tcgen05_st", "Allocation", "TensorMemory", "TmemNote",
+    "tables", "check_alloc", "check_ldst", "check_cp", "CP_TABLE", "check_configurations",
     "pattern_image", "register_pattern", "ld_roundtrip_model", "st_roundtrip_model", "st_cells_mask",
     "defined_st_bits", "compare_st_images", "run_ld_roundtrip", "run_st_roundtrip", "TmemLoad", "TmemStore",
     "kernel_name", "all_kernel_names", "compile_kernels",

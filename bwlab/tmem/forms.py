@@ -10,21 +10,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..hw.tmem import COLUMNS, TmemError
+from .tables import LD_NUM_TABLE, LDST_PACK, LDST_SHAPES, MAX_REGS, check_ldst
 
 __all__ = ["SHAPES", "NUMS", "REGS_PER_NUM", "MAX_REGS_PER_THREAD", "LANES_PER_SHAPE", "COLUMNS_PER_NUM",
            "SHAPE_CODE", "TmemAccess", "all_accesses", "ld_fragment_map", "instructions_per_warp"]
 
-SHAPES = ("32x32b", "16x64b", "16x128b", "16x256b", "16x32bx2")
-NUMS = (1, 2, 4, 8, 16, 32, 64, 128)
-# Registers per thread for .num = x1 (PTX ISA, tcgen05.ld/st "Table 49"; CuTe DRegisters).
-REGS_PER_NUM = {"32x32b": 1, "16x64b": 1, "16x128b": 2, "16x256b": 4, "16x32bx2": 1}
-# A vector operand holds at most 128 registers: ptxas rejects 16x128b.x128 / 16x256b.x64
-# with "Illegal vector size: 256".
-MAX_REGS_PER_THREAD = 128
-# TMEM lanes a warp touches in one instruction.
-LANES_PER_SHAPE = {"32x32b": 32, "16x64b": 16, "16x128b": 16, "16x256b": 16, "16x32bx2": 16}
-# 32-bit columns per lane for .x1 (the "b" of the shape / 32); .16x32bx2 per half-warp.
-COLUMNS_PER_NUM = {"32x32b": 1, "16x64b": 2, "16x128b": 4, "16x256b": 8, "16x32bx2": 1}
+# Derived from the ISA's tables (bwlab.tmem.tables): shape names, .num values, registers per thread
+# for .x1, lanes per instruction, 32-bit columns per lane for .x1 (per half-warp for .16x32bx2).
+SHAPES = tuple(LDST_SHAPES)
+NUMS = tuple(LD_NUM_TABLE)
+REGS_PER_NUM = {s: LD_NUM_TABLE[1][row.table_column] for s, row in LDST_SHAPES.items()}
+MAX_REGS_PER_THREAD = MAX_REGS
+LANES_PER_SHAPE = {s: row.lanes for s, row in LDST_SHAPES.items()}
+COLUMNS_PER_NUM = {s: row.bits // 32 for s, row in LDST_SHAPES.items()}
 # Shape codes shared with cuda_src/tmem_sm100.cu (template parameter kShape).
 SHAPE_CODE = {s: i for i, s in enumerate(SHAPES)}
 
@@ -46,20 +44,14 @@ class TmemAccess:
     half_split_off: int | None = None
 
     def __post_init__(self):
-        if self.shape not in SHAPES:
-            raise TmemError(f"tcgen05.ld/st shape must be one of {', '.join(SHAPES)}; got {self.shape!r}"
-                            " (there is no .32x1x32b: the 32-lane shape is .32x32b)")
-        if self.num not in NUMS:
-            raise TmemError(f".num must be one of x{', x'.join(map(str, NUMS))}; got x{self.num}")
-        regs = self.num * REGS_PER_NUM[self.shape]
-        if regs > MAX_REGS_PER_THREAD:
-            top = MAX_REGS_PER_THREAD // REGS_PER_NUM[self.shape]
-            raise TmemError(f".{self.shape}.x{self.num} would need {regs} registers per thread; an "
-                            f"instruction moves at most {MAX_REGS_PER_THREAD}, so .{self.shape} "
-                            f"stops at .x{top}")
+        if self.shape == "16x32bx2" and self.half_split_off is None:
+            off = self.num * (2 if self.pack16 else 1)       # CuTe's default: the halves side by side
+        else:
+            off = self.half_split_off
+        for op in ("ld", "st"):   # the two instructions share Table 49
+            check_ldst(op, self.shape, self.num, LDST_PACK[op] if self.pack16 else None, off)
         object.__setattr__(self, "pack16", bool(self.pack16))
         if self.shape == "16x32bx2":
-            off = self.half_width if self.half_split_off is None else self.half_split_off
             if int(off) != off or off < 0:
                 raise TmemError(f"the .16x32bx2 half-split offset is a non-negative immediate number "
                                 f"of columns, got {off!r}")
@@ -67,8 +59,6 @@ class TmemAccess:
             if self.width > COLUMNS:
                 raise TmemError(f"half-split offset {off} puts the second half at columns {off}.."
                                 f"{off + self.half_width - 1}, past TMEM's {COLUMNS} columns")
-        elif self.half_split_off is not None:
-            raise TmemError(f"only .16x32bx2 takes a half-split offset; .{self.shape} does not")
 
     # --- sizes -----------------------------------------------------------------------------
     @property
@@ -137,9 +127,8 @@ def all_accesses(pack16: bool | None = None) -> list[TmemAccess]:
     out = []
     for p in packs:
         for s in SHAPES:
-            for n in NUMS:
-                if n * REGS_PER_NUM[s] <= MAX_REGS_PER_THREAD:
-                    out.append(TmemAccess(s, n, p))
+            for n in LDST_SHAPES[s].nums:
+                out.append(TmemAccess(s, n, p))
     return out
 
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..hw.tmem import COLUMNS, LANES, TmemError, check_image, decode_address, encode_address, warp_lane_range
 from .forms import TmemAccess, instructions_per_warp
+from .tables import check_lanes
 
 __all__ = ["tcgen05_ld", "tcgen05_st", "pattern_image", "register_pattern", "check_roundtrip",
            "ld_roundtrip_model", "st_roundtrip_model", "roundtrip_taddr", "st_cells_mask",
@@ -17,12 +18,8 @@ __all__ = ["tcgen05_ld", "tcgen05_st", "pattern_image", "register_pattern", "che
 def _cells(taddr: int, access: TmemAccess, warp: int, op: str):
     """Absolute (lane, column) of every register (half) after checking the warp's lane quarter."""
     lane0, col0 = decode_address(taddr)
-    lo, hi = warp_lane_range(warp)
-    if not (lo <= lane0 and lane0 + access.lanes <= hi):
-        raise TmemError(
-            f"warp {warp} may access TMEM lanes {lo}..{hi - 1} only (lanes 32*(warp % 4) .. +31); "
-            f"tcgen05.{op}{access.label()} at lane {lane0} would touch lanes {lane0}.."
-            f"{lane0 + access.lanes - 1}")
+    warp_lane_range(warp)
+    check_lanes(op, warp, lane0, access.lanes, access.label())
     if col0 + access.width > COLUMNS:
         raise TmemError(f"tcgen05.{op}{access.label()} at column {col0} spans {access.width} columns "
                         f"and would run past column {COLUMNS - 1}")

@@ -4,13 +4,17 @@ driver (lazily, inside the functions; compiling needs no GPU).
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
+from ..hw.tmem import TmemError
+from .tables import LDST_PACK, check_alloc, check_ldst
 from .forms import SHAPE_CODE, TmemAccess, all_accesses, instructions_per_warp
 from .model import check_roundtrip
 
 __all__ = ["KERNEL_SOURCE", "kernel_name", "all_kernel_names", "compile_kernels", "run_ld_roundtrip",
-           "run_st_roundtrip"]
+           "run_st_roundtrip", "check_configurations", "kernel_allocation_columns"]
 
 KERNEL_SOURCE = "tmem_sm100"
 
@@ -29,9 +33,36 @@ def all_kernel_names(accesses=None) -> list[str]:
     return [kernel_name(op, a) for a in accesses for op in ("ld", "st")]
 
 
+def kernel_allocation_columns() -> int:
+    """The columns tmem_sm100.cu allocates (`kTmemColumns`), read from the source."""
+    from ..source import source_text
+    m = re.search(r"constexpr\s+u32\s+kTmemColumns\s*=\s*(\d+)\s*;", source_text(f"{KERNEL_SOURCE}.cu"))
+    if m is None:
+        raise TmemError(f"{KERNEL_SOURCE}.cu: no `constexpr u32 kTmemColumns = N;` found")
+    return int(m.group(1))
+
+
+def check_configurations(accesses=None) -> None:
+    """Every configuration tmem_sm100.cu is built with, checked against the ISA's tables before it is
+    compiled: the tcgen05.alloc/dealloc column count, and each ld and st form under test (its .shape,
+    .num, pack/unpack and half-split offset, Table 49) plus the .32x32b.x32 forms that fill and read
+    back TMEM."""
+    check_alloc("alloc", 1, kernel_allocation_columns())
+    check_alloc("dealloc", 1, kernel_allocation_columns())
+    check_alloc("relinquish_alloc_permit", 1)
+    for op in ("ld", "st"):
+        check_ldst(op, "32x32b", 32)
+    for a in (all_accesses() if accesses is None else accesses):
+        for op in ("ld", "st"):
+            check_ldst(op, a.shape, a.num, LDST_PACK[op] if a.pack16 else None,
+                       a.half_split_off if a.shape == "16x32bx2" else None)
+
+
 def compile_kernels(arch: str = "sm_100a", accesses=None):
-    """Build tmem_sm100.cu with every form instantiated (no GPU needed; ptxas checks each one)."""
+    """Build tmem_sm100.cu with every form instantiated (no GPU needed; ptxas checks each one), after
+    checking every configuration against the ISA's tables."""
     from ..compile import compile_cuda
+    check_configurations(accesses)
     return compile_cuda(KERNEL_SOURCE, arch=arch, name_expressions=all_kernel_names(accesses))
 
 
@@ -41,6 +72,7 @@ _MODULE_CACHE = {}
 def _module():
     from ..compile import load_module
     if "m" not in _MODULE_CACHE:
+        check_configurations()
         _MODULE_CACHE["m"] = load_module(KERNEL_SOURCE, name_expressions=all_kernel_names())
     return _MODULE_CACHE["m"]
 

@@ -1,11 +1,11 @@
 // bwlab PTX wrappers: tcgen05 (PTX ISA 9.7.16 "TensorCore 5th Generation Family Instructions").
-// sm_100a / sm_101a / sm_103a only. Tensor Memory (TMEM): 128 lanes x 512 columns x 32 bit per SM;
-// a TMEM address holds the lane in bits 31-16 and the column in bits 15-0.
+// sm_100a / sm_103a / sm_110a only (the PTX ISA's targets for tcgen05). Tensor Memory (TMEM): 128 lanes
+// x 512 columns x 32 bit per SM; a TMEM address holds the lane in bits 31-16 and the column in bits 15-0.
 #pragma once
 #include "common.cuh"
 
-// tcgen05.alloc: one whole warp allocates `ncols` columns (a power of two in [32, 512]) and the
-// TMEM address of the allocation is written to SMEM at `smem_dst`.
+// tcgen05.alloc: one whole warp allocates `ncols` columns (a power of two in [32, 512], never more than
+// the CTA's previous allocation) and the TMEM address is written to SMEM at `smem_dst`.
 __device__ __forceinline__ void tcgen05_alloc(u32* smem_dst, u32 ncols) {
     asm volatile("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;"
                  ::"r"(smem_u32(smem_dst)), "r"(ncols) : "memory");
@@ -15,7 +15,8 @@ __device__ __forceinline__ void tcgen05_alloc_cta_group2(u32* smem_dst, u32 ncol
                  ::"r"(smem_u32(smem_dst)), "r"(ncols) : "memory");
 }
 
-// tcgen05.dealloc: the warp that allocated frees the same columns.
+// tcgen05.dealloc: one warp of the CTA frees an earlier allocation (bwlab frees from the warp that
+// allocated, which both the PTX ISA and CuTe's allocator accept).
 __device__ __forceinline__ void tcgen05_dealloc(u32 taddr, u32 ncols) {
     asm volatile("tcgen05.dealloc.cta_group::1.sync.aligned.b32 %0, %1;" ::"r"(taddr), "r"(ncols)
                  : "memory");
@@ -25,7 +26,8 @@ __device__ __forceinline__ void tcgen05_dealloc_cta_group2(u32 taddr, u32 ncols)
                  : "memory");
 }
 
-// tcgen05.relinquish_alloc_permit: this CTA will allocate no more, so other CTAs on the SM may.
+// tcgen05.relinquish_alloc_permit: the CTA gives up its right to allocate TMEM (a later tcgen05.alloc
+// of this CTA is illegal).
 __device__ __forceinline__ void tcgen05_relinquish_alloc_permit() {
     asm volatile("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;" ::: "memory");
 }
