@@ -9,9 +9,9 @@ import re
 import numpy as np
 
 from ..hw.tmem import TmemError
-from .tables import LDST_PACK, check_alloc, check_ldst
 from .forms import SHAPE_CODE, TmemAccess, all_accesses, instructions_per_warp
 from .model import check_roundtrip
+from .tables import LDST_PACK, check_alloc, check_ldst
 
 __all__ = ["KERNEL_SOURCE", "kernel_name", "all_kernel_names", "compile_kernels", "run_ld_roundtrip",
            "run_st_roundtrip", "check_configurations", "kernel_allocation_columns"]
