@@ -10,6 +10,7 @@ import pytest
 
 from bwlab import compile as bc
 from bwlab import tmem
+from bwlab.checks.tmem_header import ldst_header_text
 from bwlab.tmem import TmemAccess, TmemError
 
 DEFAULT_FORM = "3, 8, 0, 0"  # TMEM_SHAPE/NUM/PACK/OFF defaults: already instantiated in the file
@@ -17,13 +18,30 @@ DEFAULT_FORM = "3, 8, 0, 0"  # TMEM_SHAPE/NUM/PACK/OFF defaults: already instant
 
 def test_header_is_what_the_generator_writes():
     text = (bc.CUDA_SRC / "ptx" / "tcgen05_ldst.cuh").read_text()
-    assert text == tmem.ldst_header_text(), "run: python -m bwlab.tmem header"
+    assert text == ldst_header_text(), "run: python -m bwlab.tmem header"
 
 
-def test_header_has_no_duplicate_of_the_32x32b_wrappers():
+def test_every_tcgen05_ld_st_wrapper_comes_from_the_generated_header():
     text = (bc.CUDA_SRC / "ptx" / "tcgen05_ldst.cuh").read_text()
-    assert "void tcgen05_ld_32x32b_x8(" not in text       # lives in tcgen05.cuh
-    assert "void tcgen05_ld_32x32b_x8_pack_16b(" in text
+    assert "void tcgen05_ld_32x32b_x8(" in text and "void tcgen05_ld_32x32b_x8_pack_16b(" in text
+    for f in sorted(bc.CUDA_SRC.rglob("*.cu*")):
+        if f.name == "tcgen05_ldst.cuh":
+            continue
+        body = f.read_text()
+        for instr in ("tcgen05.ld.", "tcgen05.st."):
+            asm = [l for l in body.splitlines() if instr in l and not l.lstrip().startswith("//")]
+            assert not asm, f"{f.name} writes its own {instr} wrapper: {asm[0].strip()}"
+
+
+def test_header_command_help_changes_nothing(capsys):
+    from bwlab.checks.tmem_header import header_path, main
+    before = header_path().stat().st_mtime_ns
+    for argv in (["--help"], ["header", "--help"]):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 0
+    assert main(["header", "--check"]) == 0
+    assert header_path().stat().st_mtime_ns == before
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +157,7 @@ def test_ptxas_accepts_a_valid_form_written_the_same_way(tmp_path):
 def test_model_roundtrip(acc):
     image = tmem.pattern_image(7)
     col0 = tmem.COLUMNS - acc.width   # flush against the right edge
-    regs = tmem.model_ld_roundtrip(acc, image, col0)
+    regs = tmem.ld_roundtrip_model(acc, image, col0)
     m = acc.map()
     for w in range(4):
         for h in range(tmem.instructions_per_warp(acc)):
@@ -151,8 +169,8 @@ def test_model_roundtrip(acc):
             else:
                 np.testing.assert_array_equal(regs[w, h], image[lane0 + m[..., 0], col0 + m[..., 1]])
     new = tmem.register_pattern(acc, 3)
-    after = tmem.model_st_roundtrip(acc, image, new, col0)
-    np.testing.assert_array_equal(tmem.model_ld_roundtrip(acc, after, col0), new)
+    after = tmem.st_roundtrip_model(acc, image, new, col0)
+    np.testing.assert_array_equal(tmem.ld_roundtrip_model(acc, after, col0), new)
     written = tmem.st_cells_mask(acc, col0)
     assert (after[~written] == image[~written]).all()
     assert written.sum() == 4 * tmem.instructions_per_warp(acc) * 32 * acc.registers * (2 if acc.pack16 else 1)
@@ -165,7 +183,7 @@ def test_pattern_image_low_halves_are_all_different():
 def test_compare_st_images_ignores_only_the_undefined_upper_halves():
     acc = TmemAccess("16x64b", 2, pack16=True)
     image = tmem.pattern_image()
-    model = tmem.model_st_roundtrip(acc, image, tmem.register_pattern(acc), 0)
+    model = tmem.st_roundtrip_model(acc, image, tmem.register_pattern(acc), 0)
     gpu = model.copy()
     written = tmem.st_cells_mask(acc, 0)
     gpu[written] |= 0xABCD0000          # hardware might leave anything up there
@@ -179,11 +197,11 @@ def test_compare_st_images_ignores_only_the_undefined_upper_halves():
 def test_runner_rejects_bad_input_before_the_driver():
     acc = TmemAccess("16x256b", 32)   # 256 columns
     with pytest.raises(TmemError, match=r"\[0, 256\]"):
-        tmem.gpu_ld_roundtrip(acc, tmem.pattern_image(), col0=300)
+        tmem.run_ld_roundtrip(acc, tmem.pattern_image(), col0=300)
     with pytest.raises(TmemError, match="registers"):
-        tmem.gpu_st_roundtrip(acc, tmem.pattern_image(), np.zeros((4, 1, 32, 128), np.uint32))
+        tmem.run_st_roundtrip(acc, tmem.pattern_image(), np.zeros((4, 1, 32, 128), np.uint32))
     with pytest.raises(TmemError, match="overlap"):
-        tmem.gpu_st_roundtrip(TmemAccess("16x32bx2", 4, half_split_off=1), tmem.pattern_image(),
+        tmem.run_st_roundtrip(TmemAccess("16x32bx2", 4, half_split_off=1), tmem.pattern_image(),
                               np.zeros((4, 2, 32, 4), np.uint32))
 
 
@@ -191,8 +209,90 @@ def test_runner_says_why_not_without_sm100(monkeypatch):
     from bwlab import device
     monkeypatch.setenv("BWLAB_BACKEND", "model")
     with pytest.raises(device.UnsupportedGPU, match="sm_100"):
-        tmem.gpu_ld_roundtrip(TmemAccess("32x32b", 1), tmem.pattern_image())
-    assert tmem.validate_main([]) == 2
+        tmem.run_ld_roundtrip(TmemAccess("32x32b", 1), tmem.pattern_image())
+    from bwlab import validate
+    assert validate.main(["tmem"]) == 3          # no suitable GPU: nothing was run
+
+
+# ---- the case objects: model() / check(got) ------------------------------------------------------
+
+def test_load_case_model_shape_and_type():
+    acc = TmemAccess("16x256b", 4)
+    case = tmem.TmemLoad(acc, tmem.pattern_image(1), col0=32)
+    got = case.model()
+    assert got.dtype == np.uint32 and got.shape == (4, 2, 32, 16)
+    np.testing.assert_array_equal(got, tmem.ld_roundtrip_model(acc, tmem.pattern_image(1), 32))
+    assert case.check(got).ok and "all 4096 registers equal" in str(case.check(got))
+
+
+def test_load_case_names_thread_register_lane_and_column():
+    acc = TmemAccess("16x256b", 1)
+    image = tmem.pattern_image(2)
+    case = tmem.TmemLoad(acc, image, col0=8)
+    got = case.model().copy()
+    # warp 1, second load (lanes 48..63), thread 5, register 3: lane 48 + 9, column 8 + 3
+    got[1, 1, 5, 3] = image[48 + 1, 8 + 3]          # a neighbour's cell: a wrong map
+    res = case.check(got)
+    assert not res.ok and res.differing == 1
+    msg = str(res)
+    assert "warp 1, load 1 (lanes from 48), thread 5, register 3 = TMEM lane 57, column 11" in msg
+    assert f"expected 0x{image[57, 11]:08x}" in msg
+    assert "lane/column map" in msg and "lane 49, column 11" in msg
+    got[1, 1, 5, 3] = image[100, 11]                 # a cell of warp 3's quarter
+    assert "warp quarter rule" in str(case.check(got))
+    got[1, 1, 5, 3] = 0x12345678 if 0x12345678 not in image else 0
+    assert "tcgen05.wait::ld" in str(case.check(got))
+
+
+def test_load_case_packed_register_names_both_cells():
+    acc = TmemAccess("32x32b", 2, pack16=True)
+    case = tmem.TmemLoad(acc, tmem.pattern_image(3))
+    got = case.model().copy()
+    got[2, 0, 7, 1] ^= 1
+    msg = str(case.check(got))
+    assert "warp 2, thread 7, register 1 = TMEM lane 71, column 2 (bits 15-0) and lane 71, column 3" in msg
+
+
+def test_store_case_compares_only_defined_bits_and_names_the_cell():
+    acc = TmemAccess("16x64b", 2, pack16=True)
+    image = tmem.pattern_image(4)
+    regs = tmem.register_pattern(acc, 5)
+    case = tmem.TmemStore(acc, image, regs)
+    want = case.model()
+    assert want.dtype == np.uint32 and want.shape == (128, 512)
+    got = want.copy()
+    written = tmem.st_cells_mask(acc, 0)
+    got[written] |= 0xABCD0000                       # undefined upper halves: not compared
+    assert case.check(got).ok
+    m = acc.map()                                     # thread 6, register 1, bits 31-16 of warp 0's first load
+    lane, col = m[6, 1, 1]
+    got[lane, col] ^= 0x0001
+    res = case.check(got)
+    assert res.differing == 1
+    assert f"TMEM lane {lane}, column {col} (written by warp 0, load 0, thread 6, register 1 bits 31-16)" in str(res)
+    got = want.copy()
+    got[0, 300] ^= 1                                  # a cell no store writes
+    msg = str(case.check(got))
+    assert "TMEM lane 0, column 300 (no store writes it" in msg and "outside the stores' cells" in msg
+
+
+def test_store_case_hint_finds_a_misplaced_register():
+    acc = TmemAccess("32x32b", 4)
+    image = tmem.pattern_image(6)
+    regs = tmem.register_pattern(acc, 7)
+    case = tmem.TmemStore(acc, image, regs, col0=16)
+    got = case.model().copy()
+    got[3, 16], got[4, 16] = got[4, 16], got[3, 16]   # threads 3 and 4 of warp 0 swapped
+    msg = str(case.check(got))
+    assert "first difference at TMEM lane 3, column 16 (written by warp 0, thread 3, register 0)" in msg
+    assert "warp 0, thread 4, register 0 stored" in msg
+
+
+def test_cases_refuse_bad_input_on_construction():
+    with pytest.raises(TmemError, match=r"\[0, 256\]"):
+        tmem.TmemLoad(TmemAccess("16x256b", 32), tmem.pattern_image(), col0=300)
+    with pytest.raises(TmemError, match="registers"):
+        tmem.TmemStore(TmemAccess("16x256b", 32), tmem.pattern_image(), np.zeros((4, 1, 32, 128), np.uint32))
 
 
 # ---- on sm_100 ---------------------------------------------------------------------------------
@@ -202,8 +302,8 @@ def test_runner_says_why_not_without_sm100(monkeypatch):
 def test_gpu_ld_matches_model(acc):
     image = tmem.pattern_image(11)
     for col0 in sorted({0, tmem.COLUMNS - acc.width}):
-        got = tmem.gpu_ld_roundtrip(acc, image, col0)
-        np.testing.assert_array_equal(got, tmem.model_ld_roundtrip(acc, image, col0))
+        got = tmem.run_ld_roundtrip(acc, image, col0)
+        np.testing.assert_array_equal(got, tmem.ld_roundtrip_model(acc, image, col0))
 
 
 @pytest.mark.sm100
@@ -212,6 +312,15 @@ def test_gpu_st_matches_model(acc):
     image = tmem.pattern_image(12)
     regs = tmem.register_pattern(acc, 13)
     for col0 in sorted({0, tmem.COLUMNS - acc.width}):
-        gpu = tmem.gpu_st_roundtrip(acc, image, regs, col0)
-        model = tmem.model_st_roundtrip(acc, image, regs, col0)
+        gpu = tmem.run_st_roundtrip(acc, image, regs, col0)
+        model = tmem.st_roundtrip_model(acc, image, regs, col0)
         assert tmem.compare_st_images(acc, model, gpu, col0) == 0
+
+
+@pytest.mark.sm100
+@pytest.mark.parametrize("shape", tmem.SHAPES)
+def test_gpu_cases_check(shape):
+    acc = TmemAccess(shape, 4)
+    image = tmem.pattern_image(14)
+    tmem.TmemLoad(acc, image, 64).check().assert_ok()
+    tmem.TmemStore(acc, image, tmem.register_pattern(acc, 15), 64).check().assert_ok()

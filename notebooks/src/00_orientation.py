@@ -40,7 +40,8 @@ for family, sm, t in device.tier_table():
 # Five hops. Two are done by the **Tensor Memory Accelerator** (TMA), an engine that copies whole tiles
 # between global and shared memory on behalf of one thread; one by the 5th-generation tensor core, which
 # reads its operands from shared memory and writes its accumulator into **Tensor Memory** (TMEM), a
-# 256 KB per-SM memory that exists only on sm_100; and two by ordinary threads.
+# 256 KB per-SM memory of the GPUs with `tcgen05` (the PTX ISA lists sm_100a, sm_103a and sm_110a); and
+# two by ordinary threads.
 
 # %%
 import matplotlib.pyplot as plt

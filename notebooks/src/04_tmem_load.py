@@ -1,9 +1,10 @@
 # %% [markdown]
 # # 04 · TMEM: allocation, addresses, and `tcgen05.ld` as a thread map
 #
-# The tensor core of stage 3 leaves the accumulator in **Tensor Memory** (TMEM), a per-SM memory that
-# only sm_100 has. Before the TMA store of stage 5 can write D to global memory, the epilogue warps
-# must bring it into registers with **`tcgen05.ld`**. This notebook covers:
+# The tensor core of stage 3 leaves the accumulator in **Tensor Memory** (TMEM), a per-SM memory of the
+# GPUs with `tcgen05` (the PTX ISA lists sm_100a, sm_103a and sm_110a). Before the TMA store of stage 5
+# can write D to global memory, the epilogue warps must bring it into registers with **`tcgen05.ld`**.
+# This notebook covers:
 #
 # 1. TMEM as a grid of 128 lanes x 512 columns of 32 bits;
 # 2. allocation (`tcgen05.alloc` / `dealloc` / `relinquish_alloc_permit`) and its rules;
@@ -13,7 +14,7 @@
 # 6. which thread ends up holding `D[r][c]`;
 # 7. `tcgen05.wait::ld`; the accumulator read out; a widget; the PTX.
 #
-# **Runs on:** the first cell says which tier the TMEM stage runs in here. On an sm_100 GPU the
+# **Runs on:** the first cell says which tier the TMEM stage runs in here. On an sm_100-family GPU the
 # round-trip kernels of `cuda_src/tmem_sm100.cu` run for real and are compared with the model; elsewhere
 # TMEM is modelled by `bwlab.tmem` (the kernels are still compiled for sm_100a, so ptxas checks them).
 
@@ -47,10 +48,14 @@ print(f"a 128 x 256 f32 accumulator takes {256} columns = half of TMEM")
 # * one whole warp executes `tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [smem], ncols`;
 #   `ncols` is a power of two in [32, 512]; the TMEM address of the allocation is **written to shared
 #   memory**, from where every thread of the CTA reads it (after a `__syncthreads` between tcgen05 fences);
-# * the same warp later frees exactly that with `tcgen05.dealloc`; everything must be freed before the
-#   CTA exits;
-# * `tcgen05.relinquish_alloc_permit` says "this CTA will allocate no more", which lets other CTAs on the
-#   SM allocate without waiting for it;
+# * the number of columns must not increase from one allocation of a CTA to the next: allocate the
+#   largest first;
+# * one warp of the CTA allocates, and a warp frees exactly one earlier allocation with `tcgen05.dealloc`;
+#   everything must be freed before the CTA exits. (The PTX ISA asks that one warp of the CTA allocate
+#   and deallocate; CuTe's allocator asks for the same warp only for repeated allocations. Freeing from
+#   the allocating warp is what every source agrees with, so the model lets another warp free but says so.)
+# * `tcgen05.relinquish_alloc_permit`: the CTA gives up its right to allocate; a later `tcgen05.alloc` of
+#   that CTA is illegal. (The ISA says nothing more about it.)
 # * CTAs resident on the same SM share the 512 columns; on hardware an allocation that does not fit
 #   *blocks* until someone frees columns.
 #
@@ -69,19 +74,25 @@ plt.show()
 # %% [markdown]
 # Where an allocation lands is not something a kernel may assume; it must use the address written to SMEM.
 # (The model takes the lowest free range aligned to the allocation's size.) Every rule has an error that
-# names it:
+# names it and the PTX ISA section it comes from; what the sources leave open comes back as a note:
 
 # %%
+import warnings
+
 def attempt(what, fn):
-    try:
-        fn()
-        print(f"{what}: ok")
-    except TmemError as e:
-        print(f"{what}:\n    {e}")
+    with warnings.catch_warnings(record=True) as notes:
+        warnings.simplefilter("always", tmem.TmemNote)
+        try:
+            fn()
+            print(f"{what}: ok")
+        except TmemError as e:
+            print(f"{what}:\n    {e}")
+    for n in notes:
+        print(f"    note: {n.message}")
 
 attempt("CTA 2 asks for 96 columns", lambda: tm.alloc(cta=2, warp=0, ncols=96))
 attempt("CTA 2 asks for 256 columns", lambda: tm.alloc(cta=2, warp=0, ncols=256))
-attempt("CTA 1 frees from warp 0", lambda: tm.dealloc(cta=1, warp=0, taddr=a1, ncols=128))
+attempt("CTA 1 asks for 256 columns after its 128", lambda: tm.alloc(cta=1, warp=2, ncols=256))
 attempt("CTA 1 allocates from warp 3", lambda: tm.alloc(cta=1, warp=3, ncols=32))
 attempt("CTA 1 frees from warp 2", lambda: tm.dealloc(cta=1, warp=2, taddr=a1, ncols=128))
 attempt("CTA 1 frees again", lambda: tm.dealloc(cta=1, warp=2, taddr=a1, ncols=128))
@@ -89,6 +100,16 @@ tm.relinquish_alloc_permit(cta=1)
 attempt("CTA 1 allocates after relinquish_alloc_permit", lambda: tm.alloc(cta=1, warp=2, ncols=32))
 attempt("CTA 0 exits without freeing", lambda: tm.exit(cta=0))
 attempt("CTA 2 asks for 256 columns again", lambda: tm.alloc(cta=2, warp=0, ncols=256))
+
+# %% [markdown]
+# Freeing from another warp than the one that allocated is where the sources differ, so the model frees
+# and says what each source asks for:
+
+# %%
+tm2 = TensorMemory()
+a = tm2.alloc(cta=0, warp=1, ncols=64)
+attempt("CTA 0 frees warp 1's allocation from warp 0", lambda: tm2.dealloc(cta=0, warp=0, taddr=a, ncols=64))
+print("free columns:", tm2.free_columns, "  (expected: 512)")
 
 # %% [markdown]
 # ## 3. The TMEM address
@@ -171,7 +192,7 @@ plt.show()
 # An epilogue warpgroup reads the 128 x N accumulator with one shape: warp *w* covers lanes 32w..32w+31
 # (two loads for a 16-lane shape) and the columns in chunks of the instruction's width. The accumulator of
 # the UMMA notebook (M = 128, `cta_group::1`) keeps `D[m][n]` at lane *m*, column *n* (the PTX data-path
-# layout "D"; `bwlab.umma.d_tmem_layout` when the UMMA stage is installed). So the thread that holds
+# layout "D"; `bwlab.umma.d_tmem_layout`). So the thread that holds
 # `D[r][c]` depends only on the load shape:
 
 # %%
@@ -208,13 +229,11 @@ plt.show()
 # `tcgen05.ld` is **asynchronous**: the instruction returns before the registers are filled. A warp must
 # execute `tcgen05.wait::ld.sync.aligned` before it reads them (and `tcgen05.wait::st` before relying on
 # a `tcgen05.st`). The model's `tcgen05_ld` hands back finished registers, so it cannot show the race; the
-# kernel shows the order:
+# kernel shows the order (the load, then `tcgen05_wait_ld()`, then the registers are used):
 
 # %%
-from bwlab.compile import CUDA_SRC
-lines = (CUDA_SRC / "tmem_sm100.cu").read_text().splitlines()
-start = next(k for k, l in enumerate(lines) if "for (int half = 0; half < kHalves; ++half) {" in l)
-print("\n".join(lines[start:start + 6]))
+from bwlab.source import show_source
+_ = show_source("tmem_sm100.cu", kernel="tmem_ld_roundtrip")
 
 # %% [markdown]
 # ## 8. The accumulator, read out
@@ -238,20 +257,17 @@ for s in tmem.SHAPES:
 
 # %% [markdown]
 # On an sm_100 GPU the same image goes into real TMEM (`tcgen05.st`) and comes back through each real
-# `tcgen05.ld` (`tmem_ld_roundtrip` in `cuda_src/tmem_sm100.cu`), compared register by register with the
-# model. Elsewhere this cell says what it would do.
+# `tcgen05.ld` (`tmem_ld_roundtrip` in `cuda_src/tmem_sm100.cu`), and `TmemLoad.check()` compares it
+# register by register with the model. Elsewhere this cell says what it would do.
 
 # %% tags=["nbval-ignore-output"]
 if bwlab.tier("tmem") == "hardware":
     for s in tmem.SHAPES:
-        acc = TmemAccess(s, 8)
-        got = tmem.gpu_ld_roundtrip(acc, image, 0)
-        want = tmem.model_ld_roundtrip(acc, image, 0)
-        print(f"{acc.label():14s} GPU == model: {np.array_equal(got, want)}")
+        print(tmem.TmemLoad(TmemAccess(s, 8), image, 0).check())
 else:
-    print(f"TMEM tier is '{bwlab.tier('tmem')}': tcgen05 needs sm_100, so the round trip on the GPU is "
-          "skipped. On sm_100 this cell runs tmem.gpu_ld_roundtrip for each shape (x8) and compares "
-          "every register with tmem.model_ld_roundtrip.")
+    print(f"TMEM tier is '{bwlab.tier('tmem')}': tcgen05 needs an sm_100-family GPU, so the round trip on "
+          "the GPU is skipped. There this cell runs tmem.TmemLoad(access, image).check() for each shape (x8): "
+          "tmem.run_ld_roundtrip on the GPU, every register compared with tmem.ld_roundtrip_model.")
 
 # %% [markdown]
 # ## 9. Try it
@@ -288,5 +304,8 @@ print("tcgen05.wait::ld:", ptx.count("tcgen05.wait::ld"), "  (expected 2: one af
 # * All 148 round-trip kernels (ld and st, every form) assemble for sm_100a with NVRTC 12.9 and nvcc 13;
 #   the forms `TmemAccess` refuses are exactly those ptxas refuses (`tests/test_tmem_kernels.py`).
 # * The allocator's rules and errors (`tests/test_tmem.py`).
-# * Not checked here: the maps on real TMEM. That needs an sm_100 GPU
-#   (`python -m bwlab.tmem validate`, and the `sm100` tests).
+# * Every row of the ISA's tables for `tcgen05.alloc/dealloc/relinquish`, `tcgen05.ld/st` and
+#   `tcgen05.cp` (`tmem.tables`, each row naming its section), and a sample of illegal forms refused with
+#   the rule (`tests/test_tmem_tables.py`); the `tcgen05.cp` table agrees with ptxas.
+# * Not checked here: the maps on real TMEM. That needs an sm_100-family GPU
+#   (`python -m bwlab.validate tmem`, and the `sm100` tests).

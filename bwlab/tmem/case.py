@@ -1,0 +1,171 @@
+"""The stage's cases: one tcgen05.ld round trip and one tcgen05.st round trip of a warpgroup, with the
+four verbs of `bwlab.case.Case` (`model()`, `run()`, `check(got=None)`, `show()`).
+
+A difference is named the way the hardware sees it: which warp, thread and register, which TMEM lane
+and column, and the rule most likely broken (the warp quarter rule, the shape's lane/column map, a
+missing tcgen05.wait).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..case import Case, CheckResult, Mismatch, compare
+from ..hw.tmem import COLUMNS, LANES, warp_lane_range
+from .forms import TmemAccess, instructions_per_warp
+from .model import check_roundtrip, defined_st_bits, ld_roundtrip_model, st_roundtrip_model
+from .runner import run_ld_roundtrip, run_st_roundtrip
+
+__all__ = ["TmemLoad", "TmemStore"]
+
+
+def _cells_of(access: TmemAccess, warp: int, half: int, col0: int) -> np.ndarray:
+    """(32, registers, halves, 2): absolute (lane, column) of every register (16-bit half) of one
+    instruction of the round trip."""
+    lane0 = 32 * warp + access.lanes * half
+    m = access.map()
+    if not access.pack16:
+        m = m[:, :, None, :]
+    return m + np.array([lane0, col0])
+
+
+def _cell_text(cells) -> str:
+    """'TMEM lane 37, column 13' or, for a packed register, both cells it holds."""
+    if len(cells) == 1:
+        return f"TMEM lane {cells[0][0]}, column {cells[0][1]}"
+    (l0, c0), (l1, c1) = cells
+    return (f"TMEM lane {l0}, column {c0} (bits 15-0) and lane {l1}, column {c1} (bits 31-16), "
+            "low 16 bits of each")
+
+
+_MAP_HINT = ("the shape's lane/column map (tmem.ld_fragment_map; PTX ISA 'Matrix fragments for "
+             "tcgen05.ld/st')")
+_QUARTER_HINT = ("the warp quarter rule: warp w reaches only TMEM lanes 32*(w % 4) .. +31 "
+                 "(PTX ISA 'Tensor Memory access restrictions')")
+
+
+class TmemLoad(Case):
+    """tmem_ld_roundtrip: a warpgroup fills TMEM from `image`, then every warp loads its lane quarter
+    at column `col0` with `access` (twice for a 16-lane shape). The result is every thread's
+    registers: uint32 (4 warps, instructions per warp, 32 threads, registers)."""
+
+    stage = "tmem"
+
+    def __init__(self, access: TmemAccess, image: np.ndarray, col0: int = 0):
+        check_roundtrip(access, image, col0)
+        self.access, self.image, self.col0 = access, image, int(col0)
+        self.what = f"tcgen05.ld{access.label()} at column {self.col0}"
+
+    def model(self) -> np.ndarray:
+        return ld_roundtrip_model(self.access, self.image, self.col0)
+
+    def run(self) -> np.ndarray:
+        return run_ld_roundtrip(self.access, self.image, self.col0)
+
+    def cells(self, warp: int, half: int, thread: int, register: int) -> list[tuple[int, int]]:
+        """The TMEM cell(s) register `register` of `thread` holds in load `half` of `warp`."""
+        c = _cells_of(self.access, warp, half, self.col0)[thread, register]
+        return [tuple(int(v) for v in x) for x in c]
+
+    def _where(self, idx) -> str:
+        w, h, t, j = idx
+        load = f", load {h} (lanes from {32 * w + self.access.lanes * h})" if instructions_per_warp(
+            self.access) > 1 else ""
+        return f"warp {w}{load}, thread {t}, register {j} = {_cell_text(self.cells(w, h, t, j))}"
+
+    def _hint(self, mis: Mismatch) -> str:
+        w, h, t, j = mis.index
+        got = int(str(mis.got), 16)
+        img = self.image & np.uint32(0xFFFF) if self.access.pack16 else self.image
+        key = got & 0xFFFF if self.access.pack16 else got
+        found = np.argwhere(img == np.uint32(key))
+        if not len(found):
+            return ("the value is nowhere in the TMEM image: a register read before tcgen05.wait::ld, "
+                    "or the fill of TMEM did not land")
+        lane, col = (int(v) for v in found[0])
+        lo, hi = warp_lane_range(w)
+        if not lo <= lane < hi:
+            return f"the value sits at TMEM lane {lane}, column {col}, outside warp {w}'s lanes {lo}..{hi - 1}: " \
+                   + _QUARTER_HINT
+        return f"the value sits at TMEM lane {lane}, column {col}: " + _MAP_HINT
+
+    def compare(self, expected, got, source: str = "") -> CheckResult:
+        return compare(expected, got, stage=self.stage, what=self.what, unit="register",
+                       where=self._where, hint=self._hint, hex_digits=8, source=source)
+
+    def show(self, warp: int = 0, **kwargs):
+        from .pictures import draw_ld_map
+        return draw_ld_map(self.access, warp, **kwargs)
+
+
+class TmemStore(Case):
+    """tmem_st_roundtrip: a warpgroup fills TMEM from `image`, every warp stores `regs`
+    (4 warps, instructions per warp, 32 threads, registers) with `access` at column `col0`, and the
+    whole TMEM is read back: uint32 (128, 512).
+
+    Only what the ISA defines is compared: after unpack::16b the upper 16 bits of the written cells
+    are not defined, so only their low halves count."""
+
+    stage = "tmem"
+
+    def __init__(self, access: TmemAccess, image: np.ndarray, regs: np.ndarray, col0: int = 0):
+        check_roundtrip(access, image, col0, regs, "st")
+        self.access, self.image, self.col0 = access, image, int(col0)
+        self.regs = np.asarray(regs, dtype=np.uint32)
+        self.what = f"tcgen05.st{access.label().replace('pack', 'unpack')} at column {self.col0}"
+
+    def model(self) -> np.ndarray:
+        return st_roundtrip_model(self.access, self.image, self.regs, self.col0)
+
+    def run(self) -> np.ndarray:
+        return run_st_roundtrip(self.access, self.image, self.regs, self.col0)
+
+    def writers(self) -> np.ndarray:
+        """int (128, 512, 5): (warp, load, thread, register, 16-bit half) whose store writes each
+        cell; -1 where no store writes."""
+        own = np.full((LANES, COLUMNS, 5), -1, dtype=np.int64)
+        for w in range(4):
+            for h in range(instructions_per_warp(self.access)):
+                cells = _cells_of(self.access, w, h, self.col0)
+                t, j, k = np.meshgrid(*(np.arange(n) for n in cells.shape[:3]), indexing="ij")
+                own[cells[..., 0], cells[..., 1]] = np.stack(
+                    [np.full_like(t, w), np.full_like(t, h), t, j, k], axis=-1)
+        return own
+
+    def _where(self, idx) -> str:
+        lane, col = idx
+        w, h, t, j, k = (int(v) for v in self.writers()[lane, col])
+        if w < 0:
+            return f"TMEM lane {lane}, column {col} (no store writes it: it keeps the filled value)"
+        half = (" bits 15-0", " bits 31-16")[k] if self.access.pack16 else ""
+        load = f", load {h}" if instructions_per_warp(self.access) > 1 else ""
+        return f"TMEM lane {lane}, column {col} (written by warp {w}{load}, thread {t}, register {j}{half})"
+
+    def _hint(self, mis: Mismatch) -> str:
+        lane, col = mis.index
+        if self.writers()[lane, col, 0] < 0:
+            return ("a cell outside the stores' cells changed: " + _MAP_HINT + ", or a warp writing "
+                    "outside its quarter (" + _QUARTER_HINT + ")")
+        got = int(str(mis.got), 16)
+        regs = self.regs
+        if self.access.pack16:
+            halves = np.stack([regs & np.uint32(0xFFFF), regs >> np.uint32(16)], axis=-1)
+            found = np.argwhere(halves == np.uint32(got & 0xFFFF))
+        else:
+            found = np.argwhere(regs == np.uint32(got))
+        if len(found):
+            w, h, t, j = (int(v) for v in found[0][:4])
+            return f"the cell holds what warp {w}, thread {t}, register {j} stored: " + _MAP_HINT
+        return ("the cell holds no stored register: the store did not land before the read-back "
+                "(tcgen05.wait::st), or " + _QUARTER_HINT)
+
+    def compare(self, expected, got, source: str = "") -> CheckResult:
+        e, g = np.asarray(expected), np.asarray(got)
+        if e.shape == g.shape == (LANES, COLUMNS):
+            e = defined_st_bits(self.access, e.astype(np.uint32), self.col0)
+            g = defined_st_bits(self.access, g.astype(np.uint32), self.col0)
+        return compare(e, g, stage=self.stage, what=self.what, unit="cell", where=self._where,
+                       hint=self._hint, hex_digits=8, source=source)
+
+    def show(self, warp: int = 0, **kwargs):
+        from .pictures import draw_ld_map
+        return draw_ld_map(self.access, warp, **kwargs)

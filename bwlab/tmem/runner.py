@@ -1,0 +1,107 @@
+"""The TMEM round trips on an sm_100-family GPU: cuda_src/tmem_sm100.cu, one kernel instantiation per
+tcgen05.ld/st form (NVRTC name expressions). The only file of the stage that talks to CuPy and the
+driver (lazily, inside the functions; compiling needs no GPU).
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ..hw.tmem import TmemError
+from .forms import SHAPE_CODE, TmemAccess, all_accesses, instructions_per_warp
+from .model import check_roundtrip
+from .tables import LDST_PACK, check_alloc, check_ldst
+
+__all__ = ["KERNEL_SOURCE", "kernel_name", "all_kernel_names", "compile_kernels", "run_ld_roundtrip",
+           "run_st_roundtrip", "check_configurations", "kernel_allocation_columns"]
+
+KERNEL_SOURCE = "tmem_sm100"
+
+
+def kernel_name(op: str, access: TmemAccess) -> str:
+    """The NVRTC name expression of the round-trip kernel for one form, e.g.
+    `tmem_ld_roundtrip<1, 8, 0, 0>` (template parameters: shape code, num, pack, half-split offset)."""
+    if op not in ("ld", "st"):
+        raise ValueError(f"op must be 'ld' or 'st', got {op!r}")
+    off = access.half_split_off if access.shape == "16x32bx2" else 0
+    return f"tmem_{op}_roundtrip<{SHAPE_CODE[access.shape]}, {access.num}, {int(access.pack16)}, {off}>"
+
+
+def all_kernel_names(accesses=None) -> list[str]:
+    accesses = all_accesses() if accesses is None else accesses
+    return [kernel_name(op, a) for a in accesses for op in ("ld", "st")]
+
+
+def kernel_allocation_columns() -> int:
+    """The columns tmem_sm100.cu allocates (`kTmemColumns`), read from the source."""
+    from ..source import source_text
+    m = re.search(r"constexpr\s+u32\s+kTmemColumns\s*=\s*(\d+)\s*;", source_text(f"{KERNEL_SOURCE}.cu"))
+    if m is None:
+        raise TmemError(f"{KERNEL_SOURCE}.cu: no `constexpr u32 kTmemColumns = N;` found")
+    return int(m.group(1))
+
+
+def check_configurations(accesses=None) -> None:
+    """Every configuration tmem_sm100.cu is built with, checked against the ISA's tables before it is
+    compiled: the tcgen05.alloc/dealloc column count, and each ld and st form under test (its .shape,
+    .num, pack/unpack and half-split offset, Table 49) plus the .32x32b.x32 forms that fill and read
+    back TMEM."""
+    check_alloc("alloc", 1, kernel_allocation_columns())
+    check_alloc("dealloc", 1, kernel_allocation_columns())
+    check_alloc("relinquish_alloc_permit", 1)
+    for op in ("ld", "st"):
+        check_ldst(op, "32x32b", 32)
+    for a in (all_accesses() if accesses is None else accesses):
+        for op in ("ld", "st"):
+            check_ldst(op, a.shape, a.num, LDST_PACK[op] if a.pack16 else None,
+                       a.half_split_off if a.shape == "16x32bx2" else None)
+
+
+def compile_kernels(arch: str = "sm_100a", accesses=None):
+    """Build tmem_sm100.cu with every form instantiated (no GPU needed; ptxas checks each one), after
+    checking every configuration against the ISA's tables."""
+    from ..compile import compile_cuda
+    check_configurations(accesses)
+    return compile_cuda(KERNEL_SOURCE, arch=arch, name_expressions=all_kernel_names(accesses))
+
+
+_MODULE_CACHE = {}
+
+
+def _module():
+    from ..compile import load_module
+    if "m" not in _MODULE_CACHE:
+        check_configurations()
+        _MODULE_CACHE["m"] = load_module(KERNEL_SOURCE, name_expressions=all_kernel_names())
+    return _MODULE_CACHE["m"]
+
+
+def run_ld_roundtrip(access: TmemAccess, image: np.ndarray, col0: int = 0) -> np.ndarray:
+    """Run tmem_ld_roundtrip on an sm_100 GPU; returns what `ld_roundtrip_model` computes:
+    uint32 (4 warps, instructions per warp, 32 threads, registers)."""
+    from .. import device
+    check_roundtrip(access, image, col0)
+    device.require("tmem")
+    import cupy as cp
+    from ..runtime import launch
+    img = cp.asarray(image)
+    out = cp.zeros((4, instructions_per_warp(access), 32, access.registers), dtype=cp.uint32)
+    launch(_module(), kernel_name("ld", access), (1,), (128,), (img, out, np.uint32(col0)))
+    return cp.asnumpy(out)
+
+
+def run_st_roundtrip(access: TmemAccess, image: np.ndarray, regs: np.ndarray,
+                     col0: int = 0) -> np.ndarray:
+    """Run tmem_st_roundtrip on an sm_100 GPU; returns what `st_roundtrip_model` computes: the
+    (128, 512) TMEM image after the stores."""
+    from .. import device
+    check_roundtrip(access, image, col0, regs, "st")
+    device.require("tmem")
+    import cupy as cp
+    from ..runtime import launch
+    img = cp.asarray(image)
+    regs_d = cp.asarray(np.ascontiguousarray(regs, dtype=np.uint32))
+    out = cp.zeros_like(img)
+    launch(_module(), kernel_name("st", access), (1,), (128,), (img, regs_d, out, np.uint32(col0)))
+    return cp.asnumpy(out)
