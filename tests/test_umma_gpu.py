@@ -21,9 +21,10 @@ def test_wgmma_every_layout_matches_the_model():
     regular, _ = umma.wgmma_cases(seed=3)
     bad = []
     for case in regular:
-        hw, base = umma.run_wgmma(case, module)
-        if not np.array_equal(hw.view(np.uint32), case.model().view(np.uint32)):
-            bad.append(case.label())
+        hw, base = umma.launch_wgmma(case, module)
+        result = case.check(hw)
+        if not result.ok:
+            bad.append(f"{case.label()}: {result}")
         assert base % 1024 == 0
     assert not bad, bad
 
@@ -37,8 +38,16 @@ def test_wgmma_every_layout_matches_the_model():
     umma.UmmaCase("tf32", "f32", 128, 128, 32, "K", "128B", "MN", "32B", 0, 65536),
 ], ids=["f16-128x256-K128B", "bf16-MN-acc", "m64-layoutF", "f16acc", "tf32"])
 def test_tcgen05_mma_matches_the_model(case):
-    hw = umma.run_umma_sm100(case)
+    hw = case.run()
     model = case.model()
     lay = umma.d_tmem_layout(case.M, case.N)
     assert np.array_equal(hw[lay.lane, lay.column], model[lay.lane, lay.column])
+    case.check(hw).assert_ok()
     assert np.array_equal(case.d_from_tmem(hw), case.reference())
+
+
+@pytest.mark.sm90
+def test_wgmma_case_run_is_the_model():
+    _require_wgmma()
+    case = umma.wgmma_cases()[0][3]
+    case.check().assert_ok()          # run() on the GPU, model() here, bit for bit
