@@ -56,8 +56,9 @@ def test_every_B_layout(b_lay):
 
 
 @pytest.mark.parametrize("ab,d,M,N,a_lay,b_lay", [
-    ("tf32", "f32", 128, 32, ("K", "128B"), ("MN", "128B")),
-    ("tf32", "f32", 64, 8, ("MN", "none"), ("K", "32B")),
+    ("tf32", "f32", 128, 32, ("K", "128B"), ("MN", "128B_base32B")),
+    ("tf32", "f32", 64, 8, ("MN", "128B_base32B"), ("K", "32B")),
+    ("tf32", "f32", 128, 64, ("MN", "128B_base32B"), ("MN", "128B_base32B")),
     ("f16", "f16", 128, 256, ("K", "64B"), ("K", "none")),
     ("f16", "f16", 64, 24, ("MN", "32B"), ("K", "128B")),
 ])
@@ -160,7 +161,8 @@ def test_model_rules():
 def test_umma_case_model_matches_numpy():
     for case in (umma.UmmaCase("f16", "f32", 128, 256, 64),
                  umma.UmmaCase("bf16", "f32", 64, 48, 32, "MN", "32B", "MN", "none", 2048, 16384, accumulate=True),
-                 umma.UmmaCase("tf32", "f32", 128, 64, 32, "K", "64B", "MN", "128B", 0, 65536),
+                 umma.UmmaCase("tf32", "f32", 128, 64, 32, "K", "64B", "MN", "128B_base32B", 0, 65536),
+                 umma.UmmaCase("tf32", "f32", 64, 96, 16, "MN", "128B_base32B", "K", "none", 512, 8192),
                  umma.UmmaCase("f16", "f16", 128, 32, 48, "K", "none", "K", "32B", 16, 40960, accumulate=True)):
         tm = case.model()
         assert np.array_equal(case.d_from_tmem(tm), case.reference()), case
@@ -256,3 +258,57 @@ def test_one_mbarrier_one_tmem_model():
     from pathlib import Path
     pkg = Path(umma.__file__).parent
     assert not (pkg.parent / "canonical.py").exists() and (pkg / "canonical.py").exists()
+
+
+# ---- issue 11: the tf32 transpose rule and the 128B-with-32B-atomicity layout ---------------------
+
+@pytest.mark.parametrize("swizzle", MODES)
+@pytest.mark.parametrize("operand", ["A", "B"])
+def test_tf32_mn_major_needs_128B_base32B(swizzle, operand):
+    lays = {"a_major": "K", "a_swizzle": "128B", "b_major": "K", "b_swizzle": "128B"}
+    lays[f"{operand.lower()}_major"] = "MN"
+    lays[f"{operand.lower()}_swizzle"] = swizzle
+    with pytest.raises(umma.MmaRuleError) as e:
+        umma.UmmaCase("tf32", "f32", 128, 64, 32, **lays)
+    msg = str(e.value)
+    assert f"kind::tf32 {operand} MN-major takes the SMEM layouts ['128B_base32B'], got {swizzle}" in msg
+    assert "Transpose and Negate" in msg and "32B atomicity" in msg
+
+
+def test_the_model_refuses_an_illegal_tf32_read():
+    # The rule is enforced where the tensor core would read, too: descriptor + idesc.
+    cta = umma.CtaState()
+    idesc = umma.make_instr_desc("tf32", "tf32", "f32", 128, 64, "K", "MN")
+    ad = umma.smem_desc_for_tile("K", "128B", "tf32", (128, 32), 0)
+    bd = umma.smem_desc_for_tile("MN", "128B", "tf32", (64, 32), 0, 32768)
+    with pytest.raises(umma.MmaRuleError, match="32B atomicity"):
+        umma.tcgen05_mma(cta, 0, ad, bd, idesc, False, kind="tf32")
+
+
+def test_128B_base32B_is_cutes_swizzle_2_5_2():
+    # CuTe Layout_MN_SW128_32B_Atom<tf32>: Swizzle<2,5,2> o (32,4):(1,32) elements: 128-byte rows,
+    # 4 rows per 512-byte atom; on byte addresses bits 5-6 ^= bits 7-8.
+    lay = umma.canonical_layout("MN", "128B_base32B", "tf32", (32, 4), 2048)
+    mn, k = np.meshgrid(np.arange(32), np.arange(4), indexing="ij")
+    plain = 2048 + k * 128 + mn * 4
+    assert np.array_equal(lay.address(mn, k), plain ^ ((plain & 0x180) >> 2))
+    assert umma.atom_shape("MN", "128B_base32B", "tf32") == (32, 4)
+    assert lay.atom_bytes == 512
+    with pytest.raises(ValueError, match="MN-major layout"):
+        umma.atom_shape("K", "128B_base32B", "tf32")
+    # the descriptor: layout code 1, LBO = next atom along MN, SBO = next 4-row group along K
+    d = umma.tile_desc("MN", "128B_base32B", "tf32", (64, 16), 1, 1024)
+    assert (d.start_address, d.leading_byte_offset, d.stride_byte_offset, d.layout_type) == (3072, 512, 1024, 1)
+    assert umma.smem_desc_for_tile("MN", "128B_base32B", "tf32", (64, 16), 1, 1024) >> 61 == 1
+
+
+def test_f16_accumulator_compares_only_the_low_16_bits():
+    # PTX "Packing formats of D": a 16-bit D element sits in the low half of its 32-bit TMEM word;
+    # the upper half is not defined, so a check must not compare it.
+    case = umma.UmmaCase("f16", "f16", 128, 16, 64, "K", "none", "K", "64B", 16, 40960)
+    tm = case.model()
+    assert case.check(tm | np.uint32(0xABCD0000)).ok
+    bad = tm.copy()
+    bad[3, 2] ^= 1
+    r = case.check(bad)
+    assert not r and "D[m=3][n=2]" in str(r) and "low 16 bits" in str(r)

@@ -35,7 +35,7 @@ from .descriptors import (ARCHS, LAYOUT_CODES_SM90, LAYOUT_CODES_SM100, SmemDesc
                           descriptor_addresses, format_fields, gmma_desc_for_tile, make_smem_desc,
                           read_operand, smem_desc_for_tile, tile_desc)
 from .hybrid import TmaFedMma, cta_pair_mma, tma_fed_mma
-from .idesc import KINDS, InstrDesc, check_mma_shape, decode_instr_desc, kind_of, make_instr_desc
+from .idesc import KINDS, InstrDesc, MmaRuleError, check_mma_shape, decode_instr_desc, kind_of, make_instr_desc
 from .model import (SMEM_BYTES, WGMMA_NS, CtaState, TmemLayout, d_from_words, d_tmem_layout, mma_operands,
                     operand_values, tcgen05_commit, tcgen05_mma, wgmma_d_fragment, wgmma_mma_async, words_from_d)
 from .pictures import (descriptor_widget, instr_desc_widget, plot_case, plot_core_matrices, plot_d_tmem_layout,
@@ -49,7 +49,7 @@ __all__ = [
     "make_smem_desc", "decode_smem_desc", "tile_desc", "smem_desc_for_tile", "gmma_desc_for_tile",
     "descriptor_addresses", "read_operand", "format_fields",
     # instruction descriptor
-    "KINDS", "kind_of", "check_mma_shape", "InstrDesc", "make_instr_desc", "decode_instr_desc",
+    "KINDS", "kind_of", "check_mma_shape", "InstrDesc", "MmaRuleError", "make_instr_desc", "decode_instr_desc",
     # the model
     "SMEM_BYTES", "TmemLayout", "d_tmem_layout", "operand_values", "d_from_words", "words_from_d", "CtaState", "mma_operands",
     "tcgen05_mma", "tcgen05_commit", "WGMMA_NS", "wgmma_mma_async", "wgmma_d_fragment",

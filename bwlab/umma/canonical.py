@@ -26,14 +26,43 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..hw.dtypes import element_type
-from ..hw.swizzle import MODES, SWIZZLES, row_bytes
+from ..hw.swizzle import SWIZZLES, Swizzle, row_bytes
+from .rules import LAYOUTS
 
-__all__ = ["OPERAND_TYPES", "MAJORS", "elem_bytes", "instr_k", "atom_shape", "check_choice",
-           "swizzle_with_base_offset", "CanonicalLayout", "canonical_layout"]
+__all__ = ["OPERAND_TYPES", "MAJORS", "LAYOUTS", "BASE32B", "layout_swizzle", "layout_row_bytes",
+           "atom_rows", "elem_bytes", "instr_k", "atom_shape", "check_choice", "swizzle_with_base_offset",
+           "CanonicalLayout", "canonical_layout"]
 
 # A and B element types of tcgen05.mma / wgmma that bwlab lays out in SMEM (PTX names, bwlab.hw.dtypes).
 OPERAND_TYPES = ("f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8")
 MAJORS = ("K", "MN")
+
+# SM100's "128-byte swizzle with 32-byte atomicity" (descriptor layout code 1), the layout of an
+# MN-major tf32 operand. CuTe (include/cute/atom/mma_traits_sm100.hpp): Layout_MN_SW128_32B_Atom =
+# Swizzle<2,5,2> o (1024 bits along MN, 4 rows along K): rows of 128 bytes, 4 rows per atom (512 B),
+# and on byte addresses the 32-byte unit (bits 5-6) is XORed with the row mod 4 (bits 7-8).
+# CuTe's make_umma_desc refuses it for K-major operands.
+BASE32B = "128B_base32B"
+_BASE32B_SWIZZLE = Swizzle(2, 5, 2)
+
+
+def layout_swizzle(layout: str) -> Swizzle:
+    """The address swizzle of a layout: `bwlab.hw.swizzle` for the four modes, Swizzle<2,5,2> for
+    128B_base32B."""
+    check_choice("swizzle", layout, LAYOUTS)
+    return _BASE32B_SWIZZLE if layout == BASE32B else SWIZZLES[layout]
+
+
+def layout_row_bytes(layout: str) -> int:
+    """Bytes in one row of the layout's atom (the descriptors' swizzle width W)."""
+    check_choice("swizzle", layout, LAYOUTS)
+    return 128 if layout == BASE32B else row_bytes(layout)
+
+
+def atom_rows(layout: str) -> int:
+    """Rows in one atom: 8, or 4 for 128B_base32B (its 512-byte pattern)."""
+    check_choice("swizzle", layout, LAYOUTS)
+    return 4 if layout == BASE32B else 8
 
 
 def check_choice(what, value, allowed):
@@ -54,11 +83,15 @@ def instr_k(dtype: str) -> int:
 
 
 def atom_shape(major: str, swizzle: str, dtype: str) -> tuple[int, int]:
-    """(MN, K) extent in elements of one swizzle atom (8 rows of `row_bytes(swizzle)` bytes)."""
+    """(MN, K) extent in elements of one swizzle atom (8 rows, or 4 for 128B_base32B, of
+    `layout_row_bytes(swizzle)` bytes)."""
     check_choice("major", major, MAJORS)
-    check_choice("swizzle", swizzle, MODES)
-    per_row = row_bytes(swizzle) // elem_bytes(dtype)
-    return (8, per_row) if major == "K" else (per_row, 8)
+    check_choice("swizzle", swizzle, LAYOUTS)
+    if swizzle == BASE32B and major == "K":
+        raise ValueError("the 128B swizzle with 32B atomicity is an MN-major layout (CuTe make_umma_desc: "
+                         "SWIZZLE_128B_BASE32B is invalid for Major-K)")
+    per_row = layout_row_bytes(swizzle) // elem_bytes(dtype)
+    return (atom_rows(swizzle), per_row) if major == "K" else (per_row, atom_rows(swizzle))
 
 
 def swizzle_with_base_offset(swizzle: str, addr, base_offset: int = 0):
@@ -66,14 +99,15 @@ def swizzle_with_base_offset(swizzle: str, addr, base_offset: int = 0):
     base offset is `base_offset`.
 
     The 16-byte chunk bits [4, 4+B) are XORed with the 128-byte row bits [7, 7+B) of the address,
-    counted from the start of the repeating pattern. `base_offset` (PTX: "(pattern start addr >> 7)
+    counted from the start of the repeating pattern (128B_base32B: the 32-byte unit bits [5, 7)
+    with the row bits [7, 9)). `base_offset` (PTX: "(pattern start addr >> 7)
     & 7") says where that pattern starts when it is not on a 256/512/1024-byte boundary; bwlab models
     the row as ((addr >> 7) - base_offset) mod 2^B. With base_offset 0 this is `bwlab.hw.swizzle`, the
     pattern TMA writes. On an H100 (wgmma, docs/results/wgmma_validate_h100.txt) this reading
     predicted all 12 tiles placed off their pattern boundary, with base offset 0 and (start >> 7) & 7,
     while "the field is ignored" and "rows count from the start address" each failed some.
     """
-    sw = SWIZZLES[swizzle]
+    sw = layout_swizzle(swizzle)
     if sw.bits == 0:
         return addr
     a = np.asarray(addr, dtype=np.int64)
@@ -98,7 +132,7 @@ class CanonicalLayout:
 
     def __post_init__(self):
         check_choice("major", self.major, MAJORS)
-        check_choice("swizzle", self.swizzle, MODES)
+        check_choice("swizzle", self.swizzle, LAYOUTS)
         elem_bytes(self.dtype)
         mn, k = (int(x) for x in self.tile)
         object.__setattr__(self, "tile", (mn, k))
@@ -118,11 +152,11 @@ class CanonicalLayout:
     @property
     def row_bytes(self) -> int:
         """Bytes in one row of the swizzle atom (the descriptors' swizzle width W)."""
-        return row_bytes(self.swizzle)
+        return layout_row_bytes(self.swizzle)
 
     @property
     def atom_bytes(self) -> int:
-        return 8 * self.row_bytes
+        return atom_rows(self.swizzle) * self.row_bytes
 
     @property
     def atoms(self) -> tuple[int, int]:
@@ -144,11 +178,12 @@ class CanonicalLayout:
         k = np.asarray(k, dtype=np.int64)
         eb, w = elem_bytes(self.dtype), self.row_bytes
         amn, ak = self.atom
+        rows = atom_rows(self.swizzle)
         atom_index = (mn // amn) + (k // ak) * self.atoms[0]   # MN first, then K
         if self.major == "K":
-            inner = (mn % 8) * w + (k % ak) * eb
+            inner = (mn % rows) * w + (k % ak) * eb
         else:
-            inner = (mn % amn) * eb + (k % 8) * w
+            inner = (mn % amn) * eb + (k % rows) * w
         return atom_index * self.atom_bytes + inner
 
     def address(self, mn, k):

@@ -25,6 +25,7 @@ from ..util import round_up
 from .canonical import MAJORS, atom_shape, canonical_layout, instr_k
 from .descriptors import SmemDesc, smem_desc_for_tile, tile_desc
 from .idesc import kind_of, make_instr_desc
+from .rules import check_mma
 from .model import (SMEM_BYTES, WGMMA_NS, CtaState, d_from_words, d_tmem_layout, tcgen05_commit,
                     tcgen05_mma, wgmma_d_fragment, wgmma_mma_async, words_from_d)
 
@@ -134,7 +135,10 @@ class UmmaCase(_OperandCase):
     what = "TMEM image after the tcgen05.mma K loop"
 
     def __post_init__(self):
-        self.idesc  # validates types, M and N
+        # Every rule of the tcgen05.mma tables (types, M, N, majors and SMEM layouts), before any
+        # layout is built or kernel compiled: an illegal configuration never reaches a GPU.
+        check_mma(self.ab, self.ab, self.d, self.M, self.N, 1, self.a_major, self.b_major,
+                  self.a_swizzle, self.b_swizzle)
         ki = instr_k(self.ab)
         if self.K % ki or not ki <= self.K <= 16 * ki:
             raise ValueError(f"K must be a multiple of {ki} ({self.ab}: one instruction each), at most 16 of them")
@@ -217,8 +221,15 @@ class UmmaCase(_OperandCase):
         return d0 + a @ b.T
 
     def compare(self, expected, got, source: str = "") -> CheckResult:
+        """Compare TMEM images where D sits. An f16 D element occupies the low 16 bits of its 32-bit
+        word and the upper half is not defined (PTX "Packing formats of D"): only the low half is
+        compared then."""
         lay = self.d_layout
         expected, got = np.asarray(expected), np.asarray(got)
+        what = self.what
+        if self.d == "f16" and expected.shape == got.shape:
+            expected, got = expected & np.uint32(0xFFFF), got & np.uint32(0xFFFF)
+            what += " (f16 D: the low 16 bits of each word)"
         mask = np.zeros(expected.shape, bool)
         if expected.shape == got.shape:
             mask[lay.lane, lay.column] = True
@@ -235,7 +246,7 @@ class UmmaCase(_OperandCase):
             bad = expected[lay.lane, lay.column] != got[lay.lane, lay.column]
             return operand_hint(bad, self)
 
-        return compare(expected, got, stage=self.stage, what=self.what, unit="D element", where=where,
+        return compare(expected, got, stage=self.stage, what=what, unit="D element", where=where,
                        hint=hint, mask=mask if expected.shape == got.shape else None, hex_digits=8,
                        source=source)
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..hw.swizzle import MODES, row_bytes
-from .canonical import MAJORS, canonical_layout, check_choice, elem_bytes, instr_k, swizzle_with_base_offset
+from .canonical import (BASE32B, MAJORS, atom_rows, canonical_layout, check_choice, elem_bytes, instr_k,
+                        layout_row_bytes, swizzle_with_base_offset)
 
 __all__ = ["ARCHS", "LAYOUT_CODES_SM100", "LAYOUT_CODES_SM90", "SmemDesc", "make_smem_desc",
            "decode_smem_desc", "tile_desc", "smem_desc_for_tile", "gmma_desc_for_tile",
@@ -181,7 +181,7 @@ def tile_desc(major: str, swizzle: str, dtype: str, tile, k_block: int, base_add
         k_stride = n_mn * lay.atom_bytes if swizzle == "none" else 16
         lbo, sbo = k_stride, mn_stride
     else:
-        k_groups = ki // 8                                    # 8-row groups along K in one slice
+        k_groups = ki // atom_rows(swizzle)                   # 8-row (4-row) groups along K in one slice
         k_stride = n_mn * lay.atom_bytes if k_groups > 1 else 0
         lbo, sbo = (k_stride, mn_stride) if swizzle == "none" else (mn_stride, k_stride)
     return SmemDesc(start, lbo, sbo, swizzle, 0, 0, 1, arch)
@@ -206,20 +206,24 @@ def descriptor_addresses(desc: SmemDesc, major: str, dtype: str, mn: int, k: int
 
     K-major:  row i = 8*g + r, K byte b:   r*W + g*SBO + b            (swizzled, b < 32 <= W)
                                            r*16 + g*SBO + (b//16)*LBO + b%16   (no swizzle)
-    MN-major: K row j = 8*g + r, MN byte b: r*W + g*SBO + (b//W)*LBO + b%W  (swizzled)
+    MN-major: K row j = R*g + r, MN byte b: r*W + g*SBO + (b//W)*LBO + b%W  (swizzled; R = 8, or 4
+                                           rows for 128B_base32B)
                                            r*16 + g*LBO + (b//16)*SBO + b%16   (no swizzle)
     then start address + that, through the swizzle with the descriptor's base offset.
     """
     check_choice("major", major, MAJORS)
-    if desc.swizzle not in MODES:
-        raise ValueError("the 128-byte swizzle with 32-byte atoms (SM100 layout type 1) is not "
-                         "modelled by bwlab")
+    if desc.swizzle == BASE32B and major == "K":
+        raise ValueError("the 128B swizzle with 32B atomicity (SM100 layout type 1) describes MN-major "
+                         "operands only (CuTe make_umma_desc: invalid for Major-K)")
+    if desc.swizzle == BASE32B and desc.base_offset:
+        raise ValueError("a base offset with the 128B swizzle with 32B atomicity is not modelled by bwlab")
     if desc.lbo_mode:
         raise ValueError("the absolute leading-dimension address mode (bit 52, sm_103a) is not "
                          "modelled by bwlab")
     eb = elem_bytes(dtype)
     k = instr_k(dtype) if k is None else int(k)
-    w = row_bytes(desc.swizzle)
+    w = layout_row_bytes(desc.swizzle)
+    rows = atom_rows(desc.swizzle)
     i, j = np.meshgrid(np.arange(mn, dtype=np.int64), np.arange(k, dtype=np.int64), indexing="ij")
     lbo, sbo = desc.leading_byte_offset, desc.stride_byte_offset
     if major == "K":
@@ -233,7 +237,7 @@ def descriptor_addresses(desc: SmemDesc, major: str, dtype: str, mn: int, k: int
         if desc.swizzle == "none":
             off = (j % 8) * 16 + (j // 8) * lbo + (b // 16) * sbo + b % 16
         else:
-            off = (j % 8) * w + (j // 8) * sbo + (b // w) * lbo + b % w
+            off = (j % rows) * w + (j // rows) * sbo + (b // w) * lbo + b % w
     return swizzle_with_base_offset(desc.swizzle, desc.start_address + off, desc.base_offset)
 
 

@@ -28,6 +28,7 @@ from ..hw.tmem import COLUMNS, decode_address, new_image
 from .canonical import instr_k
 from .descriptors import decode_smem_desc, read_operand
 from .idesc import check_mma_shape, decode_instr_desc
+from .rules import check_mma_majors
 
 __all__ = ["SMEM_BYTES", "TmemLayout", "d_tmem_layout", "operand_values", "d_from_words", "words_from_d", "CtaState",
            "mma_operands", "tcgen05_mma", "tcgen05_commit", "WGMMA_NS", "wgmma_mma_async",
@@ -138,6 +139,7 @@ def mma_operands(ctas, a_desc: int, b_desc: int, idesc: int, kind: str = "f16", 
     if len(ctas) != cta_group:
         raise ValueError(f"cta_group::{cta_group} runs on {cta_group} CTA(s); got {len(ctas)}")
     ad, bd = decode_smem_desc(a_desc, "sm100"), decode_smem_desc(b_desc, "sm100")
+    check_mma_majors(kind, f.N, cta_group, f.a_type, f.b_type, f.a_major, f.b_major, ad.swizzle, bd.swizzle)
     k = instr_k(f.a_type)
     a = np.concatenate([read_operand(c.smem, ad, f.a_major, f.a_type, f.M // cta_group, k) for c in ctas])
     b = np.concatenate([read_operand(c.smem, bd, f.b_major, f.b_type, f.N // cta_group, k) for c in ctas])
