@@ -29,10 +29,12 @@ def smem_chunk_map(major: str, swizzle: str, dtype: str = "f16", tile=(16, 64), 
     return first
 
 
-def plot_smem_layout(major: str, swizzle: str, dtype: str = "f16", tile=None, ax=None, lines: int = 8):
+def plot_smem_layout(major: str, swizzle: str, dtype: str = "f16", tile=None, ax=None, lines: int = 8,
+                     color_by: str = "k"):
     """SMEM as 128-byte lines of eight 16-byte chunks; each chunk says which row and which 16-byte
     piece of the operand it holds, coloured by that piece (K-major: the K chunk; MN-major: the K row),
-    so the swizzle shows as a permutation of colours along each line."""
+    so the swizzle shows as a permutation of colours along each line. `color_by="piece"` colours an
+    MN-major chunk by its 16-byte piece of the 128-byte MN row instead (where the swizzle moved it from)."""
     import matplotlib.pyplot as plt
     from ..plotting import add_legend, draw_grid, thread_color
     tile = tile or ((16, 64) if major == "K" else (64, 16))
@@ -44,16 +46,19 @@ def plot_smem_layout(major: str, swizzle: str, dtype: str = "f16", tile=None, ax
     for i in range(lines):
         for j in range(8):
             mn, k = first[8 * i + j]
-            key = k // per16 if major == "K" else k
+            key = k // per16 if major == "K" else (mn // per16 if color_by == "piece" else k)
             colors[i, j] = thread_color(4 * (key % 8), 32)
             text[i, j] = f"m{mn}\nk{k}"
     if ax is None:
         _, ax = plt.subplots(figsize=(5.5, 0.45 * lines + 1.2))
-    what = "K chunk (16 B of K)" if major == "K" else "K row"
+    what = "K chunk (16 B of K)" if major == "K" else ("16-byte piece of the MN row" if color_by == "piece"
+                                                       else "K row")
     draw_grid(ax, colors, text, fontsize=6, title=f"{major}-major, swizzle {swizzle} ({dtype} {tile[0]}x{tile[1]})",
               xlabel="16-byte chunk of the 128-byte SMEM line", ylabel="SMEM byte",
               xticks=[str(j) for j in range(8)], yticks=[f"{128 * i}" for i in range(lines)])
-    add_legend(ax, [(f"{what} {c} (mod 8)", thread_color(4 * c, 32)) for c in range(8)],
+    label = (lambda c: f"16-byte piece {c} of the 128-byte row") if major == "MN" and color_by == "piece" \
+        else (lambda c: f"{what} {c} (mod 8)")
+    add_legend(ax, [(label(c), thread_color(4 * c, 32)) for c in range(8)],
                title="chunk holds m=row, k=first K")
     return ax
 

@@ -191,6 +191,9 @@ def check_mma_majors(kind: str, N: int, cta_group: int, a_type: str, b_type: str
         if layout not in LAYOUTS:
             raise MmaRuleError(f"{op} layout must be one of {list(LAYOUTS)}, got {layout!r}", SEC_SMEM_LAYOUT)
         allowed, section = MAJOR_LAYOUTS[(kind, major)]
+        if layout == "128B_base32B" and major == "MN" and kind != "tf32":
+            raise MmaRuleError(f"{op} of kind::{kind} in 128B_base32B: bwlab's table has a row for this "
+                               "layout with kind::tf32 MN-major only (not modelled for other kinds)", SEC_TRANSPOSE)
         if layout not in allowed:
             raise MmaRuleError(f"kind::{kind} {op} {major}-major takes the SMEM layouts {list(allowed)}, "
                                f"got {layout}", section)

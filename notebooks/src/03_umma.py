@@ -87,8 +87,9 @@ for m, k in [(0, 0), (1, 0), (1, 8), (3, 17), (7, 63)]:
 # A descriptor does not list addresses; it gives the start address, two strides and the swizzle, and
 # the tensor core walks the canonical layout from there. For a K-major operand **SBO** (stride byte
 # offset) is the distance between 8-row groups along M/N; **LBO** (leading byte offset) the distance
-# between the two core matrices of K — unused once a swizzle atom is wider than the 32 bytes of K
-# one instruction reads. For MN-major operands the roles turn around (see `bwlab.umma.descriptors`).
+# between the two core matrices of K — used only without a swizzle: in every swizzled K-major layout
+# the hardware finds K inside the atom row, LBO is unused and CuTe sets it to 1 (16 bytes). For
+# MN-major operands the roles turn around (see `bwlab.umma.descriptors`).
 #
 # The first K slice of a 128 x 64 f16 tile in the 128-byte swizzle, as CuTe's `make_umma_desc` and
 # `make_gmma_desc` encode it (the issue and REFERENCE give 0x4000404000010000 for SM100):
@@ -175,21 +176,56 @@ print("D[0, :4] model:", r.d_model[0, :4], "  NumPy:", r.d_numpy[0, :4])
 print("D equals NumPy A @ B.T bit for bit:", r.exact, "  (expected True)")
 
 # %% [markdown]
-# The same check through every combination of majors and swizzles for A and B, with f16, bf16 and
-# tf32 operands (the model reads each through `bwlab.umma.read_operand`):
+# ### tf32 operands that are MN-major
+#
+# One layout is SM100's own: the **128-byte swizzle with 32-byte atomicity** (descriptor swizzle
+# code 1, CuTe's `Layout_MN_SW128_32B_Atom`). Its rows are 128 bytes like the 128-byte swizzle's,
+# but the pattern moves **32-byte** units: unit u of row r goes to u XOR (r mod 4), a 512-byte
+# pattern (CuTe `Swizzle<2,5,2>` on byte addresses). For `.kind::tf32` it is the only layout an
+# MN-major (transposed) A or B may use (PTX ISA, tcgen05 "Transpose and Negate operations"); a
+# K-major tf32 operand takes the usual four. Side by side for an MN-major tf32 tile:
 
 # %%
-bad = []
+fig, axes = plt.subplots(1, 2, figsize=(13, 5))
+umma.plot_smem_layout("MN", "128B", "tf32", ax=axes[0], color_by="piece")
+umma.plot_smem_layout("MN", "128B_base32B", "tf32", ax=axes[1], color_by="piece")
+axes[0].set_title("MN-major 128B (refused for tf32)", fontsize=9)
+axes[1].set_title("MN-major 128B_base32B: 32-byte units move", fontsize=9)
+plt.tight_layout()
+plt.show()
+lay32 = umma.canonical_layout("MN", "128B_base32B", "tf32", (32, 4))
+for mn, k in [(0, 0), (0, 1), (8, 1), (0, 3)]:
+    plain = 128 * k + 4 * mn
+    print(f"(mn={mn}, k={k}) -> byte {int(lay32.address(mn, k)):4d}   expected {plain ^ ((plain >> 2) & 0x60):4d}")
+
+# %% [markdown]
+# The same check through every combination of majors and SMEM layouts for A and B, with f16, bf16
+# and tf32 operands (the model reads each through `bwlab.umma.read_operand`). Each case is checked
+# against the tcgen05.mma rule tables (`bwlab.umma.rules`) when it is built; an illegal one is
+# refused with the rule it breaks and never reaches the model or a GPU:
+
+# %%
+operand_layouts = [(m, s) for m in umma.MAJORS for s in MODES] + [("MN", "128B_base32B")]
+legal, bad, refused = {}, [], []
 for ab in ("f16", "bf16", "tf32"):
-    for am in umma.MAJORS:
-        for asw in MODES:
-            for bm in umma.MAJORS:
-                for bsw in MODES:
-                    k = max(umma.atom_shape(am, asw, ab)[1], umma.atom_shape(bm, bsw, ab)[1], umma.instr_k(ab))
-                    case = umma.UmmaCase(ab, "f32", 128, 128, k, am, asw, bm, bsw, 1024, 65536)
-                    if not np.array_equal(case.d_from_tmem(case.model()), case.reference()):
-                        bad.append((ab, am, asw, bm, bsw))
-print(f"{3 * 64} layout combinations, mismatches: {len(bad)}  (expected 0)")
+    for am, asw in operand_layouts:
+        for bm, bsw in operand_layouts:
+            if ab != "tf32" and "128B_base32B" in (asw, bsw):
+                continue                     # the tf32 layout; not modelled for 16-bit operands
+            k = max(umma.atom_shape(am, asw, ab)[1], umma.atom_shape(bm, bsw, ab)[1], umma.instr_k(ab))
+            try:
+                case = umma.UmmaCase(ab, "f32", 128, 128, k, am, asw, bm, bsw, 1024, 65536)
+            except umma.MmaRuleError as e:
+                refused.append((ab, str(e)))
+                continue
+            legal[ab] = legal.get(ab, 0) + 1
+            if not np.array_equal(case.d_from_tmem(case.model()), case.reference()):
+                bad.append((ab, am, asw, bm, bsw))
+print(f"legal combinations: {legal}  (expected f16 64, bf16 64, tf32 25 = 5 x 5)")
+print(f"mismatches among them: {len(bad)}  (expected 0)")
+print(f"refused: {len(refused)}, all tf32: {all(ab == 'tf32' for ab, _ in refused)}  "
+      "(expected 56 = 81 - 25, True)")
+print("for example:", refused[0][1])
 
 # %% [markdown]
 # ### Where D lands in TMEM
