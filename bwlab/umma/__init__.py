@@ -10,12 +10,14 @@ The files, in the order of the data path:
 
 * `canonical`   — the canonical layouts (core matrix, swizzle atom, tile): PTX ISA "Shared Memory
   Matrix Layout" (wgmma and tcgen05); CuTe mma_traits_sm90_gmma.hpp / mma_traits_sm100.hpp
-  (`Layout_{K,MN}_{INTER,SW32,SW64,SW128}_Atom`).
+  (`Layout_{K,MN}_{INTER,SW32,SW64,SW128}_Atom`, `Layout_MN_SW128_32B_Atom`).
 * `descriptors` — the 64-bit SMEM matrix descriptor (SM90 and SM100 encodings) and the reader that
   walks it: PTX ISA wgmma "Matrix Descriptor Format", tcgen05 "Shared Memory Descriptor"; CuTe
   include/cute/arch/mma_sm90_desc.hpp, mma_sm100_desc.hpp.
-* `idesc`       — the 32-bit instruction descriptor and the shape rules: PTX ISA tcgen05
-  "Instruction descriptor", "Matrix Shape"; CuTe `UMMA::make_instr_desc`.
+* `rules`       — the tcgen05.mma rule tables, one per PTX ISA table (Instruction descriptor, Matrix
+  Shape, Transpose and Negate / Shared Memory Matrix Layouts), CuTe's stricter rules kept apart.
+* `idesc`       — the 32-bit instruction descriptor: PTX ISA tcgen05 "Instruction descriptor"; CuTe
+  `UMMA::make_instr_desc` (include/cute/arch/mma_sm100_desc.hpp).
 * `model`       — `tcgen05_mma`, `tcgen05_commit`, where D lands in TMEM (`d_tmem_layout`, PTX "Data
   path layout organization"; CuTe mma_traits_sm100_frag.hpp), and `wgmma_mma_async` with its
   register fragment.
@@ -27,7 +29,7 @@ The files, in the order of the data path:
 Validation and benchmarks live in `bwlab/checks/umma.py` (`python -m bwlab.validate wgmma`,
 `python -m bwlab.bench umma_model`).
 """
-from . import canonical, descriptors, idesc, model  # noqa: F401
+from . import canonical, descriptors, idesc, model, rules  # noqa: F401
 from .canonical import (MAJORS, OPERAND_TYPES, CanonicalLayout, atom_shape, canonical_layout, elem_bytes,
                         instr_k, swizzle_with_base_offset)
 from .case import UmmaCase, WgmmaCase, operand_hint, umma_model, wgmma_cases, wgmma_model
@@ -40,6 +42,7 @@ from .model import (SMEM_BYTES, WGMMA_NS, CtaState, TmemLayout, d_from_words, d_
                     operand_values, tcgen05_commit, tcgen05_mma, wgmma_d_fragment, wgmma_mma_async, words_from_d)
 from .pictures import (descriptor_widget, instr_desc_widget, plot_case, plot_core_matrices, plot_d_tmem_layout,
                        plot_k_steps, plot_smem_layout, smem_chunk_map)
+from .rules import LAYOUTS, check_mma, check_mma_cute, legal_mma_configs
 from .runner import UMMA_BARRIERS, WGMMA_BARRIERS, launch_wgmma, run_umma, run_wgmma
 
 __all__ = [
@@ -59,6 +62,8 @@ __all__ = [
     # compositions and pictures
     "TmaFedMma", "tma_fed_mma", "cta_pair_mma", "smem_chunk_map", "plot_smem_layout", "plot_core_matrices",
     "plot_k_steps", "plot_d_tmem_layout", "plot_case", "descriptor_widget", "instr_desc_widget",
+    # the rule tables
+    "LAYOUTS", "check_mma", "check_mma_cute", "legal_mma_configs",
     # submodules
-    "canonical", "descriptors", "idesc", "model",
+    "canonical", "descriptors", "idesc", "model", "rules",
 ]

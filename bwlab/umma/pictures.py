@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..hw.swizzle import MODES
 from ..hw.tmem import LANES
-from .canonical import MAJORS, canonical_layout, elem_bytes, instr_k
+from .canonical import LAYOUTS, MAJORS, canonical_layout, elem_bytes, instr_k
 from .descriptors import ARCHS, decode_smem_desc, descriptor_addresses, format_fields, tile_desc
 from .idesc import decode_instr_desc, kind_of, make_instr_desc
 from .model import d_tmem_layout
@@ -159,7 +158,7 @@ def descriptor_widget():
     import ipywidgets as w
     from IPython.display import display
     major = w.Dropdown(options=list(MAJORS), value="K", description="major")
-    swz = w.Dropdown(options=list(MODES), value="128B", description="swizzle")
+    swz = w.Dropdown(options=list(LAYOUTS), value="128B", description="swizzle")
     dt = w.Dropdown(options=["f16", "bf16", "tf32", "e4m3", "s8"], value="f16", description="dtype")
     mn = w.IntText(value=128, description="tile MN")
     kk = w.IntText(value=64, description="tile K")
