@@ -8,9 +8,10 @@
 //   every warp      : (optional) tcgen05.st of the initial D into its 32 lanes, for accumulate
 //   thread 0        : the K loop: one tcgen05.mma per K block (accumulate = 0 on the first unless
 //                     the initial D is kept) -> tcgen05.commit to the mbarrier `mma_done`
-//   every thread    : bounded wait on mma_done -> tcgen05.fence::after_thread_sync
+//   every thread    : bounded wait on mma_done -> the CTA agrees the MMAs completed
+//                     (__syncthreads_or) -> tcgen05.fence::after_thread_sync
 //                     -> tcgen05.ld.32x32b of its warp's 32 lanes -> write the TMEM image out
-//   warp 0          : tcgen05.dealloc
+//   warp 0          : tcgen05.dealloc (only once the MMAs are known complete)
 //
 // The kernel copies back the whole allocated TMEM image (128 lanes x `tmem_cols` words); Python
 // finds D in it with bwlab.umma.d_tmem_layout, the same function its model writes through.
@@ -77,10 +78,17 @@ umma_validate(const u8* __restrict__ image, u32 image_bytes, const u64* __restri
         tcgen05_commit(&mma_done);  // one arrival once every MMA above has completed
     }
 
-    // On a timeout (recorded for Python) skip reading TMEM, but still free it below.
+    // Bounded wait for the commit (a timeout is recorded for Python, which raises MbarrierTimeout).
+    // `done` may differ between threads: one can see the phase complete just as another gives up.
+    // The CTA therefore agrees on one outcome before touching TMEM: tcgen05.ld and tcgen05.wait::ld
+    // are .sync.aligned (every thread of the warp executes the same instruction), so they never sit
+    // behind a per-thread condition. One thread that saw the phase complete proves the commit
+    // arrived, i.e. every MMA above has completed; __syncthreads_or makes that the CTA's outcome and
+    // tcgen05.fence::after_thread_sync orders each thread's TMEM reads after it.
     const bool done = mbarrier_wait(&mma_done, /*parity=*/0, /*barrier_id=*/0, /*expected_tx=*/0);
+    const bool mma_complete = __syncthreads_or(done) != 0;
     tcgen05_fence_after_thread_sync();
-    if (done) {
+    if (mma_complete) {  // uniform across the CTA
         for (u32 col = 0; col < tmem_cols; col += 8) {
             u32 r[8];
             tcgen05_ld_32x32b_x8(r, my_lanes + col);
@@ -90,5 +98,10 @@ umma_validate(const u8* __restrict__ image, u32 image_bytes, const u64* __restri
     }
     tcgen05_fence_before_thread_sync();
     __syncthreads();
-    if (warp == 0) tcgen05_dealloc(tmem, tmem_cols);
+    // Free the columns only when the MMAs are known complete. After a timeout an MMA may still be
+    // writing them, and freeing would hand columns that are being written to the next allocation.
+    // The ISA also asks a CTA to free its TMEM before it exits; only on this failure path do the two
+    // conflict, and bwlab keeps the columns (the launch is reported as failed; a GPU whose MMA never
+    // completes needs the process restarted anyway).
+    if (warp == 0 && mma_complete) tcgen05_dealloc(tmem, tmem_cols);
 }

@@ -11,9 +11,8 @@ must carry.
 import numpy as np
 import pytest
 
-from bwlab import canonical as cn
 from bwlab import umma
-from bwlab.hw.swizzle import swizzle_address
+from bwlab.hw.swizzle import MODES, row_bytes, swizzle_address
 
 # dtype major swizzle MN K | SM100 descriptor | SM90 descriptor | byte offset of each K slice
 CUTLASS_SMEM_DESCS = """
@@ -82,7 +81,7 @@ def _rows(table):
 
 def test_issue_examples():
     assert umma.make_instr_desc("f16", "f16", "f32", 128, 256) == 0x08400010
-    d = cn.smem_desc_for_tile("K", "128B", "f16", (128, 16 * 4), 0, base_address=0)
+    d = umma.smem_desc_for_tile("K", "128B", "f16", (128, 16 * 4), 0, base_address=0)
     assert d >> 16 == 0x4000404000010000 >> 16 and d & 0xFFFF == 0
 
 
@@ -90,6 +89,14 @@ def test_issue_examples():
 def test_instr_desc_matches_cutlass(row):
     a, b, c, M, N, am, bm, na, nb, expected = row
     M, N = int(M), int(N)
+    if (bm, N, a) == ("MN", 8, "u8"):
+        # CuTe's encoder writes it, but the ISA refuses an MN-major 8-bit B with N = 8 (N % 16):
+        # the encoding still matches CuTe's, and make_instr_desc names the rule.
+        enc = umma.InstrDesc("i8", a, b, c, M, N, am, bm).encode()
+        assert enc == int(expected, 16)
+        with pytest.raises(umma.MmaRuleError, match="transposed.*multiple of 16"):
+            umma.make_instr_desc(a, b, c, M, N, am, bm)
+        return
     got = umma.make_instr_desc(a, b, c, M, N, am, bm, bool(int(na)), bool(int(nb)),
                                cta_group=2 if M == 256 else 1)
     assert got == int(expected, 16), f"{got:#010x} != {expected}"
@@ -106,25 +113,25 @@ def test_smem_desc_matches_cutlass(row, base):
     offsets = [int(x) for x in offsets.split(",")]
     for kb, off in enumerate(offsets):
         start_field = (base + off) >> 4
-        assert cn.smem_desc_for_tile(major, sw, dt, (int(mn), int(k)), kb, base) == int(d100, 16) | start_field
-        assert cn.gmma_desc_for_tile(major, sw, dt, (int(mn), int(k)), kb, base) == int(d90, 16) | start_field
+        assert umma.smem_desc_for_tile(major, sw, dt, (int(mn), int(k)), kb, base) == int(d100, 16) | start_field
+        assert umma.gmma_desc_for_tile(major, sw, dt, (int(mn), int(k)), kb, base) == int(d90, 16) | start_field
     with pytest.raises(ValueError, match="k_block"):
-        cn.smem_desc_for_tile(major, sw, dt, (int(mn), int(k)), len(offsets), base)
+        umma.smem_desc_for_tile(major, sw, dt, (int(mn), int(k)), len(offsets), base)
 
 
 def test_smem_desc_roundtrip_and_field_names():
-    d = cn.make_smem_desc(0x1230, 2048, 1024, "64B", base_offset=3)
-    f = cn.decode_smem_desc(d)
+    d = umma.make_smem_desc(0x1230, 2048, 1024, "64B", base_offset=3)
+    f = umma.decode_smem_desc(d)
     assert (f.start_address, f.leading_byte_offset, f.stride_byte_offset, f.swizzle, f.base_offset,
             f.version, f.lbo_mode) == (0x1230, 2048, 1024, "64B", 3, 1, 0)
     assert (d >> 46) & 7 == 1 and (d >> 61) == 4 and (d >> 49) & 7 == 3
-    d90 = cn.make_smem_desc(0x1230, 2048, 1024, "64B", arch="sm90")
+    d90 = umma.make_smem_desc(0x1230, 2048, 1024, "64B", arch="sm90")
     assert d90 >> 62 == 2 and (d90 >> 46) & 7 == 0
-    assert cn.decode_smem_desc(d90, "sm90").swizzle == "64B"
+    assert umma.decode_smem_desc(d90, "sm90").swizzle == "64B"
     for sw, code in (("none", 0), ("128B_base32B", 1), ("128B", 2), ("64B", 4), ("32B", 6)):
-        assert cn.make_smem_desc(0, 16, 16, sw) >> 61 == code
+        assert umma.make_smem_desc(0, 16, 16, sw) >> 61 == code
     for sw, code in (("none", 0), ("128B", 1), ("64B", 2), ("32B", 3)):
-        assert cn.make_smem_desc(0, 16, 16, sw, arch="sm90") >> 62 == code
+        assert umma.make_smem_desc(0, 16, 16, sw, arch="sm90") >> 62 == code
     names = [r[1] for r in f.fields()]
     for n in ("matrix start address >> 4", "leading dimension byte offset >> 4",
               "stride dimension byte offset >> 4", "fixed constant (version)", "matrix base offset",
@@ -134,15 +141,15 @@ def test_smem_desc_roundtrip_and_field_names():
 
 def test_smem_desc_rules():
     with pytest.raises(ValueError, match="multiple of 16"):
-        cn.make_smem_desc(8, 16, 16)
+        umma.make_smem_desc(8, 16, 16)
     with pytest.raises(ValueError, match="3-bit"):
-        cn.make_smem_desc(0, 16, 16, "128B", base_offset=8)
+        umma.make_smem_desc(0, 16, 16, "128B", base_offset=8)
     with pytest.raises(ValueError, match="128B_base32B"):
-        cn.make_smem_desc(0, 16, 16, "128B_base32B", arch="sm90")
+        umma.make_smem_desc(0, 16, 16, "128B_base32B", arch="sm90")
     with pytest.raises(ValueError, match="0b001"):
-        cn.decode_smem_desc(cn.make_smem_desc(0, 16, 16, "128B", arch="sm90"), "sm100")
+        umma.decode_smem_desc(umma.make_smem_desc(0, 16, 16, "128B", arch="sm90"), "sm100")
     with pytest.raises(ValueError, match="invalid"):
-        cn.decode_smem_desc((1 << 46) | (3 << 61), "sm100")
+        umma.decode_smem_desc((1 << 46) | (3 << 61), "sm100")
 
 
 @pytest.mark.parametrize("args,rule", [
@@ -153,7 +160,7 @@ def test_smem_desc_rules():
     (("bf16", "bf16", "f16", 128, 128), "f16 inputs only"),
     (("tf32", "tf32", "f16", 128, 128), "accumulates into"),
     (("f16", "tf32", "f32", 128, 128), "no tcgen05.mma kind"),
-    (("s8", "s8", "s32", 128, 24), "N = 8 or a multiple of 16"),
+    (("s8", "s8", "s32", 128, 40), "N = 8, 16, 24, 32 or a multiple of 16 in \\[48, 256\\]"),
     (("f16", "f16", "f32", 128, 128, "T"), "a_major"),
 ])
 def test_instr_desc_rules(args, rule):
@@ -179,16 +186,16 @@ def test_decode_instr_desc_needs_the_kind():
         umma.decode_instr_desc(d, "tf32")
 
 
-LAYOUTS = [(m, s) for m in cn.MAJORS for s in cn.SWIZZLE_NAMES]
+LAYOUTS = [(m, s) for m in umma.MAJORS for s in MODES] + [("MN", "128B_base32B")]
 
 
 @pytest.mark.parametrize("major,swizzle", LAYOUTS)
 @pytest.mark.parametrize("dtype", ["f16", "tf32", "e4m3"])
 def test_canonical_layout_is_a_permutation_of_whole_core_matrices(major, swizzle, dtype):
-    amn, ak = cn.atom_shape(major, swizzle, dtype)
-    lay = cn.canonical_layout(major, swizzle, dtype, (2 * max(amn, 8), 2 * max(ak, 8)), base_address=2048)
+    amn, ak = umma.atom_shape(major, swizzle, dtype)
+    lay = umma.canonical_layout(major, swizzle, dtype, (2 * max(amn, 8), 2 * max(ak, 8)), base_address=2048)
     addr = lay.addresses()
-    eb = cn.elem_bytes(dtype)
+    eb = umma.elem_bytes(dtype)
     # every byte of the tile's span is used exactly once
     assert sorted(addr.ravel().tolist()) == list(range(2048, 2048 + lay.nbytes, eb))
     # 16 contiguous bytes of one row (along K for K-major, along MN for MN-major) stay together
@@ -207,11 +214,11 @@ def test_canonical_layout_is_what_tma_writes(swizzle, base):
     # A TMA box with a W-byte inner dimension lands row after row, each 16-byte chunk moved by the
     # swizzle of its SMEM address: that is the K-major atom (rows along MN) and the MN-major atom
     # (rows along K).
-    w = cn.SWIZZLE_WIDTH[swizzle]
-    k_major = cn.canonical_layout("K", swizzle, "f16", (32, w // 2), base)
+    w = row_bytes(swizzle)
+    k_major = umma.canonical_layout("K", swizzle, "f16", (32, w // 2), base)
     mn, k = np.meshgrid(np.arange(32), np.arange(w // 2), indexing="ij")
     assert np.array_equal(k_major.address(mn, k), swizzle_address(swizzle, base + mn * w + k * 2))
-    mn_major = cn.canonical_layout("MN", swizzle, "f16", (w // 2, 32), base)
+    mn_major = umma.canonical_layout("MN", swizzle, "f16", (w // 2, 32), base)
     mn, k = np.meshgrid(np.arange(w // 2), np.arange(32), indexing="ij")
     assert np.array_equal(mn_major.address(mn, k), swizzle_address(swizzle, base + k * w + mn * 2))
 
@@ -220,30 +227,33 @@ def test_canonical_layout_is_what_tma_writes(swizzle, base):
 @pytest.mark.parametrize("dtype,tile", [("f16", (128, 128)), ("tf32", (64, 64)), ("u8", (256, 128))])
 def test_descriptor_reader_walks_the_canonical_layout(major, swizzle, dtype, tile):
     # Reading each K slice through its descriptor visits exactly the tile's own addresses.
-    lay = cn.canonical_layout(major, swizzle, dtype, tile, base_address=8192)
+    lay = umma.canonical_layout(major, swizzle, dtype, tile, base_address=8192)
     full = lay.addresses()
-    ki = cn.instr_k(dtype)
+    ki = umma.instr_k(dtype)
     for kb in range(tile[1] // ki):
-        for arch in cn.ARCHS:
-            desc = cn.decode_smem_desc(cn.tile_desc(major, swizzle, dtype, tile, kb, 8192, arch).encode(), arch)
-            got = cn.descriptor_addresses(desc, major, dtype, tile[0])
+        for arch in (("sm100",) if swizzle == "128B_base32B" else umma.ARCHS):
+            desc = umma.decode_smem_desc(umma.tile_desc(major, swizzle, dtype, tile, kb, 8192, arch).encode(), arch)
+            got = umma.descriptor_addresses(desc, major, dtype, tile[0])
             assert np.array_equal(got, full[:, kb * ki:(kb + 1) * ki])
 
 
 def test_k_loop_advances_32_bytes_inside_a_128B_atom():
-    starts = [cn.decode_smem_desc(cn.smem_desc_for_tile("K", "128B", "f16", (128, 64), kb, 1024)).start_address
+    starts = [umma.decode_smem_desc(umma.smem_desc_for_tile("K", "128B", "f16", (128, 64), kb, 1024)).start_address
               for kb in range(4)]
     assert starts == [1024, 1056, 1088, 1120]
 
 
 def test_layout_rules():
     with pytest.raises(ValueError, match="swizzle atoms"):
-        cn.canonical_layout("K", "128B", "f16", (128, 32))
+        umma.canonical_layout("K", "128B", "f16", (128, 32))
     with pytest.raises(ValueError, match="swizzle atoms"):
-        cn.canonical_layout("MN", "64B", "f16", (16, 64))
+        umma.canonical_layout("MN", "64B", "f16", (16, 64))
     with pytest.raises(ValueError, match="16-byte aligned"):
-        cn.canonical_layout("K", "none", "f16", (8, 8), base_address=8)
+        umma.canonical_layout("K", "none", "f16", (8, 8), base_address=8)
     with pytest.raises(ValueError, match="major"):
-        cn.canonical_layout("M", "none", "f16", (8, 8))
+        umma.canonical_layout("M", "none", "f16", (8, 8))
+    with pytest.raises(ValueError, match="MN-major operands only"):
+        umma.descriptor_addresses(umma.decode_smem_desc(umma.make_smem_desc(0, 16, 16, "128B_base32B")), "K", "tf32", 32)
     with pytest.raises(ValueError, match="not modelled"):
-        cn.descriptor_addresses(cn.decode_smem_desc(cn.make_smem_desc(0, 16, 16, "128B_base32B")), "MN", "tf32", 32)
+        umma.descriptor_addresses(umma.decode_smem_desc(umma.make_smem_desc(0, 16, 16, "128B_base32B", 1)),
+                                  "MN", "tf32", 32)

@@ -3,23 +3,26 @@ plain NumPy (A @ B^T computed from the values, never through the layouts)."""
 import numpy as np
 import pytest
 
-from bwlab import canonical as cn
 from bwlab import umma
+from bwlab.hw.dtypes import from_float
+from bwlab.hw.mbarrier import Mbarrier
+from bwlab.hw.swizzle import MODES
+from bwlab.hw.tmem import encode_address
 
-LAYOUTS = [(m, s) for m in cn.MAJORS for s in cn.SWIZZLE_NAMES]
+LAYOUTS = [(m, s) for m in umma.MAJORS for s in MODES]
 
 
 def _stage(cta, dtype, major, swizzle, values, base):
-    lay = cn.canonical_layout(major, swizzle, dtype, values.shape, base)
-    lay.store(cta.smem, umma.encode_values(values, dtype))
+    lay = umma.canonical_layout(major, swizzle, dtype, values.shape, base)
+    lay.store(cta.smem, from_float(values, dtype))
     return lay
 
 
 def _mma_case(ab, d, M, N, a_lay, b_lay, accumulate=False, negate=(False, False), seed=1, d_tmem=0):
     """Stage A (M x K) and B (N x K) for one instruction, run the model, return (D from TMEM, NumPy D)."""
     rng = np.random.default_rng(seed)
-    ki = cn.instr_k(ab)
-    k = max(ki, cn.atom_shape(*a_lay, ab)[1], cn.atom_shape(*b_lay, ab)[1])
+    ki = umma.instr_k(ab)
+    k = max(ki, umma.atom_shape(*a_lay, ab)[1], umma.atom_shape(*b_lay, ab)[1])
     step, lim = (0.25, 8) if d == "f32" else (0.5, 3)
     a = rng.integers(-lim, lim + 1, (M, k)) * step
     b = rng.integers(-lim, lim + 1, (N, k)) * step
@@ -29,13 +32,13 @@ def _mma_case(ab, d, M, N, a_lay, b_lay, accumulate=False, negate=(False, False)
     lay = umma.d_tmem_layout(M, N)
     lane0, col0 = d_tmem >> 16, d_tmem & 0xFFFF
     d0 = rng.integers(-64, 65, (M, N)) / 16 if accumulate else np.zeros((M, N))
-    cta.tmem[lane0 + lay.lane, col0 + lay.column] = umma._words_from_d(d0, d)
+    cta.tmem[lane0 + lay.lane, col0 + lay.column] = umma.words_from_d(d0, d)
     idesc = umma.make_instr_desc(ab, ab, d, M, N, a_lay[0], b_lay[0], *negate)
     kb = 0
-    ad = cn.smem_desc_for_tile(a_lay[0], a_lay[1], ab, (M, k), kb, la.base_address)
-    bd = cn.smem_desc_for_tile(b_lay[0], b_lay[1], ab, (N, k), kb, lb.base_address)
+    ad = umma.smem_desc_for_tile(a_lay[0], a_lay[1], ab, (M, k), kb, la.base_address)
+    bd = umma.smem_desc_for_tile(b_lay[0], b_lay[1], ab, (N, k), kb, lb.base_address)
     umma.tcgen05_mma(cta, d_tmem, ad, bd, idesc, accumulate, umma.kind_of(ab, ab))
-    got = umma._d_from_words(cta.tmem[lane0 + lay.lane, col0 + lay.column], d)
+    got = umma.d_from_words(cta.tmem[lane0 + lay.lane, col0 + lay.column], d)
     sa, sb = (-1 if negate[0] else 1), (-1 if negate[1] else 1)
     return got, d0 + (sa * a[:, :ki]) @ (sb * b[:, :ki]).T, cta
 
@@ -53,8 +56,9 @@ def test_every_B_layout(b_lay):
 
 
 @pytest.mark.parametrize("ab,d,M,N,a_lay,b_lay", [
-    ("tf32", "f32", 128, 32, ("K", "128B"), ("MN", "128B")),
-    ("tf32", "f32", 64, 8, ("MN", "none"), ("K", "32B")),
+    ("tf32", "f32", 128, 32, ("K", "128B"), ("MN", "128B_base32B")),
+    ("tf32", "f32", 64, 8, ("MN", "128B_base32B"), ("K", "32B")),
+    ("tf32", "f32", 128, 64, ("MN", "128B_base32B"), ("MN", "128B_base32B")),
     ("f16", "f16", 128, 256, ("K", "64B"), ("K", "none")),
     ("f16", "f16", 64, 24, ("MN", "32B"), ("K", "128B")),
 ])
@@ -65,13 +69,13 @@ def test_kinds_and_accumulators(ab, d, M, N, a_lay, b_lay):
 
 def test_accumulate_negate_and_column_offset():
     got, want, cta = _mma_case("f16", "f32", 128, 16, ("K", "128B"), ("MN", "32B"), accumulate=True,
-                               negate=(True, False), d_tmem=umma.tmem_address(0, 96))
+                               negate=(True, False), d_tmem=encode_address(0, 96))
     assert np.array_equal(got, want)
     assert not cta.tmem[:, :96].any() and not cta.tmem[:, 112:].any()
 
 
 def test_m64_uses_the_lower_or_upper_half_of_each_warp_quarter():
-    got, want, cta = _mma_case("f16", "f32", 64, 8, ("K", "none"), ("K", "none"), d_tmem=umma.tmem_address(16, 0))
+    got, want, cta = _mma_case("f16", "f32", 64, 8, ("K", "none"), ("K", "none"), d_tmem=encode_address(16, 0))
     assert np.array_equal(got, want)
     used = np.flatnonzero(cta.tmem[:, :8].any(axis=1))
     assert set(used) <= {l for q in range(4) for l in range(32 * q + 16, 32 * q + 32)}
@@ -79,7 +83,7 @@ def test_m64_uses_the_lower_or_upper_half_of_each_warp_quarter():
 
 def test_tf32_ignores_the_low_13_mantissa_bits():
     raw = np.array([0x3F800000 | 0x1FFF], dtype=np.uint32)        # 1.0 with junk in the low bits
-    assert umma.decode_values(raw, "tf32")[0] == 1.0
+    assert umma.operand_values(raw, "tf32")[0] == 1.0
 
 
 @pytest.mark.parametrize("M", [256, 128])
@@ -97,16 +101,16 @@ def test_cta_pair(M):
     idesc = umma.make_instr_desc("f16", "f16", "f32", M, N, "K", "MN", cta_group=2)
     d = np.zeros((M, N))
     lay = umma.d_tmem_layout(M, N, 2)
-    bars = [umma.MbarrierModel(), umma.MbarrierModel()]
+    bars = [Mbarrier(), Mbarrier()]
     for kb in range(k // 16):
-        ad = cn.smem_desc_for_tile("K", "128B", "f16", (M // 2, k), kb, 0)
-        bd = cn.smem_desc_for_tile("MN", "64B", "f16", (N // 2, k), kb, 32768)
+        ad = umma.smem_desc_for_tile("K", "128B", "f16", (M // 2, k), kb, 0)
+        bd = umma.smem_desc_for_tile("MN", "64B", "f16", (N // 2, k), kb, 32768)
         umma.tcgen05_mma(pair, 0, ad, bd, idesc, kb > 0, cta_group=2)
     umma.tcgen05_commit(pair[0], *bars)
     assert all(bar.try_wait_parity(0) for bar in bars)
     for v, cta in enumerate(pair):
         sel = lay.cta == v
-        d[sel] = umma._d_from_words(cta.tmem[lay.lane[sel], lay.column[sel]], "f32")
+        d[sel] = umma.d_from_words(cta.tmem[lay.lane[sel], lay.column[sel]], "f32")
     assert np.array_equal(d, a @ b.T)
     with pytest.raises(ValueError, match="runs on 2 CTA"):
         umma.tcgen05_mma(pair[0], 0, ad, bd, idesc, False, cta_group=2)
@@ -128,7 +132,7 @@ def test_d_tmem_layouts():
 
 
 def test_mbarrier_model_parity():
-    bar = umma.MbarrierModel(2)
+    bar = Mbarrier(2)
     assert not bar.try_wait_parity(0)
     bar.arrive()
     assert not bar.try_wait_parity(0)
@@ -142,22 +146,23 @@ def test_mbarrier_model_parity():
 
 def test_model_rules():
     cta = umma.CtaState()
-    ad = cn.smem_desc_for_tile("K", "128B", "f16", (128, 64), 0)
+    ad = umma.smem_desc_for_tile("K", "128B", "f16", (128, 64), 0)
     idesc = umma.make_instr_desc("f16", "f16", "f32", 128, 64)
     with pytest.raises(ValueError, match="lane must be 0"):
-        umma.tcgen05_mma(cta, umma.tmem_address(32, 0), ad, ad, idesc, False)
+        umma.tcgen05_mma(cta, encode_address(32, 0), ad, ad, idesc, False)
     with pytest.raises(ValueError, match="TMEM has 512"):
-        umma.tcgen05_mma(cta, umma.tmem_address(0, 480), ad, ad, idesc, False)
+        umma.tcgen05_mma(cta, encode_address(0, 480), ad, ad, idesc, False)
     with pytest.raises(ValueError, match="kind::f16 and kind::tf32"):
         umma.tcgen05_mma(cta, 0, ad, ad, umma.make_instr_desc("s8", "s8", "s32", 128, 64), False, kind="i8")
     with pytest.raises(ValueError, match="0b001"):
-        umma.tcgen05_mma(cta, 0, cn.gmma_desc_for_tile("K", "128B", "f16", (128, 64), 0), ad, idesc, False)
+        umma.tcgen05_mma(cta, 0, umma.gmma_desc_for_tile("K", "128B", "f16", (128, 64), 0), ad, idesc, False)
 
 
 def test_umma_case_model_matches_numpy():
     for case in (umma.UmmaCase("f16", "f32", 128, 256, 64),
                  umma.UmmaCase("bf16", "f32", 64, 48, 32, "MN", "32B", "MN", "none", 2048, 16384, accumulate=True),
-                 umma.UmmaCase("tf32", "f32", 128, 64, 32, "K", "64B", "MN", "128B", 0, 65536),
+                 umma.UmmaCase("tf32", "f32", 128, 64, 32, "K", "64B", "MN", "128B_base32B", 0, 65536),
+                 umma.UmmaCase("tf32", "f32", 64, 96, 16, "MN", "128B_base32B", "K", "none", 512, 8192),
                  umma.UmmaCase("f16", "f16", 128, 32, 48, "K", "none", "K", "32B", 16, 40960, accumulate=True)):
         tm = case.model()
         assert np.array_equal(case.d_from_tmem(tm), case.reference()), case
@@ -190,3 +195,120 @@ def test_wgmma_case_rules():
         umma.WgmmaCase("f16", 32, 64, "K", "none", "MN", "128B")
     with pytest.raises(ValueError, match="overlaps"):
         umma.WgmmaCase("f16", 64, 64, "K", "none", "K", "none", a_base=0, b_base=4096)
+
+
+# ---- the case interface: model() / check() / show() ------------------------------------------------
+
+def test_umma_case_interface():
+    case = umma.UmmaCase("f16", "f32", 64, 32, 32, "K", "32B", "MN", "none", 2048, 16384)
+    tm = case.model()
+    assert tm.dtype == np.uint32 and tm.shape == (128, case.tmem_columns) == (128, 32)
+    assert np.array_equal(umma.umma_model(case), tm)
+    ok = case.check(tm)
+    assert ok and ok.compared == 64 * 32 and "equal the model" in str(ok)
+    # cells outside D (layout F leaves lanes 16-31 of each quarter free) are not compared
+    junk = tm.copy()
+    junk[16:32] = 0xDEADBEEF
+    assert case.check(junk).ok
+    # one wrong word: the report names D's row and column, the TMEM lane and column, the layout
+    bad = tm.copy()
+    bad[33, 5] ^= 1                               # lane 33 = row 17 in layout F (16 rows per quarter)
+    r = case.check(bad)
+    assert not r and r.differing == 1
+    assert "D[m=17][n=5] (TMEM lane 33, column 5, layout F)" in str(r)
+    # a whole column of D wrong points at B
+    bad = tm.copy()
+    bad[:, 7] ^= 1
+    assert "only D columns 7 are wrong" in str(case.check(bad)) and "look at B (MN-major, none" in str(case.check(bad))
+    # a whole row wrong points at A
+    bad = tm.copy()
+    bad[0, :] ^= 1
+    assert "only D rows 0 are wrong" in str(case.check(bad)) and "look at A (K-major, 32B" in str(case.check(bad))
+
+
+def test_wgmma_case_interface():
+    case = umma.WgmmaCase("bf16", 32, 64, "MN", "64B", "K", "128B", 1024, 16384, accumulate=True)
+    d = case.model()
+    assert d.dtype == np.float32 and d.shape == (64, 32)
+    assert np.array_equal(umma.wgmma_model(case), d) and case.check(d)
+    bad = d.copy()
+    bad[9, 3] += 1
+    r = case.check(bad)
+    assert not r and r.differing == 1
+    t, reg = umma.wgmma_d_fragment(32)
+    assert (t[9, 3], reg[9, 3]) == (4 * 1 + 1, 3)
+    assert "D[m=9][n=3] (thread 5 = warp 0 lane 5, register 3)" in str(r)
+
+
+def test_case_show_draws_the_operands(monkeypatch):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig = umma.UmmaCase("f16", "f32", 128, 64, 64).show()
+    assert len(fig.axes) >= 3 and fig.axes[0].get_title().startswith("A:")
+    plt.close("all")
+
+
+def test_one_mbarrier_one_tmem_model():
+    # The stage keeps no copy of a shared mechanism (bwlab.hw): no MbarrierModel, no TMEM helpers,
+    # no dtype or swizzle tables of its own.
+    for name in ("MbarrierModel", "tmem_address", "new_tmem", "TMEM_LANES", "encode_values",
+                 "decode_values", "SWIZZLE_NAMES", "SWIZZLE_WIDTH", "OPERAND_DTYPES", "_round_up"):
+        assert not hasattr(umma, name), name
+    from pathlib import Path
+    pkg = Path(umma.__file__).parent
+    assert not (pkg.parent / "canonical.py").exists() and (pkg / "canonical.py").exists()
+
+
+# ---- issue 11: the tf32 transpose rule and the 128B-with-32B-atomicity layout ---------------------
+
+@pytest.mark.parametrize("swizzle", MODES)
+@pytest.mark.parametrize("operand", ["A", "B"])
+def test_tf32_mn_major_needs_128B_base32B(swizzle, operand):
+    lays = {"a_major": "K", "a_swizzle": "128B", "b_major": "K", "b_swizzle": "128B"}
+    lays[f"{operand.lower()}_major"] = "MN"
+    lays[f"{operand.lower()}_swizzle"] = swizzle
+    with pytest.raises(umma.MmaRuleError) as e:
+        umma.UmmaCase("tf32", "f32", 128, 64, 32, **lays)
+    msg = str(e.value)
+    assert f"kind::tf32 {operand} MN-major takes the SMEM layouts ['128B_base32B'], got {swizzle}" in msg
+    assert "Transpose and Negate" in msg and "32B atomicity" in msg
+
+
+def test_the_model_refuses_an_illegal_tf32_read():
+    # The rule is enforced where the tensor core would read, too: descriptor + idesc.
+    cta = umma.CtaState()
+    idesc = umma.make_instr_desc("tf32", "tf32", "f32", 128, 64, "K", "MN")
+    ad = umma.smem_desc_for_tile("K", "128B", "tf32", (128, 32), 0)
+    bd = umma.smem_desc_for_tile("MN", "128B", "tf32", (64, 32), 0, 32768)
+    with pytest.raises(umma.MmaRuleError, match="32B atomicity"):
+        umma.tcgen05_mma(cta, 0, ad, bd, idesc, False, kind="tf32")
+
+
+def test_128B_base32B_is_cutes_swizzle_2_5_2():
+    # CuTe Layout_MN_SW128_32B_Atom<tf32>: Swizzle<2,5,2> o (32,4):(1,32) elements: 128-byte rows,
+    # 4 rows per 512-byte atom; on byte addresses bits 5-6 ^= bits 7-8.
+    lay = umma.canonical_layout("MN", "128B_base32B", "tf32", (32, 4), 2048)
+    mn, k = np.meshgrid(np.arange(32), np.arange(4), indexing="ij")
+    plain = 2048 + k * 128 + mn * 4
+    assert np.array_equal(lay.address(mn, k), plain ^ ((plain & 0x180) >> 2))
+    assert umma.atom_shape("MN", "128B_base32B", "tf32") == (32, 4)
+    assert lay.atom_bytes == 512
+    with pytest.raises(ValueError, match="MN-major layout"):
+        umma.atom_shape("K", "128B_base32B", "tf32")
+    # the descriptor: layout code 1, LBO = next atom along MN, SBO = next 4-row group along K
+    d = umma.tile_desc("MN", "128B_base32B", "tf32", (64, 16), 1, 1024)
+    assert (d.start_address, d.leading_byte_offset, d.stride_byte_offset, d.layout_type) == (3072, 512, 1024, 1)
+    assert umma.smem_desc_for_tile("MN", "128B_base32B", "tf32", (64, 16), 1, 1024) >> 61 == 1
+
+
+def test_f16_accumulator_compares_only_the_low_16_bits():
+    # PTX "Packing formats of D": a 16-bit D element sits in the low half of its 32-bit TMEM word;
+    # the upper half is not defined, so a check must not compare it.
+    case = umma.UmmaCase("f16", "f16", 128, 16, 64, "K", "none", "K", "64B", 16, 40960)
+    tm = case.model()
+    assert case.check(tm | np.uint32(0xABCD0000)).ok
+    bad = tm.copy()
+    bad[3, 2] ^= 1
+    r = case.check(bad)
+    assert not r and "D[m=3][n=2]" in str(r) and "low 16 bits" in str(r)

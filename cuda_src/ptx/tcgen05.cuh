@@ -53,7 +53,8 @@ __device__ __forceinline__ void tcgen05_mma_tf32_ss(u32 d_tmem, u64 a_desc, u64 
         ::"r"(d_tmem), "l"(a_desc), "l"(b_desc), "r"(idesc), "r"(accumulate)
         : "memory");
 }
-// cta_group::2: one thread of the even CTA of a CTA pair issues for both; M spans the pair.
+// cta_group::2: one thread of the CTA pair issues for both CTAs (PTX ISA); CUTLASS issues from the
+// even CTA of the pair, a convention, not a rule. M spans the pair.
 __device__ __forceinline__ void tcgen05_mma_f16_ss_cta_group2(u32 d_tmem, u64 a_desc, u64 b_desc,
                                                               u32 idesc, u32 accumulate) {
     asm volatile(

@@ -19,7 +19,8 @@ bwlab.banner();
 # %%
 import numpy as np
 import matplotlib.pyplot as plt
-from bwlab import canonical as cn, umma
+from bwlab import umma
+from bwlab.hw.swizzle import MODES
 from bwlab.device import tier
 print("tier('umma') =", tier("umma"), "| tier('tma') =", tier("tma"))
 
@@ -63,8 +64,8 @@ plt.show()
 
 # %%
 fig, axes = plt.subplots(2, 4, figsize=(24, 10))
-for i, major in enumerate(cn.MAJORS):
-    for j, sw in enumerate(cn.SWIZZLE_NAMES):
+for i, major in enumerate(umma.MAJORS):
+    for j, sw in enumerate(MODES):
         umma.plot_smem_layout(major, sw, ax=axes[i, j])
 fig.suptitle("The canonical layouts: SMEM bytes 0-1023 of each")
 plt.tight_layout()
@@ -75,7 +76,7 @@ plt.show()
 # first atom, element (m, k) of an f16 tile sits at `128*m + 16*((k//8) XOR m) + 2*(k%8)`:
 
 # %%
-lay = cn.canonical_layout("K", "128B", "f16", (128, 64))
+lay = umma.canonical_layout("K", "128B", "f16", (128, 64))
 for m, k in [(0, 0), (1, 0), (1, 8), (3, 17), (7, 63)]:
     expected = 128 * m + 16 * ((k // 8) ^ m) + 2 * (k % 8)
     print(f"(m={m}, k={k:2d}) -> byte {int(lay.address(m, k)):4d}   expected {expected:4d}")
@@ -86,15 +87,16 @@ for m, k in [(0, 0), (1, 0), (1, 8), (3, 17), (7, 63)]:
 # A descriptor does not list addresses; it gives the start address, two strides and the swizzle, and
 # the tensor core walks the canonical layout from there. For a K-major operand **SBO** (stride byte
 # offset) is the distance between 8-row groups along M/N; **LBO** (leading byte offset) the distance
-# between the two core matrices of K — unused once a swizzle atom is wider than the 32 bytes of K
-# one instruction reads. For MN-major operands the roles turn around (see `bwlab.canonical`).
+# between the two core matrices of K — used only without a swizzle: in every swizzled K-major layout
+# the hardware finds K inside the atom row, LBO is unused and CuTe sets it to 1 (16 bytes). For
+# MN-major operands the roles turn around (see `bwlab.umma.descriptors`).
 #
 # The first K slice of a 128 x 64 f16 tile in the 128-byte swizzle, as CuTe's `make_umma_desc` and
 # `make_gmma_desc` encode it (the issue and REFERENCE give 0x4000404000010000 for SM100):
 
 # %%
 for arch, expected in (("sm100", 0x4000404000010000), ("sm90", 0x4000004000010000)):
-    d = cn.tile_desc("K", "128B", "f16", (128, 64), 0, 0, arch)
+    d = umma.tile_desc("K", "128B", "f16", (128, 64), 0, 0, arch)
     print(umma.format_fields(d.fields(), f"{arch}: {d.encode():#018x}   expected {expected:#018x}"))
     print()
 
@@ -105,9 +107,9 @@ for arch, expected in (("sm100", 0x4000404000010000), ("sm90", 0x400000400001000
 # 32B 3). The two codes set the same top bits for the same swizzle:
 
 # %%
-for sw in cn.SWIZZLE_NAMES:
-    a = cn.make_smem_desc(0, 16, 1024, sw, arch="sm100")
-    b = cn.make_smem_desc(0, 16, 1024, sw, arch="sm90")
+for sw in MODES:
+    a = umma.make_smem_desc(0, 16, 1024, sw, arch="sm100")
+    b = umma.make_smem_desc(0, 16, 1024, sw, arch="sm90")
     print(f"{sw:5s} sm100 bits 61-63 = {a >> 61}   sm90 bits 62-63 = {b >> 62}   same top byte: {a >> 56 == b >> 56}")
 
 # %% [markdown]
@@ -150,7 +152,7 @@ umma.instr_desc_widget();
 # exactly as TMA did when it wrote the tile; the atom must therefore start on a 1024-byte boundary.
 
 # %%
-starts = [cn.decode_smem_desc(cn.smem_desc_for_tile("K", "128B", "f16", (128, 64), kb)).start_address for kb in range(4)]
+starts = [umma.decode_smem_desc(umma.smem_desc_for_tile("K", "128B", "f16", (128, 64), kb)).start_address for kb in range(4)]
 print("start addresses:", starts, "  expected", [32 * kb for kb in range(4)])
 umma.plot_k_steps("K", "128B", "f16", (8, 64))
 plt.show()
@@ -174,21 +176,56 @@ print("D[0, :4] model:", r.d_model[0, :4], "  NumPy:", r.d_numpy[0, :4])
 print("D equals NumPy A @ B.T bit for bit:", r.exact, "  (expected True)")
 
 # %% [markdown]
-# The same check through every combination of majors and swizzles for A and B, with f16, bf16 and
-# tf32 operands (the model reads each through `bwlab.canonical.read_operand`):
+# ### tf32 operands that are MN-major
+#
+# One layout is SM100's own: the **128-byte swizzle with 32-byte atomicity** (descriptor swizzle
+# code 1, CuTe's `Layout_MN_SW128_32B_Atom`). Its rows are 128 bytes like the 128-byte swizzle's,
+# but the pattern moves **32-byte** units: unit u of row r goes to u XOR (r mod 4), a 512-byte
+# pattern (CuTe `Swizzle<2,5,2>` on byte addresses). For `.kind::tf32` it is the only layout an
+# MN-major (transposed) A or B may use (PTX ISA, tcgen05 "Transpose and Negate operations"); a
+# K-major tf32 operand takes the usual four. Side by side for an MN-major tf32 tile:
 
 # %%
-bad = []
+fig, axes = plt.subplots(1, 2, figsize=(13, 5))
+umma.plot_smem_layout("MN", "128B", "tf32", ax=axes[0], color_by="piece")
+umma.plot_smem_layout("MN", "128B_base32B", "tf32", ax=axes[1], color_by="piece")
+axes[0].set_title("MN-major 128B (refused for tf32)", fontsize=9)
+axes[1].set_title("MN-major 128B_base32B: 32-byte units move", fontsize=9)
+plt.tight_layout()
+plt.show()
+lay32 = umma.canonical_layout("MN", "128B_base32B", "tf32", (32, 4))
+for mn, k in [(0, 0), (0, 1), (8, 1), (0, 3)]:
+    plain = 128 * k + 4 * mn
+    print(f"(mn={mn}, k={k}) -> byte {int(lay32.address(mn, k)):4d}   expected {plain ^ ((plain >> 2) & 0x60):4d}")
+
+# %% [markdown]
+# The same check through every combination of majors and SMEM layouts for A and B, with f16, bf16
+# and tf32 operands (the model reads each through `bwlab.umma.read_operand`). Each case is checked
+# against the tcgen05.mma rule tables (`bwlab.umma.rules`) when it is built; an illegal one is
+# refused with the rule it breaks and never reaches the model or a GPU:
+
+# %%
+operand_layouts = [(m, s) for m in umma.MAJORS for s in MODES] + [("MN", "128B_base32B")]
+legal, bad, refused = {}, [], []
 for ab in ("f16", "bf16", "tf32"):
-    for am in cn.MAJORS:
-        for asw in cn.SWIZZLE_NAMES:
-            for bm in cn.MAJORS:
-                for bsw in cn.SWIZZLE_NAMES:
-                    k = max(cn.atom_shape(am, asw, ab)[1], cn.atom_shape(bm, bsw, ab)[1], cn.instr_k(ab))
-                    case = umma.UmmaCase(ab, "f32", 128, 128, k, am, asw, bm, bsw, 1024, 65536)
-                    if not np.array_equal(case.d_from_tmem(case.model()), case.reference()):
-                        bad.append((ab, am, asw, bm, bsw))
-print(f"{3 * 64} layout combinations, mismatches: {len(bad)}  (expected 0)")
+    for am, asw in operand_layouts:
+        for bm, bsw in operand_layouts:
+            if ab != "tf32" and "128B_base32B" in (asw, bsw):
+                continue                     # the tf32 layout; not modelled for 16-bit operands
+            k = max(umma.atom_shape(am, asw, ab)[1], umma.atom_shape(bm, bsw, ab)[1], umma.instr_k(ab))
+            try:
+                case = umma.UmmaCase(ab, "f32", 128, 128, k, am, asw, bm, bsw, 1024, 65536)
+            except umma.MmaRuleError as e:
+                refused.append((ab, str(e)))
+                continue
+            legal[ab] = legal.get(ab, 0) + 1
+            if not np.array_equal(case.d_from_tmem(case.model()), case.reference()):
+                bad.append((ab, am, asw, bm, bsw))
+print(f"legal combinations: {legal}  (expected f16 64, bf16 64, tf32 25 = 5 x 5)")
+print(f"mismatches among them: {len(bad)}  (expected 0)")
+print(f"refused: {len(refused)}, all tf32: {all(ab == 'tf32' for ab, _ in refused)}  "
+      "(expected 56 = 81 - 25, True)")
+print("for example:", refused[0][1])
 
 # %% [markdown]
 # ### Where D lands in TMEM
@@ -225,9 +262,10 @@ regular, _ = umma.wgmma_cases()
 picked = regular[3::11]
 if info is not None and info.has_wgmma:
     for case in picked:
-        hw, _ = umma.run_wgmma(case)
-        same = np.array_equal(hw.view(np.uint32), case.model().view(np.uint32))
-        print(f"{'exact' if same else 'MISMATCH'}  {case.label()}")
+        result = case.check()           # run() on the GPU, model() here, bit for bit
+        print(f"{'exact' if result else 'MISMATCH'}  {case.label()}")
+        if not result:
+            print(result)
 else:
     print("No sm_90a GPU here: this cell would run these cases with wgmma and compare with the model:")
     for case in picked:
@@ -257,16 +295,16 @@ else:
 # %% tags=["nbval-ignore-output"]
 case = umma.UmmaCase("f16", "f32", 128, 256, 64)
 if tier("umma") == "hardware":
-    hw = umma.run_umma_sm100(case)
-    print("TMEM image equals the model:", np.array_equal(hw, case.model()))
+    hw = case.run()
+    print(case.check(hw))
     print("D equals NumPy:", np.array_equal(case.d_from_tmem(hw), case.reference()))
 else:
     print(f"tier('umma') is {tier('umma')!r}: tcgen05 needs an sm_100 GPU. On one, this cell runs "
           f"umma_validate with idesc {case.idesc:#010x} and {case.k_blocks} K steps and compares TMEM.")
 
 # %%
-from bwlab.compile import CUDA_SRC
-print((CUDA_SRC / "umma_sm100.cu").read_text())
+from bwlab.source import show_source
+text = show_source("umma_sm100.cu")
 
 # %% [markdown]
 # ## Peek under the hood: the PTX for sm_100a

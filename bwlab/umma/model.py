@@ -1,0 +1,228 @@
+"""The MMA model: `tcgen05.mma` and `wgmma.mma_async` executed from raw shared-memory bytes.
+
+One thread issues `tcgen05.mma.cta_group::1.kind::f16 [d_tmem], a_desc, b_desc, idesc, p`; the tensor
+core reads A and B from shared memory through two SMEM descriptors (`descriptors.read_operand`),
+takes types, shape and majors from the instruction descriptor (`idesc`), and writes D into Tensor
+Memory where `d_tmem_layout` says. Completion is observed through `tcgen05.commit`, one arrival on an
+mbarrier (`bwlab.hw.mbarrier.Mbarrier`). `wgmma_mma_async` is the same reader driven by SM90
+descriptors, with D in a warpgroup's registers (`wgmma_d_fragment`).
+
+PTX ISA: tcgen05 "Data path layout organization" (layouts A, B, D, F), "Packing formats of D",
+tcgen05.mma, tcgen05.commit; wgmma "Register Fragments" of the m64nNk16 accumulator. CuTe:
+include/cute/atom/mma_traits_sm100_frag.hpp (`tmem_frg_1sm` / `tmem_frg_2sm`).
+
+Numerics: products are exact (as in the tensor core) and each instruction's sum is formed in float64
+and rounded once to the D type. The hardware adds in its own order and precision, so the model agrees
+with it bit for bit whenever the exact sum is representable in D — the validation inputs are chosen
+that way, so what they test is which element is read from which byte and lands where.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..hw.dtypes import element_type, from_float, to_float
+from ..hw.mbarrier import Mbarrier
+from ..hw.tmem import COLUMNS, decode_address, new_image
+from .canonical import instr_k
+from .descriptors import decode_smem_desc, read_operand
+from .idesc import check_mma_shape, decode_instr_desc
+from .rules import check_mma_majors
+
+__all__ = ["SMEM_BYTES", "TmemLayout", "d_tmem_layout", "operand_values", "d_from_words", "words_from_d", "CtaState",
+           "mma_operands", "tcgen05_mma", "tcgen05_commit", "WGMMA_NS", "wgmma_mma_async",
+           "wgmma_d_fragment"]
+
+SMEM_BYTES = 232448           # 227 KiB: the most one CTA may use on sm_90 / sm_100
+
+
+# ------------------------------------------------------------------------------------------------
+# Where D lives in TMEM
+# ------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TmemLayout:
+    """For every D[m][n]: the CTA of the pair, the TMEM lane and the column, relative to the
+    d_tmem address the instruction was given. `name` is the PTX data-path layout letter."""
+
+    M: int
+    N: int
+    cta_group: int
+    name: str
+    cta: np.ndarray
+    lane: np.ndarray
+    column: np.ndarray
+
+    @property
+    def columns(self) -> int:
+        """32-bit TMEM columns one CTA's share of D occupies."""
+        return int(self.column.max()) + 1
+
+
+def d_tmem_layout(M: int, N: int, cta_group: int = 1) -> TmemLayout:
+    """Where each element of an M x N accumulator sits in TMEM (one 32-bit cell per element).
+
+    * cta_group::1, M = 128 (layout D): D[m][n] at lane m, column n.
+    * cta_group::1, M = 64 (layout F): 16 rows per 32-lane warp quarter — lane (m % 16) + 32*(m // 16).
+    * cta_group::2, M = 256 (layout A): CTA m // 128 of the pair, lane m % 128, column n.
+    * cta_group::2, M = 128 (layout B): CTA m // 64; within it row r = m % 64 sits at lane r for the
+      first N/2 columns and at lane 64 + r for the second half: lane r + 64*(n // (N/2)), column n % (N/2).
+    Same as CuTe's tmem_frg_1sm / tmem_frg_2sm atoms (mma_traits_sm100_frag.hpp).
+    """
+    check_mma_shape("f16", M, N, cta_group)
+    m, n = np.meshgrid(np.arange(M), np.arange(N), indexing="ij")
+    zero = np.zeros_like(m)
+    if cta_group == 1 and M == 128:
+        return TmemLayout(M, N, 1, "D", zero, m, n)
+    if cta_group == 1:
+        return TmemLayout(M, N, 1, "F", zero, m % 16 + 32 * (m // 16), n)
+    if M == 256:
+        return TmemLayout(M, N, 2, "A", m // 128, m % 128, n)
+    half = N // 2
+    return TmemLayout(M, N, 2, "B", m // 64, m % 64 + 64 * (n // half), n % half)
+
+
+def operand_values(raw: np.ndarray, dtype: str) -> np.ndarray:
+    """Raw operand bits as read from SMEM (uint16 for f16/bf16, uint32 for tf32) -> float64 values.
+    tf32 ignores the 13 low mantissa bits of its 32-bit word, as the tensor core does."""
+    t = element_type(dtype)
+    raw = np.asarray(raw)
+    return to_float(raw.view(t.storage) if t.storage.kind == "f" else raw, t)
+
+
+def d_from_words(words: np.ndarray, d_type: str) -> np.ndarray:
+    """TMEM words -> D values (float64). A 16-bit D element occupies the low 16 bits of its 32-bit
+    word (PTX "Packing formats of D"; CuTe tmem_frg_1sm<half_t> stores half_t in uint32_t); the
+    upper half is not defined, so it is ignored here."""
+    words = np.asarray(words).astype(np.uint32)
+    if d_type == "f32":
+        return to_float(words.view(np.float32), "f32")
+    return to_float((words & 0xFFFF).astype(np.uint16).view(np.float16), "f16")
+
+
+def words_from_d(d: np.ndarray, d_type: str) -> np.ndarray:
+    """D values -> TMEM words (f16 in the low half, the high half 0)."""
+    if d_type == "f32":
+        return from_float(d, "f32").view(np.uint32)
+    return from_float(d, "f16").astype(np.uint32)
+
+
+# ------------------------------------------------------------------------------------------------
+# The tcgen05 model
+# ------------------------------------------------------------------------------------------------
+
+@dataclass
+class CtaState:
+    """What the tensor core of one CTA sees: its shared memory (bytes) and its TMEM image."""
+
+    smem: np.ndarray = field(default_factory=lambda: np.zeros(SMEM_BYTES, dtype=np.uint8))
+    tmem: np.ndarray = field(default_factory=new_image)
+    issued: int = 0           # tcgen05.mma issued since the last tcgen05.commit
+
+
+def _ctas(ctas) -> list:
+    return [ctas] if isinstance(ctas, CtaState) else list(ctas)
+
+
+def mma_operands(ctas, a_desc: int, b_desc: int, idesc: int, kind: str = "f16", cta_group: int = 1):
+    """The A (M x K) and B (N x K) values one tcgen05.mma reads, as float64, and the decoded idesc.
+    With cta_group::2 CTA 0 of the pair supplies rows [0, M/2) of A and [0, N/2) of B, CTA 1 the
+    rest, each from its own SMEM at the same descriptor addresses (CuTe SM100 2x1SM A/B layouts)."""
+    f = decode_instr_desc(idesc, kind)
+    if kind not in ("f16", "tf32"):
+        raise ValueError(f"bwlab models kind::f16 and kind::tf32, not kind::{kind}")
+    if f.sparse or f.max_shift:
+        raise ValueError("bwlab models dense tcgen05.mma without .ws (sparsity and max shift must be 0)")
+    check_mma_shape(kind, f.M, f.N, cta_group)
+    ctas = _ctas(ctas)
+    if len(ctas) != cta_group:
+        raise ValueError(f"cta_group::{cta_group} runs on {cta_group} CTA(s); got {len(ctas)}")
+    ad, bd = decode_smem_desc(a_desc, "sm100"), decode_smem_desc(b_desc, "sm100")
+    check_mma_majors(kind, f.N, cta_group, f.a_type, f.b_type, f.a_major, f.b_major, ad.swizzle, bd.swizzle)
+    k = instr_k(f.a_type)
+    a = np.concatenate([read_operand(c.smem, ad, f.a_major, f.a_type, f.M // cta_group, k) for c in ctas])
+    b = np.concatenate([read_operand(c.smem, bd, f.b_major, f.b_type, f.N // cta_group, k) for c in ctas])
+    a, b = operand_values(a, f.a_type), operand_values(b, f.b_type)
+    if f.negate_a:
+        a = -a
+    if f.negate_b:
+        b = -b
+    return a, b, f
+
+
+def tcgen05_mma(ctas, d_tmem: int, a_desc: int, b_desc: int, idesc: int, accumulate: bool,
+                kind: str = "f16", cta_group: int = 1) -> None:
+    """Execute one `tcgen05.mma.cta_group::{1,2}.kind::{f16,tf32} [d_tmem], a_desc, b_desc, idesc, p`.
+
+    `ctas` is a CtaState (cta_group 1) or the pair (cta_group 2). D = A * B^T (B is stored N x K),
+    or D += A * B^T when `accumulate`; D lands in TMEM as `d_tmem_layout` says, offset by the lane
+    and column of `d_tmem`.
+    """
+    a, b, f = mma_operands(ctas, a_desc, b_desc, idesc, kind, cta_group)
+    ctas = _ctas(ctas)
+    lay = d_tmem_layout(f.M, f.N, cta_group)
+    lane0, col0 = decode_address(d_tmem)
+    if lane0 not in ((0, 16) if lay.name == "F" else (0,)):
+        raise ValueError(f"d_tmem lane must be 0 for layout {lay.name}"
+                         + (" (or 16: the other half of each warp quarter)" if lay.name == "F" else "")
+                         + f", got {lane0}")
+    if col0 + lay.columns > COLUMNS:
+        raise ValueError(f"D needs columns [{col0}, {col0 + lay.columns}) but TMEM has {COLUMNS}")
+    prod = a @ b.T
+    for v, cta in enumerate(ctas):
+        sel = lay.cta == v
+        lanes, cols = lane0 + lay.lane[sel], col0 + lay.column[sel]
+        d = prod[sel]
+        if accumulate:
+            d = d + d_from_words(cta.tmem[lanes, cols], f.d_type)
+        cta.tmem[lanes, cols] = words_from_d(d, f.d_type)
+        cta.issued += 1
+
+
+def tcgen05_commit(cta: CtaState, *mbarriers: Mbarrier) -> None:
+    """`tcgen05.commit ... mbarrier::arrive::one`: every barrier given receives one arrival once the
+    MMAs this thread issued have completed. (The model executes an MMA when it is issued, so they
+    have.) Pass two barriers for the multicast form that signals both CTAs of a pair."""
+    if not mbarriers:
+        raise ValueError("tcgen05.commit needs an mbarrier to arrive on")
+    cta.issued = 0
+    for bar in mbarriers:
+        bar.arrive(1)
+
+
+# ------------------------------------------------------------------------------------------------
+# wgmma: the same reader, SM90 descriptors, the result in registers
+# ------------------------------------------------------------------------------------------------
+
+WGMMA_NS = (8, 16, 32, 64, 128, 256)   # the N values cuda_src/wgmma_sm90.cu instantiates
+
+
+def wgmma_mma_async(smem: np.ndarray, a_descs, b_descs, N: int, dtype: str, a_major: str = "K",
+                    b_major: str = "K", d_init: np.ndarray | None = None,
+                    accumulate: bool = False) -> np.ndarray:
+    """D (64 x N, float32) after one `wgmma.mma_async.m64nNk16.f32` per (a_desc, b_desc) pair, read
+    from the byte array `smem` through SM90 descriptors. The first instruction scales the incoming D
+    by `accumulate` (scale-d); later ones accumulate."""
+    if dtype not in ("f16", "bf16"):
+        raise ValueError(f"the wgmma check runs f16 and bf16, got {dtype!r}")
+    if N % 8 or not 8 <= N <= 256:
+        raise ValueError(f"wgmma m64nNk16 takes N a multiple of 8 in [8, 256], got {N}")
+    d = np.zeros((64, N), np.float32) if d_init is None else np.asarray(d_init, np.float32).copy()
+    for i, (ad, bd) in enumerate(zip(a_descs, b_descs)):
+        a = operand_values(read_operand(smem, decode_smem_desc(ad, "sm90"), a_major, dtype, 64), dtype)
+        b = operand_values(read_operand(smem, decode_smem_desc(bd, "sm90"), b_major, dtype, N), dtype)
+        acc = d.astype(np.float64) if (i > 0 or accumulate) else 0.0
+        d = (acc + a @ b.T).astype(np.float32)
+    return d
+
+
+def wgmma_d_fragment(N: int):
+    """(thread, register) of every D[m][n] of an m64nN f32 accumulator (PTX wgmma "Register
+    Fragments"): warp w holds rows 16w..16w+15; lane l holds rows l/4 and l/4 + 8 and columns
+    2*(l%4) + {0, 1} of every 8-column block; register i covers (block i/4, row half (i/2)%2, i%2)."""
+    m, n = np.meshgrid(np.arange(64), np.arange(N), indexing="ij")
+    warp, r = m // 16, m % 16
+    lane = 4 * (r % 8) + (n % 8) // 2
+    reg = 4 * (n // 8) + 2 * (r // 8) + n % 2
+    return 32 * warp + lane, reg
