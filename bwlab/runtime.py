@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["MbarrierTimeout", "LaunchConfigError", "launch", "bench", "BenchResult", "STATUS_DTYPE",
-           "tensor_map_arg", "Report"]
+           "tensor_map_arg"]
 
 # Mirrors struct BwStatus in cuda_src/ptx/common.cuh (its static_asserts; tests/test_struct_mirrors.py compares).
 STATUS_DTYPE = np.dtype([
@@ -143,22 +143,3 @@ def bench(name: str, fn, warmup: int = 3, repeat: int = 20, bytes_moved: int | N
         stop.synchronize()
         times.append(cp.cuda.get_elapsed_time(start, stop))
     return BenchResult(name, statistics.median(times), min(times), max(times), repeat, bytes_moved)
-
-
-class Report:
-    """What a `validate_main`/`bench_main` prints, kept so that `--out FILE` saves the same text.
-
-    `say = Report(); say("a line"); say.save(args.out)`.
-    """
-
-    def __init__(self):
-        self.lines: list[str] = []
-
-    def __call__(self, s=""):
-        print(s, flush=True)
-        self.lines.append(str(s))
-
-    def save(self, path) -> None:
-        if path:
-            with open(path, "w") as f:
-                f.write("\n".join(self.lines) + "\n")

@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import product
 
+from ..hw.swizzle import MODES
+
 __all__ = ["MmaRuleError", "KIND_TYPES", "SHAPES", "MAJOR_LAYOUTS", "TRANSPOSED_B", "CUTE_RULES",
            "DESC_LAYOUT_CODES", "LAYOUTS", "kind_of_types", "check_mma_types", "check_mma_shape",
            "check_mma_majors", "check_mma", "check_mma_cute", "legal_n", "legal_mma_configs"]
@@ -34,7 +36,7 @@ SEC_WGMMA_DESC = "PTX ISA wgmma, Matrix Descriptor Format"
 
 # The SMEM layouts an operand can be in: the four swizzle modes (bwlab.hw.swizzle.MODES) and SM100's
 # 128-byte swizzle with 32-byte atomicity.
-LAYOUTS = ("none", "32B", "64B", "128B", "128B_base32B")
+LAYOUTS = MODES + ("128B_base32B",)
 
 
 class MmaRuleError(ValueError):
@@ -92,7 +94,7 @@ SHAPES = (
 # atomicity (SEC_TRANSPOSE). K-major never takes 128B_base32B (CuTe make_umma_desc static_assert:
 # "SWIZZLE_128B_BASE32B is invalid for Major-K"). bwlab has no row for 128B_base32B with 16- or
 # 8-bit operands and none for MN-major 6-/4-bit operands: those are refused as not in the table.
-_SWIZZLES = ("none", "32B", "64B", "128B")
+_SWIZZLES = MODES
 MAJOR_LAYOUTS = {
     ("f16", "K"): (_SWIZZLES, SEC_SMEM_LAYOUT),
     ("f16", "MN"): (_SWIZZLES, SEC_SMEM_LAYOUT),
