@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One device call: every GPU check of bwlab on a Hopper GPU, after the move to stage packages.
-#   part 1 (validate): the GPU test suite and every `python -m bwlab.validate ...` command
-#   part 2 (bench):    the benchmarks and every notebook executed in its GPU tier
-# Usage (device tool, repository root):  bash docs/results/run_h100.sh validate|bench
+#   tests:    the whole test suite (GPU tests included)
+#   validate: every `python -m bwlab.validate ...` command
+#   bench:    the benchmarks and every notebook executed in its GPU tier
+# Usage (device tool, repository root):  bash docs/results/run_h100.sh tests|validate|bench
 # Writes NAME.txt files into $OUT (or ./h100_out), each ending with the command that made it.
 set -u
 part=${1:-validate}
@@ -30,8 +31,10 @@ run() {  # run NAME CMD...: output to $out/NAME.txt, exit code recorded
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv
 case "$part" in
-  validate)
+  tests)
     run gpu_tests_h100 python3 -m pytest -q -p no:cacheprovider -rs tests
+    ;;
+  validate)
     run foundation_h100 python3 -m bwlab.validate foundation
     run tma_validate_h100 python3 -m bwlab.validate tma --cases 1000 --seed 0 --time-limit 150
     run multicast_validate_h100 python3 -m bwlab.validate multicast
