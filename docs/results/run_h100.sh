@@ -10,7 +10,7 @@ part=${1:-validate}
 out=${OUT:-$PWD/h100_out}
 mkdir -p "$out"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 MPLBACKEND=Agg BWLAB_CACHE=/tmp/bwlab-cache
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo "working tree")
+commit=${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo "working tree")}  # the device copy's .git may be stale: pass COMMIT
 stamp() {  # where and what, appended to each file
   local f=$1; shift
   {
