@@ -357,20 +357,3 @@ def test_addresses_and_images_are_the_shared_model():
         assert getattr(tmem, name) is getattr(hw, name), name
 
 
-def test_imports_stay_where_they_belong():
-    import ast
-    import pathlib
-    root = pathlib.Path(tmem.__file__).parent
-    allowed = {"matplotlib": {"pictures.py"}, "ipywidgets": {"pictures.py"}, "cupy": {"runner.py"},
-               "cuda": {"runner.py"}, "argparse": set(), "subprocess": set(), "tempfile": set()}
-    for f in sorted(root.glob("*.py")):
-        for node in ast.walk(ast.parse(f.read_text())):
-            if isinstance(node, ast.Import):
-                mods = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0:
-                mods = [node.module]
-            else:
-                continue
-            for mod in mods:
-                top = mod.split(".")[0]
-                assert top not in allowed or f.name in allowed[top], f"{f.name} imports {mod}"

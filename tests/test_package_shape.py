@@ -1,0 +1,66 @@
+"""Every stage package has the same shape (docs/CONTRIBUTING.md, "The house"):
+
+* runner.py is the only file that imports CuPy or cuda.bindings, pictures.py the only one that imports
+  matplotlib or ipywidgets; no teaching file imports argparse, subprocess, tempfile or bwlab.checks;
+* no teaching file is much over 400 lines;
+* the package's docstring says which PTX ISA sections it mirrors;
+* it defines at least one bwlab.case.Case subclass speaking model / run / check / show.
+"""
+import ast
+import importlib
+import inspect
+from pathlib import Path
+
+import pytest
+
+from bwlab.case import Case
+
+STAGES = ("tma", "multicast", "umma", "tmem", "epilogue")
+ONLY_IN = {"cupy": "runner.py", "cuda": "runner.py", "matplotlib": "pictures.py", "ipywidgets": "pictures.py"}
+NEVER = {"argparse", "subprocess", "tempfile"}
+# `python -m bwlab.tmem header` forwards to the generator in bwlab.checks.
+COMMAND_SHIMS = {"__main__.py"}
+
+
+def _imports(path: Path):
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                yield node.module
+            elif node.module and node.module.split(".")[0] == "checks" and node.level == 2:
+                yield "bwlab.checks"
+
+
+def _files(stage):
+    pkg = Path(importlib.import_module(f"bwlab.{stage}").__file__).parent
+    return [f for f in sorted(pkg.glob("*.py")) if f.name not in COMMAND_SHIMS]
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_imports_stay_where_they_belong(stage):
+    for f in _files(stage):
+        for mod in _imports(f):
+            top = mod.split(".")[0]
+            assert top not in NEVER, f"bwlab/{stage}/{f.name} imports {mod} (command-line tooling lives in bwlab/checks)"
+            assert mod != "bwlab.checks", f"bwlab/{stage}/{f.name} imports bwlab.checks"
+            if top in ONLY_IN:
+                assert f.name == ONLY_IN[top], f"bwlab/{stage}/{f.name} imports {mod}; only {ONLY_IN[top]} may"
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_teaching_files_stay_short(stage):
+    long = {f.name: n for f in _files(stage) if (n := len(f.read_text().splitlines())) > 420}
+    assert not long, f"bwlab/{stage}: files over 420 lines: {long}"
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_package_says_what_it_mirrors_and_has_a_case(stage):
+    mod = importlib.import_module(f"bwlab.{stage}")
+    assert mod.__doc__ and "PTX ISA" in mod.__doc__
+    cases = [v for v in vars(mod).values() if inspect.isclass(v) and issubclass(v, Case) and v is not Case]
+    assert cases, f"bwlab.{stage} exports no Case subclass"
+    for c in cases:
+        for verb in ("model", "run", "check", "show"):
+            assert getattr(c, verb) is not getattr(Case, verb) or verb == "check", f"{c.__name__}.{verb}"
