@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = [
-    "CUDA_SRC", "CompileError", "Compiled", "compile_cuda", "load_module", "Module",
+    "CUDA_SRC", "CompileError", "Compiled", "compile_cuda", "compile_text", "load_module", "load_text_module", "Module",
     "nvrtc_version", "ptx_excerpt", "sass", "sass_tool", "list_sources", "KEY_INSTRUCTIONS",
 ]
 
@@ -36,13 +36,38 @@ KEY_INSTRUCTIONS = (
 )
 
 
-class CompileError(RuntimeError):
-    """NVRTC rejected a source file. `.log` holds the compiler log (ptxas errors included)."""
+_DIAG = re.compile(r"^(?P<file>[^\s()]+)\((?P<line>\d+)\): (?P<kind>error|warning|catastrophic error)"
+                   r"(?: #\S+)?: (?P<msg>.*)$")
 
-    def __init__(self, name: str, arch: str, options: tuple[str, ...], log: str):
+
+class CompileError(RuntimeError):
+    """NVRTC rejected a source file. `.log` holds the compiler log (ptxas errors included);
+    `.diagnostics` the (file, line, kind, message) of each error or warning the log names."""
+
+    def __init__(self, name: str, arch: str, options: tuple[str, ...], log: str, source: str | None = None):
         self.name, self.arch, self.options, self.log = name, arch, options, log
+        self.source = source
+        self.diagnostics = [(m["file"], int(m["line"]), m["kind"], m["msg"].strip())
+                            for m in map(_DIAG.match, log.splitlines()) if m]
+        shown = " ".join(o.replace(str(CUDA_SRC), "cuda_src") for o in options)
         super().__init__(f"NVRTC failed to compile {name} for {arch}\n"
-                         f"options: {' '.join(options)}\n--- compiler log ---\n{log.strip()}")
+                         f"options: {shown}\n--- compiler log ---\n{log.strip()}"
+                         + self._excerpts())
+
+    def _excerpts(self) -> str:
+        """Each error in the compiled file itself, shown on its source line."""
+        if not self.source:
+            return ""
+        lines = self.source.splitlines()
+        out = []
+        for file, line, kind, msg in self.diagnostics:
+            if kind == "warning" or Path(file).name != self.name or not 1 <= line <= len(lines):
+                continue
+            lo = max(1, line - 1)
+            out.append(f"\n{kind} on line {line}: {msg}")
+            for n in range(lo, min(len(lines), line + 1) + 1):
+                out.append(f"{'>' if n == line else ' '}{n:4d} | {lines[n - 1]}")
+        return ("\n--- where ---" + "\n".join(out)) if out else ""
 
 
 def _nvrtc():
@@ -177,11 +202,24 @@ def compile_cuda(source: str | Path, arch: str = "sm_90a", defines: dict | None 
     the code. Results are cached in memory and on disk, keyed by the source, every header in
     cuda_src/, the options and the NVRTC version.
     """
+    path = _resolve(source)
+    return _compile(path.read_bytes(), path.name, path.parent, arch, defines, name_expressions,
+                    extra_options, use_cache)
+
+
+def compile_text(text: str, name: str = "kernel.cu", arch: str = "sm_90a", defines: dict | None = None,
+                 name_expressions=(), extra_options=(), use_cache: bool = True) -> Compiled:
+    """Compile CUDA source text (a teaching kernel a learner edited) as if it were `cuda_src/<name>`:
+    it includes `ptx.cuh` and the rest exactly as the files there do. A CompileError shows each error
+    on its line of `text`."""
+    return _compile(text.encode(), name, CUDA_SRC, arch, defines, name_expressions, extra_options, use_cache)
+
+
+def _compile(src: bytes, name: str, include_dir: Path, arch: str, defines, name_expressions,
+             extra_options, use_cache: bool) -> Compiled:
     if not re.fullmatch(r"sm_\d+[af]?", arch):
         raise ValueError(f"arch must look like 'sm_90a' or 'sm_100a', got {arch!r}")
-    path = _resolve(source)
-    src = path.read_bytes()
-    options = (f"--gpu-architecture={arch}", "-std=c++17", f"-I{CUDA_SRC}", f"-I{path.parent}",
+    options = (f"--gpu-architecture={arch}", "-std=c++17", f"-I{CUDA_SRC}", f"-I{include_dir}",
                "--diag-suppress=177,550") + _defines_options(defines) + tuple(extra_options)
     name_expressions = tuple(name_expressions)
     key = hashlib.sha256(b"\0".join([
@@ -193,14 +231,14 @@ def compile_cuda(source: str | Path, arch: str = "sm_90a", defines: dict | None 
     if use_cache and (disk / "kernel.cubin").exists():
         import json
         meta = json.loads((disk / "meta.json").read_text())
-        result = Compiled(path.name, arch, (disk / "kernel.ptx").read_text(),
+        result = Compiled(name, arch, (disk / "kernel.ptx").read_text(),
                           (disk / "kernel.cubin").read_bytes(), meta["log"], options,
                           meta["lowered_names"])
         _MEMO[key] = result
         return result
 
     nvrtc = _nvrtc()
-    prog = _check(nvrtc.nvrtcCreateProgram(src, path.name.encode(), 0, [], []), "nvrtcCreateProgram")
+    prog = _check(nvrtc.nvrtcCreateProgram(src, name.encode(), 0, [], []), "nvrtcCreateProgram")
     try:
         for expr in name_expressions:
             _check(nvrtc.nvrtcAddNameExpression(prog, expr.encode()), "nvrtcAddNameExpression")
@@ -213,7 +251,7 @@ def compile_cuda(source: str | Path, arch: str = "sm_90a", defines: dict | None 
         nvrtc.nvrtcGetProgramLog(prog, buf)
         log = bytes(buf).rstrip(b"\0 ").decode(errors="replace")
         if int(err) != 0:
-            raise CompileError(path.name, arch, options, log)
+            raise CompileError(name, arch, options, log, src.decode(errors="replace"))
         size = _check(nvrtc.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize")
         buf = bytearray(size)
         nvrtc.nvrtcGetPTX(prog, buf)
@@ -228,7 +266,7 @@ def compile_cuda(source: str | Path, arch: str = "sm_90a", defines: dict | None 
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
 
-    result = Compiled(path.name, arch, ptx, bytes(cubin), log, options, lowered)
+    result = Compiled(name, arch, ptx, bytes(cubin), log, options, lowered)
     if use_cache:
         try:
             import json
@@ -332,6 +370,19 @@ def load_module(source: str | Path, defines: dict | None = None, name_expression
     if arch is None:
         arch = device.native_arch()
     compiled = compile_cuda(source, arch=arch, defines=defines, name_expressions=name_expressions)
+    return _module_of(compiled, arch)
+
+
+def load_text_module(text: str, name: str = "kernel.cu", defines: dict | None = None, name_expressions=(),
+                     arch: str | None = None) -> Module:
+    """`compile_text` for this GPU, loaded. Needs a GPU; cached per build."""
+    from . import device
+    if arch is None:
+        arch = device.native_arch()
+    return _module_of(compile_text(text, name, arch=arch, defines=defines, name_expressions=name_expressions), arch)
+
+
+def _module_of(compiled: Compiled, arch: str) -> Module:
     key = (compiled.cubin.__hash__(), arch)
     if key not in _MODULES:
         _MODULES[key] = Module(compiled)

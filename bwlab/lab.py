@@ -1,0 +1,112 @@
+"""Teaching kernels a learner reads, edits and runs again.
+
+Every stage has a short, complete teaching kernel in `cuda_src/teach_<stage>.cu`: the handshake and the
+instruction, with bounded waits, nothing else. `TeachingKernel` holds its text; a notebook shows it,
+a learner changes it, and the stage's runner compiles and runs the changed text:
+
+    k = TeachingKernel("teach_tma.cu")
+    k.show()
+    mine = k.replace("box_bytes", "box_bytes + 16")     # announce 16 bytes too many
+    mine.compile()                                        # sm_90a by default; errors point at your line
+
+or, in a notebook, with the cell magic (`%load_ext bwlab.lab` once):
+
+    %%cuda teach_tma.cu
+    ... the whole kernel, edited ...
+
+which compiles the cell's text and keeps it as `bwlab.lab.edited("teach_tma.cu")`. Compile errors come
+back as `CompileError` whose message shows each error on the line of your text it refers to.
+"""
+from __future__ import annotations
+
+from .compile import Compiled, CompileError, compile_text, load_text_module
+from .source import function_source, source_text
+
+__all__ = ["TeachingKernel", "edited", "EDITS", "CompileError", "load_ipython_extension"]
+
+# The kernels a learner changed with %%cuda, by file name.
+EDITS: dict[str, "TeachingKernel"] = {}
+
+
+def _targets(text: str) -> tuple[str, ...]:
+    """The architectures a source builds for: its `// bwlab-targets:` line, else sm_100a for tcgen05
+    code and sm_90a otherwise (the convention of cuda_src/, see tests/test_compile.py)."""
+    for line in text.splitlines()[:5]:
+        if line.startswith("// bwlab-targets:"):
+            return tuple(line.split(":", 1)[1].split())
+    return ("sm_100a",) if "tcgen05" in text else ("sm_90a",)
+
+
+class TeachingKernel:
+    """The text of one teaching kernel file, original or edited."""
+
+    def __init__(self, file: str, text: str | None = None):
+        self.file = file if file.endswith(".cu") else file + ".cu"
+        self.original = source_text(self.file)
+        self.text = self.original if text is None else text
+
+    @property
+    def edited(self) -> bool:
+        return self.text != self.original
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        return _targets(self.text)
+
+    def show(self, function: str | None = None) -> None:
+        """Print the kernel file, or one function of it."""
+        print(function_source(self.text, function) if function else self.text.rstrip("\n"))
+
+    def replace(self, old: str, new: str, count: int = 1) -> "TeachingKernel":
+        """A copy with `old` replaced by `new` (exactly `count` occurrences must exist)."""
+        n = self.text.count(old)
+        if n != count:
+            raise ValueError(f"{self.file}: expected {count} occurrence(s) of {old!r}, found {n}")
+        return TeachingKernel(self.file, self.text.replace(old, new))
+
+    def with_text(self, text: str) -> "TeachingKernel":
+        return TeachingKernel(self.file, text)
+
+    def compile(self, arch: str | None = None, defines: dict | None = None, name_expressions=()) -> Compiled:
+        """Compile for `arch` (default: the file's first target). Needs no GPU."""
+        return compile_text(self.text, self.file, arch or self.targets[0], defines, name_expressions)
+
+    def load(self, defines: dict | None = None, name_expressions=()):
+        """Compile for this GPU and load it (a `bwlab.compile.Module`)."""
+        return load_text_module(self.text, self.file, defines, name_expressions)
+
+    def diff(self) -> str:
+        """The learner's change, as a unified diff against the original."""
+        import difflib
+        return "".join(difflib.unified_diff(self.original.splitlines(True), self.text.splitlines(True),
+                                            f"cuda_src/{self.file}", f"{self.file} (edited)"))
+
+    def __repr__(self):
+        return f"TeachingKernel({self.file!r}{', edited' if self.edited else ''})"
+
+
+def edited(file: str) -> TeachingKernel:
+    """The learner's version of `file` if a %%cuda cell changed it, else the original."""
+    file = file if file.endswith(".cu") else file + ".cu"
+    return EDITS.get(file) or TeachingKernel(file)
+
+
+def _cuda_magic(line: str, cell: str) -> None:
+    file = line.strip() or "kernel.cu"
+    k = TeachingKernel(file, cell)
+    for arch in k.targets:
+        try:
+            k.compile(arch)
+        except CompileError as e:
+            print(str(e).split("--- compiler log ---", 1)[-1].strip())
+            print(f"\n{file} was NOT kept: the stage still runs the previous version.")
+            return
+    EDITS[k.file] = k
+    print(f"{k.file}: compiled for {', '.join(k.targets)}; the stage's runner now uses this version"
+          + ("" if k.edited else " (unchanged from cuda_src/)"))
+
+
+def load_ipython_extension(ipython) -> None:
+    """`%load_ext bwlab.lab` registers the `%%cuda FILE` cell magic."""
+    ipython.register_magic_function(_cuda_magic, magic_kind="cell", magic_name="cuda")
+

@@ -1,0 +1,37 @@
+"""Recordings and notebook cells stay in step: every recording a notebook loads exists, every recording
+is loaded by some notebook, and each one, replayed through its stage's model now, equals what the GPU
+produced when it was recorded."""
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+from bwlab.results import RECORDINGS, load_recording, recording_names
+
+NB_SRC = Path(__file__).resolve().parent.parent / "notebooks" / "src"
+LOADED = re.compile(r"""load_recording\(\s*["']([A-Za-z0-9_.-]+)["']""")
+
+
+def _used():
+    return {m: p.name for p in sorted(NB_SRC.glob("*.py")) for m in LOADED.findall(p.read_text())}
+
+
+def test_every_recording_a_notebook_loads_exists():
+    missing = {name: nb for name, nb in _used().items() if not (RECORDINGS / f"{name}.npz").is_file()}
+    assert not missing, f"notebooks load recordings that are not committed: {missing}"
+
+
+def test_every_recording_is_shown_somewhere():
+    unused = sorted(set(recording_names()) - set(_used()))
+    assert not unused, f"recordings no notebook loads: {unused}"
+
+
+@pytest.mark.parametrize("name", recording_names())
+def test_recording_replays_exactly(name):
+    rec = load_recording(name)
+    for key in ("stage", "device", "date", "command", "params"):
+        assert key in rec.meta, f"{name}: meta lacks {key!r}"
+    replay = importlib.import_module(f"bwlab.checks.record_{rec.meta['stage']}").replay
+    result = replay(rec)
+    assert result.ok, str(result)
