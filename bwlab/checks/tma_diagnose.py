@@ -242,9 +242,6 @@ def probe_narrow_main(argv=None, say=print) -> int:
     return 0
 
 
-# ---------------------------------------------------------------------------------------------
-
-
 if __name__ == "__main__":
     cmd, rest = (sys.argv[1], sys.argv[2:]) if len(sys.argv) > 1 else ("", [])
     if cmd == "subset":
@@ -254,4 +251,4 @@ if __name__ == "__main__":
     if cmd == "narrow":
         raise SystemExit(narrow_child(rest))
     print(f"usage: python -m {THIS_MODULE} diagnose [--cases N --seed S] | subset ... | narrow I,J,... box|footprint")
-    raise SystemExit(2)
+    raise SystemExit(0 if cmd in ("-h", "--help") else 2)
