@@ -41,6 +41,7 @@ case "$part" in
     run wgmma_validate_h100 python3 -m bwlab.validate wgmma
     run store_validate_h100 python3 -m bwlab.validate store --cases 500 --seed 0
     run tmem_validate_h100 python3 -m bwlab.validate tmem
+    run broken_kernels_h100 python3 -m bwlab.checks.broken --sanitize
     ;;
   bench)
     run tma_copy_bench_h100 python3 -m bwlab.bench tma_copy
