@@ -90,12 +90,13 @@ def _rebuild(module: str, name: str, message: str) -> BaseException:
     return RuntimeError(f"{name}: {message}")
 
 
-def run_isolated(fn, *args, kernel: str | None = None, limit: float = 5.0, start_timeout: float = 120.0,
+def run_isolated(fn, *args, kernel: str | None = None, limit: float = 2.0, start_timeout: float = 120.0,
                  **kwargs):
     """`fn(*args, **kwargs)` in a fresh worker process; see the module docstring.
 
     `limit` counts from the worker's "ready" (imports done, before `fn` runs), so it bounds the launch
-    and not Python's start-up. `fn` and its arguments must be picklable (module-level functions,
+    and not Python's start-up. Compile the kernel in the calling process first (NVRTC's disk cache then
+    makes the worker's build instant), so that the limit measures the launch. `fn` and its arguments must be picklable (module-level functions,
     NumPy arrays, bwlab parameter objects, a `TeachingKernel`).
     """
     name = kernel or getattr(fn, "__name__", "kernel")
