@@ -7,6 +7,7 @@
 | epilogue_edge_store     | one TMA store of an edge box: the GMEM buffer (padding column, guard row)    |
 | epilogue_gpu_vs_model   | three whole epilogues of the harness kernel (C by TMA load, reduce-add)      |
 | teach_store_result      | the teaching kernel teach_store.cu on a 150 x 70 D with edge tiles           |
+| teach_store_noswizzle   | teach_store.cu edited to write SMEM unswizzled (the tensor map still 128B)   |
 | teach_store_nofence     | teach_store.cu with and without its proxy fence, NOFENCE_RUNS runs each      |
 | epilogue_bank_cycles    | st.shared.v4 clock cycles per bank pattern (smem_store_cycles)               |
 
@@ -78,6 +79,10 @@ def record(out_dir, meta) -> list:
     save("teach_store_result", {"d": run_teach(case.problem, case.acc, case.d_init)},
          {"M": 150, "N": 70, "seed": 0})
 
+    noswz = TeachingKernel("teach_store.cu").replace(*TEACH_EDITS["no swizzle"])
+    save("teach_store_noswizzle", {"d": run_teach(case.problem, case.acc, case.d_init, kernel=noswz)},
+         {"M": 150, "N": 70, "seed": 0})
+
     case = teach_case(2048, 2048, 3)
     want = case.model()
     nofence = TeachingKernel("teach_store.cu").replace(*TEACH_EDITS["no fence"])
@@ -128,6 +133,14 @@ def replay(rec) -> CheckResult:
     if name == "teach_store_result":
         pr = rec.params
         return teach_case(pr["M"], pr["N"], pr["seed"]).check(rec["d"], source=rec.label)
+    if name == "teach_store_noswizzle":
+        # The model of the edit: the threads write the tile unswizzled, the TMA engine reads it
+        # through the map's 128B swizzle.
+        from ..epilogue import epilogue_model
+        pr = rec.params
+        case = teach_case(pr["M"], pr["N"], pr["seed"])
+        want = epilogue_model(case.problem, case.acc, None, case.d_init, smem_swizzle="none")
+        return case.compare(want, rec["d"], source=rec.label)
     if name == "teach_store_nofence":
         # With the fence every run equals the model; every recorded element of the run without it
         # differs from the model computed now (the recording is of this case, not another).
