@@ -109,7 +109,7 @@ def plot_edge_tiles(p: EpilogueProblem, ax=None):
     (hatched, outlined in red). Grey: never written (the rest of the padding, the guard row). Dashed:
     the full tiles, which hang over the matrix's far edges."""
     import matplotlib.pyplot as plt
-    from matplotlib.patches import Patch, Rectangle
+    from matplotlib.patches import Rectangle
 
     from ..plotting import BYTE_COLORS, cta_color, draw_grid
     cov = store_coverage(p)
