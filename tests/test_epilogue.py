@@ -704,3 +704,61 @@ def test_store_rules_table_walk():
     # narrow-swizzle-pitch: a 16-byte box row with each swizzle takes the swizzle row
     for mode, pitch in (("32B", 32), ("64B", 64), ("128B", 128)):
         assert smem_box_pitch(TensorMap("uint8", (64, 8), (16, 8), swizzle=mode)) == pitch
+
+
+# ---- the teaching kernel cuda_src/teach_store.cu -------------------------------------------------
+def test_teach_problem_and_argument_checks():
+    p = E.teach_problem(150, 70)
+    assert (p.dtype, p.bm, p.bn, p.swizzle, p.ld, p.tiles) == ("float32", 128, 32, "128B", 72, (2, 3))
+    acc = np.zeros(p.acc_shape, np.float32)
+    got_acc, d0 = E.check_teach_args(p, acc)
+    assert d0.shape == (151, 72) and d0.dtype == np.uint32 and got_acc.dtype == np.float32
+    with pytest.raises(ValueError, match="differs in .*'dtype'"):
+        E.check_teach_args(E.EpilogueProblem(150, 70, "bfloat16", bn=64), acc)
+    with pytest.raises(ValueError, match="differs in .*'alpha'"):
+        E.check_teach_args(E.EpilogueProblem(150, 70, "float32", bn=32, alpha=2.0), acc)
+    with pytest.raises(ValueError, match="acc must be"):
+        E.check_teach_args(p, acc[:, :64])
+    with pytest.raises(ValueError, match="D buffer must be"):
+        E.check_teach_args(p, acc, np.zeros((150, 72), np.uint32))
+    with pytest.raises(ValueError, match="EpilogueProblem"):
+        E.check_teach_args("150x70", acc)
+
+
+def test_teach_kernel_and_its_edits_compile():
+    from bwlab.lab import TeachingKernel
+    k = TeachingKernel("teach_store.cu")
+    assert k.targets == ("sm_90a", "sm_100a")
+    for old, new in E.TEACH_EDITS.values():
+        mine = k.replace(old, new)
+        ptx = mine.compile("sm_90a").ptx
+        assert "cp.async.bulk.tensor.2d.global.shared::cta" in ptx
+    assert "fence.proxy.async" not in k.replace(*E.TEACH_EDITS["no fence"]).compile("sm_90a").ptx
+    assert "fence.proxy.async.shared::cta" in k.compile("sm_90a").ptx
+
+
+def test_swizzle_mismatch_model_and_hint():
+    # Threads write unswizzled, the map reads through 128B: rows r % 8 == 0 are still right, row 1
+    # gets its chunks pairwise swapped (chunk j from j ^ 1), and check() names the swizzle.
+    p = E.teach_problem(16, 32)
+    acc = np.arange(p.acc_shape[0] * p.acc_shape[1], dtype=np.float32).reshape(p.acc_shape)
+    case = E.Epilogue(p, acc)
+    good, bad = case.model(), E.epilogue_model(p, acc, smem_swizzle="none")
+    np.testing.assert_array_equal(good[:16].view(np.float32), acc[:16])
+    np.testing.assert_array_equal(bad[0], good[0])
+    np.testing.assert_array_equal(bad[8], good[8])
+    np.testing.assert_array_equal(bad[1].view(np.float32).reshape(8, 4), acc[1].reshape(8, 4)[np.arange(8) ^ 1])
+    r = case.check(bad)
+    assert not r.ok and r.first.index == (1, 0) and "128B swizzle" in r.hint
+    with pytest.raises(ValueError, match="not the same boxes"):
+        E.epilogue_model(E.teach_problem(16, 64), np.zeros((128, 64), np.float32), smem_swizzle="64B")
+
+
+def test_fence_hint_when_the_value_comes_from_elsewhere():
+    p = E.teach_problem(16, 32)
+    acc = np.arange(128 * 32, dtype=np.float32).reshape(128, 32)
+    case = E.Epilogue(p, acc)
+    got = case.model().copy()
+    got[3, 5] = np.float32(-7.0).view(np.uint32)    # stale: not a value of this tile row
+    r = case.check(got)
+    assert r.first.index == (3, 5) and "fence.proxy.async" in r.hint

@@ -87,3 +87,22 @@ def test_bank_model_predicts_the_cost_order():
     assert all(b >= 0.9 * a for a, b in zip(strides, strides[1:])), strides
     assert strides[-1] > 3 * strides[0], strides
     assert cyc["row_per_thread, fp32 32 cols, 128B swizzle"] < cyc["row_per_thread, fp32 32 cols, no swizzle"] / 3
+
+
+def test_teaching_kernel_matches_the_model():
+    from bwlab.lab import TeachingKernel
+    case = E.Epilogue(*_teach_inputs(150, 70))
+    case.check(E.run_teach(case.problem, case.acc, case.d_init)).assert_ok()
+    # The wrong edit that leaves the swizzle out gives exactly what the model of that edit says.
+    noswz = TeachingKernel("teach_store.cu").replace(*E.TEACH_EDITS["no swizzle"])
+    got = E.run_teach(case.problem, case.acc, case.d_init, kernel=noswz)
+    want = E.epilogue_model(case.problem, case.acc, None, case.d_init, smem_swizzle="none")
+    np.testing.assert_array_equal(got, want)
+    r = case.check(got)
+    assert r.first.index == (1, 0) and "swizzle" in r.hint
+
+
+def _teach_inputs(M, N):
+    p = E.teach_problem(M, N)
+    acc, _, d0 = p.random_inputs(np.random.default_rng(0))
+    return p, acc, None, d0

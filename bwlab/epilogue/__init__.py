@@ -25,6 +25,9 @@ The hops, in the order a GEMM kernel performs them:
    waiting thread (`BulkAsyncGroups`).
 5. **D = alpha * acc + beta * C** with C brought into SMEM by a TMA load (`epilogue_alpha_beta`).
 
+The teaching kernel ``cuda_src/teach_store.cu`` is hops 1-4 for one 128 x 32 fp32 tile per CTA and
+nothing else; `run_teach` runs it (or a learner's edit of it, `bwlab.lab`) for a `teach_problem`.
+
 CuTe/CUTLASS counterparts: ``include/cute/atom/copy_traits_sm90_tma.hpp`` (SM90_TMA_STORE,
 SM90_TMA_REDUCE_ADD, ``tma_store_fence``, ``tma_store_arrive`` = commit_group, ``tma_store_wait<N>`` =
 ``wait_group.read N``), ``include/cute/arch/copy_sm90.hpp`` and the SM90/SM100 collective epilogues.
@@ -44,10 +47,11 @@ from .model import (bits_to_float32, epilogue_alpha_beta, epilogue_model, float3
                     store_coverage)
 from .ordering import BulkAsyncGroups, EpilogueOrdering, OrderingError
 from .pictures import plot_bank_phases, plot_edge_tiles, plot_store_box, plot_writer_map
-from .problem import EpilogueProblem
+from .problem import EpilogueProblem, teach_problem
 from .rules import (D_DTYPES, PROXY_FENCE_RULE, REDUCE_ADD_DTYPES, STORE_GRANULE, STORE_RULES,
                     TF32_ROUNDS_ON_STORE, StoreRule, StoreRuleError)
-from .runner import measure_store_cycles, run_epilogue, run_tma_store
+from .runner import (TEACH_EDITS, check_teach_args, measure_store_cycles, run_epilogue, run_teach,
+                     run_tma_store)
 from .store import (granule_of, smem_box_footprint, smem_box_pitch, tma_reduce_add_model,
                     tma_store_model, tma_store_writes)
 from .tile import MAPPINGS, RegisterStorePlan, SmemTile, bank_patterns
@@ -65,6 +69,8 @@ __all__ = [
     # a whole epilogue
     "D_DTYPES", "EpilogueProblem", "epilogue_alpha_beta", "bits_to_float32", "float32_to_bits",
     "epilogue_model", "run_epilogue", "Epilogue", "store_coverage", "describe_gmem_byte",
+    # the teaching kernel cuda_src/teach_store.cu
+    "teach_problem", "run_teach", "check_teach_args", "TEACH_EDITS",
     # GPU timing of st.shared.v4 (notebook 05's hardware tier)
     "measure_store_cycles",
     # pictures

@@ -190,6 +190,10 @@ class Epilogue(Case):
             return GRANULE_HINT
         if d0 is not None and g[r, c] == d0[r, c]:
             return NOT_WRITTEN_HINT
+        if p.swizzle != "none":
+            c0 = c // p.bn * p.bn                        # the wrong value sits elsewhere in its tile row
+            if np.any(e[r, c0:min(c0 + p.bn, p.N)] == g[r, c]):
+                return _swizzle_hint(p.swizzle)
         hint = FENCE_HINT
         if p.swizzle != "none":
             hint += (f"; and do the threads write the D tile through the tensor map's {p.swizzle} "

@@ -56,12 +56,18 @@ def epilogue_alpha_beta(acc: np.ndarray, alpha: float, beta: float = 0.0, c_bits
 
 
 
-def epilogue_model(p: EpilogueProblem, acc, c_bits=None, d_init=None) -> np.ndarray:
+def epilogue_model(p: EpilogueProblem, acc, c_bits=None, d_init=None,
+                   smem_swizzle: str | None = None) -> np.ndarray:
     """The D buffer after the epilogue kernel, computed from the stage models end to end: for every
     tile, C comes in through `bwlab.tma.tma_load_model` (OOB zero-filled), D = `epilogue_alpha_beta`,
     the tile is laid out in SMEM by `SmemTile.pack` (swizzle), and each box leaves through
-    `tma_store_model` (or `tma_reduce_add_model`)."""
+    `tma_store_model` (or `tma_reduce_add_model`).
+
+    `smem_swizzle` is the swizzle the threads write the D tile through (default: the tensor map's).
+    A different one models a kernel whose st.shared addresses and tensor map disagree: the TMA
+    engine still reads through the map's swizzle, so 16-byte chunks land in the wrong columns."""
     from ..tma import tma_load_model
+    from .tile import SmemTile
     raw = raw_dtype(p.dtype)
     acc = np.asarray(acc, dtype=np.float32)
     if acc.shape != p.acc_shape:
@@ -75,6 +81,13 @@ def epilogue_model(p: EpilogueProblem, acc, c_bits=None, d_init=None) -> np.ndar
             raise ValueError(f"C buffer must be {p.buffer_shape}, got {c_bits.shape}")
     tmap = p.tensor_map()
     tile, ctile = p.tile, p.c_tile
+    written = tile
+    if smem_swizzle is not None and smem_swizzle != p.swizzle:
+        written = SmemTile(p.bm, p.bn, p.dtype, smem_swizzle, base=tile.base,
+                           box_cols=tile.box_cols if smem_swizzle == "none" else None)
+        if written.box_cols != tile.box_cols:
+            raise ValueError(f"a {smem_swizzle} tile has {written.box_cols}-column boxes, the tensor "
+                             f"map's {p.swizzle} tile {tile.box_cols}: not the same boxes")
     store = tma_reduce_add_model if p.reduce_add else tma_store_model
     for tm in range(p.tiles[0]):
         for tn in range(p.tiles[1]):
@@ -88,7 +101,7 @@ def epilogue_model(p: EpilogueProblem, acc, c_bits=None, d_init=None) -> np.ndar
                         tma_load_model(c_bits, tmap, (x, y), addr)
                 c_tile_bits = ctile.unpack(img)
             dt = epilogue_alpha_beta(a, p.alpha, p.beta, c_tile_bits, p.dtype)
-            img = tile.pack(dt)
+            img = written.pack(dt)
             for (x, y), addr in p.box_coords(tm, tn):
                 d = store(d, tmap, (x, y), img, addr, window_start=tile.base)
     return d

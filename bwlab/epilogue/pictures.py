@@ -14,13 +14,23 @@ from .tile import RegisterStorePlan
 __all__ = ["plot_bank_phases", "plot_writer_map", "plot_edge_tiles", "plot_store_box"]
 
 
+def _legend_below(ax, entries, title=None, ncol=2, y=-0.18):
+    """A legend of (label, facecolour[, hatch]) entries under the axes, so the figure keeps the
+    notebook's width (~1000 px) and its text stays at 9 pt."""
+    from matplotlib.patches import Patch
+    handles = [Patch(fc=e[1], ec="black", lw=0.5, hatch=e[2] if len(e) > 2 else None, label=e[0])
+               for e in entries]
+    return ax.legend(handles=handles, title=title, loc="upper center", bbox_to_anchor=(0.5, y),
+                     ncol=ncol, fontsize=9, title_fontsize=9, frameon=False)
+
+
 def plot_bank_phases(plan: RegisterStorePlan, step: int = 0, ax=None):
     """One st.shared.v4 of `plan`: a row per phase (8 lanes), a column per bank. A bank one lane
     uses is drawn in that lane's colour; a bank that must serve several different words in one
     phase is red with the number of words (that many wavefronts for the phase)."""
     import matplotlib.pyplot as plt
 
-    from ..plotting import BYTE_COLORS, add_legend, draw_grid, thread_color
+    from ..plotting import BYTE_COLORS, draw_grid, thread_color
     rep = plan.report(step)
     colors = np.full((4, SMEM_BANKS), BYTE_COLORS["untouched"], dtype=object)
     text = np.full((4, SMEM_BANKS), "", dtype=object)
@@ -38,16 +48,24 @@ def plot_bank_phases(plan: RegisterStorePlan, step: int = 0, ax=None):
                     colors[p, bank] = thread_color(lane)
                     text[p, bank] = str(lane)
     if ax is None:
-        _, ax = plt.subplots(figsize=(12, 2.2))
+        _, ax = plt.subplots(figsize=(10, 3.2))
     t = plan.tile
-    draw_grid(ax, colors, text, fontsize=6,
-              title=(f"st.shared.v4 step {step}, {plan.mapping}, {t.dtype} rows of {t.box_row_bytes} B, "
-                     f"swizzle {t.swizzle}: {rep.wavefronts} wavefronts (conflict-free: {rep.ideal})"),
+    lesson = ("conflict-free" if rep.wavefronts == rep.ideal
+              else f"{rep.wavefronts // rep.ideal}x the conflict-free {rep.ideal}")
+    draw_grid(ax, colors, text, fontsize=9,
+              title=(f"one st.shared.v4 of a warp ({plan.mapping}, {t.dtype}, {t.box_row_bytes}-byte rows, "
+                     f"swizzle {t.swizzle}):\n{rep.wavefronts} wavefronts, {lesson}"),
               xlabel="bank", ylabel="phase (8 lanes)", xticks=list(range(SMEM_BANKS)),
               yticks=[f"lanes {8 * p}-{8 * p + 7}" for p in range(4)])
-    add_legend(ax, [("bank used by one lane (number = lane)", thread_color(3)),
-                    ("bank asked for N different words (N = wavefronts)", BYTE_COLORS["mismatch"]),
-                    ("bank idle", BYTE_COLORS["untouched"])], title="per phase")
+    ax.tick_params(labelsize=9)
+    drawn = set(colors.ravel().tolist())
+    entries = [("bank used by one lane (number = lane)", thread_color(3))] if any(
+        isinstance(c, tuple) for c in drawn) else []
+    if BYTE_COLORS["mismatch"] in drawn:
+        entries.append(("bank asked for N different words (N = wavefronts)", BYTE_COLORS["mismatch"]))
+    if BYTE_COLORS["untouched"] in drawn:
+        entries.append(("bank idle", BYTE_COLORS["untouched"]))
+    _legend_below(ax, entries, ncol=len(entries), y=-0.28)
     return ax
 
 
@@ -56,7 +74,7 @@ def plot_writer_map(plan: RegisterStorePlan, lines: int = 16, ax=None):
     each chunk coloured by the lane that writes it, labelled lane/step."""
     import matplotlib.pyplot as plt
 
-    from ..plotting import BYTE_COLORS, add_legend, draw_grid, thread_color
+    from ..plotting import BYTE_COLORS, draw_grid, thread_color
     t = plan.tile
     first = int(plan.addresses[plan.addresses >= 0].min()) // 128 * 128
     colors = np.full((lines, 8), BYTE_COLORS["untouched"], dtype=object)
@@ -69,14 +87,18 @@ def plot_writer_map(plan: RegisterStorePlan, lines: int = 16, ax=None):
                 colors[r, c // 16] = thread_color(lane)
                 text[r, c // 16] = f"t{lane}/s{k}"
     if ax is None:
-        _, ax = plt.subplots(figsize=(7, 0.32 * lines + 1))
-    draw_grid(ax, colors, text, fontsize=6,
-              title=f"who writes which 16 B: {plan.mapping}, swizzle {t.swizzle}",
+        _, ax = plt.subplots(figsize=(10, 0.4 * lines + 1.5))
+    draw_grid(ax, colors, text, fontsize=9,
+              title=(f"who writes which 16 B: {plan.mapping}, swizzle {t.swizzle} (lane t writes row t; "
+                     "step k is its k-th st.shared.v4)"),
               xlabel="16-byte chunk in the 128-byte line (banks 4c..4c+3)",
               ylabel="SMEM line (128 B)", xticks=list(range(8)),
               yticks=[f"+{first - t.base + 128 * i}" for i in range(lines)])
-    add_legend(ax, [(f"lane {i}", thread_color(i)) for i in (0, 1, 2, 3, 7)] +
-               [("not written by this warp", BYTE_COLORS["untouched"])], title="tN/sK = lane N, step K")
+    ax.tick_params(labelsize=9)
+    entries = [("one colour per lane", thread_color(0))]
+    if BYTE_COLORS["untouched"] in set(colors.ravel().tolist()):
+        entries.append(("not written by this warp", BYTE_COLORS["untouched"]))
+    _legend_below(ax, entries, title="tN/sK = lane N, step K", ncol=len(entries), y=-0.08)
     return ax
 
 
@@ -87,26 +109,28 @@ def plot_edge_tiles(p: EpilogueProblem, ax=None):
     (hatched, outlined in red). Grey: never written (the rest of the padding, the guard row). Dashed:
     the full tiles, which hang over the matrix's far edges."""
     import matplotlib.pyplot as plt
-    from matplotlib.patches import Patch, Rectangle
+    from matplotlib.patches import Rectangle
 
     from ..plotting import BYTE_COLORS, cta_color, draw_grid
     cov = store_coverage(p)
     colors = np.where(cov >= 0, np.vectorize(cta_color, otypes=[object])(np.maximum(cov, 0)),
                       BYTE_COLORS["untouched"])
     if ax is None:
-        _, ax = plt.subplots(figsize=(0.28 * p.ld + 3, 0.28 * (p.M + 1) + 1))
+        _, ax = plt.subplots(figsize=(10, min(10, 10 * (p.M + 1) / max(p.ld, p.tiles[1] * p.bn) + 1)))
     outside = np.zeros(cov.shape, bool)
     outside[:, p.N:] = True
     outside[p.M:, :] = True
     over = np.argwhere((cov >= 0) & outside)
-    n_over = len({int(c) for _, c in over})
-    draw_grid(ax, colors, title=(f"TMA stores of a {p.M} x {p.N} {p.dtype} D ({p.bm} x {p.bn} tiles, "
-                                 f"ld {p.ld}): rows stop at the edge, but {n_over} padding column(s) "
-                                 "sharing the last 16-byte granule are overwritten"),
+    cols = sorted({int(c) for _, c in over})
+    what = (f"padding column{'s' if len(cols) > 1 else ''} {', '.join(map(str, cols))} IS overwritten "
+            "(hatched): it shares the row's last 16-byte granule" if cols
+            else "no padding shares a row's last 16-byte granule here")
+    draw_grid(ax, colors, title=(f"TMA stores of a {p.M} x {p.N} {p.dtype} D ({p.bm} x {p.bn} tiles, ld {p.ld}):\n"
+                                 f"rows past the edge are skipped, but {what}"),
               xlabel="column", ylabel="row")
+    ax.tick_params(labelsize=9)
     for r, c in over:
-        ax.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, hatch="///", ec=BYTE_COLORS["mismatch"],
-                               lw=0.8))
+        ax.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, hatch="///", ec="black", lw=0.8))
     for tm in range(p.tiles[0]):
         for tn in range(p.tiles[1]):
             ax.add_patch(Rectangle((tn * p.bn - 0.5, tm * p.bm - 0.5), p.bn, p.bm, fill=False,
@@ -115,13 +139,11 @@ def plot_edge_tiles(p: EpilogueProblem, ax=None):
     ax.set_xlim(-0.5, max(p.ld, p.tiles[1] * p.bn) - 0.5)
     ax.set_ylim(max(p.M + 1, p.tiles[0] * p.bm) - 0.5, -0.5)
     n = p.tiles[0] * p.tiles[1]
-    ax.legend(handles=[Patch(fc=cta_color(i), ec="black", lw=0.5, label=f"written by CTA {i}") for i in range(min(n, 8))] +
-              [Patch(fc="white", ec=BYTE_COLORS["mismatch"], hatch="///",
-                     label="padding overwritten: shares the row's last 16-byte granule"),
-               Patch(fc=BYTE_COLORS["untouched"], ec="black", lw=0.5, label="never written (rest of the padding, guard row)"),
-               Patch(fc="white", ec="black", ls="--", label="tile outline"),
-               Patch(fc="black", label=f"the matrix's last column edge (N = {p.N})")],
-              loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    _legend_below(ax, [(f"written by CTA {i}", cta_color(i)) for i in range(min(n, 8))] +
+                  [("padding overwritten: shares the row's last 16-byte granule", "white", "///"),
+                   ("never written (rest of the padding, guard row)", BYTE_COLORS["untouched"]),
+                   ("white: past the buffer; dashed: tile outlines", "white"),
+                   (f"black line: the matrix's last column edge (N = {p.N})", "black")], ncol=3, y=-0.1)
     return ax
 
 

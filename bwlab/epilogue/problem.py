@@ -12,7 +12,7 @@ from ..util import ceil_div, round_up
 from .rules import d_dtype, raw_dtype
 from .tile import SmemTile
 
-__all__ = ["EpilogueProblem"]
+__all__ = ["EpilogueProblem", "teach_problem"]
 
 
 @dataclass(frozen=True)
@@ -121,3 +121,9 @@ class EpilogueProblem:
         return acc, c, d0
 
 
+
+
+def teach_problem(M: int, N: int, ld: int | None = None) -> EpilogueProblem:
+    """The epilogue `cuda_src/teach_store.cu` performs: fp32 D = acc, one 128 x 32 tile per CTA (one
+    thread per row, 128-byte rows), stored through the 128B swizzle."""
+    return EpilogueProblem(M, N, "float32", bm=128, bn=32, swizzle="128B", ld=ld)

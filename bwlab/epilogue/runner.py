@@ -1,5 +1,7 @@
-"""The epilogue on the GPU (cuda_src/tma_store.cu): the same arguments as the models, the same
-results. The only file of the package that imports CuPy (inside the functions).
+"""The epilogue on the GPU: the teaching kernel `cuda_src/teach_store.cu` (`run_teach`, or a learner's
+edit of it) and the harness `cuda_src/tma_store.cu` (`run_epilogue`, `run_tma_store`, the bank timing):
+the same arguments as the models, the same results. The only file of the package that imports CuPy
+(inside the functions).
 """
 from __future__ import annotations
 
@@ -7,11 +9,11 @@ import numpy as np
 
 from ..hw.swizzle import MODES
 from ..util import round_up
-from .problem import EpilogueProblem
+from .problem import EpilogueProblem, teach_problem
 from .rules import check_reduce_add_dtype, raw_dtype
 from .store import _op, _store_targets, _window, store_geometry
 
-__all__ = ["run_epilogue", "run_tma_store", "measure_store_cycles", "EPI_FLAGS", "DT_CODES",
+__all__ = ["run_teach", "check_teach_args", "TEACH_EDITS", "run_epilogue", "run_tma_store", "measure_store_cycles", "EPI_FLAGS", "DT_CODES",
            "EPILOGUE_BARRIERS"]
 
 # enum EPI_* and DT_* in cuda_src/tma_store.cu (tests/test_epilogue.py reads them from the source).
@@ -20,6 +22,57 @@ EPI_USE_C, EPI_REDUCE_ADD, EPI_SKIP_FENCE, EPI_EXTRA_TX = EPI_FLAGS.values()
 DT_CODES = {"DT_F32": 0, "DT_F16": 1, "DT_BF16": 2}
 _DT_CODE = {"float32": DT_CODES["DT_F32"], "float16": DT_CODES["DT_F16"], "bfloat16": DT_CODES["DT_BF16"]}
 EPILOGUE_BARRIERS = {0: "c_full (C tile brought in by TMA load)"}
+
+
+# Two wrong edits of teach_store.cu that notebook 05 shows and bwlab.checks.record_epilogue records:
+# (text to replace, replacement).
+TEACH_EDITS = {
+    "no fence": ("    fence_proxy_async_shared_cta();\n", ""),
+    "no swizzle": ("SWIZZLE_BITS = 3", "SWIZZLE_BITS = 0"),
+}
+
+
+def check_teach_args(p: EpilogueProblem, acc, d_init=None) -> tuple:
+    """What teach_store.cu handles: `teach_problem(M, N, ld)` (fp32, 128 x 32 tiles, 128B swizzle,
+    D = acc). Returns (acc as float32, the initial D buffer as raw uint32 bits)."""
+    if not isinstance(p, EpilogueProblem):
+        raise ValueError("p must be an EpilogueProblem (teach_problem(M, N) builds the one teach_store.cu runs)")
+    want = teach_problem(p.M, p.N, ld=p.ld)
+    off = {f: getattr(p, f) for f in ("dtype", "bm", "bn", "swizzle", "alpha", "beta", "reduce_add",
+                                      "smem_offset") if getattr(p, f) != getattr(want, f)}
+    if off:
+        raise ValueError(f"teach_store.cu stores fp32 128 x 32 tiles through the 128B swizzle, D = acc "
+                         f"(teach_problem(M, N)); this problem differs in {off} (run_epilogue runs it)")
+    acc = np.ascontiguousarray(acc, dtype=np.float32)
+    if acc.shape != p.acc_shape:
+        raise ValueError(f"acc must be {p.acc_shape} (whole tiles), got {acc.shape}")
+    d0 = np.zeros(p.buffer_shape, np.uint32) if d_init is None else np.ascontiguousarray(d_init)
+    if d0.shape != p.buffer_shape or d0.dtype.itemsize != 4:
+        raise ValueError(f"the D buffer must be {p.buffer_shape} of 4-byte elements, got {d0.shape} {d0.dtype}")
+    return acc, d0.view(np.uint32)
+
+
+def run_teach(p: EpilogueProblem, acc, d_init=None, kernel=None) -> np.ndarray:
+    """Run the teaching kernel `teach_store` (one CTA per 128 x 32 tile) on the GPU and return the D
+    buffer afterwards: the same arguments and the same result as `epilogue_model(p, acc, None,
+    d_init)`, so `Epilogue(p, acc, None, d_init).check(run_teach(p, acc, d_init))` compares them.
+
+    `kernel` is a `bwlab.lab.TeachingKernel` (a learner's edit); default: the %%cuda version if there
+    is one, else cuda_src/teach_store.cu.
+    """
+    acc, d0 = check_teach_args(p, acc, d_init)
+    import cupy as cp
+
+    from .. import device
+    from ..lab import edited
+    from ..runtime import launch, tensor_map_arg
+    device.require("store")
+    kernel = kernel or edited("teach_store.cu")
+    d_dev = cp.asarray(d0)
+    acc_dev = cp.asarray(acc)
+    launch(kernel.load(), "teach_store", (p.tiles[1], p.tiles[0]), (p.bm,),
+           (tensor_map_arg(p.tensor_map().encode(d_dev.data.ptr)), acc_dev, np.uint32(p.acc_shape[1])))
+    return cp.asnumpy(d_dev)
 
 
 def swizzle_bits(mode: str) -> int:

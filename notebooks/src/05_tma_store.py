@@ -14,8 +14,14 @@
 # 5. **D = α·acc + β·C** with C brought in by a TMA load, and the TMA **reduce-add**;
 # 6. the GPU beside the model, and the store bandwidth beside `st.global` and CuPy.
 #
-# **Runs on:** the next cell says which tier this notebook runs in here (`hardware` on sm_90+: the TMA
-# store is plain Hopper; on an H100 the accumulators come from GMEM, standing in for `tcgen05.ld`).
+# **Before this one:** notebook 01 (the tensor map, its box and swizzle modes, the TMA load that this
+# store inverts) and notebook 04 (after `tcgen05.ld .32x32b`, thread *t* of a warp holds row *t* of the
+# accumulator, one column per register). Notebook 03's SMEM swizzle pictures help with section 2.
+#
+# **Runs on:** the next cell says which tier this notebook runs in here. `hardware` on sm_90+: the TMA
+# store is plain Hopper, and on an H100 the accumulators come from GMEM, standing in for `tcgen05.ld`.
+# Elsewhere every GPU cell shows what an H100 produced (a recording, labelled) and compares it with the
+# model computed now.
 
 # %% tags=["nbval-ignore-output"]
 import bwlab
@@ -30,18 +36,58 @@ from bwlab import epilogue as E
 from bwlab.epilogue import (SmemTile, RegisterStorePlan, EpilogueOrdering, EpilogueProblem,
                             OrderingError, tma_store_model, tma_reduce_add_model, epilogue_model)
 from bwlab.tma import TensorMap, tma_load_model
+from bwlab.lab import TeachingKernel, CompileError
+from bwlab.results import load_recording
 HARDWARE = device.tier("store") == "hardware"
 
 # %% [markdown]
 # ## 1. The kernel, top to bottom
 #
-# `cuda_src/tma_store.cu`'s `epilogue_tile` is one CTA per D tile: (C by TMA load) → every thread packs
-# its row and writes it 16 bytes at a time → fence → barrier → one thread stores each box → commit →
-# wait until the stores have read SMEM. Here is the kernel:
+# `cuda_src/teach_store.cu` is the whole epilogue of one 128 × 32 fp32 tile per CTA, and nothing else.
+# Read it in the order it runs: every thread holds its row of the accumulator in registers, writes it
+# into the shared-memory D tile 16 bytes at a time (`st.shared.v4`) through the 128B swizzle, fences,
+# and waits at a barrier; then one thread issues the TMA store, closes its bulk async-group and waits
+# until the store has finished reading SMEM, because the CTA's shared memory is freed when it exits.
+# Each PTX instruction is one named wrapper in `cuda_src/ptx/` (`st_shared_v4_b32`, `swizzle_address`,
+# `fence_proxy_async_shared_cta`, `tma_store_2d`, `bulk_commit_group`, `bulk_wait_group_read`).
 
 # %%
-from bwlab.source import show_source
-kernel_text = show_source("tma_store.cu", kernel="epilogue_tile")
+k = TeachingKernel("teach_store.cu")
+k.show()
+
+# %% [markdown]
+# `E.teach_problem(M, N)` is the epilogue this kernel performs (fp32 D = acc, 128 × 32 tiles, 128B
+# swizzle); `E.run_teach` runs it on the GPU and returns the whole D buffer, like `epilogue_model`, so
+# `Epilogue(...).check(...)` compares the two. A 150 × 70 D has edge tiles in both directions, and its
+# rows are padded to 72 columns (`ld`), with a guard row below, so a stray write would show. Without a
+# GPU here, the cell compares the model with what an H100 returned for the same inputs:
+
+# %% tags=["nbval-ignore-output"]
+p = E.teach_problem(150, 70)
+acc, _, d0 = p.random_inputs(np.random.default_rng(0))
+case = E.Epilogue(p, acc, None, d0)
+if HARDWARE:
+    got, source = E.run_teach(p, acc, d0), "this GPU"
+else:
+    rec = load_recording("teach_store_result")
+    got, source = rec["d"], rec.label
+print(case.check(got, source=source))
+print("expected: all 10872 elements (151 rows x 72, padding and guard row included) equal the model")
+
+# %% [markdown]
+# The harness kernel behind the validation, `epilogue_tile` in `cuda_src/tma_store.cu`, does the same
+# for every D type and swizzle, with C brought in by a TMA load and with the reduce-add (section 8).
+#
+# **Change it.** `k.replace(old, new)` returns an edited copy; `.compile()` builds it (no GPU needed)
+# and a compile error comes back on the line of your text it refers to; `E.run_teach(p, acc, d0,
+# kernel=mine)` runs your version. (For bigger changes: `%load_ext bwlab.lab`, then a cell starting
+# with `%%cuda teach_store.cu` holding your whole kernel; `run_teach` then uses it.) A missing semicolon:
+
+# %%
+try:
+    k.replace("bulk_commit_group();", "bulk_commit_group()").compile()
+except CompileError as err:
+    print(str(err).split("--- where ---")[-1].strip())
 
 # %% [markdown]
 # ## 2. Registers → SMEM: which thread writes which 16 bytes
@@ -106,14 +152,39 @@ for tile in (SmemTile(128, 32, "float32", "none"), SmemTile(128, 32, "float32", 
 # the model's wavefronts.
 
 # %% tags=["nbval-ignore-output"]
+patterns = E.bank_patterns()
 if HARDWARE:
-    for name, (addr, fronts) in E.bank_patterns().items():
-        print(f"{name:<46s} model {fronts:3d} wavefronts   measured {E.measure_store_cycles(addr):6.2f} cycles")
+    cycles, source = [E.measure_store_cycles(addr) for addr, _ in patterns.values()], "this GPU"
 else:
-    print("No sm_90+ GPU here: on one, this cell measures the clock cycles of each pattern next to the "
-          "model's wavefronts. The H100's numbers are in docs/results/store_bench_h100.txt.")
-    for name, (addr, fronts) in E.bank_patterns().items():
-        print(f"{name:<46s} model {fronts:3d} wavefronts")
+    rec = load_recording("epilogue_bank_cycles")
+    cycles, source = rec["cycles"], rec.label
+print(f"cycles per st.shared.v4, {source}")
+for (name, (addr, fronts)), cyc in zip(patterns.items(), cycles):
+    print(f"{name:<46s} model {fronts:3d} wavefronts   measured {cyc:6.2f} cycles")
+print("expected: the measured cycles track the wavefronts (on the H100, wavefronts + under one cycle)")
+
+# %% [markdown]
+# **Change it: leave the swizzle out.** Set `SWIZZLE_BITS` to 0 and the threads write every row
+# unswizzled, while the tensor map still tells the TMA engine to read through the 128B swizzle. It
+# compiles, and the bank conflicts it would remove come back; worse, the engine now reads row *r*'s
+# chunk *j* from where the threads put chunk *j ⊕ (r mod 8)*. Row 0 (and every eighth row) is still
+# right. The model of this edit (`epilogue_model(..., smem_swizzle="none")`: threads write through one
+# swizzle, the engine reads through another) and the GPU, each checked against the correct result:
+
+# %%
+noswz = k.replace("SWIZZLE_BITS = 3", "SWIZZLE_BITS = 0")
+print(noswz.diff())
+noswz.compile()
+print(case.check(E.epilogue_model(p, acc, None, d0, smem_swizzle="none"), source="the model of this edit"))
+
+# %% tags=["nbval-ignore-output"]
+if HARDWARE:
+    got, source = E.run_teach(p, acc, d0, kernel=noswz), "this GPU"
+else:
+    rec = load_recording("teach_store_noswizzle")
+    got, source = rec["d"], rec.label
+print(case.check(got, source=source))
+print("expected: the same first difference as the model of the edit, D[1, 0]")
 
 # %% [markdown]
 # ## 3. The proxy fence
@@ -148,27 +219,43 @@ except OrderingError as err:
     print("OrderingError:", err)
 
 # %% [markdown]
-# **What can go wrong.** Without the fence nothing in the PTX memory model says the TMA engine sees the
-# values the threads just wrote: it may read older SMEM contents (from the previous tile of a persistent
-# kernel, or whatever was there). Whether that *happens* on a given GPU, in a given run, is another
-# matter — the hardware may well have made the writes visible anyway. The next cell runs the real
-# epilogue with and without the fence many times and counts differences from the model; the number it
-# prints is an observation about this GPU and this kernel, not a licence to drop the fence. (On the H100
-# used to build bwlab, leaving the fence out did produce wrong tiles: see the results file named below.)
+# **Change it: delete the fence.** The kernel still compiles — nothing in the language requires the
+# fence — but nothing in the PTX memory model says the TMA engine now sees the values the threads just
+# wrote: it may read older SMEM contents (the tile a previous CTA left on this SM, or whatever was there).
+# Whether that *happens* in a given run is another matter, so the next cells run the teaching kernel on a
+# 2048 × 2048 D (1024 CTAs) 20 times with and 20 times without the fence and count the runs that differ
+# from the model. The count is an observation about one GPU and one kernel, not a licence to drop the
+# fence. (The harness kernel, measured the same way on the H100, differed in 30 of 30 runs without it.)
+
+# %%
+nofence = k.replace("    fence_proxy_async_shared_cta();\n", "")
+print(nofence.diff())
+nofence.compile()
+print("compiles: yes")
 
 # %% tags=["nbval-ignore-output"]
+from bwlab.checks.record_epilogue import NOFENCE_RUNS, nofence_result, teach_case
 if HARDWARE:
-    p = EpilogueProblem(2048, 2048, "float32", bm=128, bn=32, swizzle="128B")
-    acc, _, d0 = p.random_inputs(np.random.default_rng(0))
-    want = epilogue_model(p, acc, None, d0)
+    big = teach_case(2048, 2048, 3)
+    want, bad, got, source = big.model(), {True: [], False: []}, None, "this GPU"
     for fence in (True, False):
-        runs = [int(np.sum(E.run_epilogue(p, acc, None, d0, fence=fence) != want)) for _ in range(20)]
-        print(f"{'with   ' if fence else 'without'} fence: {sum(r > 0 for r in runs)}/20 runs differ "
-              f"from the model ({sum(runs)} elements)")
+        for _ in range(NOFENCE_RUNS):
+            d = E.run_teach(big.problem, big.acc, big.d_init, kernel=None if fence else nofence)
+            bad[fence].append(int(np.sum(d != want)))
+            got = d if got is None and bad[fence][-1] and not fence else got
 else:
-    print("No sm_90+ GPU here. On one, this cell runs a 2048 x 2048 epilogue 20 times with and 20 times "
-          "without fence.proxy.async and counts runs that differ from the model. What the H100 showed "
-          "is in docs/results/store_validate_h100.txt (look for 'WITHOUT fence').")
+    rec = load_recording("teach_store_nofence")
+    big, want, got = nofence_result(rec)
+    bad, source = {True: rec["with_fence"], False: rec["without_fence"]}, rec.label
+print(source)
+for fence in (True, False):
+    runs = bad[fence]
+    print(f"{'with   ' if fence else 'without'} the fence: {sum(n > 0 for n in runs)}/{len(runs)} runs differ "
+          f"from the model ({int(sum(runs))} elements in all)")
+if got is not None:
+    print(big.check(got, source="a run without the fence"))
+else:
+    print("no run without the fence differed here: the fence is still required (PROXY_FENCE_RULE)")
 
 # %% [markdown]
 # ## 4. Bulk async-groups: `wait_group.read` versus `wait_group`
@@ -279,6 +366,26 @@ print("written elements:", int((cov >= 0).sum()), " expected 20 * 28 = 560 (27 c
 print("column 27 written:", bool((cov[:20, 27] >= 0).all()), " guard row 20 untouched:", bool((cov[20] < 0).all()))
 
 # %% [markdown]
+# The same thing for one store on the GPU: a 16 × 8 box stored at (x, y) = (16, 16) into a buffer filled
+# with −1. The box's rows 20..23 lie past the tensor's last row, its columns 27..31 past the last column.
+# `TmaStore.run()` stores it (between guard zones that must stay untouched); without a GPU here, the cell
+# shows what an H100 wrote:
+
+# %% tags=["nbval-ignore-output"]
+from bwlab.checks.record_epilogue import edge_store_case
+edge = edge_store_case()
+if HARDWARE:
+    got, source = edge.run(), "this GPU"
+else:
+    rec = load_recording("epilogue_edge_store")
+    got, source = rec["gmem"], rec.label
+print(edge.check(got, source=source))
+print("rows 16..20, columns 23..27 (column 27 is padding, row 20 the guard row):")
+print(got[16:21, 23:28])
+print("expected: row 16 holds the box's values 8..12 (box row 0, columns 7..11), each next row 16 more; "
+      "the padding column 27 is written too (12, 28, 44, 60); the guard row 20 keeps -1")
+
+# %% [markdown]
 # `TmaStore` is one store as a case object: `model()` is the GMEM buffer afterwards, `run()` the same
 # on the GPU, and `check(got)` compares a result with the model and names the first differing element
 # by its coordinates, says whether it lies inside the tensor or in its padding, which 16-byte granule
@@ -376,34 +483,54 @@ if HARDWARE:
     print("reduce-add: GPU == model:", np.array_equal(E.run_epilogue(p, acc, None, d0),
                                                      epilogue_model(p, acc, None, d0)), "(expected True)")
 else:
-    print("No sm_90+ GPU here: on one, this cell runs epilogue_tile for every D type and swizzle (with "
-          "and without C, plus a reduce-add) and compares the whole D buffer with epilogue_model. "
-          "The H100 validation (>= 500 random stores and reduce-adds, 60 whole epilogues) is in "
-          "docs/results/store_validate_h100.txt: python -m bwlab.validate store --cases 500 --seed 0")
+    from bwlab.checks.record_epilogue import GPU_VS_MODEL, epilogue_case
+    rec = load_recording("epilogue_gpu_vs_model")
+    for i in range(len(GPU_VS_MODEL)):
+        print(epilogue_case(i).check(rec[f"d{i}"], source=rec.label))
+    print("expected: all equal. The H100 validation (>= 500 random stores and reduce-adds, 60 whole "
+          "epilogues): python -m bwlab.validate store --cases 500 --seed 0")
 
 # %% [markdown]
 # ## 9. Bandwidth: TMA store versus `st.global.v4` and CuPy
 #
 # `python -m bwlab.bench tma_store` writes a 256 MiB fp32 matrix with the TMA store (each CTA stores one
 # 32 KiB box again and again), with a plain kernel of 16-byte `st.global.v4` stores, and with CuPy's
-# fill and copy, in the same run (CUDA events, warm-up, median). A notebook shows only numbers it
-# measured itself, so on a machine without the GPU it shows none.
+# fill and copy, in the same run (CUDA events, warm-up, median). Without a GPU here the cell shows the
+# H100's report, with the command that made it.
 
 # %% tags=["nbval-ignore-output"]
 if HARDWARE:
     from bwlab.checks.store import bench_main
     bench_main(["--rows", "8192", "--cols", "8192", "--repeat", "10"])
 else:
-    print("No sm_90+ GPU here, so nothing was measured. The H100's results, with the command that made "
-          "them, are committed in docs/results/store_bench_h100.txt.")
+    from bwlab.results import recorded
+    report = recorded("store_bench_h100.txt").splitlines()
+    print("recorded on an NVIDIA H100 80GB HBM3 (docs/results/store_bench_h100.txt):")
+    print("\n".join(report[1:12] + [""] + report[-7:-5]))
 
 # %% [markdown]
 # ## 10. Peek under the hood
 #
-# The PTX of `epilogue_tile` (NVRTC, sm_90a): the C load (`mbarrier`, `cp.async.bulk.tensor ...
-# shared::cluster.global`, the bounded `try_wait`), `ld.shared.v4` / `st.shared.v4`, the proxy fence,
-# the store and the reduce-add (the flags are run-time values, so both are there), commit and wait.
+# The PTX of the teaching kernel (NVRTC, sm_90a): eight `st.shared.v4.b32` per thread (the XOR of the
+# swizzle is computed before each), `fence.proxy.async.shared::cta`, then (after the barrier) the store
+# `cp.async.bulk.tensor.2d.global.shared::cta.bulk_group`, `commit_group` and `wait_group.read 0`.
 
 # %% tags=["nbval-ignore-output"]
-from bwlab.compile import compile_cuda
-print(compile_cuda("tma_store", arch="sm_90a").ptx_excerpt("epilogue_tile"))
+print(k.compile("sm_90a").ptx_excerpt("teach_store"))
+
+# %% [markdown]
+# ## Recap
+#
+# * Registers → SMEM: after `tcgen05.ld .32x32b` each thread holds a row; `st.shared.v4` writes 16 bytes
+#   of it, and a warp's instruction touches the same 16 columns of 32 rows. The 128B swizzle spreads those
+#   rows over all 32 banks (4 wavefronts instead of 32), and the threads must write through exactly the
+#   swizzle the tensor map names, or the store sends chunks to the wrong columns.
+# * `fence.proxy.async.shared::cta` in every writing thread, then a barrier, before one thread issues
+#   the TMA store: the store reads SMEM through the async proxy.
+# * The store is the inverse of the load. Rows past the edge are skipped; dimension 0 is written in whole
+#   16-byte granules, so padding that shares a row's last granule is overwritten.
+# * `commit_group` closes a bulk async-group; `wait_group.read N` lets the SMEM be reused (or the CTA
+#   exit), `wait_group N` waits for the GMEM writes themselves.
+#
+# **Next:** notebook 06 puts the stages together: TMA loads (with multicast) feed the MMA, the
+# accumulator goes from TMEM to registers, and this epilogue writes D.
