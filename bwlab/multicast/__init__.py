@@ -41,7 +41,7 @@ from .params import MulticastConfig
 from .partition import (TMA_ISSUE_DTYPE, CtaPlan, Issue, TmaSlice, block_of_rank, l2_read_bytes,
                         multicast_box, plan, plan_arrays, tma_partition)
 from .pictures import (draw_cluster, draw_every_mask, draw_landing, draw_mask, draw_masks_of, draw_savings,
-                       draw_slice_swizzle, draw_smem_check, explain_cta, mask_explorer)
+                       draw_slice_swizzle, draw_smem_check, explain_cta, explorer_choices, mask_explorer)
 from .runner import BARRIERS, TEACH_BARRIERS, THREADS, MulticastRun, launch_multicast, run_multicast, run_teach
 
 __all__ = [
@@ -60,5 +60,5 @@ __all__ = [
     "TEACH_BARRIERS", "run_teach",
     # pictures
     "draw_cluster", "draw_mask", "draw_masks_of", "draw_every_mask", "draw_landing", "draw_smem_check",
-    "draw_savings", "draw_slice_swizzle", "explain_cta", "mask_explorer",
+    "draw_savings", "draw_slice_swizzle", "explain_cta", "explorer_choices", "mask_explorer",
 ]

@@ -38,7 +38,7 @@ def draw_cluster(ax, layout: Layout, title=None, highlight=None):
         text[i, j] = f"rank {r}\n({c[0]},{c[1]},{c[2]})"
     draw_grid(ax, colors, text, title=title or f"cluster {layout}: rank and (v,m,n)",
               xlabel="cluster y = N mode", ylabel="cluster x = (V, M) modes",
-              xticks=list(range(ranks.shape[1])), yticks=list(range(ranks.shape[0])), fontsize=7)
+              xticks=list(range(ranks.shape[1])), yticks=list(range(ranks.shape[0])), fontsize=9)
     if highlight is not None:
         _outline(ax, ranks, highlight)
     add_legend(ax, [(f"CTA rank {r}", cta_color(r)) for r in range(layout.size())], title="colour = CTA",
@@ -75,13 +75,22 @@ def draw_mask(ax, layout: Layout, rank: int, kind: str, legend: bool = True):
 def draw_masks_of(layout: Layout, rank: int):
     """A, B and C masks of one CTA side by side, with the bits in the titles."""
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+    from matplotlib.patches import Patch
+    from ..plotting import BYTE_COLORS
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
     for ax, kind in zip(axes, "ABC"):
-        draw_mask(ax, layout, rank, kind, legend=(kind == "C"))
+        draw_mask(ax, layout, rank, kind, legend=False)
+        for t in ax.texts:
+            t.set_fontsize(9)
     m = cta_masks(layout, rank)
-    fig.suptitle(f"cluster {layout}, CTA rank {rank} = (v,m,n,k) {format_tuple(m.coord)}: "
-                 f"A <2> 0x{m.a:04X}, B <1> 0x{m.b:04X}, C <0,1>|<0,2> 0x{m.c:04X}")
-    fig.tight_layout()
+    fig.legend(handles=[Patch(facecolor=c, label=f"in the {k} mask") for k, c in
+                        (("A", "#4c72b0"), ("B", "#dd8452"), ("C", "#55a868"))]
+               + [Patch(facecolor=BYTE_COLORS["untouched"], label="not in it"),
+                  Patch(facecolor="white", edgecolor="black", linewidth=2, label=f"rank {rank} itself")],
+               loc="lower center", ncol=5, fontsize=9)
+    fig.suptitle(f"rank {rank} = (v,m,n,k) {format_tuple(m.coord)} of {layout}: A reaches the CTAs with its "
+                 f"(v,m), B those with its (v,n), C all that share a tile with its MMA", fontsize=11)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
 
 
