@@ -59,3 +59,30 @@ def test_wrong_expect_tx_times_out_and_the_next_launch_works():
 def test_bench_kernel_runs_every_mode():
     res, _ = mcheck.run_bench(mcheck.BenchConfig(cluster=4, ctas=16, iters=8), repeat=2, warmup=1)
     assert set(res) == {0, 1, 2}
+
+
+# -- the teaching kernel (cuda_src/teach_multicast.cu) ---------------------------------------------
+@pytest.mark.parametrize("cluster", [(2, 1), (2, 2), (1, 4), (2, 4)])
+def test_teaching_kernel_equals_the_model(cluster):
+    cfg = mc.teach_config(cluster=cluster, grid_clusters=(2, 1))
+    case = mc.MulticastLoad(cfg, seed=5)
+    res = case.check(mc.run_teach(cfg, case.operands), source="GPU")
+    assert res.ok, str(res)
+
+
+def test_teaching_kernel_with_a_mask_leaving_out_cta_0_times_out_naming_it():
+    import time
+    from bwlab.checks.record_multicast import bad_mask_kernel
+    from bwlab.runtime import MbarrierTimeout
+    cfg = mc.teach_config()
+    ops = mc.make_operands(cfg, seed=0)
+    t0 = time.perf_counter()
+    with pytest.raises(MbarrierTimeout) as e:
+        mc.run_teach(cfg, ops, kernel=bad_mask_kernel())
+    assert time.perf_counter() - t0 < 1.0 + 5.0  # 200 ms wait (+ the compile of the edited text)
+    assert e.value.cta_rank == 0 and e.value.barrier == "full" and e.value.expected_tx == cfg.expect_tx_bytes
+    # The same mistake given as masks from Python; and the next launch works.
+    with pytest.raises(MbarrierTimeout):
+        from bwlab.checks.record_multicast import bad_masks
+        mc.run_teach(cfg, ops, masks=bad_masks(cfg))
+    assert mc.MulticastLoad(cfg, ops).check(mc.run_teach(cfg, ops)).ok

@@ -27,7 +27,7 @@ from ..multicast.runner import THREADS
 from ..runtime import MbarrierTimeout
 from .common import Command, Report
 
-__all__ = ["validation_configs", "check_config", "validate_main", "BENCH_MODES", "BENCH_BARRIERS",
+__all__ = ["validation_configs", "check_config", "validate_main", "bench_summary", "BENCH_MODES", "BENCH_BARRIERS",
            "BENCH_STAGES", "BenchConfig", "parse_depth", "run_bench", "ncu_sectors", "bench_main"]
 
 
@@ -382,3 +382,34 @@ def _ncu_table(say: Report, csv_path: str, plan_path: str) -> None:
 
 if __name__ == "__main__":
     raise SystemExit(validate_main())
+
+
+def bench_summary(name: str = "multicast_bench_h100.txt", ctas: int = 120) -> str:
+    """The key numbers of a committed benchmark report, as a short table: per cluster size c, ns per
+    64 KiB tile for `own` and `multicast`, the speed-up, and the L2 bytes Nsight Compute measured
+    against the naive count (own: c tiles per cluster; multicast: 1)."""
+    from ..results import recorded
+    text = recorded(name)
+    main = text.split("pipeline depth:")[0]
+    ncu = text.split("Nsight Compute")[1] if "Nsight Compute" in text else ""
+
+    def rows(block, ncols):
+        for line in block.splitlines():
+            f = line.split()
+            if len(f) >= ncols and f[0].isdigit() and f[1].isdigit() and int(f[0]) == ctas:
+                yield int(f[1]), f[2], f
+
+    ns = {(c, mode): (int(f[5]), float(f[3])) for c, mode, f in rows(main, 8)}
+    l2 = {(c, mode): float(f[-1]) for c, mode, f in rows(ncu, 8)}
+    out = [f"{ctas} CTAs, 3-stage pipeline of 64 KiB tiles ({name}):",
+           f"{'c':>2s} {'own ns/tile':>12s} {'multicast ns/tile':>18s} {'own / multicast':>16s} "
+           f"{'L2 read, own':>13s} {'L2 read, multicast':>19s}"]
+    for c in sorted({c for c, _ in ns}):
+        o, m = ns.get((c, "own")), ns.get((c, "multicast"))
+        if o is None or m is None:
+            continue
+        lo, lm = l2.get((c, "own")), l2.get((c, "multicast"))
+        out.append(f"{c:2d} {o[0]:12d} {m[0]:18d} {o[1] / m[1]:15.2f}x {lo if lo is not None else float('nan'):13.3f} "
+                   f"{lm if lm is not None else float('nan'):19.3f}")
+    out.append("L2 read = bytes the L2 served / the naive count (c tiles per cluster for own, 1 for multicast)")
+    return "\n".join(out)

@@ -17,8 +17,10 @@ Files:
 * `partition` — `tma_partition` (which slice of a tile each CTA issues) and `plan` (every CTA's
   issues, what lands in every CTA, what each mbarrier expects), the kernel's argument arrays;
 * `params`    — `MulticastConfig`, one experiment, checked on construction;
-* `model`     — `multicast_model`, the NumPy image of every CTA's tile area;
-* `runner`    — `run_multicast` over `cuda_src/tma_multicast.cu` (CuPy);
+* `model`     — `multicast_model`, the NumPy image of every CTA's tile area; the teaching kernel's
+  configuration, masks and `barrier_outcome` (which CTA's mbarrier completes, given the masks);
+* `runner`    — `run_multicast` over the harness kernel `cuda_src/tma_multicast.cu`, `run_teach` over
+  the teaching kernel `cuda_src/teach_multicast.cu` (CuPy);
 * `case`      — `MulticastLoad` (model / run / check / show) and `compare_run`;
 * `pictures`  — the `draw_*` pictures and the notebook's widget (matplotlib).
 
@@ -33,13 +35,14 @@ from .case import MulticastCheck, MulticastLoad, compare_run
 from .cluster import (MAX_CLUSTER_CTAS, MODE_NAMES, PORTABLE_CLUSTER_CTAS, CtaMasks, MaskSteps,
                       cluster_layout_vmnk, create_tma_multicast_mask, cta_coord, cta_masks, format_mask,
                       mask_ranks, mask_steps, mask_table)
-from .model import FILL_BYTE, expected_smem, make_operands, multicast_model, slice_chunks
+from .model import (FILL_BYTE, TEACH_KERNEL, barrier_outcome, barrier_table, check_teach_config, expected_smem,
+                    make_operands, multicast_model, slice_chunks, teach_config, teach_masks)
 from .params import MulticastConfig
 from .partition import (TMA_ISSUE_DTYPE, CtaPlan, Issue, TmaSlice, block_of_rank, l2_read_bytes,
                         multicast_box, plan, plan_arrays, tma_partition)
 from .pictures import (draw_cluster, draw_every_mask, draw_landing, draw_mask, draw_masks_of, draw_savings,
-                       draw_slice_swizzle, draw_smem_check, explain_cta)
-from .runner import BARRIERS, THREADS, MulticastRun, launch_multicast, run_multicast
+                       draw_slice_swizzle, draw_smem_check, explain_cta, explorer_choices, mask_explorer)
+from .runner import BARRIERS, TEACH_BARRIERS, THREADS, MulticastRun, launch_multicast, run_multicast, run_teach
 
 __all__ = [
     # cluster layouts and masks
@@ -52,7 +55,10 @@ __all__ = [
     # model, GPU run, case
     "FILL_BYTE", "make_operands", "multicast_model", "expected_smem", "slice_chunks", "THREADS", "BARRIERS", "MulticastRun",
     "launch_multicast", "run_multicast", "MulticastLoad", "MulticastCheck", "compare_run",
+    # the teaching kernel
+    "TEACH_KERNEL", "teach_config", "check_teach_config", "teach_masks", "barrier_outcome", "barrier_table",
+    "TEACH_BARRIERS", "run_teach",
     # pictures
     "draw_cluster", "draw_mask", "draw_masks_of", "draw_every_mask", "draw_landing", "draw_smem_check",
-    "draw_savings", "draw_slice_swizzle", "explain_cta",
+    "draw_savings", "draw_slice_swizzle", "explain_cta", "explorer_choices", "mask_explorer",
 ]

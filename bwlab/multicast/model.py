@@ -14,7 +14,8 @@ from .cluster import mask_ranks
 from .partition import block_of_rank, plan
 
 __all__ = ["FILL_BYTE", "make_operands", "multicast_model", "expected_smem", "check_smem_address",
-           "slice_chunks"]
+           "slice_chunks", "TEACH_KERNEL", "teach_config", "check_teach_config", "teach_masks",
+           "barrier_outcome", "barrier_table"]
 
 FILL_BYTE = 0xEE  # what the kernel writes into its tile area before any slice lands
 
@@ -95,3 +96,95 @@ def slice_chunks(cfg, op: str, index: int, dst: int | None = None) -> np.ndarray
     image = tma_load_model(gmem, tmap, (s.origin[0] * eb, s.origin[1]), dst)
     image = np.concatenate([image, np.zeros(-image.size % 128, np.uint8)])
     return image.reshape(-1, 8, 16)[:, :, 0].astype(int) - 1
+
+
+# -- the teaching kernel (cuda_src/teach_multicast.cu) ----------------------------------------------
+TEACH_KERNEL = "teach_multicast.cu"
+TEACH_SMEM_LIMIT = 47 * 1024  # its tiles are static __shared__ arrays: 48 KiB in all, barrier included
+
+
+def teach_config(cluster=(2, 2), tile_m: int = 64, tile_n: int = 64, grid_clusters=(1, 1)):
+    """The MulticastConfig the teaching kernel runs: 16-bit K-major A and B tiles of 64 elements
+    (128 bytes) per row, no swizzle, one-SM MMA masks."""
+    from .params import MulticastConfig
+    cfg = MulticastConfig(cluster=cluster, tile_m=tile_m, tile_n=tile_n, tile_k=64, dtype="float16",
+                          swizzle="none", operands="AB", grid_clusters=grid_clusters)
+    check_teach_config(cfg)
+    return cfg
+
+
+def check_teach_config(cfg) -> None:
+    """Raise ValueError naming the rule when the teaching kernel cannot run `cfg` as
+    `multicast_model` models it."""
+    from .params import MulticastConfig
+    if not isinstance(cfg, MulticastConfig):
+        raise ValueError(f"the teaching kernel runs a MulticastConfig, got {type(cfg).__name__}")
+    if cfg.peers != 1 or cfg.operands != "AB" or cfg.swizzle != "none" or cfg.elem_bytes != 2:
+        raise ValueError("the teaching kernel loads A and B tiles of 16-bit elements, no swizzle, with the "
+                         f"one-SM masks (peers 1); got peers {cfg.peers}, operands {cfg.operands!r}, swizzle "
+                         f"{cfg.swizzle!r}, {cfg.elem_bytes}-byte elements")
+    for op in "AB":
+        s, rows = cfg.slice_of(op, 0), cfg.tile_box(op)[1]
+        if s.box != (cfg.tile_k, rows // cfg.num_multicast(op)) or rows % cfg.num_multicast(op):
+            raise ValueError(f"the teaching kernel splits each tile by rows: {op}'s {rows} rows must divide "
+                             f"among its {cfg.num_multicast(op)} CTAs")
+    if cfg.tile_bytes("A") % 1024:
+        raise ValueError(f"the teaching kernel puts the B tile right after the A tile, where the model puts it "
+                         f"on the next 1024-byte boundary: the A tile ({cfg.tile_bytes('A')} B) must be a "
+                         f"multiple of 1024 bytes")
+    if cfg.smem_bytes > TEACH_SMEM_LIMIT:
+        raise ValueError(f"the teaching kernel's tiles are static shared memory: {cfg.smem_bytes} B is over "
+                         f"{TEACH_SMEM_LIMIT}")
+
+
+def teach_masks(cfg) -> np.ndarray:
+    """What the teaching kernel reads: uint16 [cluster rank][A mask, B mask], each from
+    create_tma_multicast_mask<2> (A) and <1> (B) of the cluster layout."""
+    from .cluster import cta_masks
+    return np.array([[cta_masks(cfg.layout, r).a, cta_masks(cfg.layout, r).b]
+                     for r in range(cfg.cluster_size)], dtype=np.uint16)
+
+
+def barrier_outcome(cfg, masks=None, expect_tx: int | None = None) -> list:
+    """Each CTA rank's mbarrier in the teaching kernel, given the masks each rank multicasts with:
+    what it expects, which slices reach it (operand, sender rank, bytes), and whether phase 0
+    completes (bwlab.hw.mbarrier: it completes when the tx-count returns to zero). A CTA whose
+    phase never completes is the one the GPU's bounded wait names in MbarrierTimeout."""
+    from ..hw.mbarrier import Mbarrier
+    masks = teach_masks(cfg) if masks is None else np.asarray(masks)
+    if masks.shape != (cfg.cluster_size, 2):
+        raise ValueError(f"masks are [cluster rank][A, B]: shape {(cfg.cluster_size, 2)}, got {masks.shape}")
+    expect = cfg.expect_tx_bytes if expect_tx is None else int(expect_tx)
+    slice_bytes = {op: cfg.slice_of(op, 0).nbytes for op in "AB"}
+    out = []
+    for r in range(cfg.cluster_size):
+        got = [(op, s, slice_bytes[op]) for j, op in enumerate("AB") for s in range(cfg.cluster_size)
+               if int(masks[s, j]) >> r & 1]
+        bar = Mbarrier(1)
+        bar.arrive_expect_tx(expect)
+        done_at = None  # bytes landed when the phase completed
+        landed = 0
+        for *_, n in got:
+            for _ in range(n // 16):  # bytes land (and complete_tx) a 16-byte chunk at a time
+                landed += 16
+                if bar.complete_tx(16) and done_at is None:
+                    done_at = landed
+        out.append({"rank": r, "expect_tx": expect, "received": got, "arrived": landed,
+                    "completes": bar.completed > 0, "completed_after": done_at})
+    return out
+
+
+def barrier_table(outcomes) -> str:
+    """One line per CTA: expected and arrived bytes, who sent them, whether phase 0 completes."""
+    lines = []
+    for o in outcomes:
+        senders = " ".join(f"{op}{s}" for op, s, _ in o["received"])
+        if not o["completes"]:
+            verdict = f"NEVER completes ({o['expect_tx'] - o['arrived']} B missing): MbarrierTimeout"
+        elif o["completed_after"] < o["arrived"]:
+            verdict = f"completes EARLY, with {o['arrived'] - o['completed_after']} B still to land"
+        else:
+            verdict = "completes"
+        lines.append(f"CTA rank {o['rank']}: expects {o['expect_tx']} B, receives {o['arrived']} B "
+                     f"({senders}): {verdict}")
+    return "\n".join(lines)

@@ -12,7 +12,7 @@ from .partition import l2_read_bytes, plan
 from .runner import MulticastRun
 
 __all__ = ["draw_cluster", "draw_mask", "draw_masks_of", "draw_every_mask", "draw_landing", "draw_smem_check",
-           "draw_savings", "draw_slice_swizzle", "explain_cta"]
+           "draw_savings", "draw_slice_swizzle", "explain_cta", "explorer_choices", "mask_explorer"]
 
 
 def _grid_of(layout: Layout):
@@ -38,7 +38,7 @@ def draw_cluster(ax, layout: Layout, title=None, highlight=None):
         text[i, j] = f"rank {r}\n({c[0]},{c[1]},{c[2]})"
     draw_grid(ax, colors, text, title=title or f"cluster {layout}: rank and (v,m,n)",
               xlabel="cluster y = N mode", ylabel="cluster x = (V, M) modes",
-              xticks=list(range(ranks.shape[1])), yticks=list(range(ranks.shape[0])), fontsize=7)
+              xticks=list(range(ranks.shape[1])), yticks=list(range(ranks.shape[0])), fontsize=9)
     if highlight is not None:
         _outline(ax, ranks, highlight)
     add_legend(ax, [(f"CTA rank {r}", cta_color(r)) for r in range(layout.size())], title="colour = CTA",
@@ -75,13 +75,22 @@ def draw_mask(ax, layout: Layout, rank: int, kind: str, legend: bool = True):
 def draw_masks_of(layout: Layout, rank: int):
     """A, B and C masks of one CTA side by side, with the bits in the titles."""
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+    from matplotlib.patches import Patch
+    from ..plotting import BYTE_COLORS
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
     for ax, kind in zip(axes, "ABC"):
-        draw_mask(ax, layout, rank, kind, legend=(kind == "C"))
+        draw_mask(ax, layout, rank, kind, legend=False)
+        for t in ax.texts:
+            t.set_fontsize(9)
     m = cta_masks(layout, rank)
-    fig.suptitle(f"cluster {layout}, CTA rank {rank} = (v,m,n,k) {format_tuple(m.coord)}: "
-                 f"A <2> 0x{m.a:04X}, B <1> 0x{m.b:04X}, C <0,1>|<0,2> 0x{m.c:04X}")
-    fig.tight_layout()
+    fig.legend(handles=[Patch(facecolor=c, label=f"in the {k} mask") for k, c in
+                        (("A", "#4c72b0"), ("B", "#dd8452"), ("C", "#55a868"))]
+               + [Patch(facecolor=BYTE_COLORS["untouched"], label="not in it"),
+                  Patch(facecolor="white", edgecolor="black", linewidth=2, label=f"rank {rank} itself")],
+               loc="lower center", ncol=5, fontsize=9)
+    fig.suptitle(f"rank {rank} = (v,m,n,k) {format_tuple(m.coord)} of {layout}: A reaches the CTAs with its "
+                 f"(v,m), B those with its (v,n), C all that share a tile with its MMA", fontsize=11)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
 
 
@@ -149,47 +158,88 @@ def draw_smem_check(run: MulticastRun):
 
 
 def draw_savings(configs):
-    """Bars: L2 bytes read per round of tiles, every CTA loading its own tiles vs multicast."""
+    """Bars: L2 bytes read per round of tiles, every CTA loading its own tiles vs multicast; each pair
+    labelled with own / multicast, the factor multicast saves."""
     import matplotlib.pyplot as plt
     from ..plotting import add_legend
     labels = [f"{c.cluster[0]}x{c.cluster[1]}" + (" 2SM" if c.peers == 2 else "") for c in configs]
     own = [l2_read_bytes(c)["own"] / 1024 for c in configs]
     mc = [l2_read_bytes(c)["multicast"] / 1024 for c in configs]
     x = np.arange(len(configs))
-    fig, ax = plt.subplots(figsize=(9, 3.4))
+    fig, ax = plt.subplots(figsize=(10, 3.6))
     ax.bar(x - 0.2, own, 0.4, color="#c44e52")
     ax.bar(x + 0.2, mc, 0.4, color="#4c72b0")
     for xi, o, m in zip(x, own, mc):
-        ax.text(xi + 0.2, m, f"{m / o:.3g}x", ha="center", va="bottom", fontsize=8)
+        ax.text(xi, o, f"{o / m:.2f}x", ha="center", va="bottom", fontsize=10)
     ax.set_xticks(x)
-    ax.set_xticklabels(labels)
-    ax.set_xlabel("cluster (M x N CTAs)")
-    ax.set_ylabel("KiB read from L2 per cluster")
-    ax.set_title("L2 reads for one A and one B tile per CTA (derived from the plan); label = multicast / own")
+    ax.set_xticklabels(labels, fontsize=10)
+    ax.set_ylim(0, max(own) * 1.15)
+    ax.set_xlabel("cluster (M x N CTAs)", fontsize=10)
+    ax.set_ylabel("KiB read from L2 per cluster", fontsize=10)
+    ax.set_title("Multicast reads each shared tile from L2 once per cluster: "
+                 "own / multicast = 2MN / (M+N) (label)", fontsize=11)
     add_legend(ax, [("every CTA loads its own tiles", "#c44e52"), ("multicast", "#4c72b0")])
     fig.tight_layout()
     return fig
 
 
-def explain_cta(cluster_m: int, cluster_n: int, peers: int, rank: int, draw: bool = True) -> None:
-    """For the notebook's widget: CuTe's steps for the A, B and C masks of one CTA, and a picture.
-    Bad combinations print the ValueError's message (the rule and the limit)."""
+def explain_cta(cluster_m: int, cluster_n: int, peers: int, rank: int, draw: bool = True,
+                steps: bool = False) -> None:
+    """One CTA's A, B and C masks: the picture, then a two-line summary (with `steps=True`, CuTe's
+    steps for each mask as well). Bad combinations print the ValueError's message (the rule)."""
     try:
         layout = cluster_layout_vmnk((cluster_m, cluster_n, 1), peers)
         coord = cta_coord(layout, rank)
     except ValueError as e:
         print(f"not a valid choice: {e}")
         return
-    print(f"cluster layout {layout}; CTA rank {rank} has (v,m,n,k) = {format_tuple(coord)}\n")
-    for title, modes in (("A mask: project N (mode 2)", (2,)), ("B mask: project M (mode 1)", (1,)),
-                         ("C mask, part 1: project V and M (modes 0,1)", (0, 1)),
-                         ("C mask, part 2: project V and N (modes 0,2)", (0, 2))):
-        print(f"-- {title}\n{mask_steps(layout, coord, modes)}\n")
-    print(f"C = part 1 | part 2 = {format_mask(cta_masks(layout, rank).c, layout.size())}")
     if draw:
         import matplotlib.pyplot as plt
         draw_masks_of(layout, rank)
         plt.show()
+    m = cta_masks(layout, rank)
+    print(f"layout {layout}; rank {rank} = (v,m,n,k) {format_tuple(coord)}")
+    print(f"A 0x{m.a:04X}  B 0x{m.b:04X}  C 0x{m.c:04X}")
+    if steps:
+        for title, modes in (("A mask: project N (mode 2)", (2,)), ("B mask: project M (mode 1)", (1,)),
+                             ("C mask, part 1: project V and M (modes 0,1)", (0, 1)),
+                             ("C mask, part 2: project V and N (modes 0,2)", (0, 2))):
+            print(f"-- {title}\n{mask_steps(layout, coord, modes)}")
+
+
+def explorer_choices(cluster_m: int, peers: int) -> dict:
+    """The legal values of the mask explorer's other controls, given cluster M and the peers chosen:
+    N with M x N <= 16 CTAs, peers 2 only for an even M, ranks 0 .. M x N - 1 (for the largest N)."""
+    ns = [n for n in (1, 2, 4, 8, 16) if cluster_m * n <= 16]
+    return {"n": ns, "peers": [1, 2] if cluster_m % 2 == 0 else [1]}
+
+
+def mask_explorer(cluster_m: int = 4, cluster_n: int = 4, peers: int = 1, rank: int = 9):
+    """The notebook's widget: cluster M, N, the MMA's peers and a CTA rank; the masks picture sits
+    right under the controls. Only legal values are offered: N keeps M x N <= 16, peers 2 needs an
+    even M, and the rank slider ends at the cluster's last CTA."""
+    import ipywidgets as w
+    wide = {"description_width": "initial"}
+    m_dd = w.Dropdown(options=[1, 2, 4, 8, 16], value=cluster_m, description="cluster M", style=wide,
+                      layout=w.Layout(width="150px"))
+    n_dd = w.Dropdown(options=explorer_choices(cluster_m, peers)["n"], value=cluster_n, description="cluster N",
+                      style=wide, layout=w.Layout(width="150px"))
+    p_dd = w.Dropdown(options=explorer_choices(cluster_m, peers)["peers"], value=peers,
+                      description="V (MMA peers)", style=wide, layout=w.Layout(width="170px"),
+                      tooltip="2 needs an even cluster M: a two-SM MMA pairs CTAs along M")
+    r_sl = w.IntSlider(min=0, max=cluster_m * cluster_n - 1, value=rank, description="CTA rank", style=wide,
+                       continuous_update=False, layout=w.Layout(width="320px"))
+
+    def follow(_=None):
+        ch = explorer_choices(m_dd.value, p_dd.value)
+        n_dd.options, p_dd.options = ch["n"], ch["peers"]   # ipywidgets keeps the value if still legal
+        r_sl.max = m_dd.value * n_dd.value - 1
+
+    m_dd.observe(follow, "value")
+    n_dd.observe(follow, "value")
+    out = w.interactive_output(lambda m, n, p, r: explain_cta(m, n, p, r),
+                               {"m": m_dd, "n": n_dd, "p": p_dd, "r": r_sl})
+    return w.VBox([w.HBox([m_dd, n_dd, p_dd, r_sl], layout=w.Layout(flex_flow="row wrap")), out])
 
 
 def draw_slice_swizzle(cfg: MulticastConfig, op: str = "A", index: int = 1, smem_address: int = 0):

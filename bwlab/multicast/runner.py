@@ -1,5 +1,7 @@
-"""The GPU runner over cuda_src/tma_multicast.cu (kernel `tma_multicast_tile`): the only file of the
-stage that imports CuPy and the CUDA bindings (inside the functions, so the package imports anywhere).
+"""The GPU runners: `run_multicast` over the harness kernel cuda_src/tma_multicast.cu
+(`tma_multicast_tile`), `run_teach` over the teaching kernel cuda_src/teach_multicast.cu (or a
+learner's edit of it). The only file of the stage that imports CuPy and the CUDA bindings (inside the
+functions, so the package imports anywhere).
 """
 from __future__ import annotations
 
@@ -8,11 +10,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .cluster import PORTABLE_CLUSTER_CTAS
-from .model import check_smem_address
+from .model import TEACH_KERNEL, check_smem_address, check_teach_config, teach_masks
 from .params import TILE_AREA_ALIGN
 from .partition import plan_arrays
 
-__all__ = ["THREADS", "BARRIERS", "MulticastRun", "launch_multicast", "run_multicast"]
+__all__ = ["THREADS", "BARRIERS", "MulticastRun", "launch_multicast", "run_multicast", "TEACH_BARRIERS",
+           "run_teach"]
 
 THREADS = 128                # MC_THREADS in the .cu
 BARRIERS = {0: "tile_full"}  # barrier ids of the kernel's bounded waits, for MbarrierTimeout
@@ -72,3 +75,38 @@ def run_multicast(cfg, operands: dict, smem_address: int = 0, *, extra_tx: int =
                          f"smem_address 0x{int(smem_address):x} is not one (multicast_model models any "
                          f"128-byte aligned address)")
     return launch_multicast(cfg, operands, extra_tx=extra_tx).smem
+
+
+TEACH_BARRIERS = {0: "full"}  # teach_multicast.cu's one barrier
+
+
+def run_teach(cfg, operands: dict, masks=None, kernel=None) -> np.ndarray:
+    """Run the teaching kernel (`kernel`, a bwlab.lab.TeachingKernel, default: the learner's %%cuda
+    edit of teach_multicast.cu or the original) for `cfg` (see `teach_config`) and return what
+    `multicast_model(cfg, operands)` models: every CTA's tile area, uint8 [n_ctas, smem_bytes].
+    `masks` is uint16 [cluster rank][A, B] (default `teach_masks(cfg)`). A CTA whose barrier never
+    completes raises bwlab.runtime.MbarrierTimeout naming it."""
+    check_teach_config(cfg)
+    masks = teach_masks(cfg) if masks is None else np.asarray(masks)
+    if masks.shape != (cfg.cluster_size, 2) or masks.min() < 0 or masks.max() >> cfg.cluster_size:
+        raise ValueError(f"masks are [cluster rank][A, B], shape {(cfg.cluster_size, 2)}, each naming ranks "
+                         f"0..{cfg.cluster_size - 1} only; got shape {masks.shape}")
+    if cfg.cluster_size > PORTABLE_CLUSTER_CTAS:
+        raise ValueError(f"the teaching kernel launches portable clusters of at most {PORTABLE_CLUSTER_CTAS} CTAs")
+    from .. import lab
+    if kernel is not None and not isinstance(kernel, lab.TeachingKernel):
+        raise ValueError(f"kernel must be a bwlab.lab.TeachingKernel, got {type(kernel).__name__}")
+    import cupy as cp
+    from .. import device
+    from ..runtime import launch, tensor_map_arg
+    device.require("multicast")
+    kernel = kernel or lab.edited(TEACH_KERNEL)
+    dev = {op: cp.asarray(np.ascontiguousarray(operands[op])) for op in "AB"}
+    maps = [tensor_map_arg(cfg.tensor_map(op).encode(dev[op].data.ptr)) for op in "AB"]
+    out = cp.zeros(cfg.n_ctas * cfg.smem_bytes, dtype=cp.uint8)
+    mod = kernel.load(defines={"CLUSTER_X": cfg.cluster[0], "CLUSTER_Y": cfg.cluster[1], "TILE_M": cfg.tile_m,
+                               "TILE_N": cfg.tile_n, "TILE_K": cfg.tile_k})
+    launch(mod, "teach_multicast", cfg.grid, (THREADS,),
+           (maps[0], maps[1], cp.asarray(masks.astype(np.uint16)), out),
+           barrier_names=TEACH_BARRIERS, cluster=cfg.cluster + (1,))
+    return cp.asnumpy(out).reshape(cfg.n_ctas, cfg.smem_bytes)
