@@ -17,32 +17,50 @@ __all__ = ["plot_handshake", "plot_cta_tiles", "plot_smem_image", "plot_swizzle_
            "plot_oob_box", "swizzle_explorer"]
 
 
+def _short(action: str, seen) -> str:
+    """An event's label in lines of at most ~13 characters, so neighbouring steps never overlap."""
+    action = action.replace("  -> phase 0 complete", "")
+    for long, short in (("mbarrier.init(", "mbarrier.init\n("), ("arrive.expect_tx(", "arrive.\nexpect_tx\n("),
+                        ("cp.async.bulk.tensor (issue)", "cp.async.bulk\n.tensor"),
+                        ("complete_tx(", "complete_tx\n("), ("try_wait.parity(0)", "try_wait\n.parity(0)")):
+        action = action.replace(long, short)
+    return action + (f"\n-> {seen}" if seen is not None else "")
+
+
 def plot_handshake(box_bytes: int = 8192, pieces: int = 4, extra_tx: int = 0, ax=None):
-    """The handshake as a timeline: one lane per actor, the mbarrier's tx-count and phase below."""
+    """The handshake as a timeline: one lane per actor, the mbarrier's state after each step below."""
     import matplotlib.pyplot as plt
 
     from ..plotting import add_legend, warp_color
     ev = handshake_events(box_bytes, pieces, extra_tx)
     if ax is None:
-        _, ax = plt.subplots(figsize=(11, 3.8))
+        _, ax = plt.subplots(figsize=(11, 4.6))
     lanes = {"thread 0": 3, "TMA engine": 2, "all threads": 1}
-    colors = {"thread 0": warp_color(0), "TMA engine": warp_color(1), "all threads": warp_color(2)}
+    pending_c, zero_c = "#fff2cc", "#e2f0d9"
     for i, (actor, action, pending, tx, phase, seen) in enumerate(ev):
         y = lanes[actor]
-        ax.scatter([i], [y], s=90, color=colors[actor], edgecolor="black", zorder=3)
-        label = action if actor != "all threads" else f"{action} -> {seen}"
-        ax.annotate(label, (i, y), textcoords="offset points", xytext=(0, 9), ha="center", fontsize=7, rotation=12)
-        ax.text(i, 0.25, f"pending {pending}\ntx {tx}\nphase {phase}", ha="center", va="center", fontsize=7,
-                bbox=dict(boxstyle="round", fc="#fff2cc" if tx else "#e2f0d9", ec="gray"))
-    ax.set_yticks([0.25, 1, 2, 3])
-    ax.set_yticklabels(["mbarrier state", "all threads (wait)", "TMA engine", "thread 0"])
+        ax.scatter([i], [y], s=80, color=warp_color(list(lanes).index(actor)), edgecolor="black", zorder=3)
+        ax.text(i, y + 0.13, _short(action, seen if actor == "all threads" else None), ha="center", va="bottom",
+                fontsize=9, linespacing=1.05)
+        ax.text(i, 0.05, f"pending {pending}\ntx {tx}\nphase {phase}", ha="center", va="center", fontsize=9,
+                bbox=dict(boxstyle="round", fc=pending_c if tx else zero_c, ec="gray"))
+    ax.set_yticks([0.05, 1, 2, 3])
+    ax.set_yticklabels(["mbarrier\nafter the step", "all threads\n(wait)", "TMA engine", "thread 0"], fontsize=10)
     ax.set_xlim(-0.6, len(ev) - 0.4)
-    ax.set_ylim(-0.35, 3.9)
+    ax.set_ylim(-0.55, 3.75)
     ax.set_xticks(range(len(ev)))
     ax.set_xlabel("step (order of events, not to scale)")
-    what = "expect_tx matches the box" if not extra_tx else f"expect_tx announces {extra_tx} bytes too many"
-    ax.set_title(f"mbarrier handshake of one {box_bytes}-byte TMA load: {what}")
-    add_legend(ax, [(k, v) for k, v in colors.items()] + [("tx pending", "#fff2cc"), ("tx zero", "#e2f0d9")])
+    ax.grid(axis="y", lw=0.5, alpha=0.4)
+    last = ev[-1]
+    if not extra_tx:
+        lesson = f"expect_tx({box_bytes}) = the box: the last byte completes phase 0, the waiters see True"
+    else:
+        lesson = (f"expect_tx({box_bytes + extra_tx}) = box + {extra_tx}: tx stays at {last[3]}, "
+                  "phase 0 never completes, the wait never sees True")
+    ax.set_title(f"mbarrier handshake of one {box_bytes}-byte TMA load\n{lesson}", fontsize=11)
+    add_legend(ax, [("tx-count > 0: phase cannot complete", pending_c), ("tx-count 0", zero_c)],
+               outside=False, loc="upper right")
+    ax.figure.tight_layout()
     return ax
 
 
