@@ -9,12 +9,12 @@ import numpy as np
 from ..hw.banks import wavefronts
 from ..hw.dtypes import element_type
 from ..hw.swizzle import MODES as SWIZZLE_MODES
-from .model import (check_modelled, column_read_addresses, cta_tiles, handshake_events, smem_chunks,
+from .model import (column_read_addresses, cta_tiles, handshake_events, smem_chunks,
                     tma_load_model)
-from .tensor_map import TMAP_DTYPES, TensorMap, TensorMapError, swizzle_width
+from .tensor_map import TMAP_DTYPES, TensorMap, legal_inner_elems, swizzle_width
 
 __all__ = ["plot_handshake", "plot_cta_tiles", "plot_smem_image", "plot_swizzle_modes", "plot_bank_conflicts",
-           "plot_oob_box", "swizzle_explorer"]
+           "plot_oob_box", "swizzle_explorer", "explorer_caption"]
 
 
 def _short(action: str, seen) -> str:
@@ -102,7 +102,8 @@ def plot_cta_tiles(tmap: TensorMap):
 
 
 
-def plot_smem_image(tmap: TensorMap, smem_address: int = 0, ax=None, title=None, max_lines: int = 16):
+def plot_smem_image(tmap: TensorMap, smem_address: int = 0, ax=None, title=None, max_lines: int = 16,
+                    fontsize: int = 8):
     """SMEM as 128-byte lines x 8 chunks of 16 bytes; each chunk labelled with the box row and the
     16-byte chunk of that row it holds, coloured by its chunk index inside the row."""
     import matplotlib.pyplot as plt
@@ -118,15 +119,16 @@ def plot_smem_image(tmap: TensorMap, smem_address: int = 0, ax=None, title=None,
             colors[i, j] = thread_color(c[i, j] * 4, 32) if r[i, j] >= 0 else "#e6e6e6"
             text[i, j] = f"r{r[i, j]}\nc{c[i, j]}" if r[i, j] >= 0 else ""
     if ax is None:
-        _, ax = plt.subplots(figsize=(6, 0.42 * lines + 1.2))
-    draw_grid(ax, colors, text, fontsize=6,
+        _, ax = plt.subplots(figsize=(8, 0.45 * lines + 1.4))
+    draw_grid(ax, colors, text, fontsize=fontsize,
               title=title or f"{tmap.swizzle} swizzle, SMEM 0x{smem_address:04x}",
               xlabel="16-byte chunk of the 128-byte SMEM line (4 banks each)", ylabel="SMEM line",
               xticks=[f"{j}" for j in range(8)],
               yticks=[f"0x{smem_address + 128 * i:04x}" for i in range(lines)])
     ncol = max(1, tmap.inner_box_bytes // 16)
-    add_legend(ax, [(f"chunk c{k} of a box row", thread_color(k * 4, 32)) for k in range(min(ncol, 8))]
-               + [("not written by the load", "#e6e6e6")], title="rK = box row K")
+    gap = [("not written by the load", "#e6e6e6")] if (r < 0).any() else []
+    add_legend(ax, [(f"chunk c{k} of a box row", thread_color(k * 4, 32)) for k in range(min(ncol, 8))] + gap,
+               title="rK = box row K")
     return ax
 
 
@@ -134,16 +136,21 @@ def plot_swizzle_modes(dtype: str = "float16", smem_address: int = 0):
     """One picture per swizzle mode of a box whose rows are as wide as the mode allows, 8 lines."""
     import matplotlib.pyplot as plt
     elem = element_type(dtype).bytes
-    fig, axes = plt.subplots(1, 4, figsize=(20, 5.2))
-    for ax, mode in zip(axes, SWIZZLE_MODES):
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8.6))
+    for ax, mode in zip(axes.flat, SWIZZLE_MODES):
         inner = swizzle_width(mode) or 128
         t = TensorMap(dtype, (inner // elem, 64), (inner // elem, 1024 // inner), swizzle=mode)
-        plot_smem_image(t, smem_address, ax=ax,
-                        title=f"{mode}: box {inner // elem} x {1024 // inner} {dtype}\n({inner}-byte rows)")
-        if ax is not axes[-1]:
-            ax.get_legend().remove()
-    fig.suptitle(f"Where each 16-byte chunk of the box lands in SMEM (destination 0x{smem_address:04x})")
-    fig.tight_layout()
+        plot_smem_image(t, smem_address, ax=ax, fontsize=8,
+                        title=f"{mode}: box {inner // elem} x {1024 // inner} {dtype} ({inner}-byte rows)")
+        ax.get_legend().remove()
+    from matplotlib.patches import Patch
+
+    from ..plotting import thread_color
+    fig.legend(handles=[Patch(facecolor=thread_color(k * 4, 32), edgecolor="black", lw=0.5, label=f"chunk c{k}")
+                        for k in range(8)], title="rK cJ: chunk J\nof box row K", loc="center right", fontsize=9)
+    fig.suptitle(f"Where each 16-byte chunk of the box lands in SMEM (destination 0x{smem_address:04x}):\n"
+                 "the swizzle moves chunk c of a row to chunk c XOR (line mod span/16)", fontsize=12)
+    fig.tight_layout(rect=(0, 0, 0.87, 1))
     return fig
 
 
@@ -212,28 +219,67 @@ def plot_oob_box(tmap: TensorMap, gmem, coords):
     return fig
 
 
-def swizzle_explorer():
-    """An ipywidgets control (box shape, swizzle, dtype, destination) that redraws the SMEM image;
-    an invalid combination shows the TensorMapError instead of a picture."""
+def explorer_caption(t: TensorMap) -> str:
+    """The line under the explorer's picture: what expect_tx announces and what SMEM the box takes."""
+    return (f"box {t.box_shape[0]} x {t.box_shape[1]} {t.dtype}: {t.box_bytes} bytes, expect_tx({t.tx_bytes}); "
+            f"rows {t.smem_pitch} bytes apart in SMEM ({t.smem_footprint} bytes in all)")
+
+
+def swizzle_explorer(dtype: str = "float16", swizzle: str = "128B", inner_elems: int = 64, rows: int = 8):
+    """Controls (element type, swizzle, box width and height, destination) with the SMEM image right
+    below them, redrawn by the model. The box width offers only the widths the tensor map accepts for
+    the chosen type and swizzle; when a change of either makes the current width illegal, it moves to
+    the nearest legal one and the caption says so."""
     import ipywidgets as W
     import matplotlib.pyplot as plt
 
-    def show(dtype, inner_elems, rows, swizzle, smem_line):
-        try:
-            t = TensorMap(dtype, (inner_elems, 256), (inner_elems, rows), swizzle=swizzle)
-            check_modelled(t)
-        except TensorMapError as e:
-            print(e)
-            return
-        plot_smem_image(t, smem_line * 128, max_lines=16)
-        plt.show()
-        print(f"box {inner_elems} x {rows} {dtype}: {t.box_bytes} bytes, expect_tx({t.tx_bytes}); rows "
-              f"{t.smem_pitch} bytes apart in SMEM ({t.smem_footprint} bytes from the first to the end of the last)")
+    style, row = {"description_width": "initial"}, W.Layout(flex_flow="row wrap")
+    dt = W.Dropdown(options=list(TMAP_DTYPES), value=dtype, description="dtype", style=style,
+                    layout=W.Layout(width="170px"))
+    sw = W.Dropdown(options=list(SWIZZLE_MODES), value=swizzle, description="swizzle", style=style,
+                    layout=W.Layout(width="150px"))
+    inner = W.SelectionSlider(options=legal_inner_elems(dtype, swizzle), value=inner_elems, style=style,
+                              description="box width (elements)", continuous_update=False,
+                              tooltip="only widths of a multiple of 16 bytes, at most the swizzle span")
+    height = W.IntSlider(value=rows, min=1, max=32, description="rows", style=style, continuous_update=False)
+    line = W.IntSlider(value=0, min=0, max=7, description="destination / 128 B", style=style,
+                       continuous_update=False)
+    out = W.Output()
+    note = {"text": ""}
+    busy = {"on": False}
 
-    return W.interactive(show, dtype=W.Dropdown(options=list(TMAP_DTYPES), value="float16"),
-                         inner_elems=W.IntSlider(value=64, min=1, max=256), rows=W.IntSlider(value=8, min=1, max=32),
-                         swizzle=W.Dropdown(options=list(SWIZZLE_MODES), value="128B"),
-                         smem_line=W.IntSlider(value=0, min=0, max=7, description="dst / 128"))
+    def redraw(*_):
+        if busy["on"]:
+            return
+        t = TensorMap(dt.value, (inner.value, 256), (inner.value, height.value), swizzle=sw.value)
+        with out:
+            out.clear_output(wait=True)
+            plot_smem_image(t, line.value * 128, max_lines=16)
+            plt.show()
+            print(explorer_caption(t) + note["text"])
+        note["text"] = ""
+
+    def new_widths(*_):
+        legal = legal_inner_elems(dt.value, sw.value)
+        old = inner.value
+        near = min(legal, key=lambda n: (abs(n - old), n))
+        busy["on"] = True
+        try:
+            inner.options = legal
+            inner.value = near
+        finally:
+            busy["on"] = False
+        if near != old:
+            note["text"] = (f"\n(box width {old} is not legal for {dt.value} under {sw.value} swizzle: "
+                            f"moved to {near}, the nearest legal width)")
+        redraw()
+
+    dt.observe(new_widths, "value")
+    sw.observe(new_widths, "value")
+    for w in (inner, height, line):
+        w.observe(redraw, "value")
+    redraw()
+    return W.VBox([W.HBox([dt, sw, inner, height, line], layout=row), out])
 
 
 # ---------------------------------------------------------------------------------------------
