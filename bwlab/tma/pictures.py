@@ -73,7 +73,7 @@ def plot_cta_tiles(tmap: TensorMap):
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-    from ..plotting import add_legend, cta_color
+    from ..plotting import cta_color
     tiles, owner, (gx, gy) = cta_tiles(tmap)
     (w, h), (bw, bh) = tmap.global_shape, tmap.box_shape
     fig, (a0, a1) = plt.subplots(1, 2, figsize=(12, 4.6), gridspec_kw={"width_ratios": [w / h * 1.2 + 0.2, 1]})
@@ -96,7 +96,6 @@ def plot_cta_tiles(tmap: TensorMap):
     a1.set_xticks([])
     a1.set_yticks([])
     a1.set_title(f"CTA grid {gx} x {gy} (blockIdx.x, blockIdx.y)")
-    add_legend(a1, [(f"CTA ({x},{y})", cta_color(y * gx + x)) for x, y, _ in tiles])
     fig.tight_layout()
     return fig
 
@@ -160,7 +159,7 @@ def plot_bank_conflicts(dtype: str = "float16", access_bytes: int = 16):
 
     from ..plotting import add_legend, thread_color
     elem = element_type(dtype).bytes
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.2), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4), sharey=True)
     for ax, swz in zip(axes, ("none", "128B")):
         t = TensorMap(dtype, (128 // elem, 64), (128 // elem, 32), swizzle=swz)
         addr = column_read_addresses(t, 0, access_bytes)
@@ -174,7 +173,8 @@ def plot_bank_conflicts(dtype: str = "float16", access_bytes: int = 16):
         ax.set_title(f"swizzle {swz}: {wf} wavefronts")
     axes[0].set_ylabel("thread t reads box row t, column 0")
     add_legend(axes[1], [(f"thread {k}", thread_color(k)) for k in (0, 1, 7, 8, 31)], title="colour = thread")
-    fig.suptitle(f"A warp reads column 0 of a {dtype} box with 128-byte rows, {access_bytes} bytes per thread")
+    fig.suptitle(f"A warp reads column 0 of a {dtype} box with 128-byte rows, {access_bytes} bytes per thread:\n"
+                 "unswizzled, every row's column 0 sits in the same banks; the swizzle spreads them over all 32")
     fig.tight_layout()
     return fig
 
@@ -193,7 +193,7 @@ def plot_oob_box(tmap: TensorMap, gmem, coords):
     es1 = tmap.element_strides[1]
     inside = ((np.arange(bw) + c0 >= 0) & (np.arange(bw) + c0 < w))[None, :] & \
              ((np.arange(bh) * es1 + c1 >= 0) & (np.arange(bh) * es1 + c1 < h))[:, None]
-    fig, (a0, a1) = plt.subplots(1, 2, figsize=(12, 4.4))
+    fig, (a0, a1) = plt.subplots(1, 2, figsize=(11, 4.6))
     a0.imshow(np.ones((h, w, 3)) * 0.92, extent=(-0.5, w - 0.5, h - 0.5, -0.5))
     a0.add_patch(Rectangle((-0.5, -0.5), w, h, fill=False, ec="black", lw=1.5))
     a0.add_patch(Rectangle((c0 - 0.5, c1 - 0.5), bw, (bh - 1) * es1 + 1, fill=True, alpha=0.35,
@@ -210,8 +210,9 @@ def plot_oob_box(tmap: TensorMap, gmem, coords):
         for j in range(bw):
             v = smem[i, j]
             a1.text(j, i, "NaN" if isinstance(v, np.floating) and np.isnan(v) else f"{v:g}",
-                    ha="center", va="center", fontsize=6, color="white" if inside[i, j] else "black")
-    a1.set_title(f"SMEM image, {tmap.box_bytes} bytes (oob_fill={tmap.oob_fill!r})")
+                    ha="center", va="center", fontsize=9, color="white" if inside[i, j] else "black")
+    a1.set_title(f"SMEM image: all {tmap.box_bytes} bytes written, outside ones filled\n"
+                 f"(oob_fill={tmap.oob_fill!r}); expect_tx counts the whole box")
     a1.set_xlabel("box column")
     a1.set_ylabel("box row")
     add_legend(a1, [("loaded from the tensor", BYTE_COLORS["loaded"]), ("out-of-bounds fill", BYTE_COLORS["oob fill"])])
