@@ -76,7 +76,7 @@ def plot_cta_tiles(tmap: TensorMap):
     from ..plotting import cta_color
     tiles, owner, (gx, gy) = cta_tiles(tmap)
     (w, h), (bw, bh) = tmap.global_shape, tmap.box_shape
-    fig, (a0, a1) = plt.subplots(1, 2, figsize=(12, 4.6), gridspec_kw={"width_ratios": [w / h * 1.2 + 0.2, 1]})
+    fig, (a0, a1) = plt.subplots(1, 2, figsize=(11, 4.4), gridspec_kw={"width_ratios": [w / h * 1.2 + 0.2, 1]})
     img = np.array([[plt.matplotlib.colors.to_rgb(cta_color(o)) for o in row] for row in owner])
     a0.imshow(img, interpolation="nearest", aspect="auto", extent=(-0.5, w - 0.5, h - 0.5, -0.5))
     for x, y, (c0, c1) in tiles:
