@@ -14,8 +14,10 @@ The package, file by file:
   `expect_tx` must announce) and `smem_footprint` (the SMEM the box takes).
 * `model`      — `tma_load_model(gmem, tmap, coords, smem_address)`: which bytes land at which SMEM
   address (NumPy and bwlab.hw only); the handshake through bwlab.hw.mbarrier.
-* `runner`     — `run_tma_load(gmem, tmap, coords, smem_address)`: the same load on the GPU
-  (`cuda_src/tma_load.cu`, kernel `tma_load_dump`); the only file that imports CuPy / cuda.bindings.
+* `runner`     — `run_teach(gmem, tmap, coords, kernel=None)`: one 2D box through the teaching kernel
+  `cuda_src/teach_tma.cu` (or a learner's edit of it); `run_tma_load(gmem, tmap, coords,
+  smem_address)`: any load through the validation harness (`cuda_src/tma_load.cu`, kernel
+  `tma_load_dump`); the only file that imports CuPy / cuda.bindings.
 * `case`       — `TmaLoad(gmem, tmap, coords, smem_address)`: model() / run() / check() / show().
 * `pictures`   — the figures and the explorer of notebook 01 (matplotlib, ipywidgets).
 
@@ -34,13 +36,15 @@ from .model import (TF32_ROUNDS_ON_LOAD, bank_conflict_table, check_modelled, co
                     tma_load_writes)
 from .pictures import (plot_bank_conflicts, plot_cta_tiles, plot_handshake, plot_oob_box, plot_smem_image,
                        plot_swizzle_modes, swizzle_explorer)
-from .runner import PREFETCH_BOX, PREFETCH_TENSORMAP, run_tma_load
+from .runner import (PREFETCH_BOX, PREFETCH_TENSORMAP, TEACH_BARRIERS, check_teach_args, run_teach,
+                     run_tma_load)
 from .tensor_map import (MAX_BOX, MAX_RANK, SMEM_ALIGNMENT, TMAP_DTYPES, TensorMap, TensorMapError,
                          is_narrow_swizzle)
 
 __all__ = [
     "TensorMap", "TensorMapError", "TMAP_DTYPES", "SMEM_ALIGNMENT", "MAX_BOX", "MAX_RANK", "is_narrow_swizzle",
     "tma_load_model", "tma_load_writes", "tma_load_window", "run_tma_load", "TmaLoad",
+    "run_teach", "check_teach_args", "TEACH_BARRIERS",
     "PREFETCH_TENSORMAP", "PREFETCH_BOX", "oob_fill_bits", "check_modelled", "TF32_ROUNDS_ON_LOAD",
     "handshake_events", "cta_tiles", "smem_chunks", "column_read_addresses", "bank_conflict_table",
     "plot_handshake", "plot_cta_tiles", "plot_smem_image", "plot_swizzle_modes", "plot_bank_conflicts",

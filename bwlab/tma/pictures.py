@@ -9,40 +9,58 @@ import numpy as np
 from ..hw.banks import wavefronts
 from ..hw.dtypes import element_type
 from ..hw.swizzle import MODES as SWIZZLE_MODES
-from .model import (check_modelled, column_read_addresses, cta_tiles, handshake_events, smem_chunks,
+from .model import (column_read_addresses, cta_tiles, handshake_events, smem_chunks,
                     tma_load_model)
-from .tensor_map import TMAP_DTYPES, TensorMap, TensorMapError, swizzle_width
+from .tensor_map import TMAP_DTYPES, TensorMap, legal_inner_elems, swizzle_width
 
 __all__ = ["plot_handshake", "plot_cta_tiles", "plot_smem_image", "plot_swizzle_modes", "plot_bank_conflicts",
-           "plot_oob_box", "swizzle_explorer"]
+           "plot_oob_box", "swizzle_explorer", "explorer_caption"]
+
+
+def _short(action: str, seen) -> str:
+    """An event's label in lines of at most ~13 characters, so neighbouring steps never overlap."""
+    action = action.replace("  -> phase 0 complete", "")
+    for long, short in (("mbarrier.init(", "mbarrier.init\n("), ("arrive.expect_tx(", "arrive.\nexpect_tx\n("),
+                        ("cp.async.bulk.tensor (issue)", "cp.async.bulk\n.tensor"),
+                        ("complete_tx(", "complete_tx\n("), ("try_wait.parity(0)", "try_wait\n.parity(0)")):
+        action = action.replace(long, short)
+    return action + (f"\n-> {seen}" if seen is not None else "")
 
 
 def plot_handshake(box_bytes: int = 8192, pieces: int = 4, extra_tx: int = 0, ax=None):
-    """The handshake as a timeline: one lane per actor, the mbarrier's tx-count and phase below."""
+    """The handshake as a timeline: one lane per actor, the mbarrier's state after each step below."""
     import matplotlib.pyplot as plt
 
     from ..plotting import add_legend, warp_color
     ev = handshake_events(box_bytes, pieces, extra_tx)
     if ax is None:
-        _, ax = plt.subplots(figsize=(11, 3.8))
+        _, ax = plt.subplots(figsize=(11, 4.6))
     lanes = {"thread 0": 3, "TMA engine": 2, "all threads": 1}
-    colors = {"thread 0": warp_color(0), "TMA engine": warp_color(1), "all threads": warp_color(2)}
+    pending_c, zero_c = "#fff2cc", "#e2f0d9"
     for i, (actor, action, pending, tx, phase, seen) in enumerate(ev):
         y = lanes[actor]
-        ax.scatter([i], [y], s=90, color=colors[actor], edgecolor="black", zorder=3)
-        label = action if actor != "all threads" else f"{action} -> {seen}"
-        ax.annotate(label, (i, y), textcoords="offset points", xytext=(0, 9), ha="center", fontsize=7, rotation=12)
-        ax.text(i, 0.25, f"pending {pending}\ntx {tx}\nphase {phase}", ha="center", va="center", fontsize=7,
-                bbox=dict(boxstyle="round", fc="#fff2cc" if tx else "#e2f0d9", ec="gray"))
-    ax.set_yticks([0.25, 1, 2, 3])
-    ax.set_yticklabels(["mbarrier state", "all threads (wait)", "TMA engine", "thread 0"])
+        ax.scatter([i], [y], s=80, color=warp_color(list(lanes).index(actor)), edgecolor="black", zorder=3)
+        ax.text(i, y + 0.13, _short(action, seen if actor == "all threads" else None), ha="center", va="bottom",
+                fontsize=9, linespacing=1.05)
+        ax.text(i, 0.05, f"pending {pending}\ntx {tx}\nphase {phase}", ha="center", va="center", fontsize=9,
+                bbox=dict(boxstyle="round", fc=pending_c if tx else zero_c, ec="gray"))
+    ax.set_yticks([0.05, 1, 2, 3])
+    ax.set_yticklabels(["mbarrier\nafter the step", "all threads\n(wait)", "TMA engine", "thread 0"], fontsize=10)
     ax.set_xlim(-0.6, len(ev) - 0.4)
-    ax.set_ylim(-0.35, 3.9)
+    ax.set_ylim(-0.55, 3.75)
     ax.set_xticks(range(len(ev)))
     ax.set_xlabel("step (order of events, not to scale)")
-    what = "expect_tx matches the box" if not extra_tx else f"expect_tx announces {extra_tx} bytes too many"
-    ax.set_title(f"mbarrier handshake of one {box_bytes}-byte TMA load: {what}")
-    add_legend(ax, [(k, v) for k, v in colors.items()] + [("tx pending", "#fff2cc"), ("tx zero", "#e2f0d9")])
+    ax.grid(axis="y", lw=0.5, alpha=0.4)
+    last = ev[-1]
+    if not extra_tx:
+        lesson = f"expect_tx({box_bytes}) = the box: the last byte completes phase 0, the waiters see True"
+    else:
+        lesson = (f"expect_tx({box_bytes + extra_tx}) = box + {extra_tx}: tx stays at {last[3]}, "
+                  "phase 0 never completes, the wait never sees True")
+    ax.set_title(f"mbarrier handshake of one {box_bytes}-byte TMA load\n{lesson}", fontsize=11)
+    add_legend(ax, [("tx-count > 0: phase cannot complete", pending_c), ("tx-count 0", zero_c)],
+               outside=False, loc="upper right")
+    ax.figure.tight_layout()
     return ax
 
 
@@ -55,10 +73,10 @@ def plot_cta_tiles(tmap: TensorMap):
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-    from ..plotting import add_legend, cta_color
+    from ..plotting import cta_color
     tiles, owner, (gx, gy) = cta_tiles(tmap)
     (w, h), (bw, bh) = tmap.global_shape, tmap.box_shape
-    fig, (a0, a1) = plt.subplots(1, 2, figsize=(12, 4.6), gridspec_kw={"width_ratios": [w / h * 1.2 + 0.2, 1]})
+    fig, (a0, a1) = plt.subplots(1, 2, figsize=(11, 4.4), gridspec_kw={"width_ratios": [w / h * 1.2 + 0.2, 1]})
     img = np.array([[plt.matplotlib.colors.to_rgb(cta_color(o)) for o in row] for row in owner])
     a0.imshow(img, interpolation="nearest", aspect="auto", extent=(-0.5, w - 0.5, h - 0.5, -0.5))
     for x, y, (c0, c1) in tiles:
@@ -78,13 +96,13 @@ def plot_cta_tiles(tmap: TensorMap):
     a1.set_xticks([])
     a1.set_yticks([])
     a1.set_title(f"CTA grid {gx} x {gy} (blockIdx.x, blockIdx.y)")
-    add_legend(a1, [(f"CTA ({x},{y})", cta_color(y * gx + x)) for x, y, _ in tiles])
     fig.tight_layout()
     return fig
 
 
 
-def plot_smem_image(tmap: TensorMap, smem_address: int = 0, ax=None, title=None, max_lines: int = 16):
+def plot_smem_image(tmap: TensorMap, smem_address: int = 0, ax=None, title=None, max_lines: int = 16,
+                    fontsize: int = 8):
     """SMEM as 128-byte lines x 8 chunks of 16 bytes; each chunk labelled with the box row and the
     16-byte chunk of that row it holds, coloured by its chunk index inside the row."""
     import matplotlib.pyplot as plt
@@ -100,15 +118,16 @@ def plot_smem_image(tmap: TensorMap, smem_address: int = 0, ax=None, title=None,
             colors[i, j] = thread_color(c[i, j] * 4, 32) if r[i, j] >= 0 else "#e6e6e6"
             text[i, j] = f"r{r[i, j]}\nc{c[i, j]}" if r[i, j] >= 0 else ""
     if ax is None:
-        _, ax = plt.subplots(figsize=(6, 0.42 * lines + 1.2))
-    draw_grid(ax, colors, text, fontsize=6,
+        _, ax = plt.subplots(figsize=(8, 0.45 * lines + 1.4))
+    draw_grid(ax, colors, text, fontsize=fontsize,
               title=title or f"{tmap.swizzle} swizzle, SMEM 0x{smem_address:04x}",
               xlabel="16-byte chunk of the 128-byte SMEM line (4 banks each)", ylabel="SMEM line",
               xticks=[f"{j}" for j in range(8)],
               yticks=[f"0x{smem_address + 128 * i:04x}" for i in range(lines)])
     ncol = max(1, tmap.inner_box_bytes // 16)
-    add_legend(ax, [(f"chunk c{k} of a box row", thread_color(k * 4, 32)) for k in range(min(ncol, 8))]
-               + [("not written by the load", "#e6e6e6")], title="rK = box row K")
+    gap = [("not written by the load", "#e6e6e6")] if (r < 0).any() else []
+    add_legend(ax, [(f"chunk c{k} of a box row", thread_color(k * 4, 32)) for k in range(min(ncol, 8))] + gap,
+               title="rK = box row K")
     return ax
 
 
@@ -116,16 +135,21 @@ def plot_swizzle_modes(dtype: str = "float16", smem_address: int = 0):
     """One picture per swizzle mode of a box whose rows are as wide as the mode allows, 8 lines."""
     import matplotlib.pyplot as plt
     elem = element_type(dtype).bytes
-    fig, axes = plt.subplots(1, 4, figsize=(20, 5.2))
-    for ax, mode in zip(axes, SWIZZLE_MODES):
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8.6))
+    for ax, mode in zip(axes.flat, SWIZZLE_MODES):
         inner = swizzle_width(mode) or 128
         t = TensorMap(dtype, (inner // elem, 64), (inner // elem, 1024 // inner), swizzle=mode)
-        plot_smem_image(t, smem_address, ax=ax,
-                        title=f"{mode}: box {inner // elem} x {1024 // inner} {dtype}\n({inner}-byte rows)")
-        if ax is not axes[-1]:
-            ax.get_legend().remove()
-    fig.suptitle(f"Where each 16-byte chunk of the box lands in SMEM (destination 0x{smem_address:04x})")
-    fig.tight_layout()
+        plot_smem_image(t, smem_address, ax=ax, fontsize=8,
+                        title=f"{mode}: box {inner // elem} x {1024 // inner} {dtype} ({inner}-byte rows)")
+        ax.get_legend().remove()
+    from matplotlib.patches import Patch
+
+    from ..plotting import thread_color
+    fig.legend(handles=[Patch(facecolor=thread_color(k * 4, 32), edgecolor="black", lw=0.5, label=f"chunk c{k}")
+                        for k in range(8)], title="rK cJ: chunk J\nof box row K", loc="center right", fontsize=9)
+    fig.suptitle(f"Where each 16-byte chunk of the box lands in SMEM (destination 0x{smem_address:04x}):\n"
+                 "the swizzle moves chunk c of a row to chunk c XOR (line mod span/16)", fontsize=12)
+    fig.tight_layout(rect=(0, 0, 0.87, 1))
     return fig
 
 
@@ -135,7 +159,7 @@ def plot_bank_conflicts(dtype: str = "float16", access_bytes: int = 16):
 
     from ..plotting import add_legend, thread_color
     elem = element_type(dtype).bytes
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.2), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4), sharey=True)
     for ax, swz in zip(axes, ("none", "128B")):
         t = TensorMap(dtype, (128 // elem, 64), (128 // elem, 32), swizzle=swz)
         addr = column_read_addresses(t, 0, access_bytes)
@@ -149,7 +173,8 @@ def plot_bank_conflicts(dtype: str = "float16", access_bytes: int = 16):
         ax.set_title(f"swizzle {swz}: {wf} wavefronts")
     axes[0].set_ylabel("thread t reads box row t, column 0")
     add_legend(axes[1], [(f"thread {k}", thread_color(k)) for k in (0, 1, 7, 8, 31)], title="colour = thread")
-    fig.suptitle(f"A warp reads column 0 of a {dtype} box with 128-byte rows, {access_bytes} bytes per thread")
+    fig.suptitle(f"A warp reads column 0 of a {dtype} box with 128-byte rows, {access_bytes} bytes per thread:\n"
+                 "unswizzled, every row's column 0 sits in the same banks; the swizzle spreads them over all 32")
     fig.tight_layout()
     return fig
 
@@ -168,7 +193,7 @@ def plot_oob_box(tmap: TensorMap, gmem, coords):
     es1 = tmap.element_strides[1]
     inside = ((np.arange(bw) + c0 >= 0) & (np.arange(bw) + c0 < w))[None, :] & \
              ((np.arange(bh) * es1 + c1 >= 0) & (np.arange(bh) * es1 + c1 < h))[:, None]
-    fig, (a0, a1) = plt.subplots(1, 2, figsize=(12, 4.4))
+    fig, (a0, a1) = plt.subplots(1, 2, figsize=(11, 4.6))
     a0.imshow(np.ones((h, w, 3)) * 0.92, extent=(-0.5, w - 0.5, h - 0.5, -0.5))
     a0.add_patch(Rectangle((-0.5, -0.5), w, h, fill=False, ec="black", lw=1.5))
     a0.add_patch(Rectangle((c0 - 0.5, c1 - 0.5), bw, (bh - 1) * es1 + 1, fill=True, alpha=0.35,
@@ -185,8 +210,9 @@ def plot_oob_box(tmap: TensorMap, gmem, coords):
         for j in range(bw):
             v = smem[i, j]
             a1.text(j, i, "NaN" if isinstance(v, np.floating) and np.isnan(v) else f"{v:g}",
-                    ha="center", va="center", fontsize=6, color="white" if inside[i, j] else "black")
-    a1.set_title(f"SMEM image, {tmap.box_bytes} bytes (oob_fill={tmap.oob_fill!r})")
+                    ha="center", va="center", fontsize=9, color="white" if inside[i, j] else "black")
+    a1.set_title(f"SMEM image: all {tmap.box_bytes} bytes written, outside ones filled\n"
+                 f"(oob_fill={tmap.oob_fill!r}); expect_tx counts the whole box")
     a1.set_xlabel("box column")
     a1.set_ylabel("box row")
     add_legend(a1, [("loaded from the tensor", BYTE_COLORS["loaded"]), ("out-of-bounds fill", BYTE_COLORS["oob fill"])])
@@ -194,28 +220,67 @@ def plot_oob_box(tmap: TensorMap, gmem, coords):
     return fig
 
 
-def swizzle_explorer():
-    """An ipywidgets control (box shape, swizzle, dtype, destination) that redraws the SMEM image;
-    an invalid combination shows the TensorMapError instead of a picture."""
+def explorer_caption(t: TensorMap) -> str:
+    """The line under the explorer's picture: what expect_tx announces and what SMEM the box takes."""
+    return (f"box {t.box_shape[0]} x {t.box_shape[1]} {t.dtype}: {t.box_bytes} bytes, expect_tx({t.tx_bytes}); "
+            f"rows {t.smem_pitch} bytes apart in SMEM ({t.smem_footprint} bytes in all)")
+
+
+def swizzle_explorer(dtype: str = "float16", swizzle: str = "128B", inner_elems: int = 64, rows: int = 8):
+    """Controls (element type, swizzle, box width and height, destination) with the SMEM image right
+    below them, redrawn by the model. The box width offers only the widths the tensor map accepts for
+    the chosen type and swizzle; when a change of either makes the current width illegal, it moves to
+    the nearest legal one and the caption says so."""
     import ipywidgets as W
     import matplotlib.pyplot as plt
 
-    def show(dtype, inner_elems, rows, swizzle, smem_line):
-        try:
-            t = TensorMap(dtype, (inner_elems, 256), (inner_elems, rows), swizzle=swizzle)
-            check_modelled(t)
-        except TensorMapError as e:
-            print(e)
-            return
-        plot_smem_image(t, smem_line * 128, max_lines=16)
-        plt.show()
-        print(f"box {inner_elems} x {rows} {dtype}: {t.box_bytes} bytes, expect_tx({t.tx_bytes}); rows "
-              f"{t.smem_pitch} bytes apart in SMEM ({t.smem_footprint} bytes from the first to the end of the last)")
+    style, row = {"description_width": "initial"}, W.Layout(flex_flow="row wrap")
+    dt = W.Dropdown(options=list(TMAP_DTYPES), value=dtype, description="dtype", style=style,
+                    layout=W.Layout(width="170px"))
+    sw = W.Dropdown(options=list(SWIZZLE_MODES), value=swizzle, description="swizzle", style=style,
+                    layout=W.Layout(width="150px"))
+    inner = W.SelectionSlider(options=legal_inner_elems(dtype, swizzle), value=inner_elems, style=style,
+                              description="box width (elements)", continuous_update=False,
+                              tooltip="only widths of a multiple of 16 bytes, at most the swizzle span")
+    height = W.IntSlider(value=rows, min=1, max=32, description="rows", style=style, continuous_update=False)
+    line = W.IntSlider(value=0, min=0, max=7, description="destination / 128 B", style=style,
+                       continuous_update=False)
+    out = W.Output()
+    note = {"text": ""}
+    busy = {"on": False}
 
-    return W.interactive(show, dtype=W.Dropdown(options=list(TMAP_DTYPES), value="float16"),
-                         inner_elems=W.IntSlider(value=64, min=1, max=256), rows=W.IntSlider(value=8, min=1, max=32),
-                         swizzle=W.Dropdown(options=list(SWIZZLE_MODES), value="128B"),
-                         smem_line=W.IntSlider(value=0, min=0, max=7, description="dst / 128"))
+    def redraw(*_):
+        if busy["on"]:
+            return
+        t = TensorMap(dt.value, (inner.value, 256), (inner.value, height.value), swizzle=sw.value)
+        with out:
+            out.clear_output(wait=True)
+            plot_smem_image(t, line.value * 128, max_lines=16)
+            plt.show()
+            print(explorer_caption(t) + note["text"])
+        note["text"] = ""
+
+    def new_widths(*_):
+        legal = legal_inner_elems(dt.value, sw.value)
+        old = inner.value
+        near = min(legal, key=lambda n: (abs(n - old), n))
+        busy["on"] = True
+        try:
+            inner.options = legal
+            inner.value = near
+        finally:
+            busy["on"] = False
+        if near != old:
+            note["text"] = (f"\n(box width {old} is not legal for {dt.value} under {sw.value} swizzle: "
+                            f"moved to {near}, the nearest legal width)")
+        redraw()
+
+    dt.observe(new_widths, "value")
+    sw.observe(new_widths, "value")
+    for w in (inner, height, line):
+        w.observe(redraw, "value")
+    redraw()
+    return W.VBox([W.HBox([dt, sw, inner, height, line], layout=row), out])
 
 
 # ---------------------------------------------------------------------------------------------

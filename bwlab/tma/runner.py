@@ -1,9 +1,11 @@
-"""The TMA load on the GPU: `cuda_src/tma_load.cu`, kernel `tma_load_dump`.
+"""The TMA load on the GPU: the teaching kernel `cuda_src/teach_tma.cu` and the harness
+`cuda_src/tma_load.cu` (kernel `tma_load_dump`).
 
 The only file of the stage that talks to the GPU (CuPy, cuda.bindings; imported inside the
-functions, so the model side imports without them). `run_tma_load` takes the arguments of
-`tma_load_model` in the same order and returns the same bytes; `run_cases` runs many loads (one CTA
-each) in one launch, each into an SMEM window painted with a known background, for the validation.
+functions, so the model side imports without them). `run_teach` runs the teaching kernel (or a
+learner's edit of it) on one 2D box; `run_tma_load` takes the arguments of `tma_load_model` in the
+same order and returns the same bytes; `run_cases` runs many loads (one CTA each) in one launch,
+each into an SMEM window painted with a known background, for the validation.
 """
 from __future__ import annotations
 
@@ -13,10 +15,10 @@ import numpy as np
 
 from ..hw.mbarrier import MAX_TX_BYTES
 from ..util import round_up
-from .model import check_coords, tma_load_window
+from .model import check_coords, check_modelled, tma_load_window
 from .tensor_map import SMEM_ALIGNMENT, TensorMap, TensorMapError
 
-__all__ = ["run_tma_load", "run_cases", "LoadCase", "RunResult", "TMA_CASE_DTYPE", "LOAD_BARRIERS",
+__all__ = ["run_teach", "check_teach_args", "TEACH_BARRIERS", "TEACH_SMEM_BYTES", "run_tma_load", "run_cases", "LoadCase", "RunResult", "TMA_CASE_DTYPE", "LOAD_BARRIERS",
            "SMEM_SLACK", "PREFETCH_TENSORMAP", "PREFETCH_BOX", "background", "encode_tensor_map"]
 
 # Mirrors struct TmaCase in cuda_src/tma_load.cu (its static_asserts; tests/test_struct_mirrors.py compares).
@@ -28,6 +30,8 @@ LOAD_BARRIERS = {0: "smem_full (phase 0: expect_tx = box bytes)",
                  1: "tx_exact (phase 1: completes only if no bytes beyond expect_tx arrived)"}
 SMEM_SLACK = 1024  # the kernel rounds its window up to a 1024-byte boundary
 PREFETCH_TENSORMAP, PREFETCH_BOX = 1, 2  # TmaCase.flags bits 0 and 1
+TEACH_BARRIERS = {0: "smem_full"}
+TEACH_SMEM_BYTES = 16384  # TEACH_SMEM_BYTES in cuda_src/teach_tma.cu
 
 
 def encode_tensor_map(tmap: TensorMap, global_address: int) -> bytes:
@@ -183,3 +187,46 @@ def run_tma_load(gmem, tmap: TensorMap, coords, smem_address: int = 0, prefetch:
     if r.timeout is not None:
         raise r.timeout
     return r.windows[0][smem_address:smem_address + tmap.smem_footprint]
+
+
+def check_teach_args(gmem, tmap: TensorMap, coords) -> tuple:
+    """What the teaching kernel can load: a 2D box whose rows fill their swizzle span (so the box's
+    bytes are its whole SMEM image), at most TEACH_SMEM_BYTES. Returns the checked coordinates."""
+    check_modelled(tmap)
+    if tmap.rank != 2:
+        raise TensorMapError("teach-rank", f"teach_tma.cu loads 2D boxes (tma_load_2d); this tensor map has "
+                                           f"rank {tmap.rank}: use run_tma_load")
+    if tmap.smem_footprint != tmap.box_bytes:
+        raise TensorMapError("teach-narrow", f"box rows of {tmap.inner_box_bytes} bytes under {tmap.swizzle} "
+                                             f"swizzle sit {tmap.smem_pitch} bytes apart; teach_tma.cu copies "
+                                             "out box_bytes only: use run_tma_load")
+    if tmap.box_bytes > TEACH_SMEM_BYTES:
+        raise TensorMapError("teach-smem", f"a box of {tmap.box_bytes} bytes does not fit teach_tma.cu's "
+                                           f"{TEACH_SMEM_BYTES}-byte SMEM buffer")
+    return check_coords(tmap, coords)
+
+
+def run_teach(gmem, tmap: TensorMap, coords, kernel=None, block: int = 128) -> np.ndarray:
+    """Run the teaching kernel `teach_tma_load` on one 2D box; the `box_bytes` SMEM bytes it loaded.
+
+    The same arguments and the same result as `tma_load_model(gmem, tmap, coords)`, so
+    `TmaLoad(gmem, tmap, coords).check(run_teach(gmem, tmap, coords))` compares them. `kernel` is a
+    `bwlab.lab.TeachingKernel` (a learner's edit); default: the %%cuda version if there is one,
+    else cuda_src/teach_tma.cu. Raises MbarrierTimeout if the handshake does not complete.
+    """
+    coords = check_teach_args(gmem, tmap, coords)
+    import cupy as cp
+
+    from .. import device
+    from ..lab import edited
+    from ..runtime import launch, tensor_map_arg
+
+    device.require("tma")
+    kernel = kernel or edited("teach_tma.cu")
+    d_gmem = cp.asarray(np.ascontiguousarray(gmem))
+    d_out = cp.zeros(tmap.box_bytes, cp.uint8)
+    tmap_arg = tensor_map_arg(tmap.encode(d_gmem.data.ptr))
+    launch(kernel.load(), "teach_tma_load", (1,), (block,),
+           (tmap_arg, np.int32(coords[0]), np.int32(coords[1]), np.uint32(tmap.box_bytes), d_out),
+           barrier_names=TEACH_BARRIERS)
+    return cp.asnumpy(d_out)

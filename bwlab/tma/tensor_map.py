@@ -192,6 +192,15 @@ class TensorMap:
         return "\n".join(lines)
 
 
+def legal_inner_elems(dtype: str, swizzle: str = "none") -> list:
+    """The box widths (dim-0 elements) a tensor map of `dtype` under `swizzle` accepts: rows a multiple
+    of 16 bytes, at most the swizzle span, at most MAX_BOX elements (the explorer offers only these)."""
+    elem = element_type(dtype).bytes
+    span = swizzle_width(swizzle) or MAX_BOX * elem
+    step = max(1, 16 // elem)
+    return [n for n in range(step, MAX_BOX + 1, step) if n * elem <= span]
+
+
 def is_narrow_swizzle(tmap: TensorMap) -> bool:
     """A swizzled box whose rows are narrower than the swizzle span."""
     span = swizzle_width(tmap.swizzle)

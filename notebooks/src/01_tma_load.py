@@ -6,12 +6,27 @@
 # with one instruction, `cp.async.bulk.tensor`, and carries on; the bytes arrive asynchronously and an
 # **mbarrier** in SMEM tells every thread when they are all there.
 #
-# What you will see: the *tensor map* that describes the matrix; how a grid of CTAs covers it one box
-# each; the mbarrier handshake step by step; how the *swizzle* scatters 16-byte chunks over SMEM and
-# why (bank conflicts); what happens to a box that hangs off the edge; and, on a GPU with TMA, the
-# GPU's own SMEM bytes compared with bwlab's model byte for byte.
+# **Before this notebook:** `00_orientation` — the three tiers, a bulk copy completed through an
+# mbarrier, and bounded waits (a wait that gives up raises `MbarrierTimeout` instead of hanging). You
+# should know what a CUDA thread block (CTA) and shared memory are.
 #
-# **Runs on:** the next cell says which tier this notebook runs in here (`hardware` on sm_90+, else `model`).
+# **Words used here** (from the PTX ISA and CUTLASS's CuTe, so they carry over):
+# - *tensor map* — 128 bytes describing a tensor in GMEM, built on the host (`cuTensorMapEncodeTiled`;
+#   CuTe builds it in `make_tma_copy`);
+# - *box* — the block of the tensor one load copies; its *coordinates* are the element indices of its
+#   first element, innermost dimension first (dim 0 is the contiguous one);
+# - *mbarrier*, *expect_tx*, *complete_tx* — the barrier in SMEM that counts arrivals and bytes (section 3);
+# - *swizzle* — the permutation of 16-byte chunks the TMA applies as it writes SMEM (CuTe writes it
+#   `Swizzle<B,M,S>`: XOR B address bits starting at bit M+S into the B bits starting at bit M).
+#
+# What you will see: the tensor map; how a grid of CTAs covers the matrix one box each; the mbarrier
+# handshake step by step; the **teaching kernel** that does it, which you can change and run again; how
+# the swizzle scatters chunks over SMEM and why (bank conflicts); what happens to a box that hangs off
+# the edge; and the GPU's own SMEM bytes compared with bwlab's model byte for byte.
+#
+# **Runs on:** any machine. On an sm_90+ GPU (tier `hardware`) the GPU cells run live; elsewhere (tier
+# `model`) they show what an H100 produced — recorded bytes, labelled with where and when — and compare
+# them with the model computed now. The next cell says which tier you are in.
 
 # %% tags=["nbval-ignore-output"]
 import bwlab
@@ -60,7 +75,7 @@ for kwargs in (dict(dtype="bfloat16", global_shape=(80, 48), box_shape=(12, 16))
 #
 # A GEMM gives each CTA one tile. With a 3 × 3 grid, CTA `(blockIdx.x, blockIdx.y)` loads the box at
 # coordinates `(32 · x, 16 · y)`. 80 is not a multiple of 32, so the right-hand column of boxes hangs
-# 16 columns off the matrix; the TMA fills those with zeros (section 5), so the kernel needs no
+# 16 columns off the matrix; the TMA fills those with zeros (section 7), so the kernel needs no
 # special case for the edge.
 
 # %%
@@ -73,39 +88,33 @@ plt.show()
 # %% [markdown]
 # ## 3. The mbarrier handshake
 #
-# The kernel (`cuda_src/tma_load.cu`, kernel `tma_load_dump`) does, in this order:
+# A load takes four steps:
 #
 # 1. thread 0: `mbarrier.init(count = 1)` — one arrival completes a phase;
-# 2. thread 0: `mbarrier.arrive.expect_tx(box_bytes)` — arrives *and* raises the transaction count;
+# 2. thread 0: `mbarrier.arrive.expect_tx(box_bytes)` — arrives *and* raises the transaction count (tx);
 # 3. thread 0: `cp.async.bulk.tensor.2d ... [smem], [tmap, {c0, c1}], [mbar]` — the TMA engine reports
-#    every byte it writes with `complete_tx`, counting the transaction count back down;
-# 4. everyone: `mbarrier.try_wait.parity(0)` until phase 0 has completed: pending arrivals **and**
-#    transaction count both zero.
+#    every byte it writes with `complete_tx`, counting tx back down;
+# 4. every thread: `mbarrier.try_wait.parity(0)` until phase 0 has completed: pending arrivals **and**
+#    tx both zero.
 #
-# The timeline below is computed by `bwlab.hw.mbarrier.Mbarrier`, a small model of that state machine. How finely the
-# hardware splits its `complete_tx` is not architectural; only the total is, so it is drawn in four parts.
+# The timeline below is computed by `bwlab.hw.mbarrier.Mbarrier`, a small model of that state machine.
+# How finely the hardware splits its `complete_tx` is not architectural; only the total is, so it is
+# drawn in four parts.
 
 # %%
 tma.plot_handshake(tmap.box_bytes, pieces=4)
 plt.show()
 
 # %% [markdown]
-# Announce 16 bytes more than the box holds and the count never reaches zero: the phase never
-# completes. In a real kernel that is a hang; bwlab's waits are bounded (`mbarrier_wait` gives up
-# after 200 ms and the host raises `MbarrierTimeout` naming the barrier).
+# Announce 16 bytes more than the box holds and tx never reaches zero: the phase never completes. In a
+# real kernel that is a hang; bwlab's waits are bounded (`mbarrier_wait` gives up after 200 ms and the
+# host raises `MbarrierTimeout` naming the barrier). Section 5 makes this mistake in a real kernel.
 
 # %%
 tma.plot_handshake(tmap.box_bytes, pieces=4, extra_tx=16)
 plt.show()
 last = tma.handshake_events(tmap.box_bytes, pieces=4, extra_tx=16)[-1]
 print(f"after every byte arrived: tx-count = {last[3]} (expected 16), phase 0 complete: {last[5]} (expected False)")
-
-# %% [markdown]
-# The kernel source, top to bottom in the order above:
-
-# %%
-from bwlab.source import show_source
-kernel_text = show_source("tma_load.cu", kernel="tma_load_dump")
 
 # %% [markdown]
 # ## 4. What lands in SMEM: the model
@@ -121,16 +130,130 @@ print("SMEM image shape:", smem.shape, " expected (16, 32)")
 print("equals gmem[16:32, 32:64]:", np.array_equal(smem, gmem[16:32, 32:64]), " expected True")
 
 # %% [markdown]
-# ## 5. Swizzle
+# ## 5. The kernel
+#
+# `cuda_src/teach_tma.cu` is the whole load: the four steps of section 3, then every thread copies the
+# SMEM box out to GMEM so Python can look at it. The tensor map travels as a kernel parameter marked
+# `const __grid_constant__`, so `&tmap` is the address of the parameter itself, not of a local copy
+# (the TMA instruction takes a tensor map only in parameter, constant or global memory); each PTX instruction is one named wrapper from `cuda_src/ptx/` (`tma_load_2d`
+# is `cp.async.bulk.tensor.2d`, `mbarrier_wait` the bounded `try_wait.parity` loop).
+
+# %%
+from bwlab.lab import TeachingKernel
+from bwlab.results import load_recording
+k = TeachingKernel("teach_tma.cu")
+k.show()
+
+# %% [markdown]
+# `tma.run_teach(gmem, tmap, coords)` encodes the tensor map for a copy of `gmem` on the GPU, launches
+# one CTA of 128 threads and returns the bytes — the same arguments and the same result as
+# `tma_load_model`, so `TmaLoad(...).check(...)` compares them byte by byte. Without a GPU with TMA the
+# cell shows what an H100 returned for this very box, and compares that with the model computed now.
+
+# %% tags=["nbval-ignore-output"]
+case = tma.TmaLoad(gmem, tmap, (32, 16))
+if device.tier("tma") == "hardware":
+    got, source = tma.run_teach(gmem, tmap, (32, 16)), "this GPU"
+else:
+    rec = load_recording("tma_teach")
+    got, source = rec["smem_plain"], rec.label
+print(case.check(got, source=source))
+
+# %% [markdown]
+# ### Change it
+#
+# `k.replace(old, new)` returns an edited copy; `.compile()` builds it (no GPU needed), and
+# `tma.run_teach(..., kernel=mine)` runs it. To rewrite the whole kernel instead, run `%load_ext bwlab.lab`
+# once and start a cell with `%%cuda teach_tma.cu` followed by your version: it is compiled at once, and
+# `tma.run_teach` uses it from then on. A compile error comes back on the line of your text it refers to
+# — here, passing the tensor map itself where the instruction wants its address:
+
+# %%
+from bwlab.compile import CompileError
+typo = k.replace("tma_load_2d(smem, &tmap,", "tma_load_2d(smem, tmap,")
+try:
+    typo.compile()
+except CompileError as e:
+    for file, line, kind, msg in e.diagnostics:
+        print(f"{kind} on line {line}: {msg}\n  {line:3d} | {typo.text.splitlines()[line - 1].strip()}")
+
+# %% [markdown]
+# The mistake of section 3 compiles cleanly — no compiler can know how many bytes a box holds:
+
+# %%
+mine = k.replace("mbarrier_arrive_expect_tx(&smem_full, box_bytes);",
+                 "mbarrier_arrive_expect_tx(&smem_full, box_bytes + 16);")
+print(mine.diff())
+for arch in mine.targets:
+    mine.compile(arch)
+print("compiles for", ", ".join(mine.targets))
+
+# %% [markdown]
+# Run it: the TMA brings `box_bytes`, tx stops at 16, phase 0 never completes, and after 200 ms every
+# thread's bounded wait gives up; the host raises `MbarrierTimeout` naming the barrier. On a machine
+# without a GPU with TMA, the H100's answer to the same edit:
+
+# %% tags=["nbval-ignore-output"]
+import time
+from bwlab.runtime import MbarrierTimeout
+if device.tier("tma") == "hardware":
+    t0 = time.perf_counter()
+    try:
+        tma.run_teach(gmem, tmap, (32, 16), kernel=mine)
+        print("the launch completed: expected an MbarrierTimeout")
+    except MbarrierTimeout as e:
+        print(f"this GPU, after {time.perf_counter() - t0:.2f} s: MbarrierTimeout: {e}")
+    print(tma.TmaLoad(gmem, tmap, (32, 16)).check(tma.run_teach(gmem, tmap, (32, 16)), source="this GPU, "
+          "the original kernel again: the context survived the timeout"))
+else:
+    rec = load_recording("tma_teach_bad_expect_tx")
+    print(f"{rec.label}, after {float(rec['call_ms']) / 1e3:.2f} s: MbarrierTimeout: {rec['message']}")
+    print(tma.TmaLoad(gmem, tmap, (32, 16)).check(rec["smem_plain_after"], source=rec.label + ", the original "
+          "kernel again: the context survived the timeout"))
+
+# %% [markdown]
+# And the model's mbarrier, given the same edit, says why:
+
+# %%
+from bwlab.hw.mbarrier import Mbarrier
+bar = Mbarrier(1)
+bar.arrive_expect_tx(tmap.box_bytes + 16)   # the edited line
+bar.complete_tx(tmap.box_bytes)             # every byte of the box has landed
+print(bar, "  phase 0 complete:", bar.try_wait_parity(0), "(expected False: tx stays at 16)")
+
+# %% [markdown]
+# The validation harness (`cuda_src/tma_load.cu`, kernel `tma_load_dump`) runs the same handshake for
+# every rank and option, with extra checks; sections 6–8 use it through `tma.run_tma_load`.
+
+# %% [markdown]
+# ## 6. Swizzle
 #
 # With a swizzle, the TMA writes each 16-byte chunk to a different place: chunk bits 4–6 of the SMEM
-# address are XORed with bits 7–9 (128B mode; 64B and 32B use fewer bits). It is a function of the
-# **SMEM address**, so the picture depends on where the buffer starts. A box row may be no wider than
-# the mode's span. Each cell below is one 16-byte chunk of SMEM; `rK cJ` says it holds chunk J of box row K.
+# address are XORed with bits 7–9 (128B mode, CuTe's `Swizzle<3,4,3>`; 64B and 32B use fewer bits:
+# `Swizzle<2,4,3>`, `Swizzle<1,4,3>`). It is a function of the **SMEM address**, so the picture depends
+# on where the buffer starts. A box row may be no wider than the mode's span. Each cell below is one
+# 16-byte chunk of SMEM; `rK cJ` says it holds chunk J of box row K.
 
 # %%
 tma.plot_swizzle_modes("float16")
 plt.show()
+
+# %% [markdown]
+# The teaching kernel of section 5, given a tensor map with `swizzle="128B"` and a box of 64 bf16 (128-byte
+# rows): its `alignas(1024)` buffer starts where the pattern starts, so the GPU's bytes are the model's
+# at address 0.
+
+# %% tags=["nbval-ignore-output"]
+sw_map = TensorMap("bfloat16", (80, 48), (64, 16), swizzle="128B")
+case = tma.TmaLoad(gmem, sw_map, (0, 16))
+if device.tier("tma") == "hardware":
+    got, source = tma.run_teach(gmem, sw_map, (0, 16)), "this GPU"
+else:
+    rec = load_recording("tma_teach")
+    got, source = rec["smem_swizzled"], rec.label
+print(case.check(got, source=source))
+print("SMEM line 1 holds chunks", [int(c) for c in tma.smem_chunks(sw_map, 0)[1][8:16]], "of box row 1, expected",
+      [c ^ 1 for c in range(8)])
 
 # %% [markdown]
 # The same 128B-swizzled box written at 0x0180 instead of 0x0000: the pattern starts three lines in
@@ -177,7 +300,7 @@ tma.plot_bank_conflicts("float16", access_bytes=16)
 plt.show()
 
 # %% [markdown]
-# ## 6. A box that hangs off the edge
+# ## 7. A box that hangs off the edge
 #
 # Coordinates are signed 32-bit integers and may point outside the tensor, even below zero; the one
 # restriction is that the box starts on a 16-byte boundary of its row (dim-0 coordinate × element size
@@ -203,38 +326,54 @@ tma.plot_oob_box(nanfill, g, (-4, -2))
 plt.show()
 
 # %% [markdown]
-# ## 7. The GPU's bytes next to the model's
-#
-# On a GPU with TMA, `tma.run_tma_load` (or `tma.TmaLoad(...).run()`) runs `tma_load_dump`: it clears the SMEM window, loads the box, checks the transaction count was exact (a second phase must complete with
-# no bytes outstanding) and copies the raw SMEM out, swizzle and all. The model takes the same
-# arguments, so the comparison is one line. The last two boxes have rows narrower than their swizzle
-# span (16 and 48 bytes). Then 200 random loads (every element size, rank 1–5, every swizzle with full and
-# narrow rows, boxes off the edge, element strides, every SMEM offset mod 1024, the prefetch variants)
-# go through the same check, with the window painted with a known background so a stray byte shows.
+# The GPU fills the same way (`tma.run_tma_load`, the harness kernel; or a recording made on an H100):
 
 # %% tags=["nbval-ignore-output"]
 if device.tier("tma") == "hardware":
-    for mode, inner in (("none", 64), ("32B", 16), ("64B", 32), ("128B", 64), ("64B", 8), ("128B", 24)):
-        t = TensorMap("bfloat16", (80, 48), (inner, 16), swizzle=mode)
-        for coords, offset in (((32, 16), 0), ((64, 40), 384)):
-            case = tma.TmaLoad(gmem, t, coords, smem_address=offset)
-            gpu = case.run()
-            print(f"{mode:5s} box at {coords}, SMEM +{offset:4d}: {gpu.size} bytes, "
-                  f"GPU == model: {case.check(gpu).ok} (expected True)")
-    from bwlab.checks.tma import random_cases, validate_cases
-    report = []
-    failures = validate_cases(random_cases(200, seed=1), say=report.append)
-    print("\n".join(report))
-    print(f"random loads: {200 - failures}/200 bit-exact (expected 200/200)")
+    got, source = {"zero": tma.run_tma_load(g, small, (16, 9)), "nan": tma.run_tma_load(g, nanfill, (-4, -2))}, "this GPU"
 else:
-    print("No GPU with TMA here (tier 'model'): on an sm_90+ GPU this cell loads six boxes with "
-          "tma_load_dump and compares every SMEM byte with tma_load_model, then 200 random loads.")
+    rec = load_recording("tma_load_oob")
+    got, source = {"zero": rec["smem_zero"], "nan": rec["smem_nan"]}, rec.label
+print(tma.TmaLoad(g, small, (16, 9)).check(got["zero"], source=source))
+print(tma.TmaLoad(g, nanfill, (-4, -2)).check(got["nan"], source=source))
 
 # %% [markdown]
-# ## 8. Try it
+# ## 8. The GPU's bytes next to the model's, for every swizzle
 #
-# Box width and height, element type, swizzle and destination: the picture is redrawn by the model.
-# An illegal combination shows the rule it breaks instead.
+# `tma.run_tma_load` (or `tma.TmaLoad(...).run()`) runs the validation harness `tma_load_dump`: it clears
+# an SMEM window, loads the box, checks that the transaction count was exact (a second phase must
+# complete with no bytes outstanding) and copies the raw SMEM out, swizzle and all. The model takes the
+# same arguments, so the comparison is one line. Six tensor maps × two positions, the second at SMEM
+# offset 384 (three lines into the swizzle pattern); the last two have rows narrower than their swizzle
+# span (16 and 48 bytes). `python -m bwlab.validate tma` runs many random loads the same way (every element
+# size, rank 1–5, boxes off the edge, element strides, every SMEM offset); the last line says how many of
+# 200 such loads came back bit-exact.
+
+# %% tags=["nbval-ignore-output"]
+MODES = (("none", 64), ("32B", 16), ("64B", 32), ("128B", 64), ("64B", 8), ("128B", 24))
+POSITIONS = (((32, 16), 0), ((64, 40), 384))
+live = device.tier("tma") == "hardware"
+rec = None if live else load_recording("tma_load_modes")
+print("source:", "this GPU" if live else rec.label)
+for i, ((mode, inner), (coords, offset)) in enumerate((m, p) for m in MODES for p in POSITIONS):
+    case = tma.TmaLoad(gmem, TensorMap("bfloat16", (80, 48), (inner, 16), swizzle=mode), coords, smem_address=offset)
+    result = case.check(case.run() if live else rec[f"smem_{i}"])
+    print(f"{mode:5s} box {inner:2d} x 16 at {str(coords):8s} SMEM +{offset:3d}: {result.compared:4d} bytes, "
+          f"GPU == model: {result.ok} (expected True)")
+if live:
+    from bwlab.checks.tma import random_cases, validate_cases
+    ok = 200 - validate_cases(random_cases(200, seed=1), say=print)
+else:
+    ok = int(rec["random_ok"])
+print(f"random loads: {ok}/200 bit-exact (expected 200/200)")
+
+# %% [markdown]
+# ## 9. Try it
+#
+# Element type, swizzle, box width and height, destination: the picture is redrawn by the model. The box
+# width offers only the widths the tensor map accepts (a multiple of 16 bytes, at most the swizzle span);
+# change the type or the swizzle and it moves to the nearest legal width, and says so under the picture.
+# The controls need a live Python kernel; the picture stored with the notebook is the default setting.
 
 # %% tags=["nbval-ignore-output"]
 try:
@@ -244,12 +383,28 @@ except ImportError as e:  # running as a plain script
     print("the explorer needs IPython and ipywidgets:", e)
 
 # %% [markdown]
-# ## 9. Peek under the hood
+# ## 10. Peek under the hood
 #
-# The PTX that `tma_load_dump` compiles to (NVRTC, sm_90a): the proxy fence after the background is
-# painted, `mbarrier.init`, the L2 prefetch variant, `arrive.expect_tx`, one `cp.async.bulk.tensor` per
-# rank (the rank is a run-time value), and the bounded `try_wait` loops.
+# The PTX of the teaching kernel (NVRTC, sm_90a), one line per step of section 3: `mbarrier.init`, the
+# fence that makes it visible to the async proxy, `arrive.expect_tx`, the `cp.async.bulk.tensor.2d` with
+# its tensor map, coordinates and mbarrier, and the bounded wait (`%globaltimer` read around
+# `mbarrier.try_wait.parity`).
 
 # %% tags=["nbval-ignore-output"]
-from bwlab.compile import compile_cuda
-print(compile_cuda("tma_load", arch="sm_90a").ptx_excerpt("tma_load_dump"))
+print(k.compile("sm_90a").ptx_excerpt("teach_tma_load"))
+
+# %% [markdown]
+# ## Recap
+#
+# - A **tensor map** (built on the host, checked by `TensorMap` before the driver sees it) describes the
+#   tensor; one `cp.async.bulk.tensor` instruction copies a **box** of it, given its coordinates.
+# - The **mbarrier** handshake: init → `arrive.expect_tx(box bytes)` → the load → bounded wait. The phase
+#   completes only when the arrival is in *and* every announced byte has landed; announce a wrong count
+#   and the wait never succeeds (`MbarrierTimeout` here, a hang elsewhere).
+# - The **swizzle** moves 16-byte chunks by XOR with address bits 7–9, so it depends on the SMEM address
+#   (place swizzled tiles on 1024-byte boundaries) and spreads a column read over all banks.
+# - Elements **outside the tensor** are filled (zero or NaN) and still count towards expect_tx.
+# - `TmaLoad(...).check(got)` compares any result — the GPU's, a recording, yours — byte by byte with the model.
+#
+# **Next:** `02_multicast` — a *cluster* of CTAs, and one TMA load whose box lands in the SMEM of several
+# CTAs at once.
