@@ -318,19 +318,33 @@ def test_pictures_have_titles_and_legends():
     import matplotlib.pyplot as plt
     tm = TensorMemory()
     tm.alloc(cta=0, warp=0, ncols=256)
-    for ax in [tmem.draw_tmem(tm), tmem.draw_warp_quarters(),
-               tmem.draw_ld_map(TmemAccess("16x64b", 2, pack16=True), warp=1),
-               *tmem.draw_accumulator_owners(TmemAccess("16x256b", 8), highlight=(37, 13)).axes]:
+    owners = tmem.draw_accumulator_owners(TmemAccess("16x256b", 8), highlight=(37, 13)).axes
+    for ax in [tmem.draw_tmem(tm), tmem.draw_ld_map(TmemAccess("16x64b", 2, pack16=True), warp=1), owners[0]]:
         assert ax.get_title() and ax.get_legend() is not None
+    # the zoom and the quarters name what they draw in their cells, so they carry no legend
+    assert "thread (T) and register (r)" in owners[1].get_title()
+    quarters = tmem.draw_warp_quarters()
+    assert quarters.get_title() and sum("warps" in t.get_text() for t in quarters.texts) == 4
     fig = tmem.draw_gallery(1)
-    assert fig._suptitle is not None and fig.axes[-1].get_legend() is not None
+    assert fig._suptitle is not None and all(ax.get_title() for ax in fig.axes)
+    assert all(fig.get_figwidth() <= 12 for fig in map(plt.figure, plt.get_fignums()))  # ~1000 px
     plt.close("all")
 
 
 def test_widget_builds():
     pytest.importorskip("ipywidgets", reason="ipywidgets is not installed (e.g. the GPU image)")
+    import matplotlib
+    matplotlib.use("Agg")
     w = tmem.ld_widget()
-    assert [c.description for c in w.children[:4]] == ["shape", "num", "pack::16b", "warp"]
+    controls, _picture = w.children            # the picture sits right under the controls
+    shape, num, pack, warp = controls.children
+    assert [c.description for c in controls.children] == ["shape", ".num", "pack::16b", "warp"]
+    assert controls.layout.flex_flow == "row wrap"
+    assert list(num.options) == [f"x{n}" for n in tmem.legal_nums("16x256b")]
+    shape.value = "32x32b"
+    num.value = "x128"
+    shape.value = "16x256b"                    # x128 is illegal there: the list and the value follow
+    assert list(num.options)[-1] == "x32" and num.value == "x32"
 
 
 def test_accumulator_layout_agrees_with_the_umma_stage():

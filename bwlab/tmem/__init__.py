@@ -21,8 +21,11 @@ Files:
   model.py        `tcgen05_ld` / `tcgen05_st` on a TMEM image; `ld_roundtrip_model`, `st_roundtrip_model`
   alloc.py        `TensorMemory`: an image plus the allocator, raising `TmemError` naming the rule
   accumulator.py  the epilogue's view: `accumulator_owners`, `read_accumulator` (on UMMA's layout)
-  runner.py       `run_ld_roundtrip` / `run_st_roundtrip`: cuda_src/tmem_sm100.cu on an sm_100 GPU
+  runner.py       `run_ld_roundtrip` / `run_st_roundtrip`: cuda_src/tmem_sm100.cu on an sm_100 GPU;
+                  `run_teach`: cuda_src/teach_tmem.cu
   case.py         `TmemLoad`, `TmemStore`: model() / run() / check() / show()
+  teach.py        the teaching kernel cuda_src/teach_tmem.cu as the model sees it: `teach_plan`,
+                  `teach_model`, `teach_case` (its GPU run: `runner.run_teach`)
   pictures.py     `draw_*`, `ld_widget`
 Validation (`python -m bwlab.validate tmem`) and the generator of cuda_src/ptx/tcgen05_ldst.cuh
 (`python -m bwlab.tmem header`) live in `bwlab/checks/`.
@@ -39,12 +42,15 @@ from . import tables
 from .alloc import Allocation, TensorMemory, TmemNote
 from .case import TmemLoad, TmemStore
 from .forms import (COLUMNS_PER_NUM, LANES_PER_SHAPE, MAX_REGS_PER_THREAD, NUMS, REGS_PER_NUM, SHAPE_CODE,
-                    SHAPES, TmemAccess, all_accesses, instructions_per_warp, ld_fragment_map)
+                    SHAPES, TmemAccess, all_accesses, instructions_per_warp, ld_fragment_map,
+                    legal_nums)
 from .model import (compare_st_images, defined_st_bits, ld_roundtrip_model, pattern_image,
                     register_pattern, st_cells_mask, st_roundtrip_model, tcgen05_ld, tcgen05_st)
 from .runner import (all_kernel_names, check_configurations, compile_kernels, kernel_name, run_ld_roundtrip,
-                     run_st_roundtrip)
+                     run_st_roundtrip, run_teach)
 from .tables import CP_TABLE, check_alloc, check_cp, check_ldst
+from .teach import (TEACH_FILE, TeachPlan, address_image, teach_case, teach_model, teach_plan, teach_sass,
+                    try_teach)
 
 _PICTURES = ("draw_tmem", "draw_warp_quarters", "draw_ld_map", "draw_gallery", "draw_accumulator_owners",
              "ld_widget")
@@ -53,14 +59,15 @@ __all__ = [
     "LANES", "COLUMNS", "TmemError", "encode_address", "decode_address", "format_address",
     "warp_lane_range", "new_image",
     "SHAPES", "NUMS", "REGS_PER_NUM", "MAX_REGS_PER_THREAD", "LANES_PER_SHAPE", "COLUMNS_PER_NUM",
-    "SHAPE_CODE", "TmemAccess", "all_accesses", "ld_fragment_map", "instructions_per_warp",
+    "SHAPE_CODE", "TmemAccess", "all_accesses", "ld_fragment_map", "instructions_per_warp", "legal_nums",
     "tcgen05_ld", "tcgen05_st", "Allocation", "TensorMemory", "TmemNote",
     "tables", "check_alloc", "check_ldst", "check_cp", "CP_TABLE", "check_configurations",
     "pattern_image", "register_pattern", "ld_roundtrip_model", "st_roundtrip_model", "st_cells_mask",
     "defined_st_bits", "compare_st_images", "run_ld_roundtrip", "run_st_roundtrip", "TmemLoad", "TmemStore",
     "kernel_name", "all_kernel_names", "compile_kernels",
     "accumulator_layout", "example_accumulator", "LoadStep", "epilogue_loads", "accumulator_owners",
-    "read_accumulator", *_PICTURES,
+    "read_accumulator", "TEACH_FILE", "TeachPlan", "teach_plan", "teach_model", "teach_case",
+    "address_image", "run_teach", "teach_sass", "try_teach", *_PICTURES,
 ]
 
 

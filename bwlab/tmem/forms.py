@@ -13,7 +13,7 @@ from ..hw.tmem import COLUMNS, TmemError
 from .tables import LD_NUM_TABLE, LDST_PACK, LDST_SHAPES, MAX_REGS, check_ldst
 
 __all__ = ["SHAPES", "NUMS", "REGS_PER_NUM", "MAX_REGS_PER_THREAD", "LANES_PER_SHAPE", "COLUMNS_PER_NUM",
-           "SHAPE_CODE", "TmemAccess", "all_accesses", "ld_fragment_map", "instructions_per_warp"]
+           "SHAPE_CODE", "TmemAccess", "all_accesses", "ld_fragment_map", "instructions_per_warp", "legal_nums"]
 
 # Derived from the ISA's tables (bwlab.tmem.tables): shape names, .num values, registers per thread
 # for .x1, lanes per instruction, 32-bit columns per lane for .x1 (per half-warp for .16x32bx2).
@@ -188,3 +188,15 @@ def ld_fragment_map(shape: str, num: int, pack16: bool = False,
 def instructions_per_warp(access: TmemAccess) -> int:
     """A warp covers its 32 lanes with one .32x32b instruction or two of a 16-lane shape."""
     return 32 // access.lanes
+
+
+def legal_nums(shape: str, pack16: bool = False) -> list[int]:
+    """The .num values the ISA allows for `shape` (at most 128 registers per thread)."""
+    ok = []
+    for n in NUMS:
+        try:
+            TmemAccess(shape, n, pack16)
+            ok.append(n)
+        except TmemError:
+            pass
+    return ok

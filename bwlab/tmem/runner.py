@@ -14,7 +14,7 @@ from .model import check_roundtrip
 from .tables import LDST_PACK, check_alloc, check_ldst
 
 __all__ = ["KERNEL_SOURCE", "kernel_name", "all_kernel_names", "compile_kernels", "run_ld_roundtrip",
-           "run_st_roundtrip", "check_configurations", "kernel_allocation_columns"]
+           "run_st_roundtrip", "check_configurations", "kernel_allocation_columns", "run_teach"]
 
 KERNEL_SOURCE = "tmem_sm100"
 
@@ -104,4 +104,23 @@ def run_st_roundtrip(access: TmemAccess, image: np.ndarray, regs: np.ndarray,
     regs_d = cp.asarray(np.ascontiguousarray(regs, dtype=np.uint32))
     out = cp.zeros_like(img)
     launch(_module(), kernel_name("st", access), (1,), (128,), (img, regs_d, out, np.uint32(col0)))
+    return cp.asnumpy(out)
+
+
+def run_teach(kernel=None) -> np.ndarray:
+    """Run the teaching kernel cuda_src/teach_tmem.cu (or `kernel`: a `bwlab.lab.TeachingKernel` or
+    CUDA text; None takes the learner's `%%cuda teach_tmem.cu` version) on an sm_100 GPU: one CTA of
+    128 threads. Returns what `teach_model` computes: uint32 (4 warps, 1 load, 32 threads, kNum);
+    registers the kernel never wrote read 0xffffffff."""
+    from .. import device
+    from .teach import teach_kernel, teach_plan
+    k = teach_kernel(kernel)
+    plan = teach_plan(k)
+    if not 1 <= plan.num <= 128:
+        raise TmemError(f"kNum = {plan.num}: .32x32b takes .num x1 .. x128")
+    device.require("tmem")
+    import cupy as cp
+    from ..runtime import launch
+    out = cp.full((4, 1, 32, plan.num), 0xFFFFFFFF, dtype=cp.uint32)
+    launch(k.load(), "teach_tmem", (1,), (128,), (out,))
     return cp.asnumpy(out)

@@ -4,19 +4,26 @@
 # The tensor core of stage 3 leaves the accumulator in **Tensor Memory** (TMEM), a per-SM memory of the
 # GPUs with `tcgen05` (the PTX ISA lists sm_100a, sm_103a and sm_110a). Before the TMA store of stage 5
 # can write D to global memory, the epilogue warps must bring it into registers with **`tcgen05.ld`**.
+#
+# **Before this notebook:** [03 · UMMA](03_umma.ipynb) (the accumulator `tcgen05.mma` writes into TMEM,
+# and its layout: `D[m][n]` at lane *m*, column *n*). Warps, warpgroups (4 warps) and registers are
+# assumed; mbarriers are not needed here.
+#
 # This notebook covers:
 #
 # 1. TMEM as a grid of 128 lanes x 512 columns of 32 bits;
 # 2. allocation (`tcgen05.alloc` / `dealloc` / `relinquish_alloc_permit`) and its rules;
 # 3. the TMEM address (lane in bits 31-16, column in bits 15-0);
 # 4. warp quarters: which lanes a warp may touch;
-# 5. the five `tcgen05.ld` shapes as thread maps, and the registers each thread receives;
-# 6. which thread ends up holding `D[r][c]`;
-# 7. `tcgen05.wait::ld`; the accumulator read out; a widget; the PTX.
+# 5. **the teaching kernel**: allocate, `tcgen05.st`, `tcgen05.ld`, free, in 60 lines you can change;
+# 6. the five `tcgen05.ld` shapes as thread maps, and the registers each thread receives;
+# 7. which thread ends up holding `D[r][c]`; the accumulator read out; a widget.
 #
-# **Runs on:** the first cell says which tier the TMEM stage runs in here. On an sm_100-family GPU the
-# round-trip kernels of `cuda_src/tmem_sm100.cu` run for real and are compared with the model; elsewhere
-# TMEM is modelled by `bwlab.tmem` (the kernels are still compiled for sm_100a, so ptxas checks them).
+# **Runs on:** TMEM exists only on sm_100-family GPUs; an H100 has none. On such a GPU the teaching
+# kernel and the round-trip kernels run and are compared with the model. Everywhere else (an H100
+# included) TMEM is modelled by `bwlab.tmem`, and every kernel is still compiled for sm_100a, so ptxas
+# checks each instruction. No GPU result is shown in this notebook: none exists without an sm_100 GPU.
+# The first cell says which tier the TMEM stage runs in here.
 
 # %% tags=["nbval-ignore-output"]
 import bwlab
@@ -139,7 +146,126 @@ attempt("warp 1 loads lane 0", lambda: tmem.tcgen05_ld(img, tmem.encode_address(
 attempt("warp 5 loads lane 32", lambda: tmem.tcgen05_ld(img, tmem.encode_address(32, 0), "32x32b", 1, warp=5))
 
 # %% [markdown]
-# ## 5. The five `tcgen05.ld` shapes
+# ## 5. The teaching kernel
+#
+# Everything so far fits in one short kernel. One CTA of 128 threads (a warpgroup):
+#
+# 1. warp 0 allocates `kColumns` columns; the address lands in shared memory; the CTA gives up its
+#    permit to allocate again;
+# 2. `tcgen05.fence::before_thread_sync`, `__syncthreads`, `tcgen05.fence::after_thread_sync` publish
+#    the allocation, and every thread reads the address from SMEM;
+# 3. each warp addresses its own quarter: `lane0 = 32 * (warp % 4)`, `taddr = base + (lane0 << 16)`;
+# 4. `tcgen05.st.32x32b.x8`: register *j* of thread *t* goes to lane `lane0 + t`, column *j*; each cell
+#    receives its own `(lane << 16) | column`, so a value read back says where it was read;
+#    `tcgen05.wait::st` before reading the cells back;
+# 5. `tcgen05.ld.32x32b.x8` brings the same cells back, `tcgen05.wait::ld`, registers to global memory;
+# 6. once every warp is done (fences around a barrier again), warp 0 frees the columns.
+#
+# Every `tcgen05` instruction here ends in `.sync.aligned`: all 32 threads of a warp execute it
+# together. The branches on `warp` are warp-uniform (the warp index is broadcast from lane 0 with
+# `__shfl_sync`, so the compiler knows it too). No mbarrier is needed: a warp waits for its own
+# `tcgen05.st`/`ld` with `tcgen05.wait`, and the warps share nothing but the address. The whole kernel:
+
+# %%
+from bwlab.lab import TeachingKernel
+k = TeachingKernel("teach_tmem.cu")
+k.show()
+
+# %% [markdown]
+# `.32x32b` is the simplest `tcgen05.ld` shape: **thread *t* reads lane *t*** of the 32 lanes the
+# address points at, and **register *j* is column *j***. With `.x8` each thread receives 8 registers,
+# one row of 8 columns:
+
+# %%
+tmem.draw_ld_map(TmemAccess("32x32b", 8), warp=1)
+plt.show()
+
+# %% [markdown]
+# The model follows the kernel: `tmem.teach_plan` reads `kColumns`, `kNum` and the `lane0` line from its
+# text, and `tmem.teach_model` replays it on `TensorMemory` (alloc, relinquish, each warp's st and ld,
+# dealloc, exit), with every rule of sections 2-4 checked. Warp 1, thread 3 reads lane 32 + 3 = 35:
+
+# %%
+print(tmem.teach_plan(k))
+regs = tmem.teach_model(k)           # (warp, load, thread, register)
+print("warp 1, thread 3:", " ".join(f"{v:#010x}" for v in regs[1, 0, 3]))
+print("expected:        ", " ".join(f"{(35 << 16) | j:#010x}" for j in range(8)),
+      "  (lane 35 in bits 31-16, columns 0..7)")
+
+# %% [markdown]
+# On an sm_100 GPU, `tmem.run_teach()` runs this kernel and returns the same array, and
+# `tmem.teach_case().check(...)` compares it with the `.32x32b.x8` load of the stage's model
+# (`TmemLoad`), register by register. Here the model's replay of the kernel is checked against that
+# same case, and the kernel is compiled for sm_100a:
+
+# %%
+print(tmem.teach_case(k).check(regs, source="the kernel replayed on the model"))
+built = k.compile("sm_100a")
+print("compiled for sm_100a:", built.kernels(), "  (expected ['teach_tmem'])")
+if bwlab.tier("tmem") != "hardware":
+    print("The GPU result needs an sm_100-family GPU: this machine has no TMEM.")
+
+# %% tags=["nbval-ignore-output"]
+if bwlab.tier("tmem") == "hardware":
+    print(tmem.teach_case(k).check(tmem.run_teach(k), source=bwlab.gpu_info().name))
+
+# %% [markdown]
+# ### Peek under the hood
+#
+# Each wrapper of `cuda_src/ptx/tcgen05.cuh` and `tcgen05_ldst.cuh` is one PTX instruction; the PTX of
+# the kernel, in order:
+
+# %% tags=["nbval-ignore-output"]
+print(built.ptx_excerpt("teach_tmem", patterns=("tcgen05", "bar.sync", "shfl")))
+
+# %% [markdown]
+# and what ptxas made of it for sm_100a (the SASS, where the tools to print it are installed): `STTM.x8`
+# and `LDTM.x8` are the store and the load, each one instruction for the warp; `UTCATOMSWS` appears
+# where alloc (`FIND_AND_SET`) and dealloc (`AND`) stand; the address sits in a uniform register (`UR5`),
+# one value for the whole warp.
+
+# %% tags=["nbval-ignore-output"]
+print(tmem.teach_sass(k) or "(cuobjdump / nvdisasm not installed here: no SASS)")
+
+# %% [markdown]
+# ### Change it
+#
+# `tmem.try_teach(kernel)` does with an edited kernel what a learner wants to know: compiles it for
+# sm_100a (errors shown on your line), reads its plan, replays it on the model (or names the rule it
+# breaks) and, on an sm_100 GPU, runs it and checks it against the model. Edit with
+# `k.replace(old, new)`, or paste the kernel into a cell that starts with `%%cuda teach_tmem.cu`
+# (after `%load_ext bwlab.lab`): `tmem.try_teach()` then takes your version.
+#
+# **A wider load.** `kNum = 16`: each thread now receives 16 registers, 16 columns. The allocation of 32
+# columns still holds them:
+
+# %%
+wider = k.replace("constexpr int kNum = 8;", "constexpr int kNum = 16;")
+_ = tmem.try_teach(wider)
+tmem.draw_ld_map(tmem.teach_plan(wider).access, warp=1)
+plt.show()
+
+# %% [markdown]
+# Predict before you run: `kNum = 64` with `kColumns = 32`, or `kColumns = 48`. (The model refuses
+# both; which rule does each break?)
+#
+# **The wrong quarter.** Shift every warp by one quarter: warp 0 addresses lanes 32..63. The compiler
+# cannot know which lanes a warp may reach (the address is a run-time value), so the kernel compiles;
+# the model names the rule. On the GPU the ISA leaves the access undefined, so `try_teach` does not
+# launch an edit the model refuses:
+
+# %%
+_ = tmem.try_teach(k.replace("32 * (warp % 4)", "32 * ((warp + 1) % 4)"))
+
+# %% [markdown]
+# **A compile error.** Call the `.x16` wrapper on the 8-register array: the wrappers take a register
+# array of exactly the size the instruction fills, so the compiler stops at your line:
+
+# %%
+_ = tmem.try_teach(k.replace("tcgen05_ld_32x32b<kNum>(r, taddr);", "tcgen05_ld_32x32b_x16(r, taddr);"))
+
+# %% [markdown]
+# ## 6. The five `tcgen05.ld` shapes
 #
 # `tcgen05.ld.sync.aligned.<shape>.<num>[.pack::16b].b32 {regs}, [taddr]` is executed by a whole warp.
 # The shape says how many lanes one instruction touches and how many bits of each lane (`16x256b`: 16
@@ -187,7 +313,7 @@ tmem.draw_ld_map(TmemAccess("16x64b", 2, pack16=True), warp=0)
 plt.show()
 
 # %% [markdown]
-# ## 6. Who holds `D[r][c]`?
+# ## 7. Who holds `D[r][c]`?
 #
 # An epilogue warpgroup reads the 128 x N accumulator with one shape: warp *w* covers lanes 32w..32w+31
 # (two loads for a 16-lane shape) and the columns in chunks of the instruction's width. The accumulator of
@@ -224,19 +350,11 @@ tmem.draw_accumulator_owners(acc, 128, N, highlight=(r, c))
 plt.show()
 
 # %% [markdown]
-# ## 7. `tcgen05.wait::ld`
-#
-# `tcgen05.ld` is **asynchronous**: the instruction returns before the registers are filled. A warp must
-# execute `tcgen05.wait::ld.sync.aligned` before it reads them (and `tcgen05.wait::st` before relying on
-# a `tcgen05.st`). The model's `tcgen05_ld` hands back finished registers, so it cannot show the race; the
-# kernel shows the order (the load, then `tcgen05_wait_ld()`, then the registers are used):
-
-# %%
-from bwlab.source import show_source
-_ = show_source("tmem_sm100.cu", kernel="tmem_ld_roundtrip")
-
-# %% [markdown]
 # ## 8. The accumulator, read out
+#
+# `tcgen05.ld` is **asynchronous**: the instruction returns before the registers are filled, and a warp
+# must execute `tcgen05.wait::ld` before it reads them (the teaching kernel does, step 5). The model's
+# `tcgen05_ld` hands back finished registers, so it cannot show that race.
 #
 # The accumulator here came from:
 
@@ -256,44 +374,52 @@ for s in tmem.SHAPES:
     print(f"{acc.label():18s} {len(regs) // 4:10d} {acc.registers:12d}  {same}   (expected True)")
 
 # %% [markdown]
-# On an sm_100 GPU the same image goes into real TMEM (`tcgen05.st`) and comes back through each real
-# `tcgen05.ld` (`tmem_ld_roundtrip` in `cuda_src/tmem_sm100.cu`), and `TmemLoad.check()` compares it
-# register by register with the model. Elsewhere this cell says what it would do.
+# On an sm_100 GPU the validation kernels of `cuda_src/tmem_sm100.cu` (`tmem_ld_roundtrip`, one
+# instantiation per form) put this image into real TMEM with `tcgen05.st` and bring it back through each
+# real `tcgen05.ld`; `TmemLoad.check()` compares every register with the model. What can be shown here:
+# the model's registers for each shape at `.x8`, and the kernels, checked against the ISA's tables and
+# compiled for sm_100a (ptxas accepts each form):
+
+# %%
+forms = [TmemAccess(s, 8) for s in tmem.SHAPES]
+built_rt = tmem.compile_kernels(accesses=forms)
+for acc in forms:
+    case = tmem.TmemLoad(acc, image, 0)
+    got = case.model()
+    (lane, col), = case.cells(1, 0, 5, 0)
+    n_ld = built_rt.ptx_of(tmem.kernel_name("ld", acc)).count(f"tcgen05.ld.sync.aligned.{acc.shape}.x8.")
+    print(f"{acc.label():16s} registers {str(got.shape):15s} warp 1, thread 5, r0 = {got[1, 0, 5, 0]:#010x} "
+          f"= lane {lane:3d}, column {col};  PTX: {n_ld} x tcgen05.ld")
+print("The GPU result needs an sm_100-family GPU: this machine has no TMEM.")
 
 # %% tags=["nbval-ignore-output"]
 if bwlab.tier("tmem") == "hardware":
-    for s in tmem.SHAPES:
-        print(tmem.TmemLoad(TmemAccess(s, 8), image, 0).check())
-else:
-    print(f"TMEM tier is '{bwlab.tier('tmem')}': tcgen05 needs an sm_100-family GPU, so the round trip on "
-          "the GPU is skipped. There this cell runs tmem.TmemLoad(access, image).check() for each shape (x8): "
-          "tmem.run_ld_roundtrip on the GPU, every register compared with tmem.ld_roundtrip_model.")
+    for acc in forms:
+        print(tmem.TmemLoad(acc, image, 0).check())
+
+# %% [markdown]
+# The load under test, in the PTX of `tmem_ld_roundtrip` for `.16x256b.x8`: twice per warp (its 16-lane
+# shape covers half of the warp's quarter), each followed by `tcgen05.wait::ld`; the `.32x32b.x32` stores
+# before them fill TMEM:
+
+# %% tags=["nbval-ignore-output"]
+rt = tmem.kernel_name("ld", TmemAccess("16x256b", 8))
+print(built_rt.ptx_excerpt(rt, patterns=("tcgen05.ld", "tcgen05.wait", "tcgen05.st")))
+
+# %%
+ptx = built_rt.ptx_of(rt)
+print("tcgen05.ld.sync.aligned.16x256b.x8.b32:", ptx.count("tcgen05.ld.sync.aligned.16x256b.x8.b32"),
+      "  (expected 2: lanes +0 and +16 of the warp's quarter)")
+print("tcgen05.wait::ld:", ptx.count("tcgen05.wait::ld"), "  (expected 2: one after each)")
 
 # %% [markdown]
 # ## 9. Try it
 #
-# Pick a shape, `.num`, pack and a warp (warps 4..7 map to the same quarters as 0..3):
+# Pick a shape, `.num` (only the values the ISA allows for that shape), pack and a warp. Warps 4..7 use
+# the same lane quarters as 0..3: the picture changes only in the lanes named on its axis.
 
 # %% tags=["nbval-ignore-output"]
 tmem.ld_widget()
-
-# %% [markdown]
-# ## 10. Peek under the hood: the PTX for sm_100a
-#
-# The wrappers of `cuda_src/ptx/tcgen05_ldst.cuh` (one per shape, num and pack; generated by
-# `python -m bwlab.tmem header`) become single PTX instructions. The default instantiation of
-# `tmem_ld_roundtrip` loads `.16x256b.x8`, twice per warp:
-
-# %% tags=["nbval-ignore-output"]
-from bwlab.compile import compile_cuda
-built = compile_cuda("tmem_sm100", arch="sm_100a")
-print(built.ptx_excerpt("tmem_ld_roundtrip", patterns=("tcgen05",)))
-
-# %%
-ptx = built.ptx_of("tmem_ld_roundtrip")
-print("tcgen05.ld.sync.aligned.16x256b.x8.b32:", ptx.count("tcgen05.ld.sync.aligned.16x256b.x8.b32"),
-      "  (expected 2: lanes +0 and +16 of the warp's quarter)")
-print("tcgen05.wait::ld:", ptx.count("tcgen05.wait::ld"), "  (expected 2: one after each)")
 
 # %% [markdown]
 # ## What was checked, and how
@@ -304,8 +430,25 @@ print("tcgen05.wait::ld:", ptx.count("tcgen05.wait::ld"), "  (expected 2: one af
 # * All 148 round-trip kernels (ld and st, every form) assemble for sm_100a with NVRTC 12.9 and nvcc 13;
 #   the forms `TmemAccess` refuses are exactly those ptxas refuses (`tests/test_tmem_kernels.py`).
 # * The allocator's rules and errors (`tests/test_tmem.py`).
+# * The teaching kernel compiles for sm_100a; its replay on the model equals the `.32x32b` load of the
+#   stage's model, and edits that break a rule are refused naming it (`tests/test_tmem_teach.py`).
 # * Every row of the ISA's tables for `tcgen05.alloc/dealloc/relinquish`, `tcgen05.ld/st` and
 #   `tcgen05.cp` (`tmem.tables`, each row naming its section), and a sample of illegal forms refused with
 #   the rule (`tests/test_tmem_tables.py`); the `tcgen05.cp` table agrees with ptxas.
 # * Not checked here: the maps on real TMEM. That needs an sm_100-family GPU
-#   (`python -m bwlab.validate tmem`, and the `sm100` tests).
+#   (`python -m bwlab.validate tmem`, and the `sm100` tests), and so does the teaching kernel's run.
+
+# %% [markdown]
+# ## Recap
+#
+# * TMEM is 128 lanes x 512 columns of 32 bits per SM; one warp allocates a power of two of columns
+#   (32..512), the address comes back through shared memory, and the same warp frees it before exit.
+# * A TMEM address is lane << 16 | column; a warp reaches only lanes 32·(warp % 4) .. +31, so a
+#   warpgroup reads a 128-lane accumulator, one quarter per warp.
+# * `tcgen05.ld.<shape>.x<num>` is a thread map: `.32x32b` gives thread *t* lane *t*, register *j*
+#   column *j*; the 16-lane shapes spread a 16-lane block over the warp as the `mma` fragments do.
+# * `tcgen05.ld` and `tcgen05.st` are asynchronous: `tcgen05.wait::ld` / `::st` before the registers /
+#   the cells are used; each of them is `.sync.aligned`, executed by the whole warp together.
+#
+# **Next:** [05 · TMA store](05_tma_store.ipynb) takes the registers the epilogue warps now hold through
+# shared memory to global memory with a TMA store.
