@@ -27,7 +27,7 @@ from .canonical import (BASE32B, MAJORS, atom_rows, canonical_layout, check_choi
 
 __all__ = ["ARCHS", "LAYOUT_CODES_SM100", "LAYOUT_CODES_SM90", "SmemDesc", "make_smem_desc",
            "decode_smem_desc", "tile_desc", "smem_desc_for_tile", "gmma_desc_for_tile",
-           "descriptor_addresses", "read_operand", "format_fields"]
+           "descriptor_addresses", "read_operand", "format_fields", "edit_descs"]
 
 ARCHS = ("sm100", "sm90")
 # Swizzling-mode codes of the descriptor. SM100: bits 61-63 (cute::UMMA::LayoutType); SM90: bits
@@ -155,6 +155,14 @@ def decode_smem_desc(desc: int, arch: str = "sm100") -> SmemDesc:
     code = (desc >> 62) & 0x3
     names = {v: k for k, v in LAYOUT_CODES_SM90.items()}
     return SmemDesc(start, lbo, sbo, names[code], base, 0, 1, "sm90")
+
+
+def edit_descs(descs, arch: str, **fields) -> np.ndarray:
+    """A copy of an array of descriptors (one per K step) with the named fields replaced in every
+    one, e.g. `edit_descs(a_descs, "sm90", stride_byte_offset=512)` or `swizzle="64B"`. Field names
+    are SmemDesc's; offsets in bytes. The other fields, the start address included, stay."""
+    from dataclasses import replace
+    return np.array([replace(decode_smem_desc(int(d), arch), **fields).encode() for d in descs], np.uint64)
 
 
 def tile_desc(major: str, swizzle: str, dtype: str, tile, k_block: int, base_address: int = 0,
