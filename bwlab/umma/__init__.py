@@ -41,8 +41,8 @@ from .hybrid import TmaFedMma, cta_pair_mma, tma_fed_mma
 from .idesc import KINDS, InstrDesc, MmaRuleError, check_mma_shape, decode_instr_desc, kind_of, make_instr_desc
 from .model import (SMEM_BYTES, WGMMA_NS, CtaState, TmemLayout, d_from_words, d_tmem_layout, mma_operands,
                     operand_values, tcgen05_commit, tcgen05_mma, wgmma_d_fragment, wgmma_mma_async, words_from_d)
-from .pictures import (descriptor_widget, instr_desc_widget, plot_case, plot_core_matrices, plot_d_tmem_layout,
-                       plot_k_steps, plot_smem_layout, smem_chunk_map)
+from .pictures import (descriptor_widget, instr_desc_widget, plot_canonical_layouts, plot_case, plot_core_matrices,
+                       plot_d_tmem_layout, plot_d_tmem_layouts, plot_k_steps, plot_smem_layout, smem_chunk_map)
 from .rules import LAYOUTS, check_mma, check_mma_cute, legal_mma_configs
 from .runner import (TEACH_SMEM_BYTES, UMMA_BARRIERS, WGMMA_BARRIERS, launch_wgmma, run_teach_umma,
                      run_teach_wgmma, run_umma, run_wgmma)
@@ -64,8 +64,8 @@ __all__ = [
     # the teaching kernels (cuda_src/teach_wgmma.cu, teach_umma.cu)
     "run_teach_wgmma", "run_teach_umma", "TEACH_SMEM_BYTES",
     # compositions and pictures
-    "TmaFedMma", "tma_fed_mma", "cta_pair_mma", "smem_chunk_map", "plot_smem_layout", "plot_core_matrices",
-    "plot_k_steps", "plot_d_tmem_layout", "plot_case", "descriptor_widget", "instr_desc_widget",
+    "TmaFedMma", "tma_fed_mma", "cta_pair_mma", "smem_chunk_map", "plot_smem_layout", "plot_canonical_layouts",
+    "plot_core_matrices", "plot_k_steps", "plot_d_tmem_layout", "plot_d_tmem_layouts", "plot_case", "descriptor_widget", "instr_desc_widget",
     # the rule tables
     "LAYOUTS", "check_mma", "check_mma_cute", "legal_mma_configs",
     # submodules

@@ -10,8 +10,8 @@ from .descriptors import ARCHS, decode_smem_desc, descriptor_addresses, format_f
 from .idesc import decode_instr_desc, kind_of, make_instr_desc
 from .model import d_tmem_layout
 
-__all__ = ["smem_chunk_map", "plot_smem_layout", "plot_core_matrices", "plot_k_steps",
-           "plot_d_tmem_layout", "plot_case", "descriptor_widget", "instr_desc_widget"]
+__all__ = ["smem_chunk_map", "plot_smem_layout", "plot_canonical_layouts", "plot_core_matrices", "plot_k_steps",
+           "plot_d_tmem_layout", "plot_d_tmem_layouts", "plot_case", "descriptor_widget", "instr_desc_widget"]
 
 
 def smem_chunk_map(major: str, swizzle: str, dtype: str = "f16", tile=(16, 64), base_address: int = 0):
@@ -29,7 +29,7 @@ def smem_chunk_map(major: str, swizzle: str, dtype: str = "f16", tile=(16, 64), 
 
 
 def plot_smem_layout(major: str, swizzle: str, dtype: str = "f16", tile=None, ax=None, lines: int = 8,
-                     color_by: str = "k"):
+                     color_by: str = "k", legend: bool = True, fontsize: int = 9):
     """SMEM as 128-byte lines of eight 16-byte chunks; each chunk says which row and which 16-byte
     piece of the operand it holds, coloured by that piece (K-major: the K chunk; MN-major: the K row),
     so the swizzle shows as a permutation of colours along each line. `color_by="piece"` colours an
@@ -49,17 +49,53 @@ def plot_smem_layout(major: str, swizzle: str, dtype: str = "f16", tile=None, ax
             colors[i, j] = thread_color(4 * (key % 8), 32)
             text[i, j] = f"m{mn}\nk{k}"
     if ax is None:
-        _, ax = plt.subplots(figsize=(5.5, 0.45 * lines + 1.2))
-    what = "K chunk (16 B of K)" if major == "K" else ("16-byte piece of the MN row" if color_by == "piece"
-                                                       else "K row")
-    draw_grid(ax, colors, text, fontsize=6, title=f"{major}-major, swizzle {swizzle} ({dtype} {tile[0]}x{tile[1]})",
+        _, ax = plt.subplots(figsize=(7, 0.5 * lines + 1.5))
+    draw_grid(ax, colors, text, fontsize=fontsize,
+              title=f"{major}-major, swizzle {swizzle} ({dtype} {tile[0]}x{tile[1]})",
               xlabel="16-byte chunk of the 128-byte SMEM line", ylabel="SMEM byte",
               xticks=[str(j) for j in range(8)], yticks=[f"{128 * i}" for i in range(lines)])
+    if legend:
+        add_legend(ax, _piece_legend(major, color_by), title="chunk holds m=row, k=first K")
+    return ax
+
+
+def _piece_legend(major: str, color_by: str = "k"):
+    from ..plotting import thread_color
+    what = "K chunk (16 B of K)" if major == "K" else ("16-byte piece of the MN row" if color_by == "piece"
+                                                       else "K row")
     label = (lambda c: f"16-byte piece {c} of the 128-byte row") if major == "MN" and color_by == "piece" \
         else (lambda c: f"{what} {c} (mod 8)")
-    add_legend(ax, [(label(c), thread_color(4 * c, 32)) for c in range(8)],
-               title="chunk holds m=row, k=first K")
-    return ax
+    return [(label(c), thread_color(4 * c, 32)) for c in range(8)]
+
+
+def _figure_legend(fig, labels_colors, title, ncol):
+    """One legend for the whole figure, below the panels."""
+    from matplotlib.patches import Patch
+    handles = [Patch(facecolor=c, edgecolor="black", linewidth=0.5, label=str(l)) for l, c in labels_colors]
+    return fig.legend(handles=handles, title=title, loc="lower center", ncol=ncol, fontsize=10,
+                      title_fontsize=10, frameon=False)
+
+
+_XOR_WITH = {"none": "", "32B": "line mod 2", "64B": "line mod 4", "128B": "line mod 8"}
+
+
+def plot_canonical_layouts(major: str, dtype: str = "f16"):
+    """The four swizzles of one major side by side (2 x 2), one shared legend: SMEM bytes 0-1023,
+    each 16-byte chunk labelled with the row and first K it holds."""
+    import matplotlib.pyplot as plt
+    from ..plotting import add_legend
+    fig, axes = plt.subplots(2, 2, figsize=(12, 9.5))
+    for ax, sw in zip(axes.ravel(), ("none", "32B", "64B", "128B")):
+        plot_smem_layout(major, sw, dtype, ax=ax, legend=False)
+        ax.set_title("no swizzle: chunks in order" if sw == "none" else
+                     f"{sw} swizzle: chunk c sits at c XOR ({_XOR_WITH[sw]})", fontsize=11)
+    tile = (16, 64) if major == "K" else (64, 16)
+    fig.suptitle(f"{major}-major {dtype} {tile[0]}x{tile[1]} tile: the same bytes in the four canonical layouts",
+                 fontsize=13)
+    _figure_legend(fig, _piece_legend(major), "colour = the " + ("K chunk" if major == "K" else "K row")
+                   + " a 16-byte chunk holds", ncol=4)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    return fig
 
 
 def plot_core_matrices(major: str = "K", dtype: str = "f16", tile=(16, 32), ax=None):
@@ -110,29 +146,84 @@ def plot_k_steps(major: str = "K", swizzle: str = "128B", dtype: str = "f16", ti
     return ax
 
 
-def plot_d_tmem_layout(M: int, N: int, cta_group: int = 1, ax=None):
-    """Which TMEM lane and column each accumulator row lands in (coloured by the row's 16-row
-    group); lanes a warp cannot reach stay grey."""
+_TMEM_LESSON = {"D": "row m of D is lane m", "F": "16 rows in each warp's 32 lanes",
+                "A": "each CTA holds 128 rows", "B": "each CTA holds 64 rows; the two halves of N are stacked"}
+
+
+def _lighter(color, amount: float = 0.55):
+    from matplotlib.colors import to_rgb
+    return tuple(c + (1 - c) * amount for c in to_rgb(color))
+
+
+def plot_d_tmem_layout(M: int, N: int, cta_group: int = 1, ax=None, legend: bool = True):
+    """Which TMEM lane and column each accumulator element D[m][n] lands in: the colour says which
+    32 rows of D (dark for the first half of N, light for the second), each block of lanes is
+    labelled with the rows and columns of D it holds; lanes no element reaches stay grey."""
     import matplotlib.pyplot as plt
     from ..plotting import add_legend, draw_grid, warp_color
     lay = d_tmem_layout(M, N, cta_group)
     sel = lay.cta == 0
     cols = lay.columns
-    grid = np.full((LANES, cols), -1)
     m = np.broadcast_to(np.arange(M)[:, None], (M, N))
-    grid[lay.lane[sel], lay.column[sel]] = m[sel]
-    step = max(1, cols // 32)
-    shown = grid[:, ::step]
-    colors = np.vectorize(lambda r: warp_color(r // 32) if r >= 0 else "#e6e6e6", otypes=[object])(shown)
+    n = np.broadcast_to(np.arange(N)[None, :], (M, N))
+    row = np.full((LANES, cols), -1)
+    col_n = np.full((LANES, cols), -1)
+    row[lay.lane[sel], lay.column[sel]] = m[sel]
+    col_n[lay.lane[sel], lay.column[sel]] = n[sel]
+    half = N // 2
+    colors = np.empty((LANES, cols), dtype=object)
+    for r in range(LANES):
+        for c in range(cols):
+            g = row[r, c]
+            colors[r, c] = "#e6e6e6" if g < 0 else (warp_color(g // 32) if col_n[r, c] < half
+                                                   else _lighter(warp_color(g // 32)))
     if ax is None:
-        _, ax = plt.subplots(figsize=(6, 6))
-    draw_grid(ax, colors, None, title=f"D of M={M} N={N} cta_group::{cta_group}: layout {lay.name}"
-              + (" (CTA 0 of the pair)" if cta_group == 2 else ""),
-              xlabel=f"TMEM column (every {step})" if step > 1 else "TMEM column", ylabel="TMEM lane")
-    present = sorted({int(r) // 32 for r in m[sel].ravel()})
-    add_legend(ax, [(f"D rows {32 * w}-{32 * w + 31}", warp_color(w)) for w in present]
-               + [("not written", "#e6e6e6")], title="which D row")
+        _, ax = plt.subplots(figsize=(7, 6))
+    draw_grid(ax, colors, None, xlabel="TMEM column", ylabel="TMEM lane")
+    ax.set_xticks([0, cols // 2, cols - 1])
+    ax.set_xticklabels([0, cols // 2, cols - 1], fontsize=9)
+    ax.set_yticks([0, 32, 64, 96, 127])
+    ax.set_yticklabels([0, 32, 64, 96, 127], fontsize=9)
+    for q in (32, 64, 96):                       # the warp quarters: warp q//32 reaches these lanes only
+        ax.axhline(q - 0.5, color="black", linewidth=0.8)
+    ax.grid(False, which="minor")
+    for q in range(0, LANES, 32):                # label each warp quarter with the part of D it holds
+        blk = row[q:q + 32] >= 0
+        if blk.any():
+            lanes = np.flatnonzero(blk.any(axis=1)) + q
+            rows, ns = row[q:q + 32][blk], col_n[q:q + 32][blk]
+            ax.text(cols / 2 - 0.5, (lanes.min() + lanes.max()) / 2, f"D rows {rows.min()}-{rows.max()}, "
+                    f"n {ns.min()}-{ns.max()}", ha="center", va="center", fontsize=10,
+                    bbox=dict(facecolor="white", alpha=0.85, edgecolor="none", pad=1.5))
+    ax.set_title(f"M={M} N={N} cta_group::{cta_group} (layout {lay.name}"
+                 + (", CTA 0 of the pair" if cta_group == 2 else "") + f"):\n{_TMEM_LESSON[lay.name]}", fontsize=11)
+    if legend:
+        add_legend(ax, _tmem_legend(N), title="which part of D")
     return ax
+
+
+def _tmem_legend(N: int):
+    from ..plotting import warp_color
+    half = N // 2
+    out = []
+    for w in range(4):
+        out += [(f"D rows {32 * w}-{32 * w + 31}, n < {half}", warp_color(w)),
+                (f"D rows {32 * w}-{32 * w + 31}, n >= {half}", _lighter(warp_color(w)))]
+    return out + [("not written", "#e6e6e6")]
+
+
+def plot_d_tmem_layouts(N: int = 64):
+    """Where D lands in TMEM for the four ways one CTA or a CTA pair can hold it (layouts D, F, A, B),
+    2 x 2, one shared legend."""
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(2, 2, figsize=(12, 10))
+    for ax, (M, cg) in zip(axes.ravel(), [(128, 1), (64, 1), (256, 2), (128, 2)]):
+        plot_d_tmem_layout(M, N, cg, ax=ax, legend=False)
+    _figure_legend(fig, _tmem_legend(N), "colour = which 32 rows of D this CTA holds (dark: first half of N, "
+                   "light: second half); black lines: the 32 lanes each warp can reach", ncol=3)
+    fig.suptitle("Where the accumulator D lands in TMEM (128 lanes x columns of 32 bits)", fontsize=13)
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
+    return fig
 
 
 def plot_case(case, lines: int = 8):
