@@ -6,7 +6,7 @@ import numpy as np
 
 from ..hw.tmem import LANES
 from .canonical import LAYOUTS, MAJORS, canonical_layout, elem_bytes, instr_k
-from .descriptors import ARCHS, decode_smem_desc, descriptor_addresses, format_fields, tile_desc
+from .descriptors import ARCHS, WHY_UNCHANGED, decode_smem_desc, descriptor_addresses, format_fields, tile_desc
 from .idesc import decode_instr_desc, kind_of, make_instr_desc
 from .model import d_tmem_layout
 
@@ -243,75 +243,176 @@ def plot_case(case, lines: int = 8):
     return fig
 
 
+_DTYPES = ["f16", "bf16", "tf32", "e4m3", "s8"]
+
+
+def _row(*controls):
+    import ipywidgets as w
+    return w.HBox(list(controls), layout=w.Layout(flex_flow="row wrap", max_width="980px"))
+
+
+def _control(kind, description: str, tooltip: str, width: str = "190px", **kw):
+    import ipywidgets as w
+    return kind(description=description, tooltip=tooltip, style={"description_width": "initial"},
+                layout=w.Layout(width=width), **kw)
+
+
 def descriptor_widget():
-    """An ipywidgets encoder/decoder: pick a layout and see both descriptors and their fields; or
-    type a 64-bit descriptor and see it decoded."""
+    """An ipywidgets encoder/decoder: pick a layout and see both descriptors and their fields (the
+    first line says what the last change did, and why when no field moved); below it, type a 64-bit
+    descriptor and see it decoded. Every control offers legal values only."""
     import ipywidgets as w
     from IPython.display import display
-    major = w.Dropdown(options=list(MAJORS), value="K", description="major")
-    swz = w.Dropdown(options=list(LAYOUTS), value="128B", description="swizzle")
-    dt = w.Dropdown(options=["f16", "bf16", "tf32", "e4m3", "s8"], value="f16", description="dtype")
-    mn = w.IntText(value=128, description="tile MN")
-    kk = w.IntText(value=64, description="tile K")
-    kb = w.IntText(value=0, description="k_block")
-    base = w.IntText(value=0, description="base addr")
-    raw = w.Text(value="0x4000404000010000", description="decode")
+    from ..hw.swizzle import span_bytes
+    from .canonical import atom_shape
+    c = _control
+    major = c(w.Dropdown, "major", "K-major: K is contiguous; MN-major: M (or N) is", options=list(MAJORS), value="K")
+    swz = c(w.Dropdown, "swizzle", "the canonical layout: the swizzle of its atoms", width="200px",
+            options=list(LAYOUTS), value="128B")
+    dt = c(w.Dropdown, "dtype", WHY_UNCHANGED["dtype"], width="140px",
+           options=_DTYPES, value="f16")
+    mn = c(w.Dropdown, "tile MN", WHY_UNCHANGED["tile MN"], width="150px", options=[8, 16, 32, 64, 128, 256], value=128)
+    kk = c(w.Dropdown, "tile K", WHY_UNCHANGED["tile K"], width="140px", options=[64], value=64)
+    kb = c(w.Dropdown, "k_block", "which instruction of the K loop", width="140px", options=[0, 1, 2, 3], value=0)
+    base = c(w.Dropdown, "base", "where the tile starts: a multiple of the swizzle pattern (1024 B for 128B)",
+             width="150px", options=[0], value=0)
     out = w.Output()
+    last = {"fields": None, "busy": False}
 
-    def show(*_):
+    def legal(*_):
+        """Only legal values: K, MN multiples of the atom; k_block inside the tile; base on the span."""
+        for ctl, opts in ((swz, lambda: [x for x in LAYOUTS if major.value == "MN" or x != "128B_base32B"]),
+                          (dt, lambda: ["tf32"] if swz.value == "128B_base32B" else _DTYPES)):
+            opts = opts()
+            if list(ctl.options) != opts:
+                ctl.options, ctl.value = opts, ctl.value if ctl.value in opts else opts[-1]
+        amn, ak = atom_shape(major.value, swz.value, dt.value)
+        ki = instr_k(dt.value)
+        step = max(ak, ki)
+        ks = [step * i for i in (1, 2, 4, 8, 16) if step * i <= 256] or [step]
+        mns = [x for x in (8, 16, 32, 64, 128, 256) if x % amn == 0] or [amn]
+        span = span_bytes(swz.value.replace("_base32B", ""))
+        for ctl, opts in ((kk, ks), (mn, mns), (base, [span * i for i in range(4)])):
+            if list(ctl.options) != opts:
+                keep = ctl.value if ctl.value in opts else opts[min(len(opts) - 1, 1 if ctl is mn else 0)]
+                ctl.options, ctl.value = opts, keep
+        kbs = list(range(kk.value // ki))
+        if list(kb.options) != kbs:
+            kb.options, kb.value = kbs, kb.value if kb.value in kbs else 0
+
+    def show(change=None):
+        if last["busy"]:                # a menu narrowed by legal(): the outer call redraws
+            return
+        last["busy"] = True
+        legal()
+        last["busy"] = False
         out.clear_output()
         with out:
-            try:
-                for arch in ARCHS:
-                    d = tile_desc(major.value, swz.value, dt.value, (mn.value, kk.value), kb.value, base.value, arch)
-                    print(format_fields(d.fields(), f"{arch}: {d.encode():#018x}"))
-                    print()
-            except ValueError as e:
-                print(f"ValueError: {e}")
+            archs = [a for a in ARCHS if a == "sm100" or swz.value != "128B_base32B"]
+            descs = [tile_desc(major.value, swz.value, dt.value, (mn.value, kk.value), kb.value, base.value, a)
+                     for a in archs]
+            fields = [d.fields() for d in descs]
+            if change is not None and last["fields"] is not None:
+                name = change["owner"].description
+                moved = sorted({r[1] for old, new in zip(last["fields"], fields) for r, q in zip(old, new) if r != q}
+                               | ({"(field set)"} if any(len(o) != len(n) for o, n in zip(last["fields"], fields)) else set()))
+                print(f"{name} {change['old']} -> {change['new']}: " + (", ".join(moved) + " changed" if moved else
+                      "no field changed — " + (WHY_UNCHANGED.get(name) or "this layout encodes the same way")))
+            else:
+                print("change a control: this line says which fields moved, or why none did")
+            last["fields"] = fields
+            for arch, d in zip(archs, descs):
+                print(format_fields(d.fields(), f"{arch}: {d.encode():#018x}"))
+            if len(archs) == 1:
+                print("sm90: none — the 128B swizzle with 32-byte atoms exists on SM100 only")
+
+    for ctl in (major, swz, dt, mn, kk, kb, base):
+        ctl.observe(show, names="value")
+    show()
+    raw = c(w.Text, "decode", "any 64-bit descriptor, e.g. 0x4000404000010000, read as SM100 and SM90",
+            width="330px", value="0x4000404000010000")
+    dec = w.Output()
+
+    def decode(*_):
+        dec.clear_output()
+        with dec:
             try:
                 v = int(raw.value, 0)
-                for arch in ARCHS:
-                    try:
-                        print(format_fields(decode_smem_desc(v, arch).fields(), f"{v:#018x} read as {arch}"))
-                    except ValueError as e:
-                        print(f"{v:#018x} as {arch}: ValueError: {e}")
             except ValueError:
                 print(f"not a number: {raw.value!r}")
+                return
+            for arch in ARCHS:
+                try:
+                    print(format_fields(decode_smem_desc(v, arch).fields(), f"{v:#018x} read as {arch}"))
+                except ValueError as e:
+                    print(f"{v:#018x} as {arch}: {e}")
 
-    for c in (major, swz, dt, mn, kk, kb, base, raw):
-        c.observe(show, names="value")
-    show()
-    box = w.VBox([w.HBox([major, swz, dt]), w.HBox([mn, kk, kb, base]), raw, out])
+    raw.observe(decode, names="value")
+    decode()
+    box = w.VBox([_row(major, swz, dt, mn, kk, kb, base), out, w.HTML("<b>Decode a descriptor</b>"), raw, dec])
     display(box)
     return box
 
 
 def instr_desc_widget():
-    """An ipywidgets encoder for the instruction descriptor, with the rule broken when invalid."""
+    """An ipywidgets encoder for the instruction descriptor. Each menu offers only the values legal
+    with the others (D types for the A/B type, M for cta_group, N for M and the type)."""
     import ipywidgets as w
     from IPython.display import display
-    ab = w.Dropdown(options=["f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8"], value="f16", description="A, B")
-    c = w.Dropdown(options=["f32", "f16", "s32"], value="f32", description="D")
-    M = w.Dropdown(options=[64, 128, 256], value=128, description="M")
-    N = w.IntText(value=256, description="N")
-    am = w.Dropdown(options=["K", "MN"], value="K", description="A major")
-    bm = w.Dropdown(options=["K", "MN"], value="K", description="B major")
-    cg = w.Dropdown(options=[1, 2], value=1, description="cta_group")
+    c = _control
+    ab = c(w.Dropdown, "A, B", "the operand type (both the same here); sets the kind", width="150px",
+           options=["f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8"], value="f16")
+    d = c(w.Dropdown, "D", "the accumulator type: only those legal for this A/B type are offered", width="120px",
+          options=["f32", "f16"], value="f32")
+    cg = c(w.Dropdown, "cta_group", "1: one CTA; 2: a CTA pair shares the MMA (M spans both)", width="150px",
+           options=[1, 2], value=1)
+    M = c(w.Dropdown, "M", "the legal M for this cta_group", width="110px", options=[64, 128], value=128)
+    N = c(w.Dropdown, "N", "the legal N for this M and type (multiples of 8 or 16 up to 256)", width="120px",
+          options=[256], value=256)
+    am = c(w.Dropdown, "A major", "the transpose bit of A (bit 15)", width="140px", options=["K", "MN"], value="K")
+    bm = c(w.Dropdown, "B major", "the transpose bit of B (bit 16)", width="140px", options=["K", "MN"], value="K")
     out = w.Output()
 
+    def ok(**kw):
+        p = dict(a=ab.value, c=d.value, M=M.value, N=N.value, a_major=am.value, b_major=bm.value, cta_group=cg.value)
+        p.update(kw)
+        try:
+            make_instr_desc(p["a"], p["a"], p["c"], p["M"], p["N"], p["a_major"], p["b_major"], cta_group=p["cta_group"])
+            return True
+        except ValueError:
+            return False
+
+    def narrow(ctl, candidates, **fixed):
+        opts = [v for v in candidates if ok(**{**fixed, ctl_key[ctl]: v})] or list(ctl.options)
+        if list(ctl.options) != opts:
+            keep = ctl.value if ctl.value in opts else opts[-1]
+            ctl.options, ctl.value = opts, keep
+
+    ctl_key = {d: "c", M: "M", N: "N", am: "a_major", bm: "b_major"}
+    busy = []
+
     def show(*_):
+        if busy:                        # a menu narrowed below: the outer call redraws
+            return
+        busy.append(1)
+        narrow(d, ["f32", "f16", "s32"], M=128, N=128, a_major="K", b_major="K", cta_group=1)
+        narrow(M, [64, 128, 256], N=128, a_major="K", b_major="K")
+        narrow(N, list(range(8, 257, 8)), a_major="K", b_major="K")
+        narrow(am, ["K", "MN"], b_major="K")
+        narrow(bm, ["K", "MN"])
+        busy.clear()
         out.clear_output()
         with out:
             try:
-                v = make_instr_desc(ab.value, ab.value, c.value, M.value, N.value, am.value, bm.value,
+                v = make_instr_desc(ab.value, ab.value, d.value, M.value, N.value, am.value, bm.value,
                                     cta_group=cg.value)
                 print(format_fields(decode_instr_desc(v, kind_of(ab.value, ab.value)).fields(), f"idesc = {v:#010x}"))
             except ValueError as e:
-                print(f"ValueError: {e}")
+                print(f"not legal: {e}")
 
-    for x in (ab, c, M, N, am, bm, cg):
+    for x in (ab, d, M, N, am, bm, cg):
         x.observe(show, names="value")
     show()
-    box = w.VBox([w.HBox([ab, c, cg]), w.HBox([M, N, am, bm]), out])
+    box = w.VBox([_row(ab, d, cg, M, N, am, bm), out])
     display(box)
     return box
