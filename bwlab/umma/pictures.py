@@ -102,7 +102,7 @@ def plot_core_matrices(major: str = "K", dtype: str = "f16", tile=(16, 32), ax=N
     """The logical operand tile, each element coloured by the core matrix (8 rows x 16 bytes) it
     belongs to: the unit the descriptors' LBO and SBO step between."""
     import matplotlib.pyplot as plt
-    from ..plotting import add_legend, draw_grid, cta_color
+    from ..plotting import draw_grid, cta_color
     per16 = 16 // elem_bytes(dtype)
     mn, k = np.meshgrid(np.arange(tile[0]), np.arange(tile[1]), indexing="ij")
     if major == "K":
@@ -111,10 +111,12 @@ def plot_core_matrices(major: str = "K", dtype: str = "f16", tile=(16, 32), ax=N
         cm = (mn // per16) + (tile[0] // per16) * (k // 8)
     colors = np.vectorize(cta_color, otypes=[object])(cm)
     if ax is None:
-        _, ax = plt.subplots(figsize=(8, 0.25 * tile[0] + 1.5))
-    draw_grid(ax, colors, None, title=f"{major}-major {dtype} {tile[0]}x{tile[1]} tile: core matrices",
-              xlabel="k", ylabel="m (or n)")
-    add_legend(ax, [(f"core matrix {i}", cta_color(i)) for i in range(int(cm.max()) + 1)][:10])
+        _, ax = plt.subplots(figsize=(10, 0.3 * tile[0] + 1.5))
+    draw_grid(ax, colors, None, title=f"{major}-major {dtype} {tile[0]}x{tile[1]} tile: {int(cm.max()) + 1} core "
+              f"matrices of 8 rows x 16 bytes ({per16} {dtype})", xlabel="k", ylabel="m (or n)")
+    for i in range(int(cm.max()) + 1):           # name each core matrix where it sits
+        r, c = np.argwhere(cm == i).mean(axis=0)
+        ax.text(c, r, f"core matrix {i}", ha="center", va="center", fontsize=10, color="white")
     return ax
 
 
@@ -137,8 +139,8 @@ def plot_k_steps(major: str = "K", swizzle: str = "128B", dtype: str = "f16", ti
     colors = np.vectorize(lambda o: cta_color(o) if o >= 0 else "#e6e6e6", otypes=[object])(owner.reshape(lines, 8))
     text = owner.reshape(lines, 8).astype(object)
     if ax is None:
-        _, ax = plt.subplots(figsize=(5.5, 0.45 * lines + 1.2))
-    draw_grid(ax, colors, text, fontsize=7, title=f"K loop over a {major}-major {swizzle} tile: chunks read per step",
+        _, ax = plt.subplots(figsize=(8, 0.5 * lines + 1.5))
+    draw_grid(ax, colors, text, fontsize=10, title=f"K loop over a {major}-major {swizzle} tile: chunks read per step",
               xlabel="16-byte chunk of the 128-byte SMEM line", ylabel="SMEM byte",
               xticks=[str(j) for j in range(8)], yticks=[f"{128 * i}" for i in range(lines)])
     add_legend(ax, [(f"step {kb}: start address {s}", cta_color(kb)) for kb, s in enumerate(starts)],
