@@ -22,7 +22,8 @@ The files, in the order of the data path:
   path layout organization"; CuTe mma_traits_sm100_frag.hpp), and `wgmma_mma_async` with its
   register fragment.
 * `case`        — `UmmaCase` (sm_100) and `WgmmaCase` (sm_90): `model()`, `run()`, `check()`, `show()`.
-* `runner`      — the GPU side: cuda_src/umma_sm100.cu, cuda_src/wgmma_sm90.cu.
+* `runner`      — the GPU side: the teaching kernels cuda_src/teach_umma.cu and teach_wgmma.cu, and the
+  validation kernels cuda_src/umma_sm100.cu and wgmma_sm90.cu.
 * `hybrid`      — TMA-loaded operands multiplied by the model; a CTA pair (`cta_group::2`).
 * `pictures`    — figures and widgets of notebook 03.
 
@@ -34,23 +35,24 @@ from .canonical import (MAJORS, OPERAND_TYPES, CanonicalLayout, atom_shape, cano
                         instr_k, swizzle_with_base_offset)
 from .case import UmmaCase, WgmmaCase, operand_hint, umma_model, wgmma_cases, wgmma_model
 from .descriptors import (ARCHS, LAYOUT_CODES_SM90, LAYOUT_CODES_SM100, SmemDesc, decode_smem_desc,
-                          descriptor_addresses, format_fields, gmma_desc_for_tile, make_smem_desc,
+                          descriptor_addresses, edit_descs, format_fields, gmma_desc_for_tile, make_smem_desc,
                           read_operand, smem_desc_for_tile, tile_desc)
 from .hybrid import TmaFedMma, cta_pair_mma, tma_fed_mma
 from .idesc import KINDS, InstrDesc, MmaRuleError, check_mma_shape, decode_instr_desc, kind_of, make_instr_desc
 from .model import (SMEM_BYTES, WGMMA_NS, CtaState, TmemLayout, d_from_words, d_tmem_layout, mma_operands,
                     operand_values, tcgen05_commit, tcgen05_mma, wgmma_d_fragment, wgmma_mma_async, words_from_d)
-from .pictures import (descriptor_widget, instr_desc_widget, plot_case, plot_core_matrices, plot_d_tmem_layout,
-                       plot_k_steps, plot_smem_layout, smem_chunk_map)
+from .pictures import (descriptor_widget, instr_desc_widget, plot_canonical_layouts, plot_case, plot_core_matrices,
+                       plot_d_tmem_layout, plot_d_tmem_layouts, plot_k_steps, plot_smem_layout, smem_chunk_map)
 from .rules import LAYOUTS, check_mma, check_mma_cute, legal_mma_configs
-from .runner import UMMA_BARRIERS, WGMMA_BARRIERS, launch_wgmma, run_umma, run_wgmma
+from .runner import (TEACH_SMEM_BYTES, UMMA_BARRIERS, WGMMA_BARRIERS, launch_wgmma, run_teach_umma,
+                     run_teach_wgmma, run_umma, run_wgmma)
 
 __all__ = [
     # layouts and descriptors
     "MAJORS", "OPERAND_TYPES", "CanonicalLayout", "canonical_layout", "atom_shape", "elem_bytes", "instr_k",
     "swizzle_with_base_offset", "ARCHS", "LAYOUT_CODES_SM100", "LAYOUT_CODES_SM90", "SmemDesc",
     "make_smem_desc", "decode_smem_desc", "tile_desc", "smem_desc_for_tile", "gmma_desc_for_tile",
-    "descriptor_addresses", "read_operand", "format_fields",
+    "descriptor_addresses", "read_operand", "format_fields", "edit_descs",
     # instruction descriptor
     "KINDS", "kind_of", "check_mma_shape", "InstrDesc", "MmaRuleError", "make_instr_desc", "decode_instr_desc",
     # the model
@@ -59,9 +61,11 @@ __all__ = [
     # cases, model/run pairs
     "UmmaCase", "WgmmaCase", "umma_model", "run_umma", "wgmma_model", "run_wgmma", "launch_wgmma",
     "wgmma_cases", "operand_hint", "UMMA_BARRIERS", "WGMMA_BARRIERS",
+    # the teaching kernels (cuda_src/teach_wgmma.cu, teach_umma.cu)
+    "run_teach_wgmma", "run_teach_umma", "TEACH_SMEM_BYTES",
     # compositions and pictures
-    "TmaFedMma", "tma_fed_mma", "cta_pair_mma", "smem_chunk_map", "plot_smem_layout", "plot_core_matrices",
-    "plot_k_steps", "plot_d_tmem_layout", "plot_case", "descriptor_widget", "instr_desc_widget",
+    "TmaFedMma", "tma_fed_mma", "cta_pair_mma", "smem_chunk_map", "plot_smem_layout", "plot_canonical_layouts",
+    "plot_core_matrices", "plot_k_steps", "plot_d_tmem_layout", "plot_d_tmem_layouts", "plot_case", "descriptor_widget", "instr_desc_widget",
     # the rule tables
     "LAYOUTS", "check_mma", "check_mma_cute", "legal_mma_configs",
     # submodules

@@ -193,15 +193,17 @@ class UmmaCase(_OperandCase):
         tm[lay.lane, lay.column] = words_from_d(self.values()[2], self.d)
         return tm
 
-    def model(self) -> np.ndarray:
-        """The TMEM image (128 x tmem_columns) after the K loop, computed by tcgen05_mma."""
+    def model(self, descriptors=None, idesc: int | None = None) -> np.ndarray:
+        """The TMEM image (128 x tmem_columns) after the K loop, computed by tcgen05_mma — with the
+        case's descriptors and idesc, or with edited ones (`descriptors=(a_descs, b_descs)`)."""
         cta = CtaState()
         img = self.smem_image()
         cta.smem[:img.size] = img
         cta.tmem[:, :self.tmem_columns] = self.tmem_init()
         bar = Mbarrier(1)
-        for kb, (ad, bd) in enumerate(zip(*self.descriptors())):
-            tcgen05_mma(cta, 0, int(ad), int(bd), self.idesc, kb > 0 or self.accumulate, self.kind)
+        idesc = self.idesc if idesc is None else int(idesc)
+        for kb, (ad, bd) in enumerate(zip(*(descriptors or self.descriptors()))):
+            tcgen05_mma(cta, 0, int(ad), int(bd), idesc, kb > 0 or self.accumulate, self.kind)
         tcgen05_commit(cta, bar)
         assert bar.try_wait_parity(0)
         return cta.tmem[:, :self.tmem_columns].copy()
@@ -319,9 +321,10 @@ class WgmmaCase(_OperandCase):
             return np.array(out, dtype=np.uint64)
         return descs(self.a_layout, self.a_base_offset), descs(self.b_layout, self.b_base_offset)
 
-    def model(self) -> np.ndarray:
-        """What the H100 should return (D, 64 x N float32), from the image bytes and descriptors alone."""
-        ad, bd = self.descriptors()
+    def model(self, descriptors=None) -> np.ndarray:
+        """What the H100 should return (D, 64 x N float32), from the image bytes and descriptors alone
+        — the case's descriptors, or edited ones (`descriptors=(a_descs, b_descs)`)."""
+        ad, bd = descriptors or self.descriptors()
         img = np.zeros(SMEM_BYTES, np.uint8)
         raw = self.smem_image()
         img[:raw.size] = raw

@@ -27,7 +27,7 @@ from .canonical import (BASE32B, MAJORS, atom_rows, canonical_layout, check_choi
 
 __all__ = ["ARCHS", "LAYOUT_CODES_SM100", "LAYOUT_CODES_SM90", "SmemDesc", "make_smem_desc",
            "decode_smem_desc", "tile_desc", "smem_desc_for_tile", "gmma_desc_for_tile",
-           "descriptor_addresses", "read_operand", "format_fields"]
+           "descriptor_addresses", "read_operand", "format_fields", "edit_descs", "WHY_UNCHANGED"]
 
 ARCHS = ("sm100", "sm90")
 # Swizzling-mode codes of the descriptor. SM100: bits 61-63 (cute::UMMA::LayoutType); SM90: bits
@@ -36,6 +36,19 @@ ARCHS = ("sm100", "sm90")
 # swizzle with 32-byte atoms, MN-major tf32) has no SM90 twin.
 LAYOUT_CODES_SM100 = {"none": 0, "128B_base32B": 1, "128B": 2, "64B": 4, "32B": 6}
 LAYOUT_CODES_SM90 = {"none": 0, "128B": 1, "64B": 2, "32B": 3}
+
+# Why changing one of these choices may leave every field of a descriptor as it was (the descriptor
+# widget of notebook 03 says so when it happens).
+WHY_UNCHANGED = {
+    "dtype": "a descriptor holds no element type: one instruction reads 32 bytes of K whatever the type "
+             "(16 f16/bf16, 8 tf32, 32 e4m3/s8); the type is in the instruction descriptor",
+    "tile MN": "LBO and SBO are strides between core matrices / atoms, not sizes: more rows along MN repeat "
+               "the same stride (SBO is 0 only when the tile has a single 8-row group)",
+    "tile K": "a descriptor describes one instruction's 32-byte K slice; the tile's K sets how many k_blocks "
+              "there are, and a stride only where K steps cross atoms (MN-major, or no swizzle)",
+    "k_block": "this layout's K steps differ in the start address only",
+    "base": "the start address moves with the base; nothing else depends on it",
+}
 
 
 def _codes(arch: str) -> dict:
@@ -155,6 +168,14 @@ def decode_smem_desc(desc: int, arch: str = "sm100") -> SmemDesc:
     code = (desc >> 62) & 0x3
     names = {v: k for k, v in LAYOUT_CODES_SM90.items()}
     return SmemDesc(start, lbo, sbo, names[code], base, 0, 1, "sm90")
+
+
+def edit_descs(descs, arch: str, **fields) -> np.ndarray:
+    """A copy of an array of descriptors (one per K step) with the named fields replaced in every
+    one, e.g. `edit_descs(a_descs, "sm90", stride_byte_offset=512)` or `swizzle="64B"`. Field names
+    are SmemDesc's; offsets in bytes. The other fields, the start address included, stay."""
+    from dataclasses import replace
+    return np.array([replace(decode_smem_desc(int(d), arch), **fields).encode() for d in descs], np.uint64)
 
 
 def tile_desc(major: str, swizzle: str, dtype: str, tile, k_block: int, base_address: int = 0,

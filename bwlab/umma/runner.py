@@ -12,7 +12,8 @@ import numpy as np
 from ..hw.tmem import LANES
 from .model import wgmma_d_fragment
 
-__all__ = ["UMMA_BARRIERS", "WGMMA_BARRIERS", "run_umma", "run_wgmma", "launch_wgmma"]
+__all__ = ["UMMA_BARRIERS", "WGMMA_BARRIERS", "run_umma", "run_wgmma", "launch_wgmma", "TEACH_SMEM_BYTES",
+           "check_teach_wgmma", "check_teach_umma", "run_teach_wgmma", "run_teach_umma"]
 
 WGMMA_BARRIERS: dict = {}          # the wgmma kernel waits on no mbarrier (wgmma.wait_group)
 UMMA_BARRIERS = {0: "mma_done"}
@@ -70,3 +71,93 @@ def launch_wgmma(case, module=None):
 def run_wgmma(case, module=None) -> np.ndarray:
     """D (64 x N float32) of `case` run by wgmma on a Hopper GPU: the same array `case.model()` gives."""
     return launch_wgmma(case, module)[0]
+
+
+# ------------------------------------------------------------------------------------------------
+# the teaching kernels
+# ------------------------------------------------------------------------------------------------
+
+TEACH_SMEM_BYTES = 32768           # the operand buffer of teach_wgmma.cu and teach_umma.cu
+
+
+def _teach_descriptors(case, descriptors):
+    ad, bd = case.descriptors() if descriptors is None else descriptors
+    ad, bd = np.asarray(ad, np.uint64), np.asarray(bd, np.uint64)
+    if ad.shape != (case.k_blocks,) or bd.shape != (case.k_blocks,):
+        raise ValueError(f"descriptors: one A and one B descriptor per K step ({case.k_blocks} each), "
+                         f"got {ad.shape} and {bd.shape}")
+    if case.smem_image().size > TEACH_SMEM_BYTES:
+        raise ValueError(f"the operands of {case.label()} take {case.smem_image().size} bytes; the teaching "
+                         f"kernel's SMEM buffer holds {TEACH_SMEM_BYTES}")
+    return ad, bd
+
+
+def check_teach_wgmma(case, descriptors=None):
+    """What teach_wgmma.cu can run (m64n64k16, f16, both operands K-major), before any GPU call;
+    returns the descriptors to use."""
+    from .case import WgmmaCase
+    if not isinstance(case, WgmmaCase):
+        raise TypeError(f"run_teach_wgmma takes a WgmmaCase, got {type(case).__name__}")
+    if (case.dtype, case.N, case.a_major, case.b_major, case.accumulate) != ("f16", 64, "K", "K", False):
+        raise ValueError("teach_wgmma.cu issues wgmma.mma_async.m64n64k16.f32.f16.f16 with both operands "
+                         f"K-major and D starting at zero; got {case.label()}")
+    return _teach_descriptors(case, descriptors)
+
+
+def check_teach_umma(case, descriptors=None, idesc=None):
+    """What teach_umma.cu can run (kind::f16, cta_group::1, D starting at zero), before any GPU call;
+    returns (descriptors, idesc)."""
+    from .case import UmmaCase
+    if not isinstance(case, UmmaCase):
+        raise TypeError(f"run_teach_umma takes an UmmaCase, got {type(case).__name__}")
+    if case.kind != "f16" or case.accumulate:
+        raise ValueError("teach_umma.cu issues tcgen05.mma.cta_group::1.kind::f16 with D starting at zero; "
+                         f"got {case.label()}")
+    idesc = case.idesc if idesc is None else int(idesc)
+    if not 0 <= idesc < 1 << 32:
+        raise ValueError(f"the instruction descriptor is 32 bits, got {idesc:#x}")
+    return _teach_descriptors(case, descriptors), idesc
+
+
+def run_teach_wgmma(case, kernel=None, descriptors=None) -> np.ndarray:
+    """Run `case` (a WgmmaCase: f16, N = 64, both K-major) through the teaching kernel — `kernel` (a
+    `bwlab.lab.TeachingKernel`), else the learner's %%cuda edit of teach_wgmma.cu, else the file —
+    with the case's descriptors or `descriptors=(a_descs, b_descs)`. Returns D (64 x 64 float32),
+    the same array `case.model(descriptors)` gives."""
+    ad, bd = check_teach_wgmma(case, descriptors)
+    import cupy as cp
+    from .. import device
+    from ..lab import edited
+    from ..runtime import launch
+    info = device.require("tma")
+    if not info.has_wgmma:
+        raise device.UnsupportedGPU(f"wgmma.mma_async needs sm_90a (Hopper); this GPU is {info.name} ({info.sm})")
+    module = (kernel or edited("teach_wgmma.cu")).load()
+    img = case.smem_image()
+    out = cp.zeros((128, 32), cp.float32)
+    launch(module, "teach_wgmma", (1,), (128,),
+           (cp.asarray(img), np.uint32(img.size), cp.asarray(ad), cp.asarray(bd), np.uint32(case.k_blocks), out),
+           barrier_names=WGMMA_BARRIERS)
+    thread, reg = wgmma_d_fragment(64)
+    return cp.asnumpy(out)[thread, reg]
+
+
+def run_teach_umma(case, kernel=None, descriptors=None, idesc=None) -> np.ndarray:
+    """Run `case` (an UmmaCase of kind::f16) through the teaching kernel teach_umma.cu (or `kernel`,
+    or the learner's edit) on an sm_100 GPU. Returns the TMEM image (128 lanes x case.tmem_columns),
+    the same array `case.model(descriptors, idesc)` gives."""
+    (ad, bd), idesc = check_teach_umma(case, descriptors, idesc)
+    import cupy as cp
+    from .. import device
+    from ..lab import edited
+    from ..runtime import launch
+    device.require("umma")
+    module = (kernel or edited("teach_umma.cu")).load()
+    img = case.smem_image()
+    cols = case.tmem_columns
+    out = cp.zeros((LANES, cols), cp.uint32)
+    launch(module, "teach_umma", (1,), (128,),
+           (cp.asarray(img), np.uint32(img.size), cp.asarray(ad), cp.asarray(bd), np.uint32(case.k_blocks),
+            np.uint32(idesc), out, np.uint32(cols)),
+           barrier_names=UMMA_BARRIERS)
+    return cp.asnumpy(out)

@@ -7,10 +7,18 @@
 # tensor core where they are, the 32-bit **instruction descriptor** that says what to compute, and
 # the K loop. Everything is executed by bwlab's model from raw bytes, checked against NumPy, and —
 # because Hopper's `wgmma` reads SMEM through the same layouts — validated bit for bit on an H100.
+# Two short kernels, one per instruction, are shown whole; you change their descriptors and see
+# what the tensor core reads instead.
+#
+# **Before this notebook:** 01 (TMA load: tensor maps, the swizzle modes, mbarrier phases and
+# `expect_tx`) and 02 (multicast: clusters and CTA ranks, used here for the CTA pair). You should know
+# what a warp and a warpgroup (4 warps, 128 threads) are.
 #
 # **Runs on:** the line below says which tier the `umma` stage has here. *hardware* = a Blackwell
 # sm_100 GPU runs `tcgen05.mma`; *hybrid* = the GPU loads the operands with real TMA and the model
-# multiplies them; *model* = no GPU.
+# multiplies them; *model* = no GPU. The `wgmma` cells run on a Hopper GPU (sm_90a) and show what an
+# H100 recorded everywhere else. No H100 can run `tcgen05`: its cells show the model and the compiled
+# kernel there, never a GPU result.
 
 # %% tags=["nbval-ignore-output"]
 import bwlab
@@ -50,7 +58,10 @@ print(f"tcgen05.mma 128x256 f32: {cols} TMEM columns x 128 lanes, 0 registers (e
 # **K-major** operand has its rows along K (K is contiguous, like a row-major A); an **MN-major** one
 # along M or N. Core matrices are grouped into **swizzle atoms** of 8 rows x W bytes (W = 16, 32, 64,
 # 128 for no swizzle and the 32/64/128-byte swizzles), and atoms tile the operand along MN first,
-# then K — CuTe's `tile_to_shape(Layout_K_SW128_Atom<T>, ...)`.
+# then K. In CuTe's words: a *layout* maps a coordinate (here (m, k)) to an offset; an *atom* is the
+# smallest layout that repeats (`Layout_K_SW128_Atom<T>`); `tile_to_shape(atom, shape)` repeats it
+# until it covers the tile; `Swizzle<B,M,S>` XORs B bits of the offset, taken S bits higher, into
+# the bits from M up (the 128-byte swizzle is `Swizzle<3,4,3>` on byte offsets).
 
 # %%
 umma.plot_core_matrices("K", "f16", (16, 32))
@@ -63,12 +74,14 @@ plt.show()
 # line moves to c XOR (line mod 2, 4 or 8) — the same pattern TMA writes (notebook 01).
 
 # %%
-fig, axes = plt.subplots(2, 4, figsize=(24, 10))
-for i, major in enumerate(umma.MAJORS):
-    for j, sw in enumerate(MODES):
-        umma.plot_smem_layout(major, sw, ax=axes[i, j])
-fig.suptitle("The canonical layouts: SMEM bytes 0-1023 of each")
-plt.tight_layout()
+umma.plot_canonical_layouts("K")
+plt.show()
+
+# %% [markdown]
+# MN-major, the same four swizzles: now a 16-byte chunk holds 8 consecutive rows (m) of one K.
+
+# %%
+umma.plot_canonical_layouts("MN")
 plt.show()
 
 # %% [markdown]
@@ -91,8 +104,8 @@ for m, k in [(0, 0), (1, 0), (1, 8), (3, 17), (7, 63)]:
 # the hardware finds K inside the atom row, LBO is unused and CuTe sets it to 1 (16 bytes). For
 # MN-major operands the roles turn around (see `bwlab.umma.descriptors`).
 #
-# The first K slice of a 128 x 64 f16 tile in the 128-byte swizzle, as CuTe's `make_umma_desc` and
-# `make_gmma_desc` encode it (the issue and REFERENCE give 0x4000404000010000 for SM100):
+# The first K slice of a 128 x 64 f16 tile in the 128-byte swizzle, as CuTe's `make_umma_desc`
+# (SM100) and `make_gmma_desc` (SM90) encode it:
 
 # %%
 for arch, expected in (("sm100", 0x4000404000010000), ("sm90", 0x4000004000010000)):
@@ -133,8 +146,10 @@ for args in [("f16", "f16", "f32", 256, 128), ("bf16", "bf16", "f16", 128, 128),
         print(f"{args}: {e}")
 
 # %% [markdown]
-# Try it: pick a layout and see both descriptors, or paste a descriptor to decode it; and build an
-# instruction descriptor. (Widgets need a live kernel; the stored notebook shows none.)
+# Try it: pick a layout and see both descriptors (the first line says which fields your change
+# moved, or why none did; hover over a menu for what it controls), or paste a descriptor to decode
+# it; and build an instruction descriptor. The menus offer legal values only. The widgets need a
+# live kernel: run the cell.
 
 # %% tags=["nbval-ignore-output"]
 umma.descriptor_widget();
@@ -156,6 +171,98 @@ starts = [umma.decode_smem_desc(umma.smem_desc_for_tile("K", "128B", "f16", (128
 print("start addresses:", starts, "  expected", [32 * kb for kb in range(4)])
 umma.plot_k_steps("K", "128B", "f16", (8, 64))
 plt.show()
+
+# %% [markdown]
+# ## A whole kernel: one `wgmma` chain on Hopper
+#
+# Hopper cannot run `tcgen05`, but its `wgmma.mma_async` reads A and B from shared memory through
+# the same canonical layouts and an SM90 descriptor (same fields, the swizzle code two bits higher).
+# That makes it the part of this stage an H100 can run. `cuda_src/teach_wgmma.cu` is the whole
+# kernel: copy the operand bytes into SMEM, `fence.proxy.async` (the tensor core reads SMEM through
+# the async proxy), `wgmma.fence`, one `wgmma.mma_async.m64n64k16` per 16 of K, `commit_group`,
+# `wait_group 0`, registers out. Every layout decision is in the descriptors, built in Python.
+
+# %%
+from bwlab.lab import TeachingKernel
+TeachingKernel("teach_wgmma.cu").show()
+
+# %% [markdown]
+# Its case: A (64 x 64) and B (64 x 64) f16, both K-major in the 128-byte swizzle, B 16 KiB after A.
+# The descriptors per K step differ only in the start address (`+2` = 32 bytes, as above):
+
+# %%
+case = umma.WgmmaCase("f16", N=64, K=64, a_major="K", a_swizzle="128B", b_major="K", b_swizzle="128B")
+ad, bd = case.descriptors()
+print("A:", [f"{d:#x}" for d in ad])
+print("B:", [f"{d:#x}" for d in bd])
+print("the model equals NumPy A @ B.T:", np.array_equal(case.model(), case.reference()), " (expected True)")
+
+# %% [markdown]
+# Run it on a Hopper GPU when there is one, else take what an H100 produced when it ran this
+# kernel, and compare with the model computed now, element by element:
+
+# %% tags=["nbval-ignore-output"]
+from bwlab import device
+from bwlab.results import load_recording
+info = device.gpu_info()
+on_hopper = info is not None and info.has_wgmma
+rec = load_recording("umma_teach_wgmma")
+d, source = (umma.run_teach_wgmma(case), f"run now on {info.name}") if on_hopper else (rec["d"], rec.label)
+print(case.check(d, source=source))
+
+# %% [markdown]
+# ### Change a descriptor
+#
+# `umma.edit_descs(descs, arch, field=value)` replaces one field in every descriptor of the K loop.
+# First the stride between A's 8-row groups (SBO): 512 bytes instead of 1024. The tensor core then
+# reads rows 8-15 of A from the second half of the rows 0-7 atom, and so on: `check()` names the
+# first wrong D element, which register of which thread holds it, and which operand to suspect.
+
+# %%
+bad = (umma.edit_descs(ad, "sm90", stride_byte_offset=512), bd)
+print(case.check(case.model(descriptors=bad), source="the model, given your descriptors"))
+
+# %% [markdown]
+# What the GPU does with the same edit (on a Hopper GPU: now; elsewhere: recorded on the H100). The
+# model predicted it: it is the model of the edited descriptors that the GPU's D is compared with.
+
+# %% tags=["nbval-ignore-output"]
+d_bad = umma.run_teach_wgmma(case, descriptors=bad) if on_hopper else rec["d_a_sbo512"]
+same = case.compare(case.model(descriptors=bad), d_bad).ok
+print("D equals the model of the edited descriptors:", same, "  (expected True)")
+print(case.check(d_bad, source=source))
+
+# %% [markdown]
+# Two more edits: the wrong swizzle code for A (64-byte instead of 128-byte: rows whose line number
+# is not 0 mod 8 read the wrong chunks), and a different LBO for B — which changes nothing, because
+# in a swizzled K-major layout the hardware finds K inside the atom's 128-byte row and never uses
+# LBO. Try your own: any field of `umma.SmemDesc` (`start_address`, `leading_byte_offset`,
+# `stride_byte_offset`, `swizzle`, `base_offset`).
+
+# %% tags=["nbval-ignore-output"]
+edits = {"a_swizzle64B": (umma.edit_descs(ad, "sm90", swizzle="64B"), bd),
+         "b_lbo4096": (ad, umma.edit_descs(bd, "sm90", leading_byte_offset=4096))}
+for name, descs in edits.items():
+    got = umma.run_teach_wgmma(case, descriptors=descs) if on_hopper else rec["d_" + name]
+    print(f"{name}: D equals the model of the edit: {case.compare(case.model(descriptors=descs), got).ok}"
+          "  (expected True)")
+    print(case.check(got, source=source), end="\n\n")
+
+# %% [markdown]
+# ### Change the kernel
+#
+# The kernel text is yours to change too: `TeachingKernel(...).replace(old, new)` gives an edited
+# copy, and `run_teach_wgmma(case, kernel=mine)` runs it. (Or put the whole edited file in a cell
+# that starts with `%%cuda teach_wgmma.cu` after `%load_ext bwlab.lab`: every later run uses it.)
+# A mistake comes back with the line of *your* text it is on:
+
+# %%
+from bwlab.compile import CompileError
+mine = TeachingKernel("teach_wgmma.cu").replace("wgmma_commit_group();", "wgmma_commit();")
+try:
+    mine.compile()
+except CompileError as e:
+    print(str(e).split("--- where ---")[-1].strip())
 
 # %% [markdown]
 # ## The MMA, computed from SMEM bytes
@@ -186,11 +293,12 @@ print("D equals NumPy A @ B.T bit for bit:", r.exact, "  (expected True)")
 # K-major tf32 operand takes the usual four. Side by side for an MN-major tf32 tile:
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(13, 5))
-umma.plot_smem_layout("MN", "128B", "tf32", ax=axes[0], color_by="piece")
-umma.plot_smem_layout("MN", "128B_base32B", "tf32", ax=axes[1], color_by="piece")
-axes[0].set_title("MN-major 128B (refused for tf32)", fontsize=9)
-axes[1].set_title("MN-major 128B_base32B: 32-byte units move", fontsize=9)
+fig, axes = plt.subplots(1, 2, figsize=(12, 5.5))
+umma.plot_smem_layout("MN", "128B", "tf32", ax=axes[0], color_by="piece", legend=False)
+umma.plot_smem_layout("MN", "128B_base32B", "tf32", ax=axes[1], color_by="piece", legend=False)
+axes[0].set_title("MN-major 128B (refused for tf32): 16-byte chunks move", fontsize=11)
+axes[1].set_title("MN-major 128B_base32B: 32-byte units move", fontsize=11)
+fig.suptitle("tf32, MN-major: colour = the 16-byte piece of the 128-byte MN row a chunk holds", fontsize=12)
 plt.tight_layout()
 plt.show()
 lay32 = umma.canonical_layout("MN", "128B_base32B", "tf32", (32, 4))
@@ -236,10 +344,7 @@ print("for example:", refused[0][1])
 # halves of N stacked in lanes 0-63 and 64-127 (layout B).
 
 # %%
-fig, axes = plt.subplots(1, 4, figsize=(24, 6))
-for ax, (M, N, cg) in zip(axes, [(128, 64, 1), (64, 64, 1), (256, 64, 2), (128, 64, 2)]):
-    umma.plot_d_tmem_layout(M, N, cg, ax=ax)
-plt.tight_layout()
+umma.plot_d_tmem_layouts(N=64)
 plt.show()
 
 # %%
@@ -248,79 +353,124 @@ for M in (256, 128):
     print(f"cta_group::2, M={M}: D from both CTAs' TMEM equals NumPy: {np.array_equal(d, ref)}  (expected True)")
 
 # %% [markdown]
-# ## The same layouts on real hardware: wgmma on Hopper
+# ## The layouts on an H100, all of them
 #
-# Hopper cannot run `tcgen05`, but its `wgmma` reads shared memory through the same canonical layouts
-# and an SM90 descriptor. `cuda_src/wgmma_sm90.cu` runs m64nNk16 on operands that Python laid out; the
-# model, given the same bytes and descriptors, must predict every result bit for bit. On an H100 this
-# cell runs a few cases; `python -m bwlab.validate wgmma` runs all 128 layout combinations.
+# The teaching kernel fixes N = 64 and K-major operands. The validation kernel
+# (`cuda_src/wgmma_sm90.cu`, not shown: it instantiates every N and both transpose bits) runs any
+# layout for A and B at any 1024-byte-aligned offset. A few of those cases, on a Hopper GPU now or as
+# an H100 recorded them, each compared with the model:
 
 # %% tags=["nbval-ignore-output"]
-from bwlab import device
-info = device.gpu_info()
-regular, _ = umma.wgmma_cases()
-picked = regular[3::11]
-if info is not None and info.has_wgmma:
-    for case in picked:
-        result = case.check()           # run() on the GPU, model() here, bit for bit
-        print(f"{'exact' if result else 'MISMATCH'}  {case.label()}")
-        if not result:
-            print(result)
-else:
-    print("No sm_90a GPU here: this cell would run these cases with wgmma and compare with the model:")
-    for case in picked:
-        print("  ", case.label())
+rec_layouts = load_recording("umma_wgmma_layouts")
+for i, params in enumerate(rec_layouts.params["cases"]):
+    c = umma.WgmmaCase(**params)
+    got = c.run() if on_hopper else rec_layouts[f"d{i}"]
+    result = c.check(got, source=source)
+    print(f"{'exact   ' if result else 'MISMATCH'}  {c.label()}")
+    if not result:
+        print(result)
+print("source:", source)
 
 # %% [markdown]
-# What the H100 said when the full validation ran (`docs/results/wgmma_validate_h100.txt`, committed with
-# the command that produced it):
+# When `python -m bwlab.validate wgmma` ran all 128 combinations of layout and swizzle for A and B
+# (f16 and bf16) on the H100, it printed:
 
-# %% tags=["nbval-ignore-output"]
-from pathlib import Path
-res = Path(bwlab.__file__).resolve().parent.parent / "docs" / "results" / "wgmma_validate_h100.txt"
-if res.exists():
-    text = res.read_text().splitlines()
-    print("\n".join(l for l in text if l.startswith(("regular", "exploratory", "wgmma validation", "NVIDIA", "command"))))
-else:
-    print("not recorded yet:", res)
+# %%
+from bwlab.results import recorded
+print("\n".join(l for l in recorded("wgmma_validate_h100.txt").splitlines()
+                if l.startswith(("regular", "exploratory", "wgmma validation", "NVIDIA"))))
 
 # %% [markdown]
-# ## The real `tcgen05.mma` on Blackwell
+# ## A whole kernel: `tcgen05.mma` on Blackwell
 #
-# `cuda_src/umma_sm100.cu`: warp 0 allocates TMEM, thread 0 issues the K loop of `tcgen05.mma` with
-# the descriptors built above and commits to an mbarrier, every thread waits (bounded), fences, reads
-# its warp's 32 lanes with `tcgen05.ld.32x32b`, and warp 0 frees the columns. The kernel copies the
-# whole TMEM image back, and it is compared with the model's.
+# `cuda_src/teach_umma.cu` is the same data path on sm_100: warp 0 allocates TMEM columns (the
+# address lands in SMEM); **one elected thread** issues the K loop of `tcgen05.mma` and
+# `tcgen05.commit`s to the mbarrier `mma_done`; every thread waits for it with a bounded wait,
+# orders its TMEM reads after the MMAs with `tcgen05.fence::after_thread_sync`, reads its warp's 32
+# lanes with `tcgen05.ld.32x32b` and stores them; warp 0 frees the columns. The `.sync.aligned`
+# instructions (`alloc`, `ld`, `wait::ld`, `dealloc`) are executed by whole warps, never behind a
+# per-thread condition: that is why the CTA agrees on the wait's outcome (`__syncthreads_or`) first.
+
+# %%
+TeachingKernel("teach_umma.cu").show()
+
+# %% [markdown]
+# Its case: M = 128, N = 64, K = 64, f16 into f32, both operands K-major in the 128-byte swizzle.
+# On an sm_100 GPU the next cell runs it. An H100 cannot run `tcgen05` and there is no recording of
+# it: elsewhere the cell says so and the model shows what the GPU would give.
 
 # %% tags=["nbval-ignore-output"]
-case = umma.UmmaCase("f16", "f32", 128, 256, 64)
+ucase = umma.UmmaCase("f16", "f32", M=128, N=64, K=64, b_base=16384)
+print(f"idesc {ucase.idesc:#010x}, {ucase.k_blocks} K steps, {ucase.tmem_columns} TMEM columns")
 if tier("umma") == "hardware":
-    hw = case.run()
-    print(case.check(hw))
-    print("D equals NumPy:", np.array_equal(case.d_from_tmem(hw), case.reference()))
+    print(ucase.check(umma.run_teach_umma(ucase)))
 else:
-    print(f"tier('umma') is {tier('umma')!r}: tcgen05 needs an sm_100 GPU. On one, this cell runs "
-          f"umma_validate with idesc {case.idesc:#010x} and {case.k_blocks} K steps and compares TMEM.")
-
-# %%
-from bwlab.source import show_source
-text = show_source("umma_sm100.cu")
+    print(f"tier('umma') is {tier('umma')!r}: no tcgen05 here, nothing run. The model's D equals NumPy: "
+          f"{np.array_equal(ucase.d_from_tmem(ucase.model()), ucase.reference())}  (expected True)")
 
 # %% [markdown]
-# ## Peek under the hood: the PTX for sm_100a
+# The instruction descriptor is yours to change as well: say B is MN-major (bit 16) while its bytes
+# are K-major. Every element of D is wrong, and `check()` points at the instruction descriptor:
+
+# %%
+wrong_idesc = umma.make_instr_desc("f16", "f16", "f32", 128, 64, "K", "MN")
+print(f"idesc {wrong_idesc:#010x} instead of {ucase.idesc:#010x}")
+print(ucase.check(ucase.model(idesc=wrong_idesc), source="the model, given your idesc"))
+
+# %% [markdown]
+# A deliberately broken kernel: without `tcgen05.commit`, nothing ever arrives on `mma_done`. It
+# still compiles (for sm_100a, here, without a GPU); on a GPU the bounded wait gives up after its
+# timeout and the launch raises `MbarrierTimeout` naming `mma_done`, instead of hanging. In the
+# model the barrier's phase 0 never completes:
+
+# %%
+from bwlab.hw.mbarrier import Mbarrier
+broken = TeachingKernel("teach_umma.cu").replace("tcgen05_commit(&mma_done);", "")
+print("compiles for", broken.targets, "with kernels", broken.compile().kernels())
+mma_done = Mbarrier(1)            # mbarrier.init(&mma_done, 1); no tcgen05.commit arrives
+print("phase 0 of mma_done complete:", mma_done.try_wait_parity(0), "  (expected False: the GPU's wait times out)")
+
+# %% [markdown]
+# ## Peek under the hood: the PTX
 #
-# Compiled here with NVRTC (no GPU needed); ptxas has checked every `tcgen05` line.
+# Compiled here with NVRTC (no GPU needed); ptxas has checked every line. The `tcgen05` and
+# `mbarrier` instructions of the sm_100a kernel, each at its first appearance (the compiler unrolls
+# the K loop and the column loop, so `tcgen05.mma` and `tcgen05.ld` repeat):
 
 # %%
-from bwlab.compile import compile_cuda
-ptx = compile_cuda("umma_sm100", arch="sm_100a")
-print(ptx.ptx_excerpt("umma_validate", patterns=("tcgen05", "mbarrier", "fence")))
+def first_of_each(excerpt):
+    seen = set()
+    for line in excerpt.splitlines():
+        op = line.split()[1]
+        if op not in seen:
+            seen.add(op)
+            yield line[:150]
+
+ptx = TeachingKernel("teach_umma.cu").compile("sm_100a")
+print("\n".join(first_of_each(ptx.ptx_excerpt("teach_umma", patterns=("tcgen05", "mbarrier")))))
 
 # %% [markdown]
-# And the Hopper kernel's `wgmma` lines (sm_90a), for comparison — same descriptors, a warpgroup
-# instead of one thread, registers instead of TMEM:
+# And the Hopper kernel's `wgmma` lines (sm_90a): same descriptors, a warpgroup instead of one
+# thread, registers instead of TMEM:
 
 # %%
-w = compile_cuda("wgmma_sm90", arch="sm_90a")
-lines = w.ptx_excerpt("wgmma_m64n64k16_validate", patterns=("wgmma.", "fence.proxy")).splitlines()
-print("\n".join(l[:160] for l in lines[:6]))
+w = TeachingKernel("teach_wgmma.cu").compile("sm_90a")
+print("\n".join(first_of_each(w.ptx_excerpt("teach_wgmma", patterns=("wgmma.", "fence.proxy")))))
+
+# %% [markdown]
+# ## Recap
+#
+# - A and B reach the tensor core from SMEM in one of the canonical layouts: core matrices of
+#   8 rows x 16 bytes, grouped into swizzle atoms, tiled MN first, then K.
+# - A 64-bit SMEM descriptor gives the start address, LBO, SBO and the swizzle code; the tensor core
+#   walks the layout from there. The K loop moves only the start address. LBO is unused in swizzled
+#   K-major layouts.
+# - The 32-bit instruction descriptor gives the types, M, N and the major of each operand.
+# - `tcgen05.mma` is issued by one thread, writes D to TMEM and reports completion through
+#   `tcgen05.commit` to an mbarrier; `wgmma` is issued by a warpgroup into registers. Both read the
+#   same layouts, so the H100 checks bwlab's layout and descriptor model bit for bit.
+# - A wrong descriptor shows in D: wrong rows in every column point at A, wrong columns at B, all
+#   wrong at the instruction descriptor.
+#
+# **Next:** 04 · TMEM load — how the epilogue's warps read D out of Tensor Memory with `tcgen05.ld`
+# (the shapes, the lane quarters, and what the 32x32b load used above does among them).
