@@ -49,9 +49,11 @@ class CompileError(RuntimeError):
         self.source = source
         self.diagnostics = [(m["file"], int(m["line"]), m["kind"], m["msg"].strip())
                             for m in map(_DIAG.match, log.splitlines()) if m]
+        # What a learner sees names files relative to cuda_src/, never this machine's paths.
         shown = " ".join(o.replace(str(CUDA_SRC), "cuda_src") for o in options)
+        shown_log = log.strip().replace(str(CUDA_SRC), "cuda_src")
         super().__init__(f"NVRTC failed to compile {name} for {arch}\n"
-                         f"options: {shown}\n--- compiler log ---\n{log.strip()}"
+                         f"options: {shown}\n--- compiler log ---\n{shown_log}"
                          + self._excerpts())
 
     def _excerpts(self) -> str:
