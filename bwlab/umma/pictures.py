@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..hw.swizzle import MODES
 from ..hw.tmem import LANES
 from .canonical import LAYOUTS, MAJORS, canonical_layout, elem_bytes, instr_k
 from .descriptors import ARCHS, WHY_UNCHANGED, decode_smem_desc, descriptor_addresses, format_fields, tile_desc
@@ -85,7 +86,7 @@ def plot_canonical_layouts(major: str, dtype: str = "f16"):
     import matplotlib.pyplot as plt
     from ..plotting import add_legend
     fig, axes = plt.subplots(2, 2, figsize=(12, 9.5))
-    for ax, sw in zip(axes.ravel(), ("none", "32B", "64B", "128B")):
+    for ax, sw in zip(axes.ravel(), MODES):
         plot_smem_layout(major, sw, dtype, ax=ax, legend=False)
         ax.set_title("no swizzle: chunks in order" if sw == "none" else
                      f"{sw} swizzle: chunk c sits at c XOR ({_XOR_WITH[sw]})", fontsize=11)
