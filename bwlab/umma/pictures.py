@@ -1,5 +1,4 @@
-"""Pictures and widgets of stage 3: the only place here that imports matplotlib and ipywidgets
-(inside the functions). Colours follow `bwlab.plotting`: one colour per thread, per CTA, per warp."""
+"""Stage 3's pictures and widgets (matplotlib/ipywidgets imported inside the functions; bwlab.plotting colours)."""
 from __future__ import annotations
 
 import numpy as np
