@@ -37,8 +37,8 @@ def test_bad_expect_tx_edit_is_one_line_and_compiles():
     mine = rt.bad_expect_tx_kernel()
     changed = [l for l in mine.diff().splitlines() if l.startswith(("+ ", "- ", "+\t", "-\t")) or
                (l[:1] in "+-" and not l.startswith(("+++", "---")))]
-    assert changed == ["-        mbarrier_arrive_expect_tx(&smem_full, box_bytes);",
-                       f"+        mbarrier_arrive_expect_tx(&smem_full, box_bytes + {rt.BAD_EXPECT_TX});"]
+    assert changed == ["-    const u32 tx_bytes = box_bytes;",
+                       f"+    const u32 tx_bytes = box_bytes + {rt.BAD_EXPECT_TX};"]
     mine.compile("sm_90a")
 
 

@@ -58,8 +58,8 @@ def oob_gmem() -> np.ndarray:
 def bad_expect_tx_kernel():
     """teach_tma.cu with expect_tx BAD_EXPECT_TX bytes too high (the edit notebook 01 makes)."""
     from ..lab import TeachingKernel
-    return TeachingKernel("teach_tma.cu").replace("mbarrier_arrive_expect_tx(&smem_full, box_bytes);",
-                                                  f"mbarrier_arrive_expect_tx(&smem_full, box_bytes + {BAD_EXPECT_TX});")
+    return TeachingKernel("teach_tma.cu").replace("const u32 tx_bytes = box_bytes;",
+                                                  f"const u32 tx_bytes = box_bytes + {BAD_EXPECT_TX};")
 
 
 def mbarrier_after(box_bytes: int, extra_tx: int) -> Mbarrier:
