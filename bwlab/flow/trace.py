@@ -25,7 +25,7 @@ class Hop:
     who: str
     where: str
     keys: tuple
-    ptx: tuple          # PTX mnemonics (prefixes) that belong to this hop in the kernel's listing
+    ptx: tuple          # PTX mnemonics (prefixes) that do this hop's work (sm_100 and sm_90 kernels)
 
 
 HOPS = (
@@ -35,25 +35,23 @@ HOPS = (
         "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes",
         "one elected thread; the TMA engine; every thread waits on the mbarrier", "SMEM",
         ("smem_a", "smem_b"),
-        ("mbarrier.init", "fence.mbarrier_init", "mbarrier.arrive.expect_tx", "cp.async.bulk.tensor.2d.shared",
-         "mbarrier.try_wait")),
+        ("mbarrier.arrive.expect_tx", "cp.async.bulk.tensor.2d.shared")),
     Hop("mma", "tcgen05.mma K loop (4 x K=16)", "tcgen05.mma.cta_group::1.kind::f16",
         "one elected thread; the tensor core", "TMEM", ("tmem",),
-        ("tcgen05.alloc", "tcgen05.relinquish_alloc_permit", "tcgen05.mma")),
+        ("tcgen05.mma", "wgmma.fence", "wgmma.mma_async", "wgmma.commit_group")),
     Hop("commit", "tcgen05.commit to an mbarrier, and its wait",
         "tcgen05.commit.cta_group::1.mbarrier::arrive::one", "the issuing thread; every thread waits",
-        "TMEM (complete)", ("mma_done",), ("tcgen05.commit", "tcgen05.fence")),
+        "TMEM (complete)", ("mma_done",), ("tcgen05.commit", "wgmma.wait_group")),
     Hop("tmem_ld", "tcgen05.ld 32x32b (TMEM -> registers)", "tcgen05.ld.sync.aligned.32x32b.x32.b32",
         "every warp, its own lane quarter", "RMEM", ("regs",), ("tcgen05.ld", "tcgen05.wait::ld")),
     Hop("st_shared", "st.shared (registers -> swizzled D tile)", "st.shared.v4.b32",
         "every thread, its own row", "SMEM", ("smem_d",), ("st.shared.v4",)),
     Hop("fence", "fence.proxy.async.shared::cta and a barrier", "fence.proxy.async.shared::cta",
         "every thread that wrote, then bar.sync", "SMEM (visible to the async proxy)", (),
-        ("fence.proxy.async", "bar.sync", "barrier.sync")),
+        ("fence.proxy.async",)),
     Hop("tma_store", "TMA store of D (four boxes)", "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group",
         "one elected thread; the TMA engine", "GMEM", ("gmem_d",),
-        ("cp.async.bulk.tensor.2d.global", "cp.async.bulk.commit_group", "cp.async.bulk.wait_group",
-         "tcgen05.dealloc")),
+        ("cp.async.bulk.tensor.2d.global", "cp.async.bulk.commit_group", "cp.async.bulk.wait_group")),
 )
 HOP_NAMES = tuple(h.name for h in HOPS)
 
