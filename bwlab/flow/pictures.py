@@ -14,7 +14,7 @@ from ..tma import smem_chunks
 from .problem import SMEM_D
 from .trace import HOP_NAMES, HOPS, hop_of
 
-__all__ = ["plot_hop", "plot_trip", "trip_widget", "piece_color"]
+__all__ = ["plot_hop", "plot_trip", "trip_widget", "piece_color", "plot_timeline"]
 
 _GREY = np.array(to_rgba("#e6e6e6"))
 
@@ -206,3 +206,51 @@ def trip_widget(trace, row: int = 37, column: int = 70):
     box = W.VBox([W.HBox([hop, r, c], layout=W.Layout(max_width="1000px")), out])
     display(box)
     return box
+
+
+_HOP_ORDER = ("setup",) + HOP_NAMES + ("teardown",)
+
+
+def _hop_color(hop: str):
+    from ..plotting import cta_color
+    return cta_color(10 + _HOP_ORDER.index(hop)) if hop in _HOP_ORDER else "#7f7f7f"
+
+
+def plot_timeline(events, segments=None, label: str = "measured"):
+    """The model's steps per actor (x: step), and beside it the measured segments per warp (x: ns from
+    the first stamp) when `segments` (from `timeline.measured_segments`) are given."""
+    import matplotlib.pyplot as plt
+    n = 2 if segments else 1
+    fig, axes = plt.subplots(1, n, figsize=(9.6, 3.8), squeeze=False)
+    ax = axes[0, 0]
+    actors = list(dict.fromkeys(e.actor for e in events))
+    for e in events:
+        y = actors.index(e.actor)
+        ax.barh(y, 0.9, left=e.t, color=_hop_color(e.hop), edgecolor="black", linewidth=0.4)
+        if e.barrier and e.phase >= 0 and ("completes" in e.action or "-> True" in e.action):
+            ax.annotate(f"{e.barrier} phase {e.phase - 1} done", (e.t + 0.45, y), xytext=(e.t + 0.45, y - 0.6),
+                        fontsize=6, ha="center", arrowprops=dict(arrowstyle="-", linewidth=0.5))
+    ax.set_yticks(range(len(actors)))
+    ax.set_yticklabels(actors, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("step (order, not time)")
+    ax.set_title("model: one tile on sm_100", fontsize=9)
+    hops = list(dict.fromkeys(e.hop for e in events))
+    add_legend(axes[0, -1], [(h, _hop_color(h)) for h in hops], title="hop")
+    if segments:
+        from .timeline import FLOW_EVENTS
+        ax = axes[0, 1]
+        to_hop = {"load issued": "tma_load", "load done": "tma_load", "mma issued": "mma", "mma done": "commit",
+                  "st.shared done": "st_shared", "fenced": "fence", "store issued": "tma_store",
+                  "store read": "tma_store", "end": "teardown"}
+        for w, a, b, t0, t1 in segments:
+            ax.barh(w, max(t1 - t0, 1), left=t0, color=_hop_color(to_hop.get(b, "setup")), edgecolor="black",
+                    linewidth=0.4)
+        ax.set_yticks(range(4))
+        ax.set_yticklabels([f"warp {w}" for w in range(4)], fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlabel("ns since the first stamp (%globaltimer)")
+        ax.set_title(f"Hopper kernel, {label}", fontsize=8)
+        assert FLOW_EVENTS
+    fig.tight_layout()
+    return fig
