@@ -32,7 +32,7 @@ from .model import (flow_model, load_model, mma_from_smem, mma_k_steps, register
 from .problem import LD_ACCESS, SMEM_A, SMEM_B, SMEM_BYTES, SMEM_D, THREADS, FlowProblem
 from .trace import HOP_NAMES, HOPS, Hop, Trace, TraceCheck, hop_of
 
-_PICTURES = ("plot_hop", "plot_trip", "trip_widget", "piece_color", "plot_timeline")
+_PICTURES = ("plot_hop", "plot_trip", "trip_widget", "piece_color", "plot_timeline", "plot_grid")
 
 __all__ = ["Flow", "TIERS", "flow_tier", "FlowProblem", "SMEM_A", "SMEM_B", "SMEM_D", "SMEM_BYTES", "THREADS",
            "LD_ACCESS", "Hop", "HOPS", "HOP_NAMES", "hop_of", "Trace", "TraceCheck", "flow_model", "load_model",

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib.colors import to_rgba
+from matplotlib.patches import Rectangle
 
 from ..plotting import add_legend, thread_color, warp_color
 from ..tma import smem_chunks
 from .problem import SMEM_D
 from .trace import HOP_NAMES, HOPS, hop_of
 
-__all__ = ["plot_hop", "plot_trip", "trip_widget", "piece_color", "plot_timeline"]
+__all__ = ["plot_hop", "plot_trip", "trip_widget", "piece_color", "plot_timeline", "plot_grid"]
 
 _GREY = np.array(to_rgba("#e6e6e6"))
 
@@ -252,5 +253,46 @@ def plot_timeline(events, segments=None, label: str = "measured"):
         ax.set_xlabel("ns since the first stamp (%globaltimer)")
         ax.set_title(f"Hopper kernel, {label}", fontsize=8)
         assert FLOW_EVENTS
+    fig.tight_layout()
+    return fig
+
+
+def plot_grid(g, cta=(1, 1)):
+    """Left: which CTA computes which tile of D (colour = rank in its cluster, thick lines = clusters).
+    Right two panels: the CTAs that receive CTA `cta`'s A slice and B slice (its multicast masks)."""
+    import matplotlib.pyplot as plt
+    from ..plotting import cta_color
+    gm, gn = g.grid
+    cm, cn = g.cluster_shape
+    ld0 = g.loads(*cta)
+    fig, axes = plt.subplots(1, 3, figsize=(9.8, 3.6))
+    for k, ax in enumerate(axes):
+        for ld in g.all_loads():
+            bx, by = ld.cta
+            same = bx // cm == cta[0] // cm and by // cn == cta[1] // cn
+            lit = k == 0 or (same and ((ld0.a_mask if k == 1 else ld0.b_mask) >> ld.rank & 1))
+            color = to_rgba(cta_color(ld.rank))
+            ax.add_patch(Rectangle(
+                (by, bx), 1, 1, facecolor=color if lit else 0.2 * np.array(color) + 0.8 * _GREY,
+                edgecolor="white", linewidth=0.8))
+            txt = f"({bx},{by})\nr{ld.rank}" if k == 0 else (f"r{ld.rank}" if lit else "")
+            ax.text(by + 0.5, bx + 0.5, txt, ha="center", va="center", fontsize=6)
+        for x in range(0, gn + 1, cn):
+            ax.axvline(x, color="black", linewidth=1.6)
+        for y in range(0, gm + 1, cm):
+            ax.axhline(y, color="black", linewidth=1.6)
+        ax.add_patch(Rectangle(
+            (cta[1], cta[0]), 1, 1, fill=False, edgecolor="black", linewidth=2.2))
+        ax.set_xlim(0, gn)
+        ax.set_ylim(gm, 0)
+        ax.set_aspect("equal")
+        ax.set_xlabel("tile column (N / 128)")
+        ax.set_ylabel("tile row (M / 128)")
+    axes[0].set_title(f"{g.variant}: {g.M}x{g.N}x{g.K}, CTA (m, n) and its rank\n"
+                      f"cluster {cm}x{cn} (thick lines)", fontsize=8)
+    axes[1].set_title(f"CTA {cta}: its A slice (rows {ld0.a_issue[0]}-{sum(ld0.a_issue) - 1})\n"
+                      f"lands in mask 0x{ld0.a_mask:04x}", fontsize=8)
+    axes[2].set_title(f"CTA {cta}: its B slice (rows {ld0.b_issue[0]}-{sum(ld0.b_issue) - 1})\n"
+                      f"lands in mask 0x{ld0.b_mask:04x}", fontsize=8)
     fig.tight_layout()
     return fig

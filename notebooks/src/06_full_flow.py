@@ -215,7 +215,44 @@ else:
     print(f"The recording ({rec.label}) holds no measured stamps yet: the H100 run fills them in.")
 
 # %% [markdown]
-# ## 6. Move along the trip
+# ## 6. Scaled up: a grid of tiles, a multicast cluster, a CTA pair
+#
+# The same trip tiled over 512 × 1024 × 256 (the size CuTe's Blackwell tutorials use): 4 × 8 CTAs, one
+# 128 × 128 tile of D each, K in four tiles of 64. In a **multicast cluster** the CTAs of a cluster row
+# need the same A tile and those of a column the same B tile, so each issues one slice with a mask
+# (notebook 02) and receives the rest from its peers. In the **2-SM** variant two CTAs along M run one
+# `tcgen05.mma.cta_group::2` (M = 256): each stages half of A and half of B and keeps its 128 rows of D in
+# its own TMEM.
+
+# %%
+from bwlab.flow.grid import FlowGrid
+mc = FlowGrid(variant="multicast", cluster=(2, 4))
+F.plot_grid(mc, cta=(1, 1))
+plt.show()
+print(mc.describe(1, 1))
+for v in ("1sm", "multicast", "2sm"):
+    g = FlowGrid(variant=v, cluster=(2, 4))
+    print(f"{v:<9s} cluster {g.cluster_shape}: L2 reads per K tile {g.l2_reads_per_k_tile():8d} bytes")
+
+# %%
+pair = FlowGrid(variant="2sm")
+F.plot_grid(pair, cta=(1, 2))
+plt.show()
+print(pair.describe(0, 2))
+print(pair.describe(1, 2))
+
+# %% [markdown]
+# Every variant computes the same D. A smaller grid keeps the model quick (each CTA's MMA is the model
+# of notebook 03 run on the bytes its loads — or its peers' multicasts — left in its SMEM):
+
+# %%
+for v in ("1sm", "multicast", "2sm"):
+    g = FlowGrid(256, 512, 128, variant=v, cluster=(2, 4))
+    d_grid, _ = g.model()
+    print(f"{v:<9s} D == NumPy: {np.array_equal(d_grid, g.reference())}   (expected True)")
+
+# %% [markdown]
+# ## 7. Move along the trip
 #
 # Pick a hop, a row and a column: the picture shows where that row is, the line under it where that
 # element is and its bits. (The slider offers the hops in order; the pictures above are its stops.)
