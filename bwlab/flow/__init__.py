@@ -1,0 +1,48 @@
+"""The capstone — the whole trip GMEM -> SMEM -> TMEM -> registers -> SMEM -> GMEM as one traced GEMM
+(128 x 128 x 64, f16 in, f32 out), built from the five stages' models and run in one of three tiers.
+
+The hops and the PTX ISA sections they follow: cp.async.bulk.tensor (TMA load, with the mbarrier's
+expect_tx / complete_tx), tcgen05.mma with its SMEM and instruction descriptors, tcgen05.commit and
+mbarrier.try_wait, tcgen05.ld (.32x32b; "Matrix fragments for tcgen05.ld"), st.shared, membar/fence
+(fence.proxy.async.shared::cta: "Async proxy"), cp.async.bulk.tensor (TMA store) with its bulk
+async-groups. CuTe counterparts: examples/cute/tutorial/blackwell/01_mma_sm100.cu ... 05_*.cu.
+
+Files:
+* `problem`  — `FlowProblem`: the values (those of `bwlab.umma.UmmaCase`), tensor maps, descriptors,
+  where everything sits in SMEM;
+* `trace`    — `HOPS` (instruction, issuer, where the data lives) and `Trace`, the same object in
+  every tier: the bytes after each hop, `locate(m, n)`, `compare()`;
+* `model`    — the trip by the stage models (`flow_model`), hop functions the hybrid tier reuses;
+* `runner`   — the GPU: cuda_src/full_flow_sm100.cu (hardware), cuda_src/full_flow_sm90.cu (hybrid
+  pieces and Hopper's own TMA + wgmma path, with %globaltimer stamps);
+* `case`     — `Flow` (model / run / check / show, and `trace(tier)`);
+* `listing`  — the kernel's PTX with every instruction tied to its hop;
+* `timeline` — the model's order of events for one tile (mbarrier phases, tx counts) and the
+  measured one, as pictures and Chrome/Perfetto trace JSON;
+* `grid`     — the flow tiled over a grid (512 x 1024 x 256): one CTA per tile, a multicast cluster,
+  and the 2-SM (cta_group::2) pair, in the model;
+* `pictures` — the figures and the widget of notebook 06.
+
+Validation and recordings: `python -m bwlab.checks.flow --out DIR`, `bwlab/checks/record_flow.py`.
+"""
+from .case import TIERS, Flow, flow_tier
+from .listing import format_ptx_by_hop, kernel_ptx, ptx_by_hop
+from .model import (flow_model, load_model, mma_from_smem, mma_k_steps, registers_from_tmem, st_shared_model,
+                    store_from_smem)
+from .problem import LD_ACCESS, SMEM_A, SMEM_B, SMEM_BYTES, SMEM_D, THREADS, FlowProblem
+from .trace import HOP_NAMES, HOPS, Hop, Trace, TraceCheck, hop_of
+
+_PICTURES = ("plot_hop", "plot_trip", "trip_widget", "piece_color", "plot_timeline", "plot_grid")
+
+__all__ = ["Flow", "TIERS", "flow_tier", "FlowProblem", "SMEM_A", "SMEM_B", "SMEM_D", "SMEM_BYTES", "THREADS",
+           "LD_ACCESS", "Hop", "HOPS", "HOP_NAMES", "hop_of", "Trace", "TraceCheck", "flow_model", "load_model",
+           "mma_from_smem", "mma_k_steps", "registers_from_tmem", "st_shared_model", "store_from_smem",
+           "kernel_ptx", "ptx_by_hop", "format_ptx_by_hop", *_PICTURES]
+
+
+def __getattr__(name):
+    # The pictures load matplotlib; only a notebook that draws pays for it.
+    if name in _PICTURES:
+        from . import pictures
+        return getattr(pictures, name)
+    raise AttributeError(f"module 'bwlab.flow' has no attribute {name!r}")

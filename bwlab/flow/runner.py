@@ -1,0 +1,136 @@
+"""The flow on the GPU: the only file of the package that imports CuPy (inside the functions).
+
+* `run_hardware(p)` — sm_100: cuda_src/full_flow_sm100.cu's `full_flow`, the whole trip, every hop tapped;
+* `run_hybrid(p)`   — sm_90: `flow_load_dump` (the real TMA load, SMEM dumped), tcgen05.mma and tcgen05.ld
+  in bwlab's model from those bytes, then `flow_store_registers` (the registers uploaded, real st.shared,
+  fence and TMA store, the D tile dumped);
+* `run_hopper(p)`   — sm_90: `full_flow_hopper`, Hopper's own path (TMA + wgmma, D in registers), with
+  %globaltimer / %clock64 stamps per warp and event.
+Each returns the arrays of a `Trace` (or D and the stamps) in the same shapes the model gives.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .problem import SMEM_BYTES, THREADS, FlowProblem
+
+__all__ = ["FLOW_BARRIERS", "run_hardware", "run_hybrid", "run_hopper", "N_EVENTS"]
+
+FLOW_BARRIERS = {0: "full (the TMA loads of A and B)", 1: "mma_done (tcgen05.commit)"}
+N_EVENTS = 10          # EV_COUNT in cuda_src/full_flow_sm90.cu
+
+
+def _maps(p: FlowProblem, a_dev, b_dev, d_dev):
+    from ..runtime import tensor_map_arg
+    return (tensor_map_arg(p.tmap_a.encode(a_dev.data.ptr)), tensor_map_arg(p.tmap_b.encode(b_dev.data.ptr)),
+            tensor_map_arg(p.tmap_d.encode(d_dev.data.ptr)))
+
+
+def _inputs(p: FlowProblem):
+    import cupy as cp
+    a16, b16 = p.gmem_inputs()
+    return a16, b16, cp.asarray(a16), cp.asarray(b16), cp.zeros(p.epilogue.buffer_shape, cp.float32)
+
+
+def run_hardware(p: FlowProblem) -> dict:
+    """The whole trip by `full_flow` on an sm_100 GPU; every hop's bytes read back through its taps."""
+    import cupy as cp
+    from .. import device
+    from ..compile import load_module
+    from ..runtime import launch
+    device.require("umma")
+    a16, b16, a_dev, b_dev, d_dev = _inputs(p)
+    ta, tb, td = _maps(p, a_dev, b_dev, d_dev)
+    ab = cp.zeros(2 * 0x4000, cp.uint8)
+    regs = cp.zeros((THREADS, p.N), cp.uint32)
+    smem_d = cp.zeros(4 * 0x4000, cp.uint8)
+    done = cp.zeros(1, cp.uint32)
+    launch(load_module("full_flow_sm100", arch="sm_100a"), "full_flow", (1,), (THREADS,),
+           (ta, tb, td, ab, regs, smem_d, done), shared_mem=SMEM_BYTES + 1024, barrier_names=FLOW_BARRIERS)
+    ab = cp.asnumpy(ab)
+    r = cp.asnumpy(regs)
+    # tcgen05.ld.32x32b put lane t, column j of TMEM into thread t, register j: the TMEM image the
+    # epilogue saw is the registers read back, so that is what the hardware tier records for TMEM.
+    return dict(a_gmem=a16.view(np.uint16), b_gmem=b16.view(np.uint16), smem_a=ab[:0x4000], smem_b=ab[0x4000:],
+                tmem=r.copy(), mma_done=cp.asnumpy(done), regs=r, smem_d=cp.asnumpy(smem_d),
+                gmem_d=cp.asnumpy(d_dev))
+
+
+def run_hybrid(p: FlowProblem) -> dict:
+    """Real TMA load -> model MMA / commit / tcgen05.ld from the loaded bytes -> real st.shared, fence,
+    TMA store from the model's registers (an sm_90 GPU)."""
+    import cupy as cp
+    from .. import device
+    from ..compile import load_module
+    from ..runtime import launch
+    from .model import mma_from_smem, registers_from_tmem
+    device.require("tma")
+    mod = load_module("full_flow_sm90", arch="sm_90a")
+    a16, b16, a_dev, b_dev, d_dev = _inputs(p)
+    ta, tb, td = _maps(p, a_dev, b_dev, d_dev)
+    ab = cp.zeros(2 * 0x4000, cp.uint8)
+    launch(mod, "flow_load_dump", (1,), (THREADS,), (ta, tb, ab), shared_mem=SMEM_BYTES + 1024,
+           barrier_names=FLOW_BARRIERS)
+    ab = cp.asnumpy(ab)
+    smem_a, smem_b = ab[:0x4000].copy(), ab[0x4000:].copy()
+    tmem, done = mma_from_smem(p, smem_a, smem_b)
+    regs = registers_from_tmem(p, tmem)
+    smem_d = cp.zeros(4 * 0x4000, cp.uint8)
+    launch(mod, "flow_store_registers", (1,), (THREADS,), (td, cp.asarray(regs), smem_d),
+           shared_mem=SMEM_BYTES + 1024)
+    return dict(a_gmem=a16.view(np.uint16), b_gmem=b16.view(np.uint16), smem_a=smem_a, smem_b=smem_b,
+                tmem=tmem, mma_done=done, regs=regs, smem_d=cp.asnumpy(smem_d), gmem_d=cp.asnumpy(d_dev))
+
+
+def run_hopper(p: FlowProblem, repeat: int = 5):
+    """Hopper's native path (`full_flow_hopper`): returns (the D buffer, stamps uint64 (repeat, 4 warps,
+    N_EVENTS, 2) of %globaltimer ns and %clock64, -1 where a warp does not reach an event)."""
+    import cupy as cp
+    from .. import device
+    from ..compile import load_module
+    from ..runtime import launch
+    info = device.require("tma")
+    if not info.has_wgmma:
+        raise device.UnsupportedGPU(f"wgmma.mma_async needs sm_90a (Hopper); this GPU is {info.name} ({info.sm})")
+    mod = load_module("full_flow_sm90", arch="sm_90a")
+    a16, b16, a_dev, b_dev, d_dev = _inputs(p)
+    ta, tb, td = _maps(p, a_dev, b_dev, d_dev)
+    stamps = []
+    for _ in range(max(1, int(repeat))):
+        s = cp.full((4, N_EVENTS, 2), np.uint64(0xFFFFFFFFFFFFFFFF), cp.uint64)
+        launch(mod, "full_flow_hopper", (1,), (THREADS,), (ta, tb, td, s), shared_mem=SMEM_BYTES + 1024,
+               barrier_names=FLOW_BARRIERS)
+        stamps.append(cp.asnumpy(s))
+    return cp.asnumpy(d_dev), np.stack(stamps)
+
+
+def time_kernels(p: FlowProblem, repeat: int = 50) -> dict:
+    """Median launch-to-completion time (CUDA events) of the kernels this GPU runs, in microseconds."""
+    import cupy as cp
+    from .. import device
+    from ..compile import load_module
+    from ..runtime import bench
+    info = device.require("tma")
+    out = {}
+    a16, b16, a_dev, b_dev, d_dev = _inputs(p)
+    ta, tb, td = _maps(p, a_dev, b_dev, d_dev)
+    if info.has_tcgen05:
+        mod = load_module("full_flow_sm100", arch="sm_100a")
+        fn = mod.get_function("full_flow")
+        fn.max_dynamic_shared_size_bytes = SMEM_BYTES + 1024
+        z = np.uint64(0)
+        r = bench("full_flow (sm_100)", lambda: fn((1,), (THREADS,), (ta, tb, td, z, z, z, z),
+                                                   shared_mem=SMEM_BYTES + 1024), repeat=repeat)
+        out["full_flow_sm100"] = r.median_ms * 1e3
+    if info.has_wgmma:
+        mod = load_module("full_flow_sm90", arch="sm_90a")
+        fn = mod.get_function("full_flow_hopper")
+        fn.max_dynamic_shared_size_bytes = SMEM_BYTES + 1024
+        r = bench("full_flow_hopper", lambda: fn((1,), (THREADS,), (ta, tb, td, np.uint64(0)),
+                                                 shared_mem=SMEM_BYTES + 1024), repeat=repeat)
+        out["full_flow_hopper"] = r.median_ms * 1e3
+    a = cp.asarray(p.values()[0].astype(np.float16))
+    b = cp.asarray(p.values()[1].astype(np.float16))
+    r = bench("cupy.matmul f16 (same GEMM)", lambda: cp.matmul(a, b.T), repeat=repeat)
+    out["cupy_matmul"] = r.median_ms * 1e3
+    return out

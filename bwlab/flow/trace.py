@@ -1,0 +1,210 @@
+"""The trace of the trip: after each hop, the bytes where the data now lives and the instruction that
+moved it. One `Trace` type whichever tier made it (model, hybrid, hardware), so two traces compare
+array by array and a recording of one replays against another.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..case import CheckFailed, CheckResult, compare
+from .problem import SMEM_A, SMEM_B, SMEM_D, FlowProblem
+
+__all__ = ["Hop", "HOPS", "HOP_NAMES", "Trace", "TraceCheck", "hop_of"]
+
+
+@dataclass(frozen=True)
+class Hop:
+    """One hop of the trip: what moves the data, who issues it, where the data is afterwards, and
+    which arrays of the trace hold it (none: the bytes stay where the previous hop left them)."""
+
+    name: str
+    title: str
+    instruction: str
+    who: str
+    where: str
+    keys: tuple
+    ptx: tuple          # PTX mnemonics (prefixes) that do this hop's work (sm_100 and sm_90 kernels)
+
+
+HOPS = (
+    Hop("gmem", "A and B in global memory", "(host copy)", "the host", "GMEM",
+        ("a_gmem", "b_gmem"), ()),
+    Hop("tma_load", "TMA load of A and B (128B swizzle)",
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes",
+        "one elected thread; the TMA engine; every thread waits on the mbarrier", "SMEM",
+        ("smem_a", "smem_b"),
+        ("mbarrier.arrive.expect_tx", "cp.async.bulk.tensor.2d.shared")),
+    Hop("mma", "tcgen05.mma K loop (4 x K=16)", "tcgen05.mma.cta_group::1.kind::f16",
+        "one elected thread; the tensor core", "TMEM", ("tmem",),
+        ("tcgen05.mma", "wgmma.fence", "wgmma.mma_async", "wgmma.commit_group")),
+    Hop("commit", "tcgen05.commit to an mbarrier, and its wait",
+        "tcgen05.commit.cta_group::1.mbarrier::arrive::one", "the issuing thread; every thread waits",
+        "TMEM (complete)", ("mma_done",), ("tcgen05.commit", "wgmma.wait_group")),
+    Hop("tmem_ld", "tcgen05.ld 32x32b (TMEM -> registers)", "tcgen05.ld.sync.aligned.32x32b.x32.b32",
+        "every warp, its own lane quarter", "RMEM", ("regs",), ("tcgen05.ld", "tcgen05.wait::ld")),
+    Hop("st_shared", "st.shared (registers -> swizzled D tile)", "st.shared.v4.b32",
+        "every thread, its own row", "SMEM", ("smem_d",), ("st.shared.v4",)),
+    Hop("fence", "fence.proxy.async.shared::cta and a barrier", "fence.proxy.async.shared::cta",
+        "every thread that wrote, then bar.sync", "SMEM (visible to the async proxy)", (),
+        ("fence.proxy.async",)),
+    Hop("tma_store", "TMA store of D (four boxes)", "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group",
+        "one elected thread; the TMA engine", "GMEM", ("gmem_d",),
+        ("cp.async.bulk.tensor.2d.global", "cp.async.bulk.commit_group", "cp.async.bulk.wait_group")),
+)
+HOP_NAMES = tuple(h.name for h in HOPS)
+
+
+def hop_of(name: str) -> Hop:
+    for h in HOPS:
+        if h.name == name:
+            return h
+    raise KeyError(f"no hop {name!r}; hops: {', '.join(HOP_NAMES)}")
+
+
+@dataclass
+class TraceCheck:
+    """Array-by-array comparison of two traces: one CheckResult per array, True when all agree."""
+
+    results: list
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.results)
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def __str__(self) -> str:
+        return "\n".join(str(r) for r in self.results)
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(str(self))
+
+    def assert_ok(self) -> "TraceCheck":
+        if not self.ok:
+            raise CheckFailed(str(self))
+        return self
+
+
+@dataclass
+class Trace:
+    """The bytes after every hop (`arrays`, keyed as `HOPS` says), the tier that produced them and a
+    line saying where each hop's bytes came from (`sources`: 'GPU' or 'model' per hop)."""
+
+    tier: str
+    problem: FlowProblem
+    arrays: dict
+    sources: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        missing = [k for h in HOPS for k in h.keys if k not in self.arrays]
+        if missing:
+            raise ValueError(f"a trace holds every hop's arrays; missing: {missing}")
+
+    # ---- reading it ----------------------------------------------------------------------------
+    def at(self, hop: str) -> dict:
+        """The arrays where the data is after `hop` (a hop that moves nothing shows the previous one's)."""
+        i = HOP_NAMES.index(hop_of(hop).name)
+        while not HOPS[i].keys:
+            i -= 1
+        return {k: self.arrays[k] for k in HOPS[i].keys}
+
+    @property
+    def result(self) -> np.ndarray:
+        """D (M x N float32) as it reached global memory."""
+        return np.asarray(self.arrays["gmem_d"])[:self.problem.M].view(np.float32)
+
+    def table(self) -> str:
+        """One line per hop: the instruction, where the data is, how many bytes, who produced them."""
+        out = [f"{'hop':<10s} {'where':<34s} {'bytes':>7s}  {'from':<6s} instruction"]
+        for h in HOPS:
+            nbytes = sum(np.asarray(self.arrays[k]).nbytes for k in h.keys)
+            out.append(f"{h.name:<10s} {h.where:<34s} {nbytes:7d}  {self.sources.get(h.name, '-'):<6s} "
+                       f"{h.instruction}")
+        return "\n".join(out)
+
+    # ---- where one element is --------------------------------------------------------------------
+    def locate(self, m: int, n: int) -> list:
+        """Where D[m][n] (and what it is made of) sits after each hop: [(hop, place, raw value)]."""
+        from ..tma import tma_load_writes
+        p = self.problem
+        m, n = int(m), int(n)
+        if not (0 <= m < p.M and 0 <= n < p.N):
+            raise ValueError(f"D is {p.M} x {p.N}; ({m}, {n}) is outside it")
+        a16, _ = p.gmem_inputs()
+        addr, _ = tma_load_writes(a16, p.tmap_a, (0, 0), SMEM_A)
+        a_row = sorted(set(int(x) & ~15 for x in addr.reshape(p.M, -1)[m]))
+        t = p.d_tile
+        d_addr = int(t.address(m, n))
+        w = lambda k: np.asarray(self.arrays[k])  # noqa: E731
+        return [
+            ("gmem", f"A row {m} at GMEM bytes {m * p.K * 2}..{m * p.K * 2 + p.K * 2 - 1}, B row {n} at "
+                     f"{n * p.K * 2}..{n * p.K * 2 + p.K * 2 - 1}", None),
+            ("tma_load", f"A row {m}: SMEM 16-byte chunks at " + ", ".join(f"0x{c:04x}" for c in a_row)
+                         + f" (row {m} of the 128B swizzle: chunk j at j ^ {m % 8})", None),
+            ("mma", f"TMEM lane {m}, column {n}", int(w("tmem")[m, n])),
+            ("commit", "TMEM lane {m}, column {n}: the MMAs that wrote it have completed".format(m=m, n=n),
+             int(w("tmem")[m, n])),
+            ("tmem_ld", f"thread {m} (warp {m // 32}, lane {m % 32}), register {n} "
+                        f"(load {n // 32}, register {n % 32} of its .x32)", int(w("regs")[m, n])),
+            ("st_shared", f"SMEM 0x{d_addr:05x}: box {n // t.box_cols}, row {m}, column {n % t.box_cols} "
+                          f"(chunk {(n % t.box_cols) // 4} -> {((n % t.box_cols) // 4) ^ (m % 8)})",
+             int(w("smem_d")[d_addr - SMEM_D:d_addr - SMEM_D + 4].view(np.uint32)[0])),
+            ("fence", f"the same SMEM 0x{d_addr:05x}, now ordered before the async proxy's reads",
+             int(w("smem_d")[d_addr - SMEM_D:d_addr - SMEM_D + 4].view(np.uint32)[0])),
+            ("tma_store", f"GMEM D[{m}][{n}] at byte {4 * (m * p.N + n)}",
+             int(w("gmem_d").view(np.uint32)[m, n])),
+        ]
+
+    # ---- comparing -------------------------------------------------------------------------------
+    def _where(self, key: str):
+        p = self.problem
+        t = p.d_tile
+
+        def smem(base, tmap, gm):
+            from ..tma import TmaLoad
+            case = TmaLoad(gm, tmap, (0, 0), base)
+            return lambda idx: case.where(idx)
+
+        a16, b16 = p.gmem_inputs()
+        if key == "smem_a":
+            return smem(SMEM_A, p.tmap_a, a16)
+        if key == "smem_b":
+            return smem(SMEM_B, p.tmap_b, b16)
+        if key == "tmem":
+            return lambda i: f"TMEM lane {i[0]}, column {i[1]} (D[{i[0]}][{i[1]}])"
+        if key == "regs":
+            return lambda i: (f"thread {i[0]} (warp {i[0] // 32}, lane {i[0] % 32}), register {i[1]} "
+                              f"(D[{i[0]}][{i[1]}])")
+        if key == "smem_d":
+            def d(i):
+                r, c = t.chunk_of_address(SMEM_D + (i[0] & ~15))
+                return f"SMEM 0x{SMEM_D + i[0]:05x}: D row {int(r)}, columns {int(c)}..{int(c) + 3}"
+            return d
+        if key == "gmem_d":
+            return lambda i: (f"D[{i[0]}][{i[1]}]" if i[0] < p.M else f"guard row, column {i[1]} "
+                              "(the store must not write it)")
+        return None
+
+    def compare(self, other: "Trace", source: str = "") -> TraceCheck:
+        """Every array of `self` (expected) against `other` (got), bitwise, in the hop's words."""
+        out = []
+        for h in HOPS:
+            for k in h.keys:
+                out.append(compare(np.asarray(self.arrays[k]), np.asarray(other.arrays[k]), stage="flow",
+                                   what=f"after {h.name} ({h.where}): {k}", where=self._where(k),
+                                   unit="byte" if k.startswith("smem") else "element",
+                                   source=source or f"{other.tier}: {other.sources.get(h.name, '?')}"))
+        return TraceCheck(out)
+
+    # ---- recordings ---------------------------------------------------------------------------------
+    def to_arrays(self, prefix: str = "trace.") -> dict:
+        return {prefix + k: np.asarray(v) for k, v in self.arrays.items()}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict, tier: str, problem: FlowProblem, sources=None,
+                    prefix: str = "trace.") -> "Trace":
+        got = {k[len(prefix):]: np.asarray(v) for k, v in arrays.items() if k.startswith(prefix)}
+        return cls(tier, problem, got, dict(sources or {}))

@@ -1,0 +1,276 @@
+# %% [markdown]
+# # 06 · The whole trip: GMEM → SMEM → TMEM → registers → SMEM → GMEM
+#
+# Notebooks 01–05 each showed one hop. Here they run end to end as one GEMM, D = A·Bᵀ with A and B
+# 128 × 64 in f16 and D 128 × 128 in f32, one CTA of four warps, and after every hop we stop and look at
+# where the data is:
+#
+# | hop | instruction | where the data is afterwards | notebook |
+# |---|---|---|---|
+# | TMA load | `cp.async.bulk.tensor.2d … mbarrier::complete_tx::bytes` | SMEM, 128B swizzle | 01 |
+# | MMA | 4 × `tcgen05.mma.cta_group::1.kind::f16` (K = 16 each) | TMEM | 03 |
+# | commit | `tcgen05.commit … mbarrier::arrive::one`, then the wait | TMEM, complete | 03 |
+# | TMEM load | 4 × `tcgen05.ld.sync.aligned.32x32b.x32.b32` per warp | registers | 04 |
+# | st.shared | `st.shared.v4.b32` | SMEM D tile, 128B swizzle | 05 |
+# | fence | `fence.proxy.async.shared::cta` + barrier | SMEM, visible to the TMA engine | 05 |
+# | TMA store | 4 × `cp.async.bulk.tensor.2d.global.shared::cta` | GMEM | 05 |
+#
+# **Before this notebook:** 01 (TMA load, swizzle, mbarrier), 02 (multicast: used in the scaled-up part),
+# 03 (UMMA descriptors), 04 (TMEM and `tcgen05.ld`), 05 (the epilogue).
+#
+# **Runs on:** the next cell says which tier. *hardware* (sm_100): `cuda_src/full_flow_sm100.cu` runs the
+# whole trip; *hybrid* (sm_90, e.g. H100): the TMA load, `st.shared`, fence and TMA store are real, the
+# `tcgen05` hops are bwlab's model fed with the bytes the GPU loaded; *model* (no GPU): every hop is a
+# stage's NumPy model. Whatever the tier, you get the same `Trace` object back.
+
+# %% tags=["nbval-ignore-output"]
+import bwlab
+from bwlab.flow import flow_tier
+bwlab.banner()
+print("This notebook's GPU cells run in the", flow_tier(), "tier here.")
+
+# %%
+import numpy as np
+import matplotlib.pyplot as plt
+from bwlab import flow as F
+from bwlab.flow import Flow, plot_hop
+from bwlab.results import load_recording
+TIER = flow_tier()
+
+flow = Flow(seed=0)
+p = flow.problem
+a, b = p.values()
+print("A", a.shape, "B", b.shape, "values: multiples of 1/4 in [-2, 2] -> every sum of products is exact in f32")
+print(f"A[0, :6] = {a[0, :6]}")
+
+# %% [markdown]
+# ## 1. The whole trip in one call
+#
+# `flow.trace(tier)` runs every hop and returns a `Trace`: after each hop, the bytes where the data now
+# lives. In the model tier each hop is the stage's own model applied to the previous hop's bytes
+# (`bwlab.tma.tma_load_model` → `bwlab.umma.tcgen05_mma` → `bwlab.tmem.tcgen05_ld` → the st.shared
+# plan of `bwlab.epilogue` → `bwlab.epilogue.tma_store_model`).
+
+# %%
+t = flow.trace("model")
+print(t.table())
+
+# %% [markdown]
+# The result against plain NumPy (`A @ B.T` in float32): equal bit for bit, because the inputs are exact.
+
+# %%
+d = t.result
+print("D == A @ B.T:", np.array_equal(d, flow.reference()), "  (expected True)")
+print("D[0, :4] =", d[0, :4], "   NumPy:", (a @ b.T)[0, :4])
+
+# %% [markdown]
+# ## 2. Hop by hop
+#
+# We follow **row 37**: row 37 of A on the way in, row 37 of D on the way out. Every picture colours the
+# 16-byte pieces of that row the same way (piece *q* of a 128-byte row, as notebook 03 colours K chunks);
+# everything else is faded.
+#
+# ### Hop 0 → 1: the TMA load
+# One elected thread announces 32768 bytes on the mbarrier `full` (`arrive.expect_tx`) and issues two TMA
+# loads, one box of 64 × 128 f16 per operand. Each 128-byte row of A is one line of SMEM, and the 128B
+# swizzle moves 16-byte piece *q* of row *r* to chunk *q ⊕ (r mod 8)*: within a group of eight lines
+# every piece sits in a different bank group.
+
+# %%
+plt.close("all")
+plot_hop(t, "tma_load", row=37)
+plt.show()
+
+# %% [markdown]
+# That image **is** the K-major SW128 canonical layout `tcgen05.mma` reads (notebook 03): the SMEM bytes
+# equal those of `UmmaCase('f16', 'f32', 128, 128, 64)`'s operand image, built independently.
+
+# %%
+img = p.umma_case.smem_image()
+print("SMEM A == canonical layout:", np.array_equal(img[:16384], t.arrays["smem_a"]), "  (expected True)")
+print("SMEM B == canonical layout:", np.array_equal(img[16384:32768], t.arrays["smem_b"]), "  (expected True)")
+
+# %% [markdown]
+# ### Hop 1 → 2 → 3: the MMA and its commit
+# One thread issues four `tcgen05.mma`, each reading a K = 16 slice (32 bytes of every row) through an SMEM
+# descriptor whose start address advances by 32 bytes, and `tcgen05.commit` to the mbarrier `mma_done`.
+# D lands in TMEM: lane *m*, column *n* (layout D of the PTX ISA for M = 128). Until the commit's phase
+# completes, nobody may read it.
+
+# %%
+for kb, (ad, bd) in enumerate(p.descriptors()):
+    print(f"K block {kb}: a_desc 0x{ad:016x}  b_desc 0x{bd:016x}")
+print(f"idesc 0x{p.idesc:08x}   (expected 0x08200010: D f32, A/B f16, K-major, N=128, M=128)")
+plot_hop(t, "commit", row=37)
+plt.show()
+print("TMEM == UmmaCase model:", np.array_equal(t.arrays["tmem"], p.umma_case.model()), "  (expected True)")
+
+# %% [markdown]
+# ### Hop 3 → 4: `tcgen05.ld`
+# Each warp may touch only its lane quarter. With `.32x32b`, thread *t* of warp *w* reads lane 32·w + t,
+# one column per register: four `.x32` loads per warp give every thread its whole row of D in 128 registers.
+
+# %%
+plot_hop(t, "tmem_ld", row=37)
+plt.show()
+print("thread 37 registers 0..3:", t.arrays["regs"][37, :4].view(np.float32), "  D[37, :4]:", d[37, :4])
+
+# %% [markdown]
+# ### Hop 4 → 5 → 6: `st.shared`, then the proxy fence
+# Thread *m* writes its row 16 bytes at a time into the D tile: four boxes of 128 × 32 f32, each row 128
+# bytes, swizzled like the loads. Then `fence.proxy.async.shared::cta` in every writer and a barrier, so
+# the TMA engine (async proxy) sees what the threads (generic proxy) wrote.
+
+# %%
+plot_hop(t, "st_shared", row=37)
+plt.show()
+
+# %% [markdown]
+# ### Hop 6 → 7: the TMA store
+# One thread stores the four boxes; the TMA engine un-swizzles them into row-major D.
+
+# %%
+plot_hop(t, "tma_store", row=37)
+plt.show()
+
+# %% [markdown]
+# One element, followed through every hop — the same 32 bits, in six places:
+
+# %%
+for hop, place, raw in t.locate(37, 70):
+    print(f"{hop:<10s} {place}" + ("" if raw is None else f"   bits 0x{raw:08x}"))
+
+# %% [markdown]
+# ## 3. The same trace from a GPU
+#
+# On a Hopper the hybrid tier runs the TMA load and the epilogue for real (`cuda_src/full_flow_sm90.cu`:
+# `flow_load_dump`, `flow_store_registers`) and the `tcgen05` hops in the model, from the bytes the GPU
+# loaded. On a machine without one, the cell shows what was recorded on a GPU and checks every hop against
+# the model computed now.
+
+# %% tags=["nbval-ignore-output"]
+if TIER != "model":
+    gpu = flow.trace(TIER)
+    print(f"ran the {TIER} tier here")
+else:
+    rec = load_recording("flow_gpu")
+    gpu = F.Trace.from_arrays(rec.arrays, rec.params["tier"], p, rec.params["sources"])
+    print("no GPU here:", rec.label)
+print(gpu.table())
+print(flow.check(gpu))
+
+# %% [markdown]
+# ## 4. The kernel, and its PTX hop by hop
+#
+# The Blackwell kernel reads top to bottom in the order of the trip:
+
+# %%
+from bwlab.source import show_source
+kernel_text = show_source("full_flow_sm100.cu", kernel="full_flow")
+
+# %% [markdown]
+# Its PTX (built here by NVRTC for sm_100a, no GPU needed), each instruction under the hop it performs.
+# Waits and barriers go with the hop under way; `elect.sync` (which thread issues) with the hop it starts.
+
+# %%
+print(F.format_ptx_by_hop(F.kernel_ptx("sm_100a"), width=100))
+
+# %% [markdown]
+# **What tcgen05 changed.** Hopper's own path for the same GEMM (`full_flow_hopper` in
+# `cuda_src/full_flow_sm90.cu`) has no TMEM: the whole warpgroup issues eight `wgmma.mma_async` (it is
+# m64, so two per K step), D lives in 128 registers per thread in wgmma's fragment layout, completion is
+# `wgmma.wait_group` instead of an mbarrier, and there is no `tcgen05.ld` hop.
+
+# %%
+print(F.format_ptx_by_hop(F.kernel_ptx("sm_90a"), width=100))
+
+# %% [markdown]
+# ## 5. The order of events
+#
+# The model's timeline of one tile: which warp issues what, and the state of both mbarriers (completed
+# phases, arrivals pending, transaction bytes pending) after every step that touches them, computed by
+# `bwlab.hw.mbarrier.Mbarrier`.
+
+# %%
+from bwlab.flow import timeline as TL
+events = TL.model_events(p)
+print(TL.format_events(events))
+
+# %%
+F.plot_timeline(events)
+plt.show()
+
+# %% [markdown]
+# On an H100, `full_flow_hopper` stamps `%globaltimer` and `%clock64` in lane 0 of every warp at each
+# event; `python -m bwlab.checks.flow` records them and writes a Chrome/Perfetto trace
+# (`TL.chrome_trace(events, segments, path=...)`, open it in ui.perfetto.dev).
+
+# %% tags=["nbval-ignore-output"]
+rec = load_recording("flow_gpu")
+segments = TL.measured_segments(rec["stamps"], "ns")
+if segments:
+    F.plot_timeline(events, segments, rec.label)
+    plt.show()
+else:
+    print(f"The recording ({rec.label}) holds no measured stamps yet: the H100 run fills them in.")
+
+# %% [markdown]
+# ## 6. Scaled up: a grid of tiles, a multicast cluster, a CTA pair
+#
+# The same trip tiled over 512 × 1024 × 256 (the size CuTe's Blackwell tutorials use): 4 × 8 CTAs, one
+# 128 × 128 tile of D each, K in four tiles of 64. In a **multicast cluster** the CTAs of a cluster row
+# need the same A tile and those of a column the same B tile, so each issues one slice with a mask
+# (notebook 02) and receives the rest from its peers. In the **2-SM** variant two CTAs along M run one
+# `tcgen05.mma.cta_group::2` (M = 256): each stages half of A and half of B and keeps its 128 rows of D in
+# its own TMEM.
+
+# %%
+from bwlab.flow.grid import FlowGrid
+mc = FlowGrid(variant="multicast", cluster=(2, 4))
+F.plot_grid(mc, cta=(1, 1))
+plt.show()
+print(mc.describe(1, 1))
+for v in ("1sm", "multicast", "2sm"):
+    g = FlowGrid(variant=v, cluster=(2, 4))
+    print(f"{v:<9s} cluster {g.cluster_shape}: L2 reads per K tile {g.l2_reads_per_k_tile():8d} bytes")
+
+# %%
+pair = FlowGrid(variant="2sm")
+F.plot_grid(pair, cta=(1, 2))
+plt.show()
+print(pair.describe(0, 2))
+print(pair.describe(1, 2))
+
+# %% [markdown]
+# Every variant computes the same D. A smaller grid keeps the model quick (each CTA's MMA is the model
+# of notebook 03 run on the bytes its loads — or its peers' multicasts — left in its SMEM):
+
+# %%
+for v in ("1sm", "multicast", "2sm"):
+    g = FlowGrid(256, 512, 128, variant=v, cluster=(2, 4))
+    d_grid, _ = g.model()
+    print(f"{v:<9s} D == NumPy: {np.array_equal(d_grid, g.reference())}   (expected True)")
+
+# %% [markdown]
+# ## 7. Move along the trip
+#
+# Pick a hop, a row and a column: the picture shows where that row is, the line under it where that
+# element is and its bits. (The slider offers the hops in order; the pictures above are its stops.)
+
+# %% tags=["nbval-ignore-output"]
+try:
+    F.trip_widget(t, row=37, column=70)
+except ImportError:
+    print("ipywidgets is not installed: the static pictures above show every stop")
+
+# %% [markdown]
+# ## Recap
+#
+# * The trip is seven hops; each moves the same bytes with one instruction family and leaves them in one
+#   place you can inspect: SMEM (swizzled) → TMEM (lane = row) → registers (thread = row) → SMEM (swizzled)
+#   → GMEM (row-major).
+# * Two handshakes hold it together: the mbarrier `full` (expect_tx 32768, completed by the TMA engine's
+#   bytes) and `mma_done` (one arrival from `tcgen05.commit`); one fence (`fence.proxy.async`) lets the
+#   TMA engine see what threads wrote.
+# * The same `Trace` comes out of every tier, so the model, a Hopper running half of it and a Blackwell
+#   running all of it are compared hop by hop, byte by byte.
