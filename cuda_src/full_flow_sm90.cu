@@ -38,11 +38,6 @@ __device__ __forceinline__ void stamp(u64* stamps, u32 ev) {
     }
 }
 
-// st.shared.v2.b32: one thread writes 8 bytes (two adjacent f32 of a wgmma accumulator fragment).
-__device__ __forceinline__ void st_shared_v2_b32(u32 smem_addr, u32 a, u32 b) {
-    asm volatile("st.shared.v2.b32 [%0], {%1, %2};" ::"r"(smem_addr), "r"(a), "r"(b) : "memory");
-}
-
 // SM90 SMEM matrix descriptor, K-major 128B swizzle (PTX ISA wgmma "Matrix Descriptor Format"):
 // start >> 4 in bits 0-13, LBO = 1 (unused), SBO = 1024 >> 4 in bits 32-45, swizzle 128B = 1 in bits
 // 62-63. Unlike SM100 there is no version field and the swizzle code differs (1, not 2).

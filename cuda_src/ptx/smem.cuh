@@ -13,6 +13,11 @@ __device__ __forceinline__ void st_shared_v4_b32(u32 smem_addr, u32 a, u32 b, u3
                  ::"r"(smem_addr), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
 }
 
+// st.shared.v2.b32: one thread writes 8 bytes (e.g. two adjacent f32 of a wgmma accumulator fragment).
+__device__ __forceinline__ void st_shared_v2_b32(u32 smem_addr, u32 a, u32 b) {
+    asm volatile("st.shared.v2.b32 [%0], {%1, %2};" ::"r"(smem_addr), "r"(a), "r"(b) : "memory");
+}
+
 // ld.shared.v4.b32: one thread reads 16 bytes.
 __device__ __forceinline__ void ld_shared_v4_b32(u32 smem_addr, u32 (&r)[4]) {
     asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
