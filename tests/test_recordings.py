@@ -35,3 +35,12 @@ def test_recording_replays_exactly(name):
     replay = importlib.import_module(f"bwlab.checks.record_{rec.meta['stage']}").replay
     result = replay(rec)
     assert result.ok, str(result)
+
+
+@pytest.mark.parametrize("name", recording_names())
+def test_recordings_come_from_a_gpu(name):
+    """A notebook labels a recording with where and when it was made: it must be a real GPU run."""
+    rec = load_recording(name)
+    assert rec.meta["date"] != "provisional" and not rec.meta["device"].startswith("MODEL"), \
+        f"{name} is a provisional recording made from the model; record it on a GPU (python -m bwlab.checks.record)"
+    assert rec.meta["device"].startswith("NVIDIA"), rec.meta["device"]
