@@ -174,15 +174,20 @@ else:
 # %% [markdown]
 # ## How to use the suite
 #
-# | notebook | stage | module | CUDA source |
+# | notebook | stage | package | teaching kernel |
 # |---|---|---|---|
-# | `01_tma_load` | TMA load: tensor maps, mbarrier handshake, swizzle, out-of-bounds fill | `bwlab.tma` | `tma_load.cu` |
-# | `02_multicast` | clusters, multicast masks, `tma_partition` | `bwlab.layout`, `bwlab.multicast` | `tma_multicast.cu` |
-# | `03_umma` | instruction and SMEM descriptors, canonical layouts, `tcgen05.mma` | `bwlab.umma` | `umma_sm100.cu`, `wgmma_sm90.cu` |
-# | `04_tmem_load` | TMEM allocation, addresses, `tcgen05.ld` shapes | `bwlab.tmem` | `tmem_sm100.cu` |
-# | `05_tma_store` | registers → SMEM → GMEM, the proxy fence, bulk groups, edge tiles | `bwlab.epilogue` | `tma_store.cu` |
+# | `01_tma_load` | TMA load: tensor maps, mbarrier handshake, swizzle, out-of-bounds fill | `bwlab.tma` | `teach_tma.cu` |
+# | `02_multicast` | clusters, multicast masks, `tma_partition` | `bwlab.multicast`, `bwlab.layout` | `teach_multicast.cu` |
+# | `03_umma` | instruction and SMEM descriptors, canonical layouts, `tcgen05.mma` (and `wgmma` on Hopper) | `bwlab.umma` | `teach_umma.cu`, `teach_wgmma.cu` |
+# | `04_tmem_load` | TMEM allocation, addresses, `tcgen05.ld` shapes | `bwlab.tmem` | `teach_tmem.cu` |
+# | `05_tma_store` | registers → SMEM → GMEM, the proxy fence, bulk groups, edge tiles | `bwlab.epilogue` | `teach_store.cu` |
+# | `06_full_flow` | the whole trip as one traced GEMM, its Hopper twin, a grid with clusters | `bwlab.flow` | `full_flow_sm100.cu` |
 #
-# * Each notebook is narrative plus short calls into one `bwlab` module; read the module for the details.
+# * Each notebook is narrative plus short calls into one `bwlab` package; read the package for the details.
+# * Each stage has a short **teaching kernel** shown whole; change it (`%%cuda teach_tma.cu` after
+#   `%load_ext bwlab.lab`) and run it again. A changed kernel runs in a worker process
+#   (`bwlab.sandbox.run_isolated`), so a fault or a hang comes back as an exception and this notebook's GPU
+#   stays usable.
 # * Values you should check are printed beside what was expected.
 # * `python -m bwlab.validate STAGE` runs a stage's random cases on a GPU against the model;
 #   `python -m bwlab.bench NAME` measures it. Results from an H100 are in `docs/results/`.
