@@ -22,7 +22,8 @@ from __future__ import annotations
 from .compile import Compiled, CompileError, compile_text, load_text_module
 from .source import function_source, source_text
 
-__all__ = ["TeachingKernel", "edited", "EDITS", "CompileError", "load_ipython_extension"]
+__all__ = ["TeachingKernel", "edited", "EDITS", "CompileError", "load_ipython_extension", "isolate",
+           "run_edited"]
 
 # The kernels a learner changed with %%cuda, by file name.
 EDITS: dict[str, "TeachingKernel"] = {}
@@ -89,6 +90,25 @@ def edited(file: str) -> TeachingKernel:
     """The learner's version of `file` if a %%cuda cell changed it, else the original."""
     file = file if file.endswith(".cu") else file + ".cu"
     return EDITS.get(file) or TeachingKernel(file)
+
+
+def isolate(kernel: TeachingKernel) -> bool:
+    """Whether a runner should hand this kernel to a worker process: an edited kernel, unless we are
+    already in one. The original kernels are checked on GPUs and run in the notebook's process."""
+    from .sandbox import in_worker
+    return kernel.edited and not in_worker()
+
+
+def run_edited(runner, *args, kernel: TeachingKernel, limit: float = 10.0, **kwargs):
+    """`runner(*args, kernel=kernel, **kwargs)` in a worker process (`bwlab.sandbox.run_isolated`): a
+    fault comes back as KernelFault, a hang after `limit` seconds as KernelHang, a bounded wait's
+    timeout as MbarrierTimeout, and the notebook's CUDA context is never touched. The kernel is
+    compiled here first, so a compile error shows on the learner's line before any process starts.
+    (`limit` includes the worker's build of the kernel when the runner adds defines.)"""
+    from . import device
+    from .sandbox import run_isolated
+    kernel.compile(device.native_arch())
+    return run_isolated(runner, *args, kernel=kernel, name=f"{kernel.file} (edited)", limit=limit, **kwargs)
 
 
 def _cuda_magic(line: str, cell: str) -> None:

@@ -22,9 +22,8 @@ import multiprocessing as mp
 import os
 import shutil
 import time
-import traceback
 
-__all__ = ["KernelFault", "KernelHang", "run_isolated", "where_is_fault", "CUDA_ERROR_MARKERS"]
+__all__ = ["KernelFault", "KernelHang", "run_isolated", "in_worker", "where_is_fault", "CUDA_ERROR_MARKERS"]
 
 CUDA_ERROR_MARKERS = ("cudaError", "CUDA_ERROR", "CUDARuntimeError", "CUDADriverError", "CUresult")
 
@@ -58,7 +57,29 @@ def _is_cuda_error(e: BaseException) -> bool:
     return any(m in text for m in CUDA_ERROR_MARKERS)
 
 
+WORKER_ENV = "BWLAB_SANDBOX_WORKER"
+
+
+def in_worker() -> bool:
+    """True inside a worker process of `run_isolated` (a runner then launches directly)."""
+    return os.environ.get(WORKER_ENV) == "1"
+
+
+def _attrs(e: BaseException) -> dict:
+    """The exception's attributes that survive pickling (MbarrierTimeout's barrier, expected_tx ...)."""
+    import pickle
+    out = {}
+    for k, v in vars(e).items():
+        try:
+            pickle.dumps(v)
+            out[k] = v
+        except Exception:
+            pass
+    return out
+
+
 def _worker(conn, fn, args, kwargs):
+    os.environ[WORKER_ENV] = "1"
     try:
         conn.send(("ready", None))
         result = fn(*args, **kwargs)
@@ -66,15 +87,15 @@ def _worker(conn, fn, args, kwargs):
     except BaseException as e:  # everything goes back to the parent as data
         kind = "fault" if _is_cuda_error(e) else "error"
         try:
-            conn.send((kind, (type(e).__module__, type(e).__name__, str(e), traceback.format_exc(limit=3))))
+            conn.send((kind, (type(e).__module__, type(e).__name__, str(e), _attrs(e))))
         except Exception:
-            conn.send((kind, ("builtins", "RuntimeError", repr(e), "")))
+            conn.send((kind, ("builtins", "RuntimeError", repr(e), {})))
     finally:
         conn.close()
 
 
-def _rebuild(module: str, name: str, message: str) -> BaseException:
-    """The worker's exception as the same type where that type can be made from a message."""
+def _rebuild(module: str, name: str, message: str, attrs: dict) -> BaseException:
+    """The worker's exception as the same type, with its message and attributes."""
     import importlib
     try:
         cls = getattr(importlib.import_module(module), name)
@@ -82,6 +103,7 @@ def _rebuild(module: str, name: str, message: str) -> BaseException:
             try:
                 e = cls.__new__(cls)
                 BaseException.__init__(e, message)
+                e.__dict__.update(attrs)
                 return e
             except Exception:
                 pass
@@ -90,7 +112,7 @@ def _rebuild(module: str, name: str, message: str) -> BaseException:
     return RuntimeError(f"{name}: {message}")
 
 
-def run_isolated(fn, *args, kernel: str | None = None, limit: float = 2.0, start_timeout: float = 120.0,
+def run_isolated(fn, *args, name: str | None = None, limit: float = 2.0, start_timeout: float = 120.0,
                  **kwargs):
     """`fn(*args, **kwargs)` in a fresh worker process; see the module docstring.
 
@@ -99,7 +121,7 @@ def run_isolated(fn, *args, kernel: str | None = None, limit: float = 2.0, start
     makes the worker's build instant), so that the limit measures the launch. `fn` and its arguments must be picklable (module-level functions,
     NumPy arrays, bwlab parameter objects, a `TeachingKernel`).
     """
-    name = kernel or getattr(fn, "__name__", "kernel")
+    name = name or getattr(fn, "__name__", "kernel")
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_worker, args=(child, fn, args, kwargs), daemon=True)
@@ -121,10 +143,10 @@ def run_isolated(fn, *args, kernel: str | None = None, limit: float = 2.0, start
             raise KernelFault(name, f"the worker process died (exit code {proc.exitcode})")
         if kind == "ok":
             return payload
-        module, cls, message, _tb = payload
+        module, cls, message, attrs = payload
         if kind == "fault":
             raise KernelFault(name, f"{cls}: {message}")
-        raise _rebuild(module, cls, message)
+        raise _rebuild(module, cls, message, attrs)
     finally:
         if proc.is_alive():
             proc.kill()

@@ -41,14 +41,14 @@ def test_result_comes_back():
 def test_hang_becomes_kernelhang_within_the_limit():
     t0 = time.perf_counter()
     with pytest.raises(KernelHang, match="spin loop") as e:
-        run_isolated(_hang, kernel="spin_forever", limit=0.5)
+        run_isolated(_hang, name="spin_forever", limit=0.5)
     assert e.value.kernel == "spin_forever"
     assert time.perf_counter() - t0 < 30  # start-up of the worker + 0.5 s
 
 
 def test_cuda_error_becomes_kernelfault():
     with pytest.raises(KernelFault, match="cudaErrorIllegalAddress") as e:
-        run_isolated(_illegal_address, kernel="oob_store")
+        run_isolated(_illegal_address, name="oob_store")
     assert "unaffected" in str(e.value)
 
 
@@ -59,4 +59,30 @@ def test_other_errors_keep_their_type():
 
 def test_dead_worker_is_a_fault():
     with pytest.raises(KernelFault, match="exit code 9"):
-        run_isolated(_die, kernel="crash")
+        run_isolated(_die, name="crash")
+
+
+class _Timeout(RuntimeError):
+    def __init__(self, kernel, barrier, expected_tx):
+        self.kernel, self.barrier, self.expected_tx = kernel, barrier, expected_tx
+        super().__init__(f"{kernel}: mbarrier '{barrier}' did not complete ({expected_tx} bytes)")
+
+
+def _bounded_timeout():
+    raise _Timeout("teach_tma_load", "smem_full", 1040)
+
+
+def test_exception_attributes_survive_the_worker():
+    with pytest.raises(_Timeout, match="smem_full") as e:
+        run_isolated(_bounded_timeout)
+    assert (e.value.barrier, e.value.expected_tx) == ("smem_full", 1040)
+
+
+def test_edited_teaching_kernels_go_to_a_worker(monkeypatch):
+    from bwlab import lab, sandbox
+    k = lab.TeachingKernel("hello_bulk.cu")
+    assert not lab.isolate(k)                       # the original runs in the notebook's process
+    mine = k.replace("mbarrier_init(&smem_full, 1)", "mbarrier_init(&smem_full, 1 )")
+    assert lab.isolate(mine)                        # a learner's edit goes to a worker ...
+    monkeypatch.setenv(sandbox.WORKER_ENV, "1")
+    assert not lab.isolate(mine)                    # ... where it then runs directly

@@ -49,7 +49,7 @@ def validate_main(argv=None) -> int:
     for name, (did, expect) in GALLERY.items():
         t0 = time.perf_counter()
         try:
-            got, text = "returned", run_isolated(launch_broken, name, kernel=name, limit=args.limit)
+            got, text = "returned", run_isolated(launch_broken, name, name=name, limit=args.limit)
         except MbarrierTimeout as e:
             got, text = "MbarrierTimeout", str(e)
         except KernelFault as e:

@@ -119,6 +119,9 @@ def run_teach(kernel=None) -> np.ndarray:
     if not 1 <= plan.num <= 128:
         raise TmemError(f"kNum = {plan.num}: .32x32b takes .num x1 .. x128")
     device.require("tmem")
+    from ..lab import isolate, run_edited
+    if isolate(k):
+        return run_edited(run_teach, kernel=k)
     import cupy as cp
     from ..runtime import launch
     out = cp.full((4, 1, 32, plan.num), 0xFFFFFFFF, dtype=cp.uint32)

@@ -127,12 +127,15 @@ def run_teach_wgmma(case, kernel=None, descriptors=None) -> np.ndarray:
     ad, bd = check_teach_wgmma(case, descriptors)
     import cupy as cp
     from .. import device
-    from ..lab import edited
+    from ..lab import edited, isolate, run_edited
     from ..runtime import launch
     info = device.require("tma")
     if not info.has_wgmma:
         raise device.UnsupportedGPU(f"wgmma.mma_async needs sm_90a (Hopper); this GPU is {info.name} ({info.sm})")
-    module = (kernel or edited("teach_wgmma.cu")).load()
+    kernel = kernel or edited("teach_wgmma.cu")
+    if isolate(kernel):
+        return run_edited(run_teach_wgmma, case, kernel=kernel, descriptors=descriptors)
+    module = kernel.load()
     img = case.smem_image()
     out = cp.zeros((128, 32), cp.float32)
     launch(module, "teach_wgmma", (1,), (128,),
@@ -149,10 +152,13 @@ def run_teach_umma(case, kernel=None, descriptors=None, idesc=None) -> np.ndarra
     (ad, bd), idesc = check_teach_umma(case, descriptors, idesc)
     import cupy as cp
     from .. import device
-    from ..lab import edited
+    from ..lab import edited, isolate, run_edited
     from ..runtime import launch
     device.require("umma")
-    module = (kernel or edited("teach_umma.cu")).load()
+    kernel = kernel or edited("teach_umma.cu")
+    if isolate(kernel):
+        return run_edited(run_teach_umma, case, kernel=kernel, descriptors=descriptors, idesc=idesc)
+    module = kernel.load()
     img = case.smem_image()
     cols = case.tmem_columns
     out = cp.zeros((LANES, cols), cp.uint32)
