@@ -40,7 +40,8 @@ print("Runs on:", device.tier("tma"))
 # `cuTensorMapEncodeTiled` packs the description of a tensor into 128 opaque bytes: the element type,
 # the size of each dimension (innermost first: dim 0 is the contiguous one), the byte stride of every
 # other dimension, the *box* one load copies, the element strides inside the box, the swizzle, the
-# interleave, the L2 promotion and the out-of-bounds fill. `bwlab.tma.TensorMap` holds the same
+# interleave (an older packed layout for convolutions; "none" here), the L2 promotion (how much the load
+# asks L2 to fetch around each request) and the out-of-bounds fill. `bwlab.tma.TensorMap` holds the same
 # fields and checks every rule of the driver before anything reaches it.
 #
 # Our example: a bf16 matrix of 48 rows × 80 columns, loaded in boxes of 16 rows × 32 columns.
@@ -319,8 +320,8 @@ plt.show()
 nanfill = TensorMap("float32", (20, 12), (8, 6), oob_fill="nan")
 img = tma_load_model(g, nanfill, (-4, -2)).view(np.float32).reshape(6, 8)
 print(img)
-print("fill bits:", hex(tma.oob_fill_bits(nanfill)), " NaN count:", int(np.isnan(img).sum()),
-      " expected 8 * 6 - 4 * 4 =", 8 * 6 - 4 * 4)
+print("fill bits:", hex(tma.oob_fill_bits(nanfill)), " expected 0x7ff77ff7 (the 16-bit 0x7FF7 twice, as the H100 wrote it)")
+print("NaN count:", int(np.isnan(img).sum()), " expected 8 * 6 - 4 * 4 =", 8 * 6 - 4 * 4)
 tma.plot_oob_box(nanfill, g, (-4, -2))
 plt.show()
 
