@@ -21,6 +21,24 @@ compares on a CPU-only CI machine. `execute` re-runs existing .ipynb files in pl
 namespace with plain Python, in whatever tier this machine gives (no Jupyter needed: this is how the
 notebooks are run on the GPU machines, whose image has no IPython). Figures are drawn with the Agg
 backend and closed; a cell that needs IPython/ipywidgets where they are missing is reported as skipped.
+
+`python -m bwlab.tools.notebooks soak [--runs N] [--timeout S] notebooks/*.ipynb` executes each notebook N
+times headless (a temporary copy; nothing is written) and reports how many runs finished.
+
+What is stored, and why:
+* widget state: the widgets' models go into the notebook metadata (as JupyterLab's "save widget state"
+  does), with model ids renamed in a fixed order (cell by cell, each view's models depth first), so a
+  rebuild writes the same bytes and JupyterLab draws the stored widgets (static until a kernel runs);
+* the kernelspec, language_info and nbformat version exactly as JupyterLab writes them with the kernel
+  `make venv` registers, so opening a notebook does not mark it modified.
+
+Headless execution used to stall after widget cells that draw figures: nbclient mimics the Output widget
+of a front end and, from the task that reads IOPub, sends a `comm_msg` on the shell socket while another
+task awaits the `execute_reply` on that same socket; now and then the asyncio wake-up of that await is
+lost (pyzmq's edge-triggered socket FD), the reply sits in the socket until the cell timeout ends the wait
+(or forever without one). `_Client` removes the trigger (a headless run needs not echo the Output
+widget's outputs back to the kernel) and bounds every wait on a channel to short slices, so a lost
+wake-up costs at most `_SLICE_S` seconds.
 """
 from __future__ import annotations
 
@@ -64,6 +82,15 @@ def parse_percent(text: str):
     return cells
 
 
+# What `python -m ipykernel install --sys-prefix --name python3` (make venv) registers, and so what
+# JupyterLab writes into a notebook it saves: storing the same keeps an opened notebook unmodified.
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+NBFORMAT_MINOR = 5          # JupyterLab 4 writes nbformat 4.5
+VIEW_MIME = "application/vnd.jupyter.widget-view+json"
+STATE_MIME = "application/vnd.jupyter.widget-state+json"
+_SLICE_S = 0.5              # longest single wait on a kernel channel (see _Client)
+
+
 def build(src: Path, execute: bool = True, timeout: int = 600) -> Path:
     import nbformat
     src = Path(src)
@@ -75,8 +102,9 @@ def build(src: Path, execute: bool = True, timeout: int = 600) -> Path:
             cell.metadata["tags"] = tags
         cells.append(cell)
     nb = nbformat.v4.new_notebook(cells=cells)
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.metadata["language_info"] = {"name": "python"}
+    nb.nbformat_minor = NBFORMAT_MINOR
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    nb.metadata["language_info"] = {"name": "python"}   # the kernel's own replaces it on execution
     out = NB_DIR / (src.stem + ".ipynb")
     nbformat.write(nb, out)
     if execute:
@@ -84,8 +112,77 @@ def build(src: Path, execute: bool = True, timeout: int = 600) -> Path:
     return out
 
 
+def _widget_refs(obj):
+    """Model ids that `obj` (a widget's state or an output) refers to, in order."""
+    if isinstance(obj, str):
+        if obj.startswith("IPY_MODEL_"):
+            yield obj[len("IPY_MODEL_"):]
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            if k == VIEW_MIME and isinstance(v, dict) and "model_id" in v:
+                yield v["model_id"]
+            else:
+                yield from _widget_refs(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _widget_refs(v)
+
+
+def _rename_refs(obj, new):
+    if isinstance(obj, str):
+        if obj.startswith("IPY_MODEL_") and obj[len("IPY_MODEL_"):] in new:
+            return "IPY_MODEL_" + new[obj[len("IPY_MODEL_"):]]
+        return obj
+    if isinstance(obj, dict):
+        out = type(obj)()
+        for k, v in obj.items():
+            if k == VIEW_MIME and isinstance(v, dict) and v.get("model_id") in new:
+                v = type(v)(v)
+                v["model_id"] = new[v["model_id"]]
+                out[k] = v
+            else:
+                out[k] = _rename_refs(v, new)
+        return out
+    if isinstance(obj, list):
+        return [_rename_refs(v, new) for v in obj]
+    return obj
+
+
+def stable_widget_ids(nb):
+    """Rename the random widget model ids of outputs and stored widget state to ids fixed by position:
+    cell i's k-th model (each view's models depth first) gets `f"{i:04d}{k:04d}"` padded to 32 hex
+    digits. Models no stored view reaches are dropped. Returns the notebook."""
+    widgets = nb.metadata.get("widgets", {})
+    states = widgets.get(STATE_MIME, {}).get("state", {})
+    new = {}
+    for i, cell in enumerate(nb.cells):
+        count = [0]
+
+        def visit(old):
+            if old in new:
+                return
+            new[old] = f"{i:04d}{count[0]:04d}".ljust(32, "0")
+            count[0] += 1
+            for ref in _widget_refs(states.get(old, {}).get("state", {})):
+                visit(ref)
+
+        for ref in _widget_refs(cell.get("outputs", [])):
+            visit(ref)
+    for cell in nb.cells:
+        if cell.get("outputs"):
+            cell["outputs"] = _rename_refs(cell["outputs"], new)
+    kept = sorted((new[old], _rename_refs(st, new)) for old, st in states.items() if old in new)
+    if kept:
+        nb.metadata["widgets"] = {STATE_MIME: {"state": dict(kept), "version_major": 2,
+                                               "version_minor": 0}}
+    else:
+        nb.metadata.pop("widgets", None)
+    return nb
+
+
 def _scrub(nb):
-    """Make stored outputs deterministic: no execution timestamps, stable cell and widget ids."""
+    """Make stored outputs deterministic: no execution timestamps, stable cell and widget ids; the
+    metadata JupyterLab would write."""
     for i, cell in enumerate(nb.cells):
         cell.metadata.pop("execution", None)
         cell["id"] = f"cell-{i:03d}"
@@ -100,33 +197,110 @@ def _scrub(nb):
                 else:
                     merged.append(out)
             cell["outputs"] = merged
-        for j, out in enumerate(cell.get("outputs", [])):
+        for out in cell.get("outputs", []):
             out.get("metadata", {}).pop("execution", None)
-            view = out.get("data", {}).get("application/vnd.jupyter.widget-view+json")
-            if isinstance(view, dict) and "model_id" in view:
-                # A random uuid per run; the stored widget state is dropped anyway (no live kernel).
-                view["model_id"] = f"{i:03d}{j:03d}".ljust(32, "0")
-    nb.metadata.pop("widgets", None)
-    return nb
+    nb.nbformat_minor = NBFORMAT_MINOR
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    return stable_widget_ids(nb)
 
 
-def execute_notebook(path: Path, timeout: int = 600) -> None:
-    import nbformat
+def _client_class():
+    """NotebookClient made robust for headless widget notebooks (see the module docstring)."""
+    from queue import Empty
+    from time import monotonic
+    from jupyter_core.utils import run_sync
     from nbclient import NotebookClient
-    path = Path(path)
-    nb = nbformat.read(path, as_version=4)
+    from nbclient.output_widget import OutputWidget
+
+    class _QuietOutputWidget(OutputWidget):
+        # nbclient sends the captured outputs back to the kernel's Output widget (a comm_msg on the
+        # shell socket, from the IOPub task). Nothing headless needs that echo, and sending it while
+        # the execute_reply is awaited on the same socket is what lost the reply's wake-up.
+        def sync_state(self):
+            pass
+
+    def sliced(get_msg):
+        async def get(timeout=None):
+            deadline = None if timeout is None else monotonic() + timeout
+            while True:
+                left = _SLICE_S if deadline is None else max(0.0, min(_SLICE_S, deadline - monotonic()))
+                try:
+                    return await get_msg(timeout=left)
+                except Empty:
+                    if deadline is not None and monotonic() >= deadline:
+                        raise
+        return get
+
+    class _Client(NotebookClient):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            self.widget_registry["@jupyter-widgets/output"]["OutputModel"] = _QuietOutputWidget
+
+        async def async_start_new_kernel_client(self):
+            kc = await super().async_start_new_kernel_client()
+            # A wait that misses its wake-up ends at the slice's final poll(0), which finds the message.
+            for ch in (kc.shell_channel, kc.iopub_channel):
+                ch.get_msg = sliced(ch.get_msg)
+            return kc
+
+        start_new_kernel_client = run_sync(async_start_new_kernel_client)
+
+    return _Client
+
+
+def _execute(nb, path: Path, timeout: int | None):
+    """Execute `nb` (in place) in the model tier with the robust client."""
     env_backup = os.environ.get("BWLAB_BACKEND")
     os.environ["BWLAB_BACKEND"] = "model"
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     try:
-        NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                       resources={"metadata": {"path": str(path.parent)}}).execute()
+        _client_class()(nb, timeout=timeout, kernel_name="python3", record_timing=False,
+                        store_widget_state=True,
+                        resources={"metadata": {"path": str(Path(path).parent)}}).execute()
     finally:
         if env_backup is None:
             os.environ.pop("BWLAB_BACKEND", None)
         else:
             os.environ["BWLAB_BACKEND"] = env_backup
-    nbformat.write(_scrub(nb), path)
+    return nb
+
+
+def execute_notebook(path: Path, timeout: int = 600) -> None:
+    import nbformat
+    path = Path(path)
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata.pop("widgets", None)
+    nbformat.write(_scrub(_execute(nb, path, timeout)), path)
+
+
+def soak(paths, runs: int = 10, timeout: int = 300, out=sys.stdout) -> dict:
+    """Execute every notebook `runs` times headless (nothing is written); returns
+    {name: (finished, runs, [seconds of each finished run])} and prints one line per run."""
+    import time
+    import nbformat
+    result = {}
+    for p in paths:
+        p = Path(p)
+        done, times = 0, []
+        for r in range(runs):
+            nb = nbformat.read(p, as_version=4)
+            t0 = time.perf_counter()
+            try:
+                _execute(nb, p, timeout)
+                status = "finished"
+                done += 1
+                times.append(time.perf_counter() - t0)
+            except Exception as e:  # a cell timeout is how a stall shows
+                status = f"FAILED {type(e).__name__}: {str(e).strip().splitlines()[-1][:120]}"
+            print(f"{p.name} run {r + 1}/{runs}: {status} in {time.perf_counter() - t0:.1f} s",
+                  file=out, flush=True)
+        result[p.name] = (done, runs, times)
+    print("notebook               finished   median s   max s", file=out)
+    for name, (done, n, times) in result.items():
+        med = sorted(times)[len(times) // 2] if times else float("nan")
+        print(f"{name:22s} {done:3d} of {n:<3d}   {med:8.1f}  {max(times, default=float('nan')):6.1f}",
+              file=out)
+    return result
 
 
 def run_cells(src: Path, out=sys.stdout) -> tuple[int, int, int]:
@@ -188,6 +362,15 @@ def main(argv=None) -> int:
         for p in argv[1:]:
             failed += run_cells(Path(p))[1]
         return 1 if failed else 0
+    if argv and argv[0] == "soak":
+        import argparse
+        ap = argparse.ArgumentParser(prog="python -m bwlab.tools.notebooks soak")
+        ap.add_argument("--runs", type=int, default=10)
+        ap.add_argument("--timeout", type=int, default=300, help="per-cell timeout, seconds")
+        ap.add_argument("paths", nargs="+")
+        a = ap.parse_args(argv[1:])
+        res = soak(a.paths, a.runs, a.timeout)
+        return 0 if all(done == n for done, n, _ in res.values()) else 1
     if not argv or argv[0] not in ("build", "execute"):
         print(__doc__)
         return 2
