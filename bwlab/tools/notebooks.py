@@ -22,13 +22,22 @@ namespace with plain Python, in whatever tier this machine gives (no Jupyter nee
 notebooks are run on the GPU machines, whose image has no IPython). Figures are drawn with the Agg
 backend and closed; a cell that needs IPython/ipywidgets where they are missing is reported as skipped.
 
+`python -m bwlab.tools.notebooks lab [jupyter lab options]` (what `make lab` runs) starts JupyterLab on
+notebooks/ with the settings below: widget state saved with the notebook (an override in this
+environment's `share/jupyter/lab/settings/overrides.d/`, nothing in the home directory) and `src/` hidden.
+
 `python -m bwlab.tools.notebooks soak [--runs N] [--timeout S] notebooks/*.ipynb` executes each notebook N
 times headless (a temporary copy; nothing is written) and reports how many runs finished.
 
 What is stored, and why:
-* widget state: the widgets' models go into the notebook metadata (as JupyterLab's "save widget state"
-  does), with model ids renamed in a fixed order (cell by cell, each view's models depth first), so a
-  rebuild writes the same bytes and JupyterLab draws the stored widgets (static until a kernel runs);
+* no widget views: each is replaced by a static copy, one line saying that the controls need a running
+  kernel (with the setting shown) and what its Output widgets showed when built (the picture of the
+  default setting). Stored views do not survive in JupyterLab 4 + jupyterlab_widgets 3, checked in a
+  real browser (tests/browser/check_lab.py): a notebook that is not trusted (a fresh clone) shows only
+  their text repr; and with "save widget state" on (needed so that a learner's save does not leave
+  "model not found" behind) restoring stored models marks the notebook modified on open
+  (`register_model` -> `setDirty`), and a save rewrites the state without defaults. The metadata
+  holds the empty widget state that JupyterLab itself writes, so a save without running changes nothing;
 * the kernelspec, language_info and nbformat version exactly as JupyterLab writes them with the kernel
   `make venv` registers, so opening a notebook does not mark it modified.
 
@@ -91,6 +100,28 @@ STATE_MIME = "application/vnd.jupyter.widget-state+json"
 _SLICE_S = 0.5              # longest single wait on a kernel channel (see _Client)
 
 
+# JupyterLab as `make lab` starts it: the widget manager saves widget state into the notebook (else a
+# learner's save leaves "model not found" behind); notebooks/src (the sources) hidden from the browser.
+LAB_OVERRIDES = {"@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": True}}
+HIDE_GLOBS = ["__pycache__", "*.pyc", "*.pyo", ".DS_Store", "*~", "*.so", "*.dylib", "src"]
+
+
+def install_lab_settings(prefix: str = sys.prefix) -> Path:
+    """Write LAB_OVERRIDES to {prefix}/share/jupyter/lab/settings/overrides.d/bwlab.json."""
+    import json
+    path = Path(prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.d" / "bwlab.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(LAB_OVERRIDES, indent=1) + "\n"
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return path
+
+
+def lab_args(notebook_dir: Path = NB_DIR) -> list[str]:
+    """The `jupyter lab` options `make lab` uses (after install_lab_settings)."""
+    return [f"--notebook-dir={notebook_dir}"] + [f"--ContentsManager.hide_globs={g}" for g in HIDE_GLOBS]
+
+
 def build(src: Path, execute: bool = True, timeout: int = 600) -> Path:
     import nbformat
     src = Path(src)
@@ -128,68 +159,78 @@ def _widget_refs(obj):
             yield from _widget_refs(v)
 
 
-def _rename_refs(obj, new):
-    if isinstance(obj, str):
-        if obj.startswith("IPY_MODEL_") and obj[len("IPY_MODEL_"):] in new:
-            return "IPY_MODEL_" + new[obj[len("IPY_MODEL_"):]]
-        return obj
-    if isinstance(obj, dict):
-        out = type(obj)()
-        for k, v in obj.items():
-            if k == VIEW_MIME and isinstance(v, dict) and v.get("model_id") in new:
-                v = type(v)(v)
-                v["model_id"] = new[v["model_id"]]
-                out[k] = v
-            else:
-                out[k] = _rename_refs(v, new)
-        return out
-    if isinstance(obj, list):
-        return [_rename_refs(v, new) for v in obj]
-    return obj
+def _widget_models(model_id, states, seen=None):
+    """The models a view shows, depth first from `model_id` (each once)."""
+    seen = [] if seen is None else seen
+    if model_id in seen:
+        return seen
+    seen.append(model_id)
+    for ref in _widget_refs(states.get(model_id, {}).get("state", {})):
+        _widget_models(ref, states, seen)
+    return seen
 
 
-def stable_widget_ids(nb):
-    """Rename the random widget model ids of outputs and stored widget state to ids fixed by position:
-    cell i's k-th model (each view's models depth first) gets `f"{i:04d}{k:04d}"` padded to 32 hex
-    digits. Models no stored view reaches are dropped. Returns the notebook."""
-    widgets = nb.metadata.get("widgets", {})
-    states = widgets.get(STATE_MIME, {}).get("state", {})
-    new = {}
-    for i, cell in enumerate(nb.cells):
-        count = [0]
-
-        def visit(old):
-            if old in new:
-                return
-            new[old] = f"{i:04d}{count[0]:04d}".ljust(32, "0")
-            count[0] += 1
-            for ref in _widget_refs(states.get(old, {}).get("state", {})):
-                visit(ref)
-
-        for ref in _widget_refs(cell.get("outputs", [])):
-            visit(ref)
-    for cell in nb.cells:
-        if cell.get("outputs"):
-            cell["outputs"] = _rename_refs(cell["outputs"], new)
-    kept = sorted((new[old], _rename_refs(st, new)) for old, st in states.items() if old in new)
-    if kept:
-        nb.metadata["widgets"] = {STATE_MIME: {"state": dict(kept), "version_major": 2,
-                                               "version_minor": 0}}
+def _control_setting(state):
+    """'description = value' of a control's state, or None for what is not a control."""
+    label = state.get("description")
+    if not label or state.get("_model_name") in ("ButtonModel", "LabelModel", "HTMLModel"):
+        return None
+    if "value" in state:
+        value = state["value"]
+    elif state.get("index") is not None and state.get("_options_labels"):
+        value = state["_options_labels"][state["index"]]
     else:
-        nb.metadata.pop("widgets", None)
-    return nb
+        return None
+    return f"{label} = {value}"
+
+
+def widget_fallbacks(outputs, states):
+    """Replace every widget view in `outputs` by what it showed when built (the outputs its Output
+    widgets captured, for the default setting of its controls) after one line saying so. Returns
+    (new outputs, number of views replaced)."""
+    import nbformat
+    new, replaced = [], 0
+    for out in outputs:
+        view = out.get("data", {}).get(VIEW_MIME) if out.get("output_type") in (
+            "display_data", "execute_result") else None
+        if not isinstance(view, dict) or "model_id" not in view:
+            new.append(out)
+            continue
+        replaced += 1
+        models = _widget_models(view["model_id"], states)
+        settings = [c for c in (_control_setting(states.get(m, {}).get("state", {})) for m in models) if c]
+        line = ("Static copy of the widget as built" + (f" ({', '.join(settings)})" if settings else "")
+                + ": its controls need a running kernel; run this cell to use them.")
+        new.append(nbformat.v4.new_output("display_data", data={"text/markdown": f"*{line}*",
+                                                                "text/plain": line}))
+        for m in models:
+            st = states.get(m, {})
+            if st.get("model_name") != "OutputModel":
+                continue
+            captured = [nbformat.from_dict(o) for o in st.get("state", {}).get("outputs", [])]
+            for o in captured:
+                if o.get("output_type") == "execute_result":
+                    o["output_type"] = "display_data"
+                    o.pop("execution_count", None)
+            new.extend(widget_fallbacks(captured, states)[0])
+    return new, replaced
 
 
 def _scrub(nb):
-    """Make stored outputs deterministic: no execution timestamps, stable cell and widget ids; the
-    metadata JupyterLab would write."""
+    """Make stored outputs deterministic (no execution timestamps, stable cell ids), widget views
+    replaced by static copies, and the metadata JupyterLab would write."""
+    states = nb.metadata.get("widgets", {}).get(STATE_MIME, {}).get("state", {})
     for i, cell in enumerate(nb.cells):
         cell.metadata.pop("execution", None)
         cell["id"] = f"cell-{i:03d}"
         if cell.get("outputs"):
+            outputs, replaced = widget_fallbacks(cell["outputs"], states)
+            if replaced and "nbval-ignore-output" not in cell.metadata.get("tags", []):
+                # A live run shows the widget itself; there is no stored text to compare it with.
+                cell.metadata.setdefault("tags", []).append("nbval-ignore-output")
             # One print can arrive as several stream messages (flush timing): merge neighbours.
             merged = []
-            for out in cell["outputs"]:
+            for out in outputs:
                 if (merged and out.get("output_type") == "stream"
                         and merged[-1].get("output_type") == "stream"
                         and merged[-1].get("name") == out.get("name")):
@@ -201,7 +242,9 @@ def _scrub(nb):
             out.get("metadata", {}).pop("execution", None)
     nb.nbformat_minor = NBFORMAT_MINOR
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
-    return stable_widget_ids(nb)
+    # What JupyterLab's widget manager (saveState on) writes for a notebook with no live widgets.
+    nb.metadata["widgets"] = {STATE_MIME: {"state": {}, "version_major": 2, "version_minor": 0}}
+    return nb
 
 
 def _client_class():
@@ -362,6 +405,10 @@ def main(argv=None) -> int:
         for p in argv[1:]:
             failed += run_cells(Path(p))[1]
         return 1 if failed else 0
+    if argv and argv[0] == "lab":
+        install_lab_settings()
+        exe = str(Path(sys.executable).with_name("jupyter-lab"))
+        os.execv(exe, [exe, *lab_args(), *argv[1:]])
     if argv and argv[0] == "soak":
         import argparse
         ap = argparse.ArgumentParser(prog="python -m bwlab.tools.notebooks soak")
