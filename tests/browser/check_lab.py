@@ -1,6 +1,8 @@
 """Open every stored notebook in a real JupyterLab (headless Chromium) without running it, and check what a
 learner sees first: no "Error displaying widget" / "model not found", every stored widget drawn (its
-stored picture included), the notebook not marked modified, the file unchanged by a save, `src/` hidden.
+stored picture included), the notebook not marked modified, the file unchanged by a save, `src/` hidden;
+then, as a learner would, Run All in one notebook, save, reopen: the widgets come back from the saved
+state, with no "model not found".
 
     python tests/browser/check_lab.py [--out DIR] [notebooks/NN_name.ipynb ...]
 
@@ -128,13 +130,21 @@ def check_notebook(page, base: str, name: str, work: Path, out: Path, i: int) ->
     if info["dirty"] or info["anyDirty"]:
         res["problems"].append("marked modified on open")
     page.screenshot(path=str(out / f"{Path(name).stem}.png"))
-    # One screenshot per stored widget, scrolled into view.
-    handles = page.query_selector_all(".jp-NotebookPanel .jp-OutputArea-output:has(> .jupyter-widgets)")
-    for k, h in enumerate(handles):
+    # One screenshot per stored widget (live, or its static copy), scrolled into view.
+    cells = page.query_selector_all(".jp-NotebookPanel .jp-CodeCell")
+    shots = [c for c in cells if c.query_selector(".jp-OutputArea-output:has(> .jupyter-widgets)")
+             or "Static copy of the widget" in (c.evaluate("e => e.textContent") or "")]
+    res["static_copies"] = [c.evaluate("e => e.querySelectorAll('.jp-OutputArea-output img').length")
+                            for c in shots]
+    want_copies = sum(1 for c in nb_json["cells"] for o in c.get("outputs", [])
+                      if "Static copy of the widget" in "".join(o.get("data", {}).get("text/plain", "")))
+    if len(shots) != want + want_copies:
+        res["problems"].append(f"{len(shots)} widget cells seen, {want + want_copies} stored")
+    for k, c in enumerate(shots):
         for _ in range(3):
-            h.scroll_into_view_if_needed()
+            c.scroll_into_view_if_needed()
             time.sleep(0.3)
-        h.screenshot(path=str(out / f"{Path(name).stem}_widget{k}.png"))
+        c.screenshot(path=str(out / f"{Path(name).stem}_widget{k}.png"))
     # Save without running: the file must not change.
     page.click(".jp-NotebookPanel .jp-Notebook")
     page.keyboard.press("Control+s")
@@ -155,11 +165,82 @@ def check_notebook(page, base: str, name: str, work: Path, out: Path, i: int) ->
     return res
 
 
+def wait_idle(page, seconds: float = 180) -> bool:
+    """Until no prompt shows [*] and the execution indicator says idle (bounded)."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        busy = page.evaluate("""() => {
+            const p = [...document.querySelectorAll('.jp-NotebookPanel .jp-InputPrompt')]
+                .some(e => e.textContent.includes('[*]'));
+            const ind = document.querySelector('.jp-NotebookPanel .jp-Notebook-ExecutionIndicator');
+            return p || !ind || ind.getAttribute('data-status') !== 'idle'; }""")
+        if not busy:
+            return True
+        time.sleep(1)
+    return False
+
+
+def check_learner_save(ctx, base: str, name: str, work: Path, out: Path) -> dict:
+    """A learner runs every cell, saves, and opens the notebook again: the widgets must come back
+    from the saved state (JupyterLab's saveState, set by `make lab`), not as "model not found"."""
+    res = {"notebook": name, "problems": []}
+    t0 = time.time()
+    page = ctx.new_page()
+    page.goto(f"{base}/lab/workspaces/learner1/tree/{name}?token={TOKEN}")
+    page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=90_000)
+    wait_idle(page, 60)
+    page.click(".lm-MenuBar-itemLabel:text-is('Run')")
+    page.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
+    time.sleep(2)
+    res["ran"] = wait_idle(page)
+    res["live_widgets"] = page.evaluate(
+        "() => document.querySelectorAll('.jp-OutputArea-output:has(> .jupyter-widgets)').length")
+    page.click(".jp-NotebookPanel .jp-Notebook")
+    page.keyboard.press("Control+s")
+    time.sleep(3)
+    saved = json.loads((work / "notebooks" / name).read_text())
+    res["saved_models"] = len(saved["metadata"].get("widgets", {}).get(
+        "application/vnd.jupyter.widget-state+json", {}).get("state", {}))
+    page.close(run_before_unload=False)
+    for s in api(base, "/api/sessions"):
+        api(base, f"/api/sessions/{s['id']}", method="DELETE")
+    page = ctx.new_page()
+    page.goto(f"{base}/lab/workspaces/learner2/tree/{name}?token={TOKEN}")
+    page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=90_000)
+    wait_idle(page, 60)
+    time.sleep(4)
+    info = page.evaluate("""() => {
+        const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+        return {errors: (panel.textContent.match(/Error displaying widget|model not found/g) || []).length,
+                widgets: panel.querySelectorAll('.jp-OutputArea-output:has(> .jupyter-widgets)').length}; }""")
+    res["reopened_errors"], res["reopened_widgets"] = info["errors"], info["widgets"]
+    h = page.query_selector(".jp-NotebookPanel .jp-OutputArea-output:has(> .jupyter-widgets)")
+    if h:
+        for _ in range(3):
+            h.scroll_into_view_if_needed()
+            time.sleep(0.3)
+        h.screenshot(path=str(out / f"{Path(name).stem}_after_learner_save.png"))
+    page.close(run_before_unload=False)
+    for s in api(base, "/api/sessions"):
+        api(base, f"/api/sessions/{s['id']}", method="DELETE")
+    if not res["ran"]:
+        res["problems"].append("Run All did not finish")
+    if res["live_widgets"] < 1 or res["saved_models"] < 1:
+        res["problems"].append("no live widget / no widget state saved")
+    if info["errors"] or info["widgets"] < res["live_widgets"]:
+        res["problems"].append(f"after reopening: {info['errors']} widget errors, "
+                               f"{info['widgets']} of {res['live_widgets']} widgets drawn")
+    res["took_s"] = round(time.time() - t0, 1)
+    return res
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("notebooks", nargs="*", help="default: notebooks/*.ipynb")
     ap.add_argument("--out", default=str(ROOT / "build" / "browser"), help="screenshots go here")
     ap.add_argument("--chromium", default="/usr/lib/chromium/chromium")
+    ap.add_argument("--learner", default="04_tmem_load.ipynb",
+                    help="notebook for the run-save-reopen check (after the others; '' skips it)")
     a = ap.parse_args(argv)
     from playwright.sync_api import sync_playwright
     t_start = time.time()
@@ -188,6 +269,10 @@ def main(argv=None) -> int:
                 results.append(r)
                 ok &= not r["problems"]
                 print(json.dumps(r), flush=True)
+            if a.learner and a.learner in [p.name for p in paths]:
+                learner = check_learner_save(ctx, base, a.learner, work, out)
+                ok &= not learner["problems"]
+                print("learner run-save-reopen:", json.dumps(learner), flush=True)
             browser.close()
     finally:
         proc.terminate()
@@ -195,9 +280,10 @@ def main(argv=None) -> int:
             proc.wait(20)
         except subprocess.TimeoutExpired:
             proc.kill()
-    print(f"{'notebook':22s} widgets(stored) errors dirty save-changes  open s")
+    print(f"{'notebook':22s} widgets(stored) static-copies(images) errors dirty save-changes  open s")
     for r in results:
-        print(f"{r['notebook']:22s} {r['widgets']:3d} ({r['stored_widget_views']:d})    {r['errors']:4d}  "
+        print(f"{r['notebook']:22s} {r['widgets']:3d} ({r['stored_widget_views']:d})      "
+              f"{len(r['static_copies']):3d} {str(r['static_copies']):12s} {r['errors']:4d}  "
               f"{str(r['dirty']):5s} {str(r['save_changes_file']):12s} {r['open_s']:6.1f}"
               + ("   " + "; ".join(r["problems"]) if r["problems"] else ""))
     print(f"screenshots: {out}; took {time.time() - t_start:.0f} s; {'PASS' if ok else 'FAIL'}")
