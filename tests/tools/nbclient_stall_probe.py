@@ -3,7 +3,8 @@
     python tests/tools/nbclient_stall_probe.py notebooks/04_tmem_load.ipynb --runs 8 [--fixed] [--timeout 30]
 
 Drives the notebook as nbconvert's ExecutePreprocessor does (setup_kernel, then execute_cell per cell)
-with stock nbclient, or with bwlab's client (--fixed). Every message a channel hands over is logged;
+with stock nbclient, or with bwlab's client (--fixed). Every message a channel hands over is logged (with an excerpt: the time this takes in the IOPub task
+widens the race window; without it the stall is rarer);
 a run in which a message reached the client more than 5 s after the kernel sent it prints the wait.
 Stock nbclient: now and then the execute_reply of the widget cell sits in the shell socket from ~1 s
 after the request until the cell timeout, right after nbclient's Output-widget mimic has sent its
@@ -32,7 +33,7 @@ def run_once(path: Path, timeout: int, fixed: bool) -> tuple[float, list]:
         m = await orig(self, timeout=timeout)
         log.append((t - t0, time.time() - t0, "shell" if self.socket.socket_type == 5 else "iopub",
                     m["msg_type"], m["header"]["date"].timestamp() - t0,
-                    m["parent_header"].get("msg_type")))
+                    m["parent_header"].get("msg_type"), str(m["content"])[:60]))
         return m
 
     AsyncZMQSocketChannel.get_msg = get_msg
@@ -67,7 +68,7 @@ def main() -> int:
         if late:
             k = log.index(late[0])
             for l in log[max(0, k - 6):k + 4]:
-                print("   wait from %7.2f got %7.2f  %-5s %-14s sent %7.2f  (reply to %s)" % l)
+                print("   wait from %7.2f got %7.2f  %-5s %-14s sent %7.2f  (reply to %s) %s" % l)
     print(f"{'bwlab client' if a.fixed else 'stock nbclient'}: {stalls} of {a.runs} runs stalled")
     return 0
 
