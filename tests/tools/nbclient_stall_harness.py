@@ -1,6 +1,7 @@
-# The harness that caught the stall (see nbclient_stall_probe.py for the tidy version):
-#   python tests/tools/nbclient_stall_harness.py NOTEBOOK CELL_TIMEOUT percell|execute
-# Logs every message a channel hands over and prints the last 40 of a run in which one came > 5 s late.
+# Reproduces the headless stall after widget cells (stock nbclient; FIXED=1: bwlab's client), see
+# docs/results/notebooks_soak.txt:  python tests/tools/nbclient_stall_harness.py NOTEBOOK CELL_TIMEOUT percell|execute
+# Logs every message a channel hands over (the per-message work in the IOPub task widens the race window;
+# a leaner logger reproduced it in 0 of 30 runs) and prints the last 40 of a run with one > 5 s late.
 """Run a notebook like the builder (NotebookClient.execute), log every get_msg that took > 1 s."""
 import sys, time, os, nbformat, datetime
 from nbclient import NotebookClient
