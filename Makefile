@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.bwlab-installed-cuda$(CUDA)
 
-.PHONY: lab test unit nbval venv notebooks clean
+.PHONY: lab test unit nbval venv notebooks notebooks-soak clean
 
 venv: $(STAMP)
 
@@ -22,8 +22,9 @@ $(STAMP): pyproject.toml
 ROOTFLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 LABFLAGS ?=
 
+# JupyterLab on notebooks/ (src/ hidden), widget state saved with the notebook (see bwlab/tools/notebooks.py).
 lab: venv
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(ROOTFLAG) $(LABFLAGS)
+	$(PY) -m bwlab.tools.notebooks lab $(ROOTFLAG) $(LABFLAGS)
 
 # The whole suite: unit tests, compile checks of every cuda_src file, nbval over the notebooks.
 # Notebooks are stored from a model-tier run, so nbval forces the model tier.
@@ -40,6 +41,11 @@ nbval: venv
 # Re-execute every notebook in the model tier and store its outputs (what nbval compares against).
 notebooks: venv
 	BWLAB_BACKEND=model $(PY) -m bwlab.tools.notebooks execute notebooks/*.ipynb
+
+# Execute every notebook N times headless (nothing is written) and report how many runs finished.
+N ?= 10
+notebooks-soak: venv
+	$(PY) -m bwlab.tools.notebooks soak --runs $(N) notebooks/*.ipynb
 
 clean:
 	rm -rf $(VENV) .pytest_cache

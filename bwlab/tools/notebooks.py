@@ -21,6 +21,33 @@ compares on a CPU-only CI machine. `execute` re-runs existing .ipynb files in pl
 namespace with plain Python, in whatever tier this machine gives (no Jupyter needed: this is how the
 notebooks are run on the GPU machines, whose image has no IPython). Figures are drawn with the Agg
 backend and closed; a cell that needs IPython/ipywidgets where they are missing is reported as skipped.
+
+`python -m bwlab.tools.notebooks lab [jupyter lab options]` (what `make lab` runs) starts JupyterLab on
+notebooks/ with the settings below: widget state saved with the notebook (an override in this
+environment's `share/jupyter/lab/settings/overrides.d/`, nothing in the home directory) and `src/` hidden.
+
+`python -m bwlab.tools.notebooks soak [--runs N] [--timeout S] notebooks/*.ipynb` executes each notebook N
+times headless (a temporary copy; nothing is written) and reports how many runs finished.
+
+What is stored, and why:
+* no widget views: each is replaced by a static copy, one line saying that the controls need a running
+  kernel (with the setting shown) and what its Output widgets showed when built (the picture of the
+  default setting). Stored views do not survive in JupyterLab 4 + jupyterlab_widgets 3, checked in a
+  real browser (tests/browser/check_lab.py): a notebook that is not trusted (a fresh clone) shows only
+  their text repr; and with "save widget state" on (needed so that a learner's save does not leave
+  "model not found" behind) restoring stored models marks the notebook modified on open
+  (`register_model` -> `setDirty`), and a save rewrites the state without defaults. The metadata
+  holds the empty widget state that JupyterLab itself writes, so a save without running changes nothing;
+* the kernelspec, language_info and nbformat version exactly as JupyterLab writes them with the kernel
+  `make venv` registers, so opening a notebook does not mark it modified.
+
+Headless execution used to stall after widget cells that draw figures: nbclient mimics the Output widget
+of a front end and, from the task that reads IOPub, sends a `comm_msg` on the shell socket while another
+task awaits the `execute_reply` on that same socket; now and then the asyncio wake-up of that await is
+lost (pyzmq's edge-triggered socket FD), the reply sits in the socket until the cell timeout ends the wait
+(or forever without one). `_Client` removes the trigger (a headless run needs not echo the Output
+widget's outputs back to the kernel) and bounds every wait on a channel to short slices, so a lost
+wake-up costs at most `_SLICE_S` seconds.
 """
 from __future__ import annotations
 
@@ -64,6 +91,37 @@ def parse_percent(text: str):
     return cells
 
 
+# What `python -m ipykernel install --sys-prefix --name python3` (make venv) registers, and so what
+# JupyterLab writes into a notebook it saves: storing the same keeps an opened notebook unmodified.
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+NBFORMAT_MINOR = 5          # JupyterLab 4 writes nbformat 4.5
+VIEW_MIME = "application/vnd.jupyter.widget-view+json"
+STATE_MIME = "application/vnd.jupyter.widget-state+json"
+_SLICE_S = 0.5              # longest single wait on a kernel channel (see _Client)
+
+
+# JupyterLab as `make lab` starts it: the widget manager saves widget state into the notebook (else a
+# learner's save leaves "model not found" behind); notebooks/src (the sources) hidden from the browser.
+LAB_OVERRIDES = {"@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": True}}
+HIDE_GLOBS = ["__pycache__", "*.pyc", "*.pyo", ".DS_Store", "*~", "*.so", "*.dylib", "src"]
+
+
+def install_lab_settings(prefix: str = sys.prefix) -> Path:
+    """Write LAB_OVERRIDES to {prefix}/share/jupyter/lab/settings/overrides.d/bwlab.json."""
+    import json
+    path = Path(prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.d" / "bwlab.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(LAB_OVERRIDES, indent=1) + "\n"
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return path
+
+
+def lab_args(notebook_dir: Path = NB_DIR) -> list[str]:
+    """The `jupyter lab` options `make lab` uses (after install_lab_settings)."""
+    return [f"--notebook-dir={notebook_dir}"] + [f"--ContentsManager.hide_globs={g}" for g in HIDE_GLOBS]
+
+
 def build(src: Path, execute: bool = True, timeout: int = 600) -> Path:
     import nbformat
     src = Path(src)
@@ -75,8 +133,9 @@ def build(src: Path, execute: bool = True, timeout: int = 600) -> Path:
             cell.metadata["tags"] = tags
         cells.append(cell)
     nb = nbformat.v4.new_notebook(cells=cells)
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.metadata["language_info"] = {"name": "python"}
+    nb.nbformat_minor = NBFORMAT_MINOR
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    nb.metadata["language_info"] = {"name": "python"}   # the kernel's own replaces it on execution
     out = NB_DIR / (src.stem + ".ipynb")
     nbformat.write(nb, out)
     if execute:
@@ -84,15 +143,94 @@ def build(src: Path, execute: bool = True, timeout: int = 600) -> Path:
     return out
 
 
+def _widget_refs(obj):
+    """Model ids that `obj` (a widget's state or an output) refers to, in order."""
+    if isinstance(obj, str):
+        if obj.startswith("IPY_MODEL_"):
+            yield obj[len("IPY_MODEL_"):]
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            if k == VIEW_MIME and isinstance(v, dict) and "model_id" in v:
+                yield v["model_id"]
+            else:
+                yield from _widget_refs(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _widget_refs(v)
+
+
+def _widget_models(model_id, states, seen=None):
+    """The models a view shows, depth first from `model_id` (each once)."""
+    seen = [] if seen is None else seen
+    if model_id in seen:
+        return seen
+    seen.append(model_id)
+    for ref in _widget_refs(states.get(model_id, {}).get("state", {})):
+        _widget_models(ref, states, seen)
+    return seen
+
+
+def _control_setting(state):
+    """'description = value' of a control's state, or None for what is not a control."""
+    label = state.get("description")
+    if not label or state.get("_model_name") in ("ButtonModel", "LabelModel", "HTMLModel"):
+        return None
+    if "value" in state:
+        value = state["value"]
+    elif state.get("index") is not None and state.get("_options_labels"):
+        value = state["_options_labels"][state["index"]]
+    else:
+        return None
+    return f"{label} = {value}"
+
+
+def widget_fallbacks(outputs, states):
+    """Replace every widget view in `outputs` by what it showed when built (the outputs its Output
+    widgets captured, for the default setting of its controls) after one line saying so. Returns
+    (new outputs, number of views replaced)."""
+    import nbformat
+    new, replaced = [], 0
+    for out in outputs:
+        view = out.get("data", {}).get(VIEW_MIME) if out.get("output_type") in (
+            "display_data", "execute_result") else None
+        if not isinstance(view, dict) or "model_id" not in view:
+            new.append(out)
+            continue
+        replaced += 1
+        models = _widget_models(view["model_id"], states)
+        settings = [c for c in (_control_setting(states.get(m, {}).get("state", {})) for m in models) if c]
+        line = ("Static copy of the widget as built" + (f" ({', '.join(settings)})" if settings else "")
+                + ": its controls need a running kernel; run this cell to use them.")
+        new.append(nbformat.v4.new_output("display_data", data={"text/markdown": f"*{line}*",
+                                                                "text/plain": line}))
+        for m in models:
+            st = states.get(m, {})
+            if st.get("model_name") != "OutputModel":
+                continue
+            captured = [nbformat.from_dict(o) for o in st.get("state", {}).get("outputs", [])]
+            for o in captured:
+                if o.get("output_type") == "execute_result":
+                    o["output_type"] = "display_data"
+                    o.pop("execution_count", None)
+            new.extend(widget_fallbacks(captured, states)[0])
+    return new, replaced
+
+
 def _scrub(nb):
-    """Make stored outputs deterministic: no execution timestamps, stable cell and widget ids."""
+    """Make stored outputs deterministic (no execution timestamps, stable cell ids), widget views
+    replaced by static copies, and the metadata JupyterLab would write."""
+    states = nb.metadata.get("widgets", {}).get(STATE_MIME, {}).get("state", {})
     for i, cell in enumerate(nb.cells):
         cell.metadata.pop("execution", None)
         cell["id"] = f"cell-{i:03d}"
         if cell.get("outputs"):
+            outputs, replaced = widget_fallbacks(cell["outputs"], states)
+            if replaced and "nbval-ignore-output" not in cell.metadata.get("tags", []):
+                # A live run shows the widget itself; there is no stored text to compare it with.
+                cell.metadata.setdefault("tags", []).append("nbval-ignore-output")
             # One print can arrive as several stream messages (flush timing): merge neighbours.
             merged = []
-            for out in cell["outputs"]:
+            for out in outputs:
                 if (merged and out.get("output_type") == "stream"
                         and merged[-1].get("output_type") == "stream"
                         and merged[-1].get("name") == out.get("name")):
@@ -100,33 +238,112 @@ def _scrub(nb):
                 else:
                     merged.append(out)
             cell["outputs"] = merged
-        for j, out in enumerate(cell.get("outputs", [])):
+        for out in cell.get("outputs", []):
             out.get("metadata", {}).pop("execution", None)
-            view = out.get("data", {}).get("application/vnd.jupyter.widget-view+json")
-            if isinstance(view, dict) and "model_id" in view:
-                # A random uuid per run; the stored widget state is dropped anyway (no live kernel).
-                view["model_id"] = f"{i:03d}{j:03d}".ljust(32, "0")
-    nb.metadata.pop("widgets", None)
+    nb.nbformat_minor = NBFORMAT_MINOR
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    # What JupyterLab's widget manager (saveState on) writes for a notebook with no live widgets.
+    nb.metadata["widgets"] = {STATE_MIME: {"state": {}, "version_major": 2, "version_minor": 0}}
     return nb
 
 
-def execute_notebook(path: Path, timeout: int = 600) -> None:
-    import nbformat
+def _client_class():
+    """NotebookClient made robust for headless widget notebooks (see the module docstring)."""
+    from queue import Empty
+    from time import monotonic
+    from jupyter_core.utils import run_sync
     from nbclient import NotebookClient
-    path = Path(path)
-    nb = nbformat.read(path, as_version=4)
+    from nbclient.output_widget import OutputWidget
+
+    class _QuietOutputWidget(OutputWidget):
+        # nbclient sends the captured outputs back to the kernel's Output widget (a comm_msg on the
+        # shell socket, from the IOPub task). Nothing headless needs that echo, and sending it while
+        # the execute_reply is awaited on the same socket is what lost the reply's wake-up.
+        def sync_state(self):
+            pass
+
+    def sliced(get_msg):
+        async def get(timeout=None):
+            deadline = None if timeout is None else monotonic() + timeout
+            while True:
+                left = _SLICE_S if deadline is None else max(0.0, min(_SLICE_S, deadline - monotonic()))
+                try:
+                    return await get_msg(timeout=left)
+                except Empty:
+                    if deadline is not None and monotonic() >= deadline:
+                        raise
+        return get
+
+    class _Client(NotebookClient):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            self.widget_registry["@jupyter-widgets/output"]["OutputModel"] = _QuietOutputWidget
+
+        async def async_start_new_kernel_client(self):
+            kc = await super().async_start_new_kernel_client()
+            # A wait that misses its wake-up ends at the slice's final poll(0), which finds the message.
+            for ch in (kc.shell_channel, kc.iopub_channel):
+                ch.get_msg = sliced(ch.get_msg)
+            return kc
+
+        start_new_kernel_client = run_sync(async_start_new_kernel_client)
+
+    return _Client
+
+
+def _execute(nb, path: Path, timeout: int | None):
+    """Execute `nb` (in place) in the model tier with the robust client."""
     env_backup = os.environ.get("BWLAB_BACKEND")
     os.environ["BWLAB_BACKEND"] = "model"
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     try:
-        NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                       resources={"metadata": {"path": str(path.parent)}}).execute()
+        _client_class()(nb, timeout=timeout, kernel_name="python3", record_timing=False,
+                        store_widget_state=True,
+                        resources={"metadata": {"path": str(Path(path).parent)}}).execute()
     finally:
         if env_backup is None:
             os.environ.pop("BWLAB_BACKEND", None)
         else:
             os.environ["BWLAB_BACKEND"] = env_backup
-    nbformat.write(_scrub(nb), path)
+    return nb
+
+
+def execute_notebook(path: Path, timeout: int = 600) -> None:
+    import nbformat
+    path = Path(path)
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata.pop("widgets", None)
+    nbformat.write(_scrub(_execute(nb, path, timeout)), path)
+
+
+def soak(paths, runs: int = 10, timeout: int = 300, out=sys.stdout) -> dict:
+    """Execute every notebook `runs` times headless (nothing is written); returns
+    {name: (finished, runs, [seconds of each finished run])} and prints one line per run."""
+    import time
+    import nbformat
+    result = {}
+    for p in paths:
+        p = Path(p)
+        done, times = 0, []
+        for r in range(runs):
+            nb = nbformat.read(p, as_version=4)
+            t0 = time.perf_counter()
+            try:
+                _execute(nb, p, timeout)
+                status = "finished"
+                done += 1
+                times.append(time.perf_counter() - t0)
+            except Exception as e:  # a cell timeout is how a stall shows
+                status = f"FAILED {type(e).__name__}: {str(e).strip().splitlines()[-1][:120]}"
+            print(f"{p.name} run {r + 1}/{runs}: {status} in {time.perf_counter() - t0:.1f} s",
+                  file=out, flush=True)
+        result[p.name] = (done, runs, times)
+    print("notebook               finished   median s   max s", file=out)
+    for name, (done, n, times) in result.items():
+        med = sorted(times)[len(times) // 2] if times else float("nan")
+        print(f"{name:22s} {done:3d} of {n:<3d}   {med:8.1f}  {max(times, default=float('nan')):6.1f}",
+              file=out)
+    return result
 
 
 def run_cells(src: Path, out=sys.stdout) -> tuple[int, int, int]:
@@ -188,6 +405,19 @@ def main(argv=None) -> int:
         for p in argv[1:]:
             failed += run_cells(Path(p))[1]
         return 1 if failed else 0
+    if argv and argv[0] == "lab":
+        install_lab_settings()
+        exe = str(Path(sys.executable).with_name("jupyter-lab"))
+        os.execv(exe, [exe, *lab_args(), *argv[1:]])
+    if argv and argv[0] == "soak":
+        import argparse
+        ap = argparse.ArgumentParser(prog="python -m bwlab.tools.notebooks soak")
+        ap.add_argument("--runs", type=int, default=10)
+        ap.add_argument("--timeout", type=int, default=300, help="per-cell timeout, seconds")
+        ap.add_argument("paths", nargs="+")
+        a = ap.parse_args(argv[1:])
+        res = soak(a.paths, a.runs, a.timeout)
+        return 0 if all(done == n for done, n, _ in res.values()) else 1
     if not argv or argv[0] not in ("build", "execute"):
         print(__doc__)
         return 2
