@@ -91,8 +91,7 @@ def plot_canonical_layouts(major: str, dtype: str = "f16"):
                      f"{sw} swizzle: chunk c sits at c XOR ({_XOR_WITH[sw]})", fontsize=11)
     tile = (16, 64) if major == "K" else (64, 16)
     fig.suptitle(f"{major}-major {dtype} {tile[0]}x{tile[1]} tile ({canonical_layout(major, 'none', dtype, tile).nbytes}"
-                 " B): SMEM bytes 0-1023 in each layout"
-                 " (each layout puts a different half of the tile there)", fontsize=12)
+                 " B): SMEM bytes 0-1023 in each layout (each puts a different half of the tile there)", fontsize=12)
     _figure_legend(fig, _piece_legend(major), "colour = the " + ("K chunk" if major == "K" else "K row")
                    + " a 16-byte chunk holds", ncol=4)
     fig.tight_layout(rect=(0, 0.1, 1, 1))
