@@ -174,22 +174,30 @@ class Compiled:
             i += 1
         return self.ptx[start:]
 
-    def ptx_excerpt(self, kernel: str | None = None, patterns=KEY_INSTRUCTIONS) -> str:
-        return ptx_excerpt(self.ptx_of(kernel), patterns)
+    def ptx_excerpt(self, kernel: str | None = None, patterns=KEY_INSTRUCTIONS, first_only: bool = False,
+                    width: int | None = None) -> str:
+        return ptx_excerpt(self.ptx_of(kernel), patterns, first_only, width)
 
     def sass(self, kernel: str | None = None) -> str | None:
         return sass(self.cubin, kernel=self.lowered_names.get(kernel, kernel) if kernel else None)
 
 
-def ptx_excerpt(ptx: str, patterns=KEY_INSTRUCTIONS) -> str:
-    """The lines of `ptx` that contain any of `patterns` (inline-asm markers dropped), numbered."""
-    out = []
+def ptx_excerpt(ptx: str, patterns=KEY_INSTRUCTIONS, first_only: bool = False, width: int | None = None) -> str:
+    """The lines of `ptx` that contain any of `patterns` (inline-asm markers dropped), numbered.
+    `first_only`: only the first line of each instruction (the compiler unrolls loops, so the same
+    instruction can repeat many times); `width`: cut each line there (long register lists), marked ' ...'."""
+    out, seen = [], set()
     for n, line in enumerate(ptx.splitlines(), 1):
         s = line.strip()
         if not s or s.startswith("//"):
             continue
         if any(p in s for p in patterns):
-            out.append(f"{n:5d}  {s}")
+            op = s.split()[0]
+            if first_only and op in seen:
+                continue
+            seen.add(op)
+            line = f"{n:5d}  {s}"
+            out.append(line if width is None or len(line) <= width else line[:width] + " ...")
     return "\n".join(out)
 
 

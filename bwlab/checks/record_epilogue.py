@@ -21,43 +21,11 @@ import numpy as np
 from ..case import CheckResult, compare
 
 __all__ = ["record", "replay", "edge_store_case", "GPU_VS_MODEL", "epilogue_case", "teach_case",
-           "NOFENCE_RUNS", "NOFENCE_KEEP"]
+           "NOFENCE_RUNS", "NOFENCE_KEEP", "nofence_result"]
 
-NOFENCE_RUNS = 20          # runs with and without the fence
-NOFENCE_KEEP = 65536       # differing elements of the first bad run kept (indices and values)
-GPU_VS_MODEL = (           # (dtype, swizzle, beta, reduce_add), seed = position in this list
-    ("float32", "128B", 0.75, False),
-    ("bfloat16", "64B", 0.75, False),
-    ("float32", "128B", 0.0, True),
-)
-
-
-def edge_store_case():
-    """A 16 x 8 fp32 box stored at (16, 16) into a 27 x 20 tensor (row pitch 28 elements, one guard
-    row below): rows 20..23 of the box lie past the last row, columns 27..31 past the last column."""
-    from ..epilogue import TmaStore
-    from ..tma import TensorMap
-    t = TensorMap("float32", (27, 20), (16, 8), global_strides=(112,))
-    gmem = np.full((21, 28), -1.0, np.float32)
-    return TmaStore(gmem, t, (16, 16), np.arange(1, 129, dtype=np.float32))
-
-
-def epilogue_case(i: int):
-    from ..epilogue import Epilogue, EpilogueProblem
-    dtype, swizzle, beta, reduce_add = GPU_VS_MODEL[i]
-    eb = 4 if dtype == "float32" else 2
-    bn = 128 // eb if swizzle in ("none", "128B") else 2 * ({"32B": 32, "64B": 64}[swizzle] // eb)
-    p = EpilogueProblem(70, 2 * bn + 5, dtype, bm=64, bn=bn, swizzle=swizzle, alpha=1.25, beta=beta,
-                        reduce_add=reduce_add, smem_offset=0 if reduce_add else 384)
-    acc, c, d0 = p.random_inputs(np.random.default_rng(i))
-    return Epilogue(p, acc, c, d0)
-
-
-def teach_case(M: int = 150, N: int = 70, seed: int = 0):
-    from ..epilogue import Epilogue, teach_problem
-    p = teach_problem(M, N)
-    acc, _, d0 = p.random_inputs(np.random.default_rng(seed))
-    return Epilogue(p, acc, None, d0)
+# The cases are defined once, in the package (notebook 05 builds the same ones).
+from ..epilogue.demos import (GPU_VS_MODEL, NOFENCE_KEEP, NOFENCE_RUNS, edge_store_case,  # noqa: E402
+                              epilogue_case, nofence_result, teach_case)
 
 
 def record(out_dir, meta) -> list:
@@ -106,19 +74,6 @@ def record(out_dir, meta) -> list:
                                   "wavefronts": np.array([w for _, w in pats.values()])},
          {"patterns": list(pats)})
     return paths
-
-
-def nofence_result(rec):
-    """(case, model, got): the first run without the fence that differed, rebuilt as the model with
-    the recorded wrong elements put in (got is None when no run differed)."""
-    pr = rec.params
-    case = teach_case(pr["M"], pr["N"], pr["seed"])
-    want = case.model()
-    if rec["index"].size == 0:
-        return case, want, None
-    got = want.copy()
-    got.reshape(-1)[rec["index"]] = rec["value"]
-    return case, want, got
 
 
 def replay(rec) -> CheckResult:

@@ -35,7 +35,8 @@ SM90_TMA_REDUCE_ADD, ``tma_store_fence``, ``tma_store_arrive`` = commit_group, `
 The package: `rules` (element types, the store granule, the proxy-fence rule), `tile` (the SMEM D
 tile and the st.shared.v4 plan), `ordering` (bulk groups and the fence, step by step), `store` (the
 TMA store / reduce-add model), `problem` + `model` (a whole epilogue), `runner` (the same on the GPU),
-`case` (`TmaStore`, `Epilogue`: model / run / check / show), `pictures`. Validation and benchmarks:
+`case` (`TmaStore`, `Epilogue`: model / run / check / show), `demos` (notebook 05's GPU cases, on a GPU
+or as the H100 recorded them), `pictures`. Validation and benchmarks:
 `bwlab.checks.store` (`python -m bwlab.validate store`, `python -m bwlab.bench tma_store`).
 """
 from __future__ import annotations
@@ -43,6 +44,8 @@ from __future__ import annotations
 from ..hw.banks import BANK_BYTES, BANK_RULE, SMEM_BANKS, WARP, BankReport, smem_bank, wavefronts
 from ..hw.swizzle import SWIZZLES
 from .case import Epilogue, TmaStore, describe_gmem_byte
+from .demos import (GPU_VS_MODEL, NOFENCE_RUNS, FenceExperiment, edge_store_case, epilogue_case, fence_experiment,
+                    gpu_vs_model, teach_case)
 from .model import (bits_to_float32, epilogue_alpha_beta, epilogue_model, float32_to_bits,
                     store_coverage)
 from .ordering import BulkAsyncGroups, EpilogueOrdering, OrderingError
@@ -73,6 +76,9 @@ __all__ = [
     "teach_problem", "run_teach", "check_teach_args", "TEACH_EDITS",
     # GPU timing of st.shared.v4 (notebook 05's hardware tier)
     "measure_store_cycles",
+    # notebook 05's GPU cases (on a GPU now, else the H100's recordings)
+    "GPU_VS_MODEL", "NOFENCE_RUNS", "FenceExperiment", "edge_store_case", "epilogue_case", "teach_case",
+    "fence_experiment", "gpu_vs_model",
     # pictures
     "plot_bank_phases", "plot_writer_map", "plot_edge_tiles", "plot_store_box",
 ]

@@ -89,16 +89,19 @@ def plot_writer_map(plan: RegisterStorePlan, lines: int = 16, ax=None):
     if ax is None:
         _, ax = plt.subplots(figsize=(10, 0.4 * lines + 1.5))
     draw_grid(ax, colors, text, fontsize=9,
-              title=(f"who writes which 16 B: {plan.mapping}, swizzle {t.swizzle} (lane t writes row t; "
-                     "step k is its k-th st.shared.v4)"),
+              title=(f"who writes which 16 B: {plan.mapping}, swizzle {t.swizzle}\n"
+                     "(lane t writes row t; step k is its k-th st.shared.v4)"),
               xlabel="16-byte chunk in the 128-byte line (banks 4c..4c+3)",
               ylabel="SMEM line (128 B)", xticks=list(range(8)),
               yticks=[f"+{first - t.base + 128 * i}" for i in range(lines)])
     ax.tick_params(labelsize=9)
-    entries = [("one colour per lane", thread_color(0))]
+    lanes = sorted({lane for k in range(plan.steps) for lane in range(WARP)
+                    if plan.addresses[k, lane] >= 0 and 0 <= (int(plan.addresses[k, lane]) - first) // 128 < lines})
+    entries = [(f"lane {lane}", thread_color(lane)) for lane in lanes]
     if BYTE_COLORS["untouched"] in set(colors.ravel().tolist()):
         entries.append(("not written by this warp", BYTE_COLORS["untouched"]))
-    _legend_below(ax, entries, title="tN/sK = lane N, step K", ncol=len(entries), y=-0.08)
+    _legend_below(ax, entries, title="colour = the lane that writes the chunk; label tN/sK = lane N, step K",
+                  ncol=8, y=-0.08)
     return ax
 
 
@@ -106,7 +109,7 @@ def plot_edge_tiles(p: EpilogueProblem, ax=None):
     """The D buffer element by element, coloured by the CTA whose TMA store writes it (computed from
     the store model): rows stop at the matrix's last row, but the columns run to the end of the
     16-byte granule holding a row's last element, so the padding in that granule is overwritten
-    (hatched, outlined in red). Grey: never written (the rest of the padding, the guard row). Dashed:
+    (hatched, outlined in red). Grey: never written (padding past that granule, the guard row). Dashed:
     the full tiles, which hang over the matrix's far edges."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
@@ -125,8 +128,8 @@ def plot_edge_tiles(p: EpilogueProblem, ax=None):
     what = (f"padding column{'s' if len(cols) > 1 else ''} {', '.join(map(str, cols))} IS overwritten "
             "(hatched): it shares the row's last 16-byte granule" if cols
             else "no padding shares a row's last 16-byte granule here")
-    draw_grid(ax, colors, title=(f"TMA stores of a {p.M} x {p.N} {p.dtype} D ({p.bm} x {p.bn} tiles, ld {p.ld}):\n"
-                                 f"rows past the edge are skipped, but {what}"),
+    draw_grid(ax, colors, title=(f"TMA stores of a {p.M} x {p.N} {p.dtype} D ({p.bm} x {p.bn} tiles, ld {p.ld}): "
+                                 f"rows past the edge are skipped,\nbut {what}"),
               xlabel="column", ylabel="row")
     ax.tick_params(labelsize=9)
     for r, c in over:
@@ -139,10 +142,13 @@ def plot_edge_tiles(p: EpilogueProblem, ax=None):
     ax.set_xlim(-0.5, max(p.ld, p.tiles[1] * p.bn) - 0.5)
     ax.set_ylim(max(p.M + 1, p.tiles[0] * p.bm) - 0.5, -0.5)
     n = p.tiles[0] * p.tiles[1]
-    _legend_below(ax, [(f"written by CTA {i}", cta_color(i)) for i in range(min(n, 8))] +
-                  [("padding overwritten: shares the row's last 16-byte granule", "white", "///"),
-                   ("never written (rest of the padding, guard row)", BYTE_COLORS["untouched"]),
-                   ("white: past the buffer; dashed: tile outlines", "white"),
+    never = (["padding past the last granule"] if ((cov < 0) & outside)[:p.M, p.N:].any() else []) + \
+        (["the guard row"] if cov.shape[0] > p.M else [])
+    extra = [("padding overwritten: shares the row's last 16-byte granule", "white", "///")] if cols else []
+    if never:
+        extra.append((f"never written: {' and '.join(never)}", BYTE_COLORS["untouched"]))
+    _legend_below(ax, [(f"written by CTA {i}", cta_color(i)) for i in range(min(n, 8))] + extra +
+                  [("white: past the buffer; dashed: tile outlines", "white"),
                    (f"black line: the matrix's last column edge (N = {p.N})", "black")], ncol=3, y=-0.1)
     return ax
 

@@ -39,7 +39,7 @@ from ..hw.tmem import (COLUMNS, LANES, TmemError, decode_address, encode_address
 from .accumulator import (LoadStep, accumulator_layout, accumulator_owners, epilogue_loads,
                           example_accumulator, read_accumulator)
 from . import tables
-from .alloc import Allocation, TensorMemory, TmemNote
+from .alloc import Allocation, TensorMemory, TmemNote, attempt, brief
 from .case import TmemLoad, TmemStore
 from .forms import (COLUMNS_PER_NUM, LANES_PER_SHAPE, MAX_REGS_PER_THREAD, NUMS, REGS_PER_NUM, SHAPE_CODE,
                     SHAPES, TmemAccess, all_accesses, instructions_per_warp, ld_fragment_map,
@@ -60,7 +60,7 @@ __all__ = [
     "warp_lane_range", "new_image",
     "SHAPES", "NUMS", "REGS_PER_NUM", "MAX_REGS_PER_THREAD", "LANES_PER_SHAPE", "COLUMNS_PER_NUM",
     "SHAPE_CODE", "TmemAccess", "all_accesses", "ld_fragment_map", "instructions_per_warp", "legal_nums",
-    "tcgen05_ld", "tcgen05_st", "Allocation", "TensorMemory", "TmemNote",
+    "tcgen05_ld", "tcgen05_st", "Allocation", "TensorMemory", "TmemNote", "attempt", "brief",
     "tables", "check_alloc", "check_ldst", "check_cp", "CP_TABLE", "check_configurations",
     "pattern_image", "register_pattern", "ld_roundtrip_model", "st_roundtrip_model", "st_cells_mask",
     "defined_st_bits", "compare_st_images", "run_ld_roundtrip", "run_st_roundtrip", "TmemLoad", "TmemStore",

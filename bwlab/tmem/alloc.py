@@ -14,7 +14,7 @@ from .forms import TmemAccess
 from .tables import ALLOC_RULES, SEC_ALLOC, check_alloc
 from .model import tcgen05_ld, tcgen05_st
 
-__all__ = ["Allocation", "TensorMemory", "TmemNote"]
+__all__ = ["Allocation", "TensorMemory", "TmemNote", "attempt", "brief"]
 
 
 @dataclass(frozen=True)
@@ -181,3 +181,42 @@ class TensorMemory:
     def st(self, cta: int, warp: int, taddr: int, regs, access: TmemAccess) -> None:
         self._check_owned(cta, taddr, access, "st")
         tcgen05_st(self.image, taddr, regs, access, warp=warp)
+
+
+def brief(message: str) -> str:
+    """The rule of a TmemError / TmemNote message without its citations: the parenthesised
+    '(PTX ISA ...)' / '(CuTe ...)' sources dropped, and only the first sentence kept. The exception
+    keeps the full text (`str(err)`)."""
+    out, i = [], 0
+    while i < len(message):
+        if message[i] == "(" and message[i + 1:].lstrip().startswith(("PTX ISA", "CuTe")):
+            depth = 0
+            while i < len(message):              # skip to the matching parenthesis
+                depth += {"(": 1, ")": -1}.get(message[i], 0)
+                i += 1
+                if depth == 0:
+                    break
+            while out and out[-1] == " ":
+                out.pop()
+            continue
+        out.append(message[i])
+        i += 1
+    text = "".join(out)
+    for j in range(len(text) - 2):                # cut at the first ". " that starts a new sentence
+        if text[j] == "." and text[j + 1] == " " and text[j + 2].isupper():
+            return text[:j + 1]
+    return text
+
+
+def attempt(what: str, fn) -> None:
+    """Run `fn()` and print one line: 'ok', or the rule it broke (`brief` of the TmemError), and a
+    line per TmemNote it raised."""
+    with warnings.catch_warnings(record=True) as notes:
+        warnings.simplefilter("always", TmemNote)
+        try:
+            fn()
+            print(f"{what}: ok")
+        except TmemError as e:
+            print(f"{what}: refused: {brief(str(e))}")
+    for n in notes:
+        print(f"    note: {brief(str(n.message))}")

@@ -80,8 +80,9 @@ def draw_ld_map(access: TmemAccess, warp: int = 0, ax=None, legend: bool = True,
                 colors[lane, col] = thread_color(t)
                 if show:
                     half = ("lo", "hi")[h] if access.pack16 else ""
+                    # 32 lanes x 16 columns still has room for "T<t> r<j>" (register j = column j)
                     labels[lane, col] = (f"T{t}{' ' if one_line else chr(10)}r{j}{half}"
-                                         if access.width <= 8 else f"{t}")
+                                         if access.width <= 8 or (one_line and access.width <= 16) else f"{t}")
     if ax is None:
         _, ax = plt.subplots(figsize=(min(11, 3.5 + 0.6 * access.width), 7 if access.lanes == 32 else 5.5))
     if fontsize is None:

@@ -160,7 +160,7 @@ def _compile_report(err) -> str:
     return shown.replace(str(CUDA_SRC), "cuda_src").strip()
 
 
-def teach_sass(kernel=None, ops=("STTM", "LDTM", "UTC", "BAR.SYNC", "SHFL")) -> str | None:
+def teach_sass(kernel=None, ops=("STTM", "LDTM", "UTC", "BAR.SYNC", "SHFL", "NANOSLEEP")) -> str | None:
     """The SASS lines of the sm_100a build that carry the TMEM data path (None without cuobjdump)."""
     sass = teach_kernel(kernel).compile("sm_100a").sass("teach_tmem")
     if sass is None:

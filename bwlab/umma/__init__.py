@@ -25,6 +25,7 @@ The files, in the order of the data path:
 * `runner`      — the GPU side: the teaching kernels cuda_src/teach_umma.cu and teach_wgmma.cu, and the
   validation kernels cuda_src/umma_sm100.cu and wgmma_sm90.cu.
 * `hybrid`      — TMA-loaded operands multiplied by the model; a CTA pair (`cta_group::2`).
+* `survey`      — every pair of operand layouts for A and B through the rule tables and the model.
 * `pictures`    — figures and widgets of notebook 03.
 
 Validation and benchmarks live in `bwlab/checks/umma.py` (`python -m bwlab.validate wgmma`,
@@ -44,6 +45,7 @@ from .model import (SMEM_BYTES, WGMMA_NS, CtaState, TmemLayout, d_from_words, d_
 from .pictures import (descriptor_widget, instr_desc_widget, plot_canonical_layouts, plot_case, plot_core_matrices,
                        plot_d_tmem_layout, plot_d_tmem_layouts, plot_k_steps, plot_smem_layout, smem_chunk_map)
 from .rules import LAYOUTS, check_mma, check_mma_cute, legal_mma_configs
+from .survey import OPERAND_LAYOUTS, LayoutSurvey, layout_survey
 from .runner import (TEACH_SMEM_BYTES, UMMA_BARRIERS, WGMMA_BARRIERS, launch_wgmma, run_teach_umma,
                      run_teach_wgmma, run_umma, run_wgmma)
 
@@ -64,7 +66,7 @@ __all__ = [
     # the teaching kernels (cuda_src/teach_wgmma.cu, teach_umma.cu)
     "run_teach_wgmma", "run_teach_umma", "TEACH_SMEM_BYTES",
     # compositions and pictures
-    "TmaFedMma", "tma_fed_mma", "cta_pair_mma", "smem_chunk_map", "plot_smem_layout", "plot_canonical_layouts",
+    "TmaFedMma", "tma_fed_mma", "cta_pair_mma", "OPERAND_LAYOUTS", "LayoutSurvey", "layout_survey", "smem_chunk_map", "plot_smem_layout", "plot_canonical_layouts",
     "plot_core_matrices", "plot_k_steps", "plot_d_tmem_layout", "plot_d_tmem_layouts", "plot_case", "descriptor_widget", "instr_desc_widget",
     # the rule tables
     "LAYOUTS", "check_mma", "check_mma_cute", "legal_mma_configs",

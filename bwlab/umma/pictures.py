@@ -80,18 +80,18 @@ _XOR_WITH = {"none": "", "32B": "line mod 2", "64B": "line mod 4", "128B": "line
 
 
 def plot_canonical_layouts(major: str, dtype: str = "f16"):
-    """The four swizzles of one major side by side (2 x 2), one shared legend: SMEM bytes 0-1023,
-    each 16-byte chunk labelled with the row and first K it holds."""
+    """The four swizzles of one major (2 x 2), one legend: SMEM bytes 0-1023 of each layout (a different
+    part of the tile in each), each 16-byte chunk labelled with the row and first K it holds."""
     import matplotlib.pyplot as plt
     from ..plotting import add_legend
     fig, axes = plt.subplots(2, 2, figsize=(12, 9.5))
     for ax, sw in zip(axes.ravel(), MODES):
         plot_smem_layout(major, sw, dtype, ax=ax, legend=False)
-        ax.set_title("no swizzle: chunks in order" if sw == "none" else
+        ax.set_title("no swizzle: one core matrix per 128-byte line" if sw == "none" else
                      f"{sw} swizzle: chunk c sits at c XOR ({_XOR_WITH[sw]})", fontsize=11)
     tile = (16, 64) if major == "K" else (64, 16)
-    fig.suptitle(f"{major}-major {dtype} {tile[0]}x{tile[1]} tile: the same bytes in the four canonical layouts",
-                 fontsize=13)
+    fig.suptitle(f"{major}-major {dtype} {tile[0]}x{tile[1]} tile ({canonical_layout(major, 'none', dtype, tile).nbytes}"
+                 " B): SMEM bytes 0-1023 in each layout (each puts a different half of the tile there)", fontsize=12)
     _figure_legend(fig, _piece_legend(major), "colour = the " + ("K chunk" if major == "K" else "K row")
                    + " a 16-byte chunk holds", ncol=4)
     fig.tight_layout(rect=(0, 0.1, 1, 1))

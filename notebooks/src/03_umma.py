@@ -69,9 +69,12 @@ plt.show()
 
 # %% [markdown]
 # Which element sits at which byte, for a 16 x 64 (K-major) or 64 x 16 (MN-major) f16 tile: each cell
-# is a 16-byte chunk of shared memory labelled with the row `m` and the first `k` it holds. Without a
-# swizzle the chunks of one row are 16 bytes apart in a column; with a swizzle, chunk c of a 128-byte
-# line moves to c XOR (line mod 2, 4 or 8) — the same pattern TMA writes (notebook 01).
+# is a 16-byte chunk of shared memory labelled with the row `m` and the first `k` it holds. Each panel
+# shows the first 1024 bytes of the 2048-byte tile, and each layout puts a different half of the tile
+# there. Without a swizzle every 128-byte line is one core matrix (8 rows, the same 8 K values), the
+# next 8 rows follow 128 bytes on (SBO) and the next 16 bytes of K of a row sit 256 bytes further, two
+# lines down (LBO = 256 here); with a swizzle, chunk c of a 128-byte line moves to c XOR (line mod 2, 4
+# or 8) — the same pattern TMA writes (notebook 01).
 
 # %%
 umma.plot_canonical_layouts("K")
@@ -313,33 +316,19 @@ for mn, k in [(0, 0), (0, 1), (8, 1), (0, 3)]:
 # refused with the rule it breaks and never reaches the model or a GPU:
 
 # %%
-operand_layouts = [(m, s) for m in umma.MAJORS for s in MODES] + [("MN", "128B_base32B")]
-legal, bad, refused = {}, [], []
-for ab in ("f16", "bf16", "tf32"):
-    for am, asw in operand_layouts:
-        for bm, bsw in operand_layouts:
-            if ab != "tf32" and "128B_base32B" in (asw, bsw):
-                continue                     # the tf32 layout; not modelled for 16-bit operands
-            k = max(umma.atom_shape(am, asw, ab)[1], umma.atom_shape(bm, bsw, ab)[1], umma.instr_k(ab))
-            try:
-                case = umma.UmmaCase(ab, "f32", 128, 128, k, am, asw, bm, bsw, 1024, 65536)
-            except umma.MmaRuleError as e:
-                refused.append((ab, str(e)))
-                continue
-            legal[ab] = legal.get(ab, 0) + 1
-            if not np.array_equal(case.d_from_tmem(case.model()), case.reference()):
-                bad.append((ab, am, asw, bm, bsw))
-print(f"legal combinations: {legal}  (expected f16 64, bf16 64, tf32 25 = 5 x 5)")
-print(f"mismatches among them: {len(bad)}  (expected 0)")
-print(f"refused: {len(refused)}, all tf32: {all(ab == 'tf32' for ab, _ in refused)}  "
+survey = umma.layout_survey(("f16", "bf16", "tf32"))      # 128 x 128 D, every (A layout, B layout) pair
+print(f"legal combinations: {survey.legal}  (expected f16 64, bf16 64, tf32 25 = 5 x 5)")
+print(f"mismatches among them: {len(survey.mismatches)}  (expected 0)")
+print(f"refused: {len(survey.refused)}, all tf32: {all(ab == 'tf32' for ab, _ in survey.refused)}  "
       "(expected 56 = 81 - 25, True)")
-print("for example:", refused[0][1])
+print("for example:", survey.refused[0][1])
 
 # %% [markdown]
 # ### Where D lands in TMEM
 #
-# With M = 128 row m of D is TMEM lane m. With M = 64 the rows are spread 16 per warp quarter (layout
-# F), because each warp can reach only its own 32 lanes. A CTA pair (`cta_group::2`) splits M between
+# The PTX ISA (tcgen05, "Data path layout organization") names each way D can be laid out in TMEM
+# with a letter (layout A, layout B, ...); four of them appear here. With M = 128 row m of D
+# is TMEM lane m (layout D). With M = 64 the rows are spread 16 per warp quarter (layout F), because each warp can reach only its own 32 lanes. A CTA pair (`cta_group::2`) splits M between
 # the two CTAs: M = 256 gives each CTA 128 rows (layout A); M = 128 gives each 64 rows, with the two
 # halves of N stacked in lanes 0-63 and 64-127 (layout B).
 
@@ -358,7 +347,10 @@ for M in (256, 128):
 # The teaching kernel fixes N = 64 and K-major operands. The validation kernel
 # (`cuda_src/wgmma_sm90.cu`, not shown: it instantiates every N and both transpose bits) runs any
 # layout for A and B at any 1024-byte-aligned offset. A few of those cases, on a Hopper GPU now or as
-# an H100 recorded them, each compared with the model:
+# an H100 recorded them, each compared with the model. In each label `@832` is the shared-memory byte
+# offset at which that operand's tile starts (any 16-byte boundary without a swizzle, the pattern's
+# 256/512/1024-byte span with one), and `acc` marks a case that accumulates onto a nonzero D0 (D = D0 +
+# A·Bᵀ, the accumulate flag set from the first K step) instead of starting from zero:
 
 # %% tags=["nbval-ignore-output"]
 rec_layouts = load_recording("umma_wgmma_layouts")
@@ -373,12 +365,20 @@ print("source:", source)
 
 # %% [markdown]
 # When `python -m bwlab.validate wgmma` ran all 128 combinations of layout and swizzle for A and B
-# (f16 and bf16) on the H100, it printed:
+# (f16 and bf16) on the H100, it printed the lines below. The same run also placed swizzled A tiles off
+# their 256/512/1024-byte pattern boundary, to pin down the descriptor's **base offset** field (bits
+# 49-51): the tensor core XORs the chunk bits with the row bits of the address counted from the start
+# of the pattern, ((address >> 7) − base offset) mod 2, 4 or 8. So base offset 0 reads such a tile with
+# the pattern TMA wrote at its absolute address, and base offset = (start >> 7) & 7 reads it as if the
+# pattern began at the tile (`umma.swizzle_with_base_offset`).
 
 # %%
 from bwlab.results import recorded
-print("\n".join(l for l in recorded("wgmma_validate_h100.txt").splitlines()
-                if l.startswith(("regular", "exploratory", "wgmma validation", "NVIDIA"))))
+report = recorded("wgmma_validate_h100.txt").splitlines()
+print("\n".join(l for l in report if l.startswith(("regular", "wgmma validation", "NVIDIA"))))
+off = next(l for l in report if l.startswith("exploratory: model exact on"))
+print(f"tiles off their pattern boundary, base offset 0 or (start >> 7) & 7: the model's reading exact on "
+      f"{off.split('exact on ')[1].split(';')[0]}  (expected 12/12)")
 
 # %% [markdown]
 # ## A whole kernel: `tcgen05.mma` on Blackwell
@@ -401,7 +401,10 @@ TeachingKernel("teach_umma.cu").show()
 
 # %% tags=["nbval-ignore-output"]
 ucase = umma.UmmaCase("f16", "f32", M=128, N=64, K=64, b_base=16384)
-print(f"idesc {ucase.idesc:#010x}, {ucase.k_blocks} K steps, {ucase.tmem_columns} TMEM columns")
+expected_idesc = (1 << 4) | (128 >> 4 << 24) | (64 >> 3 << 17)   # D f32 (bits 4-5), M>>4 (24-28), N>>3 (17-22)
+print(f"idesc {ucase.idesc:#010x}   expected {expected_idesc:#010x} = f32 D 1<<4 | (128>>4)<<24 | (64>>3)<<17; "
+      f"f16 A, B (code 0), both K-major (0)")
+print(f"{ucase.k_blocks} K steps (expected 64 / 16 = 4), {ucase.tmem_columns} TMEM columns (expected N = 64)")
 if tier("umma") == "hardware":
     print(ucase.check(umma.run_teach_umma(ucase)))
 else:
@@ -438,16 +441,8 @@ print("phase 0 of mma_done complete:", mma_done.try_wait_parity(0), "  (expected
 # the K loop and the column loop, so `tcgen05.mma` and `tcgen05.ld` repeat):
 
 # %%
-def first_of_each(excerpt):
-    seen = set()
-    for line in excerpt.splitlines():
-        op = line.split()[1]
-        if op not in seen:
-            seen.add(op)
-            yield line[:150]
-
 ptx = TeachingKernel("teach_umma.cu").compile("sm_100a")
-print("\n".join(first_of_each(ptx.ptx_excerpt("teach_umma", patterns=("tcgen05", "mbarrier")))))
+print(ptx.ptx_excerpt("teach_umma", patterns=("tcgen05", "mbarrier"), first_only=True, width=150))
 
 # %% [markdown]
 # And the Hopper kernel's `wgmma` lines (sm_90a): same descriptors, a warpgroup instead of one
@@ -455,7 +450,7 @@ print("\n".join(first_of_each(ptx.ptx_excerpt("teach_umma", patterns=("tcgen05",
 
 # %%
 w = TeachingKernel("teach_wgmma.cu").compile("sm_90a")
-print("\n".join(first_of_each(w.ptx_excerpt("teach_wgmma", patterns=("wgmma.", "fence.proxy")))))
+print(w.ptx_excerpt("teach_wgmma", patterns=("wgmma.", "fence.proxy"), first_only=True, width=150))
 
 # %% [markdown]
 # ## Recap

@@ -59,8 +59,8 @@ print(f"a 128 x 256 f32 accumulator takes {256} columns = half of TMEM")
 #   largest first;
 # * one warp of the CTA allocates, and a warp frees exactly one earlier allocation with `tcgen05.dealloc`;
 #   everything must be freed before the CTA exits. (The PTX ISA asks that one warp of the CTA allocate
-#   and deallocate; CuTe's allocator asks for the same warp only for repeated allocations. Freeing from
-#   the allocating warp is what every source agrees with, so the model lets another warp free but says so.)
+#   and deallocate, without saying that the freeing warp must be the allocating one; the model lets
+#   another warp free, with a note.)
 # * `tcgen05.relinquish_alloc_permit`: the CTA gives up its right to allocate; a later `tcgen05.alloc` of
 #   that CTA is illegal. (The ISA says nothing more about it.)
 # * CTAs resident on the same SM share the 512 columns; on hardware an allocation that does not fit
@@ -81,21 +81,12 @@ plt.show()
 # %% [markdown]
 # Where an allocation lands is not something a kernel may assume; it must use the address written to SMEM.
 # (The model takes the lowest free range aligned to the allocation's size.) Every rule has an error that
-# names it and the PTX ISA section it comes from; what the sources leave open comes back as a note:
+# names it; the exception's full text also cites the PTX ISA section (9.7.16.7.1, "tcgen05.alloc,
+# tcgen05.dealloc, tcgen05.relinquish_alloc_permit") or CuTe file it comes from. `tmem.attempt` prints
+# the rule alone, and what the sources leave open as a note:
 
 # %%
-import warnings
-
-def attempt(what, fn):
-    with warnings.catch_warnings(record=True) as notes:
-        warnings.simplefilter("always", tmem.TmemNote)
-        try:
-            fn()
-            print(f"{what}: ok")
-        except TmemError as e:
-            print(f"{what}:\n    {e}")
-    for n in notes:
-        print(f"    note: {n.message}")
+from bwlab.tmem import attempt
 
 attempt("CTA 2 asks for 96 columns", lambda: tm.alloc(cta=2, warp=0, ncols=96))
 attempt("CTA 2 asks for 256 columns", lambda: tm.alloc(cta=2, warp=0, ncols=256))
@@ -208,6 +199,8 @@ if bwlab.tier("tmem") != "hardware":
 # %% tags=["nbval-ignore-output"]
 if bwlab.tier("tmem") == "hardware":
     print(tmem.teach_case(k).check(tmem.run_teach(k), source=bwlab.gpu_info().name))
+else:
+    print(f"skipped: needs an sm_100-family GPU (this machine: {bwlab.tier('tmem')})")
 
 # %% [markdown]
 # ### Peek under the hood
@@ -222,7 +215,9 @@ print(built.ptx_excerpt("teach_tmem", patterns=("tcgen05", "bar.sync", "shfl")))
 # and what ptxas made of it for sm_100a (the SASS, where the tools to print it are installed): `STTM.x8`
 # and `LDTM.x8` are the store and the load, each one instruction for the warp; `UTCATOMSWS` appears
 # where alloc (`FIND_AND_SET`) and dealloc (`AND`) stand; the address sits in a uniform register (`UR5`),
-# one value for the whole warp.
+# one value for the whole warp. The one `tcgen05.alloc` becomes two `FIND_AND_SET`: a first try, then a
+# retry loop behind a `NANOSLEEP` that runs until the columns are free. That loop is how an allocation
+# that does not fit *blocks* (section 2).
 
 # %% tags=["nbval-ignore-output"]
 print(tmem.teach_sass(k) or "(cuobjdump / nvdisasm not installed here: no SASS)")
@@ -317,8 +312,9 @@ plt.show()
 #
 # An epilogue warpgroup reads the 128 x N accumulator with one shape: warp *w* covers lanes 32w..32w+31
 # (two loads for a 16-lane shape) and the columns in chunks of the instruction's width. The accumulator of
-# the UMMA notebook (M = 128, `cta_group::1`) keeps `D[m][n]` at lane *m*, column *n* (the PTX data-path
-# layout "D"; `bwlab.umma.d_tmem_layout`). So the thread that holds
+# the UMMA notebook (M = 128, `cta_group::1`) keeps `D[m][n]` at lane *m*, column *n*: layout D of the
+# PTX ISA's tcgen05 "Data path layout organization", which names each way an MMA's D can sit in TMEM with
+# a letter (`bwlab.umma.d_tmem_layout`). So the thread that holds
 # `D[r][c]` depends only on the load shape:
 
 # %%
@@ -363,7 +359,9 @@ print(source)
 
 # %% [markdown]
 # Every 32-bit shape that tiles 64 columns reads it back exactly through the model (each warp issues its
-# loads, and every register is put back at the (m, n) it holds):
+# loads, and every register is put back at the (m, n) it holds). In `.16x32bx2.x32, 32` the `, 32` is
+# the instruction's immediate half-split offset: the second half-warp reads 32 columns to the right of
+# the first, right after it:
 
 # %%
 print(f"{'form':18s} {'loads/warp':>10s} {'regs/thread':>12s}  D read back == D")
@@ -378,24 +376,33 @@ for s in tmem.SHAPES:
 # instantiation per form) put this image into real TMEM with `tcgen05.st` and bring it back through each
 # real `tcgen05.ld`; `TmemLoad.check()` compares every register with the model. What can be shown here:
 # the model's registers for each shape at `.x8`, and the kernels, checked against the ISA's tables and
-# compiled for sm_100a (ptxas accepts each form):
+# compiled for sm_100a (ptxas accepts each form). Register r0 of thread 5 of warp 1 (lanes 32..63) is
+# expected at the cell the rules of section 6 give for t = 5, and to hold the bits of D there
+# (`, 8` is again the half-split offset):
 
 # %%
+t = 5
+expect_cell = {"32x32b": (32 + t, 0), "16x64b": (32 + t // 4 + 8 * (t % 2), (t // 2) % 2),
+               "16x128b": (32 + t // 4, t % 4), "16x256b": (32 + t // 4, 2 * (t % 4)), "16x32bx2": (32 + t, 0)}
 forms = [TmemAccess(s, 8) for s in tmem.SHAPES]
 built_rt = tmem.compile_kernels(accesses=forms)
 for acc in forms:
     case = tmem.TmemLoad(acc, image, 0)
     got = case.model()
-    (lane, col), = case.cells(1, 0, 5, 0)
+    (lane, col), = case.cells(1, 0, t, 0)
+    el, ec = expect_cell[acc.shape]
     n_ld = built_rt.ptx_of(tmem.kernel_name("ld", acc)).count(f"tcgen05.ld.sync.aligned.{acc.shape}.x8.")
-    print(f"{acc.label():16s} registers {str(got.shape):15s} warp 1, thread 5, r0 = {got[1, 0, 5, 0]:#010x} "
-          f"= lane {lane:3d}, column {col};  PTX: {n_ld} x tcgen05.ld")
+    print(f"{acc.label():16s} {str(got.shape):15s} r0 = {got[1, 0, t, 0]:#010x} = lane {lane}, column {col}  "
+          f"(expected lane {el}, column {ec}: D[{el}][{ec}] = {np.float32(D[el, ec]).view(np.uint32):#010x}); "
+          f"PTX: {n_ld} x tcgen05.ld")
 print("The GPU result needs an sm_100-family GPU: this machine has no TMEM.")
 
 # %% tags=["nbval-ignore-output"]
 if bwlab.tier("tmem") == "hardware":
     for acc in forms:
         print(tmem.TmemLoad(acc, image, 0).check())
+else:
+    print(f"skipped: needs an sm_100-family GPU (this machine: {bwlab.tier('tmem')})")
 
 # %% [markdown]
 # The load under test, in the PTX of `tmem_ld_roundtrip` for `.16x256b.x8`: twice per warp (its 16-lane
