@@ -69,7 +69,8 @@ def _atom(ax, rows, cols, follow, label_all=True):
 def _mark_row(ax, row, x0, width, text):
     """A box around `row` and its label inside the axes, just above it."""
     ax.add_patch(Rectangle((x0 - 0.5, row - 1.5), width, 3, fill=False, edgecolor="black", linewidth=1.4))
-    ax.text(x0 + 1, row - 3, text, va="bottom", ha="left", fontsize=10,
+    above = row >= 8  # near the top edge the label goes under the row, inside the axes
+    ax.text(x0 + 1, row - 3 if above else row + 3, text, va="bottom" if above else "top", ha="left", fontsize=10,
             bbox=dict(boxstyle="round,pad=0.2", facecolor="white", edgecolor="none", alpha=0.9))
 
 
@@ -143,10 +144,13 @@ def _regs_hop(fig, p, h, row):
     for c in range(4):
         if c:
             ax.axvline(32 * c - 0.5, color="black", linewidth=1.2)
-        ax.text(32 * c + 15.5, 30.6, f"load {c}: cols {32 * c}-{32 * c + 31}", ha="center", va="bottom",
+        low = lane < 24
+        ax.text(32 * c + 15.5, 30.6 if low else 0.4, f"load {c}: cols {32 * c}-{32 * c + 31}", ha="center",
+                va="bottom" if low else "top",
                 fontsize=9, bbox=dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none", alpha=0.85))
     ax.add_patch(Rectangle((-0.5, lane - 0.5), 128, 1, fill=False, edgecolor="black", linewidth=1.4))
-    ax.text(1, lane - 1, f"thread {row} (lane {lane}): D row {row}", va="bottom", fontsize=10,
+    ax.text(1, lane - 1 if lane >= 3 else lane + 1, f"thread {row} (lane {lane}): D row {row}",
+            va="bottom" if lane >= 3 else "top", fontsize=10,
             bbox=dict(boxstyle="round,pad=0.2", facecolor="white", edgecolor="none", alpha=0.9))
     ax.set_yticks([0, 8, 16, 24, 31])
     ax.set_yticklabels([f"{32 * w + t} (lane {t})" for t in (0, 8, 16, 24, 31)])
@@ -194,7 +198,9 @@ def _gmem_d_hop(fig, p, h, row):
     for b in range(4):
         if b:
             ax.axvline(32 * b - 0.5, color="black", linewidth=1.2)
-        ax.text(32 * b + 15.5, p.M - 3, f"box {b}", ha="center", va="bottom", fontsize=10,
+        low = row < p.M - 16  # the box names sit at the bottom, or at the top when row is down there
+        ax.text(32 * b + 15.5, p.M - 3 if low else 3, f"box {b}", ha="center", va="bottom" if low else "top",
+                fontsize=10,
                 bbox=dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none", alpha=0.85))
     ax.set_xlabel("column n of D (four boxes of 32, one TMA store each)")
     ax.set_ylabel("row m of D")
