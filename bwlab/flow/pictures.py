@@ -58,12 +58,10 @@ def _atom(ax, rows, cols, follow, label_all=True):
                             weight="bold" if follow[i, j] else "normal")
     ax.imshow(img, interpolation="nearest", aspect="auto")
     ax.set_xticks(range(8))
-    ax.set_xticks(np.arange(-0.5, 8), minor=True)
-    ax.set_yticks(np.arange(-0.5, rows.shape[0]), minor=True)
+    ax.set_xticks(np.arange(-0.5, 8), minor=True), ax.set_yticks(np.arange(-0.5, rows.shape[0]), minor=True)
     ax.grid(which="minor", color="white", linewidth=0.8)
     ax.tick_params(which="minor", length=0)
-    ax.set_yticks(range(rows.shape[0]))
-    ax.set_yticklabels([f"line {int(r)}" for r in rows[:, 0]])
+    ax.set_yticks(range(rows.shape[0]), [f"line {int(r)}" for r in rows[:, 0]])
 
 
 def _mark_row(ax, row, x0, width, text):
@@ -152,17 +150,15 @@ def _regs_hop(fig, p, h, row):
     ax.text(1, lane - 1 if lane >= 3 else lane + 1, f"thread {row} (lane {lane}): D row {row}",
             va="bottom" if lane >= 3 else "top", fontsize=10,
             bbox=dict(boxstyle="round,pad=0.2", facecolor="white", edgecolor="none", alpha=0.9))
-    ax.set_yticks([0, 8, 16, 24, 31])
-    ax.set_yticklabels([f"{32 * w + t} (lane {t})" for t in (0, 8, 16, 24, 31)])
+    ax.set_yticks([0, 8, 16, 24, 31], [f"{32 * w + t} (lane {t})" for t in (0, 8, 16, 24, 31)])
     ax.set_ylabel(f"thread of warp {w}")
     ax.set_xlabel("register 32c + j (load c, register j of its .x32)")
     _pieces_legend(ax, lambda q: f"piece {q}: registers 32c+{4 * q}..{4 * q + 3}",
                    [(f"warp {w} reads TMEM lanes {32 * w}-{32 * w + 31}", warp_color(w))])
     fig.suptitle(f"tcgen05.ld.32x32b.x32: warp {w} reads only lanes {32 * w}-{32 * w + 31}; four loads give "
                  f"thread {row} all 128 columns of row {row}")
-    for side in ("left", "right", "top", "bottom"):
-        ax.spines[side].set_color(warp_color(w))
-        ax.spines[side].set_linewidth(2.5)
+    for spine in ax.spines.values():
+        spine.set(color=warp_color(w), linewidth=2.5)
 
 
 def _dtile_hop(fig, p, h, row):
@@ -226,9 +222,8 @@ def plot_hop(trace, hop: str, row: int = 0, ax=None):
 
 
 def plot_trip(trace, row: int = 0):
-    """One small picture per hop, left to right: the followed row's bytes (bright) among the rest."""
-    figs = [plot_hop(trace, h.name, row) for h in HOPS]
-    return figs
+    """One picture per hop, in order: the followed row's bytes (bright) among the rest."""
+    return [plot_hop(trace, h.name, row) for h in HOPS]
 
 
 def trip_widget(trace, row: int = 37, column: int = 70):
@@ -308,8 +303,7 @@ def _timeline_model(ax, events, seen):
         ax.text((t0 + t1) / 2 + 0.45, -1.05, name, ha="center", va="center", fontsize=9)
         if t0:
             ax.axvline(t0 - 0.05, color="#999999", linewidth=0.6, linestyle=":")
-    ax.set_yticks(range(len(actors)))
-    ax.set_yticklabels(actors)
+    ax.set_yticks(range(len(actors)), actors)
     ax.set_ylim(len(actors) - 0.5, -1.6)
     ax.set_xlim(-0.3, len(events) + 0.2)
     ax.set_xlabel("step of the model (order, not time)")
@@ -331,8 +325,7 @@ def _timeline_measured(ax, segments, label, seen):
                                                                            "store read"))
     ax.text(0.995, 0.3, textwrap.fill(label, 26), transform=ax.transAxes, ha="right", va="center", fontsize=9,
             style="italic")
-    ax.set_yticks(range(len(tot)))
-    ax.set_yticklabels([f"warp {w}" for w in sorted(tot)])
+    ax.set_yticks(range(len(tot)), [f"warp {w}" for w in sorted(tot)])
     ax.set_ylim(len(tot) - 0.5, -0.5)
     ax.set_xlim(0, span * 1.01)
     ax.set_xlabel("ns since the first stamp (%globaltimer, lane 0 of each warp)")
@@ -411,6 +404,7 @@ def plot_grid(g, cta=(1, 1)):
         def lands(mask):
             rs = [str(r) for r in range(16) if mask >> r & 1]
             return f"land only in its own SMEM (rank {rs[0]})" if len(rs) == 1 else f"land in ranks {', '.join(rs)}"
+
         a0, na = ld0.a_issue
         b0, nb = ld0.b_issue
         axes[1].set_title(f"A rows {a0}-{a0 + na - 1} {lands(ld0.a_mask)}")
