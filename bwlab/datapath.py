@@ -41,7 +41,7 @@ B200_PUBLIC = {
     "TMEM per SM": ("256 KB (128 lanes x 512 columns x 32 bit)", "PTX ISA, tcgen05 Tensor Memory"),
 }
 
-_STAGE_COLORS = {"GMEM": "#8c564b", "SMEM": "#1f77b4", "TMEM": "#9467bd", "RMEM": "#2ca02c"}
+from .plotting import MEMORY_COLORS as _STAGE_COLORS  # noqa: E402  (the palette notebook 06 reuses)
 
 
 def draw_data_path(ax=None):

@@ -5,6 +5,7 @@ Colours mean the same thing in every notebook:
 * warps (and TMEM warp quarters):      `warp_color(w)`   — four fixed colours
 * threads of a warp / lanes:           `thread_color(t)` — a 32-step hue wheel
 * bytes: loaded / out-of-bounds fill / untouched: BYTE_COLORS
+* memories (notebook 00's data path; notebook 06 colours each hop by the memory it writes): MEMORY_COLORS
 Every picture carries a title and a legend (`add_legend`).
 """
 from __future__ import annotations
@@ -13,7 +14,7 @@ import colorsys
 
 import numpy as np
 
-__all__ = ["cta_color", "warp_color", "thread_color", "BYTE_COLORS", "add_legend", "draw_grid",
+__all__ = ["cta_color", "warp_color", "thread_color", "BYTE_COLORS", "MEMORY_COLORS", "add_legend", "draw_grid",
            "new_figure"]
 
 # tab10 first (so small clusters keep the familiar colours), then the lighter tab20 partners.
@@ -21,6 +22,7 @@ _CTA_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
                "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94",
                "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5"]
 _WARPS = ["#4c72b0", "#dd8452", "#55a868", "#c44e52"]
+MEMORY_COLORS = {"GMEM": "#8c564b", "SMEM": "#1f77b4", "TMEM": "#9467bd", "RMEM": "#2ca02c"}
 BYTE_COLORS = {"loaded": "#4c72b0", "oob fill": "#f2b134", "untouched": "#e6e6e6", "mismatch": "#d62728"}
 
 

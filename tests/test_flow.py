@@ -230,3 +230,21 @@ def test_hardware_trace_equals_model():
     f = Flow(0)
     t = f.trace("hardware")
     assert f.check(t).ok, str(f.check(t))
+
+
+def test_listing_names_the_early_exit_and_gives_hopper_its_own_headings():
+    from bwlab.compile import compile_cuda
+    text = format_ptx_by_hop(compile_cuda("full_flow_sm100", arch="sm_100a").ptx_of("full_flow"))
+    heads = [line for line in text.splitlines() if line.startswith("---")]
+    assert heads[2].startswith("--- early exit") and heads[-1] == "--- teardown: free TMEM", heads
+    hopper = format_ptx_by_hop(compile_cuda("full_flow_sm90", arch="sm_90a").ptx_of("full_flow_hopper"))
+    assert "TMEM" not in hopper.replace("no TMEM", "") and "8 x wgmma.mma_async m64n128k16" in hopper
+    assert "tcgen05" not in "\n".join(line for line in hopper.splitlines() if line.startswith("---"))
+
+
+def test_table_gives_expected_byte_counts():
+    t = Flow(seed=0).trace("model")
+    sizes = t.sizes()
+    for h in HOPS:
+        assert sum(np.asarray(t.arrays[k]).nbytes for k in h.keys) == sizes[h.name][0], h.name
+    assert "66048 = 128x128 x 4 + 512 guard row" in t.table()

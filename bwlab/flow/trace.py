@@ -116,13 +116,26 @@ class Trace:
         """D (M x N float32) as it reached global memory."""
         return np.asarray(self.arrays["gmem_d"])[:self.problem.M].view(np.float32)
 
+    def sizes(self) -> dict:
+        """What each hop's byte count should be, and why: {hop: (bytes, derivation)}."""
+        p = self.problem
+        ab, d = 2 * p.M * p.K * 2, p.M * p.N * 4
+        return {"gmem": (ab, f"2 x {p.M}x{p.K} x 2 (A, B f16)"), "tma_load": (ab, f"2 x {p.M}x{p.K} x 2 (A, B f16)"),
+                "mma": (d, f"{p.M}x{p.N} x 4 (D f32)"), "commit": (4, "1 x 4 (the mma_done flag)"),
+                "tmem_ld": (d, f"{p.M} threads x {p.N} regs x 4"), "st_shared": (d, f"4 boxes x {p.M}x{p.N // 4} x 4"),
+                "fence": (0, "(moves nothing)"), "tma_store": (d + 4 * p.N, f"{p.M}x{p.N} x 4 + {4 * p.N} guard row")}
+
     def table(self) -> str:
-        """One line per hop: the instruction, where the data is, how many bytes, who produced them."""
-        out = [f"{'hop':<10s} {'where':<34s} {'bytes':>7s}  {'from':<6s} instruction"]
+        """One line per hop: where the data is, how many bytes beside the count expected (and why), who
+        produced them, the instruction. The store's count includes the guard row after D in GMEM, which
+        the check proves the store left alone."""
+        out = [f"{'hop':<10s} {'where':<34s} {'bytes':>6s}  {'expected':<36s} {'from':<6s} instruction"]
+        sizes = self.sizes()
         for h in HOPS:
             nbytes = sum(np.asarray(self.arrays[k]).nbytes for k in h.keys)
-            out.append(f"{h.name:<10s} {h.where:<34s} {nbytes:7d}  {self.sources.get(h.name, '-'):<6s} "
-                       f"{h.instruction}")
+            want, why = sizes[h.name]
+            out.append(f"{h.name:<10s} {h.where:<34s} {nbytes:6d}  {f'{want:5d} = {why}':<36s} "
+                       f"{self.sources.get(h.name, '-'):<6s} {h.instruction}")
         return "\n".join(out)
 
     # ---- where one element is --------------------------------------------------------------------

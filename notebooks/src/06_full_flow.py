@@ -49,7 +49,10 @@ print(f"A[0, :6] = {a[0, :6]}")
 # `flow.trace(tier)` runs every hop and returns a `Trace`: after each hop, the bytes where the data now
 # lives. In the model tier each hop is the stage's own model applied to the previous hop's bytes
 # (`bwlab.tma.tma_load_model` → `bwlab.umma.tcgen05_mma` → `bwlab.tmem.tcgen05_ld` → the st.shared
-# plan of `bwlab.epilogue` → `bwlab.epilogue.tma_store_model`).
+# plan of `bwlab.epilogue` → `bwlab.epilogue.tma_store_model`). Beside each hop's byte count: the count
+# expected and where it comes from. The store's 66048 bytes are D (65536) plus a **guard row** of 512 bytes
+# that follows D in GMEM: the store must leave it alone, and the trace keeps it so that the check can prove
+# it did.
 
 # %%
 t = flow.trace("model")
@@ -67,8 +70,8 @@ print("D[0, :4] =", d[0, :4], "   NumPy:", (a @ b.T)[0, :4])
 # ## 2. Hop by hop
 #
 # We follow **row 37**: row 37 of A on the way in, row 37 of D on the way out. Every picture colours the
-# 16-byte pieces of that row the same way (piece *q* of a 128-byte row, as notebook 03 colours K chunks);
-# everything else is faded.
+# 16-byte pieces of that row the same way (piece *q* of a 128-byte row, as notebook 03 colours K chunks,
+# with *q* written in the chunk where there is room); everything else is faded.
 #
 # ### Hop 0 → 1: the TMA load
 # One elected thread announces 32768 bytes on the mbarrier `full` (`arrive.expect_tx`) and issues two TMA
@@ -94,8 +97,9 @@ print("SMEM B == canonical layout:", np.array_equal(img[16384:32768], t.arrays["
 # ### Hop 1 → 2 → 3: the MMA and its commit
 # One thread issues four `tcgen05.mma`, each reading a K = 16 slice (32 bytes of every row) through an SMEM
 # descriptor whose start address advances by 32 bytes, and `tcgen05.commit` to the mbarrier `mma_done`.
-# D lands in TMEM: lane *m*, column *n* (layout D of the PTX ISA for M = 128). Until the commit's phase
-# completes, nobody may read it.
+# D lands in TMEM: lane *m*, column *n* (layout D of the PTX ISA for M = 128), in the 128 columns that
+# `tcgen05.alloc` took of the SM's 512. Until the commit's phase completes, nobody may read it. The picture
+# shows the whole TMEM and which lane quarter each warp may reach.
 
 # %%
 for kb, (ad, bd) in enumerate(p.descriptors()):
@@ -109,6 +113,7 @@ print("TMEM == UmmaCase model:", np.array_equal(t.arrays["tmem"], p.umma_case.mo
 # ### Hop 3 → 4: `tcgen05.ld`
 # Each warp may touch only its lane quarter. With `.32x32b`, thread *t* of warp *w* reads lane 32·w + t,
 # one column per register: four `.x32` loads per warp give every thread its whole row of D in 128 registers.
+# The picture zooms on the warp that holds row 37 (warp 1): its 32 threads, their 128 registers.
 
 # %%
 plot_hop(t, "tmem_ld", row=37)
@@ -134,11 +139,18 @@ plot_hop(t, "tma_store", row=37)
 plt.show()
 
 # %% [markdown]
-# One element, followed through every hop — the same 32 bits, in six places:
+# One element, D[37][70], followed through every hop: the first two lines say where the rows it is made of
+# sit (A row 37 and B row 70, in GMEM, then in SMEM after the load); the six after them hold the same
+# 32 bits of D[37][70] (TMEM, TMEM once complete, a register, SMEM, SMEM after the fence, GMEM).
 
 # %%
-for hop, place, raw in t.locate(37, 70):
+places = t.locate(37, 70)
+for hop, place, raw in places:
     print(f"{hop:<10s} {place}" + ("" if raw is None else f"   bits 0x{raw:08x}"))
+bits = {raw for _, _, raw in places if raw is not None}
+want = np.float32(d[37, 70]).view(np.uint32)
+print(f"{sum(raw is not None for *_, raw in places)} places, one value: {[hex(x) for x in bits]} = "
+      f"{np.uint32(bits.pop()).view(np.float32)}   (expected 6 places, 0x{want:08x} = A[37] . B[70] = {a[37] @ b[70]})")
 
 # %% [markdown]
 # ## 3. The same trace from a GPU
@@ -146,18 +158,26 @@ for hop, place, raw in t.locate(37, 70):
 # On a Hopper the hybrid tier runs the TMA load and the epilogue for real (`cuda_src/full_flow_sm90.cu`:
 # `flow_load_dump`, `flow_store_registers`) and the `tcgen05` hops in the model, from the bytes the GPU
 # loaded. On a machine without one, the cell shows what was recorded on a GPU and checks every hop against
-# the model computed now.
+# the model computed now. The first lines say where each hop's bytes came from: in the hybrid tier
+# expect the GPU for the load, `st.shared`, the fence and the store, the model for the MMA, the commit and
+# `tcgen05.ld`.
 
 # %% tags=["nbval-ignore-output"]
+rec = load_recording("flow_gpu")
 if TIER != "model":
     gpu = flow.trace(TIER)
     print(f"ran the {TIER} tier here")
 else:
-    rec = load_recording("flow_gpu")
     gpu = F.Trace.from_arrays(rec.arrays, rec.params["tier"], p, rec.params["sources"])
-    print("no GPU here:", rec.label)
+    print(f"no GPU here: the {gpu.tier} tier, {rec.label}")
+for src in ("GPU", "model"):
+    print(f"  from the {src:<5s}: " + ", ".join(h for h in F.HOP_NAMES if gpu.sources.get(h) == src))
 print(gpu.table())
 print(flow.check(gpu))
+if TIER == "model":
+    native = np.asarray(rec["native_d"])[:p.M]
+    print("Hopper's own TMA + wgmma kernel (full_flow_hopper), D == NumPy:",
+          np.array_equal(native, flow.reference()), "  (expected True)")
 
 # %% [markdown]
 # ## 4. The kernel, and its PTX hop by hop
@@ -171,6 +191,8 @@ kernel_text = show_source("full_flow_sm100.cu", kernel="full_flow")
 # %% [markdown]
 # Its PTX (built here by NVRTC for sm_100a, no GPU needed), each instruction under the hop it performs.
 # Waits and barriers go with the hop under way; `elect.sync` (which thread issues) with the hop it starts.
+# The `tcgen05.dealloc` right after the load is the kernel's way out when the load's wait times out (the
+# CTA frees its TMEM and returns); the last one is the normal teardown.
 
 # %%
 print(F.format_ptx_by_hop(F.kernel_ptx("sm_100a"), width=100))
@@ -179,7 +201,8 @@ print(F.format_ptx_by_hop(F.kernel_ptx("sm_100a"), width=100))
 # **What tcgen05 changed.** Hopper's own path for the same GEMM (`full_flow_hopper` in
 # `cuda_src/full_flow_sm90.cu`) has no TMEM: the whole warpgroup issues eight `wgmma.mma_async` (it is
 # m64, so two per K step), D lives in 128 registers per thread in wgmma's fragment layout, completion is
-# `wgmma.wait_group` instead of an mbarrier, and there is no `tcgen05.ld` hop.
+# `wgmma.wait_group` instead of an mbarrier, and there is no `tcgen05.ld` hop. Its listing, under Hopper's
+# own headings (the hop names stay, so the two listings line up):
 
 # %%
 print(F.format_ptx_by_hop(F.kernel_ptx("sm_90a"), width=100))
@@ -189,7 +212,9 @@ print(F.format_ptx_by_hop(F.kernel_ptx("sm_90a"), width=100))
 #
 # The model's timeline of one tile: which warp issues what, and the state of both mbarriers (completed
 # phases, arrivals pending, transaction bytes pending) after every step that touches them, computed by
-# `bwlab.hw.mbarrier.Mbarrier`.
+# `bwlab.hw.mbarrier.Mbarrier`. In the picture each hop has the colour of the memory it writes into, as in
+# notebook 00's data path (SMEM blue, TMEM purple, registers green, GMEM brown); a hop that only completes
+# or publishes what is already there (the commit, the fence) is hatched.
 
 # %%
 from bwlab.flow import timeline as TL
@@ -203,16 +228,16 @@ plt.show()
 # %% [markdown]
 # On an H100, `full_flow_hopper` stamps `%globaltimer` and `%clock64` in lane 0 of every warp at each
 # event; `python -m bwlab.checks.flow` records them and writes a Chrome/Perfetto trace
-# (`TL.chrome_trace(events, segments, path=...)`, open it in ui.perfetto.dev).
+# (`TL.chrome_trace(events, segments, path=...)`, open it in ui.perfetto.dev). Under the model's steps, the
+# recorded run in nanoseconds. The Hopper kernel's MMA is `wgmma`, which writes D straight into registers
+# (green), and its wait is `wgmma.wait_group`. One tile alone spends most of its time in the epilogue:
+# `st.shared` of the wgmma fragments and the TMA store, during which the tensor core idles.
 
 # %% tags=["nbval-ignore-output"]
-rec = load_recording("flow_gpu")
 segments = TL.measured_segments(rec["stamps"], "ns")
-if segments:
-    F.plot_timeline(events, segments, rec.label)
-    plt.show()
-else:
-    print(f"The recording ({rec.label}) holds no measured stamps yet: the H100 run fills them in.")
+print(f"{len(segments)} measured segments over 4 warps, {rec.label}")
+F.plot_timeline(events, segments, rec.label)
+plt.show()
 
 # %% [markdown]
 # ## 6. Scaled up: a grid of tiles, a multicast cluster, a CTA pair
@@ -230,9 +255,15 @@ mc = FlowGrid(variant="multicast", cluster=(2, 4))
 F.plot_grid(mc, cta=(1, 1))
 plt.show()
 print(mc.describe(1, 1))
+tile = 128 * 64 * 2  # one 128-row x 64-K operand tile of f16
+print("L2 reads per K tile (32 CTAs; one tile of A or B = 16384 bytes):")
 for v in ("1sm", "multicast", "2sm"):
     g = FlowGrid(variant=v, cluster=(2, 4))
-    print(f"{v:<9s} cluster {g.cluster_shape}: L2 reads per K tile {g.l2_reads_per_k_tile():8d} bytes")
+    cm, cn = g.cluster_shape
+    clusters = (g.grid[0] // cm) * (g.grid[1] // cn)
+    tiles = cm + (1 if v == "2sm" else cn)  # A tiles + B tiles a cluster needs (a 2-SM pair shares one B)
+    print(f"  {v:<9s} cluster {cm}x{cn}: {g.l2_reads_per_k_tile():8d} bytes   (expected {clusters} clusters x "
+          f"({cm} A + {tiles - cm} B tiles) x {tile} = {clusters * tiles * tile})")
 
 # %%
 pair = FlowGrid(variant="2sm")
@@ -274,3 +305,25 @@ except ImportError:
 #   TMA engine see what threads wrote.
 # * The same `Trace` comes out of every tier, so the model, a Hopper running half of it and a Blackwell
 #   running all of it are compared hop by hop, byte by byte.
+#
+# ## Where next
+#
+# This kernel does one tile, one step after another: while the epilogue runs the tensor core idles, and
+# while the loads fly nothing else does (the measured timeline above shows it). The rungs of the usual
+# speed ladder each remove one of those waits, and each is measured against cuBLAS:
+#
+# 1. **Pipelining several stages.** K split into many tiles, each in its own SMEM stage with a `full` and an
+#    `empty` mbarrier: the TMA fills stage *s + 1* while the MMA reads stage *s*; `tcgen05.commit` to the
+#    stage's `empty` barrier hands it back. (Notebook 02's `python -m bwlab.bench multicast` already runs
+#    such a full/empty pipeline, for loads alone.)
+# 2. **Warp specialisation.** One warp only issues TMA loads, one only issues MMAs, the others only run
+#    the epilogue; they meet at mbarriers instead of `__syncthreads`, so no warp waits for work it does
+#    not do.
+# 3. **Persistent tiles.** One CTA per SM walks many tiles of D; with two accumulators in TMEM (512
+#    columns hold four of 128) the epilogue of tile *i* overlaps the MMAs of tile *i + 1*.
+# 4. **Clusters at scale.** The multicast and 2-SM variants of section 6 cut L2 traffic once the loads,
+#    not the MMAs, set the pace.
+#
+# Outside bwlab: CUTLASS's `examples/cute/tutorial/blackwell/` builds this notebook's kernel in CuTe one
+# mechanism per file, and its `include/cutlass/gemm/kernel/sm100_gemm_tma_warpspecialized.hpp` is a kernel
+# with all four rungs in place.
