@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..hw.swizzle import MODES
+
 __all__ = ["NOFENCE_RUNS", "NOFENCE_KEEP", "GPU_VS_MODEL", "edge_store_case", "epilogue_case", "teach_case",
            "nofence_result", "FenceExperiment", "fence_experiment", "gpu_vs_model"]
 
@@ -131,7 +133,7 @@ def gpu_vs_model(on_gpu: bool) -> list:
     if on_gpu:
         rng = np.random.default_rng(1)
         cases = [_epilogue(dtype, mode, beta, False, 150, rng, 384)
-                 for dtype in ("float32", "float16", "bfloat16") for mode in ("none", "32B", "64B", "128B")
+                 for dtype in ("float32", "float16", "bfloat16") for mode in MODES
                  for beta in (0.0, 0.75)]
         cases.append(_epilogue("float32", "128B", 0.0, True, 100, rng, 0))
         return [c.check(c.run(), source="this GPU") for c in cases]
