@@ -10,9 +10,10 @@ import argparse
 import time
 
 from .. import device
+from ..util import round_up
 
 __all__ = ["EXIT_PASS", "EXIT_MISMATCH", "EXIT_USAGE", "EXIT_NO_GPU", "Report", "Command", "NoSuitableGpu",
-           "run_cases", "verdict"]
+           "run_cases", "verdict", "padded_strides"]
 
 EXIT_PASS, EXIT_MISMATCH, EXIT_USAGE, EXIT_NO_GPU = 0, 1, 2, 3
 
@@ -106,3 +107,13 @@ def run_cases(cases, check, say, describe=str, show_first: int = 25) -> dict:
     n = len(cases)
     say(f"{n - len(failed)}/{n} cases equal the model ({time.perf_counter() - t0:.1f} s)")
     return {"passed": n - len(failed), "failed": failed, "seconds": time.perf_counter() - t0}
+
+
+def padded_strides(rng, shape, elem: int) -> list:
+    """Random byte strides of dims 1.. of a tensor for the random-case generators: the row pitch rounded
+    up to 16 bytes plus 0-32 bytes of padding, each further dimension padded by 0 or 16 bytes."""
+    strides, pitch = [], round_up(shape[0] * elem, 16) + 16 * int(rng.integers(0, 3))
+    for i in range(1, len(shape)):
+        strides.append(pitch)
+        pitch = pitch * shape[i] + 16 * int(rng.integers(0, 2))
+    return strides

@@ -23,7 +23,7 @@ from ..epilogue.store import store_geometry
 from ..hw.dtypes import element_type, tf32_round
 from ..hw.swizzle import MODES, row_bytes
 from ..util import ceil_div, round_up
-from .common import EXIT_PASS, Command
+from .common import EXIT_PASS, Command, padded_strides
 
 STORE_DTYPES = ("uint8", "int8", "uint16", "int16", "float16", "bfloat16", "uint32", "int32",
                 "float32", "uint64", "int64", "float64")
@@ -62,10 +62,7 @@ def random_store_case(rng, dtype: str, rank: int, swizzle: str, op: str = "store
     while math.prod(shape) * elem > (1 << 20):
         k = int(np.argmax(shape))
         shape[k] = max(1, shape[k] // 2)
-    strides, pitch = [], round_up(shape[0] * elem, 16) + 16 * int(rng.integers(0, 3))
-    for i in range(1, rank):
-        strides.append(pitch)
-        pitch = pitch * shape[i] + 16 * int(rng.integers(0, 2))
+    strides = padded_strides(rng, shape, elem)
     tmap = TensorMap(dtype, shape, box, global_strides=strides, swizzle=swizzle)
     coords = []
     inside = rng.random() < 0.35

@@ -34,8 +34,8 @@ from ..tma import TensorMap, is_narrow_swizzle
 from ..tma.model import tma_load_writes
 from ..tma.runner import LoadCase, background, run_cases
 from ..tma.tensor_map import L2_ENUM, TMAP_DTYPES, swizzle_width
-from ..util import ceil_div, round_up
-from .common import Command
+from ..util import ceil_div
+from .common import Command, padded_strides
 from .tma_copy import CopyConfig, bench_main, make_tma_copy  # noqa: F401  (python -m bwlab.bench tma_copy)
 
 MAX_CASE_BOX_BYTES = 32 * 1024
@@ -77,10 +77,7 @@ def random_case(rng: np.random.Generator, dtype: str, rank: int, swizzle: str) -
     while math.prod(shape) * elem > (2 << 20):
         k = int(np.argmax(shape))
         shape[k] = max(1, shape[k] // 2)
-    strides, pitch = [], round_up(shape[0] * elem, 16) + 16 * int(rng.integers(0, 3))
-    for i in range(1, rank):
-        strides.append(pitch)
-        pitch = pitch * shape[i] + 16 * int(rng.integers(0, 2))
+    strides = padded_strides(rng, shape, elem)
     oob = "nan" if element_type(dtype).is_float and rng.random() < 0.3 else "zero"
     tmap = TensorMap(dtype, shape, box, global_strides=strides, element_strides=es, swizzle=swizzle,
                      l2_promotion=str(rng.choice(list(L2_ENUM))), oob_fill=oob)
