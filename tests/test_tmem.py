@@ -41,7 +41,7 @@ def test_warp_quarters():
 # ---- access forms ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("shape,num,match", [
-    ("32x1x32b", 1, "32x32b"),          # the seed documents' spelling: not PTX
+    ("32x1x32b", 1, "32x32b"),          # a spelling that is not PTX (the shape is .32x32b)
     ("16x64b", 3, "num"),
     ("32x32b", 256, "num"),
     ("16x128b", 128, "256 registers"),

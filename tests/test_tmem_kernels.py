@@ -136,7 +136,7 @@ def test_ptxas_and_bwlab_agree_on_num(tmp_path, shape, num, pack):
 
 
 @pytest.mark.parametrize("instr,nregs,op,imm", [
-    ("tcgen05.ld.sync.aligned.32x1x32b.x1.b32", 1, "ld", None),          # seed spelling
+    ("tcgen05.ld.sync.aligned.32x1x32b.x1.b32", 1, "ld", None),          # not PTX: the shape is .32x32b
     ("tcgen05.ld.sync.aligned.16x64b.x3.b32", 3, "ld", None),            # .num is a power of two
     ("tcgen05.ld.sync.aligned.16x32bx2.x1.b32", 1, "ld", None),          # the offset is required
     ("tcgen05.ld.sync.aligned.16x64b.x1.unpack::16b.b32", 1, "ld", None),  # unpack is for st
