@@ -41,7 +41,7 @@ def test_tcgen05_rejected_on_sm90():
 
 
 def test_invalid_ptx_comes_back_with_log(tmp_path):
-    # A known wrong spelling from the seed documents: ptxas must reject it and we must say so.
+    # A spelling that is not PTX (.32x1x32b; the shape is .32x32b): ptxas must reject it and we must say so.
     bad = tmp_path / "bad.cu"
     bad.write_text('extern "C" __global__ void k(unsigned* p) {\n'
                    '  unsigned r; asm volatile("tcgen05.ld.sync.aligned.32x1x32b.x1.b32 {%0}, [%1];"'
