@@ -59,12 +59,39 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 NB_DIR = ROOT / "notebooks"
 
-_CELL = re.compile(r"^# %%(?P<md> \[markdown\])?(?:\s+tags=\[(?P<tags>[^\]]*)\])?\s*$")
+_CELL = re.compile(r"^# %%(?P<md> \[markdown\])?(?:\s+tags=\[(?P<tags>[^\]]*)\])?"
+                   r"(?P<grader>(?:\s+(?:solution|grade|id=[A-Za-z0-9_.-]+|points=\d+))*)\s*$")
 
 
-def parse_percent(text: str):
-    """Split a percent-format script into (kind, source, tags) cells."""
-    cells, kind, tags, buf = [], None, [], []
+def grader_metadata(spec: str) -> dict | None:
+    """nbgrader's cell metadata (schema 3) from a cell header's `solution id=NAME` or
+    `grade id=NAME points=N` words; None when the header has neither."""
+    words = spec.split()
+    if not words:
+        return None
+    opts = dict(w.split("=", 1) for w in words if "=" in w)
+    kinds = [w for w in words if "=" not in w]
+    if len(kinds) != 1 or "id" not in opts:
+        raise ValueError(f"an exercise cell header needs one of solution/grade and an id=: {spec.strip()!r}")
+    if kinds[0] == "solution":
+        if "points" in opts:
+            raise ValueError(f"points belong on the grade cell, not the solution cell: {spec.strip()!r}")
+        return {"grade": False, "solution": True, "locked": False, "grade_id": opts["id"],
+                "schema_version": 3}
+    if "points" not in opts:
+        raise ValueError(f"a grade cell needs points=N: {spec.strip()!r}")
+    return {"grade": True, "solution": False, "locked": True, "points": int(opts["points"]),
+            "grade_id": opts["id"], "schema_version": 3}
+
+
+def parse_cells(text: str):
+    """Split a percent-format script into (kind, source, tags, nbgrader metadata or None) cells.
+
+    Exercise cells follow nbgrader's conventions: `# %% solution id=NAME` holds the learner's answer
+    between `### BEGIN SOLUTION` / `### END SOLUTION`; `# %% grade id=NAME points=N` is the check the
+    autograder runs (locked; `### BEGIN HIDDEN TESTS` / `### END HIDDEN TESTS` for the hidden part)."""
+    cells, kind, tags, meta, buf = [], None, [], None, []
+    seen = set()
 
     def flush():
         if kind is None:
@@ -76,7 +103,7 @@ def parse_percent(text: str):
             lines.pop(0)
         if kind == "markdown":
             lines = [l[2:] if l.startswith("# ") else ("" if l.strip() == "#" else l) for l in lines]
-        cells.append((kind, "\n".join(lines), tags))
+        cells.append((kind, "\n".join(lines), tags, meta))
 
     for line in text.splitlines():
         m = _CELL.match(line)
@@ -84,11 +111,23 @@ def parse_percent(text: str):
             flush()
             kind = "markdown" if m.group("md") else "code"
             tags = [t.strip().strip("'\"") for t in (m.group("tags") or "").split(",") if t.strip()]
+            meta = grader_metadata(m.group("grader") or "")
+            if meta is not None:
+                if kind != "code":
+                    raise ValueError(f"exercise cells are code cells: {line!r}")
+                if meta["grade_id"] in seen:
+                    raise ValueError(f"exercise id used twice: {meta['grade_id']!r}")
+                seen.add(meta["grade_id"])
             buf = []
         else:
             buf.append(line)
     flush()
     return cells
+
+
+def parse_percent(text: str):
+    """Split a percent-format script into (kind, source, tags) cells."""
+    return [(kind, source, tags) for kind, source, tags, _ in parse_cells(text)]
 
 
 # What `python -m ipykernel install --sys-prefix --name python3` (make venv) registers, and so what
@@ -126,11 +165,13 @@ def build(src: Path, execute: bool = True, timeout: int = 600) -> Path:
     import nbformat
     src = Path(src)
     cells = []
-    for kind, source, tags in parse_percent(src.read_text()):
+    for kind, source, tags, grader in parse_cells(src.read_text()):
         cell = (nbformat.v4.new_markdown_cell(source) if kind == "markdown"
                 else nbformat.v4.new_code_cell(source))
         if tags:
             cell.metadata["tags"] = tags
+        if grader:
+            cell.metadata["nbgrader"] = grader
         cells.append(cell)
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.nbformat_minor = NBFORMAT_MINOR

@@ -1,0 +1,144 @@
+"""Checks for the notebooks' exercises: they say what is wrong, not just that it is.
+
+An exercise asks the learner to predict a number, write a small function, or edit a teaching kernel.
+Its graded cell calls one of the checks below; a wrong answer raises `NotYet` (an AssertionError, so
+nbgrader's autograder counts the cell as failed) whose message names the quantity, what the learner
+gave, what the hardware's rule gives, the rule itself, and — where a common mistake is recognised —
+what that mistake was. A right answer prints one line saying so.
+
+    from bwlab.exercises import check_value, check_function, check_result
+
+    check_value("transaction bytes of the box", tx_bytes, tmap.box_bytes,
+                rule="expect_tx counts every byte the TMA writes: box_dim[0] * box_dim[1] * element size",
+                mistakes={tmap.box[0] * tmap.box[1]: "that is the number of elements, not of bytes"})
+
+`check_function` calls a learner's function on the shown case and on more (the hidden tests pass
+other cases) and reports the first input where it differs. `check_result` turns a stage's
+`CheckResult` (from `Case.check(got)`) into a pass or a `NotYet` carrying its report: the first
+differing byte, where it sits, expected vs got, and the rule's hint.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable, Mapping
+
+import numpy as np
+
+__all__ = ["NotYet", "check_value", "check_function", "check_result", "unanswered"]
+
+
+class NotYet(AssertionError):
+    """A learner's answer is missing or differs from the hardware's rule; the message says how."""
+
+
+def unanswered(value) -> bool:
+    """True for the placeholders a student notebook starts with (None, ...)."""
+    return value is None or value is Ellipsis
+
+
+def _fmt(v) -> str:
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, np.ndarray):
+        return np.array2string(v, threshold=16)
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 256:
+        return f"{v} (0x{v:x})"
+    return repr(v)
+
+
+def _equal(got, expected) -> bool:
+    if isinstance(expected, np.ndarray) or isinstance(got, np.ndarray):
+        try:
+            return np.array_equal(np.asarray(got), np.asarray(expected))
+        except Exception:
+            return False
+    if isinstance(expected, tuple) and isinstance(got, list):
+        got = tuple(got)
+    try:
+        return bool(got == expected)
+    except Exception:
+        return False
+
+
+def _ok(name: str, note: str = "") -> None:
+    print(f"correct: {name}" + (f" — {note}" if note else ""))
+
+
+def check_value(name: str, got, expected, *, rule: str, hint: str = "",
+                mistakes: Mapping | Callable | None = None, note: str = "") -> None:
+    """Compare one predicted value with what the rule gives.
+
+    `mistakes` recognises common wrong answers: a mapping {wrong value: what it means} or a function
+    (got) -> str | None. `note` is printed with a right answer (what to take away)."""
+    if unanswered(got):
+        raise NotYet(f"{name}: no answer yet — replace the placeholder with your prediction.\n"
+                     f"  rule: {rule}" + (f"\n  hint: {hint}" if hint else ""))
+    if _equal(got, expected):
+        _ok(name, note)
+        return
+    lines = [f"{name}: you have {_fmt(got)}, the hardware's rule gives {_fmt(expected)}.", f"  rule: {rule}"]
+    diagnosis = None
+    if callable(mistakes):
+        diagnosis = mistakes(got)
+    elif mistakes:
+        try:
+            diagnosis = mistakes.get(got if not isinstance(got, list) else tuple(got))
+        except TypeError:
+            diagnosis = None
+    if diagnosis:
+        lines.append(f"  your value: {diagnosis}")
+    if hint:
+        lines.append(f"  hint: {hint}")
+    raise NotYet("\n".join(lines))
+
+
+def _call_text(fname: str, args) -> str:
+    args = args if isinstance(args, tuple) else (args,)
+    return f"{fname}({', '.join(_fmt(a) for a in args)})"
+
+
+def check_function(name: str, fn, cases: Iterable, *, rule: str, hint: str = "",
+                   reference: Callable | None = None, note: str = "") -> None:
+    """Call the learner's `fn` on each case and compare with the expected result.
+
+    `cases` holds (args, expected) pairs, or just args when `reference` computes the expected value
+    (args is a tuple of positional arguments, or a single argument). The first differing call is
+    reported with its arguments, what came back and what was expected."""
+    if unanswered(fn) or not callable(fn):
+        raise NotYet(f"{name}: no function yet — define it in the cell above.\n  rule: {rule}"
+                     + (f"\n  hint: {hint}" if hint else ""))
+    fname = getattr(fn, "__name__", name)
+    n = 0
+    for case in cases:
+        if reference is not None:
+            args, expected = case, reference(*(case if isinstance(case, tuple) else (case,)))
+        else:
+            args, expected = case
+        call = args if isinstance(args, tuple) else (args,)
+        try:
+            got = fn(*call)
+        except NotImplementedError:
+            raise NotYet(f"{name}: {fname} is not written yet (it raises NotImplementedError).\n"
+                         f"  rule: {rule}") from None
+        except Exception as e:
+            raise NotYet(f"{name}: {_call_text(fname, args)} raised {type(e).__name__}: {e}\n"
+                         f"  rule: {rule}") from None
+        if unanswered(got):
+            raise NotYet(f"{name}: {_call_text(fname, args)} returned {got!r} — it returns no answer yet.\n"
+                         f"  rule: {rule}")
+        if not _equal(got, expected):
+            lines = [f"{name}: {_call_text(fname, args)} returned {_fmt(got)}, expected {_fmt(expected)} "
+                     f"({n} earlier case{'s' if n != 1 else ''} agreed).", f"  rule: {rule}"]
+            if hint:
+                lines.append(f"  hint: {hint}")
+            raise NotYet("\n".join(lines))
+        n += 1
+    _ok(name, note or f"{n} case{'s' if n != 1 else ''} agree")
+
+
+def check_result(name: str, result, *, note: str = "") -> None:
+    """Pass, or raise `NotYet` with the report of a stage's `CheckResult` (first differing byte or
+    element, where it sits in the stage's words, expected vs got, the rule's hint)."""
+    if result.ok:
+        _ok(name, note or str(result))
+        return
+    raise NotYet(f"{name}: not yet.\n{result}")
