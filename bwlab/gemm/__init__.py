@@ -1,0 +1,12 @@
+"""The GEMM ladder: from the data path to speed.
+
+Each step of the ladder is one kernel that adds exactly one mechanism of the stage notebooks to the
+step before it. `cuda_src/gemm_sm90/` holds the Hopper ladder (TMA + wgmma, runs on an H100/H200);
+`cuda_src/gemm_sm100/` holds its Blackwell twin (TMA + tcgen05.mma + TMEM, compile-verified for sm_100a,
+runs on a B200). `python -m bwlab.bench gemm` builds, checks and times every step against the best
+library GEMM measured in the same process.
+
+* `ladder`  — the steps of both ladders: file, what changed, the tile, the launch shape;
+* `runner`  — builds and launches a Hopper step (CuPy; the only file here that touches the GPU for sm_90);
+* `sm100`   — the Blackwell twin's launch description and its model-tier check of step 1.
+"""
