@@ -104,3 +104,10 @@ __device__ __forceinline__ u32 warpid_in_cta() {
     // Warp index computed from threadIdx (%warpid is not stable; the PTX ISA says so).
     return (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) / 32;
 }
+
+// bar.sync id, count (PTX ISA 9.7.13.1 "bar/barrier"): a named barrier for `count` threads (a
+// multiple of 32) — lets one warpgroup synchronise without stopping the others of the CTA.
+// Barrier 0 is __syncthreads's; ids 1..15 are free for the kernel.
+__device__ __forceinline__ void named_barrier_sync(u32 id, u32 count) {
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+}

@@ -177,3 +177,19 @@ __device__ __forceinline__ void wgmma_mma_async_m64n256k16_f32_bf16_bf16(float (
         : "l"(a_desc), "l"(b_desc), "r"(scale_d), "n"(TransA), "n"(TransB)
         : "memory");
 }
+
+// setmaxnreg.{inc,dec}.sync.aligned.u32 N (PTX ISA 9.7.19.5, sm_90a): a warpgroup gives registers back
+// to the CTA's pool (dec) or takes more from it (inc). Warp-specialised kernels let the producer
+// warpgroup, which only issues TMA, shrink so the consumer warpgroups can hold larger accumulators.
+// N is an immediate, a multiple of 8 in [24, 256]; every warp of the warpgroup executes the same one.
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+    static_assert(N >= 24 && N <= 256 && N % 8 == 0, "setmaxnreg takes a multiple of 8 in [24, 256]");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
+}
+
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+    static_assert(N >= 24 && N <= 256 && N % 8 == 0, "setmaxnreg takes a multiple of 8 in [24, 256]");
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
+}

@@ -1,0 +1,168 @@
+"""`python -m bwlab.bench gemm`: every step of the GEMM ladder, checked then timed, against the best
+library GEMM measured in the same process.
+
+    python -m bwlab.bench gemm [--sizes 4096 8192] [--skinny 512x8192x8192] [--steps s1 s6]
+                               [--repeat 20] [--warmup 5] [--record] [--out FILE]
+
+For each shape: the libraries first (cuBLAS bf16 through cupy.cuda.cublas.gemmEx, cupy.matmul on
+float16 operands of the same shape — CuPy has no bfloat16 type — and torch.matmul bf16 when torch is
+installed), then each step: its C is compared with an f32 reference (runner.check states the
+tolerance) BEFORE it is timed; a step that fails is reported and not timed. CUDA events, warm-up,
+median of repeats; TFLOP/s = 2 M N K / time; the ratio is to the fastest library of the same shape.
+`--record` also saves the table and the per-warp stamps of one CTA (4096^3, every step) as the
+recording `gemm_ladder` that notebook 07 draws.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .common import EXIT_NO_GPU, Command, NoSuitableGpu
+
+__all__ = ["bench_main"]
+
+
+def _shape(text: str) -> tuple:
+    parts = [int(p) for p in text.lower().split("x")]
+    if len(parts) != 3:
+        raise ValueError(f"a shape is MxNxK, got {text!r}")
+    return tuple(parts)
+
+
+def library_gemms(a, b, torch_ok: bool):
+    """{name: fn() -> None} of the library GEMMs of the same shape (C = A B^T, bf16 or f16 in, f32
+    accumulation)."""
+    import cupy as cp
+    from cupy.cuda import cublas
+    m, k = a.shape
+    n = b.shape[0]
+    out = {}
+    c = cp.empty((m, n), dtype=cp.uint16)
+    alpha, beta = np.array(1.0, np.float32), np.array(0.0, np.float32)
+    handle = cp.cuda.device.get_cublas_handle()
+    CUDA_R_16BF, COMPUTE_32F, GEMM_DEFAULT = 14, 68, -1
+
+    def gemm_ex():
+        # Row-major C = A B^T is column-major C^T = B A^T: cuBLAS's A is our B (transposed), its B our A.
+        cublas.gemmEx(handle, cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N, n, m, k, alpha.ctypes.data,
+                      b.data.ptr, CUDA_R_16BF, k, a.data.ptr, CUDA_R_16BF, k, beta.ctypes.data,
+                      c.data.ptr, CUDA_R_16BF, n, COMPUTE_32F, GEMM_DEFAULT)
+
+    cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
+    out["cuBLAS bf16 (cupy.cuda.cublas.gemmEx)"] = (gemm_ex, lambda: c)
+    a16 = cp.random.default_rng(1).random((m, k), dtype=cp.float32).astype(cp.float16)
+    b16 = cp.random.default_rng(2).random((n, k), dtype=cp.float32).astype(cp.float16)
+    out["cupy.matmul f16"] = (lambda: cp.matmul(a16, b16.T), None)
+    if torch_ok:
+        import torch
+        ta = torch.from_dlpack(a).view(torch.bfloat16)
+        tb = torch.from_dlpack(b).view(torch.bfloat16)
+        out["torch.matmul bf16"] = (lambda: torch.matmul(ta, tb.T), None)
+    return out
+
+
+def bench_main(argv=None) -> int:
+    cmd = Command("bench gemm", "The GEMM ladder: each step checked, then timed against library GEMMs")
+    cmd.add("--sizes", type=int, nargs="+", default=[4096, 8192], help="square sizes M = N = K")
+    cmd.add("--skinny", type=_shape, nargs="*", default=[(512, 8192, 8192)], help="more MxNxK shapes")
+    cmd.add("--steps", nargs="+", default=None, help="steps to run (default: all), e.g. s1 s6")
+    cmd.add("--repeat", type=int, default=20)
+    cmd.add("--warmup", type=int, default=5)
+    cmd.add("--record", action="store_true", help="save the recording gemm_ladder (needs docs/results)")
+    args, say = cmd.start(argv)
+    from .. import device
+    info = device.gpu_info()
+    if info is None or info.cc[0] != 9:
+        msg = ("bench gemm: the Hopper ladder needs an sm_90 GPU (TMA + wgmma); "
+               + ("none here" if info is None else f"this is {info.name}, sm_{info.cc[0]}{info.cc[1]}")
+               + ". On an sm_100 GPU the Blackwell ladder is bwlab.gemm.sm100.")
+        say(msg)
+        say.save(args.out)
+        return EXIT_NO_GPU
+
+    import cupy as cp
+    from ..gemm import runner
+    from ..gemm.ladder import STEPS, step
+    from ..runtime import bench
+    try:
+        import torch  # noqa: F401
+        torch_ok = True
+    except ImportError:
+        torch_ok = False
+    steps = STEPS if not args.steps else [step(s) for s in args.steps]
+    shapes = [(s, s, s) for s in args.sizes] + list(args.skinny)
+    say(f"GPU {info.name}, {info.sm_count} SMs, CuPy {cp.__version__}"
+        + (f", torch {__import__('torch').__version__}" if torch_ok else ", no torch")
+        + f"; CUDA events, {args.warmup} warm-up, median of {args.repeat}")
+    rows, failures = [], 0
+    for m, n, k in shapes:
+        flop = 2.0 * m * n * k
+        a, b = runner.random_operands(m, n, k, seed=m + n + k)
+        ref = runner.reference(a, b)
+        say(f"\n== {m} x {n} x {k} (C = A B^T, bf16 in, f32 accumulation, bf16 out)")
+        libs = {}
+        for name, (fn, result) in library_gemms(a, b, torch_ok).items():
+            try:
+                r = bench(name, fn, args.warmup, args.repeat)
+            except Exception as e:  # a library path missing on this install: say so, go on
+                say(f"  {name:<40s} unavailable: {type(e).__name__}: {e}")
+                continue
+            libs[name] = flop / (r.median_ms * 1e-3) / 1e12
+            extra = ""
+            if result is not None:
+                extra = "  [" + str(runner.check(a, b, result(), "library", ref=ref)).split(": ", 1)[1][:4] + "]"
+            say(f"  {name:<40s} {r.median_ms:8.3f} ms  {libs[name]:7.1f} TFLOP/s{extra}")
+            rows.append((f"{m}x{n}x{k}", name, r.median_ms, libs[name], float("nan"), float("nan")))
+        best_name = max(libs, key=libs.get)
+        best = libs[best_name]
+        say(f"  best library: {best_name} ({best:.1f} TFLOP/s)")
+        for s in steps:
+            try:
+                launch = runner.prepare(s, a, b)
+            except ValueError as e:
+                say(f"  {s.name:<24s} skipped: {e}")
+                continue
+            runner.clear_status(launch)
+            launch()
+            runner._check_status(launch)
+            res = runner.check(a, b, launch.c, s.name, ref=ref)
+            if not res.ok:
+                failures += 1
+                say(f"  {s.name:<24s} {res}")
+                continue
+            r = bench(s.name, launch, args.warmup, args.repeat)
+            runner._check_status(launch)
+            tf = flop / (r.median_ms * 1e-3) / 1e12
+            say(f"  {s.name:<24s} {r.median_ms:8.3f} ms  {tf:7.1f} TFLOP/s  {tf / best:5.2f} of best  "
+                f"(predicted {s.predicted:.2f} at 8192^3)  check: worst {res.worst_ratio:.2f} of tolerance")
+            rows.append((f"{m}x{n}x{k}", s.name, r.median_ms, tf, tf / best, s.predicted))
+        del a, b, ref
+        cp.get_default_memory_pool().free_all_blocks()
+    if args.record:
+        _record(steps, rows, info, say)
+    return cmd.finish(failures, "gemm")
+
+
+def _record(steps, rows, info, say) -> None:
+    """The table and one CTA's stamps of every step at 4096^3, as the recording gemm_ladder."""
+    import datetime
+    import sys
+    from ..gemm import runner
+    from ..results import RECORDINGS, save_recording
+    a, b = runner.random_operands(4096, 4096, 4096, seed=7)
+    ref = runner.reference(a, b)
+    stamps = []
+    for s in steps:
+        c, st = runner.run_stamps(s, a, b)
+        res = runner.check(a, b, c, s.name, ref=ref)
+        say(f"  stamps of {s.name}: {res}")
+        stamps.append(st)
+    table = np.array([r[:2] for r in rows])
+    nums = np.array([r[2:] for r in rows], dtype=np.float64)
+    path = save_recording(RECORDINGS, "gemm_ladder", {"table": table, "numbers": nums,
+                                          "steps": np.array([s.name for s in steps]),
+                                          "stamps": np.stack(stamps)},
+                          stage="gemm", device=info.name, date=datetime.date.today().isoformat(),
+                          command="python -m bwlab.bench gemm " + " ".join(sys.argv[2:]),
+                          params={"stamp_shape": [4096, 4096, 4096], "columns": ["ms", "TFLOP/s", "ratio",
+                                                                                   "predicted"]})
+    say(f"recorded {path}")

@@ -1,0 +1,192 @@
+"""Build, launch, check and time the Hopper ladder's steps (the only file here that uses CuPy).
+
+    from bwlab.gemm import runner
+    a, b = runner.random_operands(4096, 4096, 4096)
+    c = runner.run_step("s3", a, b)                 # bf16 bits (uint16), M x N
+    print(runner.check(a, b, c))                     # against an f32 reference, the tolerance stated
+
+Operands are CuPy arrays of bf16 bit patterns (uint16; NumPy and CuPy have no bfloat16 type),
+row-major: A is M x K, B is N x K (both K-major), C is M x N.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..tma.runner import encode_tensor_map
+from ..tma.tensor_map import TensorMap
+from .ladder import BK, Step, check_shape, step
+
+__all__ = ["random_operands", "build", "run_step", "reference", "check", "GemmCheck", "Launch",
+           "prepare", "run_stamps", "BARRIERS"]
+
+BARRIERS = {1: "full (a stage's bytes have landed)", 2: "empty (every consumer warp is done with a stage)"}
+STAMP_SHAPE = (4, 512, 2, 2)   # gemm_common.cuh: [track][event][begin/end][globaltimer ns, clock64]
+
+
+def _cp():
+    import cupy as cp
+    return cp
+
+
+def bf16_bits(x) -> "object":
+    """float32 CuPy array -> bf16 bit patterns (round to nearest even), as uint16."""
+    cp = _cp()
+    u = cp.ascontiguousarray(x, dtype=cp.float32).view(cp.uint32)
+    rounded = (u + cp.uint32(0x7FFF) + ((u >> 16) & 1)) >> 16
+    return rounded.astype(cp.uint16)
+
+
+def bf16_to_f32(bits) -> "object":
+    cp = _cp()
+    return (bits.astype(cp.uint32) << 16).view(cp.float32)
+
+
+def random_operands(m: int, n: int, k: int, seed: int = 0):
+    """A (m x k) and B (n x k) with values uniform in [-1, 1), rounded to bf16 (bit patterns)."""
+    cp = _cp()
+    rng = cp.random.default_rng(seed)
+    a = bf16_bits(rng.random((m, k), dtype=cp.float32) * 2 - 1)
+    b = bf16_bits(rng.random((n, k), dtype=cp.float32) * 2 - 1)
+    return a, b
+
+
+def build(s: Step, stamps: bool = False):
+    """The step's kernel compiled for this GPU and loaded (cached)."""
+    from ..compile import load_module
+    return load_module(s.path, defines={"GEMM_STAMPS": 1} if stamps else None)
+
+
+@dataclass
+class Launch:
+    """One step, one shape: the kernel, its arguments and its launch shape, ready to call again."""
+    step: Step
+    fn: object
+    grid: tuple
+    block: tuple
+    smem: int
+    args: tuple
+    c: object
+    module: object
+
+    def __call__(self):
+        self.fn(self.grid, self.block, self.args, shared_mem=self.smem)
+
+
+def prepare(name, a, b, stamps=None, c=None) -> Launch:
+    """Check the shapes, encode the tensor maps, load the kernel: everything but the launch."""
+    cp = _cp()
+    from ..device import gpu_info
+    from ..runtime import _validate, tensor_map_arg
+    s = step(name)
+    m, k = a.shape
+    n, kb = b.shape
+    if kb != k:
+        raise ValueError(f"A is {m} x {k} and B is {n} x {kb}: both must have K columns (C = A * B^T)")
+    if a.dtype != cp.uint16 or b.dtype != cp.uint16:
+        raise TypeError("A and B hold bf16 bit patterns: dtype uint16 (see bf16_bits)")
+    check_shape(s, m, n, k)
+    a, b = cp.ascontiguousarray(a), cp.ascontiguousarray(b)
+    c = cp.empty((m, n), dtype=cp.uint16) if c is None else c
+    info = gpu_info()
+    grid, block = s.grid(m, n, info.sm_count), (s.threads, 1, 1)
+    _validate(grid, block, s.smem_bytes, (s.cluster, 1, 1) if s.cluster > 1 else None)
+    maps = [encode_tensor_map(TensorMap("bfloat16", (k, m), (BK, s.bm), swizzle="128B"), a.data.ptr),
+            encode_tensor_map(TensorMap("bfloat16", (k, n), (BK, s.b_rows), swizzle="128B"), b.data.ptr),
+            encode_tensor_map(TensorMap("bfloat16", (n, m), (64, 64), swizzle="128B"), c.data.ptr)]
+    module = build(s, stamps=stamps is not None)
+    fn = module.get_function("gemm")
+    fn.max_dynamic_shared_size_bytes = s.smem_bytes
+    stamp_ptr = stamps if stamps is not None else 0
+    args = (*[tensor_map_arg(t) for t in maps], c, np.int32(m), np.int32(n), np.int32(k),
+            stamp_ptr if stamps is not None else np.uint64(0))
+    return Launch(s, fn, grid, block, s.smem_bytes, args, c, module)
+
+
+def _check_status(launch: Launch) -> None:
+    """Raise MbarrierTimeout if a bounded wait of the last launches gave up."""
+    cp = _cp()
+    from ..runtime import STATUS_DTYPE, MbarrierTimeout
+    status = launch.module.get_global("bw_status")
+    cp.cuda.Device().synchronize()
+    rec = np.zeros(1, dtype=STATUS_DTYPE)
+    cp.cuda.runtime.memcpy(rec.ctypes.data, status.ptr, STATUS_DTYPE.itemsize,
+                           cp.cuda.runtime.memcpyDeviceToHost)
+    if rec["code"][0] != 0:
+        bid = int(rec["barrier_id"][0])
+        raise MbarrierTimeout(f"{launch.step.name}", BARRIERS.get(bid, f"#{bid}"), rec[0])
+
+
+def clear_status(launch: Launch) -> None:
+    cp = _cp()
+    from ..runtime import STATUS_DTYPE
+    cp.cuda.runtime.memset(launch.module.get_global("bw_status").ptr, 0, STATUS_DTYPE.itemsize)
+
+
+def run_step(name, a, b):
+    """C = A * B^T with one step's kernel; raises MbarrierTimeout if a bounded wait gave up."""
+    launch = prepare(name, a, b)
+    clear_status(launch)
+    launch()
+    _check_status(launch)
+    return launch.c
+
+
+def run_stamps(name, a, b):
+    """One launch of the step built with -DGEMM_STAMPS; returns (C, stamps[track, event, begin/end,
+    (globaltimer ns, clock64)]) of CTA 0 (zeros where nothing happened)."""
+    cp = _cp()
+    stamps = cp.zeros(STAMP_SHAPE, dtype=cp.uint64)
+    launch = prepare(name, a, b, stamps=stamps)
+    clear_status(launch)
+    launch()
+    _check_status(launch)
+    return launch.c, cp.asnumpy(stamps)
+
+
+def reference(a, b):
+    """C in f32 from the same bf16 inputs (cuBLAS SGEMM through cupy.matmul; TF32 stays off) and
+    S = |A| * |B|^T, the scale of the accumulation's rounding error."""
+    cp = _cp()
+    fa, fb = bf16_to_f32(a), bf16_to_f32(b)
+    return fa @ fb.T, cp.abs(fa) @ cp.abs(fb).T
+
+
+REL_TOL = 2.0 ** -8     # the bf16 rounding of C (half an ulp is 2^-9 relative), with a factor 2
+SUM_TOL = 2.0 ** -16    # f32 accumulation in another order: K * 2^-24 * S at worst, ~sqrt(K) * 2^-24 * S typically
+
+
+@dataclass
+class GemmCheck:
+    step: str
+    shape: tuple
+    max_abs_err: float
+    worst: tuple           # (row, col) of the largest error relative to its tolerance
+    worst_ratio: float     # that error / its tolerance (<= 1 passes)
+    bad: int               # elements over their tolerance (NaN included)
+
+    @property
+    def ok(self) -> bool:
+        return self.bad == 0
+
+    def __str__(self):
+        m, n, k = self.shape
+        verdict = "PASS" if self.ok else f"FAIL ({self.bad} of {m * n} elements out of tolerance)"
+        return (f"{self.step} {m}x{n}x{k}: {verdict}; max |C - C_f32| = {self.max_abs_err:.3g}, worst at "
+                f"{self.worst} = {self.worst_ratio:.2f} of its tolerance "
+                f"(|err| <= 2^-8 |C_f32| + 2^-16 (|A||B|^T))")
+
+
+def check(a, b, c, name: str = "", ref=None) -> GemmCheck:
+    """Compare bf16 C with the f32 reference: |C - C_f32| <= 2^-8 |C_f32| + 2^-16 (|A| |B|^T)."""
+    cp = _cp()
+    c32, scale = reference(a, b) if ref is None else ref
+    err = cp.abs(bf16_to_f32(c) - c32)
+    tol = REL_TOL * cp.abs(c32) + SUM_TOL * scale
+    ratio = err / tol
+    ratio = cp.where(cp.isnan(ratio), cp.inf, ratio)
+    worst = int(cp.argmax(ratio))
+    m, n = c.shape
+    return GemmCheck(name, (m, n, a.shape[1]), float(cp.nanmax(err)), divmod(worst, n),
+                     float(ratio.ravel()[worst]), int(cp.count_nonzero(~(ratio <= 1))))
