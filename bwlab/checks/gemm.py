@@ -8,7 +8,9 @@ For each shape: the libraries first (cuBLAS bf16 through cupy.cuda.cublas.gemmEx
 float16 operands of the same shape — CuPy has no bfloat16 type — and torch.matmul bf16 when torch is
 installed), then each step: its C is compared with an f32 reference (runner.check states the
 tolerance) BEFORE it is timed; a step that fails is reported and not timed. CUDA events, warm-up,
-median of repeats; TFLOP/s = 2 M N K / time; the ratio is to the fastest library of the same shape.
+median of repeats; TFLOP/s = 2 M N K / time. The ratio is to the fastest library of the shape, timed
+again interleaved with the step (library, step, library, step, ...), so that a GPU warming up or
+changing its clocks during the run moves both alike.
 `--record` also saves the table and the per-warp stamps of one CTA (4096^3, every step) as the
 recording `gemm_ladder` that notebook 07 draws.
 """
@@ -60,6 +62,25 @@ def library_gemms(a, b, torch_ok: bool):
     return out
 
 
+def paired(fn_a, fn_b, warmup: int, repeat: int) -> tuple:
+    """Median ms of fn_a and of fn_b, timed alternately with CUDA events after `warmup` calls each."""
+    import statistics
+    import cupy as cp
+    for _ in range(warmup):
+        fn_a()
+        fn_b()
+    times = ([], [])
+    for _ in range(repeat):
+        for fn, out in ((fn_a, times[0]), (fn_b, times[1])):
+            start, stop = cp.cuda.Event(), cp.cuda.Event()
+            start.record()
+            fn()
+            stop.record()
+            stop.synchronize()
+            out.append(cp.cuda.get_elapsed_time(start, stop))
+    return statistics.median(times[0]), statistics.median(times[1])
+
+
 def bench_main(argv=None) -> int:
     cmd = Command("bench gemm", "The GEMM ladder: each step checked, then timed against library GEMMs")
     cmd.add("--sizes", type=int, nargs="+", default=[4096, 8192], help="square sizes M = N = K")
@@ -99,8 +120,8 @@ def bench_main(argv=None) -> int:
         a, b = runner.random_operands(m, n, k, seed=m + n + k)
         ref = runner.reference(a, b)
         say(f"\n== {m} x {n} x {k} (C = A B^T, bf16 in, f32 accumulation, bf16 out)")
-        libs = {}
-        for name, (fn, result) in library_gemms(a, b, torch_ok).items():
+        libs, lib_fns = {}, library_gemms(a, b, torch_ok)
+        for name, (fn, result) in lib_fns.items():
             try:
                 r = bench(name, fn, args.warmup, args.repeat)
             except Exception as e:  # a library path missing on this install: say so, go on
@@ -129,17 +150,31 @@ def bench_main(argv=None) -> int:
                 failures += 1
                 say(f"  {s.name:<24s} {res}")
                 continue
-            r = bench(s.name, launch, args.warmup, args.repeat)
+            lib_ms, ms = paired(lib_fns[best_name][0], launch, args.warmup, args.repeat)
             runner._check_status(launch)
-            tf = flop / (r.median_ms * 1e-3) / 1e12
-            say(f"  {s.name:<24s} {r.median_ms:8.3f} ms  {tf:7.1f} TFLOP/s  {tf / best:5.2f} of best  "
-                f"(predicted {s.predicted:.2f} at 8192^3)  check: worst {res.worst_ratio:.2f} of tolerance")
-            rows.append((f"{m}x{n}x{k}", s.name, r.median_ms, tf, tf / best, s.predicted))
+            tf = flop / (ms * 1e-3) / 1e12
+            say(f"  {s.name:<24s} {ms:8.3f} ms  {tf:7.1f} TFLOP/s  {lib_ms / ms:5.2f} of best (library "
+                f"{flop / (lib_ms * 1e-3) / 1e12:.0f} alongside; predicted {s.predicted:.2f} at 8192^3)  "
+                f"check: worst {res.worst_ratio:.2f} of tolerance")
+            rows.append((f"{m}x{n}x{k}", s.name, ms, tf, lib_ms / ms, s.predicted))
         del a, b, ref
         cp.get_default_memory_pool().free_all_blocks()
     if args.record:
         _record(steps, rows, info, say)
     return cmd.finish(failures, "gemm")
+
+
+def _command(argv) -> str:
+    """The command line, less where its report was written (a path on the machine that ran it)."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--out":
+            skip = True
+        elif not a.startswith("--out="):
+            out.append(a)
+    return " ".join(["python -m bwlab.bench gemm", *out])
 
 
 def _record(steps, rows, info, say) -> None:
@@ -162,7 +197,7 @@ def _record(steps, rows, info, say) -> None:
                                           "steps": np.array([s.name for s in steps]),
                                           "stamps": np.stack(stamps)},
                           stage="gemm", device=info.name, date=datetime.date.today().isoformat(),
-                          command="python -m bwlab.bench gemm " + " ".join(sys.argv[2:]),
-                          params={"stamp_shape": [4096, 4096, 4096], "columns": ["ms", "TFLOP/s", "ratio",
+                          command=_command(sys.argv[2:]),
+                          params={"stamp_shape": [4096, 4096, 4096], "sms": info.sm_count, "columns": ["ms", "TFLOP/s", "ratio",
                                                                                    "predicted"]})
     say(f"recorded {path}")

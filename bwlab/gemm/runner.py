@@ -153,7 +153,7 @@ def reference(a, b):
     return fa @ fb.T, cp.abs(fa) @ cp.abs(fb).T
 
 
-REL_TOL = 2.0 ** -8     # the bf16 rounding of C (half an ulp is 2^-9 relative), with a factor 2
+REL_TOL = 2.0 ** -7     # the bf16 rounding of C: half an ulp is up to 2^-8 relative; one ulp allowed
 SUM_TOL = 2.0 ** -16    # f32 accumulation in another order: K * 2^-24 * S at worst, ~sqrt(K) * 2^-24 * S typically
 
 
@@ -175,11 +175,11 @@ class GemmCheck:
         verdict = "PASS" if self.ok else f"FAIL ({self.bad} of {m * n} elements out of tolerance)"
         return (f"{self.step} {m}x{n}x{k}: {verdict}; max |C - C_f32| = {self.max_abs_err:.3g}, worst at "
                 f"{self.worst} = {self.worst_ratio:.2f} of its tolerance "
-                f"(|err| <= 2^-8 |C_f32| + 2^-16 (|A||B|^T))")
+                f"(|err| <= 2^-7 |C_f32| + 2^-16 (|A||B|^T))")
 
 
 def check(a, b, c, name: str = "", ref=None) -> GemmCheck:
-    """Compare bf16 C with the f32 reference: |C - C_f32| <= 2^-8 |C_f32| + 2^-16 (|A| |B|^T)."""
+    """Compare bf16 C with the f32 reference: |C - C_f32| <= 2^-7 |C_f32| + 2^-16 (|A| |B|^T)."""
     cp = _cp()
     c32, scale = reference(a, b) if ref is None else ref
     err = cp.abs(bf16_to_f32(c) - c32)

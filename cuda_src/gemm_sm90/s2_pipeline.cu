@@ -1,17 +1,25 @@
 // bwlab-targets: sm_90a
 // GEMM ladder, Hopper, step 2 — a ring of STAGES buffers (one more mechanism: the mbarrier pipeline).
 //
-// Step 1 with four buffers instead of one, each with a `full` mbarrier (TMA's bytes have landed) and
+// Step 1 with STAGES buffers instead of one, each with a `full` mbarrier (TMA's bytes have landed) and
 // an `empty` mbarrier (all four warps are done reading it). Thread 0 starts the loads of the first
-// four k-slices at once; from then on, as soon as the wgmma of slice k-1 have finished
+// STAGES k-slices at once; from then on, as soon as the wgmma of slice k-1 have finished
 // (wgmma.wait_group 1 leaves only slice k's in flight), each warp arrives on that buffer's `empty`,
 // and thread 0 waits for the phase and loads slice k-1+STAGES into it. TMA now runs STAGES-1 slices
 // ahead of the tensor cores: the loads hide behind the math.
+// The ring costs SMEM, and SMEM decides how many CTAs share an SM: step 1 (33 KiB) fits 3 per SM,
+// whose warpgroups take turns — a pipeline built from occupancy. Three stages (97 KiB) still fit 2
+// per SM; four (129 KiB) fit one, and one warpgroup alone, waiting on its own wgmma and issuing its
+// own loads, cannot keep the tensor cores busy (docs/results/gemm_explore_h100.txt measures 2, 3, 4
+// and 6 stages). Taking the loads off the math warps is the next step.
 #include "gemm_sm90/gemm_common.cuh"
 
 using namespace ladder;
 
-constexpr int BM = 128, BN = 128, STAGES = 4;
+#ifndef GEMM_STAGES
+#define GEMM_STAGES 3   // -DGEMM_STAGES=N to try another ring depth (N * 32 KiB of SMEM)
+#endif
+constexpr int BM = 128, BN = 128, STAGES = GEMM_STAGES;
 constexpr u32 A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, STAGE_BYTES = A_BYTES + B_BYTES;
 
 extern "C" __global__ void __launch_bounds__(128, 1)

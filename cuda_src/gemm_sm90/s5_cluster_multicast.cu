@@ -48,7 +48,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
                 for (int kt = 0; kt < k_tiles; ++kt, ++it) {
                     const int s = it % STAGES;
                     stamp(stamps, 0, it, 0);
-                    if (it >= STAGES && !mbarrier_wait<true>(&empty[s], (it / STAGES + 1) & 1, 2, 0)) {
+                    if (it >= STAGES && !mbarrier_wait(&empty[s], (it / STAGES + 1) & 1, 2, 0)) {
                         ok = false;
                         break;
                     }
@@ -72,7 +72,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
             if (laneid() == 0) {
                 const int s = slice % STAGES;
                 mbarrier_arrive(&empty[s]);
-                mbarrier_arrive_cluster(mapa_shared_cluster(smem_u32(&empty[s]), peer));
+                mbarrier_arrive_remote(mapa_shared_cluster(smem_u32(&empty[s]), peer));
             }
         };
         for (int p = cluster; ok && p < pairs; p += clusters, ++n_tile) {
