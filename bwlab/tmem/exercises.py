@@ -109,7 +109,7 @@ def check_quarter(fn, hidden: bool = False) -> None:
     hint = _which_mistake(fn, cases, [
         ("you compare the lane's quarter with the warp index itself: warps 4 and up would reach no lane "
          "at all; the quarter is warp % 4", lambda w, l: l // 32 == w),
-        ("every warp may not reach every lane: only the 32 lanes of its quarter", lambda w, l: True),
+        ("a warp may not reach every lane: only the 32 lanes of its quarter", lambda w, l: True),
         ("the quarter ends at lane 32*(w % 4) + 31, inclusive", lambda w, l: 32 * (w % 4) <= l < 32 * (w % 4) + 31),
     ])
     check_function("warp quarters (which warp may access which lane)", fn, cases, reference=_may_access,
@@ -150,7 +150,7 @@ def check_wide_load(num, columns, hidden: bool = False) -> None:
     from .case import TmemLoad
     from .teach import _compile_report, address_image, teach_model
     name = f"teach_tmem.cu with {WIDE_COLUMNS} columns per thread"
-    rule = (f"kNum is the .num of tcgen05.ld/st.32x32b: one register per column per thread, x1 .. x128; "
+    rule = (f"kNum is the .num of tcgen05.ld/st.32x32b: one register per column per thread, a power of two x1 .. x128; "
             f"kColumns is tcgen05.alloc's column count: a power of two in [32, 512] ({SEC_ALLOC}), "
             f"at least the columns the loads touch")
     if unanswered(num) or unanswered(columns):

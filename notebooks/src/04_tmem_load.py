@@ -328,7 +328,7 @@ my_kNum = 64
 my_kColumns = 64
 ### END SOLUTION
 
-# %% grade id=tmem_kernel_columns_check points=2
+# %% tags=["nbval-ignore-output"] grade id=tmem_kernel_columns_check points=2
 from bwlab.tmem import exercises as ex
 ex.check_wide_load(my_kNum, my_kColumns)
 ### BEGIN HIDDEN TESTS
@@ -453,8 +453,9 @@ plt.show()
 # `.16x256b` (no pack): after one `tcgen05.ld.<shape>.x<num>`, which thread of the warp, and which of its
 # registers, holds the cell at `lane`, `column`, both counted from the address the warp passed
 # (`lane` < 32 or 16, `column` < the instruction's width)? Return `(thread, register)`. The rules are
-# in section 6; the example above is `my_holder("16x256b", 8, 5, 13) == (22, 5)`. The check calls it on cells of
-# every shape, then on many more with every `.num`.
+# in section 6; the example above is `my_holder("16x256b", 8, 5, 13) == (22, 5)` (lane 37 is lane 5 of
+# warp 1's first 16-lane block). The check calls it on cells of every shape, then on many more with
+# every `.num`.
 
 # %% solution id=tmem_holder
 def my_holder(shape, num, lane, column):

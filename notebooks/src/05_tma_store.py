@@ -475,7 +475,7 @@ my_store_coords = None   # ("X", "Y"): C expressions for the TMA store's coordin
 my_store_coords = ("blockIdx.x * BN", "blockIdx.y * BM")
 ### END SOLUTION
 
-# %% grade id=store_kernel_coords_check points=2
+# %% tags=["nbval-ignore-output"] grade id=store_kernel_coords_check points=2
 from bwlab.epilogue import exercises as ex
 ex.check_store_coords(my_store_coords)
 ### BEGIN HIDDEN TESTS
