@@ -150,8 +150,8 @@ def check_wide_load(num, columns, hidden: bool = False) -> None:
     from .case import TmemLoad
     from .teach import _compile_report, address_image, teach_model
     name = f"teach_tmem.cu with {WIDE_COLUMNS} columns per thread"
-    rule = (f"kNum is the .num of tcgen05.ld/st.32x32b: one register per column per thread, a power of two x1 .. x128; "
-            f"kColumns is tcgen05.alloc's column count: a power of two in [32, 512] ({SEC_ALLOC}), "
+    rule = (f"kNum is the .num of tcgen05.ld/st.32x32b: one register per column per thread, a power of two "
+            f"x1 .. x128; kColumns is tcgen05.alloc's column count: a power of two in [32, 512] ({SEC_ALLOC}), "
             f"at least the columns the loads touch")
     if unanswered(num) or unanswered(columns):
         raise NotYet(f"{name}: no answer yet — set my_kNum and my_kColumns.\n  rule: {rule}")
