@@ -57,7 +57,7 @@ def epilogue_alpha_beta(acc: np.ndarray, alpha: float, beta: float = 0.0, c_bits
 
 
 def epilogue_model(p: EpilogueProblem, acc, c_bits=None, d_init=None,
-                   smem_swizzle: str | None = None) -> np.ndarray:
+                   smem_swizzle: str | None = None, box_coords=None) -> np.ndarray:
     """The D buffer after the epilogue kernel, computed from the stage models end to end: for every
     tile, C comes in through `bwlab.tma.tma_load_model` (OOB zero-filled), D = `epilogue_alpha_beta`,
     the tile is laid out in SMEM by `SmemTile.pack` (swizzle), and each box leaves through
@@ -65,7 +65,11 @@ def epilogue_model(p: EpilogueProblem, acc, c_bits=None, d_init=None,
 
     `smem_swizzle` is the swizzle the threads write the D tile through (default: the tensor map's).
     A different one models a kernel whose st.shared addresses and tensor map disagree: the TMA
-    engine still reads through the map's swizzle, so 16-byte chunks land in the wrong columns."""
+    engine still reads through the map's swizzle, so 16-byte chunks land in the wrong columns.
+
+    `box_coords(tm, tn)` says where tile (tm, tn)'s stores go: [((x, y), SMEM address), ...] as
+    `p.box_coords` gives them (the default). Another function models a kernel that passes other
+    coordinates to its TMA stores (a store the rules refuse raises `StoreRuleError`)."""
     from ..tma import tma_load_model
     from .tile import SmemTile
     raw = raw_dtype(p.dtype)
@@ -102,7 +106,7 @@ def epilogue_model(p: EpilogueProblem, acc, c_bits=None, d_init=None,
                 c_tile_bits = ctile.unpack(img)
             dt = epilogue_alpha_beta(a, p.alpha, p.beta, c_tile_bits, p.dtype)
             img = written.pack(dt)
-            for (x, y), addr in p.box_coords(tm, tn):
+            for (x, y), addr in (box_coords or p.box_coords)(tm, tn):
                 d = store(d, tmap, (x, y), img, addr, window_start=tile.base)
     return d
 

@@ -19,6 +19,11 @@
 # 6. the five `tcgen05.ld` shapes as thread maps, and the registers each thread receives;
 # 7. which thread ends up holding `D[r][c]`; the accumulator read out; a widget.
 #
+# **Graded exercises:** this notebook holds 5 graded exercises (4.1 to 4.5, 8 points), each right after
+# the section it practises: the TMEM address of a lane and column, which warp may access which lane, an
+# edit of the teaching kernel, the registers of a `tcgen05.ld` form, and the thread and register that
+# hold a cell. Each has an answer cell and a check cell; the check says what is wrong, and why.
+#
 # **Runs on:** TMEM exists only on sm_100-family GPUs; an H100 has none. On such a GPU the teaching
 # kernel and the round-trip kernels run and are compared with the model. Everywhere else (an H100
 # included) TMEM is modelled by `bwlab.tmem`, and every kernel is still compiled for sm_100a, so ptxas
@@ -123,6 +128,28 @@ print(tmem.format_address(mine))
 print("decoded:", tmem.decode_address(mine), "  expected: (64, 8)")
 
 # %% [markdown]
+# ### Exercise 4.1 — the address of a lane and a column (1 point)
+#
+# Predict before you run: a warp holds `base`, the address `tcgen05.alloc` wrote to shared memory, and
+# wants the cell at lane `lane`, `column` columns into that allocation. Write `my_taddr(base, lane, column)`:
+# it returns the 32-bit TMEM address (section 3 has the rule). The check calls it on a few allocations,
+# then on many more.
+
+# %% solution id=tmem_address
+def my_taddr(base, lane, column):
+    """The TMEM address of lane `lane`, `column` columns into the allocation whose address is `base`."""
+    ### BEGIN SOLUTION
+    return base + (lane << 16) + column
+    ### END SOLUTION
+
+# %% grade id=tmem_address_check points=1
+from bwlab.tmem import exercises as ex
+ex.check_address(my_taddr)
+### BEGIN HIDDEN TESTS
+ex.check_address(my_taddr, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown]
 # ## 4. Warp quarters
 #
 # A warp reaches only one quarter of the lanes: warp *w* of the CTA may access lanes
@@ -135,6 +162,26 @@ plt.show()
 img = tmem.pattern_image()
 attempt("warp 1 loads lane 0", lambda: tmem.tcgen05_ld(img, tmem.encode_address(0, 0), "32x32b", 1, warp=1))
 attempt("warp 5 loads lane 32", lambda: tmem.tcgen05_ld(img, tmem.encode_address(32, 0), "32x32b", 1, warp=5))
+
+# %% [markdown]
+# ### Exercise 4.2 — which warp may touch which lane (1 point)
+#
+# Write `my_may_access(warp, lane)`: `True` when warp `warp` of a CTA (any warp index, not only 0..3) may
+# access TMEM lane `lane` with `tcgen05.ld`/`st`, else `False`. Predict first: may warp 6 read lane 70?
+
+# %% solution id=tmem_quarter
+def my_may_access(warp, lane):
+    """Whether warp `warp` of a CTA may access TMEM lane `lane`."""
+    ### BEGIN SOLUTION
+    return 32 * (warp % 4) <= lane < 32 * (warp % 4) + 32
+    ### END SOLUTION
+
+# %% grade id=tmem_quarter_check points=1
+from bwlab.tmem import exercises as ex
+ex.check_quarter(my_may_access)
+### BEGIN HIDDEN TESTS
+ex.check_quarter(my_may_access, hidden=True)
+### END HIDDEN TESTS
 
 # %% [markdown]
 # ## 5. The teaching kernel
@@ -260,6 +307,35 @@ _ = tmem.try_teach(k.replace("32 * (warp % 4)", "32 * ((warp + 1) % 4)"))
 _ = tmem.try_teach(k.replace("tcgen05_ld_32x32b<kNum>(r, taddr);", "tcgen05_ld_32x32b_x16(r, taddr);"))
 
 # %% [markdown]
+# ### Exercise 4.3 — the teaching kernel, 64 columns per thread (2 points)
+#
+# An epilogue warp of a 128 x 64 f32 accumulator wants the 64 columns of each of its lanes in one load.
+# Choose `my_kNum`, the `.num` of the kernel's `tcgen05.st` and `tcgen05.ld .32x32b`, and `my_kColumns`,
+# the column count of its `tcgen05.alloc`: the smallest allocation that holds those columns.
+# Predict before you run what `kNum = 64` with `kColumns = 32`, `kNum = 48` or `kColumns = 96` would do.
+#
+# The check writes your two numbers into `teach_tmem.cu` (`constexpr u32 kColumns = ...;`,
+# `constexpr int kNum = ...;`) and compiles it for sm_100a: a compile error shows your line. It then
+# replays the kernel on the model, which names any rule your numbers break, and compares every register with
+# a `.32x32b.x64` load, naming the first that differs. On an sm_100 GPU it also runs your kernel, in a
+# worker process.
+
+# %% solution id=tmem_kernel_columns
+my_kNum = None       # the .num of tcgen05.st/ld .32x32b in teach_tmem.cu (an int)
+my_kColumns = None   # the column count of its tcgen05.alloc (an int)
+### BEGIN SOLUTION
+my_kNum = 64
+my_kColumns = 64
+### END SOLUTION
+
+# %% tags=["nbval-ignore-output"] grade id=tmem_kernel_columns_check points=2
+from bwlab.tmem import exercises as ex
+ex.check_wide_load(my_kNum, my_kColumns)
+### BEGIN HIDDEN TESTS
+ex.check_wide_load(my_kNum, my_kColumns, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown]
 # ## 6. The five `tcgen05.ld` shapes
 #
 # `tcgen05.ld.sync.aligned.<shape>.<num>[.pack::16b].b32 {regs}, [taddr]` is executed by a whole warp.
@@ -308,6 +384,31 @@ tmem.draw_ld_map(TmemAccess("16x64b", 2, pack16=True), warp=0)
 plt.show()
 
 # %% [markdown]
+# ### Exercise 4.4 — registers per thread (1 point)
+#
+# Write `my_registers(shape, num, pack16=False)`: the 32-bit registers each thread of the warp receives
+# from `tcgen05.ld.<shape>.x<num>`, with `.pack::16b` when `pack16`. Work it out from the shape's lanes
+# and bits, spread over 32 threads, rather than from the table above. The check calls it on every
+# form the ISA allows.
+
+# %% solution id=tmem_registers
+def my_registers(shape, num, pack16=False):
+    """Registers per thread of tcgen05.ld.<shape>.x<num>[.pack::16b]; shape like "16x256b"."""
+    ### BEGIN SOLUTION
+    if shape == "16x32bx2":
+        return num                                  # two half-warps, 16 lanes x 32 bits each
+    lanes, bits = (int(x) for x in shape[:-1].split("x"))
+    return lanes * bits // 32 // 32 * num           # bits of one instruction / 32 threads / 32 bits
+    ### END SOLUTION
+
+# %% grade id=tmem_registers_check points=1
+from bwlab.tmem import exercises as ex
+ex.check_registers(my_registers)
+### BEGIN HIDDEN TESTS
+ex.check_registers(my_registers, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown]
 # ## 7. Who holds `D[r][c]`?
 #
 # An epilogue warpgroup reads the 128 x N accumulator with one shape: warp *w* covers lanes 32w..32w+31
@@ -344,6 +445,38 @@ print(f"that register holds D[{r}][{c}]: {regs[(w, i)][t, j].view(np.float32) ==
       "   (expected True)")
 tmem.draw_accumulator_owners(acc, 128, N, highlight=(r, c))
 plt.show()
+
+# %% [markdown]
+# ### Exercise 4.5 — which thread and register hold a cell (3 points)
+#
+# Write `my_holder(shape, num, lane, column)` for the shapes `.32x32b`, `.16x64b`, `.16x128b` and
+# `.16x256b` (no pack): after one `tcgen05.ld.<shape>.x<num>`, which thread of the warp, and which of its
+# registers, holds the cell at `lane`, `column`, both counted from the address the warp passed
+# (`lane` < 32 or 16, `column` < the instruction's width)? Return `(thread, register)`. The rules are
+# in section 6; the example above is `my_holder("16x256b", 8, 5, 13) == (22, 5)` (lane 37 is lane 5 of
+# warp 1's first 16-lane block). The check calls it on cells of every shape, then on many more with
+# every `.num`.
+
+# %% solution id=tmem_holder
+def my_holder(shape, num, lane, column):
+    """(thread, register) holding cell (lane, column) of one tcgen05.ld.<shape>.x<num>."""
+    ### BEGIN SOLUTION
+    if shape == "32x32b":
+        return lane, column
+    if shape == "16x64b":        # lane t/4 + 8*(t%2), column (t/2)%2 + 2j
+        return 4 * (lane % 8) + 2 * (column % 2) + lane // 8, column // 2
+    if shape == "16x128b":       # lane t/4 + 8*(j%2), column t%4 + 4*(j/2)
+        return 4 * (lane % 8) + column % 4, lane // 8 + 2 * (column // 4)
+    # 16x256b: lane t/4 + 8*((j/2)%2), column 2*(t%4) + j%2 + 8*(j/4)
+    return 4 * (lane % 8) + (column % 8) // 2, column % 2 + 2 * (lane // 8) + 4 * (column // 8)
+    ### END SOLUTION
+
+# %% grade id=tmem_holder_check points=3
+from bwlab.tmem import exercises as ex
+ex.check_holder(my_holder)
+### BEGIN HIDDEN TESTS
+ex.check_holder(my_holder, hidden=True)
+### END HIDDEN TESTS
 
 # %% [markdown]
 # ## 8. The accumulator, read out

@@ -15,6 +15,12 @@
 # 7. **D = α·acc + β·C** with C brought in by a TMA load, and the TMA **reduce-add**;
 # 8. the GPU beside the model; 9. the store bandwidth beside `st.global` and CuPy; 10. the PTX.
 #
+# **Graded exercises:** this notebook holds 5 graded exercises (5.1 to 5.5, 11 points), each right after
+# the section it practises: the wavefronts of a store pattern, where a missing proxy fence bites,
+# `wait_group.read` in a ring of buffers, the swizzled SMEM address of a staged element, and an edit of
+# the teaching kernel's TMA store. Each has an answer cell and a check cell; the check says what is
+# wrong, and why.
+#
 # **Before this one:** notebook 01 (the tensor map, its box and swizzle modes, the TMA load that this
 # store inverts) and notebook 04 (after `tcgen05.ld .32x32b`, thread *t* of a warp holds row *t* of the
 # accumulator, one column per register). Notebook 03's SMEM swizzle pictures help with section 2.
@@ -155,6 +161,38 @@ for tile in (SmemTile(128, 32, "float32", "none"), SmemTile(128, 32, "float32", 
         print(RegisterStorePlan(tile, mapping, warp=1).summary())
 
 # %% [markdown]
+# ### Exercise 5.1 — the wavefronts of a store pattern (3 points)
+#
+# Write `my_wavefronts(addresses)`: the shared-memory wavefronts of one `st.shared.v4` of a warp in which
+# lane *i* writes the 16 bytes at byte address `addresses[i]` (a NumPy array of 32 multiples of 16, every
+# lane active), by the rule at the top of this section. Predict before you run: what does it give for
+# rows padded to 36 fp32 columns (lane *i* at `144 * i`), and for all 32 lanes writing the same 16 bytes?
+# The check calls it on this section's patterns, then on many more.
+
+# %% solution id=store_wavefronts
+def my_wavefronts(addresses):
+    """Wavefronts of one st.shared.v4: lane i writes 16 bytes at addresses[i]."""
+    ### BEGIN SOLUTION
+    total = 0
+    for phase in range(4):                          # four quarter-warps of 8 lanes
+        words = set()
+        for a in addresses[8 * phase: 8 * phase + 8]:
+            words.update(range(int(a) // 4, int(a) // 4 + 4))   # 16 bytes = 4 words, 4 banks
+        per_bank = [0] * 32
+        for w in words:
+            per_bank[w % 32] += 1
+        total += max(per_bank)
+    return total
+    ### END SOLUTION
+
+# %% grade id=store_wavefronts_check points=3
+from bwlab.epilogue import exercises as ex
+ex.check_wavefronts(my_wavefronts)
+### BEGIN HIDDEN TESTS
+ex.check_wavefronts(my_wavefronts, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown]
 # **On the GPU.** `smem_store_cycles` times 16 × `st.shared.v4` per loop in four warps with `clock64`
 # for a given lane-address pattern. If the model is right, the cycles per instruction should grow with
 # the model's wavefronts.
@@ -253,6 +291,35 @@ print("compiles: yes")
 print(E.fence_experiment(nofence, on_gpu=HARDWARE))    # 20 runs each way; without a GPU: the H100's
 
 # %% [markdown]
+# ### Exercise 5.2 — where a missing fence bites (2 points)
+#
+# Every thread of a CTA executes the same steps, in order, each one of `"st.shared"` (its part of the
+# tile), `"fence.proxy.async"` (`.shared::cta`) and `"bar.sync"`; right after the last step, thread 0
+# issues the TMA store of the tile. Write `my_stale(steps)`: `True` when the store may read stale
+# SMEM (the rules allow the async proxy to miss a write), `False` when every write is
+# guaranteed to be seen. Predict first: `["st.shared", "bar.sync", "fence.proxy.async"]`? The check
+# calls it on a few sequences, then on every sequence of up to five steps.
+
+# %% solution id=store_fence
+def my_stale(steps):
+    """May the TMA store issued after `steps` read stale SMEM?"""
+    ### BEGIN SOLUTION
+    last_write = max(i for i, s in enumerate(steps) if s == "st.shared")
+    after = steps[last_write + 1:]
+    if "fence.proxy.async" not in after:
+        return True                                 # the last writes are never fenced
+    fence = after.index("fence.proxy.async")
+    return "bar.sync" not in after[fence + 1:]      # no barrier orders the fences before the store
+    ### END SOLUTION
+
+# %% grade id=store_fence_check points=2
+from bwlab.epilogue import exercises as ex
+ex.check_fence(my_stale)
+### BEGIN HIDDEN TESTS
+ex.check_fence(my_stale, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown]
 # ## 4. Bulk async-groups: `wait_group.read` versus `wait_group`
 #
 # TMA stores complete through the issuing thread's *bulk async-groups*: each store joins the open
@@ -301,6 +368,29 @@ attempt("exit with the store still reading", lambda e: (base(e), e.commit_group(
 attempt("wait_group_read(-1)", lambda e: (base(e), e.commit_group(), e.wait_group_read(-1)))
 
 # %% [markdown]
+# ### Exercise 5.3 — `wait_group.read` in a ring of buffers (2 points)
+#
+# The double-buffered epilogue above generalises to a ring of `stages` SMEM buffers: tile *i* is written
+# into buffer *i* % `stages`, stored and committed as one bulk group; before rewriting a buffer, the
+# issuing thread executes `cp.async.bulk.wait_group.read N` and the CTA meets at a barrier. Write
+# `my_max_read_wait(stages)`: the largest N that is still safe. (A smaller N is safe too, but it keeps
+# fewer stores in flight.) The check replays each ring on `EpilogueOrdering`.
+
+# %% solution id=store_wait_ring
+def my_max_read_wait(stages):
+    """The largest N of wait_group.read before rewriting a buffer of a ring of `stages`."""
+    ### BEGIN SOLUTION
+    return stages - 1      # only the group that last read this buffer (stages groups ago) must be done
+    ### END SOLUTION
+
+# %% grade id=store_wait_ring_check points=2
+from bwlab.epilogue import exercises as ex
+ex.check_ring_wait(my_max_read_wait)
+### BEGIN HIDDEN TESTS
+ex.check_ring_wait(my_max_read_wait, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown]
 # ## 5. The tile store: the inverse of the load
 #
 # A TMA store with the same tensor map and coordinates sends every SMEM byte back to the GMEM byte a
@@ -330,6 +420,33 @@ print("expected: none and 32B unchanged (a 32-byte row 3 lies in the first 128-b
       "pattern leaves as it is); 64B: j ^ 1; 128B: j ^ 3")
 
 # %% [markdown]
+# ### Exercise 5.4 — where a staged element sits (2 points)
+#
+# A D tile one swizzle row wide (`row_bytes` = 32, 64 or 128 bytes per row: 8, 16 or 32 fp32 columns)
+# is staged row after row from a 1024-byte aligned base, through the swizzle the tensor map names. Write
+# `my_offset(row, col, elem_bytes, swizzle)`: the byte offset from the base of element (`row`, `col`)
+# (`elem_bytes` 4 or 2; `swizzle` `"32B"`, `"64B"` or `"128B"`), without `SmemTile`. Predict first:
+# where does element (1, 0) of the teaching kernel's tile (fp32, 128B) sit? The check calls it on a few
+# elements, then on many more.
+
+# %% solution id=store_swizzle_offset
+def my_offset(row, col, elem_bytes, swizzle):
+    """Byte offset of element (row, col) of a staged tile one swizzle row wide."""
+    ### BEGIN SOLUTION
+    row_bytes = {"32B": 32, "64B": 64, "128B": 128}[swizzle]
+    bits = {"32B": 1, "64B": 2, "128B": 3}[swizzle]
+    a = row * row_bytes + col * elem_bytes            # the address before the swizzle
+    return a ^ (((a >> 7) & ((1 << bits) - 1)) << 4)  # chunk ^= which 128-byte line (Swizzle<B,4,3>)
+    ### END SOLUTION
+
+# %% grade id=store_swizzle_offset_check points=2
+from bwlab.epilogue import exercises as ex
+ex.check_staged_offset(my_offset)
+### BEGIN HIDDEN TESTS
+ex.check_staged_offset(my_offset, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown]
 # One more thing the H100 showed: with a swizzle, a box narrower than the swizzle span does **not** sit
 # packed in SMEM. Each of its rows takes a whole swizzle row (32, 64 or 128 bytes), so a 16-byte-wide box
 # with the 128B swizzle occupies 128 bytes per row. `smem_box_pitch` says so, and the model reads the
@@ -339,6 +456,31 @@ print("expected: none and 32B unchanged (a 32-byte row 3 lies in the first 128-b
 narrow = TensorMap("float32", (64, 32), (4, 32), swizzle="128B")
 print("box", narrow.box_shape, "=", narrow.box_bytes, "bytes of data; SMEM row pitch",
       E.smem_box_pitch(narrow), "-> footprint", E.smem_box_footprint(narrow), "bytes (expected 128 and 4096)")
+
+# %% [markdown]
+# ### Exercise 5.5 — the coordinates of the teaching kernel's store (2 points)
+#
+# In `teach_store.cu` the line `tma_store_2d(&tmap_d, tile, n0, m0);` becomes
+# `tma_store_2d(&tmap_d, tile, X, Y);`. Give `my_store_coords = ("X", "Y")`: two C expressions of the
+# kernel's names (`blockIdx.x`, `blockIdx.y`, `BM`, `BN`, `m0`, `n0`, ...) that store each CTA's tile
+# where `D = acc` puts it. Predict before you run what `("m0", "n0")` or `("blockIdx.x", "blockIdx.y")`
+# would write. The check puts your expressions into the kernel and compiles it (a compile error shows your
+# line); the model then stores every CTA's tile at your coordinates, and D is compared with the
+# epilogue's model, naming the first differing element. On an sm_90 GPU the edited kernel also runs, in a
+# worker process.
+
+# %% solution id=store_kernel_coords
+my_store_coords = None   # ("X", "Y"): C expressions for the TMA store's coordinates
+### BEGIN SOLUTION
+my_store_coords = ("blockIdx.x * BN", "blockIdx.y * BM")
+### END SOLUTION
+
+# %% tags=["nbval-ignore-output"] grade id=store_kernel_coords_check points=2
+from bwlab.epilogue import exercises as ex
+ex.check_store_coords(my_store_coords)
+### BEGIN HIDDEN TESTS
+ex.check_store_coords(my_store_coords, hidden=True)
+### END HIDDEN TESTS
 
 # %% [markdown]
 # ## 6. Edge tiles
