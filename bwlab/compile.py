@@ -99,8 +99,8 @@ def nvrtc_version() -> tuple[int, int]:
 
 
 def list_sources() -> list[Path]:
-    """Every `.cu` file in cuda_src/ (the compile tests build each on its own)."""
-    return sorted(CUDA_SRC.glob("*.cu"))
+    """Every `.cu` file under cuda_src/ (the compile tests build each on its own)."""
+    return sorted(CUDA_SRC.rglob("*.cu"))
 
 
 def _resolve(source: str | Path) -> Path:
