@@ -59,10 +59,10 @@ def test_steps_table_matches_the_files():
     assert sorted(s["file"] for s in sm100.STEPS_SM100) == sorted(f"gemm_sm100/{p.name}" for p in FILES)
     for s in sm100.STEPS_SM100:
         k, text = sm100.kernel_constants(s["step"]), text_of(s["step"])
-        assert s["file"].endswith(f"/s{s['step']}_{s['name']}.cu")
+        assert s["file"] == f"gemm_sm100/{s['name']}.cu" and s["name"].startswith(f"s{s['step']}_")
         assert s["cta_tile"] == (k["BM"], k["BN"]), s["name"]
         assert s["tile"] == (k["CLUSTER"] * k["BM"], k["BN"]), s["name"]
-        assert (s["threads"], s["cluster"], s["smem"], s["stages"], s["tmem_cols"]) == (
+        assert (s["threads"], s["cluster"], s["smem_bytes"], s["stages"], s["tmem_cols"]) == (
             k["THREADS"], k["CLUSTER"], k["SMEM_BYTES"], k["STAGES"], k["TMEM_COLS"]), s["name"]
         assert "__launch_bounds__(THREADS, 1)" in text
         assert ("__cluster_dims__(CLUSTER, 1, 1)" in text) == (k["CLUSTER"] > 1), s["name"]
@@ -100,6 +100,7 @@ def test_bad_shapes_name_the_rule():
         sm100.model_step1(np.zeros((128, 64), np.uint16), np.zeros((256, 128), np.uint16))
     with pytest.raises(ValueError, match="no Blackwell ladder step"):
         sm100.step_info(9)
+    assert sm100.step_info("s4") is sm100.step_info(4) is sm100.step_info("s4_persistent")
 
 
 def test_grids():

@@ -5,7 +5,8 @@ accumulation in Tensor Memory, bf16 out (row-major). bf16 arrays are NumPy uint1
 (`bwlab.hw.dtypes.to_float` / `from_float`); float arrays given to `run_sm100` / `model_step1` are
 rounded to bf16 first (cvt.rn).
 
-* `STEPS_SM100`   — one dict per step: name, file, what changed, tile, threads, cluster, SMEM bytes ...
+* `STEPS_SM100`   — one dict per step: step, name, file, what_changed, tile (of C per CTA or CTA pair),
+  cta_tile, threads, cluster, smem_bytes (what the launch asks for), stages, tmem_cols, persistent, epilogue.
 * `kernel_constants(step)` — the `constexpr` integers a step's file declares, evaluated from its text
   (the tile, the SMEM offsets, IDESC, DESC_HI, the tcgen05.ld width): what the model and the table
   test read, so that they follow the kernel rather than a copy of it.
@@ -46,29 +47,29 @@ __all__ = ["STEPS_SM100", "GEMM_BARRIERS", "STAMP_TRACKS", "STAMP_SPANS", "step_
 LADDER_HEADER = "gemm_sm100/ladder.cuh"
 
 STEPS_SM100 = [
-    dict(step=1, name="one_stage", file="gemm_sm100/s1_one_stage.cu", tile=(128, 256), cta_tile=(128, 256),
-         threads=128, cluster=1, smem=50176, stages=1, tmem_cols=256, persistent=False, epilogue="registers",
-         changed="one CTA per 128 x 256 tile: TMA loads (128B swizzle), tcgen05.mma into a TMEM "
+    dict(step=1, name="s1_one_stage", file="gemm_sm100/s1_one_stage.cu", tile=(128, 256), cta_tile=(128, 256),
+         threads=128, cluster=1, smem_bytes=50176, stages=1, tmem_cols=256, persistent=False, epilogue="registers",
+         what_changed="one CTA per 128 x 256 tile: TMA loads (128B swizzle), tcgen05.mma into a TMEM "
                  "accumulator, tcgen05.commit -> mbarrier, one stage; tcgen05.ld epilogue straight to C"),
-    dict(step=2, name="ring", file="gemm_sm100/s2_ring.cu", tile=(128, 256), cta_tile=(128, 256),
-         threads=128, cluster=1, smem=197632, stages=4, tmem_cols=256, persistent=False, epilogue="registers",
-         changed="a ring of four SMEM stages with full/empty mbarriers: loads run up to four slices ahead "
+    dict(step=2, name="s2_ring", file="gemm_sm100/s2_ring.cu", tile=(128, 256), cta_tile=(128, 256),
+         threads=128, cluster=1, smem_bytes=197632, stages=4, tmem_cols=256, persistent=False, epilogue="registers",
+         what_changed="a ring of four SMEM stages with full/empty mbarriers: loads run up to four slices ahead "
                  "of the MMAs (still one thread issuing both)"),
-    dict(step=3, name="warp_roles", file="gemm_sm100/s3_warp_roles.cu", tile=(128, 256), cta_tile=(128, 256),
-         threads=192, cluster=1, smem=197632, stages=4, tmem_cols=256, persistent=False, epilogue="registers",
-         changed="warp specialisation: a TMA warp, an MMA warp and four epilogue warps, each with its own "
+    dict(step=3, name="s3_warp_roles", file="gemm_sm100/s3_warp_roles.cu", tile=(128, 256), cta_tile=(128, 256),
+         threads=192, cluster=1, smem_bytes=197632, stages=4, tmem_cols=256, persistent=False, epilogue="registers",
+         what_changed="warp specialisation: a TMA warp, an MMA warp and four epilogue warps, each with its own "
                  "loop, meeting only at the barriers"),
-    dict(step=4, name="persistent", file="gemm_sm100/s4_persistent.cu", tile=(128, 256), cta_tile=(128, 256),
-         threads=192, cluster=1, smem=197632, stages=4, tmem_cols=512, persistent=True, epilogue="registers",
-         changed="persistent CTAs (one per SM) walking the tiles in grouped order, two TMEM accumulators: "
+    dict(step=4, name="s4_persistent", file="gemm_sm100/s4_persistent.cu", tile=(128, 256), cta_tile=(128, 256),
+         threads=192, cluster=1, smem_bytes=197632, stages=4, tmem_cols=512, persistent=True, epilogue="registers",
+         what_changed="persistent CTAs (one per SM) walking the tiles in grouped order, two TMEM accumulators: "
                  "the epilogue of one tile overlaps the MMAs of the next"),
-    dict(step=5, name="cta_pair", file="gemm_sm100/s5_cta_pair.cu", tile=(256, 256), cta_tile=(128, 256),
-         threads=192, cluster=2, smem=132096, stages=4, tmem_cols=512, persistent=True, epilogue="registers",
-         changed="the 2-SM MMA: a cluster of two CTAs, tcgen05.mma.cta_group::2 (M = 256) issued by the even "
+    dict(step=5, name="s5_cta_pair", file="gemm_sm100/s5_cta_pair.cu", tile=(256, 256), cta_tile=(128, 256),
+         threads=192, cluster=2, smem_bytes=132096, stages=4, tmem_cols=512, persistent=True, epilogue="registers",
+         what_changed="the 2-SM MMA: a cluster of two CTAs, tcgen05.mma.cta_group::2 (M = 256) issued by the even "
                  "CTA; each CTA loads half of the shared B tile, the commits are multicast to both"),
-    dict(step=6, name="tma_store", file="gemm_sm100/s6_tma_store.cu", tile=(256, 256), cta_tile=(128, 256),
-         threads=192, cluster=2, smem=164864, stages=4, tmem_cols=512, persistent=True, epilogue="tma store",
-         changed="the epilogue goes through SMEM: bf16 rows into 128B-swizzled 32 x 64 boxes (st.shared), "
+    dict(step=6, name="s6_tma_store", file="gemm_sm100/s6_tma_store.cu", tile=(256, 256), cta_tile=(128, 256),
+         threads=192, cluster=2, smem_bytes=164864, stages=4, tmem_cols=512, persistent=True, epilogue="tma store",
+         what_changed="the epilogue goes through SMEM: bf16 rows into 128B-swizzled 32 x 64 boxes (st.shared), "
                  "fence.proxy.async, TMA stores (tma_c), two boxes per warp in flight"),
 ]
 
@@ -86,12 +87,11 @@ STAMP_SPANS = 256
 
 
 def step_info(step) -> dict:
-    """The STEPS_SM100 entry of `step` (its number 1..6 or its name)."""
+    """The STEPS_SM100 entry of `step`: its number (3), name ('s3_warp_roles') or short name ('s3')."""
     for s in STEPS_SM100:
-        if step in (s["step"], s["name"]):
+        if step in (s["step"], s["name"], s["name"].split("_")[0]):
             return s
-    raise ValueError(f"no Blackwell ladder step {step!r}; steps: "
-                     + ", ".join(f"{s['step']} {s['name']}" for s in STEPS_SM100))
+    raise ValueError(f"no Blackwell ladder step {step!r}; steps: " + ", ".join(s["name"] for s in STEPS_SM100))
 
 
 # ---- the constants a .cu file declares -----------------------------------------------------------
@@ -222,7 +222,7 @@ def run_sm100(step, A, B, stamps: bool = False):
     d_st = cp.zeros(len(STAMP_TRACKS) * STAMP_SPANS * 2, cp.uint64) if stamps else None
     launch(load_module(s["file"]), "gemm", launch_grid(step, M, N, info.sm_count), (s["threads"],),
            (*tmaps, d_c, np.int32(M), np.int32(N), np.int32(K), err, d_st if stamps else np.uint64(0)),
-           shared_mem=s["smem"], barrier_names=GEMM_BARRIERS,
+           shared_mem=s["smem_bytes"], barrier_names=GEMM_BARRIERS,
            cluster=(s["cluster"], 1, 1) if s["cluster"] > 1 else None)
     code = int(cp.asnumpy(err)[0])
     if code:

@@ -74,34 +74,37 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     const u32 tmem = tmem_slot;
 
     // ---- the K loop: load, wait, multiply, wait — one thread, one stage ---------------------------
+    bool ok = true;  // false once a bounded wait of this thread gave up
     if (warp == 0) {
         if (elect_one_sync()) {
-            for (int kb = 0; kb < k_blocks; ++kb) {
+            for (int kb = 0; kb < k_blocks && ok; ++kb) {
                 stamp(st, TRACK_TMA, kb, 0);
                 mbarrier_arrive_expect_tx(&full, A_BYTES + B_BYTES);
                 tma_load_2d(smem + SMEM_A, &tma_a, &full, kb * BK, m0);
                 tma_load_2d(smem + SMEM_B, &tma_b, &full, kb * BK, n0);
                 stamp(st, TRACK_TMA, kb, 1);
                 stamp(st, TRACK_MMA, kb, 0);
-                if (!wait(&full, kb & 1, BAR_FULL, A_BYTES + B_BYTES, error)) break;
+                if (!(ok = wait(&full, kb & 1, BAR_FULL, A_BYTES + B_BYTES, error))) break;
 #pragma unroll
                 for (u32 k = 0; k < BK / UMMA_K; ++k)
                     tcgen05_mma_f16_ss(tmem, smem_desc(DESC_HI, base + SMEM_A + 32 * k),
                                        smem_desc(DESC_HI, base + SMEM_B + 32 * k), IDESC, (kb | k) != 0);
                 tcgen05_commit(&mma_done);
                 stamp(st, TRACK_MMA, kb, 1);
-                if (!wait(&mma_done, kb & 1, BAR_MMA_DONE, 0, error)) break;  // the stage is free again
+                ok = wait(&mma_done, kb & 1, BAR_MMA_DONE, 0, error);  // the stage is free again
             }
         }
         __syncwarp();
     }
 
     // ---- epilogue: every warp, its lane quarter, straight to C ----------------------------------------
+    // The other warps cannot simply wait on `mma_done`: it completes one phase per slice, and a
+    // parity wait cannot tell the last phase from earlier ones (parity 0 is satisfied by slice 0's).
+    // The loop's thread has seen the last slice's MMAs complete; the CTA barrier hands that on and
+    // makes the outcome one for the CTA (tcgen05.ld is .sync.aligned: no per-thread condition).
     if (lane == 0) stamp(st, TRACK_EPILOGUE + warp, 0, 0);
-    // One thread that saw the last phase complete proves every MMA completed: the CTA agrees on one
-    // outcome, since tcgen05.ld is .sync.aligned and must not sit behind a per-thread condition.
-    const bool done = wait(&mma_done, (k_blocks - 1) & 1, BAR_MMA_DONE, 0, error);
-    const bool acc_ready = __syncthreads_or(done) != 0;
+    tcgen05_fence_before_thread_sync();
+    const bool acc_ready = __syncthreads_and(ok) != 0;
     tcgen05_fence_after_thread_sync();
     if (acc_ready) {
         const u32 row = 32 * warp + lane;  // TMEM lane = row of the tile

@@ -84,7 +84,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         tcgen05_relinquish_alloc_permit_cta_group2();
     }
     tcgen05_fence_before_thread_sync();
-    __syncthreads();
+    cluster_sync();  // both CTAs hold their columns before the even CTA's first MMA writes them
     tcgen05_fence_after_thread_sync();
     const u32 tmem = tmem_slot;
     bool ok = true;
