@@ -186,6 +186,15 @@ def test_wrong_instruction_descriptor_is_caught():
     assert not sm100.model_step1(A, B, idesc=as_f16).check().ok
 
 
+def test_model_mirrors_what_the_kernel_computes_at_run_time():
+    # What the model cannot read as a constant it mirrors: the K advance of 32 bytes per instruction
+    # inside the swizzled row, and the .32x32b shape of the epilogue's loads (the .num is LD_COLS).
+    text, header = text_of(1), (bc.CUDA_SRC / sm100.LADDER_HEADER).read_text()
+    assert "smem_desc(DESC_HI, base + SMEM_A + 32 * k)" in text and "smem_desc(DESC_HI, base + SMEM_B + 32 * k)" in text
+    assert "tmem_rows_to_gmem<BN, LD_COLS>(tmem + ((32 * warp) << 16)" in text
+    assert "tcgen05_ld_32x32b<int(LD_COLS)>(r, taddr + c)" in header
+
+
 def test_model_follows_the_kernel_text(tmp_path):
     # The model runs the bits written in the kernel's file: change them there and it fails.
     text = text_of(1)

@@ -190,7 +190,7 @@ def tensor_maps(step, M: int, N: int, K: int):
     k = check_problem(step, M, N, K)
     return (TensorMap("bfloat16", (K, M), (k["BK"], k["BM"]), swizzle="128B"),
             TensorMap("bfloat16", (K, N), (k["BK"], k["BN"] // k["CLUSTER"]), swizzle="128B"),
-            TensorMap("bfloat16", (N, M), (64, 32), swizzle="128B"))
+            TensorMap("bfloat16", (N, M), (k.get("EPI_COLS", 64), 32), swizzle="128B"))
 
 
 def launch_grid(step, M: int, N: int, sm_count: int) -> tuple:
