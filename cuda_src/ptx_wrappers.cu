@@ -88,10 +88,14 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) wrappers_sm100(u32* out, u6
 
 // CUDA 13's ptxas refuses a kernel that mixes .cta_group::1 and .cta_group::2 (12.9 accepted it),
 // so the CTA-pair wrappers get a kernel of their own.
-extern "C" __global__ void __cluster_dims__(2, 1, 1) wrappers_sm100_pair(u32* out, u64 adesc, u64 bdesc, u32 idesc) {
+extern "C" __global__ void __cluster_dims__(2, 1, 1) wrappers_sm100_pair(const __grid_constant__ TmaDescriptor tmap,
+                                                                          u32* out, u64 adesc, u64 bdesc, u32 idesc) {
+    __shared__ alignas(1024) u8 smem[1024];
     __shared__ alignas(16) u32 taddr_slot;
     __shared__ alignas(8) u64 bar;
     tcgen05_alloc_cta_group2(&taddr_slot, 32);
+    tcgen05_relinquish_alloc_permit_cta_group2();
+    tma_load_2d_cta_group2(smem, &tmap, mapa_shared_cluster(smem_u32(&bar), 0), 0, 1);
     u32 taddr = taddr_slot;
     tcgen05_mma_f16_ss_cta_group2(taddr, adesc, bdesc, idesc, 1);
     tcgen05_commit_multicast_cta_group2(&bar, 0x3);

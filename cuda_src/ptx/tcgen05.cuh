@@ -31,6 +31,10 @@ __device__ __forceinline__ void tcgen05_dealloc_cta_group2(u32 taddr, u32 ncols)
 __device__ __forceinline__ void tcgen05_relinquish_alloc_permit() {
     asm volatile("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;" ::: "memory");
 }
+// The CTA pair's form (a kernel uses one .cta_group in every tcgen05 instruction; PTX ISA tcgen05.alloc).
+__device__ __forceinline__ void tcgen05_relinquish_alloc_permit_cta_group2() {
+    asm volatile("tcgen05.relinquish_alloc_permit.cta_group::2.sync.aligned;" ::: "memory");
+}
 
 // tcgen05.mma.cta_group::1.kind::f16: D[tmem] (+)= A[smem desc] * B[smem desc]. Issued by ONE
 // thread; asynchronous. Types, shape and majors are in the 32-bit instruction descriptor

@@ -278,3 +278,17 @@ __device__ __forceinline__ void tma_reduce_add_5d(const void* tmap, const void* 
         ::"l"(reinterpret_cast<u64>(tmap)), "r"(smem_u32(smem_src)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
         : "memory");
 }
+
+// ---- CTA pair (sm_100a) ----------------------------------------------------------------------
+// TMA load of a tcgen05.mma.cta_group::2 pair (cp.async.bulk.tensor .cta_group::2, PTX ISA 9.7.9.25):
+// the box lands in this CTA's SMEM, but complete_tx goes to the mbarrier at `bar_cluster_addr`, a
+// shared::cluster address (mapa_shared_cluster) in this CTA or its peer. Both CTAs of the pair report
+// their bytes to the one barrier the MMA-issuing CTA waits on (CuTe SM100_TMA_2SM_LOAD_2D).
+__device__ __forceinline__ void tma_load_2d_cta_group2(void* smem_dst, const void* tmap, u32 bar_cluster_addr,
+                                                       int c0, int c1) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.cta_group::2.shared::cluster.global.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%3, %4}], [%2];"
+        ::"r"(smem_u32(smem_dst)), "l"(reinterpret_cast<u64>(tmap)), "r"(bar_cluster_addr), "r"(c0), "r"(c1)
+        : "memory");
+}
