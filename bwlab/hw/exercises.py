@@ -4,7 +4,7 @@ of a tile, and an mbarrier's phases and parity.
 Each check computes what is expected from bwlab's own tables and models (`bwlab.device.tiers_for`,
 `bwlab.datapath.HOPS`, `bwlab.hw.dtypes`, `bwlab.hw.mbarrier.Mbarrier`), never from a literal, and
 speaks through the generic checks of `bwlab.exercises`. `hidden=True` (the autograder's hidden tests)
-checks more cases.
+checks more cases where the answer is a function; an answer that is one predicted value is checked again.
 
 `check_function_explained` is a generic check the stages' exercise files share (`bwlab.tma.exercises`
 uses it too): `check_function`, and where the learner's function first differs, a function of that

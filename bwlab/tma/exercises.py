@@ -5,7 +5,8 @@ bytes of a box, expect_tx filled into the teaching kernel, the SMEM offset of an
 Every expected value comes from the stage's own model: `TensorMap` and its rule table
 (`bwlab.tma.rules.RULES`), `tma_load_writes` (where each byte lands, PTX ISA 5.5.7 swizzle),
 `box_targets` (which box elements are inside the tensor) and `bwlab.hw.mbarrier.Mbarrier` (the
-handshake). `hidden=True` (the autograder's hidden tests) checks more cases. The kernel edit is
+handshake). `hidden=True` (the autograder's hidden tests) checks more cases where the answer is a
+function; an answer that is one predicted value is checked again. The kernel edit is
 compiled (NVRTC, no GPU needed) and, where the TMA stage runs on hardware, run in a worker process
 (`run_teach(..., kernel=mine)` -> `bwlab.lab.run_edited`); everywhere the model runs the learner's value.
 """
