@@ -20,6 +20,8 @@ The package, file by file:
   `tma_load_dump`); the only file that imports CuPy / cuda.bindings.
 * `case`       — `TmaLoad(gmem, tmap, coords, smem_address)`: model() / run() / check() / show().
 * `pictures`   — the figures and the explorer of notebook 01 (matplotlib, ipywidgets).
+* `exercises`  — the checks of notebook 01's graded exercises (`from bwlab.tma import exercises`), each
+  computing its expected value from the model above.
 
 Validation, diagnosis and the copy benchmark live in bwlab/checks/ (`python -m bwlab.validate tma`,
 `python -m bwlab.bench tma_copy`).

@@ -11,6 +11,10 @@
 # stage.
 #
 # **Runs on:** the line printed below says which *tier* each stage runs in on this machine.
+#
+# **Exercises:** this notebook holds 4 graded exercises (6 points), each right after the section it asks
+# about. Write your answer in the cell marked for it, then run the check below it: a wrong answer says what
+# the hardware's rule gives and why.
 
 # %% tags=["nbval-ignore-output"]
 import bwlab
@@ -39,6 +43,34 @@ for family, sm, t in device.tier_table():
     print(f"{family:40s} {sm:7s} " + " ".join(f"{t[s]:>9s}" for s in stages))
 
 # %% [markdown]
+# ### Exercise 0.1 — which tier runs what (2 points)
+#
+# Write `my_tier(stage, cc)`: the tier (`"hardware"`, `"hybrid"` or `"model"`) in which `stage` (one of
+# `"tma"`, `"multicast"`, `"umma"`, `"tmem"`, `"store"`) runs on a GPU of compute capability `cc` — a tuple
+# such as `(9, 0)` for an H100, or `None` for no GPU. Work from the rules above and from what each stage
+# needs (`device.STAGES`: TMA exists from sm_90 on; `tcgen05` and TMEM on sm_100, sm_103 and sm_110), without
+# calling `device.tiers_for`. The check compares your function with bwlab's rules on an H100; the hidden
+# tests try every GPU family.
+
+# %% solution id=orient_tier
+def my_tier(stage, cc):
+    """The tier ('hardware', 'hybrid' or 'model') of `stage` on a GPU of compute capability `cc`."""
+    ### BEGIN SOLUTION
+    if cc is None or tuple(cc) < (9, 0):
+        return "model"                 # no TMA: no stage can load real bytes
+    if stage in ("tma", "multicast", "store"):
+        return "hardware"              # these need TMA only
+    return "hardware" if cc[0] in (10, 11) else "hybrid"   # tcgen05 and TMEM: datacenter Blackwell
+    ### END SOLUTION
+
+# %% grade id=orient_tier_check points=2
+from bwlab.hw import exercises as orient_ex
+orient_ex.check_tier(my_tier)
+### BEGIN HIDDEN TESTS
+orient_ex.check_tier(my_tier, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown]
 # ## The data path
 #
 # Five hops. Two are done by the **Tensor Memory Accelerator** (TMA), an engine that copies whole tiles
@@ -64,6 +96,27 @@ for h in HOPS:
     print(f"{h.src} -> {h.dst}: {h.instruction.replace(chr(10), ' ')}  [{h.who}]  -> notebook {h.notebook}")
 
 # %% [markdown]
+# ### Exercise 0.2 — the hops of the data path (1 point)
+#
+# From which memory to which does each instruction move the data? Give each a pair of the names `"GMEM"`,
+# `"SMEM"`, `"TMEM"`, `"RMEM"` (registers), `(from, to)`. One of them differs from Hopper, where `wgmma` keeps
+# its accumulator in registers.
+
+# %% solution id=orient_hops
+my_hops = {"TMA load": ..., "tcgen05.mma": ..., "tcgen05.ld": ..., "st.shared": ..., "TMA store": ...}
+### BEGIN SOLUTION
+my_hops = {"TMA load": ("GMEM", "SMEM"), "tcgen05.mma": ("SMEM", "TMEM"), "tcgen05.ld": ("TMEM", "RMEM"),
+           "st.shared": ("RMEM", "SMEM"), "TMA store": ("SMEM", "GMEM")}
+### END SOLUTION
+
+# %% grade id=orient_hops_check points=1
+from bwlab.hw import exercises as orient_ex
+orient_ex.check_hops(my_hops)
+### BEGIN HIDDEN TESTS
+orient_ex.check_hops(my_hops, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown]
 # ## How big is each memory?
 #
 # Read from the GPU when there is one. Without a Blackwell GPU the B200 column comes from public figures and
@@ -73,6 +126,31 @@ for h in HOPS:
 from bwlab.datapath import capacities
 for name, size, source in capacities():
     print(f"{name:14s} {size:58s} {source}")
+
+# %% [markdown]
+# ### Exercise 0.3 — the bytes of a tile (1 point)
+#
+# A GEMM CTA holds its share of A as a tile of 128 rows × 64 columns of bf16 in shared memory, and every
+# byte of it is announced to an mbarrier before it arrives. Write `my_tile_bytes(rows, cols, dtype)`: the
+# bytes of a `rows` × `cols` tile of element type `dtype`. `element_type(dtype).bits` gives the width in bits;
+# the hidden tests try other types, down to the 6- and 4-bit floats of block-scaled GEMMs (`e3m2`, `e2m1`),
+# which pack several elements into a byte.
+
+# %% solution id=orient_tile_bytes
+from bwlab.hw import element_type
+
+def my_tile_bytes(rows, cols, dtype):
+    """Bytes of a rows x cols tile of `dtype` ('bf16', 'f32', 'e4m3', 'e2m1', ...)."""
+    ### BEGIN SOLUTION
+    return rows * cols * element_type(dtype).bits // 8
+    ### END SOLUTION
+
+# %% grade id=orient_tile_bytes_check points=1
+from bwlab.hw import exercises as orient_ex
+orient_ex.check_tile_bytes(my_tile_bytes)
+### BEGIN HIDDEN TESTS
+orient_ex.check_tile_bytes(my_tile_bytes, hidden=True)
+### END HIDDEN TESTS
 
 # %% [markdown]
 # ## A first kernel: one bulk copy and one mbarrier
@@ -177,6 +255,43 @@ else:
     print(f"{rec.label}, expect_tx 16 bytes too many:")
     print(f"  MbarrierTimeout after {rec.params['seconds']} s: {rec.params['message']}")
     print("  the next launch:", replay(rec))
+
+# %% [markdown]
+# ### Exercise 0.4 — an mbarrier's phase and parity (2 points)
+#
+# A pipeline reuses one mbarrier (init count 1) for load after load. Thread 0 announces each load's bytes
+# with `arrive.expect_tx`, and the TMA retires them with `complete_tx` as they land. After the first load
+# has landed whole and the second one half:
+#
+# ```python
+# from bwlab.hw.mbarrier import Mbarrier
+# bar = Mbarrier(1)
+# bar.arrive_expect_tx(4096); bar.complete_tx(4096)   # load 0: announced, all 4096 bytes landed
+# bar.arrive_expect_tx(4096); bar.complete_tx(2048)   # load 1: announced, 2048 bytes landed so far
+# ```
+#
+# predict, without running it, `(phases completed, try_wait.parity(0), try_wait.parity(1))` — the last two
+# as `True`/`False`: would a `try_wait.parity` with that parity return at once? The check runs the model.
+
+# %% solution id=orient_parity
+my_parity = (None, None, None)   # (phases completed, try_wait.parity(0), try_wait.parity(1))
+### BEGIN SOLUTION
+my_parity = (1, True, False)
+### END SOLUTION
+
+# %% grade id=orient_parity_check points=2
+from bwlab.hw import exercises as orient_ex
+orient_ex.check_mbarrier_parity(my_parity)
+### BEGIN HIDDEN TESTS
+orient_ex.check_mbarrier_parity(my_parity, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# The model's barrier after those four steps (`bwlab.hw.exercises.run_parity_steps` runs them):
+
+# %%
+from bwlab.hw.exercises import run_parity_steps
+print(run_parity_steps())
 
 # %% [markdown]
 # ## How to use the suite

@@ -27,6 +27,10 @@
 # **Runs on:** any machine. On an sm_90+ GPU (tier `hardware`) the GPU cells run live; elsewhere (tier
 # `model`) they show what an H100 produced — recorded bytes, labelled with where and when — and compare
 # them with the model computed now. The next cell says which tier you are in.
+#
+# **Exercises:** this notebook holds 5 graded exercises (11 points), each right after the section it asks
+# about; one of them edits the teaching kernel and runs it. Write your answer in the cell marked for it, then
+# run the check below it: a wrong answer says what the hardware's rule gives and why.
 
 # %% tags=["nbval-ignore-output"]
 import bwlab
@@ -70,6 +74,35 @@ for kwargs in (dict(dtype="bfloat16", global_shape=(80, 48), box_shape=(12, 16))
         TensorMap(**kwargs)
     except tma.TensorMapError as e:
         print(e)
+
+# %% [markdown]
+# ### Exercise 1.1 — which rule does it break? (2 points)
+#
+# Seven tensor maps. For each, predict the name of the rule `TensorMap` refuses it with (the name in square
+# brackets of the errors above, one of the names printed below), or `"legal"`. Work it out from the
+# rules — the element size, the 16-byte multiples, the swizzle span, the limits of a box — before you try
+# `TensorMap(**kwargs)`.
+
+# %%
+from bwlab.tma import exercises as tma_ex
+from bwlab.tma.rules import RULES
+for key, kwargs in tma_ex.RULE_CANDIDATES.items():
+    print(f"{key}: {kwargs}")
+print("\nrule names:", ", ".join(r.name for r in RULES))
+
+# %% solution id=tma_broken_rule
+my_rules = {"a": ..., "b": ..., "c": ..., "d": ..., "e": ..., "f": ..., "g": ...}
+### BEGIN SOLUTION
+my_rules = {"a": "swizzle-span", "b": "legal", "c": "box-inner-bytes", "d": "global-stride-multiple",
+            "e": "box-dim", "f": "legal", "g": "oob-fill-nan"}
+### END SOLUTION
+
+# %% grade id=tma_broken_rule_check points=2
+from bwlab.tma import exercises as tma_ex
+tma_ex.check_broken_rule(my_rules)
+### BEGIN HIDDEN TESTS
+tma_ex.check_broken_rule(my_rules, hidden=True)
+### END HIDDEN TESTS
 
 # %% [markdown]
 # ## 2. One box per CTA
@@ -116,6 +149,33 @@ tma.plot_handshake(tmap.box_bytes, pieces=4, extra_tx=16)
 plt.show()
 last = tma.handshake_events(tmap.box_bytes, pieces=4, extra_tx=16)[-1]
 print(f"after every byte arrived: tx-count = {last[3]} (expected 16), phase 0 complete: {last[5]} (expected False)")
+
+# %% [markdown]
+# ### Exercise 1.2 — the transaction bytes of a box (1 point)
+#
+# Write `my_tx_bytes(dtype, box_shape, swizzle)`: the bytes `arrive.expect_tx` must announce for one load of
+# a box of `box_shape` elements (innermost first, rank 1 to 5) of element type `dtype`, under `swizzle`
+# (`"none"`, `"32B"`, `"64B"`, `"128B"`). Use `element_type(dtype).bytes`, not a `TensorMap`. The check tries the
+# box of section 1; the hidden tests try other types, ranks and swizzles.
+
+# %% solution id=tma_tx_bytes
+from bwlab.hw import element_type
+
+def my_tx_bytes(dtype, box_shape, swizzle="none"):
+    """Bytes one TMA load of this box reports to its mbarrier (what expect_tx announces)."""
+    ### BEGIN SOLUTION
+    n = element_type(dtype).bytes
+    for b in box_shape:
+        n *= b
+    return n
+    ### END SOLUTION
+
+# %% grade id=tma_tx_bytes_check points=1
+from bwlab.tma import exercises as tma_ex
+tma_ex.check_tx_bytes(my_tx_bytes)
+### BEGIN HIDDEN TESTS
+tma_ex.check_tx_bytes(my_tx_bytes, hidden=True)
+### END HIDDEN TESTS
 
 # %% [markdown]
 # ## 4. What lands in SMEM: the model
@@ -222,6 +282,30 @@ bar.complete_tx(tmap.box_bytes)             # every byte of the box has landed
 print(bar, "  phase 0 complete:", bar.try_wait_parity(0), "(expected False: tx stays at 16)")
 
 # %% [markdown]
+# ### Exercise 1.3 — fill in expect_tx in the teaching kernel (3 points)
+#
+# Now a box of 48 × 8 bf16, `TensorMap("bfloat16", (80, 48), (48, 8))`, at coordinates `(32, 16)` of the same
+# tensor. Your value `my_expect_tx` (a Python int: the bytes thread 0 announces) replaces `box_bytes` in the
+# line `const u32 tx_bytes = box_bytes;` of `teach_tma.cu`. The check compiles the edited kernel for sm_90a
+# and sm_100a; on a GPU with TMA it runs it in a worker process (a timeout or a fault comes back as an
+# exception, and this notebook's GPU stays usable) and compares its SMEM bytes with the model's; everywhere,
+# `bwlab.hw.mbarrier.Mbarrier` runs your value and says when phase 0 completes, or that it never does.
+# Before you answer, predict what 16 bytes too many does, and what half the bytes does; then try them.
+
+# %% solution id=tma_expect_tx_edit
+my_expect_tx = None   # the bytes thread 0 announces for the 48 x 8 bf16 box (an int)
+### BEGIN SOLUTION
+my_expect_tx = 48 * 8 * 2
+### END SOLUTION
+
+# %% tags=["nbval-ignore-output"] grade id=tma_expect_tx_edit_check points=3
+from bwlab.tma import exercises as tma_ex
+tma_ex.check_expect_tx_edit(my_expect_tx)
+### BEGIN HIDDEN TESTS
+tma_ex.check_expect_tx_edit(my_expect_tx, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown]
 # The validation harness (`cuda_src/tma_load.cu`, kernel `tma_load_dump`) runs the same handshake for
 # every rank and option, with extra checks; sections 6–8 use it through `tma.run_tma_load`.
 
@@ -266,6 +350,32 @@ rows, cols = tma.smem_chunks(sw, 0x180)
 print("chunk held by SMEM line 0 at 0x0180:", [int(c) for c in cols[:8]], " expected", [c ^ 3 for c in range(8)])
 tma.plot_smem_image(sw, 0x180)
 plt.show()
+
+# %% [markdown]
+# ### Exercise 1.4 — where does element (r, c) land? (3 points)
+#
+# A box whose rows are exactly 128 bytes (64 bf16, 32 float32, 128 int8 ...) is loaded with
+# `swizzle="128B"` to SMEM address `base`, a multiple of 128. Write `my_smem_offset(r, c, elem_bytes, base)`:
+# the byte offset from `base` at which the first byte of element `c` of box row `r` lands. Without the swizzle
+# it would be `r * 128 + c * elem_bytes`. Write the XOR yourself (no `bwlab.hw.swizzle`). The check tries
+# bf16 rows at base 0; the hidden tests try other element sizes, rows 8–15, and bases that are not
+# multiples of 1024, such as the 0x180 above.
+
+# %% solution id=tma_swizzle_offset
+def my_smem_offset(r, c, elem_bytes, base):
+    """Byte offset from `base` of element (r, c) of a 128-byte-row box loaded with 128B swizzle to `base`."""
+    ### BEGIN SOLUTION
+    addr = base + r * 128 + c * elem_bytes
+    addr ^= ((addr >> 7) & 7) << 4     # chunk bits 4-6 ^= line bits 7-9 of the address (Swizzle<3,4,3>)
+    return addr - base
+    ### END SOLUTION
+
+# %% grade id=tma_swizzle_offset_check points=3
+from bwlab.tma import exercises as tma_ex
+tma_ex.check_swizzle_offset(my_smem_offset)
+### BEGIN HIDDEN TESTS
+tma_ex.check_swizzle_offset(my_smem_offset, hidden=True)
+### END HIDDEN TESTS
 
 # %% [markdown]
 # A row *narrower* than the span is legal too (the driver asks only for "at most the span"), but it
@@ -336,6 +446,34 @@ else:
     got, source = {"zero": rec["smem_zero"], "nan": rec["smem_nan"]}, rec.label
 print(tma.TmaLoad(g, small, (16, 9)).check(got["zero"], source=source))
 print(tma.TmaLoad(g, nanfill, (-4, -2)).check(got["nan"], source=source))
+
+# %% [markdown]
+# ### Exercise 1.5 — what the fill costs (2 points)
+#
+# Write `my_oob_fill(dtype, global_shape, box_shape, coords)`: `(elements filled, expect_tx bytes)` for one
+# load of a box of `box_shape` at `coords` from a tensor of `global_shape` (all innermost first, any rank;
+# coordinates may be negative). The check tries a float32 box of 8 × 6 at `(-4, 8)` in the 20 × 12 tensor
+# above; the hidden tests try boxes inside, outside, across corners, and in three dimensions.
+
+# %% solution id=tma_oob_fill
+from bwlab.hw import element_type
+
+def my_oob_fill(dtype, global_shape, box_shape, coords):
+    """(box elements outside the tensor, bytes the mbarrier must expect) for one load."""
+    ### BEGIN SOLUTION
+    inside, total = 1, 1
+    for n, b, c in zip(global_shape, box_shape, coords):
+        inside *= max(0, min(n, c + b) - max(0, c))
+        total *= b
+    return total - inside, total * element_type(dtype).bytes
+    ### END SOLUTION
+
+# %% grade id=tma_oob_fill_check points=2
+from bwlab.tma import exercises as tma_ex
+tma_ex.check_oob_fill(my_oob_fill)
+### BEGIN HIDDEN TESTS
+tma_ex.check_oob_fill(my_oob_fill, hidden=True)
+### END HIDDEN TESTS
 
 # %% [markdown]
 # ## 8. The GPU's bytes next to the model's, for every swizzle

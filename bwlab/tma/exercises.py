@@ -1,0 +1,354 @@
+"""The graded exercises of notebook 01 (the TMA load): which rule a tensor map breaks, the transaction
+bytes of a box, expect_tx filled into the teaching kernel, the SMEM offset of an element under the
+128B swizzle, and the out-of-bounds fill.
+
+Every expected value comes from the stage's own model: `TensorMap` and its rule table
+(`bwlab.tma.rules.RULES`), `tma_load_writes` (where each byte lands, PTX ISA 5.5.7 swizzle),
+`box_targets` (which box elements are inside the tensor) and `bwlab.hw.mbarrier.Mbarrier` (the
+handshake). `hidden=True` (the autograder's hidden tests) checks more cases where the answer is a
+function; an answer that is one predicted value is checked again. The kernel edit is
+compiled (NVRTC, no GPU needed) and, where the TMA stage runs on hardware, run in a worker process
+(`run_teach(..., kernel=mine)` -> `bwlab.lab.run_edited`); everywhere the model runs the learner's value.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from ..exercises import NotYet, check_value, unanswered
+from ..hw.exercises import check_function_explained
+from ..hw.mbarrier import Mbarrier, MbarrierError
+from ..hw.swizzle import SWIZZLES
+from .model import box_targets, check_coords, tma_load_writes
+from .rules import RULES_BY_NAME
+from .tensor_map import TensorMap, TensorMapError
+
+__all__ = ["RULE_CANDIDATES", "check_broken_rule", "check_tx_bytes", "EDIT_TMAP", "EDIT_COORDS", "EDIT_LINE",
+           "edit_kernel", "tx_story", "check_expect_tx_edit", "check_swizzle_offset", "check_oob_fill"]
+
+
+# ---- Exercise 1.1: which rule does a tensor map break? ----------------------------------------------
+RULE_CANDIDATES = {
+    "a": dict(dtype="float16", global_shape=(64, 32), box_shape=(64, 8), swizzle="64B"),
+    "b": dict(dtype="bfloat16", global_shape=(80, 48), box_shape=(24, 16)),
+    "c": dict(dtype="float32", global_shape=(80, 48), box_shape=(6, 8)),
+    "d": dict(dtype="uint8", global_shape=(100, 50), box_shape=(32, 8)),
+    "e": dict(dtype="bfloat16", global_shape=(80, 300), box_shape=(64, 300)),
+    "f": dict(dtype="float32", global_shape=(64, 32), box_shape=(32, 8), swizzle="128B"),
+    "g": dict(dtype="int8", global_shape=(64, 64), box_shape=(64, 8), oob_fill="nan"),
+}
+LEGAL = "legal"
+
+
+def _verdict(kwargs) -> tuple:
+    """(rule name or LEGAL, what TensorMap said)."""
+    try:
+        TensorMap(**kwargs)
+    except TensorMapError as e:
+        return e.rule, str(e)
+    return LEGAL, "TensorMap accepts it"
+
+
+def _explain_rules(got):
+    if not isinstance(got, dict):
+        return "give a dict {letter: rule name or 'legal'}"
+    for key, kwargs in RULE_CANDIDATES.items():
+        want, said = _verdict(kwargs)
+        mine = got.get(key)
+        if mine == want:
+            continue
+        if mine != LEGAL and mine not in RULES_BY_NAME:
+            return f"{key}: {mine!r} is not a rule's name; the names are {', '.join(RULES_BY_NAME)} (or 'legal')"
+        if want == LEGAL:
+            return (f"{key}: TensorMap({_args(kwargs)}) is legal — the rule you named, {mine!r}, asks for "
+                    f"'{RULES_BY_NAME[mine].limit}', and this map meets it")
+        return f"{key}: TensorMap({_args(kwargs)}) -> {said}"
+    return None
+
+
+def _args(kwargs) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+
+
+def check_broken_rule(answer, hidden: bool = False) -> None:
+    """Exercise 1.1: {letter: the name of the first rule TensorMap(**RULE_CANDIDATES[letter]) breaks,
+    or 'legal'}."""
+    if isinstance(answer, dict):
+        open_ = [k for k in RULE_CANDIDATES if unanswered(answer.get(k))]
+        if len(open_) == len(RULE_CANDIDATES):
+            answer = None
+        elif open_:
+            raise NotYet(f"the rule each tensor map breaks: no answer yet for {open_}")
+    expected = {k: _verdict(kw)[0] for k, kw in RULE_CANDIDATES.items()}
+    check_value("the rule each tensor map breaks", answer, expected, mistakes=_explain_rules,
+                rule="cuTensorMapEncodeTiled's rules, one row each in bwlab.tma.rules.RULES (name, limit, source)",
+                hint="a box row must be a multiple of 16 bytes and, swizzled, at most the span; every box "
+                     "dimension 1..256; packed row strides must be multiples of 16 bytes; NaN fill needs a float",
+                note="TensorMap checks the rules in the table's order and names the first one broken")
+
+
+# ---- Exercise 1.2: the transaction bytes of a box -----------------------------------------------------
+def _tx_cases(hidden: bool):
+    shown = [("bfloat16", (32, 16), "none")]
+    if not hidden:
+        return shown
+    return shown + [("float32", (8, 6), "none"), ("uint8", (256, 4), "none"), ("float64", (8, 4, 2), "none"),
+                    ("bfloat16", (64, 16), "128B"), ("float16", (16, 8), "128B"), ("tf32", (8, 32), "32B"),
+                    ("int32", (4, 3, 2, 2), "none"), ("uint8", (16, 256), "none")]
+
+
+def _tx_reference(dtype, box_shape, swizzle="none"):
+    return TensorMap(dtype, tuple(box_shape), tuple(box_shape), swizzle=swizzle).tx_bytes
+
+
+def _explain_tx(args, got, expected):
+    dtype, box_shape, swizzle = args
+    t = TensorMap(dtype, tuple(box_shape), tuple(box_shape), swizzle=swizzle)
+    if got == t.box_elements:
+        return "that is the number of elements, not of bytes"
+    if got == t.box_bytes * 8:
+        return "that is the number of bits"
+    if got == t.smem_footprint:
+        return (f"that is the SMEM footprint: rows of {t.inner_box_bytes} bytes under {swizzle} swizzle sit "
+                f"{t.smem_pitch} bytes apart, but the TMA counts only the bytes it writes")
+    if t.rank > 2 and got == t.box_counts[0] * t.box_counts[1] * t.elem_bytes:
+        return "only the first two box dimensions: a load brings the product of all of them"
+    return None
+
+
+def check_tx_bytes(fn, hidden: bool = False) -> None:
+    """Exercise 1.2: `fn(dtype, box_shape, swizzle)` -> the bytes expect_tx must announce for one box."""
+    check_function_explained(
+        "transaction bytes of a box", fn, _tx_cases(hidden), reference=_tx_reference, explain=_explain_tx,
+        rule="a load's complete_tx reports every byte it writes to SMEM: the product of the box dimensions "
+             "x element size, whatever the swizzle (PTX ISA cp.async.bulk.tensor, mbarrier::complete_tx::bytes)",
+        hint="bwlab.hw.element_type(dtype).bytes is the element size")
+
+
+# ---- Exercise 1.3: fill in expect_tx in teach_tma.cu -----------------------------------------------------
+EDIT_TMAP = TensorMap("bfloat16", (80, 48), (48, 8))
+EDIT_COORDS = (32, 16)
+EDIT_LINE = "const u32 tx_bytes = box_bytes;"
+_TX_PIECE = 16   # the model retires the bytes 16 at a time (the split is not architectural, the sum is)
+
+
+def edit_kernel(tx: int):
+    """teach_tma.cu with the learner's expect_tx value in place of `box_bytes`."""
+    from ..lab import TeachingKernel
+    return TeachingKernel("teach_tma.cu").replace(EDIT_LINE, f"const u32 tx_bytes = {int(tx)};")
+
+
+def tx_story(tx: int, box_bytes: int):
+    """The model's mbarrier when thread 0 announces `tx` and the TMA lands `box_bytes`, reported
+    16 bytes at a time: (bytes landed when phase 0 completed, or None; the mbarrier at the end)."""
+    bar = Mbarrier(1)
+    done_at = 0 if bar.arrive_expect_tx(tx) else None
+    landed = 0
+    while landed < box_bytes:
+        piece = min(_TX_PIECE, box_bytes - landed)
+        landed += piece
+        if bar.complete_tx(piece) and done_at is None:
+            done_at = landed
+    return done_at, bar
+
+
+def _story_text(tx, box, done_at, bar) -> str:
+    if done_at == box:
+        return f"phase 0 completes as the last of the {box} bytes lands"
+    if done_at is None:
+        return (f"after all {box} bytes landed the tx-count is {bar.tx}, not 0, so phase 0 never completes: "
+                "every thread's bounded wait gives up after 200 ms (MbarrierTimeout naming 'smem_full'; with a "
+                "plain wait, a hang)")
+    when = "at the arrive itself, before any byte has landed" if done_at == 0 else \
+        f"after only {done_at} of the {box} bytes have landed"
+    return (f"phase 0 completes {when}: the threads copy out a box the TMA is still writing (a race), and the "
+            f"last {box - done_at} bytes count against phase 1 (tx-count {bar.tx}) — with the bytes reported "
+            f"{_TX_PIECE} at a time; how the hardware splits them is not architectural")
+
+
+def _edit_gmem() -> np.ndarray:
+    """The tensor of notebook 01: 48 rows x 80 bf16 bit patterns."""
+    return np.random.default_rng(0).integers(0, 2**16, size=(48, 80), dtype=np.uint16)
+
+
+def _run_edit_on_gpu(mine) -> tuple:
+    """Run the edited kernel in a worker process: (the bytes equal the model's?, what happened)."""
+    from ..runtime import MbarrierTimeout
+    from ..sandbox import KernelFault, KernelHang
+    from .case import TmaLoad
+    from .runner import run_teach
+    gmem = _edit_gmem()
+    try:
+        got = run_teach(gmem, EDIT_TMAP, EDIT_COORDS, kernel=mine)
+    except MbarrierTimeout as e:
+        return False, f"MbarrierTimeout: {e}"
+    except (KernelFault, KernelHang) as e:
+        return False, f"{type(e).__name__}: {e}"
+    r = TmaLoad(gmem, EDIT_TMAP, EDIT_COORDS).check(got, source="this GPU, your kernel in a worker process")
+    return r.ok, str(r)
+
+
+def check_expect_tx_edit(tx, hidden: bool = False) -> None:
+    """Exercise 1.3: `tx` (an int) replaces `box_bytes` in teach_tma.cu's expect_tx line for the box
+    EDIT_TMAP at EDIT_COORDS; the edit is compiled, run on a GPU with TMA (worker process) and by the
+    model's mbarrier everywhere."""
+    from .. import device
+    from ..compile import CompileError
+    name = f"expect_tx for the {' x '.join(map(str, EDIT_TMAP.box_shape))} {EDIT_TMAP.dtype} box"
+    box = EDIT_TMAP.tx_bytes
+    rule = ("expect_tx must announce every byte the load brings, the whole box: box_dim[0] x box_dim[1] x "
+            "element size; phase 0 completes when the arrival is in and the tx-count is back to zero")
+    if unanswered(tx):
+        check_value(name, tx, box, rule=rule)
+    if isinstance(tx, bool) or not isinstance(tx, (int, np.integer)):
+        raise NotYet(f"{name}: give the byte count as a Python int (it replaces `box_bytes` in the kernel), "
+                     f"got {tx!r}\n  rule: {rule}")
+    tx = int(tx)
+    try:
+        done_at, bar = tx_story(tx, box)
+    except MbarrierError as e:
+        raise NotYet(f"{name}: {e}\n  rule: {rule}") from None
+    mine = edit_kernel(tx)
+    try:
+        for arch in mine.targets:
+            mine.compile(arch)
+    except CompileError as e:
+        raise NotYet(f"{name}: the edited kernel does not compile:\n{e}") from None
+    built = f"the edited kernel compiles for {', '.join(mine.targets)}"
+    gpu_ok, gpu = None, None
+    if device.tier("tma") == "hardware":
+        gpu_ok, gpu = _run_edit_on_gpu(mine)
+    if tx == box and gpu_ok is not False:
+        ran = (f"on this GPU (worker process) its {box} SMEM bytes equal the model's" if gpu_ok else
+               "no GPU with TMA here, so the model's mbarrier ran your value")
+        check_value(name, tx, box, rule=rule, note=f"{built}; in the model, {_story_text(tx, box, done_at, bar)}; "
+                                                   f"{ran}. In a real kernel write box_bytes: the host passes "
+                                                   "the tensor map's box bytes")
+        return
+    lines = [f"{name}: you have {tx}, the hardware's rule gives {box}." if tx != box else
+             f"{name}: {tx} is right, but the GPU's result differs from the model's.", f"  rule: {rule}"]
+    known = {EDIT_TMAP.box_elements: "the number of elements, not of bytes",
+             box * 8: "the number of bits",
+             EDIT_TMAP.inner_box_bytes: "the bytes of one box row; the box has "
+                                        f"{EDIT_TMAP.box_shape[1]} rows",
+             TensorMap("bfloat16", (80, 48), (32, 16)).box_bytes: "the box of sections 1-5 (32 x 16); this one is "
+                                                                  f"{EDIT_TMAP.box_shape[0]} x "
+                                                                  f"{EDIT_TMAP.box_shape[1]}",
+             int(np.prod(EDIT_TMAP.global_shape)) * EDIT_TMAP.elem_bytes: "the whole tensor, not one box"}
+    if tx in known and tx != box:
+        lines.append(f"  your value: {known[tx]}")
+    lines.append(f"  what happens: {built}; in the model, {_story_text(tx, box, done_at, bar)}")
+    if gpu is not None:
+        lines.append(f"  on this GPU: {gpu}")
+    raise NotYet("\n".join(lines))
+
+
+# ---- Exercise 1.4: the SMEM offset of element (r, c) under the 128B swizzle ---------------------------
+_ELEM_DTYPE = {1: "uint8", 2: "bfloat16", 4: "float32", 8: "float64"}
+SWIZZLE_ROWS = 16
+
+
+@lru_cache(maxsize=None)
+def _landing(elem_bytes: int, base: int) -> tuple:
+    """Where tma_load_writes puts the first byte of every element of a 128-byte-row box, 128B swizzle."""
+    if elem_bytes not in _ELEM_DTYPE:
+        raise ValueError(f"elem_bytes must be one of {sorted(_ELEM_DTYPE)}, got {elem_bytes}")
+    width = 128 // elem_bytes
+    t = TensorMap(_ELEM_DTYPE[elem_bytes], (width, SWIZZLE_ROWS), (width, SWIZZLE_ROWS), swizzle="128B")
+    addr, _ = tma_load_writes(np.zeros(t.global_extent_bytes, np.uint8), t, (0, 0), base)
+    return tuple(int(a) for a in addr[::elem_bytes])
+
+
+def _swizzle_reference(r, c, elem_bytes, base):
+    width = 128 // elem_bytes
+    if not (0 <= r < SWIZZLE_ROWS and 0 <= c < width):
+        raise ValueError(f"element ({r}, {c}) is outside the {SWIZZLE_ROWS} x {width} box")
+    return _landing(elem_bytes, base)[r * width + c] - base
+
+
+def _swizzle_cases(hidden: bool):
+    shown = [(r, c, 2, 0) for r, c in ((0, 0), (0, 9), (1, 0), (1, 8), (2, 13), (5, 40), (7, 63))]
+    if not hidden:
+        return shown
+    more = [(0, 0, 2, 0x180), (0, 8, 2, 0x180), (3, 5, 2, 0x180), (9, 33, 2, 0x180), (1, 1, 4, 0x400),
+            (6, 30, 4, 0x400), (15, 31, 4, 0x400), (0, 0, 1, 0x80), (7, 127, 1, 0x80), (12, 64, 1, 0x80),
+            (2, 3, 8, 0x300), (10, 15, 8, 0x300), (1, 63, 2, 0x1F80), (8, 0, 2, 0), (13, 21, 2, 0x280)]
+    return shown + more
+
+
+def _explain_swizzle(args, got, expected):
+    r, c, e, base = args
+    sw = SWIZZLES["128B"]
+    lin = r * 128 + c * e
+    x = base + lin
+    if base and got == expected + base:
+        return "that is the absolute SMEM address; return the offset from base"
+    forgot = (f"the swizzle is a function of the absolute SMEM address base + offset, and at base 0x{base:x} "
+              f"the pattern starts {(base % 1024) // 128} lines in (forgetting the base offset)")
+    if got == lin and base and got == int(sw(lin)):
+        return f"that is the offset unswizzled, and swizzled as if the box started at 0: {forgot}"
+    if got == lin:
+        return "that is where the element sits without swizzle: 128B mode XORs chunk bits 4-6 with bits 7-9"
+    if base and got == int(sw(lin)):
+        return f"you swizzled the offset from the start of the box; {forgot}"
+    if e > 1 and got in (r * 128 + c, int(sw(base + r * 128 + c)) - base):
+        return "c counts elements; the address counts bytes: multiply by elem_bytes"
+    if got == (x ^ ((x & 0x70) << 3)) - base:
+        return ("XOR the other way round: the line bits 7-9 change the chunk bits 4-6, not the reverse "
+                "(CuTe Swizzle<3,4,3>)")
+    if r >= 8 and got == int(sw(base + (r % 8) * 128 + c * e)) - base:
+        return "rows 8-15 do not wrap to the start: the pattern repeats every 1024 bytes, the address keeps growing"
+    return None
+
+
+def check_swizzle_offset(fn, hidden: bool = False) -> None:
+    """Exercise 1.4: `fn(r, c, elem_bytes, base)` -> the byte offset from `base` of element (r, c) of a box
+    with 128-byte rows loaded with swizzle 128B to SMEM address `base` (a multiple of 128)."""
+    check_function_explained(
+        "SMEM offset of element (r, c) under the 128B swizzle", fn, _swizzle_cases(hidden),
+        reference=_swizzle_reference, explain=_explain_swizzle,
+        rule="address = base + r x 128 + c x elem_bytes, then bits 4-6 ^= bits 7-9 of that ADDRESS "
+             "(PTX ISA 5.5.7 swizzle modes; CuTe Swizzle<3,4,3>); the offset is the result minus base",
+        hint="the swizzle acts on the absolute SMEM address, so base matters unless it is a multiple of 1024")
+
+
+# ---- Exercise 1.5: out-of-bounds fill ---------------------------------------------------------------
+def _oob_cases(hidden: bool):
+    shown = [("float32", (20, 12), (8, 6), (-4, 8))]
+    if not hidden:
+        return shown
+    return shown + [("float32", (20, 12), (8, 6), (16, 9)), ("bfloat16", (80, 48), (32, 16), (64, 40)),
+                    ("bfloat16", (80, 48), (32, 16), (32, 16)), ("float32", (20, 12), (8, 6), (100, 100)),
+                    ("float32", (20, 12), (8, 6), (-8, -6)), ("float16", (16, 8, 4), (8, 4, 2), (8, 6, 3)),
+                    ("uint8", (64, 10), (32, 4), (-16, 8))]
+
+
+def _oob_reference(dtype, global_shape, box_shape, coords):
+    t = TensorMap(dtype, tuple(global_shape), tuple(box_shape))
+    _, _, inb, _ = box_targets(t, check_coords(t, coords))
+    return int((~inb).sum()), t.tx_bytes
+
+
+def _explain_oob(args, got, expected):
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        return "return two numbers: (elements filled, expect_tx bytes)"
+    filled, tx = expected
+    t = TensorMap(args[0], tuple(args[1]), tuple(args[2]))
+    inside = t.box_elements - filled
+    if got[1] == inside * t.elem_bytes and got[1] != tx:
+        return "out-of-bounds elements still count towards expect_tx: the mbarrier expects the whole box"
+    if got[0] == inside and got[0] != filled:
+        return "that is the number of elements inside the tensor; the fill is the rest of the box"
+    if got[1] == t.box_elements and got[1] != tx:
+        return "expect_tx counts bytes, not elements"
+    return None
+
+
+def check_oob_fill(fn, hidden: bool = False) -> None:
+    """Exercise 1.5: `fn(dtype, global_shape, box_shape, coords)` -> (elements filled, expect_tx bytes)."""
+    check_function_explained(
+        "out-of-bounds fill", fn, _oob_cases(hidden), reference=_oob_reference, explain=_explain_oob,
+        rule="box element j (per dimension) reads tensor element coords + j; it is filled when that is < 0 or "
+             ">= global_shape in any dimension (PTX ISA 5.5 bounding box); the transaction bytes are always "
+             "the whole box")
