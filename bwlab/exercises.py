@@ -132,7 +132,7 @@ def check_function(name: str, fn, cases: Iterable, *, rule: str, hint: str = "",
                 lines.append(f"  hint: {hint}")
             raise NotYet("\n".join(lines))
         n += 1
-    _ok(name, note or f"{n} case{'s' if n != 1 else ''} agree")
+    _ok(name, note or (f"{n} cases agree" if n != 1 else "1 case agrees"))
 
 
 def check_result(name: str, result, *, note: str = "") -> None:
