@@ -23,7 +23,7 @@ from ..hw.swizzle import row_bytes
 from ..tma import TensorMap
 from ..umma import check_mma, d_tmem_layout, descriptor_addresses, elem_bytes, instr_k, tile_desc, wgmma_d_fragment
 from .grid import TILE_K, FlowGrid
-from .kernel_edit import check_k_step, edit_k_step, try_k_step  # noqa: F401  (the kernel-edit exercise)
+from .kernel_edit import check_k_step, edit_k_step, report, try_k_step  # noqa: F401  (the kernel-edit exercise)
 from .model import flow_model
 from .ordering import ORDERINGS, PROXIES, trace_without
 from .problem import FlowProblem
@@ -68,6 +68,8 @@ def _check_cases(name, fn, cases, reference, rule, diagnose=None, hint=""):
 # ---- 1. bytes per hop ----------------------------------------------------------------------------------
 
 HOP_KEYS = ("tma_load", "mma", "tmem_ld", "tma_store")
+HOP_ROUTES = {"tma_load": "GMEM -> SMEM", "mma": "SMEM -> tensor core -> TMEM", "tmem_ld": "TMEM -> registers",
+              "tma_store": "registers -> SMEM -> GMEM"}
 
 
 def tile_hop_bytes(m: int, n: int, k: int, ab: str = "f16", d: str = "f32") -> dict:
@@ -109,22 +111,23 @@ def _diagnose_hop_bytes(args, got, want):
     if missing:
         return [f"  keys missing: {missing} (the keys are the trace's hop names {list(HOP_KEYS)})"]
     eb, db = elem_bytes(ab), element_type(d).bytes
-    known = {
-        "tma_load": {(m + n) * k: "elements, not bytes", m * k * eb: "only A: the load brings A and B"},
-        "mma": {(m + n) * k: "elements, not bytes", m * n * 4: "the bytes the MMAs write into TMEM; the "
-                "question is what they read from SMEM", m * k * eb: "only A: every MMA reads a slice of A "
-                "and one of B"},
-        "tmem_ld": {m * n: "elements, not bytes", m * n * db: f"D's type in GMEM ({d}); TMEM holds the f32 "
-                    "accumulator, one 32-bit cell per element: the conversion happens after tcgen05.ld"},
-        "tma_store": {m * n: "elements, not bytes", m * n * 4: f"the f32 accumulator; D is converted to {d} "
-                      "in registers before st.shared"},
+    known = {   # (value, what it means): several may match one value (m = n makes A alone look like elements)
+        "tma_load": [((m + n) * k, "elements, not bytes"), (m * k * eb, "only A: the load brings A and B")],
+        "mma": [((m + n) * k, "elements, not bytes"),
+                (m * n * 4, "the bytes the MMAs write into TMEM; the question is what they read from SMEM"),
+                (m * k * eb, "only A: every MMA reads a slice of A and one of B")],
+        "tmem_ld": [(m * n, "elements, not bytes"),
+                    (m * n * db, f"D's type in GMEM ({d}); TMEM holds the f32 accumulator, one 32-bit cell per "
+                                 "element: the conversion happens after tcgen05.ld")],
+        "tma_store": [(m * n, "elements, not bytes"),
+                      (m * n * 4, f"the f32 accumulator; D is converted to {d} in registers before st.shared")],
     }
     out = []
     for h in HOP_KEYS:
         if got[h] != want[h]:
-            why = known[h].get(got[h]) if isinstance(got[h], int) else None
-            out.append(f"  {h} ({hop_of(h).title}): you have {got[h]}, the model {want[h]}"
-                       + (f" — {why}" if why else ""))
+            why = [r for v, r in known[h] if v == got[h]]
+            out.append(f"  {h} ({HOP_ROUTES[h]}): you have {got[h]}, the model {want[h]}"
+                       + (f" — {'; or '.join(why)}" if why else ""))
     return out
 
 
@@ -269,7 +272,7 @@ def check_orderings(first_wrong, proxies, hidden: bool = False) -> None:
         o = next(o for o in ORDERINGS if first_wrong.get(o.name) != want[o.name])
         _, res = _worst_case(p, o.name)
         lines += [f"  the model's trace without {o.name!r} against the whole trip:", "    "
-                  + str(res).replace("\n", "\n    ")]
+                  + report(res).replace("\n", "\n    ")]
         lines.insert(0, f"  rule: {ORDERING_RULE}")
     plines = _proxy_lines(proxies)
     if plines:

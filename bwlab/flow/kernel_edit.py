@@ -16,16 +16,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..case import compare
 from ..exercises import NotYet, unanswered
 from ..lab import TeachingKernel
-from ..umma import decode_smem_desc, elem_bytes, instr_k
+from ..umma import decode_smem_desc, descriptor_addresses, elem_bytes, instr_k
 from .case import _GPU_SOURCES, Flow, flow_tier
 from .model import flow_model
+from .problem import SMEM_B
 from .trace import Trace, TraceCheck
 
 __all__ = ["K_STEP_TEXT", "K_STEP_SITES", "MAX_K_STEP", "edit_k_step", "canonical_k_step", "KStepRun",
-           "try_k_step", "check_k_step"]
+           "try_k_step", "check_k_step", "report"]
 
 K_STEP_TEXT = "32 * kb"                                     # the K loop's advance, as both kernels spell it
 K_STEP_SITES = {"full_flow_sm100.cu": 2, "full_flow_sm90.cu": 3}   # A and B; Hopper: two halves of A, and B
@@ -35,6 +38,18 @@ K_STEP_RULE = ("a kind::f16 tcgen05.mma (and a wgmma) reads one instruction-K sl
                "every row; in a K-major 128B-swizzled tile the next slice follows it along the same row, and "
                "the descriptor's start address counts bytes (stored >> 4; the hardware applies the swizzle "
                "to the address it computes), as CuTe's descriptor iterator advances by the slice's offset")
+
+
+def report(res) -> str:
+    """A CheckResult of the trace, and where its arrays hold raw f32 words (TMEM, registers), the first
+    differing pair as numbers too."""
+    text = str(res)
+    e, g, first = res.expected, res.got, res.first
+    if first is not None and e is not None and g is not None and e.dtype == np.uint32 and g.dtype == np.uint32 \
+            and e.shape == g.shape:
+        x, y = (np.asarray(a[first.index]).view(np.float32) for a in (e, g))
+        text += f"\n  as f32: expected {float(x)!r}, got {float(y)!r}"
+    return text
 
 
 def canonical_k_step(flow: Flow | None = None) -> int:
@@ -70,6 +85,7 @@ class KStepRun:
     ran: str = ""
     gpu: TraceCheck | None = None
     gpu_vs_model: TraceCheck | None = None
+    past_tiles: bool = False     # some MMA reads past the end of B's tile (where SMEM is not written)
 
     @property
     def ok(self) -> bool:
@@ -84,7 +100,7 @@ class KStepRun:
         before = list(dict.fromkeys(check.hops[:check.hops.index(hop)]))
         return [f"{who}: the first hop that differs is {hop}"
                 + (f" ({', '.join(before)} before it agree)" if before else ""),
-                "  " + str(res).replace("\n", "\n  ")]
+                "  " + report(res).replace("\n", "\n  ")]
 
     def summary(self) -> str:
         """One line for a step that works: who agreed."""
@@ -99,10 +115,15 @@ class KStepRun:
             lines.append(f"{self.tier} tier: {self.ran}")
         if self.gpu is not None:
             lines += self._first(self.gpu, "this GPU")
-            same = self.gpu_vs_model is not None and self.gpu_vs_model.ok
-            lines.append("the model of your step predicted every byte this GPU produced" if same else
-                         "the model of your step and this GPU differ: where the MMAs read past the 16 KiB "
-                         "tiles the GPU finds whatever SMEM held, the model zeros")
+            if self.gpu_vs_model is not None and self.gpu_vs_model.ok:
+                lines.append("the model of your step predicted every byte this GPU produced")
+            elif self.past_tiles:
+                lines.append("the model of your step and this GPU differ where your last MMAs read past the end "
+                             "of B's 16 KiB tile: there the GPU finds whatever SMEM held, the model zeros")
+            else:
+                lines.append("the model of your step and this GPU differ inside the tiles: a difference between "
+                             "bwlab's model and the hardware (please report it):")
+                lines += self._first(self.gpu_vs_model, "this GPU against the model of your step")[1:]
         elif self.tier == "model":
             lines.append("model tier: no GPU here runs the flow, so the model executed your step")
         return "\n".join(lines)
@@ -120,8 +141,11 @@ def try_k_step(step: int, tier: str | None = None, seed: int = 0) -> KStepRun:
     flow = Flow(seed)
     p = flow.problem
     expected = flow.model()
-    mine = flow_model(p, p.descriptors(step))
-    run = KStepRun(step, tier or flow_tier(), expected.compare(mine, "the model of your step"))
+    descs = p.descriptors(step)
+    mine = flow_model(p, descs)
+    past = max(int(descriptor_addresses(decode_smem_desc(bd), "K", "f16", p.N).max()) for _, bd in descs)
+    run = KStepRun(step, tier or flow_tier(), expected.compare(mine, "the model of your step"),
+                   past_tiles=past >= SMEM_B + p.N * p.K * elem_bytes("f16"))
     from . import runner
     if run.tier == "hardware":
         got = Trace("hardware", p, runner.run_hardware(p, kernel=k100), _GPU_SOURCES["hardware"])
@@ -152,10 +176,6 @@ def check_k_step(step, hidden: bool = False) -> None:
         raise NotYet(f"{name}: no answer yet — replace the placeholder with a number of bytes.\n"
                      f"  rule: {K_STEP_RULE}")
     want = canonical_k_step()
-    run = try_k_step(step, tier="model" if hidden else None, seed=1 if hidden else 0)
-    if step == want and run.ok:
-        print(f"correct: {name} — {step}: {run.summary()}" + (", for other A and B too" if hidden else ""))
-        return
     k = Flow().problem.K
     mistakes = {instr_k("f16"): "K of one instruction in elements; the start address counts bytes",
                 want >> 4: "the encoded step (bytes >> 4); the kernel adds bytes, smem_desc_k_sw128 shifts",
@@ -163,6 +183,13 @@ def check_k_step(step, hidden: bool = False) -> None:
                 k * elem_bytes("f16"): "a whole 128-byte row (all of K): the next slice is inside the same row",
                 1024: "the SBO, the step between 8-row groups along M, not along K",
                 0: "every MMA reads the first K slice again"}
+    try:
+        run = try_k_step(step, tier="model" if hidden else None, seed=1 if hidden else 0)
+    except NotYet as e:
+        raise NotYet(str(e) + (f"\n  your value: {mistakes[step]}" if step in mistakes else "")) from None
+    if step == want and run.ok:
+        print(f"correct: {name} — {step}: {run.summary()}" + (", for other A and B too" if hidden else ""))
+        return
     lines = [f"{name}: you have {step}, the model's descriptors step {want}.", f"  rule: {K_STEP_RULE}"]
     if step in mistakes:
         lines.append(f"  your value: {mistakes[step]}")
