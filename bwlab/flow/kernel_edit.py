@@ -14,6 +14,7 @@ hop and element that differ. PTX ISA: tcgen05 "Shared Memory Descriptor" (start 
 """
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,8 +60,9 @@ def canonical_k_step(flow: Flow | None = None) -> int:
 
 
 def _valid_step(step) -> int:
-    if isinstance(step, bool) or not isinstance(step, int):
+    if isinstance(step, bool) or not isinstance(step, numbers.Integral):
         raise NotYet(f"the K step must be an int number of bytes, got {step!r}.\n  rule: {K_STEP_RULE}")
+    step = int(step)
     if step < 0 or step > MAX_K_STEP or step % 16:
         raise NotYet(f"the K step must be a multiple of 16 in [0, {MAX_K_STEP}] bytes, got {step}: the "
                      "descriptor stores the start address >> 4 (16-byte units), and a step beyond one 8-row "
@@ -135,6 +137,7 @@ class KStepRun:
 def try_k_step(step: int, tier: str | None = None, seed: int = 0) -> KStepRun:
     """Edit both kernels with `step`, compile them, and run the trip with it in `tier` (default: the
     flow's tier here); every result is compared with the kernel as written."""
+    step = _valid_step(step)
     k100, k90 = edit_k_step(step)
     k100.compile("sm_100a")
     k90.compile("sm_90a")
@@ -176,23 +179,25 @@ def check_k_step(step, hidden: bool = False) -> None:
         raise NotYet(f"{name}: no answer yet — replace the placeholder with a number of bytes.\n"
                      f"  rule: {K_STEP_RULE}")
     want = canonical_k_step()
-    k = Flow().problem.K
+    p = Flow().problem
+    sbo = decode_smem_desc(p.descriptors()[0][0]).stride_byte_offset
     mistakes = {instr_k("f16"): "K of one instruction in elements; the start address counts bytes",
                 want >> 4: "the encoded step (bytes >> 4); the kernel adds bytes, smem_desc_k_sw128 shifts",
                 want * 2: "two instruction slices (K = 32): every MMA skips one",
-                k * elem_bytes("f16"): "a whole 128-byte row (all of K): the next slice is inside the same row",
-                1024: "the SBO, the step between 8-row groups along M, not along K",
+                p.K * elem_bytes("f16"): "a whole 128-byte row (all of K): the next slice is inside the same row",
+                sbo: "the SBO, the step between 8-row groups along M, not along K",
                 0: "every MMA reads the first K slice again"}
+    known = mistakes.get(int(step)) if isinstance(step, numbers.Integral) and not isinstance(step, bool) else None
     try:
         run = try_k_step(step, tier="model" if hidden else None, seed=1 if hidden else 0)
     except NotYet as e:
-        raise NotYet(str(e) + (f"\n  your value: {mistakes[step]}" if step in mistakes else "")) from None
+        raise NotYet(str(e) + (f"\n  your value: {known}" if known else "")) from None
     if step == want and run.ok:
         print(f"correct: {name} — {step}: {run.summary()}" + (", for other A and B too" if hidden else ""))
         return
     lines = [f"{name}: you have {step}, the model's descriptors step {want}.", f"  rule: {K_STEP_RULE}"]
-    if step in mistakes:
-        lines.append(f"  your value: {mistakes[step]}")
+    if known:
+        lines.append(f"  your value: {known}")
     if step == want:
         lines.append("  your step is right, but what ran differs from the model:")
     lines.append("  what your kernel did:\n    " + str(run).replace("\n", "\n    "))
