@@ -110,8 +110,9 @@ class KStepRun:
         return f"every hop agrees with the kernel as written ({' and '.join(who)})"
 
     def __str__(self) -> str:
-        lines = [f"K step {self.step} bytes: full_flow_sm100.cu and full_flow_sm90.cu edited "
-                 f"({K_STEP_TEXT!r} -> '{self.step} * kb'), compiled for sm_100a and sm_90a"]
+        lines = [f"K step {self.step} bytes: the K loops now read "
+                 f"`smem_desc_k_sw128(base + SMEM_A + {self.step} * kb)` and the same for B (full_flow_sm100.cu; full_flow_sm90.cu: both halves of A, and B), compiled "
+                 "for sm_100a and sm_90a"]
         lines += self._first(self.model, "the flow model executing your descriptors")
         if self.ran:
             lines.append(f"{self.tier} tier: {self.ran}")
