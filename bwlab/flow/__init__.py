@@ -21,6 +21,11 @@ Files:
   measured one, as pictures and Chrome/Perfetto trace JSON;
 * `grid`     — the flow tiled over a grid (512 x 1024 x 256): one CTA per tile, a multicast cluster,
   and the 2-SM (cta_group::2) pair, in the model;
+* `ordering` — the four ordering points (the `full` and `mma_done` waits, tcgen05.wait::ld, the proxy
+  fence): which write each orders before which read, through which proxies, and the trace when one is
+  missing (`trace_without`);
+* `exercises`, `kernel_edit` — the checks of notebook 06's graded exercises; the kernel-edit one puts
+  the learner's K step into full_flow_sm100.cu / full_flow_sm90.cu and the model, and runs it;
 * `pictures` — the figures and the widget of notebook 06.
 
 Validation and recordings: `python -m bwlab.checks.flow --out DIR`, `bwlab/checks/record_flow.py`.
@@ -29,6 +34,7 @@ from .case import TIERS, Flow, flow_tier
 from .listing import format_ptx_by_hop, kernel_ptx, ptx_by_hop
 from .model import (flow_model, load_model, mma_from_smem, mma_k_steps, registers_from_tmem, st_shared_model,
                     store_from_smem)
+from .ordering import ORDERING_NAMES, ORDERINGS, Ordering, trace_without
 from .problem import LD_ACCESS, SMEM_A, SMEM_B, SMEM_BYTES, SMEM_D, THREADS, FlowProblem
 from .trace import HOP_NAMES, HOPS, Hop, Trace, TraceCheck, hop_of
 
@@ -37,7 +43,8 @@ _PICTURES = ("plot_hop", "plot_trip", "trip_widget", "piece_color", "plot_timeli
 __all__ = ["Flow", "TIERS", "flow_tier", "FlowProblem", "SMEM_A", "SMEM_B", "SMEM_D", "SMEM_BYTES", "THREADS",
            "LD_ACCESS", "Hop", "HOPS", "HOP_NAMES", "hop_of", "Trace", "TraceCheck", "flow_model", "load_model",
            "mma_from_smem", "mma_k_steps", "registers_from_tmem", "st_shared_model", "store_from_smem",
-           "kernel_ptx", "ptx_by_hop", "format_ptx_by_hop", *_PICTURES]
+           "kernel_ptx", "ptx_by_hop", "format_ptx_by_hop", "Ordering", "ORDERINGS", "ORDERING_NAMES",
+           "trace_without", *_PICTURES]
 
 
 def __getattr__(name):

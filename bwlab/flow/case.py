@@ -75,7 +75,7 @@ class Flow(Case):
             return expected.compare(got, source or "")
         res = compare(expected.result, np.asarray(got, np.float32), stage=self.stage, what="D in GMEM",
                       where=lambda i: f"D[{i[0]}][{i[1]}]", source=source or "given")
-        return TraceCheck([res])
+        return TraceCheck([res], ["tma_store"])
 
     def reference(self) -> np.ndarray:
         return self.problem.reference()

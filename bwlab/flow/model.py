@@ -46,11 +46,12 @@ def _cta_with(p: FlowProblem, smem_a, smem_b) -> CtaState:
     return cta
 
 
-def mma_from_smem(p: FlowProblem, smem_a, smem_b):
+def mma_from_smem(p: FlowProblem, smem_a, smem_b, descriptors=None):
     """TMEM (128 lanes x 128 columns, raw f32 words) after the K loop of tcgen05.mma read through the
-    SMEM descriptors, and the phases the commit's mbarrier completed (1)."""
+    SMEM descriptors (`descriptors`: [(a_desc, b_desc)] per K block, default `p.descriptors()`), and
+    the phases the commit's mbarrier completed (1)."""
     cta = _cta_with(p, smem_a, smem_b)
-    for kb, (ad, bd) in enumerate(p.descriptors()):
+    for kb, (ad, bd) in enumerate(p.descriptors() if descriptors is None else descriptors):
         tcgen05_mma(cta, 0, ad, bd, p.idesc, accumulate=kb > 0)
     mma_done = Mbarrier(1)
     tcgen05_commit(cta, mma_done)
@@ -105,11 +106,11 @@ def store_from_smem(p: FlowProblem, smem_d: np.ndarray) -> np.ndarray:
     return g
 
 
-def flow_model(p: FlowProblem) -> Trace:
-    """The whole trip in the model tier."""
+def flow_model(p: FlowProblem, descriptors=None) -> Trace:
+    """The whole trip in the model tier (`descriptors`: the K loop's, default `p.descriptors()`)."""
     a16, b16 = p.gmem_inputs()
     smem_a, smem_b = load_model(p)
-    tmem, done = mma_from_smem(p, smem_a, smem_b)
+    tmem, done = mma_from_smem(p, smem_a, smem_b, descriptors)
     regs = registers_from_tmem(p, tmem)
     smem_d = st_shared_model(p, regs)
     gmem_d = store_from_smem(p, smem_d)

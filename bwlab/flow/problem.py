@@ -14,7 +14,7 @@ agree bit for bit.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -22,7 +22,7 @@ from ..epilogue import EpilogueProblem, SmemTile
 from ..hw.dtypes import from_float
 from ..tma import TensorMap
 from ..tmem import TmemAccess
-from ..umma import UmmaCase, make_instr_desc, smem_desc_for_tile
+from ..umma import UmmaCase, decode_smem_desc, make_instr_desc, smem_desc_for_tile
 
 __all__ = ["FlowProblem", "SMEM_A", "SMEM_B", "SMEM_D", "SMEM_BYTES", "THREADS", "LD_ACCESS"]
 
@@ -90,11 +90,26 @@ class FlowProblem:
     def idesc(self) -> int:
         return make_instr_desc("f16", "f16", "f32", self.M, self.N)
 
-    def descriptors(self):
-        """(a_desc, b_desc) per K block, start addresses relative to the dynamic SMEM base."""
-        return [(smem_desc_for_tile("K", "128B", "f16", (self.M, self.K), kb, SMEM_A),
-                 smem_desc_for_tile("K", "128B", "f16", (self.N, self.K), kb, SMEM_B))
-                for kb in range(self.k_blocks)]
+    def descriptors(self, k_step_bytes: int | None = None):
+        """(a_desc, b_desc) per K block, start addresses relative to the dynamic SMEM base.
+
+        With `k_step_bytes`, K block kb starts `kb * k_step_bytes` bytes after the tile instead of
+        where the canonical layout puts it (32 bytes per K block: a learner's edit of the kernel's K
+        loop, `smem_desc_k_sw128(base + SMEM_A + 32 * kb)`); the other fields stay."""
+        descs = [(smem_desc_for_tile("K", "128B", "f16", (self.M, self.K), kb, SMEM_A),
+                  smem_desc_for_tile("K", "128B", "f16", (self.N, self.K), kb, SMEM_B))
+                 for kb in range(self.k_blocks)]
+        if k_step_bytes is None:
+            return descs
+        step = int(k_step_bytes)
+        if step != k_step_bytes or step < 0 or step % 16:
+            raise ValueError(f"k_step_bytes must be a non-negative multiple of 16 (the descriptor holds the "
+                             f"start address >> 4), got {k_step_bytes!r}")
+
+        def moved(desc, base, kb):
+            d = decode_smem_desc(desc)
+            return replace(d, start_address=base + kb * step).encode()
+        return [(moved(ad, SMEM_A, kb), moved(bd, SMEM_B, kb)) for kb, (ad, bd) in enumerate(descs)]
 
     @property
     def tmem_columns(self) -> int:

@@ -32,20 +32,32 @@ def _inputs(p: FlowProblem):
     return a16, b16, cp.asarray(a16), cp.asarray(b16), cp.zeros(p.epilogue.buffer_shape, cp.float32)
 
 
-def run_hardware(p: FlowProblem) -> dict:
-    """The whole trip by `full_flow` on an sm_100 GPU; every hop's bytes read back through its taps."""
+def _module(file: str, arch: str, kernel):
+    """The module of cuda_src/`file`, or of a learner's edit of it (`kernel`, a bwlab.lab.TeachingKernel)."""
+    from ..compile import load_module, load_text_module
+    if kernel is None:
+        return load_module(file, arch=arch)
+    return load_text_module(kernel.text, kernel.file, arch=arch)
+
+
+def run_hardware(p: FlowProblem, kernel=None) -> dict:
+    """The whole trip by `full_flow` on an sm_100 GPU; every hop's bytes read back through its taps.
+    `kernel`: a learner's edit of full_flow_sm100.cu (bwlab.lab.TeachingKernel), run in a worker
+    process (bwlab.lab.run_edited: a fault or a hang comes back as an exception)."""
     import cupy as cp
     from .. import device
-    from ..compile import load_module
+    from ..lab import isolate, run_edited
     from ..runtime import launch
     device.require("umma")
+    if kernel is not None and isolate(kernel):
+        return run_edited(run_hardware, p, kernel=kernel, limit=30.0)
     a16, b16, a_dev, b_dev, d_dev = _inputs(p)
     ta, tb, td = _maps(p, a_dev, b_dev, d_dev)
     ab = cp.zeros(2 * 0x4000, cp.uint8)
     regs = cp.zeros((THREADS, p.N), cp.uint32)
     smem_d = cp.zeros(4 * 0x4000, cp.uint8)
     done = cp.zeros(1, cp.uint32)
-    launch(load_module("full_flow_sm100", arch="sm_100a"), "full_flow", (1,), (THREADS,),
+    launch(_module("full_flow_sm100", "sm_100a", kernel), "full_flow", (1,), (THREADS,),
            (ta, tb, td, ab, regs, smem_d, done), shared_mem=SMEM_BYTES + 1024, barrier_names=FLOW_BARRIERS)
     ab = cp.asnumpy(ab)
     r = cp.asnumpy(regs)
@@ -82,17 +94,20 @@ def run_hybrid(p: FlowProblem) -> dict:
                 tmem=tmem, mma_done=done, regs=regs, smem_d=cp.asnumpy(smem_d), gmem_d=cp.asnumpy(d_dev))
 
 
-def run_hopper(p: FlowProblem, repeat: int = 5):
+def run_hopper(p: FlowProblem, repeat: int = 5, kernel=None):
     """Hopper's native path (`full_flow_hopper`): returns (the D buffer, stamps uint64 (repeat, 4 warps,
-    N_EVENTS, 2) of %globaltimer ns and %clock64, -1 where a warp does not reach an event)."""
+    N_EVENTS, 2) of %globaltimer ns and %clock64, -1 where a warp does not reach an event).
+    `kernel`: a learner's edit of full_flow_sm90.cu, run in a worker process."""
     import cupy as cp
     from .. import device
-    from ..compile import load_module
+    from ..lab import isolate, run_edited
     from ..runtime import launch
     info = device.require("tma")
     if not info.has_wgmma:
         raise device.UnsupportedGPU(f"wgmma.mma_async needs sm_90a (Hopper); this GPU is {info.name} ({info.sm})")
-    mod = load_module("full_flow_sm90", arch="sm_90a")
+    if kernel is not None and isolate(kernel):
+        return run_edited(run_hopper, p, repeat, kernel=kernel, limit=30.0)
+    mod = _module("full_flow_sm90", "sm_90a", kernel)
     a16, b16, a_dev, b_dev, d_dev = _inputs(p)
     ta, tb, td = _maps(p, a_dev, b_dev, d_dev)
     stamps = []

@@ -65,9 +65,11 @@ def hop_of(name: str) -> Hop:
 
 @dataclass
 class TraceCheck:
-    """Array-by-array comparison of two traces: one CheckResult per array, True when all agree."""
+    """Array-by-array comparison of two traces: one CheckResult per array, True when all agree;
+    `hops[i]` names the hop of `results[i]`."""
 
     results: list
+    hops: list = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -81,6 +83,13 @@ class TraceCheck:
 
     def _repr_pretty_(self, p, cycle):
         p.text(str(self))
+
+    def first_difference(self):
+        """(hop, CheckResult) of the first array along the trip that differs, or None."""
+        for i, r in enumerate(self.results):
+            if not r.ok:
+                return (self.hops[i] if i < len(self.hops) else None), r
+        return None
 
     def assert_ok(self) -> "TraceCheck":
         if not self.ok:
@@ -203,14 +212,15 @@ class Trace:
 
     def compare(self, other: "Trace", source: str = "") -> TraceCheck:
         """Every array of `self` (expected) against `other` (got), bitwise, in the hop's words."""
-        out = []
+        out, hops = [], []
         for h in HOPS:
             for k in h.keys:
+                hops.append(h.name)
                 out.append(compare(np.asarray(self.arrays[k]), np.asarray(other.arrays[k]), stage="flow",
                                    what=f"after {h.name} ({h.where}): {k}", where=self._where(k),
                                    unit="byte" if k.startswith("smem") else "element",
                                    source=source or f"{other.tier}: {other.sources.get(h.name, '?')}"))
-        return TraceCheck(out)
+        return TraceCheck(out, hops)
 
     # ---- recordings ---------------------------------------------------------------------------------
     def to_arrays(self, prefix: str = "trace.") -> dict:

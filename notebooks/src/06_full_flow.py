@@ -22,6 +22,11 @@
 # whole trip; *hybrid* (sm_90, e.g. H100): the TMA load, `st.shared`, fence and TMA store are real, the
 # `tcgen05` hops are bwlab's model fed with the bytes the GPU loaded; *model* (no GPU): every hop is a
 # stage's NumPy model. Whatever the tier, you get the same `Trace` object back.
+#
+# **Exercises:** this notebook holds 5 graded exercises (12 points), each right after the section it builds
+# on: 6.1 the bytes of every hop (section 1), 6.2 an edit of the kernel's K loop, run, and 6.3 the MMA
+# instructions of a tile (section 4), 6.4 the ordering points that hold the trip together (section 5),
+# 6.5 L2 traffic with and without multicast (section 6).
 
 # %% tags=["nbval-ignore-output"]
 import bwlab
@@ -65,6 +70,40 @@ print(t.table())
 d = t.result
 print("D == A @ B.T:", np.array_equal(d, flow.reference()), "  (expected True)")
 print("D[0, :4] =", d[0, :4], "   NumPy:", (a @ b.T)[0, :4])
+
+# %% [markdown]
+# ### Exercise 6.1 — the bytes of every hop, for any tile (2 points)
+# The table counts the bytes of this one tile. Write `hop_bytes(m, n, k, ab, d)` that gives them for any tile
+# one CTA runs the same way: A (m × k) and B (n × k) of type `ab` (`'f16'`, `'bf16'`, `'tf32'` or `'e4m3'`),
+# loaded K-major in 128B-swizzled TMA boxes; the accumulator in f32 in TMEM; D stored to GMEM as `d`
+# (`'f32'`, `'f16'` or `'bf16'`, converted in registers after `tcgen05.ld`). Return a dict of bytes:
+#
+# * `'tma_load'` — what the TMA writes into SMEM (GMEM → SMEM; the load barrier's expect_tx);
+# * `'mma'` — what the K loop's `tcgen05.mma` read from SMEM through their descriptors (SMEM → TMEM);
+# * `'tmem_ld'` — what `tcgen05.ld` moves from TMEM into registers;
+# * `'tma_store'` — what the epilogue writes, registers → SMEM (`st.shared`), then SMEM → GMEM (TMA store).
+#
+# Predict before you write it: which of the four depend on `ab`, which on `d`, and which on neither? The
+# check calls your function on this tile and one more; the grader on other shapes and types.
+
+# %% solution id=flow_hop_bytes
+def hop_bytes(m, n, k, ab="f16", d="f32"):
+    """Bytes each hop moves for one m x n x k tile: {'tma_load': ..., 'mma': ..., 'tmem_ld': ..., 'tma_store': ...}."""
+    ### BEGIN SOLUTION
+    size = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "f32": 4}
+    operands = (m + n) * k * size[ab]        # A and B, every element once
+    return {"tma_load": operands,            # the boxes' transaction bytes
+            "mma": operands,                 # each K slice of A and B is read by exactly one MMA
+            "tmem_ld": m * n * 4,            # one 32-bit TMEM cell per f32 accumulator element
+            "tma_store": m * n * size[d]}    # converted to d in registers: st.shared, then the TMA store
+    ### END SOLUTION
+
+# %% grade id=flow_hop_bytes_check points=2
+from bwlab.flow import exercises as ex
+ex.check_hop_bytes(hop_bytes)
+### BEGIN HIDDEN TESTS
+ex.check_hop_bytes(hop_bytes, hidden=True)
+### END HIDDEN TESTS
 
 # %% [markdown]
 # ## 2. Hop by hop
@@ -198,6 +237,39 @@ kernel_text = show_source("full_flow_sm100.cu", kernel="full_flow")
 print(F.format_ptx_by_hop(F.kernel_ptx("sm_100a"), width=100))
 
 # %% [markdown]
+# ### Exercise 6.2 — edit the kernel: the K step of the descriptors (3 points)
+# The MMA hop's K loop gives each `tcgen05.mma` its own pair of SMEM descriptors, and they differ in one field
+# only: the start address, which moves along K by a fixed number of bytes from one instruction to the next
+# (`smem_desc_k_sw128(base + SMEM_A + … * kb)`, and the same for B). Derive that number before you look it up:
+# how much K one kind::f16 instruction takes, how many bytes that is, and where the next slice of a K-major
+# row of 128 bytes begins. Set `k_step_bytes` to it.
+#
+# The check puts your number into the kernel's text (`TeachingKernel("full_flow_sm100.cu").replace(...)`, and
+# the same K loop of the Hopper twin `full_flow_sm90.cu`), compiles both (NVRTC, no GPU needed) and runs the
+# trip with it: on a Blackwell GPU the edited `full_flow` in a worker process, every hop tapped; on a Hopper the
+# edited `full_flow_hopper` (the same descriptors on `wgmma`); everywhere, the flow model executing your
+# descriptors (`FlowProblem.descriptors(k_step_bytes)`). Each result is compared with the kernel as written,
+# and the report names the first hop and the first element that differ. Here is what a broken step looks like:
+# 0, every MMA reading the first K slice again.
+
+# %% tags=["nbval-ignore-output"]
+from bwlab.flow import exercises as ex
+print(ex.try_k_step(0))
+
+# %% solution id=flow_k_step
+k_step_bytes = None   # bytes the descriptors' start address advances per tcgen05.mma (an int)
+### BEGIN SOLUTION
+k_step_bytes = 16 * 2   # K = 16 f16 per instruction, 2 bytes each: the next slice of the same 128-byte row
+### END SOLUTION
+
+# %% tags=["nbval-ignore-output"] grade id=flow_k_step_check points=3
+from bwlab.flow import exercises as ex
+ex.check_k_step(k_step_bytes)
+### BEGIN HIDDEN TESTS
+ex.check_k_step(k_step_bytes, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown]
 # **What tcgen05 changed.** Hopper's own path for the same GEMM (`full_flow_hopper` in
 # `cuda_src/full_flow_sm90.cu`) has no TMEM: the whole warpgroup issues eight `wgmma.mma_async` (it is
 # m64, so two per K step), D lives in 128 registers per thread in wgmma's fragment layout, completion is
@@ -206,6 +278,30 @@ print(F.format_ptx_by_hop(F.kernel_ptx("sm_100a"), width=100))
 
 # %%
 print(F.format_ptx_by_hop(F.kernel_ptx("sm_90a"), width=100))
+
+# %% [markdown]
+# ### Exercise 6.3 — how many MMA instructions make a tile? (2 points)
+# The Blackwell listing issues 4 `tcgen05.mma` for this tile, Hopper's 8 `wgmma.mma_async`. Write
+# `mma_count(m, k, ab)` that returns the pair (tcgen05.mma, wgmma.mma_async) of instructions one CTA issues for a
+# tile of m rows (64 or 128) and K = k of A/B type `ab` (`'f16'`, `'bf16'`, `'tf32'` or `'e4m3'`); N is at most
+# 256, so it never takes a second instruction. Predict first: does a tf32 tile of K = 32 take more
+# instructions than an f16 tile of K = 64, or as many?
+
+# %% solution id=flow_mma_count
+def mma_count(m, k, ab="f16"):
+    """(tcgen05.mma, wgmma.mma_async) instructions for a tile of m rows and K = k (N <= 256)."""
+    ### BEGIN SOLUTION
+    elem = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1}[ab]
+    k_steps = k * elem // 32                 # every MMA instruction reads 32 bytes of K from each row
+    return k_steps, (m // 64) * k_steps      # tcgen05: all m rows at once; wgmma: 64 rows each
+    ### END SOLUTION
+
+# %% grade id=flow_mma_count_check points=2
+from bwlab.flow import exercises as ex
+ex.check_mma_count(mma_count)
+### BEGIN HIDDEN TESTS
+ex.check_mma_count(mma_count, hidden=True)
+### END HIDDEN TESTS
 
 # %% [markdown]
 # ## 5. The order of events
@@ -240,6 +336,34 @@ F.plot_timeline(events, segments, rec.label)
 plt.show()
 
 # %% [markdown]
+# ### Exercise 6.4 — what holds the trip together, and where a missing piece bites (3 points)
+# Four points of the kernel make a hop wait for what the hop before it wrote: the wait on `full`, the wait on
+# `mma_done` (armed by `tcgen05.commit`), `tcgen05.wait::ld`, and `fence.proxy.async.shared::cta` with the
+# barrier after it. Leave one out and the trip races: the next hop may read its memory before the new bytes are
+# there. For each, predict the **first hop of the trace** whose bytes can go wrong (a name from `F.HOP_NAMES`).
+# The check runs the trip without it in the model, in the race's worst case (the reader sees none of the new
+# bytes), and compares it with the whole trip hop by hop.
+#
+# Then, for the two shared-memory hand-offs, say which proxy writes and which reads (`'generic'` or
+# `'async'`): that is why only one of them needs a proxy fence.
+
+# %% solution id=flow_orderings
+first_wrong = {"wait on full": None, "wait on mma_done": None, "tcgen05.wait::ld": None, "fence.proxy.async": None}
+proxies = {"wait on full": (None, None), "fence.proxy.async": (None, None)}   # (writer's, reader's)
+### BEGIN SOLUTION
+first_wrong = {"wait on full": "mma", "wait on mma_done": "tmem_ld", "tcgen05.wait::ld": "st_shared",
+               "fence.proxy.async": "tma_store"}
+proxies = {"wait on full": ("async", "async"), "fence.proxy.async": ("generic", "async")}
+### END SOLUTION
+
+# %% grade id=flow_orderings_check points=3
+from bwlab.flow import exercises as ex
+ex.check_orderings(first_wrong, proxies)
+### BEGIN HIDDEN TESTS
+ex.check_orderings(first_wrong, proxies, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown]
 # ## 6. Scaled up: a grid of tiles, a multicast cluster, a CTA pair
 #
 # The same trip tiled over 512 × 1024 × 256 (the size CuTe's Blackwell tutorials use): 4 × 8 CTAs, one
@@ -264,6 +388,31 @@ for v in ("1sm", "multicast", "2sm"):
     tiles = cm + (1 if v == "2sm" else cn)  # A tiles + B tiles a cluster needs (a 2-SM pair shares one B)
     print(f"  {v:<9s} cluster {cm}x{cn}: {g.l2_reads_per_k_tile():8d} bytes   (expected {clusters} clusters x "
           f"({cm} A + {tiles - cm} B tiles) x {tile} = {clusters * tiles * tile})")
+
+# %% [markdown]
+# ### Exercise 6.5 — L2 traffic with and without multicast (2 points)
+# Write `l2_reads(M, N, cluster_m, cluster_n)`: the bytes the TMA engines read from L2 for one K tile (64 of f16)
+# of an M × N GEMM tiled in 128 × 128 CTAs, as the pair (without multicast, with multicast in clusters of
+# cluster_m CTAs along M × cluster_n along N). Predict first: for the 32 CTAs above, which cluster of eight
+# saves more, 2 × 4 or 1 × 8?
+
+# %% solution id=flow_l2_reads
+def l2_reads(M, N, cluster_m, cluster_n):
+    """(without multicast, with multicast) bytes read from L2 per K tile of 64 f16, 128 x 128 tiles."""
+    ### BEGIN SOLUTION
+    tile = 128 * 64 * 2                      # one operand tile of one K tile
+    ctas_m, ctas_n = M // 128, N // 128
+    clusters = (ctas_m // cluster_m) * (ctas_n // cluster_n)
+    # without: every CTA its own A and B; with: a cluster reads each of its cluster_m A and cluster_n B tiles once
+    return ctas_m * ctas_n * 2 * tile, clusters * (cluster_m + cluster_n) * tile
+    ### END SOLUTION
+
+# %% grade id=flow_l2_reads_check points=2
+from bwlab.flow import exercises as ex
+ex.check_l2_reads(l2_reads)
+### BEGIN HIDDEN TESTS
+ex.check_l2_reads(l2_reads, hidden=True)
+### END HIDDEN TESTS
 
 # %%
 pair = FlowGrid(variant="2sm")
