@@ -127,7 +127,8 @@ def plot_timelines(rec, steps=("s1", "s3"), where: str = "start", slices: int = 
         ax.set_xlabel(f"SM cycles (clock64) from {first}", fontsize=8)
     axes[0, 0].legend(handles=[Patch(color=LANE_COLORS["producer"], alpha=0.3,
                                      label="producer: waits for a free buffer, issues (dark tick)"),
-                               Line2D([], [], color="gray", linewidth=0.8, label="load in flight until a consumer sees it"),
+                               Line2D([], [], color="gray", linewidth=0.8,
+                                      label="load in flight until a consumer sees it"),
                                Patch(color=LANE_COLORS["consumer"], label="consumer: slice landed -> its wgmma done"),
                                Patch(color=LANE_COLORS["epilogue"], label="epilogue: one consumer's C")],
                       fontsize=7, loc="upper right", ncol=4, bbox_to_anchor=(1.0, 1.32))

@@ -213,7 +213,8 @@ def timeline_table(rec) -> str:
     SM went as fast as CTA 0, and the epilogue."""
     from .occupancy import ctas_per_sm
     from .timeline import timeline
-    lines = [f"{'':<22s}{'clock':>9s}{'cycles per':>12s}{'CTAs':>6s}{'FLOP per':>10s}{'epilogue':>10s}{'tile to tile':>14s}",
+    lines = [f"{'':<22s}{'clock':>9s}{'cycles per':>12s}{'CTAs':>6s}{'FLOP per':>10s}{'epilogue':>10s}"
+             f"{'tile to tile':>14s}",
              f"{'':<22s}{'GHz':>9s}{'k-slice':>12s}{'/ SM':>6s}{'SM cycle':>10s}{'cycles':>10s}{'cycles':>14s}"]
     for s in STEPS:
         tl = timeline(rec, s.name)
