@@ -63,6 +63,18 @@ def test_ctas_per_sm_by_hand():
     assert occ.by_registers == 65536 // (160 * 128) == 3     # 154 registers are allocated as 160
 
 
+def test_ctas_per_sm_agrees_with_the_cuda_driver_on_an_h100():
+    """docs/results/gemm_occupancy_h100.txt: cuOccupancyMaxActiveBlocksPerMultiprocessor and the
+    kernels' attributes on an H100."""
+    driver = occupancy.recorded_driver()
+    assert len(driver) == len(STEPS) + 3
+    for (name, stages), (ctas, regs, static) in driver.items():
+        occ = occupancy.ctas_per_sm(name, stages if name == "s2_pipeline" else None)
+        res = occupancy.kernel_resources(name, stages if name == "s2_pipeline" else None)
+        assert (occ.stages, occ.ctas, occ.registers) == (stages, ctas, regs), name
+        assert res.static_smem == static + 1024, name     # the cubin's block includes the reserved 1 KiB
+
+
 def test_only_step_2_takes_another_depth():
     with pytest.raises(ValueError, match="only step 2"):
         occupancy.ctas_per_sm("s3", stages=3)

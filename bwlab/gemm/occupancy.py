@@ -9,9 +9,13 @@ The capacities are the H100's (sm_90): 228 KiB of SMEM per SM (the device attrib
 MaxSharedMemoryPerMultiprocessor, 233472 bytes, as docs/results/foundation_h100.txt prints it),
 65536 32-bit registers per SM, handed out per warp in units of 256 (8 per thread), at most 32 CTAs
 and 64 warps per SM (CUDA programming guide, compute capability 9.0). A CTA takes the dynamic SMEM its
-launch asks for plus the kernel's static `__shared__` block, which on sm_90 starts with the 1 KiB the
-system reserves per CTA (the cubin's `.nv.shared.<kernel>` section: 1040 bytes for step 1, whose
-only static variable is one 8-byte mbarrier).
+launch asks for plus the kernel's static `__shared__` block, which in the cubin starts with the 1 KiB
+the system reserves per CTA (the `.nv.shared.<kernel>` section: 1040 bytes for step 1, whose only
+static variable is one 8-byte mbarrier; the CUDA driver reports the same kernel's static SMEM as 16
+bytes and adds the reserved 1 KiB itself).
+
+`describe` adds what the CUDA driver's occupancy calculator said on an H100 for the same kernel
+(docs/results/gemm_occupancy_h100.txt, made by docs/results/gemm_occupancy.py).
 """
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ from ..util import round_up
 from .ladder import step as _step
 
 __all__ = ["SMEM_PER_SM", "REGS_PER_SM", "Resources", "Occupancy", "cubin_resources", "kernel_resources",
-           "ctas_per_sm"]
+           "ctas_per_sm", "recorded_driver", "describe"]
 
 SMEM_PER_SM = 233472      # bytes (228 KiB), H100
 REGS_PER_SM = 65536
@@ -134,3 +138,25 @@ def ctas_per_sm(name, stages: int | None = None, resources: Resources | None = N
     by_smem = SMEM_PER_SM // smem
     ctas = min(by_regs, by_smem, MAX_CTAS_PER_SM, MAX_WARPS_PER_SM // warps)
     return Occupancy(s.name, s.stages, smem, by_smem, res.registers, by_regs, ctas)
+
+
+DRIVER_REPORT = "gemm_occupancy_h100.txt"
+
+
+def recorded_driver(name: str = DRIVER_REPORT) -> dict:
+    """{(step name, stages): (CTAs per SM, registers, static SMEM bytes)} as the CUDA driver reported
+    them on an H100 (docs/results/gemm_occupancy_h100.txt)."""
+    from ..results import recorded
+    out = {}
+    for line in recorded(name).splitlines():
+        f = line.split()
+        if len(f) == 8 and f[2] == "ctas/SM":
+            out[(f[0], int(f[1]))] = (int(f[3]), int(f[5]), int(f[7]))
+    return out
+
+
+def describe(name, stages: int | None = None) -> str:
+    """The occupancy computed here, and the CUDA driver's answer on an H100 beside it when recorded."""
+    occ = ctas_per_sm(name, stages)
+    drv = recorded_driver().get((occ.step, occ.stages))
+    return str(occ) + ("" if drv is None else f"; the driver on an H100: {drv[0]}")

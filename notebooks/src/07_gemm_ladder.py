@@ -133,10 +133,11 @@ show_source("gemm_sm90/s1_one_warpgroup.cu", kernel="gemm")
 # twice its prediction, because **CTA 0 is not alone on its SM**. The SMEM and register arithmetic
 # below (`bwlab.gemm.occupancy`, from the compiled kernel) says three of these CTAs fit on one SM, and
 # while one waits for its loads another one's `wgmma` run: occupancy builds the pipeline that the
-# kernel does not.
+# kernel does not. (The CUDA driver's occupancy calculator said the same on an H100, for every kernel
+# of this notebook: `docs/results/gemm_occupancy_h100.txt`.)
 
 # %%
-print(occupancy.ctas_per_sm("s1"))
+print(occupancy.describe("s1"))
 
 # %% [markdown]
 # ### Step 2: a ring of buffers, and why it is slower
@@ -156,7 +157,7 @@ print(report.step_diff(2))
 
 # %%
 for stages in (2, 3, 4, 6):
-    print(occupancy.ctas_per_sm("s2", stages=stages))
+    print(occupancy.describe("s2", stages=stages))
 
 # %% [markdown]
 # Three stages leave two CTAs per SM where step 1 had three, and four stages leave one. A separate
@@ -312,8 +313,10 @@ plt.show()
 # %% [markdown]
 # Second picture: step 4 against step 6 around the first tile boundary: the last eight k-slices of
 # tile 0, its epilogue, the first eight of tile 1. In step 4 both consumers spend about 13 000 cycles
-# writing C from registers while the ring stands full; in step 6 they are back after about 2 000
-# to 3 000 cycles, and the TMA stores drain on their own.
+# writing C from registers while the ring stands full (the producer has loaded tile 1's first four
+# k-slices and waits; the gap in its lane is time between two of its stamps, neither waiting nor
+# issuing); in step 6 the consumers are back after about 2 000 to 3 000 cycles, and the TMA stores
+# drain on their own.
 
 # %%
 GP.plot_timelines(rec, ("s4", "s6"), "boundary", slices=16,
