@@ -71,7 +71,7 @@ def test_scrub_is_deterministic_and_writes_what_jupyterlab_writes():
     assert out["cells"][0]["id"] == "cell-000"
 
 
-@pytest.mark.parametrize("name", ["00_orientation", *WIDGET_NOTEBOOKS, "05_tma_store"])
+@pytest.mark.parametrize("name", ["00_orientation", *WIDGET_NOTEBOOKS, "05_tma_store", "07_gemm_ladder"])
 def test_stored_notebooks_have_no_widget_views(name):
     nb = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text())
     views = [o for c in nb["cells"] for o in c.get("outputs", []) if nbt.VIEW_MIME in o.get("data", {})]

@@ -9,4 +9,8 @@ library GEMM measured in the same process.
 * `ladder`  — the steps of both ladders: file, what changed, the tile, the launch shape;
 * `runner`  — builds and launches a Hopper step (CuPy; the only file here that touches the GPU for sm_90);
 * `sm100`   — the Blackwell twin's launch description and its model-tier check of step 1.
+* `occupancy` — how many CTAs of a step fit on an SM, from its cubin's registers and SMEM;
+* `timeline` — CTA 0's per-warp stamps in the recording `gemm_ladder`, as bars and rates;
+* `report`  — the recorded table, each step's card and diff, the PTX of every step (notebook 07);
+* `pictures` — the bar chart of the table and the timeline charts (matplotlib).
 """

@@ -304,6 +304,7 @@ print(run_parity_steps())
 # | `04_tmem_load` | TMEM allocation, addresses, `tcgen05.ld` shapes | `bwlab.tmem` | `teach_tmem.cu` |
 # | `05_tma_store` | registers → SMEM → GMEM, the proxy fence, bulk groups, edge tiles | `bwlab.epilogue` | `teach_store.cu` |
 # | `06_full_flow` | the whole trip as one traced GEMM, its Hopper twin, a grid with clusters | `bwlab.flow` | `full_flow_sm100.cu` |
+# | `07_gemm_ladder` | one GEMM made fast step by step on Hopper, measured against cuBLAS, with one CTA's timeline | `bwlab.gemm` | `gemm_sm90/s1_one_warpgroup.cu` … `s6_tma_store.cu` |
 #
 # * Each notebook is narrative plus short calls into one `bwlab` package; read the package for the details.
 # * Each stage has a short **teaching kernel** shown whole; change it (`%%cuda teach_tma.cu` after

@@ -1,0 +1,138 @@
+"""Pictures of the ladder: the measured table as bars, and CTA 0's per-warp timeline (matplotlib)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..plotting import MEMORY_COLORS, cta_color
+from . import report
+from .ladder import STEPS
+from .timeline import timeline
+
+__all__ = ["plot_ladder", "plot_timelines"]
+
+# Each bar has the colour of the memory its warps write into (notebook 06's palette): the producer's
+# loads fill SMEM, wgmma accumulates in registers, the epilogue writes C to GMEM.
+LANE_COLORS = {"producer": MEMORY_COLORS["SMEM"], "consumer": MEMORY_COLORS["RMEM"], "epilogue": MEMORY_COLORS["GMEM"]}
+
+
+def _short(name: str) -> str:
+    return name.split("_")[0]
+
+
+def plot_ladder(rec, order=None):
+    """Two rows of bars per recorded shape: TFLOP/s of each step (the libraries as lines), and the
+    fraction of the best library each step reached beside the fraction predicted for 8192^3."""
+    import matplotlib.pyplot as plt
+    shapes = order or sorted(report.shapes(rec), key=lambda s: (s != "8192x8192x8192", s != "4096x4096x4096"))
+    fig, axes = plt.subplots(2, len(shapes), figsize=(5.2 * len(shapes), 7.2), squeeze=False)
+    rows = report.rows(rec)
+    x = np.arange(len(STEPS))
+    for col, shape in enumerate(shapes):
+        here = [r for r in rows if r.shape == shape]
+        steps = {r.name: r for r in here if r.is_step}
+        libs = [r for r in here if not r.is_step]
+        top, bottom = axes[0, col], axes[1, col]
+        tf = [steps[s.name].tflops if s.name in steps else 0 for s in STEPS]
+        top.bar(x, tf, color=[cta_color(i) for i in range(len(STEPS))], edgecolor="black", linewidth=0.5)
+        for i, v in enumerate(tf):
+            top.text(i, v + 8, f"{v:.0f}", ha="center", fontsize=8)
+        for j, lib in enumerate(sorted(libs, key=lambda r: -r.tflops)):
+            top.axhline(lib.tflops, color="black", linestyle=("--", ":", "-.")[j % 3], linewidth=1,
+                        label=f"{lib.name}: {lib.tflops:.0f}")
+        top.set_ylim(0, max(max(tf), max(r.tflops for r in libs)) * 1.18)
+        top.set_title(f"{shape.replace('x', ' x ')}: TFLOP/s", fontsize=10)
+        top.legend(fontsize=7, loc="lower right", framealpha=0.9)
+        ratio = [steps[s.name].ratio if s.name in steps else 0 for s in STEPS]
+        pred = [s.predicted for s in STEPS]
+        bottom.bar(x - 0.2, ratio, 0.4, color=[cta_color(i) for i in range(len(STEPS))], edgecolor="black",
+                   linewidth=0.5, label="measured (vs the library timed alongside)")
+        bottom.bar(x + 0.2, pred, 0.4, color="white", edgecolor="gray", hatch="//", linewidth=0.8,
+                   label="predicted for 8192^3, before measuring")
+        for i, (m, p) in enumerate(zip(ratio, pred)):
+            bottom.text(i - 0.2, m + 0.02, f"{m:.2f}", ha="center", fontsize=7)
+            bottom.text(i + 0.2, p + 0.02, f"{p:.2f}", ha="center", fontsize=7, color="gray")
+        bottom.axhline(1.0, color="black", linewidth=0.8)
+        bottom.set_ylim(0, 1.25)
+        bottom.set_title(f"{shape.replace('x', ' x ')}: fraction of the best library", fontsize=10)
+        bottom.legend(fontsize=7, loc="upper left")
+        for ax in (top, bottom):
+            ax.set_xticks(x, [_short(s.name) for s in STEPS])
+    fig.suptitle(f"The Hopper GEMM ladder, C = A·Bᵀ (bf16 in, f32 accumulation, bf16 out) — {rec.label}",
+                 fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def _lanes(ax, tl, t0, t1, shift, show_slices):
+    """Draw one step's four lanes in [t0, t1] (cycles, drawn from `shift`)."""
+    ys = {0: 3.0, 1: 2.0, 2: 1.0, 3: 0.0}
+    prod, first = tl.bars[0], tl.bars[1]
+    for k, (b, e) in enumerate(prod):
+        if np.isnan(b) or e < t0 or b > t1:
+            continue
+        ax.broken_barh([(b - shift, e - b)], (ys[0] - 0.3, 0.6), color=LANE_COLORS["producer"], alpha=0.3)
+        ax.plot([e - shift] * 2, [ys[0] - 0.3, ys[0] + 0.3], color=LANE_COLORS["producer"], linewidth=1.5)
+        if k < len(first) and not np.isnan(first[k, 0]):   # in flight: issued -> a consumer sees the bytes
+            y = ys[0] - 0.42 - 0.07 * (k % 4)
+            ax.plot([e - shift, first[k, 0] - shift], [y, y], color="gray", linewidth=0.8)
+    for tr in (1, 2):
+        for k, (b, e) in enumerate(tl.bars[tr]):
+            if np.isnan(b) or e < t0 or b > t1:
+                continue
+            y = ys[tr] + (0.02 if k % 2 == 0 else -0.38)     # even slices above odd: overlaps stay visible
+            ax.broken_barh([(b - shift, e - b)], (y, 0.36), color=LANE_COLORS["consumer"],
+                           alpha=0.95 if k % 2 == 0 else 0.6, edgecolor="black", linewidth=0.3)
+            if show_slices and tr == 1 and b >= t0 and e - b > 0.015 * (t1 - t0):
+                ax.text((b + e) / 2 - shift, y + 0.18, str(k % tl.k_tiles), ha="center", va="center", fontsize=6)
+    for tile, cons, b, e in tl.epilogue_bars():
+        if e < t0 or b > t1:
+            continue
+        y = ys[3] + (0.02 if cons == 0 else -0.38)
+        ax.broken_barh([(b - shift, e - b)], (y, 0.36), color=LANE_COLORS["epilogue"], edgecolor="black",
+                       linewidth=0.3)
+        ax.text(e - shift, y + 0.18, f" tile {tile}, WG {cons + 1}: {(e - b) / 1000:.1f}k cycles", ha="left",
+                va="center", fontsize=7)
+    if len(tl.bars[1]) > tl.k_tiles and t0 <= tl.bars[1][tl.k_tiles, 0] <= t1:
+        xb = tl.bars[1][tl.k_tiles, 0] - shift
+        ax.axvline(xb, color="black", linestyle=":", linewidth=1)
+        ax.text(xb, 3.55, " next tile's first k-slice", fontsize=7, va="center")
+    one_wg = tl.step.threads == 128
+    ax.set_yticks([3, 2, 1, 0], ["TMA loads issued" + (" (thread 0)" if one_wg else " (producer)"),
+                                 "wgmma: math WG" if one_wg else "wgmma: consumer WG 1",
+                                 "(no second WG)" if one_wg else "wgmma: consumer WG 2", "epilogue: C out"],
+                  fontsize=8)
+    ax.set_ylim(-0.6, 3.8)
+
+
+def plot_timelines(rec, steps=("s1", "s3"), where: str = "start", slices: int = 16, title: str = ""):
+    """CTA 0 of each step in `steps`, one above the other on the same scale of SM cycles: the TMA
+    producer (wait for a free buffer + issue), the consumers (a k-slice from 'its bytes landed' to 'its
+    wgmma known finished'; even slices drawn above odd ones) and the epilogue. `where`: 'start' (the
+    first `slices` k-slices) or 'boundary' (the end of the first tile, its epilogue, the next tile)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    tls = [timeline(rec, s) for s in steps]
+    wins = [tl.window(where, slices) for tl in tls]
+    span = max(t1 - t0 for t0, t1 in wins)
+    fig, axes = plt.subplots(len(tls), 1, figsize=(13, 2.6 * len(tls) + 0.9), squeeze=False)
+    for ax, tl, (t0, t1) in zip(axes[:, 0], tls, wins):
+        _lanes(ax, tl, t0, t1, t0, show_slices=True)
+        ax.set_xlim(-0.01 * span, span * 1.01)
+        ax.set_title(f"{tl.step.name}: {tl.slice_period:.0f} cycles per k-slice inside a tile, a consumer holds "
+                     f"a slice {100 * tl.busy(t0, t1):.0f}% of this window; SM clock {tl.clock_ghz:.2f} GHz",
+                     fontsize=9, loc="left")
+        first = "the kernel's first stamp" if where == "start" else \
+            f"k-slice {tl.k_tiles - slices // 2} (tile 0 has {tl.k_tiles})"
+        ax.set_xlabel(f"SM cycles (clock64) from {first}", fontsize=8)
+    axes[0, 0].legend(handles=[Patch(color=LANE_COLORS["producer"], alpha=0.3,
+                                     label="producer: waits for a free buffer, issues (dark tick)"),
+                               Line2D([], [], color="gray", linewidth=0.8,
+                                      label="load in flight until a consumer sees it"),
+                               Patch(color=LANE_COLORS["consumer"], label="consumer: slice landed -> its wgmma done"),
+                               Patch(color=LANE_COLORS["epilogue"], label="epilogue: one consumer's C")],
+                      fontsize=7, loc="upper right", ncol=4, bbox_to_anchor=(1.0, 1.32))
+    shape = " x ".join(str(v) for v in rec.params["stamp_shape"])
+    fig.suptitle(f"{title}\nCTA 0 of a {shape} GEMM, {rec.label}", fontsize=11, x=0.01, ha="left")
+    fig.tight_layout()
+    return fig

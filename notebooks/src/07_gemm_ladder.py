@@ -1,0 +1,408 @@
+# %% [markdown]
+# # 07 · The GEMM ladder: from the data path to speed
+#
+# Notebooks 01–06 moved the bytes of one tile through the data path. This one asks how fast a whole
+# GEMM can go when those same pieces are put together well, and which piece buys what. The problem is
+# the one every step below solves:
+#
+# **C = A·Bᵀ**, A of M × K, B of N × K, C of M × N, all row-major (A and B are *K-major*: K is the
+# contiguous dimension); **bf16** in, **f32** accumulation in registers, bf16 out.
+#
+# The ladder is six kernels in `cuda_src/gemm_sm90/`, for Hopper (sm_90a: TMA + `wgmma`). Each is the
+# one before it plus **one mechanism**: a pipeline, warp specialisation, persistent tiles, a multicast
+# cluster, a TMA-store epilogue. All six share `gemm_common.cuh` (the SMEM descriptor, the wgmma
+# calls, the tile order, the timeline stamps) and one host side (`bwlab.gemm.runner`: tensor maps,
+# launch, check). Each step was checked against an f32 reference and timed on an H100 against the
+# best library GEMM of the same shape.
+#
+# 1. the ladder and how it was measured; 2. the numbers, beside what was predicted before measuring;
+# 3. each step: what it adds, the change to the kernel, why it helped or did not;
+# 4. the measured per-warp timeline of one CTA; 5. running the ladder here; the PTX; the Blackwell twin.
+#
+# **Before this one:** notebook 01 (TMA loads, the mbarrier handshake, 128B swizzle), 02 (multicast in a
+# cluster), 03 (the SMEM descriptors `wgmma` reads, and `wgmma` on Hopper), 05 (the TMA-store epilogue)
+# and 06 (one tile's whole trip, and its timeline).
+#
+# **Runs on:** the numbers, timelines and diffs come from files in the repository and run anywhere. On
+# an sm_90 GPU (tier `hardware`, compute capability 9.x) section 5 runs every step live; elsewhere it
+# shows what an H100 printed.
+
+# %% tags=["nbval-ignore-output"]
+import bwlab
+from bwlab import device
+bwlab.banner()
+info = device.gpu_info()
+LIVE = device.tier("tma") == "hardware" and info is not None and info.cc[0] == 9
+print("The ladder runs live here:", LIVE)
+
+# %%
+import matplotlib.pyplot as plt
+from bwlab.gemm import ladder, report, occupancy
+from bwlab.gemm import pictures as GP
+from bwlab.gemm.timeline import timeline
+from bwlab.results import load_recording
+from bwlab.source import show_source
+
+rec = load_recording("gemm_ladder")
+print(rec.label)
+
+# %% [markdown]
+# ## 1. The ladder
+#
+# `bwlab.gemm.ladder.STEPS` describes each kernel as the host needs it (tile, threads, pipeline stages,
+# SMEM, cluster) and says what it adds. The K loop of every step walks **k-slices** of 64 elements
+# (128 bytes of a row: one 128B-swizzle row, `BK` in `gemm_common.cuh`); one pipeline stage holds the
+# A and B slices of one k-slice.
+
+# %%
+print(f"{'step':<22s}{'tile':>10s}{'threads':>9s}{'stages':>8s}{'SMEM KiB':>10s}{'grid':>12s}{'cluster':>9s}")
+for s in ladder.STEPS:
+    grid = "persistent" if s.persistent else "per tile"
+    print(f"{s.name:<22s}{f'{s.bm} x {s.bn}':>10s}{s.threads:>9d}{s.stages:>8d}{s.smem_bytes / 1024:>10.0f}"
+          f"{grid:>12s}{s.cluster:>9d}")
+print()
+for i, s in enumerate(ladder.STEPS, 1):
+    print(f"s{i} adds: {s.added}")
+
+# %% [markdown]
+# Every step feeds `wgmma` the same way: A and B arrive by TMA in 128B-swizzled SMEM, and a 64-bit
+# SMEM descriptor tells `wgmma` where and how they are laid out (notebook 03). One descriptor describes
+# a whole k-slice; the four K = 16 sub-slices inside it are found by adding 32 bytes to its start
+# address:
+
+# %%
+show_source("gemm_sm90/gemm_common.cuh", kernel="desc_k128")
+show_source("gemm_sm90/gemm_common.cuh", kernel="mma_stage")
+
+# %% [markdown]
+# **How it was measured** (`python -m bwlab.bench gemm`, section 5): for each shape the library GEMMs
+# first (cuBLAS bf16 through `cupy.cuda.cublas.gemmEx`, `cupy.matmul` on f16 operands of the same
+# shape, `torch.matmul` bf16), then each step: its C is compared with an f32 reference of the same bf16
+# inputs, and only a step that passes is timed. Times are medians of 30 launches after 5 warm-up
+# launches, with CUDA events. The **fraction of the best library** is measured by timing the step and
+# the fastest library of the shape *alternately* (library, step, library, step, …): an H100 under a
+# long GEMM load changes its clock, and interleaving makes both see the same clock. Before any step
+# was measured, each got a **predicted** fraction of the best library at 8192³ (`Step.predicted`).
+
+# %% [markdown]
+# ## 2. The numbers
+#
+# The recording `gemm_ladder` holds the table the benchmark printed (and, for section 4, the
+# timeline stamps of one CTA). Three shapes: 8192³ and 4096³, and a skinny 512 × 8192 × 8192 whose
+# M is only four tiles tall.
+
+# %%
+print(rec.label)
+print(report.format_table(rec))
+
+# %%
+GP.plot_ladder(rec)
+plt.show()
+
+# %% [markdown]
+# Two things to read before the steps:
+#
+# * **Compare fractions, not TFLOP/s between rows.** The last column is the best library's speed in
+#   the launches interleaved with each step: at 8192³ it ranges from 622 to 764 TFLOP/s although it
+#   ran 793 TFLOP/s on its own at the start. The GPU's clock moves under a sustained load (CTA 0's
+#   stamps in section 4 show the SM at 1.56–1.72 GHz, below its 1.98 GHz maximum), so a step's
+#   TFLOP/s depends on when it ran; its fraction of a library run alongside much less.
+# * **The predictions were wrong in an instructive way.** Step 1 was predicted at 0.35 and reached
+#   0.73; step 2 was predicted to be better than step 1 and is worse. Steps 3–6 all beat their
+#   predictions, and step 6 matches the library (1.02 at 8192³, 1.04 at 4096³). Section 3 says why.
+
+# %% [markdown]
+# ## 3. Step by step
+#
+# For each step: what it adds, its numbers beside the step before it, and the change to the kernel
+# as a unified diff of the code (the header comments left out; lines compared with their indentation
+# ignored, so a loop that moved inside another shows only what changed in it). The stamps
+# (`stamp(stamps, …)`) compile to nothing unless the kernel is built with `-DGEMM_STAMPS`.
+#
+# ### Step 1: one warpgroup, one buffer
+
+# %%
+print(report.step_card(rec, 1))
+show_source("gemm_sm90/s1_one_warpgroup.cu", kernel="gemm")
+
+# %% [markdown]
+# Nothing overlaps inside a CTA: thread 0 issues the loads, every thread waits for them, the
+# warpgroup issues eight `wgmma` (two 64-row slabs × four K = 16 steps) and waits for them, and a
+# `__syncthreads` frees the buffer. The timeline (section 4) shows CTA 0 spending about 990 cycles
+# per k-slice waiting for its loads and about 820 computing. Yet step 1 reached 0.73 of the library,
+# twice its prediction, because **CTA 0 is not alone on its SM**. The SMEM and register arithmetic
+# below (`bwlab.gemm.occupancy`, from the compiled kernel) says three of these CTAs fit on one SM, and
+# while one waits for its loads another one's `wgmma` run: occupancy builds the pipeline that the
+# kernel does not. (The CUDA driver's occupancy calculator said the same on an H100, for every kernel
+# of this notebook: `docs/results/gemm_occupancy_h100.txt`.)
+
+# %%
+print(occupancy.describe("s1"))
+
+# %% [markdown]
+# ### Step 2: a ring of buffers, and why it is slower
+
+# %%
+print(report.step_card(rec, 2))
+print(report.step_diff(2))
+
+# %% [markdown]
+# The ring is the textbook fix for step 1: each stage has a `full` mbarrier (TMA's bytes have landed,
+# notebook 01) and an `empty` one (all four warps are done reading it); `wgmma.wait_group 1` leaves one
+# k-slice of `wgmma` in flight while thread 0 refills the buffer of the one before. It made the step
+# slower (0.73 → 0.56 at 8192³). The ring is paid for in SMEM, and SMEM decides how many CTAs share
+# an SM. One stage is (128 + 128) rows × 128 bytes = 32 KiB; the launch asks 1 KiB more so that the
+# kernel can align its tiles to 1024 bytes (the 128B swizzle needs it), and each CTA also takes its
+# static block (the 1 KiB the system reserves per CTA, plus the mbarriers). An H100 SM has 228 KiB:
+
+# %%
+for stages in (2, 3, 4, 6):
+    print(occupancy.describe("s2", stages=stages))
+
+# %% [markdown]
+# Three stages leave two CTAs per SM where step 1 had three, and four stages leave one. A separate
+# run at 8192³ (`docs/results/gemm_explore_h100.txt`, built with `-DGEMM_STAGES=N`) measured each
+# depth beside step 1:
+
+# %%
+for name, stages, tflops, ok in report.explore_rows():
+    if name not in ("s1", "s2"):
+        continue
+    occ = occupancy.ctas_per_sm(name, stages=stages)
+    what = f"s2, {stages} stages" if stages else "s1, 1 stage"
+    print(f"{what:<14s} {occ.ctas} CTA{'s' if occ.ctas > 1 else ' '} per SM: {tflops:6.1f} TFLOP/s"
+          f"   (checked: {'PASS' if ok else 'FAIL'})")
+
+# %% [markdown]
+# A deeper ring helps while it costs no CTA (2 → 3 stages: 450 → 487 TFLOP/s) and falls off a cliff
+# when it does (3 → 4 stages: 487 → 274; six stages are no better than four). No depth beats step 1:
+# a warpgroup that issues its own loads and waits on its own `wgmma` leaves the tensor cores idle
+# between its k-slices, and a ring inside one CTA hides less than a whole second CTA did. The
+# timeline agrees: CTA 0 of step 2 takes about as long per k-slice as step 1's (2086 vs 2156 cycles),
+# and only two such CTAs share an SM instead of three. The next step takes the loads off the math
+# warps altogether.
+#
+# ### Step 3: warp specialisation
+
+# %%
+print(report.step_card(rec, 3))
+print(report.step_diff(3))
+
+# %% [markdown]
+# Three warpgroups with different jobs. The **producer** (warpgroup 0) hands registers back with
+# `setmaxnreg.dec 40`, and one of its threads does nothing but wait for an `empty` buffer and issue the
+# two loads into it; it is never stuck behind a `wgmma`. The two **consumers** take the registers
+# (`setmaxnreg.inc 232`: 128 f32 accumulators per thread for m64n256k16) and each computes 64 rows of a
+# 128 × 256 tile. The wider tile also makes every byte count twice as much: a k-slice brings 48 KiB
+# for 4.2 MFLOP instead of 32 KiB for 2.1 MFLOP. One CTA per SM (194 KiB of SMEM), and 0.56 → 0.93 of
+# the library at 8192³: CTA 0 finishes a k-slice of the 128 × 256 tile every ~1070 cycles, twice the
+# work in half the time of step 1's.
+#
+# ### Step 4: persistent CTAs
+
+# %%
+print(report.step_card(rec, 4))
+print(report.step_diff(4))
+
+# %% [markdown]
+# Step 3 launches one CTA per tile (2048 of them at 8192³), and each pays its set-up, fills its
+# pipeline from empty and writes its C with the tensor cores idle. Here one CTA per SM walks tiles
+# `blockIdx.x, blockIdx.x + gridDim.x, …` in a grouped order (16 tile rows per band, so CTAs running
+# at the same time read the same A and B tiles from L2), and the producer runs on into the next tile's
+# k-slices while the consumers write C: the ring never drains between tiles. 0.93 → 0.96 at 8192³,
+# 0.88 → 0.94 at 4096³. The epilogue is still long (about 11 500 cycles per tile, section 4), and the
+# producer can run only four k-slices ahead of it.
+#
+# ### Step 5: a cluster sharing B by multicast
+
+# %%
+print(report.step_card(rec, 5))
+print(report.step_diff(5))
+
+# %% [markdown]
+# Two CTAs of a cluster compute vertically adjacent tiles, so they need the same B slice at every k;
+# each loads half of it with one multicast TMA that lands in both CTAs' SMEM (notebook 02), and L2
+# serves every B byte once per cluster instead of twice. A buffer may then be refilled only when
+# **both** CTAs are done with it, so each consumer warp arrives on its own `empty` barrier and, through
+# `mapa`, on its partner's. At these shapes this buys nothing measurable (0.96 → 0.97 at 8192³,
+# 0.94 → 0.94 at 4096³): step 4's loads were already hidden behind the math, and the cycles per
+# k-slice in section 4 are the same.
+#
+# The lesson of this step is in how the partner is told. `mbarrier.arrive` takes a memory-ordering
+# semantics and a scope, `.release` and `.cta` when left out (PTX ISA, `mbarrier.arrive`). The remote
+# arrive here leaves both out, as CUTLASS's `ClusterBarrier::arrive(cta_id)` does:
+# `mbarrier.arrive.shared::cluster.b64 _, [addr]`. The same ladder was also measured with that arrive
+# written `mbarrier.arrive.release.cluster…` and the producer's wait `try_wait…acquire.cluster`
+# (`docs/results/gemm_h100_release_cluster_arrive.txt`; in that run step 2 had four stages):
+
+# %%
+other = {(shape, name): ratio for shape, name, _, _, ratio in
+         report.report_rows("gemm_h100_release_cluster_arrive.txt")}
+print(f"{'':<22s}{'shape':>16s}  {'.release.cluster':>16s}  {'default (.release.cta)':>22s}")
+for r in report.rows(rec):
+    if r.name in ("s5_cluster_multicast", "s6_tma_store"):
+        print(f"{r.name:<22s}{r.shape:>16s}  {other[(r.shape, r.name)]:16.2f}  {r.ratio:22.2f}")
+print("\nstep 2 with four stages in that run:",
+      ", ".join(f"{shape} {ratio:.2f}" for (shape, name), ratio in other.items() if name == "s2_pipeline"))
+
+# %% [markdown]
+# The cluster-scope release cost 41–46% of the speed of both steps that used it, at every shape. A
+# release at cluster scope makes all of the arriving thread's earlier memory accesses visible to every
+# thread of the cluster before the arrival counts, and eight consumer warps arrive once per k-slice
+# each. What the arrival hands over here needs far less: the only earlier accesses to the released
+# buffer were the consumer's own `wgmma` reads, already finished by `wgmma.wait_group`, and the partner
+# writes the buffer again only with a TMA load it issues after seeing the arrival. Ask for the scope
+# the data needs, not the widest one. (The same run shows step 2's four-stage cliff: 0.35 of the
+# library at 8192³.)
+#
+# ### Step 6: the epilogue through SMEM and TMA stores
+
+# %%
+print(report.step_card(rec, 6))
+print(report.step_diff(6))
+
+# %% [markdown]
+# Until now each consumer wrote its 64 × 256 accumulator straight from registers: 64 `st.global` per
+# thread, each warp instruction touching 8 rows × 16 bytes, and the consumer is away from the tensor
+# cores all that time. Step 6 writes each 64 × 64 piece into a 128B-swizzled SMEM buffer (the chunk
+# index XOR the row, so the eight rows a warp writes at once fall in eight different 16-byte chunks:
+# no bank conflicts, notebook 05), fences the generic-proxy writes for the async proxy
+# (`fence.proxy.async.shared::cta`), and one thread hands the piece to a TMA store that writes whole
+# 128-byte lines and runs on by itself. Two buffers per consumer: `cp.async.bulk.wait_group.read 1`
+# makes sure the store issued two pieces ago has read its buffer before it is written again. The
+# epilogue shrinks from about 11 500 to about 2 100 cycles per tile (section 4), and the step reaches
+# the library: 0.97 → 1.02 at 8192³, 0.94 → 1.04 at 4096³.
+
+# %% [markdown]
+# ## 4. The timeline of one CTA
+#
+# Built with `-DGEMM_STAMPS`, every kernel writes `%clock64` (and `%globaltimer`) for CTA 0 into a
+# buffer: the producer when it starts waiting for a free buffer and when its loads are issued, each
+# consumer when a k-slice's bytes have landed and when its `wgmma` are known to be finished, the
+# epilogue when it starts and ends writing C. The recording holds them for every step at 4096³. The
+# times below are SM cycles: `%globaltimer` ticks in steps of tens of nanoseconds, too coarse for one
+# k-slice; the clock itself is read off the stamps as cycles per nanosecond.
+#
+# From the stamps, per step: cycles per k-slice inside a tile, and what that means for the SM if every
+# CTA on it went as fast as CTA 0 (the CTAs per SM from section 3 × the FLOP of a k-slice ÷ its
+# cycles), then the epilogue, and for the persistent steps the cycles from one tile's epilogue to the
+# next.
+
+# %%
+print(rec.label)
+print(report.timeline_table(rec))
+
+# %% [markdown]
+# The column *FLOP per SM cycle* is the ladder in one number: ~2900 for step 1 (three CTAs taking
+# turns), ~2000 for step 2 (two), ~3900 from step 3 on (one CTA that keeps the tensor cores busy).
+# From step 3 on the k-slices go at the same pace, and what is left is what happens between tiles:
+# persistent CTAs remove the per-CTA start, and the TMA-store epilogue takes tile to tile from about
+# 82 000 to about 73 000 cycles.
+#
+# First picture: step 1 against step 3 over their first 16 k-slices, on one scale. In step 1 the
+# loads (grey lines: from issue until a consumer sees the bytes) and the math take turns; in step 3 the
+# producer is always ahead, waiting for a free buffer (the pale bars end at the dark tick where it
+# issues), and the two consumers' k-slices follow each other with no gap (even slices drawn above odd
+# ones, so that overlapping slices stay visible).
+
+# %%
+GP.plot_timelines(rec, ("s1", "s3"), "start", slices=16,
+                  title="Warp specialisation: the loads run ahead while both consumers compute (s1 vs s3)")
+plt.show()
+
+# %% [markdown]
+# Second picture: step 4 against step 6 around the first tile boundary: the last eight k-slices of
+# tile 0, its epilogue, the first eight of tile 1. In step 4 both consumers spend about 13 000 cycles
+# writing C from registers while the ring stands full (the producer has loaded tile 1's first four
+# k-slices and waits; the gap in its lane is time between two of its stamps, neither waiting nor
+# issuing); in step 6 the consumers are back after about 2 000 to 3 000 cycles, and the TMA stores
+# drain on their own.
+
+# %%
+GP.plot_timelines(rec, ("s4", "s6"), "boundary", slices=16,
+                  title="A TMA-store epilogue gives the tensor cores back ~9 000 cycles per tile (s4 vs s6)")
+plt.show()
+
+# %% [markdown]
+# ## 5. Run it here
+#
+# On an sm_90 GPU the next cell runs every step on a 1024³ problem (`runner.run_step`) and checks C
+# against the f32 reference (`runner.check`: |C − C_f32| ≤ 2⁻⁷·|C_f32| + 2⁻¹⁶·(|A|·|B|ᵀ), one bf16
+# rounding of C plus f32 sums taken in another order). Elsewhere it says what it would do and shows
+# the check lines the H100 printed at 4096³ when the recording was made.
+
+# %% tags=["nbval-ignore-output"]
+if LIVE:
+    from bwlab.gemm import runner
+    a, b = runner.random_operands(1024, 1024, 1024, seed=1)
+    ref = runner.reference(a, b)
+    for s in ladder.STEPS:
+        c = runner.run_step(s.name, a, b)
+        print(runner.check(a, b, c, s.name, ref=ref))
+else:
+    why = "no GPU here" if info is None else f"this GPU is {info.name} ({info.sm}); the ladder needs sm_90 (wgmma)"
+    print(f"Not run ({why}). On an sm_90 GPU this cell builds each step, runs it on 1024^3 random bf16")
+    print("operands and prints PASS or FAIL against the f32 reference. What the H100 printed at 4096^3:")
+    for line in report.recorded_checks("gemm_h100.txt"):
+        print(" ", line)
+
+# %% [markdown]
+# **The benchmark.** On an sm_90 GPU, from the repository root:
+#
+# ```bash
+# python -m bwlab.bench gemm                       # 4096^3, 8192^3 and 512x8192x8192: every step checked, then timed
+# python -m bwlab.bench gemm --steps s1 s6 --sizes 2048 --skinny   # a subset
+# python -m bwlab.bench gemm --record --repeat 30  # also re-make the recording this notebook draws
+# ```
+#
+# It prints the table of section 2 (exit status 0 when every step passed its check, 1 when one failed,
+# 3 without an sm_90 GPU). A step whose check fails is reported and not timed.
+#
+# ## Peek under the hood: the PTX
+#
+# Each step's kernel compiled for sm_90a by NVRTC (no GPU needed), and how often each instruction
+# family appears in its PTX. The new mechanisms show as new rows: the ring's `empty` arrivals and
+# `wgmma.wait_group 1` (s2), `setmaxnreg` and the wider `wgmma` (s3), the multicast load, the remote
+# arrive and the cluster barrier (s5), the TMA store and the proxy fence in place of `st.global` (s6).
+# Step 4 changes only the loops around the same instructions (its one extra `empty` arrival releases
+# a tile's last k-slice). A static count: the compiler unrolls loops, so one instruction in a loop can
+# appear many times.
+
+# %%
+print(report.ptx_features())
+
+# %% [markdown]
+# And the last step's PTX, the first line of each instruction of interest, in program order (the
+# consumers' code comes first, the producer's after `setmaxnreg.dec`):
+
+# %%
+from bwlab.compile import compile_cuda
+s6 = compile_cuda(ladder.step("s6").path, arch="sm_90a")
+print(s6.ptx_excerpt("gemm", patterns=("mbarrier", "cp.async.bulk", "wgmma", "setmaxnreg", "mapa",
+                                       "barrier.cluster", "fence.proxy", "bar.sync"), first_only=True, width=110))
+
+# %% [markdown]
+# ## Recap
+#
+# * **Occupancy is a pipeline too.** Step 1 has no overlap inside a CTA, but three CTAs share each SM
+#   and take turns; step 2's ring cost SMEM, and so CTAs, and made the GEMM slower. Count CTAs per SM
+#   (SMEM and registers) before adding stages.
+# * **Specialise warps.** A producer that only loads and consumers that only compute (with the
+#   registers moved to them by `setmaxnreg`) kept one CTA's tensor cores busy: ~3900 FLOP per SM cycle
+#   from step 3 on.
+# * **What is left is between tiles.** Persistent CTAs keep the ring full across tiles; a TMA-store
+#   epilogue cut each consumer's time away from the math from ~11 500 to ~2 100 cycles per tile and
+#   brought the ladder level with cuBLAS.
+# * **Synchronise at the scope the data needs.** The cluster-scope release on the remote arrive cost
+#   about 40%; the default `.release.cta` arrive is enough when the released buffer was only read.
+# * **Measure against a library timed alongside**, and predict before measuring: here the predictions
+#   were off in both directions.
+#
+# ## The Blackwell twin
+#
+# The same ladder exists for Blackwell in `cuda_src/gemm_sm100/`, for sm_100a, step for step: TMA
+# loads into the same swizzled SMEM, but the MMA is `tcgen05.mma`, issued by a single thread, with the
+# accumulator in TMEM instead of registers (notebook 03), read out by the epilogue with `tcgen05.ld`
+# (notebook 04) before the same SMEM and TMA-store path (notebook 05). With the accumulator out of the
+# registers, the questions this notebook asked on Hopper (how many CTAs fit, who issues the loads, how
+# long the epilogue keeps the math waiting) get different answers, measured the same way.
