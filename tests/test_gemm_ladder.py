@@ -63,7 +63,7 @@ def test_bench_without_sm90_exits_3(monkeypatch, capsys):
     monkeypatch.setenv("BWLAB_BACKEND", "model")
     from bwlab.checks.gemm import bench_main
     assert bench_main([]) == 3
-    assert "needs an sm_90 GPU" in capsys.readouterr().out
+    assert "the ladders need an sm_90 GPU" in capsys.readouterr().out
 
 
 def test_recorded_command_drops_the_report_path():
@@ -80,3 +80,13 @@ def test_step_is_correct_on_the_gpu(s):
         a, b = runner.random_operands(m, n, k, seed=k)
         res = runner.check(a, b, runner.run_step(s, a, b), s.name)
         assert res.ok, str(res)
+
+
+def test_bench_picks_the_ladder_of_the_gpu():
+    from types import SimpleNamespace
+    from bwlab.checks.gemm import _steps
+    from bwlab.gemm.sm100 import STEPS_SM100
+    hopper = _steps(SimpleNamespace(cc=(9, 0), sm_count=132), None)
+    assert [s.name for s in hopper] == [s.name for s in STEPS] and all(s.predicted for s in hopper)
+    blackwell = _steps(SimpleNamespace(cc=(10, 0), sm_count=148), ["s1", "s6"])
+    assert [s.name for s in blackwell] == [STEPS_SM100[0]["name"], STEPS_SM100[5]["name"]]

@@ -92,27 +92,27 @@ def bench_main(argv=None) -> int:
     args, say = cmd.start(argv)
     from .. import device
     info = device.gpu_info()
-    if info is None or info.cc[0] != 9:
-        msg = ("bench gemm: the Hopper ladder needs an sm_90 GPU (TMA + wgmma); "
-               + ("none here" if info is None else f"this is {info.name}, sm_{info.cc[0]}{info.cc[1]}")
-               + ". On an sm_100 GPU the Blackwell ladder is bwlab.gemm.sm100.")
+    if info is None or info.cc[0] not in (9, 10):
+        msg = ("bench gemm: the ladders need an sm_90 GPU (TMA + wgmma: cuda_src/gemm_sm90) or an sm_100 GPU "
+               "(tcgen05: cuda_src/gemm_sm100); "
+               + ("none here" if info is None else f"this is {info.name}, sm_{info.cc[0]}{info.cc[1]}"))
         say(msg)
         say.save(args.out)
         return EXIT_NO_GPU
 
     import cupy as cp
     from ..gemm import runner
-    from ..gemm.ladder import STEPS, step
     from ..runtime import bench
     try:
         import torch  # noqa: F401
         torch_ok = True
     except ImportError:
         torch_ok = False
-    steps = STEPS if not args.steps else [step(s) for s in args.steps]
+    steps = _steps(info, args.steps)
     shapes = [(s, s, s) for s in args.sizes] + list(args.skinny)
     say(f"GPU {info.name}, {info.sm_count} SMs, CuPy {cp.__version__}"
         + (f", torch {__import__('torch').__version__}" if torch_ok else ", no torch")
+        + f"; the {'Hopper (gemm_sm90)' if info.cc[0] == 9 else 'Blackwell (gemm_sm100)'} ladder"
         + f"; CUDA events, {args.warmup} warm-up, median of {args.repeat}")
     rows, failures = [], 0
     for m, n, k in shapes:
@@ -138,30 +138,104 @@ def bench_main(argv=None) -> int:
         say(f"  best library: {best_name} ({best:.1f} TFLOP/s)")
         for s in steps:
             try:
-                launch = runner.prepare(s, a, b)
+                launch = s.prepare(a, b)
             except ValueError as e:
                 say(f"  {s.name:<24s} skipped: {e}")
                 continue
-            runner.clear_status(launch)
-            launch()
-            runner._check_status(launch)
+            launch.first()
             res = runner.check(a, b, launch.c, s.name, ref=ref)
             if not res.ok:
                 failures += 1
                 say(f"  {s.name:<24s} {res}")
                 continue
             lib_ms, ms = paired(lib_fns[best_name][0], launch, args.warmup, args.repeat)
-            runner._check_status(launch)
+            launch.after()
             tf = flop / (ms * 1e-3) / 1e12
+            guess = f"predicted {s.predicted:.2f} at 8192^3" if s.predicted else "no prediction"
             say(f"  {s.name:<24s} {ms:8.3f} ms  {tf:7.1f} TFLOP/s  {lib_ms / ms:5.2f} of best (library "
-                f"{flop / (lib_ms * 1e-3) / 1e12:.0f} alongside; predicted {s.predicted:.2f} at 8192^3)  "
+                f"{flop / (lib_ms * 1e-3) / 1e12:.0f} alongside; {guess})  "
                 f"check: worst {res.worst_ratio:.2f} of tolerance")
-            rows.append((f"{m}x{n}x{k}", s.name, ms, tf, lib_ms / ms, s.predicted))
+            rows.append((f"{m}x{n}x{k}", s.name, ms, tf, lib_ms / ms, s.predicted or float("nan")))
         del a, b, ref
         cp.get_default_memory_pool().free_all_blocks()
     if args.record:
-        _record(steps, rows, info, say)
+        if info.cc[0] != 9:
+            say("--record keeps the Hopper ladder's recording (notebook 07 draws it); nothing recorded here")
+        else:
+            _record([s.step for s in steps], rows, info, say)
     return cmd.finish(failures, "gemm")
+
+
+class _Timed:
+    """One ladder step ready to launch: `first()` runs it once and raises on a bounded wait that gave
+    up; calling it launches it again (for timing); `after()` checks the waits of the timed launches."""
+
+    def __init__(self, call, c, first, after):
+        self._call, self.c, self.first, self.after = call, c, first, after
+
+    def __call__(self):
+        self._call()
+
+
+class _LadderStep:
+    def __init__(self, name, predicted, prepare, step=None):
+        self.name, self.predicted, self._prepare, self.step = name, predicted, prepare, step
+
+    def prepare(self, a, b) -> _Timed:
+        return self._prepare(a, b)
+
+
+def _steps(info, wanted):
+    """The ladder of this GPU (Hopper: gemm_sm90; Blackwell: gemm_sm100), as _LadderStep objects."""
+    if info.cc[0] == 9:
+        from ..gemm import runner
+        from ..gemm.ladder import STEPS, step
+
+        def hopper(s):
+            def prepare(a, b):
+                launch = runner.prepare(s, a, b)
+
+                def first():
+                    runner.clear_status(launch)
+                    launch()
+                    runner._check_status(launch)
+                return _Timed(launch, launch.c, first, lambda: runner._check_status(launch))
+            return _LadderStep(s.name, s.predicted, prepare, s)
+        return [hopper(s) for s in (STEPS if not wanted else [step(w) for w in wanted])]
+    from ..gemm import sm100
+    infos = sm100.STEPS_SM100 if not wanted else [sm100.step_info(w) for w in wanted]
+    return [_LadderStep(s["name"], None, lambda a, b, s=s: _prepare_sm100(info, s, a, b)) for s in infos]
+
+
+def _prepare_sm100(info, s, a, b) -> _Timed:
+    """A Blackwell step launched on device operands (sm100.run_sm100 copies from the host each call)."""
+    import cupy as cp
+    from ..compile import load_module
+    from ..gemm import sm100
+    from ..runtime import tensor_map_arg
+    m, k = a.shape
+    n = b.shape[0]
+    maps = sm100.tensor_maps(s["name"], m, n, k)
+    c, err = cp.zeros((m, n), cp.uint16), cp.zeros(1, cp.uint32)
+    args = (*[tensor_map_arg(t.encode(d.data.ptr)) for t, d in zip(maps, (a, b, c))], c, np.int32(m),
+            np.int32(n), np.int32(k), err, np.uint64(0))
+    fn = load_module(s["file"]).get_function("gemm")
+    fn.max_dynamic_shared_size_bytes = s["smem_bytes"]
+    grid = sm100.launch_grid(s["name"], m, n, info.sm_count)
+
+    def call():
+        fn(grid, (s["threads"], 1, 1), args, shared_mem=s["smem_bytes"])
+
+    def after():
+        cp.cuda.Device().synchronize()
+        code = int(err.get()[0])
+        if code:
+            raise RuntimeError(f"{s['name']}: a bounded wait on {sm100.GEMM_BARRIERS.get(code - 1, code)} gave up")
+
+    def first():
+        call()
+        after()
+    return _Timed(call, c, first, after)
 
 
 def _command(argv) -> str:
