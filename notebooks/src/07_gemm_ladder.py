@@ -406,3 +406,45 @@ print(s6.ptx_excerpt("gemm", patterns=("mbarrier", "cp.async.bulk", "wgmma", "se
 # (notebook 04) before the same SMEM and TMA-store path (notebook 05). With the accumulator out of the
 # registers, the questions this notebook asked on Hopper (how many CTAs fit, who issues the loads, how
 # long the epilogue keeps the math waiting) get different answers, measured the same way.
+#
+# Its six steps, each adding one mechanism (the header of each file says why it should help):
+
+# %%
+from bwlab.gemm import sm100
+for st in sm100.STEPS_SM100:
+    print(f"{st['name']:<16s} tile {st['tile'][0]:>3d} x {st['tile'][1]:<3d} {st['threads']:>3d} threads"
+          f"  cluster {st['cluster']}  SMEM {st['smem_bytes'] // 1024:>3d} KiB  {st['epilogue']:<10s}"
+          f"  {st['what_changed'][:70]}")
+
+# %% [markdown]
+# No GPU here or on a Hopper can run `tcgen05`: the six kernels are compiled for sm_100a (ptxas checks
+# every instruction), and step 1 runs in the model tier — the TMA model fills SMEM from the same tensor
+# maps, the UMMA model executes each `tcgen05.mma` from the very descriptor and instruction-descriptor
+# bits the kernel declares (read from its source), and the TMEM model reads the accumulator back the way
+# its `tcgen05.ld.32x32b` does. The operands are multiples of 1/8, so every sum is exact in f32 and the
+# model must equal A·Bᵀ bit for bit:
+
+# %%
+from bwlab.compile import compile_cuda
+for st in sm100.STEPS_SM100:
+    compiled = compile_cuda(st["file"], arch="sm_100a")
+    print(f"{st['name']:<16s} compiles for sm_100a: {compiled.ptx.count('tcgen05.mma')} tcgen05.mma in its PTX")
+A, B = sm100.example_inputs(128, 256, 192, seed=1)
+step1 = sm100.model_step1(A, B)
+print(f"\nstep 1, 128 x 256 x 192, model tier: {step1.loads} TMA loads, {step1.mmas} tcgen05.mma")
+print(step1.check())
+
+# %% [markdown]
+# The same step with one wrong bit: the instruction descriptor's N field (bits 17–22 hold N / 8) says 128
+# instead of 256, so each `tcgen05.mma` writes only half the accumulator's columns. The check names the
+# first element that differs, its TMEM lane and column, and the register of the `tcgen05.ld` that read it:
+
+# %%
+k1 = sm100.kernel_constants(1)
+wrong = (k1["IDESC"] & ~(0x3F << 17)) | ((128 // 8) << 17)
+print(sm100.model_step1(A, B, idesc=wrong).check())
+
+# %% [markdown]
+# On a B200 (sm_100), `python -m bwlab.bench gemm` measures this ladder instead of the Hopper one, with
+# the same checks and the same interleaved timing; `sm100.run_sm100(step, A, B)` runs one step.
+
