@@ -22,7 +22,8 @@ from .model import (TEACH_KERNEL, barrier_outcome, barrier_table, make_operands,
 from .params import MulticastConfig
 from .partition import l2_read_bytes, plan
 
-__all__ = ["check_function_explained", "matching_mistakes", "check_a_mask", "RECEIVER_CONFIG", "RECEIVER_RANK", "check_slice_receivers",
+__all__ = ["check_function_explained", "matching_mistakes", "check_a_mask", "RECEIVER_CONFIG", "RECEIVER_RANK",
+           "check_slice_receivers",
            "check_expect_tx", "check_l2_saved", "TEACH_MASK_LINE", "mask_kernel", "eval_mask_expr",
            "check_teach_a_mask"]
 
@@ -120,7 +121,7 @@ def _b_issue():
 
 def check_slice_receivers(ranks, offset, hidden: bool = False) -> None:
     """Which ranks receive the B slice that CTA RECEIVER_RANK issues, and at which byte offset of
-    their B tile it lands."""
+    their B tile it lands. Two predicted values, so `hidden` adds no case."""
     cfg, p, iss = _b_issue()
     want_ranks = mask_ranks(iss.mask)
     if isinstance(ranks, (list, tuple, set, np.ndarray)):
@@ -222,7 +223,8 @@ EXPR_RULE = ("an integer expression of mn.x (m), mn.y (n), rank, CLUSTER_X and C
 
 def _check_expr_text(expr) -> str:
     if unanswered(expr):
-        raise NotYet(f"the A mask in the kernel: no answer yet — write the mask as a C expression.\n  rule: {EXPR_RULE}")
+        raise NotYet("the A mask in the kernel: no answer yet — write the mask as a C expression.\n"
+                     f"  rule: {EXPR_RULE}")
     if not isinstance(expr, str):
         raise NotYet(f"the A mask in the kernel: give the C expression as a string, got {type(expr).__name__}.\n"
                      f"  rule: {EXPR_RULE}")
@@ -250,8 +252,10 @@ def eval_mask_expr(expr: str, cluster, rank: int) -> int:
             return node.value & u32
         if isinstance(node, ast.Name) and node.id in _NAMES:
             return env[node.id]
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and f"{node.value.id}.{node.attr}" in env:
-            return env[f"{node.value.id}.{node.attr}"]
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            field = f"{node.value.id}.{node.attr}"
+            if field in env:
+                return env[field]
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Invert, ast.USub, ast.UAdd)):
             v = ev(node.operand)
             return (~v if isinstance(node.op, ast.Invert) else -v if isinstance(node.op, ast.USub) else v) & u32

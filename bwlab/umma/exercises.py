@@ -13,7 +13,8 @@ import numpy as np
 from ..exercises import NotYet, check_result
 from ..hw.swizzle import MODES, row_bytes
 from ..multicast.exercises import check_function_explained, matching_mistakes
-from .descriptors import LAYOUT_CODES_SM100, decode_smem_desc, descriptor_addresses, edit_descs, make_smem_desc, tile_desc
+from .descriptors import (LAYOUT_CODES_SM100, decode_smem_desc, descriptor_addresses, edit_descs, make_smem_desc,
+                          tile_desc)
 from .idesc import KINDS, make_instr_desc
 from .rules import LAYOUTS, SHAPES, MmaRuleError, check_mma_shape
 
@@ -40,6 +41,8 @@ def _explain_lbo_sbo(args, got, expected):
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         return "return a pair (LBO, SBO) in bytes"
     got = tuple(got)
+    if None in got:
+        return "no answer yet: compute both LBO and SBO"
     w = row_bytes(swizzle)
     if got == (sbo, lbo):
         return "LBO and SBO swapped: for K-major, SBO steps along M/N (8-row groups), LBO along K"
@@ -63,7 +66,8 @@ def check_lbo_sbo(fn, hidden: bool = False) -> None:
         cases += [(sw, rows) for sw in MODES for rows in (16, 64, 128, 256)]
     check_function_explained("(LBO, SBO) of a K-major tile", fn, cases, reference=_lbo_sbo, rule=LBO_SBO_RULE,
                              explain=_explain_lbo_sbo,
-                             hint="the descriptor printed above: 128 x 64 f16 in the 128-byte swizzle has LBO 16, SBO 1024")
+                             hint="the descriptor printed above: 128 x 64 f16 in the 128-byte swizzle has LBO 16, "
+                                  "SBO 1024")
 
 
 # -- Exercise: the 64-bit SM100 SMEM descriptor -------------------------------------------------------
@@ -215,18 +219,21 @@ def sbo_kernel(sbo: int):
 def check_teach_sbo(sbo, hidden: bool = False) -> None:
     """`sbo` (bytes) goes into the SBO field of A's descriptors inside teach_wgmma.cu. On a Hopper GPU the
     edited kernel runs in a worker process; elsewhere the wgmma model executes the same descriptors.
-    Either way D is compared with the model of the right descriptors, naming the first differing element."""
+    Either way D is compared with the model of the right descriptors, naming the first differing element.
+    One value, so `hidden` adds no case."""
     from .. import device
     from ..lab import CompileError
     from .case import WgmmaCase
     case = WgmmaCase(**TEACH_SBO_CASE)
     ad, bd = case.descriptors()
-    want = tile_desc("K", case.a_swizzle, case.dtype, (case.M, case.K), 0).stride_byte_offset
+    right = tile_desc("K", case.a_swizzle, case.dtype, (case.M, case.K), 0)
+    want, lbo = right.stride_byte_offset, right.leading_byte_offset
     name = f"the SBO of A ({case.a_major}-major, {case.a_swizzle} swizzle, {case.M} x {case.K} {case.dtype})"
     rule = ("SBO of a K-major operand: the byte step between its 8-row groups, one swizzle atom = 8 rows x "
             f"{row_bytes(case.a_swizzle)} B here; the kernel stores it >> 4 in bits 32-45")
-    mistakes = {8 * row_bytes("128B"): f"the 128-byte swizzle's atom (8 x 128 B); this A's rows are {row_bytes(case.a_swizzle)} bytes",
-                row_bytes(case.a_swizzle): "one row; SBO jumps 8 rows", 16: "that is LBO's value (unused here)",
+    mistakes = {8 * row_bytes("128B"): f"the 128-byte swizzle's atom (8 x 128 B); this A's rows are "
+                                       f"{row_bytes(case.a_swizzle)} bytes",
+                row_bytes(case.a_swizzle): "one row; SBO jumps 8 rows", lbo: "that is LBO's value (unused here)",
                 want >> 4: "the encoded value; the kernel shifts your byte count by 4 itself",
                 want // 2: "elements, not bytes"}
     if sbo is None or sbo is Ellipsis:
@@ -236,7 +243,8 @@ def check_teach_sbo(sbo, hidden: bool = False) -> None:
     sbo = int(sbo)
     if sbo % 16 or sbo >= 1 << 18:
         raise NotYet(f"{name}: {sbo} cannot be a descriptor offset: the field keeps bits 4-17 of a byte offset, "
-                     f"so SBO is a multiple of 16 below 256 KiB (the kernel would read {((sbo >> 4) & 0x3FFF) << 4}).\n"
+                     f"so SBO is a multiple of 16 below 256 KiB (the kernel would read "
+                     f"{((sbo >> 4) & 0x3FFF) << 4}).\n"
                      f"  rule: {rule}")
     mine = sbo_kernel(sbo)
     try:

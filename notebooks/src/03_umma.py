@@ -132,13 +132,14 @@ for arch, expected in (("sm100", 0x4000404000010000), ("sm90", 0x400000400001000
 # %% solution id=mma_lbo_sbo
 def lbo_sbo_of(swizzle, rows):
     """(LBO, SBO) in bytes of a K-major f16 tile of rows x 64."""
-    lbo = sbo = None   # your answer: two ints
+    lbo_sbo = None   # your answer: a pair of ints (LBO, SBO)
     ### BEGIN SOLUTION
     width = {"none": 16, "32B": 32, "64B": 64, "128B": 128}[swizzle]   # bytes per row of the atom
     sbo = 8 * width                                     # the next 8-row group: one atom further
     lbo = (rows // 8) * 128 if swizzle == "none" else 16   # the next 16 bytes of K; unused if swizzled
+    lbo_sbo = (lbo, sbo)
     ### END SOLUTION
-    return lbo, sbo
+    return lbo_sbo
 
 # %% grade id=mma_lbo_sbo_check points=2
 from bwlab.umma import exercises as ex
