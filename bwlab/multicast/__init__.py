@@ -22,7 +22,9 @@ Files:
 * `runner`    — `run_multicast` over the harness kernel `cuda_src/tma_multicast.cu`, `run_teach` over
   the teaching kernel `cuda_src/teach_multicast.cu` (CuPy);
 * `case`      — `MulticastLoad` (model / run / check / show) and `compare_run`;
-* `pictures`  — the `draw_*` pictures and the notebook's widget (matplotlib).
+* `pictures`  — the `draw_*` pictures and the notebook's widget (matplotlib);
+* `exercises` — the checks of notebook 02's graded exercises (`masked_multicast_model` in `model`
+  executes a learner's masks).
 
 Validation and the benchmark (`python -m bwlab.validate multicast`, `python -m bwlab.bench
 multicast`) live in `bwlab/checks/multicast.py`.
@@ -36,7 +38,7 @@ from .cluster import (MAX_CLUSTER_CTAS, MODE_NAMES, PORTABLE_CLUSTER_CTAS, CtaMa
                       cluster_layout_vmnk, create_tma_multicast_mask, cta_coord, cta_masks, format_mask,
                       mask_ranks, mask_steps, mask_table)
 from .model import (FILL_BYTE, TEACH_KERNEL, barrier_outcome, barrier_table, check_teach_config, expected_smem,
-                    make_operands, multicast_model, slice_chunks, teach_config, teach_masks)
+                    make_operands, masked_multicast_model, multicast_model, slice_chunks, teach_config, teach_masks)
 from .params import MulticastConfig
 from .partition import (TMA_ISSUE_DTYPE, CtaPlan, Issue, TmaSlice, block_of_rank, l2_read_bytes,
                         multicast_box, plan, plan_arrays, tma_partition)
@@ -53,7 +55,8 @@ __all__ = [
     "multicast_box", "TmaSlice", "tma_partition", "MulticastConfig", "Issue", "CtaPlan", "plan",
     "block_of_rank", "TMA_ISSUE_DTYPE", "plan_arrays", "l2_read_bytes",
     # model, GPU run, case
-    "FILL_BYTE", "make_operands", "multicast_model", "expected_smem", "slice_chunks", "THREADS", "BARRIERS", "MulticastRun",
+    "FILL_BYTE", "make_operands", "multicast_model", "masked_multicast_model", "expected_smem", "slice_chunks",
+    "THREADS", "BARRIERS", "MulticastRun",
     "launch_multicast", "run_multicast", "MulticastLoad", "MulticastCheck", "compare_run",
     # the teaching kernel
     "TEACH_KERNEL", "teach_config", "check_teach_config", "teach_masks", "barrier_outcome", "barrier_table",

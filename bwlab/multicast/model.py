@@ -13,8 +13,8 @@ from ..hw.dtypes import element_type
 from .cluster import mask_ranks
 from .partition import block_of_rank, plan
 
-__all__ = ["FILL_BYTE", "make_operands", "multicast_model", "expected_smem", "check_smem_address",
-           "slice_chunks", "TEACH_KERNEL", "teach_config", "check_teach_config", "teach_masks",
+__all__ = ["FILL_BYTE", "make_operands", "multicast_model", "masked_multicast_model", "expected_smem",
+           "check_smem_address", "slice_chunks", "TEACH_KERNEL", "teach_config", "check_teach_config", "teach_masks",
            "barrier_outcome", "barrier_table"]
 
 FILL_BYTE = 0xEE  # what the kernel writes into its tile area before any slice lands
@@ -46,8 +46,20 @@ def multicast_model(cfg, operands: dict, smem_address: int = 0) -> np.ndarray:
     """Every CTA's tile area after every issued multicast has landed: uint8 [n_ctas, smem_bytes],
     FILL_BYTE where nothing lands. `smem_address` is where the tile area starts in SMEM (the same
     in every CTA); the swizzle is applied to the absolute address of each slice."""
+    return masked_multicast_model(cfg, operands, None, smem_address)
+
+
+def masked_multicast_model(cfg, operands: dict, masks, smem_address: int = 0) -> np.ndarray:
+    """`multicast_model` with other masks: `masks`, uint16 [cluster rank][A, B] (a learner's, a
+    broken one; None: the plan's), replaces the mask each rank multicasts with. Each slice then lands
+    in the CTAs those masks name, the later sender's bytes over the earlier's where they meet."""
     from ..tma import tma_load_model
     base = check_smem_address(smem_address)
+    if masks is not None:
+        masks = np.asarray(masks)
+        if masks.shape != (cfg.cluster_size, 2) or masks.min() < 0 or int(masks.max()) >> cfg.cluster_size:
+            raise ValueError(f"masks are [cluster rank][A, B], shape {(cfg.cluster_size, 2)}, each naming "
+                             f"ranks 0..{cfg.cluster_size - 1} only; got shape {masks.shape}")
     out = np.full((cfg.n_ctas, cfg.smem_bytes), FILL_BYTE, dtype=np.uint8)
     gx = cfg.grid[0]
     tmaps = {op: cfg.tensor_map(op) for op in cfg.operands}
@@ -55,7 +67,8 @@ def multicast_model(cfg, operands: dict, smem_address: int = 0) -> np.ndarray:
         for iss in p.issues:
             data = tma_load_model(operands[iss.operand], tmaps[iss.operand], iss.coords,
                                   base + iss.smem_offset)
-            for r in mask_ranks(iss.mask):
+            mask = iss.mask if masks is None else int(masks[p.rank, "AB".index(iss.operand)])
+            for r in mask_ranks(mask):
                 bx, by = block_of_rank(cfg, p.cluster, r)
                 out[bx + gx * by, iss.smem_offset:iss.smem_offset + data.size] = data
     return out

@@ -27,6 +27,7 @@ The files, in the order of the data path:
 * `hybrid`      — TMA-loaded operands multiplied by the model; a CTA pair (`cta_group::2`).
 * `survey`      — every pair of operand layouts for A and B through the rule tables and the model.
 * `pictures`    — figures and widgets of notebook 03.
+* `exercises`   — the checks of notebook 03's graded exercises.
 
 Validation and benchmarks live in `bwlab/checks/umma.py` (`python -m bwlab.validate wgmma`,
 `python -m bwlab.bench umma_model`).

@@ -20,6 +20,10 @@
 # 4. `tma_partition`: who sends which slice, and what each mbarrier expects
 # 5. the teaching kernel, run and checked; then broken on purpose
 # 6. what multicast saves, derived and measured
+#
+# This notebook holds **5 graded exercises** (12 points), each right after the section it draws on:
+# predict, or write a small function, then run the check below it, which says what is wrong and why.
+# Exercise 2.4 edits the teaching kernel and runs it.
 
 # %% tags=["nbval-ignore-output"]
 import bwlab
@@ -135,6 +139,33 @@ mc.mask_explorer(cluster_m=4, cluster_n=4, peers=1, rank=9)
 mc.explain_cta(2, 4, 2, 5)
 
 # %% [markdown]
+# ### Exercise 2.1 — the A mask of any CTA (3 points)
+#
+# Write `a_mask_of(m, n, cluster_m, cluster_n)`: the 16-bit `ctaMask` with which CTA (m, n) of a
+# `cluster_m` x `cluster_n` cluster (one-SM MMA, x along M) multicasts its slice of **A**. Rank r =
+# m + cluster_m x n has bit r of the mask. Predict first: which bits does CTA (0, 1) of a 2 x 4 cluster
+# set? The check tries every CTA of the 4 x 4 and 2 x 2 clusters; the graded run adds other shapes,
+# non-powers of two among them (the rule: `create_tma_multicast_mask<2>`, section 3).
+
+# %% solution id=mc_a_mask
+def a_mask_of(m, n, cluster_m, cluster_n):
+    """The A ctaMask of CTA (m, n): one bit per CTA that needs the same A tile."""
+    mask = None   # your answer: an int
+    ### BEGIN SOLUTION
+    mask = 0
+    for j in range(cluster_n):           # every CTA of row m: same m, every n
+        mask |= 1 << (m + cluster_m * j)
+    ### END SOLUTION
+    return mask
+
+# %% grade id=mc_a_mask_check points=3
+from bwlab.multicast import exercises as ex
+ex.check_a_mask(a_mask_of)
+### BEGIN HIDDEN TESTS
+ex.check_a_mask(a_mask_of, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown]
 # ## 4 · `tma_partition`: who sends which slice
 #
 # The mask says *who receives*; `tma_partition` says *who sends which part*. For a tile shared by n
@@ -167,6 +198,51 @@ cfg = mc.MulticastConfig(cluster=(2, 4), operands="AB", grid_clusters=(2, 1))
 ops = mc.make_operands(cfg, seed=0)
 print("multicast_model == expected_smem:", np.array_equal(mc.multicast_model(cfg, ops), mc.expected_smem(cfg, ops)),
       "  expected True")
+
+# %% [markdown]
+# ### Exercise 2.2 — who receives a slice, and where it lands (2 points)
+#
+# Tutorial 03's configuration again (`t3`: a 4 x 4 cluster, B tiles of 256 rows x 64 halves). CTA
+# **rank 7** issues its slice of **B**. Predict: which ranks receive it (a list), and at which byte
+# offset *inside their B tile* does it land? (The mask says who receives; `tma_partition` says which
+# slice a CTA issues and where it lands, above.)
+
+# %% solution id=mc_slice_receivers
+b_receivers = None      # your prediction: a list of cluster ranks
+b_slice_offset = None   # your prediction: bytes from the start of the B tile
+### BEGIN SOLUTION
+b_receivers = [4, 5, 6, 7]         # rank 7 is m = 3, n = 1: B goes to every CTA with n = 1
+b_slice_offset = 3 * (256 * 64 * 2 // 4)   # slice m = 3 of 4, each 8192 B
+### END SOLUTION
+
+# %% grade id=mc_slice_receivers_check points=2
+from bwlab.multicast import exercises as ex
+ex.check_slice_receivers(b_receivers, b_slice_offset)
+
+# %% [markdown]
+# ### Exercise 2.3 — what each CTA's barrier expects (2 points)
+#
+# Write `expect_tx_of(cluster_m, cluster_n, tile_m, tile_n, tile_k)`: the bytes every CTA's mbarrier
+# must expect when each CTA holds an A tile of `tile_m` rows and a B tile of `tile_n` rows, `tile_k`
+# 16-bit elements per row, shared by multicast as above. Predict first: does the cluster shape change it?
+# (Too few, and the wait returns before the other CTAs' slices have landed; too many, and it never
+# returns.)
+
+# %% solution id=mc_expect_tx
+def expect_tx_of(cluster_m, cluster_n, tile_m, tile_n, tile_k):
+    """Bytes each CTA's mbarrier expects per round of tiles."""
+    nbytes = None   # your answer: an int
+    ### BEGIN SOLUTION
+    nbytes = (tile_m + tile_n) * tile_k * 2   # the whole A and B tiles, whoever sends the slices
+    ### END SOLUTION
+    return nbytes
+
+# %% grade id=mc_expect_tx_check points=2
+from bwlab.multicast import exercises as ex
+ex.check_expect_tx(expect_tx_of)
+### BEGIN HIDDEN TESTS
+ex.check_expect_tx(expect_tx_of, hidden=True)
+### END HIDDEN TESTS
 
 # %% [markdown]
 # ### A slice need not start where the swizzle pattern starts
@@ -282,6 +358,41 @@ print("the model's stuck CTAs:", [o["rank"] for o in mc.barrier_outcome(tcfg, ba
       "  named by the bounded wait:", stuck_rank)
 
 # %% [markdown]
+# ### Exercise 2.4 — compute the A mask in the kernel (3 points)
+#
+# The kernel reads each CTA's A mask from a table Python built. Make it compute the mask itself: write
+# the right-hand side of
+#
+# ```c++
+# const u16 a_mask = masks[2 * rank + 0];
+# ```
+#
+# as one C expression of `mn.x` (m), `mn.y` (n), `rank`, `CLUSTER_X` and `CLUSTER_Y`, so that the
+# same kernel is right for **every** cluster shape it is compiled for. Your text replaces the table
+# lookup (`ex.mask_kernel(expr)` makes the edited kernel) and is compiled; on an sm_90+ GPU the edited
+# kernel then runs in a worker process, elsewhere the model executes the same expression for every CTA.
+# A mask that leaves a CTA out comes back as that CTA's barrier never completing; one that reaches
+# into another row, as bytes of another A tile. The graded run also compiles and runs it for 2 x 4,
+# 4 x 2 and 1 x 4 clusters.
+#
+# Hint: for 2 x 2 the masks are `0x5 << m`. In general the bits are m, m + X, m + 2X, ... (X =
+# `CLUSTER_X`): a pattern with every X-th bit set, shifted by m. (2^(XY) − 1) / (2^X − 1) is such a
+# pattern.
+
+# %% solution id=mc_teach_mask
+a_mask_expr = None   # your C expression, as a string
+### BEGIN SOLUTION
+a_mask_expr = "(((1u << (CLUSTER_X * CLUSTER_Y)) - 1) / ((1u << CLUSTER_X) - 1)) << mn.x"
+### END SOLUTION
+
+# %% grade id=mc_teach_mask_check points=3
+from bwlab.multicast import exercises as ex
+ex.check_teach_a_mask(a_mask_expr)
+### BEGIN HIDDEN TESTS
+ex.check_teach_a_mask(a_mask_expr, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown]
 # ### The validation kernel, on one configuration
 #
 # `cuda_src/tma_multicast.cu` (`tma_multicast_tile`) is the harness `python -m bwlab.validate multicast`
@@ -317,6 +428,33 @@ for c in shapes:
     print(f"{c.cluster[0]}x{c.cluster[1]:<6d} {b['own'] / 1024:8.0f} {b['multicast'] / 1024:14.0f} {b['ratio']:15.2f}x")
 mc.draw_savings(shapes)
 plt.show()
+
+# %% [markdown]
+# ### Exercise 2.5 — what multicast saves in L2 reads (2 points)
+#
+# Write `l2_saved_of(cluster_m, cluster_n, tile_m, tile_n)`: the bytes **one cluster** does not read
+# from L2 per round of tiles because it multicasts, compared with every CTA loading its own A tile
+# (`tile_m` rows) and B tile (`tile_n` rows), each row 64 16-bit elements (128 bytes). Predict first:
+# what does a 1 x 1 cluster save?
+
+# %% solution id=mc_l2_saved
+def l2_saved_of(cluster_m, cluster_n, tile_m, tile_n):
+    """L2 bytes one cluster saves per round of tiles by multicasting."""
+    saved = None   # your answer: an int
+    ### BEGIN SOLUTION
+    a, b = tile_m * 128, tile_n * 128
+    own = cluster_m * cluster_n * (a + b)        # every CTA reads both of its tiles
+    multicast = cluster_m * a + cluster_n * b    # each distinct tile once per cluster
+    saved = own - multicast
+    ### END SOLUTION
+    return saved
+
+# %% grade id=mc_l2_saved_check points=2
+from bwlab.multicast import exercises as ex
+ex.check_l2_saved(l2_saved_of)
+### BEGIN HIDDEN TESTS
+ex.check_l2_saved(l2_saved_of, hidden=True)
+### END HIDDEN TESTS
 
 # %% [markdown]
 # What an H100 measured, with a pipelined loop in which every CTA receives 2000 tiles of 64 KiB

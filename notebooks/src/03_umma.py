@@ -19,6 +19,10 @@
 # multiplies them; *model* = no GPU. The `wgmma` cells run on a Hopper GPU (sm_90a) and show what an
 # H100 recorded everywhere else. No H100 can run `tcgen05`: its cells show the model and the compiled
 # kernel there, never a GPU result.
+#
+# This notebook holds **5 graded exercises** (13 points), each right after the section it draws on:
+# predict, or write a small function, then run the check below it, which says what is wrong and why.
+# Exercise 3.5 edits the `wgmma` teaching kernel and runs it.
 
 # %% tags=["nbval-ignore-output"]
 import bwlab
@@ -117,6 +121,34 @@ for arch, expected in (("sm100", 0x4000404000010000), ("sm90", 0x400000400001000
     print()
 
 # %% [markdown]
+# ### Exercise 3.1 — LBO and SBO of a K-major tile (2 points)
+#
+# Write `lbo_sbo_of(swizzle, rows)`: the (LBO, SBO) pair, in bytes, of the first K slice of a
+# K-major f16 tile of `rows` x 64 (rows a multiple of 16) in the SMEM layout `swizzle` (`"none"`,
+# `"32B"`, `"64B"` or `"128B"`), as CuTe's `make_umma_desc` encodes it. Predict first: which of the
+# two depends on `rows`, and for which layout? The pictures of the canonical layouts above show the
+# steps; the graded run tries every swizzle with 16 to 256 rows.
+
+# %% solution id=mma_lbo_sbo
+def lbo_sbo_of(swizzle, rows):
+    """(LBO, SBO) in bytes of a K-major f16 tile of rows x 64."""
+    lbo_sbo = None   # your answer: a pair of ints (LBO, SBO)
+    ### BEGIN SOLUTION
+    width = {"none": 16, "32B": 32, "64B": 64, "128B": 128}[swizzle]   # bytes per row of the atom
+    sbo = 8 * width                                     # the next 8-row group: one atom further
+    lbo = (rows // 8) * 128 if swizzle == "none" else 16   # the next 16 bytes of K; unused if swizzled
+    lbo_sbo = (lbo, sbo)
+    ### END SOLUTION
+    return lbo_sbo
+
+# %% grade id=mma_lbo_sbo_check points=2
+from bwlab.umma import exercises as ex
+ex.check_lbo_sbo(lbo_sbo_of)
+### BEGIN HIDDEN TESTS
+ex.check_lbo_sbo(lbo_sbo_of, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown]
 # SM90 and SM100 descriptors differ in three places: SM100 sets the fixed value 0b001 in bits 46-48,
 # has a leading-dimension mode bit (52), and keeps a 3-bit swizzle code in bits 61-63 (none 0,
 # 128B-with-32B-atoms 1, 128B 2, 64B 4, 32B 6) where SM90 has 2 bits at 62-63 (none 0, 128B 1, 64B 2,
@@ -129,6 +161,34 @@ for sw in MODES:
     print(f"{sw:5s} sm100 bits 61-63 = {a >> 61}   sm90 bits 62-63 = {b >> 62}   same top byte: {a >> 56 == b >> 56}")
 
 # %% [markdown]
+# ### Exercise 3.2 — encode an SM100 SMEM descriptor (3 points)
+#
+# Write `sm100_desc_of(start, lbo, sbo, swizzle)`: the 64-bit `tcgen05` descriptor (an int) of an
+# operand at SMEM byte address `start` with the byte offsets `lbo` and `sbo`, base offset 0, and the
+# layout `swizzle` (`"none"`, `"128B_base32B"`, `"128B"`, `"64B"` or `"32B"`). The field table above is
+# the whole rule; do not call `umma.make_smem_desc` — the point is to place the bits yourself.
+# Predict first: which bits of `sbo` survive?
+
+# %% solution id=mma_smem_desc
+def sm100_desc_of(start, lbo, sbo, swizzle):
+    """The 64-bit SM100 shared-memory descriptor."""
+    desc = None   # your answer: an int
+    ### BEGIN SOLUTION
+    code = {"none": 0, "128B_base32B": 1, "128B": 2, "64B": 4, "32B": 6}[swizzle]
+    desc = ((start >> 4) & 0x3FFF) | ((lbo >> 4) & 0x3FFF) << 16 | ((sbo >> 4) & 0x3FFF) << 32
+    desc |= 1 << 46          # bits 46-48: the fixed value 0b001
+    desc |= code << 61       # bits 61-63: the swizzling mode
+    ### END SOLUTION
+    return desc
+
+# %% grade id=mma_smem_desc_check points=3
+from bwlab.umma import exercises as ex
+ex.check_smem_desc(sm100_desc_of)
+### BEGIN HIDDEN TESTS
+ex.check_smem_desc(sm100_desc_of, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown]
 # ### The instruction descriptor
 #
 # 32 bits: the types of A, B and D, the majors (the "transpose" bits), negation, N >> 3 and M >> 4.
@@ -139,6 +199,35 @@ idesc = umma.make_instr_desc("f16", "f16", "f32", 128, 256)
 print(umma.format_fields(umma.decode_instr_desc(idesc).fields(), f"idesc = {idesc:#010x}   expected 0x08400010"))
 
 # %% [markdown]
+# ### Exercise 3.3 — the instruction descriptor of an MMA (3 points)
+#
+# Write `idesc_of(ab, d, M, N, a_major, b_major)`: the 32-bit instruction descriptor of a dense
+# `tcgen05.mma.cta_group::1` with A and B of type `ab` (`"f16"`, `"bf16"` or `"tf32"`), D of type `d`
+# (`"f16"` or `"f32"`), shape M x N, and each operand `"K"`- or `"MN"`-major. The field table above is
+# the rule (type codes: A/B f16 0, bf16 1, tf32 2; D f16 0, f32 1). Predict first: what changes between
+# 128 x 256 and 64 x 64, and where? The graded run tries legal shapes, types and majors of its own.
+
+# %% solution id=mma_instr_desc
+def idesc_of(ab, d, M, N, a_major, b_major):
+    """The 32-bit tcgen05.mma instruction descriptor (dense, cta_group::1)."""
+    idesc_value = None   # your answer: an int
+    ### BEGIN SOLUTION
+    ab_code = {"f16": 0, "bf16": 1, "tf32": 2}[ab]
+    d_code = {"f16": 0, "f32": 1}[d]
+    idesc_value = (d_code << 4) | (ab_code << 7) | (ab_code << 10)
+    idesc_value |= (a_major == "MN") << 15 | (b_major == "MN") << 16
+    idesc_value |= (N >> 3) << 17 | (M >> 4) << 24
+    ### END SOLUTION
+    return idesc_value
+
+# %% grade id=mma_instr_desc_check points=3
+from bwlab.umma import exercises as ex
+ex.check_instr_desc(idesc_of)
+### BEGIN HIDDEN TESTS
+ex.check_instr_desc(idesc_of, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown]
 # Invalid combinations are refused before anything reaches a GPU, naming the rule:
 
 # %%
@@ -147,6 +236,34 @@ for args in [("f16", "f16", "f32", 256, 128), ("bf16", "bf16", "f16", 128, 128),
         umma.make_instr_desc(*args)
     except ValueError as e:
         print(f"{args}: {e}")
+
+# %% [markdown]
+# ### Exercise 3.4 — which shapes are legal, for one CTA and for a pair (2 points)
+#
+# `tcgen05.mma.cta_group::1` runs on one SM; `.cta_group::2` on a CTA pair, each CTA holding half of
+# M (see "Where D lands in TMEM" below). Write `legal_shape(M, N, cta_group)`: True when M x N is a
+# legal dense `kind::f16` shape for that `cta_group`, else False. Predict first: is 256 x 128 legal for
+# one CTA? 128 x 8 for a pair? The check names the rule (PTX ISA, tcgen05 "Matrix Shape") of the
+# first case you get wrong.
+
+# %% solution id=mma_legal_shape
+def legal_shape(M, N, cta_group):
+    """True when M x N is a legal dense kind::f16 tcgen05.mma shape for cta_group 1 or 2."""
+    legal = None   # your answer: True or False
+    ### BEGIN SOLUTION
+    if cta_group == 1:
+        legal = M in (64, 128) and N % 8 == 0 and 8 <= N <= 256
+    else:
+        legal = M in (128, 256) and N % 16 == 0 and 16 <= N <= 256
+    ### END SOLUTION
+    return legal
+
+# %% grade id=mma_legal_shape_check points=2
+from bwlab.umma import exercises as ex
+ex.check_legal_shape(legal_shape)
+### BEGIN HIDDEN TESTS
+ex.check_legal_shape(legal_shape, hidden=True)
+### END HIDDEN TESTS
 
 # %% [markdown]
 # Try it: pick a layout and see both descriptors (the first line says which fields your change
@@ -266,6 +383,31 @@ try:
     mine.compile()
 except CompileError as e:
     print(str(e).split("--- where ---")[-1].strip())
+
+# %% [markdown]
+# ### Exercise 3.5 — fill in A's SBO inside the kernel (3 points)
+#
+# A new case: A is K-major in the **64-byte** swizzle (64 x 64 f16), B as before. Python now hands the
+# kernel A descriptors whose SBO field is 0, and the kernel fills it in from your number:
+#
+# ```c++
+# (a_descs[kb] | ((u64)(((YOUR_SBO) >> 4) & 0x3FFF) << 32)) + base
+# ```
+#
+# (`ex.sbo_kernel(sbo)` makes that edit of `teach_wgmma.cu`.) Give `a_sbo` in bytes. The edited kernel is
+# compiled; on a Hopper GPU it runs in a worker process, elsewhere the `wgmma` model executes the same
+# descriptors. Either way D is compared with `A @ B.T`, and a wrong SBO is named by the first D element
+# it spoils, its thread and register. Predict first: which rows of D can a wrong SBO spoil?
+
+# %% solution id=mma_teach_sbo
+a_sbo = None   # your answer: SBO of A in bytes
+### BEGIN SOLUTION
+a_sbo = 8 * 64   # 8 rows of the 64-byte swizzle's atom
+### END SOLUTION
+
+# %% grade id=mma_teach_sbo_check points=3
+from bwlab.umma import exercises as ex
+ex.check_teach_sbo(a_sbo)
 
 # %% [markdown]
 # ## The MMA, computed from SMEM bytes

@@ -1,0 +1,351 @@
+"""The checks of notebook 02's exercises: the A mask of a CTA, who receives a slice, what each barrier
+expects, what multicast saves in L2 reads, and the A mask filled in inside the teaching kernel.
+
+Every expected value comes from the stage's model (`create_tma_multicast_mask`, `plan`,
+`l2_read_bytes`, `barrier_outcome`, `multicast_model`); the generic checks of `bwlab.exercises` say
+what is wrong. `check_function_explained` is one more generic check: `check_function`, plus a line
+that explains the first differing case (which rule it falls under, or which common mistake the
+learner's value is).
+"""
+from __future__ import annotations
+
+import ast
+import re
+
+import numpy as np
+
+from ..exercises import NotYet, check_function, check_result, check_value, unanswered
+from .case import MulticastLoad
+from .cluster import cluster_layout_vmnk, create_tma_multicast_mask, mask_ranks
+from .model import (TEACH_KERNEL, barrier_outcome, barrier_table, make_operands, masked_multicast_model,
+                    teach_config, teach_masks)
+from .params import MulticastConfig
+from .partition import l2_read_bytes, plan
+
+__all__ = ["check_function_explained", "matching_mistakes", "check_a_mask", "RECEIVER_CONFIG", "RECEIVER_RANK",
+           "check_slice_receivers",
+           "check_expect_tx", "check_l2_saved", "TEACH_MASK_LINE", "mask_kernel", "eval_mask_expr",
+           "check_teach_a_mask"]
+
+
+def _same(got, expected) -> bool:
+    if isinstance(got, list):
+        got = tuple(got)
+    try:
+        return bool(got == expected)
+    except Exception:
+        return False
+
+
+def matching_mistakes(known, got):
+    """The meanings of every (wrong value, meaning) pair in `known` whose value equals `got`, joined
+    ("... — or ..." where one wrong value has two readings); None when none matches."""
+    hits = [text for value, text in known if _same(got, value)]
+    return " — or ".join(dict.fromkeys(hits)) if hits else None
+
+
+def check_function_explained(name, fn, cases, *, reference, rule, explain=None, hint="", note=""):
+    """`bwlab.exercises.check_function`, and where it fails, one more line from `explain(args, got,
+    expected)` about the first differing case: the rule that case falls under, or the common mistake
+    the learner's value matches (None: nothing to add)."""
+    cases = [c if isinstance(c, tuple) else (c,) for c in cases]
+    try:
+        check_function(name, fn, cases, rule=rule, hint=hint, reference=reference, note=note)
+    except NotYet as e:
+        if explain is None or unanswered(fn) or not callable(fn):
+            raise
+        for args in cases:
+            try:
+                got = fn(*args)
+            except Exception:
+                raise e from None
+            expected = reference(*args)
+            if not _same(got, expected):
+                why = explain(args, got, expected)
+                if why:
+                    raise NotYet(f"{e}\n  this case: {why}") from None
+                raise
+        raise
+
+
+# -- Exercise: the A mask of a CTA ------------------------------------------------------------------
+MASK_RULE = ("create_tma_multicast_mask<2> (CuTe): the A tile of CTA (m, n) is needed by every CTA of its "
+             "cluster row (same m, every n); bit r of the 16-bit ctaMask is the CTA whose %cluster_ctarank "
+             "is r = m + M*n (M = CTAs along M)")
+
+
+def _a_mask(m, n, cluster_m, cluster_n):
+    lay = cluster_layout_vmnk((cluster_m, cluster_n, 1))
+    return create_tma_multicast_mask(lay, (0, m, n, 0), (2,))
+
+
+def _explain_mask(args, got, expected):
+    m, n, cm, cn = args
+    lay = cluster_layout_vmnk((cm, cn, 1))
+    rank = lay(0, m, n, 0)
+    b_mask = create_tma_multicast_mask(lay, (0, m, n, 0), (1,))
+    if isinstance(got, (list, tuple, set)):
+        return "a list of ranks: the mask is one int, the sum of 1 << r over the receiving ranks r"
+    if got == rank:
+        return f"{got} is CTA ({m}, {n})'s rank, not a mask: its bit is 1 << {rank}"
+    if got == 1 << rank:
+        return "only this CTA's own bit: the other CTAs of its row would never receive its slice"
+    if isinstance(got, int) and got >> (cm * cn):
+        return f"0x{got:04X} sets bits of ranks {cm * cn} and up: a {cm} x {cn} cluster has ranks 0..{cm * cn - 1}"
+    if got == b_mask:
+        return f"0x{b_mask:04X} is the B mask (same n, every m); A is shared along the row: same m, every n"
+    return None
+
+
+def check_a_mask(fn, hidden: bool = False) -> None:
+    """`fn(m, n, cluster_m, cluster_n)` -> the A ctaMask of CTA (m, n), one-SM MMA."""
+    shapes = [(4, 4), (2, 2)]
+    if hidden:
+        shapes += [(2, 4), (4, 2), (1, 8), (8, 1), (2, 8), (8, 2), (3, 5), (16, 1), (1, 16)]
+    cases = [(m, n, cm, cn) for cm, cn in shapes for n in range(cn) for m in range(cm)]
+    check_function_explained("the A mask of CTA (m, n)", fn, cases, reference=_a_mask, rule=MASK_RULE,
+                             explain=_explain_mask,
+                             hint="tutorial 03's 4 x 4 cluster: CTA (1, 2) has A mask 0x2222 (ranks 1, 5, 9, 13)")
+
+
+# -- Exercise: who receives a slice, and where it lands ----------------------------------------------
+RECEIVER_CONFIG = dict(cluster=(4, 4), tile_m=128, tile_n=256, tile_k=64)   # tutorial 03's sizes
+RECEIVER_RANK = 7
+
+
+def _b_issue():
+    cfg = MulticastConfig(**RECEIVER_CONFIG)
+    p = next(p for p in plan(cfg) if p.rank == RECEIVER_RANK)
+    return cfg, p, next(i for i in p.issues if i.operand == "B")
+
+
+def check_slice_receivers(ranks, offset, hidden: bool = False) -> None:
+    """Which ranks receive the B slice that CTA RECEIVER_RANK issues, and at which byte offset of
+    their B tile it lands. Two predicted values, so `hidden` adds no case."""
+    cfg, p, iss = _b_issue()
+    want_ranks = mask_ranks(iss.mask)
+    if isinstance(ranks, (list, tuple, set, np.ndarray)):
+        ranks = sorted(int(r) for r in ranks)
+    m, n = p.coord[1], p.coord[2]
+    a_ranks = mask_ranks(next(i for i in p.issues if i.operand == "A").mask)
+    check_value(f"the ranks that receive rank {RECEIVER_RANK}'s B slice", ranks, want_ranks,
+                rule="create_tma_multicast_mask<1>: B is shared along the cluster column, by every CTA with "
+                     "the same n (every m); each receiver gets the slice at the same SMEM offset",
+                mistakes={tuple(a_ranks): "those are the CTAs with the same m: the A receivers",
+                          iss.mask: "that is the mask itself; list the ranks whose bits it sets"})
+    nbytes = iss.slice.nbytes
+    check_value(f"the byte offset of rank {RECEIVER_RANK}'s B slice inside the B tile", offset,
+                iss.slice.smem_offset,
+                rule="tma_partition: the B tile is split among the CTAs of the column; the CTA with coordinate "
+                     "m along M issues slice m, which lands at m x (slice bytes) in every receiver",
+                mistakes={n * nbytes: f"that is slice n = {n}; a B slice is numbered by the sender's m = {m}",
+                          iss.smem_offset: "that counts from the start of the tile area (A first); asked is "
+                                           "the offset inside the B tile",
+                          iss.slice.smem_offset // cfg.elem_bytes: "elements, not bytes"},
+                note=f"{nbytes} B from rank {RECEIVER_RANK} land at the same offset in ranks {want_ranks}")
+
+
+# -- Exercise: what each CTA's barrier expects --------------------------------------------------------
+EXPECT_RULE = ("a CTA's mbarrier counts every byte that lands in it (complete_tx of each slice, whoever sent "
+               "it): its whole A tile and its whole B tile, not the slices it issued itself")
+
+
+def _config(cm, cn, tile_m, tile_n, tile_k=64):
+    return MulticastConfig(cluster=(cm, cn), tile_m=tile_m, tile_n=tile_n, tile_k=tile_k, swizzle="none")
+
+
+def _expect_tx(cm, cn, tile_m, tile_n, tile_k):
+    txs = {p.expect_tx for p in plan(_config(cm, cn, tile_m, tile_n, tile_k))}
+    assert len(txs) == 1, txs    # every CTA of a cluster holds an A and a B tile of the same size
+    return txs.pop()
+
+
+def _explain_tx(args, got, expected):
+    cm, cn, tile_m, tile_n, tile_k = args
+    cfg = _config(*args)
+    a, b = cfg.tile_bytes("A"), cfg.tile_bytes("B")
+    known = [(cfg.slice_of("A", 0).nbytes + cfg.slice_of("B", 0).nbytes,
+              "the bytes this CTA issues (its slices); the other slices of its tiles come from its row and column"),
+             ((tile_m + tile_n) * tile_k, "elements, not bytes (2 bytes each)"),
+             (a, "the A tile only; the same barrier counts the B tile"),
+             (b, "the B tile only; the same barrier counts A"),
+             ((a + b) * cm * cn, "the whole cluster's bytes; each CTA's barrier counts what lands in that CTA")]
+    return matching_mistakes(known, got)
+
+
+def check_expect_tx(fn, hidden: bool = False) -> None:
+    """`fn(cluster_m, cluster_n, tile_m, tile_n, tile_k)` -> expect_tx of each CTA (16-bit elements)."""
+    cases = [(2, 2, 64, 64, 64), (4, 4, 128, 256, 64)]
+    if hidden:
+        cases += [(2, 4, 128, 64, 64), (4, 2, 64, 128, 32), (1, 8, 128, 128, 64), (8, 1, 64, 64, 128),
+                  (2, 1, 256, 128, 64), (1, 1, 128, 128, 64)]
+    check_function_explained("expect_tx of each CTA", fn, cases, reference=_expect_tx, rule=EXPECT_RULE,
+                             explain=_explain_tx, hint="element size: 2 bytes (float16)")
+
+
+# -- Exercise: L2 reads saved ------------------------------------------------------------------------
+L2_RULE = ("without multicast every CTA reads its A and B tiles itself; with it every slice is read once, so "
+           "each distinct tile is read once per cluster (M distinct A tiles, N distinct B tiles)")
+
+
+def _l2_saved(cm, cn, tile_m, tile_n):
+    return l2_read_bytes(_config(cm, cn, tile_m, tile_n))["saved"]
+
+
+def _explain_l2(args, got, expected):
+    b = l2_read_bytes(_config(*args))
+    known = [(b["own"], "what the cluster reads without multicast; saved = that - what it reads with multicast"),
+             (b["multicast"], "what the cluster reads with multicast; saved = without - with"),
+             (b["ratio"], "the ratio without / with; asked are the bytes saved"),
+             (b["saved"] // (args[0] * args[1]), "per CTA; asked is the whole cluster")]
+    return matching_mistakes(known, got)
+
+
+def check_l2_saved(fn, hidden: bool = False) -> None:
+    """`fn(cluster_m, cluster_n, tile_m, tile_n)` -> L2 bytes one cluster saves per round of tiles."""
+    cases = [(2, 2, 128, 128), (4, 4, 128, 256)]
+    if hidden:
+        cases += [(1, 1, 128, 128), (2, 4, 64, 128), (4, 2, 128, 64), (1, 8, 128, 128), (8, 2, 64, 64)]
+    check_function_explained("L2 bytes saved per cluster", fn, cases, reference=_l2_saved, rule=L2_RULE,
+                             explain=_explain_l2, hint="tiles of tile_k = 64 16-bit elements per row (128 B)")
+
+
+# -- Exercise: the A mask, filled in inside the teaching kernel ---------------------------------------
+TEACH_MASK_LINE = "const u16 a_mask = masks[2 * rank + 0];"
+_NAMES = {"CLUSTER_X", "CLUSTER_Y", "rank"}
+_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+        ast.Mod: None, ast.Div: None, ast.LShift: None, ast.RShift: None,
+        ast.BitOr: lambda a, b: a | b, ast.BitAnd: lambda a, b: a & b, ast.BitXor: lambda a, b: a ^ b}
+EXPR_RULE = ("an integer expression of mn.x (m), mn.y (n), rank, CLUSTER_X and CLUSTER_Y with + - * / % << >> "
+             "& | ^ ~ and parentheses; the kernel evaluates it in 32-bit unsigned arithmetic (m and n are u32) "
+             "and keeps the low 16 bits")
+
+
+def _check_expr_text(expr) -> str:
+    if unanswered(expr):
+        raise NotYet("the A mask in the kernel: no answer yet — write the mask as a C expression.\n"
+                     f"  rule: {EXPR_RULE}")
+    if not isinstance(expr, str):
+        raise NotYet(f"the A mask in the kernel: give the C expression as a string, got {type(expr).__name__}.\n"
+                     f"  rule: {EXPR_RULE}")
+    if any(s in expr for s in (";", "\n", "{", "}", "//", "/*")):
+        raise NotYet("the A mask in the kernel: one expression on one line, without ';', braces or comments "
+                     f"(it replaces the right-hand side of `const u16 a_mask = ...;`), got {expr!r}")
+    return expr
+
+
+def eval_mask_expr(expr: str, cluster, rank: int) -> int:
+    """What the kernel's `(u16)(expr)` gives CTA `rank` of a cluster (M, N): 32-bit unsigned
+    arithmetic, as the kernel's u32 m, n and rank; the low 16 bits. ValueError for what the
+    evaluator does not take (C's undefined shifts included)."""
+    cm, cn = cluster
+    env = {"CLUSTER_X": cm, "CLUSTER_Y": cn, "rank": rank, "mn.x": rank % cm, "mn.y": rank // cm, "mn.z": 0}
+    text = re.sub(r"\b(0[xX][0-9a-fA-F]+|\d+)[uUlL]+\b", r"\1", expr)   # 1u, 0xFFu: C's suffixes
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError:
+        raise ValueError(f"cannot read {expr!r} as an expression; {EXPR_RULE}") from None
+    u32 = 0xFFFFFFFF
+
+    def ev(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+            return node.value & u32
+        if isinstance(node, ast.Name) and node.id in _NAMES:
+            return env[node.id]
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            field = f"{node.value.id}.{node.attr}"
+            if field in env:
+                return env[field]
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Invert, ast.USub, ast.UAdd)):
+            v = ev(node.operand)
+            return (~v if isinstance(node.op, ast.Invert) else -v if isinstance(node.op, ast.USub) else v) & u32
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            a, b = ev(node.left), ev(node.right)
+            if isinstance(node.op, (ast.Div, ast.Mod)):
+                if b == 0:
+                    raise ValueError(f"{expr!r} divides by zero for rank {rank}")
+                return a // b if isinstance(node.op, ast.Div) else a % b
+            if isinstance(node.op, (ast.LShift, ast.RShift)):
+                if b >= 32:
+                    raise ValueError(f"{expr!r} shifts a 32-bit value by {b} for rank {rank} (undefined in C)")
+                return (a << b) & u32 if isinstance(node.op, ast.LShift) else a >> b
+            return _OPS[type(node.op)](a, b) & u32
+        raise ValueError(f"{ast.unparse(node)!r} in {expr!r} is not something the exercise evaluates; {EXPR_RULE}")
+    return ev(tree.body) & 0xFFFF
+
+
+def mask_kernel(expr: str):
+    """teach_multicast.cu with the A mask computed in the kernel from `expr` instead of read from the table."""
+    from ..lab import TeachingKernel
+    return TeachingKernel(TEACH_KERNEL).replace(TEACH_MASK_LINE, f"const u16 a_mask = (u16)({expr});  // your A mask")
+
+
+def _stuck_report(cfg, masks) -> str:
+    """The model's barrier table for these masks, and the first CTA that receives an A slice of
+    another cluster row (an A tile that is not its own)."""
+    lines = [barrier_table(barrier_outcome(cfg, masks))]
+    cm = cfg.cluster[0]
+    for r in range(cfg.cluster_size):
+        foreign = [s for s in range(cfg.cluster_size) if int(masks[s, 0]) >> r & 1 and s % cm != r % cm]
+        if foreign:
+            lines.append(f"CTA rank {r} (m = {r % cm}) receives A slices from rank(s) {foreign} of another row "
+                         f"(m = {foreign[0] % cm}): those bytes belong to another A tile")
+            break
+    return "\n".join(lines)
+
+
+def check_teach_a_mask(expr, hidden: bool = False) -> None:
+    """`expr`, a C expression, replaces the table lookup of the A mask in teach_multicast.cu. The edited
+    kernel is compiled for every cluster shape checked; on an sm_90+ GPU it runs in a worker process
+    (a barrier that never completes comes back as MbarrierTimeout naming the CTA); elsewhere the model
+    executes the same mask (barrier_outcome, masked_multicast_model) and names the CTA whose barrier never
+    completes. Either way every CTA's tile area is compared with the model of the right masks."""
+    from .. import device
+    from ..lab import CompileError
+    expr = _check_expr_text(expr)
+    mine = mask_kernel(expr)
+    shapes = [(2, 2)] + ([(2, 4), (4, 2), (1, 4)] if hidden else [])
+    on_gpu = device.tier("multicast") == "hardware"
+    for shape in shapes:
+        what = f"the A mask in the kernel, cluster {shape[0]}x{shape[1]}"
+        try:
+            mine.compile("sm_90a", defines={"CLUSTER_X": shape[0], "CLUSTER_Y": shape[1]})
+        except CompileError as e:
+            raise NotYet(f"{what}: the edited kernel does not compile.\n{e}") from None
+        cfg = teach_config(cluster=shape)
+        masks = teach_masks(cfg)
+        try:
+            masks[:, 0] = [eval_mask_expr(expr, shape, r) for r in range(cfg.cluster_size)]
+        except ValueError as e:
+            raise NotYet(f"{what}: {e}") from None
+        case = MulticastLoad(cfg, make_operands(cfg, seed=0))
+        stray = [r for r in range(cfg.cluster_size) if int(masks[r, 0]) >> cfg.cluster_size]
+        if stray:
+            raise NotYet(f"{what}: rank {stray[0]}'s mask 0x{int(masks[stray[0], 0]):04X} names CTAs beyond the "
+                         f"{cfg.cluster_size} of the cluster (ranks 0..{cfg.cluster_size - 1}).\n  rule: {MASK_RULE}")
+        ranks = ", ".join(f"0x{int(a):X}" for a in masks[:, 0])
+        if on_gpu:
+            from ..runtime import MbarrierTimeout
+            from ..sandbox import KernelFault, KernelHang
+            from .runner import run_teach
+            try:
+                got, source = run_teach(cfg, case.operands, masks, kernel=mine), "your kernel on the GPU"
+            except (MbarrierTimeout, KernelFault, KernelHang) as e:
+                raise NotYet(f"{what}: your A masks per rank are {ranks}; the kernel did not finish:\n  {e}\n"
+                             f"  the model, given the same masks:\n{_stuck_report(cfg, masks)}\n"
+                             f"  rule: {MASK_RULE}") from None
+        else:
+            outcome = barrier_outcome(cfg, masks)
+            stuck = [o for o in outcome if not o["completes"]]
+            if stuck:
+                o = stuck[0]
+                raise NotYet(f"{what}: your A masks per rank are {ranks}. CTA rank {o['rank']}'s barrier never "
+                             f"completes: it expects {o['expect_tx']} B and receives {o['arrived']} B, so its "
+                             f"bounded wait gives up (MbarrierTimeout on a GPU).\n{_stuck_report(cfg, masks)}\n"
+                             f"  rule: {MASK_RULE}")
+            got, source = masked_multicast_model(cfg, case.operands, masks), "the model, executing your mask"
+        result = case.check(got, source=source)
+        if not result.ok:
+            raise NotYet(f"{what}: your A masks per rank are {ranks}; every barrier completes, but not with the "
+                         f"right bytes:\n{result}\n{_stuck_report(cfg, masks)}\n  rule: {MASK_RULE}")
+        check_result(what, result, note=f"A masks {ranks}; every barrier completes; {result}")

@@ -1,0 +1,280 @@
+"""The checks of notebook 03's exercises: LBO and SBO of a K-major tile, the 64-bit SMEM descriptor,
+the 32-bit instruction descriptor, the legal shapes of cta_group::1 and ::2, and the SBO of A filled in
+inside the wgmma teaching kernel.
+
+Every expected value comes from the stage's model (`tile_desc`, `make_smem_desc`, `make_instr_desc`,
+`check_mma_shape`, `WgmmaCase.model`); the generic checks of `bwlab.exercises` (and
+`check_function_explained`, which adds a line about the first differing case) say what is wrong.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..exercises import NotYet, check_result
+from ..hw.swizzle import MODES, row_bytes
+from ..multicast.exercises import check_function_explained, matching_mistakes
+from .descriptors import (LAYOUT_CODES_SM100, decode_smem_desc, descriptor_addresses, edit_descs, make_smem_desc,
+                          tile_desc)
+from .idesc import KINDS, make_instr_desc
+from .rules import LAYOUTS, SHAPES, MmaRuleError, check_mma_shape
+
+__all__ = ["check_lbo_sbo", "check_smem_desc", "check_instr_desc", "check_legal_shape", "TEACH_SBO_CASE",
+           "A_DESC_TEXT", "sbo_kernel", "check_teach_sbo"]
+
+
+# -- Exercise: LBO and SBO of a K-major tile ---------------------------------------------------------
+LBO_SBO_RULE = ("K-major, as CuTe's make_umma_desc / make_gmma_desc encode it: SBO = the step between 8-row "
+                "groups along M/N (one swizzle atom: 8 rows x W bytes, W = 16/32/64/128 for none/32B/64B/128B); "
+                "LBO = the step between the two 16-byte core matrices of one instruction's K: (rows / 8) x 128 B "
+                "without a swizzle (the whole column of core matrices along M/N), unused with a swizzle (CuTe "
+                "writes 16 B, encoded 1)")
+
+
+def _lbo_sbo(swizzle, rows):
+    d = tile_desc("K", swizzle, "f16", (rows, 64), 0)
+    return d.leading_byte_offset, d.stride_byte_offset
+
+
+def _explain_lbo_sbo(args, got, expected):
+    swizzle, rows = args
+    lbo, sbo = expected
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        return "return a pair (LBO, SBO) in bytes"
+    got = tuple(got)
+    if None in got:
+        return "no answer yet: compute both LBO and SBO"
+    w = row_bytes(swizzle)
+    if got == (sbo, lbo):
+        return "LBO and SBO swapped: for K-major, SBO steps along M/N (8-row groups), LBO along K"
+    if got[1] == w:
+        return f"SBO {w} is one row of the atom; SBO jumps a whole 8-row group: 8 x {w} B"
+    if got[1] == sbo // 2 or got[0] == lbo // 2 and lbo > 16:
+        return "elements, not bytes (an f16 element is 2 bytes)"
+    if swizzle != "none" and got[0] == 0:
+        return ("the hardware ignores LBO in a swizzled K-major layout, but CuTe (and this exercise) encode "
+                "16 B there")
+    if swizzle == "none" and got[0] == 128:
+        return (f"128 B is one core matrix; LBO jumps over the whole column of core matrices along M/N: "
+                f"{rows} / 8 x 128 B")
+    return None
+
+
+def check_lbo_sbo(fn, hidden: bool = False) -> None:
+    """`fn(swizzle, rows)` -> (LBO, SBO) in bytes of a K-major f16 tile of `rows` x 64 (first K slice)."""
+    cases = [("128B", 128), ("none", 64)]
+    if hidden:
+        cases += [(sw, rows) for sw in MODES for rows in (16, 64, 128, 256)]
+    check_function_explained("(LBO, SBO) of a K-major tile", fn, cases, reference=_lbo_sbo, rule=LBO_SBO_RULE,
+                             explain=_explain_lbo_sbo,
+                             hint="the descriptor printed above: 128 x 64 f16 in the 128-byte swizzle has LBO 16, "
+                                  "SBO 1024")
+
+
+# -- Exercise: the 64-bit SM100 SMEM descriptor -------------------------------------------------------
+def _desc_rule() -> str:
+    codes = ", ".join(f"{k} {v}" for k, v in LAYOUT_CODES_SM100.items())
+    return ("SM100 shared-memory descriptor (PTX ISA tcgen05, Shared Memory Descriptor): bits 0-13 start "
+            "address >> 4, 16-29 LBO >> 4, 32-45 SBO >> 4, 46-48 the fixed value 0b001, 49-51 base offset "
+            f"(0 here), 52 LBO mode (0), 61-63 the swizzling mode ({codes})")
+
+
+def _smem_desc(start, lbo, sbo, swizzle):
+    return make_smem_desc(start, lbo, sbo, swizzle, arch="sm100")
+
+
+def _explain_desc(args, got, expected):
+    start, lbo, sbo, swizzle = args
+    if not isinstance(got, (int, np.integer)):
+        return f"return the descriptor as one int, got {type(got).__name__}"
+    got = int(got)
+    plain = start | lbo << 16 | sbo << 32 | 1 << 46 | (expected >> 61) << 61
+    known = [(expected ^ (1 << 46), "bits 46-48 must hold 0b001 (the SM100 descriptor's fixed version field)"),
+             (_smem_desc(start, sbo, lbo, swizzle), "LBO and SBO swapped: LBO goes to bits 16-29, SBO to 32-45"),
+             (plain, "the offsets go in >> 4 (16-byte units): the descriptor keeps bits 4-17 of each")]
+    if got & ~(7 << 61) == expected & ~(7 << 61):
+        return f"the swizzling mode (bits 61-63) is wrong: {swizzle} is SM100 code {LAYOUT_CODES_SM100[swizzle]}"
+    if swizzle in MODES:
+        known.append((make_smem_desc(start, lbo, sbo, swizzle, arch="sm90"),
+                      "that is the SM90 (wgmma) encoding: 2-bit swizzle code at 62-63, no version bits"))
+    return matching_mistakes(known, got)
+
+
+def check_smem_desc(fn, hidden: bool = False) -> None:
+    """`fn(start, lbo, sbo, swizzle)` -> the 64-bit SM100 descriptor (offsets in bytes, base offset 0)."""
+    cases = [(0, 16, 1024, "128B"), (256, 4096, 128, "none")]
+    if hidden:
+        rng = np.random.default_rng(3)
+        cases += [(0, 16, 512, "64B"), (0x3FFF0, 16, 256, "32B"), (1024, 2048, 512, "128B_base32B")]
+        for sw in LAYOUTS:
+            start, lbo, sbo = (16 * int(x) for x in rng.integers(0, 1 << 14, size=3))
+            cases.append((start, lbo, sbo, sw))
+    check_function_explained("the SM100 SMEM descriptor", fn, cases, reference=_smem_desc, rule=_desc_rule(),
+                             explain=_explain_desc, hint="0, 16, 1024, '128B' encodes as 0x4000404000010000")
+
+
+# -- Exercise: the 32-bit instruction descriptor -----------------------------------------------------
+def _idesc_rule() -> str:
+    ab = {t: c for kind in ("f16", "tf32") for t, c in KINDS[kind][0].items()}
+    d = KINDS["f16"][1]
+    return ("tcgen05.mma instruction descriptor (PTX ISA tcgen05, Instruction descriptor; CuTe make_instr_desc), "
+            f"dense: bits 4-5 D format ({', '.join(f'{k} {v}' for k, v in d.items())}), 7-9 A format and 10-12 "
+            f"B format ({', '.join(f'{k} {v}' for k, v in ab.items())}), 15 A MN-major, 16 B MN-major, "
+            "17-22 N >> 3, 24-28 M >> 4; every other bit 0")
+
+
+def _idesc(ab, d, M, N, a_major, b_major):
+    return make_instr_desc(ab, ab, d, M, N, a_major, b_major)
+
+
+def _explain_idesc(args, got, expected):
+    ab, d, M, N, a_major, b_major = args
+    if not isinstance(got, (int, np.integer)):
+        return f"return the descriptor as one int, got {type(got).__name__}"
+    got = int(got)
+    mn = expected & ~((0x1F << 24) | (0x3F << 17))
+
+    def major_bits(a, b):
+        return (expected & ~(3 << 15)) | (a == "MN") << 15 | (b == "MN") << 16
+
+    known = [(mn | (M >> 4) << 23 | (N >> 3) << 17, "M >> 4 belongs at bits 24-28 (bit 23 is reserved)"),
+             (mn | (M >> 4) << 24 | N << 17, "N goes in as N >> 3 (bits 17-22 hold N / 8)"),
+             (mn | M << 24 | (N >> 3) << 17, "M goes in as M >> 4 (bits 24-28 hold M / 16)"),
+             (mn | (N >> 3) << 24 | (M >> 4) << 17, "M and N swapped: N >> 3 at bits 17-22, M >> 4 at 24-28"),
+             (major_bits(b_major, a_major), "the major bits swapped: bit 15 is A's, bit 16 is B's"),
+             (major_bits("MN" if a_major == "K" else "K", "MN" if b_major == "K" else "K"),
+              "the major bits inverted: 0 means K-major, 1 MN-major (transposed)")]
+    if got & ~0x30 == expected & ~0x30:
+        return f"the D format (bits 4-5) is wrong: {d} is code {KINDS['f16'][1][d]}"
+    return matching_mistakes(known, got)
+
+
+def _idesc_cases(hidden: bool):
+    cases = [("f16", "f32", 128, 256, "K", "K"), ("bf16", "f32", 64, 64, "K", "MN")]
+    if hidden:
+        majors = [(a, b) for a in ("K", "MN") for b in ("K", "MN")]
+        ns = (8, 16, 24, 72, 128, 200, 256)
+        for i, (ab, d) in enumerate([("f16", "f16"), ("f16", "f32"), ("bf16", "f32"), ("tf32", "f32")]):
+            for j, M in enumerate((64, 128)):
+                for k, (am, bm) in enumerate(majors):
+                    cases.append((ab, d, M, ns[(i + 2 * j + 3 * k) % len(ns)], am, bm))
+    return cases
+
+
+def check_instr_desc(fn, hidden: bool = False) -> None:
+    """`fn(ab, d, M, N, a_major, b_major)` -> the 32-bit instruction descriptor (cta_group::1, dense)."""
+    check_function_explained("the instruction descriptor", fn, _idesc_cases(hidden), reference=_idesc,
+                             rule=_idesc_rule(), explain=_explain_idesc,
+                             hint="CuTe: make_instr_desc<half_t, half_t, float, 128, 256, K, K> = 0x08400010")
+
+
+# -- Exercise: which shapes are legal for cta_group::1 and ::2 ---------------------------------------
+def _shape_rule() -> str:
+    rows = [r for r in SHAPES if "f16" in r.kinds]
+    return (f"{rows[0].section}, kind::f16: " + "; ".join(
+        f"cta_group::{r.cta_group} takes M in {r.Ms} and {r.limit}" for r in rows))
+
+
+def _legal(M, N, cta_group):
+    try:
+        check_mma_shape("f16", M, N, cta_group)
+    except MmaRuleError:
+        return False
+    return True
+
+
+def _explain_shape(args, got, expected):
+    M, N, g = args
+    try:
+        check_mma_shape("f16", M, N, g)
+    except MmaRuleError as e:
+        return f"illegal: {e}"
+    row = next(r for r in SHAPES if "f16" in r.kinds and r.cta_group == g)
+    return f"legal: cta_group::{g} takes M in {row.Ms} and {row.limit}"
+
+
+def check_legal_shape(fn, hidden: bool = False) -> None:
+    """`fn(M, N, cta_group)` -> True when M x N is a legal dense kind::f16 tcgen05.mma shape."""
+    cases = [(128, 256, 1), (256, 128, 1), (256, 128, 2), (64, 8, 1), (128, 8, 2), (64, 64, 2), (128, 100, 1)]
+    if hidden:
+        cases += [(M, N, g) for g in (1, 2) for M in (32, 64, 128, 256, 512)
+                  for N in (0, 4, 8, 12, 16, 24, 48, 120, 128, 136, 248, 256, 264, 512)]
+    check_function_explained("legal tcgen05.mma shapes", fn, cases, reference=_legal, rule=_shape_rule(),
+                             explain=_explain_shape)
+
+
+# -- Exercise: SBO of A, filled in inside the wgmma teaching kernel ------------------------------------
+# The case the exercise runs: A K-major in the 64-byte swizzle, B K-major in the 128-byte swizzle.
+TEACH_SBO_CASE = dict(dtype="f16", N=64, K=64, a_major="K", a_swizzle="64B", b_major="K", b_swizzle="128B")
+A_DESC_TEXT = "a_descs[kb] + base"
+
+
+def sbo_kernel(sbo: int):
+    """teach_wgmma.cu with the SBO field of every A descriptor set in the kernel from `sbo` (bytes); the
+    descriptors from Python then carry SBO 0 for A."""
+    from ..lab import TeachingKernel
+    field = f"((u64)((({sbo}u) >> 4) & 0x3FFF) << 32)"
+    return TeachingKernel("teach_wgmma.cu").replace(A_DESC_TEXT, f"(a_descs[kb] | {field} /* your SBO */) + base")
+
+
+def check_teach_sbo(sbo, hidden: bool = False) -> None:
+    """`sbo` (bytes) goes into the SBO field of A's descriptors inside teach_wgmma.cu. On a Hopper GPU the
+    edited kernel runs in a worker process; elsewhere the wgmma model executes the same descriptors.
+    Either way D is compared with the model of the right descriptors, naming the first differing element.
+    One value, so `hidden` adds no case."""
+    from .. import device
+    from ..lab import CompileError
+    from .case import WgmmaCase
+    case = WgmmaCase(**TEACH_SBO_CASE)
+    ad, bd = case.descriptors()
+    right = tile_desc("K", case.a_swizzle, case.dtype, (case.M, case.K), 0)
+    want, lbo = right.stride_byte_offset, right.leading_byte_offset
+    name = f"the SBO of A ({case.a_major}-major, {case.a_swizzle} swizzle, {case.M} x {case.K} {case.dtype})"
+    rule = ("SBO of a K-major operand: the byte step between its 8-row groups, one swizzle atom = 8 rows x "
+            f"{row_bytes(case.a_swizzle)} B here; the kernel stores it >> 4 in bits 32-45")
+    mistakes = {8 * row_bytes("128B"): f"the 128-byte swizzle's atom (8 x 128 B); this A's rows are "
+                                       f"{row_bytes(case.a_swizzle)} bytes",
+                row_bytes(case.a_swizzle): "one row; SBO jumps 8 rows", lbo: "that is LBO's value (unused here)",
+                want >> 4: "the encoded value; the kernel shifts your byte count by 4 itself",
+                want // 2: "elements, not bytes"}
+    if sbo is None or sbo is Ellipsis:
+        raise NotYet(f"{name}: no answer yet — replace the placeholder with SBO in bytes.\n  rule: {rule}")
+    if isinstance(sbo, bool) or not isinstance(sbo, (int, np.integer)) or not 0 <= int(sbo) < 1 << 32:
+        raise NotYet(f"{name}: give SBO as a non-negative int (bytes), got {sbo!r}.\n  rule: {rule}")
+    sbo = int(sbo)
+    if sbo % 16 or sbo >= 1 << 18:
+        raise NotYet(f"{name}: {sbo} cannot be a descriptor offset: the field keeps bits 4-17 of a byte offset, "
+                     f"so SBO is a multiple of 16 below 256 KiB (the kernel would read "
+                     f"{((sbo >> 4) & 0x3FFF) << 4}).\n"
+                     f"  rule: {rule}")
+    mine = sbo_kernel(sbo)
+    try:
+        mine.compile("sm_90a")
+    except CompileError as e:
+        raise NotYet(f"{name}: the edited kernel does not compile.\n{e}") from None
+    a_zero = edit_descs(ad, "sm90", stride_byte_offset=0)      # what Python hands the edited kernel
+    a_mine = edit_descs(ad, "sm90", stride_byte_offset=sbo)    # what the kernel makes of them
+    last = max(int(descriptor_addresses(decode_smem_desc(int(d), "sm90"), case.a_major, case.dtype, case.M).max())
+               for d in a_mine)
+    from .runner import TEACH_SMEM_BYTES
+    if last + 2 > TEACH_SMEM_BYTES:
+        raise NotYet(f"{name}: with SBO = {sbo} the tensor core would read A up to byte {last + 1}, past the "
+                     f"kernel's {TEACH_SMEM_BYTES}-byte buffer.\n  rule: {rule}")
+    info = device.gpu_info()
+    if info is not None and info.has_wgmma:
+        from ..runtime import MbarrierTimeout
+        from ..sandbox import KernelFault, KernelHang
+        from .runner import run_teach_wgmma
+        try:
+            got = run_teach_wgmma(case, kernel=mine, descriptors=(a_zero, bd))
+        except (KernelFault, KernelHang, MbarrierTimeout) as e:
+            raise NotYet(f"{name}: the edited kernel did not finish: {e}\n  rule: {rule}") from None
+        source = f"your kernel on {info.name}"
+    else:
+        got, source = case.model(descriptors=(a_mine, bd)), "the wgmma model, executing your descriptors"
+    result = case.check(got, source=source)
+    if result.ok:
+        check_result(name, result, note=f"SBO = {sbo} B; {result}")
+        return
+    diagnosis = mistakes.get(sbo)
+    raise NotYet(f"{name}: with SBO = {sbo} B, D is not A @ B^T:\n{result}\n  rule: {rule}"
+                 + (f"\n  your value: {diagnosis}" if diagnosis else ""))
