@@ -3,7 +3,7 @@
 #   tests:    the whole test suite (GPU tests included)
 #   validate: every `python -m bwlab.validate ...` command
 #   bench:    the benchmarks and every notebook executed in its GPU tier
-# Usage (device tool, repository root):  bash docs/results/run_h100.sh tests|validate|bench
+# Usage (device tool, repository root):  bash docs/results/run_h100.sh tests|validate|bench|classroom
 # Writes NAME.txt files into $OUT (or ./h100_out), each ending with the command that made it.
 set -u
 part=${1:-validate}
@@ -41,6 +41,16 @@ case "$part" in
     run wgmma_validate_h100 python3 -m bwlab.validate wgmma
     run store_validate_h100 python3 -m bwlab.validate store --cases 500 --seed 0
     run tmem_validate_h100 python3 -m bwlab.validate tmem
+    run broken_kernels_h100 python3 -m bwlab.checks.broken --sanitize
+    ;;
+  classroom)
+    # The exercises' GPU paths (the learner's edited kernels in worker processes), the ladder's GPU
+    # tests, every notebook executed in its GPU tier with the solutions in place, the broken-kernel gallery.
+    run exercises_gpu_h100 python3 -m pytest -q -p no:cacheprovider -rs tests/test_exercises_orient.py \
+        tests/test_exercises_tma.py tests/test_exercises_multicast.py tests/test_exercises_umma.py \
+        tests/test_exercises_tmem.py tests/test_exercises_store.py tests/test_exercises_flow.py \
+        tests/test_gemm_ladder.py tests/test_gemm_sm100.py tests/test_gemm_notebook.py tests/test_sandbox.py tests/test_lab.py
+    run notebooks_h100 bash -c 'for f in notebooks/src/0*.py; do python3 -m bwlab.tools.notebooks run $f; done'
     run broken_kernels_h100 python3 -m bwlab.checks.broken --sanitize
     ;;
   bench)
