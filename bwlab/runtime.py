@@ -89,16 +89,27 @@ def launch(module, kernel: str, grid, block, args, shared_mem: int = 0, barrier_
     `barrier_names` maps the barrier ids the kernel passes to `mbarrier_wait` to names for the
     error message. `cluster` is the kernel's compile-time cluster shape (checked against the grid).
     """
-    import cupy as cp
     grid, block = _validate(grid, block, shared_mem, cluster)
     fn = module.get_function(kernel)
     if shared_mem > 48 * 1024:
         fn.max_dynamic_shared_size_bytes = shared_mem
-    status = module.get_global("bw_status")
-    cp.cuda.runtime.memset(status.ptr, 0, STATUS_DTYPE.itemsize)
+    clear_status(module)
     fn(grid, block, tuple(args), shared_mem=shared_mem)
-    if not sync:
-        return
+    if sync:
+        check_status(module, kernel, barrier_names)
+
+
+def clear_status(module) -> None:
+    """Zero the module's `bw_status` record (before launches that `check_status` will judge)."""
+    import cupy as cp
+    cp.cuda.runtime.memset(module.get_global("bw_status").ptr, 0, STATUS_DTYPE.itemsize)
+
+
+def check_status(module, kernel: str, barrier_names=None) -> None:
+    """Wait for the GPU, then raise MbarrierTimeout if a bounded wait of the module's kernels gave up
+    since the record was last cleared."""
+    import cupy as cp
+    status = module.get_global("bw_status")
     cp.cuda.Device().synchronize()
     rec = np.zeros(1, dtype=STATUS_DTYPE)
     cp.cuda.runtime.memcpy(rec.ctypes.data, status.ptr, STATUS_DTYPE.itemsize,

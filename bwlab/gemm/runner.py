@@ -106,22 +106,13 @@ def prepare(name, a, b, stamps=None, c=None) -> Launch:
 
 def _check_status(launch: Launch) -> None:
     """Raise MbarrierTimeout if a bounded wait of the last launches gave up."""
-    cp = _cp()
-    from ..runtime import STATUS_DTYPE, MbarrierTimeout
-    status = launch.module.get_global("bw_status")
-    cp.cuda.Device().synchronize()
-    rec = np.zeros(1, dtype=STATUS_DTYPE)
-    cp.cuda.runtime.memcpy(rec.ctypes.data, status.ptr, STATUS_DTYPE.itemsize,
-                           cp.cuda.runtime.memcpyDeviceToHost)
-    if rec["code"][0] != 0:
-        bid = int(rec["barrier_id"][0])
-        raise MbarrierTimeout(f"{launch.step.name}", BARRIERS.get(bid, f"#{bid}"), rec[0])
+    from ..runtime import check_status
+    check_status(launch.module, launch.step.name, BARRIERS)
 
 
 def clear_status(launch: Launch) -> None:
-    cp = _cp()
-    from ..runtime import STATUS_DTYPE
-    cp.cuda.runtime.memset(launch.module.get_global("bw_status").ptr, 0, STATUS_DTYPE.itemsize)
+    from ..runtime import clear_status as clear
+    clear(launch.module)
 
 
 def run_step(name, a, b):
