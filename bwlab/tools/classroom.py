@@ -113,19 +113,17 @@ def with_exercises(paths=None) -> list[Path]:
 
 def table(paths=None) -> str:
     """A markdown table of every exercise (notebook, title, grade id, points) and the totals."""
-    rows, total, count = [], 0, 0
-    for p in notebooks(paths):
-        for ex in exercises(p):
-            title = ex.intro.replace("|", "\\|") or "(no intro)"
-            rows.append(f"| `{ex.notebook}` | {title} | `{ex.grade_id}` | {ex.points} |")
-            total += ex.points
-            count += 1
-    if not rows:
+    found = [ex for p in notebooks(paths) for ex in exercises(p)]
+    if not found:
         return "No notebook holds graded exercises yet.\n"
-    nbs = len({r.split("|")[1] for r in rows})
-    plural = "notebook" if nbs == 1 else "notebooks"
-    head = ["| notebook | exercise | graded cell | points |", "|---|---|---|---|"]
-    return "\n".join(head + rows) + f"\n\n{count} exercises in {nbs} {plural}, {total} points in all.\n"
+    rows = ["| notebook | exercise | graded cell | points |", "|---|---|---|---|"]
+    rows += [f"| `{ex.notebook}` | {ex.intro.replace('|', chr(92) + '|') or '(no intro)'} | `{ex.grade_id}` | "
+             f"{ex.points} |" for ex in found]
+    def n(count, word):
+        return f"{count} {word}{'s' if count != 1 else ''}"
+    total = n(len(found), "exercise"), n(len({ex.notebook for ex in found}), "notebook"), \
+        n(sum(ex.points for ex in found), "point")
+    return "\n".join(rows) + "\n\n{} in {}, {} in all.\n".format(*total)
 
 
 def replace_table(text: str, new_table: str) -> str:
