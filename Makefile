@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.bwlab-installed-cuda$(CUDA)
 
-.PHONY: lab test unit nbval venv notebooks notebooks-soak clean
+.PHONY: lab test unit nbval venv notebooks notebooks-soak student grade grade-check clean
 
 venv: $(STAMP)
 
@@ -46,6 +46,22 @@ notebooks: venv
 N ?= 10
 notebooks-soak: venv
 	$(PY) -m bwlab.tools.notebooks soak --runs $(N) notebooks/*.ipynb
+
+# Teaching (docs/teaching.md): the nbgrader course lives in $(COURSE).
+# make student                      student versions of the notebooks -> $(COURSE)/release/<notebook>/
+# make grade SUBMISSIONS=DIR        DIR/<student>/NN_name.ipynb -> submitted/, autograde, feedback, scores
+# make grade-check                  the answer key scores full points and an untouched notebook none
+COURSE        ?= build/classroom
+SUBMISSIONS   ?=
+GRADE_BACKEND ?= model
+student: venv
+	$(PY) -m bwlab.tools.classroom --course $(COURSE) student
+
+grade: venv
+	$(PY) -m bwlab.tools.classroom --course $(COURSE) grade --backend $(GRADE_BACKEND) $(if $(SUBMISSIONS),--collect $(SUBMISSIONS))
+
+grade-check: venv
+	$(PY) -m bwlab.tools.classroom selfcheck --backend $(GRADE_BACKEND)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -104,7 +104,7 @@ def check_function(name: str, fn, cases: Iterable, *, rule: str, hint: str = "",
     (args is a tuple of positional arguments, or a single argument). The first differing call is
     reported with its arguments, what came back and what was expected."""
     if unanswered(fn) or not callable(fn):
-        raise NotYet(f"{name}: no function yet — define it in the cell above.\n  rule: {rule}"
+        raise NotYet(f"{name}: no answer yet — no function yet: define it in the cell above.\n  rule: {rule}"
                      + (f"\n  hint: {hint}" if hint else ""))
     fname = getattr(fn, "__name__", name)
     n = 0
@@ -117,7 +117,7 @@ def check_function(name: str, fn, cases: Iterable, *, rule: str, hint: str = "",
         try:
             got = fn(*call)
         except NotImplementedError:
-            raise NotYet(f"{name}: {fname} is not written yet (it raises NotImplementedError).\n"
+            raise NotYet(f"{name}: no answer yet — {fname} is not written yet (it raises NotImplementedError).\n"
                          f"  rule: {rule}") from None
         except Exception as e:
             raise NotYet(f"{name}: {_call_text(fname, args)} raised {type(e).__name__}: {e}\n"

@@ -107,6 +107,10 @@ def parse_cells(text: str):
 
     for line in text.splitlines():
         m = _CELL.match(line)
+        if m is None and line.startswith("# %%"):
+            raise ValueError(f"cell header not understood: {line!r} (a header is '# %%' or '# %% [markdown]', "
+                             "optionally tags=[...], then for an exercise 'solution id=NAME' or "
+                             "'grade id=NAME points=N')")
         if m:
             flush()
             kind = "markdown" if m.group("md") else "code"
@@ -161,7 +165,9 @@ def lab_args(notebook_dir: Path = NB_DIR) -> list[str]:
     return [f"--notebook-dir={notebook_dir}"] + [f"--ContentsManager.hide_globs={g}" for g in HIDE_GLOBS]
 
 
-def build(src: Path, execute: bool = True, timeout: int = 600) -> Path:
+def build(src: Path, execute: bool = True, timeout: int = 600, out_dir: Path | None = None) -> Path:
+    """Write `out_dir/NN_name.ipynb` (default notebooks/) from its percent-format source; execute it in
+    the model tier unless `execute` is False."""
     import nbformat
     src = Path(src)
     cells = []
@@ -177,7 +183,7 @@ def build(src: Path, execute: bool = True, timeout: int = 600) -> Path:
     nb.nbformat_minor = NBFORMAT_MINOR
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
     nb.metadata["language_info"] = {"name": "python"}   # the kernel's own replaces it on execution
-    out = NB_DIR / (src.stem + ".ipynb")
+    out = Path(out_dir or NB_DIR) / (src.stem + ".ipynb")
     nbformat.write(nb, out)
     if execute:
         execute_notebook(out, timeout=timeout)
@@ -288,12 +294,12 @@ def _scrub(nb):
     return nb
 
 
-def _client_class():
-    """NotebookClient made robust for headless widget notebooks (see the module docstring)."""
+def headless(base):
+    """A subclass of `base` (nbclient's NotebookClient, or one built on it such as nbgrader's Execute
+    preprocessor) made robust for headless widget notebooks (see the module docstring)."""
     from queue import Empty
     from time import monotonic
     from jupyter_core.utils import run_sync
-    from nbclient import NotebookClient
     from nbclient.output_widget import OutputWidget
 
     class _QuietOutputWidget(OutputWidget):
@@ -315,10 +321,20 @@ def _client_class():
                         raise
         return get
 
-    class _Client(NotebookClient):
+    class Headless(base):
+        # NotebookClient.__init__ sets the widget registry after resetting the trackers, and nbconvert's
+        # preprocess() calls that __init__ again and then resets the trackers: quieten in both places.
+        def _quieten(self):
+            if hasattr(self, "widget_registry"):
+                self.widget_registry["@jupyter-widgets/output"]["OutputModel"] = _QuietOutputWidget
+
         def __init__(self, *a, **kw):
             super().__init__(*a, **kw)
-            self.widget_registry["@jupyter-widgets/output"]["OutputModel"] = _QuietOutputWidget
+            self._quieten()
+
+        def reset_execution_trackers(self):
+            super().reset_execution_trackers()
+            self._quieten()
 
         async def async_start_new_kernel_client(self):
             kc = await super().async_start_new_kernel_client()
@@ -329,7 +345,14 @@ def _client_class():
 
         start_new_kernel_client = run_sync(async_start_new_kernel_client)
 
-    return _Client
+    Headless.__name__ = Headless.__qualname__ = f"Headless{base.__name__}"
+    return Headless
+
+
+def _client_class():
+    """NotebookClient made robust for headless widget notebooks."""
+    from nbclient import NotebookClient
+    return headless(NotebookClient)
 
 
 def _execute(nb, path: Path, timeout: int | None):

@@ -1,0 +1,615 @@
+"""The instructor's side of the graded exercises: student versions, autograding, scores (nbgrader).
+
+Every notebook's exercises are nbgrader cells (the builder writes their metadata from the
+`# %% solution id=...` / `# %% grade id=... points=N` headers of `notebooks/src/*.py`). Nothing here
+knows a particular exercise: everything is found from that metadata. docs/teaching.md is the guide.
+
+    python -m bwlab.tools.classroom student            # release/<assignment>/<assignment>.ipynb
+    python -m bwlab.tools.classroom collect DIR        # DIR/<student>/NN_name.ipynb -> submitted/
+    python -m bwlab.tools.classroom submit --student NAME FILE.ipynb ...
+    python -m bwlab.tools.classroom autograde [ASSIGNMENT ...] [--backend model] [--force]
+    python -m bwlab.tools.classroom feedback [ASSIGNMENT ...]   # feedback/<student>/<assignment>/*.html
+    python -m bwlab.tools.classroom scores [--detail]           # from the gradebook
+    python -m bwlab.tools.classroom grade [--collect DIR]       # collect + autograde + feedback + scores
+    python -m bwlab.tools.classroom selfcheck [NOTEBOOK ...]    # the answer key scores full, a blank 0
+    python -m bwlab.tools.classroom table [--write FILE | --check FILE]
+
+The course directory (default `build/classroom/`, `--course DIR`) is an ordinary nbgrader course: one
+assignment per notebook (`01_tma_load` holds `01_tma_load.ipynb`), `source/` the solution notebooks,
+`release/` the student versions, `submitted/<student>/<assignment>/` what comes back, `autograded/`,
+`feedback/` and `gradebook.db`. nbgrader runs in this process through its NbGraderAPI, with the
+settings of `settings()`; every command also writes them to the course's `nbgrader_config.py`, so
+plain `nbgrader ...` commands run in that directory behave the same.
+
+Exit codes: 0 done, 1 something to look at (a failed nbgrader step, a stale table, a failed selfcheck,
+no exercises found, nothing submitted), 2 usage.
+"""
+from __future__ import annotations
+
+import argparse
+import filecmp
+import os
+import re
+import shutil
+import sys
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import lru_cache, partial
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+NB_DIR = ROOT / "notebooks"
+COURSE = ROOT / "build" / "classroom"
+COURSE_ID = "bwlab"
+CODE_STUB = "# your answer here"
+CELL_TIMEOUT_S = 300          # nbgrader's per-cell limit when it executes a submission
+SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+HIDDEN_MARKERS = ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
+KEY, BLANK = "answer_key", "untouched"      # the selfcheck's two pretend students
+TABLE_BEGIN = "<!-- BEGIN exercise table: python -m bwlab.tools.classroom table --write docs/teaching.md -->"
+TABLE_END = "<!-- END exercise table -->"
+_POINTS_IN_TITLE = re.compile(r"\((\d+(?:\.\d+)?) points?\)")
+
+
+class ClassroomError(RuntimeError):
+    """An nbgrader step failed, or the course directory is not what a step needs; the message says which."""
+
+
+# ---------------------------------------------------------------------------------------------------
+# what the notebooks hold
+
+@dataclass(frozen=True)
+class Exercise:
+    notebook: str       # the notebook's stem, which is also the assignment's name
+    grade_id: str       # the graded cell's id (nbgrader's grade_id)
+    points: float
+    intro: str          # the first line of the markdown cell that introduces it, without '#'
+
+    @property
+    def title_points(self) -> float | None:
+        """The points the intro's title announces ('(2 points)'), or None when it names none."""
+        m = _POINTS_IN_TITLE.search(self.intro)
+        return float(m.group(1)) if m else None
+
+
+def _nbgrader(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def read(path):
+    import nbformat
+    return nbformat.read(str(path), as_version=4)
+
+
+def exercises(path) -> list[Exercise]:
+    """The graded cells of a notebook, in order, each with its points and its intro's first line."""
+    nb, stem = read(path), Path(path).stem
+    found = []
+    for i, cell in enumerate(nb.cells):
+        meta = _nbgrader(cell)
+        if not meta.get("grade"):
+            continue
+        intro = ""
+        for prev in reversed(nb.cells[:i]):
+            if prev.cell_type == "markdown":
+                lines = [l for l in prev.source.splitlines() if l.strip()]
+                intro = lines[0].lstrip("#").strip() if lines else ""
+                break
+        pts = float(meta.get("points", 0))
+        found.append(Exercise(stem, meta["grade_id"], int(pts) if pts.is_integer() else pts, intro))
+    return found
+
+
+def notebooks(paths=None) -> list[Path]:
+    """The notebooks to work on: `paths`, or every notebooks/NN_*.ipynb."""
+    return [Path(p) for p in paths] if paths else sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb"))
+
+
+def with_exercises(paths=None) -> list[Path]:
+    return [p for p in notebooks(paths) if exercises(p)]
+
+
+def table(paths=None) -> str:
+    """A markdown table of every exercise (notebook, title, grade id, points) and the totals."""
+    found = [ex for p in notebooks(paths) for ex in exercises(p)]
+    if not found:
+        return "No notebook holds graded exercises yet.\n"
+    rows = ["| notebook | exercise | graded cell | points |", "|---|---|---|---|"]
+    rows += [f"| `{ex.notebook}` | {ex.intro.replace('|', chr(92) + '|') or '(no intro)'} | `{ex.grade_id}` | "
+             f"{ex.points} |" for ex in found]
+    def n(count, word):
+        return f"{count} {word}{'s' if count != 1 else ''}"
+    total = n(len(found), "exercise"), n(len({ex.notebook for ex in found}), "notebook"), \
+        n(sum(ex.points for ex in found), "point")
+    return "\n".join(rows) + "\n\n{} in {}, {} in all.\n".format(*total)
+
+
+def replace_table(text: str, new_table: str) -> str:
+    """`text` with the block between TABLE_BEGIN and TABLE_END replaced by `new_table`."""
+    if TABLE_BEGIN not in text or TABLE_END not in text:
+        raise ClassroomError(f"the file has no exercise-table markers ({TABLE_BEGIN!r} ... {TABLE_END!r})")
+    head, rest = text.split(TABLE_BEGIN, 1)
+    _, tail = rest.split(TABLE_END, 1)
+    return f"{head}{TABLE_BEGIN}\n{new_table.rstrip()}\n{TABLE_END}{tail}"
+
+
+# ---------------------------------------------------------------------------------------------------
+# running nbgrader (in this process, through its NbGraderAPI: the same steps as its command line, but
+# nbgrader's slow import is paid once, not once per step)
+
+def settings(course) -> dict:
+    """The course's nbgrader settings: what nbgrader_config.py holds and what every step here runs with."""
+    return {
+        "CourseDirectory": {"root": str(Path(course).resolve()), "course_id": COURSE_ID},
+        # The learner's region between ### BEGIN/END SOLUTION becomes this line; the line before the
+        # region leaves the answer as a placeholder, so the student version runs end to end.
+        "ClearSolutions": {"code_stub": {"python": CODE_STUB}},
+        "Execute": {"timeout": CELL_TIMEOUT_S},
+        # nbgrader's autograde steps, its Execute made robust for the notebooks' widgets (HeadlessExecute)
+        "Autograde": {"autograde_preprocessors": _autograde_preprocessors()},
+    }
+
+
+def _autograde_preprocessors() -> list[str]:
+    from nbgrader.converters import Autograde
+    from nbgrader.preprocessors import Execute
+    default = Autograde.class_traits()["autograde_preprocessors"].default()
+    return ["bwlab.tools.classroom.HeadlessExecute" if p is Execute else f"{p.__module__}.{p.__name__}"
+            for p in default]
+
+
+@lru_cache(maxsize=None)
+def _headless_execute():
+    from nbgrader.preprocessors import Execute
+    from .notebooks import headless
+    return headless(Execute)
+
+
+def __getattr__(name):
+    # HeadlessExecute: nbgrader's Execute preprocessor without the lost wake-ups that stall nbclient on
+    # the notebooks' Output widgets (bwlab.tools.notebooks.headless); made on first use, since importing
+    # nbgrader takes seconds.
+    if name == "HeadlessExecute":
+        return _headless_execute()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def config_text(course) -> str:
+    """The course's nbgrader_config.py (for plain `nbgrader ...` commands run in the course directory)."""
+    lines = ["# Written by `python -m bwlab.tools.classroom`; rewritten on every run (edit classroom.settings).",
+             "c = get_config()  # noqa: F821"]
+    for section, values in settings(course).items():
+        lines += [f"c.{section}.{k} = {v!r}" for k, v in values.items()]
+    return "\n".join(lines) + "\n"
+
+
+@contextmanager
+def environment(backend: str | None = None):
+    """os.environ for an nbgrader step, restored afterwards: this Python's bin first on PATH (nbgrader
+    runs `alembic` when it creates a gradebook), this checkout's bwlab importable in the kernels it
+    starts, and BWLAB_BACKEND when a tier is forced."""
+    saved = {k: os.environ.get(k) for k in ("PATH", "PYTHONPATH", "BWLAB_BACKEND")}
+    os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), saved["PATH"] or ""])
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([saved["PYTHONPATH"]] if saved["PYTHONPATH"] else []))
+    if backend:
+        os.environ["BWLAB_BACKEND"] = backend
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _course(course) -> Path:
+    course = Path(course or COURSE).resolve()
+    course.mkdir(parents=True, exist_ok=True)
+    (course / "nbgrader_config.py").write_text(config_text(course))
+    return course
+
+
+def nbgrader(course, step: str, *args, backend: str | None = None, **kwargs) -> str:
+    """`NbGraderAPI(course).<step>(*args, **kwargs)` (generate_assignment, autograde, generate_feedback);
+    its log, or ClassroomError with the log's tail and nbgrader's traceback."""
+    from traitlets.config import Config
+    from nbgrader.apps import NbGraderAPI
+    cfg = Config()
+    for section, values in settings(course).items():
+        for k, v in values.items():
+            setattr(getattr(cfg, section), k, v)
+    with environment(backend), warnings.catch_warnings():
+        # nbgrader's own gradebook code trips SQLAlchemy's autoflush warnings; they are not ours to fix
+        warnings.filterwarnings("ignore", message=".*not in session.*")
+        res = getattr(NbGraderAPI(config=cfg), step)(*args, **kwargs)
+    log = res.get("log", "")
+    if not res.get("success"):
+        tail = "\n".join((log + res.get("error", "")).splitlines()[-40:])
+        raise ClassroomError(f"nbgrader {step} {' '.join(map(str, args))} failed:\n{tail}")
+    return log
+
+
+def student(course=None, paths=None) -> dict[str, Path]:
+    """Copy each notebook that holds exercises to source/<assignment>/ and let nbgrader write the student
+    version to release/<assignment>/; returns {assignment: student notebook}."""
+    course = _course(course)
+    made = {}
+    for nb in with_exercises(paths):
+        name = nb.stem
+        src = course / "source" / name
+        shutil.rmtree(src, ignore_errors=True)
+        src.mkdir(parents=True)
+        shutil.copyfile(nb, src / nb.name)
+        nbgrader(course, "generate_assignment", name, force=True, create=True)
+        made[name] = course / "release" / name / nb.name
+        if not made[name].exists():
+            raise ClassroomError(f"nbgrader wrote no {made[name]}")
+    return made
+
+
+def assignments(course=None) -> list[str]:
+    return sorted(p.name for p in (Path(course or COURSE) / "source").glob("*") if p.is_dir())
+
+
+def submit(course, student_id: str, path, assignment: str | None = None) -> Path:
+    """Put a learner's notebook where nbgrader looks for it: submitted/<student>/<assignment>/<name>.ipynb
+    (the assignment is the one whose name begins the file's name, unless given)."""
+    course, path = Path(course or COURSE), Path(path)
+    known = assignments(course)
+    if assignment is None:
+        matches = [a for a in known if path.stem.startswith(a)]
+        assignment = max(matches, key=len) if matches else None
+    if assignment not in known:
+        raise ClassroomError(f"{path.name}: no assignment of that name in {course / 'source'} "
+                             f"(known: {', '.join(known) or 'none: run `student` first'})")
+    if not re.fullmatch(r"[A-Za-z0-9_.@-]+", student_id):
+        raise ClassroomError(f"student id {student_id!r}: use letters, digits, '_', '.', '@', '-'")
+    dest = course / "submitted" / student_id / assignment / f"{assignment}.ipynb"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if not (dest.exists() and filecmp.cmp(path, dest, shallow=False)):   # unchanged: not graded again
+        shutil.copyfile(path, dest)
+    return dest
+
+
+def collect(course, folder) -> list[Path]:
+    """submit() every FOLDER/<student>/*.ipynb (one folder per learner, notebooks named as released)."""
+    done = []
+    for d in sorted(p for p in Path(folder).iterdir() if p.is_dir()):
+        for nb in sorted(d.glob("*.ipynb")):
+            done.append(submit(course, d.name, nb))
+    if not done:
+        raise ClassroomError(f"{folder}: no <student>/<notebook>.ipynb found")
+    return done
+
+
+def submitted(course=None) -> list[tuple[str, str]]:
+    """(assignment, student) of every submission."""
+    return sorted((p.name, p.parent.name) for p in (Path(course or COURSE) / "submitted").glob("*/*")
+                  if p.is_dir())
+
+
+def autograde(course=None, assignment_ids=None, student_id: str | None = None,
+              backend: str | None = None, force: bool = False) -> list[tuple[str, str]]:
+    """`nbgrader autograde` the submissions (of these assignments, of this student) that have no graded
+    copy newer than the submission (all of them with `force`); returns what it graded."""
+    course = _course(course)
+    todo = []
+    for a, s in submitted(course):
+        if (assignment_ids and a not in assignment_ids) or (student_id is not None and s != student_id):
+            continue
+        sub = max(p.stat().st_mtime for p in (course / "submitted" / s / a).rglob("*") if p.is_file())
+        done = [p.stat().st_mtime for p in (course / "autograded" / s / a).rglob("*.ipynb")]
+        if force or not done or min(done) < sub:
+            todo.append((a, s))
+    for a, s in todo:
+        nbgrader(course, "autograde", a, s, force=True, create=True, backend=backend)
+    return todo
+
+
+def feedback(course=None, assignment_ids=None) -> list[Path]:
+    """`nbgrader generate_feedback`: one HTML page per autograded notebook, in feedback/."""
+    course = _course(course)
+    graded = sorted({p.name for p in (course / "autograded").glob("*/*") if p.is_dir()})
+    for a in graded:
+        if not assignment_ids or a in assignment_ids:
+            nbgrader(course, "generate_feedback", a, force=True)
+    return sorted((course / "feedback").glob("*/*/*.html"))
+
+
+@dataclass
+class Score:
+    student: str
+    assignment: str
+    score: float
+    max_score: float
+    cells: dict = field(default_factory=dict)      # grade_id -> (score, max_score)
+
+
+def scores(course=None) -> list[Score]:
+    """Every autograded submission's score, and each graded cell's, from the gradebook."""
+    from nbgrader.api import Gradebook
+    course = Path(course or COURSE).resolve()
+    db = course / "gradebook.db"
+    if not db.exists():
+        raise ClassroomError(f"{db} does not exist: nothing was graded in {course}")
+    out = []
+    with Gradebook(f"sqlite:///{db}", COURSE_ID) as gb:
+        for a in gb.assignments:
+            for sub in gb.assignment_submissions(a.name):
+                s = Score(sub.student.id, a.name, float(sub.score), float(sub.max_score))
+                for snb in sub.notebooks:
+                    for g in snb.grades:
+                        s.cells[g.name] = (float(g.score), float(g.max_score))
+                out.append(s)
+    return sorted(out, key=lambda s: (s.student, s.assignment))
+
+
+def format_scores(rows: list[Score], detail: bool = False) -> str:
+    """One line per student: the score of each assignment ('-' where nothing was submitted, which
+    counts 0 in the total) and the total out of every assignment's points."""
+    if not rows:
+        return "no autograded submissions yet"
+    maxes = {r.assignment: r.max_score for r in rows}
+    names = sorted(maxes)
+    by = {(r.student, r.assignment): r for r in rows}
+    lines = ["student".ljust(16) + "".join(n[:16].rjust(18) for n in names) + "total".rjust(12)]
+    for st in sorted({r.student for r in rows}):
+        mine = [by.get((st, n)) for n in names]
+        got = sum(r.score for r in mine if r)
+        lines.append(st[:16].ljust(16) + "".join(
+            (f"{r.score:g} / {r.max_score:g}" if r else "-").rjust(18) for r in mine)
+            + f"{got:g} / {sum(maxes.values()):g}".rjust(12))
+        if detail:
+            for r in mine:
+                for gid, (s, m) in (r.cells.items() if r else ()):
+                    lines.append(f"    {r.assignment:16s} {gid:34s} {s:g} / {m:g}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------------
+# the answer key, and the selfcheck: does the key score full points and an untouched notebook none?
+
+def _strip(source: str, markers) -> str:
+    return "\n".join(l for l in source.splitlines() if l.strip() not in markers)
+
+
+def answer_key(solution_nb) -> dict[str, str]:
+    """{grade_id: source} of every solution cell, the BEGIN/END SOLUTION marker lines taken out (what a
+    learner who wrote the model answer in place of the stub would have)."""
+    nb = read(solution_nb) if isinstance(solution_nb, (str, Path)) else solution_nb
+    return {_nbgrader(c)["grade_id"]: _strip(c.source, SOLUTION_MARKERS)
+            for c in nb.cells if _nbgrader(c).get("solution")}
+
+
+def fill_in(student_nb, answers: dict[str, str]):
+    """A copy of a student notebook whose solution cells hold `answers` (by grade_id)."""
+    import copy
+    nb = copy.deepcopy(read(student_nb) if isinstance(student_nb, (str, Path)) else student_nb)
+    for c in nb.cells:
+        gid = _nbgrader(c).get("grade_id")
+        if _nbgrader(c).get("solution"):
+            if gid not in answers:
+                raise ClassroomError(f"no answer for the solution cell {gid!r}")
+            c.source = answers[gid]
+    return nb
+
+
+def errors(nb) -> list[tuple[int, str | None, bool, str, str]]:
+    """(cell index, grade_id or None, is a graded cell, ename, evalue) of every error output."""
+    nb = read(nb) if isinstance(nb, (str, Path)) else nb
+    return [(i, _nbgrader(c).get("grade_id"), bool(_nbgrader(c).get("grade")), o.get("ename", ""),
+             o.get("evalue", ""))
+            for i, c in enumerate(nb.cells) for o in c.get("outputs", []) if o.get("output_type") == "error"]
+
+
+@dataclass
+class Check:
+    """One notebook graded as two pretend students: the answer key and the untouched student version."""
+    assignment: str
+    course: Path
+    solution: Path
+    release: Path
+    scores: dict                        # student -> Score
+    autograded: dict                    # student -> Path of the executed notebook
+
+    def problems(self) -> list[str]:
+        """What is wrong: the key short of full points, the untouched version above 0, a graded cell of the
+        untouched version that does not fail with NotYet 'no answer yet', any other cell that raises."""
+        out = []
+        key, blank = self.scores[KEY], self.scores[BLANK]
+        if key.score != key.max_score:
+            lost = [g for g, (s, m) in key.cells.items() if s != m]
+            out.append(f"the answer key scores {key.score:g} of {key.max_score:g} (cells {', '.join(lost)})")
+        if blank.score != 0:
+            out.append(f"the untouched student version scores {blank.score:g}, not 0")
+        for i, gid, graded, ename, evalue in errors(self.autograded[KEY]):
+            out.append(f"{KEY}: cell {i} ({gid or 'not an exercise'}) raises {ename}: {evalue[:200]}")
+        nb = read(self.autograded[BLANK])
+        for i, cell in enumerate(nb.cells):
+            meta = _nbgrader(cell)
+            errs = [(o.get("ename", ""), o.get("evalue", "")) for o in cell.get("outputs", [])
+                    if o.get("output_type") == "error"]
+            if meta.get("grade"):
+                if not any(e == "NotYet" and "no answer yet" in v for e, v in errs):
+                    what = "; ".join(f"{e}: {v.splitlines()[0] if v else ''}" for e, v in errs) or "nothing"
+                    out.append(f"{BLANK}: graded cell {meta['grade_id']} fails with {what}, not NotYet "
+                               "'no answer yet'")
+            for e, v in errs if not meta.get("grade") else ():
+                out.append(f"{BLANK}: cell {i} ({meta.get('grade_id') or 'not an exercise'}) raises {e}: {v[:200]}")
+        return out
+
+
+def empty_gradebook(path) -> Path:
+    """An nbgrader gradebook of this course holding nothing yet. nbgrader runs `alembic` (seconds) to
+    stamp every new gradebook; courses that start from a copy of this one skip that."""
+    from nbgrader.api import Gradebook
+    path = Path(path).resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with environment(), Gradebook(f"sqlite:///{path}", COURSE_ID):
+        pass
+    return path
+
+
+def check_notebook(solution: Path, workdir: Path, backend: str | None = "model",
+                   gradebook: Path | None = None) -> Check:
+    """Make a course for one notebook in workdir/<assignment> (from a copy of `gradebook`, an
+    empty_gradebook(), when given); grade its answer key and its untouched student version there."""
+    import nbformat
+    solution = Path(solution)
+    course = Path(workdir) / solution.stem
+    shutil.rmtree(course, ignore_errors=True)
+    course.mkdir(parents=True)
+    if gradebook:
+        shutil.copyfile(gradebook, course / "gradebook.db")
+    release = student(course, [solution])[solution.stem]
+    keyed = course / "key.ipynb"
+    nbformat.write(fill_in(release, answer_key(solution)), str(keyed))
+    submit(course, KEY, keyed, solution.stem)
+    submit(course, BLANK, release, solution.stem)
+    autograde(course, [solution.stem], backend=backend)
+    got = {s.student: s for s in scores(course)}
+    done = {who: course / "autograded" / who / solution.stem / solution.name for who in (KEY, BLANK)}
+    return Check(solution.stem, course, solution, release, got, done)
+
+
+def check_all(paths, workdir: Path, jobs: int | None = None, backend: str | None = "model") -> dict[str, Check]:
+    """check_notebook for every notebook, `jobs` worker processes at a time (each notebook in its own
+    course, so no gradebook is shared; the largest notebooks start first)."""
+    import multiprocessing
+    paths = sorted((Path(p) for p in paths), key=lambda p: -p.stat().st_size)
+    if not paths:
+        return {}
+    gradebook = empty_gradebook(Path(workdir) / "empty_gradebook.db")
+    jobs = min(jobs or max(2, os.cpu_count() or 2), len(paths))
+    run = partial(check_notebook, workdir=workdir, backend=backend, gradebook=gradebook)
+    if jobs == 1:
+        done = [run(p) for p in paths]
+    else:
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            done = list(pool.map(run, paths))
+    return {c.assignment: c for c in sorted(done, key=lambda c: c.assignment)}
+
+
+# ---------------------------------------------------------------------------------------------------
+# command line
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bwlab.tools.classroom",
+                                 description="Student versions, autograding and scores of bwlab's exercises.")
+    ap.add_argument("--course", type=Path, default=COURSE, help="the nbgrader course directory (%(default)s)")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("student", help="student versions of the notebooks into release/")
+    s.add_argument("notebooks", nargs="*", type=Path)
+    s = sub.add_parser("submit", help="put learners' notebooks into submitted/<student>/<assignment>/")
+    s.add_argument("--student", required=True)
+    s.add_argument("files", nargs="+", type=Path)
+    s = sub.add_parser("collect", help="submit DIR/<student>/*.ipynb")
+    s.add_argument("folder", type=Path)
+    for name in ("autograde", "grade"):
+        s = sub.add_parser(name, help="nbgrader autograde" + (" + feedback + scores" if name == "grade" else ""))
+        s.add_argument("assignments", nargs="*")
+        s.add_argument("--student", default=None)
+        s.add_argument("--backend", choices=("model", "hybrid", "auto"), default=None,
+                       help="BWLAB_BACKEND for the graded runs (default: this machine's)")
+        s.add_argument("--force", action="store_true", help="grade again what was graded already")
+        if name == "grade":
+            s.add_argument("--collect", type=Path, default=None, help="first submit DIR/<student>/*.ipynb")
+    s = sub.add_parser("feedback", help="nbgrader generate_feedback (HTML per submission)")
+    s.add_argument("assignments", nargs="*")
+    s = sub.add_parser("scores", help="the scores in the gradebook")
+    s.add_argument("--detail", action="store_true", help="every graded cell too")
+    s = sub.add_parser("selfcheck", help="grade the answer key (full points) and the untouched version (0)")
+    s.add_argument("notebooks", nargs="*", type=Path)
+    s.add_argument("--backend", choices=("model", "hybrid", "auto"), default="model")
+    s.add_argument("--jobs", type=int, default=None)
+    s.add_argument("--workdir", type=Path, default=COURSE.parent / "classroom-selfcheck")
+    s = sub.add_parser("table", help="the markdown table of every exercise")
+    g = s.add_mutually_exclusive_group()
+    g.add_argument("--write", type=Path, help="replace the table between the markers in this file")
+    g.add_argument("--check", type=Path, help="exit 1 if this file's table is not current")
+    a = ap.parse_args(argv)
+    try:
+        return _run(a)
+    except ClassroomError as e:
+        print(f"classroom {a.cmd}: {e}", file=sys.stderr)
+        return 1
+
+
+def _run(a) -> int:
+    if a.cmd == "student":
+        made = student(a.course, a.notebooks or None)
+        if not made:
+            print("no notebook holds graded exercise cells (nbgrader metadata): nothing to release", file=sys.stderr)
+            return 1
+        for name, path in made.items():
+            print(f"{name}: {len(exercises(path))} graded cells -> {path}")
+        return 0
+    if a.cmd == "submit":
+        for f in a.files:
+            print(submit(a.course, a.student, f))
+        return 0
+    if a.cmd == "collect":
+        for p in collect(a.course, a.folder):
+            print(p)
+        return 0
+    if a.cmd in ("autograde", "grade"):
+        if a.cmd == "grade" and a.collect:
+            print(f"collected {len(collect(a.course, a.collect))} notebooks from {a.collect}")
+        backend = None if a.backend in (None, "auto") else a.backend
+        if not submitted(a.course):
+            print(f"no submissions in {Path(a.course) / 'submitted'}", file=sys.stderr)
+            return 1
+        done = autograde(a.course, a.assignments or None, a.student, backend, a.force)
+        print(f"autograded {len(done)} submissions: " + ", ".join(f"{s}/{n}" for n, s in done) if done
+              else "nothing new to grade (--force grades every submission again)")
+        if a.cmd == "grade":
+            if done:
+                pages = feedback(a.course, sorted({n for n, _ in done}))
+                print(f"feedback: {len(pages)} pages in {Path(a.course) / 'feedback'}")
+            print(format_scores(scores(a.course)))
+        return 0
+    if a.cmd == "feedback":
+        for p in feedback(a.course, a.assignments or None):
+            print(p)
+        return 0
+    if a.cmd == "scores":
+        print(format_scores(scores(a.course), a.detail))
+        return 0
+    if a.cmd == "selfcheck":
+        paths = with_exercises(a.notebooks or None)
+        if not paths:
+            print("no notebook holds graded exercise cells: nothing to check", file=sys.stderr)
+            return 1
+        bad = 0
+        backend = None if a.backend == "auto" else a.backend
+        for name, c in check_all(paths, a.workdir, a.jobs, backend).items():
+            probs = c.problems()
+            bad += bool(probs)
+            key = c.scores[KEY]
+            print(f"{name}: answer key {key.score:g} / {key.max_score:g}, untouched "
+                  f"{c.scores[BLANK].score:g}: " + ("ok" if not probs else "PROBLEMS"))
+            for p in probs:
+                print(f"    {p}")
+        return 1 if bad else 0
+    if a.cmd == "table":
+        text = table()
+        if a.write:
+            a.write.write_text(replace_table(a.write.read_text(), text))
+            print(f"wrote the exercise table into {a.write}")
+        elif a.check:
+            if replace_table(a.check.read_text(), text) != a.check.read_text():
+                print(f"{a.check}: the exercise table is not current; run "
+                      f"`python -m bwlab.tools.classroom table --write {a.check}`", file=sys.stderr)
+                return 1
+            print(f"{a.check}: the exercise table is current")
+        else:
+            print(text, end="")
+        return 0
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
