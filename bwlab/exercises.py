@@ -3,8 +3,10 @@
 An exercise asks the learner to predict a number, write a small function, or edit a teaching kernel.
 Its graded cell calls one of the checks below; a wrong answer raises `NotYet` (an AssertionError, so
 nbgrader's autograder counts the cell as failed) whose message names the quantity, what the learner
-gave, what the hardware's rule gives, the rule itself, and — where a common mistake is recognised —
-what that mistake was. A right answer prints one line saying so.
+gave, how it differs from the rule (a prediction's right value is not given away: larger or smaller,
+which entry differs), the rule itself, and — where a common mistake is recognised — what that mistake
+was. A function's check shows expected vs got for the input where it first differs, and a stage's
+`CheckResult` the first differing byte and what it holds. A right answer prints one line saying so.
 
     from bwlab.exercises import check_value, check_function, check_result
 
@@ -75,7 +77,7 @@ def check_value(name: str, got, expected, *, rule: str, hint: str = "",
     if _equal(got, expected):
         _ok(name, note)
         return
-    lines = [f"{name}: you have {_fmt(got)}, the hardware's rule gives {_fmt(expected)}.", f"  rule: {rule}"]
+    lines = [f"{name}: you have {_fmt(got)}; {_how_it_differs(got, expected)}", f"  rule: {rule}"]
     diagnosis = None
     if callable(mistakes):
         diagnosis = mistakes(got)
@@ -89,6 +91,30 @@ def check_value(name: str, got, expected, *, rule: str, hint: str = "",
     if hint:
         lines.append(f"  hint: {hint}")
     raise NotYet("\n".join(lines))
+
+
+def _how_it_differs(got, expected) -> str:
+    """How a prediction differs from the rule's value, without giving the value away: a graded answer
+    must come from the learner (the functions' checks, whose inputs vary, do show expected vs got)."""
+    if isinstance(expected, dict) and isinstance(got, dict):
+        missing = [k for k in expected if k not in got]
+        if missing:
+            return f"it has no entry for {missing[0]!r}."
+        extra = [k for k in got if k not in expected]
+        if extra:
+            return f"{extra[0]!r} is not one of the entries asked for."
+        wrong = [k for k in expected if not _equal(got[k], expected[k])]
+        return f"{len(wrong)} of {len(expected)} entries differ from the rule, the first at {wrong[0]!r}."
+    if isinstance(expected, (tuple, list)) and isinstance(got, (tuple, list)):
+        if len(got) != len(expected):
+            return f"the rule gives {len(expected)} values, you have {len(got)}."
+        wrong = [i for i, (g, e) in enumerate(zip(got, expected)) if not _equal(g, e)]
+        return (f"{len(wrong)} of {len(expected)} values differ from the rule, the first at position "
+                f"{wrong[0]} ({_fmt(got[wrong[0]])}).")
+    num = (int, float, np.integer, np.floating)
+    if isinstance(got, num) and isinstance(expected, num) and not isinstance(got, bool):
+        return f"the rule gives a {'smaller' if got > expected else 'larger'} value."
+    return "the rule gives something else."
 
 
 def _call_text(fname: str, args) -> str:

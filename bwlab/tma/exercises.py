@@ -226,7 +226,7 @@ def check_expect_tx_edit(tx, hidden: bool = False) -> None:
                                                    f"{ran}. In a real kernel write box_bytes: the host passes "
                                                    "the tensor map's box bytes")
         return
-    lines = [f"{name}: you have {tx}, the hardware's rule gives {box}." if tx != box else
+    lines = [f"{name}: you have {tx}; the rule gives a {'smaller' if tx > box else 'larger'} value." if tx != box else
              f"{name}: {tx} is right, but the GPU's result differs from the model's.", f"  rule: {rule}"]
     known = {EDIT_TMAP.box_elements: "the number of elements, not of bytes",
              box * 8: "the number of bits",
