@@ -17,6 +17,7 @@ import re
 
 import numpy as np
 
+from ..exercise_mistakes import which_mistake
 from ..exercises import NotYet, check_function, check_result, unanswered
 from ..hw.banks import BANK_RULE, SMEM_BANKS, wavefronts
 from ..hw.swizzle import MODES, row_bytes, swizzle_of
@@ -41,20 +42,6 @@ RULE_COORDS = ("a TMA store takes the coordinates of the box's first element, in
                "dimension first, in elements: here dimension 0 is D's columns, dimension 1 its rows "
                "(PTX ISA 9.7.9.27.1.2; the tensor map of notebook 01)")
 
-
-def _which_mistake(fn, cases, mistakes) -> str:
-    """The description of the first wrong formula (label, wrong_fn) that agrees with `fn` on every
-    case, else ''. (bwlab.tmem.exercises has the same small helper; it belongs in bwlab.exercises'
-    check_function as a `mistakes=` argument.)"""
-    if not callable(fn):
-        return ""
-    for label, wrong in mistakes:
-        try:
-            if all(np.array_equal(np.asarray(fn(*c)), np.asarray(wrong(*c))) for c in cases):
-                return label
-        except Exception:
-            continue
-    return ""
 
 
 def _args(cases):
@@ -98,7 +85,7 @@ def check_wavefronts(fn, hidden: bool = False) -> None:
     warp, lane i writing the 16 bytes at addresses[i] (32 addresses, multiples of 16)."""
     cases = _wavefront_cases(hidden)
     phases = [range(p, p + 8) for p in range(0, 32, 8)]
-    hint = _which_mistake(fn, _args(cases), [
+    hint = which_mistake(fn, _args(cases), [
         ("the warp was counted as one phase: a 16-byte access is served in four quarter-warps of 8 lanes, "
          "one after another", lambda a: _worst_bank(a, range(32))),
         ("the phases are served one after another: add their wavefronts, do not take the largest",
@@ -144,7 +131,7 @@ def check_fence(fn, hidden: bool = False) -> None:
     else:
         w, f, b = FENCE_STEPS
         cases = [[w, f, b], [w, b], [f, w, b], [w, b, f], [w, f], [w, f, b, w, f, b], [w, f, b, w, b]]
-    hint = _which_mistake(fn, _args(cases), [
+    hint = which_mistake(fn, _args(cases), [
         ("a fence anywhere is not enough: one before a write orders nothing written after it",
          lambda s: "fence.proxy.async" not in s),
         ("the fence orders a thread's own writes for the async proxy; the thread that issues the store "
@@ -190,7 +177,7 @@ def check_ring_wait(fn, hidden: bool = False) -> None:
     """Exercise 5.3: `fn(stages)` returns the largest N for which `wait_group.read N` before
     rewriting a buffer keeps a ring of `stages` SMEM buffers safe."""
     cases = list(range(1, 9 if hidden else 5))
-    hint = _which_mistake(fn, _args(cases), [
+    hint = which_mistake(fn, _args(cases), [
         ("with N = stages the store that last read this buffer may be among the N still reading it: "
          "the write would race with it", lambda s: s),
         ("safe, but wait_group.read 0 waits for every store: none overlaps the next tiles' writes, and "
@@ -237,7 +224,7 @@ def check_staged_offset(fn, hidden: bool = False) -> None:
     """Exercise 5.4: `fn(row, col, elem_bytes, swizzle)` returns the SMEM byte offset (from a
     1024-byte aligned base) of element (row, col) of a D tile one swizzle row wide."""
     cases = _staging_cases(hidden)
-    hint = _which_mistake(fn, cases, [
+    hint = which_mistake(fn, cases, [
         ("that is the address before the swizzle", lambda r, c, e, m: r * row_bytes(m) + c * e),
         ("the chunk was XORed with the row number; the swizzle XORs it with address bits 7.. (which "
          "128-byte line), and a 32- or 64-byte row is only part of a line", _row_xor),

@@ -14,6 +14,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..exercise_mistakes import which_mistake
 from ..exercises import NotYet, check_function, check_result, check_value, unanswered
 from ..hw.tmem import TmemError, decode_address, encode_address, warp_lane_range
 from .forms import (COLUMNS_PER_NUM, LANES_PER_SHAPE, SHAPES, TmemAccess, all_accesses, ld_fragment_map,
@@ -41,20 +42,6 @@ WIDE_COLUMNS = 64        # exercise 4.3: every thread brings back this many colu
 HOLDER_SHAPES = ("32x32b", "16x64b", "16x128b", "16x256b")
 
 
-def _which_mistake(fn, cases, mistakes) -> str:
-    """The description of the first wrong formula (label, wrong_fn) that agrees with `fn` on every
-    case, else ''. (bwlab.epilogue.exercises has the same small helper; it belongs in
-    bwlab.exercises' check_function as a `mistakes=` argument.)"""
-    if not callable(fn):
-        return ""
-    for label, wrong in mistakes:
-        try:
-            if all(np.array_equal(np.asarray(fn(*c)), np.asarray(wrong(*c))) for c in cases):
-                return label
-        except Exception:
-            continue
-    return ""
-
 
 # ---- Exercise 4.1: the TMEM address of (lane, column) -----------------------------------------
 
@@ -79,7 +66,7 @@ def check_address(fn, hidden: bool = False) -> None:
     """Exercise 4.1: `fn(base, lane, column)` returns the TMEM address of `lane` and the column
     `column` columns into the allocation whose address tcgen05.alloc wrote as `base`."""
     cases = _address_cases(hidden)
-    hint = _which_mistake(fn, cases, [
+    hint = which_mistake(fn, cases, [
         ("lane and column are swapped: the lane goes in bits 31-16, the column in bits 15-0",
          lambda b, l, c: b + (c << 16) + l),
         ("the allocation's base is missing: the column offset counts from the allocation's first column",
@@ -106,7 +93,7 @@ def check_quarter(fn, hidden: bool = False) -> None:
         cases = [(w, l) for w in range(32) for l in range(128)]
     else:
         cases = [(w, l) for w in range(8) for l in (0, 31, 32, 63, 64, 95, 96, 127)]
-    hint = _which_mistake(fn, cases, [
+    hint = which_mistake(fn, cases, [
         ("you compare the lane's quarter with the warp index itself: warps 4 and up would reach no lane "
          "at all; the quarter is warp % 4", lambda w, l: l // 32 == w),
         ("a warp may not reach every lane: only the 32 lanes of its quarter", lambda w, l: True),
@@ -218,7 +205,7 @@ def check_registers(fn, hidden: bool = False) -> None:
         cases = [(s, 1, False) for s in SHAPES] + [("16x256b", 8, False), ("16x128b", 64, False),
                                                     ("32x32b", 128, False), ("16x64b", 4, True)]
     cols, lanes = COLUMNS_PER_NUM, LANES_PER_SHAPE      # 32-bit columns of one lane, and lanes, for .x1
-    hint = _which_mistake(fn, cases, [
+    hint = which_mistake(fn, cases, [
         (".pack::16b does not halve the registers: it puts two 16-bit cells into each, so the same "
          "registers cover twice the columns", lambda s, n, p=False: _registers(s, n) // (2 if p else 1)),
         ("that is the 32-bit columns of one lane; a 16-lane shape spreads 16 lanes over 32 threads, so "
@@ -264,7 +251,7 @@ def check_holder(fn, hidden: bool = False) -> None:
     warp, and which of its registers, holds the cell `lane`, `column` (both counted from the address
     the warp passes) after tcgen05.ld.<shape>.x<num> (no pack)."""
     cases = _holder_cases(hidden)
-    hint = _which_mistake(fn, cases, [
+    hint = which_mistake(fn, cases, [
         ("that is the .32x32b map (thread = lane, register = column) for every shape; a 16-lane shape "
          "spreads its 16 lanes over the 32 threads", lambda s, n, l, c: (l, c)),
         ("(register, thread) is the wrong order: return (thread, register)",
