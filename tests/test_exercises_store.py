@@ -64,6 +64,8 @@ def test_ring_wait(capsys):
     msg = _fails(ex.check_ring_wait, lambda s: s)
     assert "race" in msg and "returned 1, expected 0" in msg
     assert "waits for every store" in _fails(ex.check_ring_wait, lambda s: 0)
+    msg = _fails(ex.check_ring_wait, lambda s: s - 2)       # one short, and -1 for a single buffer
+    assert "one short of the largest" in msg and "no N at all" in msg and "safe, but one more" not in msg
     # the model behind it: N = stages rewrites a buffer that a store may still be reading
     assert any("write-after-read" in h for h in ex.ring_epilogue(2, 2).hazards)
     assert not ex.ring_epilogue(2, 1).hazards
@@ -87,21 +89,26 @@ def test_staged_offset(capsys):
     assert "XORed with the row number" in _fails(ex.check_staged_offset, by_row)
 
 
+X, Y = "blockIdx.x * BN", "blockIdx.y * BM"
+
+
 def test_store_coords(capsys):
-    ex.check_store_coords(("n0", "m0"), hidden=True)
+    ex.check_store_coords((X, Y), hidden=True)
     assert "elements equal the model" in capsys.readouterr().out
     assert "no answer yet" in _fails(ex.check_store_coords, None)
     assert "two C expressions" in _fails(ex.check_store_coords, "n0, m0")
-    msg = _fails(ex.check_store_coords, ("m0", "n0"))
+    msg = _fails(ex.check_store_coords, ("n0", "m0"))          # the line as written is not an answer
+    assert "kernel's own coordinates" in msg and "blockIdx.x, blockIdx.y, BM and BN" in msg
+    msg = _fails(ex.check_store_coords, (Y, X))
     assert "swapped" in msg and "first difference at D[0, 32]" in msg and "fence" not in msg
     msg = _fails(ex.check_store_coords, ("blockIdx.x", "blockIdx.y"))
     assert "tile indices" in msg and "box-start-16B" in msg
-    assert "non-negative" in _fails(ex.check_store_coords, ("n0 - 4", "m0"))
-    msg = _fails(ex.check_store_coords, ("n0 +", "m0"))
-    assert "does not compile" in msg and "n0 +, m0" in msg          # the learner's line
+    assert "non-negative" in _fails(ex.check_store_coords, (X + " - 4", Y))
+    msg = _fails(ex.check_store_coords, (X + " +", Y))
+    assert "does not compile" in msg and "blockIdx.x * BN +, blockIdx.y * BM" in msg   # the learner's line
     # right for the shown 150 x 70 D (two tile rows), wrong for the hidden 300 x 100 one (three)
-    ex.check_store_coords(("n0", "m0 % 256"))
-    msg = _fails(ex.check_store_coords, ("n0", "m0 % 256"), hidden=True)
+    ex.check_store_coords((X, f"({Y}) % 256"))
+    msg = _fails(ex.check_store_coords, (X, f"({Y}) % 256"), hidden=True)
     assert "(300 x 100)" in msg and "D[0, 0] holds acc[256, 0]" in msg and "blockIdx = (0, 2)" in msg
 
 

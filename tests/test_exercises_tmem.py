@@ -71,7 +71,7 @@ def test_wide_load(capsys):
     msg = _fails(ex.check_wide_load, 32, 64)          # runs, but every thread gets half the columns
     assert "no register 32" in msg and "column 32" in msg
     msg = _fails(ex.check_wide_load, 64, 128)         # right load, twice the allocation
-    assert "you have 128" in msg and "smaller value" in msg and "another CTA" in msg
+    assert "you have 128" in msg and "legal allocation" in msg and "not the smallest" in msg and "another CTA" in msg
 
 
 def test_registers(capsys):

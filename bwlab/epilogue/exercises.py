@@ -40,7 +40,9 @@ RULE_STAGING = ("a tile one swizzle row wide (32, 64 or 128 bytes per row) is st
                 "for 128B (CuTe Swizzle<B,4,3>; PTX ISA 5.5.7 'Tensor swizzling modes')")
 RULE_COORDS = ("a TMA store takes the coordinates of the box's first element, innermost (contiguous) "
                "dimension first, in elements: here dimension 0 is D's columns, dimension 1 its rows "
-               "(PTX ISA 9.7.9.27.1.2; the tensor map of notebook 01)")
+               "(PTX ISA 9.7.9.27.1.2; the tensor map of notebook 01); write them from blockIdx.x, "
+               "blockIdx.y, BM and BN (not from the kernel's own n0 and m0)")
+KERNEL_OWN = ("n0", "m0")      # the kernel's own coordinates: exercise 5.5 asks for them from blockIdx
 
 
 
@@ -182,8 +184,9 @@ def check_ring_wait(fn, hidden: bool = False) -> None:
          "the write would race with it", lambda s: s),
         ("safe, but wait_group.read 0 waits for every store: none overlaps the next tiles' writes, and "
          "the extra buffers buy nothing", lambda s: 0),
-        ("safe, but one more group could stay in flight: only the group that read this buffer must be done",
-         lambda s: s - 2),
+        ("one short of the largest: stages - 2 keeps one group fewer in flight than the ring allows (only "
+         "the group that read this buffer must be done), and for a ring of one buffer it gives -1, which is "
+         "no N at all: wait_group's N counts groups, 0 or more", lambda s: s - 2),
     ])
     check_function("the largest safe N of wait_group.read in a ring of buffers", fn, cases,
                    reference=_max_read_wait, rule=RULE_RING, hint=hint,
@@ -328,6 +331,11 @@ def check_store_coords(coords, hidden: bool = False) -> None:
         raise NotYet(f"{name}: give two C expressions as strings, e.g. (\"blockIdx.x\", \"0\"); got {coords!r}.\n"
                      f"  rule: {RULE_COORDS}")
     x, y = (c.strip() for c in coords)
+    own = [v for v in KERNEL_OWN if re.search(rf"\b{v}\b", x + " " + y)]
+    if own:
+        raise NotYet(f"{name}: ({x}, {y}) uses {' and '.join(own)}, the kernel's own coordinates, so it "
+                     "would only copy the line as written; work out each coordinate from blockIdx.x, "
+                     f"blockIdx.y, BM and BN.\n  rule: {RULE_COORDS}")
     kernel = TeachingKernel("teach_store.cu").replace(STORE_LINE, f"tma_store_2d(&tmap_d, tile, {x}, {y});")
     try:
         kernel.compile("sm_90a")

@@ -180,11 +180,13 @@ def check_wide_load(num, columns, hidden: bool = False) -> None:
                 raise NotYet(f"{name}: the PTX of your kernel holds {ptx.count(form)} x {form}, expected 1.\n"
                              f"  rule: {rule}")
     smallest = min(n for n in ALLOC_NCOLS if n >= WIDE_COLUMNS)
-    check_value(f"{name}: the allocation", columns, smallest,
-                rule=rule + "; the 512 columns are shared by every CTA on the SM, so allocate no more than "
-                            "the loads need",
-                mistakes=lambda c: (f"the load is right, but {c} columns hold {c - WIDE_COLUMNS} that no "
-                                    "load touches: another CTA on this SM could have had them"
+    check_value(f"{name}: the allocation (the task asks for the smallest that holds the columns)", columns,
+                smallest,
+                rule=rule + "; the 512 columns are shared by every CTA on the SM, so the task asks for the "
+                            "smallest allocation that holds the columns the loads touch",
+                mistakes=lambda c: (f"{c} columns is a legal allocation and your kernel works, but it is not "
+                                    f"the smallest that holds {WIDE_COLUMNS} columns: the columns no load "
+                                    "touches could have gone to another CTA on this SM"
                                     if c > smallest else None),
                 note=f"your kernel compiles for sm_100a; {res.compared} registers of the model's replay "
                      f"equal a .32x32b.x{WIDE_COLUMNS} load; {gpu}")

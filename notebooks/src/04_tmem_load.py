@@ -307,10 +307,10 @@ _ = tmem.try_teach(k.replace("32 * (warp % 4)", "32 * ((warp + 1) % 4)"))
 _ = tmem.try_teach(k.replace("tcgen05_ld_32x32b<kNum>(r, taddr);", "tcgen05_ld_32x32b_x16(r, taddr);"))
 
 # %% [markdown]
-# ### Exercise 4.3 — the teaching kernel, 64 columns per thread (2 points)
+# ### Exercise 4.3 — 64 columns per thread: your two numbers go into the teaching kernel (2 points)
 #
 # An epilogue warp of a 128 x 64 f32 accumulator wants the 64 columns of each of its lanes in one load.
-# Choose `my_kNum`, the `.num` of the kernel's `tcgen05.st` and `tcgen05.ld .32x32b`, and `my_kColumns`,
+# You do not edit the kernel's text yourself: choose `my_kNum`, the `.num` of the kernel's `tcgen05.st` and `tcgen05.ld .32x32b`, and `my_kColumns`,
 # the column count of its `tcgen05.alloc`: the smallest allocation that holds those columns.
 # Predict before you run what `kNum = 64` with `kColumns = 32`, `kNum = 48` or `kColumns = 96` would do.
 #
@@ -340,56 +340,20 @@ ex.check_wide_load(my_kNum, my_kColumns, hidden=True)
 #
 # `tcgen05.ld.sync.aligned.<shape>.<num>[.pack::16b].b32 {regs}, [taddr]` is executed by a whole warp.
 # The shape says how many lanes one instruction touches and how many bits of each lane (`16x256b`: 16
-# lanes x 256 bits = 8 columns); `.num` (x1 .. x128) repeats that pattern to the right. Registers per
-# thread = num x {1, 1, 2, 4, 1}; at most 128, so `.16x128b` stops at x64 and `.16x256b` at x32
-# (ptxas rejects the rest, and so does `TmemAccess`):
-
-# %%
-print(f"{'shape':10s}" + "".join(f"{'x' + str(n):>6s}" for n in tmem.NUMS))
-for s in tmem.SHAPES:
-    row = []
-    for n in tmem.NUMS:
-        try:
-            row.append(str(TmemAccess(s, n).registers))
-        except TmemError:
-            row.append("-")
-    print(f"{s:10s}" + "".join(f"{r:>6s}" for r in row))
-
-# %% [markdown]
-# Each picture below is one instruction of warp 0: TMEM lanes (rows) x columns, each cell coloured by the
-# thread whose register receives it (label: thread, register). The maps come from
-# `tmem.ld_fragment_map` and agree with the PTX ISA's figures and with CuTe's
-# `SM100_TMEM_LOAD_*` copy traits (`tests/test_tmem_maps.py` checks every shape, num and pack):
-#
-# * `.32x32b` — thread *t* reads lane *t*; register *j* is column *j*;
-# * `.16x64b` — 16 lanes x 2 columns: thread *t* reads lane t/4 + 8·(t%2), column (t/2)%2;
-# * `.16x128b` — 16 lanes x 4 columns: lanes t/4 and t/4 + 8, column t%4;
-# * `.16x256b` — 16 lanes x 8 columns: the `mma.m16n8` accumulator fragment (4 registers per thread);
-# * `.16x32bx2` — two half-warps over the same 16 lanes; the second half starts an immediate number of
-#   columns to the right (`immHalfSplitoff`; here, as in CuTe, right after the first).
-
-# %%
-tmem.draw_gallery(num=1)
-plt.show()
-
-# %% [markdown]
-# `.num` repeats the pattern along the columns, and `.pack::16b` puts the low 16 bits of two neighbouring
-# cells into one register (an f16 accumulator keeps one value per 32-bit cell; packing halves the
-# registers the epilogue needs):
-
-# %%
-tmem.draw_ld_map(TmemAccess("16x128b", 2), warp=0)
-plt.show()
-tmem.draw_ld_map(TmemAccess("16x64b", 2, pack16=True), warp=0)
-plt.show()
+# lanes x 256 bits = 8 columns); `.16x32bx2` is two half-warps, each over the same 16 lanes x 32 bits.
+# `.num` (x1 .. x128) repeats that pattern to the right. Every register is 32 bits, and the 32 threads
+# of the warp share the bits evenly. `.pack::16b` puts the low 16 bits of two neighbouring 32-bit cells
+# into one register: the instruction's register count stays the same, and it covers twice the columns
+# (an f16 accumulator keeps one value per 32-bit cell, so reading a row of it packed takes half the
+# registers an unpacked read of the same columns takes).
 
 # %% [markdown]
 # ### Exercise 4.4 — registers per thread (1 point)
 #
 # Write `my_registers(shape, num, pack16=False)`: the 32-bit registers each thread of the warp receives
 # from `tcgen05.ld.<shape>.x<num>`, with `.pack::16b` when `pack16`. Work it out from the shape's lanes
-# and bits, spread over 32 threads, rather than from the table above. The check calls it on every
-# form the ISA allows.
+# and bits, spread over 32 threads; the table after this exercise lists them. The check calls it on
+# every form the ISA allows.
 
 # %% solution id=tmem_registers
 def my_registers(shape, num, pack16=False):
@@ -409,6 +373,54 @@ ex.check_registers(my_registers, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown]
+# The table: registers per thread = num x {1, 1, 2, 4, 1} for the five shapes (`.pack::16b` the same); at
+# most 128, so `.16x128b` stops at x64 and `.16x256b` at x32 (ptxas rejects the rest, and so does
+# `TmemAccess`):
+
+# %%
+print(f"{'shape':10s}" + "".join(f"{'x' + str(n):>6s}" for n in tmem.NUMS))
+for s in tmem.SHAPES:
+    row = []
+    for n in tmem.NUMS:
+        try:
+            row.append(str(TmemAccess(s, n).registers))
+        except TmemError:
+            row.append("-")
+    print(f"{s:10s}" + "".join(f"{r:>6s}" for r in row))
+
+# %% [markdown]
+# Each picture below is one instruction of warp 0: TMEM lanes (rows) x columns, each cell coloured by the
+# thread whose register receives it (label: thread, register). The maps come from
+# `tmem.ld_fragment_map` and agree with the PTX ISA's figures and with CuTe's
+# `SM100_TMEM_LOAD_*` copy traits for every shape, num and pack:
+#
+# * `.32x32b` — thread *t* reads lane *t*; register *j* is column *j*;
+# * `.16x64b` — 16 lanes x 2 columns, 1 register: thread *t* reads lane t/4 + 8·(t%2), column (t/2)%2;
+# * `.16x128b` — 16 lanes x 4 columns, 2 registers: register 0 is lane t/4, register 1 lane t/4 + 8,
+#   both at column t%4;
+# * `.16x256b` — 16 lanes x 8 columns, 4 registers (the `mma.m16n8` accumulator fragment): register *j*
+#   is lane t/4 + 8·(j/2), column 2·(t%4) + j%2;
+# * `.16x32bx2` — two half-warps over the same 16 lanes; the second half starts an immediate number of
+#   columns to the right (`immHalfSplitoff`; here, as in CuTe, right after the first).
+#
+# With `.xN` the x1 pattern repeats N times to the right: repetition *i* (0 .. N-1) lies *i* x1-widths
+# further right, and its registers follow those of the one before (register *j* of repetition *i* is
+# register i·R + j, where R is the x1 count above).
+
+# %%
+tmem.draw_gallery(num=1)
+plt.show()
+
+# %% [markdown]
+# `.num` repeats the pattern along the columns, and `.pack::16b` packs two neighbouring cells into each
+# register, so the same registers cover twice the columns:
+
+# %%
+tmem.draw_ld_map(TmemAccess("16x128b", 2), warp=0)
+plt.show()
+tmem.draw_ld_map(TmemAccess("16x64b", 2, pack16=True), warp=0)
+plt.show()
+
 # ## 7. Who holds `D[r][c]`?
 #
 # An epilogue warpgroup reads the 128 x N accumulator with one shape: warp *w* covers lanes 32w..32w+31
@@ -564,17 +576,18 @@ tmem.ld_widget()
 # %% [markdown]
 # ## What was checked, and how
 #
-# * The thread maps of all 74 forms (5 shapes x every num x pack) against CuTe's copy traits, evaluated
-#   as layouts, and against the PTX ISA's mma fragment text; each map is a bijection onto the cells the
-#   instruction touches (`tests/test_tmem_maps.py`).
-# * All 148 round-trip kernels (ld and st, every form) assemble for sm_100a with NVRTC 12.9 and nvcc 13;
-#   the forms `TmemAccess` refuses are exactly those ptxas refuses (`tests/test_tmem_kernels.py`).
-# * The allocator's rules and errors (`tests/test_tmem.py`).
+# * The thread maps of all 74 forms (5 shapes x every num x pack) agree with CuTe's copy traits, evaluated
+#   as layouts, and with the PTX ISA's mma fragment text; each map is a bijection onto the cells the
+#   instruction touches.
+# * All 148 round-trip kernels (ld and st, every form) assemble for sm_100a; the forms `TmemAccess`
+#   refuses are exactly those ptxas refuses.
+# * The allocator follows the rules of `tcgen05.alloc/dealloc/relinquish` and names the one an illegal
+#   request breaks.
 # * The teaching kernel compiles for sm_100a; its replay on the model equals the `.32x32b` load of the
-#   stage's model, and edits that break a rule are refused naming it (`tests/test_tmem_teach.py`).
+#   stage's model, and edits that break a rule are refused naming it.
 # * Every row of the ISA's tables for `tcgen05.alloc/dealloc/relinquish`, `tcgen05.ld/st` and
-#   `tcgen05.cp` (`tmem.tables`, each row naming its section), and a sample of illegal forms refused with
-#   the rule (`tests/test_tmem_tables.py`); the `tcgen05.cp` table agrees with ptxas.
+#   `tcgen05.cp` is in `tmem.tables`, each row naming its section; illegal forms are refused with the
+#   rule; the `tcgen05.cp` table agrees with ptxas.
 # * Not checked here: the maps on real TMEM. That needs an sm_100-family GPU
 #   (`python -m bwlab.validate tmem`, and the `sm100` tests), and so does the teaching kernel's run.
 
@@ -582,7 +595,8 @@ tmem.ld_widget()
 # ## Recap
 #
 # * TMEM is 128 lanes x 512 columns of 32 bits per SM; one warp allocates a power of two of columns
-#   (32..512), the address comes back through shared memory, and the same warp frees it before exit.
+#   (32..512), the address comes back through shared memory, and one warp of the CTA frees it before the CTA exits
+#   (the ISA does not require it to be the warp that allocated).
 # * A TMEM address is lane << 16 | column; a warp reaches only lanes 32·(warp % 4) .. +31, so a
 #   warpgroup reads a 128-lane accumulator, one quarter per warp.
 # * `tcgen05.ld.<shape>.x<num>` is a thread map: `.32x32b` gives thread *t* lane *t*, register *j*

@@ -461,13 +461,14 @@ print("box", narrow.box_shape, "=", narrow.box_bytes, "bytes of data; SMEM row p
 # ### Exercise 5.5 — the coordinates of the teaching kernel's store (2 points)
 #
 # In `teach_store.cu` the line `tma_store_2d(&tmap_d, tile, n0, m0);` becomes
-# `tma_store_2d(&tmap_d, tile, X, Y);`. Give `my_store_coords = ("X", "Y")`: two C expressions of the
-# kernel's names (`blockIdx.x`, `blockIdx.y`, `BM`, `BN`, `m0`, `n0`, ...) that store each CTA's tile
-# where `D = acc` puts it. Predict before you run what `("m0", "n0")` or `("blockIdx.x", "blockIdx.y")`
-# would write. The check puts your expressions into the kernel and compiles it (a compile error shows your
-# line); the model then stores every CTA's tile at your coordinates, and D is compared with the
-# epilogue's model, naming the first differing element. On an sm_90 GPU the edited kernel also runs, in a
-# worker process.
+# `tma_store_2d(&tmap_d, tile, X, Y);`. Give `my_store_coords = ("X", "Y")`: two C expressions of
+# `blockIdx.x`, `blockIdx.y`, `BM` and `BN` (not the kernel's own `n0` and `m0`: the check refuses the
+# line as written) that store each CTA's tile where `D = acc` puts it. Which coordinate comes first, and
+# does it count elements, bytes or tiles? Predict before you run what `("blockIdx.y * BM", "blockIdx.x * BN")`
+# or `("blockIdx.x", "blockIdx.y")` would write. The check puts your expressions into the kernel and
+# compiles it (a compile error shows your line); the model then stores every CTA's tile at your
+# coordinates, and D is compared with the epilogue's model, naming the first differing element. On an
+# sm_90 GPU the edited kernel also runs, in a worker process.
 
 # %% solution id=store_kernel_coords
 my_store_coords = None   # ("X", "Y"): C expressions for the TMA store's coordinates
