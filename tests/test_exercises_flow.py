@@ -138,7 +138,7 @@ def test_check_mma_count(capsys):
     ex.check_mma_count(mma_count, hidden=True)
     assert capsys.readouterr().out.count("correct: MMA instructions") == 2
     assert "no answer yet" in _fails(ex.check_mma_count, lambda m, k, ab="f16": None)
-    msg = _fails(ex.check_mma_count, lambda m, k, ab="f16": (k // 16, (m // 64) * (k // 16)), hidden=True)
+    msg = _fails(ex.check_mma_count, lambda m, k, ab="f16": (k // 16, (m // 64) * (k // 16)))   # visible: tf32
     assert "32 bytes of K" in msg and "tf32" in msg
     assert "wgmma is m64" in _fails(ex.check_mma_count, lambda m, k, ab="f16": (k // 16, k // 16))
     per_thread = lambda m, k, ab="f16": (k // 16, 128 * (m // 64) * (k // 16))  # noqa: E731
@@ -165,6 +165,10 @@ def test_check_orderings(capsys):
     assert "no answer yet for proxies" in _fails(ex.check_orderings, FIRST_WRONG, {k: (None, None) for k in PROXIES})
     msg = _fails(ex.check_orderings, dict(FIRST_WRONG, **{"wait on full": "tma_load"}), PROXIES)
     assert "the bytes tma_load leaves are right" in msg and "TMEM lane 0" in msg
+    assert "5 of 6 answers right" in msg and "reads stale data" in msg
+    both = dict(FIRST_WRONG, **{"wait on full": "tma_load"})
+    msg = _fails(ex.check_orderings, both, dict(PROXIES, **{"fence.proxy.async": ("async", "generic")}))
+    assert "4 of 6 answers right" in msg
     msg = _fails(ex.check_orderings, dict(FIRST_WRONG, **{"fence.proxy.async": "fence"}), PROXIES)
     assert "moves no bytes of its own" in msg
     msg = _fails(ex.check_orderings, FIRST_WRONG, dict(PROXIES, **{"fence.proxy.async": ("async", "generic")}))

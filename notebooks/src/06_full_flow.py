@@ -134,15 +134,16 @@ print("SMEM B == canonical layout:", np.array_equal(img[16384:32768], t.arrays["
 
 # %% [markdown]
 # ### Hop 1 → 2 → 3: the MMA and its commit
-# One thread issues four `tcgen05.mma`, each reading a K = 16 slice (32 bytes of every row) through an SMEM
-# descriptor whose start address advances by 32 bytes, and `tcgen05.commit` to the mbarrier `mma_done`.
+# One thread issues four `tcgen05.mma`, each reading one instruction-K slice of every row through an SMEM
+# descriptor whose start address moves along K from one instruction to the next (by how many bytes is
+# Exercise 6.2's question), and `tcgen05.commit` to the mbarrier `mma_done`.
 # D lands in TMEM: lane *m*, column *n* (layout D of the PTX ISA for M = 128), in the 128 columns that
 # `tcgen05.alloc` took of the SM's 512. Until the commit's phase completes, nobody may read it. The picture
 # shows the whole TMEM and which lane quarter each warp may reach.
 
 # %%
-for kb, (ad, bd) in enumerate(p.descriptors()):
-    print(f"K block {kb}: a_desc 0x{ad:016x}  b_desc 0x{bd:016x}")
+ad, bd = p.descriptors()[0]
+print(f"K block 0: a_desc 0x{ad:016x}  b_desc 0x{bd:016x}   (blocks 1..3 differ in the start address only)")
 print(f"idesc 0x{p.idesc:08x}   (expected 0x08200010: D f32, A/B f16, K-major, N=128, M=128)")
 plot_hop(t, "commit", row=37)
 plt.show()
@@ -225,7 +226,9 @@ if TIER == "model":
 
 # %%
 from bwlab.source import show_source
-kernel_text = show_source("full_flow_sm100.cu", kernel="full_flow")
+from bwlab.flow.kernel_edit import K_STEP_TEXT
+kernel_text = show_source("full_flow_sm100.cu", kernel="full_flow", print_it=False)
+print(kernel_text.replace(K_STEP_TEXT, "K_STEP * kb"))   # K_STEP: Exercise 6.2 asks for it
 
 # %% [markdown]
 # Its PTX (built here by NVRTC for sm_100a, no GPU needed), each instruction under the hop it performs.
@@ -237,12 +240,13 @@ kernel_text = show_source("full_flow_sm100.cu", kernel="full_flow")
 print(F.format_ptx_by_hop(F.kernel_ptx("sm_100a"), width=100))
 
 # %% [markdown]
-# ### Exercise 6.2 — edit the kernel: the K step of the descriptors (3 points)
+# ### Exercise 6.2 — the K step of the descriptors: your value goes into the kernel (3 points)
 # The MMA hop's K loop gives each `tcgen05.mma` its own pair of SMEM descriptors, and they differ in one field
 # only: the start address, which moves along K by a fixed number of bytes from one instruction to the next
 # (`smem_desc_k_sw128(base + SMEM_A + … * kb)`, and the same for B). Derive that number before you look it up:
 # how much K one kind::f16 instruction takes, how many bytes that is, and where the next slice of a K-major
-# row of 128 bytes begins. Set `k_step_bytes` to it.
+# row of 128 bytes begins. Set `k_step_bytes` to it (the listing above shows it as `K_STEP`; you give a
+# number, and the check edits the kernel with it).
 #
 # The check puts your number into the kernel's text (`TeachingKernel("full_flow_sm100.cu").replace(...)`, and
 # the same K loop of the Hopper twin `full_flow_sm90.cu`), compiles both (NVRTC, no GPU needed) and runs the
@@ -340,7 +344,8 @@ plt.show()
 # Four points of the kernel make a hop wait for what the hop before it wrote: the wait on `full`, the wait on
 # `mma_done` (armed by `tcgen05.commit`), `tcgen05.wait::ld`, and `fence.proxy.async.shared::cta` with the
 # barrier after it. Leave one out and the trip races: the next hop may read its memory before the new bytes are
-# there. For each, predict the **first hop of the trace** whose bytes can go wrong (a name from `F.HOP_NAMES`).
+# there. For each, predict the **first hop of the trace that reads stale data** (a name from `F.HOP_NAMES`):
+# the hop before it may have left the right bytes, but this one reads them before they are there.
 # The check runs the trip without it in the model, in the race's worst case (the reader sees none of the new
 # bytes), and compares it with the whole trip hop by hop.
 #
@@ -379,15 +384,11 @@ mc = FlowGrid(variant="multicast", cluster=(2, 4))
 F.plot_grid(mc, cta=(1, 1))
 plt.show()
 print(mc.describe(1, 1))
-tile = 128 * 64 * 2  # one 128-row x 64-K operand tile of f16
-print("L2 reads per K tile (32 CTAs; one tile of A or B = 16384 bytes):")
+print("L2 reads per K tile (32 CTAs; one tile of A or B = 16384 bytes), from the grid's model:")
 for v in ("1sm", "multicast", "2sm"):
     g = FlowGrid(variant=v, cluster=(2, 4))
     cm, cn = g.cluster_shape
-    clusters = (g.grid[0] // cm) * (g.grid[1] // cn)
-    tiles = cm + (1 if v == "2sm" else cn)  # A tiles + B tiles a cluster needs (a 2-SM pair shares one B)
-    print(f"  {v:<9s} cluster {cm}x{cn}: {g.l2_reads_per_k_tile():8d} bytes   (expected {clusters} clusters x "
-          f"({cm} A + {tiles - cm} B tiles) x {tile} = {clusters * tiles * tile})")
+    print(f"  {v:<9s} cluster {cm}x{cn}: {g.l2_reads_per_k_tile():8d} bytes")
 
 # %% [markdown]
 # ### Exercise 6.5 — L2 traffic with and without multicast (2 points)
