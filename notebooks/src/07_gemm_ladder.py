@@ -266,7 +266,7 @@ print(report.step_diff(4))
 # shapes (the card above). The epilogue is still long (next cell, from the stamps of section 4), and
 # the producer can run only four k-slices ahead of it.
 #
-# At the skinny shape step 4 gains nothing over step 3, and the count of tiles says why: with
+# At the skinny shape step 4 gains next to nothing over step 3, and the count of tiles says why: with
 # 128 × 256 tiles, 512 × 8192 is fewer tiles than the H100 has SMs, so step 3's grid is already one
 # CTA per SM and step 4's persistent CTAs each get one tile, the same work in the same place. The
 # same count explains the skinny shape's big jump at step 3 (reasoning, from the occupancy above):
@@ -412,7 +412,7 @@ plt.show()
 # %%
 saved = timeline(rec, "s5").epilogue - timeline(rec, "s6").epilogue
 GP.plot_timelines(rec, ("s5", "s6"), "boundary", slices=16,
-                  title=f"A TMA-store epilogue gives the tensor cores back ~{saved:.0f} cycles per consumer and "
+                  title=f"A TMA-store epilogue gives the tensor cores back {saved:,.0f} cycles per consumer and "
                         f"tile (medians; s5 vs s6)")
 plt.show()
 
