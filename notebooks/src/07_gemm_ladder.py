@@ -171,9 +171,10 @@ print(report.step_diff(2))
 # notebook 01) and an `empty` one (all four warps are done reading it); `wgmma.wait_group 1` leaves one
 # k-slice of `wgmma` in flight while thread 0 refills the buffer of the one before. It made the step
 # slower at both square shapes (the card above). The ring is paid for in SMEM, and SMEM decides how
-# many CTAs share an SM. One stage is (128 + 128) rows × 128 bytes = 32 KiB; the launch asks 1 KiB more so that the
-# kernel can align its tiles to 1024 bytes (the 128B swizzle needs it), and each CTA also takes its
-# static block (the 1 KiB the system reserves per CTA, plus the mbarriers). An H100 SM has 228 KiB:
+# many CTAs share an SM. One stage is (128 + 128) rows × 128 bytes = 32 KiB; the launch asks 1 KiB
+# more so that the kernel can align its tiles to 1024 bytes (the 128B swizzle needs it), and each CTA
+# also takes its static block (the 1 KiB the system reserves per CTA, plus the mbarriers). An H100 SM
+# has 228 KiB:
 
 # %%
 for stages in (2, 3, 4, 6):
@@ -393,7 +394,9 @@ print(f"\ndense bf16 peak: {report.H100_PEAK_FLOP_PER_SM_CYCLE:.0f} FLOP per SM 
 # loads (grey lines: from issue until a consumer sees the bytes) and the math take turns; in step 3 the
 # producer is always ahead, waiting for a free buffer (the pale bars end at the dark tick where it
 # issues), and the two consumers' k-slices follow each other with no gap (even slices drawn above odd
-# ones, so that overlapping slices stay visible).
+# ones, so that overlapping slices stay visible). The share of the window a consumer holds a slice
+# (in each title) counts the wait for the first loads too, so for step 1 it is a little below the
+# share of a k-slice's period printed in section 3.
 
 # %%
 GP.plot_timelines(rec, ("s1", "s3"), "start", slices=16,
