@@ -105,6 +105,19 @@ def test_format_table_names_every_step_and_shape(rec):
     assert "8192^3" in text and "512 x 8192 x 8192" in text
 
 
+def test_format_table_prints_predictions_only_at_their_shape(rec):
+    """The predictions were made for 8192^3: the other shapes' rows leave the column blank."""
+    blocks = report.format_table(rec).split("\n\n")
+    for block in blocks:
+        preds = {f"{s.predicted:.2f}" for s in STEPS}
+        step_lines = [line for line in block.splitlines() if line.strip().startswith("s")]
+        fields = [line.split()[4] for line in step_lines]     # ms, TFLOP/s, ratio, then predicted or library
+        if block.startswith("8192^3"):
+            assert "predicted" in block and fields == [f"{s.predicted:.2f}" for s in STEPS]
+        else:
+            assert "predicted" not in block and not preds & set(fields)
+
+
 def test_recorded_checks_are_the_stamped_runs():
     lines = report.recorded_checks("gemm_h100.txt")
     assert [line.split()[0] for line in lines] == [s.name for s in STEPS]
@@ -193,7 +206,7 @@ def test_timeline_windows(rec):
 
 def test_the_tma_store_epilogue_is_shorter(rec):
     """The claim notebook 07's second timeline makes, read from the stamps."""
-    assert timeline(rec, "s6").epilogue < timeline(rec, "s4").epilogue / 4
+    assert timeline(rec, "s6").epilogue < timeline(rec, "s5").epilogue / 4
 
 
 def test_timeline_of_a_step_not_recorded(rec):
@@ -204,6 +217,21 @@ def test_timeline_of_a_step_not_recorded(rec):
 def test_timeline_table_lists_every_step(rec):
     text = report.timeline_table(rec)
     assert all(s.name in text for s in STEPS)
+
+
+def test_sm_flop_per_cycle_by_hand(rec):
+    tl = timeline(rec, "s1")
+    assert report.sm_flop_per_cycle(rec, "s1") == pytest.approx(3 * 2 * 128 * 128 * 64 / tl.slice_period)
+    assert report.H100_PEAK_FLOP_PER_SM_CYCLE == pytest.approx(4096, rel=1e-3)
+    for s in STEPS:     # no step may exceed the tensor cores' peak
+        assert report.sm_flop_per_cycle(rec, s.name) < report.H100_PEAK_FLOP_PER_SM_CYCLE
+
+
+def test_hold_is_the_consumer_bar_and_fits_step_1s_period(rec):
+    tl = timeline(rec, "s1")
+    b = tl.bars[1][~np.isnan(tl.bars[1][:, 0])]
+    assert tl.hold == np.median(b[:, 1] - b[:, 0])
+    assert 0 < tl.hold + tl.load_to_data < tl.slice_period     # step 1 does nothing in parallel
 
 
 # --- PTX and pictures ----------------------------------------------------------------------------

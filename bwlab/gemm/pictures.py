@@ -20,37 +20,45 @@ def _short(name: str) -> str:
 
 
 def plot_ladder(rec, order=None):
-    """Two rows of bars per recorded shape: TFLOP/s of each step (the libraries as lines), and the
-    fraction of the best library each step reached beside the fraction predicted for 8192^3."""
+    """Two rows of bars per recorded shape: TFLOP/s of each step, each with a tick at the best
+    library's TFLOP/s in the launches interleaved with that step (the GPU's clock moves between
+    launches, so a step is drawn only against its own library run), and the fraction of that library
+    each step reached, beside the fraction predicted before measuring (only at the shape the
+    predictions were made for, report.PREDICTED_SHAPE)."""
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
     shapes = order or sorted(report.shapes(rec), key=lambda s: (s != "8192x8192x8192", s != "4096x4096x4096"))
     fig, axes = plt.subplots(2, len(shapes), figsize=(5.2 * len(shapes), 7.2), squeeze=False)
     rows = report.rows(rec)
     x = np.arange(len(STEPS))
+    colors = [cta_color(i) for i in range(len(STEPS))]
     for col, shape in enumerate(shapes):
-        here = [r for r in rows if r.shape == shape]
-        steps = {r.name: r for r in here if r.is_step}
-        libs = [r for r in here if not r.is_step]
+        steps = {r.name: r for r in rows if r.shape == shape and r.is_step}
         top, bottom = axes[0, col], axes[1, col]
         tf = [steps[s.name].tflops if s.name in steps else 0 for s in STEPS]
-        top.bar(x, tf, color=[cta_color(i) for i in range(len(STEPS))], edgecolor="black", linewidth=0.5)
-        for i, v in enumerate(tf):
-            top.text(i, v + 8, f"{v:.0f}", ha="center", fontsize=8)
-        for j, lib in enumerate(sorted(libs, key=lambda r: -r.tflops)):
-            top.axhline(lib.tflops, color="black", linestyle=("--", ":", "-.")[j % 3], linewidth=1,
-                        label=f"{lib.name}: {lib.tflops:.0f}")
-        top.set_ylim(0, max(max(tf), max(r.tflops for r in libs)) * 1.18)
+        lib = [steps[s.name].library_alongside if s.name in steps else 0 for s in STEPS]
+        top.bar(x, tf, color=colors, edgecolor="black", linewidth=0.5)
+        for i, (v, lv) in enumerate(zip(tf, lib)):
+            top.plot([i - 0.42, i + 0.42], [lv, lv], color="black", linewidth=1.6)
+            top.text(i, min(v, lv) - 40, f"{v:.0f}", ha="center", va="top", fontsize=8)
+        top.set_ylim(0, max(max(tf), max(lib)) * 1.18)
         top.set_title(f"{shape.replace('x', ' x ')}: TFLOP/s", fontsize=10)
-        top.legend(fontsize=7, loc="lower right", framealpha=0.9)
+        top.legend(handles=[Line2D([], [], color="black", linewidth=1.6,
+                                   label="best library, timed alongside this step")],
+                   fontsize=7, loc="upper left", framealpha=0.9)
         ratio = [steps[s.name].ratio if s.name in steps else 0 for s in STEPS]
-        pred = [s.predicted for s in STEPS]
-        bottom.bar(x - 0.2, ratio, 0.4, color=[cta_color(i) for i in range(len(STEPS))], edgecolor="black",
+        width = 0.4 if shape == report.PREDICTED_SHAPE else 0.7
+        shift = -0.2 if shape == report.PREDICTED_SHAPE else 0.0
+        bottom.bar(x + shift, ratio, width, color=colors, edgecolor="black",
                    linewidth=0.5, label="measured (vs the library timed alongside)")
-        bottom.bar(x + 0.2, pred, 0.4, color="white", edgecolor="gray", hatch="//", linewidth=0.8,
-                   label="predicted for 8192^3, before measuring")
-        for i, (m, p) in enumerate(zip(ratio, pred)):
-            bottom.text(i - 0.2, m + 0.02, f"{m:.2f}", ha="center", fontsize=7)
-            bottom.text(i + 0.2, p + 0.02, f"{p:.2f}", ha="center", fontsize=7, color="gray")
+        for i, m in enumerate(ratio):
+            bottom.text(i + shift, m + 0.02, f"{m:.2f}", ha="center", fontsize=7)
+        if shape == report.PREDICTED_SHAPE:
+            pred = [s.predicted for s in STEPS]
+            bottom.bar(x + 0.2, pred, 0.4, color="white", edgecolor="gray", hatch="//", linewidth=0.8,
+                       label="predicted for this shape, before measuring")
+            for i, p in enumerate(pred):
+                bottom.text(i + 0.2, p + 0.02, f"{p:.2f}", ha="center", fontsize=7, color="gray")
         bottom.axhline(1.0, color="black", linewidth=0.8)
         bottom.set_ylim(0, 1.25)
         bottom.set_title(f"{shape.replace('x', ' x ')}: fraction of the best library", fontsize=10)

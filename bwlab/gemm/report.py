@@ -20,7 +20,8 @@ import numpy as np
 from .ladder import BK, STEPS, step as _step
 
 __all__ = ["Row", "rows", "shapes", "format_table", "report_rows", "recorded_checks", "step_diff",
-           "header_comment", "step_card", "explore_rows", "ptx_features", "timeline_table"]
+           "header_comment", "step_card", "explore_rows", "ptx_features", "timeline_table",
+           "sm_flop_per_cycle", "H100_PEAK_FLOP_PER_SM_CYCLE", "PREDICTED_SHAPE"]
 
 
 @dataclass(frozen=True)
@@ -60,21 +61,28 @@ def _pretty(shape: str) -> str:
     return f"{m}^3" if m == n == k else f"{m} x {n} x {k}"
 
 
+PREDICTED_SHAPE = "8192x8192x8192"   # the shape the predictions (Step.predicted) were made for
+
+
 def format_table(rec) -> str:
+    """The benchmark table; the predicted fraction is printed only in the rows of the shape it was
+    made for (PREDICTED_SHAPE) and left blank at the other shapes."""
     lines = []
     for shape in shapes(rec):
         here = [r for r in rows(rec) if r.shape == shape]
         libs = [r for r in here if not r.is_step]
         best = max(libs, key=lambda r: r.tflops)
         lines.append(f"{_pretty(shape)} (M x N x K = {shape.replace('x', ' x ')})")
-        lines.append(f"  {'':<38s} {'ms':>7s} {'TFLOP/s':>8s}   {'of best library':>15s}  {'predicted':>9s}  "
+        head = "predicted" if shape == PREDICTED_SHAPE else ""
+        lines.append(f"  {'':<38s} {'ms':>7s} {'TFLOP/s':>8s}   {'of best library':>15s}  {head:>9s}  "
                      f"library alongside")
         for r in libs:
             mark = "  <- best" if r is best else ""
             lines.append(f"  {r.name:<38s} {r.ms:7.3f} {r.tflops:8.1f}{mark}")
         for r in here:
             if r.is_step:
-                lines.append(f"  {r.name:<38s} {r.ms:7.3f} {r.tflops:8.1f}   {r.ratio:15.2f}  {r.predicted:9.2f}  "
+                pred = f"{r.predicted:9.2f}" if shape == PREDICTED_SHAPE else f"{'':9s}"
+                lines.append(f"  {r.name:<38s} {r.ms:7.3f} {r.tflops:8.1f}   {r.ratio:15.2f}  {pred}  "
                              f"{r.library_alongside:6.0f} TFLOP/s")
         lines.append("")
     return "\n".join(lines).rstrip()
@@ -207,21 +215,37 @@ def ptx_features() -> str:
     return "\n".join(lines)
 
 
+# The H100 SXM's dense bf16 tensor-core peak, per SM and cycle: NVIDIA quotes 989.4 TFLOP/s for
+# 132 SMs at a 1.83 GHz boost clock, which is 4096 FLOP per SM per cycle (a datasheet figure).
+H100_PEAK_FLOP_PER_SM_CYCLE = 989.4e12 / 132 / 1.83e9
+
+
+def sm_flop_per_cycle(rec, name) -> float:
+    """FLOP per SM cycle if every CTA on CTA 0's SM went as fast as CTA 0 (the recorded shape):
+    CTAs per SM x the FLOP of one k-slice / the cycles per k-slice."""
+    from .occupancy import ctas_per_sm
+    from .timeline import timeline
+    s, tl = _step(name), timeline(rec, name)
+    return ctas_per_sm(s).ctas * 2 * s.bm * s.bn * BK / tl.slice_period
+
+
 def timeline_table(rec) -> str:
     """Per step, from CTA 0's stamps at the recorded shape: the SM clock, cycles per k-slice inside a
     tile, CTAs per SM (occupancy.ctas_per_sm), the FLOP per SM cycle that implies if every CTA on the
-    SM went as fast as CTA 0, and the epilogue."""
+    SM went as fast as CTA 0 (and that as a fraction of the dense bf16 peak), the epilogue (median over
+    every tile CTA 0 wrote and both consumers) and the median cycles from one tile's epilogue to the next."""
     from .occupancy import ctas_per_sm
     from .timeline import timeline
-    lines = [f"{'':<22s}{'clock':>9s}{'cycles per':>12s}{'CTAs':>6s}{'FLOP per':>10s}{'epilogue':>10s}"
+    lines = [f"{'':<22s}{'clock':>9s}{'cycles per':>12s}{'CTAs':>6s}{'FLOP per':>10s}{'of':>6s}{'epilogue':>10s}"
              f"{'tile to tile':>14s}",
-             f"{'':<22s}{'GHz':>9s}{'k-slice':>12s}{'/ SM':>6s}{'SM cycle':>10s}{'cycles':>10s}{'cycles':>14s}"]
+             f"{'':<22s}{'GHz':>9s}{'k-slice':>12s}{'/ SM':>6s}{'SM cycle':>10s}{'peak':>6s}{'cycles':>10s}{'cycles':>14s}"]
     for s in STEPS:
         tl = timeline(rec, s.name)
         n = ctas_per_sm(s).ctas
-        flop = 2 * s.bm * s.bn * BK
+        per_sm = sm_flop_per_cycle(rec, s.name)
         tiles = [b for tile, cons, b, _ in tl.epilogue_bars() if cons == 0]
         between = f"{np.median(np.diff(tiles)):14.0f}" if len(tiles) > 1 else f"{'(one tile)':>14s}"
-        lines.append(f"{s.name:<22s}{tl.clock_ghz:9.2f}{tl.slice_period:12.0f}{n:6d}{n * flop / tl.slice_period:10.0f}"
+        lines.append(f"{s.name:<22s}{tl.clock_ghz:9.2f}{tl.slice_period:12.0f}{n:6d}{per_sm:10.0f}"
+                     f"{per_sm / H100_PEAK_FLOP_PER_SM_CYCLE:6.2f}"
                      f"{tl.epilogue:10.0f}{between}")
     return "\n".join(lines)

@@ -61,6 +61,12 @@ class StepTimeline:
         return float(np.nanmedian(d))
 
     @property
+    def hold(self) -> float:
+        """Median cycles consumer 1 holds a k-slice: from its bytes landing to its wgmma known finished."""
+        b = self.bars[1][self._ok(1)]
+        return float(np.median(b[:, 1] - b[:, 0]))
+
+    @property
     def epilogue(self) -> float:
         """Median cycles one consumer spends writing its part of C."""
         e = self.bars[3][self._ok(3)]

@@ -42,6 +42,7 @@ from bwlab.gemm import pictures as GP
 from bwlab.gemm.timeline import timeline
 from bwlab.results import load_recording
 from bwlab.source import show_source
+from bwlab.util import ceil_div
 
 rec = load_recording("gemm_ladder")
 print(rec.label)
@@ -82,7 +83,8 @@ show_source("gemm_sm90/gemm_common.cuh", kernel="mma_stage")
 # launches, with CUDA events. The **fraction of the best library** is measured by timing the step and
 # the fastest library of the shape *alternately* (library, step, library, step, …): an H100 under a
 # long GEMM load changes its clock, and interleaving makes both see the same clock. Before any step
-# was measured, each got a **predicted** fraction of the best library at 8192³ (`Step.predicted`).
+# was measured, each got a **predicted** fraction of the best library at 8192³ (`Step.predicted`);
+# the table and the figure show it only in the 8192³ rows, the shape it was made for.
 
 # %% [markdown]
 # ## 2. The numbers
@@ -100,16 +102,28 @@ GP.plot_ladder(rec)
 plt.show()
 
 # %% [markdown]
-# Two things to read before the steps:
+# In the top row each bar is a step's TFLOP/s and the black tick over it is the best library's TFLOP/s
+# *in the launches interleaved with that step*, not the library's speed at the start of the run. Two
+# things to read before the steps:
 #
-# * **Compare fractions, not TFLOP/s between rows.** The last column is the best library's speed in
-#   the launches interleaved with each step: at 8192³ it ranges from 622 to 764 TFLOP/s although it
-#   ran 793 TFLOP/s on its own at the start. The GPU's clock moves under a sustained load (CTA 0's
-#   stamps in section 4 show the SM at 1.56–1.72 GHz, below its 1.98 GHz maximum), so a step's
-#   TFLOP/s depends on when it ran; its fraction of a library run alongside much less.
-# * **The predictions were wrong in an instructive way.** Step 1 was predicted at 0.35 and reached
-#   0.73; step 2 was predicted to be better than step 1 and is worse. Steps 3–6 all beat their
-#   predictions, and step 6 matches the library (1.02 at 8192³, 1.04 at 4096³). Section 3 says why.
+# * **Compare fractions, not TFLOP/s between rows.** The best library's own speed moved during the
+#   run (next cell), and so does the SM clock: the stamped launches of section 4 (4096³, separate
+#   launches from the timed ones) found CTA 0's SM at the clocks printed below, under the H100's
+#   1.98 GHz maximum. A step's TFLOP/s depends on when it ran; its fraction of a library run alongside
+#   much less.
+# * **The predictions were wrong in an instructive way.** Step 1 reached about twice its prediction;
+#   step 2 was predicted to be better than step 1 and is worse at both square shapes. Steps 3–6 all
+#   beat their predictions, and step 6 is level with the library at every shape. Section 3 says why.
+
+# %%
+for shape in report.shapes(rec):
+    here = [r for r in report.rows(rec) if r.shape == shape]
+    alone = max(r.tflops for r in here if not r.is_step)
+    along = [r.library_alongside for r in here if r.is_step]
+    print(f"{shape:>16s}: best library {alone:.0f} TFLOP/s timed alone at the start, "
+          f"{min(along):.0f}-{max(along):.0f} TFLOP/s in the launches interleaved with the steps")
+clocks = [timeline(rec, s.name).clock_ghz for s in ladder.STEPS]
+print(f"SM clock of CTA 0 in the stamped 4096^3 launches: {min(clocks):.2f}-{max(clocks):.2f} GHz")
 
 # %% [markdown]
 # ## 3. Step by step
@@ -128,15 +142,21 @@ show_source("gemm_sm90/s1_one_warpgroup.cu", kernel="gemm")
 # %% [markdown]
 # Nothing overlaps inside a CTA: thread 0 issues the loads, every thread waits for them, the
 # warpgroup issues eight `wgmma` (two 64-row slabs × four K = 16 steps) and waits for them, and a
-# `__syncthreads` frees the buffer. The timeline (section 4) shows CTA 0 spending about 990 cycles
-# per k-slice waiting for its loads and about 820 computing. Yet step 1 reached 0.73 of the library,
-# twice its prediction, because **CTA 0 is not alone on its SM**. The SMEM and register arithmetic
-# below (`bwlab.gemm.occupancy`, from the compiled kernel) says three of these CTAs fit on one SM, and
-# while one waits for its loads another one's `wgmma` run: occupancy builds the pipeline that the
-# kernel does not. (The CUDA driver's occupancy calculator said the same on an H100, for every kernel
-# of this notebook: `docs/results/gemm_occupancy_h100.txt`.)
+# `__syncthreads` frees the buffer. CTA 0's stamps (section 4; they were taken at 4096³) split its
+# k-slices as the next cell prints: the loads in flight, the `wgmma`, and the rest of the period
+# (the `__syncthreads`, thread 0 issuing the next loads). Yet step 1 reached about 0.7 of the library
+# at both square shapes, twice its prediction, because **CTA 0 is not alone on its SM**. The SMEM and
+# register arithmetic (`bwlab.gemm.occupancy`, from the compiled kernel) says three of these CTAs fit
+# on one SM, and while one waits for its loads another one's `wgmma` can run: occupancy builds the
+# pipeline that the kernel does not. (The CUDA driver's occupancy calculator said the same on an H100,
+# for every kernel of this notebook: `docs/results/gemm_occupancy_h100.txt`.)
 
 # %%
+t1 = timeline(rec, "s1")
+rest = t1.slice_period - t1.load_to_data - t1.hold
+print(f"s1, CTA 0 at 4096^3: {t1.slice_period:.0f} cycles per k-slice = {t1.load_to_data:.0f} loads in flight"
+      f" + {t1.hold:.0f} wgmma + {rest:.0f} the rest (medians)")
+print(f"the wgmma run {t1.hold / t1.slice_period:.0%} of each k-slice's period")
 print(occupancy.describe("s1"))
 
 # %% [markdown]
@@ -150,37 +170,59 @@ print(report.step_diff(2))
 # The ring is the textbook fix for step 1: each stage has a `full` mbarrier (TMA's bytes have landed,
 # notebook 01) and an `empty` one (all four warps are done reading it); `wgmma.wait_group 1` leaves one
 # k-slice of `wgmma` in flight while thread 0 refills the buffer of the one before. It made the step
-# slower (0.73 → 0.56 at 8192³). The ring is paid for in SMEM, and SMEM decides how many CTAs share
-# an SM. One stage is (128 + 128) rows × 128 bytes = 32 KiB; the launch asks 1 KiB more so that the
-# kernel can align its tiles to 1024 bytes (the 128B swizzle needs it), and each CTA also takes its
-# static block (the 1 KiB the system reserves per CTA, plus the mbarriers). An H100 SM has 228 KiB:
+# slower at both square shapes (the card above). The ring is paid for in SMEM, and SMEM decides how
+# many CTAs share an SM. One stage is (128 + 128) rows × 128 bytes = 32 KiB; the launch asks 1 KiB
+# more so that the kernel can align its tiles to 1024 bytes (the 128B swizzle needs it), and each CTA
+# also takes its static block (the 1 KiB the system reserves per CTA, plus the mbarriers). An H100 SM
+# has 228 KiB:
 
 # %%
 for stages in (2, 3, 4, 6):
     print(occupancy.describe("s2", stages=stages))
 
 # %% [markdown]
-# Three stages leave two CTAs per SM where step 1 had three, and four stages leave one. A separate
-# run at 8192³ (`docs/results/gemm_explore_h100.txt`, built with `-DGEMM_STAGES=N`) measured each
-# depth beside step 1:
+# Two stages keep step 1's three CTAs per SM, three stages (the ladder's step 2) leave two, and four
+# leave one. A separate run at 8192³ (`docs/results/gemm_explore_h100.txt`, built with
+# `-DGEMM_STAGES=N`) timed each depth and step 1, one after the other. These are raw TFLOP/s with no
+# library alongside, so differences of a few per cent may be the clock; the last column is each
+# against step 1 of the same run:
 
 # %%
+explore = {(name, stages): tflops for name, stages, tflops, ok in report.explore_rows()}
+s1_alone = explore[("s1", None)]
 for name, stages, tflops, ok in report.explore_rows():
     if name not in ("s1", "s2"):
         continue
     occ = occupancy.ctas_per_sm(name, stages=stages)
     what = f"s2, {stages} stages" if stages else "s1, 1 stage"
     print(f"{what:<14s} {occ.ctas} CTA{'s' if occ.ctas > 1 else ' '} per SM: {tflops:6.1f} TFLOP/s"
-          f"   (checked: {'PASS' if ok else 'FAIL'})")
+          f"   (checked: {'PASS' if ok else 'FAIL'})   {tflops / s1_alone:5.2f} of s1")
 
 # %% [markdown]
-# A deeper ring helps while it costs no CTA (2 → 3 stages: 450 → 487 TFLOP/s) and falls off a cliff
-# when it does (3 → 4 stages: 487 → 274; six stages are no better than four). No depth beats step 1:
-# a warpgroup that issues its own loads and waits on its own `wgmma` leaves the tensor cores idle
-# between its k-slices, and a ring inside one CTA hides less than a whole second CTA did. The
-# timeline agrees: CTA 0 of step 2 takes about as long per k-slice as step 1's (2086 vs 2156 cycles),
-# and only two such CTAs share an SM instead of three. The next step takes the loads off the math
-# warps altogether.
+# What was measured: no depth reaches step 1. With two stages step 2 has as many CTAs per SM as
+# step 1 and is still clearly slower, so occupancy alone does not explain step 2. Three stages cost
+# a CTA and were a little faster than two; at four, one CTA per SM, the speed falls off a cliff, and
+# six are no better than four. The ladder's fractions (interleaved with the library, so free of the
+# clock question) say the same for the three-stage step 2: it lost to step 1 at both square shapes.
+#
+# Why two stages with three CTAs lose to one stage with three CTAs is **reasoning from the code**, not
+# measured: in step 2 one thread of warp 0 both issues the loads and, inside the math loop, waits on
+# the `empty` barrier of the previous slice until all four warps have arrived. `wgmma` is issued by
+# the whole warpgroup together (`.sync.aligned`), so the next slice's `wgmma` wait for that thread,
+# and `wgmma.wait_group 1` stops the warpgroup once per slice until the previous slice's `wgmma` are
+# done. The math warps carry the load loop's waits; in step 1 the same waits sit in the
+# `__syncthreads`, but there two other CTAs' `wgmma` fill the gap. The stamps (4096³) agree with
+# the outcome: CTA 0 of step 2 takes about as long per k-slice as step 1's, and the SM holds fewer
+# of them:
+
+# %%
+for name in ("s1", "s2"):
+    tl = timeline(rec, name)
+    print(f"{name}: {tl.slice_period:.0f} cycles per k-slice, {occupancy.ctas_per_sm(name).ctas} CTAs per SM"
+          f" -> {report.sm_flop_per_cycle(rec, name):.0f} FLOP per SM cycle")
+
+# %% [markdown]
+# The next step takes the loads and their waits off the math warps altogether.
 #
 # ### Step 3: warp specialisation
 
@@ -193,10 +235,22 @@ print(report.step_diff(3))
 # `setmaxnreg.dec 40`, and one of its threads does nothing but wait for an `empty` buffer and issue the
 # two loads into it; it is never stuck behind a `wgmma`. The two **consumers** take the registers
 # (`setmaxnreg.inc 232`: 128 f32 accumulators per thread for m64n256k16) and each computes 64 rows of a
-# 128 × 256 tile. The wider tile also makes every byte count twice as much: a k-slice brings 48 KiB
-# for 4.2 MFLOP instead of 32 KiB for 2.1 MFLOP. One CTA per SM (194 KiB of SMEM), and 0.56 → 0.93 of
-# the library at 8192³: CTA 0 finishes a k-slice of the 128 × 256 tile every ~1070 cycles, twice the
-# work in half the time of step 1's.
+# 128 × 256 tile. The wider tile also gets more math out of every byte loaded (next cell: a third
+# more FLOP per byte). One CTA per SM (the step table lists the launch's dynamic SMEM; the occupancy
+# line adds the static block), and the biggest jump of the ladder (the card above). CTA 0 finishes a
+# k-slice of the 128 × 256 tile, twice step 1's work, in about half of step 1's cycles.
+
+# %%
+def flop_per_byte(st):
+    return 2 * st.bm * st.bn * ladder.BK / st.stage_bytes
+
+s2_, s3_ = ladder.step("s2"), ladder.step("s3")
+for st in (s2_, s3_):
+    print(f"{st.name}: a k-slice brings {st.stage_bytes / 1024:.0f} KiB for {2 * st.bm * st.bn * ladder.BK / 1e6:.1f}"
+          f" MFLOP: {flop_per_byte(st):.1f} FLOP per byte")
+print(f"s3 / s2: {flop_per_byte(s3_) / flop_per_byte(s2_):.2f}x the FLOP per byte")
+print(occupancy.describe("s3"))
+print(f"cycles per k-slice at 4096^3: s1 {timeline(rec, 's1').slice_period:.0f}, s3 {timeline(rec, 's3').slice_period:.0f}")
 #
 # ### Step 4: persistent CTAs
 
@@ -209,9 +263,30 @@ print(report.step_diff(4))
 # pipeline from empty and writes its C with the tensor cores idle. Here one CTA per SM walks tiles
 # `blockIdx.x, blockIdx.x + gridDim.x, …` in a grouped order (16 tile rows per band, so CTAs running
 # at the same time read the same A and B tiles from L2), and the producer runs on into the next tile's
-# k-slices while the consumers write C: the ring never drains between tiles. 0.93 → 0.96 at 8192³,
-# 0.88 → 0.94 at 4096³. The epilogue is still long (about 11 500 cycles per tile, section 4), and the
-# producer can run only four k-slices ahead of it.
+# k-slices while the consumers write C: the ring never drains between tiles. It gains at both square
+# shapes (the card above). The epilogue is still long (next cell, from the stamps of section 4), and
+# the producer can run only four k-slices ahead of it.
+#
+# At the skinny shape step 4 gains next to nothing over step 3, and the count of tiles says why: with
+# 128 × 256 tiles, 512 × 8192 is fewer tiles than the H100 has SMs, so step 3's grid is already one
+# CTA per SM and step 4's persistent CTAs each get one tile, the same work in the same place. The
+# same count explains the skinny shape's big jump at step 3 (reasoning, from the occupancy above):
+# step 1 and 2's 128 × 128 tiles give the skinny shape fewer than two CTAs per SM, short of the three
+# that made step 1's occupancy pipeline, while step 3 needs only one CTA per SM to keep its tensor
+# cores busy.
+
+# %%
+t4 = timeline(rec, "s4")
+print(f"s4 epilogue at 4096^3: {t4.epilogue:.0f} cycles per consumer and tile (median over the tiles CTA 0 wrote)")
+for shape in report.shapes(rec):
+    m, n, k = map(int, shape.split("x"))
+    for st in (ladder.step("s1"), ladder.step("s3")):
+        tiles = ceil_div(m, st.bm) * ceil_div(n, st.bn)
+        print(f"{shape:>16s}, {st.bm} x {st.bn} tiles: {tiles:5d} tiles = {tiles / rec.params['sms']:5.2f} per SM"
+              f" ({rec.params['sms']} SMs)")
+print("of the best library at 512 x 8192 x 8192:",
+      ", ".join(f"{r.name.split('_')[0]} {r.ratio:.2f}" for r in report.rows(rec)
+                if r.shape == "512x8192x8192" and r.is_step))
 #
 # ### Step 5: a cluster sharing B by multicast
 
@@ -224,36 +299,41 @@ print(report.step_diff(5))
 # each loads half of it with one multicast TMA that lands in both CTAs' SMEM (notebook 02), and L2
 # serves every B byte once per cluster instead of twice. A buffer may then be refilled only when
 # **both** CTAs are done with it, so each consumer warp arrives on its own `empty` barrier and, through
-# `mapa`, on its partner's. At these shapes this buys nothing measurable (0.96 → 0.97 at 8192³,
-# 0.94 → 0.94 at 4096³): step 4's loads were already hidden behind the math, and the cycles per
+# `mapa`, on its partner's. At these shapes this buys nothing measurable (the card above): step 4's loads were already hidden behind the math, and the cycles per
 # k-slice in section 4 are the same.
 #
-# The lesson of this step is in how the partner is told. `mbarrier.arrive` takes a memory-ordering
-# semantics and a scope, `.release` and `.cta` when left out (PTX ISA, `mbarrier.arrive`). The remote
-# arrive here leaves both out, as CUTLASS's `ClusterBarrier::arrive(cta_id)` does:
-# `mbarrier.arrive.shared::cluster.b64 _, [addr]`. The same ladder was also measured with that arrive
-# written `mbarrier.arrive.release.cluster…` and the producer's wait `try_wait…acquire.cluster`
-# (`docs/results/gemm_h100_release_cluster_arrive.txt`; in that run step 2 had four stages):
+# There is a lesson in how the partner is told. `mbarrier.arrive` takes a memory-ordering semantics
+# and a scope, `.release` and `.cta` when left out (PTX ISA, `mbarrier.arrive`). The remote arrive
+# here leaves both out, as CUTLASS's `ClusterBarrier::arrive(cta_id)` does:
+# `mbarrier.arrive.shared::cluster.b64 _, [addr]`, and the producer's wait is the default one too.
+# An earlier run of the same ladder (`docs/results/gemm_h100_release_cluster_arrive.txt`) differed in
+# **two** things at once: that arrive was written `mbarrier.arrive.release.cluster…` *and* the
+# producer's wait `try_wait…acquire.cluster` (and step 2 had four stages):
 
 # %%
 other = {(shape, name): ratio for shape, name, _, _, ratio in
          report.report_rows("gemm_h100_release_cluster_arrive.txt")}
-print(f"{'':<22s}{'shape':>16s}  {'.release.cluster':>16s}  {'default (.release.cta)':>22s}")
+print(f"{'':<22s}{'shape':>16s}  {'cluster scope':>14s}  {'defaults (.cta)':>16s}  {'lost':>5s}")
+lost = []
 for r in report.rows(rec):
     if r.name in ("s5_cluster_multicast", "s6_tma_store"):
-        print(f"{r.name:<22s}{r.shape:>16s}  {other[(r.shape, r.name)]:16.2f}  {r.ratio:22.2f}")
+        lost.append(1 - other[(r.shape, r.name)] / r.ratio)
+        print(f"{r.name:<22s}{r.shape:>16s}  {other[(r.shape, r.name)]:14.2f}  {r.ratio:16.2f}  {lost[-1]:5.0%}")
+print(f"fraction of the best library lost with the cluster-scope pair: {min(lost):.0%} to {max(lost):.0%}")
 print("\nstep 2 with four stages in that run:",
       ", ".join(f"{shape} {ratio:.2f}" for (shape, name), ratio in other.items() if name == "s2_pipeline"))
 
 # %% [markdown]
-# The cluster-scope release cost 41–46% of the speed of both steps that used it, at every shape. A
-# release at cluster scope makes all of the arriving thread's earlier memory accesses visible to every
-# thread of the cluster before the arrival counts, and eight consumer warps arrive once per k-slice
-# each. What the arrival hands over here needs far less: the only earlier accesses to the released
-# buffer were the consumer's own `wgmma` reads, already finished by `wgmma.wait_group`, and the partner
-# writes the buffer again only with a TMA load it issues after seeing the arrival. Ask for the scope
-# the data needs, not the widest one. (The same run shows step 2's four-stage cliff: 0.35 of the
-# library at 8192³.)
+# Measured: with the cluster-scope pair both steps that use it lost that much of their speed, at every
+# shape. Which of the two changes costs how much was not measured: the run changed the arrive and the
+# wait together. Why cluster scope can cost is **reasoning**: a release at cluster scope orders all
+# of the arriving thread's earlier memory accesses for every thread of the cluster before the arrival
+# counts (and an acquire at cluster scope orders the waiter's later ones), and eight consumer warps
+# arrive once per k-slice each. What the arrival hands over here needs less: the only earlier accesses
+# to the released buffer were the consumer's own `wgmma` reads, already finished by
+# `wgmma.wait_group`, and the partner writes the buffer again only with a TMA load it issues after
+# seeing the arrival. The ladder therefore does what CUTLASS does, the default `.release.cta` arrive
+# and the default wait. (The same run shows step 2's four-stage cliff in the last line above.)
 #
 # ### Step 6: the epilogue through SMEM and TMA stores
 
@@ -270,8 +350,13 @@ print(report.step_diff(6))
 # (`fence.proxy.async.shared::cta`), and one thread hands the piece to a TMA store that writes whole
 # 128-byte lines and runs on by itself. Two buffers per consumer: `cp.async.bulk.wait_group.read 1`
 # makes sure the store issued two pieces ago has read its buffer before it is written again. The
-# epilogue shrinks from about 11 500 to about 2 100 cycles per tile (section 4), and the step reaches
-# the library: 0.97 → 1.02 at 8192³, 0.94 → 1.04 at 4096³.
+# epilogue shrinks several-fold against step 5's (next cell, from the stamps of section 4), and the
+# step reaches the library at every shape (the card above).
+
+# %%
+t5, t6 = timeline(rec, "s5"), timeline(rec, "s6")
+print(f"epilogue at 4096^3, cycles per consumer and tile (median over the tiles CTA 0 wrote): "
+      f"s5 {t5.epilogue:.0f} -> s6 {t6.epilogue:.0f} ({t5.epilogue / t6.epilogue:.1f}x shorter)")
 
 # %% [markdown]
 # ## 4. The timeline of one CTA
@@ -283,27 +368,35 @@ print(report.step_diff(6))
 # times below are SM cycles: `%globaltimer` ticks in steps of tens of nanoseconds, too coarse for one
 # k-slice; the clock itself is read off the stamps as cycles per nanosecond.
 #
+# These stamps come from launches at 4096³, so they explain that shape's fractions in section 2;
+# the other shapes were not stamped.
+#
 # From the stamps, per step: cycles per k-slice inside a tile, and what that means for the SM if every
 # CTA on it went as fast as CTA 0 (the CTAs per SM from section 3 × the FLOP of a k-slice ÷ its
-# cycles), then the epilogue, and for the persistent steps the cycles from one tile's epilogue to the
-# next.
+# cycles). For a reference point, the next column divides that by the H100's dense bf16 tensor-core
+# peak: NVIDIA quotes 989 TFLOP/s for 132 SMs at a 1.83 GHz boost clock, which is 4096 FLOP per SM
+# per cycle. Then the epilogue (the median over every tile CTA 0 wrote and both consumers) and, for
+# the persistent steps, the median cycles from one tile's epilogue to the next.
 
 # %%
 print(rec.label)
 print(report.timeline_table(rec))
+print(f"\ndense bf16 peak: {report.H100_PEAK_FLOP_PER_SM_CYCLE:.0f} FLOP per SM cycle (989.4 TFLOP/s / 132 SMs / 1.83 GHz)")
 
 # %% [markdown]
-# The column *FLOP per SM cycle* is the ladder in one number: ~2900 for step 1 (three CTAs taking
-# turns), ~2000 for step 2 (two), ~3900 from step 3 on (one CTA that keeps the tensor cores busy).
-# From step 3 on the k-slices go at the same pace, and what is left is what happens between tiles:
-# persistent CTAs remove the per-CTA start, and the TMA-store epilogue takes tile to tile from about
-# 82 000 to about 73 000 cycles.
+# The column *FLOP per SM cycle* is the ladder in one number: step 1's three CTAs taking turns reach
+# about 70% of the peak, step 2's two CTAs about half, and from step 3 on one CTA keeps the tensor
+# cores busy at about 95% of it inside a tile. From step 3 on the k-slices go at the same pace, and
+# what is left is what happens between tiles: persistent CTAs remove the per-CTA start, and the
+# TMA-store epilogue shortens tile to tile (the last column, step 5 → step 6).
 #
 # First picture: step 1 against step 3 over their first 16 k-slices, on one scale. In step 1 the
 # loads (grey lines: from issue until a consumer sees the bytes) and the math take turns; in step 3 the
 # producer is always ahead, waiting for a free buffer (the pale bars end at the dark tick where it
 # issues), and the two consumers' k-slices follow each other with no gap (even slices drawn above odd
-# ones, so that overlapping slices stay visible).
+# ones, so that overlapping slices stay visible). The share of the window a consumer holds a slice
+# (in each title) counts the wait for the first loads too, so for step 1 it is a little below the
+# share of a k-slice's period printed in section 3.
 
 # %%
 GP.plot_timelines(rec, ("s1", "s3"), "start", slices=16,
@@ -311,16 +404,19 @@ GP.plot_timelines(rec, ("s1", "s3"), "start", slices=16,
 plt.show()
 
 # %% [markdown]
-# Second picture: step 4 against step 6 around the first tile boundary: the last eight k-slices of
-# tile 0, its epilogue, the first eight of tile 1. In step 4 both consumers spend about 13 000 cycles
-# writing C from registers while the ring stands full (the producer has loaded tile 1's first four
-# k-slices and waits; the gap in its lane is time between two of its stamps, neither waiting nor
-# issuing); in step 6 the consumers are back after about 2 000 to 3 000 cycles, and the TMA stores
-# drain on their own.
+# Second picture: step 5 against step 6 (the step that adds the TMA-store epilogue) around the first
+# tile boundary: the last eight k-slices of tile 0, its epilogue, the first eight of tile 1. The
+# labels give each consumer's epilogue of tile 0 only, so they differ from the table's medians over
+# all tiles. In step 5 both consumers write C from registers while the ring stands full (the producer
+# has loaded tile 1's first k-slices and waits; a gap in its lane is time between two of its stamps,
+# neither waiting nor issuing); in step 6 the consumers are back much sooner, and the TMA stores drain
+# on their own.
 
 # %%
-GP.plot_timelines(rec, ("s4", "s6"), "boundary", slices=16,
-                  title="A TMA-store epilogue gives the tensor cores back ~9 000 cycles per tile (s4 vs s6)")
+saved = timeline(rec, "s5").epilogue - timeline(rec, "s6").epilogue
+GP.plot_timelines(rec, ("s5", "s6"), "boundary", slices=16,
+                  title=f"A TMA-store epilogue gives the tensor cores back {saved:,.0f} cycles per consumer and "
+                        f"tile (medians; s5 vs s6)")
 plt.show()
 
 # %% [markdown]
@@ -385,16 +481,19 @@ print(s6.ptx_excerpt("gemm", patterns=("mbarrier", "cp.async.bulk", "wgmma", "se
 # ## Recap
 #
 # * **Occupancy is a pipeline too.** Step 1 has no overlap inside a CTA, but three CTAs share each SM
-#   and take turns; step 2's ring cost SMEM, and so CTAs, and made the GEMM slower. Count CTAs per SM
-#   (SMEM and registers) before adding stages.
+#   and take turns. A ring in a warpgroup that also issues and waits for its own loads did not beat
+#   that at any depth measured, and deeper rings cost CTAs (one CTA per SM was a cliff). Count CTAs
+#   per SM (SMEM and registers) before adding stages.
 # * **Specialise warps.** A producer that only loads and consumers that only compute (with the
-#   registers moved to them by `setmaxnreg`) kept one CTA's tensor cores busy: ~3900 FLOP per SM cycle
-#   from step 3 on.
+#   registers moved to them by `setmaxnreg`) kept one CTA's tensor cores near their peak inside a tile
+#   from step 3 on (section 4).
 # * **What is left is between tiles.** Persistent CTAs keep the ring full across tiles; a TMA-store
-#   epilogue cut each consumer's time away from the math from ~11 500 to ~2 100 cycles per tile and
-#   brought the ladder level with cuBLAS.
-# * **Synchronise at the scope the data needs.** The cluster-scope release on the remote arrive cost
-#   about 40%; the default `.release.cta` arrive is enough when the released buffer was only read.
+#   epilogue cut each consumer's time away from the math several-fold (section 4) and brought the
+#   ladder level with the best library.
+# * **Mind the scope of a synchronisation.** An arrive at `.release.cluster` together with a wait at
+#   `.acquire.cluster` cost both cluster steps more than 40% of their speed; the ladder uses the
+#   defaults (`.release.cta`, as CUTLASS's `ClusterBarrier` does). Which of the two cost what was not
+#   measured.
 # * **Measure against a library timed alongside**, and predict before measuring: here the predictions
 #   were off in both directions.
 #
@@ -410,11 +509,12 @@ print(s6.ptx_excerpt("gemm", patterns=("mbarrier", "cp.async.bulk", "wgmma", "se
 # Its six steps, each adding one mechanism (the header of each file says why it should help):
 
 # %%
+import textwrap
 from bwlab.gemm import sm100
 for st in sm100.STEPS_SM100:
     print(f"{st['name']:<16s} tile {st['tile'][0]:>3d} x {st['tile'][1]:<3d} {st['threads']:>3d} threads"
-          f"  cluster {st['cluster']}  SMEM {st['smem_bytes'] // 1024:>3d} KiB  {st['epilogue']:<10s}"
-          f"  {st['what_changed'][:70]}")
+          f"  cluster {st['cluster']}  SMEM {st['smem_bytes'] // 1024:>3d} KiB  {st['epilogue']}")
+    print(textwrap.fill(st["what_changed"], width=100, initial_indent="    ", subsequent_indent="    "))
 
 # %% [markdown]
 # No GPU here or on a Hopper can run `tcgen05`: the six kernels are compiled for sm_100a (ptxas checks
