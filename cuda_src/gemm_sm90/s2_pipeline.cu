@@ -7,11 +7,12 @@
 // (wgmma.wait_group 1 leaves only slice k's in flight), each warp arrives on that buffer's `empty`,
 // and thread 0 waits for the phase and loads slice k-1+STAGES into it. TMA now runs STAGES-1 slices
 // ahead of the tensor cores: the loads hide behind the math.
-// The ring costs SMEM, and SMEM decides how many CTAs share an SM: step 1 (33 KiB) fits 3 per SM,
-// whose warpgroups take turns — a pipeline built from occupancy. Three stages (97 KiB) still fit 2
-// per SM; four (129 KiB) fit one, and one warpgroup alone, waiting on its own wgmma and issuing its
-// own loads, cannot keep the tensor cores busy (docs/results/gemm_explore_h100.txt measures 2, 3, 4
-// and 6 stages). Taking the loads off the math warps is the next step.
+// Measured on an H100 (docs/results/gemm_explore_h100.txt): the ring costs SMEM, and SMEM decides how
+// many CTAs share an SM. Step 1 (33 KiB) fits 3 per SM, whose warpgroups take turns — a pipeline built
+// from occupancy; 2 stages still fit 3, 3 stages (97 KiB) fit 2, 4 or more fit one, and at one CTA per
+// SM this step runs at about half of step 1's speed. Even at 3 CTAs per SM it stays below step 1: here
+// thread 0 issues the loads and waits on `empty` inside the math loop, so warp 0 — and with it every
+// wgmma of the warpgroup — waits while it does. Taking the loads off the math warps is the next step.
 #include "gemm_sm90/gemm_common.cuh"
 
 using namespace ladder;
