@@ -6,64 +6,17 @@ Each check computes what is expected from bwlab's own tables and models (`bwlab.
 speaks through the generic checks of `bwlab.exercises`. `hidden=True` (the autograder's hidden tests)
 checks more cases where the answer is a function; an answer that is one predicted value is checked again.
 
-`check_function_explained` is a generic check the stages' exercise files share (`bwlab.tma.exercises`
-uses it too): `check_function`, and where the learner's function first differs, a function of that
-call names the likely mistake.
+`check_function_explained` (the generic check in `bwlab.exercises`) is re-exported here for the
+callers that import it from this module.
 """
 from __future__ import annotations
 
-from typing import Callable
-
-import numpy as np
-
-from ..exercises import NotYet, check_function, check_value, unanswered
+from ..exercises import NotYet, check_function_explained, check_value, unanswered
 from .dtypes import element_type
 from .mbarrier import Mbarrier
 
 __all__ = ["check_function_explained", "check_tier", "check_hops", "check_tile_bytes", "check_mbarrier_parity",
            "HOP_KEYS", "PARITY_STEPS", "run_parity_steps"]
-
-
-# ---- a generic check shared by the stages' exercises ----------------------------------------------
-def _same(got, expected) -> bool:
-    try:
-        if isinstance(expected, np.ndarray) or isinstance(got, np.ndarray):
-            return np.array_equal(np.asarray(got), np.asarray(expected))
-        return bool(got == expected)
-    except Exception:
-        return False
-
-
-def check_function_explained(name: str, fn, cases, *, reference: Callable, rule: str,
-                             explain: Callable | None = None, hint: str = "", note: str = "") -> None:
-    """`bwlab.exercises.check_function(name, fn, cases, reference=...)`, and where `fn` first differs
-    from `reference`, `explain(args, got, expected)` (a str or None) names what the learner's value
-    is, e.g. "the number of elements, not of bytes". `cases` holds argument tuples."""
-    cases = list(cases)
-    diagnosis = None
-    if explain is not None and callable(fn) and not unanswered(fn):
-        for args in cases:
-            call = args if isinstance(args, tuple) else (args,)
-            try:
-                got = fn(*call)
-            except Exception:
-                break       # check_function reports the exception
-            expected = reference(*call)
-            if unanswered(got):
-                break
-            if not _same(got, expected):
-                diagnosis = explain(call, got, expected)
-                break
-    note = note or (f"{len(cases)} cases agree" if len(cases) != 1 else "1 case agrees")
-    try:
-        check_function(name, fn, cases, reference=reference, rule=rule, hint=hint, note=note)
-    except NotYet as e:
-        if not diagnosis:
-            raise
-        lines = str(e).split("\n")
-        at = next((i + 1 for i, line in enumerate(lines) if line.startswith("  rule:")), len(lines))
-        lines.insert(at, f"  your value: {diagnosis}")
-        raise NotYet("\n".join(lines)) from None
 
 
 def _entries_unanswered(answer: dict, keys) -> list:

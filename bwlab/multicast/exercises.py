@@ -3,9 +3,8 @@ expects, what multicast saves in L2 reads, and the A mask filled in inside the t
 
 Every expected value comes from the stage's model (`create_tma_multicast_mask`, `plan`,
 `l2_read_bytes`, `barrier_outcome`, `multicast_model`); the generic checks of `bwlab.exercises` say
-what is wrong. `check_function_explained` is one more generic check: `check_function`, plus a line
-that explains the first differing case (which rule it falls under, or which common mistake the
-learner's value is).
+what is wrong (`check_function_explained` among them, re-exported here: `check_function` plus a line
+that explains the first differing case).
 """
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ import re
 
 import numpy as np
 
-from ..exercises import NotYet, check_function, check_result, check_value, unanswered
+from ..exercises import NotYet, check_function_explained, check_result, check_value, unanswered
 from .case import MulticastLoad
 from .cluster import cluster_layout_vmnk, create_tma_multicast_mask, mask_ranks
 from .model import (TEACH_KERNEL, barrier_outcome, barrier_table, make_operands, masked_multicast_model,
@@ -42,30 +41,6 @@ def matching_mistakes(known, got):
     ("... — or ..." where one wrong value has two readings); None when none matches."""
     hits = [text for value, text in known if _same(got, value)]
     return " — or ".join(dict.fromkeys(hits)) if hits else None
-
-
-def check_function_explained(name, fn, cases, *, reference, rule, explain=None, hint="", note=""):
-    """`bwlab.exercises.check_function`, and where it fails, one more line from `explain(args, got,
-    expected)` about the first differing case: the rule that case falls under, or the common mistake
-    the learner's value matches (None: nothing to add)."""
-    cases = [c if isinstance(c, tuple) else (c,) for c in cases]
-    try:
-        check_function(name, fn, cases, rule=rule, hint=hint, reference=reference, note=note)
-    except NotYet as e:
-        if explain is None or unanswered(fn) or not callable(fn):
-            raise
-        for args in cases:
-            try:
-                got = fn(*args)
-            except Exception:
-                raise e from None
-            expected = reference(*args)
-            if not _same(got, expected):
-                why = explain(args, got, expected)
-                if why:
-                    raise NotYet(f"{e}\n  this case: {why}") from None
-                raise
-        raise
 
 
 # -- Exercise: the A mask of a CTA ------------------------------------------------------------------

@@ -17,7 +17,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..exercises import NotYet, check_value, unanswered
-from ..hw.exercises import check_function_explained
+from ..exercises import check_function_explained
 from ..hw.mbarrier import Mbarrier, MbarrierError
 from ..hw.swizzle import SWIZZLES
 from .model import box_targets, check_coords, tma_load_writes
