@@ -24,10 +24,11 @@ def _entries_unanswered(answer: dict, keys) -> list:
 
 
 # ---- Exercise 0.1: which tier runs what ----------------------------------------------------------
-# (stage, compute capability) pairs: the H100 row first (shown), then every family and a few more.
+# (stage, compute capability) pairs: the H100 and B200 rows first (shown: a function that ignores cc
+# cannot pass both), then every family and a few more.
 def _tier_cases(hidden: bool):
     from ..device import FAMILIES, STAGES
-    shown = [(s, (9, 0)) for s in STAGES]
+    shown = [(s, cc) for cc in ((9, 0), (10, 0)) for s in STAGES]
     if not hidden:
         return shown
     ccs = [cc for _, cc in FAMILIES] + [(10, 3), (11, 0), (12, 1), (8, 6), (7, 5), (9, 0)]
@@ -123,7 +124,7 @@ def check_hops(answer, hidden: bool = False) -> None:
 # ---- Exercise 0.3: the bytes of a tile -------------------------------------------------------------
 # (rows, cols, element type): the first is the one the notebook shows.
 def _tile_cases(hidden: bool):
-    shown = [(128, 64, "bf16")]
+    shown = [(128, 64, "bf16"), (128, 128, "e2m1")]     # e2m1: ElementType.bytes would say 1 per element
     if not hidden:
         return shown
     return shown + [(128, 256, "f32"), (64, 64, "f16"), (256, 128, "e4m3"), (128, 128, "e2m1"),
@@ -188,6 +189,10 @@ def _explain_parity(got):
     if (w0, w1) == (bar.try_wait_parity(1), bar.try_wait_parity(0)):
         return ("parities swapped: try_wait.parity(p) asks 'has the phase with parity p completed?'; phase 0 "
                 "(parity 0) has, phase 1 (parity 1) is still waiting for bytes")
+    if phases == bar.completed and w0 and w1:
+        return (f"try_wait.parity(1) asks about phase 1, the second load's: its arrival came, but only 2048 of "
+                f"its 4096 bytes have landed (tx-count {bar.tx}), so that phase has not completed and the wait "
+                "returns False")
     if not w0 and not w1:
         return ("try_wait.parity(0) does not wait for the current phase: it asks about the last phase with "
                 "parity 0, which completed, so it returns True at once")
