@@ -25,7 +25,7 @@ from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
-__all__ = ["NotYet", "check_value", "check_function", "check_result", "unanswered"]
+__all__ = ["NotYet", "check_value", "check_function", "check_function_explained", "check_result", "unanswered"]
 
 
 class NotYet(AssertionError):
@@ -159,6 +159,37 @@ def check_function(name: str, fn, cases: Iterable, *, rule: str, hint: str = "",
             raise NotYet("\n".join(lines))
         n += 1
     _ok(name, note or (f"{n} cases agree" if n != 1 else "1 case agrees"))
+
+
+def check_function_explained(name: str, fn, cases: Iterable, *, reference: Callable, rule: str,
+                             explain: Callable | None = None, hint: str = "", note: str = "") -> None:
+    """`check_function(name, fn, cases, reference=...)`, and where `fn` first differs from `reference`,
+    one more line from `explain(args, got, expected)` (a str, or None: nothing to add) naming what the
+    learner's value is: the rule that case falls under, or the common mistake it matches (e.g. "the
+    number of elements, not of bytes"). `cases` holds argument tuples (or single arguments)."""
+    cases = [c if isinstance(c, tuple) else (c,) for c in cases]
+    try:
+        check_function(name, fn, cases, rule=rule, hint=hint, reference=reference, note=note)
+    except NotYet as e:
+        if explain is None or unanswered(fn) or not callable(fn):
+            raise
+        for args in cases:
+            try:
+                got = fn(*args)
+            except Exception:
+                raise e from None       # check_function has reported the exception
+            if unanswered(got):
+                raise
+            expected = reference(*args)
+            if not _equal(got, expected):
+                why = explain(args, got, expected)
+                if not why:
+                    raise
+                lines = str(e).split("\n")
+                at = next((i + 1 for i, line in enumerate(lines) if line.startswith("  rule:")), len(lines))
+                lines.insert(at, f"  your value: {why}")
+                raise NotYet("\n".join(lines)) from None
+        raise
 
 
 def check_result(name: str, result, *, note: str = "") -> None:

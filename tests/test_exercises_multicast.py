@@ -45,6 +45,7 @@ def test_a_mask_placeholders():
     (lambda m, n, cm, cn: m + cm * n, "rank, not a mask"),
     (lambda m, n, cm, cn: 1 << (m + cm * n), "only this CTA's own bit"),
     (lambda m, n, cm, cn: ((1 << cm) - 1) << (cm * n), "is the B mask"),
+    (lambda m, n, cm, cn: a_mask_of(m, n, cm, cn) & ~(1 << (m + cm * n)), "own bit (1 << 0) is missing"),
 ])
 def test_a_mask_common_mistakes(wrong, words):
     msg = _not_yet(ex.check_a_mask, wrong)
@@ -68,6 +69,8 @@ def test_slice_receivers(capsys):
     assert "no answer yet" in _not_yet(ex.check_slice_receivers, None, None)
     assert "the A receivers" in _not_yet(ex.check_slice_receivers, [3, 7, 11, 15], 24576)
     assert "list the ranks" in _not_yet(ex.check_slice_receivers, 0xF0, 24576)
+    msg = _not_yet(ex.check_slice_receivers, [4, 5, 6], 24576)      # the sender left out
+    assert "rank 7 itself is missing" in msg and "lands in its own SMEM" in msg
     assert "sender's m = 3" in _not_yet(ex.check_slice_receivers, [4, 5, 6, 7], 8192)
     assert "start of the tile area" in _not_yet(ex.check_slice_receivers, [4, 5, 6, 7], 16384 + 24576)
 
@@ -82,6 +85,12 @@ def test_expect_tx(capsys):
     assert "the bytes this CTA issues" in _not_yet(ex.check_expect_tx,
                                                    lambda cm, cn, tm, tn, tk: (tm // cn + tn // cm) * tk * 2)
     assert "elements, not bytes" in _not_yet(ex.check_expect_tx, lambda cm, cn, tm, tn, tk: (tm + tn) * tk)
+    # the first visible case tells the mistakes apart: one reading each, none joined by "or"
+    for wrong, words in ((lambda cm, cn, tm, tn, tk: tm * tk * 2, "the A tile only"),
+                         (lambda cm, cn, tm, tn, tk: tn * tk * 2, "the B tile only"),
+                         (lambda cm, cn, tm, tn, tk: (tm + tn) * tk * 2 * cm * cn, "the whole cluster's bytes")):
+        msg = _not_yet(ex.check_expect_tx, wrong)
+        assert words in msg and "(2, 4, 256" in msg and " — or " not in msg
 
 
 # -- 2.5 L2 bytes saved -------------------------------------------------------------------------------
@@ -95,6 +104,8 @@ def test_l2_saved(capsys):
     assert "no function yet" in _not_yet(ex.check_l2_saved, ...)
     assert "without multicast" in _not_yet(ex.check_l2_saved, lambda cm, cn, tm, tn: cm * cn * (tm + tn) * 128)
     assert "with multicast; saved" in _not_yet(ex.check_l2_saved, lambda cm, cn, tm, tn: (cm * tm + cn * tn) * 128)
+    msg = _not_yet(ex.check_l2_saved, lambda cm, cn, tm, tn: right(cn, cm, tm, tn))   # cluster_m, cluster_n swapped
+    assert "(2, 4, 64, 128)" in msg and "(1 earlier case agreed)" in msg
 
 
 # -- 2.4 the A mask inside the kernel ---------------------------------------------------------------------
@@ -151,8 +162,7 @@ def test_teach_mask_placeholder_and_bad_text(model_tier):
 def test_teach_mask_names_the_cta_whose_barrier_never_completes(model_tier):
     msg = _not_yet(ex.check_teach_a_mask, "1 << rank")          # every CTA keeps its slice to itself
     assert "CTA rank 0's barrier never completes" in msg and "expects 16384 B and receives 12288 B" in msg
-    ex.check_teach_a_mask("0x5 << mn.x")                       # right for 2 x 2 ...
-    msg = _not_yet(ex.check_teach_a_mask, "0x5 << mn.x", hidden=True)   # ... not for 2 x 4
+    msg = _not_yet(ex.check_teach_a_mask, "0x5 << mn.x")      # right for 2 x 2, not for the visible 2 x 4
     assert "cluster 2x4" in msg and "CTA rank 4's barrier never completes" in msg
 
 

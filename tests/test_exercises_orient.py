@@ -57,6 +57,12 @@ def test_tier_mistakes():
     assert "sm_120" in msg and "hybrid" in msg
 
 
+def test_tier_visible_check_needs_cc():
+    # right on an H100 but blind to cc: the visible check's B200 row catches it
+    msg = not_yet(ex.check_tier, lambda s, cc: tier_by_hand(s, (9, 0)))
+    assert "(10, 0)" in msg and "expected 'hardware'" in msg and "has tcgen05 and TMEM" in msg
+
+
 # ---- 0.2 the hops ---------------------------------------------------------------------------------------
 def test_hops_right(capsys):
     ex.check_hops(RIGHT_HOPS, hidden=True)
@@ -95,6 +101,9 @@ def test_tile_bytes_mistakes():
     # right for every whole-byte type, wrong for the packed 4-bit one
     msg = not_yet(ex.check_tile_bytes, lambda r, c, d: r * c * element_type(d).bytes, hidden=True)
     assert "e2m1" in msg and "share a byte" in msg
+    # ... and the visible check says so too
+    msg = not_yet(ex.check_tile_bytes, lambda r, c, d: r * c * element_type(d).bytes)
+    assert "e2m1" in msg and "share a byte" in msg and "(1 earlier case agreed)" in msg
 
 
 # ---- 0.4 phase and parity ---------------------------------------------------------------------------
@@ -116,6 +125,8 @@ def test_parity_mistakes():
     msg = not_yet(ex.check_mbarrier_parity, (2, True, True))
     assert "only 2048 of its 4096 bytes" in msg and "tx-count = 2048" in msg
     assert "returns True at once" in not_yet(ex.check_mbarrier_parity, (1, False, False))
+    msg = not_yet(ex.check_mbarrier_parity, (1, True, True))
+    assert "parity(1) asks about phase 1" in msg and "has not completed" in msg
 
 
 # ---- the student version ------------------------------------------------------------------------------

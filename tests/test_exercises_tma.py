@@ -80,6 +80,14 @@ def test_tx_mistakes():
     assert "first two box dimensions" in msg
 
 
+def test_tx_visible_check_tries_a_swizzle():
+    def footprint(dtype, box, swizzle):
+        span = {"none": 0, "32B": 32, "64B": 64, "128B": 128}[swizzle]
+        return max(box[0] * element_type(dtype).bytes, span) * int(np.prod(box[1:]))
+    msg = not_yet(ex.check_tx_bytes, footprint)
+    assert "'128B'" in msg and "(1 earlier case agreed)" in msg and "SMEM footprint" in msg
+
+
 # ---- 1.3 the kernel edit -----------------------------------------------------------------------------------
 @pytest.fixture
 def model_tier(monkeypatch):
@@ -233,6 +241,9 @@ def test_oob_mistakes():
     msg = not_yet(ex.check_oob_fill, lambda d, g, b, c: (int(np.prod(b)) - oob_by_hand(d, g, b, c)[0],
                                                          oob_by_hand(d, g, b, c)[1]))
     assert "number of elements inside the tensor" in msg
+    msg = not_yet(ex.check_oob_fill, lambda d, g, b, c: (oob_by_hand(d, g, b, c)[0],
+                                                         oob_by_hand(d, g, b, c)[0] * element_type(d).bytes))
+    assert "returned (32, 128)" in msg and "bytes of the fill alone" in msg and "whole box" in msg
 
 
 # ---- the student version ------------------------------------------------------------------------------

@@ -5,8 +5,7 @@
 * `swizzle`  — the swizzle modes and CuTe's `Swizzle<B,M,S>` on byte addresses
 * `tmem`     — TMEM addresses and images
 * `dtypes`   — element types in one vocabulary (bits, NumPy dtype, tensor-map enumerator, PTX name)
-* `exercises` — the checks of notebook 00's graded exercises, and `check_function_explained`, which the
-  stages' exercise files share (imported on demand, not here)
+* `exercises` — the checks of notebook 00's graded exercises (imported on demand, not here)
 
 A stage imports these; it never keeps its own copy of a mechanism.
 """

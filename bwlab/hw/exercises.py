@@ -6,17 +6,12 @@ Each check computes what is expected from bwlab's own tables and models (`bwlab.
 speaks through the generic checks of `bwlab.exercises`. `hidden=True` (the autograder's hidden tests)
 checks more cases where the answer is a function; an answer that is one predicted value is checked again.
 
-`check_function_explained` is a generic check the stages' exercise files share (`bwlab.tma.exercises`
-uses it too): `check_function`, and where the learner's function first differs, a function of that
-call names the likely mistake.
+`check_function_explained` (the generic check in `bwlab.exercises`) is re-exported here for the
+callers that import it from this module.
 """
 from __future__ import annotations
 
-from typing import Callable
-
-import numpy as np
-
-from ..exercises import NotYet, check_function, check_value, unanswered
+from ..exercises import NotYet, check_function_explained, check_value, unanswered
 from .dtypes import element_type
 from .mbarrier import Mbarrier
 
@@ -24,57 +19,16 @@ __all__ = ["check_function_explained", "check_tier", "check_hops", "check_tile_b
            "HOP_KEYS", "PARITY_STEPS", "run_parity_steps"]
 
 
-# ---- a generic check shared by the stages' exercises ----------------------------------------------
-def _same(got, expected) -> bool:
-    try:
-        if isinstance(expected, np.ndarray) or isinstance(got, np.ndarray):
-            return np.array_equal(np.asarray(got), np.asarray(expected))
-        return bool(got == expected)
-    except Exception:
-        return False
-
-
-def check_function_explained(name: str, fn, cases, *, reference: Callable, rule: str,
-                             explain: Callable | None = None, hint: str = "", note: str = "") -> None:
-    """`bwlab.exercises.check_function(name, fn, cases, reference=...)`, and where `fn` first differs
-    from `reference`, `explain(args, got, expected)` (a str or None) names what the learner's value
-    is, e.g. "the number of elements, not of bytes". `cases` holds argument tuples."""
-    cases = list(cases)
-    diagnosis = None
-    if explain is not None and callable(fn) and not unanswered(fn):
-        for args in cases:
-            call = args if isinstance(args, tuple) else (args,)
-            try:
-                got = fn(*call)
-            except Exception:
-                break       # check_function reports the exception
-            expected = reference(*call)
-            if unanswered(got):
-                break
-            if not _same(got, expected):
-                diagnosis = explain(call, got, expected)
-                break
-    note = note or (f"{len(cases)} cases agree" if len(cases) != 1 else "1 case agrees")
-    try:
-        check_function(name, fn, cases, reference=reference, rule=rule, hint=hint, note=note)
-    except NotYet as e:
-        if not diagnosis:
-            raise
-        lines = str(e).split("\n")
-        at = next((i + 1 for i, line in enumerate(lines) if line.startswith("  rule:")), len(lines))
-        lines.insert(at, f"  your value: {diagnosis}")
-        raise NotYet("\n".join(lines)) from None
-
-
 def _entries_unanswered(answer: dict, keys) -> list:
     return [k for k in keys if unanswered(answer.get(k))]
 
 
 # ---- Exercise 0.1: which tier runs what ----------------------------------------------------------
-# (stage, compute capability) pairs: the H100 row first (shown), then every family and a few more.
+# (stage, compute capability) pairs: the H100 and B200 rows first (shown: a function that ignores cc
+# cannot pass both), then every family and a few more.
 def _tier_cases(hidden: bool):
     from ..device import FAMILIES, STAGES
-    shown = [(s, (9, 0)) for s in STAGES]
+    shown = [(s, cc) for cc in ((9, 0), (10, 0)) for s in STAGES]
     if not hidden:
         return shown
     ccs = [cc for _, cc in FAMILIES] + [(10, 3), (11, 0), (12, 1), (8, 6), (7, 5), (9, 0)]
@@ -170,7 +124,7 @@ def check_hops(answer, hidden: bool = False) -> None:
 # ---- Exercise 0.3: the bytes of a tile -------------------------------------------------------------
 # (rows, cols, element type): the first is the one the notebook shows.
 def _tile_cases(hidden: bool):
-    shown = [(128, 64, "bf16")]
+    shown = [(128, 64, "bf16"), (128, 128, "e2m1")]     # e2m1: ElementType.bytes would say 1 per element
     if not hidden:
         return shown
     return shown + [(128, 256, "f32"), (64, 64, "f16"), (256, 128, "e4m3"), (128, 128, "e2m1"),
@@ -235,6 +189,10 @@ def _explain_parity(got):
     if (w0, w1) == (bar.try_wait_parity(1), bar.try_wait_parity(0)):
         return ("parities swapped: try_wait.parity(p) asks 'has the phase with parity p completed?'; phase 0 "
                 "(parity 0) has, phase 1 (parity 1) is still waiting for bytes")
+    if phases == bar.completed and w0 and w1:
+        return (f"try_wait.parity(1) asks about phase 1, the second load's: its arrival came, but only 2048 of "
+                f"its 4096 bytes have landed (tx-count {bar.tx}), so that phase has not completed and the wait "
+                "returns False")
     if not w0 and not w1:
         return ("try_wait.parity(0) does not wait for the current phase: it asks about the last phase with "
                 "parity 0, which completed, so it returns True at once")

@@ -3,9 +3,8 @@ expects, what multicast saves in L2 reads, and the A mask filled in inside the t
 
 Every expected value comes from the stage's model (`create_tma_multicast_mask`, `plan`,
 `l2_read_bytes`, `barrier_outcome`, `multicast_model`); the generic checks of `bwlab.exercises` say
-what is wrong. `check_function_explained` is one more generic check: `check_function`, plus a line
-that explains the first differing case (which rule it falls under, or which common mistake the
-learner's value is).
+what is wrong (`check_function_explained` among them, re-exported here: `check_function` plus a line
+that explains the first differing case).
 """
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ import re
 
 import numpy as np
 
-from ..exercises import NotYet, check_function, check_result, check_value, unanswered
+from ..exercises import NotYet, check_function_explained, check_result, check_value, unanswered
 from .case import MulticastLoad
 from .cluster import cluster_layout_vmnk, create_tma_multicast_mask, mask_ranks
 from .model import (TEACH_KERNEL, barrier_outcome, barrier_table, make_operands, masked_multicast_model,
@@ -44,30 +43,6 @@ def matching_mistakes(known, got):
     return " — or ".join(dict.fromkeys(hits)) if hits else None
 
 
-def check_function_explained(name, fn, cases, *, reference, rule, explain=None, hint="", note=""):
-    """`bwlab.exercises.check_function`, and where it fails, one more line from `explain(args, got,
-    expected)` about the first differing case: the rule that case falls under, or the common mistake
-    the learner's value matches (None: nothing to add)."""
-    cases = [c if isinstance(c, tuple) else (c,) for c in cases]
-    try:
-        check_function(name, fn, cases, rule=rule, hint=hint, reference=reference, note=note)
-    except NotYet as e:
-        if explain is None or unanswered(fn) or not callable(fn):
-            raise
-        for args in cases:
-            try:
-                got = fn(*args)
-            except Exception:
-                raise e from None
-            expected = reference(*args)
-            if not _same(got, expected):
-                why = explain(args, got, expected)
-                if why:
-                    raise NotYet(f"{e}\n  this case: {why}") from None
-                raise
-        raise
-
-
 # -- Exercise: the A mask of a CTA ------------------------------------------------------------------
 MASK_RULE = ("create_tma_multicast_mask<2> (CuTe): the A tile of CTA (m, n) is needed by every CTA of its "
              "cluster row (same m, every n); bit r of the 16-bit ctaMask is the CTA whose %cluster_ctarank "
@@ -90,6 +65,9 @@ def _explain_mask(args, got, expected):
         return f"{got} is CTA ({m}, {n})'s rank, not a mask: its bit is 1 << {rank}"
     if got == 1 << rank:
         return "only this CTA's own bit: the other CTAs of its row would never receive its slice"
+    if isinstance(got, int) and got == expected & ~(1 << rank):
+        return (f"CTA ({m}, {n})'s own bit (1 << {rank}) is missing: the sender is one of the CTAs that need "
+                "the A tile, so its slice must land in its own SMEM too, or its own barrier stays short")
     if isinstance(got, int) and got >> (cm * cn):
         return f"0x{got:04X} sets bits of ranks {cm * cn} and up: a {cm} x {cn} cluster has ranks 0..{cm * cn - 1}"
     if got == b_mask:
@@ -132,6 +110,9 @@ def check_slice_receivers(ranks, offset, hidden: bool = False) -> None:
                 rule="create_tma_multicast_mask<1>: B is shared along the cluster column, by every CTA with "
                      "the same n (every m); each receiver gets the slice at the same SMEM offset",
                 mistakes={tuple(a_ranks): "those are the CTAs with the same m: the A receivers",
+                          tuple(r for r in want_ranks if r != RECEIVER_RANK):
+                              f"rank {RECEIVER_RANK} itself is missing: the sender needs the B tile too, so its "
+                              "own bit is set and the slice lands in its own SMEM as well",
                           iss.mask: "that is the mask itself; list the ranks whose bits it sets"})
     nbytes = iss.slice.nbytes
     check_value(f"the byte offset of rank {RECEIVER_RANK}'s B slice inside the B tile", offset,
@@ -175,9 +156,10 @@ def _explain_tx(args, got, expected):
 
 def check_expect_tx(fn, hidden: bool = False) -> None:
     """`fn(cluster_m, cluster_n, tile_m, tile_n, tile_k)` -> expect_tx of each CTA (16-bit elements)."""
-    cases = [(2, 2, 64, 64, 64), (4, 4, 128, 256, 64)]
+    # the first case tells the common mistakes apart (in a 2 x 2 cluster of 64 x 64 tiles several coincide)
+    cases = [(2, 4, 256, 64, 64), (4, 4, 128, 256, 64)]
     if hidden:
-        cases += [(2, 4, 128, 64, 64), (4, 2, 64, 128, 32), (1, 8, 128, 128, 64), (8, 1, 64, 64, 128),
+        cases += [(2, 2, 64, 64, 64), (2, 4, 128, 64, 64), (4, 2, 64, 128, 32), (1, 8, 128, 128, 64), (8, 1, 64, 64, 128),
                   (2, 1, 256, 128, 64), (1, 1, 128, 128, 64)]
     check_function_explained("expect_tx of each CTA", fn, cases, reference=_expect_tx, rule=EXPECT_RULE,
                              explain=_explain_tx, hint="element size: 2 bytes (float16)")
@@ -203,9 +185,10 @@ def _explain_l2(args, got, expected):
 
 def check_l2_saved(fn, hidden: bool = False) -> None:
     """`fn(cluster_m, cluster_n, tile_m, tile_n)` -> L2 bytes one cluster saves per round of tiles."""
-    cases = [(2, 2, 128, 128), (4, 4, 128, 256)]
+    # the second case is not square: swapping cluster_m and cluster_n changes its answer
+    cases = [(2, 2, 128, 128), (2, 4, 64, 128), (4, 4, 128, 256)]
     if hidden:
-        cases += [(1, 1, 128, 128), (2, 4, 64, 128), (4, 2, 128, 64), (1, 8, 128, 128), (8, 2, 64, 64)]
+        cases += [(1, 1, 128, 128), (4, 2, 128, 64), (1, 8, 128, 128), (8, 2, 64, 64)]
     check_function_explained("L2 bytes saved per cluster", fn, cases, reference=_l2_saved, rule=L2_RULE,
                              explain=_explain_l2, hint="tiles of tile_k = 64 16-bit elements per row (128 B)")
 
@@ -304,7 +287,7 @@ def check_teach_a_mask(expr, hidden: bool = False) -> None:
     from ..lab import CompileError
     expr = _check_expr_text(expr)
     mine = mask_kernel(expr)
-    shapes = [(2, 2)] + ([(2, 4), (4, 2), (1, 4)] if hidden else [])
+    shapes = [(2, 2), (2, 4)] + ([(4, 2), (1, 4)] if hidden else [])
     on_gpu = device.tier("multicast") == "hardware"
     for shape in shapes:
         what = f"the A mask in the kernel, cluster {shape[0]}x{shape[1]}"

@@ -17,7 +17,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..exercises import NotYet, check_value, unanswered
-from ..hw.exercises import check_function_explained
+from ..exercises import check_function_explained
 from ..hw.mbarrier import Mbarrier, MbarrierError
 from ..hw.swizzle import SWIZZLES
 from .model import box_targets, check_coords, tma_load_writes
@@ -90,11 +90,13 @@ def check_broken_rule(answer, hidden: bool = False) -> None:
 
 # ---- Exercise 1.2: the transaction bytes of a box -----------------------------------------------------
 def _tx_cases(hidden: bool):
-    shown = [("bfloat16", (32, 16), "none")]
+    # shown: the box of section 1, and a swizzled box whose 32-byte rows sit 128 bytes apart in SMEM (the
+    # footprint is not what the TMA counts)
+    shown = [("bfloat16", (32, 16), "none"), ("float16", (16, 8), "128B")]
     if not hidden:
         return shown
     return shown + [("float32", (8, 6), "none"), ("uint8", (256, 4), "none"), ("float64", (8, 4, 2), "none"),
-                    ("bfloat16", (64, 16), "128B"), ("float16", (16, 8), "128B"), ("tf32", (8, 32), "32B"),
+                    ("bfloat16", (64, 16), "128B"), ("tf32", (8, 32), "32B"),
                     ("int32", (4, 3, 2, 2), "none"), ("uint8", (16, 256), "none")]
 
 
@@ -342,6 +344,9 @@ def _explain_oob(args, got, expected):
         return "that is the number of elements inside the tensor; the fill is the rest of the box"
     if got[1] == t.box_elements and got[1] != tx:
         return "expect_tx counts bytes, not elements"
+    if filled and got[1] == filled * t.elem_bytes and got[1] != tx:
+        return ("that is the bytes of the fill alone; the TMA reports the whole box to the mbarrier, the "
+                "elements it read and the ones it filled alike")
     return None
 
 

@@ -12,7 +12,8 @@ import numpy as np
 
 from ..exercises import NotYet, check_result
 from ..hw.swizzle import MODES, row_bytes
-from ..multicast.exercises import check_function_explained, matching_mistakes
+from ..exercises import check_function_explained
+from ..multicast.exercises import matching_mistakes
 from .descriptors import (LAYOUT_CODES_SM100, decode_smem_desc, descriptor_addresses, edit_descs, make_smem_desc,
                           tile_desc)
 from .idesc import KINDS, make_instr_desc

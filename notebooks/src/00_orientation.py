@@ -15,6 +15,10 @@
 # **Exercises:** this notebook holds 4 graded exercises (6 points), each right after the section it asks
 # about. Write your answer in the cell marked for it, then run the check below it: a wrong answer says what
 # the hardware's rule gives and why.
+#
+# The notebooks in `notebooks/` are the worked versions: every exercise's answer is filled in. For practice,
+# `make student` writes versions with the answers removed, one folder per notebook under
+# `build/classroom/release/<notebook>/`.
 
 # %% tags=["nbval-ignore-output"]
 import bwlab
@@ -31,7 +35,8 @@ bwlab.banner();
 #
 # The model is checked bit for bit against an H100 wherever an H100 can run the operation (TMA, swizzle,
 # multicast, SMEM operand layouts through `wgmma`), and against the PTX ISA and CUTLASS's encoders elsewhere.
-# `BWLAB_BACKEND=model` forces the model tier (CI does, so stored outputs are deterministic).
+# `BWLAB_BACKEND=model` forces the model tier on any machine; the outputs stored in these notebooks come
+# from it, so they read the same everywhere.
 #
 # The same rules, evaluated for each GPU family (computed by `bwlab.device.tiers_for`, not typed in):
 
@@ -49,8 +54,8 @@ for family, sm, t in device.tier_table():
 # `"tma"`, `"multicast"`, `"umma"`, `"tmem"`, `"store"`) runs on a GPU of compute capability `cc` — a tuple
 # such as `(9, 0)` for an H100, or `None` for no GPU. Work from the rules above and from what each stage
 # needs (`device.STAGES`: TMA exists from sm_90 on; `tcgen05` and TMEM on sm_100, sm_103 and sm_110), without
-# calling `device.tiers_for`. The check compares your function with bwlab's rules on an H100; the hidden
-# tests try every GPU family.
+# calling `device.tiers_for`. The check compares your function with bwlab's rules on an H100 and a B200;
+# the hidden tests try every GPU family.
 
 # %% solution id=orient_tier
 def my_tier(stage, cc):
@@ -85,22 +90,13 @@ orient_ex.check_tier(my_tier, hidden=True)
 # proxy must see what the other wrote, a `fence.proxy.async` orders them. An mbarrier's **phase** completes
 # again and again; a wait names the phase it waits for by its **parity** (0, 1, 0, 1 ...).
 
-# %%
-import matplotlib.pyplot as plt
-from bwlab.datapath import draw_data_path, HOPS
-draw_data_path()
-plt.show()
-
-# %%
-for h in HOPS:
-    print(f"{h.src} -> {h.dst}: {h.instruction.replace(chr(10), ' ')}  [{h.who}]  -> notebook {h.notebook}")
-
 # %% [markdown]
 # ### Exercise 0.2 — the hops of the data path (1 point)
 #
 # From which memory to which does each instruction move the data? Give each a pair of the names `"GMEM"`,
 # `"SMEM"`, `"TMEM"`, `"RMEM"` (registers), `(from, to)`. One of them differs from Hopper, where `wgmma` keeps
-# its accumulator in registers.
+# its accumulator in registers. Answer from the description above; the figure and the table after the check
+# show the whole path.
 
 # %% solution id=orient_hops
 my_hops = {"TMA load": ..., "tcgen05.mma": ..., "tcgen05.ld": ..., "st.shared": ..., "TMA store": ...}
@@ -115,6 +111,16 @@ orient_ex.check_hops(my_hops)
 ### BEGIN HIDDEN TESTS
 orient_ex.check_hops(my_hops, hidden=True)
 ### END HIDDEN TESTS
+
+# %%
+import matplotlib.pyplot as plt
+from bwlab.datapath import draw_data_path, HOPS
+draw_data_path()
+plt.show()
+
+# %%
+for h in HOPS:
+    print(f"{h.src} -> {h.dst}: {h.instruction.replace(chr(10), ' ')}  [{h.who}]  -> notebook {h.notebook}")
 
 # %% [markdown]
 # ## How big is each memory?
@@ -132,9 +138,9 @@ for name, size, source in capacities():
 #
 # A GEMM CTA holds its share of A as a tile of 128 rows × 64 columns of bf16 in shared memory, and every
 # byte of it is announced to an mbarrier before it arrives. Write `my_tile_bytes(rows, cols, dtype)`: the
-# bytes of a `rows` × `cols` tile of element type `dtype`. `element_type(dtype).bits` gives the width in bits;
-# the hidden tests try other types, down to the 6- and 4-bit floats of block-scaled GEMMs (`e3m2`, `e2m1`),
-# which pack several elements into a byte.
+# bytes of a `rows` × `cols` tile of element type `dtype`. `element_type(dtype).bits` gives the width in bits.
+# The check tries that bf16 tile and a tile of the 4-bit float `e2m1` of block-scaled GEMMs, which packs two
+# elements into a byte; the hidden tests try other types (`f32`, `e4m3`, the 6-bit `e3m2`, ...).
 
 # %% solution id=orient_tile_bytes
 from bwlab.hw import element_type

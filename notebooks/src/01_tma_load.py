@@ -79,7 +79,7 @@ for kwargs in (dict(dtype="bfloat16", global_shape=(80, 48), box_shape=(12, 16))
 # ### Exercise 1.1 — which rule does it break? (2 points)
 #
 # Seven tensor maps. For each, predict the name of the rule `TensorMap` refuses it with (the name in square
-# brackets of the errors above, one of the names printed below), or `"legal"`. Work it out from the
+# brackets of the errors above, one of the names printed below with its limit), or `"legal"`. Work it out from the
 # rules — the element size, the 16-byte multiples, the swizzle span, the limits of a box — before you try
 # `TensorMap(**kwargs)`.
 
@@ -88,7 +88,9 @@ from bwlab.tma import exercises as tma_ex
 from bwlab.tma.rules import RULES
 for key, kwargs in tma_ex.RULE_CANDIDATES.items():
     print(f"{key}: {kwargs}")
-print("\nrule names:", ", ".join(r.name for r in RULES))
+print("\nthe rules, each with its limit:")
+for r in RULES:
+    print(f"  {r.name:24s} {r.limit}")
 
 # %% solution id=tma_broken_rule
 my_rules = {"a": ..., "b": ..., "c": ..., "d": ..., "e": ..., "f": ..., "g": ...}
@@ -151,12 +153,13 @@ last = tma.handshake_events(tmap.box_bytes, pieces=4, extra_tx=16)[-1]
 print(f"after every byte arrived: tx-count = {last[3]} (expected 16), phase 0 complete: {last[5]} (expected False)")
 
 # %% [markdown]
-# ### Exercise 1.2 — the transaction bytes of a box (1 point)
+# ### Exercise 1.2 — the transaction bytes of a box (2 points)
 #
 # Write `my_tx_bytes(dtype, box_shape, swizzle)`: the bytes `arrive.expect_tx` must announce for one load of
 # a box of `box_shape` elements (innermost first, rank 1 to 5) of element type `dtype`, under `swizzle`
 # (`"none"`, `"32B"`, `"64B"`, `"128B"`). Use `element_type(dtype).bytes`, not a `TensorMap`. The check tries the
-# box of section 1; the hidden tests try other types, ranks and swizzles.
+# box of section 1 and a 16 × 8 float16 box under the 128B swizzle; the hidden tests try other types, ranks
+# and swizzles.
 
 # %% solution id=tma_tx_bytes
 from bwlab.hw import element_type
@@ -170,7 +173,7 @@ def my_tx_bytes(dtype, box_shape, swizzle="none"):
     return n
     ### END SOLUTION
 
-# %% grade id=tma_tx_bytes_check points=1
+# %% grade id=tma_tx_bytes_check points=2
 from bwlab.tma import exercises as tma_ex
 tma_ex.check_tx_bytes(my_tx_bytes)
 ### BEGIN HIDDEN TESTS
@@ -282,11 +285,12 @@ bar.complete_tx(tmap.box_bytes)             # every byte of the box has landed
 print(bar, "  phase 0 complete:", bar.try_wait_parity(0), "(expected False: tx stays at 16)")
 
 # %% [markdown]
-# ### Exercise 1.3 — fill in expect_tx in the teaching kernel (3 points)
+# ### Exercise 1.3 — your expect_tx in the teaching kernel (2 points)
 #
 # Now a box of 48 × 8 bf16, `TensorMap("bfloat16", (80, 48), (48, 8))`, at coordinates `(32, 16)` of the same
-# tensor. Your value `my_expect_tx` (a Python int: the bytes thread 0 announces) replaces `box_bytes` in the
-# line `const u32 tx_bytes = box_bytes;` of `teach_tma.cu`. The check compiles the edited kernel for sm_90a
+# tensor. You supply a number, `my_expect_tx` (a Python int: the bytes thread 0 announces); the check puts it
+# into the kernel for you, in place of `box_bytes` in the line `const u32 tx_bytes = box_bytes;` of
+# `teach_tma.cu`. It compiles the edited kernel for sm_90a
 # and sm_100a; on a GPU with TMA it runs it in a worker process (a timeout or a fault comes back as an
 # exception, and this notebook's GPU stays usable) and compares its SMEM bytes with the model's; everywhere,
 # `bwlab.hw.mbarrier.Mbarrier` runs your value and says when phase 0 completes, or that it never does.
@@ -298,7 +302,7 @@ my_expect_tx = None   # the bytes thread 0 announces for the 48 x 8 bf16 box (an
 my_expect_tx = 48 * 8 * 2
 ### END SOLUTION
 
-# %% tags=["nbval-ignore-output"] grade id=tma_expect_tx_edit_check points=3
+# %% tags=["nbval-ignore-output"] grade id=tma_expect_tx_edit_check points=2
 from bwlab.tma import exercises as tma_ex
 tma_ex.check_expect_tx_edit(my_expect_tx)
 ### BEGIN HIDDEN TESTS

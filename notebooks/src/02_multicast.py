@@ -372,12 +372,12 @@ print("the model's stuck CTAs:", [o["rank"] for o in mc.barrier_outcome(tcfg, ba
 # lookup (`ex.mask_kernel(expr)` makes the edited kernel) and is compiled; on an sm_90+ GPU the edited
 # kernel then runs in a worker process, elsewhere the model executes the same expression for every CTA.
 # A mask that leaves a CTA out comes back as that CTA's barrier never completing; one that reaches
-# into another row, as bytes of another A tile. The graded run also compiles and runs it for 2 x 4,
-# 4 x 2 and 1 x 4 clusters.
+# into another row, as bytes of another A tile. The check compiles and runs it for 2 x 2 and 2 x 4
+# clusters; the graded run adds 4 x 2 and 1 x 4.
 #
-# Hint: for 2 x 2 the masks are `0x5 << m`. In general the bits are m, m + X, m + 2X, ... (X =
-# `CLUSTER_X`): a pattern with every X-th bit set, shifted by m. (2^(XY) − 1) / (2^X − 1) is such a
-# pattern.
+# Hint: the bits are m, m + X, m + 2X, ... (X = `CLUSTER_X`): a pattern with every X-th bit set, shifted
+# by m. A C expression has no loop, so write that pattern in closed form from `CLUSTER_X` and `CLUSTER_Y`
+# (it is the sum of a geometric series in 2^X).
 
 # %% solution id=mc_teach_mask
 a_mask_expr = None   # your C expression, as a string
@@ -466,7 +466,7 @@ from bwlab.checks.multicast import bench_summary
 print(bench_summary(ctas=120))
 
 # %% [markdown]
-# Three things to take from it:
+# Four things to take from it:
 #
 # * **The L2 really serves a multicast tile once per cluster** (measured / naive = 1.000 for every c).
 # * **Plain loads of the same tile are partly merged too**: own's L2 reads fall to 0.3-0.6 of the naive
@@ -478,7 +478,8 @@ print(bench_summary(ctas=120))
 #   which time the handshake alone, with no data).
 # * **Own's time per tile halves between c = 2 and c = 4** (962 → 514 ns). In this loop the CTAs of a
 #   cluster load the same tile at the same moment, so bigger clusters mean fewer distinct tiles in flight;
-#   the L2 served only 0.42 of the naive bytes at c = 4. The step itself was not isolated further.
+#   the L2 served only 0.42 of the naive bytes at c = 4. That reading is an inference from these numbers;
+#   no run here separates the two effects.
 #
 # ## Recap
 #

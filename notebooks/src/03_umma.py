@@ -238,6 +238,18 @@ for args in [("f16", "f16", "f32", 256, 128), ("bf16", "bf16", "f16", 128, 128),
         print(f"{args}: {e}")
 
 # %% [markdown]
+# The shapes a dense `tcgen05.mma` takes, per `cta_group` (PTX ISA, tcgen05 "Matrix Shape", as bwlab's
+# table `umma.rules.SHAPES` holds them). With `.cta_group::2` M counts the rows of the pair, each CTA
+# holding M / 2 of them. CuTe's MMA atoms (`cute/arch/mma_sm100_umma.hpp`) assert stricter N steps than
+# this table in places (recent versions ask for N a multiple of 16 for one CTA with M = 128); the exercise
+# follows the ISA's table.
+
+# %%
+from bwlab.umma.rules import SHAPES
+for row in SHAPES:
+    print(f"kind::{'/'.join(row.kinds):17s} cta_group::{row.cta_group}: M in {row.Ms}, {row.limit}")
+
+# %% [markdown]
 # ### Exercise 3.4 — which shapes are legal, for one CTA and for a pair (2 points)
 #
 # `tcgen05.mma.cta_group::1` runs on one SM; `.cta_group::2` on a CTA pair, each CTA holding half of
@@ -385,10 +397,11 @@ except CompileError as e:
     print(str(e).split("--- where ---")[-1].strip())
 
 # %% [markdown]
-# ### Exercise 3.5 — fill in A's SBO inside the kernel (3 points)
+# ### Exercise 3.5 — your SBO of A, put into the kernel (3 points)
 #
-# A new case: A is K-major in the **64-byte** swizzle (64 x 64 f16), B as before. Python now hands the
-# kernel A descriptors whose SBO field is 0, and the kernel fills it in from your number:
+# A new case: A is K-major in the **64-byte** swizzle (64 x 64 f16), B as before. You supply a number,
+# `a_sbo`; the check puts it into the kernel for you. Python now hands the kernel A descriptors whose SBO
+# field is 0, and the edited kernel fills it in from your number:
 #
 # ```c++
 # (a_descs[kb] | ((u64)(((YOUR_SBO) >> 4) & 0x3FFF) << 32)) + base
