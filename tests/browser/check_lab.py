@@ -14,7 +14,7 @@ For each notebook (default: every notebooks/*.ipynb):
      moves, latest first;
   4. with --reopen only: save (widget state saved, as `make lab` does) and reopen: the widgets come
      back, with no "model not found". Not in `make browser-test`: on a loaded 2-core machine a
-     reopened notebook sometimes drew "model not found" or no widget (2 of 12 reopens), which would
+     reopened notebook sometimes drew "model not found" or no widget (2 of 15 reopens), which would
      make CI flaky.
 Every wait is bounded; the whole run also stops at --budget seconds (a failure).
 
