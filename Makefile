@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.bwlab-installed-cuda$(CUDA)
 
-.PHONY: lab test unit nbval venv notebooks notebooks-soak student grade grade-check clean
+.PHONY: lab test unit nbval venv notebooks notebooks-soak student grade grade-check browser-deps browser-test clean
 
 venv: $(STAMP)
 
@@ -62,6 +62,34 @@ grade: venv
 
 grade-check: venv
 	$(PY) -m bwlab.tools.classroom selfcheck --backend $(GRADE_BACKEND)
+
+# The notebooks in a real browser: JupyterLab headless, the system's Chromium driven by Playwright (every
+# notebook run, every widget control moved, screenshots and summary.txt in build/browser/). See
+# tests/browser/check_lab.py. Chromium comes from the system's packages (apt-get as root, where missing),
+# Playwright from pip (the `browser` extra); `playwright install` is never used.
+CHROMIUM     ?= /usr/lib/chromium/chromium
+BROWSERFLAGS ?=
+BROWSER_STAMP := $(VENV)/.bwlab-browser-extra
+
+$(BROWSER_STAMP): $(STAMP) pyproject.toml
+	$(PY) -m pip install -q -e ".[browser]"
+	touch $@
+
+browser-deps: $(BROWSER_STAMP)
+	@if [ ! -x "$(CHROMIUM)" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium fonts-liberation fonts-dejavu-core; \
+	  else \
+	    echo "browser-deps: no Chromium at $(CHROMIUM). Install it as root (Debian: apt-get install -y chromium" \
+	         "fonts-liberation fonts-dejavu-core) or name yours: make browser-test CHROMIUM=/path/to/chromium" >&2; \
+	    exit 1; \
+	  fi; \
+	  test -x "$(CHROMIUM)" || { echo "browser-deps: still no Chromium at $(CHROMIUM) after apt-get;" \
+	    "name yours: make browser-test CHROMIUM=/path/to/chromium" >&2; exit 1; }; \
+	fi
+
+browser-test: browser-deps
+	BWLAB_BACKEND=model $(PY) tests/browser/check_lab.py --chromium $(CHROMIUM) --out build/browser $(BROWSERFLAGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache
