@@ -230,15 +230,34 @@ def mask_explorer(cluster_m: int = 4, cluster_n: int = 4, peers: int = 1, rank: 
     r_sl = w.IntSlider(min=0, max=cluster_m * cluster_n - 1, value=rank, description="CTA rank", style=wide,
                        continuous_update=False, layout=w.Layout(width="320px"))
 
+    out, busy = w.Output(), []
+
+    def redraw(_=None):
+        if busy:                       # a menu is being narrowed: the change that started it redraws once
+            return
+        from ipywidgets.widgets.interaction import show_inline_matplotlib_plots
+        out.clear_output(wait=True)
+        with out:
+            explain_cta(m_dd.value, n_dd.value, p_dd.value, r_sl.value)
+            show_inline_matplotlib_plots()
+
     def follow(_=None):
-        ch = explorer_choices(m_dd.value, p_dd.value)
-        n_dd.options, p_dd.options = ch["n"], ch["peers"]   # ipywidgets keeps the value if still legal
-        r_sl.max = m_dd.value * n_dd.value - 1
+        if busy:
+            return
+        busy.append(1)
+        try:
+            ch = explorer_choices(m_dd.value, p_dd.value)
+            n_dd.options, p_dd.options = ch["n"], ch["peers"]   # ipywidgets keeps the value if still legal
+            r_sl.max = m_dd.value * n_dd.value - 1
+        finally:
+            busy.clear()
+        redraw()
 
     m_dd.observe(follow, "value")
     n_dd.observe(follow, "value")
-    out = w.interactive_output(lambda m, n, p, r: explain_cta(m, n, p, r),
-                               {"m": m_dd, "n": n_dd, "p": p_dd, "r": r_sl})
+    p_dd.observe(redraw, "value")
+    r_sl.observe(redraw, "value")
+    redraw()
     return w.VBox([w.HBox([m_dd, n_dd, p_dd, r_sl], layout=w.Layout(flex_flow="row wrap")), out])
 
 

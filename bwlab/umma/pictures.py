@@ -409,6 +409,10 @@ def instr_desc_widget():
                 v = make_instr_desc(ab.value, ab.value, d.value, M.value, N.value, am.value, bm.value,
                                     cta_group=cg.value)
                 print(format_fields(decode_instr_desc(v, kind_of(ab.value, ab.value)).fields(), f"idesc = {v:#010x}"))
+                print(f"cta_group::{cg.value} is no field of these 32 bits: it is a qualifier of the instruction "
+                      f"(tcgen05.mma.cta_group::{cg.value}). "
+                      + (f"M = {M.value} rows, all in this CTA's TMEM." if cg.value == 1 else
+                         f"M = {M.value} counts the pair's rows: {M.value // 2} in each CTA's TMEM."))
             except ValueError as e:
                 print(f"not legal: {e}")
 
