@@ -18,8 +18,7 @@ def smem_chunk_map(major: str, swizzle: str, dtype: str = "f16", tile=(16, 64), 
     """For each 16-byte chunk of the tile's SMEM span: the (mn, k) of its first element."""
     lay = canonical_layout(major, swizzle, dtype, tile, base_address)
     addr = lay.addresses()
-    n_chunks = lay.nbytes // 16
-    first = np.full((n_chunks, 2), -1, np.int64)
+    first = np.full((lay.nbytes // 16, 2), -1, np.int64)
     mn, k = np.meshgrid(np.arange(tile[0]), np.arange(tile[1]), indexing="ij")
     chunk = (addr - base_address) // 16
     at_start = (addr % 16) == 0
@@ -390,8 +389,7 @@ def instr_desc_widget():
             keep = ctl.value if ctl.value in opts else opts[-1]
             ctl.options, ctl.value = opts, keep
 
-    ctl_key = {d: "c", M: "M", N: "N", am: "a_major", bm: "b_major"}
-    busy = []
+    ctl_key, busy = {d: "c", M: "M", N: "N", am: "a_major", bm: "b_major"}, []
 
     def show(*_):
         if busy:                        # a menu narrowed below: the outer call redraws
@@ -409,10 +407,8 @@ def instr_desc_widget():
                 v = make_instr_desc(ab.value, ab.value, d.value, M.value, N.value, am.value, bm.value,
                                     cta_group=cg.value)
                 print(format_fields(decode_instr_desc(v, kind_of(ab.value, ab.value)).fields(), f"idesc = {v:#010x}"))
-                print(f"cta_group::{cg.value} is no field of these 32 bits: it is a qualifier of the instruction "
-                      f"(tcgen05.mma.cta_group::{cg.value}). "
-                      + (f"M = {M.value} rows, all in this CTA's TMEM." if cg.value == 1 else
-                         f"M = {M.value} counts the pair's rows: {M.value // 2} in each CTA's TMEM."))
+                rows = "all in this CTA's TMEM" if cg.value == 1 else f"{M.value // 2} in each CTA of the pair"
+                print(f"cta_group::{cg.value}: no bit of idesc, the instruction's qualifier; M = {M.value} rows, {rows}")
             except ValueError as e:
                 print(f"not legal: {e}")
 
