@@ -240,9 +240,10 @@ for args in [("f16", "f16", "f32", 256, 128), ("bf16", "bf16", "f16", 128, 128),
 # %% [markdown]
 # The shapes a dense `tcgen05.mma` takes, per `cta_group` (PTX ISA, tcgen05 "Matrix Shape", as bwlab's
 # table `umma.rules.SHAPES` holds them). With `.cta_group::2` M counts the rows of the pair, each CTA
-# holding M / 2 of them. CuTe's MMA atoms (`cute/arch/mma_sm100_umma.hpp`) assert stricter N steps than
-# this table in places (recent versions ask for N a multiple of 16 for one CTA with M = 128); the exercise
-# follows the ISA's table.
+# holding M / 2 of them. CuTe's MMA atoms (`cute/arch/mma_sm100_umma.hpp`) are stricter in one place:
+# `SM100_MMA_F16BF16_SS` (one CTA) asks for N a multiple of 16 when M = 128, where the ISA allows
+# multiples of 8; its pair atom `SM100_MMA_F16BF16_2x1SM_SS` asks for M = 128 or 256 and N a multiple of
+# 16 in [16, 256], as the ISA's row does. The exercise follows the ISA's table.
 
 # %%
 from bwlab.umma.rules import SHAPES
