@@ -9,6 +9,7 @@ import pytest
 
 from bwlab.epilogue import exercises as ex
 from bwlab.exercises import NotYet
+from exercise_cells import exercise_cells, student
 
 NB_SRC = Path(__file__).resolve().parent.parent / "notebooks" / "src" / "05_tma_store.py"
 W, F, B = "st.shared", "fence.proxy.async", "bar.sync"
@@ -113,22 +114,6 @@ def test_store_coords(capsys):
 
 
 # ---- the notebook's own exercise cells ---------------------------------------------------------
-
-def exercise_cells(path):
-    from bwlab.tools.notebooks import parse_cells
-    cells = [(src, meta) for kind, src, _, meta in parse_cells(path.read_text()) if meta]
-    pairs = []
-    for (sol, sm), (grade, gm) in zip(cells[::2], cells[1::2]):
-        assert sm["solution"] and gm["grade"] and gm["grade_id"] == sm["grade_id"] + "_check"
-        pairs.append((sm["grade_id"], sol, grade))
-    return pairs
-
-
-def student(src: str) -> str:
-    """What nbgrader's generate_assignment leaves: solutions replaced, hidden tests removed."""
-    src = re.sub(r"### BEGIN SOLUTION.*?### END SOLUTION", "# your answer here", src, flags=re.S)
-    return re.sub(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", "", src, flags=re.S)
-
 
 @pytest.mark.parametrize("grade_id,solution,grade", exercise_cells(NB_SRC),
                          ids=[c[0] for c in exercise_cells(NB_SRC)])

@@ -1,12 +1,12 @@
 """Notebook 04's graded exercises (bwlab.tmem.exercises): each check passes the right answer, says "no
 answer yet" to the placeholder, and names the rule or the mistake for common wrong answers; the
 notebook's own exercise cells pass with their solutions and fail with a teaching message without them."""
-import re
 from pathlib import Path
 
 import pytest
 
 from bwlab.exercises import NotYet
+from exercise_cells import exercise_cells, student
 from bwlab.tmem import exercises as ex
 
 NB_SRC = Path(__file__).resolve().parent.parent / "notebooks" / "src" / "04_tmem_load.py"
@@ -96,22 +96,6 @@ def test_holder(capsys):
 
 
 # ---- the notebook's own exercise cells ---------------------------------------------------------
-
-def exercise_cells(path):
-    from bwlab.tools.notebooks import parse_cells
-    cells = [(src, meta) for kind, src, _, meta in parse_cells(path.read_text()) if meta]
-    pairs = []
-    for (sol, sm), (grade, gm) in zip(cells[::2], cells[1::2]):
-        assert sm["solution"] and gm["grade"] and gm["grade_id"] == sm["grade_id"] + "_check"
-        pairs.append((sm["grade_id"], sol, grade))
-    return pairs
-
-
-def student(src: str) -> str:
-    """What nbgrader's generate_assignment leaves: solutions replaced, hidden tests removed."""
-    src = re.sub(r"### BEGIN SOLUTION.*?### END SOLUTION", "# your answer here", src, flags=re.S)
-    return re.sub(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", "", src, flags=re.S)
-
 
 @pytest.mark.parametrize("grade_id,solution,grade", exercise_cells(NB_SRC),
                          ids=[c[0] for c in exercise_cells(NB_SRC)])
