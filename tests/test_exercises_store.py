@@ -1,17 +1,13 @@
 """Notebook 05's graded exercises (bwlab.epilogue.exercises): each check passes the right answer, says
 "no answer yet" to the placeholder, and names the rule or the mistake for common wrong answers; the
 notebook's own exercise cells pass with their solutions and fail with a teaching message without them."""
-import re
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from bwlab.epilogue import exercises as ex
 from bwlab.exercises import NotYet
-from exercise_cells import exercise_cells, student
 
-NB_SRC = Path(__file__).resolve().parent.parent / "notebooks" / "src" / "05_tma_store.py"
 W, F, B = "st.shared", "fence.proxy.async", "bar.sync"
 
 
@@ -111,19 +107,3 @@ def test_store_coords(capsys):
     ex.check_store_coords((X, f"({Y}) % 256"))
     msg = _fails(ex.check_store_coords, (X, f"({Y}) % 256"), hidden=True)
     assert "(300 x 100)" in msg and "D[0, 0] holds acc[256, 0]" in msg and "blockIdx = (0, 2)" in msg
-
-
-# ---- the notebook's own exercise cells ---------------------------------------------------------
-
-@pytest.mark.parametrize("grade_id,solution,grade", exercise_cells(NB_SRC),
-                         ids=[c[0] for c in exercise_cells(NB_SRC)])
-def test_notebook_cells(grade_id, solution, grade, capsys):
-    assert grade_id.startswith("store_")
-    ns = {}
-    exec(solution, ns)
-    exec(grade, ns)
-    assert "correct:" in capsys.readouterr().out
-    ns = {}
-    exec(student(solution), ns)
-    with pytest.raises(NotYet, match="no answer yet"):
-        exec(student(grade), ns)

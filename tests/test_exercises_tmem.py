@@ -1,15 +1,12 @@
 """Notebook 04's graded exercises (bwlab.tmem.exercises): each check passes the right answer, says "no
 answer yet" to the placeholder, and names the rule or the mistake for common wrong answers; the
 notebook's own exercise cells pass with their solutions and fail with a teaching message without them."""
-from pathlib import Path
 
 import pytest
 
 from bwlab.exercises import NotYet
-from exercise_cells import exercise_cells, student
 from bwlab.tmem import exercises as ex
 
-NB_SRC = Path(__file__).resolve().parent.parent / "notebooks" / "src" / "04_tmem_load.py"
 
 
 def taddr(base, lane, column):
@@ -93,19 +90,3 @@ def test_holder(capsys):
     x1_only = lambda s, n, l, c: holder(s, 1, l, c % (8 if s == "16x256b" else 4 if s == "16x128b"
                                                       else 2 if s == "16x64b" else 1))
     assert "right for .x1" in _fails(ex.check_holder, x1_only)
-
-
-# ---- the notebook's own exercise cells ---------------------------------------------------------
-
-@pytest.mark.parametrize("grade_id,solution,grade", exercise_cells(NB_SRC),
-                         ids=[c[0] for c in exercise_cells(NB_SRC)])
-def test_notebook_cells(grade_id, solution, grade, capsys):
-    assert grade_id.startswith("tmem_")
-    ns = {}
-    exec(solution, ns)
-    exec(grade, ns)
-    assert "correct:" in capsys.readouterr().out
-    ns = {}
-    exec(student(solution), ns)
-    with pytest.raises(NotYet, match="no answer yet"):
-        exec(student(grade), ns)
