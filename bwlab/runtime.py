@@ -138,6 +138,17 @@ class BenchResult:
         return f"{self.name:<40s} median {self.median_ms:9.4f} ms  (min {self.min_ms:.4f}, max {self.max_ms:.4f}, n={self.repeats}) {bw}"
 
 
+def time_ms(fn) -> float:
+    """Milliseconds of one `fn()` on the current stream, between two CUDA events."""
+    import cupy as cp
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    start.record()
+    fn()
+    stop.record()
+    stop.synchronize()
+    return cp.cuda.get_elapsed_time(start, stop)
+
+
 def bench(name: str, fn, warmup: int = 3, repeat: int = 20, bytes_moved: int | None = None) -> BenchResult:
     """Time `fn()` on the current stream with CUDA events: `warmup` untimed calls, then the median
     of `repeat` timed ones."""
@@ -145,12 +156,5 @@ def bench(name: str, fn, warmup: int = 3, repeat: int = 20, bytes_moved: int | N
     for _ in range(warmup):
         fn()
     cp.cuda.Device().synchronize()
-    times = []
-    for _ in range(repeat):
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop))
+    times = [time_ms(fn) for _ in range(repeat)]
     return BenchResult(name, statistics.median(times), min(times), max(times), repeat, bytes_moved)

@@ -65,19 +65,14 @@ def library_gemms(a, b, torch_ok: bool):
 def paired(fn_a, fn_b, warmup: int, repeat: int) -> tuple:
     """Median ms of fn_a and of fn_b, timed alternately with CUDA events after `warmup` calls each."""
     import statistics
-    import cupy as cp
+    from ..runtime import time_ms
     for _ in range(warmup):
         fn_a()
         fn_b()
     times = ([], [])
     for _ in range(repeat):
-        for fn, out in ((fn_a, times[0]), (fn_b, times[1])):
-            start, stop = cp.cuda.Event(), cp.cuda.Event()
-            start.record()
-            fn()
-            stop.record()
-            stop.synchronize()
-            out.append(cp.cuda.get_elapsed_time(start, stop))
+        times[0].append(time_ms(fn_a))
+        times[1].append(time_ms(fn_b))
     return statistics.median(times[0]), statistics.median(times[1])
 
 
