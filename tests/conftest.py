@@ -42,3 +42,9 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line("GPU tests skipped:")
         for r, n in sorted(reasons.items()):
             terminalreporter.write_line(f"  {n:3d} x {r}")
+
+
+@pytest.fixture
+def model_tier(monkeypatch):
+    """Force the model tier (BWLAB_BACKEND=model) for one test."""
+    monkeypatch.setenv("BWLAB_BACKEND", "model")

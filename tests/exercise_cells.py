@@ -2,6 +2,9 @@
 by the tests that run a notebook's own exercise cells with plain Python (no nbgrader, no kernel)."""
 import re
 
+import pytest
+
+from bwlab.exercises import NotYet
 from bwlab.tools.notebooks import parse_cells
 
 
@@ -19,3 +22,10 @@ def student(src: str) -> str:
     """What nbgrader's generate_assignment leaves: solutions replaced, hidden tests removed."""
     src = re.sub(r"### BEGIN SOLUTION.*?### END SOLUTION", "# your answer here", src, flags=re.S)
     return re.sub(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", "", src, flags=re.S)
+
+
+def not_yet(check, *args, **kw) -> str:
+    """The message of the NotYet that `check(*args, **kw)` must raise."""
+    with pytest.raises(NotYet) as e:
+        check(*args, **kw)
+    return str(e.value)

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from bwlab.exercises import NotYet
+from exercise_cells import not_yet as _fails
 from bwlab.flow import HOP_NAMES, ORDERINGS, Flow, FlowProblem, kernel_ptx, trace_without
 from bwlab.flow import exercises as ex
 from bwlab.flow import kernel_edit
@@ -33,12 +33,6 @@ def l2_reads(M, N, cm, cn):
 FIRST_WRONG = {"wait on full": "mma", "wait on mma_done": "tmem_ld", "tcgen05.wait::ld": "st_shared",
                "fence.proxy.async": "tma_store"}
 PROXIES = {"wait on full": ("async", "async"), "fence.proxy.async": ("generic", "async")}
-
-
-def _fails(fn, *args, **kw) -> str:
-    with pytest.raises(NotYet) as e:
-        fn(*args, **kw)
-    return str(e.value)
 
 
 # ---- the references against independent counts ------------------------------------------------------

@@ -5,20 +5,10 @@ import numpy as np
 import pytest
 
 from bwlab.exercises import NotYet
+from exercise_cells import not_yet as _not_yet
 from bwlab.multicast import exercises as ex
 
 SOLUTION_EXPR = "(((1u << (CLUSTER_X * CLUSTER_Y)) - 1) / ((1u << CLUSTER_X) - 1)) << mn.x"
-
-
-@pytest.fixture
-def model_tier(monkeypatch):
-    monkeypatch.setenv("BWLAB_BACKEND", "model")
-
-
-def _not_yet(check, *args, **kw):
-    with pytest.raises(NotYet) as e:
-        check(*args, **kw)
-    return str(e.value)
 
 
 # -- 2.1 the A mask -----------------------------------------------------------------------------------

@@ -1,20 +1,13 @@
 """Notebook 05's graded exercises (bwlab.epilogue.exercises): each check passes the right answer, says
-"no answer yet" to the placeholder, and names the rule or the mistake for common wrong answers; the
-notebook's own exercise cells pass with their solutions and fail with a teaching message without them."""
+"no answer yet" to the placeholder, and names the rule or the mistake for common wrong answers
+(the notebook's own exercise cells: tests/test_exercise_cells.py)."""
 
 import numpy as np
-import pytest
 
 from bwlab.epilogue import exercises as ex
-from bwlab.exercises import NotYet
+from exercise_cells import not_yet as _fails
 
 W, F, B = "st.shared", "fence.proxy.async", "bar.sync"
-
-
-def _fails(check, *args, **kw) -> str:
-    with pytest.raises(NotYet) as e:
-        check(*args, **kw)
-    return str(e.value)
 
 
 def words_per_phase(addresses, lanes, distinct=True):

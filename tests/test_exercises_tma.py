@@ -5,7 +5,6 @@ and is modelled elsewhere; the student version of the notebook fails each check 
 import numpy as np
 import pytest
 
-from bwlab.exercises import NotYet
 from bwlab.hw import element_type
 from bwlab.tma import TensorMap, TmaLoad
 from bwlab.tma import exercises as ex
@@ -89,11 +88,6 @@ def test_tx_visible_check_tries_a_swizzle():
 
 
 # ---- 1.3 the kernel edit -----------------------------------------------------------------------------------
-@pytest.fixture
-def model_tier(monkeypatch):
-    monkeypatch.setenv("BWLAB_BACKEND", "model")
-
-
 def test_edit_right_in_the_model(model_tier, capsys):
     assert ex.EDIT_TMAP.tx_bytes == 48 * 8 * 2
     ex.check_expect_tx_edit(768, hidden=True)

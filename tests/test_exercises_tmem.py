@@ -1,12 +1,9 @@
 """Notebook 04's graded exercises (bwlab.tmem.exercises): each check passes the right answer, says "no
-answer yet" to the placeholder, and names the rule or the mistake for common wrong answers; the
-notebook's own exercise cells pass with their solutions and fail with a teaching message without them."""
+answer yet" to the placeholder, and names the rule or the mistake for common wrong answers
+(the notebook's own exercise cells: tests/test_exercise_cells.py)."""
+from exercise_cells import not_yet as _fails
 
-import pytest
-
-from bwlab.exercises import NotYet
 from bwlab.tmem import exercises as ex
-
 
 
 def taddr(base, lane, column):
@@ -25,12 +22,6 @@ def holder(shape, num, lane, column):
 
 
 REGS_X1 = {"32x32b": 1, "16x64b": 1, "16x128b": 2, "16x256b": 4, "16x32bx2": 1}
-
-
-def _fails(check, *args, **kw) -> str:
-    with pytest.raises(NotYet) as e:
-        check(*args, **kw)
-    return str(e.value)
 
 
 def test_address(capsys):

@@ -4,21 +4,11 @@ the kernel-edit exercise also runs the edited teach_wgmma.cu."""
 import pytest
 
 from bwlab.exercises import NotYet
+from exercise_cells import not_yet as _not_yet
 from bwlab.umma import exercises as ex
 
 WIDTH = {"none": 16, "32B": 32, "64B": 64, "128B": 128}          # bytes per atom row, from the PTX ISA
 SW_CODE = {"none": 0, "128B_base32B": 1, "128B": 2, "64B": 4, "32B": 6}   # tcgen05 descriptor, bits 61-63
-
-
-@pytest.fixture
-def model_tier(monkeypatch):
-    monkeypatch.setenv("BWLAB_BACKEND", "model")
-
-
-def _not_yet(check, *args, **kw):
-    with pytest.raises(NotYet) as e:
-        check(*args, **kw)
-    return str(e.value)
 
 
 def lbo_sbo_of(sw, rows):

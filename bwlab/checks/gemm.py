@@ -193,8 +193,8 @@ def _steps(info, wanted):
                 def first():
                     runner.clear_status(launch)
                     launch()
-                    runner._check_status(launch)
-                return _Timed(launch, launch.c, first, lambda: runner._check_status(launch))
+                    runner.check_status(launch)
+                return _Timed(launch, launch.c, first, lambda: runner.check_status(launch))
             return _LadderStep(s.name, s.predicted, prepare, s)
         return [hopper(s) for s in (STEPS if not wanted else [step(w) for w in wanted])]
     from ..gemm import sm100

@@ -19,7 +19,7 @@ from ..tma.tensor_map import TensorMap
 from .ladder import BK, Step, check_shape, step
 
 __all__ = ["random_operands", "build", "run_step", "reference", "check", "GemmCheck", "Launch",
-           "prepare", "run_stamps", "BARRIERS"]
+           "check_status", "clear_status", "prepare", "run_stamps", "BARRIERS"]
 
 BARRIERS = {1: "full (a stage's bytes have landed)", 2: "empty (every consumer warp is done with a stage)"}
 STAMP_SHAPE = (4, 512, 2, 2)   # gemm_common.cuh: [track][event][begin/end][globaltimer ns, clock64]
@@ -104,15 +104,16 @@ def prepare(name, a, b, stamps=None, c=None) -> Launch:
     return Launch(s, fn, grid, block, s.smem_bytes, args, c, module)
 
 
-def _check_status(launch: Launch) -> None:
+def check_status(launch: Launch) -> None:
     """Raise MbarrierTimeout if a bounded wait of the last launches gave up."""
-    from ..runtime import check_status
-    check_status(launch.module, launch.step.name, BARRIERS)
+    from .. import runtime
+    runtime.check_status(launch.module, launch.step.name, BARRIERS)
 
 
 def clear_status(launch: Launch) -> None:
-    from ..runtime import clear_status as clear
-    clear(launch.module)
+    """Zero the status record before launches that `check_status` will judge."""
+    from .. import runtime
+    runtime.clear_status(launch.module)
 
 
 def run_step(name, a, b):
@@ -120,7 +121,7 @@ def run_step(name, a, b):
     launch = prepare(name, a, b)
     clear_status(launch)
     launch()
-    _check_status(launch)
+    check_status(launch)
     return launch.c
 
 
@@ -132,7 +133,7 @@ def run_stamps(name, a, b):
     launch = prepare(name, a, b, stamps=stamps)
     clear_status(launch)
     launch()
-    _check_status(launch)
+    check_status(launch)
     return launch.c, cp.asnumpy(stamps)
 
 
