@@ -1,0 +1,813 @@
+"""Executing a launch: clusters of CTAs of warps, a seeded scheduler, virtual time, diagnosis.
+
+SIMT as the hardware defines it since Volta: every lane has its own program counter; a warp runs the
+lanes that share the lowest program counter among those able to run, so lanes that split at a
+branch run apart and meet again where their paths join. A `.aligned` instruction (bar.sync,
+wgmma.*, barrier.cluster.*, setmaxnreg) waits until every live lane of the warp has reached it; if
+the lanes can only meet at different instructions, the warp is diverged and that is reported,
+naming the lanes and where each one is.
+
+Time is virtual: each executed warp-instruction is one nanosecond of `%globaltimer` and one cycle of
+`%clock64`. Asynchronous operations (TMA, bulk stores, wgmma) complete after a latency drawn from
+the launch's seeded generator, so one seed always gives one interleaving. When every live warp waits
+and nothing is in flight, the launch is stuck: the emulator writes down who waits on what, then
+moves the clock past every bounded wait's budget so the kernel's own timeout path runs exactly as on
+the GPU; a kernel with no such path is reported as a hang (`EmuHang`).
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+
+import numpy as np
+
+from ..hw.mbarrier import Mbarrier, MbarrierError
+from .errors import DivergenceError, EmuError, EmuFault, EmuHang, EmuTimeout, ProtocolError, ProxyFenceMissing
+from .memory import (GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, RANK_SHIFT, SHARED_WINDOW, WINDOW_SIZE)
+
+__all__ = ["Launch", "MAX_SMEM_PER_CTA", "TIME_JUMP_NS"]
+
+MAX_SMEM_PER_CTA = 227 * 1024      # sm_90 / sm_100 opt-in maximum per CTA
+TIME_JUMP_NS = 1 << 32             # ~4.3 s: past every bounded wait's budget (default 200 ms)
+MAX_JUMPS = 6
+U64 = np.uint64
+
+
+class Warp:
+    __slots__ = ("machine", "cta", "wid", "R", "pc", "exited", "valid", "inflight", "cparam", "local",
+                 "stack", "blocked", "spin_epoch", "wait_info", "tid", "nthreads", "parked", "steps",
+                 "wg_seq", "wg_groups", "wg_open", "sleep_until", "last_pc", "spin_lanes")
+
+    def __init__(self, machine, cta, wid: int):
+        prog = machine.prog
+        self.machine, self.cta, self.wid = machine, cta, wid
+        self.R = np.zeros((max(prog.nregs, 1), 32), U64)
+        self.pc = np.full(32, machine.entry, np.int64)
+        first = wid * 32
+        self.tid = np.arange(first, first + 32, dtype=np.int64)
+        self.valid = self.tid < cta.nthreads
+        self.nthreads = int(self.valid.sum())
+        self.exited = ~self.valid
+        self.inflight = {}
+        self.cparam = np.zeros((32, prog.callparam_size), np.uint8)
+        self.local = np.zeros((32, max(prog.local_size, 1)), np.uint8)
+        self.stack = []           # [(lanes mask, return pc, copies)]
+        self.blocked = None       # a description while waiting at a CTA/cluster barrier
+        self.spin_epoch = -1      # machine.epoch when a wait last failed
+        self.spin_lanes = np.zeros(32, bool)   # the lanes whose wait failed at that epoch
+        self.wait_info = None
+        self.parked = None
+        self.steps = 0
+        self.wg_seq = 0           # wgmma.mma_async instructions issued by this warp
+        self.wg_groups = []       # [[op ids]] committed wgmma groups not yet retired
+        self.wg_open = []         # op ids issued since the last commit
+        self.sleep_until = 0
+        self.last_pc = machine.entry
+
+    # -- lanes ---------------------------------------------------------------------------------
+    @property
+    def live(self) -> np.ndarray:
+        return ~self.exited
+
+    def who(self, mask=None) -> str:
+        c = self.cta
+        lanes = np.nonzero(mask)[0] if mask is not None else np.nonzero(self.live)[0]
+        thr = self.tid[lanes]
+        span = (f"thread {thr[0]}" if len(thr) == 1 else
+                f"threads {thr[0]}..{thr[-1]}" if len(thr) and thr[-1] - thr[0] + 1 == len(thr) else
+                f"threads {', '.join(map(str, thr[:8]))}{'...' if len(thr) > 8 else ''}")
+        rank = f" (cluster rank {c.rank})" if c.cluster.size > 1 else ""
+        return f"CTA {c.ctaid}{rank} warp {self.wid} {span}"
+
+    def special(self, name: str) -> np.ndarray:
+        c = self.cta
+        m = self.machine
+        t = self.tid
+        bx, by, bz = m.block
+        if name.startswith("%tid"):
+            ax = name[-1]
+            v = {"x": t % bx, "y": (t // bx) % by, "z": t // (bx * by)}[ax]
+            return v.astype(U64)
+        if name.startswith("%ntid"):
+            return np.full(32, m.block["xyz".index(name[-1])], U64)
+        if name.startswith("%ctaid"):
+            return np.full(32, c.ctaid["xyz".index(name[-1])], U64)
+        if name.startswith("%nctaid"):
+            return np.full(32, m.grid["xyz".index(name[-1])], U64)
+        if name.startswith("%cluster_ctaid"):
+            return np.full(32, c.cluster_ctaid["xyz".index(name[-1])], U64)
+        if name.startswith("%cluster_nctaid"):
+            return np.full(32, m.cluster_dims["xyz".index(name[-1])], U64)
+        if name.startswith("%clusterid"):
+            return np.full(32, c.cluster.cid["xyz".index(name[-1])], U64)
+        if name.startswith("%nclusterid"):
+            ax = "xyz".index(name[-1])
+            return np.full(32, m.grid[ax] // m.cluster_dims[ax], U64)
+        if name == "%cluster_ctarank":
+            return np.full(32, c.rank, U64)
+        if name == "%cluster_nctarank":
+            return np.full(32, c.cluster.size, U64)
+        if name == "%is_explicit_cluster":
+            return np.full(32, int(m.explicit_cluster), U64)
+        if name == "%laneid":
+            return np.arange(32, dtype=U64)
+        if name == "%warpid":
+            return np.full(32, self.wid, U64)
+        if name == "%nwarpid":
+            return np.full(32, 64, U64)
+        if name in ("%smid", "%gridid"):
+            return np.full(32, c.linear % 132, U64)
+        if name == "%nsmid":
+            return np.full(32, 132, U64)
+        if name in ("%globaltimer", "%clock64"):
+            return np.full(32, m.clock + m.time_offset, U64)
+        if name == "%globaltimer_lo" or name == "%clock":
+            return np.full(32, (m.clock + m.time_offset) & 0xFFFFFFFF, U64)
+        if name in ("%globaltimer_hi", "%clock_hi"):
+            return np.full(32, (m.clock + m.time_offset) >> 32, U64)
+        lane = np.arange(32, dtype=U64)
+        if name.startswith("%lanemask"):
+            kind = name.split("_")[1]
+            one = U64(1) << lane
+            return {"eq": one, "lt": one - U64(1), "le": (one << U64(1)) - U64(1),
+                    "gt": (~((one << U64(1)) - U64(1))) & U64(0xFFFFFFFF),
+                    "ge": (~(one - U64(1))) & U64(0xFFFFFFFF)}[kind]
+        if name == "%dynamic_smem_size":
+            return np.full(32, m.dynamic_smem, U64)
+        if name in ("%total_smem_size", "%aggr_smem_size"):
+            return np.full(32, c.smem.size, U64)
+        raise EmuError(f"special register {name} is not modelled")
+
+    # -- calls ---------------------------------------------------------------------------------
+    def push_call(self, mask, call_pc, copies_out):
+        self.stack.append((mask.copy(), call_pc + 1, copies_out))
+
+    def pop_call(self, mask):
+        if not self.stack:
+            raise EmuError(f"{self.who(mask)}: ret with no caller")
+        lanes, ret_pc, copies = self.stack[-1]
+        for src, dst, n in copies:
+            self.cparam[mask, dst:dst + n] = self.cparam[mask, src:src + n]
+        self.pc[mask] = ret_pc - 1   # the ret's own pc advance is done by the caller of run
+        lanes &= ~mask
+        if not lanes.any():
+            self.stack.pop()
+        # the lanes that returned continue right after the call
+        self.pc[mask] = ret_pc
+
+
+class Cluster:
+    def __init__(self, cid, size):
+        self.cid = cid
+        self.size = size
+        self.ctas = []
+        self.bar_phase = 0
+        self.bar_arrived = set()
+
+
+class CTA:
+    def __init__(self, machine, ctaid, linear, cluster, rank, cluster_ctaid):
+        self.machine = machine
+        self.ctaid, self.linear, self.cluster, self.rank, self.cluster_ctaid = ctaid, linear, cluster, rank, cluster_ctaid
+        bx, by, bz = machine.block
+        self.nthreads = bx * by * bz
+        self.smem = np.zeros(machine.smem_bytes, np.uint8)
+        # generic-proxy writers of each SMEM byte not yet fenced for the async proxy: -1 = none
+        self.smem_writer = np.full(machine.smem_bytes, -1, np.int32)
+        self.smem_writer_pc = np.zeros(machine.smem_bytes, np.int32)
+        self.mbarriers = {}       # offset -> Mbarrier
+        self.mbar_info = {}       # offset -> (init line, init who)
+        self.barriers = {}        # named barrier id -> dict
+        self.bulk = {}            # thread -> [[op ids]] committed bulk groups not yet complete
+        self.bulk_open = {}       # thread -> [op ids]
+        self.exited = False
+        self.warps = [Warp(machine, self, k) for k in range(-(-self.nthreads // 32))]
+
+
+class Launch:
+    """One kernel launch on the emulated GPU."""
+
+    def __init__(self, module, kernel: str, grid, block, params: bytes, dynamic_smem: int = 0,
+                 cluster=None, seed: int = 0, max_steps: int = 20_000_000, trace: bool = False,
+                 check_proxy: bool = True):
+        prog = module.program
+        self.module, self.prog, self.kernel = module, prog, kernel
+        self.memory = module.memory
+        self.entry = prog.entry_pc[kernel]
+        self.grid, self.block = tuple(grid), tuple(block)
+        f = prog.module.functions[kernel]
+        self.explicit_cluster = f.cluster_dims is not None or cluster is not None
+        cdims = tuple(f.cluster_dims or cluster or (1, 1, 1))
+        self.cluster_dims = cdims + (1,) * (3 - len(cdims))
+        self.params = np.frombuffer(bytes(params), np.uint8).copy()
+        self.dynamic_smem = int(dynamic_smem)
+        self.smem_bytes = (prog.dynamic_offset + self.dynamic_smem) if prog.dynamic_shared else prog.shared_size
+        self.smem_bytes = max(self.smem_bytes, prog.shared_size, 16)
+        if self.smem_bytes > MAX_SMEM_PER_CTA:
+            raise EmuError(f"{kernel} needs {self.smem_bytes} bytes of shared memory per CTA "
+                           f"({prog.shared_size} static + {self.dynamic_smem} dynamic); a CTA may have at most "
+                           f"{MAX_SMEM_PER_CTA} (sm_90/sm_100)")
+        self.rng = np.random.default_rng(seed)
+        self.seed = seed
+        self.max_steps = max_steps
+        self.check_proxy = check_proxy
+        self.clock = 0
+        self.time_offset = 1_000_000_000   # %globaltimer does not start at 0 on a GPU either
+        self.steps = 0
+        self.epoch = 0
+        self.events = []           # async completions: heap of (due, seq, fn, desc)
+        self.seq = itertools.count()
+        self.inflight_ops = {}     # op id -> description (for diagnosis)
+        self.op_ids = itertools.count(1)
+        self.stall_reports = []
+        self.trace_on = trace
+        self.trace = []            # (time, cta, warp, what)
+        self.wgmma = {}            # (cta linear, warpgroup) -> {seq: [per-warp issue records]}
+        self.cluster = None
+
+    # ---- where things are --------------------------------------------------------------------
+    def where(self, ins) -> str:
+        from .program import Code
+        return Code(None, ins, "").where(self.prog.files)
+
+    def note(self, w, what):
+        if self.trace_on:
+            self.trace.append((self.clock, w.cta.linear, w.wid, what))
+
+    # ---- running -----------------------------------------------------------------------------
+    def run(self):
+        gx, gy, gz = self.grid
+        cx, cy, cz = self.cluster_dims
+        for axis, (g, c) in enumerate(zip(self.grid, self.cluster_dims)):
+            if g % c:
+                raise EmuError(f"grid dimension {'xyz'[axis]} = {g} is not a multiple of the cluster's {c} "
+                               "(CUDA launch rule: the grid is made of whole clusters)")
+        for kz in range(gz // cz):
+            for ky in range(gy // cy):
+                for kx in range(gx // cx):
+                    self._run_cluster((kx, ky, kz))
+        # bulk stores still in flight complete before the launch is over (the stream syncs)
+        while self.events:
+            self._complete_next()
+
+    def _run_cluster(self, cid):
+        cx, cy, cz = self.cluster_dims
+        cl = Cluster(cid, cx * cy * cz)
+        gx, gy, _ = self.grid
+        for rz in range(cz):
+            for ry in range(cy):
+                for rx in range(cx):
+                    ctaid = (cid[0] * cx + rx, cid[1] * cy + ry, cid[2] * cz + rz)
+                    rank = rx + cx * (ry + cy * rz)
+                    linear = ctaid[0] + gx * (ctaid[1] + gy * ctaid[2])
+                    cl.ctas.append(CTA(self, ctaid, linear, cl, rank, (rx, ry, rz)))
+        self.cluster = cl
+        warps = [w for c in cl.ctas for w in c.warps]
+        jumps = 0
+        progress_at_jump = -1
+        while True:
+            live = [w for w in warps if not w.exited.all()]
+            if not live:
+                break
+            self._complete_due()
+            runnable = [w for w in live if w.blocked is None and w.sleep_until <= self.clock
+                        and self._ready(w)]
+            if not runnable:
+                sleepers = [w for w in live if w.blocked is None and w.sleep_until > self.clock]
+                if self.events:
+                    self._complete_next()
+                    continue
+                if sleepers:
+                    self.clock = min(w.sleep_until for w in sleepers)
+                    continue
+                # stuck: everybody waits and nothing is in flight
+                report = self.diagnose(live)
+                self.stall_reports.append(report)
+                if self.epoch == progress_at_jump or jumps >= MAX_JUMPS or all(w.blocked for w in live):
+                    raise EmuHang(f"{self.kernel}: every live thread waits and nothing can wake it "
+                                  f"(virtual time {self.clock} ns):", report)
+                jumps += 1
+                progress_at_jump = self.epoch
+                self.clock += TIME_JUMP_NS
+                self.epoch += 1   # the clock moved: waits that look at the time may now go on
+                continue
+            w = runnable[int(self.rng.integers(len(runnable)))] if len(runnable) > 1 else runnable[0]
+            self._run_warp(w, int(self.rng.integers(4, 33)))
+        for c in cl.ctas:
+            self._cta_done(c)
+
+    def _candidates(self, w):
+        live = ~w.exited
+        cand = live.copy()
+        if w.parked is not None:
+            cand &= ~w.parked
+        if w.spin_epoch == self.epoch:
+            cand &= ~w.spin_lanes
+        return live, cand
+
+    def _ready(self, w) -> bool:
+        live, cand = self._candidates(w)
+        if cand.any():
+            return True
+        # every live lane parked at a convergence point (none spinning): they can be released
+        return w.parked is not None and not (live & ~w.parked).any()
+
+    def _run_warp(self, w, quantum: int):
+        code = self.prog.code
+        for _ in range(quantum):
+            if w.blocked is not None or w.exited.all() or w.sleep_until > self.clock:
+                return
+            live, cand = self._candidates(w)
+            if not cand.any():
+                if w.parked is not None and not (live & ~w.parked).any():
+                    # every live lane is parked at a convergence point: are they together?
+                    self._release_parked(w)
+                    continue
+                return
+            pc = int(np.where(cand, w.pc, np.iinfo(np.int64).max).min())
+            group = cand & (w.pc == pc)
+            c = code[pc]
+            if c.converge:
+                need = live if c.converge == 1 else self._members(w, c, group)
+                together = live & (w.pc == pc)
+                if not (need & ~together).any():
+                    group = together
+                    if w.parked is not None:
+                        w.parked &= ~group
+                        if not w.parked.any():
+                            w.parked = None
+                else:
+                    w.parked = (w.parked if w.parked is not None else np.zeros(32, bool)) | group
+                    continue
+            self.steps += 1
+            w.steps += 1
+            self.clock += 1
+            if self.steps > self.max_steps:
+                raise EmuTimeout(f"{self.kernel}: more than {self.max_steps} warp-instructions without finishing "
+                                 f"(last: {w.who()} at {c.where(self.prog.files)})")
+            w.last_pc = pc
+            try:
+                c.run(w, group)
+            except (EmuError, EmuFault):
+                raise
+            except MbarrierError as e:
+                raise ProtocolError(f"{w.who(group)} at {c.where(self.prog.files)}: {e}") from None
+            if self.events and self.events[0][0] <= self.clock:
+                self._complete_due()
+
+    def _members(self, w, c, group):
+        mask = c.member(w)
+        members = (mask >> np.arange(32, dtype=np.int64)) & 1 == 1
+        missing = members & w.exited & w.valid
+        if missing.any():
+            raise DivergenceError(
+                f"{w.who(group)} at {c.where(self.prog.files)}: the member mask 0x{mask:08x} names lanes "
+                f"{np.nonzero(missing)[0].tolist()} that have exited (PTX ISA: every lane in membermask must "
+                "execute the same .sync instruction)")
+        if (group & ~members).any():
+            raise DivergenceError(
+                f"{w.who(group)} at {c.where(self.prog.files)}: lanes {np.nonzero(group & ~members)[0].tolist()} "
+                f"execute it but are not in its member mask 0x{mask:08x}")
+        return members & ~w.exited
+
+    def _release_parked(self, w) -> bool:
+        live = ~w.exited
+        pcs = set(w.pc[live].tolist())
+        if len(pcs) == 1:
+            w.parked = None   # together again: the next pick runs them as one group
+            return True
+        c0 = self.prog.code
+        where = "; ".join(f"lanes {np.nonzero(live & (w.pc == p))[0].tolist()} at {c0[p].where(self.prog.files)}"
+                          for p in sorted(pcs))
+        raise DivergenceError(
+            f"{w.who()}: a .sync/.aligned instruction is reached by a diverged warp — {where}. "
+            "PTX ISA: all threads of the warp must execute the same .aligned instruction (and every lane of "
+            "a .sync instruction's member mask must reach the same one).")
+
+    # ---- async events --------------------------------------------------------------------------
+    def schedule(self, delay: int, fn, desc: str):
+        op = next(self.op_ids)
+        self.inflight_ops[op] = desc
+        heapq.heappush(self.events, (self.clock + max(1, int(delay)), next(self.seq), op, fn))
+        return op
+
+    def latency(self, nbytes: int = 0) -> int:
+        return 200 + nbytes // 32 + int(self.rng.integers(0, 400))
+
+    def _complete_due(self):
+        while self.events and self.events[0][0] <= self.clock:
+            self._complete_next()
+
+    def _complete_next(self):
+        due, _, op, fn = heapq.heappop(self.events)
+        self.clock = max(self.clock, due)
+        self.inflight_ops.pop(op, None)
+        fn()
+        self.progress()
+
+    def progress(self):
+        self.epoch += 1
+
+    def spin(self, w, info, lanes=None):
+        """These lanes' wait failed: they run again once something changes."""
+        lanes = ~w.exited if lanes is None else lanes
+        if w.spin_epoch == self.epoch:
+            w.spin_lanes |= lanes
+        else:
+            w.spin_lanes = lanes.copy()
+        w.spin_epoch = self.epoch
+        w.wait_info = info
+
+    def sleep(self, w, ns: int):
+        w.sleep_until = self.clock + max(1, min(ns, 1_000_000))
+
+    # ---- exits ---------------------------------------------------------------------------------
+    def exit_lanes(self, w, m):
+        w.exited |= m
+        self.progress()
+        self.note(w, "exit")
+        if w.exited.all():
+            c = w.cta
+            # whole-warp exit counts as arrival at pending named barriers (the hardware counts warps)
+            for bid, b in list(c.barriers.items()):
+                self._check_barrier(c, bid)
+            if all(x.exited.all() for x in c.warps):
+                c.exited = True
+            self._check_cluster_barrier(c.cluster)
+
+    def _cta_done(self, c):
+        pass
+
+    # ---- memory ----------------------------------------------------------------------------------
+    def cvta(self, space: str, v: np.ndarray, to: bool) -> np.ndarray:
+        base = {"global": U64(0), "shared": U64(SHARED_WINDOW), "param": U64(PARAM_WINDOW),
+                "local": U64(LOCAL_WINDOW), "const": U64(0)}[space]
+        return v - base if to else v + base
+
+    def isspacep(self, space, v):
+        v = v.astype(U64)
+        if space == "global":
+            return (v >= U64(GLOBAL_BASE)) & (v < U64(GLOBAL_BASE + WINDOW_SIZE))
+        if space.startswith("shared"):
+            return (v >= U64(SHARED_WINDOW)) & (v < U64(SHARED_WINDOW + WINDOW_SIZE))
+        if space == "local":
+            return (v >= U64(LOCAL_WINDOW)) & (v < U64(LOCAL_WINDOW + WINDOW_SIZE))
+        if space == "param":
+            return (v >= U64(PARAM_WINDOW)) & (v < U64(PARAM_WINDOW + WINDOW_SIZE))
+        return np.zeros(32, bool)
+
+    def cta_of_cluster_addr(self, w, addr: int, what: str, ins=None):
+        """(CTA, offset) of a shared::cluster address."""
+        rank = (addr >> RANK_SHIFT) - 1 if addr >> RANK_SHIFT else w.cta.rank
+        off = addr & ((1 << RANK_SHIFT) - 1)
+        cl = w.cta.cluster
+        if not 0 <= rank < cl.size:
+            raise EmuFault(f"{w.who()}: {what} at shared::cluster address 0x{addr:x} names CTA rank {rank}, "
+                           f"but the cluster has {cl.size} CTAs" + (f" ({self.where(ins)})" if ins else ""))
+        return cl.ctas[rank], off
+
+    def mapa(self, w, a, rank, generic, m, ins):
+        out = np.zeros(32, U64)
+        cl = w.cta.cluster
+        for lane in np.nonzero(m)[0]:
+            r = int(rank[lane])
+            if not 0 <= r < cl.size:
+                raise EmuFault(f"{w.who(m)}: mapa to CTA rank {r} at {self.where(ins)}, but the cluster has "
+                               f"{cl.size} CTAs (ranks 0..{cl.size - 1})")
+            x = int(a[lane])
+            if generic:
+                x -= SHARED_WINDOW
+            off = x & ((1 << RANK_SHIFT) - 1)
+            v = ((r + 1) << RANK_SHIFT) | off
+            out[lane] = v + SHARED_WINDOW if generic else v
+        return out
+
+    def ctarank_of(self, w, a, generic):
+        out = np.zeros(32, U64)
+        for lane in range(32):
+            x = int(a[lane]) - (SHARED_WINDOW if generic else 0)
+            out[lane] = (x >> RANK_SHIFT) - 1 if x >> RANK_SHIFT else w.cta.rank
+        return out
+
+    def _classify(self, w, space, addr, m):
+        """Resolve each lane's address to (kind, value): kind one of 'global', 'shared' (own or
+        cluster address), 'kparam', 'cparam', 'local'."""
+        if space != "generic":
+            if space == "shared":
+                return "shared", addr
+            if space == "shared::cluster":
+                return "shared", addr
+            if space == "const":
+                return "global", addr
+            return space, addr
+        a = addr[m]
+        if (a >= U64(GLOBAL_BASE)).all() and (a < U64(GLOBAL_BASE + WINDOW_SIZE)).all():
+            return "global", addr
+        if (a >= U64(SHARED_WINDOW)).all() and (a < U64(SHARED_WINDOW + WINDOW_SIZE)).all():
+            return "shared", addr - U64(SHARED_WINDOW)
+        if (a >= U64(PARAM_WINDOW)).all() and (a < U64(PARAM_WINDOW + WINDOW_SIZE)).all():
+            return "kparam", addr - U64(PARAM_WINDOW)
+        if (a >= U64(LOCAL_WINDOW)).all() and (a < U64(LOCAL_WINDOW + WINDOW_SIZE)).all():
+            return "local", addr - U64(LOCAL_WINDOW)
+        return "mixed", addr
+
+    def _fault(self, w, lane, ins, msg):
+        return EmuFault(f"{w.who(np.arange(32) == lane)} at {self.where(ins)}: {msg}")
+
+    def mem_read(self, w, space, addr, n, m, ins) -> np.ndarray:
+        kind, a = self._classify(w, space, addr, m)
+        out = np.zeros((32, n), np.uint8)
+        lanes = np.nonzero(m)[0]
+        if kind == "mixed":
+            for lane in lanes:
+                one = np.arange(32) == lane
+                out[lane] = self.mem_read(w, "generic", addr, n, one, ins)[lane]
+            return out
+        for lane in lanes:
+            x = int(a[lane])
+            if x % n and n <= 16 and n in (1, 2, 4, 8, 16):
+                raise self._fault(w, lane, ins, f"misaligned {n}-byte access at address 0x{x:x}")
+        if kind == "global":
+            return self._global_rw(w, a, n, m, ins, None)
+        if kind == "shared":
+            for lane in lanes:
+                c, off = self.cta_of_cluster_addr(w, int(a[lane]), "load", ins)
+                self._check_smem(w, c, off, n, lane, ins)
+                out[lane] = c.smem[off:off + n]
+            return out
+        if kind == "kparam":
+            for lane in lanes:
+                x = int(a[lane])
+                if x + n > self.params.size:
+                    raise self._fault(w, lane, ins, f"parameter bytes [{x}, {x + n}) are past the kernel's "
+                                                    f"{self.params.size} parameter bytes")
+                out[lane] = self.params[x:x + n]
+            return out
+        if kind == "cparam":
+            for lane in lanes:
+                x = int(a[lane])
+                out[lane] = w.cparam[lane, x:x + n]
+            return out
+        if kind == "local":
+            for lane in lanes:
+                x = int(a[lane])
+                if x + n > w.local.shape[1]:
+                    raise self._fault(w, lane, ins, f"local bytes [{x}, {x + n}) are past the thread's "
+                                                    f"{w.local.shape[1]} local bytes")
+                out[lane] = w.local[lane, x:x + n]
+            return out
+        raise EmuError(f"cannot read from {kind}")
+
+    def mem_write(self, w, space, addr, data, m, ins):
+        n = data.shape[1]
+        kind, a = self._classify(w, space, addr, m)
+        lanes = np.nonzero(m)[0]
+        if kind == "mixed":
+            for lane in lanes:
+                one = np.arange(32) == lane
+                self.mem_write(w, "generic", addr, data, one, ins)
+            return
+        for lane in lanes:
+            x = int(a[lane])
+            if x % n and n in (1, 2, 4, 8, 16):
+                raise self._fault(w, lane, ins, f"misaligned {n}-byte access at address 0x{x:x}")
+        self.progress()
+        if kind == "global":
+            self._global_rw(w, a, n, m, ins, data)
+            return
+        if kind == "shared":
+            pc = int(w.last_pc)
+            for lane in lanes:
+                c, off = self.cta_of_cluster_addr(w, int(a[lane]), "store", ins)
+                self._check_smem(w, c, off, n, lane, ins)
+                c.smem[off:off + n] = data[lane]
+                if c is w.cta:
+                    c.smem_writer[off:off + n] = int(w.tid[lane])
+                    c.smem_writer_pc[off:off + n] = pc
+            return
+        if kind == "cparam":
+            for lane in lanes:
+                x = int(a[lane])
+                w.cparam[lane, x:x + n] = data[lane]
+            return
+        if kind == "local":
+            for lane in lanes:
+                x = int(a[lane])
+                if x + n > w.local.shape[1]:
+                    raise self._fault(w, lane, ins, f"local bytes [{x}, {x + n}) are past the thread's "
+                                                    f"{w.local.shape[1]} local bytes")
+                w.local[lane, x:x + n] = data[lane]
+            return
+        raise self._fault(w, lanes[0], ins, f"a store to the {kind} state space is not allowed")
+
+    def _check_smem(self, w, c, off, n, lane, ins):
+        if c.exited:
+            raise ProtocolError(f"{w.who(np.arange(32) == lane)} at {self.where(ins)}: accesses the shared memory "
+                                f"of cluster rank {c.rank}, which has exited (PTX ISA: a CTA's shared memory must "
+                                "not be accessed by its cluster peers after it exits)")
+        if off + n > c.smem.size:
+            raise self._fault(w, lane, ins, f"shared bytes [{off}, {off + n}) are past the CTA's {c.smem.size} "
+                                            f"bytes of shared memory ({self.prog.shared_size} static + "
+                                            f"{self.dynamic_smem} dynamic)")
+
+    def _global_rw(self, w, a, n, m, ins, data):
+        mem = self.memory
+        out = np.zeros((32, n), np.uint8) if data is None else None
+        lanes = np.nonzero(m)[0]
+        first = mem.find(int(a[lanes[0]]))
+        if first is not None:
+            off = a[lanes].astype(np.int64) - first.base
+            if (off >= 0).all() and (off + n <= first.size).all():
+                idx = off[:, None] + np.arange(n)
+                if data is None:
+                    out[lanes] = first.buf[idx]
+                    return out
+                # lanes write in order: the highest lane wins where two write the same byte
+                first.buf[idx] = data[lanes]
+                return None
+        for lane in lanes:
+            x = int(a[lane])
+            al = mem.find(x)
+            if al is None or x + n > al.base + al.size:
+                raise self._fault(w, lane, ins, f"{'load' if data is None else 'store'} of {n} bytes at global "
+                                                f"address 0x{x:x} is outside every allocation ({mem.nearest(x)})")
+            o = x - al.base
+            if data is None:
+                out[lane] = al.buf[o:o + n]
+            else:
+                al.buf[o:o + n] = data[lane]
+        return out
+
+    # ---- proxies -----------------------------------------------------------------------------------
+    def fence_proxy_async(self, w, m):
+        c = w.cta
+        tids = w.tid[m]
+        if c.smem_writer.max() >= 0:
+            hit = np.isin(c.smem_writer, tids)
+            c.smem_writer[hit] = -1
+
+    def async_reads_smem(self, c, off: int, n: int, what: str, issuer=None):
+        """The async proxy reads SMEM [off, off+n) of CTA c: every byte must be fenced."""
+        if not self.check_proxy:
+            return
+        seg = c.smem_writer[off:off + n]
+        bad = np.nonzero(seg >= 0)[0]
+        if bad.size:
+            b = int(bad[0])
+            pc = int(c.smem_writer_pc[off + b])
+            wi = self.prog.code[pc].where(self.prog.files)
+            raise ProxyFenceMissing(
+                f"{what} reads shared byte 0x{off + b:x} ({self.prog.shared_name(off + b)}) of CTA {c.ctaid}, "
+                f"written by thread {int(seg[b])} with a generic-proxy store at {wi} and not made visible to the "
+                f"async proxy: that thread must execute fence.proxy.async.shared::cta after its stores and before "
+                f"the async operation is issued (PTX ISA: memory consistency model, proxies)"
+                + (f"; issued by {issuer}" if issuer else "") + f" [{bad.size} such bytes]")
+
+    def inflight_read(self, w, idx, write=False):
+        seq, line = w.inflight[idx]
+        raise ProtocolError(
+            f"{w.who()} {'writes' if write else 'reads'} an accumulator register of wgmma.mma_async #{seq} "
+            f"({line}) before wgmma.wait_group has retired it (PTX ISA: accessing the accumulator registers "
+            f"before the wait is undefined behaviour)")
+
+    # ---- barriers ----------------------------------------------------------------------------------
+    def cta_barrier(self, w, group, em, bid, count, arrive_only, red):
+        c = w.cta
+        if not 0 <= bid < 16:
+            raise EmuError(f"{w.who(group)}: barrier id {bid} (PTX ISA: 0..15)")
+        if count is not None and (count % 32 or count <= 0):
+            raise EmuError(f"{w.who(group)}: bar with thread count {count}: it must be a positive multiple of 32")
+        b = c.barriers.setdefault(bid, {"arrived": 0, "expected": None, "waiters": [], "red": [], "warps": []})
+        exp = count if count is not None else c.nthreads
+        if b["expected"] is not None and b["expected"] != exp and b["arrived"]:
+            raise EmuError(f"{w.who(group)}: barrier {bid} is used with thread count {exp} while {b['arrived']} "
+                           f"threads arrived expecting {b['expected']}")
+        b["expected"] = exp
+        b["arrived"] += w.nthreads
+        b["warps"].append(w.wid)
+        redop, rc, wd = red
+        if redop is not None:
+            b["red"].append((w, em, rc(w) & em, wd, redop))
+        self.progress()
+        self.note(w, f"bar {bid}")
+        if arrive_only:
+            w.pc[group] += 1
+        else:
+            w.blocked = f"bar.sync {bid} ({b['arrived']} of {exp} threads arrived)"
+            w.wait_info = ("bar", bid)
+            b["waiters"].append((w, group))
+        self._check_barrier(c, bid)
+
+    def _check_barrier(self, c, bid):
+        b = c.barriers.get(bid)
+        if b is None:
+            return
+        exp = b["expected"]
+        # whole warps that have exited count as arrived (the hardware counts warps)
+        if exp == c.nthreads:
+            gone = sum(x.nthreads for x in c.warps if x.exited.all() and x.wid not in b["warps"])
+        else:
+            gone = 0
+        if b["arrived"] + gone < exp:
+            for w, _ in b["waiters"]:
+                w.blocked = f"bar.sync {bid} ({b['arrived']} of {exp} threads arrived)"
+            return
+        red = b["red"]
+        del c.barriers[bid]
+        for w, group in b["waiters"]:
+            w.blocked = None
+            w.wait_info = None
+            w.pc[group] += 1
+        if red:
+            total = np.concatenate([p[em] for _, em, p, _, _ in red])
+            for w, em, p, wd, redop in red:
+                if redop == "popc":
+                    v = np.full(32, np.uint32(int(total.sum())))
+                else:
+                    v = np.full(32, bool(total.all()) if redop == "and" else bool(total.any()))
+                wd(w, v, em)
+        self.progress()
+
+    def cluster_barrier(self, w, group, em, arrive, ins):
+        cl = w.cta.cluster
+        key = (w.cta.rank, w.wid)
+        if arrive:
+            if key in cl.bar_arrived:
+                raise ProtocolError(f"{w.who(group)} at {self.where(ins)}: barrier.cluster.arrive twice without "
+                                    "barrier.cluster.wait in between")
+            cl.bar_arrived.add(key)
+            w.pc[group] += 1
+            self.progress()
+            self._check_cluster_barrier(cl)
+            return
+        # wait: for the phase this warp arrived in
+        if key in cl.bar_arrived:
+            w.blocked = f"barrier.cluster.wait ({len(cl.bar_arrived)} warps of the cluster arrived)"
+            w.wait_info = ("cluster", group.copy())
+            self._check_cluster_barrier(cl)
+            return
+        w.pc[group] += 1
+
+    def _check_cluster_barrier(self, cl):
+        if not cl.bar_arrived:
+            return
+        need = {(c.rank, x.wid) for c in cl.ctas for x in c.warps if not x.exited.all()}
+        if need <= cl.bar_arrived:
+            cl.bar_arrived = set()
+            cl.bar_phase += 1
+            for c in cl.ctas:
+                for x in c.warps:
+                    if x.wait_info is not None and x.wait_info[0] == "cluster":
+                        x.pc[x.wait_info[1]] += 1
+                        x.blocked = None
+                        x.wait_info = None
+            self.progress()
+
+    # ---- mbarriers ---------------------------------------------------------------------------------
+    def mbarrier(self, w, addr: int, what: str, ins, create_count=None):
+        c, off = self.cta_of_cluster_addr(w, addr, what, ins)
+        if c.exited:
+            raise ProtocolError(f"{w.who()} at {self.where(ins)}: {what} on an mbarrier of cluster rank {c.rank}, "
+                                "which has exited")
+        if create_count is not None:
+            if off % 8:
+                raise EmuFault(f"{w.who()} at {self.where(ins)}: mbarrier at shared offset 0x{off:x} is not "
+                               "8-byte aligned (PTX ISA: an mbarrier object is a .b64 aligned to 8 bytes)")
+            if off + 8 > c.smem.size:
+                raise EmuFault(f"{w.who()} at {self.where(ins)}: mbarrier at 0x{off:x} is outside the CTA's "
+                               f"{c.smem.size} bytes of shared memory")
+            c.mbarriers[off] = Mbarrier(create_count)
+            c.mbar_info[off] = (self.where(ins), w.who())
+            return c, off, c.mbarriers[off]
+        bar = c.mbarriers.get(off)
+        if bar is None:
+            raise ProtocolError(f"{w.who()} at {self.where(ins)}: {what} on shared offset 0x{off:x} "
+                                f"({self.prog.shared_name(off)}) of CTA rank {c.rank}, where no mbarrier was "
+                                "initialised (mbarrier.init must come first, made visible by a fence and a barrier)")
+        return c, off, bar
+
+    # ---- diagnosis ---------------------------------------------------------------------------------
+    def diagnose(self, live) -> str:
+        lines = []
+        for w in live:
+            info = w.wait_info
+            head = f"  {w.who()}"
+            if w.blocked is not None:
+                lines.append(f"{head} waits at {w.blocked}")
+                continue
+            if info is None:
+                lines.append(f"{head} at {self.prog.code[w.last_pc].where(self.prog.files)}")
+                continue
+            if info[0] == "mbarrier":
+                _, c, off, parity, ins = info
+                bar = c.mbarriers.get(off)
+                name = self.prog.shared_name(off)
+                state = (f"phase {bar.phase} (parity {bar.phase & 1}), {bar.pending} of {bar.count} arrivals "
+                         f"still missing, {bar.tx} transaction bytes still expected" if bar else "never initialised")
+                pend = [d for d in self.inflight_ops.values() if f"@{c.rank}:{off}" in d]
+                lines.append(f"{head} spins in mbarrier.try_wait.parity {parity} on '{name}' of CTA rank {c.rank} "
+                             f"at {self.where(ins)} — the barrier is in {state}; "
+                             + (f"in flight to it: {', '.join(pend)}" if pend else "nothing in flight can arrive on it"))
+            else:
+                lines.append(f"{head} waits: {info[1] if len(info) > 1 else info}")
+        return "\n".join(lines)

@@ -1,0 +1,264 @@
+"""Decoding: a parsed PTX module becomes one flat list of compiled instructions.
+
+Each instruction is turned, once, into a Python closure `run(warp, mask)` that executes it on the
+lanes in `mask` with NumPy over the 32 lanes; operand accessors, types, register indices and branch
+targets are resolved here, so execution does no parsing. The executor (`bwlab.emu.machine`) owns
+the warps, the CTAs and the asynchronous units the closures call into.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import ptx
+from .errors import UnsupportedInstruction
+from .values import WIDTH, from_bits, imm_value
+
+__all__ = ["Program", "Code"]
+
+
+@dataclass
+class Code:
+    """One decoded instruction."""
+    run: object            # callable(warp, mask)
+    instr: ptx.Instr
+    func: str
+    converge: int = 0      # 0: per-thread; 1: .aligned (whole warp together); 2: .sync with a member mask
+    member: object = None  # for converge == 2: callable(warp) -> uint32 member mask
+
+    def where(self, files) -> str:
+        i = self.instr
+        src = ""
+        if i.loc and i.loc[0] in files:
+            name = files[i.loc[0]].replace("\\", "/").rsplit("/", 1)[-1]
+            src = f"{name}:{i.loc[1]}, "
+        return f"{src}PTX line {i.line} `{i.text}`"
+
+
+def demangle_local(name: str) -> str:
+    """`_ZZ14teach_tma_loadE9smem_full` -> 'smem_full' (a function-local static's own name)."""
+    m = re.match(r"_ZZ\d+\w*?E(\d+)(\w+)$", name)
+    if m:
+        n = int(m.group(1))
+        return m.group(2)[:n]
+    return name
+
+
+class Program:
+    """A PTX module decoded for the emulator. `layout` places module variables: shared ones at
+    CTA-relative offsets, global ones in device memory (allocated by the loader)."""
+
+    def __init__(self, text: str, global_address):
+        self.module = ptx.parse(text)
+        self.files = self.module.files
+        self.code: list[Code] = []
+        self.entry_pc: dict[str, int] = {}
+        self.func_range: dict[str, tuple] = {}
+        self.reg_index: dict[tuple, int] = {}
+        self.reg_width: list[int] = []
+        self.reg_type: list[str] = []
+        self.shared: dict[str, int] = {}       # shared variable -> offset
+        self.shared_size = 0
+        self.shared_vars: list = []            # (offset, size, name)
+        self.dynamic_shared = None             # name of the extern shared array, if any
+        self.global_addr: dict[str, int] = {}  # module .global/.const variable -> device address
+        self.local: dict[tuple, int] = {}      # (func, name) -> offset in the thread's local memory
+        self.local_size = 0
+        self.callparam: dict[tuple, int] = {}  # (func, name) -> offset in the warp's call-param area
+        self.callparam_size = 0
+        self.kparams: dict[str, list] = {}     # entry -> [(name, offset, size, type)]
+        self.kparam_size: dict[str, int] = {}
+        self._layout(global_address)
+        self._decode()
+
+    # ---- placing variables -------------------------------------------------------------------
+    def _layout(self, global_address):
+        off = 0
+        shared = [v for v in self.module.variables if v.space == "shared" and not v.extern]
+        for f in self.module.functions.values():
+            shared += [v for v in f.variables if v.space == "shared" and not v.extern]
+        for v in shared:
+            off = -(-off // v.align) * v.align
+            self.shared[v.name] = off
+            self.shared_vars.append((off, v.size, demangle_local(v.name)))
+            off += v.size
+        self.shared_size = off
+        ext = [v for v in self.module.variables if v.space == "shared" and v.extern]
+        for f in self.module.functions.values():
+            ext += [v for v in f.variables if v.space == "shared" and v.extern]
+        # dynamic shared memory starts at the next 1024-byte boundary after the static variables
+        self.dynamic_offset = -(-off // 1024) * 1024 if ext else off
+        for v in ext:
+            self.shared[v.name] = self.dynamic_offset
+            self.dynamic_shared = v.name
+        for v in self.module.variables:
+            if v.space in ("global", "const"):
+                self.global_addr[v.name] = global_address(v)
+        loff = 0
+        for f in self.module.functions.values():
+            for v in f.variables:
+                if v.space == "local":
+                    loff = -(-loff // v.align) * v.align
+                    self.local[(f.name, v.name)] = loff
+                    loff += v.size
+        self.local_size = loff
+        coff = 0
+        for f in self.module.functions.values():
+            if f.entry:
+                ko, lst = 0, []
+                for p in f.params:
+                    ko = -(-ko // p.align) * p.align
+                    lst.append((p.name, ko, p.size, p.type))
+                    ko += p.size
+                self.kparams[f.name] = lst
+                self.kparam_size[f.name] = ko
+                plist = f.rets + f.call_params
+            else:
+                plist = f.params + f.rets + f.call_params
+            for p in plist:
+                coff = -(-coff // 8) * 8
+                self.callparam[(f.name, p.name)] = coff
+                coff += p.size
+        self.callparam_size = max(coff, 8)
+
+    # ---- decoding ------------------------------------------------------------------------------
+    def _decode(self):
+        from .isa import decode_instruction
+        for f in self.module.functions.values():
+            for name, typ in f.regs.items():
+                self.reg_index[(f.name, name)] = len(self.reg_width)
+                self.reg_width.append(WIDTH.get(typ, 64))
+                self.reg_type.append(typ)
+        self.nregs = len(self.reg_width)
+        starts = {}
+        pc = 0
+        for f in self.module.functions.values():
+            starts[f.name] = pc
+            pc += len(f.body) + 1  # + an implicit 'ret' at the end of the body
+        self.func_start = starts
+        for f in self.module.functions.values():
+            base = starts[f.name]
+            self.func_range[f.name] = (base, base + len(f.body) + 1)
+            if f.entry:
+                self.entry_pc[f.name] = base
+            ctx = _Ctx(self, f, base)
+            for k, ins in enumerate(f.body):
+                try:
+                    self.code.append(decode_instruction(ctx, ins))
+                except UnsupportedInstruction:
+                    raise
+                except Exception as e:  # pragma: no cover - a decoder bug shows the instruction
+                    raise UnsupportedInstruction(
+                        f"cannot decode PTX line {ins.line} `{ins.text}`: {type(e).__name__}: {e}") from e
+            end = ptx.Instr("ret", [], None, f.body[-1].line if f.body else 0, "ret (end of function)")
+            self.code.append(decode_instruction(ctx, end))
+
+    def function_of(self, pc: int) -> str:
+        for name, (a, b) in self.func_range.items():
+            if a <= pc < b:
+                return name
+        return "?"
+
+    def shared_name(self, offset: int) -> str:
+        """The shared variable holding CTA offset `offset` (with the offset inside it)."""
+        for off, size, name in self.shared_vars:
+            if off <= offset < off + max(size, 1):
+                return name if offset == off else f"{name}+{offset - off}"
+        if self.dynamic_shared is not None and offset >= self.dynamic_offset:
+            return f"dynamic smem+{offset - self.dynamic_offset}"
+        return f"smem 0x{offset:x}"
+
+
+class _Ctx:
+    """What the instruction decoder needs to know about the function being decoded."""
+
+    def __init__(self, prog: Program, func: ptx.Function, base: int):
+        self.prog, self.func, self.base = prog, func, base
+
+    def reg(self, name: str) -> int:
+        try:
+            return self.prog.reg_index[(self.func.name, name)]
+        except KeyError:
+            raise UnsupportedInstruction(f"register {name} is not declared in {self.func.name}") from None
+
+    def reg_type(self, name: str) -> str:
+        return self.prog.reg_type[self.reg(name)]
+
+    def label(self, name: str) -> int:
+        if name in self.func.labels:
+            return self.base + self.func.labels[name]
+        raise UnsupportedInstruction(f"branch target {name} is not a label of {self.func.name}")
+
+    def symbol(self, name: str):
+        """(space, value) of a symbol operand: ('shared', offset), ('global', address),
+        ('kparam', offset), ('cparam', offset), ('local', offset), ('func', name)."""
+        p = self.prog
+        if name in p.shared:
+            return "shared", p.shared[name]
+        if name in p.global_addr:
+            return "global", p.global_addr[name]
+        if (self.func.name, name) in p.local:
+            return "local", p.local[(self.func.name, name)]
+        if self.func.entry:
+            for pname, off, _, _ in p.kparams[self.func.name]:
+                if pname == name:
+                    return "kparam", off
+        if (self.func.name, name) in p.callparam:
+            return "cparam", p.callparam[(self.func.name, name)]
+        if name in p.module.functions:
+            return "func", name
+        raise UnsupportedInstruction(f"symbol {name} is not known in {self.func.name}")
+
+
+def typed_const(text: str, ty: str) -> np.ndarray:
+    return imm_value(text, ty)
+
+
+def bits_reader(ctx: _Ctx, op, ty: str):
+    """A callable(warp) -> typed 32-lane values of operand `op` read as `ty`."""
+    kind = op[0]
+    if kind == "reg":
+        name = op[1]
+        if name.startswith("%") and _special(name):
+            return _special(name)(ty)
+        idx = ctx.reg(name)
+
+        def read(w, idx=idx, ty=ty):
+            if w.inflight and idx in w.inflight:
+                w.machine.inflight_read(w, idx)
+            return from_bits(w.R[idx], ty)
+        return read
+    if kind == "imm":
+        v = typed_const(op[1], ty)
+        return lambda w, v=v: v
+    if kind == "sym":
+        space, val = ctx.symbol(op[1])
+        if space == "func":
+            raise UnsupportedInstruction(f"function {op[1]} used as a value")
+        v = from_bits(np.full(32, val, np.uint64), ty)
+        return lambda w, v=v: v
+    if kind == "neg":
+        r = bits_reader(ctx, op[1], "pred")
+        return lambda w: ~r(w)
+    raise UnsupportedInstruction(f"operand {op!r} cannot be read as a value")
+
+
+_SPECIAL = {}
+
+
+def _special(name: str):
+    base = name.split(".")[0]
+    if base in ("%tid", "%ntid", "%ctaid", "%nctaid", "%clusterid", "%nclusterid", "%cluster_ctaid",
+                "%cluster_nctaid", "%laneid", "%warpid", "%nwarpid", "%smid", "%nsmid", "%gridid",
+                "%cluster_ctarank", "%cluster_nctarank", "%is_explicit_cluster", "%globaltimer",
+                "%globaltimer_lo", "%globaltimer_hi", "%clock", "%clock64", "%clock_hi", "%lanemask_eq",
+                "%lanemask_lt", "%lanemask_le", "%lanemask_gt", "%lanemask_ge", "%dynamic_smem_size",
+                "%total_smem_size", "%aggr_smem_size"):
+        def make(ty, name=name):
+            def read(w):
+                return from_bits(w.special(name), ty)
+            return read
+        return make
+    return None
