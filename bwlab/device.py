@@ -1,14 +1,18 @@
 """Which GPU is here, and which tier each stage of the data path runs in.
 
-Three tiers, chosen per stage:
+Four tiers, chosen per stage:
 
 * ``hardware`` — the GPU runs the stage for real.
 * ``hybrid``   — sm_90+ without tcgen05 (Hopper, consumer Blackwell): TMA, multicast and the TMA store
   run for real; tcgen05.mma and TMEM are executed by bwlab's NumPy model from the bytes the GPU loaded.
-* ``model``    — no GPU (or one without TMA: Ampere, Ada): every stage runs in the NumPy model.
+* ``emulated`` — no suitable GPU: the stage's kernel itself (its PTX, as NVRTC emits it for sm_90a)
+  runs in bwlab's PTX emulator (`bwlab.emu`), instruction by instruction, on the CPU. Today this
+  covers the stages whose kernels are sm_90a code: the TMA load, multicast and the TMA store.
+* ``model``    — every stage computed by the NumPy model alone.
 
 ``BWLAB_BACKEND=model`` forces the model tier everywhere (CI does this so stored notebook outputs
-are deterministic); ``BWLAB_BACKEND=hybrid`` caps tcgen05 stages at hybrid on a Blackwell GPU.
+are deterministic); ``BWLAB_BACKEND=emulated`` runs the emulated tier even where a GPU is present;
+``BWLAB_BACKEND=hybrid`` caps tcgen05 stages at hybrid on a Blackwell GPU.
 """
 from __future__ import annotations
 
@@ -64,8 +68,8 @@ class GpuInfo:
 
 def backend() -> str:
     b = os.environ.get("BWLAB_BACKEND", "auto").strip().lower() or "auto"
-    if b not in ("auto", "model", "hybrid"):
-        raise ValueError(f"BWLAB_BACKEND must be 'auto', 'hybrid' or 'model', got {b!r}")
+    if b not in ("auto", "model", "hybrid", "emulated"):
+        raise ValueError(f"BWLAB_BACKEND must be 'auto', 'hybrid', 'emulated' or 'model', got {b!r}")
     return b
 
 
@@ -114,12 +118,22 @@ def native_arch() -> str:
     return f"sm_{info.cc[0]}{info.cc[1]}a"
 
 
+# the stages whose kernels the emulator executes (sm_90a code: TMA, mbarrier, clusters, bulk stores)
+EMULATED_STAGES = ("tma", "multicast", "store")
+
+
 def tier(stage: str) -> str:
-    """'hardware', 'hybrid' or 'model' for one stage ('tma', 'multicast', 'umma', 'tmem', 'store')."""
+    """'hardware', 'hybrid', 'emulated' or 'model' for one stage ('tma', 'multicast', 'umma', 'tmem',
+    'store')."""
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+    b = backend()
+    if b == "emulated":
+        return "emulated" if stage in EMULATED_STAGES else "model"
     info = gpu_info()
     t = tiers_for(None if info is None else info.cc)[stage]
+    if t == "model" and b == "auto" and stage in EMULATED_STAGES:
+        return "emulated"
     if t == "hardware" and STAGES[stage][1] == "tcgen05" and backend() == "hybrid":
         return "hybrid"
     return t
@@ -131,7 +145,7 @@ def tiers() -> dict[str, str]:
 
 def require(stage: str, wanted: str = "hardware") -> GpuInfo:
     """Raise UnsupportedGPU (before any driver call) unless `stage` runs at `wanted` or better."""
-    order = {"model": 0, "hybrid": 1, "hardware": 2}
+    order = {"model": 0, "emulated": 1, "hybrid": 2, "hardware": 3}
     got = tier(stage)
     if order[got] < order[wanted]:
         info = gpu_info()
@@ -172,7 +186,14 @@ def banner(print_it: bool = True) -> str:
     """One line (two with the legend) for the top of every notebook: the GPU and each stage's tier."""
     info = gpu_info()
     t = tiers()
-    if info is None:
+    em = [STAGES[s][0] for s, v in t.items() if v == "emulated"]
+    if em:
+        why = "BWLAB_BACKEND=emulated" if backend() == "emulated" else "no CUDA GPU with TMA found"
+        rest = [STAGES[s][0] for s, v in t.items() if v == "model"]
+        text = (f"Emulated tier ({why}): the {', '.join(em)} kernels run in bwlab's PTX emulator on the CPU "
+                f"(their sm_90a PTX, instruction by instruction; time is virtual); "
+                f"{' and '.join(rest)} run in the NumPy model.")
+    elif info is None:
         why = "BWLAB_BACKEND=model" if backend() == "model" else "no CUDA GPU found"
         text = (f"Model tier ({why}): every stage runs in bwlab's NumPy model; "
                 "kernels are still compiled for sm_90a/sm_100a through NVRTC.")

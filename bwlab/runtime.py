@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["MbarrierTimeout", "LaunchConfigError", "launch", "bench", "BenchResult", "STATUS_DTYPE",
-           "tensor_map_arg"]
+           "tensor_map_arg", "Backend", "backend_for", "GPU", "EMULATED"]
 
 # Mirrors struct BwStatus in cuda_src/ptx/common.cuh (its static_asserts; tests/test_struct_mirrors.py compares).
 STATUS_DTYPE = np.dtype([
@@ -42,6 +42,88 @@ class MbarrierTimeout(RuntimeError):
             f"(expected {self.expected_tx} transaction bytes) — CTA {self.block}, cluster rank "
             f"{self.cta_rank}, thread {self.thread} gave up after {self.waited_ns / 1e6:.1f} ms. "
             "Either fewer bytes arrived than expect_tx announced, or an arrival is missing.")
+
+
+class Backend:
+    """Where a stage's kernel runs: on this GPU (CuPy) or in the PTX emulator (`bwlab.emu`).
+
+    `xp` is the array module (`asarray`, `zeros`, `asnumpy` and device arrays with `.data.ptr`),
+    `load(kernel_or_source, defines)` the module loader, `where` the words a result is labelled with."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    @property
+    def emulated(self) -> bool:
+        return self.name == "emulated"
+
+    @property
+    def xp(self):
+        if self.emulated:
+            from . import emu
+            return emu
+        import cupy
+        return cupy
+
+    @property
+    def where(self) -> str:
+        if self.emulated:
+            return "the PTX emulator"
+        from .device import gpu_info
+        info = gpu_info()
+        return info.name if info else "the GPU"
+
+    def load(self, kernel, defines: dict | None = None, name_expressions=()):
+        """A loaded module of `kernel` (a `bwlab.lab.TeachingKernel`, or a cuda_src file name)."""
+        from .compile import load_module
+        if not self.emulated:
+            if hasattr(kernel, "load"):
+                return kernel.load(defines, name_expressions)
+            return load_module(kernel, defines=defines, name_expressions=name_expressions)
+        return _emu_module(kernel, defines, tuple(name_expressions))
+
+
+_EMU_MODULES: dict = {}
+
+
+def _emu_module(kernel, defines, name_expressions):
+    from . import emu
+    from .compile import compile_cuda, compile_text
+    text = kernel.text if hasattr(kernel, "text") else None
+    name = kernel.file if hasattr(kernel, "file") else str(kernel)
+    key = (name, text, tuple(sorted((defines or {}).items())), name_expressions)
+    mod = _EMU_MODULES.get(key)
+    if mod is None:
+        opts = ("--generate-line-info",)
+        if text is not None:
+            compiled = compile_text(text, name, "sm_90a", defines, name_expressions, extra_options=opts)
+        else:
+            compiled = compile_cuda(kernel, "sm_90a", defines, name_expressions, extra_options=opts)
+        mod = emu.RawModule(compiled=compiled, name=name)
+        if len(_EMU_MODULES) > 64:
+            _EMU_MODULES.clear()
+        _EMU_MODULES[key] = mod
+    return mod
+
+
+GPU = Backend("gpu")
+EMULATED = Backend("emulated")
+
+
+def backend_for(stage: str) -> Backend:
+    """The backend a stage's kernels run on: the GPU in the hardware/hybrid tiers, the emulator in
+    the emulated tier; UnsupportedGPU (before any driver call) in the model tier."""
+    from . import device
+    t = device.tier(stage)
+    if t == "emulated":
+        return EMULATED
+    device.require(stage)
+    return GPU
+
+
+def _is_emu(module) -> bool:
+    from .emu.host import RawModule
+    return isinstance(module, RawModule)
 
 
 class LaunchConfigError(ValueError):
@@ -91,6 +173,21 @@ def launch(module, kernel: str, grid, block, args, shared_mem: int = 0, barrier_
     """
     grid, block = _validate(grid, block, shared_mem, cluster)
     fn = module.get_function(kernel)
+    if _is_emu(module):
+        status = module.get_global("bw_status")
+        status._alloc.buf[:STATUS_DTYPE.itemsize] = 0
+        fn.max_dynamic_shared_size_bytes = max(shared_mem, fn.max_dynamic_shared_size_bytes)
+        run = fn(grid, block, tuple(args), shared_mem=shared_mem, cluster=cluster)
+        rec = np.frombuffer(status._alloc.buf[:STATUS_DTYPE.itemsize].tobytes(), STATUS_DTYPE)
+        if rec["code"][0] != 0:
+            bid = int(rec["barrier_id"][0])
+            err = MbarrierTimeout(kernel, (barrier_names or {}).get(bid, f"#{bid}"), rec[0])
+            if run.stall_reports:
+                err.emulator_report = run.stall_reports[0]
+                err.args = (err.args[0] + "\nIn the emulator, when every thread was waiting (before the "
+                            "bounded waits ran out of time):\n" + run.stall_reports[0],)
+            raise err
+        return run
     if shared_mem > 48 * 1024:
         fn.max_dynamic_shared_size_bytes = shared_mem
     clear_status(module)

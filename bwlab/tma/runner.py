@@ -37,6 +37,10 @@ TEACH_SMEM_BYTES = 16384  # TEACH_SMEM_BYTES in cuda_src/teach_tma.cu
 def encode_tensor_map(tmap: TensorMap, global_address: int) -> bytes:
     """The 128-byte CUtensorMap for a tensor at `global_address`: cuTensorMapEncodeTiled through
     cuda.bindings, with the arguments of `tmap.encode_args`."""
+    from ..emu import is_emu_pointer
+    if is_emu_pointer(global_address):
+        from ..emu.tensormap import encode
+        return encode(tmap, global_address)
     a = tmap.encode_args(global_address)
     from cuda.bindings import driver as drv
     err, cmap = drv.cuTensorMapEncodeTiled(
@@ -104,14 +108,15 @@ def run_cases(cases, block: int = 128) -> RunResult:
     launch; it is caught here and returned, and `done` says which cases finished. A tensor map
     the driver refuses is reported in `errors` and its CTA does nothing.
     """
-    import cupy as cp
-
     from .. import device
-    from ..compile import load_module
-    from ..runtime import LaunchConfigError, MbarrierTimeout, launch
+    from ..emu.machine import MAX_SMEM_PER_CTA
+    from ..runtime import LaunchConfigError, MbarrierTimeout, backend_for, launch
 
-    device.require("tma")
+    be = backend_for("tma")
+    cp = be.xp
     info = device.gpu_info()
+    optin = MAX_SMEM_PER_CTA if be.emulated or info is None else info.smem_per_block_optin
+    where = be.where
     cases = list(cases)
     for c in cases:
         if c.smem_offset % SMEM_ALIGNMENT or c.smem_offset < 0:
@@ -123,9 +128,9 @@ def run_cases(cases, block: int = 128) -> RunResult:
             raise TensorMapError("box-bytes", f"a box of {c.tx} bytes exceeds the mbarrier's transaction "
                                               f"range ({MAX_TX_BYTES})")
     smem = max(c.window_bytes for c in cases) + SMEM_SLACK
-    if smem > info.smem_per_block_optin:
-        raise LaunchConfigError(f"the largest case needs {smem} bytes of SMEM; {info.name} allows "
-                                f"{info.smem_per_block_optin} per CTA")
+    if smem > optin:
+        raise LaunchConfigError(f"the largest case needs {smem} bytes of SMEM; {where} allows "
+                                f"{optin} per CTA")
     # One device buffer holds every tensor, each at a 256-byte boundary plus its gmem_offset.
     offs, total = [], 0
     for c in cases:
@@ -154,9 +159,9 @@ def run_cases(cases, block: int = 128) -> RunResult:
         out_total += c.window_bytes
     d_tmaps = cp.asarray(tmaps)
     d_cases = cp.asarray(rec.view(np.uint8))
-    d_out = cp.zeros(out_total, cp.uint8)
-    d_done = cp.zeros(len(cases), cp.uint32)
-    mod = load_module("tma_load")
+    d_out = cp.zeros(out_total, np.uint8)
+    d_done = cp.zeros(len(cases), np.uint32)
+    mod = be.load("tma_load.cu")
     timeout = None
     try:
         launch(mod, "tma_load_dump", (len(cases),), (block,), (d_tmaps, d_cases, d_out, d_done),
@@ -215,20 +220,18 @@ def run_teach(gmem, tmap: TensorMap, coords, kernel=None, block: int = 128) -> n
     else cuda_src/teach_tma.cu. Raises MbarrierTimeout if the handshake does not complete.
     """
     coords = check_teach_args(gmem, tmap, coords)
-    import cupy as cp
-
-    from .. import device
     from ..lab import edited, isolate, run_edited
-    from ..runtime import launch, tensor_map_arg
+    from ..runtime import backend_for, launch, tensor_map_arg
 
-    device.require("tma")
+    be = backend_for("tma")   # this GPU, or the PTX emulator where there is none
     kernel = kernel or edited("teach_tma.cu")
-    if isolate(kernel):
+    if not be.emulated and isolate(kernel):
         return run_edited(run_teach, gmem, tmap, coords, kernel=kernel, block=block)
-    d_gmem = cp.asarray(np.ascontiguousarray(gmem))
-    d_out = cp.zeros(tmap.box_bytes, cp.uint8)
+    xp = be.xp
+    d_gmem = xp.asarray(np.ascontiguousarray(gmem))
+    d_out = xp.zeros(tmap.box_bytes, np.uint8)
     tmap_arg = tensor_map_arg(tmap.encode(d_gmem.data.ptr))
-    launch(kernel.load(), "teach_tma_load", (1,), (block,),
+    launch(be.load(kernel), "teach_tma_load", (1,), (block,),
            (tmap_arg, np.int32(coords[0]), np.int32(coords[1]), np.uint32(tmap.box_bytes), d_out),
            barrier_names=TEACH_BARRIERS)
-    return cp.asnumpy(d_out)
+    return xp.asnumpy(d_out)
