@@ -19,9 +19,21 @@ def _gpu_reason(min_cc=None, exact_major=None):
     return None
 
 
+def _emulator_runs(item) -> bool:
+    """A test marked `emulated` runs in the emulated tier where no GPU would run it."""
+    from bwlab import device
+    if item.get_closest_marker("not_emulated") is not None:
+        return False
+    return item.get_closest_marker("emulated") is not None and (
+        device.backend() == "emulated" or device.gpu_info() is None)
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         reason = None
+        if _emulator_runs(item):
+            item.fixturenames.append("emulated_tier")
+            continue
         if item.get_closest_marker("sm100"):
             reason = _gpu_reason(exact_major=(10, 11))
         elif item.get_closest_marker("sm90"):
@@ -42,6 +54,13 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line("GPU tests skipped:")
         for r, n in sorted(reasons.items()):
             terminalreporter.write_line(f"  {n:3d} x {r}")
+
+
+@pytest.fixture
+def emulated_tier(monkeypatch):
+    """Run one test in the emulated tier (BWLAB_BACKEND=emulated): the stage runners execute their
+    kernels' PTX in bwlab.emu."""
+    monkeypatch.setenv("BWLAB_BACKEND", "emulated")
 
 
 @pytest.fixture

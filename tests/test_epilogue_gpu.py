@@ -10,7 +10,7 @@ from bwlab.hw.dtypes import element_type
 from bwlab.hw.swizzle import row_bytes
 from bwlab.tma import TensorMap, tma_load_model
 
-pytestmark = pytest.mark.sm90
+pytestmark = [pytest.mark.sm90, pytest.mark.emulated]
 
 
 @pytest.mark.parametrize("swizzle,box_w", [("none", 64), ("32B", 16), ("64B", 32), ("128B", 64)])
@@ -79,6 +79,7 @@ def test_bounded_wait_on_the_c_barrier():
     np.testing.assert_array_equal(E.run_epilogue(p, acc, c, d0), E.epilogue_model(p, acc, c, d0))
 
 
+@pytest.mark.not_emulated
 def test_bank_model_predicts_the_cost_order():
     # Measured cycles must rise with the model's wavefronts: 4 < 8 < 16 < 32.
     pats = E.bank_patterns()

@@ -6,7 +6,7 @@ import pytest
 from bwlab import multicast as mc
 from bwlab.checks import multicast as mcheck
 
-pytestmark = pytest.mark.sm90
+pytestmark = [pytest.mark.sm90, pytest.mark.emulated]
 
 
 @pytest.mark.parametrize("cluster,peers,operands", [
@@ -56,6 +56,7 @@ def test_wrong_expect_tx_times_out_and_the_next_launch_works():
     assert mcheck.check_config(cfg).ok
 
 
+@pytest.mark.not_emulated
 def test_bench_kernel_runs_every_mode():
     res, _ = mcheck.run_bench(mcheck.BenchConfig(cluster=4, ctas=16, iters=8), repeat=2, warmup=1)
     assert set(res) == {0, 1, 2}

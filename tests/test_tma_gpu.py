@@ -11,7 +11,7 @@ from bwlab.hw.swizzle import row_bytes as swizzle_row_bytes
 from bwlab.tma import TensorMap, TmaLoad, tma_load_model
 from bwlab.tma.runner import LoadCase, run_cases
 
-pytestmark = pytest.mark.sm90
+pytestmark = [pytest.mark.sm90, pytest.mark.emulated]
 
 
 def test_random_cases_are_bit_exact():
@@ -86,6 +86,7 @@ def test_a_wrong_expect_tx_is_reported_not_hung(extra):
     np.testing.assert_array_equal(ok, tma_load_model(g, t, (0, 0)))
 
 
+@pytest.mark.not_emulated
 def test_streaming_copy_copies():
     import cupy as cp
     n = 64 << 20

@@ -238,6 +238,12 @@ def _tma_load(ctx, ins, mods):
                 gview = _gmem_view(w, ins, gaddr, tmap.global_extent_bytes, "the TMA load's tensor")
                 a2, v2 = tma_load_writes(gview, tmap, coords, doff)
                 for c in targets:
+                    if c.exited and c is w.cta:
+                        # the issuing CTA gave up (a bounded wait timed out) and left with its own load in
+                        # flight: the bytes have nowhere to go; noted, not raised, as the GPU reports nothing
+                        M.warnings.append(f"CTA {c.ctaid} exited with its TMA load of box {coords} still in "
+                                          f"flight (issued at {M.where(ins)})")
+                        continue
                     if c.exited:
                         raise ProtocolError(
                             f"a TMA load issued by {w.who()} at {M.where(ins)} writes into cluster rank {c.rank}, "
@@ -328,7 +334,11 @@ def _tma_store(ctx, ins, mods, reduce):
                 raise EmuFault(f"{w.who()} at {M.where(ins)}: {e}") from None
 
             def land(tmap=tmap, gaddr=gaddr, coords=coords, soff=soff, c=c):
-                gview = _gmem_view(w, ins, gaddr, tmap.global_extent_bytes, "the TMA store's tensor")
+                from ..epilogue.store import store_geometry
+                # a store writes whole 16-byte granules: the last row's granule may pass the last element
+                g = store_geometry(tmap)
+                ext = g.extent + (g.row_limit - g.shape[0]) * g.elem
+                gview = _gmem_view(w, ins, gaddr, ext, "the TMA store's tensor")
                 off, vals = tma_store_writes(tmap, coords, c.smem, soff, 0)
                 if reduce is None:
                     gview[off] = vals

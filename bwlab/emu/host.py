@@ -39,22 +39,32 @@ class _Data:
 
 
 class ndarray:
-    """A device array in the emulator's memory (`.data.ptr` like CuPy's)."""
+    """A device array in the emulator's memory (`.data.ptr` like CuPy's). Basic 1-D slices with step
+    1 are views that share the memory, as CuPy's are."""
 
-    def __init__(self, shape, dtype, alloc=None):
+    def __init__(self, shape, dtype, alloc=None, offset: int = 0, owner: bool = True):
         self.dtype = np.dtype(dtype)
         self.shape = tuple(int(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
         self.size = int(np.prod(self.shape)) if self.shape else 1
         self.nbytes = self.size * self.dtype.itemsize
         self._alloc = alloc or device_memory().alloc(self.nbytes, f"{self.dtype}{list(self.shape)}")
-        self.data = _Data(self._alloc.base)
+        self._offset = int(offset)
+        self._owner = owner and alloc is None
+        self.data = _Data(self._alloc.base + self._offset)
 
     @property
     def ptr(self) -> int:
-        return self._alloc.base
+        return self._alloc.base + self._offset
 
     def _view(self) -> np.ndarray:
-        return self._alloc.buf[:self.nbytes].view(self.dtype).reshape(self.shape)
+        return self._alloc.buf[self._offset:self._offset + self.nbytes].view(self.dtype).reshape(self.shape)
+
+    def __getitem__(self, key):
+        if len(self.shape) != 1 or not isinstance(key, slice) or key.step not in (None, 1):
+            raise IndexError("emulator arrays support 1-D slices a[lo:hi] only")
+        lo, hi, _ = key.indices(self.shape[0])
+        hi = max(hi, lo)
+        return ndarray((hi - lo,), self.dtype, self._alloc, self._offset + lo * self.dtype.itemsize, owner=False)
 
     def get(self) -> np.ndarray:
         return self._view().copy()
@@ -64,6 +74,11 @@ class ndarray:
 
     def fill(self, value) -> None:
         self._view()[...] = value
+
+    def reshape(self, *shape):
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return ndarray(np.empty(self.shape, np.uint8).reshape(shape).shape, self.dtype, self._alloc, self._offset,
+                       owner=False)
 
     def __len__(self):
         return self.shape[0]
@@ -76,10 +91,11 @@ class ndarray:
         return a if dtype is None else a.astype(dtype)
 
     def __del__(self):
-        try:
-            device_memory().free(self._alloc)
-        except Exception:  # pragma: no cover - interpreter shutdown
-            pass
+        if getattr(self, "_owner", False):
+            try:
+                device_memory().free(self._alloc)
+            except Exception:  # pragma: no cover - interpreter shutdown
+                pass
 
 
 def asarray(a, dtype=None) -> ndarray:

@@ -220,6 +220,7 @@ class Launch:
         self.inflight_ops = {}     # op id -> description (for diagnosis)
         self.op_ids = itertools.count(1)
         self.stall_reports = []
+        self.warnings = []         # rule breaks the GPU would not report (listed, not raised)
         self.trace_on = trace
         self.trace = []            # (time, cta, warp, what)
         self.wgmma = {}            # (cta linear, warpgroup) -> {seq: [per-warp issue records]}

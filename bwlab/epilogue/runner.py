@@ -61,18 +61,16 @@ def run_teach(p: EpilogueProblem, acc, d_init=None, kernel=None) -> np.ndarray:
     is one, else cuda_src/teach_store.cu.
     """
     acc, d0 = check_teach_args(p, acc, d_init)
-    import cupy as cp
-
-    from .. import device
     from ..lab import edited, isolate, run_edited
-    from ..runtime import launch, tensor_map_arg
-    device.require("store")
+    from ..runtime import backend_for, launch, tensor_map_arg
+    be = backend_for("store")   # this GPU, or the PTX emulator where there is none
+    cp = be.xp
     kernel = kernel or edited("teach_store.cu")
-    if isolate(kernel):
+    if not be.emulated and isolate(kernel):
         return run_edited(run_teach, p, acc, d_init, kernel=kernel)
     d_dev = cp.asarray(d0)
     acc_dev = cp.asarray(acc)
-    launch(kernel.load(), "teach_store", (p.tiles[1], p.tiles[0]), (p.bm,),
+    launch(be.load(kernel), "teach_store", (p.tiles[1], p.tiles[0]), (p.bm,),
            (tensor_map_arg(p.tensor_map().encode(d_dev.data.ptr)), acc_dev, np.uint32(p.acc_shape[1])))
     return cp.asnumpy(d_dev)
 
@@ -90,12 +88,9 @@ def run_epilogue(p: EpilogueProblem, acc, c_bits=None, d_init=None, fence: bool 
     `extra_tx=True` announces 16 bytes too many on the C barrier, so the bounded wait gives up
     and MbarrierTimeout is raised (needs beta != 0).
     """
-    import cupy as cp
-
-    from .. import device
-    from ..compile import load_module
-    from ..runtime import launch, tensor_map_arg
-    device.require("store")
+    from ..runtime import backend_for, launch, tensor_map_arg
+    be = backend_for("store")   # this GPU, or the PTX emulator where there is none
+    cp = be.xp
     raw = raw_dtype(p.dtype)
     acc = np.ascontiguousarray(acc, dtype=np.float32)
     if acc.shape != p.acc_shape:
@@ -114,7 +109,7 @@ def run_epilogue(p: EpilogueProblem, acc, c_bits=None, d_init=None, fence: bool 
     flags = ((EPI_USE_C if p.use_c else 0) | (EPI_REDUCE_ADD if p.reduce_add else 0)
              | (0 if fence else EPI_SKIP_FENCE) | (EPI_EXTRA_TX if extra_tx else 0))
     t = p.tile
-    mod = load_module("tma_store")
+    mod = be.load("tma_store.cu")
     launch(mod, "epilogue_tile", (p.tiles[1], p.tiles[0]), (128,),
            (tensor_map_arg(tmap.encode(d_dev.data.ptr)), tensor_map_arg(tmap.encode(c_dev.data.ptr)),
             acc_dev, np.uint32(p.acc_shape[1]), np.float32(p.alpha), np.float32(p.beta),
@@ -132,12 +127,9 @@ def run_tma_store(gmem, tmap, coords, smem, smem_address: int = 0, window_start=
     included, so untouched bytes are checked too). On the device the buffer sits between two
     256-byte guard zones, `gmem_offset` (a multiple of 16 below 256) bytes into the first;
     RuntimeError if anything changed in a guard."""
-    import cupy as cp
-
-    from .. import device
-    from ..compile import load_module
-    from ..runtime import launch, tensor_map_arg
-    device.require("store")
+    from ..runtime import backend_for, launch, tensor_map_arg
+    be = backend_for("store")   # this GPU, or the PTX emulator where there is none
+    cp = be.xp
     op = _op(op)
     if op == "reduce_add":
         check_reduce_add_dtype(tmap.dtype)
@@ -162,7 +154,7 @@ def run_tma_store(gmem, tmap, coords, smem, smem_address: int = 0, window_start=
     g_dev = buf_dev[lo:lo + gb.size]
     img_dev = cp.asarray(image)
     c = list(int(x) for x in coords) + [0] * (5 - len(tmap.global_shape))
-    mod = load_module("tma_store")
+    mod = be.load("tma_store.cu")
     launch(mod, "tma_store_box", (1,), (128,),
            (tensor_map_arg(tmap.encode(g_dev.data.ptr)), img_dev, np.uint32(image.size),
             np.uint32(smem_address), np.uint32(len(tmap.global_shape)), *[np.int32(x) for x in c],
@@ -190,8 +182,8 @@ def measure_store_cycles(lane_offsets, iters: int = 256) -> float:
     if off.size != 32 or off.min() < 0 or off.max() > 16384 - 16 or np.any(off % 16):
         raise ValueError("32 lane offsets, multiples of 16 in [0, 16368]")
     d_off = cp.asarray(off.astype(np.uint32))
-    d_cyc = cp.zeros(1, cp.uint64)
-    mod = load_module("tma_store")
+    d_cyc = cp.zeros(1, np.uint64)
+    mod = be.load("tma_store.cu")
     launch(mod, "smem_store_cycles", (1,), (128,), (d_off, np.uint32(iters), d_cyc),
            shared_mem=4 * 16384 + 1024)
     return float(cp.asnumpy(d_cyc)[0]) / (iters * 16 * 4)

@@ -37,16 +37,14 @@ def launch_multicast(cfg, operands: dict, *, extra_tx: int = 0) -> MulticastRun:
     """Launch tma_multicast_tile for `cfg` on this GPU and return everything it reports. `extra_tx`
     > 0 announces more bytes than arrive, on purpose: the bounded wait then raises MbarrierTimeout
     instead of hanging."""
-    import cupy as cp
-    from .. import device
-    from ..compile import load_module
-    from ..runtime import launch, tensor_map_arg
+    from ..runtime import backend_for, launch, tensor_map_arg
     if cfg.cluster_size > PORTABLE_CLUSTER_CTAS:
         raise ValueError(f"the GPU runner launches portable clusters of at most {PORTABLE_CLUSTER_CTAS} "
                          f"CTAs; {cfg.cluster} has {cfg.cluster_size}")
     if int(extra_tx) < 0:
         raise ValueError(f"extra_tx must be >= 0, got {extra_tx}")
-    device.require("multicast")
+    be = backend_for("multicast")   # this GPU, or the PTX emulator where there is none
+    cp = be.xp
     dev = {op: cp.asarray(np.ascontiguousarray(operands[op])) for op in ("A", "B")}
     maps = {}
     for op in ("A", "B"):
@@ -55,9 +53,9 @@ def launch_multicast(cfg, operands: dict, *, extra_tx: int = 0) -> MulticastRun:
     issues, tx = plan_arrays(cfg, extra_tx)
     d_issues = cp.asarray(issues.view(np.int32))
     d_tx = cp.asarray(tx)
-    out = cp.zeros(cfg.n_ctas * cfg.smem_bytes, dtype=cp.uint8)
-    info = cp.zeros(cfg.n_ctas * 4, dtype=cp.uint32)
-    mod = load_module("tma_multicast", defines={"CLUSTER_X": cfg.cluster[0], "CLUSTER_Y": cfg.cluster[1]})
+    out = cp.zeros(cfg.n_ctas * cfg.smem_bytes, dtype=np.uint8)
+    info = cp.zeros(cfg.n_ctas * 4, dtype=np.uint32)
+    mod = be.load("tma_multicast.cu", defines={"CLUSTER_X": cfg.cluster[0], "CLUSTER_Y": cfg.cluster[1]})
     launch(mod, "tma_multicast_tile", cfg.grid, (THREADS,),
            (maps["A"], maps["B"], d_issues, d_tx, np.uint32(cfg.smem_bytes), out, info),
            shared_mem=cfg.smem_bytes + TILE_AREA_ALIGN, barrier_names=BARRIERS, cluster=cfg.cluster + (1,))
@@ -96,17 +94,16 @@ def run_teach(cfg, operands: dict, masks=None, kernel=None) -> np.ndarray:
     from .. import lab
     if kernel is not None and not isinstance(kernel, lab.TeachingKernel):
         raise ValueError(f"kernel must be a bwlab.lab.TeachingKernel, got {type(kernel).__name__}")
-    import cupy as cp
-    from .. import device
-    from ..runtime import launch, tensor_map_arg
-    device.require("multicast")
+    from ..runtime import backend_for, launch, tensor_map_arg
+    be = backend_for("multicast")   # this GPU, or the PTX emulator where there is none
+    cp = be.xp
     kernel = kernel or lab.edited(TEACH_KERNEL)
-    if lab.isolate(kernel):
+    if not be.emulated and lab.isolate(kernel):
         return lab.run_edited(run_teach, cfg, operands, masks, kernel=kernel)
     dev = {op: cp.asarray(np.ascontiguousarray(operands[op])) for op in "AB"}
     maps = [tensor_map_arg(cfg.tensor_map(op).encode(dev[op].data.ptr)) for op in "AB"]
-    out = cp.zeros(cfg.n_ctas * cfg.smem_bytes, dtype=cp.uint8)
-    mod = kernel.load(defines={"CLUSTER_X": cfg.cluster[0], "CLUSTER_Y": cfg.cluster[1], "TILE_M": cfg.tile_m,
+    out = cp.zeros(cfg.n_ctas * cfg.smem_bytes, dtype=np.uint8)
+    mod = be.load(kernel, defines={"CLUSTER_X": cfg.cluster[0], "CLUSTER_Y": cfg.cluster[1], "TILE_M": cfg.tile_m,
                                "TILE_N": cfg.tile_n, "TILE_K": cfg.tile_k})
     launch(mod, "teach_multicast", cfg.grid, (THREADS,),
            (maps[0], maps[1], cp.asarray(masks.astype(np.uint16)), out),
