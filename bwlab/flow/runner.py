@@ -26,15 +26,18 @@ def _maps(p: FlowProblem, a_dev, b_dev, d_dev):
             tensor_map_arg(p.tmap_d.encode(d_dev.data.ptr)))
 
 
-def _inputs(p: FlowProblem):
-    import cupy as cp
+def _inputs(p: FlowProblem, xp=None):
+    if xp is None:
+        import cupy as xp
     a16, b16 = p.gmem_inputs()
-    return a16, b16, cp.asarray(a16), cp.asarray(b16), cp.zeros(p.epilogue.buffer_shape, cp.float32)
+    return a16, b16, xp.asarray(a16), xp.asarray(b16), xp.zeros(p.epilogue.buffer_shape, np.float32)
 
 
-def _module(file: str, arch: str, kernel):
+def _module(file: str, arch: str, kernel, be=None):
     """The module of cuda_src/`file`, or of a learner's edit of it (`kernel`, a bwlab.lab.TeachingKernel)."""
     from ..compile import load_module, load_text_module
+    if be is not None and be.emulated:
+        return be.load(kernel if kernel is not None else file + ".cu")
     if kernel is None:
         return load_module(file, arch=arch)
     return load_text_module(kernel.text, kernel.file, arch=arch)
@@ -71,23 +74,21 @@ def run_hardware(p: FlowProblem, kernel=None) -> dict:
 def run_hybrid(p: FlowProblem) -> dict:
     """Real TMA load -> model MMA / commit / tcgen05.ld from the loaded bytes -> real st.shared, fence,
     TMA store from the model's registers (an sm_90 GPU)."""
-    import cupy as cp
-    from .. import device
-    from ..compile import load_module
-    from ..runtime import launch
+    from ..runtime import backend_for, launch
     from .model import mma_from_smem, registers_from_tmem
-    device.require("tma")
-    mod = load_module("full_flow_sm90", arch="sm_90a")
-    a16, b16, a_dev, b_dev, d_dev = _inputs(p)
+    be = backend_for("tma")   # this GPU, or the PTX emulator where there is none
+    cp = be.xp
+    mod = _module("full_flow_sm90", "sm_90a", None, be)
+    a16, b16, a_dev, b_dev, d_dev = _inputs(p, cp)
     ta, tb, td = _maps(p, a_dev, b_dev, d_dev)
-    ab = cp.zeros(2 * 0x4000, cp.uint8)
+    ab = cp.zeros(2 * 0x4000, np.uint8)
     launch(mod, "flow_load_dump", (1,), (THREADS,), (ta, tb, ab), shared_mem=SMEM_BYTES + 1024,
            barrier_names=FLOW_BARRIERS)
     ab = cp.asnumpy(ab)
     smem_a, smem_b = ab[:0x4000].copy(), ab[0x4000:].copy()
     tmem, done = mma_from_smem(p, smem_a, smem_b)
     regs = registers_from_tmem(p, tmem)
-    smem_d = cp.zeros(4 * 0x4000, cp.uint8)
+    smem_d = cp.zeros(4 * 0x4000, np.uint8)
     launch(mod, "flow_store_registers", (1,), (THREADS,), (td, cp.asarray(regs), smem_d),
            shared_mem=SMEM_BYTES + 1024)
     return dict(a_gmem=a16.view(np.uint16), b_gmem=b16.view(np.uint16), smem_a=smem_a, smem_b=smem_b,
@@ -98,21 +99,19 @@ def run_hopper(p: FlowProblem, repeat: int = 5, kernel=None):
     """Hopper's native path (`full_flow_hopper`): returns (the D buffer, stamps uint64 (repeat, 4 warps,
     N_EVENTS, 2) of %globaltimer ns and %clock64, -1 where a warp does not reach an event).
     `kernel`: a learner's edit of full_flow_sm90.cu, run in a worker process."""
-    import cupy as cp
-    from .. import device
     from ..lab import isolate, run_edited
     from ..runtime import launch
-    info = device.require("tma")
-    if not info.has_wgmma:
-        raise device.UnsupportedGPU(f"wgmma.mma_async needs sm_90a (Hopper); this GPU is {info.name} ({info.sm})")
-    if kernel is not None and isolate(kernel):
+    from ..umma.runner import _wgmma_backend
+    be = _wgmma_backend()   # an sm_90a GPU, or the PTX emulator in the emulated tier
+    cp = be.xp
+    if kernel is not None and not be.emulated and isolate(kernel):
         return run_edited(run_hopper, p, repeat, kernel=kernel, limit=30.0)
-    mod = _module("full_flow_sm90", "sm_90a", kernel)
-    a16, b16, a_dev, b_dev, d_dev = _inputs(p)
+    mod = _module("full_flow_sm90", "sm_90a", kernel, be)
+    a16, b16, a_dev, b_dev, d_dev = _inputs(p, cp)
     ta, tb, td = _maps(p, a_dev, b_dev, d_dev)
     stamps = []
     for _ in range(max(1, int(repeat))):
-        s = cp.full((4, N_EVENTS, 2), np.uint64(0xFFFFFFFFFFFFFFFF), cp.uint64)
+        s = cp.full((4, N_EVENTS, 2), np.uint64(0xFFFFFFFFFFFFFFFF), np.uint64)
         launch(mod, "full_flow_hopper", (1,), (THREADS,), (ta, tb, td, s), shared_mem=SMEM_BYTES + 1024,
                barrier_names=FLOW_BARRIERS)
         stamps.append(cp.asnumpy(s))

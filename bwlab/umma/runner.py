@@ -43,14 +43,10 @@ def run_umma(case, module=None) -> np.ndarray:
 def launch_wgmma(case, module=None):
     """Run `case` (a WgmmaCase) on a Hopper GPU (cuda_src/wgmma_sm90.cu). Returns (D 64 x N float32,
     the SMEM address where the operand image started)."""
-    import cupy as cp
-    from .. import device
-    from ..compile import load_module
     from ..runtime import launch
-    info = device.require("tma")
-    if not info.has_wgmma:
-        raise device.UnsupportedGPU(f"wgmma.mma_async needs sm_90a (Hopper); this GPU is {info.name} ({info.sm})")
-    module = module or load_module("wgmma_sm90")
+    be = _wgmma_backend()
+    cp = be.xp
+    module = module or be.load("wgmma_sm90.cu")
     img = case.smem_image()
     ad, bd = case.descriptors()
     frag_t, frag_r = wgmma_d_fragment(case.N)
@@ -58,14 +54,26 @@ def launch_wgmma(case, module=None):
     d_init = np.zeros((128, case.N // 2), np.float32)
     d_init[frag_t, frag_r] = d0
     d_img, d_ad, d_bd = cp.asarray(img), cp.asarray(ad), cp.asarray(bd)
-    d_in, d_out = cp.asarray(d_init), cp.zeros((128, case.N // 2), cp.float32)
-    base = cp.zeros(1, cp.uint32)
+    d_in, d_out = cp.asarray(d_init), cp.zeros((128, case.N // 2), np.float32)
+    base = cp.zeros(1, np.uint32)
     launch(module, f"wgmma_m64n{case.N}k16_validate", (1,), (128,),
            (d_img, np.uint32(img.size), d_ad, d_bd, np.uint32(case.k_blocks), np.uint32(case.variant),
             np.uint32(case.accumulate), d_in, d_out, base),
            shared_mem=img.size + 1024, barrier_names=WGMMA_BARRIERS)
     regs = cp.asnumpy(d_out)
-    return regs[frag_t, frag_r], int(base.get()[0])
+    return regs[frag_t, frag_r], int(cp.asnumpy(base)[0])
+
+
+def _wgmma_backend():
+    """Hopper's wgmma runs on an sm_90a GPU, or in the PTX emulator in the emulated tier."""
+    from .. import device
+    from ..runtime import EMULATED, GPU
+    if device.tier("tma") == "emulated":
+        return EMULATED
+    info = device.require("tma")
+    if not info.has_wgmma:
+        raise device.UnsupportedGPU(f"wgmma.mma_async needs sm_90a (Hopper); this GPU is {info.name} ({info.sm})")
+    return GPU
 
 
 def run_wgmma(case, module=None) -> np.ndarray:
@@ -125,19 +133,16 @@ def run_teach_wgmma(case, kernel=None, descriptors=None) -> np.ndarray:
     with the case's descriptors or `descriptors=(a_descs, b_descs)`. Returns D (64 x 64 float32),
     the same array `case.model(descriptors)` gives."""
     ad, bd = check_teach_wgmma(case, descriptors)
-    import cupy as cp
-    from .. import device
     from ..lab import edited, isolate, run_edited
     from ..runtime import launch
-    info = device.require("tma")
-    if not info.has_wgmma:
-        raise device.UnsupportedGPU(f"wgmma.mma_async needs sm_90a (Hopper); this GPU is {info.name} ({info.sm})")
+    be = _wgmma_backend()
+    cp = be.xp
     kernel = kernel or edited("teach_wgmma.cu")
-    if isolate(kernel):
+    if not be.emulated and isolate(kernel):
         return run_edited(run_teach_wgmma, case, kernel=kernel, descriptors=descriptors)
-    module = kernel.load()
+    module = be.load(kernel)
     img = case.smem_image()
-    out = cp.zeros((128, 32), cp.float32)
+    out = cp.zeros((128, 32), np.float32)
     launch(module, "teach_wgmma", (1,), (128,),
            (cp.asarray(img), np.uint32(img.size), cp.asarray(ad), cp.asarray(bd), np.uint32(case.k_blocks), out),
            barrier_names=WGMMA_BARRIERS)
