@@ -4,7 +4,8 @@ CUDA 12 extra into a fresh virtual environment outside the checkout, must
 * carry every bwlab package, every file of cuda_src/ and the results the notebooks read;
 * compile a teaching kernel with NVRTC for sm_90a from the CUDA sources it carries;
 * run a stage in the model tier against a recording it carries;
-* execute a notebook headless (nbclient, a kernel of that environment).
+* execute a notebook headless (nbclient, a kernel of that environment);
+* install its command lines (bwlab-validate, ...).
 
 The wheel is built once per run from a copy of the files it is made of (so no build/ is left in the
 checkout), the environment made once; pip's cache is shared with every other install on the machine.
@@ -127,6 +128,21 @@ def test_installed_wheel_compiles_runs_a_stage_and_reads_recordings(venv, tmp_pa
     assert got["ptx_has_tma_load"] and got["cubin_bytes"] > 0 and got["kernels"], got
     assert got["replay_ok"], got["replay"]
     assert got["check_recorded"], got
+
+
+def test_installed_scripts_run(venv, tmp_path):
+    """The [project.scripts] command lines exist in the environment and run: --help, and a GPU command
+    on a machine in the model tier says there is nothing to run (exit 3)."""
+    import tomllib
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    bindir = venv.parent
+    for name in scripts:
+        assert (bindir / name).is_file(), f"pip installed no {name} script into {bindir}"
+    env = _clean_env(tmp_path / "cache")
+    assert "usage: python -m bwlab.validate tma" in _run([bindir / "bwlab-validate", "tma", "--help"], tmp_path, env)
+    r = subprocess.run([bindir / "bwlab-validate", "tma", "--cases", "1"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 3 and "model tier here" in r.stdout, (r.returncode, r.stdout, r.stderr)
 
 
 def test_installed_wheel_executes_a_notebook(venv, tmp_path):
