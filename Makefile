@@ -6,11 +6,11 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.bwlab-installed-cuda$(CUDA)
 
-.PHONY: lab test unit nbval venv notebooks notebooks-soak student grade grade-check browser-deps browser-test clean
+.PHONY: lab test unit nbval wheel-test venv notebooks notebooks-soak student grade grade-check browser-deps browser-test clean
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[dev,cuda$(CUDA)]"
@@ -29,11 +29,18 @@ lab: venv
 # The whole suite: unit tests, compile checks of every cuda_src file, nbval over the notebooks.
 # Notebooks are stored from a model-tier run, so nbval forces the model tier.
 test: venv
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q tests --ignore=tests/test_wheel.py
 	BWLAB_BACKEND=model $(PY) -m pytest -q --nbval notebooks --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
 
 unit: venv
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q tests --ignore=tests/test_wheel.py
+
+# bwlab as a user installs it (tests/test_wheel.py): a wheel built from this repository, installed with its
+# cuda12 extra into a fresh venv outside the checkout, compiles a teaching kernel for sm_90a, replays a
+# recording through a stage's model and executes notebooks/00_orientation.ipynb headless. Needs the
+# package index (pip's cache is reused); about half a minute with a warm cache.
+wheel-test: venv
+	$(PY) -m pytest -q tests/test_wheel.py -p no:cacheprovider --durations=3
 
 nbval: venv
 	BWLAB_BACKEND=model $(PY) -m pytest -q --nbval notebooks --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider

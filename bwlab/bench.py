@@ -4,23 +4,26 @@
     python -m bwlab.bench multicast | tma_store | gemm ...
 
 Each stage's module in `bwlab/checks/` provides a `bench_main(argv) -> int`; this file
-only dispatches, so `python -m bwlab.bench NAME --help` shows the stage's own options.
+only dispatches (argparse subcommands, bwlab.validate.dispatch), so `python -m bwlab.bench NAME --help` shows the stage's own options.
 """
 from __future__ import annotations
 
-from .validate import dispatch
+from .validate import Subcommand, dispatch
 
 COMMANDS = {
-    "tma_copy": ("bwlab.checks.tma", "bench_main"),
-    "multicast": ("bwlab.checks.multicast", "bench_main"),
-    "tma_store": ("bwlab.checks.store", "bench_main"),
-    "umma_model": ("bwlab.checks.umma", "bench_model_main"),
-    "gemm": ("bwlab.checks.gemm", "bench_main"),
+    "tma_copy": Subcommand("bwlab.checks.tma", "bench_main", "TMA streaming copy vs cupy's device-to-device copy"),
+    "multicast": Subcommand("bwlab.checks.multicast", "bench_main",
+                            "multicast vs per-CTA loads, pipeline depths (--ncu-* for Nsight Compute)"),
+    "tma_store": Subcommand("bwlab.checks.store", "bench_main",
+                            "TMA store vs st.global.v4 and cupy; st.shared bank cycles vs the model"),
+    "umma_model": Subcommand("bwlab.checks.umma", "bench_model_main", "the speed of the NumPy tcgen05.mma model (CPU)"),
+    "gemm": Subcommand("bwlab.checks.gemm", "bench_main",
+                       "the GEMM ladder of this GPU, each step checked and timed against the best library GEMM"),
 }
 
 
 def main(argv=None) -> int:
-    return dispatch(COMMANDS, argv, __doc__)
+    return dispatch(COMMANDS, argv, __doc__, "python -m bwlab.bench")
 
 
 if __name__ == "__main__":

@@ -20,12 +20,15 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .package_data import data_dir
+
 __all__ = [
     "CUDA_SRC", "CompileError", "Compiled", "compile_cuda", "compile_text", "load_module", "load_text_module", "Module",
     "nvrtc_version", "ptx_excerpt", "sass", "sass_tool", "list_sources", "KEY_INSTRUCTIONS",
 ]
 
-CUDA_SRC = Path(os.environ.get("BWLAB_CUDA_SRC", Path(__file__).resolve().parent.parent / "cuda_src"))
+# The checkout's cuda_src/, or the copy a wheel carries (bwlab.package_data); BWLAB_CUDA_SRC overrides both.
+CUDA_SRC = Path(os.environ["BWLAB_CUDA_SRC"]) if os.environ.get("BWLAB_CUDA_SRC") else data_dir("cuda_src")
 CACHE_DIR = Path(os.environ.get("BWLAB_CACHE", Path.home() / ".cache" / "bwlab"))
 
 # The instructions a reader of this suite cares about, in the order they appear in the data path.
@@ -110,6 +113,9 @@ def _resolve(source: str | Path) -> Path:
     if not p.is_absolute() and not p.exists():
         p = CUDA_SRC / p
     if not p.exists():
+        if not CUDA_SRC.is_dir():
+            raise FileNotFoundError(f"no CUDA source {source!r}: the CUDA source folder {CUDA_SRC} does not exist "
+                                    "(set BWLAB_CUDA_SRC to a cuda_src folder, or reinstall bwlab)")
         raise FileNotFoundError(f"no CUDA source {source!r} (looked in {CUDA_SRC})")
     return p
 

@@ -24,10 +24,13 @@ from pathlib import Path
 
 import numpy as np
 
+from .package_data import data_dir
+
 __all__ = ["RESULTS", "RECORDINGS", "recorded", "show_recorded", "Recording", "save_recording",
            "load_recording", "recording_names"]
 
-RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
+# The checkout's docs/results/, or the copy a wheel carries (bwlab.package_data).
+RESULTS = data_dir("results")
 RECORDINGS = RESULTS / "recordings"
 
 

@@ -133,13 +133,33 @@ def test_run_cells_reports_each_cell(tmp_path):
     assert "42" in out.getvalue() and "boom" in out.getvalue()
 
 
-def test_command_dispatch():
-    from bwlab.validate import dispatch
+def test_command_dispatch(capsys):
+    """argparse subcommands: everything after the subcommand reaches the stage's parser untouched (order,
+    `--`, `-h`, `--opt=value`), leading arguments first; a missing or unknown subcommand is a usage error."""
+    from bwlab.validate import Subcommand, dispatch
     got = []
     import types, sys
     mod = types.ModuleType("bwlab_fake_cmd")
     mod.entry = lambda argv: got.append(argv) or 0
     sys.modules["bwlab_fake_cmd"] = mod
-    cmds = {"x": ("bwlab_fake_cmd", "entry", "sub")}
+    cmds = {"x": Subcommand("bwlab_fake_cmd", "entry", "the fake command", ("sub",))}
     assert dispatch(cmds, ["x", "--n", "3"], "doc") == 0 and got == [["sub", "--n", "3"]]
+    for rest in (["-h"], ["--help"], [], ["a", "--b", "c", "--", "-d", "--e=f"], ["--cases", "5", "pos"]):
+        got.clear()
+        assert dispatch(cmds, ["x", *rest], "doc") == 0 and got == [["sub", *rest]], rest
     assert dispatch(cmds, ["y"], "doc") == 2
+    assert dispatch(cmds, [], "doc") == 2
+    assert dispatch(cmds, ["--bogus", "x"], "doc") == 2
+    capsys.readouterr()
+    assert dispatch(cmds, ["--help"], "doc", prog="bwlab-fake") == 0
+    shown = capsys.readouterr().out
+    assert "usage: bwlab-fake" in shown and "the fake command" in shown
+
+
+def test_every_subcommand_names_a_function():
+    import importlib
+    from bwlab import bench, validate
+    for table in (validate.COMMANDS, bench.COMMANDS):
+        for name, cmd in table.items():
+            assert callable(getattr(importlib.import_module(cmd.module), cmd.function)), name
+            assert cmd.help, name

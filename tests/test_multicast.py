@@ -193,9 +193,24 @@ def test_wrong_masks_are_caught(monkeypatch):
 
 
 def test_smem_model_uses_the_address_for_the_swizzle():
+    """The 128B swizzle XORs a row's 16-byte chunk index with address bits 7-9: moving the tile area by a
+    multiple of 1024 changes nothing, by 128/256/512 bytes it permutes each 128-byte row's chunks by
+    chunk ^ (row phase at 0) ^ (row phase at the new address). (Comparing 1024 with 0 alone could not
+    fail for a model that ignored the address.)"""
     cfg = mc.MulticastConfig(cluster=(2, 2), operands="A")
     ops = mc.make_operands(cfg)
-    assert np.array_equal(mc.multicast_model(cfg, ops, 1024), mc.multicast_model(cfg, ops, 0))
+    assert cfg.tensor_map("A").swizzle == "128B" and cfg.tensor_map("A").box_shape[0] * 2 == 128
+    at0 = mc.multicast_model(cfg, ops, 0)
+    assert np.array_equal(mc.multicast_model(cfg, ops, 1024), at0)
+    assert np.array_equal(mc.multicast_model(cfg, ops, 3072), at0)
+    rows = at0.reshape(cfg.n_ctas, -1, 8, 16)                    # [cta][128-byte row][chunk][byte]
+    row = np.arange(rows.shape[1])[:, None]
+    for address in (128, 256, 512, 896):
+        moved = mc.multicast_model(cfg, ops, address)
+        assert not np.array_equal(moved, at0), address
+        chunk = np.arange(8)[None, :] ^ (row & 7) ^ ((row + address // 128) & 7)
+        want = rows[:, row, chunk].reshape(at0.shape)
+        assert np.array_equal(moved, want), address
     with pytest.raises(ValueError):
         mc.multicast_model(cfg, ops, 64)  # TMA needs a 128-byte aligned destination
 

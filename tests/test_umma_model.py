@@ -203,7 +203,12 @@ def test_umma_case_interface():
     case = umma.UmmaCase("f16", "f32", 64, 32, 32, "K", "32B", "MN", "none", 2048, 16384)
     tm = case.model()
     assert tm.dtype == np.uint32 and tm.shape == (128, case.tmem_columns) == (128, 32)
-    assert np.array_equal(umma.umma_model(case), tm)
+    # D in TMEM equals A @ B^T computed by NumPy from the case's values (exact on their grid), an
+    # independent path: no layout, descriptor or TMEM addressing involved
+    a, b, d0 = case.values()
+    assert not np.any(d0) and np.any(a @ b.T)
+    assert np.array_equal(case.d_from_tmem(tm), a @ b.T)
+    assert np.array_equal(case.d_from_tmem(tm), case.reference())
     ok = case.check(tm)
     assert ok and ok.compared == 64 * 32 and "equal the model" in str(ok)
     # cells outside D (layout F leaves lanes 16-31 of each quarter free) are not compared
@@ -230,7 +235,8 @@ def test_wgmma_case_interface():
     case = umma.WgmmaCase("bf16", 32, 64, "MN", "64B", "K", "128B", 1024, 16384, accumulate=True)
     d = case.model()
     assert d.dtype == np.float32 and d.shape == (64, 32)
-    assert np.array_equal(umma.wgmma_model(case), d) and case.check(d)
+    a, b, d0 = case.values()                      # D = D0 + A @ B^T by NumPy, exact on the values' grid
+    assert np.any(d0) and np.array_equal(d, d0 + a @ b.T) and case.check(d)
     bad = d.copy()
     bad[9, 3] += 1
     r = case.check(bad)

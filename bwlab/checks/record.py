@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from .. import device
-from .common import Command
+from .common import EXIT_NO_GPU, Command, NoSuitableGpu
 
 __all__ = ["stages", "validate_main"]
 
@@ -30,14 +30,18 @@ def stages() -> list[str]:
 
 
 def validate_main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)   # also named in each recording's meta
     cmd = Command("checks.record", "Record every notebook GPU cell's result on this GPU", stage="tma")
     cmd.add("stages", nargs="*", help=f"stages to record (default: all of {', '.join(stages())})")
     cmd.parser.set_defaults(out=None)
-    args, say = cmd.start(argv)
+    try:
+        args, say = cmd.start(argv)
+    except NoSuitableGpu:
+        return EXIT_NO_GPU
     out = Path(args.out or "recordings")
     info = device.gpu_info()
     meta = {"device": info.name, "date": datetime.date.today().isoformat(),
-            "command": "python -m bwlab.checks.record " + " ".join(shlex.quote(a) for a in (argv or []))}
+            "command": "python -m bwlab.checks.record " + " ".join(shlex.quote(a) for a in argv)}
     failures = 0
     for stage in args.stages or stages():
         mod = importlib.import_module(f"bwlab.checks.record_{stage}")

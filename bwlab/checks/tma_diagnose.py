@@ -24,6 +24,7 @@ from ..tma import TensorMap
 from ..tma.runner import LoadCase, background, run_cases
 from ..tma.tensor_map import NARROW_SWIZZLE_PITCH, NARROW_SWIZZLE_TX, TMAP_DTYPES, swizzle_width
 from ..util import round_up
+from ..validate import Subcommand, dispatch
 from .tma import child_json, describe_case, diagnose_window, random_cases
 
 THIS_MODULE = "bwlab.checks.tma_diagnose"
@@ -242,13 +243,16 @@ def probe_narrow_main(argv=None, say=print) -> int:
     return 0
 
 
+COMMANDS = {
+    "diagnose": Subcommand(THIS_MODULE, "diagnose_main", "random cases per prefetch mode, features stripped, bisected"),
+    "subset": Subcommand(THIS_MODULE, "subset_main", "one group of random cases in this process (a child of diagnose)"),
+    "narrow": Subcommand(THIS_MODULE, "narrow_child", "narrow swizzled boxes I,J,... box|footprint (a child of the probe)"),
+}
+
+
+def main(argv=None) -> int:
+    return dispatch(COMMANDS, argv, __doc__, f"python -m {THIS_MODULE}")
+
+
 if __name__ == "__main__":
-    cmd, rest = (sys.argv[1], sys.argv[2:]) if len(sys.argv) > 1 else ("", [])
-    if cmd == "subset":
-        raise SystemExit(subset_main(rest))
-    if cmd == "diagnose":
-        raise SystemExit(diagnose_main(rest))
-    if cmd == "narrow":
-        raise SystemExit(narrow_child(rest))
-    print(f"usage: python -m {THIS_MODULE} diagnose [--cases N --seed S] | subset ... | narrow I,J,... box|footprint")
-    raise SystemExit(0 if cmd in ("-h", "--help") else 2)
+    raise SystemExit(main())

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..hw.dtypes import from_float
 from ..tma.runner import encode_tensor_map
 from ..tma.tensor_map import TensorMap
 from .ladder import BK, Step, check_shape, step
@@ -31,14 +32,14 @@ def _cp():
 
 
 def bf16_bits(x) -> "object":
-    """float32 CuPy array -> bf16 bit patterns (round to nearest even), as uint16."""
+    """float32 CuPy array -> bf16 bit patterns (round to nearest even, a NaN -> 0x7FFF), as uint16: the
+    rounding of bwlab.hw.dtypes.from_float (ml_dtypes), done on the host since CuPy has no bfloat16."""
     cp = _cp()
-    u = cp.ascontiguousarray(x, dtype=cp.float32).view(cp.uint32)
-    rounded = (u + cp.uint32(0x7FFF) + ((u >> 16) & 1)) >> 16
-    return rounded.astype(cp.uint16)
+    return cp.asarray(from_float(cp.asnumpy(cp.asarray(x, dtype=cp.float32)), "bf16"))
 
 
 def bf16_to_f32(bits) -> "object":
+    """bf16 bit patterns -> float32 on the GPU: a bf16 is the high half of an f32 (exact, no rounding)."""
     cp = _cp()
     return (bits.astype(cp.uint32) << 16).view(cp.float32)
 

@@ -9,12 +9,16 @@ Two spellings are accepted for the same entry: the PTX one (`f16`, `bf16`, `tf32
 the NumPy one (`float16`, `int8`, ...; `bfloat16` for bf16). `element_type()` takes either and
 returns the entry; `.name` is the PTX spelling. Types NumPy cannot compute in (bf16, tf32, the 8-,
 6- and 4-bit floats) are held as raw bits in an unsigned integer of their width: `storage` is that
-dtype, and `to_float` / `from_float` convert.
+dtype, and `to_float` / `from_float` convert. The conversions of bf16 and of the 8-, 6- and 4-bit
+floats are ml_dtypes' (`bfloat16`, `float8_e4m3fn`, `float8_e5m2`, `float6_e2m3fn`, `float6_e3m2fn`,
+`float4_e2m1fn`: `.ml_dtype`); a 6- or 4-bit element is one code per byte, in its low bits, as
+ml_dtypes holds it. tf32 (no ml_dtypes type) is rounded here: `tf32_round`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import ml_dtypes
 import numpy as np
 
 __all__ = ["ElementType", "ELEMENT_TYPES", "element_type", "to_float", "from_float", "tf32_round",
@@ -47,6 +51,11 @@ class ElementType:
     @property
     def ptx(self) -> str:
         return "." + self.name
+
+    @property
+    def ml_dtype(self) -> np.dtype | None:
+        """The ml_dtypes type that computes with it (bf16, e4m3, e5m2, e2m3, e3m2, e2m1), else None."""
+        return ML_DTYPES.get(self.name)
 
     def __str__(self):
         return self.name
@@ -82,6 +91,14 @@ ELEMENT_TYPES = {t.name: t for t in (
 )}
 _ALIASES = {t.numpy_name: t for t in ELEMENT_TYPES.values() if t.numpy_name}
 
+# The ml_dtypes type of each raw-bits float that ml_dtypes knows (the OCP 8-bit formats and the MX 6-
+# and 4-bit ones are the same encodings as PTX's e4m3, e5m2, e2m3, e3m2, e2m1).
+ML_DTYPES = {name: np.dtype(t) for name, t in (
+    ("bf16", ml_dtypes.bfloat16), ("e4m3", ml_dtypes.float8_e4m3fn), ("e5m2", ml_dtypes.float8_e5m2),
+    ("e2m3", ml_dtypes.float6_e2m3fn), ("e3m2", ml_dtypes.float6_e3m2fn), ("e2m1", ml_dtypes.float4_e2m1fn))}
+# Types with no NaN encoding: a NaN has nothing to become.
+_NO_NAN = ("e2m3", "e3m2", "e2m1")
+
 
 def element_type(name) -> ElementType:
     """The entry for `name` in either spelling ('f16' or 'float16'); ValueError listing the names."""
@@ -111,44 +128,66 @@ def tf32_round(bits: np.ndarray) -> np.ndarray:
     return np.where(finite, r, np.where(nan, TF32_CANONICAL_NAN, b)).astype(np.uint32)
 
 
+def _codes(raw, t: ElementType) -> np.ndarray:
+    """Raw elements of a raw-bits float as its ml_dtypes type (a view of the storage bits)."""
+    raw = np.asarray(raw)
+    if t.bits < 8 and raw.size and (raw.min() < 0 or raw.max() >= 1 << t.bits):
+        bad = raw[(raw < 0) | (raw >= 1 << t.bits)].ravel()[0]
+        raise ValueError(f"{t.name} is a {t.bits}-bit type: its codes are 0..{(1 << t.bits) - 1} (one per byte), "
+                         f"got {int(bad)}")
+    return np.ascontiguousarray(raw.astype(t.storage)).view(t.ml_dtype)
+
+
 def to_float(raw, dtype) -> np.ndarray:
     """Stored elements -> float64 values. bf16 is the high half of an f32; tf32 ignores the 13 low
-    mantissa bits of its 32-bit word (the tensor core does)."""
+    mantissa bits of its 32-bit word (the tensor core does); fp8/fp6/fp4 codes decode as ml_dtypes
+    decodes them (the OCP/MX encodings; a 6- or 4-bit code one per byte)."""
     t = element_type(dtype)
     raw = np.asarray(raw)
-    if t.name == "bf16":
-        return (raw.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    if t.ml_dtype is not None:
+        with np.errstate(invalid="ignore"):          # signalling NaN patterns are values here
+            return _codes(raw, t).astype(np.float64)
     if t.name == "tf32":
         return (raw.astype(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64)
     if t.name in ("f16", "f32", "f64"):
         return raw.astype(t.storage, copy=False).astype(np.float64)
-    if t.is_float:
-        raise ValueError(f"bwlab does not convert {t.name} values (only their raw bits move)")
     return raw.astype(np.float64)
 
 
+def _f32(values) -> np.ndarray:
+    """`values` as float32: a float32 array as it is, anything else through float64 (one rounding to f32
+    for every input that float64 holds exactly)."""
+    v = np.asarray(values)
+    if v.dtype == np.float32:
+        return v
+    with np.errstate(over="ignore"):                 # beyond f32's range is infinity, as cvt makes it
+        return np.asarray(v, dtype=np.float64).astype(np.float32)
+
+
 def from_float(values, dtype) -> np.ndarray:
-    """float values -> stored elements of `dtype`, rounded to nearest even as `cvt.rn` does (PTX ISA
-    "cvt"); a 16-bit NaN becomes CANONICAL_NAN16, a tf32 NaN TF32_CANONICAL_NAN. f16 and bf16 come
-    back as uint16 bits, tf32 as uint32 bits, f32/f64 as values."""
+    """float values -> stored elements of `dtype`, rounded to nearest even from f32 as `cvt.rn` does
+    (PTX ISA "cvt"; the values are first made f32, what cvt takes). f16 and bf16 come back as uint16
+    bits (a NaN as CANONICAL_NAN16), tf32 as uint32 bits (a NaN as TF32_CANONICAL_NAN), f32/f64 as
+    values. fp8/fp6/fp4 come back as uint8 codes, saturated to the largest finite value of the sign
+    as `cvt.rn.satfinite` (the only form PTX has for them) does, infinities included; a NaN becomes
+    ml_dtypes' NaN of the type (e4m3, e5m2) and is refused by e2m3, e3m2 and e2m1, which have none."""
     t = element_type(dtype)
-    v = np.asarray(values, dtype=np.float64)
     if t.name == "f32":
-        return v.astype(np.float32)
+        return np.asarray(values, dtype=np.float64).astype(np.float32)
     if t.name == "f64":
-        return v.copy()
+        return np.array(values, dtype=np.float64)
     if t.name == "tf32":
-        return tf32_round(v.astype(np.float32).view(np.uint32))
+        return tf32_round(_f32(values).view(np.uint32))
     if t.name in ("f16", "bf16"):
-        x = v.astype(np.float32)
+        x = _f32(values)
         nan = np.isnan(x)
-        if t.name == "f16":
-            with np.errstate(over="ignore"):
-                out = x.astype(np.float16).view(np.uint16)
-        else:
-            u = x.view(np.uint32).astype(np.uint64)
-            out = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+        with np.errstate(over="ignore", invalid="ignore"):   # NaNs are replaced below
+            out = x.astype(np.float16 if t.name == "f16" else t.ml_dtype).view(np.uint16)
         return np.where(nan, np.uint16(CANONICAL_NAN16), out).astype(np.uint16)
-    if t.is_float:
-        raise ValueError(f"bwlab does not convert values to {t.name}")
-    return np.rint(v).astype(t.storage)
+    if t.ml_dtype is not None:
+        x = _f32(values)
+        if t.name in _NO_NAN and np.isnan(x).any():
+            raise ValueError(f"{t.name} has no NaN: a NaN cannot be converted to it")
+        top = np.float32(ml_dtypes.finfo(t.ml_dtype).max)
+        return np.clip(x, -top, top).astype(t.ml_dtype).view(np.uint8)
+    return np.rint(np.asarray(values, dtype=np.float64)).astype(t.storage)

@@ -464,6 +464,9 @@ def run_cells(src: Path, out=sys.stdout) -> tuple[int, int, int]:
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] in (["-h"], ["--help"]):
+        print(__doc__)
+        return 0
     if argv and argv[0] == "run":
         failed = 0
         for p in argv[1:]:
