@@ -183,3 +183,56 @@ def check(a, b, c, name: str = "", ref=None) -> GemmCheck:
     m, n = c.shape
     return GemmCheck(name, (m, n, a.shape[1]), float(cp.nanmax(err)), divmod(worst, n),
                      float(ratio.ravel()[worst]), int(cp.count_nonzero(~(ratio <= 1))))
+
+
+# ------------------------------------------------------------------------------------------------
+# the ladder in the PTX emulator (no GPU): the same kernels, NumPy operands, small shapes
+# ------------------------------------------------------------------------------------------------
+EMULATED_SMS = 2   # the persistent steps launch this many CTAs (clusters) in the emulator, so they loop
+
+
+def run_step_emulated(name, a, b, sms: int = EMULATED_SMS, seed: int = 0, trace: bool = False):
+    """C = A * B^T by one step's kernel executed in bwlab.emu (its sm_90a PTX, instruction by
+    instruction). `a` (M x K) and `b` (N x K) are NumPy uint16 arrays of bf16 bits; returns (C bits,
+    the emulator's Launch: its trace, stall reports and counts). Persistent steps launch
+    min(`sms`, tiles) CTAs, so each CTA walks several tiles as it does on the GPU."""
+    from .. import emu
+    from ..runtime import EMULATED, launch as run_launch, tensor_map_arg
+    s = step(name)
+    a = np.ascontiguousarray(a, np.uint16)
+    b = np.ascontiguousarray(b, np.uint16)
+    m, k = a.shape
+    n, kb = b.shape
+    if kb != k:
+        raise ValueError(f"A is {m} x {k} and B is {n} x {kb}: both must have K columns (C = A * B^T)")
+    check_shape(s, m, n, k)
+    da, db, dc = emu.asarray(a), emu.asarray(b), emu.zeros((m, n), np.uint16)
+    maps = [encode_tensor_map(TensorMap("bfloat16", (k, m), (BK, s.bm), swizzle="128B"), da.data.ptr),
+            encode_tensor_map(TensorMap("bfloat16", (k, n), (BK, s.b_rows), swizzle="128B"), db.data.ptr),
+            encode_tensor_map(TensorMap("bfloat16", (n, m), (64, 64), swizzle="128B"), dc.data.ptr)]
+    module = EMULATED.load(s.path.split("/", 1)[0] + "/" + s.file)
+    fn = module.get_function("gemm")
+    fn.seed, fn.trace = seed, trace
+    grid = s.grid(m, n, sms * s.cluster)
+    run = run_launch(module, "gemm", grid, (s.threads, 1, 1),
+                     (*[tensor_map_arg(t) for t in maps], dc, np.int32(m), np.int32(n), np.int32(k), np.uint64(0)),
+                     shared_mem=s.smem_bytes, barrier_names=BARRIERS,
+                     cluster=(s.cluster, 1, 1) if s.cluster > 1 else None)
+    return dc.get(), run
+
+
+def check_numpy(a, b, c, name: str = "") -> GemmCheck:
+    """`check` on the host (NumPy): the same f32 reference and tolerance, for emulated results."""
+    fa = (np.asarray(a, np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    fb = (np.asarray(b, np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    c32 = (fa @ fb.T).astype(np.float32).astype(np.float64)
+    scale = np.abs(fa) @ np.abs(fb).T
+    cf = (np.asarray(c, np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    err = np.abs(cf - c32)
+    tol = REL_TOL * np.abs(c32) + SUM_TOL * scale
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(np.isnan(err / tol), np.inf, err / tol)
+    worst = int(np.argmax(ratio))
+    m, n = c.shape
+    return GemmCheck(name, (m, n, a.shape[1]), float(np.nanmax(err)), divmod(worst, n),
+                     float(ratio.ravel()[worst]), int(np.count_nonzero(~(ratio <= 1))))
