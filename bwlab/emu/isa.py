@@ -248,7 +248,7 @@ def _cvt(ctx, ins, base, mods):
             wr(w, (hi << np.uint32(16)) | lo, m)
         return pack, "plain"
     src = bits_reader(ctx, args[1], aty if aty != "bf16" else "b16")
-    wr_ty = dty if dty != "bf16" else "b16"
+    wr_ty = dty if dty not in ("bf16", "f16") else "b16"
     wr = _writer(ctx, args[0], wr_ty)
     dfloat, afloat = dty[0] in "f" or dty == "bf16", aty[0] in "f" or aty == "bf16"
 
@@ -265,7 +265,7 @@ def _cvt(ctx, ins, base, mods):
                     raise UnsupportedInstruction(f"`{ins.op}`: only .rn to bf16 is modelled")
                 out = bf16_bits(np.asarray(v, np.float32)) if aty in ("f32", "f64") else v
             elif dty == "f16":
-                out = np.asarray(v, np.float32).astype(np.float16) if aty != "f16" else v
+                out = f16_bits(np.asarray(v, np.float32)) if aty != "f16" else v.view(np.uint16)
             elif dty == "f32":
                 out = np.asarray(v, np.float64).astype(np.float32)
             else:
@@ -282,7 +282,7 @@ def _cvt(ctx, ins, base, mods):
             elif dty == "f64":
                 out = v.astype(np.float64)
             elif dty == "f16":
-                out = v.astype(np.float64).astype(np.float32).astype(np.float16)
+                out = f16_bits(v.astype(np.float64).astype(np.float32))
             else:
                 out = bf16_bits(v.astype(np.float64).astype(np.float32))
             wr(w, out, m)

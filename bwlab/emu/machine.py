@@ -30,6 +30,7 @@ __all__ = ["Launch", "MAX_SMEM_PER_CTA", "TIME_JUMP_NS"]
 MAX_SMEM_PER_CTA = 227 * 1024      # sm_90 / sm_100 opt-in maximum per CTA
 TIME_JUMP_NS = 1 << 32             # ~4.3 s: past every bounded wait's budget (default 200 ms)
 MAX_JUMPS = 6
+IDLE_STEPS = 50_000                # warp-instructions with no store, arrival, completion or exit: a spin
 U64 = np.uint64
 
 
@@ -215,6 +216,7 @@ class Launch:
         self.time_offset = 1_000_000_000   # %globaltimer does not start at 0 on a GPU either
         self.steps = 0
         self.epoch = 0
+        self.progress_step = 0     # self.steps when something last changed
         self.events = []           # async completions: heap of (due, seq, fn, desc)
         self.seq = itertools.count()
         self.inflight_ops = {}     # op id -> description (for diagnosis)
@@ -291,6 +293,20 @@ class Launch:
                 progress_at_jump = self.epoch
                 self.clock += TIME_JUMP_NS
                 self.epoch += 1   # the clock moved: waits that look at the time may now go on
+                continue
+            if self.steps - self.progress_step > IDLE_STEPS and not self.events:
+                # warps run but nothing changes: loops that poll memory nobody writes
+                report = self.diagnose(live, spinning=True)
+                self.stall_reports.append(report)
+                if jumps >= 1 and self.epoch == progress_at_jump:
+                    raise EmuHang(f"{self.kernel}: for {IDLE_STEPS} warp-instructions no thread stored to memory, "
+                                  "arrived on a barrier, finished, or saw an asynchronous operation complete, even "
+                                  "after the clock was moved past every bounded wait — a wait nothing bounds:",
+                                  report)
+                jumps += 1
+                self.clock += TIME_JUMP_NS
+                self.progress()
+                progress_at_jump = self.epoch
                 continue
             w = runnable[int(self.rng.integers(len(runnable)))] if len(runnable) > 1 else runnable[0]
             self._run_warp(w, int(self.rng.integers(4, 33)))
@@ -408,6 +424,7 @@ class Launch:
 
     def progress(self):
         self.epoch += 1
+        self.progress_step = self.steps
 
     def spin(self, w, info, lanes=None):
         """These lanes' wait failed: they run again once something changes."""
@@ -713,6 +730,11 @@ class Launch:
             for w, _ in b["waiters"]:
                 w.blocked = f"bar.sync {bid} ({b['arrived']} of {exp} threads arrived)"
             return
+        if gone and b["arrived"] < exp:
+            self.warnings.append(
+                f"CTA {c.ctaid}: barrier {bid} completed with {b['arrived']} of {exp} threads arriving, the rest "
+                "counted because their warps had exited (what the GPU does; the PTX ISA leaves a barrier that "
+                "not every thread reaches undefined)")
         red = b["red"]
         del c.barriers[bid]
         for w, group in b["waiters"]:
@@ -788,11 +810,14 @@ class Launch:
         return c, off, bar
 
     # ---- diagnosis ---------------------------------------------------------------------------------
-    def diagnose(self, live) -> str:
+    def diagnose(self, live, spinning: bool = False) -> str:
         lines = []
         for w in live:
             info = w.wait_info
             head = f"  {w.who()}"
+            if spinning and w.blocked is None:
+                lines.append(f"{head} loops at {self.prog.code[w.last_pc].where(self.prog.files)}")
+                continue
             if w.blocked is not None:
                 lines.append(f"{head} waits at {w.blocked}")
                 continue

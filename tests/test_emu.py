@@ -1,0 +1,320 @@
+"""bwlab.emu, the PTX emulator: instructions against NumPy and exact arithmetic, the suite's kernels
+against their models, and the diagnoses it gives for broken kernels. No GPU needed."""
+import os
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from bwlab import emu
+from bwlab.emu import tensormap
+
+pytestmark = pytest.mark.usefixtures("emulated_tier")
+
+
+def _run(src, name, grid, block, args, **kw):
+    mod = emu.RawModule(code=src)
+    return mod.get_function(name)(grid, block, args, **kw)
+
+
+# ---- instructions ---------------------------------------------------------------------------------
+def test_fma_is_fused_and_rounded_once():
+    src = r'''extern "C" __global__ void k(const float* a, const float* b, const float* c, float* d) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x; d[i] = fmaf(a[i], b[i], c[i]); }'''
+    rng = np.random.default_rng(1)
+    n = 256
+    a = rng.standard_normal(n).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    c = (-(a.astype(np.float64) * b)).astype(np.float32)   # cancellation: only a fused op keeps the low bits
+    c[::3] = rng.standard_normal(n)[::3].astype(np.float32) * 1e-3
+    # halfway cases: a*b exactly halfway between two floats before c's tiny contribution
+    a[:8] = np.float32(1 + 2 ** -12)
+    b[:8] = np.float32(1 + 2 ** -12)
+    c[:8] = np.float32([2 ** -60, -2 ** -60, 0, 2 ** -40, -2 ** -40, 1e-30, -1e-30, 0])
+    d = emu.zeros(n, np.float32)
+    _run(src, "k", (2,), (128,), (emu.asarray(a), emu.asarray(b), emu.asarray(c), d))
+    # float(Fraction) rounds correctly to double; the result must be the correctly rounded float32
+    ref = np.array([_round_f32(Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z)))
+                    for x, y, z in zip(a, b, c)], np.float32)
+    assert np.array_equal(d.get().view(np.uint32), ref.view(np.uint32))
+
+
+def _round_f32(q: Fraction) -> np.float32:
+    """Correct round-to-nearest-even of an exact rational to float32."""
+    lo = np.float32(float(q))
+    cands = [np.nextafter(lo, np.float32(-np.inf)), lo, np.nextafter(lo, np.float32(np.inf))]
+    best = min(cands, key=lambda x: (abs(Fraction(float(x)) - q), int(np.array([x]).view(np.uint32)[0]) & 1))
+    return np.float32(best)
+
+
+def test_integer_operations_equal_numpy():
+    src = r'''extern "C" __global__ void k(const int* a, const int* b, int* o) {
+        int t = threadIdx.x; int x = a[t], y = b[t] | 1; unsigned ux = x, uy = y;
+        o[t * 10 + 0] = __mulhi(x, y);       o[t * 10 + 1] = x / y;
+        o[t * 10 + 2] = x % y;               o[t * 10 + 3] = (int)(ux >> (uy & 31));
+        o[t * 10 + 4] = x >> (y & 31);       o[t * 10 + 5] = __popc(ux);
+        o[t * 10 + 6] = __clz(x);            o[t * 10 + 7] = __brev(ux);
+        o[t * 10 + 8] = __byte_perm(x, y, 0x5140); o[t * 10 + 9] = __funnelshift_l(ux, uy, y & 63); }'''
+    rng = np.random.default_rng(2)
+    a = rng.integers(-2 ** 31, 2 ** 31, 64, dtype=np.int64).astype(np.int32)
+    b = rng.integers(-2 ** 31, 2 ** 31, 64, dtype=np.int64).astype(np.int32)
+    a[:4] = [0, -1, 2 ** 31 - 1, -2 ** 31]
+    o = emu.zeros(640, np.int32)
+    _run(src, "k", (1,), (64,), (emu.asarray(a), emu.asarray(b), o))
+    got = o.get().reshape(64, 10)
+    for t in range(64):
+        x, y = int(a[t]), int(b[t]) | 1
+        ux, uy = x & 0xFFFFFFFF, y & 0xFFFFFFFF
+        q = abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1)
+        exp = [(x * y) >> 32, q, x - q * y, ux >> (uy & 31), x >> (y & 31), bin(ux).count("1"),
+               32 - ux.bit_length(), int(f"{ux:032b}"[::-1], 2), _byte_perm(ux, uy, 0x5140),
+               _funnel_l(ux, uy, y & 63)]
+        exp = [np.int64(v & 0xFFFFFFFF).astype(np.uint32).view(np.int32) for v in exp]
+        assert list(got[t]) == exp, (t, x, y, list(got[t]), exp)
+
+
+def _byte_perm(x, y, s):
+    b = (y << 32 | x).to_bytes(8, "little")
+    return int.from_bytes(bytes(b[(s >> (4 * k)) & 7] for k in range(4)), "little")
+
+
+def _funnel_l(lo, hi, n):
+    n &= 31   # __funnelshift_l wraps the shift amount (shf.l.wrap); __funnelshift_lc would clamp
+    return (((hi << 32 | lo) << n) >> 32) & 0xFFFFFFFF
+
+
+def test_conversions_to_bf16_half_and_int():
+    src = r'''extern "C" __global__ void k(const float* a, unsigned* o, int* r) {
+        int t = threadIdx.x; float x = a[t], nx = -x; unsigned p; unsigned short h;
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(p) : "f"(x), "f"(nx));
+        asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
+        o[2 * t] = p; o[2 * t + 1] = h;
+        r[4 * t] = __float2int_rn(x); r[4 * t + 1] = __float2int_rz(x);
+        r[4 * t + 2] = __float2int_rd(x); r[4 * t + 3] = __float2int_ru(x); }'''
+    from bwlab.hw.dtypes import from_float
+    rng = np.random.default_rng(3)
+    a = (rng.standard_normal(96) * 1000).astype(np.float32)
+    a[:8] = np.float32([0.5, 1.5, 2.5, -2.5, np.inf, np.nan, 3e38, -1e-40])
+    o, r = emu.zeros(192, np.uint32), emu.zeros(384, np.int32)
+    try:
+        _run(src, "k", (1,), (96,), (emu.asarray(a), o, r))
+    except emu.EmuError as e:
+        pytest.fail(str(e))
+    got = o.get().reshape(96, 2)
+    bf = from_float(a, "bf16").astype(np.uint32)
+    nbf = from_float(-a, "bf16").astype(np.uint32)
+    assert np.array_equal(got[:, 0], (bf << 16) | nbf)
+    assert np.array_equal(got[:, 1], from_float(a, "f16").astype(np.uint32))
+    ri = r.get().reshape(96, 4)
+    fin = np.isfinite(a) & (np.abs(a) < 2 ** 31)
+    for col, fn in enumerate((np.rint, np.trunc, np.floor, np.ceil)):
+        assert np.array_equal(ri[fin, col], fn(a[fin].astype(np.float64)).astype(np.int32))
+    assert ri[5, 0] == 0 and ri[4, 0] == 2 ** 31 - 1   # NaN -> 0, +inf saturates
+
+
+def test_warp_shuffles_votes_and_reconvergence():
+    src = r'''extern "C" __global__ void k(const int* a, int* o) {
+        int t = threadIdx.x, l = t % 32, x = a[t];
+        int s = 0;
+        for (int i = 0; i < (x & 7); ++i) s += i * l;          // lanes loop a different number of times
+        if (l & 1) s = -s; else s += 1000;                      // and branch apart
+        o[t * 6 + 0] = s;
+        o[t * 6 + 1] = __shfl_sync(0xffffffffu, x, (l * 7) & 31);
+        o[t * 6 + 2] = __shfl_down_sync(0xffffffffu, x, 3);
+        o[t * 6 + 3] = __shfl_xor_sync(0xffffffffu, x, 5);
+        o[t * 6 + 4] = (int)__ballot_sync(0xffffffffu, x > 0);
+        o[t * 6 + 5] = __all_sync(0xffffffffu, x > -100000) + 2 * __any_sync(0xffffffffu, x == 12345); }'''
+    rng = np.random.default_rng(4)
+    a = rng.integers(-1000, 1000, 64).astype(np.int32)
+    a[40] = 12345
+    o = emu.zeros(64 * 6, np.int32)
+    _run(src, "k", (1,), (64,), (emu.asarray(a), o))
+    got = o.get().reshape(64, 6)
+    for t in range(64):
+        l, w = t % 32, t // 32
+        x = int(a[t])
+        s = sum(i * l for i in range(x & 7))
+        s = -s if l & 1 else s + 1000
+        lanes = a[32 * w:32 * w + 32]
+        ballot = sum(1 << k for k in range(32) if lanes[k] > 0)
+        exp = [s, lanes[(l * 7) & 31], lanes[l + 3] if l + 3 < 32 else x, lanes[l ^ 5],
+               np.uint32(ballot).view(np.int32), 1 + 2 * int((lanes == 12345).any())]
+        assert list(got[t]) == [int(v) for v in exp], (t, list(got[t]), exp)
+
+
+def test_atomics_and_global_variables():
+    src = r'''__device__ unsigned total;
+    extern "C" __global__ void k(unsigned* o) { atomicAdd(&total, threadIdx.x + 1); __syncthreads();
+        if (threadIdx.x == 0) o[0] = total; }'''
+    o = emu.zeros(1, np.uint32)
+    _run(src, "k", (1,), (256,), (o,))
+    assert o.get()[0] == 256 * 257 // 2
+
+
+# ---- the suite's kernels ---------------------------------------------------------------------------
+@pytest.mark.parametrize("swizzle,inner", [("none", 64), ("32B", 16), ("64B", 32), ("128B", 64)])
+def test_teach_tma_equals_the_model(swizzle, inner):
+    from bwlab.tma import TensorMap, run_teach, tma_load_model
+    rng = np.random.default_rng(7)
+    g = rng.integers(0, 2 ** 16, (96, 80), dtype=np.uint16)
+    t = TensorMap("uint16", (80, 96), (inner, 24), swizzle=swizzle)
+    for coords in ((8, 5), (16, 80), (-16 if inner < 80 else 0, -3)):
+        assert np.array_equal(run_teach(g, t, coords), tma_load_model(g, t, coords))
+
+
+def test_a_tensor_map_for_an_emulator_pointer_round_trips():
+    from bwlab.tma import TensorMap
+    t = TensorMap("bfloat16", (64, 32, 5), (32, 8, 2), swizzle="64B", oob_fill="nan", l2_promotion="128B")
+    d = emu.zeros(64 * 32 * 5, np.uint16)
+    raw = t.encode(d.data.ptr)
+    assert len(raw) == 128 and tensormap.is_emu_map(raw)
+    assert tensormap.decode(raw) == (t, d.data.ptr)
+
+
+def test_hello_bulk_round_trip():
+    from bwlab.hello import hello_roundtrip
+    src, dst = hello_roundtrip(4096, blocks=3)
+    assert np.array_equal(src, dst)
+
+
+def test_teach_wgmma_equals_the_model():
+    from bwlab import umma
+    case = umma.WgmmaCase("f16", 64, 32, "K", "none", "K", "none", seed=1)
+    got = umma.run_teach_wgmma(case)
+    assert case.check(got).ok
+
+
+def test_full_flow_hopper_equals_numpy():
+    from bwlab.flow import FlowProblem
+    from bwlab.flow.runner import run_hopper
+    p = FlowProblem(0)
+    d, stamps = run_hopper(p, repeat=1)
+    assert np.array_equal(d[:p.M], p.reference()) and not d[p.M:].any()
+    assert (stamps != np.uint64(0xFFFFFFFFFFFFFFFF)).any()   # %globaltimer stamps from the virtual clock
+
+
+@pytest.mark.parametrize("name", ["s1", "s2", "s3", "s4", "s5", "s6"])
+def test_every_hopper_ladder_step_is_exact(name):
+    from bwlab.gemm import runner
+    from bwlab.gemm.ladder import STEPS
+    from bwlab.hw.dtypes import from_float
+    s = next(x for x in STEPS if x.name.startswith(name))
+    rng = np.random.default_rng(0)
+    m, n, k = 256, 512, 192
+    a = from_float(rng.random((m, k), dtype=np.float32) * 2 - 1, "bf16")
+    b = from_float(rng.random((n, k), dtype=np.float32) * 2 - 1, "bf16")
+    c, run = runner.run_step_emulated(s.name, a, b)
+    assert runner.check_numpy(a, b, c, s.name).ok
+    # bit for bit: wgmma rounds its f32 accumulator once per k16 instruction, the epilogue to bf16
+    fa = (a.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    fb = (b.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    acc = np.zeros((m, n), np.float32)
+    for k0 in range(0, k, 16):
+        acc = (acc + fa[:, k0:k0 + 16] @ fb[:, k0:k0 + 16].T).astype(np.float32)
+    assert np.array_equal(c, from_float(acc, "bf16"))
+    assert not run.warnings
+
+
+# ---- diagnoses ------------------------------------------------------------------------------------
+def test_a_wrong_expect_tx_names_the_waiting_warps_and_the_missing_bytes():
+    from bwlab.lab import TeachingKernel
+    from bwlab.runtime import MbarrierTimeout
+    from bwlab.tma import TensorMap, run_teach
+    g = np.arange(64 * 64, dtype=np.uint16).reshape(64, 64)
+    t = TensorMap("uint16", (64, 64), (64, 16))
+    mine = TeachingKernel("teach_tma.cu").replace("const u32 tx_bytes = box_bytes;",
+                                                  "const u32 tx_bytes = box_bytes + 16;")
+    with pytest.raises(MbarrierTimeout) as e:
+        run_teach(g, t, (0, 0), kernel=mine)
+    msg = str(e.value)
+    assert e.value.barrier == "smem_full" and e.value.expected_tx == t.box_bytes + 16
+    assert "spins in mbarrier.try_wait.parity 0 on 'smem_full'" in msg
+    assert "16 transaction bytes still expected" in msg and "nothing in flight" in msg
+    assert "warp 3" in msg and "mbarrier.cuh" in msg
+
+
+def _gallery():
+    return emu.RawModule(code=open(os.path.join(os.path.dirname(__file__), "..", "cuda_src",
+                                                "broken_kernels.cu")).read(), name="broken_kernels.cu")
+
+
+def test_broken_gallery_missing_arrival():
+    from bwlab.runtime import MbarrierTimeout, launch
+    mod = _gallery()
+    with pytest.raises(MbarrierTimeout) as e:
+        launch(mod, "missing_arrival", (1,), (64,), (emu.zeros(64, np.uint32),), barrier_names={0: "bar"})
+    assert "1 of 2 arrivals still missing" in str(e.value)
+
+
+def test_broken_gallery_out_of_bounds_store_names_the_allocation():
+    mod = _gallery()
+    out = emu.zeros(1024, np.uint32)
+    with pytest.raises(emu.EmuFault) as e:
+        mod.get_function("oob_store")((1,), (32,), (out, np.uint64(1 << 32)))
+    msg = str(e.value)
+    assert "thread 0" in msg and "st.global" in msg and "outside every allocation" in msg and "past the end" in msg
+
+
+def test_broken_gallery_spin_forever_is_a_hang_not_a_hang():
+    import time
+    mod = _gallery()
+    t0 = time.perf_counter()
+    with pytest.raises(emu.EmuHang) as e:
+        mod.get_function("spin_forever")((1,), (32,), (emu.zeros(1, np.uint32), emu.zeros(32, np.uint32)))
+    assert time.perf_counter() - t0 < 30 and "loops at" in str(e.value)
+
+
+def test_broken_gallery_divergent_barrier_finishes_with_a_warning():
+    mod = _gallery()
+    out = emu.zeros(128, np.uint32)
+    run = mod.get_function("divergent_barrier")((1,), (128,), (out,))
+    assert np.array_equal(out.get(), np.arange(128)) and any("exited" in w for w in run.warnings)
+
+
+def test_an_aligned_barrier_reached_at_two_places_is_divergence():
+    src = r'''extern "C" __global__ void k(int* o) {
+        if (threadIdx.x % 32 < 16) { asm volatile("bar.sync 1, 64;"); o[threadIdx.x] = 1; }
+        else { o[threadIdx.x] = 2; asm volatile("bar.sync 1, 64;"); } }'''
+    with pytest.raises(emu.DivergenceError) as e:
+        _run(src, "k", (1,), (64,), (emu.zeros(64, np.int32),))
+    assert "diverged" in str(e.value) and "lanes [0, 1" in str(e.value)
+
+
+def test_a_tma_store_without_the_proxy_fence_is_reported():
+    from bwlab.epilogue import EpilogueProblem
+    from bwlab.epilogue.runner import run_epilogue
+    p = EpilogueProblem(128, 64, "bfloat16", bn=64, swizzle="128B")
+    acc = np.random.default_rng(0).standard_normal(p.acc_shape).astype(np.float32)
+    run_epilogue(p, acc)   # with the fence: fine
+    with pytest.raises(emu.ProxyFenceMissing) as e:
+        run_epilogue(p, acc, fence=False)
+    assert "fence.proxy.async" in str(e.value) and "st.shared" in str(e.value)
+
+
+def test_reading_the_accumulator_before_wgmma_wait_is_reported():
+    from bwlab import umma
+    from bwlab.lab import TeachingKernel
+    mine = TeachingKernel("teach_wgmma.cu").replace("    wgmma_wait_group<0>();", "")
+    case = umma.WgmmaCase("f16", 64, 32, "K", "none", "K", "none", seed=1)
+    with pytest.raises(emu.ProtocolError) as e:
+        umma.run_teach_wgmma(case, kernel=mine)
+    assert "before wgmma.wait_group" in str(e.value)
+
+
+def test_the_schedule_is_seeded_and_the_result_does_not_depend_on_it():
+    from bwlab.tma import TensorMap
+    from bwlab.tma.model import tma_load_model
+    from bwlab.runtime import tensor_map_arg
+    mod = emu.RawModule(code=open(os.path.join(os.path.dirname(__file__), "..", "cuda_src",
+                                               "teach_tma.cu")).read(), name="teach_tma.cu")
+    g = np.arange(64 * 64, dtype=np.uint16).reshape(64, 64)
+    t = TensorMap("uint16", (64, 64), (64, 16), swizzle="128B")
+    d = emu.asarray(g)
+    clocks = []
+    for seed in (0, 0, 1, 2):
+        out = emu.zeros(t.box_bytes, np.uint8)
+        run = mod.get_function("teach_tma_load")((1,), (128,), (tensor_map_arg(t.encode(d.data.ptr)), np.int32(0),
+                                                              np.int32(16), np.uint32(t.box_bytes), out), seed=seed)
+        assert np.array_equal(out.get(), tma_load_model(g, t, (0, 16)))
+        clocks.append(run.clock)
+    assert clocks[0] == clocks[1] and len(set(clocks)) > 1
