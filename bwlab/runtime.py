@@ -184,8 +184,8 @@ def launch(module, kernel: str, grid, block, args, shared_mem: int = 0, barrier_
             err = MbarrierTimeout(kernel, (barrier_names or {}).get(bid, f"#{bid}"), rec[0])
             if run.stall_reports:
                 err.emulator_report = run.stall_reports[0]
-                err.args = (err.args[0] + "\nIn the emulator, when every thread was waiting (before the "
-                            "bounded waits ran out of time):\n" + run.stall_reports[0],)
+                err.args = (err.args[0] + " (In the emulator that time is virtual.)\nIn the emulator, when every "
+                            "thread was waiting (before the bounded waits ran out of time):\n" + run.stall_reports[0],)
             raise err
         return run
     if shared_mem > 48 * 1024:

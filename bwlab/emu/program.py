@@ -31,9 +31,13 @@ class Code:
     def where(self, files) -> str:
         i = self.instr
         src = ""
+
+        def name(k):
+            return files[k].replace("\\", "/").rsplit("/", 1)[-1]
         if i.loc and i.loc[0] in files:
-            name = files[i.loc[0]].replace("\\", "/").rsplit("/", 1)[-1]
-            src = f"{name}:{i.loc[1]}, "
+            src = f"{name(i.loc[0])}:{i.loc[1]}, "
+            if len(i.loc) == 4 and i.loc[2] in files:
+                src = f"{name(i.loc[2])}:{i.loc[3]} (in {name(i.loc[0])}:{i.loc[1]}), "
         return f"{src}PTX line {i.line} `{i.text}`"
 
 

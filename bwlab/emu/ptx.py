@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 __all__ = ["PtxError", "Instr", "Variable", "Function", "Module", "parse"]
 
+files_ref: dict = {}   # the .file table of the module being parsed (to tell headers from the kernel)
+
 
 class PtxError(ValueError):
     """The emulator cannot read this PTX (the message names the line)."""
@@ -275,6 +277,12 @@ def parse(text: str) -> Module:
     """Parse a PTX module (the text of `bwlab.compile.Compiled.ptx`)."""
     mod = Module()
     stmts = _strip(text)
+    for _, st in stmts:
+        mm = re.match(r'\.file\s+(\d+)\s+"([^"]*)"', st)
+        if mm:
+            mod.files[int(mm.group(1))] = mm.group(2)
+    global files_ref
+    files_ref = mod.files
     i = 0
     n = len(stmts)
 
@@ -360,6 +368,7 @@ def _parse_body(stmts, i: int, fn: Function) -> int:
     scopes = [{}]          # name -> renamed, per brace scope
     counter = [0]
     loc = [None]
+    own = [None]
     param_names = set()
 
     def rename(name: str) -> str:
@@ -435,6 +444,14 @@ def _parse_body(stmts, i: int, fn: Function) -> int:
             mm = re.match(r"\.loc\s+(\d+)\s+(\d+)", s)
             if mm:
                 loc[0] = (int(mm.group(1)), int(mm.group(2)))
+                at = re.search(r"inlined_at\s+(\d+)\s+(\d+)", s)
+                # the kernel's own line: the latest location (or inline site) outside a header
+                for f_, l_ in [(int(mm.group(1)), int(mm.group(2)))] + (
+                        [(int(at.group(1)), int(at.group(2)))] if at else []):
+                    if not files_ref.get(f_, "").endswith((".cuh", ".h", ".hpp")):
+                        own[0] = (f_, l_)
+                if own[0] and own[0] != loc[0]:
+                    loc[0] += own[0]
             i += 1
             continue
         if s.startswith("."):

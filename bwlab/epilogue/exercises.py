@@ -303,13 +303,16 @@ def _origin(p, acc, got, index) -> str:
 
 def _gpu_line(p, acc, d0, kernel, case) -> tuple[bool, str]:
     from .. import device
-    if device.tier("store") != "hardware":
+    tier = device.tier("store")
+    if tier not in ("hardware", "emulated"):
         return True, "GPU: not run here (the TMA store needs an sm_90 GPU; the model ran your coordinates)"
     from .runner import run_teach
+    where = "the PTX emulator" if tier == "emulated" else device.gpu_info().name
+    label = "emulator" if tier == "emulated" else "GPU"
     try:
-        res = case.check(run_teach(p, acc, d0, kernel=kernel), source=f"{device.gpu_info().name}, your kernel")
-    except Exception as e:       # a fault or hang in the worker comes back as an exception
-        return False, f"GPU: your kernel failed: {type(e).__name__}: {e}"
+        res = case.check(run_teach(p, acc, d0, kernel=kernel), source=f"{where}, your kernel")
+    except Exception as e:       # a fault or hang (worker or emulator) comes back as an exception
+        return False, f"{label}: your kernel failed: {type(e).__name__}: {e}"
     return res.ok, str(res)
 
 

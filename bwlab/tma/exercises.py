@@ -187,7 +187,10 @@ def _run_edit_on_gpu(mine) -> tuple:
         return False, f"MbarrierTimeout: {e}"
     except (KernelFault, KernelHang) as e:
         return False, f"{type(e).__name__}: {e}"
-    r = TmaLoad(gmem, EDIT_TMAP, EDIT_COORDS).check(got, source="this GPU, your kernel in a worker process")
+    from .. import device
+    where = ("the PTX emulator, your whole kernel" if device.tier("tma") == "emulated"
+             else "this GPU, your kernel in a worker process")
+    r = TmaLoad(gmem, EDIT_TMAP, EDIT_COORDS).check(got, source=where)
     return r.ok, str(r)
 
 
@@ -219,10 +222,12 @@ def check_expect_tx_edit(tx, hidden: bool = False) -> None:
         raise NotYet(f"{name}: the edited kernel does not compile:\n{e}") from None
     built = f"the edited kernel compiles for {', '.join(mine.targets)}"
     gpu_ok, gpu = None, None
-    if device.tier("tma") == "hardware":
+    emulated = device.tier("tma") == "emulated"
+    if device.tier("tma") in ("hardware", "emulated"):
         gpu_ok, gpu = _run_edit_on_gpu(mine)
     if tx == box and gpu_ok is not False:
-        ran = (f"on this GPU (worker process) its {box} SMEM bytes equal the model's" if gpu_ok else
+        ran = ((f"in the PTX emulator your whole kernel ran and its {box} SMEM bytes equal the model's" if emulated
+                else f"on this GPU (worker process) its {box} SMEM bytes equal the model's") if gpu_ok else
                "no GPU with TMA here, so the model's mbarrier ran your value")
         check_value(name, tx, box, rule=rule, note=f"{built}; in the model, {_story_text(tx, box, done_at, bar)}; "
                                                    f"{ran}. In a real kernel write box_bytes: the host passes "
@@ -242,7 +247,7 @@ def check_expect_tx_edit(tx, hidden: bool = False) -> None:
         lines.append(f"  your value: {known[tx]}")
     lines.append(f"  what happens: {built}; in the model, {_story_text(tx, box, done_at, bar)}")
     if gpu is not None:
-        lines.append(f"  on this GPU: {gpu}")
+        lines.append(f"  {'in the PTX emulator' if emulated else 'on this GPU'}: {gpu}")
     raise NotYet("\n".join(lines))
 
 
