@@ -17,6 +17,8 @@ COMMANDS = {
     "tma_store": Subcommand("bwlab.checks.store", "bench_main",
                             "TMA store vs st.global.v4 and cupy; st.shared bank cycles vs the model"),
     "umma_model": Subcommand("bwlab.checks.umma", "bench_model_main", "the speed of the NumPy tcgen05.mma model (CPU)"),
+    "emu": Subcommand("bwlab.checks.emu", "bench_main",
+                      "the PTX emulator's speed on the teaching kernels, the full flow and the ladder (CPU)"),
     "gemm": Subcommand("bwlab.checks.gemm", "bench_main",
                        "the GEMM ladder of this GPU, each step checked and timed against the best library GEMM"),
 }

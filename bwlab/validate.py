@@ -37,6 +37,8 @@ COMMANDS = {
                         "wgmma on SMEM operands in every canonical layout vs the model"),
     "tmem": Subcommand("bwlab.checks.tmem", "validate_main", "every tcgen05.ld/st form (sm_100 only)"),
     "store": Subcommand("bwlab.checks.store", "validate_main", "random TMA stores, reduce-adds and whole epilogues"),
+    "emu": Subcommand("bwlab.checks.emu", "validate_main",
+                      "every sm_90a kernel on this GPU and in the PTX emulator, compared byte for byte"),
 }
 
 

@@ -3,7 +3,7 @@
 #   tests:    the whole test suite (GPU tests included)
 #   validate: every `python -m bwlab.validate ...` command
 #   bench:    the benchmarks and every notebook executed in its GPU tier
-# Usage (device tool, repository root):  bash docs/results/run_h100.sh tests|validate|bench|classroom
+# Usage (device tool, repository root):  bash docs/results/run_h100.sh tests|validate|bench|classroom|emu
 # Writes NAME.txt files into $OUT (or ./h100_out), each ending with the command that made it.
 set -u
 part=${1:-validate}
@@ -42,6 +42,12 @@ case "$part" in
     run store_validate_h100 python3 -m bwlab.validate store --cases 500 --seed 0
     run tmem_validate_h100 python3 -m bwlab.validate tmem
     run broken_kernels_h100 python3 -m bwlab.checks.broken --sanitize
+    ;;
+  emu)
+    # the PTX emulator against this GPU: every sm_90a kernel, the same inputs, byte for byte
+    run emu_validate_h100 python3 -m bwlab.validate emu --tma ${EMU_TMA:-1000} --store ${EMU_STORE:-200}
+    run emu_tests_h100 env BWLAB_BACKEND=emulated python3 -m pytest -q -p no:cacheprovider tests/test_emu.py \
+        tests/test_tma_gpu.py tests/test_multicast_gpu.py tests/test_epilogue_gpu.py
     ;;
   classroom)
     # The exercises' GPU paths (the learner's edited kernels in worker processes), the ladder's GPU
