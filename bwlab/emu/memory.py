@@ -19,11 +19,13 @@ import numpy as np
 __all__ = ["GLOBAL_BASE", "SHARED_WINDOW", "PARAM_WINDOW", "LOCAL_WINDOW", "WINDOW_SIZE",
            "DeviceMemory", "Allocation", "EmuFault", "device_memory", "is_emu_pointer", "RANK_SHIFT"]
 
-GLOBAL_BASE = 0x7F00_0000_0000
-SHARED_WINDOW = 0x7A00_0000_0000
-PARAM_WINDOW = 0x7B00_0000_0000
-LOCAL_WINDOW = 0x7C00_0000_0000
-WINDOW_SIZE = 0x0100_0000_0000
+# Far above any address a CPU or a CUDA device hands out (user space ends below 2^47, or 2^56 with
+# five-level paging), so an emulator pointer is never mistaken for a real one, nor the reverse.
+GLOBAL_BASE = 0x0DE0_0000_0000_0000
+SHARED_WINDOW = 0x0DA0_0000_0000_0000
+PARAM_WINDOW = 0x0DB0_0000_0000_0000
+LOCAL_WINDOW = 0x0DC0_0000_0000_0000
+WINDOW_SIZE = 0x0010_0000_0000_0000
 RANK_SHIFT = 24
 GUARD = 4096          # bytes left unmapped after every allocation
 ALLOC_ALIGN = 512     # what cudaMalloc guarantees at least (256) and a bit more
