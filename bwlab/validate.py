@@ -35,6 +35,8 @@ COMMANDS = {
                             "every CTA's SMEM after multicast loads, many cluster shapes"),
     "wgmma": Subcommand("bwlab.checks.umma", "validate_wgmma_main",
                         "wgmma on SMEM operands in every canonical layout vs the model"),
+    "wgmma_accumulation": Subcommand("bwlab.checks.umma", "validate_accumulation_main",
+                                      "how wgmma adds: random operands across exponents vs the block-FMA model"),
     "tmem": Subcommand("bwlab.checks.tmem", "validate_main", "every tcgen05.ld/st form (sm_100 only)"),
     "store": Subcommand("bwlab.checks.store", "validate_main", "random TMA stores, reduce-adds and whole epilogues"),
     "emu": Subcommand("bwlab.checks.emu", "validate_main",

@@ -205,12 +205,14 @@ def test_every_hopper_ladder_step_is_exact(name):
     b = from_float(rng.random((n, k), dtype=np.float32) * 2 - 1, "bf16")
     c, run = runner.run_step_emulated(s.name, a, b)
     assert runner.check_numpy(a, b, c, s.name).ok
-    # bit for bit: wgmma rounds its f32 accumulator once per k16 instruction, the epilogue to bf16
+    # bit for bit: one k16 block FMA per wgmma (bwlab.umma.model.wgmma_block_fma, measured on an H100),
+    # then the epilogue's cvt.rn to bf16
+    from bwlab.umma.model import wgmma_block_fma
     fa = (a.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
     fb = (b.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
     acc = np.zeros((m, n), np.float32)
     for k0 in range(0, k, 16):
-        acc = (acc + fa[:, k0:k0 + 16] @ fb[:, k0:k0 + 16].T).astype(np.float32)
+        acc = wgmma_block_fma(fa[:, k0:k0 + 16], fb[:, k0:k0 + 16], acc)
     assert np.array_equal(c, from_float(acc, "bf16"))
     assert not run.warnings
 

@@ -177,3 +177,67 @@ def bench_model_main(argv=None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(validate_wgmma_main())
+
+
+# ------------------------------------------------------------------------------------------------
+# how wgmma adds: random operands across exponents, the hardware's accumulators vs the model
+# ------------------------------------------------------------------------------------------------
+def accumulation_cases(n: int = 24, dtype: str = "bf16", seed: int = 1000):
+    """WgmmaCases whose operands are random `dtype` values spread over 2^-s..2^s (s in 0, 2, 6, 12), K = 16
+    or 32, every third with a random incoming D: sums that are not exact in float32, so the way the tensor
+    core aligns, cuts and rounds shows in the last bits."""
+    from ..hw.dtypes import from_float, to_float
+    from ..umma import WgmmaCase
+    out = []
+    for i in range(n):
+        r = np.random.default_rng(seed + i)
+        spread = (0, 2, 6, 12)[i % 4]
+        k = 16 if i < 2 * n // 3 else 32
+
+        def vals(shape):
+            x = r.choice([-1, 1], shape) * np.exp2(r.integers(-spread, spread + 1, shape)) * (1 + r.random(shape))
+            return to_float(from_float(x, dtype), dtype).astype(np.float64)
+        a, b = vals((64, k)), vals((64, k))
+        acc = i % 3 == 2
+        d0 = ((r.standard_normal((64, 64)) * np.exp2(r.integers(-4, 5, (64, 64)))).astype(np.float32)
+              .astype(np.float64) if acc else np.zeros((64, 64)))
+        c = WgmmaCase(dtype, 64, k, "K", "none", "K", "none", accumulate=acc, seed=seed + i)
+        object.__setattr__(c, "values", lambda a=a, b=b, d0=d0: (a, b, d0))
+        out.append(c)
+    return out
+
+
+def _rne_reference(case) -> np.ndarray:
+    a, b, d0 = case.values()
+    acc = d0.astype(np.float32)
+    for k0 in range(0, case.K, 16):
+        acc = (acc.astype(np.float64) + a[:, k0:k0 + 16] @ b[:, k0:k0 + 16].T).astype(np.float32)
+    return acc
+
+
+def validate_accumulation_main(argv=None) -> int:
+    """python -m bwlab.validate wgmma_accumulation: random-operand wgmma on this GPU vs
+    bwlab.umma.model.wgmma_block_fma (and vs exact addition rounded to nearest, for contrast)."""
+    import argparse
+    ap = argparse.ArgumentParser(prog="python -m bwlab.validate wgmma_accumulation")
+    ap.add_argument("--cases", type=int, default=24)
+    args = ap.parse_args(argv)
+    from ..umma import launch_wgmma
+    from .. import device
+    info = device.gpu_info()
+    print(f"{info.name if info else 'no GPU'}: wgmma m64n64k16 accumulators over random operands vs the model")
+    total = bad_model = bad_rne = 0
+    for dtype in ("bf16", "f16"):
+        for c in accumulation_cases(args.cases, dtype):
+            hw, _ = launch_wgmma(c)
+            m = c.model()
+            hb, mb, rb = (np.asarray(x, np.float32).view(np.uint32) for x in (hw, m, _rne_reference(c)))
+            nm, nr = int((hb != mb).sum()), int((hb != rb).sum())
+            ulp = int(np.abs(hb.astype(np.int64) - rb.astype(np.int64)).max())
+            total, bad_model, bad_rne = total + hb.size, bad_model + nm, bad_rne + nr
+            print(f"  {dtype} K={c.K:<3} {'D0 ' if c.accumulate else '   '} seed {c.seed}: model differs in {nm:5d}, "
+                  f"exact-then-nearest differs in {nr:5d} (max {ulp} ulp)")
+    print(f"{total} accumulators: the model (align to the largest exponent, cut to 2^(e-25), add, cut to f32) "
+          f"differs in {bad_model}; exact addition rounded to nearest differs in {bad_rne}")
+    print("PASS" if bad_model == 0 else "FAIL")
+    return 0 if bad_model == 0 else 1

@@ -202,8 +202,11 @@ def add_elements(old_bits: np.ndarray, new_bits: np.ndarray, dtype) -> np.ndarra
     if not t.is_float:
         return old_bits + new_bits  # two's complement wrap-around, the same bits for s32 and u32
     if t.name == "f32":
+        # a NaN sum is the canonical NaN 0x7FFFFFFF, whatever the inputs' payloads (seen on the H100:
+        # docs/results/emu_validate_h100.txt, a random reduce-add case that added onto a NaN)
         with np.errstate(over="ignore", invalid="ignore"):
-            return (old_bits.view(np.float32) + new_bits.view(np.float32)).view(np.uint32)
+            s = old_bits.view(np.float32) + new_bits.view(np.float32)
+            return np.where(np.isnan(s), np.uint32(0x7FFFFFFF), s.view(np.uint32)).astype(np.uint32)
     # f16 / bf16: the exact sum rounded once to the format. An fp32 sum of two halves (or
     # bfloat16s) rounded to nearest even, then rounded again to the narrow format, is still
     # correctly rounded, because fp32 carries at least 2p+2 bits for p = 11 (and 8).
