@@ -48,3 +48,63 @@ def test_recordings_come_from_a_gpu(name):
     assert rec.meta["date"] != "provisional" and not rec.meta["device"].startswith("MODEL"), \
         f"{name} is a provisional recording made from the model; record it on a GPU (python -m bwlab.checks.record)"
     assert rec.meta["device"].startswith("NVIDIA"), rec.meta["device"]
+
+
+# ---- the same cells in the PTX emulator: its bytes equal the H100's --------------------------------
+NOT_DATA = re.compile(r"(message|_ms$|_ns$|^waited|^seconds$|^stamps$|^cycles$|^call)")
+
+
+def _same_arrays(name, got: dict, rec) -> list:
+    import numpy as np
+    bad = []
+    for key, new in got.items():
+        if NOT_DATA.search(key):
+            continue
+        old = rec[key]
+        same = old.shape == new.shape and (np.array_equal(old, new) if old.dtype.kind in "USb" or old.ndim == 0
+                                           else np.array_equal(old.view(np.uint8), new.view(np.uint8)))
+        if not same:
+            bad.append(f"{name}[{key}]")
+    return bad
+
+
+@pytest.mark.parametrize("stage", ["tma", "multicast", "foundation", "umma", "flow"])
+def test_gpu_recordings_rerun_in_the_emulator(stage, tmp_path, emulated_tier):
+    """Each recorder's GPU cells, run again in bwlab.emu (BWLAB_BACKEND=emulated), give the bytes the H100
+    recorded (timings and messages aside: the emulator's time is virtual)."""
+    import numpy as np
+    mod = importlib.import_module(f"bwlab.checks.record_{stage}")
+    files = mod.record(tmp_path, {"device": "bwlab.emu", "date": "now", "command": "tests"})
+    assert files
+    bad = []
+    for f in files:
+        name = Path(f).stem
+        with np.load(f) as z:
+            got = {k: z[k] for k in z.files if not k.startswith("_") and k != "meta"}
+        bad += _same_arrays(name, got, load_recording(name))
+    assert not bad, f"the emulator differs from the H100 recording in {bad}"
+
+
+def test_epilogue_recordings_rerun_in_the_emulator(emulated_tier):
+    import numpy as np
+    from bwlab import emu
+    from bwlab.epilogue import TEACH_EDITS, run_teach
+    from bwlab.epilogue.demos import GPU_VS_MODEL, edge_store_case, epilogue_case, teach_case
+    from bwlab.lab import TeachingKernel
+    bad = _same_arrays("epilogue_edge_store", {"gmem": edge_store_case().run()}, load_recording("epilogue_edge_store"))
+    bad += _same_arrays("epilogue_gpu_vs_model", {f"d{i}": epilogue_case(i).run() for i in range(len(GPU_VS_MODEL))},
+                        load_recording("epilogue_gpu_vs_model"))
+    case = teach_case()
+    bad += _same_arrays("teach_store_result", {"d": run_teach(case.problem, case.acc, case.d_init)},
+                        load_recording("teach_store_result"))
+    noswz = TeachingKernel("teach_store.cu").replace(*TEACH_EDITS["no swizzle"])
+    bad += _same_arrays("teach_store_noswizzle", {"d": run_teach(case.problem, case.acc, case.d_init, kernel=noswz)},
+                        load_recording("teach_store_noswizzle"))
+    assert not bad, bad
+    # Without its proxy fence the H100 sometimes stored stale bytes (teach_store_nofence); the emulator
+    # names the missing fence instead of depending on luck.
+    rec = load_recording("teach_store_nofence")
+    assert np.asarray(rec["without_fence"]).any()
+    nofence = TeachingKernel("teach_store.cu").replace(*TEACH_EDITS["no fence"])
+    with pytest.raises(emu.ProxyFenceMissing, match="fence.proxy.async"):
+        run_teach(case.problem, case.acc, case.d_init, kernel=nofence)

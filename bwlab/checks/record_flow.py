@@ -33,7 +33,7 @@ def record(out_dir, meta: dict) -> list:
     flow = Flow(SEED)
     trace = flow.trace(flow_tier())
     info = device.gpu_info()
-    if info is not None and info.has_wgmma:
+    if device.tier("tma") == "emulated" or (info is not None and info.has_wgmma):
         native_d, stamps = runner.run_hopper(flow.problem)
     else:
         native_d = np.zeros(flow.problem.epilogue.buffer_shape, np.float32)

@@ -320,8 +320,7 @@ def _tma_store(ctx, ins, mods, reduce):
         for lane in np.nonzero(m)[0]:
             tmap, gaddr = _read_tmap(w, ins, int(t[lane]))
             coords = tuple(int(c[lane]) for c in cs)
-            soff = int(s[lane])
-            c = w.cta
+            c, soff = M.cta_of_cluster_addr(w, int(s[lane]), "the TMA store's SMEM source", ins, own=True)
             foot = smem_box_footprint(tmap)
             if soff % 128 or soff + foot > c.smem.size:
                 raise EmuFault(f"{w.who()} at {M.where(ins)}: the store's SMEM source [0x{soff:x}, 0x{soff + foot:x}) "
@@ -378,8 +377,7 @@ def _bulk_copy(ctx, ins, mods):
                 raise EmuFault(f"{w.who()} at {M.where(ins)}: cp.async.bulk needs 16-byte aligned addresses and a "
                                f"size that is a multiple of 16 (got size {nb})")
             if to_global:
-                c = w.cta
-                soff = int(s[lane])
+                c, soff = M.cta_of_cluster_addr(w, int(s[lane]), "the bulk copy's SMEM source", ins, own=True)
                 M.async_reads_smem(c, soff, nb, f"the bulk copy at {M.where(ins)}", w.who())
                 gaddr = int(d[lane])
 
@@ -392,6 +390,8 @@ def _bulk_copy(ctx, ins, mods):
             bcta, boff = M.cta_of_cluster_addr(w, int(b[lane]), "bulk copy mbarrier", ins)
             from_shared = "global" not in spaces
             saddr = int(s[lane])
+            if from_shared:
+                saddr = M.cta_of_cluster_addr(w, saddr, "the bulk copy's SMEM source", ins, own=True)[1]
 
             def land(dcta=dcta, doff=doff, bcta=bcta, boff=boff, nb=nb, saddr=saddr, from_shared=from_shared):
                 if from_shared:

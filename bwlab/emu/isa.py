@@ -64,6 +64,8 @@ def _addr_reader(ctx, op):
     base, off = op[1], op[2]
     if base[0] == "sym":
         space, val = ctx.symbol(base[1])
+        if space == "shared":
+            return space, (lambda w, v=val + off: np.full(32, w.cta.shared_base + v, np.uint64))
         a = np.full(32, (val + off) & 0xFFFFFFFFFFFFFFFF, np.uint64)
         return space, (lambda w, a=a: a)
     if base[0] == "imm":
@@ -133,8 +135,10 @@ def _mov(ctx, ins, base, mods):
         space, val = ctx.symbol(a[1])
         if space == "func":
             raise UnsupportedInstruction("function addresses are not modelled")
-        v = np.full(32, val, np.uint64)
         wr = _writer(ctx, d, "u64")
+        if space == "shared":
+            return (lambda w, m: wr(w, np.full(32, w.cta.shared_base + val, np.uint64), m)), "plain"
+        v = np.full(32, val, np.uint64)
         return (lambda w, m: wr(w, v, m)), "plain"
     if a[0] == "vec":   # mov.b64 %rd, {%r1, %r2}: pack
         parts = [bits_reader(ctx, x, "b32" if ty == "b64" else "b16") for x in a[1]]

@@ -24,6 +24,7 @@ import numpy as np
 from ..hw.mbarrier import Mbarrier, MbarrierError
 from .errors import DivergenceError, EmuError, EmuFault, EmuHang, EmuTimeout, ProtocolError, ProxyFenceMissing
 from .memory import (GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, RANK_SHIFT, SHARED_WINDOW, WINDOW_SIZE)
+from .program import SMEM_RESERVED
 
 __all__ = ["Launch", "MAX_SMEM_PER_CTA", "TIME_JUMP_NS"]
 
@@ -182,6 +183,7 @@ class CTA:
         self.bulk = {}            # thread -> [[op ids]] committed bulk groups not yet complete
         self.bulk_open = {}       # thread -> [op ids]
         self.exited = False
+        self.shared_base = rank << RANK_SHIFT   # shared::cta and shared::cluster addresses: rank << 24 | offset
         self.warps = [Warp(machine, self, k) for k in range(-(-self.nthreads // 32))]
 
 
@@ -204,9 +206,9 @@ class Launch:
         self.dynamic_smem = int(dynamic_smem)
         self.smem_bytes = (prog.dynamic_offset + self.dynamic_smem) if prog.dynamic_shared else prog.shared_size
         self.smem_bytes = max(self.smem_bytes, prog.shared_size, 16)
-        if self.smem_bytes > MAX_SMEM_PER_CTA:
-            raise EmuError(f"{kernel} needs {self.smem_bytes} bytes of shared memory per CTA "
-                           f"({prog.shared_size} static + {self.dynamic_smem} dynamic); a CTA may have at most "
+        if self.smem_bytes - SMEM_RESERVED > MAX_SMEM_PER_CTA:
+            raise EmuError(f"{kernel} needs {self.smem_bytes - SMEM_RESERVED} bytes of shared memory per CTA "
+                           f"({prog.shared_size - SMEM_RESERVED} static + {self.dynamic_smem} dynamic); a CTA may have at most "
                            f"{MAX_SMEM_PER_CTA} (sm_90/sm_100)")
         self.rng = np.random.default_rng(seed)
         self.seed = seed
@@ -474,14 +476,24 @@ class Launch:
             return (v >= U64(PARAM_WINDOW)) & (v < U64(PARAM_WINDOW + WINDOW_SIZE))
         return np.zeros(32, bool)
 
-    def cta_of_cluster_addr(self, w, addr: int, what: str, ins=None):
-        """(CTA, offset) of a shared::cluster address."""
-        rank = (addr >> RANK_SHIFT) - 1 if addr >> RANK_SHIFT else w.cta.rank
+    def cta_of_cluster_addr(self, w, addr: int, what: str, ins=None, own: bool = False):
+        """(CTA, offset) of a shared address: rank << 24 | offset, as the GPU numbers them (a CTA's own
+        shared::cta addresses carry its rank too). `own`: a shared::cta access, which must stay in the
+        executing CTA's window."""
+        rank = addr >> RANK_SHIFT
         off = addr & ((1 << RANK_SHIFT) - 1)
         cl = w.cta.cluster
+        at = f" ({self.where(ins)})" if ins else ""
         if not 0 <= rank < cl.size:
-            raise EmuFault(f"{w.who()}: {what} at shared::cluster address 0x{addr:x} names CTA rank {rank}, "
-                           f"but the cluster has {cl.size} CTAs" + (f" ({self.where(ins)})" if ins else ""))
+            raise EmuFault(f"{w.who()}: {what} at shared address 0x{addr:x} names CTA rank {rank}, "
+                           f"but the cluster has {cl.size} CTAs{at}")
+        if own and rank != w.cta.rank:
+            raise EmuFault(f"{w.who()}: {what} at shared::cta address 0x{addr:x} is in the window of cluster rank "
+                           f"{rank}, not this CTA's ({w.cta.rank}); a peer's shared memory is reached through "
+                           f"shared::cluster addresses (mapa){at}")
+        if off < SMEM_RESERVED:
+            raise EmuFault(f"{w.who()}: {what} at shared offset 0x{off:x}: the first {SMEM_RESERVED} bytes of a "
+                           f"CTA's shared window are reserved for the system{at}")
         return cl.ctas[rank], off
 
     def mapa(self, w, a, rank, generic, m, ins):
@@ -496,7 +508,7 @@ class Launch:
             if generic:
                 x -= SHARED_WINDOW
             off = x & ((1 << RANK_SHIFT) - 1)
-            v = ((r + 1) << RANK_SHIFT) | off
+            v = (r << RANK_SHIFT) | off
             out[lane] = v + SHARED_WINDOW if generic else v
         return out
 
@@ -504,7 +516,7 @@ class Launch:
         out = np.zeros(32, U64)
         for lane in range(32):
             x = int(a[lane]) - (SHARED_WINDOW if generic else 0)
-            out[lane] = (x >> RANK_SHIFT) - 1 if x >> RANK_SHIFT else w.cta.rank
+            out[lane] = x >> RANK_SHIFT
         return out
 
     def _classify(self, w, space, addr, m):
@@ -512,7 +524,7 @@ class Launch:
         cluster address), 'kparam', 'cparam', 'local'."""
         if space != "generic":
             if space == "shared":
-                return "shared", addr
+                return "shared_cta", addr
             if space == "shared::cluster":
                 return "shared", addr
             if space == "const":
@@ -547,9 +559,9 @@ class Launch:
                 raise self._fault(w, lane, ins, f"misaligned {n}-byte access at address 0x{x:x}")
         if kind == "global":
             return self._global_rw(w, a, n, m, ins, None)
-        if kind == "shared":
+        if kind in ("shared", "shared_cta"):
             for lane in lanes:
-                c, off = self.cta_of_cluster_addr(w, int(a[lane]), "load", ins)
+                c, off = self.cta_of_cluster_addr(w, int(a[lane]), "load", ins, own=kind == "shared_cta")
                 self._check_smem(w, c, off, n, lane, ins)
                 out[lane] = c.smem[off:off + n]
             return out
@@ -593,10 +605,10 @@ class Launch:
         if kind == "global":
             self._global_rw(w, a, n, m, ins, data)
             return
-        if kind == "shared":
+        if kind in ("shared", "shared_cta"):
             pc = int(w.last_pc)
             for lane in lanes:
-                c, off = self.cta_of_cluster_addr(w, int(a[lane]), "store", ins)
+                c, off = self.cta_of_cluster_addr(w, int(a[lane]), "store", ins, own=kind == "shared_cta")
                 self._check_smem(w, c, off, n, lane, ins)
                 c.smem[off:off + n] = data[lane]
                 if c is w.cta:

@@ -16,7 +16,12 @@ from . import ptx
 from .errors import UnsupportedInstruction
 from .values import WIDTH, from_bits, imm_value
 
-__all__ = ["Program", "Code"]
+__all__ = ["Program", "Code", "SMEM_RESERVED"]
+
+# The first 1 KB of a CTA's shared window is reserved for the system on sm_80 and later: static shared
+# variables start at 0x400 (on the H100 a tile placed at the first 1024-byte boundary of dynamic shared
+# memory after a few static barriers sits at 0x800: docs/results/emu_validate_h100.txt, multicast).
+SMEM_RESERVED = 1024
 
 
 @dataclass
@@ -79,7 +84,7 @@ class Program:
 
     # ---- placing variables -------------------------------------------------------------------
     def _layout(self, global_address):
-        off = 0
+        off = SMEM_RESERVED
         shared = [v for v in self.module.variables if v.space == "shared" and not v.extern]
         for f in self.module.functions.values():
             shared += [v for v in f.variables if v.space == "shared" and not v.extern]
@@ -92,8 +97,9 @@ class Program:
         ext = [v for v in self.module.variables if v.space == "shared" and v.extern]
         for f in self.module.functions.values():
             ext += [v for v in f.variables if v.space == "shared" and v.extern]
-        # dynamic shared memory starts at the next 1024-byte boundary after the static variables
-        self.dynamic_offset = -(-off // 1024) * 1024 if ext else off
+        # dynamic shared memory follows the static variables at its declared alignment (16 at least)
+        align = max([16] + [v.align for v in ext])
+        self.dynamic_offset = -(-off // align) * align if ext else off
         for v in ext:
             self.shared[v.name] = self.dynamic_offset
             self.dynamic_shared = v.name
@@ -241,6 +247,8 @@ def bits_reader(ctx: _Ctx, op, ty: str):
         space, val = ctx.symbol(op[1])
         if space == "func":
             raise UnsupportedInstruction(f"function {op[1]} used as a value")
+        if space == "shared":   # a shared variable's address carries the CTA's rank (bits 24 and up)
+            return lambda w, val=val, ty=ty: from_bits(np.full(32, w.cta.shared_base + val, np.uint64), ty)
         v = from_bits(np.full(32, val, np.uint64), ty)
         return lambda w, v=v: v
     if kind == "neg":
