@@ -320,3 +320,24 @@ def test_the_schedule_is_seeded_and_the_result_does_not_depend_on_it():
         assert np.array_equal(out.get(), tma_load_model(g, t, (0, 16)))
         clocks.append(run.clock)
     assert clocks[0] == clocks[1] and len(set(clocks)) > 1
+
+
+def test_a_learners_cuda_cell_runs_in_the_emulator(monkeypatch):
+    """What a learner on a laptop does in notebook 01: %%cuda teach_tma.cu with an edit, then run_teach —
+    their whole kernel runs in the emulator; a broken edit says which warp waits on what."""
+    from bwlab import lab
+    from bwlab.runtime import MbarrierTimeout, runs_on
+    from bwlab.tma import TensorMap, TmaLoad, run_teach
+    monkeypatch.setattr(lab, "EDITS", {})
+    g = np.random.default_rng(0).integers(0, 2 ** 16, (48, 80), dtype=np.uint16)
+    t = TensorMap("bfloat16", (80, 48), (32, 16))
+    text = lab.TeachingKernel("teach_tma.cu").text
+    lab._cuda_magic("teach_tma.cu", text.replace("out[i] = smem[i];", "out[i] = smem[i] ^ 0xFF;"))
+    got = run_teach(g, t, (32, 16))
+    res = TmaLoad(g, t, (32, 16)).check(got, source=runs_on("tma"))
+    assert not res.ok and "emulated" in str(res)       # their change shows, labelled as emulated
+    lab._cuda_magic("teach_tma.cu", text.replace("const u32 tx_bytes = box_bytes;",
+                                                 "const u32 tx_bytes = box_bytes + 32;"))
+    with pytest.raises(MbarrierTimeout) as e:
+        run_teach(g, t, (32, 16))
+    assert "32 transaction bytes still expected" in str(e.value) and "teach_tma.cu:40" in str(e.value)
