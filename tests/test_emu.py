@@ -341,3 +341,17 @@ def test_a_learners_cuda_cell_runs_in_the_emulator(monkeypatch):
     with pytest.raises(MbarrierTimeout) as e:
         run_teach(g, t, (32, 16))
     assert "32 transaction bytes still expected" in str(e.value) and "teach_tma.cu:40" in str(e.value)
+
+
+def test_the_emulated_ladder_draws_a_per_warp_timeline():
+    """-DGEMM_STAMPS kernels in the emulator stamp %globaltimer/%clock64 from the virtual clock: the
+    recording-shaped result feeds the same timeline code as the H100's recording."""
+    from bwlab.gemm import runner
+    from bwlab.gemm.timeline import timeline
+    rec = runner.emulated_ladder(steps=("s3",))
+    assert rec["check_ok"].all()
+    tl = timeline(rec, "s3")
+    producer, consumer1, consumer2, epilogue = tl.bars
+    assert len(producer) == len(consumer1) == 3 and len(epilogue) >= 1   # 3 k-slices of 64 in K = 192
+    # each slice is consumed only after the producer issued it
+    assert (consumer1[:, 0] >= producer[:, 1]).all() and (consumer2[:, 0] >= producer[:, 1]).all()
