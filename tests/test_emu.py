@@ -232,7 +232,7 @@ def test_a_wrong_expect_tx_names_the_waiting_warps_and_the_missing_bytes():
     assert e.value.barrier == "smem_full" and e.value.expected_tx == t.box_bytes + 16
     assert "spins in mbarrier.try_wait.parity 0 on 'smem_full'" in msg
     assert "16 transaction bytes still expected" in msg and "nothing in flight" in msg
-    assert "warp 3" in msg and "mbarrier.cuh" in msg
+    assert "warps 0, 1, 2, 3 (threads 0..127)" in msg and "teach_tma.cu:40 (in mbarrier.cuh:57)" in msg
 
 
 def _gallery():

@@ -823,10 +823,28 @@ class Launch:
 
     # ---- diagnosis ---------------------------------------------------------------------------------
     def diagnose(self, live, spinning: bool = False) -> str:
+        """One line per distinct wait; warps of a CTA that wait on the same thing share the line."""
+        lines = self._diagnose_lines(live, spinning)
+        groups = {}
+        for w, text in zip(live, lines):
+            groups.setdefault((w.cta.linear, text), []).append(w)
+        out = []
+        for (_, text), ws in groups.items():
+            if len(ws) == 1:
+                head = ws[0].who()
+            else:
+                c = ws[0].cta
+                rank = f" (cluster rank {c.rank})" if c.cluster.size > 1 else ""
+                first, last = ws[0].tid[0], ws[-1].tid[ws[-1].valid][-1]
+                head = f"CTA {c.ctaid}{rank} warps {', '.join(str(w.wid) for w in ws)} (threads {first}..{last})"
+            out.append(f"  {head} {text}")
+        return "\n".join(out)
+
+    def _diagnose_lines(self, live, spinning: bool) -> list:
         lines = []
         for w in live:
             info = w.wait_info
-            head = f"  {w.who()}"
+            head = ""
             if spinning and w.blocked is None:
                 lines.append(f"{head} loops at {self.prog.code[w.last_pc].where(self.prog.files)}")
                 continue
@@ -848,4 +866,4 @@ class Launch:
                              + (f"in flight to it: {', '.join(pend)}" if pend else "nothing in flight can arrive on it"))
             else:
                 lines.append(f"{head} waits: {info[1] if len(info) > 1 else info}")
-        return "\n".join(lines)
+        return [x.lstrip() for x in lines]

@@ -136,7 +136,8 @@ def gpu_vs_model(on_gpu: bool) -> list:
                  for dtype in ("float32", "float16", "bfloat16") for mode in MODES
                  for beta in (0.0, 0.75)]
         cases.append(_epilogue("float32", "128B", 0.0, True, 100, rng, 0))
-        return [c.check(c.run(), source="this GPU") for c in cases]
+        from ..runtime import runs_on
+        return [c.check(c.run(), source=runs_on("store") or "this GPU") for c in cases]
     from ..results import load_recording
     rec = load_recording("epilogue_gpu_vs_model")
     return [epilogue_case(i).check(rec[f"d{i}"], source=rec.label) for i in range(len(GPU_VS_MODEL))]
