@@ -101,3 +101,29 @@ def test_widget_notebooks_execute_headless_every_time():
     for name, (done, runs, times) in res.items():
         assert done == runs, name
         assert max(times) < timeout, f"{name}: a run took {max(times):.0f} s (a stalled wait?)"
+
+
+def test_builder_refuses_a_markdown_heading_in_a_code_cell():
+    with pytest.raises(ValueError, match="markdown heading inside a code cell"):
+        nbt.parse_cells("# %%\nx = 1\n\n# ## 7. A section\n# text\n")
+    with pytest.raises(ValueError, match="markdown heading inside a code cell"):
+        nbt.parse_cells("# %%\nx = 1\n#\n# ### Step 4: more\n")
+    # a comment that is not a heading, and the exercise markers, are code
+    cells = nbt.parse_cells("# %%\n# rows #1 and #2\n### BEGIN SOLUTION\nx = 1\n### END SOLUTION\n")
+    assert cells[0][0] == "code"
+
+
+NOTEBOOK_NAMES = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+@pytest.mark.parametrize("name", NOTEBOOK_NAMES)
+def test_no_code_cell_holds_a_markdown_heading(name):
+    """A heading left in a code cell as a comment is missing from the table of contents: every section
+    heading of the stored notebooks (and of their sources) is a markdown cell."""
+    nb = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text())
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        for line in "".join(cell["source"]).splitlines():
+            assert not nbt._HEADING_IN_CODE.match(line), f"{name}.ipynb cell {i}: {line!r} is a heading"
+    nbt.parse_cells((ROOT / "notebooks" / "src" / f"{name}.py").read_text())   # refuses one in the source

@@ -59,6 +59,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 NB_DIR = ROOT / "notebooks"
 
+# A markdown heading written as a comment ('# ## 7. Title') in a code cell: the header `# %% [markdown]`
+# above it was left out, so the section is missing from the notebook's table of contents.
+_HEADING_IN_CODE = re.compile(r"^# #{1,6} \S")
+
 _CELL = re.compile(r"^# %%(?P<md> \[markdown\])?(?:\s+tags=\[(?P<tags>[^\]]*)\])?"
                    r"(?P<grader>(?:\s+(?:solution|grade|id=[A-Za-z0-9_.-]+|points=\d+))*)\s*$")
 
@@ -103,6 +107,11 @@ def parse_cells(text: str):
             lines.pop(0)
         if kind == "markdown":
             lines = [l[2:] if l.startswith("# ") else ("" if l.strip() == "#" else l) for l in lines]
+        else:
+            heading = next((l for l in lines if _HEADING_IN_CODE.match(l)), None)
+            if heading is not None:
+                raise ValueError(f"a markdown heading inside a code cell: {heading!r} (start a markdown cell "
+                                 "with '# %% [markdown]' above it)")
         cells.append((kind, "\n".join(lines), tags, meta))
 
     for line in text.splitlines():

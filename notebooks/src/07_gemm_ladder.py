@@ -251,7 +251,8 @@ for st in (s2_, s3_):
 print(f"s3 / s2: {flop_per_byte(s3_) / flop_per_byte(s2_):.2f}x the FLOP per byte")
 print(occupancy.describe("s3"))
 print(f"cycles per k-slice at 4096^3: s1 {timeline(rec, 's1').slice_period:.0f}, s3 {timeline(rec, 's3').slice_period:.0f}")
-#
+
+# %% [markdown]
 # ### Step 4: persistent CTAs
 
 # %%
@@ -287,7 +288,8 @@ for shape in report.shapes(rec):
 print("of the best library at 512 x 8192 x 8192:",
       ", ".join(f"{r.name.split('_')[0]} {r.ratio:.2f}" for r in report.rows(rec)
                 if r.shape == "512x8192x8192" and r.is_step))
-#
+
+# %% [markdown]
 # ### Step 5: a cluster sharing B by multicast
 
 # %%
