@@ -23,8 +23,12 @@ ROOTFLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 LABFLAGS ?=
 
 # JupyterLab on notebooks/ (src/ hidden), widget state saved with the notebook (see bwlab/tools/notebooks.py).
+# make lab STUDENT=1: the student versions (answers removed) copied into $(WORK)/, yours to change; a later
+# run never overwrites a notebook you changed (a newer edition goes to $(WORK)/updates/); no nbgrader UI.
+STUDENT ?=
+WORK    ?= work
 lab: venv
-	$(PY) -m bwlab.tools.notebooks lab $(ROOTFLAG) $(LABFLAGS)
+	$(PY) -m bwlab.tools.notebooks lab $(if $(STUDENT),--student --work $(WORK)) $(ROOTFLAG) $(LABFLAGS)
 
 # The whole suite: unit tests, compile checks of every cuda_src file, nbval over the notebooks.
 # Notebooks are stored from a model-tier run, so nbval forces the model tier.
