@@ -403,3 +403,6 @@ def test_synthetic_run_all_goes_on_past_an_unanswered_check(synthetic):
     for c in graded:
         (err,) = [o for o in c.outputs if o.output_type == "error"]
         assert err.ename == "NotYet" and "no answer yet" in err.evalue
+        # shown as a short message (NotYet._render_traceback_), not the checker's frames
+        shown = "\n".join(err.traceback)
+        assert len(err.traceback) <= 4 and "Traceback" not in shown and "check_value(" not in shown, shown

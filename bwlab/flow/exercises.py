@@ -16,6 +16,8 @@ the learner's value, the model's, the rule, and a recognised mistake.
 """
 from __future__ import annotations
 
+import numbers
+
 from ..epilogue import SmemTile
 from ..exercises import NotYet, check_function, unanswered
 from ..hw.dtypes import element_type
@@ -162,19 +164,36 @@ MMA_COUNT_RULE = ("return (tcgen05.mma count, wgmma.mma_async count). Every dens
 
 
 def _diagnose_mma_count(args, got, want):
+    """What a wrong (tcgen05.mma, wgmma) pair gets wrong: the K count (elements per instruction), the
+    factor M / 64 of wgmma, or threads counted instead of instructions; each part judged on its own."""
     m, k, ab = args
     if got is None:
         return []
     if not isinstance(got, tuple) or len(got) != 2:
         return ["  return a pair: (tcgen05.mma instructions, wgmma.mma_async instructions)"]
+    tc, wg = got
+    if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in got):
+        return ["  return two ints: counts of instructions"]
+    ki, rows = instr_k(ab), m // 64
+
+    def times(g, w):
+        return g // w if w and g % w == 0 else 0
+
+    if 128 in (times(tc, want[0]), times(wg, want[1])):
+        return ["  count instructions, not the threads that execute them"]
     notes = []
-    if got[0] == k // 16 != want[0]:
-        notes.append(f"  K / 16 holds for 2-byte types only: an instruction reads 32 bytes of K, "
-                     f"{instr_k(ab)} elements of {ab}")
-    if got[1] == want[0] != want[1]:
-        notes.append("  wgmma is m64: a tile of more rows takes one instruction per 64 rows and K step")
-    if got[1] == 128 * want[1] or got[0] == 128 * want[0]:
-        notes.append("  count instructions, not the threads that execute them")
+    if tc != want[0]:
+        if tc == want[0] * rows and rows > 1:
+            notes.append("  one tcgen05.mma covers all M rows of the tile (M = 64 or 128): no factor M / 64 for it")
+        elif tc > 0 and k % tc == 0:
+            notes.append(f"  your tcgen05.mma count steps K by {k // tc} elements; an instruction reads 32 bytes "
+                         f"of K: {ki} elements of {ab}" + (" (16 holds for 2-byte types only)" if k // tc == 16 else ""))
+    if wg != want[1]:
+        if tc > 0 and wg == tc * rows:
+            notes.append(f"  your wgmma count is M / 64 = {rows} times your tcgen05.mma count, which is right: "
+                         "only the K count differs")
+        elif wg == tc and rows > 1:
+            notes.append("  wgmma is m64: a tile of more rows takes one instruction per 64 rows and K step")
     return notes
 
 
