@@ -26,6 +26,10 @@
 # **Runs on:** the numbers, timelines and diffs come from files in the repository and run anywhere. On
 # an sm_90 GPU (tier `hardware`, compute capability 9.x) section 5 runs every step live; elsewhere it
 # shows what an H100 printed.
+#
+# **Exercises:** this notebook holds 4 graded exercises (10 points), each where its topic comes up:
+# 7.1 the bytes of one pipeline stage (section 1), 7.2 how many CTAs share an SM, 7.3 where step 2 loses
+# to step 1, and 7.4 the parity the producer of a ring waits on (all three in step 2 of section 3).
 
 # %% tags=["nbval-ignore-output"]
 import bwlab
@@ -74,6 +78,28 @@ for i, s in enumerate(ladder.STEPS, 1):
 # %%
 show_source("gemm_sm90/gemm_common.cuh", kernel="desc_k128")
 show_source("gemm_sm90/gemm_common.cuh", kernel="mma_stage")
+
+# %% [markdown]
+# ### Exercise 7.1 — the bytes of one pipeline stage (2 points)
+#
+# Every step from 2 on keeps a ring of stages in SMEM, and how many stages fit decides a great deal below.
+# Write `stage_bytes(bm, bn)`: the bytes of one stage of a `bm` × `bn` tile's ring, that is the A slice
+# (`bm` rows) and the B slice (`bn` rows) of one k-slice, in bf16. The check tries other tiles too.
+
+# %% solution id=gemm_stage_bytes
+def stage_bytes(bm, bn):
+    answer = None
+    ### BEGIN SOLUTION
+    answer = (bm + bn) * 64 * 2          # BK = 64 bf16 elements of each row, 2 bytes each
+    ### END SOLUTION
+    return answer
+
+# %% grade id=gemm_stage_bytes_check points=2
+from bwlab.gemm import exercises as gemm_ex
+gemm_ex.check_stage_bytes(stage_bytes)
+### BEGIN HIDDEN TESTS
+gemm_ex.check_stage_bytes(stage_bytes, hidden=True)
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **How it was measured** (`python -m bwlab.bench gemm`, section 5): for each shape the library GEMMs
@@ -174,7 +200,38 @@ print(report.step_diff(2))
 # many CTAs share an SM. One stage is (128 + 128) rows × 128 bytes = 32 KiB; the launch asks 1 KiB
 # more so that the kernel can align its tiles to 1024 bytes (the 128B swizzle needs it), and each CTA
 # also takes its static block (the 1 KiB the system reserves per CTA, plus the mbarriers). An H100 SM
-# has 228 KiB:
+# has 228 KiB.
+
+# %% [markdown]
+# ### Exercise 7.2 — how many CTAs share an SM (3 points)
+#
+# Predict the occupancy before the next cells print it. Write `ctas_per_sm(smem_per_cta, registers,
+# threads)`: how many CTAs fit on one H100 SM at once, each taking `smem_per_cta` bytes of SMEM (the
+# launch's dynamic SMEM and the static block together), `registers` registers per thread and `threads`
+# threads. An H100 SM has 228 KiB of SMEM for CTAs (233472 bytes) and 65536 registers; registers are
+# given to each warp in units of 256; an SM holds at most 32 CTAs and 64 warps. The check's cases are
+# the compiled kernels of steps 1 and 2 (registers as `ptxas` allocated them, `bwlab.gemm.occupancy`).
+
+# %% solution id=gemm_ctas_per_sm
+def ctas_per_sm(smem_per_cta, registers, threads):
+    answer = None
+    ### BEGIN SOLUTION
+    warps = -(-threads // 32)
+    per_warp = -(-registers * 32 // 256) * 256
+    answer = min(233472 // smem_per_cta, 65536 // (per_warp * warps), 32, 64 // warps)
+    ### END SOLUTION
+    return answer
+
+# %% grade id=gemm_ctas_per_sm_check points=3
+from bwlab.gemm import exercises as gemm_ex
+gemm_ex.check_ctas_per_sm(ctas_per_sm)
+### BEGIN HIDDEN TESTS
+gemm_ex.check_ctas_per_sm(ctas_per_sm, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# What `bwlab.gemm.occupancy` works out for step 2's ring at four depths (and the CUDA driver's answer
+# on an H100 beside it):
 
 # %%
 for stages in (2, 3, 4, 6):
@@ -213,13 +270,66 @@ for name, stages, tflops, ok in report.explore_rows():
 # done. The math warps carry the load loop's waits; in step 1 the same waits sit in the
 # `__syncthreads`, but there two other CTAs' `wgmma` fill the gap. The stamps (4096³) agree with
 # the outcome: CTA 0 of step 2 takes about as long per k-slice as step 1's, and the SM holds fewer
-# of them:
+# of them.
+
+# %% [markdown]
+# ### Exercise 7.3 — where step 2 loses to step 1 (2 points)
+#
+# Put the two numbers together. Write `flop_per_sm_cycle(bm, bn, cycles_per_slice, ctas)`: the FLOP an
+# SM computes per cycle when each of its `ctas` CTAs finishes the k-slice of a `bm` × `bn` tile every
+# `cycles_per_slice` cycles (a k-slice is `ladder.BK` deep). The check's cases are CTA 0's recorded
+# cycles per k-slice of steps 1 and 2 with their CTAs per SM; the next cell then compares the two steps.
+
+# %% solution id=gemm_flop_per_sm_cycle
+def flop_per_sm_cycle(bm, bn, cycles_per_slice, ctas):
+    answer = None
+    ### BEGIN SOLUTION
+    answer = ctas * 2 * bm * bn * 64 / cycles_per_slice     # BK = 64: 2 FLOP per product and k
+    ### END SOLUTION
+    return answer
+
+# %% grade id=gemm_flop_per_sm_cycle_check points=2
+from bwlab.gemm import exercises as gemm_ex
+gemm_ex.check_flop_per_sm_cycle(flop_per_sm_cycle)
+### BEGIN HIDDEN TESTS
+gemm_ex.check_flop_per_sm_cycle(flop_per_sm_cycle, hidden=True)
+### END HIDDEN TESTS
 
 # %%
 for name in ("s1", "s2"):
     tl = timeline(rec, name)
     print(f"{name}: {tl.slice_period:.0f} cycles per k-slice, {occupancy.ctas_per_sm(name).ctas} CTAs per SM"
           f" -> {report.sm_flop_per_cycle(rec, name):.0f} FLOP per SM cycle")
+
+# %% [markdown]
+# Per k-slice, CTA 0 of step 2 is no slower than step 1's; step 2 loses in how many of those CTAs the
+# SM holds.
+
+# %% [markdown]
+# ### Exercise 7.4 — the parity a producer waits on (3 points)
+#
+# From step 3 on, a producer thread fills the ring: k-slice `kt` goes into buffer `s = kt % STAGES`,
+# and before it overwrites that buffer it waits on the buffer's `empty` mbarrier until the consumers
+# have released what the buffer held before (`mbarrier.try_wait.parity`, notebook 00's exercise 0.4 and
+# `bwlab.hw.mbarrier`). Each release completes one phase of that barrier. Write `producer_parity(kt,
+# stages)`: the parity the producer's wait for k-slice `kt` must pass on. On the first pass over the
+# ring nothing needs to be released yet: give the parity that passes on a fresh barrier (step 3 skips
+# that wait instead; CUTLASS's producers start on that parity and wait anyway).
+
+# %% solution id=gemm_producer_parity
+def producer_parity(kt, stages):
+    answer = None
+    ### BEGIN SOLUTION
+    answer = (kt // stages + 1) % 2
+    ### END SOLUTION
+    return answer
+
+# %% grade id=gemm_producer_parity_check points=3
+from bwlab.gemm import exercises as gemm_ex
+gemm_ex.check_producer_parity(producer_parity)
+### BEGIN HIDDEN TESTS
+gemm_ex.check_producer_parity(producer_parity, hidden=True)
+### END HIDDEN TESTS
 
 # %% [markdown]
 # The next step takes the loads and their waits off the math warps altogether.
