@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.bwlab-installed-cuda$(CUDA)
 
-.PHONY: lab test unit nbval venv notebooks notebooks-soak student grade grade-check browser-deps browser-test clean
+.PHONY: lab test unit nbval venv notebooks notebooks-soak student grade grade-check browser-deps browser-test browser-test-student clean
 
 venv: $(STAMP)
 
@@ -94,6 +94,11 @@ browser-deps: $(BROWSER_STAMP)
 
 browser-test: browser-deps
 	BWLAB_BACKEND=model $(PY) tests/browser/check_lab.py --chromium $(CHROMIUM) --out build/browser $(BROWSERFLAGS)
+
+# The student editions as `make lab STUDENT=1` serves them: Run All runs every cell, unanswered checks show a
+# short NotYet message, no nbgrader UI (screenshots and summary.txt in build/browser-student/).
+browser-test-student: browser-deps
+	BWLAB_BACKEND=model $(PY) tests/browser/check_lab.py --student --chromium $(CHROMIUM) --out build/browser-student $(BROWSERFLAGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

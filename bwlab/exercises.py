@@ -204,8 +204,8 @@ def check_function(name: str, fn, cases: Iterable, *, rule: str, hint: str = "",
             raise NotYet(f"{name}: {_call_text(fname, args)} raised {type(e).__name__}: {e}\n"
                          f"  rule: {rule}") from None
         if unanswered(got):
-            raise NotYet(f"{name}: {_call_text(fname, args)} returned {got!r} — it returns no answer yet.\n"
-                         f"  rule: {rule}")
+            raise NotYet(f"{name}: {_call_text(fname, args)} returned {got!r} — it returns no answer yet: write "
+                         f"{fname}'s body in the cell above.\n  rule: {rule}" + (f"\n  hint: {hint}" if hint else ""))
         if not _equal(got, expected):
             lines = [f"{name}: {_call_text(fname, args)} returned {_fmt(got)}, expected {_fmt(expected)} "
                      f"({n} earlier case{'s' if n != 1 else ''} agreed).", f"  rule: {rule}"]
