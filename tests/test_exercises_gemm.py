@@ -8,6 +8,7 @@ from bwlab.gemm import exercises as ex
 from bwlab.gemm import ladder, occupancy
 from bwlab.hw.mbarrier import Mbarrier
 from bwlab.source import source_text
+from bwlab.util import ceil_div
 from exercise_cells import not_yet
 
 
@@ -20,8 +21,8 @@ def test_stage_bytes(capsys):
 
 
 def by_hand(smem, regs, threads):
-    warps = -(-threads // 32)
-    per_warp = -(-regs * 32 // 256) * 256
+    warps = ceil_div(threads, 32)
+    per_warp = ceil_div(regs * 32, 256) * 256
     return min(233472 // smem, 65536 // (per_warp * warps), 32, 64 // warps)
 
 
@@ -30,11 +31,11 @@ def test_ctas_per_sm(capsys):
     assert "correct: CTAs per SM — 8 cases agree" in capsys.readouterr().out
     # the shown cases are the compiled steps 1 and 2, as the notebook prints them
     assert [by_hand(*c) for c in ex.occupancy_cases()] == [occupancy.ctas_per_sm(n).ctas for n in ("s1", "s2")]
-    unrounded = lambda s, r, t: min(233472 // s, 65536 // (r * 32 * -(-t // 32)), 32, 64 // -(-t // 32))  # noqa: E731
+    unrounded = lambda s, r, t: min(233472 // s, 65536 // (r * 32 * ceil_div(t, 32)), 32, 64 // ceil_div(t, 32))  # noqa: E731
     assert "units of 256" in not_yet(ex.check_ctas_per_sm, unrounded, hidden=True)
     smem_only = lambda s, r, t: 233472 // s  # noqa: E731
     assert "what SMEM allows" in not_yet(ex.check_ctas_per_sm, smem_only)
-    no_caps = lambda s, r, t: min(233472 // s, 65536 // (-(-r * 32 // 256) * 256 * -(-t // 32)))  # noqa: E731
+    no_caps = lambda s, r, t: min(233472 // s, 65536 // (ceil_div(r * 32, 256) * 256 * ceil_div(t, 32)))  # noqa: E731
     assert "at most 32 CTAs and 64 warps" in not_yet(ex.check_ctas_per_sm, no_caps, hidden=True)
 
 

@@ -16,6 +16,7 @@ import dataclasses
 
 from ..exercises import check_function_explained
 from ..hw.mbarrier import Mbarrier
+from ..util import ceil_div
 from . import ladder, occupancy
 from .report import flop_per_sm_cycle
 
@@ -81,7 +82,7 @@ OCC_RULE = (f"the fewest of: {occupancy.SMEM_PER_SM} bytes of SMEM per SM // SME
 
 def _explain_occupancy(args, got, want):
     smem, regs, threads = args
-    warps = -(-threads // 32)
+    warps = ceil_div(threads, 32)
     by_smem, by_regs, _ = occupancy.fit(smem, regs, threads)
     unrounded = occupancy.REGS_PER_SM // (regs * 32 * warps)
     if got == min(by_smem, by_regs):

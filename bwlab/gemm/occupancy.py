@@ -23,7 +23,7 @@ import dataclasses
 import struct
 from dataclasses import dataclass
 
-from ..util import round_up
+from ..util import ceil_div, round_up
 from .ladder import step as _step
 
 __all__ = ["SMEM_PER_SM", "REGS_PER_SM", "Resources", "Occupancy", "cubin_resources", "kernel_resources",
@@ -140,7 +140,7 @@ def fit(smem_per_cta: int, registers: int, threads: int) -> tuple[int, int, int]
     """(CTAs the SMEM allows, CTAs the registers allow, CTAs per SM) for CTAs of `threads` threads that
     each take `smem_per_cta` bytes of SMEM (dynamic + static) and `registers` registers per thread:
     registers go to each warp in units of 256, and an SM holds at most 32 CTAs and 64 warps."""
-    warps = -(-threads // 32)
+    warps = ceil_div(threads, 32)
     per_warp = round_up(registers * 32, REG_UNIT_PER_WARP)
     by_regs = REGS_PER_SM // (per_warp * warps)
     by_smem = SMEM_PER_SM // smem_per_cta

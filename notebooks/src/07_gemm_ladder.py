@@ -216,8 +216,8 @@ print(report.step_diff(2))
 def ctas_per_sm(smem_per_cta, registers, threads):
     answer = None
     ### BEGIN SOLUTION
-    warps = -(-threads // 32)
-    per_warp = -(-registers * 32 // 256) * 256
+    warps = (threads + 31) // 32
+    per_warp = (registers * 32 + 255) // 256 * 256     # whole units of 256 per warp
     answer = min(233472 // smem_per_cta, 65536 // (per_warp * warps), 32, 64 // warps)
     ### END SOLUTION
     return answer
