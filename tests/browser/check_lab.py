@@ -221,6 +221,53 @@ def nbgrader_ui(page) -> list[str]:
         return found; }""")
 
 
+# --student: one wrong answer per notebook, typed into its solution cell as a learner would, the check run
+# twice: (solution cell id, the wrong answer, words its first message must hold).
+WRONG_ANSWERS = {
+    "00_orientation.ipynb": ("orient_tile_bytes", "from bwlab.hw import element_type\n\n"
+                             "def my_tile_bytes(rows, cols, dtype):\n    return rows * cols",
+                             "the number of elements, not of bytes"),
+}
+
+
+def cell_output(page, index: int) -> str:
+    return page.evaluate("""([panel, i]) => {
+        const c = document.querySelectorAll(panel + ' .jp-Notebook .jp-Cell')[i];
+        return c ? [...c.querySelectorAll('.jp-OutputArea-output')].map(o => o.textContent).join('\\n') : ''; }""",
+        [PANEL, index])
+
+
+def try_wrong_answer(page, base: str, name: str, nb: dict, out: Path, budget: Budget, res: dict):
+    """Type the wrong answer into the solution cell, run it and its check, then the check again: the first
+    message says what is wrong (a few lines, no rule yet), the second adds the rule."""
+    gid, text, words = WRONG_ANSWERS[name]
+    ids = [c.get("metadata", {}).get("nbgrader", {}).get("grade_id") for c in nb["cells"]]
+    i, j = ids.index(gid), ids.index(gid + "_check")
+    cells = page.locator(f"{PANEL} .jp-Notebook .jp-Cell")
+    W.settle_scroll(page, cells.nth(i).element_handle())
+    cells.nth(i).locator(".cm-content").click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(text)
+    page.keyboard.press("Shift+Enter")          # runs the answer, selects the check
+    page.keyboard.press("Shift+Enter")          # runs the check
+    wait_settled(page, base, budget.cap(60), quiet=1.0)
+    first = cell_output(page, j)
+    W.settle_scroll(page, cells.nth(j).element_handle())
+    cells.nth(j).screenshot(path=str(out / f"{Path(name).stem}_wrong_1.png"))
+    cells.nth(j).locator(".jp-InputPrompt").click()
+    page.keyboard.press("Control+Enter")        # the same miss again
+    wait_settled(page, base, budget.cap(60), quiet=1.0)
+    second = cell_output(page, j)
+    cells.nth(j).screenshot(path=str(out / f"{Path(name).stem}_wrong_2.png"))
+    (out / f"{Path(name).stem}_wrong.txt").write_text(f"{first}\n----\n{second}\n")
+    lines = [line for line in first.splitlines() if line.strip()]
+    res["wrong_answer"] = f"{len(lines)} lines, then {'the rule' if 'rule:' in second else 'no rule'}"
+    if words not in first or "rule:" in first or len(lines) > NOT_YET_LINES or "Traceback" in first:
+        res["problems"].append(f"first wrong answer to {gid}: {first[:300]!r}")
+    if "rule:" not in second:
+        res["problems"].append(f"the same wrong answer again did not show the rule: {second[:300]!r}")
+
+
 def panel_state(page) -> dict:
     return page.evaluate("""(panel) => {
         const p = document.querySelector(panel);
@@ -349,8 +396,11 @@ def check_notebook(page, base: str, name: str, work: Path, out: Path, budget: Bu
         ui = nbgrader_ui(page)
         if ui:
             res["problems"].append(f"nbgrader's UI shows: {', '.join(ui)}")
-        # the graded cells' NotYet are what an unanswered student edition must show; nothing else may fail
-        errors.errors[:] = [e for e in errors.errors if not (e.startswith("NotYet:") and "no answer yet" in e)]
+        if name in WRONG_ANSWERS and budget.left() > 60:
+            try_wrong_answer(page, base, name, json.loads(original), out, budget, res)
+        # the graded cells' NotYet are what a student edition must show (and the wrong answer's); nothing
+        # else may fail
+        errors.errors[:] = [e for e in errors.errors if not e.startswith("NotYet:")]
     if st["widgets"] != want_widgets:
         res["problems"].append(f"{st['widgets']} live widgets, {want_widgets} stored as static copies")
     page.screenshot(path=str(out / f"{stem}_ran.png"))
@@ -422,6 +472,8 @@ def summary_lines(results, listing_ok, ok, took, out, about) -> list[str]:
                          f"{c.get('why') or 'changed ' + str(c['pixels']) + ' px'}")
         if "not_yet" in r:
             lines.append(f"  {r['notebook']}: unanswered checks shown as a short NotYet message: {r['not_yet']}")
+        if "wrong_answer" in r:
+            lines.append(f"  {r['notebook']}: a wrong answer's message: {r['wrong_answer']}")
         for p in r["problems"]:
             lines.append(f"  {r['notebook']}: PROBLEM: {p}")
         for n in r["notes"]:
