@@ -71,3 +71,50 @@ def test_flop_per_sm_cycle(capsys):
     assert "one CTA's" in msg and "flop_per_sm_cycle" not in msg.split(":")[0]
     assert "2 FLOP" in not_yet(ex.check_flop_per_sm_cycle, lambda bm, bn, c, n: n * bm * bn * 64 / c)
     assert "no answer yet" in not_yet(ex.check_flop_per_sm_cycle, None)
+
+
+RIGHT = ("(kt / STAGES) & 1", "(kt / STAGES + 1) & 1")
+
+
+def test_handshake_kernel_edits_the_two_waits():
+    k = ex.handshake_kernel("A_FULL", "B_EMPTY")
+    assert k.edited and k.text.count("(A_FULL)") == 1 and k.text.count("(B_EMPTY)") == 1
+    assert ex.FULL_WAIT not in k.text and ex.EMPTY_WAIT not in k.text
+    right = ex.handshake_kernel(*RIGHT)          # the kernel as written, its parities in parentheses
+    assert right.text == (right.original
+                          .replace(ex.FULL_WAIT, ex.FULL_WAIT.replace(RIGHT[0], f"({RIGHT[0]})"))
+                          .replace(ex.EMPTY_WAIT, ex.EMPTY_WAIT.replace(RIGHT[1], f"({RIGHT[1]})")))
+
+
+def test_eval_c_int_is_c():
+    assert ex.eval_c_int("(kt / STAGES + 1) & 1", {"kt": 9, "STAGES": 4}) == 1
+    assert ex.eval_c_int("-7 / 2", {}) == -3 and ex.eval_c_int("-7 % 2", {}) == -1    # C truncates
+    assert ex.eval_c_int("1u << kt", {"kt": 3}) == 8
+    with pytest.raises(ValueError, match="not something the exercise evaluates"):
+        ex.eval_c_int("foo(kt)", {"kt": 1})
+
+
+def test_handshake_model_finds_races_and_stuck_waits():
+    assert ex.handshake_problems(*RIGHT) == []
+    assert ex.handshake_problems("(kt / STAGES) % 2", "((kt - STAGES) / STAGES) % 2", stages=3) == []
+    (p,) = ex.handshake_problems("(kt / STAGES + 1) & 1", RIGHT[1])
+    assert "k-slice 0" in p and "before the TMA has landed it" in p
+    (p,) = ex.handshake_problems(RIGHT[0], "(kt / STAGES) & 1")
+    assert "k-slice 4" in p and "overwrite buffer 0" in p
+    # exactly one parity passes at any time: a wrong one passes early, at the first k-slice it differs
+    assert ex.handshake_problems("(kt / STAGES + 2) & 1", "(kt / STAGES - 1) & 1") == []
+    (p,) = ex.handshake_problems("(kt / 8) & 1", RIGHT[1])       # right for a 4-stage ring's first pass only
+    assert "k-slice 4:" in p and "full[0]" in p
+    with pytest.raises(ValueError):
+        ex.handshake_problems("kt > 3 ? 1 : 0", RIGHT[1])         # not an expression the check takes
+
+
+def test_check_handshake(model_tier, capsys):
+    ex.check_handshake(*RIGHT, hidden=True)
+    assert "correct: the ring's handshake in the kernel" in capsys.readouterr().out
+    assert "no answer yet" in not_yet(ex.check_handshake, None, None)
+    assert "no answer yet" in not_yet(ex.check_handshake, RIGHT[0], None)
+    assert "a string" in not_yet(ex.check_handshake, 0, RIGHT[1])
+    assert "does not compile" in not_yet(ex.check_handshake, "(kt / STAGS) & 1", RIGHT[1])
+    msg = not_yet(ex.check_handshake, RIGHT[0], "kt & 1")
+    assert "producer's wait on empty" in msg

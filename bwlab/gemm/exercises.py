@@ -8,20 +8,26 @@ comes from bwlab's models of the ladder, never from a literal:
   on, for any k-slice and ring depth (the mbarrier model, `bwlab.hw.mbarrier`; a test holds it to the
   expression in cuda_src/gemm_sm90/s3_warp_specialized.cu);
 * `check_flop_per_sm_cycle(fn)` — the math an SM does per cycle from one CTA's cycles per k-slice and the
-  CTAs per SM: where step 2 loses to step 1 (`report.flop_per_sm_cycle`, the recorded timelines).
+  CTAs per SM: where step 2 loses to step 1 (`report.flop_per_sm_cycle`, the recorded timelines);
+* `check_handshake(full_parity, empty_parity)` — the kernel edit: the parities of step 3's two ring waits
+  as C expressions, compiled into cuda_src/gemm_sm90/s3_warp_specialized.cu, the ring run on the mbarrier
+  model, and on a Hopper GPU the edited kernel run on a small GEMM (checked, timed) in a worker process.
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
+import re
 
-from ..exercises import check_function_explained
+from ..exercises import NotYet, check_function_explained, unanswered
 from ..hw.mbarrier import Mbarrier
 from ..util import ceil_div
 from . import ladder, occupancy
 from .report import flop_per_sm_cycle
 
 __all__ = ["stage_bytes", "check_stage_bytes", "check_ctas_per_sm", "producer_parity", "check_producer_parity",
-           "check_flop_per_sm_cycle", "occupancy_cases", "ladder_periods"]
+           "check_flop_per_sm_cycle", "occupancy_cases", "ladder_periods", "eval_c_int", "handshake_kernel",
+           "handshake_problems", "check_handshake"]
 
 
 # ---- 7.1 the bytes of one stage -----------------------------------------------------------------------
@@ -209,3 +215,148 @@ def check_flop_per_sm_cycle(fn, hidden: bool = False) -> None:
     check_function_explained("FLOP per SM cycle", rounded if callable(fn) else fn, cases, reference=reference,
                              explain=lambda args, got, want: _explain_flop(args, fn(*args), want),
                              rule=FLOP_RULE, hint="first one CTA's FLOP per cycle, then the SM's")
+
+
+# ---- 7.5 the ring's handshake, in the kernel ----------------------------------------------------------
+# Step 3's two waits; the learner writes each parity as a C expression of kt and STAGES.
+HANDSHAKE_FILE = "gemm_sm90/s3_warp_specialized.cu"
+FULL_WAIT = "if (!mbarrier_wait(&full[s], (kt / STAGES) & 1, 1, STAGE_BYTES)) return;"
+EMPTY_WAIT = "if (kt >= STAGES && !mbarrier_wait(&empty[s], (kt / STAGES + 1) & 1, 2, 0)) return;"
+HANDSHAKE_SHAPE = (256, 512, 1024)     # M, N, K of the GPU run: 16 k-slices, four passes over a 4-stage ring
+EXPR_RULE = ("a C expression of kt and STAGES (ints) with + - * / % << >> & | ^ ~ and parentheses; / and % "
+             "are integer division and remainder")
+_BINOPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+           ast.FloorDiv: None, ast.Div: None, ast.Mod: None, ast.LShift: lambda a, b: a << b,
+           ast.RShift: lambda a, b: a >> b, ast.BitAnd: lambda a, b: a & b, ast.BitOr: lambda a, b: a | b,
+           ast.BitXor: lambda a, b: a ^ b}
+
+
+def eval_c_int(expr: str, names: dict) -> int:
+    """The value of a small C integer expression (EXPR_RULE) for non-negative `names`; ValueError for
+    what it does not take."""
+    text = re.sub(r"\b(0[xX][0-9a-fA-F]+|\d+)[uUlL]+\b", r"\1", expr)
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError:
+        raise ValueError(f"cannot read {expr!r} as an expression; {EXPR_RULE}") from None
+
+    def ev(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+            return node.value
+        if isinstance(node, ast.Name) and node.id in names:
+            return int(names[node.id])
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Invert, ast.USub, ast.UAdd)):
+            v = ev(node.operand)
+            return ~v if isinstance(node.op, ast.Invert) else -v if isinstance(node.op, ast.USub) else v
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            a, b = ev(node.left), ev(node.right)
+            if isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod)):
+                if b == 0:
+                    raise ValueError(f"{expr!r} divides by zero")
+                q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)      # C truncates
+                return q if not isinstance(node.op, ast.Mod) else a - q * b
+            return _BINOPS[type(node.op)](a, b)
+        raise ValueError(f"{ast.unparse(node)!r} in {expr!r} is not something the exercise evaluates; {EXPR_RULE}")
+    return ev(tree.body)
+
+
+def handshake_kernel(full_parity: str, empty_parity: str):
+    """Step 3's kernel with the learner's parity expressions in its two waits."""
+    from ..lab import TeachingKernel
+    k = TeachingKernel(HANDSHAKE_FILE)
+    k = k.replace(FULL_WAIT, FULL_WAIT.replace("(kt / STAGES) & 1", f"({full_parity})"))
+    return k.replace(EMPTY_WAIT, EMPTY_WAIT.replace("(kt / STAGES + 1) & 1", f"({empty_parity})"))
+
+
+def _completed(n: int) -> Mbarrier:
+    """An mbarrier (one arrival per phase) that has completed n phases."""
+    bar = Mbarrier(1)
+    for _ in range(n):
+        bar.arrive()
+    return bar
+
+
+def handshake_problems(full_parity: str, empty_parity: str, stages: int = 4, k_tiles: int = 16) -> list[str]:
+    """What the mbarrier model says the ring does with these parities: the first k-slice at which each
+    wait would pass before the phase it stands for has completed (a race: the data has not landed, or is
+    still being read). At any moment exactly one parity passes, so a parity that does not pass before its
+    phase completes passes right after it: a wrong parity is always an early pass, never a stuck wait."""
+    out = {}
+    for kt in range(k_tiles):
+        s, fill = kt % stages, kt // stages
+        names = {"kt": kt, "STAGES": stages}
+        p = eval_c_int(full_parity, names)
+        if "full" not in out and _completed(fill).try_wait_parity(p):
+            out["full"] = (f"k-slice {kt}: the consumers' wait on full[{s}] (parity {p}) passes before the TMA "
+                           f"has landed it: they would read what buffer {s} held before (C goes wrong)")
+        if kt >= stages and "empty" not in out:
+            p = eval_c_int(empty_parity, names)
+            if _completed(fill - 1).try_wait_parity(p):
+                out["empty"] = (f"k-slice {kt}: the producer's wait on empty[{s}] (parity {p}) passes before the "
+                                f"consumers release k-slice {kt - stages}: it would overwrite buffer {s} while they "
+                                "may still read it (C goes wrong)")
+    return [out[k] for k in ("full", "empty") if k in out]
+
+
+HANDSHAKE_RULE = ("buffer s's `full` barrier completes one phase per fill (the TMA's bytes), its `empty` barrier "
+                  "one per release (every consumer warp arrives); k-slice kt is fill kt / STAGES of buffer "
+                  "kt % STAGES. A wait on parity p passes once the phase with that parity has completed: the "
+                  "consumers wait for this fill's phase, the producer for the release of the fill before")
+
+
+def _expr(name: str, expr) -> str:
+    what = "the ring's handshake in the kernel"
+    if unanswered(expr):
+        raise NotYet(f"{what}: no answer yet — write {name} as a C expression (a string).")
+    if not isinstance(expr, str):
+        raise NotYet(f"{what}: {name} is a C expression, as a string; you have {type(expr).__name__}.\n"
+                     f"  rule: {EXPR_RULE}")
+    if any(t in expr for t in (";", "\n", "{", "}", "//", "/*")):
+        raise NotYet(f"{what}: {name} is one expression on one line, without ';', braces or comments; "
+                     f"you have {expr!r}.\n  rule: {EXPR_RULE}")
+    return expr
+
+
+def check_handshake(full_parity, empty_parity, hidden: bool = False) -> None:
+    """Exercise 7.5: the parities of step 3's two waits, as C expressions, put into the kernel. It is
+    compiled (sm_90a, NVRTC); the mbarrier model then runs the ring with them (4 stages; hidden: also 2,
+    3 and 6) and names the first wait that would pass before its phase completes; on a Hopper
+    GPU (tier hardware) the edited kernel also runs on a small GEMM in a worker process, is checked
+    against the f32 reference and timed beside the kernel as written."""
+    from .. import device
+    from ..lab import CompileError, run_edited
+    what = "the ring's handshake in the kernel"
+    full_parity, empty_parity = _expr("full_parity", full_parity), _expr("empty_parity", empty_parity)
+    k = handshake_kernel(full_parity, empty_parity)
+    try:
+        k.compile("sm_90a")
+    except CompileError as e:
+        raise NotYet(f"{what}: the edited kernel does not compile.\n{e}") from None
+    for stages in ((4, 2, 3, 6) if hidden else (4,)):
+        try:
+            problems = handshake_problems(full_parity, empty_parity, stages)
+        except ValueError as e:
+            raise NotYet(f"{what}: {e}") from None
+        if problems:
+            raise NotYet(f"{what}: the mbarrier model, running a ring of {stages} stages with your parities, "
+                         "finds a wait that passes too early.\n" + "\n".join(f"  {p}" for p in problems)
+                         + f"\n  rule: {HANDSHAKE_RULE}")
+    info = device.gpu_info()
+    if device.tier("tma") == "hardware" and info is not None and info.cc[0] == 9:
+        from . import runner
+        from ..runtime import MbarrierTimeout
+        from ..sandbox import KernelFault, KernelHang
+        m, n, kk = HANDSHAKE_SHAPE
+        try:
+            res = run_edited(runner.try_kernel, "s3", m, n, kk, kernel=k, limit=120)
+        except (MbarrierTimeout, KernelFault, KernelHang) as e:
+            raise NotYet(f"{what}: the model agrees with your parities, but your kernel did not finish on "
+                         f"this GPU:\n  {e}") from None
+        if not res["ok"]:
+            raise NotYet(f"{what}: the model agrees with your parities, but your kernel's C differs on this "
+                         f"GPU:\n  {res['check']}")
+        print(f"correct: {what} — on this GPU: {res['check']}; {res['ms']:.3f} ms, the kernel as written "
+              f"{res['ms_original']:.3f} ms")
+        return
+    print(f"correct: {what} — compiled for sm_90a; the mbarrier model runs the ring with your parities "
+          f"and no wait passes before its phase{' (2, 3, 4 and 6 stages)' if hidden else ''}")

@@ -27,9 +27,10 @@
 # an sm_90 GPU (tier `hardware`, compute capability 9.x) section 5 runs every step live; elsewhere it
 # shows what an H100 printed.
 #
-# **Exercises:** this notebook holds 4 graded exercises (10 points), each where its topic comes up:
-# 7.1 the bytes of one pipeline stage (section 1), 7.2 how many CTAs share an SM, 7.3 where step 2 loses
-# to step 1, and 7.4 the parity the producer of a ring waits on (all three in step 2 of section 3).
+# **Exercises:** this notebook holds 5 graded exercises (13 points), each where its topic comes up:
+# 7.1 the bytes of one pipeline stage (section 1); in step 2 of section 3, 7.2 how many CTAs share an
+# SM, 7.3 where step 2 loses to step 1, 7.4 the parity the producer of a ring waits on, and 7.5 the
+# ring's two waits written into step 3's kernel, which is compiled and, on a Hopper GPU, run and timed.
 
 # %% tags=["nbval-ignore-output"]
 import bwlab
@@ -329,6 +330,40 @@ from bwlab.gemm import exercises as gemm_ex
 gemm_ex.check_producer_parity(producer_parity)
 ### BEGIN HIDDEN TESTS
 gemm_ex.check_producer_parity(producer_parity, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Exercise 7.5 — the ring's handshake, in the kernel (3 points)
+#
+# Now write both waits of step 3's ring into its kernel (`cuda_src/gemm_sm90/s3_warp_specialized.cu`;
+# step 3 below prints how it differs from step 2), as C expressions of `kt` and `STAGES`:
+#
+# ```cuda
+# // the two consumer warpgroups, for each k-slice kt (s = kt % STAGES):
+# if (!mbarrier_wait(&full[s], /* full_parity */, 1, STAGE_BYTES)) return;
+# // the producer thread, for each k-slice kt:
+# if (kt >= STAGES && !mbarrier_wait(&empty[s], /* empty_parity */, 2, 0)) return;
+# ```
+#
+# `full[s]` completes a phase when the TMA's bytes of a fill have landed, `empty[s]` when every consumer
+# warp has released the buffer. The check compiles your kernel (sm_90a), then runs the ring on the
+# mbarrier model and names the first wait that would pass before its phase has completed (a race).
+# On a Hopper GPU your kernel also runs on a 256 × 512 × 1024 GEMM in a worker process, its C is
+# checked against the f32 reference and its time printed beside the kernel as written.
+
+# %% solution id=gemm_handshake
+full_parity = None    # the consumers' wait on full[s] for k-slice kt: a C expression (a string)
+empty_parity = None   # the producer's wait on empty[s] for k-slice kt >= STAGES: a C expression (a string)
+### BEGIN SOLUTION
+full_parity = "(kt / STAGES) & 1"
+empty_parity = "(kt / STAGES + 1) & 1"
+### END SOLUTION
+
+# %% tags=["nbval-ignore-output"] grade id=gemm_handshake_check points=3
+from bwlab.gemm import exercises as gemm_ex
+gemm_ex.check_handshake(full_parity, empty_parity)
+### BEGIN HIDDEN TESTS
+gemm_ex.check_handshake(full_parity, empty_parity, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown]
