@@ -288,15 +288,20 @@ def handshake_problems(full_parity: str, empty_parity: str, stages: int = 4, k_t
         p = eval_c_int(full_parity, names)
         if "full" not in out and _completed(fill).try_wait_parity(p):
             out["full"] = (f"k-slice {kt}: the consumers' wait on full[{s}] (parity {p}) passes before the TMA "
-                           f"has landed it: they would read what buffer {s} held before (C goes wrong)")
+                           f"has landed it: they would read what buffer {s} held before, a race")
         if kt >= stages and "empty" not in out:
             p = eval_c_int(empty_parity, names)
             if _completed(fill - 1).try_wait_parity(p):
                 out["empty"] = (f"k-slice {kt}: the producer's wait on empty[{s}] (parity {p}) passes before the "
                                 f"consumers release k-slice {kt - stages}: it would overwrite buffer {s} while they "
-                                "may still read it (C goes wrong)")
+                                "may still read it, a race")
     return [out[k] for k in ("full", "empty") if k in out]
 
+
+# What such a race did on a GPU: step 3 with either wait's parity flipped, 256 x 512 x 1024, on an H100
+# (2026-11-25, through runner.try_kernel in a worker process): both launches faulted (illegal instruction;
+# unspecified launch failure) instead of finishing with a wrong C.
+RACE_ON_H100 = "on an H100, step 3 with either wait's parity flipped faulted (the launch failed); it did not finish"
 
 HANDSHAKE_RULE = ("buffer s's `full` barrier completes one phase per fill (the TMA's bytes), its `empty` barrier "
                   "one per release (every consumer warp arrives); k-slice kt is fill kt / STAGES of buffer "
@@ -340,7 +345,7 @@ def check_handshake(full_parity, empty_parity, hidden: bool = False) -> None:
         if problems:
             raise NotYet(f"{what}: the mbarrier model, running a ring of {stages} stages with your parities, "
                          "finds a wait that passes too early.\n" + "\n".join(f"  {p}" for p in problems)
-                         + f"\n  rule: {HANDSHAKE_RULE}")
+                         + f"\n  {RACE_ON_H100}\n  rule: {HANDSHAKE_RULE}")
     info = device.gpu_info()
     if device.tier("tma") == "hardware" and info is not None and info.cc[0] == 9:
         from . import runner
