@@ -129,11 +129,12 @@ GP.plot_ladder(rec)
 plt.show()
 
 # %% [markdown]
-# In the top row each bar is a step's TFLOP/s and the black tick over it is the best library's TFLOP/s
-# *in the launches interleaved with that step*, not the library's speed at the start of the run. Two
-# things to read before the steps:
+# One row per shape. On the left each bar is a step's TFLOP/s and the black tick over it is the best
+# library's TFLOP/s *in the launches interleaved with that step*, not the library's speed at the start of
+# the run; on the right, the fraction of that library the step reached. Two things to read before the
+# steps:
 #
-# * **Compare fractions, not TFLOP/s between rows.** The best library's own speed moved during the
+# * **Compare fractions, not TFLOP/s between steps.** The best library's own speed moved during the
 #   run (next cell), and so does the SM clock: the stamped launches of section 4 (4096³, separate
 #   launches from the timed ones) found CTA 0's SM at the clocks printed below, under the H100's
 #   1.98 GHz maximum. A step's TFLOP/s depends on when it ran; its fraction of a library run alongside
