@@ -119,7 +119,7 @@ class SmemDesc:
         if self.arch == "sm100":
             rows.append(("46-48", "fixed constant (version)", 1, "0b001: SM100 format"))
         rows.append(("49-51", "matrix base offset", self.base_offset,
-                     "0: pattern starts aligned"))
+                     "0: aligned start"))
         if self.arch == "sm100":
             rows.append(("52", "leading dimension stride mode", self.lbo_mode,
                          "0: LBO is relative"))
@@ -131,7 +131,7 @@ class SmemDesc:
 
 def format_fields(rows, title: str = "") -> str:
     """A text table of (bits, name, value, meaning) rows (SmemDesc.fields(), InstrDesc.fields()), its
-    lines at most about 72 characters, so that it does not wrap in a notebook shown at 1000 px."""
+    lines short enough (68 characters) not to wrap in a widget of a notebook shown at 1000 px."""
     out = [title] if title else []
     width = max([len("field")] + [len(n) for _, n, _, _ in rows])
     out.append(f"{'bits':>5s}  {'field':{width}s} {'value':>5s}  meaning")
