@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.bwlab-installed-cuda$(CUDA)
 
-.PHONY: lab test unit nbval wheel-test venv notebooks notebooks-soak student grade grade-check browser-deps browser-test clean
+.PHONY: lab test unit nbval wheel-test venv notebooks notebooks-soak student grade grade-check browser-deps browser-test browser-test-student clean
 
 venv: $(STAMP)
 
@@ -23,8 +23,12 @@ ROOTFLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 LABFLAGS ?=
 
 # JupyterLab on notebooks/ (src/ hidden), widget state saved with the notebook (see bwlab/tools/notebooks.py).
+# make lab STUDENT=1: the student versions (answers removed) copied into $(WORK)/, yours to change; a later
+# run never overwrites a notebook you changed (a newer edition goes to $(WORK)/updates/); no nbgrader UI.
+STUDENT ?=
+WORK    ?= work
 lab: venv
-	$(PY) -m bwlab.tools.notebooks lab $(ROOTFLAG) $(LABFLAGS)
+	$(PY) -m bwlab.tools.notebooks lab $(if $(STUDENT),--student --work $(WORK)) $(ROOTFLAG) $(LABFLAGS)
 
 # The whole suite: unit tests, compile checks of every cuda_src file, nbval over the notebooks.
 # Notebooks are stored from a model-tier run, so nbval forces the model tier.
@@ -97,6 +101,11 @@ browser-deps: $(BROWSER_STAMP)
 
 browser-test: browser-deps
 	BWLAB_BACKEND=model $(PY) tests/browser/check_lab.py --chromium $(CHROMIUM) --out build/browser $(BROWSERFLAGS)
+
+# The student editions as `make lab STUDENT=1` serves them: Run All runs every cell, unanswered checks show a
+# short NotYet message, no nbgrader UI (screenshots and summary.txt in build/browser-student/).
+browser-test-student: browser-deps
+	BWLAB_BACKEND=model $(PY) tests/browser/check_lab.py --student --chromium $(CHROMIUM) --out build/browser-student $(BROWSERFLAGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -383,3 +383,26 @@ def test_committed_table_is_current():
     assert text == cls.replace_table(text, cls.table()), (
         "docs/teaching.md's exercise table is not current: run "
         "`python -m bwlab.tools.classroom table --write docs/teaching.md`")
+
+
+def test_synthetic_run_all_goes_on_past_an_unanswered_check(synthetic):
+    """Run All on the untouched student version runs every cell: nbclient, which like JupyterLab stops at
+    the first error unless the cell is tagged raises-exception, reaches the last cell; each graded cell
+    shows NotYet 'no answer yet'."""
+    pytest.importorskip("nbclient")
+    from nbclient import NotebookClient
+    check, _ = synthetic
+    nb = cls.read(check.release)
+    graded = [c for c in nb.cells if cls._nbgrader(c).get("grade")]
+    assert graded and all(nbt.RAISES in c.metadata.get("tags", []) for c in graded)
+    with cls.environment("model"):
+        NotebookClient(nb, kernel_name="python3", timeout=120, allow_errors=False).execute()
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.get("execution_count") for c in code)
+    assert "the cells after the exercises run: 2" in "".join(o.get("text", "") for o in code[-1].outputs)
+    for c in graded:
+        (err,) = [o for o in c.outputs if o.output_type == "error"]
+        assert err.ename == "NotYet" and "no answer yet" in err.evalue
+        # shown as a short message (NotYet._render_traceback_), not the checker's frames
+        shown = "\n".join(err.traceback)
+        assert len(err.traceback) <= 4 and "Traceback" not in shown and "check_value(" not in shown, shown

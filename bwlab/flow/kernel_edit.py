@@ -196,7 +196,9 @@ def check_k_step(step, hidden: bool = False) -> None:
     if step == want and run.ok:
         print(f"correct: {name} — {step}: {run.summary()}" + (", for other A and B too" if hidden else ""))
         return
-    lines = [f"{name}: you have {step}, the model's descriptors step {want}.", f"  rule: {K_STEP_RULE}"]
+    how = (f"the rule gives a {'smaller' if step > want else 'larger'} step" if step != want
+           else "that is the rule's step")
+    lines = [f"{name}: you have {step}; {how}.", f"  rule: {K_STEP_RULE}"]
     if known:
         lines.append(f"  your value: {known}")
     if step == want:

@@ -313,8 +313,9 @@ print(run_parity_steps())
 # | `07_gemm_ladder` | one GEMM made fast step by step on Hopper, measured against cuBLAS, with one CTA's timeline | `bwlab.gemm` | `gemm_sm90/s1_one_warpgroup.cu` … `s6_tma_store.cu` |
 #
 # * Each notebook is narrative plus short calls into one `bwlab` package; read the package for the details.
-# * Each stage has a short **teaching kernel** shown whole; change it (`%%cuda teach_tma.cu` after
-#   `%load_ext bwlab.lab`) and run it again. A changed kernel runs in a worker process
+# * Each stage has a short **teaching kernel** shown whole; change it (`%cuda --load teach_tma.cu` after
+#   `%load_ext bwlab.lab` gives you a `%%cuda` cell to edit; `%cuda --reset teach_tma.cu` undoes) and run it
+#   again. A changed kernel runs in a worker process
 #   (`bwlab.sandbox.run_isolated`), so a fault or a hang comes back as an exception and this notebook's GPU
 #   stays usable.
 # * Values you should check are printed beside what was expected.

@@ -229,9 +229,11 @@ print(case.check(rec["smem_plain"], source=rec.label))
 #
 # `k.replace(old, new)` returns an edited copy; `.compile()` builds it (no GPU needed), and
 # `tma.run_teach(..., kernel=mine)` runs it. To rewrite the whole kernel instead, run `%load_ext bwlab.lab`
-# once and start a cell with `%%cuda teach_tma.cu` followed by your version: it is compiled at once, and
-# `tma.run_teach` uses it from then on. A compile error comes back on the line of your text it refers to
-# — here, passing the tensor map itself where the instruction wants its address:
+# once, then `%cuda --load teach_tma.cu`: a new cell appears holding `%%cuda teach_tma.cu` and the kernel.
+# Change it and run it: it is compiled at once, and `tma.run_teach` uses it from then on (a compile error
+# names the line of that cell, and the previous version stays). `%cuda --diff teach_tma.cu` shows your
+# change; `%cuda --reset teach_tma.cu` undoes it. A compile error comes back on the line of your text it
+# refers to — here, passing the tensor map itself where the instruction wants its address:
 
 # %%
 from bwlab.compile import CompileError
