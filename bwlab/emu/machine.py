@@ -22,6 +22,7 @@ import itertools
 import numpy as np
 
 from ..hw.mbarrier import Mbarrier, MbarrierError
+from ..util import ceil_div
 from .errors import DivergenceError, EmuError, EmuFault, EmuHang, EmuTimeout, ProtocolError, ProxyFenceMissing
 from .memory import (GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, RANK_SHIFT, SHARED_WINDOW, WINDOW_SIZE)
 from .program import SMEM_RESERVED
@@ -184,7 +185,7 @@ class CTA:
         self.bulk_open = {}       # thread -> [op ids]
         self.exited = False
         self.shared_base = rank << RANK_SHIFT   # shared::cta and shared::cluster addresses: rank << 24 | offset
-        self.warps = [Warp(machine, self, k) for k in range(-(-self.nthreads // 32))]
+        self.warps = [Warp(machine, self, k) for k in range(ceil_div(self.nthreads, 32))]
 
 
 class Launch:
