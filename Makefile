@@ -31,10 +31,11 @@ lab: venv
 	$(PY) -m bwlab.tools.notebooks lab $(if $(STUDENT),--student --work $(WORK)) $(ROOTFLAG) $(LABFLAGS)
 
 # The whole suite: unit tests, compile checks of every cuda_src file, nbval over the notebooks.
-# Notebooks are stored from a model-tier run, so nbval forces the model tier.
+# Notebooks are stored from an emulated-tier run (the TMA-family kernels in bwlab.emu, deterministic), so
+# nbval runs them in the emulated tier too.
 test: venv
 	$(PY) -m pytest -q tests --ignore=tests/test_wheel.py
-	BWLAB_BACKEND=model $(PY) -m pytest -q --nbval notebooks --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
+	BWLAB_BACKEND=emulated $(PY) -m pytest -q --nbval notebooks --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
 
 unit: venv
 	$(PY) -m pytest -q tests --ignore=tests/test_wheel.py
@@ -47,11 +48,11 @@ wheel-test: venv
 	$(PY) -m pytest -q tests/test_wheel.py -p no:cacheprovider --durations=3
 
 nbval: venv
-	BWLAB_BACKEND=model $(PY) -m pytest -q --nbval notebooks --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
+	BWLAB_BACKEND=emulated $(PY) -m pytest -q --nbval notebooks --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
 
-# Re-execute every notebook in the model tier and store its outputs (what nbval compares against).
+# Re-execute every notebook in the emulated tier and store its outputs (what nbval compares against).
 notebooks: venv
-	BWLAB_BACKEND=model $(PY) -m bwlab.tools.notebooks execute notebooks/*.ipynb
+	BWLAB_BACKEND=emulated $(PY) -m bwlab.tools.notebooks execute notebooks/*.ipynb
 
 # Execute every notebook N times headless (nothing is written) and report how many runs finished.
 N ?= 10

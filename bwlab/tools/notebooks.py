@@ -14,8 +14,9 @@ Notebooks are written as percent-format Python files in `notebooks/src/NN_name.p
     cell whose output depends on the machine
 
 `python -m bwlab.tools.notebooks build notebooks/src/01_tma_load.py` writes `notebooks/01_tma_load.ipynb`
-and executes it in the model tier (BWLAB_BACKEND=model), so the stored outputs are what strict nbval
-compares on a CPU-only CI machine. `execute` re-runs existing .ipynb files in place.
+and executes it in the emulated tier (BWLAB_BACKEND=emulated: the TMA-family kernels run in bwlab's
+PTX emulator, which is deterministic; the tcgen05 stages in the model), so the stored outputs are what
+strict nbval compares on a CPU-only CI machine. `execute` re-runs existing .ipynb files in place.
 
 `python -m bwlab.tools.notebooks run notebooks/src/01_tma_load.py` executes the code cells in order in one
 namespace with plain Python, in whatever tier this machine gives (no Jupyter needed: this is how the
@@ -273,7 +274,7 @@ def fill_work_folder(work: Path, editions: dict[str, Path]) -> list[str]:
 
 def build(src: Path, execute: bool = True, timeout: int = 600, out_dir: Path | None = None) -> Path:
     """Write `out_dir/NN_name.ipynb` (default notebooks/) from its percent-format source; execute it in
-    the model tier unless `execute` is False."""
+    the STORED_BACKEND tier unless `execute` is False."""
     import nbformat
     src = Path(src)
     cells = []
@@ -465,10 +466,14 @@ def _client_class():
     return headless(NotebookClient)
 
 
+# The tier the stored notebooks are executed in (and nbval compares in): no GPU needed, deterministic.
+STORED_BACKEND = "emulated"
+
+
 def _execute(nb, path: Path, timeout: int | None):
-    """Execute `nb` (in place) in the model tier with the robust client."""
+    """Execute `nb` (in place) in the STORED_BACKEND tier with the robust client."""
     env_backup = os.environ.get("BWLAB_BACKEND")
-    os.environ["BWLAB_BACKEND"] = "model"
+    os.environ["BWLAB_BACKEND"] = STORED_BACKEND
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     try:
         _client_class()(nb, timeout=timeout, kernel_name="python3", record_timing=False,
