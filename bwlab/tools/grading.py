@@ -308,16 +308,23 @@ def _reply_value(reply: dict, what: str):
 
 
 class _Names(dict):
-    """The names a graded cell reads: its own (the imports it makes) first, then the learner's answers,
-    fetched from the sandbox on first use. Python's builtins are never fetched."""
+    """The names a graded cell reads: its own (the imports it makes), then the instructor's (imports and
+    literal constants of the notebook's other cells, run here), then the learner's answers (the names
+    the answer cells define), fetched from the sandbox on first use. Python's builtins are never
+    fetched; any other name is the course's mistake, reported as such."""
 
-    def __init__(self, session: "Session"):
+    def __init__(self, session: "Session", course: "Names"):
         super().__init__()
-        self.session = session
+        self.session, self.course = session, course
 
     def __missing__(self, name):
         if hasattr(builtins, name):
             raise KeyError(name)
+        if name in self.course.prelude:
+            return self.course.prelude[name]
+        if name not in self.course.answers:
+            raise GradingError(f"a graded cell reads {name!r}, which no answer cell defines and no import or "
+                               "literal of the notebook's other cells gives: it cannot be scored safely")
         reply = self.session.ask("get", name)
         if reply.get("kind") == "function":
             value = _LearnerFunction(self.session, name)
@@ -359,21 +366,24 @@ class Session:
             self.box.close()
 
 
-def verdict(code: str, session: Session) -> tuple[bool, str]:
+def verdict(code: str, session: Session, course: "Names") -> dict:
     """Execute one graded cell's code (the instructor's, hidden tests included) here, its learner names
-    bound to the answers in `session`; (passed, what it printed or why it failed)."""
-    names = _Names(session)
+    bound to the answers in `session`: {passed, message (what it printed, then the error), ename, evalue}."""
+    names = _Names(session, course)
     out = io.StringIO()
+    ename = evalue = ""
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
             exec(compile(code, "<graded cell>", "exec"), {"__builtins__": builtins, "__name__": "__graded__"}, names)
     except NameError as e:       # an answer the notebook does not define at all
-        return False, f"{out.getvalue()}NotYet: {e}: your notebook does not define it (renamed or deleted?)"
+        ename, evalue = "NotYet", f"{e}: your notebook does not define it (renamed or deleted?)"
     except GradingError:
         raise
     except Exception as e:
-        return False, f"{out.getvalue()}{type(e).__name__}: {e}"
-    return True, out.getvalue().strip()
+        ename, evalue = type(e).__name__, str(e)
+    printed = out.getvalue().strip()
+    message = "\n".join(x for x in (printed, f"{ename}: {evalue}" if ename else "") if x)
+    return {"passed": not ename, "message": message[-6000:], "ename": ename, "evalue": evalue[-4000:]}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -406,6 +416,62 @@ def graded_cells(source_nb: Path) -> list[GradedCell]:
         if m.get("grade") and c.get("cell_type") == "code":
             code = "\n".join(l for l in _source(c).splitlines() if l.strip() not in HIDDEN_MARKERS)
             out.append(GradedCell(m["grade_id"], float(m.get("points", 0)), code, _imports(code)))
+    return out
+
+
+@dataclass
+class Names:
+    answers: set          # names that the notebook's answer cells define: the only ones read from the sandbox
+    prelude: dict         # imports and literal constants of its other cells, made here
+
+
+def course_names(source_nb: Path) -> Names:
+    nb = json.loads(Path(source_nb).read_text())
+    answers, prelude_code = set(), []
+    for c in nb["cells"]:
+        if c.get("cell_type") != "code":
+            continue
+        m = _nbgrader(c)
+        try:
+            tree = ast.parse(_source(c))
+        except SyntaxError:
+            continue
+        if m.get("solution"):
+            answers |= _defined(tree.body)
+        elif not m.get("grade"):
+            for node in tree.body:
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    prelude_code.append(ast.unparse(node))
+                elif (isinstance(node, ast.Assign) and _literal(node.value)
+                      and all(isinstance(n, (ast.Name, ast.Tuple)) for n in node.targets)):
+                    prelude_code.append(ast.unparse(node))
+    prelude: dict = {}
+    for stmt in prelude_code:           # one that fails here (an import of a GPU-only module) is left out
+        try:
+            exec(compile(stmt, "<instructor's cells>", "exec"), prelude)
+        except Exception:
+            continue
+    prelude.pop("__builtins__", None)
+    return Names(answers, {k: v for k, v in prelude.items() if k not in answers})
+
+
+def _literal(node) -> bool:
+    try:
+        ast.literal_eval(node)
+        return True
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+
+
+def _defined(body) -> set:
+    out = set()
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            out |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        else:
+            out |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     return out
 
 
@@ -468,7 +534,7 @@ def grade_one(submission: Path, source_nb: Path, release_nb: Path, limits: Limit
     """Grade one submitted notebook; the result as a dict (see the module's docstring). Never raises
     for anything the submission does: that ends as status FAILED with a reason."""
     t0 = time.monotonic()
-    graded = graded_cells(source_nb)
+    graded, names = graded_cells(source_nb), course_names(source_nb)
     release = json.loads(Path(release_nb).read_text())
     solution_ids = [_nbgrader(c)["grade_id"] for c in release["cells"] if _nbgrader(c).get("solution")]
     result = {"status": "graded", "reason": "", "notes": [], "cells": [],
@@ -490,8 +556,8 @@ def grade_one(submission: Path, source_nb: Path, release_nb: Path, limits: Limit
     try:
         _attach(cells, session.events)
         for g, ex in zip(graded, result["exercises"]):
-            passed, message = verdict(g.code, session)
-            ex.update(passed=passed, points=g.points if passed else 0.0, message=message[-6000:])
+            v = verdict(g.code, session, names)
+            ex.update(v, points=g.points if v["passed"] else 0.0)
     finally:
         session.close()
     result["score"] = sum(ex["points"] for ex in result["exercises"])
@@ -515,3 +581,348 @@ def _failed(result: dict, reason: str, t0: float) -> dict:
     for ex in result["exercises"]:
         ex["message"] = f"not graded: {reason}"
     return result
+
+
+# ---------------------------------------------------------------------------------------------------
+# a class: collect, grade in parallel, results, feedback, CSV
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def grader_version(source_nb: Path) -> str:
+    """Changes when the notebook's graded cells or any code that scores them changes (then every
+    submission of it is graded again)."""
+    h = hashlib.sha256(Path(source_nb).read_bytes())
+    for f in sorted([*PACKAGE.glob("*/exercises.py"), PACKAGE / "exercises.py", Path(__file__),
+                     Path(plain.__file__), PACKAGE / "tools" / "answer_runner.py"]):
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def assignments(course: Path) -> list[str]:
+    return sorted(p.name for p in (Path(course) / "source").glob("*") if (p / f"{p.name}.ipynb").is_file())
+
+
+def load_id_map(path: Path) -> dict[str, str]:
+    """An id map: a CSV with the columns `folder` (a learning platform's folder name, a prefix of it up
+    to an '_', or one of its '_'-separated parts such as the platform's number) and `student` (the id
+    used here)."""
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        rows = list(csv.DictReader(f))
+    if not rows or not {"folder", "student"} <= set(rows[0]):
+        raise GradingError(f"{path}: an id map is a CSV with the columns folder,student")
+    out = {}
+    for n, r in enumerate(rows, 2):
+        key, sid = (r.get("folder") or "").strip(), (r.get("student") or "").strip()
+        if not key or not STUDENT_ID.fullmatch(sid):
+            raise GradingError(f"{path}, line {n}: folder {key!r} -> student {sid!r}: the student id must be "
+                               "letters, digits, '_', '.', '@', '-'")
+        out[key] = sid
+    return out
+
+
+def student_of(folder: str, id_map: dict[str, str] | None) -> tuple[str | None, str]:
+    """(student id, '') for a submission folder's name, or (None, why not)."""
+    if id_map:
+        parts = folder.split("_")
+        hits = {sid for key, sid in id_map.items()
+                if folder == key or folder.startswith(key + "_") or key in parts}
+        if len(hits) == 1:
+            return hits.pop(), ""
+        if len(hits) > 1:
+            return None, f"the id map gives it more than one student ({', '.join(sorted(hits))})"
+    if STUDENT_ID.fullmatch(folder):
+        return folder, ""
+    return None, ("it is not a student id (letters, digits, '_', '.', '@', '-'); map it with an id map "
+                  "(--id-map FILE.csv, columns folder,student)")
+
+
+@dataclass
+class Problem:
+    who: str            # student id or folder name
+    what: str           # assignment or file
+    reason: str
+
+    def __str__(self):
+        return f"{self.who} / {self.what}: {self.reason}"
+
+
+def collect(course: Path, folder: Path, id_map: dict[str, str] | None = None) -> tuple[list[Path], list[Problem]]:
+    """Copy FOLDER/<student>/**/*.ipynb to submitted/<student>/<assignment>/<assignment>.ipynb (the
+    assignment is the one whose name begins the file's name). A folder that maps to no student, a file
+    that maps to no notebook, and two files that map to one notebook (neither is taken: say which to
+    keep) are problems, reported; the rest is copied."""
+    course, folder = Path(course), Path(folder)
+    known = assignments(course)
+    if not known:
+        raise GradingError(f"{course / 'source'} holds no notebooks: run `make student` first")
+    if not folder.is_dir():
+        raise GradingError(f"{folder} is not a folder of submissions (<student>/<notebook>.ipynb)")
+    copied, problems = [], []
+    for d in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith((".", "__MACOSX"))):
+        sid, why = student_of(d.name, id_map)
+        if sid is None:
+            problems.append(Problem(d.name, "(folder)", f"not graded: {why}"))
+            continue
+        files: dict[str, list[Path]] = {}
+        for nb in sorted(d.rglob("*.ipynb")):
+            rel = nb.relative_to(d)
+            if any(part.startswith(".") or part == "__MACOSX" for part in rel.parts):
+                continue
+            hits = [a for a in known if nb.name.startswith(a)]
+            if not hits:
+                problems.append(Problem(sid, str(rel), f"ignored: its name begins with no notebook's name "
+                                                       f"({', '.join(known)})"))
+                continue
+            files.setdefault(max(hits, key=len), []).append(nb)
+        for a, found in files.items():
+            dest = course / "submitted" / sid / a / f"{a}.ipynb"
+            if len(found) > 1:
+                names = ", ".join(str(p.relative_to(d)) for p in found)
+                reason = f"{len(found)} files map to this notebook ({names}); none was graded: keep one"
+                problems.append(Problem(sid, a, reason))
+                shutil.rmtree(dest.parent, ignore_errors=True)
+                write_result(course, sid, a, {"status": "FAILED", "reason": reason, "score": 0.0,
+                                              "max_score": None, "exercises": [], "cells": [], "notes": [],
+                                              "sha256": "refused"})
+                continue
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            if not (dest.exists() and dest.read_bytes() == found[0].read_bytes()):
+                shutil.copyfile(found[0], dest)
+            copied.append(dest)
+    return copied, problems
+
+
+def _result_path(course: Path, student: str, assignment: str) -> Path:
+    return Path(course) / "results" / student / f"{assignment}.json"
+
+
+def feedback_path(course: Path, student: str, assignment: str) -> Path:
+    return Path(course) / "feedback" / student / assignment / f"{assignment}.html"
+
+
+def write_result(course: Path, student: str, assignment: str, result: dict) -> Path:
+    """Atomically (a reader sees the old result or the new one, never half of one)."""
+    result = {**result, "student": student, "assignment": assignment}
+    path = _result_path(course, student, assignment)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(result, indent=1))
+    os.replace(tmp, path)
+    write_feedback(course, result)
+    return path
+
+
+def read_results(course: Path) -> list[dict]:
+    out = []
+    for p in sorted((Path(course) / "results").glob("*/*.json")):
+        try:
+            out.append(json.loads(p.read_text()))
+        except ValueError:
+            continue
+    return out
+
+
+def _job(args):
+    submission, source, release, limits, mode = args
+    return grade_one(Path(submission), Path(source), Path(release), limits, mode)
+
+
+@dataclass
+class Batch:
+    graded: list = field(default_factory=list)       # (student, assignment, result)
+    skipped: list = field(default_factory=list)      # (student, assignment): graded before, unchanged
+    problems: list = field(default_factory=list)     # Problem
+    seconds: float = 0.0
+
+    @property
+    def failed(self):
+        return [(s, a, r) for s, a, r in self.graded if r["status"] != "graded"]
+
+
+def grade_all(course: Path, jobs: int = 1, limits: Limits | None = None, sandbox: str = "bwrap",
+              force: bool = False, assignment_ids=None, student_id: str | None = None,
+              progress=None) -> Batch:
+    """Grade every submission in submitted/ that has no finished result for its current file and the
+    current checks (every one, with `force`), `jobs` at a time; write results, feedback, CSVs."""
+    course, limits = Path(course).resolve(), limits or Limits()
+    mode = sandbox_mode(sandbox)
+    t0, batch = time.monotonic(), Batch()
+    known = assignments(course)
+    versions = {a: grader_version(course / "source" / a / f"{a}.ipynb") for a in known}
+    todo = []
+    for sub in sorted((course / "submitted").glob("*/*/*.ipynb")):
+        a, sid = sub.parent.name, sub.parent.parent.name
+        if (assignment_ids and a not in assignment_ids) or (student_id and sid != student_id):
+            continue
+        if sub.name != f"{a}.ipynb":
+            continue
+        if a not in known:
+            batch.problems.append(Problem(sid, a, "no such notebook in source/: not graded"))
+            continue
+        if not STUDENT_ID.fullmatch(sid):
+            batch.problems.append(Problem(sid, a, "the folder in submitted/ is not a student id: not graded"))
+            continue
+        sha = _sha(sub)
+        old = _read(_result_path(course, sid, a))
+        if (not force and old and old.get("status") == "graded" and old.get("sha256") == sha
+                and old.get("grader") == versions[a]):
+            batch.skipped.append((sid, a))
+            if not feedback_path(course, sid, a).exists():
+                write_feedback(course, old)
+            continue
+        todo.append((sid, a, sha, (str(sub), str(course / "source" / a / f"{a}.ipynb"),
+                                   str(course / "release" / a / f"{a}.ipynb"), limits, mode)))
+
+    def done(sid, a, sha, result):
+        result.update(sha256=sha, grader=versions[a], graded_at=time.strftime("%Y-%m-%dT%H:%M:%S"))
+        write_result(course, sid, a, result)
+        batch.graded.append((sid, a, result))
+        if progress:
+            progress(sid, a, result)
+
+    if jobs <= 1 or len(todo) <= 1:
+        for sid, a, sha, args in todo:
+            done(sid, a, sha, _guarded(_job, args))
+    else:
+        import multiprocessing
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futs = {pool.submit(_job, args): (sid, a, sha, args) for sid, a, sha, args in todo}
+            for fut in as_completed(futs):
+                sid, a, sha, args = futs[fut]
+                try:
+                    result = fut.result()
+                except Exception as e:           # the worker died: grade it here, alone
+                    result = _guarded(_job, args, f"{type(e).__name__}: {e}")
+                done(sid, a, sha, result)
+    write_csv(course)
+    batch.seconds = time.monotonic() - t0
+    return batch
+
+
+def _guarded(fn, args, earlier: str = ""):
+    try:
+        return fn(args)
+    except GradingError:
+        raise
+    except Exception as e:
+        why = f"the grader failed on it ({type(e).__name__}: {e})" + (f"; before that: {earlier}" if earlier else "")
+        return {"status": "FAILED", "reason": why, "score": 0.0, "max_score": None, "exercises": [],
+                "cells": [], "notes": []}
+
+
+def _read(path: Path):
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def write_csv(course: Path) -> tuple[Path, Path]:
+    """grades.csv: one row per student; per notebook its score (or FAILED) and one column per exercise
+    (notebook:grade_id); the total. exercise_stats.csv: per exercise how many were graded, the mean,
+    how many got full points, none, or were not graded (FAILED)."""
+    course = Path(course)
+    results = read_results(course)
+    exercises = {}
+    for a in assignments(course):
+        exercises[a] = [(g.grade_id, g.points) for g in graded_cells(course / "source" / a / f"{a}.ipynb")]
+    by = {(r["student"], r["assignment"]): r for r in results}
+    students = sorted({r["student"] for r in results})
+    header = ["student", "total", "max", "failed"]
+    for a, exs in exercises.items():
+        header += [a] + [f"{a}:{gid}" for gid, _ in exs]
+    grades = Path(course) / "grades.csv"
+    with open(grades, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        for s in students:
+            row, total, failed = [], 0.0, []
+            for a, exs in exercises.items():
+                r = by.get((s, a))
+                if r is None:
+                    row += [""] * (1 + len(exs))
+                    continue
+                if r["status"] != "graded":
+                    failed.append(a)
+                    row += ["FAILED"] + [""] * len(exs)
+                    continue
+                pts = {e["grade_id"]: e["points"] for e in r["exercises"]}
+                total += r["score"]
+                row += [f"{r['score']:g}"] + [f"{pts[g]:g}" if g in pts else "" for g, _ in exs]
+            w.writerow([s, f"{total:g}", f"{sum(p for exs in exercises.values() for _, p in exs):g}",
+                        " ".join(failed)] + row)
+    stats = Path(course) / "exercise_stats.csv"
+    with open(stats, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["notebook", "exercise", "points", "graded", "mean", "full_points", "no_points", "failed"])
+        for a, exs in exercises.items():
+            mine = [r for (s, aa), r in by.items() if aa == a]
+            ok = [r for r in mine if r["status"] == "graded"]
+            for gid, p in exs:
+                got = [e["points"] for r in ok for e in r["exercises"] if e["grade_id"] == gid]
+                mean = f"{sum(got) / len(got):.2f}" if got else ""
+                w.writerow([a, gid, f"{p:g}", len(got), mean, sum(g == p for g in got), sum(g == 0 for g in got),
+                            len(mine) - len(ok)])
+    return grades, stats
+
+
+# ---------------------------------------------------------------------------------------------------
+# feedback: one HTML page per submission; everything the learner wrote or printed is escaped
+
+_CSS = """body{font-family:sans-serif;max-width:1000px;margin:2em auto;color:#222}
+pre{background:#f6f6f6;padding:.6em;overflow-x:auto;white-space:pre-wrap}
+.pass{color:#1a7f37}.fail{color:#b42318}.learner{border-left:4px solid #ccc;padding-left:.6em;margin:1em 0}
+.graded{border-left:4px solid #1f6feb;padding-left:.6em;margin:1em 0}.failed{background:#fde8e8;padding:1em}
+table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .6em}"""
+
+
+def feedback_html(result: dict) -> str:
+    e = html.escape
+    s, a = result.get("student", ""), result.get("assignment", "")
+    out = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{e(a)} — {e(s)}</title>",
+           f"<style>{_CSS}</style></head><body>", f"<h1>{e(a)}: feedback for {e(s)}</h1>"]
+    if result.get("status") != "graded":
+        out.append(f"<div class='failed'><b>Not graded (FAILED).</b> {e(str(result.get('reason', '')))}<br>"
+                   "Your instructor sees this too; nothing was scored, it is not a zero.</div>")
+    else:
+        out.append(f"<h2>Score: {result['score']:g} / {result['max_score']:g}</h2>")
+    for n in result.get("notes", []):
+        out.append(f"<p>Note: {e(n)}</p>")
+    if result.get("exercises"):
+        out.append("<table><tr><th>graded cell</th><th>points</th></tr>")
+        for x in result["exercises"]:
+            out.append(f"<tr><td><a href='#{e(x['grade_id'])}'>{e(x['grade_id'])}</a></td>"
+                       f"<td class='{'pass' if x['passed'] else 'fail'}'>{x['points']:g} / {x['max_points']:g}</td></tr>")
+        out.append("</table>")
+    verdicts = {x["grade_id"]: x for x in result.get("exercises", [])}
+    for c in result.get("cells", []):
+        if c["type"] == "markdown":
+            out.append(f"<pre>{e(c['source'])}</pre>")
+            continue
+        if c["type"] == "graded":
+            x = verdicts.get(c["grade_id"], {})
+            out.append(f"<div class='graded' id='{e(c['grade_id'])}'><b>Graded cell {e(c['grade_id'])} "
+                       f"(score: {x.get('points', 0):g} / {x.get('max_points', 0):g})</b>"
+                       f"<pre>{e(c['source'])}</pre><pre class='{'pass' if x.get('passed') else 'fail'}'>"
+                       f"{e(x.get('message', ''))}</pre></div>")
+            continue
+        out.append(f"<div class='learner'><pre>{e(c['source'])}</pre>")
+        for stream in ("stdout", "stderr"):
+            if c.get(stream):
+                out.append(f"<pre>{e(c[stream])}</pre>")
+        if c.get("error"):
+            out.append(f"<pre class='fail'>{e(c['error']['ename'])}: {e(c['error']['evalue'])}</pre>")
+        out.append("</div>")
+    out.append("</body></html>")
+    return "\n".join(out)
+
+
+def write_feedback(course: Path, result: dict) -> Path:
+    path = feedback_path(course, result["student"], result["assignment"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".html.tmp")
+    tmp.write_text(feedback_html(result))
+    os.replace(tmp, path)
+    return path
