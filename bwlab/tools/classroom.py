@@ -549,6 +549,8 @@ def main(argv=None) -> int:
         s.add_argument("--sandbox", choices=("bwrap", "none"), default="bwrap",
                        help="bwrap (default); none only inside a throw-away grading container (docs/teaching.md)")
         s.add_argument("--cell-timeout", type=float, default=None, help="seconds per cell (default 120)")
+        s.add_argument("--grace", type=float, default=None,
+                       help="seconds more before a cell that ignores its timeout ends the sandbox (default 10)")
         if name == "grade":
             s.add_argument("--collect", type=Path, default=None, help="first submit DIR/<student>/*.ipynb")
             s.add_argument("--id-map", type=Path, default=None,
@@ -604,7 +606,7 @@ def _run(a) -> int:
             print(f"no submissions in {Path(a.course) / 'submitted'}", file=sys.stderr)
             return 1
         from . import grading
-        limits = grading.Limits(**({"cell_timeout": a.cell_timeout} if a.cell_timeout else {}))
+        limits = grading.Limits(**{k: v for k, v in (("cell_timeout", a.cell_timeout), ("grace", a.grace)) if v})
 
         def progress(student_id, assignment, result):
             print(f"  {student_id}/{assignment}: " + (f"{result['score']:g} / {result['max_score']:g}"
@@ -620,8 +622,9 @@ def _run(a) -> int:
             print(format_scores(scores(a.course)))
         for p in problems:
             print(f"PROBLEM {p}", file=sys.stderr)
-        for s, n, r in batch.failed:
-            print(f"FAILED {s} / {n}: {r['reason']}", file=sys.stderr)
+        if a.cmd == "autograde":            # grade's table above ends with every FAILED and its reason
+            for s, n, r in batch.failed:
+                print(f"FAILED {s} / {n}: {r['reason']}", file=sys.stderr)
         return 1 if problems or batch.failed else 0
     if a.cmd == "feedback":
         for p in feedback(a.course, a.assignments or None):

@@ -67,13 +67,15 @@ class SandboxGone(RuntimeError):
 
 @dataclass
 class Limits:
-    cell_timeout: float = 120.0      # s per code cell (a CellTimeout is raised in it; +10 s it is killed)
+    cell_timeout: float = 120.0      # s per code cell (then a CellTimeout is raised in it)
+    grace: float = 10.0              # s more before a cell that ignores its CellTimeout ends the sandbox
     call_timeout: float = 10.0       # s per call of a learner's function by a check
     total_timeout: float = 900.0     # s for the whole notebook, cells and checks together
     memory_bytes: int = 4 << 30      # address space per process (RLIMIT_AS)
     processes: int = 64              # processes of the sandbox user (RLIMIT_NPROC)
     cpu_s: int = 900                 # CPU seconds per process (RLIMIT_CPU)
-    file_bytes: int = 256 << 20      # largest file it may write (RLIMIT_FSIZE), in its private /tmp
+    file_bytes: int = 256 << 20      # largest file it may write (RLIMIT_FSIZE)
+    tmp_bytes: int = 512 << 20       # size of its private /tmp (a tmpfs: all it may write)
     restarts: int = 2                # times the sandbox is started again after a learner's call killed it
 
 
@@ -110,8 +112,8 @@ def _readonly_paths() -> list[Path]:
 
 
 def sandbox_command(python: str, tmp: Path, limits: Limits, mode: str) -> list[str]:
-    """The command that runs `python -m bwlab.tools.answer_runner` in the sandbox; `tmp` becomes its
-    only writable place (/tmp inside)."""
+    """The command that runs `python -m bwlab.tools.answer_runner` in the sandbox: its only writable
+    place is a private tmpfs /tmp of limits.tmp_bytes (`tmp`, a folder here, only with mode 'none')."""
     env = {"PYTHONPATH": str(ROOT), "HOME": "/tmp", "TMPDIR": "/tmp", "IPYTHONDIR": "/tmp/.ipython",
            "MPLBACKEND": "Agg", "MPLCONFIGDIR": "/tmp/.mpl", "BWLAB_BACKEND": os.environ.get("BWLAB_BACKEND", "model"),
            "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
@@ -140,7 +142,8 @@ def sandbox_command(python: str, tmp: Path, limits: Limits, mode: str) -> list[s
             cmd += ["--ro-bind", f, f]
     for p in _readonly_paths():
         cmd += ["--ro-bind", str(p), str(p)]
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--bind", str(tmp), "/tmp", "--chdir", "/tmp"]
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(limits.tmp_bytes),
+            "--tmpfs", "/tmp", "--chdir", "/tmp"]
     for k, v in env.items():
         cmd += ["--setenv", k, v]
     drop = ["setpriv", f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups",
@@ -164,7 +167,6 @@ class Sandbox:
     def __init__(self, cells: list[str], limits: Limits, mode: str):
         self.limits, self.mode = limits, mode
         self.tmp = Path(tempfile.mkdtemp(prefix="bwlab-sandbox-"))
-        os.chmod(self.tmp, 0o777)           # the sandbox user writes here; nothing else is in it
         self.deadline = time.monotonic() + limits.total_timeout
         self.proc = subprocess.Popen(sandbox_command(sys.executable, self.tmp, limits, mode),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -178,7 +180,7 @@ class Sandbox:
         """Wait for every cell's report ({"index", "stdout", "stderr", "error"}); SandboxGone if the
         notebook ends or overruns first (what ran so far is in self.events)."""
         while True:
-            msg = self._read(self.limits.cell_timeout + 10)
+            msg = self._read(self.limits.cell_timeout + self.limits.grace)
             if msg.get("event") == "ready":
                 return self.events
             if msg.get("event") == "cell":
