@@ -17,7 +17,7 @@ the learner's code or its subprocesses print cannot interleave with the replies)
     -> {"op": "get", "name": NAME}
     <- {"kind": "value", "value": ENCODED} | {"kind": "function"} | {"kind": "missing"}
        | {"kind": "notplain", "why": ...}
-    -> {"op": "call", "name": NAME, "args": [ENCODED, ...], "timeout": s}
+    -> {"op": "call", "name": NAME, "args": [ENCODED, ...], "kwargs": {NAME: ENCODED}, "timeout": s}
     <- {"kind": "value", "value": ENCODED} | {"kind": "raised", "ename": ..., "evalue": ...} | ...
 
 A cell or a call that runs past its time gets `CellTimeout` raised in it (a SIGALRM); one that
@@ -123,7 +123,8 @@ def main() -> int:
             send(_encoded(plain, lambda: value))
         elif req.get("op") == "call":
             args = [plain.decode(a, by_value=False) for a in req.get("args", [])]
-            send(_encoded(plain, lambda: value(*args), req.get("timeout", 10)))
+            kwargs = {str(k): plain.decode(v, by_value=False) for k, v in (req.get("kwargs") or {}).items()}
+            send(_encoded(plain, lambda: value(*args, **kwargs), req.get("timeout", 10)))
     return 0
 
 

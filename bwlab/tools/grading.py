@@ -189,9 +189,9 @@ class Sandbox:
     def get(self, name: str) -> dict:
         return self._ask({"op": "get", "name": name}, 10)
 
-    def call(self, name: str, args: list) -> dict:
-        return self._ask({"op": "call", "name": name, "args": args, "timeout": self.limits.call_timeout},
-                         self.limits.call_timeout + 5)
+    def call(self, name: str, args: tuple[list, dict]) -> dict:
+        return self._ask({"op": "call", "name": name, "args": args[0], "kwargs": args[1],
+                          "timeout": self.limits.call_timeout}, self.limits.call_timeout + 5)
 
     def _ask(self, req: dict, timeout: float) -> dict:
         try:
@@ -276,12 +276,13 @@ class _LearnerFunction:
     def __init__(self, session: "Session", name: str):
         self.session, self.__name__ = session, name
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
         try:
             enc = [plain.encode(a) for a in args]
+            enc_kw = {str(k): plain.encode(v) for k, v in kwargs.items()}
         except plain.NotPlain as e:
             raise GradingError(f"the check passes {self.__name__} an argument the sandbox cannot receive: {e}")
-        reply = self.session.ask("call", self.__name__, enc)
+        reply = self.session.ask("call", self.__name__, (enc, enc_kw))
         return _reply_value(reply, f"{self.__name__}(...)")
 
     def __repr__(self):
@@ -292,9 +293,14 @@ def _reply_value(reply: dict, what: str):
     kind = reply.get("kind")
     if kind == "value":
         try:
-            return plain.decode(reply.get("value"))
+            value = plain.decode(reply.get("value"))
         except Exception as e:
             raise NotAnAnswer(f"{what}: the reply could not be read ({e})") from None
+        bad = _unsafe_text(value)
+        if bad is not None:
+            raise NotAnAnswer(f"{what}: the text {bad[:80]!r} has a line break, '#' or '\\'; a text answer here "
+                              "is one line without them (some are compiled into a kernel by the grader)")
+        return value
     if kind == "raised":
         ename = str(reply.get("ename", "Exception"))
         ename = ename if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,60}", ename) else "Exception"
@@ -307,6 +313,21 @@ def _reply_value(reply: dict, what: str):
     if kind == "missing":
         raise NotAnAnswer(f"{what} is not defined after your notebook ran")
     raise NotAnAnswer(f"{what}: no readable reply")
+
+
+def _unsafe_text(value, depth: int = 0):
+    """The first str in `value` that could smuggle a preprocessor line (#include of a course file) into
+    a kernel that a check compiles in this process, or None."""
+    if isinstance(value, str):
+        return value if any(ch in value for ch in "\n\r#\\") else None
+    if isinstance(value, dict):
+        value = [*value.keys(), *value.values()]
+    if isinstance(value, (list, tuple, set)) and depth < 40:
+        for v in value:
+            bad = _unsafe_text(v, depth + 1)
+            if bad is not None:
+                return bad
+    return None
 
 
 class _Names(dict):
@@ -399,7 +420,7 @@ def _nbgrader(cell) -> dict:
 
 def _source(cell) -> str:
     src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else str(src)
+    return "".join(map(str, src)) if isinstance(src, list) else str(src)
 
 
 @dataclass
@@ -671,6 +692,9 @@ def collect(course: Path, folder: Path, id_map: dict[str, str] | None = None) ->
         for nb in sorted(d.rglob("*.ipynb")):
             rel = nb.relative_to(d)
             if any(part.startswith(".") or part == "__MACOSX" for part in rel.parts):
+                continue
+            if any((d / Path(*rel.parts[:i + 1])).is_symlink() for i in range(len(rel.parts))):
+                problems.append(Problem(sid, str(rel), "ignored: a symbolic link, not a file the student handed in"))
                 continue
             hits = [a for a in known if nb.name.startswith(a)]
             if not hits:
