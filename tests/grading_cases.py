@@ -226,6 +226,14 @@ while True:
 """,
     "endless_loop": "while True:\n    pass\n",
     "huge_allocation": "hog = bytearray(8 << 30)\n",
+    "endless_function": "def my_tile_bytes(rows, cols, dtype):\n    while True:\n        pass\n",
+    "function_ignoring_signals": """
+import signal
+def my_tile_bytes(rows, cols, dtype):
+    signal.signal(signal.SIGALRM, signal.SIG_IGN)
+    while True:
+        pass
+""",
     "daemons": """
 import os, subprocess, time
 subprocess.Popen(["sleep", "600"], start_new_session=True)
@@ -348,7 +356,9 @@ def make_class(course: Path, out: Path, root: Path | None = None) -> list[Case]:
         nb = cls.fill_in(rel[NB0], key[NB0])
         nb.cells.append(_code(code))
         # kill_parent: the grader is not in the sandbox's PID namespace; what it can kill is its own
-        expect = {"signal_ignoring_loop": "FAILED:time limit"}.get(name, 6)
+        # a function that never returns costs its own exercise (1 point), nothing else
+        expect = {"signal_ignoring_loop": "FAILED:time limit", "endless_function": 5,
+                  "function_ignoring_signals": 5}.get(name, 6)
         student(name, nb, kind="hostile", expect={NB0: expect})
     (out.parent / "ids.csv").write_text('folder,student\n"Smith, Alice_12345",asmith\n67890,jdoe\n')
     return cases

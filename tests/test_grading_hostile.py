@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import grading_cases as gc  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-CELL_TIMEOUT, GRACE = "6", "2"
+CELL_TIMEOUT, CALL_TIMEOUT, GRACE = "6", "2", "2"
 
 
 def _hashes(*dirs) -> dict:
@@ -61,7 +61,7 @@ def _grade(course, *extra) -> tuple[int, str]:
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         rc = cls.main(["--course", str(course), "grade", "-j", "2", "--cell-timeout", CELL_TIMEOUT,
-                       "--grace", GRACE, *extra])
+                       "--call-timeout", CALL_TIMEOUT, "--grace", GRACE, *extra])
     return rc, out.getvalue()
 
 
@@ -89,7 +89,7 @@ NAMES = ["key", "blank", "half", "noisy", "floats", "float768", "renamed_cells",
          "two_copies", "patch_checks", "input_transformer", "custom_exc", "always_equal", "stack_walker",
          "read_source", "edit_package", "pth_hook", "sqlite_gradebook", "overwrite_classmate", "forge_replies",
          "xss", "model_reader", "root_probe", "kill_parent", "signal_ignoring_loop", "endless_loop",
-         "huge_allocation", "daemons", "many_processes"]
+         "huge_allocation", "endless_function", "function_ignoring_signals", "daemons", "many_processes"]
 XFAIL = {"model_reader": "the reference answers are in the bwlab package the sandbox imports: answers copied "
                          "from bwlab.hw.exercises' own reference functions score (issue 21: reference answers "
                          "and hidden cases belong in the course data; per-student variants)"}
@@ -174,4 +174,5 @@ def test_a_second_run_regrades_the_failed_and_rebuilds_missing_feedback(graded):
     assert page.exists(), "the missing feedback page was not written again"
     assert "  truncated/00_orientation: FAILED" in report       # graded again, not "already graded"
     assert "  key/00_orientation" not in report
+    assert "  endless_function/00_orientation" not in report    # graded (5 / 6): not again
     assert json.loads((course / "results" / "key" / f"{gc.NB0}.json").read_text())["graded_at"] == kept

@@ -267,8 +267,9 @@ def submit(course, student_id: str, path, assignment: str | None = None) -> Path
     if assignment not in known:
         raise ClassroomError(f"{path.name}: no assignment of that name in {course / 'source'} "
                              f"(known: {', '.join(known) or 'none: run `student` first'})")
-    if not re.fullmatch(r"[A-Za-z0-9_.@-]+", student_id):
-        raise ClassroomError(f"student id {student_id!r}: use letters, digits, '_', '.', '@', '-'")
+    from .grading import STUDENT_ID
+    if not STUDENT_ID.fullmatch(student_id):
+        raise ClassroomError(f"student id {student_id!r}: use letters, digits, '_', '.', '@', '-' (not first)")
     dest = course / "submitted" / student_id / assignment / f"{assignment}.ipynb"
     dest.parent.mkdir(parents=True, exist_ok=True)
     if not (dest.exists() and filecmp.cmp(path, dest, shallow=False)):   # unchanged: not graded again
@@ -549,6 +550,8 @@ def main(argv=None) -> int:
         s.add_argument("--sandbox", choices=("bwrap", "none"), default="bwrap",
                        help="bwrap (default); none only inside a throw-away grading container (docs/teaching.md)")
         s.add_argument("--cell-timeout", type=float, default=None, help="seconds per cell (default 120)")
+        s.add_argument("--call-timeout", type=float, default=None,
+                       help="seconds per call of a learner's function by a check (default 10)")
         s.add_argument("--grace", type=float, default=None,
                        help="seconds more before a cell that ignores its timeout ends the sandbox (default 10)")
         if name == "grade":
@@ -606,7 +609,8 @@ def _run(a) -> int:
             print(f"no submissions in {Path(a.course) / 'submitted'}", file=sys.stderr)
             return 1
         from . import grading
-        limits = grading.Limits(**{k: v for k, v in (("cell_timeout", a.cell_timeout), ("grace", a.grace)) if v})
+        limits = grading.Limits(**{k: v for k, v in (("cell_timeout", a.cell_timeout), ("grace", a.grace),
+                                                           ("call_timeout", a.call_timeout)) if v})
 
         def progress(student_id, assignment, result):
             print(f"  {student_id}/{assignment}: " + (f"{result['score']:g} / {result['max_score']:g}"

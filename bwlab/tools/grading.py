@@ -51,7 +51,7 @@ from . import plain
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "bwlab"
-STUDENT_ID = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
+STUDENT_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}")   # no leading '-' or '@': safe in shells and CSVs
 SANDBOX_UID = 65534
 HIDDEN_MARKERS = ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
 MAX_REPLY = 64 << 20             # bytes of one line from the sandbox
@@ -164,10 +164,10 @@ def _limit(limits: Limits):
 class Sandbox:
     """One learner's notebook running in the sandbox; `get` and `call` ask it for answers."""
 
-    def __init__(self, cells: list[str], limits: Limits, mode: str):
+    def __init__(self, cells: list[str], limits: Limits, mode: str, deadline: float | None = None):
         self.limits, self.mode = limits, mode
         self.tmp = Path(tempfile.mkdtemp(prefix="bwlab-sandbox-"))
-        self.deadline = time.monotonic() + limits.total_timeout
+        self.deadline = deadline or time.monotonic() + limits.total_timeout
         self.proc = subprocess.Popen(sandbox_command(sys.executable, self.tmp, limits, mode),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      preexec_fn=_limit(limits), cwd=self.tmp)
@@ -191,7 +191,7 @@ class Sandbox:
 
     def call(self, name: str, args: tuple[list, dict]) -> dict:
         return self._ask({"op": "call", "name": name, "args": args[0], "kwargs": args[1],
-                          "timeout": self.limits.call_timeout}, self.limits.call_timeout + 5)
+                          "timeout": self.limits.call_timeout}, self.limits.call_timeout + self.limits.grace)
 
     def _ask(self, req: dict, timeout: float) -> dict:
         try:
@@ -365,6 +365,7 @@ class Session:
         self.cells, self.limits, self.mode = cells, limits, mode
         self.restarts = 0
         self.box = Sandbox(cells, limits, mode)
+        self.deadline = self.box.deadline          # restarts share it: one notebook, one time limit
         try:
             self.events = self.box.run()
         except SandboxGone as e:
@@ -376,8 +377,14 @@ class Session:
             if self.restarts >= self.limits.restarts:
                 raise NotAnAnswer("not evaluated: the sandbox was stopped too often by earlier answers")
             self.restarts += 1
-            self.box = Sandbox(self.cells, self.limits, self.mode)
-            self.box.run()
+            if time.monotonic() >= self.deadline:
+                raise NotAnAnswer("not evaluated: the notebook's time limit ran out")
+            self.box = Sandbox(self.cells, self.limits, self.mode, self.deadline)
+            try:
+                self.box.run()
+            except SandboxGone as e:
+                self.box = None
+                raise NotAnAnswer(f"not evaluated: the sandbox, started again, stopped: {e}") from None
         try:
             return self.box.get(name) if op == "get" else self.box.call(name, args)
         except SandboxGone as e:
