@@ -28,15 +28,31 @@ def test_numbers_compare_by_value():
     assert math.isnan(plain.decode(plain.encode(float("nan"))))
 
 
-def test_objects_that_are_not_plain_data_are_refused():
+def test_subclasses_travel_as_their_base_values():
+    from collections import OrderedDict, namedtuple
+
     class Yes(int):
         def __eq__(self, other):
             return True
 
+        def __int__(self):
+            return 99
+
+    class Loud(str):
+        def __eq__(self, other):
+            return True
+
+    pair = namedtuple("pair", "thread register")
+    got = plain.decode(plain.encode([Yes(3), Loud("x"), pair(1, 2), OrderedDict(a=1)]))
+    assert got == [3, "x", (1, 2), {"a": 1}] and got[0] != 4 and got[1] != "y"
+    assert [type(v) for v in got] == [int, str, tuple, dict]
+
+
+def test_objects_that_are_not_plain_data_are_refused():
     class Thing:
         pass
 
-    for bad in (Yes(1), [1, Yes(2)], {"k": Thing()}, np.array([object()]), (x for x in [1]), lambda: 1):
+    for bad in ({"k": Thing()}, [1, Thing()], np.array([object()]), (x for x in [1]), lambda: 1, Thing):
         with pytest.raises(plain.NotPlain):
             plain.encode(bad)
     with pytest.raises(plain.NotPlain, match="too large"):

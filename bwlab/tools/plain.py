@@ -4,11 +4,12 @@ The grader (bwlab.tools.grading) never touches an object that a learner's code m
 process (bwlab.tools.answer_runner) turns each answer into plain data with `encode`; the grader turns
 that back with `decode`, into objects of its own making. Only these travel:
 
-    None, bool, int, float, str, ...          exactly these types (an int subclass is refused)
+    None, bool, int, float, str, ...          exactly these types (a subclass travels as its base
+                                              type's value: an always-equal int is a plain int)
     list, tuple, dict (plain keys), set       of plain data
     NumPy arrays and scalars                  numeric or bool dtypes, by dtype, shape and bytes
 
-Anything else (a class the learner wrote, an object whose __eq__ always says yes, a generator)
+Anything else (a class the learner wrote, a generator, a function's return value that is an object)
 is refused with `NotPlain` naming its type, so the check sees "not an answer" and never runs learner
 code. Numbers compare by value: `decode` gives an integral float (768.0) as the int 768 and a NumPy
 scalar as the Python number, since the checks compare a prediction with what the rule gives.
@@ -62,6 +63,15 @@ def encode(value, _depth: int = 0, _count: list | None = None):
         if value.dtype.name not in _DTYPES:
             raise NotPlain(f"a NumPy {value.dtype.name} is not an answer this grader reads")
         return {"npscalar": value.dtype.name, "value": encode(value.item(), _depth + 1, count)}
+    # A subclass of a plain type (an IntEnum, a namedtuple, an OrderedDict, or an int whose __eq__
+    # always says yes) travels as its base type's own value, read with the base type's methods, so
+    # nothing the subclass overrides takes part.
+    for base, read in ((int, int.__int__), (float, float.__float__), (str, str.__str__),
+                       (list, lambda v: list(list.__iter__(v))), (tuple, lambda v: tuple(tuple.__iter__(v))),
+                       (dict, lambda v: dict(dict.items(v))), (frozenset, lambda v: set(frozenset.__iter__(v))),
+                       (set, lambda v: set(set.__iter__(v)))):
+        if isinstance(value, base):
+            return encode(read(value), _depth + 1, count)
     raise NotPlain(f"{_type_name(t)} is not plain data (give an int, float, str, bool, None, a list, tuple "
                    "or dict of them, or a NumPy array)")
 
