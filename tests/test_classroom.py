@@ -6,7 +6,10 @@ with two exercises (a predicted value, and a function whose hidden tests catch a
 case lets through). The same checks then run on every notebook in notebooks/ that holds exercise cells;
 one without any is skipped, saying so. Every notebook is graded in its own course, as two pretend
 students (the answer key pasted into the student version, and the untouched student version), the
-notebooks in parallel worker processes, in the model tier.
+notebooks in parallel worker processes, in the model tier, by bwlab.tools.grading (each submission in
+a bubblewrap sandbox where this runs as root with bubblewrap installed, else with --sandbox none: the
+answers are scored outside the learner's process either way). tests/test_grading_hostile.py grades a
+class of hostile submissions.
 """
 import json
 import re

@@ -757,6 +757,17 @@ def read_results(course: Path) -> list[dict]:
     return out
 
 
+def _die_with_grader(grader_pid: int) -> None:
+    """A pool worker's initializer: end with the grader (Linux PR_SET_PDEATHSIG), so that a grader
+    killed mid-batch leaves no worker grading on; each worker's sandbox then ends with it
+    (--die-with-parent)."""
+    import ctypes
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)     # PR_SET_PDEATHSIG
+    if os.getppid() != grader_pid:
+        os._exit(1)
+
+
 def _job(args):
     submission, source, release, limits, mode = args
     return grade_one(Path(submission), Path(source), Path(release), limits, mode)
@@ -820,7 +831,8 @@ def grade_all(course: Path, jobs: int = 1, limits: Limits | None = None, sandbox
             done(sid, a, sha, _guarded(_job, args))
     else:
         import multiprocessing
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_die_with_grader, initargs=(os.getpid(),)) as pool:
             futs = {pool.submit(_job, args): (sid, a, sha, args) for sid, a, sha, args in todo}
             for fut in as_completed(futs):
                 sid, a, sha, args = futs[fut]
