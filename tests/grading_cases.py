@@ -183,6 +183,26 @@ my_hops = _ex._expected_hops()
 my_tile_bytes = _ex._tile_reference
 my_parity = _ex._expected_parity()
 """),
+        "probe_visible_check": (END, """
+import re
+from bwlab.hw import exercises as _ex
+from bwlab.exercises import NotYet
+_table, _last = {}, [None]
+def _probe(*args):
+    _last[0] = args
+    return _table.get(args, -1)
+for _ in range(200):
+    try:
+        _ex.check_tile_bytes(_probe, hidden=True)
+        break
+    except NotYet as e:
+        m = re.search(r"expected (-?\\d+)", str(e))
+        if not m:
+            break
+        _table[_last[0]] = int(m.group(1))
+def my_tile_bytes(*args):
+    return _table.get(args, -1)
+"""),
         "root_probe": (END, f"""
 import os, json, socket
 facts = {{"uid": os.getuid(), "euid": os.geteuid()}}
@@ -327,6 +347,12 @@ def make_class(course: Path, out: Path, root: Path | None = None) -> list[Case]:
     renamed.cells.insert(renamed.cells.index(graded[0]) + 1, dup)      # a duplicated graded cell
     cls._nbgrader(graded[1])["grade"] = False                           # a graded cell made not graded
     student("renamed_cells", renamed, expect={NB0: 6})
+    kinds = dict(key[NB0], orient_parity=("from collections import namedtuple\n"
+                                          "Parity = namedtuple('Parity', 'phases even odd')\n"
+                                          "my_parity = Parity(1, True, False)"))
+    kinds["orient_hops"] = "from collections import OrderedDict\n" + key[NB0]["orient_hops"] + \
+        "\nmy_hops = OrderedDict(my_hops)"
+    student("subclass_answers", cls.fill_in(rel[NB0], kinds), expect={NB0: 6})
     helper = cls.fill_in(rel[NB0], dict(key[NB0], orient_parity="my_parity = _mine()"))
     helper.cells.insert(1, _code("def _mine():\n    return (1, True, False)"))
     student("scratch_cells", helper, expect={NB0: 6})
@@ -349,7 +375,7 @@ def make_class(course: Path, out: Path, root: Path | None = None) -> list[Case]:
             nb.cells.append(_code(code))
         xf = ("the reference answers are in the bwlab package that the sandbox imports (issue 21, "
               "'the reference answers and hidden cases live in the instructor's course data')"
-              if name == "model_reader" else "")
+              if name in ("model_reader", "probe_visible_check") else "")
         student(name, nb, kind="cheat", expect={NB0: "<=0"}, xfail=xf)
     # --- hostile, on top of the right answers
     for name, code in HOSTILE.items():

@@ -123,6 +123,20 @@ def test_collect_refuses_two_files_for_one_notebook_and_links(tmp_path):
     assert amy["status"] == "FAILED" and "2 files" in amy["reason"]
 
 
+def test_collect_refuses_two_folders_that_map_to_one_student(tmp_path):
+    course, subs = tmp_path / "course", tmp_path / "subs"
+    (course / "source" / "00_x").mkdir(parents=True)
+    (course / "source" / "00_x" / "00_x.ipynb").write_text(json.dumps({"cells": []}))
+    for folder in ("asmith", "Smith, Alice_12345_assignsubmission_file_"):
+        (subs / folder).mkdir(parents=True)
+        (subs / folder / "00_x.ipynb").write_text(json.dumps({"cells": [], "from": folder}))
+    copied, problems = grading.collect(course, subs, {"12345": "asmith"})
+    assert copied == []
+    assert [str(p) for p in problems] == [
+        "asmith / 00_x: 2 files map to this notebook (Smith, Alice_12345_assignsubmission_file_/00_x.ipynb, "
+        "asmith/00_x.ipynb); none was graded: keep one"]
+
+
 def test_sandbox_missing_says_what_to_do(monkeypatch):
     monkeypatch.setattr(grading.shutil, "which", lambda name: None)
     with pytest.raises(grading.GradingError, match="apt-get install -y bubblewrap.*docs/teaching.md"):

@@ -681,8 +681,8 @@ class Problem:
 def collect(course: Path, folder: Path, id_map: dict[str, str] | None = None) -> tuple[list[Path], list[Problem]]:
     """Copy FOLDER/<student>/**/*.ipynb to submitted/<student>/<assignment>/<assignment>.ipynb (the
     assignment is the one whose name begins the file's name). A folder that maps to no student, a file
-    that maps to no notebook, and two files that map to one notebook (neither is taken: say which to
-    keep) are problems, reported; the rest is copied."""
+    that maps to no notebook, and two files that map to one student's notebook, from one folder or two
+    (none is taken: say which to keep), are problems, reported; the rest is copied."""
     course, folder = Path(course), Path(folder)
     known = assignments(course)
     if not known:
@@ -690,12 +690,12 @@ def collect(course: Path, folder: Path, id_map: dict[str, str] | None = None) ->
     if not folder.is_dir():
         raise GradingError(f"{folder} is not a folder of submissions (<student>/<notebook>.ipynb)")
     copied, problems = [], []
+    files: dict[tuple[str, str], list[Path]] = {}      # (student, assignment) -> files, from every folder
     for d in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith((".", "__MACOSX"))):
         sid, why = student_of(d.name, id_map)
         if sid is None:
             problems.append(Problem(d.name, "(folder)", f"not graded: {why}"))
             continue
-        files: dict[str, list[Path]] = {}
         for nb in sorted(d.rglob("*.ipynb")):
             rel = nb.relative_to(d)
             if any(part.startswith(".") or part == "__MACOSX" for part in rel.parts):
@@ -708,22 +708,24 @@ def collect(course: Path, folder: Path, id_map: dict[str, str] | None = None) ->
                 problems.append(Problem(sid, str(rel), f"ignored: its name begins with no notebook's name "
                                                        f"({', '.join(known)})"))
                 continue
-            files.setdefault(max(hits, key=len), []).append(nb)
-        for a, found in files.items():
-            dest = course / "submitted" / sid / a / f"{a}.ipynb"
-            if len(found) > 1:
-                names = ", ".join(str(p.relative_to(d)) for p in found)
-                reason = f"{len(found)} files map to this notebook ({names}); none was graded: keep one"
-                problems.append(Problem(sid, a, reason))
-                shutil.rmtree(dest.parent, ignore_errors=True)
-                write_result(course, sid, a, {"status": "FAILED", "reason": reason, "score": 0.0,
-                                              "max_score": None, "exercises": [], "cells": [], "notes": [],
-                                              "sha256": "refused"})
-                continue
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            if not (dest.exists() and dest.read_bytes() == found[0].read_bytes()):
-                shutil.copyfile(found[0], dest)
-            copied.append(dest)
+            files.setdefault((sid, max(hits, key=len)), []).append(nb)
+    for (sid, a), found in sorted(files.items()):
+        dest = course / "submitted" / sid / a / f"{a}.ipynb"
+        if len(found) > 1:
+            tops = {p.relative_to(folder).parts[0] for p in found}
+            base = folder / tops.pop() if len(tops) == 1 else folder      # one folder: name the files in it
+            names = ", ".join(str(p.relative_to(base)) for p in found)
+            reason = f"{len(found)} files map to this notebook ({names}); none was graded: keep one"
+            problems.append(Problem(sid, a, reason))
+            shutil.rmtree(dest.parent, ignore_errors=True)
+            write_result(course, sid, a, {"status": "FAILED", "reason": reason, "score": 0.0,
+                                          "max_score": None, "exercises": [], "cells": [], "notes": [],
+                                          "sha256": "refused"})
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if not (dest.exists() and dest.read_bytes() == found[0].read_bytes()):
+            shutil.copyfile(found[0], dest)
+        copied.append(dest)
     return copied, problems
 
 
