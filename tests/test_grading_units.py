@@ -166,3 +166,10 @@ def test_feedback_escapes_everything_the_learner_wrote():
     page = grading.feedback_html(result)
     assert "<script>" not in page and "<img" not in page and "<h2>Score: 1 / 1" not in page
     assert page.count("<h2>Score:") == 1 and "<h2>Score: 0 / 1</h2>" in page
+
+
+def test_a_sandbox_that_cannot_start_stops_the_batch_with_its_words(monkeypatch):
+    monkeypatch.setattr(grading, "sandbox_command",
+                        lambda *a: ["sh", "-c", "echo 'bwrap: No permissions to create new namespace' >&2; exit 1"])
+    with pytest.raises(grading.GradingError, match="does not start on this machine: .*No permissions to create"):
+        grading.preflight(grading.Limits(), "none")

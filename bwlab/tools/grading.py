@@ -96,6 +96,8 @@ def sandbox_mode(requested: str = "bwrap") -> str:
         raise GradingError(f"unknown sandbox {requested!r} (bwrap or none)")
     if not shutil.which("bwrap"):
         raise GradingError(BWRAP_MISSING)
+    if not shutil.which("setpriv"):
+        raise GradingError("setpriv (util-linux) is missing: the sandbox needs it to drop to uid 65534")
     if os.geteuid() != 0:
         raise GradingError("the bwrap sandbox is set up as root (it mounts the read-only views and then "
                            "drops to uid 65534 for the learner's code): run the grader as root, e.g. in "
@@ -172,13 +174,17 @@ class Sandbox:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      preexec_fn=_limit(limits), cwd=self.tmp)
         self.buf = b""
-        self.proc.stdin.write((json.dumps({"cells": cells, "cell_timeout": limits.cell_timeout}) + "\n").encode())
-        self.proc.stdin.flush()
         self.events: list[dict] = []
+        self.job = (json.dumps({"cells": cells, "cell_timeout": limits.cell_timeout}) + "\n").encode()
 
     def run(self) -> list[dict]:
         """Wait for every cell's report ({"index", "stdout", "stderr", "error"}); SandboxGone if the
         notebook ends or overruns first (what ran so far is in self.events)."""
+        try:
+            self.proc.stdin.write(self.job)
+            self.proc.stdin.flush()
+        except OSError:                 # it ended before reading its job: bwrap could not start it
+            raise SandboxGone(self._why_gone()) from None
         while True:
             msg = self._read(self.limits.cell_timeout + self.limits.grace)
             if msg.get("event") == "ready":
@@ -770,6 +776,16 @@ def _die_with_grader(grader_pid: int) -> None:
         os._exit(1)
 
 
+def preflight(limits: Limits, mode: str) -> None:
+    """Run an empty notebook in the sandbox: GradingError with the sandbox's own words when it cannot
+    start here (rather than every submission FAILED for the same reason)."""
+    try:
+        Session(["import bwlab"], limits, mode).close()
+    except SandboxGone as e:
+        raise GradingError(f"the sandbox does not start on this machine: {e}. See docs/teaching.md, "
+                           "'The sandbox'.") from None
+
+
 def _job(args):
     submission, source, release, limits, mode = args
     return grade_one(Path(submission), Path(source), Path(release), limits, mode)
@@ -820,6 +836,9 @@ def grade_all(course: Path, jobs: int = 1, limits: Limits | None = None, sandbox
             continue
         todo.append((sid, a, sha, (str(sub), str(course / "source" / a / f"{a}.ipynb"),
                                    str(course / "release" / a / f"{a}.ipynb"), limits, mode)))
+
+    if todo:
+        preflight(limits, mode)
 
     def done(sid, a, sha, result):
         result.update(sha256=sha, grader=versions[a], graded_at=time.strftime("%Y-%m-%dT%H:%M:%S"))
