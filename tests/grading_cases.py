@@ -156,7 +156,8 @@ for who in ("sqlite_gradebook", "key"):
 """),
         "overwrite_classmate": (END, f"""
 for p in ({C!r} + "/submitted/key/00_orientation/00_orientation.ipynb", {S!r} + "/key/00_orientation.ipynb",
-          {C!r} + "/release/00_orientation/00_orientation.ipynb", {C!r} + "/source/00_orientation/00_orientation.ipynb"):
+          {C!r} + "/release/00_orientation/00_orientation.ipynb",
+          {C!r} + "/source/00_orientation/00_orientation.ipynb"):
     try:
         open(p, "w").write("{{}}")
         print("overwrote", p)

@@ -89,7 +89,8 @@ NAMES = ["key", "blank", "half", "noisy", "floats", "float768", "renamed_cells",
          "not_json", "Smith, Alice_12345_assignsubmission_file_", "Doe, John_67890_assignsubmission_file_",
          "two_copies", "patch_checks", "input_transformer", "custom_exc", "always_equal", "stack_walker",
          "read_source", "edit_package", "pth_hook", "sqlite_gradebook", "overwrite_classmate", "forge_replies",
-         "xss", "model_reader", "probe_visible_check", "root_probe", "kill_parent", "signal_ignoring_loop", "endless_loop",
+         "xss", "model_reader", "probe_visible_check", "root_probe", "kill_parent", "signal_ignoring_loop",
+         "endless_loop",
          "huge_allocation", "endless_function", "function_ignoring_signals", "daemons", "many_processes"]
 XFAIL = {"model_reader": "the reference answers are in the bwlab package the sandbox imports: answers copied "
                          "from bwlab.hw.exercises' own reference functions score (issue 21: reference answers "

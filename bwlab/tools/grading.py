@@ -44,7 +44,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import plain
@@ -959,8 +959,9 @@ def feedback_html(result: dict) -> str:
     if result.get("exercises"):
         out.append("<table><tr><th>graded cell</th><th>points</th></tr>")
         for x in result["exercises"]:
+            verdict_class = "pass" if x["passed"] else "fail"
             out.append(f"<tr><td><a href='#{e(x['grade_id'])}'>{e(x['grade_id'])}</a></td>"
-                       f"<td class='{'pass' if x['passed'] else 'fail'}'>{x['points']:g} / {x['max_points']:g}</td></tr>")
+                       f"<td class='{verdict_class}'>{x['points']:g} / {x['max_points']:g}</td></tr>")
         out.append("</table>")
     verdicts = {x["grade_id"]: x for x in result.get("exercises", [])}
     for c in result.get("cells", []):
