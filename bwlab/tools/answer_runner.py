@@ -12,7 +12,8 @@ private copy of the original stdout (fd 1 and 2 are pointed at a log file first,
 the learner's code or its subprocesses print cannot interleave with the replies):
 
     -> {"cells": [source, ...], "cell_timeout": s}        run these code cells, in order
-    <- {"event": "cell", "index": i, "stdout": ..., "stderr": ..., "error": {"ename", "evalue"} | null}
+    <- {"event": "cell", "index": i, "stdout": ..., "stderr": ..., "error": {"ename", "evalue"} | null,
+        "seconds": ...}
     <- {"event": "ready"}
     -> {"op": "get", "name": NAME}
     <- {"kind": "value", "value": ENCODED} | {"kind": "function"} | {"kind": "missing"}
@@ -30,6 +31,7 @@ import json
 import os
 import signal
 import sys
+import time
 import traceback
 
 MAX_OUTPUT = 20_000        # characters of stdout/stderr kept per cell
@@ -93,6 +95,7 @@ def main() -> int:
         saved = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = out, err
         error = None
+        t0 = time.monotonic()
         try:
             _timer(job["cell_timeout"])
             res = shell.run_cell(source, store_history=True)
@@ -105,7 +108,8 @@ def main() -> int:
             error = {"ename": type(e).__name__, "evalue": str(e)[:MAX_OUTPUT]}
         finally:
             sys.stdout, sys.stderr = saved
-        send({"event": "cell", "index": i, "stdout": out.text(), "stderr": err.text(), "error": error})
+        send({"event": "cell", "index": i, "stdout": out.text(), "stderr": err.text(), "error": error,
+              "seconds": round(time.monotonic() - t0, 3)})
     send({"event": "ready"})
 
     for line in requests:

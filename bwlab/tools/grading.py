@@ -607,6 +607,7 @@ def _attach(cells: list[dict], events: list[dict]) -> None:
         i = ev.get("index")
         if isinstance(i, int) and 0 <= i < len(ran):
             ran[i]["stdout"], ran[i]["stderr"] = str(ev.get("stdout", "")), str(ev.get("stderr", ""))
+            ran[i]["seconds"] = ev.get("seconds") if type(ev.get("seconds")) in (int, float) else None
             err = ev.get("error")
             ran[i]["error"] = {"ename": str(err.get("ename", "")), "evalue": str(err.get("evalue", ""))} \
                 if isinstance(err, dict) else None
