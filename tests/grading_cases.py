@@ -247,6 +247,8 @@ while True:
 """,
     "endless_loop": "while True:\n    pass\n",
     "huge_allocation": "hog = bytearray(8 << 30)\n",
+    # 25 cells of 1 MB each, and 100 MB straight to fd 1: past the per-cell and the per-notebook caps
+    "output_flood": "\n# %%\n".join(["import os\nos.write(1, b'y' * 100_000_000)"] + ["print('x' * 1_000_000)"] * 25),
     "endless_function": "def my_tile_bytes(rows, cols, dtype):\n    while True:\n        pass\n",
     "function_ignoring_signals": """
 import signal
@@ -381,7 +383,7 @@ def make_class(course: Path, out: Path, root: Path | None = None) -> list[Case]:
     # --- hostile, on top of the right answers
     for name, code in HOSTILE.items():
         nb = cls.fill_in(rel[NB0], key[NB0])
-        nb.cells.append(_code(code))
+        nb.cells += [_code(part) for part in code.split("\n# %%\n")]
         # kill_parent: the grader is not in the sandbox's PID namespace; what it can kill is its own
         # a function that never returns costs its own exercise (1 point), nothing else
         expect = {"signal_ignoring_loop": "FAILED:time limit", "endless_function": 5,

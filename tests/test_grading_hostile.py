@@ -91,7 +91,7 @@ NAMES = ["key", "blank", "half", "noisy", "floats", "float768", "renamed_cells",
          "read_source", "edit_package", "pth_hook", "sqlite_gradebook", "overwrite_classmate", "forge_replies",
          "xss", "model_reader", "probe_visible_check", "root_probe", "kill_parent", "signal_ignoring_loop",
          "endless_loop",
-         "huge_allocation", "endless_function", "function_ignoring_signals", "daemons", "many_processes"]
+         "huge_allocation", "output_flood", "endless_function", "function_ignoring_signals", "daemons", "many_processes"]
 XFAIL = {"model_reader": "the reference answers are in the bwlab package the sandbox imports: answers copied "
                          "from bwlab.hw.exercises' own reference functions score (issue 21: reference answers "
                          "and hidden cases belong in the course data; per-student variants)",
@@ -142,6 +142,12 @@ def test_nothing_outside_the_sandbox_changed(graded):
 def test_no_sandbox_process_outlives_the_run(graded):
     before, after = graded["procs"]
     assert after <= before, f"processes of uid {grading.SANDBOX_UID} left: {sorted(after - before)}"
+
+
+def test_a_flood_of_output_stays_out_of_the_results(graded):
+    path = graded["course"] / "results" / "output_flood" / f"{gc.NB0}.json"
+    assert path.stat().st_size < 1_000_000
+    assert "characters left out]" in path.read_text()
 
 
 def test_what_the_sandbox_sees(graded):

@@ -35,6 +35,7 @@ import time
 import traceback
 
 MAX_OUTPUT = 20_000        # characters of stdout/stderr kept per cell
+MAX_TOTAL = 400_000        # ... and for the whole notebook (the results and the feedback page stay small)
 
 
 class CellTimeout(Exception):
@@ -90,6 +91,7 @@ def main() -> int:
     cfg.HistoryManager.enabled = False
     shell = InteractiveShell.instance(config=cfg)
     shell.showtraceback = _plain_traceback(shell)
+    kept = 0
     for i, source in enumerate(job["cells"]):
         out, err = _Capped(), _Capped()
         saved = sys.stdout, sys.stderr
@@ -108,7 +110,13 @@ def main() -> int:
             error = {"ename": type(e).__name__, "evalue": str(e)[:MAX_OUTPUT]}
         finally:
             sys.stdout, sys.stderr = saved
-        send({"event": "cell", "index": i, "stdout": out.text(), "stderr": err.text(), "error": error,
+        texts = [out.text(), err.text()]
+        for k, t in enumerate(texts):
+            if kept + len(t) > MAX_TOTAL:
+                note = f"\n[output beyond the notebook's {MAX_TOTAL} characters left out]"
+                texts[k] = t[: max(0, MAX_TOTAL - kept)] + note
+            kept += len(texts[k])
+        send({"event": "cell", "index": i, "stdout": texts[0], "stderr": texts[1], "error": error,
               "seconds": round(time.monotonic() - t0, 3)})
     send({"event": "ready"})
 
