@@ -187,3 +187,19 @@ def test_a_second_run_regrades_the_failed_and_rebuilds_missing_feedback(graded):
     assert "  key/00_orientation" not in report
     assert "  endless_function/00_orientation" not in report    # graded (5 / 6): not again
     assert json.loads((course / "results" / "key" / f"{gc.NB0}.json").read_text())["graded_at"] == kept
+
+
+def test_answers_that_could_not_be_asked_for_make_it_failed_not_zero(graded, tmp_path):
+    """A function that never returns, with no restart left: the exercises after it are not evaluated,
+    so the submission is FAILED (graded again next time), not a 0 for them."""
+    course = graded["course"]
+    nb = gc._read(course / "release" / gc.NB0 / f"{gc.NB0}.ipynb")
+    nb.cells.append(gc._code("import signal\ndef my_tier(stage, cc):\n    signal.signal(signal.SIGALRM, "
+                             "signal.SIG_IGN)\n    while True:\n        pass"))
+    sub = tmp_path / f"{gc.NB0}.ipynb"
+    gc._write(nb, sub)
+    src, rel = (course / d / gc.NB0 / f"{gc.NB0}.ipynb" for d in ("source", "release"))
+    r = grading.grade_one(sub, src, rel, grading.Limits(call_timeout=1, grace=1, restarts=0), "bwrap")
+    assert r["status"] == "FAILED" and "not every exercise could be evaluated" in r["reason"], r["reason"]
+    tier, hops = r["exercises"][:2]
+    assert "sandbox stopped" in tier["message"] and "not evaluated" in hops["message"]

@@ -378,19 +378,25 @@ class Session:
             e.events = self.box.events
             raise
 
+    incomplete = ""      # why some answer could not be asked for at all (then the result is FAILED)
+
+    def _not_evaluated(self, why: str):
+        self.incomplete = self.incomplete or why
+        return NotAnAnswer(f"not evaluated: {why}")
+
     def ask(self, op: str, name: str, args=None) -> dict:
         if self.box is None:
             if self.restarts >= self.limits.restarts:
-                raise NotAnAnswer("not evaluated: the sandbox was stopped too often by earlier answers")
+                raise self._not_evaluated("the sandbox was stopped too often by earlier answers")
             self.restarts += 1
             if time.monotonic() >= self.deadline:
-                raise NotAnAnswer("not evaluated: the notebook's time limit ran out")
+                raise self._not_evaluated("the notebook's time limit ran out")
             self.box = Sandbox(self.cells, self.limits, self.mode, self.deadline)
             try:
                 self.box.run()
             except SandboxGone as e:
                 self.box = None
-                raise NotAnAnswer(f"not evaluated: the sandbox, started again, stopped: {e}") from None
+                raise self._not_evaluated(f"the sandbox, started again, stopped: {e}") from None
         try:
             return self.box.get(name) if op == "get" else self.box.call(name, args)
         except SandboxGone as e:
@@ -596,6 +602,8 @@ def grade_one(submission: Path, source_nb: Path, release_nb: Path, limits: Limit
             ex.update(v, points=g.points if v["passed"] else 0.0)
     finally:
         session.close()
+    if session.incomplete:          # some answers were never asked for: a partial run is not a grade
+        return _failed(result, f"not every exercise could be evaluated ({session.incomplete})", t0, keep=True)
     result["score"] = sum(ex["points"] for ex in result["exercises"])
     result["seconds"] = round(time.monotonic() - t0, 2)
     return result
@@ -613,10 +621,13 @@ def _attach(cells: list[dict], events: list[dict]) -> None:
                 if isinstance(err, dict) else None
 
 
-def _failed(result: dict, reason: str, t0: float) -> dict:
+def _failed(result: dict, reason: str, t0: float, keep: bool = False) -> dict:
+    """`result` as FAILED; `keep` leaves each exercise's message (what was found before it stopped)."""
     result.update(status="FAILED", reason=reason, score=0.0, seconds=round(time.monotonic() - t0, 2))
     for ex in result["exercises"]:
-        ex["message"] = f"not graded: {reason}"
+        if not keep:
+            ex["message"] = f"not graded: {reason}"
+        ex["points"] = 0.0
     return result
 
 
