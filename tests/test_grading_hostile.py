@@ -156,7 +156,8 @@ def test_what_the_sandbox_sees(graded):
     facts = json.loads(line[6:])
     assert facts == {"uid": 65534, "euid": 65534, "net": "blocked", "sees_course": False,
                      "sees_submissions": False, "sees_repo_notebooks": False, "sees_repo_tests": False,
-                     "package_writable": False, "setuid0": False, "id_u": "65534"}
+                     "package_writable": False, "setuid0": False, "id_u": "65534",
+                     "tmp": ["00_orientation.ipynb", "notebook-output.log"], "own_copy_writable": False}
 
 
 def test_feedback_escapes_what_the_student_wrote(graded):

@@ -21,8 +21,8 @@ the learner's code or its subprocesses print cannot interleave with the replies)
     -> {"op": "call", "name": NAME, "args": [ENCODED, ...], "kwargs": {NAME: ENCODED}, "timeout": s}
     <- {"kind": "value", "value": ENCODED} | {"kind": "raised", "ename": ..., "evalue": ...} | ...
 
-A cell or a call that runs past its time gets `CellTimeout` raised in it (a SIGALRM); one that
-ignores it is ended from outside, with the whole sandbox.
+A cell or a call that runs past its time gets `CellTimeout` raised in it (a SIGALRM, repeated every
+half second); one that ignores it is ended from outside, with the whole sandbox.
 """
 from __future__ import annotations
 
@@ -38,8 +38,10 @@ MAX_OUTPUT = 20_000        # characters of stdout/stderr kept per cell
 MAX_TOTAL = 400_000        # ... and for the whole notebook (the results and the feedback page stay small)
 
 
-class CellTimeout(Exception):
-    """The cell or call ran past the grader's time limit."""
+class CellTimeout(BaseException):
+    """The cell or call ran past the grader's time limit. A BaseException, like KeyboardInterrupt, so
+    that `except Exception:` in the learner's code does not swallow it; raised again every half second
+    until the cell ends."""
 
 
 class _Capped(io.TextIOBase):
@@ -67,7 +69,7 @@ def _alarm(signum, frame):
 
 def _timer(seconds: float) -> None:
     signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, max(0.0, float(seconds)))
+    signal.setitimer(signal.ITIMER_REAL, max(0.001, float(seconds)), 0.5)
 
 
 def main() -> int:

@@ -113,9 +113,10 @@ def _readonly_paths() -> list[Path]:
     return sorted(p for p in paths if p.exists() and str(p) not in ("/", "/usr"))
 
 
-def sandbox_command(python: str, tmp: Path, limits: Limits, mode: str) -> list[str]:
+def sandbox_command(python: str, tmp: Path, limits: Limits, mode: str, notebook: Path | None = None) -> list[str]:
     """The command that runs `python -m bwlab.tools.answer_runner` in the sandbox: its only writable
-    place is a private tmpfs /tmp of limits.tmp_bytes (`tmp`, a folder here, only with mode 'none')."""
+    place is a private tmpfs /tmp of limits.tmp_bytes (`tmp`, a folder here, only with mode 'none');
+    `notebook`, the submission's copy, is there read-only under its own name."""
     env = {"PYTHONPATH": str(ROOT), "HOME": "/tmp", "TMPDIR": "/tmp", "IPYTHONDIR": "/tmp/.ipython",
            "MPLBACKEND": "Agg", "MPLCONFIGDIR": "/tmp/.mpl", "BWLAB_BACKEND": os.environ.get("BWLAB_BACKEND", "model"),
            "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
@@ -146,6 +147,8 @@ def sandbox_command(python: str, tmp: Path, limits: Limits, mode: str) -> list[s
         cmd += ["--ro-bind", str(p), str(p)]
     cmd += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(limits.tmp_bytes),
             "--tmpfs", "/tmp", "--chdir", "/tmp"]
+    if notebook is not None:
+        cmd += ["--ro-bind", str(notebook), f"/tmp/{Path(notebook).name}"]
     for k, v in env.items():
         cmd += ["--setenv", k, v]
     drop = ["setpriv", f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups",
@@ -166,11 +169,12 @@ def _limit(limits: Limits):
 class Sandbox:
     """One learner's notebook running in the sandbox; `get` and `call` ask it for answers."""
 
-    def __init__(self, cells: list[str], limits: Limits, mode: str, deadline: float | None = None):
+    def __init__(self, cells: list[str], limits: Limits, mode: str, deadline: float | None = None,
+                 notebook: Path | None = None):
         self.limits, self.mode = limits, mode
         self.tmp = Path(tempfile.mkdtemp(prefix="bwlab-sandbox-"))
         self.deadline = deadline or time.monotonic() + limits.total_timeout
-        self.proc = subprocess.Popen(sandbox_command(sys.executable, self.tmp, limits, mode),
+        self.proc = subprocess.Popen(sandbox_command(sys.executable, self.tmp, limits, mode, notebook),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      preexec_fn=_limit(limits), cwd=self.tmp)
         self.buf = b""
@@ -367,10 +371,10 @@ class Session:
     """The sandbox of one submission, started again (at most limits.restarts times) when a learner's
     function ended it."""
 
-    def __init__(self, cells: list[str], limits: Limits, mode: str):
-        self.cells, self.limits, self.mode = cells, limits, mode
+    def __init__(self, cells: list[str], limits: Limits, mode: str, notebook: Path | None = None):
+        self.cells, self.limits, self.mode, self.notebook = cells, limits, mode, notebook
         self.restarts = 0
-        self.box = Sandbox(cells, limits, mode)
+        self.box = Sandbox(cells, limits, mode, notebook=notebook)
         self.deadline = self.box.deadline          # restarts share it: one notebook, one time limit
         try:
             self.events = self.box.run()
@@ -391,7 +395,7 @@ class Session:
             self.restarts += 1
             if time.monotonic() >= self.deadline:
                 raise self._not_evaluated("the notebook's time limit ran out")
-            self.box = Sandbox(self.cells, self.limits, self.mode, self.deadline)
+            self.box = Sandbox(self.cells, self.limits, self.mode, self.deadline, self.notebook)
             try:
                 self.box.run()
             except SandboxGone as e:
@@ -591,7 +595,7 @@ def grade_one(submission: Path, source_nb: Path, release_nb: Path, limits: Limit
     result["cells"] = cells
     runs = [c["run"] for c in cells if c["run"] is not None]
     try:
-        session = Session(runs, limits, mode)
+        session = Session(runs, limits, mode, Path(submission) if mode == "bwrap" else None)
     except SandboxGone as e:
         _attach(cells, getattr(e, "events", []))
         return _failed(result, f"the notebook did not run to its end: {e}", t0)
