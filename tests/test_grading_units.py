@@ -173,3 +173,13 @@ def test_a_sandbox_that_cannot_start_stops_the_batch_with_its_words(monkeypatch)
                         lambda *a: ["sh", "-c", "echo 'bwrap: No permissions to create new namespace' >&2; exit 1"])
     with pytest.raises(grading.GradingError, match="does not start on this machine: .*No permissions to create"):
         grading.preflight(grading.Limits(), "none")
+
+
+def test_grading_without_student_versions_says_to_make_them(tmp_path):
+    course = tmp_path / "course"
+    (course / "source" / "00_x").mkdir(parents=True)
+    (course / "source" / "00_x" / "00_x.ipynb").write_text(json.dumps({"cells": []}))
+    (course / "submitted" / "amy" / "00_x").mkdir(parents=True)
+    (course / "submitted" / "amy" / "00_x" / "00_x.ipynb").write_text(json.dumps({"cells": []}))
+    with pytest.raises(grading.GradingError, match="no student version of 00_x .*make student"):
+        grading.grade_all(course, sandbox="none")

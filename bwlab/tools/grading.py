@@ -853,6 +853,10 @@ def grade_all(course: Path, jobs: int = 1, limits: Limits | None = None, sandbox
         todo.append((sid, a, sha, (str(sub), str(course / "source" / a / f"{a}.ipynb"),
                                    str(course / "release" / a / f"{a}.ipynb"), limits, mode)))
 
+    missing = sorted({a for _, a, _, _ in todo if not (course / "release" / a / f"{a}.ipynb").exists()})
+    if missing:
+        raise GradingError(f"no student version of {', '.join(missing)} in {course / 'release'}: run "
+                           "`make student` (python -m bwlab.tools.classroom student) first")
     if todo:
         preflight(limits, mode)
 
