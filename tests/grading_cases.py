@@ -253,6 +253,7 @@ while True:
 """,
     "endless_loop": "while True:\n    pass\n",
     "huge_allocation": "hog = bytearray(8 << 30)\n",
+    "lone_surrogates": "print('\\ud800 and \\udfff')\nraise ValueError('\\udfff')\n",
     # 25 cells of 1 MB each, and 100 MB straight to fd 1: past the per-cell and the per-notebook caps
     "output_flood": "\n# %%\n".join(["import os\nos.write(1, b'y' * 100_000_000)"] + ["print('x' * 1_000_000)"] * 25),
     "endless_function": "def my_tile_bytes(rows, cols, dtype):\n    while True:\n        pass\n",

@@ -572,6 +572,9 @@ def main(argv=None) -> int:
     g.add_argument("--write", type=Path, help="replace the table between the markers in this file")
     g.add_argument("--check", type=Path, help="exit 1 if this file's table is not current")
     a = ap.parse_args(argv)
+    for stream in (sys.stdout, sys.stderr):     # a learner's odd characters never stop the report
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     try:
         return _run(a)
     except ClassroomError as e:

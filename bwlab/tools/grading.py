@@ -235,7 +235,7 @@ class Sandbox:
         line, self.buf = self.buf.split(b"\n", 1)
         try:
             msg = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             self.close()
             raise SandboxGone("its reply was not readable") from None
         if not isinstance(msg, dict):
@@ -862,7 +862,12 @@ def grade_all(course: Path, jobs: int = 1, limits: Limits | None = None, sandbox
 
     def done(sid, a, sha, result):
         result.update(sha256=sha, grader=versions[a], graded_at=time.strftime("%Y-%m-%dT%H:%M:%S"))
-        write_result(course, sid, a, result)
+        try:
+            write_result(course, sid, a, result)
+        except (OSError, ValueError, TypeError) as e:     # the batch goes on; this one is FAILED
+            result = {"status": "FAILED", "reason": f"its result could not be written ({type(e).__name__}: {e})",
+                      "score": 0.0, "max_score": None, "exercises": [], "cells": [], "notes": []}
+            write_result(course, sid, a, result)
         batch.graded.append((sid, a, result))
         if progress:
             progress(sid, a, result)
@@ -1010,6 +1015,6 @@ def write_feedback(course: Path, result: dict) -> Path:
     path = feedback_path(course, result["student"], result["assignment"])
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".html.tmp")
-    tmp.write_text(feedback_html(result))
+    tmp.write_bytes(feedback_html(result).encode("utf-8", "replace"))    # a learner's lone surrogates too
     os.replace(tmp, path)
     return path
