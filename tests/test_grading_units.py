@@ -2,6 +2,7 @@
 folder, the sandbox's command line, the feedback page's escaping (bwlab.tools.grading, .plain)."""
 import json
 import math
+import os
 
 import numpy as np
 import pytest
@@ -113,12 +114,19 @@ def test_collect_refuses_two_files_for_one_notebook_and_links(tmp_path):
     (subs / "ok").mkdir()
     (subs / "ok" / "00_x (2).ipynb").write_text("{}")
     (subs / "ok" / "notes.ipynb").write_text("{}")
+    (subs / "pipe").mkdir()
+    os.mkfifo(subs / "pipe" / "00_x.ipynb")                    # reading it would wait for ever
+    (subs / "big").mkdir()
+    with open(subs / "big" / "00_x.ipynb", "wb") as f:
+        f.truncate(grading.MAX_NOTEBOOK + 1)
     copied, problems = grading.collect(course, subs)
     text = "\n".join(map(str, problems))
     assert copied == [course / "submitted" / "ok" / "00_x" / "00_x.ipynb"]
     assert "amy / 00_x: 2 files map to this notebook (00_x.ipynb, 00_x_final.ipynb); none was graded" in text
     assert "eve / 00_x.ipynb: ignored: a symbolic link" in text
     assert "ok / notes.ipynb: ignored: its name begins with no notebook's name" in text
+    assert "pipe / 00_x.ipynb: ignored: not a regular file" in text
+    assert "big / 00_x.ipynb: ignored: 50 MiB; a notebook here is under 50 MiB" in text
     amy = json.loads((course / "results" / "amy" / "00_x.json").read_text())
     assert amy["status"] == "FAILED" and "2 files" in amy["reason"]
 

@@ -55,6 +55,7 @@ STUDENT_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}")   # no leading '-'
 SANDBOX_UID = 65534
 HIDDEN_MARKERS = ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
 MAX_REPLY = 64 << 20             # bytes of one line from the sandbox
+MAX_NOTEBOOK = 50 << 20          # bytes of a submitted notebook
 
 
 class GradingError(RuntimeError):
@@ -531,9 +532,10 @@ def _imports(code: str) -> str:
 
 def read_submission(path: Path) -> dict:
     """The submission as notebook JSON; ValueError saying why it is not one."""
+    if Path(path).stat().st_size > MAX_NOTEBOOK:
+        raise ValueError(f"the file is {Path(path).stat().st_size >> 20} MiB; a notebook here is under "
+                         f"{MAX_NOTEBOOK >> 20} MiB")
     raw = Path(path).read_bytes()
-    if len(raw) > 50 << 20:
-        raise ValueError(f"the file is {len(raw) >> 20} MiB; a notebook here is well under 50 MiB")
     try:
         nb = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
@@ -639,7 +641,11 @@ def _failed(result: dict, reason: str, t0: float, keep: bool = False) -> dict:
 # a class: collect, grade in parallel, results, feedback, CSV
 
 def _sha(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def grader_version(source_nb: Path) -> str:
@@ -724,6 +730,13 @@ def collect(course: Path, folder: Path, id_map: dict[str, str] | None = None) ->
                 continue
             if any((d / Path(*rel.parts[:i + 1])).is_symlink() for i in range(len(rel.parts))):
                 problems.append(Problem(sid, str(rel), "ignored: a symbolic link, not a file the student handed in"))
+                continue
+            if not nb.is_file():
+                problems.append(Problem(sid, str(rel), "ignored: not a regular file"))
+                continue
+            if nb.stat().st_size > MAX_NOTEBOOK:
+                problems.append(Problem(sid, str(rel), f"ignored: {nb.stat().st_size >> 20} MiB; a notebook "
+                                                       f"here is under {MAX_NOTEBOOK >> 20} MiB"))
                 continue
             hits = [a for a in known if nb.name.startswith(a)]
             if not hits:
