@@ -191,3 +191,15 @@ def test_grading_without_student_versions_says_to_make_them(tmp_path):
     (course / "submitted" / "amy" / "00_x" / "00_x.ipynb").write_text(json.dumps({"cells": []}))
     with pytest.raises(grading.GradingError, match="no student version of 00_x .*make student"):
         grading.grade_all(course, sandbox="none")
+
+
+def test_a_link_in_submitted_is_not_graded(tmp_path):
+    course = tmp_path / "course"
+    for d in ("source", "release"):
+        (course / d / "00_x").mkdir(parents=True)
+        (course / d / "00_x" / "00_x.ipynb").write_text(json.dumps({"cells": []}))
+    (course / "submitted" / "eve" / "00_x").mkdir(parents=True)
+    (course / "submitted" / "eve" / "00_x" / "00_x.ipynb").symlink_to(course / "source" / "00_x" / "00_x.ipynb")
+    batch = grading.grade_all(course, sandbox="none")
+    assert [str(p) for p in batch.problems] == ["eve / 00_x: submitted/ holds a link or a special file here: not graded"]
+    assert batch.graded == []

@@ -855,6 +855,9 @@ def grade_all(course: Path, jobs: int = 1, limits: Limits | None = None, sandbox
         if not STUDENT_ID.fullmatch(sid):
             batch.problems.append(Problem(sid, a, "the folder in submitted/ is not a student id: not graded"))
             continue
+        if any(p.is_symlink() for p in (sub, sub.parent, sub.parent.parent)) or not sub.is_file():
+            batch.problems.append(Problem(sid, a, "submitted/ holds a link or a special file here: not graded"))
+            continue
         sha = _sha(sub)
         old = _read(_result_path(course, sid, a))
         if (not force and old and old.get("status") == "graded" and old.get("sha256") == sha
