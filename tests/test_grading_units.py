@@ -203,3 +203,15 @@ def test_a_link_in_submitted_is_not_graded(tmp_path):
     batch = grading.grade_all(course, sandbox="none")
     assert [str(p) for p in batch.problems] == ["eve / 00_x: submitted/ holds a link or a special file here: not graded"]
     assert batch.graded == []
+
+
+@pytest.mark.parametrize("text, words", [
+    ('{"cells": [', "not a readable notebook"),
+    ("[1, 2]", "not a notebook"),
+    ('{"cells": [1]}', "cells are not readable"),
+    (json.dumps({"cells": [{"cell_type": "code", "source": ""}] * (grading.MAX_CELLS + 1)}), "more than 2000"),
+])
+def test_read_submission_says_why_a_file_is_not_graded(tmp_path, text, words):
+    (tmp_path / "x.ipynb").write_text(text)
+    with pytest.raises(ValueError, match=words):
+        grading.read_submission(tmp_path / "x.ipynb")

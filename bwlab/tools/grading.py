@@ -56,6 +56,7 @@ SANDBOX_UID = 65534
 HIDDEN_MARKERS = ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
 MAX_REPLY = 64 << 20             # bytes of one line from the sandbox
 MAX_NOTEBOOK = 50 << 20          # bytes of a submitted notebook
+MAX_CELLS = 2000                 # cells of a submitted notebook
 
 
 class GradingError(RuntimeError):
@@ -544,6 +545,9 @@ def read_submission(path: Path) -> dict:
         raise ValueError("the file is JSON but not a notebook (no list of cells)")
     if not all(isinstance(c, dict) for c in nb["cells"]):
         raise ValueError("the notebook's cells are not readable")
+    if len(nb["cells"]) > MAX_CELLS:
+        raise ValueError(f"the notebook has {len(nb['cells'])} cells; the student version has under 200, "
+                         f"and more than {MAX_CELLS} are not graded")
     return nb
 
 
