@@ -215,3 +215,11 @@ def test_read_submission_says_why_a_file_is_not_graded(tmp_path, text, words):
     (tmp_path / "x.ipynb").write_text(text)
     with pytest.raises(ValueError, match=words):
         grading.read_submission(tmp_path / "x.ipynb")
+
+
+def test_the_sandbox_is_not_set_up_without_root(monkeypatch):
+    monkeypatch.setattr(grading.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(grading.os, "geteuid", lambda: 1000)
+    with pytest.raises(grading.GradingError, match="run the grader as root"):
+        grading.sandbox_mode("bwrap")
+    assert grading.sandbox_mode("none") == "none"
