@@ -115,7 +115,8 @@ def _readonly_paths() -> list[Path]:
     return sorted(p for p in paths if p.exists() and str(p) not in ("/", "/usr"))
 
 
-def sandbox_command(python: str, tmp: Path, limits: Limits, mode: str, notebook: Path | None = None) -> list[str]:
+def sandbox_command(python: str, tmp: Path | None, limits: Limits, mode: str,
+                    notebook: Path | None = None) -> list[str]:
     """The command that runs `python -m bwlab.tools.answer_runner` in the sandbox: its only writable
     place is a private tmpfs /tmp of limits.tmp_bytes (`tmp`, a folder here, only with mode 'none');
     `notebook`, the submission's copy, is there read-only under its own name."""
@@ -174,11 +175,12 @@ class Sandbox:
     def __init__(self, cells: list[str], limits: Limits, mode: str, deadline: float | None = None,
                  notebook: Path | None = None):
         self.limits, self.mode = limits, mode
-        self.tmp = Path(tempfile.mkdtemp(prefix="bwlab-sandbox-"))
+        # bwrap: a private tmpfs; nothing on this machine to leave behind if the grader is killed
+        self.tmp = Path(tempfile.mkdtemp(prefix="bwlab-sandbox-")) if mode == "none" else None
         self.deadline = deadline or time.monotonic() + limits.total_timeout
         self.proc = subprocess.Popen(sandbox_command(sys.executable, self.tmp, limits, mode, notebook),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     preexec_fn=_limit(limits), cwd=self.tmp)
+                                     preexec_fn=_limit(limits), cwd=self.tmp or "/")
         self.buf = b""
         self.events: list[dict] = []
         self.job = (json.dumps({"cells": cells, "cell_timeout": limits.cell_timeout}) + "\n").encode()
@@ -272,7 +274,8 @@ class Sandbox:
         for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             with contextlib.suppress(Exception):
                 f.close()
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        if self.tmp is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------------------
