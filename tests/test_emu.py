@@ -423,3 +423,35 @@ def test_ordinary_cuda_kernels_run():
     q = [int(v * 1e6) for v in xd]
     want = [(abs(v) // 3) * (1 if v >= 0 else -1) - (k * 12345678901) % 1000 for k, v in enumerate(q)]
     assert list(z.get()) == want
+
+
+def _sm90_sources():
+    from bwlab.compile import list_sources
+    from bwlab.lab import _targets
+    return [p for p in list_sources() if "sm_90a" in _targets(p.read_text())]
+
+
+@pytest.mark.parametrize("path", _sm90_sources(), ids=lambda p: p.name)
+def test_every_sm90a_source_decodes(path):
+    """Every instruction NVRTC emits for the suite's sm_90a kernels is one the emulator executes."""
+    from bwlab.compile import CUDA_SRC, compile_cuda
+    defines = {"CLUSTER_X": 2, "CLUSTER_Y": 1} if "multicast" in path.name else None
+    mod = emu.RawModule(compiled=compile_cuda(path.relative_to(CUDA_SRC).as_posix(), "sm_90a", defines=defines,
+                                              extra_options=("--generate-line-info",)))
+    assert mod.kernels
+
+
+def test_the_tma_streaming_copy_copies():
+    from bwlab.checks.tma_copy import COPY_ROW_BYTES
+    from bwlab.runtime import EMULATED, launch, tensor_map_arg
+    from bwlab.tma import TensorMap
+    rows, tile_rows, stages = 96, 16, 3
+    src = (np.arange(rows * COPY_ROW_BYTES // 4, dtype=np.uint64) * 2654435761 % (1 << 32)).astype(np.uint32)
+    d_src, d_dst = emu.asarray(src), emu.zeros(src.size, np.uint32)
+    maps = [tensor_map_arg(TensorMap("uint32", (COPY_ROW_BYTES // 4, rows), (COPY_ROW_BYTES // 4, tile_rows))
+                           .encode(a.data.ptr)) for a in (d_src, d_dst)]
+    tile_bytes = tile_rows * COPY_ROW_BYTES
+    launch(EMULATED.load("tma_load.cu"), "tma_copy_stream", (2,), (32,),
+           (*maps, np.uint32(1), np.uint32(rows // tile_rows), np.uint32(COPY_ROW_BYTES // 4), np.uint32(tile_rows),
+            np.uint32(tile_bytes), np.uint32(stages)), shared_mem=stages * tile_bytes + 1024)
+    assert np.array_equal(d_dst.get(), src)
