@@ -72,7 +72,9 @@ def test_cuda_magic_errors_count_the_cells_lines(capsys):
     assert "hello_bulk.cu" not in lab.EDITS
 
 
-def test_cuda_magic_load_diff_reset(capsys):
+def test_cuda_magic_load_diff_reset(capsys, monkeypatch):
+    import IPython
+    monkeypatch.setattr(IPython, "get_ipython", lambda: None)   # no shell: --load returns the cell's text
     lab.EDITS.clear()
     text = lab.TeachingKernel("hello_bulk.cu").text
     assert lab._cuda_magic("--load hello_bulk.cu") == "%%cuda hello_bulk.cu\n" + text.rstrip("\n")
