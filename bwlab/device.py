@@ -119,7 +119,7 @@ def native_arch() -> str:
 
 
 # the stages whose kernels the emulator executes (sm_90a code: TMA, mbarrier, clusters, bulk stores)
-EMULATED_STAGES = ("tma", "multicast", "store")
+EMULATED_STAGES = ("tma", "multicast", "store", "umma", "tmem")
 
 
 def tier(stage: str) -> str:

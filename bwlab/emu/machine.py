@@ -453,6 +453,8 @@ class Launch:
                 self._check_barrier(c, bid)
             if all(x.exited.all() for x in c.warps):
                 c.exited = True
+                from .tcgen05 import cta_exits
+                cta_exits(self, c)
             self._check_cluster_barrier(c.cluster)
 
     def _cta_done(self, c):
@@ -695,6 +697,11 @@ class Launch:
 
     def inflight_read(self, w, idx, write=False):
         seq, line = w.inflight[idx]
+        if seq == "tcgen05.ld":
+            raise ProtocolError(
+                f"{w.who()} at {self.prog.code[w.last_pc].where(self.prog.files)} {'writes' if write else 'reads'} "
+                f"a destination register of the tcgen05.ld at {line} before tcgen05.wait::ld (PTX ISA 9.7.16.8.3: "
+                "the registers of tcgen05.ld are defined only after tcgen05.wait::ld)")
         raise ProtocolError(
             f"{w.who()} {'writes' if write else 'reads'} an accumulator register of wgmma.mma_async #{seq} "
             f"({line}) before wgmma.wait_group has retired it (PTX ISA: accessing the accumulator registers "

@@ -1,0 +1,459 @@
+"""tcgen05 under the instructions: Tensor Memory, its allocator, the 5th-generation tensor core.
+
+PTX ISA 9.7.16 ("TensorCore 5th Generation Family Instructions"): tcgen05.alloc / dealloc /
+relinquish_alloc_permit (9.7.16.7.1), tcgen05.mma (9.7.16.10), tcgen05.commit (9.7.16.12),
+tcgen05.ld / st / wait (9.7.16.8), tcgen05.fence (9.7.16.6.4). CuTe: include/cute/arch/tmem_allocator_sm100.hpp,
+include/cute/arch/mma_sm100_umma.hpp, include/cute/arch/copy_sm100.hpp.
+
+Each CTA runs on its own SM here, so each CTA has its own TMEM: a `bwlab.tmem.alloc.TensorMemory`
+(the allocator's rules and the 128 x 512 image). The instructions call the one model of each
+mechanism the notebooks use: `TensorMemory.alloc/dealloc` for the allocator, `bwlab.umma.model.tcgen05_mma`
+for the MMA (reading A and B through the SM100 descriptors), `bwlab.tmem.model.tcgen05_ld/st` for
+the data movement shapes. The MMA is asynchronous: it computes when it completes (after a seeded
+latency, in issue order per issuing thread), reading SMEM then; tcgen05.commit arrives on its
+mbarrier(s) once every MMA the thread issued before it has completed.
+
+Numerics: Blackwell's accumulation order and rounding have not been measured (no sm_100 hardware);
+`tcgen05_mma` rounds each instruction's exact sum once to the D type. Hopper's measured block FMA is
+`bwlab.umma.model.wgmma_block_fma`; it is not assumed here.
+
+The protocol, checked on every run (each a `ProtocolError` subclass naming CTA, warp, instruction and
+the rule): TMEM still allocated when a CTA exits (`TmemLeak`); an allocation that can never be
+satisfied (`TmemAllocHang`); the allocator's rules and a dealloc of columns not allocated
+(`TmemAllocError`) or while an MMA still writes them; tcgen05.ld/st outside the warp's lane quarter
+(`TmemLaneQuarter`); tcgen05.ld registers read before tcgen05.wait::ld (`machine.inflight_read`);
+MMA operands written by generic stores without fence.proxy.async (`ProxyFenceMissing`); a
+.cta_group::2 operation while the peer CTA has exited (`PeerExited`).
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .errors import EmuError, EmuFault, ProtocolError, UnsupportedInstruction
+from .program import bits_reader
+
+__all__ = ["decode", "tmem_of"]
+
+_SEC_ALLOC = "PTX ISA 9.7.16.7.1 tcgen05.alloc/dealloc"
+_SEC_ACCESS = "PTX ISA 9.7.16.2.2 Tensor Memory access restrictions"
+
+
+class TmemLeak(ProtocolError):
+    """A CTA exited with TMEM columns still allocated."""
+
+
+class TmemAllocHang(ProtocolError):
+    """A tcgen05.alloc that can never be satisfied (it would block forever on the GPU)."""
+
+
+class TmemAllocError(ProtocolError):
+    """An allocator rule broken: dealloc of columns not allocated, rising nCols, alloc after relinquish."""
+
+
+class TmemLaneQuarter(ProtocolError):
+    """tcgen05.ld/st by a warp outside its lane quarter (warp w may access lanes 32*(w%4) .. +31)."""
+
+
+class PeerExited(ProtocolError):
+    """A .cta_group::2 operation while the peer CTA of the pair has exited."""
+
+
+def tmem_of(c):
+    """The TMEM (allocator + image) of CTA `c`, created on first use."""
+    tm = getattr(c, "tmem", None)
+    if tm is None:
+        from ..tmem.alloc import TensorMemory
+        tm = c.tmem = TensorMemory()
+        c.tmem_inflight = []      # (first column, last column + 1, description) of MMAs not yet complete
+        c.tmem_alloc_at = {}      # column -> where the allocation was made
+    return tm
+
+
+def _addr(ctx, op):
+    from .isa import _addr_reader
+    return _addr_reader(ctx, op)[1]
+
+
+def _lane0(m):
+    return int(np.nonzero(m)[0][0])
+
+
+def _cta_group(mods):
+    return 2 if "cta_group::2" in mods else 1
+
+
+def _peer(w, ins, what):
+    """The other CTA of a .cta_group::2 pair (cluster ranks 2k and 2k+1), checked to be running."""
+    M = w.machine
+    cl = w.cta.cluster
+    r = w.cta.rank ^ 1
+    if r >= cl.size:
+        raise EmuError(f"{w.who()} at {M.where(ins)}: {what} with .cta_group::2 needs a CTA pair, but the cluster "
+                       f"has {cl.size} CTA (PTX ISA: the pair is cluster ranks 2k and 2k+1)")
+    p = cl.ctas[r]
+    if p.exited:
+        raise PeerExited(f"{w.who()} at {M.where(ins)}: {what} with .cta_group::2 while the peer CTA {p.ctaid} "
+                         f"(cluster rank {p.rank}) has exited (PTX ISA 9.7.16: both CTAs of the pair must be running "
+                         "while a .cta_group::2 operation involves them)")
+    return p
+
+
+def decode(ctx, ins, base, mods):
+    what = mods[0]
+    if what == "alloc":
+        return _alloc(ctx, ins, mods)
+    if what == "dealloc":
+        return _dealloc(ctx, ins, mods)
+    if what == "relinquish_alloc_permit":
+        return _relinquish(ctx, ins, mods)
+    if what == "mma":
+        return _mma(ctx, ins, mods)
+    if what == "commit":
+        return _commit(ctx, ins, mods)
+    if what in ("ld", "st"):
+        return _ldst(ctx, ins, mods, what)
+    if what == "wait::ld":
+        return _wait_ld(ctx, ins)
+    if what == "wait::st":
+        return (lambda w, m: None), "plain"   # a store writes TMEM when it is issued here
+    if what.startswith("fence::"):
+        return (lambda w, m: None), "plain"
+    raise UnsupportedInstruction(f"the emulator does not execute `{ins.op}` (PTX line {ins.line}: {ins.text})")
+
+
+# ---------------------------------------------------------------------------------------------
+# the allocator (PTX ISA 9.7.16.7.1)
+# ---------------------------------------------------------------------------------------------
+def _alloc(ctx, ins, mods):
+    from ..hw.tmem import TmemError
+    group = _cta_group(mods)
+    dst, rn = _addr(ctx, ins.args[0]), bits_reader(ctx, ins.args[1], "u32")
+
+    def body(w, m):
+        M = w.machine
+        lane = _lane0(m)
+        a, n = int(dst(w)[lane]), int(rn(w)[lane])
+        ctas = [w.cta] + ([_peer(w, ins, "tcgen05.alloc")] if group == 2 else [])
+        c, off = M.cta_of_cluster_addr(w, a, "tcgen05.alloc destination", ins, own=True)
+        if off % 4 or off + 4 > c.smem.size:
+            raise EmuFault(f"{w.who()} at {M.where(ins)}: the tcgen05.alloc destination 0x{off:x} must be a 4-byte "
+                           f"aligned slot inside the CTA's {c.smem.size} bytes of shared memory")
+        tm = tmem_of(w.cta)
+        free = tm.free_columns
+        try:
+            taddr = tm.alloc(w.cta.linear, w.wid, n)
+        except TmemError as e:
+            msg = str(e)
+            if msg.startswith("TMEM exhausted"):
+                raise TmemAllocHang(
+                    f"{w.who()} at {M.where(ins)}: tcgen05.alloc of {n} columns can never be satisfied: {free} of "
+                    f"512 columns are free on this SM and only this CTA holds the rest "
+                    + "; ".join(f"{x.ncols} columns at column {x.column} allocated at "
+                                f"{w.cta.tmem_alloc_at.get(x.column, '?')}" for x in tm.allocations)
+                    + f". On the GPU tcgen05.alloc blocks until columns are freed: this CTA would hang ({_SEC_ALLOC})"
+                ) from None
+            raise TmemAllocError(f"{w.who()} at {M.where(ins)}: {msg}") from None
+        w.cta.tmem_alloc_at[taddr & 0xFFFF] = M.where(ins)
+        # the address lands in SMEM (written by the tensor core's allocator, not a generic store)
+        c.smem[off:off + 4] = np.frombuffer(np.uint32(taddr).tobytes(), np.uint8)
+        c.smem_writer[off:off + 4] = -1
+        M.note(w, f"tcgen05.alloc {n} columns at {taddr & 0xFFFF}")
+        M.progress()
+    return body, "plain"
+
+
+def _dealloc(ctx, ins, mods):
+    from ..hw.tmem import TmemError
+    from ..tmem.alloc import TmemNote
+    group = _cta_group(mods)
+    ra, rn = bits_reader(ctx, ins.args[0], "u32"), bits_reader(ctx, ins.args[1], "u32")
+
+    def body(w, m):
+        M = w.machine
+        lane = _lane0(m)
+        taddr, n = int(ra(w)[lane]), int(rn(w)[lane])
+        if group == 2:
+            _peer(w, ins, "tcgen05.dealloc")
+        c = w.cta
+        tm = tmem_of(c)
+        col = taddr & 0xFFFF
+        for lo, hi, desc in c.tmem_inflight:
+            if lo < col + n and col < hi:
+                raise TmemAllocError(
+                    f"{w.who()} at {M.where(ins)}: tcgen05.dealloc of columns {col}..{col + n - 1} while {desc} "
+                    f"still writes columns {lo}..{hi - 1}: wait for its tcgen05.commit before freeing the columns "
+                    f"({_SEC_ALLOC}: the columns must not be in use)")
+        with warnings.catch_warnings(record=True) as notes:
+            warnings.simplefilter("always", TmemNote)
+            try:
+                tm.dealloc(c.linear, w.wid, taddr, n)
+            except TmemError as e:
+                raise TmemAllocError(f"{w.who()} at {M.where(ins)}: {e}") from None
+        for note in notes:
+            M.warnings.append(f"{w.who()} at {M.where(ins)}: {note.message}")
+        M.note(w, f"tcgen05.dealloc {n} columns at {col}")
+        M.progress()
+    return body, "plain"
+
+
+def _relinquish(ctx, ins, mods):
+    group = _cta_group(mods)
+
+    def body(w, m):
+        if group == 2:
+            _peer(w, ins, "tcgen05.relinquish_alloc_permit")
+        tmem_of(w.cta).relinquish_alloc_permit(w.cta.linear)
+    return body, "plain"
+
+
+def cta_exits(M, c):
+    """Called when every thread of CTA `c` has exited: all TMEM it allocated must be free."""
+    tm = getattr(c, "tmem", None)
+    if tm is None or not tm.allocations:
+        return
+    held = ", ".join(f"{a.ncols} columns at column {a.column} (allocated by warp {a.warp} at "
+                     f"{c.tmem_alloc_at.get(a.column, '?')})" for a in tm.allocations)
+    timeout = ""
+    try:
+        status = M.module.get_global("bw_status")._alloc.buf[:4]
+        if int(np.frombuffer(status.tobytes(), np.uint32)[0]):
+            timeout = (" A bounded mbarrier wait of the kernel had given up (its bw_status record is set): the "
+                       "timeout path must free TMEM too.")
+    except (AttributeError, KeyError):
+        pass
+    raise TmemLeak(f"CTA {c.ctaid} (cluster rank {c.rank}) exits with TMEM still allocated: {held}. All TMEM a kernel "
+                   "allocates must be freed with tcgen05.dealloc before it exits; the next CTA on this SM would block in "
+                   f"tcgen05.alloc forever ({_SEC_ALLOC}).{timeout}")
+
+
+# ---------------------------------------------------------------------------------------------
+# tcgen05.mma and tcgen05.commit (PTX ISA 9.7.16.10, 9.7.16.12)
+# ---------------------------------------------------------------------------------------------
+def _mma(ctx, ins, mods):
+    kind = next((m[6:] for m in mods if m.startswith("kind::")), None)
+    if kind not in ("f16", "tf32"):
+        raise UnsupportedInstruction(f"`{ins.op}`: bwlab models tcgen05.mma kind::f16 and kind::tf32")
+    if any(m in ("sp", "ws", "block_scale") or m.startswith("collector") for m in mods):
+        raise UnsupportedInstruction(f"`{ins.op}`: sparse, .ws, block-scaled and collector forms are not modelled")
+    group = _cta_group(mods)
+    args = ins.args
+    if len(args) != 5 or args[1][0] == "addr":
+        raise UnsupportedInstruction(f"`{ins.op}` (PTX line {ins.line}): only [d_tmem], a_desc, b_desc, idesc, "
+                                     "enable_input_d (A from SMEM) is modelled")
+    rd = _addr(ctx, args[0])
+    ra, rb = bits_reader(ctx, args[1], "u64"), bits_reader(ctx, args[2], "u64")
+    ri, rp = bits_reader(ctx, args[3], "u32"), bits_reader(ctx, args[4], "pred")
+
+    def body(w, m):
+        M = w.machine
+        d, a, b, i, p = rd(w), ra(w), rb(w), ri(w), rp(w)
+        for lane in np.nonzero(m)[0]:
+            _issue_mma(w, ins, kind, group, int(d[lane]) & 0xFFFFFFFF, int(a[lane]), int(b[lane]),
+                       int(i[lane]), bool(p[lane]), int(w.tid[lane]))
+        M.progress()
+    return body, "plain"
+
+
+def _operand_bytes(desc, major, dtype, mn):
+    from ..umma.canonical import instr_k
+    from ..umma.descriptors import decode_smem_desc, descriptor_addresses, elem_bytes
+    addrs = descriptor_addresses(decode_smem_desc(desc, "sm100"), major, dtype, mn, instr_k(dtype))
+    eb = elem_bytes(dtype)
+    return np.unique((addrs[..., None] + np.arange(eb)).reshape(-1))
+
+
+def _issue_mma(w, ins, kind, group, d_tmem, adesc, bdesc, idesc, accumulate, tid):
+    from ..umma.idesc import decode_instr_desc
+    from ..umma.model import CtaState, d_tmem_layout, mma_operands, tcgen05_mma
+    M = w.machine
+    where = M.where(ins)
+    if group == 2 and w.cta.rank % 2:
+        raise ProtocolError(f"{w.who()} at {where}: tcgen05.mma.cta_group::2 issued from the odd CTA of the pair "
+                            f"(cluster rank {w.cta.rank}); bwlab's kernels issue from the even CTA, as CUTLASS does")
+    ctas = [w.cta] + ([_peer(w, ins, "tcgen05.mma")] if group == 2 else [])
+    try:
+        f = decode_instr_desc(idesc, kind)
+        lay = d_tmem_layout(f.M, f.N, group)
+        # the operands and shape, checked at issue (the values are read when the MMA executes)
+        states = [CtaState(smem=c.smem, tmem=tmem_of(c).image) for c in ctas]
+        mma_operands(states, adesc, bdesc, idesc, kind, group)
+    except (ValueError, IndexError) as e:
+        raise EmuError(f"{w.who()} at {where}: tcgen05.mma idesc 0x{idesc:08x}, a_desc 0x{adesc:016x}, "
+                       f"b_desc 0x{bdesc:016x}: {e}") from None
+    col0 = d_tmem & 0xFFFF
+    lo, hi = col0, col0 + lay.columns
+    for c in ctas:
+        owner = tmem_of(c).owner_map()[lo:hi]
+        if owner.size < hi - lo or (owner != c.linear).any():
+            raise TmemAllocError(f"{w.who()} at {where}: tcgen05.mma writes D to TMEM columns {lo}..{hi - 1} of CTA "
+                                 f"{c.ctaid}, not all of them allocated by it ({_SEC_ALLOC}: a kernel may use only "
+                                 "the TMEM it allocated)")
+        if M.check_proxy:
+            for desc, major, dt, mn, name in ((adesc, f.a_major, f.a_type, f.M // group, "A"),
+                                              (bdesc, f.b_major, f.b_type, f.N // group, "B")):
+                flat = _operand_bytes(desc, major, dt, mn)
+                flat = flat[flat < c.smem.size]
+                bad = flat[c.smem_writer[flat] >= 0]
+                if bad.size:
+                    M.async_reads_smem(c, int(bad[0]), 1, f"tcgen05.mma operand {name} at {where}", w.who())
+    desc = f"tcgen05.mma of {w.who()} at {where}"
+    recs = []
+    for c in ctas:
+        rec = (lo, hi, desc)
+        c.tmem_inflight.append(rec)
+        recs.append((c, rec))
+    pipe = M.__dict__.setdefault("tc_pipe", {})
+    key = (w.cta.linear, tid)
+    due = max(M.clock + M.latency(2 * (f.M * 16 + f.N * 16)), pipe.get(key, 0) + 1)
+    pipe[key] = due
+
+    def complete(states=states, ctas=ctas, recs=recs):
+        for c in ctas:
+            if c.exited:
+                raise ProtocolError(f"{desc} completes after CTA {c.ctaid} exited: it writes that CTA's TMEM "
+                                    "(wait for its tcgen05.commit before the CTA exits)")
+        tcgen05_mma(states, d_tmem, adesc, bdesc, idesc, accumulate, kind, group)
+        for c, rec in recs:
+            c.tmem_inflight.remove(rec)
+    M.schedule(due - M.clock, complete, desc)
+    M.note(w, f"tcgen05.mma -> column {col0}")
+
+
+def _commit(ctx, ins, mods):
+    group = _cta_group(mods)
+    multicast = any(m.startswith("multicast") for m in mods)
+    addr = _addr(ctx, ins.args[0])
+    rmask = bits_reader(ctx, ins.args[1], "u16") if multicast else None
+
+    def body(w, m):
+        M = w.machine
+        a = addr(w)
+        mk = rmask(w) if rmask is not None else None
+        pipe = M.__dict__.setdefault("tc_pipe", {})
+        for lane in np.nonzero(m)[0]:
+            bcta, boff = M.cta_of_cluster_addr(w, int(a[lane]), "tcgen05.commit mbarrier", ins)
+            if group == 2:
+                _peer(w, ins, "tcgen05.commit")
+            cl = w.cta.cluster
+            if multicast:
+                mask = int(mk[lane])
+                if mask >> cl.size:
+                    raise EmuError(f"{w.who()} at {M.where(ins)}: ctaMask 0x{mask:x} names CTA ranks beyond the "
+                                   f"cluster's {cl.size}")
+                targets = [cl.ctas[r] for r in range(cl.size) if mask >> r & 1]
+            else:
+                targets = [bcta]
+            for c in targets:
+                if c.mbarriers.get(boff) is None:
+                    raise ProtocolError(f"{w.who()} at {M.where(ins)}: tcgen05.commit to shared offset 0x{boff:x} "
+                                        f"({M.prog.shared_name(boff)}) of CTA rank {c.rank}, where no mbarrier is "
+                                        "initialised")
+            key = (w.cta.linear, int(w.tid[lane]))
+            due = max(M.clock + 1, pipe.get(key, 0) + 1)
+
+            def arrive(targets=targets, boff=boff):
+                for c in targets:
+                    if c.exited:
+                        raise ProtocolError(f"the tcgen05.commit of {w.who()} at {M.where(ins)} arrives on an mbarrier "
+                                            f"of CTA {c.ctaid} (cluster rank {c.rank}), which has already exited "
+                                            "(every CTA a commit signals must wait for it before exiting)")
+                    bar = c.mbarriers.get(boff)
+                    if bar is None:
+                        raise ProtocolError(f"the tcgen05.commit of {w.who()} at {M.where(ins)} arrives on shared "
+                                            f"offset 0x{boff:x} of CTA rank {c.rank}, where the mbarrier was "
+                                            "invalidated")
+                    bar.arrive(1)
+            names = " ".join(f"@{c.rank}:{boff}" for c in targets)
+            M.schedule(due - M.clock, arrive, f"tcgen05.commit arrival {names}")
+            M.note(w, "tcgen05.commit")
+        M.progress()
+    return body, "plain"
+
+
+# ---------------------------------------------------------------------------------------------
+# tcgen05.ld / tcgen05.st / tcgen05.wait (PTX ISA 9.7.16.8)
+# ---------------------------------------------------------------------------------------------
+def _access(ins, mods):
+    from ..tmem.forms import TmemAccess
+    shape = next((m for m in mods if m in ("32x32b", "16x64b", "16x128b", "16x256b", "16x32bx2")), None)
+    num = next((int(m[1:]) for m in mods if m.startswith("x") and m[1:].isdigit()), None)
+    if shape is None or num is None:
+        raise UnsupportedInstruction(f"`{ins.op}`: no .shape/.num")
+    pack = "pack::16b" in mods or "unpack::16b" in mods
+    return shape, num, pack
+
+
+def _ldst(ctx, ins, mods, op):
+    from ..tmem.forms import TmemAccess
+    shape, num, pack = _access(ins, mods)
+    args = ins.args
+    if op == "ld":
+        regs, taddr = args[0], args[1]
+    else:
+        taddr, regs = args[0], args[-1]
+    off_arg = None
+    if shape == "16x32bx2":
+        off_arg = args[2] if op == "ld" else args[1]
+    half = int(off_arg[1], 0) if off_arg is not None else None
+    acc = TmemAccess(shape, num, pack, half)
+    vec = regs[1] if regs[0] == "vec" else [regs]
+    if len(vec) != acc.registers:
+        raise EmuError(f"PTX line {ins.line}: {ins.op} takes {acc.registers} registers, got {len(vec)}")
+    idx = [ctx.reg(r[1]) for r in vec]
+    rt = _addr(ctx, taddr)
+    readers = [bits_reader(ctx, r, "u32") for r in vec] if op == "st" else None
+
+    def body(w, m):
+        from ..hw.tmem import TmemError
+        from ..tmem.model import tcgen05_ld, tcgen05_st
+        M = w.machine
+        t = rt(w)
+        lane = _lane0(m)
+        ta = int(t[lane]) & 0xFFFFFFFF
+        if (t[m] & 0xFFFFFFFF != ta).any():
+            raise EmuError(f"{w.who(m)} at {M.where(ins)}: tcgen05.{op} with different TMEM addresses in one warp "
+                           "(.sync.aligned: every thread passes the same taddr)")
+        c = w.cta
+        tm = tmem_of(c)
+        lane0, col0 = ta >> 16, ta & 0xFFFF
+        qlo = 32 * (w.wid % 4)
+        if not (qlo <= lane0 and lane0 + acc.lanes <= qlo + 32):
+            raise TmemLaneQuarter(
+                f"{w.who()} at {M.where(ins)}: tcgen05.{op}{acc.label()} at TMEM lane {lane0} touches lanes "
+                f"{lane0}..{lane0 + acc.lanes - 1}, but warp {w.wid} may access lanes {qlo}..{qlo + 31} only "
+                f"(warp w reaches lanes 32*(w%4) .. +31; {_SEC_ACCESS})")
+        owner = tm.owner_map()[col0:col0 + acc.width]
+        if owner.size < acc.width or (owner != c.linear).any():
+            raise TmemAllocError(f"{w.who()} at {M.where(ins)}: tcgen05.{op}{acc.label()} touches TMEM columns "
+                                 f"{col0}..{col0 + acc.width - 1}, not all allocated by this CTA ({_SEC_ALLOC})")
+        for lo, hi, desc in c.tmem_inflight:
+            if lo < col0 + acc.width and col0 < hi:
+                raise ProtocolError(f"{w.who()} at {M.where(ins)}: tcgen05.{op} of columns {col0}.."
+                                    f"{col0 + acc.width - 1} while {desc} still writes columns {lo}..{hi - 1}: wait "
+                                    "for its tcgen05.commit's mbarrier, then tcgen05.fence::after_thread_sync "
+                                    "(PTX ISA 9.7.16.6: ordering of tcgen05 operations)")
+        try:
+            if op == "ld":
+                vals = tcgen05_ld(tm.image, ta, acc, warp=w.wid)
+                where = M.where(ins)
+                for k, ix in enumerate(idx):
+                    w.inflight.pop(ix, None)
+                    row = w.R[ix]
+                    row[m] = vals[m, k]
+                    w.inflight[ix] = ("tcgen05.ld", where)
+            else:
+                regs_v = np.stack([r(w) for r in readers], axis=1).astype(np.uint32)
+                tcgen05_st(tm.image, ta, regs_v, acc, warp=w.wid)
+        except TmemError as e:
+            raise EmuError(f"{w.who()} at {M.where(ins)}: {e}") from None
+        M.note(w, f"tcgen05.{op} lane {lane0} column {col0}")
+    return body, "plain"
+
+
+def _wait_ld(ctx, ins):
+    def body(w, m):
+        for ix in [i for i, v in w.inflight.items() if v[0] == "tcgen05.ld"]:
+            del w.inflight[ix]
+    return body, "plain"
