@@ -100,6 +100,33 @@ def _peer(w, ins, what):
     return p
 
 
+def _pair_collective(body, ins, name):
+    """A .cta_group::2 allocator instruction: one warp of each CTA of the pair performs it collectively
+    (PTX ISA 9.7.16.7.1). Each warp does its own CTA's part when it arrives, then waits for the peer's warp;
+    a peer that exits without arriving is reported (`PeerExited`), one that never arrives is a hang."""
+    def run(w, group, em):
+        M = w.machine
+        p = _peer(w, ins, name)
+        if em.any():
+            body(w, em)
+        rdv = M.__dict__.setdefault("tc_rendezvous", {})
+        key = (id(w.cta.cluster), w.cta.rank // 2, name)
+        waiting = rdv.setdefault(key, {})
+        if p.rank in waiting:
+            pw, pgroup = waiting.pop(p.rank)
+            pw.blocked = None
+            pw.wait_info = None
+            pw.pc[pgroup] += 1
+            w.pc[group] += 1
+            M.progress()
+            return
+        waiting[w.cta.rank] = (w, group.copy())
+        w.blocked = (f"{name}.cta_group::2 at {M.where(ins)} (one warp of each CTA of the pair performs it "
+                     f"collectively: waiting for a warp of the peer CTA {p.ctaid})")
+        w.wait_info = ("tcgen05", w.blocked)
+    return run, "control"
+
+
 def decode(ctx, ins, base, mods):
     what = mods[0]
     if what == "alloc":
@@ -135,7 +162,6 @@ def _alloc(ctx, ins, mods):
         M = w.machine
         lane = _lane0(m)
         a, n = int(dst(w)[lane]), int(rn(w)[lane])
-        ctas = [w.cta] + ([_peer(w, ins, "tcgen05.alloc")] if group == 2 else [])
         c, off = M.cta_of_cluster_addr(w, a, "tcgen05.alloc destination", ins, own=True)
         if off % 4 or off + 4 > c.smem.size:
             raise EmuFault(f"{w.who()} at {M.where(ins)}: the tcgen05.alloc destination 0x{off:x} must be a 4-byte "
@@ -161,6 +187,8 @@ def _alloc(ctx, ins, mods):
         c.smem_writer[off:off + 4] = -1
         M.note(w, f"tcgen05.alloc {n} columns at {taddr & 0xFFFF}")
         M.progress()
+    if group == 2:
+        return _pair_collective(body, ins, "tcgen05.alloc")
     return body, "plain"
 
 
@@ -174,8 +202,6 @@ def _dealloc(ctx, ins, mods):
         M = w.machine
         lane = _lane0(m)
         taddr, n = int(ra(w)[lane]), int(rn(w)[lane])
-        if group == 2:
-            _peer(w, ins, "tcgen05.dealloc")
         c = w.cta
         tm = tmem_of(c)
         col = taddr & 0xFFFF
@@ -195,6 +221,8 @@ def _dealloc(ctx, ins, mods):
             M.warnings.append(f"{w.who()} at {M.where(ins)}: {note.message}")
         M.note(w, f"tcgen05.dealloc {n} columns at {col}")
         M.progress()
+    if group == 2:
+        return _pair_collective(body, ins, "tcgen05.dealloc")
     return body, "plain"
 
 
@@ -202,14 +230,21 @@ def _relinquish(ctx, ins, mods):
     group = _cta_group(mods)
 
     def body(w, m):
-        if group == 2:
-            _peer(w, ins, "tcgen05.relinquish_alloc_permit")
         tmem_of(w.cta).relinquish_alloc_permit(w.cta.linear)
+    if group == 2:
+        return _pair_collective(body, ins, "tcgen05.relinquish_alloc_permit")
     return body, "plain"
 
 
 def cta_exits(M, c):
-    """Called when every thread of CTA `c` has exited: all TMEM it allocated must be free."""
+    """Called when every thread of CTA `c` has exited: all TMEM it allocated must be free, and no warp of
+    its peer may still wait for it in a collective .cta_group::2 allocator instruction."""
+    for (cl, pair, name), waiting in M.__dict__.get("tc_rendezvous", {}).items():
+        for rank, (pw, _) in waiting.items():
+            if cl == id(c.cluster) and rank == c.rank ^ 1:
+                raise PeerExited(f"{pw.who()} waits in {name}.cta_group::2, which one warp of each CTA of the pair "
+                                 f"performs collectively, but the peer CTA {c.ctaid} (cluster rank {c.rank}) exited "
+                                 f"without performing it (PTX ISA 9.7.16.7.1)")
     tm = getattr(c, "tmem", None)
     if tm is None or not tm.allocations:
         return
