@@ -73,3 +73,147 @@ def test_forced_timeout_reports_the_tmem_leak_of_teach_umma():
     m = EMULATED.load("teach_umma.cu", defines={"BW_WAIT_TIMEOUT_NS": "0"}, arch="sm_100a")
     with pytest.raises(TmemLeak, match=r"exits with TMEM still allocated: 64 columns.*bounded mbarrier wait"):
         _launch_teach(m)
+
+
+def test_teach_tmem_equals_model():
+    from bwlab.tmem import runner, teach
+    assert np.array_equal(runner.run_teach(), teach.teach_model())
+
+
+def _forms():
+    from bwlab.tmem.forms import TmemAccess
+    return [TmemAccess("32x32b", 8), TmemAccess("16x64b", 4, True), TmemAccess("16x128b", 2),
+            TmemAccess("16x256b", 8), TmemAccess("16x32bx2", 4, True), TmemAccess("32x32b", 32)]
+
+
+@pytest.mark.parametrize("access", _forms(), ids=lambda a: a.label())
+def test_tmem_sm100_roundtrips_equal_model(access):
+    from bwlab.tmem import model, runner
+    img = model.pattern_image(3)
+    assert np.array_equal(runner.run_ld_roundtrip(access, img, 32), model.ld_roundtrip_model(access, img, 32))
+    regs = model.register_pattern(access, 2)
+    got = runner.run_st_roundtrip(access, img, regs, 32)
+    assert model.compare_st_images(access, model.st_roundtrip_model(access, img, regs, 32), got, 32) == 0
+
+
+def test_full_flow_sm100_taps_equal_the_model_hop_by_hop():
+    from bwlab.flow import runner
+    from bwlab.flow.case import _GPU_SOURCES
+    from bwlab.flow.model import flow_model
+    from bwlab.flow.problem import FlowProblem
+    from bwlab.flow.trace import Trace
+    p = FlowProblem(3)
+    got = Trace("hardware", p, runner.run_hardware(p), _GPU_SOURCES["hardware"])
+    res = flow_model(p).compare(got, "emulator")
+    assert res.ok, str(res)
+    assert len(res.results) == 9
+
+
+LADDER = [(1, (128, 256, 128)), (2, (128, 256, 256)), (3, (128, 256, 256)), (4, (256, 512, 192)),
+          (5, (512, 512, 128)), (6, (512, 512, 128))]
+
+
+@pytest.mark.parametrize("step,shape", LADDER, ids=[f"s{s}" for s, _ in LADDER])
+def test_gemm_sm100_ladder_equals_a_bt(step, shape):
+    from bwlab.gemm import sm100
+    A, B = sm100.example_inputs(*shape, seed=step)
+    c, run = sm100.run_step_emulated(step, A, B)
+    assert np.array_equal(c, sm100.reference(A, B))
+    assert not run.warnings, run.warnings
+
+
+# ------------------------------------------------------------------------------------------------
+# the protocol: one broken kernel per rule
+# ------------------------------------------------------------------------------------------------
+
+BROKEN = r"""
+#include "ptx.cuh"
+enum { OK = 0, LEAK, LANE_QUARTER, READ_BEFORE_WAIT, DEALLOC_NOT_ALLOCATED, ALLOC_HANG };
+extern "C" __global__ void broken(u32* out, u32 mode) {
+    __shared__ alignas(16) u32 slot;
+    const u32 warp = warpid_in_cta();
+    const u32 cols = mode == ALLOC_HANG ? 512 : 32;
+    if (warp == 0) {
+        tcgen05_alloc(&slot, cols);
+        if (mode == ALLOC_HANG) tcgen05_alloc(&slot, 32);   // nobody else can ever free a column
+        tcgen05_relinquish_alloc_permit();
+    }
+    tcgen05_fence_before_thread_sync();
+    __syncthreads();
+    tcgen05_fence_after_thread_sync();
+    const u32 tmem = slot;
+    const u32 quarter = mode == LANE_QUARTER ? (warp + 1) % 4 : warp % 4;
+    u32 r[8];
+    tcgen05_ld_32x32b_x8(r, tmem + ((32u * quarter) << 16));
+    if (mode != READ_BEFORE_WAIT) tcgen05_wait_ld();
+    out[threadIdx.x] = r[0] + r[7];
+    tcgen05_wait_ld();
+    tcgen05_fence_before_thread_sync();
+    __syncthreads();
+    if (warp == 0 && mode != LEAK) tcgen05_dealloc(tmem + (mode == DEALLOC_NOT_ALLOCATED ? 32 : 0), cols);
+}
+"""
+
+MODES = dict(OK=0, LEAK=1, LANE_QUARTER=2, READ_BEFORE_WAIT=3, DEALLOC_NOT_ALLOCATED=4, ALLOC_HANG=5)
+
+
+@pytest.fixture(scope="module")
+def broken():
+    return emu.RawModule(code=BROKEN, arch="sm_100a", name="broken_tcgen05.cu")
+
+
+def _run_broken(mod, mode):
+    out = emu.zeros(128, np.uint32)
+    mod.get_function("broken")((1,), (128,), (out, np.uint32(MODES[mode])))
+    return out.get()
+
+
+def test_broken_kernel_ok_mode_runs_clean(broken):
+    assert np.array_equal(_run_broken(broken, "OK"), np.zeros(128, np.uint32))
+
+
+@pytest.mark.parametrize("mode,error,rule", [
+    ("LEAK", TmemLeak, r"exits with TMEM still allocated: 32 columns at column 0 .*tcgen05.dealloc before it exits"),
+    ("LANE_QUARTER", TmemLaneQuarter, r"warp (\d) .*at TMEM lane \d+ touches lanes \d+\.\.\d+, but warp \1 may access lanes \d+\.\.\d+ only"),
+    ("READ_BEFORE_WAIT", ProtocolError, r"reads a destination register of the tcgen05.ld at .* before tcgen05.wait::ld"),
+    ("DEALLOC_NOT_ALLOCATED", TmemAllocError, r"tcgen05.dealloc of 0x00000020 .*holds no allocation starting there"),
+    ("ALLOC_HANG", TmemAllocHang, r"tcgen05.alloc of 32 columns can never be satisfied: 0 of 512 columns are free"),
+])
+def test_each_protocol_rule_is_named(broken, mode, error, rule):
+    with pytest.raises(error, match=rule) as e:
+        _run_broken(broken, mode)
+    assert "CTA (0, 0, 0)" in str(e.value) and "broken_tcgen05.cu" in str(e.value) or mode == "LEAK"
+
+
+def test_mma_operands_written_without_fence_proxy_async():
+    text = source_text("teach_umma.cu")
+    assert text.count("    fence_proxy_async_shared_cta();\n") == 1
+    m = emu.RawModule(code=text.replace("    fence_proxy_async_shared_cta();\n", ""), arch="sm_100a",
+                      name="teach_umma.cu")
+    with pytest.raises(ProxyFenceMissing, match=r"tcgen05.mma operand A .*fence.proxy.async"):
+        _launch_teach(m)
+
+
+PAIR = r"""
+#include "ptx.cuh"
+extern "C" __global__ void __cluster_dims__(2, 1, 1) pair(u32 mode) {
+    __shared__ alignas(16) u32 slot;
+    if (cluster_ctarank() == 1 && mode == 1) return;          // the odd CTA leaves the pair alone
+    if (cluster_ctarank() == 0) __nanosleep(100000);           // the even CTA comes later
+    if (warpid_in_cta() == 0) {
+        tcgen05_alloc_cta_group2(&slot, 32);
+        tcgen05_relinquish_alloc_permit_cta_group2();
+    }
+    tcgen05_fence_before_thread_sync();
+    __syncthreads();
+    tcgen05_fence_after_thread_sync();
+    if (warpid_in_cta() == 0) tcgen05_dealloc_cta_group2(slot, 32);
+}
+"""
+
+
+def test_cta_group2_with_the_peer_exited():
+    m = emu.RawModule(code=PAIR, arch="sm_100a", name="pair.cu")
+    m.get_function("pair")((2,), (32,), (np.uint32(0),))      # both CTAs: the collectives meet
+    with pytest.raises(PeerExited, match=r"tcgen05.alloc with .cta_group::2 while the peer CTA \(1, 0, 0\)"):
+        m.get_function("pair")((2,), (32,), (np.uint32(1),))
