@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["MbarrierTimeout", "LaunchConfigError", "launch", "bench", "BenchResult", "STATUS_DTYPE",
-           "tensor_map_arg", "Backend", "backend_for", "GPU", "EMULATED"]
+           "tensor_map_arg", "Backend", "backend_for", "GPU", "EMULATED", "runs_on"]
 
 # Mirrors struct BwStatus in cuda_src/ptx/common.cuh (its static_asserts; tests/test_struct_mirrors.py compares).
 STATUS_DTYPE = np.dtype([
@@ -121,6 +121,19 @@ def backend_for(stage: str) -> Backend:
         return EMULATED
     device.require(stage)
     return GPU
+
+
+def runs_on(stage: str) -> str | None:
+    """Where a stage's kernel runs here, in words for a result's label: this GPU, the PTX emulator, or
+    None in the model tier (a notebook then shows a recording)."""
+    from . import device
+    t = device.tier(stage)
+    if t == "emulated":
+        return "emulated: the kernel's sm_90a PTX run by bwlab.emu on the CPU"
+    if t in ("hardware", "hybrid") and stage in device.EMULATED_STAGES:
+        info = device.gpu_info()
+        return f"this GPU ({info.name})" if info else None
+    return None
 
 
 def _is_emu(module) -> bool:

@@ -320,3 +320,38 @@ def test_the_schedule_is_seeded_and_the_result_does_not_depend_on_it():
         assert np.array_equal(out.get(), tma_load_model(g, t, (0, 16)))
         clocks.append(run.clock)
     assert clocks[0] == clocks[1] and len(set(clocks)) > 1
+
+
+def test_a_learners_cuda_cell_runs_in_the_emulator(monkeypatch):
+    """What a learner on a laptop does in notebook 01: %%cuda teach_tma.cu with an edit, then run_teach —
+    their whole kernel runs in the emulator; a broken edit says which warp waits on what."""
+    from bwlab import lab
+    from bwlab.runtime import MbarrierTimeout, runs_on
+    from bwlab.tma import TensorMap, TmaLoad, run_teach
+    monkeypatch.setattr(lab, "EDITS", {})
+    g = np.random.default_rng(0).integers(0, 2 ** 16, (48, 80), dtype=np.uint16)
+    t = TensorMap("bfloat16", (80, 48), (32, 16))
+    text = lab.TeachingKernel("teach_tma.cu").text
+    lab._cuda_magic("teach_tma.cu", text.replace("out[i] = smem[i];", "out[i] = smem[i] ^ 0xFF;"))
+    got = run_teach(g, t, (32, 16))
+    res = TmaLoad(g, t, (32, 16)).check(got, source=runs_on("tma"))
+    assert not res.ok and "emulated" in str(res)       # their change shows, labelled as emulated
+    lab._cuda_magic("teach_tma.cu", text.replace("const u32 tx_bytes = box_bytes;",
+                                                 "const u32 tx_bytes = box_bytes + 32;"))
+    with pytest.raises(MbarrierTimeout) as e:
+        run_teach(g, t, (32, 16))
+    assert "32 transaction bytes still expected" in str(e.value) and "teach_tma.cu:40" in str(e.value)
+
+
+def test_the_emulated_ladder_draws_a_per_warp_timeline():
+    """-DGEMM_STAMPS kernels in the emulator stamp %globaltimer/%clock64 from the virtual clock: the
+    recording-shaped result feeds the same timeline code as the H100's recording."""
+    from bwlab.gemm import runner
+    from bwlab.gemm.timeline import timeline
+    rec = runner.emulated_ladder(steps=("s3",))
+    assert rec["check_ok"].all()
+    tl = timeline(rec, "s3")
+    producer, consumer1, consumer2, epilogue = tl.bars
+    assert len(producer) == len(consumer1) == 3 and len(epilogue) >= 1   # 3 k-slices of 64 in K = 192
+    # each slice is consumed only after the producer issued it
+    assert (consumer1[:, 0] >= producer[:, 1]).all() and (consumer2[:, 0] >= producer[:, 1]).all()

@@ -191,7 +191,8 @@ def check(a, b, c, name: str = "", ref=None) -> GemmCheck:
 EMULATED_SMS = 2   # the persistent steps launch this many CTAs (clusters) in the emulator, so they loop
 
 
-def run_step_emulated(name, a, b, sms: int = EMULATED_SMS, seed: int = 0, trace: bool = False):
+def run_step_emulated(name, a, b, sms: int = EMULATED_SMS, seed: int = 0, trace: bool = False,
+                      stamps: bool = False):
     """C = A * B^T by one step's kernel executed in bwlab.emu (its sm_90a PTX, instruction by
     instruction). `a` (M x K) and `b` (N x K) are NumPy uint16 arrays of bf16 bits; returns (C bits,
     the emulator's Launch: its trace, stall reports and counts). Persistent steps launch
@@ -210,15 +211,43 @@ def run_step_emulated(name, a, b, sms: int = EMULATED_SMS, seed: int = 0, trace:
     maps = [encode_tensor_map(TensorMap("bfloat16", (k, m), (BK, s.bm), swizzle="128B"), da.data.ptr),
             encode_tensor_map(TensorMap("bfloat16", (k, n), (BK, s.b_rows), swizzle="128B"), db.data.ptr),
             encode_tensor_map(TensorMap("bfloat16", (n, m), (64, 64), swizzle="128B"), dc.data.ptr)]
-    module = EMULATED.load(s.path.split("/", 1)[0] + "/" + s.file)
+    module = EMULATED.load(s.path.split("/", 1)[0] + "/" + s.file, defines={"GEMM_STAMPS": 1} if stamps else None)
     fn = module.get_function("gemm")
     fn.seed, fn.trace = seed, trace
     grid = s.grid(m, n, sms * s.cluster)
+    st = emu.zeros(STAMP_SHAPE, np.uint64) if stamps else None
     run = run_launch(module, "gemm", grid, (s.threads, 1, 1),
-                     (*[tensor_map_arg(t) for t in maps], dc, np.int32(m), np.int32(n), np.int32(k), np.uint64(0)),
+                     (*[tensor_map_arg(t) for t in maps], dc, np.int32(m), np.int32(n), np.int32(k),
+                      st if stamps else np.uint64(0)),
                      shared_mem=s.smem_bytes, barrier_names=BARRIERS,
                      cluster=(s.cluster, 1, 1) if s.cluster > 1 else None)
+    if stamps:
+        run.stamps = st.get()
     return dc.get(), run
+
+
+def emulated_ladder(m: int = 256, n: int = 512, k: int = 192, steps=None, seed: int = 0):
+    """Every step (or `steps`) run in the emulator with -DGEMM_STAMPS: a `bwlab.results.Recording` shaped
+    like the GPU recording `gemm_ladder` (steps, stamps, C checked), so `bwlab.gemm.timeline` and
+    `pictures.plot_timelines` draw CTA 0's per-warp timeline in virtual time (one nanosecond and one
+    clock64 tick per warp-instruction: the order of events, not a performance model)."""
+    from ..hw.dtypes import from_float
+    from ..results import Recording
+    from .ladder import STEPS
+    chosen = [x for x in STEPS if steps is None or any(x.name.startswith(str(q)) for q in steps)]
+    rng = np.random.default_rng(seed)
+    a = from_float(rng.random((m, k), dtype=np.float32) * 2 - 1, "bf16")
+    b = from_float(rng.random((n, k), dtype=np.float32) * 2 - 1, "bf16")
+    stamps, ok = [], []
+    for x in chosen:
+        c, run = run_step_emulated(x.name, a, b, stamps=True, seed=seed)
+        stamps.append(run.stamps)
+        ok.append(check_numpy(a, b, c, x.name).ok)
+    return Recording("gemm_ladder (emulated)", {"steps": np.array([x.name for x in chosen]),
+                                                "stamps": np.stack(stamps), "check_ok": np.array(ok)},
+                     {"device": "bwlab.emu (emulated: virtual time, not a performance model)",
+                      "date": __import__("datetime").date.today().isoformat(),
+                      "params": {"stamp_shape": [m, n, k]}})
 
 
 def check_numpy(a, b, c, name: str = "") -> GemmCheck:
