@@ -217,3 +217,12 @@ def test_cta_group2_with_the_peer_exited():
     m.get_function("pair")((2,), (32,), (np.uint32(0),))      # both CTAs: the collectives meet
     with pytest.raises(PeerExited, match=r"tcgen05.alloc with .cta_group::2 while the peer CTA \(1, 0, 0\)"):
         m.get_function("pair")((2,), (32,), (np.uint32(1),))
+
+
+@pytest.mark.parametrize("step,shape", LADDER, ids=[f"s{s}" for s, _ in LADDER])
+def test_forced_timeout_reports_the_tmem_leak_of_the_ladder(step, shape):
+    """The sm100 ladder as issue 20's audit found it: every timeout path returned without tcgen05.dealloc."""
+    from bwlab.gemm import sm100
+    A, B = sm100.example_inputs(*shape, seed=step)
+    with pytest.raises(TmemLeak, match=r"exits with TMEM still allocated"):
+        sm100.run_step_emulated(step, A, B, defines={"BW_WAIT_TIMEOUT_NS": "0"})
