@@ -67,12 +67,63 @@ def test_umma_sm100_equals_model(case):
 # the timeout path
 # ------------------------------------------------------------------------------------------------
 
-def test_forced_timeout_reports_the_tmem_leak_of_teach_umma():
-    """teach_umma.cu as it was (issue 20's audit): a bounded wait that gives up skips tcgen05.dealloc. A budget
-    of 0 ns forces the timeout on the unchanged kernel; the emulator names the leak."""
-    m = EMULATED.load("teach_umma.cu", defines={"BW_WAIT_TIMEOUT_NS": "0"}, arch="sm_100a")
+FIXED_TEARDOWN = """    if (warp == 0) {
+        if (!mma_complete) tcgen05_wait_drained(&mma_done, 0);
+        tcgen05_dealloc(tmem, tmem_cols);
+    }"""
+AUDITED_TEARDOWN = "    if (warp == 0 && mma_complete) tcgen05_dealloc(tmem, tmem_cols);"
+
+
+def test_forced_timeout_reports_the_tmem_leak_of_the_audited_teach_umma():
+    """teach_umma.cu as issue 20's audit found it: a bounded wait that gives up skipped tcgen05.dealloc. A
+    budget of 0 ns forces the timeout; the emulator names the leak."""
+    text = source_text("teach_umma.cu")
+    assert text.count(FIXED_TEARDOWN) == 1
+    m = emu.RawModule(code=text.replace(FIXED_TEARDOWN, AUDITED_TEARDOWN), options=("-DBW_WAIT_TIMEOUT_NS=0",),
+                      arch="sm_100a", name="teach_umma.cu")
     with pytest.raises(TmemLeak, match=r"exits with TMEM still allocated: 64 columns.*bounded mbarrier wait"):
         _launch_teach(m)
+
+
+@pytest.mark.parametrize("file", ["teach_umma.cu", "umma_sm100.cu"])
+def test_forced_timeout_frees_tmem_and_the_next_launch_runs(file):
+    """Today's kernels free TMEM on the timeout path (after waiting for the commit on their own budget):
+    the launch reports MbarrierTimeout, not a leak, and the next launch runs and equals the model."""
+    case = TEACH
+    if file == "teach_umma.cu":
+        forced = EMULATED.load(file, defines={"BW_WAIT_TIMEOUT_NS": "0"}, arch="sm_100a")
+        with pytest.raises(MbarrierTimeout, match="mma_done"):
+            _launch_teach(forced, case)
+        assert np.array_equal(_launch_teach(EMULATED.load(file, arch="sm_100a"), case), case.model())
+    else:
+        forced = EMULATED.load(file, defines={"BW_WAIT_TIMEOUT_NS": "0"}, arch="sm_100a")
+        with pytest.raises(MbarrierTimeout, match="mma_done"):
+            umma.run_umma(case, module=forced)
+        assert np.array_equal(umma.run_umma(case), case.model())
+
+
+def test_forced_timeout_in_full_flow_frees_tmem():
+    """full_flow_sm100.cu with no time to wait (BW_WAIT_TIMEOUT_NS 0): first on the TMA's `full` barrier
+    (no MMA issued), then, with the load waited for without a budget, on `mma_done` (MMAs in flight). Both
+    report MbarrierTimeout and free TMEM; the next launch equals the model."""
+    from bwlab.flow import runner
+    from bwlab.flow.case import _GPU_SOURCES
+    from bwlab.flow.model import flow_model
+    from bwlab.flow.problem import FlowProblem
+    from bwlab.flow.trace import Trace
+    from bwlab.lab import TeachingKernel
+    p = FlowProblem(3)
+    k = TeachingKernel("full_flow_sm100.cu")
+    k = TeachingKernel(k.file, "#define BW_WAIT_TIMEOUT_NS 0ull\n" + k.text)
+    with pytest.raises(MbarrierTimeout, match="full"):
+        runner.run_hardware(p, kernel=k)
+    k2 = k.replace("const bool loaded = mbarrier_wait(&full, 0, BAR_FULL, 2 * TILE_BYTES);",
+                   "while (!mbarrier_try_wait_parity(&full, 0)) {}\n    const bool loaded = true;")
+    with pytest.raises(MbarrierTimeout, match="mma_done"):
+        runner.run_hardware(p, kernel=k2)
+    got = Trace("hardware", p, runner.run_hardware(p), _GPU_SOURCES["hardware"])
+    assert flow_model(p).compare(got, "emulator").ok
+
 
 
 def test_teach_tmem_equals_model():
