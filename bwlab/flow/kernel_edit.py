@@ -151,10 +151,13 @@ def try_k_step(step: int, tier: str | None = None, seed: int = 0) -> KStepRun:
     run = KStepRun(step, tier or flow_tier(), expected.compare(mine, "the model of your step"),
                    past_tiles=past >= SMEM_B + p.N * p.K * elem_bytes("f16"))
     from . import runner
-    if run.tier == "hardware":
-        got = Trace("hardware", p, runner.run_hardware(p, kernel=k100), _GPU_SOURCES["hardware"])
-        run.ran = "your full_flow_sm100.cu ran on this GPU (in a worker process), every hop tapped"
-        run.gpu, run.gpu_vs_model = expected.compare(got, "this GPU"), mine.compare(got, "this GPU")
+    if run.tier in ("hardware", "emulated"):
+        emulated = run.tier == "emulated"
+        got = Trace(run.tier, p, runner.run_hardware(p, kernel=k100, emulated=emulated), _GPU_SOURCES[run.tier])
+        where = "the PTX emulator" if emulated else "this GPU"
+        run.ran = (f"your full_flow_sm100.cu ran in the PTX emulator (its sm_100a PTX), every hop tapped"
+                   if emulated else "your full_flow_sm100.cu ran on this GPU (in a worker process), every hop tapped")
+        run.gpu, run.gpu_vs_model = expected.compare(got, where), mine.compare(got, where)
     elif run.tier == "hybrid":
         from .. import device
         info = device.gpu_info()

@@ -43,14 +43,16 @@ def _module(file: str, arch: str, kernel, be=None):
     return load_text_module(kernel.text, kernel.file, arch=arch)
 
 
-def run_hardware(p: FlowProblem, kernel=None) -> dict:
+def run_hardware(p: FlowProblem, kernel=None, emulated: bool | None = None) -> dict:
     """The whole trip by `full_flow` on an sm_100 GPU; every hop's bytes read back through its taps.
     `kernel`: a learner's edit of full_flow_sm100.cu (bwlab.lab.TeachingKernel), run in a worker
-    process (bwlab.lab.run_edited: a fault or a hang comes back as an exception)."""
+    process (bwlab.lab.run_edited: a fault or a hang comes back as an exception). `emulated`: run the
+    kernel's sm_100a PTX in bwlab.emu (None: where the UMMA stage's tier is 'emulated')."""
     from ..lab import isolate, run_edited
     from ..runtime import launch
     from ..umma.runner import _umma_backend
-    be = _umma_backend()      # an sm_100 GPU, or the PTX emulator (the sm_100a PTX) in the emulated tier
+    from ..runtime import EMULATED
+    be = EMULATED if emulated else _umma_backend()   # an sm_100 GPU, or the PTX emulator (its sm_100a PTX)
     cp = be.xp
     if kernel is not None and not be.emulated and isolate(kernel):
         return run_edited(run_hardware, p, kernel=kernel, limit=30.0)
