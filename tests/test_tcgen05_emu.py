@@ -282,3 +282,17 @@ def test_forced_timeout_in_the_ladder_frees_tmem_and_the_next_launch_runs(step, 
         sm100.run_step_emulated(step, A, B, defines={"BW_WAIT_TIMEOUT_NS": "0"})
     c, _ = sm100.run_step_emulated(step, A, B)
     assert np.array_equal(c, sm100.reference(A, B))
+
+
+def test_tmem_freed_or_read_while_an_mma_still_writes_it():
+    """What the drain prevents: freeing TMEM (or reading it) right after a timeout, while the MMA is still running."""
+    text = source_text("teach_umma.cu")
+    no_drain = text.replace(FIXED_TEARDOWN, "    if (warp == 0) tcgen05_dealloc(tmem, tmem_cols);")
+    m = emu.RawModule(code=no_drain, options=("-DBW_WAIT_TIMEOUT_NS=0",), arch="sm_100a", name="teach_umma.cu")
+    with pytest.raises(TmemAllocError, match=r"tcgen05.dealloc of columns 0..63 while tcgen05.mma .* still writes"):
+        _launch_teach(m)
+    assert text.count("    if (mma_complete) {") == 1
+    read_anyway = text.replace("    if (mma_complete) {", "    if (true) {")
+    m = emu.RawModule(code=read_anyway, options=("-DBW_WAIT_TIMEOUT_NS=0",), arch="sm_100a", name="teach_umma.cu")
+    with pytest.raises(ProtocolError, match=r"tcgen05.ld of columns .* while tcgen05.mma .* still writes"):
+        _launch_teach(m)
