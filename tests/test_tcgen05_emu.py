@@ -11,7 +11,8 @@ import pytest
 
 from bwlab import emu, umma
 from bwlab.emu import ProtocolError, ProxyFenceMissing
-from bwlab.emu.tcgen05 import PeerExited, TmemAllocError, TmemAllocHang, TmemLaneQuarter, TmemLeak
+from bwlab.emu.tcgen05 import (PeerExited, TcgenFenceMissing, TmemAllocError, TmemAllocHang, TmemLaneQuarter,
+                               TmemLeak)
 from bwlab.runtime import EMULATED, MbarrierTimeout, launch
 from bwlab.source import source_text
 from bwlab.umma.runner import UMMA_BARRIERS
@@ -179,7 +180,8 @@ def test_gemm_sm100_ladder_equals_a_bt(step, shape):
 
 BROKEN = r"""
 #include "ptx.cuh"
-enum { OK = 0, LEAK, LANE_QUARTER, READ_BEFORE_WAIT, DEALLOC_NOT_ALLOCATED, ALLOC_HANG };
+enum { OK = 0, LEAK, LANE_QUARTER, READ_BEFORE_WAIT, DEALLOC_NOT_ALLOCATED, ALLOC_HANG, NO_FENCE_BEFORE,
+       NO_FENCE_AFTER };
 extern "C" __global__ void broken(u32* out, u32 mode) {
     __shared__ alignas(16) u32 slot;
     const u32 warp = warpid_in_cta();
@@ -199,13 +201,15 @@ extern "C" __global__ void broken(u32* out, u32 mode) {
     if (mode != READ_BEFORE_WAIT) tcgen05_wait_ld();
     out[threadIdx.x] = r[0] + r[7];
     tcgen05_wait_ld();
-    tcgen05_fence_before_thread_sync();
+    if (mode != NO_FENCE_BEFORE) tcgen05_fence_before_thread_sync();
     __syncthreads();
+    if (mode != NO_FENCE_AFTER) tcgen05_fence_after_thread_sync();
     if (warp == 0 && mode != LEAK) tcgen05_dealloc(tmem + (mode == DEALLOC_NOT_ALLOCATED ? 32 : 0), cols);
 }
 """
 
-MODES = dict(OK=0, LEAK=1, LANE_QUARTER=2, READ_BEFORE_WAIT=3, DEALLOC_NOT_ALLOCATED=4, ALLOC_HANG=5)
+MODES = dict(OK=0, LEAK=1, LANE_QUARTER=2, READ_BEFORE_WAIT=3, DEALLOC_NOT_ALLOCATED=4, ALLOC_HANG=5,
+             NO_FENCE_BEFORE=6, NO_FENCE_AFTER=7)
 
 
 @pytest.fixture(scope="module")
@@ -229,6 +233,10 @@ def test_broken_kernel_ok_mode_runs_clean(broken):
     ("READ_BEFORE_WAIT", ProtocolError, r"reads a destination register of the tcgen05.ld at .* before tcgen05.wait::ld"),
     ("DEALLOC_NOT_ALLOCATED", TmemAllocError, r"tcgen05.dealloc of 0x00000020 .*holds no allocation starting there"),
     ("ALLOC_HANG", TmemAllocHang, r"tcgen05.alloc of 32 columns can never be satisfied: 0 of 512 columns are free"),
+    ("NO_FENCE_BEFORE", TcgenFenceMissing, r"tcgen05.dealloc is ordered by bar.sync 0 after the tcgen05 operation of "
+                                           r"CTA \(0, 0, 0\) warp [123] .*did not execute tcgen05.fence::before_thread_sync"),
+    ("NO_FENCE_AFTER", TcgenFenceMissing, r"tcgen05.dealloc comes after bar.sync 0.*executed no "
+                                          r"tcgen05.fence::after_thread_sync"),
 ])
 def test_each_protocol_rule_is_named(broken, mode, error, rule):
     with pytest.raises(error, match=rule) as e:

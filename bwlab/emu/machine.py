@@ -38,7 +38,7 @@ U64 = np.uint64
 class Warp:
     __slots__ = ("machine", "cta", "wid", "R", "pc", "exited", "valid", "inflight", "cparam", "local",
                  "stack", "blocked", "spin_epoch", "wait_info", "tid", "nthreads", "parked", "steps",
-                 "wg_seq", "wg_groups", "wg_open", "sleep_until", "last_pc", "spin_lanes")
+                 "wg_seq", "wg_groups", "wg_open", "sleep_until", "last_pc", "spin_lanes", "tc_last", "tc_pending")
 
     def __init__(self, machine, cta, wid: int):
         prog = machine.prog
@@ -65,6 +65,8 @@ class Warp:
         self.wg_open = []         # op ids issued since the last commit
         self.sleep_until = 0
         self.last_pc = machine.entry
+        self.tc_last = None       # (where, fenced): this warp's latest tcgen05 op since its last thread sync
+        self.tc_pending = None    # [entries, barrier, after-fenced]: other warps' tcgen05 ops ordered before a sync
 
     # -- lanes ---------------------------------------------------------------------------------
     @property
@@ -722,6 +724,9 @@ class Launch:
         b["expected"] = exp
         b["arrived"] += w.nthreads
         b["warps"].append(w.wid)
+        if w.tc_last is not None:
+            b.setdefault("tc", []).append((w, w.who(), *w.tc_last))
+            w.tc_last = None
         redop, rc, wd = red
         if redop is not None:
             b["red"].append((w, em, rc(w) & em, wd, redop))
@@ -756,10 +761,12 @@ class Launch:
                 "not every thread reaches undefined)")
         red = b["red"]
         del c.barriers[bid]
+        from .tcgen05 import thread_synced
         for w, group in b["waiters"]:
             w.blocked = None
             w.wait_info = None
             w.pc[group] += 1
+            thread_synced(w, b.get("tc", ()), f"bar.sync {bid}")
         if red:
             total = np.concatenate([p[em] for _, em, p, _, _ in red])
             for w, em, p, wd, redop in red:
@@ -778,6 +785,9 @@ class Launch:
                 raise ProtocolError(f"{w.who(group)} at {self.where(ins)}: barrier.cluster.arrive twice without "
                                     "barrier.cluster.wait in between")
             cl.bar_arrived.add(key)
+            if w.tc_last is not None:
+                cl.__dict__.setdefault("tc", []).append((w, w.who(), *w.tc_last))
+                w.tc_last = None
             w.pc[group] += 1
             self.progress()
             self._check_cluster_barrier(cl)
@@ -797,8 +807,12 @@ class Launch:
         if need <= cl.bar_arrived:
             cl.bar_arrived = set()
             cl.bar_phase += 1
+            tc = cl.__dict__.pop("tc", ())
+            from .tcgen05 import thread_synced
             for c in cl.ctas:
                 for x in c.warps:
+                    if not x.exited.all():
+                        thread_synced(x, tc, "barrier.cluster")
                     if x.wait_info is not None and x.wait_info[0] == "cluster":
                         x.pc[x.wait_info[1]] += 1
                         x.blocked = None

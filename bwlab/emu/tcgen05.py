@@ -56,6 +56,12 @@ class TmemLaneQuarter(ProtocolError):
     """tcgen05.ld/st by a warp outside its lane quarter (warp w may access lanes 32*(w%4) .. +31)."""
 
 
+class TcgenFenceMissing(ProtocolError):
+    """tcgen05 operations of two warps ordered by a thread synchronisation (bar.sync, barrier.cluster) without
+    tcgen05.fence::before_thread_sync before it (in the warp that issued the first) or
+    tcgen05.fence::after_thread_sync after it (in the warp that issues the second)."""
+
+
 class PeerExited(ProtocolError):
     """A .cta_group::2 operation while the peer CTA of the pair has exited."""
 
@@ -127,6 +133,53 @@ def _pair_collective(body, ins, name):
     return run, "control"
 
 
+# ---------------------------------------------------------------------------------------------
+# ordering across a thread synchronisation (PTX ISA 9.7.16.6.4 tcgen05.fence)
+# ---------------------------------------------------------------------------------------------
+_SEC_FENCE = "PTX ISA 9.7.16.6.4: tcgen05.fence::before_thread_sync / after_thread_sync"
+
+
+def thread_synced(w, entries, barrier):
+    """Warp `w` passed a thread synchronisation; `entries` are the tcgen05 operations other warps issued
+    before arriving at it: (warp, who, where, fenced)."""
+    others = [e for e in entries if e[0] is not w]
+    w.tc_pending = [others, barrier, False] if others else None
+
+
+def _ordered(w, ins, what):
+    """Warp `w` issues tcgen05 operation `what`: if a thread sync ordered it after other warps' tcgen05
+    operations, both fences must be there. Then it becomes this warp's latest unfenced operation."""
+    M = w.machine
+    pend = w.tc_pending
+    if pend is not None:
+        others, barrier, after = pend
+        w.tc_pending = None
+        bad = [e for e in others if not e[3]]
+        if bad:
+            _, who, where, _ = bad[0]
+            raise TcgenFenceMissing(
+                f"{w.who()} at {M.where(ins)}: {what} is ordered by {barrier} after the tcgen05 operation of {who} at "
+                f"{where}, which did not execute tcgen05.fence::before_thread_sync before the {barrier} ({_SEC_FENCE}: "
+                "tcgen05 operations are asynchronous; a thread sync orders them only between the two fences)")
+        if not after:
+            _, who, where, _ = others[0]
+            raise TcgenFenceMissing(
+                f"{w.who()} at {M.where(ins)}: {what} comes after {barrier}, which orders it after the tcgen05 operation "
+                f"of {who} at {where}, but this warp executed no tcgen05.fence::after_thread_sync after the {barrier} "
+                f"({_SEC_FENCE})")
+    w.tc_last = (M.where(ins), False)
+
+
+def _fence(ins, kind):
+    def body(w, m):
+        if kind == "before":
+            if w.tc_last is not None:
+                w.tc_last = (w.tc_last[0], True)
+        elif w.tc_pending is not None:
+            w.tc_pending[2] = True
+    return body, "plain"
+
+
 def decode(ctx, ins, base, mods):
     what = mods[0]
     if what == "alloc":
@@ -145,8 +198,10 @@ def decode(ctx, ins, base, mods):
         return _wait_ld(ctx, ins)
     if what == "wait::st":
         return (lambda w, m: None), "plain"   # a store writes TMEM when it is issued here
-    if what.startswith("fence::"):
-        return (lambda w, m: None), "plain"
+    if what == "fence::before_thread_sync":
+        return _fence(ins, "before")
+    if what == "fence::after_thread_sync":
+        return _fence(ins, "after")
     raise UnsupportedInstruction(f"the emulator does not execute `{ins.op}` (PTX line {ins.line}: {ins.text})")
 
 
@@ -166,6 +221,7 @@ def _alloc(ctx, ins, mods):
         if off % 4 or off + 4 > c.smem.size:
             raise EmuFault(f"{w.who()} at {M.where(ins)}: the tcgen05.alloc destination 0x{off:x} must be a 4-byte "
                            f"aligned slot inside the CTA's {c.smem.size} bytes of shared memory")
+        _ordered(w, ins, "tcgen05.alloc")
         tm = tmem_of(w.cta)
         free = tm.free_columns
         try:
@@ -203,6 +259,7 @@ def _dealloc(ctx, ins, mods):
         lane = _lane0(m)
         taddr, n = int(ra(w)[lane]), int(rn(w)[lane])
         c = w.cta
+        _ordered(w, ins, "tcgen05.dealloc")
         tm = tmem_of(c)
         col = taddr & 0xFFFF
         for lo, hi, desc in c.tmem_inflight:
@@ -284,6 +341,7 @@ def _mma(ctx, ins, mods):
     def body(w, m):
         M = w.machine
         d, a, b, i, p = rd(w), ra(w), rb(w), ri(w), rp(w)
+        _ordered(w, ins, "tcgen05.mma")
         for lane in np.nonzero(m)[0]:
             _issue_mma(w, ins, kind, group, int(d[lane]) & 0xFFFFFFFF, int(a[lane]), int(b[lane]),
                        int(i[lane]), bool(p[lane]), int(w.tid[lane]))
@@ -367,6 +425,8 @@ def _commit(ctx, ins, mods):
         a = addr(w)
         mk = rmask(w) if rmask is not None else None
         pipe = M.__dict__.setdefault("tc_pipe", {})
+        if w.tc_last is not None:   # tcgen05.commit is an implicit tcgen05.fence::before_thread_sync (PTX ISA)
+            w.tc_last = (w.tc_last[0], True)
         for lane in np.nonzero(m)[0]:
             bcta, boff = M.cta_of_cluster_addr(w, int(a[lane]), "tcgen05.commit mbarrier", ins)
             if group == 2:
@@ -451,6 +511,7 @@ def _ldst(ctx, ins, mods, op):
             raise EmuError(f"{w.who(m)} at {M.where(ins)}: tcgen05.{op} with different TMEM addresses in one warp "
                            "(.sync.aligned: every thread passes the same taddr)")
         c = w.cta
+        _ordered(w, ins, f"tcgen05.{op}")
         tm = tmem_of(c)
         lane0, col0 = ta >> 16, ta & 0xFFFF
         qlo = 32 * (w.wid % 4)
