@@ -304,3 +304,13 @@ def test_tmem_freed_or_read_while_an_mma_still_writes_it():
     m = emu.RawModule(code=read_anyway, options=("-DBW_WAIT_TIMEOUT_NS=0",), arch="sm_100a", name="teach_umma.cu")
     with pytest.raises(ProtocolError, match=r"tcgen05.ld of columns .* while tcgen05.mma .* still writes"):
         _launch_teach(m)
+
+
+def test_mbarrier_init_not_fenced_before_the_async_proxy_uses_it():
+    text = source_text("teach_umma.cu")
+    line = "        fence_mbarrier_init_release_cluster();  // the init is visible to tcgen05.commit\n"
+    assert text.count(line) == 1
+    m = emu.RawModule(code=text.replace(line, ""), arch="sm_100a", name="teach_umma.cu")
+    with pytest.raises(ProtocolError, match=r"tcgen05.commit signals the mbarrier .* without "
+                                            r"fence.mbarrier_init.release.cluster"):
+        _launch_teach(m)

@@ -205,6 +205,7 @@ def _tma_load(ctx, ins, mods):
                                "tensor map (the instruction's .Nd must equal the map's rank)")
             dcta, doff = M.cta_of_cluster_addr(w, int(d[lane]), "TMA destination", ins)
             bcta, boff = M.cta_of_cluster_addr(w, int(b[lane]), "TMA mbarrier", ins)
+            M.async_uses_mbarrier(w, bcta, boff, "the TMA load", ins)
             if doff % SMEM_ALIGNMENT:
                 raise EmuFault(f"{w.who()} at {M.where(ins)}: the TMA destination 0x{doff:x} is not "
                                f"{SMEM_ALIGNMENT}-byte aligned (PTX ISA: dstMem of a tiled load)")

@@ -903,7 +903,10 @@ def _fence(ctx, ins, base, mods):
     if "proxy" in mods and "async" in mods:
         def body(w, m):
             w.machine.fence_proxy_async(w, m)
+            w.machine.fence_mbarrier_init(w)
         return body, "plain"
+    if "mbarrier_init" in mods:
+        return (lambda w, m: w.machine.fence_mbarrier_init(w)), "plain"
     return (lambda w, m: None), "plain"
 
 

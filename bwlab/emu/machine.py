@@ -181,6 +181,7 @@ class CTA:
         self.smem_writer_pc = np.zeros(machine.smem_bytes, np.int32)
         self.mbarriers = {}       # offset -> Mbarrier
         self.mbar_info = {}       # offset -> (init line, init who)
+        self.mbar_unfenced = {}   # offset -> (initialising warp, line): init not yet fenced for the async proxy
         self.barriers = {}        # named barrier id -> dict
         self.bulk = {}            # thread -> [[op ids]] committed bulk groups not yet complete
         self.bulk_open = {}       # thread -> [op ids]
@@ -680,6 +681,24 @@ class Launch:
             hit = np.isin(c.smem_writer, tids)
             c.smem_writer[hit] = -1
 
+    def fence_mbarrier_init(self, w):
+        """fence.mbarrier_init / fence.proxy.async by warp w: its mbarrier.init are visible to the async proxy."""
+        c = w.cta
+        for off in [o for o, (wid, _) in c.mbar_unfenced.items() if wid == w.wid]:
+            del c.mbar_unfenced[off]
+
+    def async_uses_mbarrier(self, w, c, off: int, what: str, ins):
+        """The async proxy (TMA complete_tx, tcgen05.commit) will signal the mbarrier at `off` of CTA c: its
+        initialisation must have been fenced."""
+        if not self.check_proxy or off not in c.mbar_unfenced:
+            return
+        wid, where = c.mbar_unfenced[off]
+        raise ProtocolError(
+            f"{w.who()} at {self.where(ins)}: {what} signals the mbarrier '{self.prog.shared_name(off)}' of CTA {c.ctaid}, "
+            f"initialised at {where} by warp {wid} without fence.mbarrier_init.release.cluster (or fence.proxy.async) "
+            "after it: the async proxy may not see the initialisation (PTX ISA: mbarrier.init, memory consistency "
+            "model, proxies)")
+
     def async_reads_smem(self, c, off: int, n: int, what: str, issuer=None):
         """The async proxy reads SMEM [off, off+n) of CTA c: every byte must be fenced."""
         if not self.check_proxy:
@@ -834,6 +853,7 @@ class Launch:
                                f"{c.smem.size} bytes of shared memory")
             c.mbarriers[off] = Mbarrier(create_count)
             c.mbar_info[off] = (self.where(ins), w.who())
+            c.mbar_unfenced[off] = (int(w.tid[0]) // 32, self.where(ins))
             return c, off, c.mbarriers[off]
         bar = c.mbarriers.get(off)
         if bar is None:

@@ -441,6 +441,7 @@ def _commit(ctx, ins, mods):
             else:
                 targets = [bcta]
             for c in targets:
+                M.async_uses_mbarrier(w, c, boff, "tcgen05.commit", ins)
                 if c.mbarriers.get(boff) is None:
                     raise ProtocolError(f"{w.who()} at {M.where(ins)}: tcgen05.commit to shared offset 0x{boff:x} "
                                         f"({M.prog.shared_name(boff)}) of CTA rank {c.rank}, where no mbarrier is "
