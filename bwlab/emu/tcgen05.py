@@ -362,10 +362,10 @@ def _issue_mma(w, ins, kind, group, d_tmem, adesc, bdesc, idesc, accumulate, tid
     from ..umma.model import CtaState, d_tmem_layout, mma_operands, tcgen05_mma
     M = w.machine
     where = M.where(ins)
-    if group == 2 and w.cta.rank % 2:
-        raise ProtocolError(f"{w.who()} at {where}: tcgen05.mma.cta_group::2 issued from the odd CTA of the pair "
-                            f"(cluster rank {w.cta.rank}); bwlab's kernels issue from the even CTA, as CUTLASS does")
+    # either CTA of the pair may issue (CUTLASS issues from the even one, a convention); the even CTA holds
+    # rows [0, M/2) of A and D and the first half of B's rows, the odd one the rest
     ctas = [w.cta] + ([_peer(w, ins, "tcgen05.mma")] if group == 2 else [])
+    ctas.sort(key=lambda c: c.rank)
     try:
         f = decode_instr_desc(idesc, kind)
         lay = d_tmem_layout(f.M, f.N, group)
