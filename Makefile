@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.bwlab-installed-cuda$(CUDA)
 
-.PHONY: lab test unit nbval wheel-test venv notebooks notebooks-soak student grade grade-check browser-deps browser-test clean
+.PHONY: lab test unit nbval wheel-test venv notebooks notebooks-soak student grade grade-check sandbox-deps browser-deps browser-test browser-test-student clean
 
 venv: $(STAMP)
 
@@ -23,31 +23,36 @@ ROOTFLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 LABFLAGS ?=
 
 # JupyterLab on notebooks/ (src/ hidden), widget state saved with the notebook (see bwlab/tools/notebooks.py).
+# make lab STUDENT=1: the student versions (answers removed) copied into $(WORK)/, yours to change; a later
+# run never overwrites a notebook you changed (a newer edition goes to $(WORK)/updates/); no nbgrader UI.
+STUDENT ?=
+WORK    ?= work
 lab: venv
-	$(PY) -m bwlab.tools.notebooks lab $(ROOTFLAG) $(LABFLAGS)
+	$(PY) -m bwlab.tools.notebooks lab $(if $(STUDENT),--student --work $(WORK)) $(ROOTFLAG) $(LABFLAGS)
 
 # The whole suite: unit tests, compile checks of every cuda_src file, nbval over the notebooks.
-# Notebooks are stored from a model-tier run, so nbval forces the model tier.
-test: venv
+# Notebooks are stored from an emulated-tier run (the TMA-family kernels in bwlab.emu, deterministic), so
+# nbval runs them in the emulated tier too.
+test: venv sandbox-deps
 	$(PY) -m pytest -q tests --ignore=tests/test_wheel.py
-	BWLAB_BACKEND=model $(PY) -m pytest -q --nbval notebooks --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
+	BWLAB_BACKEND=emulated $(PY) -m pytest -q --nbval notebooks --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
 
-unit: venv
+unit: venv sandbox-deps
 	$(PY) -m pytest -q tests --ignore=tests/test_wheel.py
 
 # bwlab as a user installs it (tests/test_wheel.py): a wheel built from this repository, installed with its
 # cuda12 extra into a fresh venv outside the checkout, compiles a teaching kernel for sm_90a, replays a
 # recording through a stage's model and executes notebooks/00_orientation.ipynb headless. Needs the
 # package index (pip's cache is reused); about half a minute with a warm cache.
-wheel-test: venv
+wheel-test: venv sandbox-deps
 	$(PY) -m pytest -q tests/test_wheel.py -p no:cacheprovider --durations=3
 
 nbval: venv
-	BWLAB_BACKEND=model $(PY) -m pytest -q --nbval notebooks --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
+	BWLAB_BACKEND=emulated $(PY) -m pytest -q --nbval notebooks --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
 
-# Re-execute every notebook in the model tier and store its outputs (what nbval compares against).
+# Re-execute every notebook in the emulated tier and store its outputs (what nbval compares against).
 notebooks: venv
-	BWLAB_BACKEND=model $(PY) -m bwlab.tools.notebooks execute notebooks/*.ipynb
+	BWLAB_BACKEND=emulated $(PY) -m bwlab.tools.notebooks execute notebooks/*.ipynb
 
 # Execute every notebook N times headless (nothing is written) and report how many runs finished.
 N ?= 10
@@ -56,19 +61,36 @@ notebooks-soak: venv
 
 # Teaching (docs/teaching.md): the nbgrader course lives in $(COURSE).
 # make student                      student versions of the notebooks -> $(COURSE)/release/<notebook>/
-# make grade SUBMISSIONS=DIR        DIR/<student>/NN_name.ipynb -> submitted/, autograde, feedback, scores
+# make grade SUBMISSIONS=DIR        DIR/<student>/NN_name.ipynb -> submitted/, grade each in a sandbox, scores
+#      [ID_MAP=ids.csv] [JOBS=N]    learning-platform folder names -> student ids; N graded at a time
 # make grade-check                  the answer key scores full points and an untouched notebook none
 COURSE        ?= build/classroom
 SUBMISSIONS   ?=
+ID_MAP        ?=
+JOBS          ?= 2
 GRADE_BACKEND ?= model
 student: venv
 	$(PY) -m bwlab.tools.classroom --course $(COURSE) student
 
-grade: venv
-	$(PY) -m bwlab.tools.classroom --course $(COURSE) grade --backend $(GRADE_BACKEND) $(if $(SUBMISSIONS),--collect $(SUBMISSIONS))
+grade: venv sandbox-deps
+	$(PY) -m bwlab.tools.classroom --course $(COURSE) grade --backend $(GRADE_BACKEND) -j $(JOBS) \
+	  $(if $(SUBMISSIONS),--collect $(SUBMISSIONS)) $(if $(ID_MAP),--id-map $(ID_MAP))
 
-grade-check: venv
+grade-check: venv sandbox-deps
 	$(PY) -m bwlab.tools.classroom selfcheck --backend $(GRADE_BACKEND)
+
+# Submissions run in a bubblewrap sandbox (docs/teaching.md, "The sandbox"). As root with apt-get this
+# installs it; elsewhere it says so: `make grade` then refuses to run learners' code, and the tests of
+# hostile submissions are skipped with that reason.
+sandbox-deps:
+	@if ! command -v bwrap >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; \
+	  else \
+	    echo "sandbox-deps: no bubblewrap (bwrap). Install it as root (Debian/Ubuntu: apt-get install -y" \
+	         "bubblewrap), or grade in the container of docs/teaching.md. Grading refuses to run without it." >&2; \
+	  fi; \
+	fi
 
 # The notebooks in a real browser: JupyterLab headless, the system's Chromium driven by Playwright (every
 # notebook run, every widget control moved, screenshots and summary.txt in build/browser/). See
@@ -97,6 +119,11 @@ browser-deps: $(BROWSER_STAMP)
 
 browser-test: browser-deps
 	BWLAB_BACKEND=model $(PY) tests/browser/check_lab.py --chromium $(CHROMIUM) --out build/browser $(BROWSERFLAGS)
+
+# The student editions as `make lab STUDENT=1` serves them: Run All runs every cell, unanswered checks show a
+# short NotYet message, no nbgrader UI (screenshots and summary.txt in build/browser-student/).
+browser-test-student: browser-deps
+	BWLAB_BACKEND=model $(PY) tests/browser/check_lab.py --student --chromium $(CHROMIUM) --out build/browser-student $(BROWSERFLAGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -25,11 +25,66 @@ from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
-__all__ = ["NotYet", "check_value", "check_function", "check_function_explained", "check_result", "unanswered"]
+__all__ = ["NotYet", "render", "check_value", "check_function", "check_function_explained", "check_result", "unanswered"]
 
 
 class NotYet(AssertionError):
-    """A learner's answer is missing or differs from the hardware's rule; the message says how."""
+    """A learner's answer is missing or differs from the hardware's rule; the message says how.
+
+    In IPython (a notebook) it shows as a short message, not a traceback (`_render_traceback_`, which
+    IPython calls instead of formatting the frames; the error output keeps ename NotYet and the whole
+    message as evalue, so nbgrader still scores the cell 0): the first miss of a kind says what is wrong
+    and gives the hint; the second miss of the same kind (same quantity, same recognised mistake) in this
+    kernel adds the rule. `str(e)` always holds everything (plain Python, the grader's logs)."""
+
+    def _render_traceback_(self):
+        return render(str(self))
+
+
+# How often each kind of miss was shown in this process (see NotYet and render()).
+_SHOWN: dict = {}
+_RED, _BOLD, _RESET = "\x1b[31m", "\x1b[1m", "\x1b[0m"
+
+
+def parse_message(text: str) -> dict:
+    """A NotYet message's parts: 'what' (the unindented lines, then any indented report lines),
+    'rule', 'hint' and 'diagnosis' (the '  rule:', '  hint:', '  your value:' lines)."""
+    parts = {"what": [], "rule": None, "hint": None, "diagnosis": None}
+    tags = {"rule:": "rule", "hint:": "hint", "your value:": "diagnosis"}
+    for line in text.splitlines():
+        stripped = line.strip()
+        for tag, key in tags.items():
+            if line.startswith("  ") and stripped.startswith(tag) and parts[key] is None:
+                parts[key] = stripped[len(tag):].strip()
+                break
+        else:
+            parts["what"].append(line)
+    return parts
+
+
+def render(text: str, count: bool = True) -> list[str]:
+    """The lines a notebook shows for a NotYet message (see NotYet): what is wrong, the recognised
+    mistake and the hint; the rule from the second miss of the same kind on (`count` records this
+    showing). An unanswered check shows what to do and the hint."""
+    p = parse_message(text)
+    what = p["what"] or [""]
+    name = what[0].split(":", 1)[0]
+    blank = "no answer yet" in what[0]
+    key = (name, p["diagnosis"])
+    seen = _SHOWN.get(key, 0)
+    if count and not blank:
+        _SHOWN[key] = seen + 1
+    lines = [f"{_RED}{_BOLD}Not yet{_RESET}{_RED}: {what[0]}{_RESET}", *what[1:]]
+    if p["diagnosis"]:
+        lines.append(f"  your value: {p['diagnosis']}")
+    if p["hint"]:
+        lines.append(f"  hint: {p['hint']}")
+    if p["rule"]:
+        if seen >= 1 and not blank:
+            lines.append(f"  rule: {p['rule']}")
+        elif not blank:
+            lines.append("  (a second miss of this kind shows the rule)")
+    return lines
 
 
 def unanswered(value) -> bool:
@@ -149,8 +204,8 @@ def check_function(name: str, fn, cases: Iterable, *, rule: str, hint: str = "",
             raise NotYet(f"{name}: {_call_text(fname, args)} raised {type(e).__name__}: {e}\n"
                          f"  rule: {rule}") from None
         if unanswered(got):
-            raise NotYet(f"{name}: {_call_text(fname, args)} returned {got!r} — it returns no answer yet.\n"
-                         f"  rule: {rule}")
+            raise NotYet(f"{name}: {_call_text(fname, args)} returned {got!r} — it returns no answer yet: write "
+                         f"{fname}'s body in the cell above.\n  rule: {rule}" + (f"\n  hint: {hint}" if hint else ""))
         if not _equal(got, expected):
             lines = [f"{name}: {_call_text(fname, args)} returned {_fmt(got)}, expected {_fmt(expected)} "
                      f"({n} earlier case{'s' if n != 1 else ''} agreed).", f"  rule: {rule}"]

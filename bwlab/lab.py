@@ -6,24 +6,31 @@ a learner changes it, and the stage's runner compiles and runs the changed text:
 
     k = TeachingKernel("teach_tma.cu")
     k.show()
-    mine = k.replace("box_bytes", "box_bytes + 16")     # announce 16 bytes too many
+    mine = k.replace("tx_bytes = box_bytes;", "tx_bytes = box_bytes + 16;")   # announce 16 bytes too many
     mine.compile()                                        # sm_90a by default; errors point at your line
+    print(mine.diff())
 
-or, in a notebook, with the cell magic (`%load_ext bwlab.lab` once):
+or, in a notebook, with the `%cuda` magics (`%load_ext bwlab.lab` once):
+
+    %cuda --load teach_tma.cu       # a new cell below: `%%cuda teach_tma.cu` and the kernel, to edit
 
     %%cuda teach_tma.cu
     ... the whole kernel, edited ...
 
-which compiles the cell's text and keeps it as `bwlab.lab.edited("teach_tma.cu")`. Compile errors come
-back as `CompileError` whose message shows each error on the line of your text it refers to.
+    %cuda --diff teach_tma.cu       # your change, against cuda_src/teach_tma.cu
+    %cuda --reset teach_tma.cu      # undo: the stage runs cuda_src/teach_tma.cu again (no file: every edit)
+
+`%%cuda FILE` compiles the cell's text and, if it compiles, keeps it as `bwlab.lab.edited("teach_tma.cu")`,
+which the stage's runner then uses; a compile error is shown on the line of the cell it refers to (the
+`%%cuda` line is line 1) and the previous version stays. `bwlab.lab.reset(FILE)` undoes in Python.
 """
 from __future__ import annotations
 
-from .compile import Compiled, CompileError, compile_text, load_text_module
+from .compile import CUDA_SRC, Compiled, CompileError, compile_text, load_text_module
 from .source import function_source, source_text
 
-__all__ = ["TeachingKernel", "edited", "EDITS", "CompileError", "load_ipython_extension", "isolate",
-           "run_edited"]
+__all__ = ["TeachingKernel", "edited", "reset", "EDITS", "CompileError", "load_ipython_extension", "isolate",
+           "run_edited", "cell_errors"]
 
 # The kernels a learner changed with %%cuda, by file name.
 EDITS: dict[str, "TeachingKernel"] = {}
@@ -111,22 +118,92 @@ def run_edited(runner, *args, kernel: TeachingKernel, limit: float = 10.0, **kwa
     return run_isolated(runner, *args, kernel=kernel, name=f"{kernel.file} (edited)", limit=limit, **kwargs)
 
 
-def _cuda_magic(line: str, cell: str) -> None:
-    file = line.strip() or "kernel.cu"
-    k = TeachingKernel(file, cell)
+def reset(file: str | None = None) -> list[str]:
+    """Undo `%%cuda` edits: of `file`, or of every kernel when None; returns the files reset."""
+    if file is None:
+        done = sorted(EDITS)
+        EDITS.clear()
+        return done
+    file = file if file.endswith(".cu") else file + ".cu"
+    return [file] if EDITS.pop(file, None) is not None else []
+
+
+def cell_errors(e: CompileError, file: str, first_line: int = 2) -> str:
+    """A compile error told in the lines of a `%%cuda` cell: the text's line n is the cell's line
+    n + first_line - 1 (the magic's own line is line 1). Errors in a header name the header's line."""
+    lines = (e.source or "").splitlines()
+    out = []
+    for where, line, kind, msg in e.diagnostics:
+        if kind == "warning":
+            continue
+        if where.replace("\\", "/").rsplit("/", 1)[-1] != file or not 1 <= line <= len(lines):
+            out.append(f"{kind} in {where.replace(str(CUDA_SRC), 'cuda_src')}, line {line}: {msg}")
+            continue
+        at = line + first_line - 1
+        out.append(f"{kind} on line {at} of this cell: {msg}")
+        for n in range(max(1, line - 1), min(len(lines), line + 1) + 1):
+            out.append(f"{'>' if n == line else ' '}{n + first_line - 1:4d} | {lines[n - 1]}")
+    return "\n".join(out) if out else str(e).split("--- compiler log ---", 1)[-1].strip()
+
+
+def _cuda_magic(line: str, cell: str | None = None):
+    """`%%cuda FILE` (cell): compile the cell's kernel and keep it. `%cuda --load FILE`, `%cuda --diff FILE`,
+    `%cuda --reset [FILE]` (line magics): see the module's docstring."""
+    words = line.split()
+    opts = [w for w in words if w.startswith("--")]
+    names = [w for w in words if not w.startswith("--")]
+    file = names[0] if names else None
+    if file and not file.endswith(".cu"):
+        file += ".cu"
+    if len(opts) > 1 or len(names) > 1 or (opts and opts[0] not in ("--reset", "--load", "--diff")):
+        print("usage: %%cuda FILE (then the kernel) | %cuda --load FILE | %cuda --diff FILE | %cuda --reset [FILE]")
+        return None
+    if opts:
+        if cell and cell.strip():
+            print(f"%cuda {opts[0]} takes no kernel text: the cell's text was not used")
+        if opts[0] == "--reset":
+            done = reset(file)
+            if done:
+                print(f"reset {', '.join(done)}: the stage's runner uses cuda_src/ again")
+            else:
+                print(f"{file or 'no kernel'}: nothing to reset (no %%cuda edit kept)")
+            return None
+        if file is None:
+            print(f"%cuda {opts[0]} needs a FILE")
+            return None
+        k = edited(file)
+        if opts[0] == "--diff":
+            print(k.diff() or f"{k.file}: unchanged from cuda_src/")
+            return None
+        text = f"%%cuda {k.file}\n" + k.text.rstrip("\n")
+        try:
+            from IPython import get_ipython
+            ip = get_ipython()
+        except ImportError:
+            ip = None
+        if ip is None:
+            return text
+        ip.set_next_input(text, replace=False)
+        print(f"a new cell below holds {k.file}" + (" (your edited version)" if k.edited else "")
+              + ": change it and run it")
+        return None
+    file = file or "kernel.cu"
+    k = TeachingKernel(file, cell or "")
     for arch in k.targets:
         try:
             k.compile(arch)
         except CompileError as e:
-            print(str(e).split("--- compiler log ---", 1)[-1].strip())
-            print(f"\n{file} was NOT kept: the stage still runs the previous version.")
-            return
+            print(f"{k.file} does not compile for {arch}:")
+            print(cell_errors(e, k.file))
+            print(f"\n{k.file} was NOT kept: the stage still runs the previous version.")
+            return None
     EDITS[k.file] = k
     print(f"{k.file}: compiled for {', '.join(k.targets)}; the stage's runner now uses this version"
-          + ("" if k.edited else " (unchanged from cuda_src/)"))
+          + ("" if k.edited else " (unchanged from cuda_src/)") + f". Undo: %cuda --reset {k.file}")
+    return None
 
 
 def load_ipython_extension(ipython) -> None:
-    """`%load_ext bwlab.lab` registers the `%%cuda FILE` cell magic."""
-    ipython.register_magic_function(_cuda_magic, magic_kind="cell", magic_name="cuda")
-
+    """`%load_ext bwlab.lab` registers the `%%cuda FILE` cell magic and the `%cuda --load/--diff/--reset`
+    line magic."""
+    ipython.register_magic_function(_cuda_magic, magic_kind="line_cell", magic_name="cuda")

@@ -6,7 +6,10 @@ with two exercises (a predicted value, and a function whose hidden tests catch a
 case lets through). The same checks then run on every notebook in notebooks/ that holds exercise cells;
 one without any is skipped, saying so. Every notebook is graded in its own course, as two pretend
 students (the answer key pasted into the student version, and the untouched student version), the
-notebooks in parallel worker processes, in the model tier.
+notebooks in parallel worker processes, in the model tier, by bwlab.tools.grading (each submission in
+a bubblewrap sandbox where this runs as root with bubblewrap installed, else with --sandbox none: the
+answers are scored outside the learner's process either way). tests/test_grading_hostile.py grades a
+class of hostile submissions.
 """
 import json
 import re
@@ -179,21 +182,19 @@ def assert_student_version(solution: Path, release: Path):
 
 
 def assert_untouched_runs(check):
-    """(b) the untouched student version, executed end to end by nbgrader (errors allowed, a bounded
-    time per cell, model tier): every graded cell fails with NotYet 'no answer yet', nothing else fails."""
-    nb = cls.read(check.autograded[cls.BLANK])
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    assert all(c.get("execution_count") for c in code), "the notebook did not run to its end"
-    for i, cell in enumerate(nb.cells):
-        errs = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-        gid = cls._nbgrader(cell).get("grade_id")
-        if cls._nbgrader(cell).get("grade"):
-            assert len(errs) == 1, f"graded cell {gid} does not fail in the untouched version"
-            assert errs[0]["ename"] == "NotYet", f"{gid} fails with {errs[0]['ename']}: {errs[0]['evalue']}"
-            assert "no answer yet" in errs[0]["evalue"], f"{gid}: {errs[0]['evalue']}"
-        else:
-            assert not errs, f"cell {i} ({gid or 'not an exercise'}) raises " + "; ".join(
-                f"{e['ename']}: {e['evalue']}" for e in errs)
+    """(b) the untouched student version, run end to end in the sandbox (a bounded time per cell, model
+    tier) and scored outside it: every graded cell fails with NotYet 'no answer yet', nothing else fails."""
+    res = check.results[cls.BLANK]
+    assert res["status"] == "graded", res["reason"]
+    code = [c for c in res["cells"] if c["type"] == "code"]
+    assert code and all("stdout" in c for c in code), "the notebook did not run to its end"
+    for i, cell in enumerate(res["cells"]):
+        if cell["type"] == "graded":
+            v = {e["grade_id"]: e for e in res["exercises"]}[cell["grade_id"]]
+            assert not v["passed"], f"graded cell {cell['grade_id']} does not fail in the untouched version"
+            assert re.search(r"^NotYet: .*no answer yet", v["message"], re.M), f"{cell['grade_id']}: {v['message']}"
+        elif cell["type"] == "code":
+            assert not cell.get("error"), f"cell {i} (not an exercise) raises {cell['error']}"
 
 
 def assert_grades(check):
@@ -205,7 +206,7 @@ def assert_grades(check):
     assert blank.cells == {g: (0.0, points[g]) for g in ids}
     assert (key.score, key.max_score) == (sum(points.values()), sum(points.values()))
     assert blank.score == 0
-    errs = cls.errors(check.autograded[cls.KEY])
+    errs = cls.errors(check.results[cls.KEY])
     assert not errs, f"the answer key raises: {errs}"
     assert check.problems() == []
 
@@ -223,7 +224,8 @@ def synthetic(tmp_path_factory):
     partial = d / "partial.ipynb"
     nbformat.write(cls.fill_in(check.release, answers), str(partial))
     cls.submit(check.course, "partial", partial, "91_synthetic")
-    cls.autograde(check.course, ["91_synthetic"], student_id="partial", backend="model")
+    cls.autograde(check.course, ["91_synthetic"], student_id="partial", backend="model",
+                  sandbox=cls.default_sandbox())
     pages = cls.feedback(check.course)
     return check, pages
 
@@ -252,8 +254,8 @@ def test_synthetic_hidden_tests_count(synthetic):
     check, _ = synthetic
     got = {s.student: s for s in cls.scores(check.course)}["partial"]
     assert got.cells == {"syn_box_bytes_check": (1.0, 1.0), "syn_tiles_check": (0.0, 2.0)}
-    nb = cls.read(check.course / "autograded" / "partial" / "91_synthetic" / "91_synthetic.ipynb")
-    (_, gid, graded, ename, evalue), = cls.errors(nb)
+    res = json.loads((check.course / "results" / "partial" / "91_synthetic.json").read_text())
+    (_, gid, graded, ename, evalue), = cls.errors(res)
     assert (gid, graded, ename) == ("syn_tiles_check", True, "NotYet")
     assert "tiles(128, 64) returned 3, expected 2" in evalue       # a hidden case, not the shown one
 
@@ -263,15 +265,15 @@ def test_synthetic_feedback_shows_the_score_and_the_message(synthetic):
     by_student = {p.parts[-3]: p.read_text() for p in pages}
     assert set(by_student) == {cls.KEY, cls.BLANK, "partial"}
     blank = by_student[cls.BLANK]
-    assert "Score: 0.0 / 3.0" in blank and "no answer yet" in blank
-    assert "Score: 3.0 / 3.0" in by_student[cls.KEY]
+    assert "Score: 0 / 3" in blank and "no answer yet" in blank
+    assert "Score: 3 / 3" in by_student[cls.KEY]
 
 
 def test_problems_name_what_is_wrong(synthetic):
     check, _ = synthetic
     swapped = cls.Check(check.assignment, check.course, check.solution, check.release,
                         {cls.KEY: check.scores[cls.BLANK], cls.BLANK: check.scores[cls.KEY]},
-                        {cls.KEY: check.autograded[cls.BLANK], cls.BLANK: check.autograded[cls.KEY]})
+                        {cls.KEY: check.results[cls.BLANK], cls.BLANK: check.results[cls.KEY]})
     text = "\n".join(swapped.problems())
     assert "the answer key scores 0 of 3" in text
     assert "the untouched student version scores 3, not 0" in text
@@ -279,20 +281,18 @@ def test_problems_name_what_is_wrong(synthetic):
     assert "untouched: graded cell syn_tiles_check fails with nothing" in text  # passes in the untouched
 
 
-def test_a_later_cell_that_needs_an_answer_is_caught(synthetic, tmp_path):
+def test_a_later_cell_that_needs_an_answer_is_caught(synthetic):
     """A cell after an exercise that uses its answer breaks the student version: both the test's
-    check and the selfcheck's problems() must say so (the run is doctored here, not re-executed)."""
+    check and the selfcheck's problems() must say so (the result is doctored here, not re-run)."""
+    import copy
     check, _ = synthetic
-    nb = cls.read(check.autograded[cls.BLANK])
-    last = nb.cells[-1]
-    assert not cls._nbgrader(last) and last.cell_type == "code"
-    last.outputs = [nbformat.v4.new_output("error", ename="TypeError", evalue="unsupported operand "
-                                           "type(s) for +: 'NoneType' and 'int'", traceback=[])]
-    doctored = tmp_path / "untouched.ipynb"
-    nbformat.write(nb, str(doctored))
+    res = copy.deepcopy(check.results[cls.BLANK])
+    last = res["cells"][-1]
+    assert last["type"] == "code" and not last.get("error")
+    last["error"] = {"ename": "TypeError", "evalue": "unsupported operand type(s) for +: 'NoneType' and 'int'"}
     broken = cls.Check(check.assignment, check.course, check.solution, check.release, check.scores,
-                       {**check.autograded, cls.BLANK: doctored})
-    assert broken.problems() == [f"untouched: cell {len(nb.cells) - 1} (not an exercise) raises TypeError: "
+                       {**check.results, cls.BLANK: res})
+    assert broken.problems() == [f"untouched: cell {len(res['cells']) - 1} (not an exercise) raises TypeError: "
                                  "unsupported operand type(s) for +: 'NoneType' and 'int'"]
     with pytest.raises(AssertionError, match="not an exercise.*TypeError"):
         assert_untouched_runs(broken)
@@ -383,3 +383,26 @@ def test_committed_table_is_current():
     assert text == cls.replace_table(text, cls.table()), (
         "docs/teaching.md's exercise table is not current: run "
         "`python -m bwlab.tools.classroom table --write docs/teaching.md`")
+
+
+def test_synthetic_run_all_goes_on_past_an_unanswered_check(synthetic):
+    """Run All on the untouched student version runs every cell: nbclient, which like JupyterLab stops at
+    the first error unless the cell is tagged raises-exception, reaches the last cell; each graded cell
+    shows NotYet 'no answer yet'."""
+    pytest.importorskip("nbclient")
+    from nbclient import NotebookClient
+    check, _ = synthetic
+    nb = cls.read(check.release)
+    graded = [c for c in nb.cells if cls._nbgrader(c).get("grade")]
+    assert graded and all(nbt.RAISES in c.metadata.get("tags", []) for c in graded)
+    with cls.environment("model"):
+        NotebookClient(nb, kernel_name="python3", timeout=120, allow_errors=False).execute()
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.get("execution_count") for c in code)
+    assert "the cells after the exercises run: 2" in "".join(o.get("text", "") for o in code[-1].outputs)
+    for c in graded:
+        (err,) = [o for o in c.outputs if o.output_type == "error"]
+        assert err.ename == "NotYet" and "no answer yet" in err.evalue
+        # shown as a short message (NotYet._render_traceback_), not the checker's frames
+        shown = "\n".join(err.traceback)
+        assert len(err.traceback) <= 4 and "Traceback" not in shown and "check_value(" not in shown, shown

@@ -232,7 +232,7 @@ def test_a_wrong_expect_tx_names_the_waiting_warps_and_the_missing_bytes():
     assert e.value.barrier == "smem_full" and e.value.expected_tx == t.box_bytes + 16
     assert "spins in mbarrier.try_wait.parity 0 on 'smem_full'" in msg
     assert "16 transaction bytes still expected" in msg and "nothing in flight" in msg
-    assert "warp 3" in msg and "mbarrier.cuh" in msg
+    assert "warps 0, 1, 2, 3 (threads 0..127)" in msg and "teach_tma.cu:40 (in mbarrier.cuh:57)" in msg
 
 
 def _gallery():
@@ -355,3 +355,103 @@ def test_the_emulated_ladder_draws_a_per_warp_timeline():
     assert len(producer) == len(consumer1) == 3 and len(epilogue) >= 1   # 3 k-slices of 64 in K = 192
     # each slice is consumed only after the producer issued it
     assert (consumer1[:, 0] >= producer[:, 1]).all() and (consumer2[:, 0] >= producer[:, 1]).all()
+
+
+ORDINARY = r'''
+extern "C" __global__ void reduce(const float* x, float* out, int n) {
+    __shared__ float s[256];
+    int t = threadIdx.x; float v = 0.f;
+    for (int i = blockIdx.x * blockDim.x + t; i < n; i += gridDim.x * blockDim.x) v += x[i];
+    s[t] = v; __syncthreads();
+    for (int w = blockDim.x / 2; w >= 32; w >>= 1) { if (t < w) s[t] += s[t + w]; __syncthreads(); }
+    if (t < 32) { v = s[t]; for (int o = 16; o; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+                  if (t == 0) atomicAdd(out, v); }
+}
+extern "C" __global__ void transpose(const int* a, int* b, int rows, int cols) {
+    __shared__ int tile[32][33];
+    int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
+    for (int j = 0; j < 32; j += 8) if (x < cols && y + j < rows) tile[threadIdx.y + j][threadIdx.x] = a[(y + j) * cols + x];
+    __syncthreads();
+    x = blockIdx.y * 32 + threadIdx.x; y = blockIdx.x * 32 + threadIdx.y;
+    for (int j = 0; j < 32; j += 8) if (x < rows && y + j < cols) b[(y + j) * rows + x] = tile[threadIdx.x][threadIdx.y + j];
+}
+extern "C" __global__ void hist(const unsigned char* d, unsigned* h, int n) {
+    __shared__ unsigned sh[64];
+    if (threadIdx.x < 64) sh[threadIdx.x] = 0; __syncthreads();
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) atomicAdd(&sh[d[i] & 63], 1u);
+    __syncthreads();
+    if (threadIdx.x < 64) atomicAdd(&h[threadIdx.x], sh[threadIdx.x]);
+}
+extern "C" __global__ void local_array(const int* idx, int* out) {
+    int a[16];
+    for (int i = 0; i < 16; ++i) a[i] = i * i + threadIdx.x;
+    out[threadIdx.x] = a[idx[threadIdx.x] & 15] + a[(idx[threadIdx.x] >> 4) & 15];
+}
+extern "C" __global__ void dbl(const double* x, double* y, long long* z) {
+    int t = threadIdx.x; double v = x[t];
+    y[t] = sqrt(fabs(v)) * 3.0 + v / 7.0; z[t] = (long long)(v * 1e6) / 3 - (t * 12345678901LL) % 1000;
+}
+'''
+
+
+def test_ordinary_cuda_kernels_run():
+    """Kernels of the kind any CUDA course has (shared-memory reduction with shuffles and atomics, a padded
+    transpose tile, a shared histogram, a local array indexed at run time, doubles and 64-bit integers)."""
+    mod = emu.RawModule(code=ORDINARY)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(10000).astype(np.float32)
+    out = emu.zeros(1, np.float32)
+    mod.get_function("reduce")((4,), (256,), (emu.asarray(x), out, np.int32(x.size)))
+    assert abs(out.get()[0] - x.sum(dtype=np.float64)) < 1e-3
+    a = rng.integers(0, 1000, (70, 45)).astype(np.int32)
+    b = emu.zeros((45, 70), np.int32)
+    mod.get_function("transpose")((2, 3), (32, 8), (emu.asarray(a), b, np.int32(70), np.int32(45)))
+    assert np.array_equal(b.get(), a.T)
+    d = rng.integers(0, 256, 5000).astype(np.uint8)
+    h = emu.zeros(64, np.uint32)
+    mod.get_function("hist")((3,), (128,), (emu.asarray(d), h, np.int32(d.size)))
+    assert np.array_equal(h.get(), np.bincount(d & 63, minlength=64))
+    idx = rng.integers(0, 256, 64).astype(np.int32)
+    o = emu.zeros(64, np.int32)
+    mod.get_function("local_array")((1,), (64,), (emu.asarray(idx), o))
+    t = np.arange(64)
+    assert np.array_equal(o.get(), (idx & 15) ** 2 + t + ((idx >> 4) & 15) ** 2 + t)
+    xd = rng.standard_normal(32) * 100
+    y, z = emu.zeros(32, np.float64), emu.zeros(32, np.int64)
+    mod.get_function("dbl")((1,), (32,), (emu.asarray(xd), y, z))
+    assert np.allclose(y.get(), np.sqrt(np.abs(xd)) * 3 + xd / 7, rtol=0, atol=1e-12)
+    q = [int(v * 1e6) for v in xd]
+    want = [(abs(v) // 3) * (1 if v >= 0 else -1) - (k * 12345678901) % 1000 for k, v in enumerate(q)]
+    assert list(z.get()) == want
+
+
+def _sm90_sources():
+    from bwlab.compile import list_sources
+    from bwlab.lab import _targets
+    return [p for p in list_sources() if "sm_90a" in _targets(p.read_text())]
+
+
+@pytest.mark.parametrize("path", _sm90_sources(), ids=lambda p: p.name)
+def test_every_sm90a_source_decodes(path):
+    """Every instruction NVRTC emits for the suite's sm_90a kernels is one the emulator executes."""
+    from bwlab.compile import CUDA_SRC, compile_cuda
+    defines = {"CLUSTER_X": 2, "CLUSTER_Y": 1} if "multicast" in path.name else None
+    mod = emu.RawModule(compiled=compile_cuda(path.relative_to(CUDA_SRC).as_posix(), "sm_90a", defines=defines,
+                                              extra_options=("--generate-line-info",)))
+    assert mod.kernels
+
+
+def test_the_tma_streaming_copy_copies():
+    from bwlab.checks.tma_copy import COPY_ROW_BYTES
+    from bwlab.runtime import EMULATED, launch, tensor_map_arg
+    from bwlab.tma import TensorMap
+    rows, tile_rows, stages = 96, 16, 3
+    src = (np.arange(rows * COPY_ROW_BYTES // 4, dtype=np.uint64) * 2654435761 % (1 << 32)).astype(np.uint32)
+    d_src, d_dst = emu.asarray(src), emu.zeros(src.size, np.uint32)
+    maps = [tensor_map_arg(TensorMap("uint32", (COPY_ROW_BYTES // 4, rows), (COPY_ROW_BYTES // 4, tile_rows))
+                           .encode(a.data.ptr)) for a in (d_src, d_dst)]
+    tile_bytes = tile_rows * COPY_ROW_BYTES
+    launch(EMULATED.load("tma_load.cu"), "tma_copy_stream", (2,), (32,),
+           (*maps, np.uint32(1), np.uint32(rows // tile_rows), np.uint32(COPY_ROW_BYTES // 4), np.uint32(tile_rows),
+            np.uint32(tile_bytes), np.uint32(stages)), shared_mem=stages * tile_bytes + 1024)
+    assert np.array_equal(d_dst.get(), src)

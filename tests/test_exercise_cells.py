@@ -1,7 +1,7 @@
 """Every notebook's exercise cells, run with plain Python on their own (no kernel, no nbgrader): the
 solution passes its graded cell ("correct: ..."), and the student version of the pair — solution
 replaced by nbgrader's stub, hidden tests removed — fails with NotYet "no answer yet", never with a
-NameError. (tests/test_classroom.py runs the same through nbgrader, notebook by notebook.)"""
+NameError. (tests/test_classroom.py grades the same through the sandboxed grader, notebook by notebook.)"""
 from pathlib import Path
 
 import pytest

@@ -135,6 +135,9 @@ def test_check_mma_count(capsys):
     msg = _fails(ex.check_mma_count, lambda m, k, ab="f16": (k // 16, (m // 64) * (k // 16)))   # visible: tf32
     assert "32 bytes of K" in msg and "tf32" in msg
     assert "wgmma is m64" in _fails(ex.check_mma_count, lambda m, k, ab="f16": (k // 16, k // 16))
+    # (2, 4) for M = 128, K = 64: M / 64 is right, K was stepped by 32 elements
+    msg = _fails(ex.check_mma_count, lambda m, k, ab="f16": (k // 32, (m // 64) * (k // 32)))
+    assert "wgmma is m64" not in msg and "steps K by 32 elements" in msg and "which is right" in msg
     per_thread = lambda m, k, ab="f16": (k // 16, 128 * (m // 64) * (k // 16))  # noqa: E731
     assert "not the threads" in _fails(ex.check_mma_count, per_thread)
 
@@ -158,8 +161,10 @@ def test_check_orderings(capsys):
     assert "no answer yet" in _fails(ex.check_orderings, empty, {k: (None, None) for k in PROXIES})
     assert "no answer yet for proxies" in _fails(ex.check_orderings, FIRST_WRONG, {k: (None, None) for k in PROXIES})
     msg = _fails(ex.check_orderings, dict(FIRST_WRONG, **{"wait on full": "tma_load"}), PROXIES)
-    assert "the bytes tma_load leaves are right" in msg and "TMEM lane 0" in msg
+    assert "the bytes tma_load leaves are right" in msg
     assert "5 of 6 answers right" in msg and "reads stale data" in msg
+    # the prediction's answer ('mma') is not given: neither named nor shown in the model's trace
+    assert "first differs after" not in msg and "TMEM lane 0" not in msg and "'mma'" not in msg
     both = dict(FIRST_WRONG, **{"wait on full": "tma_load"})
     msg = _fails(ex.check_orderings, both, dict(PROXIES, **{"fence.proxy.async": ("async", "generic")}))
     assert "4 of 6 answers right" in msg
@@ -184,6 +189,7 @@ def test_check_k_step(model_tier, capsys):
     assert "no answer yet" in _fails(kernel_edit.check_k_step, None)
     msg = _fails(kernel_edit.check_k_step, 16)
     assert "in elements" in msg and "the first hop that differs is mma" in msg and "as f32" in msg
+    assert "the rule gives a larger step" in msg and "step 32" not in msg      # the answer is not given
     assert "SBO" in _fails(kernel_edit.check_k_step, 1024)
     msg = _fails(kernel_edit.check_k_step, 2)
     assert "multiple of 16" in msg and "encoded step" in msg

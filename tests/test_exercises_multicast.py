@@ -170,3 +170,17 @@ def test_teach_mask_on_the_gpu(monkeypatch, capsys):
     assert "your kernel on the GPU" in capsys.readouterr().out
     msg = _not_yet(ex.check_teach_a_mask, "0x5 << mn.x", hidden=True)
     assert "cluster 2x4" in msg and "did not finish" in msg and "MbarrierTimeout" in msg
+
+
+@pytest.mark.parametrize("expr", [f"(u16)({SOLUTION_EXPR})", f"(u32)({SOLUTION_EXPR})",
+                                  f"(unsigned short)({SOLUTION_EXPR})", f"(unsigned)({SOLUTION_EXPR})"])
+def test_teach_mask_takes_a_c_cast(model_tier, capsys, expr):
+    """A C cast compiles (NVRTC), so the check takes it: `(u16)(...)` is what the kernel itself writes."""
+    ex.check_teach_a_mask(expr)
+    assert "correct: the A mask in the kernel, cluster 2x4" in capsys.readouterr().out
+
+
+def test_eval_mask_expr_casts_keep_their_bits():
+    assert ex.eval_mask_expr("(u16)(0x12345)", (2, 2), 0) == 0x2345
+    assert ex.eval_mask_expr("(u16)0x12345 >> 4", (2, 2), 0) == 0x234      # a cast binds before >>
+    assert ex.eval_mask_expr("(unsigned short) (mn.y + 0x10000)", (2, 2), 3) == 1

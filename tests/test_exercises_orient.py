@@ -78,9 +78,9 @@ def test_hops_placeholders():
 
 def test_hops_mistakes():
     msg = not_yet(ex.check_hops, {**RIGHT_HOPS, "tcgen05.mma": ("SMEM", "RMEM")})
-    assert "wgmma accumulates in registers" in msg and "Tensor Memory" in msg
+    assert "Hopper's wgmma accumulates (registers)" in msg
     msg = not_yet(ex.check_hops, {**RIGHT_HOPS, "tcgen05.ld": ("RMEM", "TMEM")})
-    assert "backwards" in msg and "from TMEM to RMEM" in msg
+    assert "the other way round" in msg and "tcgen05.ld" in msg
 
 
 # ---- 0.3 the bytes of a tile ----------------------------------------------------------------------------
@@ -168,3 +168,13 @@ def run_student_version(notebook: str, expect: int):
 def test_student_version_of_notebook_00(capsys):
     run_student_version("00_orientation", 4)
     assert capsys.readouterr().out.count("correct:") == 8
+
+
+def test_hops_feedback_never_gives_the_mapping():
+    """A miss says which entry is wrong and what to ask oneself, never the right (from, to) of any hop."""
+    wrong = {**RIGHT_HOPS, "tcgen05.ld": ("RMEM", "TMEM"), "TMA store": ("GMEM", "SMEM")}
+    for bad in (wrong, {**RIGHT_HOPS, "tcgen05.mma": ("SMEM", "RMEM")}, {**RIGHT_HOPS, "st.shared": ("TMEM", "GMEM")}):
+        msg = not_yet(ex.check_hops, bad)
+        for k, (src, dst) in RIGHT_HOPS.items():
+            assert f"{src} -> {dst}" not in msg and f"from {src} to {dst}" not in msg
+            assert str((src, dst)) not in msg or bad[k] == (src, dst), f"{k}'s answer in {msg!r}"

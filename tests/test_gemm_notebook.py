@@ -255,5 +255,12 @@ def test_pictures_draw(rec):
     assert len(fig.axes) == 6 and rec.label in fig._suptitle.get_text()
     fig2 = pictures.plot_timelines(rec, ("s1", "s3"), "start", title="t")
     assert len(fig2.axes) == 2 and rec.label in fig2._suptitle.get_text()
+    # legible at the ~1000 px a notebook shows: at most 10 inches wide (100 dpi), no text under 8 points
+    for f in (fig, fig2, pictures.plot_timelines(rec, ("s5", "s6"), "boundary", title="t")):
+        assert f.get_size_inches()[0] <= 10
+        f.canvas.draw()
+        small = {(t.get_text(), t.get_fontsize()) for t in f.findobj(matplotlib.text.Text)
+                 if t.get_text().strip() and t.get_visible() and t.get_fontsize() < 8}
+        assert not small, small
     plt.close("all")
     np.testing.assert_array_equal(rec["steps"], [s.name for s in STEPS])

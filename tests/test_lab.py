@@ -47,3 +47,61 @@ def test_recording_round_trip(tmp_path):
     assert rec["smem"].tolist() == [0, 1, 2, 3] and rec.params == {"n": 4}
     with pytest.raises(ValueError, match="reserved"):
         save_recording(tmp_path, "bad", {"meta": np.zeros(1)})
+
+
+def test_module_docstring_example_runs(capsys):
+    """The example of help(bwlab.lab), run as written."""
+    doc = lab.__doc__.splitlines()
+    start = next(i for i, line in enumerate(doc) if "k = TeachingKernel(" in line)
+    end = next(i for i, line in enumerate(doc) if "print(mine.diff())" in line)
+    code = "\n".join(line[4:] for line in doc[start:end + 1])
+    ns = {"TeachingKernel": lab.TeachingKernel}
+    exec(code, ns)
+    assert ns["mine"].edited and "box_bytes + 16" in capsys.readouterr().out
+
+
+def test_cuda_magic_errors_count_the_cells_lines(capsys):
+    lab.EDITS.clear()
+    text = lab.TeachingKernel("hello_bulk.cu").text
+    lines = text.splitlines()
+    n = next(i for i, line in enumerate(lines, 1) if "mbarrier_init(&smem_full, 1)" in line)
+    lab._cuda_magic("hello_bulk.cu", text.replace("mbarrier_init(&smem_full, 1)", "mbarrier_init(&smem_full, 1) x"))
+    out = capsys.readouterr().out
+    # the %%cuda line is line 1 of the cell, so the text's line n is the cell's line n + 1
+    assert f"on line {n + 1} of this cell" in out and f">{n + 1:4d} | " in out and "NOT kept" in out
+    assert "hello_bulk.cu" not in lab.EDITS
+
+
+def test_cuda_magic_load_diff_reset(capsys):
+    lab.EDITS.clear()
+    text = lab.TeachingKernel("hello_bulk.cu").text
+    assert lab._cuda_magic("--load hello_bulk.cu") == "%%cuda hello_bulk.cu\n" + text.rstrip("\n")
+    mine = text.replace("mbarrier_init(&smem_full, 1)", "mbarrier_init(&smem_full, 1 )")
+    lab._cuda_magic("hello_bulk.cu", mine)
+    assert lab.edited("hello_bulk.cu").edited and "Undo: %cuda --reset hello_bulk.cu" in capsys.readouterr().out
+    assert lab._cuda_magic("--load hello_bulk") == "%%cuda hello_bulk.cu\n" + mine.rstrip("\n")
+    lab._cuda_magic("--diff hello_bulk.cu")
+    assert "+        mbarrier_init(&smem_full, 1 );" in capsys.readouterr().out
+    lab._cuda_magic("--reset hello_bulk.cu")
+    assert "reset hello_bulk.cu" in capsys.readouterr().out and not lab.edited("hello_bulk.cu").edited
+    lab._cuda_magic("--reset hello_bulk.cu")
+    assert "nothing to reset" in capsys.readouterr().out
+    lab._cuda_magic("hello_bulk.cu", mine)
+    assert lab.reset() == ["hello_bulk.cu"] and not lab.EDITS
+
+
+def test_cuda_magics_in_ipython(capsys):
+    pytest.importorskip("IPython")
+    from IPython.core.interactiveshell import InteractiveShell
+    lab.EDITS.clear()
+    shell = InteractiveShell.instance()
+    shell.run_cell("%load_ext bwlab.lab")
+    text = lab.TeachingKernel("hello_bulk.cu").text.replace("mbarrier_init(&smem_full, 1)",
+                                                            "mbarrier_init(&smem_full, 1 )")
+    shell.run_cell("%%cuda hello_bulk.cu\n" + text)
+    assert lab.edited("hello_bulk.cu").edited
+    shell.run_cell("%cuda --reset hello_bulk.cu")
+    assert not lab.EDITS
+    assert "reset hello_bulk.cu" in capsys.readouterr().out
+    shell.run_cell("%cuda --reset hello_bulk.cu")
+    assert "nothing to reset" in capsys.readouterr().out

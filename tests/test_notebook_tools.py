@@ -101,3 +101,84 @@ def test_widget_notebooks_execute_headless_every_time():
     for name, (done, runs, times) in res.items():
         assert done == runs, name
         assert max(times) < timeout, f"{name}: a run took {max(times):.0f} s (a stalled wait?)"
+
+
+def test_builder_refuses_a_markdown_heading_in_a_code_cell():
+    with pytest.raises(ValueError, match="markdown heading inside a code cell"):
+        nbt.parse_cells("# %%\nx = 1\n\n# ## 7. A section\n# text\n")
+    with pytest.raises(ValueError, match="markdown heading inside a code cell"):
+        nbt.parse_cells("# %%\nx = 1\n#\n# ### Step 4: more\n")
+    # a comment that is not a heading, and the exercise markers, are code
+    cells = nbt.parse_cells("# %%\n# rows #1 and #2\n### BEGIN SOLUTION\nx = 1\n### END SOLUTION\n")
+    assert cells[0][0] == "code"
+
+
+NOTEBOOK_NAMES = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+@pytest.mark.parametrize("name", NOTEBOOK_NAMES)
+def test_no_code_cell_holds_a_markdown_heading(name):
+    """A heading left in a code cell as a comment is missing from the table of contents: every section
+    heading of the stored notebooks (and of their sources) is a markdown cell."""
+    nb = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text())
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        for line in "".join(cell["source"]).splitlines():
+            assert not nbt._HEADING_IN_CODE.match(line), f"{name}.ipynb cell {i}: {line!r} is a heading"
+    nbt.parse_cells((ROOT / "notebooks" / "src" / f"{name}.py").read_text())   # refuses one in the source
+
+
+# ---------------------------------------------------------------------------------------------------
+# the student edition: `make lab STUDENT=1`
+
+def test_grade_cells_carry_raises_exception():
+    """Run All goes on past an unanswered check: JupyterLab sends a cell tagged raises-exception with
+    stop_on_error false, and nbclient allows its error."""
+    cells = nbt.parse_cells("# %% solution id=a_b\nx = None\n\n# %% grade id=a_b_check points=1\ncheck(x)\n")
+    assert cells[1][3]["grade"]
+    for name in NOTEBOOK_NAMES:
+        nb = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text())
+        for i, cell in enumerate(nb["cells"]):
+            if cell["metadata"].get("nbgrader", {}).get("grade"):
+                assert nbt.RAISES in cell["metadata"].get("tags", []), f"{name} cell {i}"
+
+
+def test_work_folder_never_overwrites_a_learners_work(tmp_path):
+    rel = tmp_path / "release"
+    rel.mkdir()
+    (rel / "01_a.ipynb").write_text("edition 1 of a")
+    (rel / "02_b.ipynb").write_text("edition 1 of b")
+    editions = {p.name: p for p in rel.iterdir()}
+    work = tmp_path / "work"
+    assert nbt.fill_work_folder(work, editions) == ["01_a.ipynb: copied", "02_b.ipynb: copied"]
+    assert (work / "01_a.ipynb").read_text() == "edition 1 of a"
+    (work / "01_a.ipynb").write_text("my answers")                  # the learner works on a, not on b
+    (rel / "01_a.ipynb").write_text("edition 2 of a")
+    (rel / "02_b.ipynb").write_text("edition 2 of b")
+    lines = nbt.fill_work_folder(work, editions)
+    assert lines == ["01_a.ipynb: kept your work; the new edition is updates/01_a.ipynb",
+                     "02_b.ipynb: replaced by the new edition (you had not changed it)"]
+    assert (work / "01_a.ipynb").read_text() == "my answers"
+    assert (work / "updates" / "01_a.ipynb").read_text() == "edition 2 of a"
+    assert (work / "02_b.ipynb").read_text() == "edition 2 of b"
+    assert nbt.fill_work_folder(work, editions)[1] == "02_b.ipynb: up to date"
+    assert (work / "01_a.ipynb").read_text() == "my answers"      # and again: still kept
+
+
+def test_student_lab_turns_off_nbgrader_ui(tmp_path):
+    """The config directory of `lab --student`, first on JUPYTER_CONFIG_PATH, disables nbgrader's server
+    extensions and its labextension for that launch (checked in a fresh interpreter, as Jupyter reads
+    them), while the default launch keeps them."""
+    pytest.importorskip("jupyterlab_server")
+    import subprocess
+    import sys
+    code = ("from jupyter_server.extension.config import ExtensionConfigManager as M\n"
+            "from jupyter_core.paths import jupyter_config_path as p\n"
+            "from jupyterlab_server.config import get_page_config\n"
+            "on = M(read_config_path=p()).get_jpserver_extensions()\n"
+            "print(sorted(k for k, v in on.items() if v and 'nbgrader' in k))\n"
+            "print(get_page_config([], None)['disabledExtensions'])\n")
+    env = nbt.student_lab_env(nbt.student_lab_config(tmp_path / "cfg"))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["[]", repr([nbt.NBGRADER_LABEXTENSION])]

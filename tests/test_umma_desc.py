@@ -257,3 +257,13 @@ def test_layout_rules():
     with pytest.raises(ValueError, match="not modelled"):
         umma.descriptor_addresses(umma.decode_smem_desc(umma.make_smem_desc(0, 16, 16, "128B_base32B", 1)),
                                   "MN", "tf32", 32)
+
+
+def test_field_tables_fit_a_notebook_at_1000_px():
+    """The descriptor tables (notebook 03 and its widgets) keep their lines short enough not to wrap in
+    the widget output area of a notebook shown at 1000 px (seen in Chromium: 68 characters fit, 70 wrap)."""
+    from bwlab import umma
+    tables = [umma.format_fields(umma.decode_smem_desc(0x4000404000010000, arch).fields(), f"x {arch}")
+              for arch in ("sm100", "sm90")]
+    tables.append(umma.format_fields(umma.decode_instr_desc(0x08400010).fields(), "idesc"))
+    assert max(len(line) for t in tables for line in t.splitlines()) <= 68

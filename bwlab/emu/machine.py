@@ -22,6 +22,7 @@ import itertools
 import numpy as np
 
 from ..hw.mbarrier import Mbarrier, MbarrierError
+from ..util import ceil_div
 from .errors import DivergenceError, EmuError, EmuFault, EmuHang, EmuTimeout, ProtocolError, ProxyFenceMissing
 from .memory import (GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, RANK_SHIFT, SHARED_WINDOW, WINDOW_SIZE)
 from .program import SMEM_RESERVED
@@ -187,7 +188,7 @@ class CTA:
         self.bulk_open = {}       # thread -> [op ids]
         self.exited = False
         self.shared_base = rank << RANK_SHIFT   # shared::cta and shared::cluster addresses: rank << 24 | offset
-        self.warps = [Warp(machine, self, k) for k in range(-(-self.nthreads // 32))]
+        self.warps = [Warp(machine, self, k) for k in range(ceil_div(self.nthreads, 32))]
 
 
 class Launch:
@@ -864,10 +865,28 @@ class Launch:
 
     # ---- diagnosis ---------------------------------------------------------------------------------
     def diagnose(self, live, spinning: bool = False) -> str:
+        """One line per distinct wait; warps of a CTA that wait on the same thing share the line."""
+        lines = self._diagnose_lines(live, spinning)
+        groups = {}
+        for w, text in zip(live, lines):
+            groups.setdefault((w.cta.linear, text), []).append(w)
+        out = []
+        for (_, text), ws in groups.items():
+            if len(ws) == 1:
+                head = ws[0].who()
+            else:
+                c = ws[0].cta
+                rank = f" (cluster rank {c.rank})" if c.cluster.size > 1 else ""
+                first, last = ws[0].tid[0], ws[-1].tid[ws[-1].valid][-1]
+                head = f"CTA {c.ctaid}{rank} warps {', '.join(str(w.wid) for w in ws)} (threads {first}..{last})"
+            out.append(f"  {head} {text}")
+        return "\n".join(out)
+
+    def _diagnose_lines(self, live, spinning: bool) -> list:
         lines = []
         for w in live:
             info = w.wait_info
-            head = f"  {w.who()}"
+            head = ""
             if spinning and w.blocked is None:
                 lines.append(f"{head} loops at {self.prog.code[w.last_pc].where(self.prog.files)}")
                 continue
@@ -889,4 +908,4 @@ class Launch:
                              + (f"in flight to it: {', '.join(pend)}" if pend else "nothing in flight can arrive on it"))
             else:
                 lines.append(f"{head} waits: {info[1] if len(info) > 1 else info}")
-        return "\n".join(lines)
+        return [x.lstrip() for x in lines]

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..util import round_up
 from . import ptx
 from .errors import UnsupportedInstruction
 from .values import WIDTH, from_bits, imm_value
@@ -89,7 +90,7 @@ class Program:
         for f in self.module.functions.values():
             shared += [v for v in f.variables if v.space == "shared" and not v.extern]
         for v in shared:
-            off = -(-off // v.align) * v.align
+            off = round_up(off, v.align)
             self.shared[v.name] = off
             self.shared_vars.append((off, v.size, demangle_local(v.name)))
             off += v.size
@@ -99,7 +100,7 @@ class Program:
             ext += [v for v in f.variables if v.space == "shared" and v.extern]
         # dynamic shared memory follows the static variables at its declared alignment (16 at least)
         align = max([16] + [v.align for v in ext])
-        self.dynamic_offset = -(-off // align) * align if ext else off
+        self.dynamic_offset = round_up(off, align) if ext else off
         for v in ext:
             self.shared[v.name] = self.dynamic_offset
             self.dynamic_shared = v.name
@@ -110,7 +111,7 @@ class Program:
         for f in self.module.functions.values():
             for v in f.variables:
                 if v.space == "local":
-                    loff = -(-loff // v.align) * v.align
+                    loff = round_up(loff, v.align)
                     self.local[(f.name, v.name)] = loff
                     loff += v.size
         self.local_size = loff
@@ -119,7 +120,7 @@ class Program:
             if f.entry:
                 ko, lst = 0, []
                 for p in f.params:
-                    ko = -(-ko // p.align) * p.align
+                    ko = round_up(ko, p.align)
                     lst.append((p.name, ko, p.size, p.type))
                     ko += p.size
                 self.kparams[f.name] = lst
@@ -128,7 +129,7 @@ class Program:
             else:
                 plist = f.params + f.rets + f.call_params
             for p in plist:
-                coff = -(-coff // 8) * 8
+                coff = round_up(coff, 8)
                 self.callparam[(f.name, p.name)] = coff
                 coff += p.size
         self.callparam_size = max(coff, 8)

@@ -106,7 +106,7 @@ def _strip(text: str) -> list:
     depth_paren = 0
     for lineno, line in enumerate(text.split("\n"), 1):
         head = line.strip()
-        if not buf and head.startswith((".loc", ".file", ".version", ".target", ".address_size")):
+        if not buf and re.match(r"\.(loc|file|version|target|address_size)\s", head + " "):
             # these directives end at the end of their line, with no ';'
             out.append((lineno, head))
             continue

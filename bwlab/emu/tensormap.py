@@ -16,7 +16,7 @@ import struct
 __all__ = ["MAGIC", "encode", "decode", "is_emu_map"]
 
 MAGIC = b"BWEMUTM1"
-_SWZ = ("none", "32B", "64B", "128B")
+from ..hw.swizzle import MODES as _SWZ   # the order is the encoding
 _INTL = ("none", "16B", "32B")
 _L2 = ("none", "64B", "128B", "256B")
 _OOB = ("zero", "nan")

@@ -16,6 +16,8 @@ the learner's value, the model's, the rule, and a recognised mistake.
 """
 from __future__ import annotations
 
+import numbers
+
 from ..epilogue import SmemTile
 from ..exercises import NotYet, check_function, unanswered
 from ..hw.dtypes import element_type
@@ -162,19 +164,36 @@ MMA_COUNT_RULE = ("return (tcgen05.mma count, wgmma.mma_async count). Every dens
 
 
 def _diagnose_mma_count(args, got, want):
+    """What a wrong (tcgen05.mma, wgmma) pair gets wrong: the K count (elements per instruction), the
+    factor M / 64 of wgmma, or threads counted instead of instructions; each part judged on its own."""
     m, k, ab = args
     if got is None:
         return []
     if not isinstance(got, tuple) or len(got) != 2:
         return ["  return a pair: (tcgen05.mma instructions, wgmma.mma_async instructions)"]
+    tc, wg = got
+    if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in got):
+        return ["  return two ints: counts of instructions"]
+    ki, rows = instr_k(ab), m // 64
+
+    def times(g, w):
+        return g // w if w and g % w == 0 else 0
+
+    if 128 in (times(tc, want[0]), times(wg, want[1])):
+        return ["  count instructions, not the threads that execute them"]
     notes = []
-    if got[0] == k // 16 != want[0]:
-        notes.append(f"  K / 16 holds for 2-byte types only: an instruction reads 32 bytes of K, "
-                     f"{instr_k(ab)} elements of {ab}")
-    if got[1] == want[0] != want[1]:
-        notes.append("  wgmma is m64: a tile of more rows takes one instruction per 64 rows and K step")
-    if got[1] == 128 * want[1] or got[0] == 128 * want[0]:
-        notes.append("  count instructions, not the threads that execute them")
+    if tc != want[0]:
+        if tc == want[0] * rows and rows > 1:
+            notes.append("  one tcgen05.mma covers all M rows of the tile (M = 64 or 128): no factor M / 64 for it")
+        elif tc > 0 and k % tc == 0:
+            notes.append(f"  your tcgen05.mma count steps K by {k // tc} elements; an instruction reads 32 bytes "
+                         f"of K: {ki} elements of {ab}" + (" (16 holds for 2-byte types only)" if k // tc == 16 else ""))
+    if wg != want[1]:
+        if tc > 0 and wg == tc * rows:
+            notes.append(f"  your wgmma count is M / 64 = {rows} times your tcgen05.mma count, which is right: "
+                         "only the K count differs")
+        elif wg == tc and rows > 1:
+            notes.append("  wgmma is m64: a tile of more rows takes one instruction per 64 rows and K step")
     return notes
 
 
@@ -215,24 +234,28 @@ def _worst_case(p: FlowProblem, name: str):
 
 
 def _hop_lines(first_wrong, want) -> list:
+    """What is wrong with each ordering point's answer, without naming the hop the model finds (the
+    learner predicts it)."""
     lines = []
     for o in ORDERINGS:
         got = first_wrong.get(o.name)
         if got == want[o.name]:
             continue
-        text = f"  without {o.name!r}: you have {got!r}, the model's trace first differs after {want[o.name]!r}"
+        text = f"  without {o.name!r}: you have {got!r}"
         if got == o.writer:
-            text += (f" — the bytes {o.writer} leaves are right (its arrays agree); what goes wrong is what "
-                     f"{o.reader} reads from {o.memory}")
+            text += (f" — the bytes {o.writer} leaves are right (its arrays agree): what goes wrong is a read "
+                     f"of what it wrote ({o.memory})")
         elif got in HOP_NAMES and HOP_NAMES.index(got) > HOP_NAMES.index(want[o.name]):
-            text += f" — {got} is wrong too, but later: the stale bytes enter at {want[o.name]}"
+            text += f" — {got} is wrong too, but later: the stale bytes enter at an earlier hop"
         elif got in HOP_NAMES and not hop_of(got).keys:
-            text += f" — {got} moves no bytes of its own; the stale bytes are those {o.reader} takes in"
+            text += f" — {got} moves no bytes of its own; name the hop that takes the stale bytes in"
         elif got in HOP_NAMES and HOP_NAMES.index(got) < HOP_NAMES.index(want[o.name]):
-            text += f" — the trace agrees up to {want[o.name]}: the bytes {got} leaves are right"
+            text += f" — the bytes {got} leaves are right: the trace goes wrong at a later hop"
         elif got not in HOP_NAMES:
             text += f" — name a hop of the trace ({', '.join(HOP_NAMES)})"
-        lines.append(text + f"\n    ({o.ptx}: {o.rule})")
+        else:
+            text += " — not the first hop whose bytes go wrong"
+        lines.append(text)
     return lines
 
 
@@ -250,7 +273,7 @@ def _proxy_lines(proxies) -> list:
         g = got_p.get(o.name)
         if g == o.proxies:
             continue
-        text = f"  proxies of {o.name!r} (writer, reader): you have {g!r}, the model {o.proxies!r}"
+        text = f"  proxies of {o.name!r} (writer, reader): you have {g!r}"
         if g == tuple(reversed(o.proxies)):
             text += " — swapped: the first is the proxy that writes"
         elif o.name == "wait on full" and g == ("async", "generic"):
@@ -273,17 +296,17 @@ def check_orderings(first_wrong, proxies, hidden: bool = False) -> None:
     seed = 3 if hidden else 0
     want = first_wrong_hops(seed)
     lines = _hop_lines(first_wrong, want)
+    # one rule line (shown from the second miss on): the general rule, then each missed point's own
+    rules = []
     if lines:
-        p = FlowProblem(seed)
-        o = next(o for o in ORDERINGS if first_wrong.get(o.name) != want[o.name])
-        _, res = _worst_case(p, o.name)
-        lines += [f"  the model's trace without {o.name!r} against the whole trip:", "    "
-                  + report(res).replace("\n", "\n    ")]
-        lines.insert(0, f"  rule: {ORDERING_RULE}")
+        rules.append(ORDERING_RULE)
+        rules += [f"{o.name} ({o.ptx}): {o.rule}" for o in ORDERINGS if first_wrong.get(o.name) != want[o.name]]
     plines = _proxy_lines(proxies)
     if plines:
-        lines += [f"  rule: {PROXY_RULE}; {PROXY_FACTS}", *plines]
+        rules.append(f"{PROXY_RULE}; {PROXY_FACTS}")
+    lines += plines
     if lines:
+        lines.append("  rule: " + ". ".join(rules))
         right = sum(first_wrong.get(o.name) == want[o.name] for o in ORDERINGS)
         right += sum(_proxy_right(proxies, o) for o in ORDERINGS if o.proxies)
         total = len(ORDERINGS) + sum(1 for o in ORDERINGS if o.proxies)

@@ -88,6 +88,7 @@ class KStepRun:
     gpu: TraceCheck | None = None
     gpu_vs_model: TraceCheck | None = None
     past_tiles: bool = False     # some MMA reads past the end of B's tile (where SMEM is not written)
+    where: str = "this GPU"      # what ran the edited kernel: this GPU, or the PTX emulator
 
     @property
     def ok(self) -> bool:
@@ -106,7 +107,7 @@ class KStepRun:
 
     def summary(self) -> str:
         """One line for a step that works: who agreed."""
-        who = ["the flow model executing it"] + (["this GPU running your edit"] if self.gpu is not None else [])
+        who = ["the flow model executing it"] + ([f"{self.where} running your edit"] if self.gpu is not None else [])
         return f"every hop agrees with the kernel as written ({' and '.join(who)})"
 
     def __str__(self) -> str:
@@ -115,24 +116,30 @@ class KStepRun:
                  "for sm_100a and sm_90a"]
         lines += self._first(self.model, "the flow model executing your descriptors")
         if self.ran:
-            lines.append(f"{self.tier} tier: {self.ran}")
+            lines.append(f"{'emulated' if self.where != 'this GPU' else self.tier} tier: {self.ran}")
+        w = self.where
         if self.gpu is not None:
-            lines += self._first(self.gpu, "this GPU")
+            lines += self._first(self.gpu, w)
             if self.gpu_vs_model is not None and self.gpu_vs_model.ok:
-                lines.append("the model of your step predicted every byte this GPU produced")
+                lines.append(f"the model of your step predicted every byte {w} produced")
             elif self.past_tiles:
-                lines.append("the model of your step and this GPU differ where your last MMAs read past the end "
-                             "of B's 16 KiB tile: there the GPU finds whatever SMEM held, the model zeros")
+                lines.append(f"the model of your step and {w} differ where your last MMAs read past the end "
+                             "of B's 16 KiB tile: there the kernel finds whatever SMEM held, the model zeros")
             else:
-                lines.append("the model of your step and this GPU differ inside the tiles: a difference between "
+                lines.append(f"the model of your step and {w} differ inside the tiles: a difference between "
                              "bwlab's model and the hardware (please report it):")
-                lines += self._first(self.gpu_vs_model, "this GPU against the model of your step")[1:]
+                lines += self._first(self.gpu_vs_model, f"{w} against the model of your step")[1:]
         elif self.tier == "model":
             lines.append("model tier: no GPU here runs the flow, so the model executed your step")
         return "\n".join(lines)
 
     def _repr_pretty_(self, p, cycle):
         p.text(str(self))
+
+
+def _emulated() -> bool:
+    from .. import device
+    return device.tier("tma") == "emulated"
 
 
 def try_k_step(step: int, tier: str | None = None, seed: int = 0) -> KStepRun:
@@ -158,6 +165,20 @@ def try_k_step(step: int, tier: str | None = None, seed: int = 0) -> KStepRun:
         run.ran = (f"your full_flow_sm100.cu ran in the PTX emulator (its sm_100a PTX), every hop tapped"
                    if emulated else "your full_flow_sm100.cu ran on this GPU (in a worker process), every hop tapped")
         run.gpu, run.gpu_vs_model = expected.compare(got, where), mine.compare(got, where)
+        run.where = where
+    elif run.tier == "model" and _emulated():
+        # no GPU: your full_flow_sm90.cu (the same K loop on wgmma) runs in the PTX emulator
+        buf, _ = runner.run_hopper(p, repeat=1, kernel=k90)
+        d = buf[:p.M]
+        run.ran = ("no GPU here: your full_flow_sm90.cu (full_flow_hopper, the same K loop on wgmma) ran in the "
+                   "PTX emulator; its D is compared")
+
+        def against(t: Trace):
+            return TraceCheck([compare(t.result, d, stage="flow", what="D in GMEM (full_flow_hopper, emulated)",
+                                       where=lambda i: f"D[{i[0]}][{i[1]}]", source="the PTX emulator")],
+                              ["tma_store"])
+        run.gpu, run.gpu_vs_model = against(expected), against(mine)
+        run.where = "the PTX emulator"
     elif run.tier == "hybrid":
         from .. import device
         info = device.gpu_info()
@@ -199,7 +220,9 @@ def check_k_step(step, hidden: bool = False) -> None:
     if step == want and run.ok:
         print(f"correct: {name} — {step}: {run.summary()}" + (", for other A and B too" if hidden else ""))
         return
-    lines = [f"{name}: you have {step}, the model's descriptors step {want}.", f"  rule: {K_STEP_RULE}"]
+    how = (f"the rule gives a {'smaller' if step > want else 'larger'} step" if step != want
+           else "that is the rule's step")
+    lines = [f"{name}: you have {step}; {how}.", f"  rule: {K_STEP_RULE}"]
     if known:
         lines.append(f"  your value: {known}")
     if step == want:

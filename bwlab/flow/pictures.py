@@ -171,7 +171,7 @@ def _dtile_hop(fig, p, h, row):
         r, c = r.reshape(8, 8), c.reshape(8, 8)
         _atom(ax, r, (c % 32) // 4, r == row, label_all=False)
         a0 = SMEM_D + b * t.box_bytes + 128 * lo
-        ax.set_title(f"box {b}: cols {32 * b}-{32 * b + 31}\nSMEM 0x{a0:05x}...")
+        ax.set_title(f"box {b}: cols {32 * b}-{32 * b + 31}\nfrom SMEM 0x{a0:05x}", fontsize=10)
         ax.set_xlabel("chunk")
     _pieces_legend(axes[3], lambda q: f"piece {q}: cols 32b+{4 * q}..{4 * q + 3}")
     if h.name == "st_shared":

@@ -23,11 +23,11 @@ import dataclasses
 import struct
 from dataclasses import dataclass
 
-from ..util import round_up
+from ..util import ceil_div, round_up
 from .ladder import step as _step
 
 __all__ = ["SMEM_PER_SM", "REGS_PER_SM", "Resources", "Occupancy", "cubin_resources", "kernel_resources",
-           "ctas_per_sm", "recorded_driver", "describe"]
+           "ctas_per_sm", "fit", "recorded_driver", "describe"]
 
 SMEM_PER_SM = 233472      # bytes (228 KiB), H100
 REGS_PER_SM = 65536
@@ -132,12 +132,19 @@ def ctas_per_sm(name, stages: int | None = None, resources: Resources | None = N
         s = dataclasses.replace(s, stages=stages)
     res = resources or kernel_resources(s, stages)
     smem = s.smem_bytes + res.static_smem
-    warps = s.threads // 32
-    per_warp = round_up(res.registers * 32, REG_UNIT_PER_WARP)
-    by_regs = REGS_PER_SM // (per_warp * warps)
-    by_smem = SMEM_PER_SM // smem
-    ctas = min(by_regs, by_smem, MAX_CTAS_PER_SM, MAX_WARPS_PER_SM // warps)
+    by_smem, by_regs, ctas = fit(smem, res.registers, s.threads)
     return Occupancy(s.name, s.stages, smem, by_smem, res.registers, by_regs, ctas)
+
+
+def fit(smem_per_cta: int, registers: int, threads: int) -> tuple[int, int, int]:
+    """(CTAs the SMEM allows, CTAs the registers allow, CTAs per SM) for CTAs of `threads` threads that
+    each take `smem_per_cta` bytes of SMEM (dynamic + static) and `registers` registers per thread:
+    registers go to each warp in units of 256, and an SM holds at most 32 CTAs and 64 warps."""
+    warps = ceil_div(threads, 32)
+    per_warp = round_up(registers * 32, REG_UNIT_PER_WARP)
+    by_regs = REGS_PER_SM // (per_warp * warps)
+    by_smem = SMEM_PER_SM // smem_per_cta
+    return by_smem, by_regs, min(by_regs, by_smem, MAX_CTAS_PER_SM, MAX_WARPS_PER_SM // warps)
 
 
 DRIVER_REPORT = "gemm_occupancy_h100.txt"

@@ -20,54 +20,58 @@ def _short(name: str) -> str:
 
 
 def plot_ladder(rec, order=None):
-    """Two rows of bars per recorded shape: TFLOP/s of each step, each with a tick at the best
+    """One row per recorded shape: on the left the TFLOP/s of each step, each with a tick at the best
     library's TFLOP/s in the launches interleaved with that step (the GPU's clock moves between
-    launches, so a step is drawn only against its own library run), and the fraction of that library
-    each step reached, beside the fraction predicted before measuring (only at the shape the
-    predictions were made for, report.PREDICTED_SHAPE)."""
+    launches, so a step is drawn only against its own library run); on the right the fraction of that
+    library each step reached, beside the fraction predicted before measuring (only at the shape the
+    predictions were made for, report.PREDICTED_SHAPE). 10 inches wide, no text under 8 points: legible
+    at the ~1000 px a notebook shows."""
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
     shapes = order or sorted(report.shapes(rec), key=lambda s: (s != "8192x8192x8192", s != "4096x4096x4096"))
-    fig, axes = plt.subplots(2, len(shapes), figsize=(5.2 * len(shapes), 7.2), squeeze=False)
+    fig, axes = plt.subplots(len(shapes), 2, figsize=(10, 2.9 * len(shapes) + 0.9), squeeze=False)
     rows = report.rows(rec)
     x = np.arange(len(STEPS))
     colors = [cta_color(i) for i in range(len(STEPS))]
-    for col, shape in enumerate(shapes):
+    for row, shape in enumerate(shapes):
         steps = {r.name: r for r in rows if r.shape == shape and r.is_step}
-        top, bottom = axes[0, col], axes[1, col]
+        left, right = axes[row, 0], axes[row, 1]
         tf = [steps[s.name].tflops if s.name in steps else 0 for s in STEPS]
         lib = [steps[s.name].library_alongside if s.name in steps else 0 for s in STEPS]
-        top.bar(x, tf, color=colors, edgecolor="black", linewidth=0.5)
+        left.bar(x, tf, color=colors, edgecolor="black", linewidth=0.5)
         for i, (v, lv) in enumerate(zip(tf, lib)):
-            top.plot([i - 0.42, i + 0.42], [lv, lv], color="black", linewidth=1.6)
-            top.text(i, min(v, lv) - 40, f"{v:.0f}", ha="center", va="top", fontsize=8)
-        top.set_ylim(0, max(max(tf), max(lib)) * 1.18)
-        top.set_title(f"{shape.replace('x', ' x ')}: TFLOP/s", fontsize=10)
-        top.legend(handles=[Line2D([], [], color="black", linewidth=1.6,
-                                   label="best library, timed alongside this step")],
-                   fontsize=7, loc="upper left", framealpha=0.9)
+            left.plot([i - 0.42, i + 0.42], [lv, lv], color="black", linewidth=1.6)
+            left.text(i, min(v, lv) - 30, f"{v:.0f}", ha="center", va="top", fontsize=8, color="white",
+                      fontweight="bold")
+        left.set_ylim(0, max(max(tf), max(lib)) * 1.12)
+        left.set_title(f"{shape.replace('x', ' x ')}: TFLOP/s", fontsize=10)
         ratio = [steps[s.name].ratio if s.name in steps else 0 for s in STEPS]
-        width = 0.4 if shape == report.PREDICTED_SHAPE else 0.7
-        shift = -0.2 if shape == report.PREDICTED_SHAPE else 0.0
-        bottom.bar(x + shift, ratio, width, color=colors, edgecolor="black",
-                   linewidth=0.5, label="measured (vs the library timed alongside)")
+        predicted = shape == report.PREDICTED_SHAPE
+        width, shift = (0.4, -0.2) if predicted else (0.7, 0.0)
+        right.bar(x + shift, ratio, width, color=colors, edgecolor="black", linewidth=0.5)
         for i, m in enumerate(ratio):
-            bottom.text(i + shift, m + 0.02, f"{m:.2f}", ha="center", fontsize=7)
-        if shape == report.PREDICTED_SHAPE:
+            right.text(i + shift, m + 0.02, f"{m:.2f}", ha="center", fontsize=8)
+        if predicted:
             pred = [s.predicted for s in STEPS]
-            bottom.bar(x + 0.2, pred, 0.4, color="white", edgecolor="gray", hatch="//", linewidth=0.8,
-                       label="predicted for this shape, before measuring")
+            right.bar(x + 0.2, pred, 0.4, color="white", edgecolor="gray", hatch="//", linewidth=0.8)
             for i, p in enumerate(pred):
-                bottom.text(i + 0.2, p + 0.02, f"{p:.2f}", ha="center", fontsize=7, color="gray")
-        bottom.axhline(1.0, color="black", linewidth=0.8)
-        bottom.set_ylim(0, 1.25)
-        bottom.set_title(f"{shape.replace('x', ' x ')}: fraction of the best library", fontsize=10)
-        bottom.legend(fontsize=7, loc="upper left")
-        for ax in (top, bottom):
-            ax.set_xticks(x, [_short(s.name) for s in STEPS])
-    fig.suptitle(f"The Hopper GEMM ladder, C = A·Bᵀ (bf16 in, f32 accumulation, bf16 out) — {rec.label}",
+                right.text(i + 0.2, p + 0.02, f"{p:.2f}", ha="center", fontsize=8, color="dimgray")
+        right.axhline(1.0, color="black", linewidth=0.8)
+        right.set_ylim(0, 1.22)
+        right.set_title(f"{shape.replace('x', ' x ')}: fraction of the best library", fontsize=10)
+        for ax in (left, right):
+            ax.set_xticks(x, [_short(s.name) for s in STEPS], fontsize=9)
+            ax.tick_params(axis="y", labelsize=8)
+    fig.legend(handles=[Line2D([], [], color="black", linewidth=1.6,
+                               label="best library, timed alongside the step (left)"),
+                        Patch(facecolor=colors[0], edgecolor="black", label="measured fraction (right)"),
+                        Patch(facecolor="white", edgecolor="gray", hatch="//",
+                              label=f"predicted before measuring ({report.PREDICTED_SHAPE.replace('x', ' x ')})")],
+               fontsize=8, loc="lower center", ncol=3, frameon=False)
+    fig.suptitle(f"The Hopper GEMM ladder, C = A·Bᵀ (bf16 in, f32 accumulation, bf16 out)\n{rec.label}",
                  fontsize=11)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.035, 1, 1))
     return fig
 
 
@@ -90,8 +94,8 @@ def _lanes(ax, tl, t0, t1, shift, show_slices):
             y = ys[tr] + (0.02 if k % 2 == 0 else -0.38)     # even slices above odd: overlaps stay visible
             ax.broken_barh([(b - shift, e - b)], (y, 0.36), color=LANE_COLORS["consumer"],
                            alpha=0.95 if k % 2 == 0 else 0.6, edgecolor="black", linewidth=0.3)
-            if show_slices and tr == 1 and b >= t0 and e - b > 0.015 * (t1 - t0):
-                ax.text((b + e) / 2 - shift, y + 0.18, str(k % tl.k_tiles), ha="center", va="center", fontsize=6)
+            if show_slices and tr == 1 and b >= t0 and e - b > 0.012 * (t1 - t0):
+                ax.text((b + e) / 2 - shift, y + 0.18, str(k % tl.k_tiles), ha="center", va="center", fontsize=8)
     for tile, cons, b, e in tl.epilogue_bars():
         if e < t0 or b > t1:
             continue
@@ -99,11 +103,11 @@ def _lanes(ax, tl, t0, t1, shift, show_slices):
         ax.broken_barh([(b - shift, e - b)], (y, 0.36), color=LANE_COLORS["epilogue"], edgecolor="black",
                        linewidth=0.3)
         ax.text(e - shift, y + 0.18, f" tile {tile}, WG {cons + 1}: {(e - b) / 1000:.1f}k cycles", ha="left",
-                va="center", fontsize=7)
+                va="center", fontsize=8)
     if len(tl.bars[1]) > tl.k_tiles and t0 <= tl.bars[1][tl.k_tiles, 0] <= t1:
         xb = tl.bars[1][tl.k_tiles, 0] - shift
         ax.axvline(xb, color="black", linestyle=":", linewidth=1)
-        ax.text(xb, 3.55, " next tile's first k-slice", fontsize=7, va="center")
+        ax.text(xb, 3.55, " next tile's first k-slice", fontsize=8, va="center")
     one_wg = tl.step.threads == 128
     ax.set_yticks([3, 2, 1, 0], ["TMA loads issued" + (" (thread 0)" if one_wg else " (producer)"),
                                  "wgmma: math WG" if one_wg else "wgmma: consumer WG 1",
@@ -123,24 +127,25 @@ def plot_timelines(rec, steps=("s1", "s3"), where: str = "start", slices: int = 
     tls = [timeline(rec, s) for s in steps]
     wins = [tl.window(where, slices) for tl in tls]
     span = max(t1 - t0 for t0, t1 in wins)
-    fig, axes = plt.subplots(len(tls), 1, figsize=(13, 2.6 * len(tls) + 0.9), squeeze=False)
+    # 10 inches wide and no text under 8 points: legible at the ~1000 px a notebook shows
+    fig, axes = plt.subplots(len(tls), 1, figsize=(10, 2.7 * len(tls) + 1.4), squeeze=False)
     for ax, tl, (t0, t1) in zip(axes[:, 0], tls, wins):
         _lanes(ax, tl, t0, t1, t0, show_slices=True)
         ax.set_xlim(-0.01 * span, span * 1.01)
         ax.set_title(f"{tl.step.name}: {tl.slice_period:.0f} cycles per k-slice inside a tile, a consumer holds "
                      f"a slice {100 * tl.busy(t0, t1):.0f}% of this window; SM clock {tl.clock_ghz:.2f} GHz",
-                     fontsize=9, loc="left")
+                     fontsize=9, loc="left", wrap=True)
         first = "the kernel's first stamp" if where == "start" else \
             f"k-slice {tl.k_tiles - slices // 2} (tile 0 has {tl.k_tiles})"
         ax.set_xlabel(f"SM cycles (clock64) from {first}", fontsize=8)
-    axes[0, 0].legend(handles=[Patch(color=LANE_COLORS["producer"], alpha=0.3,
+    fig.legend(handles=[Patch(color=LANE_COLORS["producer"], alpha=0.3,
                                      label="producer: waits for a free buffer, issues (dark tick)"),
                                Line2D([], [], color="gray", linewidth=0.8,
                                       label="load in flight until a consumer sees it"),
                                Patch(color=LANE_COLORS["consumer"], label="consumer: slice landed -> its wgmma done"),
                                Patch(color=LANE_COLORS["epilogue"], label="epilogue: one consumer's C")],
-                      fontsize=7, loc="upper right", ncol=4, bbox_to_anchor=(1.0, 1.32))
+               fontsize=8, loc="lower center", ncol=2, frameon=False)
     shape = " x ".join(str(v) for v in rec.params["stamp_shape"])
     fig.suptitle(f"{title}\nCTA 0 of a {shape} GEMM, {rec.label}", fontsize=11, x=0.01, ha="left")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig

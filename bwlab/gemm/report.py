@@ -19,7 +19,7 @@ import numpy as np
 
 from .ladder import BK, STEPS, step as _step
 
-__all__ = ["Row", "rows", "shapes", "format_table", "report_rows", "recorded_checks", "step_diff",
+__all__ = ["Row", "rows", "shapes", "format_table", "report_rows", "recorded_checks", "step_diff", "flop_per_sm_cycle",
            "header_comment", "step_card", "explore_rows", "ptx_features", "timeline_table",
            "sm_flop_per_cycle", "H100_PEAK_FLOP_PER_SM_CYCLE", "PREDICTED_SHAPE"]
 
@@ -226,7 +226,13 @@ def sm_flop_per_cycle(rec, name) -> float:
     from .occupancy import ctas_per_sm
     from .timeline import timeline
     s, tl = _step(name), timeline(rec, name)
-    return ctas_per_sm(s).ctas * 2 * s.bm * s.bn * BK / tl.slice_period
+    return flop_per_sm_cycle(s.bm, s.bn, tl.slice_period, ctas_per_sm(s).ctas)
+
+
+def flop_per_sm_cycle(bm: int, bn: int, cycles_per_slice: float, ctas: int) -> float:
+    """FLOP per SM cycle of `ctas` CTAs that each finish a k-slice of a bm x bn tile (2 bm bn BK FLOP)
+    every `cycles_per_slice` cycles."""
+    return ctas * 2 * bm * bn * BK / cycles_per_slice
 
 
 def timeline_table(rec) -> str:

@@ -20,7 +20,7 @@ from ..tma.tensor_map import TensorMap
 from .ladder import BK, Step, check_shape, step
 
 __all__ = ["random_operands", "build", "run_step", "reference", "check", "GemmCheck", "Launch",
-           "check_status", "clear_status", "prepare", "run_stamps", "BARRIERS"]
+           "check_status", "clear_status", "prepare", "run_stamps", "try_kernel", "BARRIERS"]
 
 BARRIERS = {1: "full (a stage's bytes have landed)", 2: "empty (every consumer warp is done with a stage)"}
 STAMP_SHAPE = (4, 512, 2, 2)   # gemm_common.cuh: [track][event][begin/end][globaltimer ns, clock64]
@@ -53,10 +53,14 @@ def random_operands(m: int, n: int, k: int, seed: int = 0):
     return a, b
 
 
-def build(s: Step, stamps: bool = False):
-    """The step's kernel compiled for this GPU and loaded (cached)."""
+def build(s: Step, stamps: bool = False, kernel=None):
+    """The step's kernel compiled for this GPU and loaded (cached); `kernel`, a learner's edit of it
+    (`bwlab.lab.TeachingKernel`), instead of the file when given."""
     from ..compile import load_module
-    return load_module(s.path, defines={"GEMM_STAMPS": 1} if stamps else None)
+    defines = {"GEMM_STAMPS": 1} if stamps else None
+    if kernel is not None and kernel.edited:
+        return kernel.load(defines)
+    return load_module(s.path, defines=defines)
 
 
 @dataclass
@@ -75,7 +79,7 @@ class Launch:
         self.fn(self.grid, self.block, self.args, shared_mem=self.smem)
 
 
-def prepare(name, a, b, stamps=None, c=None) -> Launch:
+def prepare(name, a, b, stamps=None, c=None, kernel=None) -> Launch:
     """Check the shapes, encode the tensor maps, load the kernel: everything but the launch."""
     cp = _cp()
     from ..device import gpu_info
@@ -96,7 +100,7 @@ def prepare(name, a, b, stamps=None, c=None) -> Launch:
     maps = [encode_tensor_map(TensorMap("bfloat16", (k, m), (BK, s.bm), swizzle="128B"), a.data.ptr),
             encode_tensor_map(TensorMap("bfloat16", (k, n), (BK, s.b_rows), swizzle="128B"), b.data.ptr),
             encode_tensor_map(TensorMap("bfloat16", (n, m), (64, 64), swizzle="128B"), c.data.ptr)]
-    module = build(s, stamps=stamps is not None)
+    module = build(s, stamps=stamps is not None, kernel=kernel)
     fn = module.get_function("gemm")
     fn.max_dynamic_shared_size_bytes = s.smem_bytes
     stamp_ptr = stamps if stamps is not None else 0
@@ -117,9 +121,10 @@ def clear_status(launch: Launch) -> None:
     runtime.clear_status(launch.module)
 
 
-def run_step(name, a, b):
-    """C = A * B^T with one step's kernel; raises MbarrierTimeout if a bounded wait gave up."""
-    launch = prepare(name, a, b)
+def run_step(name, a, b, kernel=None):
+    """C = A * B^T with one step's kernel (or `kernel`, a learner's edit of it); raises MbarrierTimeout
+    if a bounded wait gave up."""
+    launch = prepare(name, a, b, kernel=kernel)
     clear_status(launch)
     launch()
     check_status(launch)
@@ -183,6 +188,22 @@ def check(a, b, c, name: str = "", ref=None) -> GemmCheck:
     m, n = c.shape
     return GemmCheck(name, (m, n, a.shape[1]), float(cp.nanmax(err)), divmod(worst, n),
                      float(ratio.ravel()[worst]), int(cp.count_nonzero(~(ratio <= 1))))
+
+
+def try_kernel(name, m: int, n: int, k: int, kernel=None, repeat: int = 10) -> dict:
+    """A learner's edit of a step's kernel (`kernel`) on an m x n x k problem, beside the step as written:
+    {'check': its GemmCheck against the f32 reference (str), 'ok', 'ms': its median time, 'ms_original'}.
+    Meant for a worker process (`bwlab.lab.run_edited`): a bounded wait that gives up raises
+    MbarrierTimeout, which comes back to the notebook."""
+    from ..runtime import time_ms
+    a, b = random_operands(m, n, k, seed=1)
+    got = check(a, b, run_step(name, a, b, kernel=kernel), name=f"{name} (edited)" if kernel else name)
+    times = {}
+    for label, kern in (("ms", kernel), ("ms_original", None)):
+        launch = prepare(name, a, b, kernel=kern)
+        launch()
+        times[label] = sorted(time_ms(launch) for _ in range(repeat))[repeat // 2]
+    return {"check": str(got), "ok": got.ok, **times}
 
 
 # ------------------------------------------------------------------------------------------------

@@ -97,11 +97,12 @@ def _explain_hops(got):
         if g == e:
             continue
         if g == e[::-1]:
-            return f"{k}: {g} runs the hop backwards — it moves data from {e[0]} to {e[1]}"
+            return (f"{k}: those are the two memories it connects, but the other way round: which one does "
+                    f"{k} read, which one does it write?")
         if k == "tcgen05.mma" and isinstance(g, tuple) and len(g) == 2 and g[1] == "RMEM":
-            return ("tcgen05.mma: Hopper's wgmma accumulates in registers; Blackwell's tcgen05.mma writes its "
-                    f"accumulator to Tensor Memory: {e}")
-        return f"{k}: you have {g}, but {k} moves data from {e[0]} to {e[1]}"
+            return ("tcgen05.mma: that is where Hopper's wgmma accumulates (registers); Blackwell's tcgen05.mma "
+                    "keeps its accumulator elsewhere")
+        return f"{k}: {g} is not the hop it makes: which memory does {k} read, which one does it write?"
     return None
 
 
@@ -116,8 +117,11 @@ def check_hops(answer, hidden: bool = False) -> None:
         else:
             answer = {k: tuple(v) if isinstance(v, list) else v for k, v in answer.items()}
     check_value("the hops of the data path", answer, _expected_hops(), mistakes=_explain_hops,
-                rule="GMEM -> SMEM (TMA load) -> TMEM (tcgen05.mma) -> RMEM (tcgen05.ld) -> SMEM (st.shared) "
-                     "-> GMEM (TMA store); the memories are 'GMEM', 'SMEM', 'TMEM', 'RMEM'",
+                rule="a TMA copies a tile between global and shared memory; an MMA reads its operands from shared "
+                     "memory and, on Blackwell, accumulates in Tensor Memory; tcgen05.ld brings Tensor Memory "
+                     "into the threads' registers; st.shared writes registers to shared memory. The memories "
+                     "are 'GMEM', 'SMEM', 'TMEM', 'RMEM'",
+                hint="the picture of the data path above: one arrow per hop, labelled with its instruction",
                 note="each hop is one notebook: 01-02, 03, 04, 05, 05")
 
 

@@ -200,7 +200,7 @@ _OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lamb
         ast.Mod: None, ast.Div: None, ast.LShift: None, ast.RShift: None,
         ast.BitOr: lambda a, b: a | b, ast.BitAnd: lambda a, b: a & b, ast.BitXor: lambda a, b: a ^ b}
 EXPR_RULE = ("an integer expression of mn.x (m), mn.y (n), rank, CLUSTER_X and CLUSTER_Y with + - * / % << >> "
-             "& | ^ ~ and parentheses; the kernel evaluates it in 32-bit unsigned arithmetic (m and n are u32) "
+             "& | ^ ~, parentheses and the casts (u16), (u32), (unsigned); the kernel evaluates it in 32-bit unsigned arithmetic (m and n are u32) "
              "and keeps the low 16 bits")
 
 
@@ -217,6 +217,17 @@ def _check_expr_text(expr) -> str:
     return expr
 
 
+# The casts a mask expression may use (those teach_multicast.cu compiles), and the bits each keeps.
+_CAST_BITS = {"u16": 16, "unsigned short": 16, "u32": 32, "unsigned": 32,
+              "unsigned int": 32}
+_CAST = r"\(\s*(" + "|".join(re.escape(t).replace(r"\ ", r"\s+") for t in
+                            sorted(_CAST_BITS, key=len, reverse=True)) + r")\s*\)"
+
+
+def _cast_name(ctype: str) -> str:
+    return "__cast_" + "_".join(ctype.split())
+
+
 def eval_mask_expr(expr: str, cluster, rank: int) -> int:
     """What the kernel's `(u16)(expr)` gives CTA `rank` of a cluster (M, N): 32-bit unsigned
     arithmetic, as the kernel's u32 m, n and rank; the low 16 bits. ValueError for what the
@@ -224,6 +235,9 @@ def eval_mask_expr(expr: str, cluster, rank: int) -> int:
     cm, cn = cluster
     env = {"CLUSTER_X": cm, "CLUSTER_Y": cn, "rank": rank, "mn.x": rank % cm, "mn.y": rank // cm, "mn.z": 0}
     text = re.sub(r"\b(0[xX][0-9a-fA-F]+|\d+)[uUlL]+\b", r"\1", expr)   # 1u, 0xFFu: C's suffixes
+    # C casts to the kernel's unsigned types, `(u16)(x)` or `(u32)x`: a call Python can parse
+    text = re.sub(_CAST + r"\s*([A-Za-z_][\w.]*|\d\w*)", lambda m: f"{_cast_name(m.group(1))}({m.group(2)})", text)
+    text = re.sub(_CAST + r"\s*(?=\()", lambda m: _cast_name(m.group(1)), text)
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError:
@@ -239,6 +253,10 @@ def eval_mask_expr(expr: str, cluster, rank: int) -> int:
             field = f"{node.value.id}.{node.attr}"
             if field in env:
                 return env[field]
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id.startswith("__cast_")
+                and len(node.args) == 1 and not node.keywords):
+            bits = {_cast_name(t): b for t, b in _CAST_BITS.items()}[node.func.id]
+            return ev(node.args[0]) & ((1 << bits) - 1)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Invert, ast.USub, ast.UAdd)):
             v = ev(node.operand)
             return (~v if isinstance(node.op, ast.Invert) else -v if isinstance(node.op, ast.USub) else v) & u32

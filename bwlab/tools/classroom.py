@@ -5,29 +5,31 @@ Every notebook's exercises are nbgrader cells (the builder writes their metadata
 knows a particular exercise: everything is found from that metadata. docs/teaching.md is the guide.
 
     python -m bwlab.tools.classroom student            # release/<assignment>/<assignment>.ipynb
-    python -m bwlab.tools.classroom collect DIR        # DIR/<student>/NN_name.ipynb -> submitted/
+    python -m bwlab.tools.classroom collect DIR [--id-map FILE.csv]   # DIR/<student>/NN_name.ipynb -> submitted/
     python -m bwlab.tools.classroom submit --student NAME FILE.ipynb ...
-    python -m bwlab.tools.classroom autograde [ASSIGNMENT ...] [--backend model] [--force]
-    python -m bwlab.tools.classroom feedback [ASSIGNMENT ...]   # feedback/<student>/<assignment>/*.html
-    python -m bwlab.tools.classroom scores [--detail]           # from the gradebook
-    python -m bwlab.tools.classroom grade [--collect DIR]       # collect + autograde + feedback + scores
+    python -m bwlab.tools.classroom autograde [ASSIGNMENT ...] [-j N] [--force] [--sandbox bwrap|none]
+    python -m bwlab.tools.classroom feedback                    # feedback/<student>/<assignment>/*.html
+    python -m bwlab.tools.classroom scores [--detail]           # from results/
+    python -m bwlab.tools.classroom grade [--collect DIR] [-j N]   # collect + autograde + scores, CSV
     python -m bwlab.tools.classroom selfcheck [NOTEBOOK ...]    # the answer key scores full, a blank 0
     python -m bwlab.tools.classroom table [--write FILE | --check FILE]
 
 The course directory (default `build/classroom/`, `--course DIR`) is an ordinary nbgrader course: one
 assignment per notebook (`01_tma_load` holds `01_tma_load.ipynb`), `source/` the solution notebooks,
 `release/` the student versions, `submitted/<student>/<assignment>/` what comes back, `autograded/`,
-`feedback/` and `gradebook.db`. nbgrader runs in this process through its NbGraderAPI, with the
-settings of `settings()`; every command also writes them to the course's `nbgrader_config.py`, so
-plain `nbgrader ...` commands run in that directory behave the same.
+`results/<student>/<assignment>.json`, `feedback/`, `grades.csv` and `exercise_stats.csv`. nbgrader
+(through its NbGraderAPI, with the settings of `settings()`, also written to the course's
+`nbgrader_config.py`) makes the student versions; grading is bwlab.tools.grading's: every submission
+in its own sandbox, its answers scored outside it by the grader's own copy of the checks.
 
-Exit codes: 0 done, 1 something to look at (a failed nbgrader step, a stale table, a failed selfcheck,
-no exercises found, nothing submitted), 2 usage.
+Exit codes: 0 done, 1 something to look at (a failed nbgrader step, a submission that could not be
+graded, a stale table, a failed selfcheck, no exercises found, nothing submitted), 2 usage.
 """
 from __future__ import annotations
 
 import argparse
 import filecmp
+import json
 import os
 import re
 import shutil
@@ -265,8 +267,9 @@ def submit(course, student_id: str, path, assignment: str | None = None) -> Path
     if assignment not in known:
         raise ClassroomError(f"{path.name}: no assignment of that name in {course / 'source'} "
                              f"(known: {', '.join(known) or 'none: run `student` first'})")
-    if not re.fullmatch(r"[A-Za-z0-9_.@-]+", student_id):
-        raise ClassroomError(f"student id {student_id!r}: use letters, digits, '_', '.', '@', '-'")
+    from .grading import STUDENT_ID
+    if not STUDENT_ID.fullmatch(student_id):
+        raise ClassroomError(f"student id {student_id!r}: use letters, digits, '_', '.', '@', '-' (not first)")
     dest = course / "submitted" / student_id / assignment / f"{assignment}.ipynb"
     dest.parent.mkdir(parents=True, exist_ok=True)
     if not (dest.exists() and filecmp.cmp(path, dest, shallow=False)):   # unchanged: not graded again
@@ -274,15 +277,19 @@ def submit(course, student_id: str, path, assignment: str | None = None) -> Path
     return dest
 
 
-def collect(course, folder) -> list[Path]:
-    """submit() every FOLDER/<student>/*.ipynb (one folder per learner, notebooks named as released)."""
-    done = []
-    for d in sorted(p for p in Path(folder).iterdir() if p.is_dir()):
-        for nb in sorted(d.glob("*.ipynb")):
-            done.append(submit(course, d.name, nb))
-    if not done:
+def collect(course, folder, id_map=None) -> tuple[list[Path], list]:
+    """Copy FOLDER/<student>/**/*.ipynb into submitted/ (bwlab.tools.grading.collect: learning-platform
+    folder names through the id map `id_map`, a CSV path; two files for one notebook refused);
+    returns (copied, problems)."""
+    from . import grading
+    try:
+        ids = grading.load_id_map(id_map) if id_map else None
+        copied, problems = grading.collect(_course(course), folder, ids)
+    except grading.GradingError as e:
+        raise ClassroomError(str(e)) from None
+    if not copied and not problems:
         raise ClassroomError(f"{folder}: no <student>/<notebook>.ipynb found")
-    return done
+    return copied, problems
 
 
 def submitted(course=None) -> list[tuple[str, str]]:
@@ -292,31 +299,27 @@ def submitted(course=None) -> list[tuple[str, str]]:
 
 
 def autograde(course=None, assignment_ids=None, student_id: str | None = None,
-              backend: str | None = None, force: bool = False) -> list[tuple[str, str]]:
-    """`nbgrader autograde` the submissions (of these assignments, of this student) that have no graded
-    copy newer than the submission (all of them with `force`); returns what it graded."""
+              backend: str | None = None, force: bool = False, jobs: int = 1, sandbox: str = "bwrap",
+              limits=None, progress=None):
+    """Grade the submissions (of these assignments, of this student) that have no finished result for
+    their current file (all of them with `force`), each in its own sandbox, `jobs` at a time; returns
+    bwlab.tools.grading.Batch (what was graded, what FAILED and why, what was skipped)."""
+    from . import grading
     course = _course(course)
-    todo = []
-    for a, s in submitted(course):
-        if (assignment_ids and a not in assignment_ids) or (student_id is not None and s != student_id):
-            continue
-        sub = max(p.stat().st_mtime for p in (course / "submitted" / s / a).rglob("*") if p.is_file())
-        done = [p.stat().st_mtime for p in (course / "autograded" / s / a).rglob("*.ipynb")]
-        if force or not done or min(done) < sub:
-            todo.append((a, s))
-    for a, s in todo:
-        nbgrader(course, "autograde", a, s, force=True, create=True, backend=backend)
-    return todo
+    try:
+        with environment(backend):
+            return grading.grade_all(course, jobs=jobs, limits=limits, sandbox=sandbox, force=force,
+                                     assignment_ids=assignment_ids, student_id=student_id, progress=progress)
+    except grading.GradingError as e:
+        raise ClassroomError(str(e)) from None
 
 
 def feedback(course=None, assignment_ids=None) -> list[Path]:
-    """`nbgrader generate_feedback`: one HTML page per autograded notebook, in feedback/."""
+    """Write the feedback page of every result again (feedback/<student>/<assignment>/<assignment>.html)."""
+    from . import grading
     course = _course(course)
-    graded = sorted({p.name for p in (course / "autograded").glob("*/*") if p.is_dir()})
-    for a in graded:
-        if not assignment_ids or a in assignment_ids:
-            nbgrader(course, "generate_feedback", a, force=True)
-    return sorted((course / "feedback").glob("*/*/*.html"))
+    return [grading.write_feedback(course, r) for r in grading.read_results(course)
+            if not assignment_ids or r["assignment"] in assignment_ids]
 
 
 @dataclass
@@ -326,46 +329,55 @@ class Score:
     score: float
     max_score: float
     cells: dict = field(default_factory=dict)      # grade_id -> (score, max_score)
+    status: str = "graded"                          # or FAILED (then `reason` says why; nothing was scored)
+    reason: str = ""
 
 
 def scores(course=None) -> list[Score]:
-    """Every autograded submission's score, and each graded cell's, from the gradebook."""
-    from nbgrader.api import Gradebook
+    """Every submission's result (results/), each graded cell's score with it."""
+    from . import grading
     course = Path(course or COURSE).resolve()
-    db = course / "gradebook.db"
-    if not db.exists():
-        raise ClassroomError(f"{db} does not exist: nothing was graded in {course}")
+    results = grading.read_results(course)
+    if not results:
+        raise ClassroomError(f"{course / 'results'} holds no results: nothing was graded in {course}")
     out = []
-    with Gradebook(f"sqlite:///{db}", COURSE_ID) as gb:
-        for a in gb.assignments:
-            for sub in gb.assignment_submissions(a.name):
-                s = Score(sub.student.id, a.name, float(sub.score), float(sub.max_score))
-                for snb in sub.notebooks:
-                    for g in snb.grades:
-                        s.cells[g.name] = (float(g.score), float(g.max_score))
-                out.append(s)
+    for r in results:
+        possible = r.get("max_score")
+        if possible is None:
+            src = course / "source" / r["assignment"] / f"{r['assignment']}.ipynb"
+            possible = sum(g.points for g in grading.graded_cells(src)) if src.exists() else 0.0
+        s = Score(r["student"], r["assignment"], float(r.get("score") or 0), float(possible),
+                  status=r.get("status", "FAILED"), reason=r.get("reason", ""))
+        for e in r.get("exercises", []):
+            s.cells[e["grade_id"]] = (float(e["points"]), float(e["max_points"]))
+        out.append(s)
     return sorted(out, key=lambda s: (s.student, s.assignment))
 
 
 def format_scores(rows: list[Score], detail: bool = False) -> str:
     """One line per student: the score of each assignment ('-' where nothing was submitted, which
-    counts 0 in the total) and the total out of every assignment's points."""
+    counts 0 in the total; FAILED where it could not be graded: see the reasons) and the total out of
+    every assignment's points."""
     if not rows:
-        return "no autograded submissions yet"
+        return "no graded submissions yet"
     maxes = {r.assignment: r.max_score for r in rows}
     names = sorted(maxes)
     by = {(r.student, r.assignment): r for r in rows}
     lines = ["student".ljust(16) + "".join(n[:16].rjust(18) for n in names) + "total".rjust(12)]
     for st in sorted({r.student for r in rows}):
         mine = [by.get((st, n)) for n in names]
-        got = sum(r.score for r in mine if r)
+        got = sum(r.score for r in mine if r and r.status == "graded")
         lines.append(st[:16].ljust(16) + "".join(
-            (f"{r.score:g} / {r.max_score:g}" if r else "-").rjust(18) for r in mine)
-            + f"{got:g} / {sum(maxes.values()):g}".rjust(12))
+            ("-" if not r else "FAILED" if r.status != "graded" else f"{r.score:g} / {r.max_score:g}").rjust(18)
+            for r in mine) + f"{got:g} / {sum(maxes.values()):g}".rjust(12))
         if detail:
             for r in mine:
                 for gid, (s, m) in (r.cells.items() if r else ()):
                     lines.append(f"    {r.assignment:16s} {gid:34s} {s:g} / {m:g}")
+    failed = [r for r in rows if r.status != "graded"]
+    if failed:
+        lines.append("")
+        lines += [f"FAILED {r.student} / {r.assignment}: {r.reason}" for r in failed]
     return "\n".join(lines)
 
 
@@ -397,12 +409,20 @@ def fill_in(student_nb, answers: dict[str, str]):
     return nb
 
 
-def errors(nb) -> list[tuple[int, str | None, bool, str, str]]:
-    """(cell index, grade_id or None, is a graded cell, ename, evalue) of every error output."""
-    nb = read(nb) if isinstance(nb, (str, Path)) else nb
-    return [(i, _nbgrader(c).get("grade_id"), bool(_nbgrader(c).get("grade")), o.get("ename", ""),
-             o.get("evalue", ""))
-            for i, c in enumerate(nb.cells) for o in c.get("outputs", []) if o.get("output_type") == "error"]
+def errors(result: dict) -> list[tuple[int, str | None, bool, str, str]]:
+    """(cell index, grade_id or None, is a graded cell, ename, evalue) of every error in a graded
+    submission (bwlab.tools.grading's result): a learner's cell that raised in the sandbox, or a graded
+    cell whose check failed (its message's last 'Name: ...' line names the error)."""
+    verdicts = {e["grade_id"]: e for e in result.get("exercises", [])}
+    out = []
+    for i, c in enumerate(result.get("cells", [])):
+        if c["type"] == "graded":
+            v = verdicts.get(c["grade_id"], {})
+            if not v.get("passed"):
+                out.append((i, c["grade_id"], True, v.get("ename", ""), v.get("evalue", v.get("message", ""))))
+        elif c.get("error"):
+            out.append((i, None, False, c["error"]["ename"], c["error"]["evalue"]))
+    return out
 
 
 @dataclass
@@ -413,32 +433,32 @@ class Check:
     solution: Path
     release: Path
     scores: dict                        # student -> Score
-    autograded: dict                    # student -> Path of the executed notebook
+    results: dict                       # student -> bwlab.tools.grading's result (dict)
 
     def problems(self) -> list[str]:
-        """What is wrong: the key short of full points, the untouched version above 0, a graded cell of the
-        untouched version that does not fail with NotYet 'no answer yet', any other cell that raises."""
+        """What is wrong: the key short of full points or not graded, the untouched version above 0, a
+        graded cell of the untouched version that does not fail with NotYet 'no answer yet', any other
+        cell that raises."""
         out = []
         key, blank = self.scores[KEY], self.scores[BLANK]
+        for who, s in ((KEY, key), (BLANK, blank)):
+            if s.status != "graded":
+                out.append(f"{who}: not graded: {s.reason}")
         if key.score != key.max_score:
             lost = [g for g, (s, m) in key.cells.items() if s != m]
             out.append(f"the answer key scores {key.score:g} of {key.max_score:g} (cells {', '.join(lost)})")
         if blank.score != 0:
             out.append(f"the untouched student version scores {blank.score:g}, not 0")
-        for i, gid, graded, ename, evalue in errors(self.autograded[KEY]):
+        for i, gid, graded, ename, evalue in errors(self.results[KEY]):
             out.append(f"{KEY}: cell {i} ({gid or 'not an exercise'}) raises {ename}: {evalue[:200]}")
-        nb = read(self.autograded[BLANK])
-        for i, cell in enumerate(nb.cells):
-            meta = _nbgrader(cell)
-            errs = [(o.get("ename", ""), o.get("evalue", "")) for o in cell.get("outputs", [])
-                    if o.get("output_type") == "error"]
-            if meta.get("grade"):
-                if not any(e == "NotYet" and "no answer yet" in v for e, v in errs):
-                    what = "; ".join(f"{e}: {v.splitlines()[0] if v else ''}" for e, v in errs) or "nothing"
-                    out.append(f"{BLANK}: graded cell {meta['grade_id']} fails with {what}, not NotYet "
-                               "'no answer yet'")
-            for e, v in errs if not meta.get("grade") else ():
-                out.append(f"{BLANK}: cell {i} ({meta.get('grade_id') or 'not an exercise'}) raises {e}: {v[:200]}")
+        verdicts = {e["grade_id"]: e for e in self.results[BLANK].get("exercises", [])}
+        for gid, v in verdicts.items():
+            if v["passed"] or v.get("ename") != "NotYet" or "no answer yet" not in v.get("evalue", ""):
+                what = "nothing" if v["passed"] else f"{v.get('ename')}: {v.get('evalue', '').splitlines()[0][:200]}"
+                out.append(f"{BLANK}: graded cell {gid} fails with {what}, not NotYet 'no answer yet'")
+        for i, gid, graded, e, v in errors(self.results[BLANK]):
+            if not graded:
+                out.append(f"{BLANK}: cell {i} ({gid or 'not an exercise'}) raises {e}: {v[:200]}")
         return out
 
 
@@ -454,7 +474,7 @@ def empty_gradebook(path) -> Path:
 
 
 def check_notebook(solution: Path, workdir: Path, backend: str | None = "model",
-                   gradebook: Path | None = None) -> Check:
+                   gradebook: Path | None = None, sandbox: str | None = None) -> Check:
     """Make a course for one notebook in workdir/<assignment> (from a copy of `gradebook`, an
     empty_gradebook(), when given); grade its answer key and its untouched student version there."""
     import nbformat
@@ -469,22 +489,31 @@ def check_notebook(solution: Path, workdir: Path, backend: str | None = "model",
     nbformat.write(fill_in(release, answer_key(solution)), str(keyed))
     submit(course, KEY, keyed, solution.stem)
     submit(course, BLANK, release, solution.stem)
-    autograde(course, [solution.stem], backend=backend)
+    autograde(course, [solution.stem], backend=backend, sandbox=sandbox or default_sandbox())
+    from . import grading
     got = {s.student: s for s in scores(course)}
-    done = {who: course / "autograded" / who / solution.stem / solution.name for who in (KEY, BLANK)}
-    return Check(solution.stem, course, solution, release, got, done)
+    res = {who: json.loads(grading._result_path(course, who, solution.stem).read_text()) for who in (KEY, BLANK)}
+    return Check(solution.stem, course, solution, release, got, res)
 
 
-def check_all(paths, workdir: Path, jobs: int | None = None, backend: str | None = "model") -> dict[str, Check]:
+def default_sandbox() -> str:
+    """bwrap where it can run (installed, and this is root); else 'none' (the answers are still scored
+    outside the learner's process, but nothing isolates that process): for tests and the selfcheck of
+    the instructor's own answer key, never for learners' submissions."""
+    return "bwrap" if shutil.which("bwrap") and os.geteuid() == 0 else "none"
+
+
+def check_all(paths, workdir: Path, jobs: int | None = None, backend: str | None = "model",
+              sandbox: str | None = None) -> dict[str, Check]:
     """check_notebook for every notebook, `jobs` worker processes at a time (each notebook in its own
-    course, so no gradebook is shared; the largest notebooks start first)."""
+    course; the largest notebooks start first)."""
     import multiprocessing
     paths = sorted((Path(p) for p in paths), key=lambda p: -p.stat().st_size)
     if not paths:
         return {}
     gradebook = empty_gradebook(Path(workdir) / "empty_gradebook.db")
     jobs = min(jobs or max(2, os.cpu_count() or 2), len(paths))
-    run = partial(check_notebook, workdir=workdir, backend=backend, gradebook=gradebook)
+    run = partial(check_notebook, workdir=workdir, backend=backend, gradebook=gradebook, sandbox=sandbox)
     if jobs == 1:
         done = [run(p) for p in paths]
     else:
@@ -508,18 +537,30 @@ def main(argv=None) -> int:
     s.add_argument("files", nargs="+", type=Path)
     s = sub.add_parser("collect", help="submit DIR/<student>/*.ipynb")
     s.add_argument("folder", type=Path)
+    s.add_argument("--id-map", type=Path, default=None,
+                   help="CSV with columns folder,student: learning-platform folder names -> student ids")
     for name in ("autograde", "grade"):
-        s = sub.add_parser(name, help="nbgrader autograde" + (" + feedback + scores" if name == "grade" else ""))
+        s = sub.add_parser(name, help="grade in sandboxes" + (" + scores (after --collect)" if name == "grade" else ""))
         s.add_argument("assignments", nargs="*")
         s.add_argument("--student", default=None)
         s.add_argument("--backend", choices=("model", "hybrid", "auto"), default=None,
                        help="BWLAB_BACKEND for the graded runs (default: this machine's)")
         s.add_argument("--force", action="store_true", help="grade again what was graded already")
+        s.add_argument("-j", "--jobs", type=int, default=1, help="submissions graded at a time (default 1)")
+        s.add_argument("--sandbox", choices=("bwrap", "none"), default="bwrap",
+                       help="bwrap (default); none only inside a throw-away grading container (docs/teaching.md)")
+        s.add_argument("--cell-timeout", type=float, default=None, help="seconds per cell (default 120)")
+        s.add_argument("--call-timeout", type=float, default=None,
+                       help="seconds per call of a learner's function by a check (default 10)")
+        s.add_argument("--grace", type=float, default=None,
+                       help="seconds more before a cell that ignores its timeout ends the sandbox (default 10)")
         if name == "grade":
             s.add_argument("--collect", type=Path, default=None, help="first submit DIR/<student>/*.ipynb")
-    s = sub.add_parser("feedback", help="nbgrader generate_feedback (HTML per submission)")
+            s.add_argument("--id-map", type=Path, default=None,
+                           help="CSV with columns folder,student: learning-platform folder names -> student ids")
+    s = sub.add_parser("feedback", help="write every result's HTML feedback page again")
     s.add_argument("assignments", nargs="*")
-    s = sub.add_parser("scores", help="the scores in the gradebook")
+    s = sub.add_parser("scores", help="the scores in results/")
     s.add_argument("--detail", action="store_true", help="every graded cell too")
     s = sub.add_parser("selfcheck", help="grade the answer key (full points) and the untouched version (0)")
     s.add_argument("notebooks", nargs="*", type=Path)
@@ -531,6 +572,9 @@ def main(argv=None) -> int:
     g.add_argument("--write", type=Path, help="replace the table between the markers in this file")
     g.add_argument("--check", type=Path, help="exit 1 if this file's table is not current")
     a = ap.parse_args(argv)
+    for stream in (sys.stdout, sys.stderr):     # a learner's odd characters never stop the report
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     try:
         return _run(a)
     except ClassroomError as e:
@@ -552,25 +596,43 @@ def _run(a) -> int:
             print(submit(a.course, a.student, f))
         return 0
     if a.cmd == "collect":
-        for p in collect(a.course, a.folder):
+        copied, problems = collect(a.course, a.folder, a.id_map)
+        for p in copied:
             print(p)
-        return 0
+        for p in problems:
+            print(f"PROBLEM {p}", file=sys.stderr)
+        return 1 if problems else 0
     if a.cmd in ("autograde", "grade"):
+        problems = []
         if a.cmd == "grade" and a.collect:
-            print(f"collected {len(collect(a.course, a.collect))} notebooks from {a.collect}")
+            copied, problems = collect(a.course, a.collect, a.id_map)
+            print(f"collected {len(copied)} notebooks from {a.collect}")
         backend = None if a.backend in (None, "auto") else a.backend
         if not submitted(a.course):
             print(f"no submissions in {Path(a.course) / 'submitted'}", file=sys.stderr)
             return 1
-        done = autograde(a.course, a.assignments or None, a.student, backend, a.force)
-        print(f"autograded {len(done)} submissions: " + ", ".join(f"{s}/{n}" for n, s in done) if done
-              else "nothing new to grade (--force grades every submission again)")
+        from . import grading
+        limits = grading.Limits(**{k: v for k, v in (("cell_timeout", a.cell_timeout), ("grace", a.grace),
+                                                           ("call_timeout", a.call_timeout)) if v})
+
+        def progress(student_id, assignment, result):
+            print(f"  {student_id}/{assignment}: " + (f"{result['score']:g} / {result['max_score']:g}"
+                  if result["status"] == "graded" else f"FAILED ({result['reason']})"), flush=True)
+
+        batch = autograde(a.course, a.assignments or None, a.student, backend, a.force, a.jobs, a.sandbox,
+                          limits, progress)
+        problems += batch.problems
+        print(f"graded {len(batch.graded)} submissions in {batch.seconds:.0f} s ({a.jobs} at a time); "
+              f"{len(batch.skipped)} unchanged since they were graded (--force grades them again)")
+        print(f"results, feedback, grades.csv and exercise_stats.csv in {Path(a.course)}")
         if a.cmd == "grade":
-            if done:
-                pages = feedback(a.course, sorted({n for n, _ in done}))
-                print(f"feedback: {len(pages)} pages in {Path(a.course) / 'feedback'}")
             print(format_scores(scores(a.course)))
-        return 0
+        for p in problems:
+            print(f"PROBLEM {p}", file=sys.stderr)
+        if a.cmd == "autograde":            # grade's table above ends with every FAILED and its reason
+            for s, n, r in batch.failed:
+                print(f"FAILED {s} / {n}: {r['reason']}", file=sys.stderr)
+        return 1 if problems or batch.failed else 0
     if a.cmd == "feedback":
         for p in feedback(a.course, a.assignments or None):
             print(p)

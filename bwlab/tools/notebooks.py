@@ -14,8 +14,9 @@ Notebooks are written as percent-format Python files in `notebooks/src/NN_name.p
     cell whose output depends on the machine
 
 `python -m bwlab.tools.notebooks build notebooks/src/01_tma_load.py` writes `notebooks/01_tma_load.ipynb`
-and executes it in the model tier (BWLAB_BACKEND=model), so the stored outputs are what strict nbval
-compares on a CPU-only CI machine. `execute` re-runs existing .ipynb files in place.
+and executes it in the emulated tier (BWLAB_BACKEND=emulated: the TMA-family kernels run in bwlab's
+PTX emulator, which is deterministic; the tcgen05 stages in the model), so the stored outputs are what
+strict nbval compares on a CPU-only CI machine. `execute` re-runs existing .ipynb files in place.
 
 `python -m bwlab.tools.notebooks run notebooks/src/01_tma_load.py` executes the code cells in order in one
 namespace with plain Python, in whatever tier this machine gives (no Jupyter needed: this is how the
@@ -25,6 +26,11 @@ backend and closed; a cell that needs IPython/ipywidgets where they are missing 
 `python -m bwlab.tools.notebooks lab [jupyter lab options]` (what `make lab` runs) starts JupyterLab on
 notebooks/ with the settings below: widget state saved with the notebook (an override in this
 environment's `share/jupyter/lab/settings/overrides.d/`, nothing in the home directory) and `src/` hidden.
+
+`python -m bwlab.tools.notebooks lab --student [--work DIR]` (`make lab STUDENT=1`) copies the student
+versions (nbgrader's release, made again where a notebook is newer; a notebook without exercises as it is)
+into DIR (default work/), never overwriting a notebook the learner changed (`fill_work_folder`), and starts
+JupyterLab there with nbgrader's instructor UI turned off for that launch (`student_lab_config`).
 
 `python -m bwlab.tools.notebooks soak [--runs N] [--timeout S] notebooks/*.ipynb` executes each notebook N
 times headless (a temporary copy; nothing is written) and reports how many runs finished.
@@ -58,6 +64,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 NB_DIR = ROOT / "notebooks"
+
+# A markdown heading written as a comment ('# ## 7. Title') in a code cell: the header `# %% [markdown]`
+# above it was left out, so the section is missing from the notebook's table of contents.
+_HEADING_IN_CODE = re.compile(r"^# #{1,6} \S")
 
 _CELL = re.compile(r"^# %%(?P<md> \[markdown\])?(?:\s+tags=\[(?P<tags>[^\]]*)\])?"
                    r"(?P<grader>(?:\s+(?:solution|grade|id=[A-Za-z0-9_.-]+|points=\d+))*)\s*$")
@@ -103,6 +113,11 @@ def parse_cells(text: str):
             lines.pop(0)
         if kind == "markdown":
             lines = [l[2:] if l.startswith("# ") else ("" if l.strip() == "#" else l) for l in lines]
+        else:
+            heading = next((l for l in lines if _HEADING_IN_CODE.match(l)), None)
+            if heading is not None:
+                raise ValueError(f"a markdown heading inside a code cell: {heading!r} (start a markdown cell "
+                                 "with '# %% [markdown]' above it)")
         cells.append((kind, "\n".join(lines), tags, meta))
 
     for line in text.splitlines():
@@ -141,6 +156,7 @@ NBFORMAT_MINOR = 5          # JupyterLab 4 writes nbformat 4.5
 VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 STATE_MIME = "application/vnd.jupyter.widget-state+json"
 _SLICE_S = 0.5              # longest single wait on a kernel channel (see _Client)
+RAISES = "raises-exception"  # the tag every graded cell carries (see build)
 
 
 # JupyterLab as `make lab` starts it: the widget manager saves widget state into the notebook (else a
@@ -165,15 +181,110 @@ def lab_args(notebook_dir: Path = NB_DIR) -> list[str]:
     return [f"--notebook-dir={notebook_dir}"] + [f"--ContentsManager.hide_globs={g}" for g in HIDE_GLOBS]
 
 
+# `make lab STUDENT=1`: the student versions, copied into a work folder the learner owns, in a JupyterLab
+# without nbgrader's instructor UI (its server extensions and its labextension turned off for this launch
+# only, through a config directory put first on JUPYTER_CONFIG_PATH).
+WORK_DIR = ROOT / "work"
+NBGRADER_SERVER_EXTENSIONS = ("nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.validate_assignment",
+                              "nbgrader.server_extensions.assignment_list", "nbgrader.server_extensions.course_list")
+NBGRADER_LABEXTENSION = "@jupyter/nbgrader"
+_RECORD = ".bwlab-released.json"      # in the work folder: the hash of each notebook as it was copied there
+UPDATES = "updates"                   # where a new release goes when the learner changed the old one
+
+
+def student_lab_config(config_dir: Path) -> Path:
+    """Write the config directory that turns nbgrader's UI off (server extensions and labextension)."""
+    import json
+    config_dir = Path(config_dir)
+    (config_dir / "jupyter_server_config.d").mkdir(parents=True, exist_ok=True)
+    (config_dir / "labconfig").mkdir(parents=True, exist_ok=True)
+    off = {"ServerApp": {"jpserver_extensions": {name: False for name in NBGRADER_SERVER_EXTENSIONS}}}
+    (config_dir / "jupyter_server_config.d" / "bwlab-student.json").write_text(json.dumps(off, indent=1) + "\n")
+    page = {"disabledExtensions": {NBGRADER_LABEXTENSION: True}}
+    (config_dir / "labconfig" / "page_config.json").write_text(json.dumps(page, indent=1) + "\n")
+    return config_dir
+
+
+def student_lab_env(config_dir: Path, environ=None) -> dict:
+    """os.environ with `config_dir` first on JUPYTER_CONFIG_PATH (the highest-priority config)."""
+    env = dict(os.environ if environ is None else environ)
+    env["JUPYTER_CONFIG_PATH"] = os.pathsep.join([str(config_dir)] + ([env["JUPYTER_CONFIG_PATH"]]
+                                                                      if env.get("JUPYTER_CONFIG_PATH") else []))
+    return env
+
+
+def _sha(path: Path) -> str:
+    import hashlib
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def student_editions(course: Path | None = None) -> dict[str, Path]:
+    """{notebook name: its student version}: nbgrader's release of every notebook with exercises (made
+    again where a notebook is newer than its release), the notebook itself for one without."""
+    from . import classroom as cls
+    course = Path(course or cls.COURSE)
+    out, stale = {}, []
+    for nb in cls.notebooks():
+        if not cls.exercises(nb):
+            out[nb.name] = nb
+            continue
+        rel = course / "release" / nb.stem / nb.name
+        if not rel.exists() or rel.stat().st_mtime < nb.stat().st_mtime:
+            stale.append(nb)
+        out[nb.name] = rel
+    if stale:
+        cls.student(course, stale)
+    return out
+
+
+def fill_work_folder(work: Path, editions: dict[str, Path]) -> list[str]:
+    """Copy the student editions into `work`, never overwriting a learner's work: a notebook is copied
+    where there is none, replaced only when it is still byte for byte what was copied last time, and
+    otherwise the new edition goes to `work/updates/` beside it. Returns one line per notebook."""
+    import json
+    import shutil
+    work = Path(work)
+    work.mkdir(parents=True, exist_ok=True)
+    record_path = work / _RECORD
+    record = json.loads(record_path.read_text()) if record_path.exists() else {}
+    lines = []
+    for name, src in sorted(editions.items()):
+        dest, new = work / name, _sha(src)
+        if not dest.exists():
+            shutil.copyfile(src, dest)
+            record[name] = new
+            lines.append(f"{name}: copied")
+            continue
+        mine = _sha(dest)
+        if mine == new:
+            record[name] = new
+            lines.append(f"{name}: up to date")
+        elif mine == record.get(name):        # untouched since it was copied: safe to replace
+            shutil.copyfile(src, dest)
+            record[name] = new
+            lines.append(f"{name}: replaced by the new edition (you had not changed it)")
+        else:
+            upd = work / UPDATES / name
+            upd.parent.mkdir(exist_ok=True)
+            shutil.copyfile(src, upd)
+            lines.append(f"{name}: kept your work; the new edition is {UPDATES}/{name}")
+    record_path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    return lines
+
+
 def build(src: Path, execute: bool = True, timeout: int = 600, out_dir: Path | None = None) -> Path:
     """Write `out_dir/NN_name.ipynb` (default notebooks/) from its percent-format source; execute it in
-    the model tier unless `execute` is False."""
+    the STORED_BACKEND tier unless `execute` is False."""
     import nbformat
     src = Path(src)
     cells = []
     for kind, source, tags, grader in parse_cells(src.read_text()):
         cell = (nbformat.v4.new_markdown_cell(source) if kind == "markdown"
                 else nbformat.v4.new_code_cell(source))
+        if grader and grader["grade"] and RAISES not in tags:
+            # An unanswered check raises NotYet: with this tag, Run All (JupyterLab sends the cell with
+            # stop_on_error false) and nbclient go on past it. nbgrader still scores the cell 0.
+            tags = [*tags, RAISES]
         if tags:
             cell.metadata["tags"] = tags
         if grader:
@@ -355,10 +466,14 @@ def _client_class():
     return headless(NotebookClient)
 
 
+# The tier the stored notebooks are executed in (and nbval compares in): no GPU needed, deterministic.
+STORED_BACKEND = "emulated"
+
+
 def _execute(nb, path: Path, timeout: int | None):
-    """Execute `nb` (in place) in the model tier with the robust client."""
+    """Execute `nb` (in place) in the STORED_BACKEND tier with the robust client."""
     env_backup = os.environ.get("BWLAB_BACKEND")
-    os.environ["BWLAB_BACKEND"] = "model"
+    os.environ["BWLAB_BACKEND"] = STORED_BACKEND
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     try:
         _client_class()(nb, timeout=timeout, kernel_name="python3", record_timing=False,
@@ -475,7 +590,20 @@ def main(argv=None) -> int:
     if argv and argv[0] == "lab":
         install_lab_settings()
         exe = str(Path(sys.executable).with_name("jupyter-lab"))
-        os.execv(exe, [exe, *lab_args(), *argv[1:]])
+        rest = argv[1:]
+        if "--student" not in rest:
+            os.execv(exe, [exe, *lab_args(), *rest])
+        rest.remove("--student")
+        work = WORK_DIR
+        if "--work" in rest:
+            i = rest.index("--work")
+            work = Path(rest[i + 1]).resolve()
+            del rest[i:i + 2]
+        for line in fill_work_folder(work, student_editions()):
+            print(line)
+        env = student_lab_env(student_lab_config(ROOT / "build" / "student-lab-config"))
+        print(f"JupyterLab on {work} (your copies; the answers stay in notebooks/)", flush=True)
+        os.execve(exe, [exe, *lab_args(work), *rest], env)
     if argv and argv[0] == "soak":
         import argparse
         ap = argparse.ArgumentParser(prog="python -m bwlab.tools.notebooks soak")

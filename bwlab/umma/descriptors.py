@@ -117,12 +117,12 @@ class SmemDesc:
                 ("32-45", "stride dimension byte offset >> 4", _enc(self.stride_byte_offset),
                  f"{self.stride_byte_offset} B")]
         if self.arch == "sm100":
-            rows.append(("46-48", "fixed constant (version)", 1, "0b001 = SM100 descriptor"))
+            rows.append(("46-48", "fixed constant (version)", 1, "0b001: SM100 format"))
         rows.append(("49-51", "matrix base offset", self.base_offset,
-                     "0: the swizzle pattern starts on its 256/512/1024 B boundary"))
+                     "0: aligned start"))
         if self.arch == "sm100":
             rows.append(("52", "leading dimension stride mode", self.lbo_mode,
-                         "0: LBO is a relative byte offset"))
+                         "0: LBO is relative"))
             rows.append(("61-63", "swizzling mode", self.layout_type, self.swizzle))
         else:
             rows.append(("62-63", "swizzling mode", self.layout_type, self.swizzle))
@@ -130,10 +130,12 @@ class SmemDesc:
 
 
 def format_fields(rows, title: str = "") -> str:
-    """A text table of (bits, name, value, meaning) rows (SmemDesc.fields(), InstrDesc.fields())."""
+    """A text table of (bits, name, value, meaning) rows (SmemDesc.fields(), InstrDesc.fields()), its
+    lines short enough (68 characters) not to wrap in a widget of a notebook shown at 1000 px."""
     out = [title] if title else []
-    out.append(f"{'bits':>6s}  {'field':38s} {'value':>6s}  meaning")
-    out += [f"{b:>6s}  {n:38s} {v:>6d}  {m}" for b, n, v, m in rows]
+    width = max([len("field")] + [len(n) for _, n, _, _ in rows])
+    out.append(f"{'bits':>5s}  {'field':{width}s} {'value':>5s}  meaning")
+    out += [f"{b:>5s}  {n:{width}s} {v:>5d}  {m}" for b, n, v, m in rows]
     return "\n".join(out)
 
 

@@ -261,15 +261,17 @@ def check_teach_sbo(sbo, hidden: bool = False) -> None:
         raise NotYet(f"{name}: with SBO = {sbo} the tensor core would read A up to byte {last + 1}, past the "
                      f"kernel's {TEACH_SMEM_BYTES}-byte buffer.\n  rule: {rule}")
     info = device.gpu_info()
-    if info is not None and info.has_wgmma:
+    emulated = device.tier("tma") == "emulated"   # no Hopper here: the whole kernel runs in the PTX emulator
+    if emulated or (info is not None and info.has_wgmma):
+        from ..emu import EmuError
         from ..runtime import MbarrierTimeout
         from ..sandbox import KernelFault, KernelHang
         from .runner import run_teach_wgmma
         try:
             got = run_teach_wgmma(case, kernel=mine, descriptors=(a_zero, bd))
-        except (KernelFault, KernelHang, MbarrierTimeout) as e:
+        except (KernelFault, KernelHang, MbarrierTimeout, EmuError) as e:
             raise NotYet(f"{name}: the edited kernel did not finish: {e}\n  rule: {rule}") from None
-        source = f"your kernel on {info.name}"
+        source = "your kernel in the PTX emulator" if emulated else f"your kernel on {info.name}"
     else:
         got, source = case.model(descriptors=(a_mine, bd)), "the wgmma model, executing your descriptors"
     result = case.check(got, source=source)

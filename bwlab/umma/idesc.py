@@ -54,7 +54,7 @@ class InstrDesc:
         """(bits, name, value, meaning) rows for a field table."""
         ab, d = KINDS[self.kind]
         return [
-            ("0-1", "sparsity selector", self.sparse_id2, "sparse metadata id (dense: 0)"),
+            ("0-1", "sparsity selector", self.sparse_id2, "sparse only (dense: 0)"),
             ("2", "sparsity", int(self.sparse), "dense" if not self.sparse else "sparse"),
             ("3", "saturate", int(self.saturate), "kind::i8 only"),
             ("4-5", "D format", d[self.d_type], self.d_type),

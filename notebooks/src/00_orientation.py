@@ -232,13 +232,13 @@ import numpy as np
 from bwlab.hello import hello_roundtrip
 from bwlab.results import load_recording
 from bwlab.case import compare
-if device.tier("tma") == "hardware":
+from bwlab.runtime import runs_on
+from bwlab.checks.record_foundation import replay
+if runs_on("tma"):   # this GPU, or the PTX emulator (the emulated tier)
     src, dst = hello_roundtrip(4096, blocks=4)
-    print(compare(src, dst, stage="bulk copy", what="4 CTAs x 4096 B", unit="word", source="this GPU"))
-else:
-    rec = load_recording("foundation_hello_roundtrip")
-    from bwlab.checks.record_foundation import replay
-    print(replay(rec))
+    print(compare(src, dst, stage="bulk copy", what="4 CTAs x 4096 B", unit="word", source=runs_on("tma")))
+rec = load_recording("foundation_hello_roundtrip")
+print(replay(rec))
 
 # %% [markdown]
 # ### A kernel never hangs
@@ -249,18 +249,18 @@ else:
 
 # %% tags=["nbval-ignore-output"]
 from bwlab.runtime import MbarrierTimeout
-if device.tier("tma") == "hardware":
+if runs_on("tma"):
+    print(f"{runs_on('tma')}, expect_tx 16 bytes too many:")
     try:
         hello_roundtrip(4096, blocks=2, extra_tx=16)
     except MbarrierTimeout as e:
-        print("MbarrierTimeout:", e)
+        print("  MbarrierTimeout:", e)
     src, dst = hello_roundtrip(4096, blocks=2)
-    print("the next launch works:", np.array_equal(src, dst))
-else:
-    rec = load_recording("foundation_wrong_expect_tx")
-    print(f"{rec.label}, expect_tx 16 bytes too many:")
-    print(f"  MbarrierTimeout after {rec.params['seconds']} s: {rec.params['message']}")
-    print("  the next launch:", replay(rec))
+    print("  the next launch works:", np.array_equal(src, dst))
+rec = load_recording("foundation_wrong_expect_tx")
+print(f"{rec.label}, expect_tx 16 bytes too many:")
+print(f"  MbarrierTimeout after {rec.params['seconds']} s: {rec.params['message']}")
+print("  the next launch:", replay(rec))
 
 # %% [markdown]
 # ### Exercise 0.4 — an mbarrier's phase and parity (2 points)
@@ -313,8 +313,9 @@ print(run_parity_steps())
 # | `07_gemm_ladder` | one GEMM made fast step by step on Hopper, measured against cuBLAS, with one CTA's timeline | `bwlab.gemm` | `gemm_sm90/s1_one_warpgroup.cu` … `s6_tma_store.cu` |
 #
 # * Each notebook is narrative plus short calls into one `bwlab` package; read the package for the details.
-# * Each stage has a short **teaching kernel** shown whole; change it (`%%cuda teach_tma.cu` after
-#   `%load_ext bwlab.lab`) and run it again. A changed kernel runs in a worker process
+# * Each stage has a short **teaching kernel** shown whole; change it (`%cuda --load teach_tma.cu` after
+#   `%load_ext bwlab.lab` gives you a `%%cuda` cell to edit; `%cuda --reset teach_tma.cu` undoes) and run it
+#   again. A changed kernel runs in a worker process
 #   (`bwlab.sandbox.run_isolated`), so a fault or a hang comes back as an exception and this notebook's GPU
 #   stays usable.
 # * Values you should check are printed beside what was expected.

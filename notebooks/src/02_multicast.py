@@ -287,17 +287,17 @@ print("expected: A masks 0x5 0xA 0x5 0xA (same m), B masks 0x3 0x3 0xC 0xC (same
 # %% [markdown]
 # ### Run it, and compare every CTA's shared memory with the model
 #
-# On an sm_90+ GPU this runs the kernel (your edited version, if you changed it with `%%cuda`); elsewhere
-# it loads the recorded H100 run of the same kernel. Either way the model is computed now.
+# On an sm_90+ GPU this runs the kernel (your edited version, if you changed it with `%%cuda`); without one,
+# bwlab's PTX emulator runs the same kernel's PTX on the CPU (the emulated tier). Below it, the recorded
+# H100 run of the same kernel. Either way the model is computed now.
 
 # %% tags=["nbval-ignore-output"]
+from bwlab.runtime import runs_on
 case = mc.MulticastLoad(tcfg, seed=0)
-if bwlab.tier("multicast") == "hardware":
-    got, source = mc.run_teach(tcfg, case.operands), "GPU"
-else:
-    rec = load_recording("multicast_teach")
-    got, source = rec["smem"], rec.label
-print(case.check(got, source=source))
+if runs_on("multicast"):   # this GPU, or the PTX emulator
+    print(case.check(mc.run_teach(tcfg, case.operands), source=runs_on("multicast")))
+rec = load_recording("multicast_teach")
+print(case.check(rec["smem"], source=rec.label))
 
 # %% [markdown]
 # ### Peek under the hood: the PTX
@@ -339,21 +339,21 @@ print(mc.barrier_table(mc.barrier_outcome(tcfg, bad)))
 
 # %% [markdown]
 # On a GPU the bounded wait gives up after 200 ms and Python raises `MbarrierTimeout` naming the CTA;
-# the next launch works. Without one, the recorded H100 run of this edit:
+# the next launch works. In the emulator the same exception also lists every waiting warp: the barrier, its
+# phase, and the bytes it still expects. Then the recorded H100 run of this edit:
 
 # %% tags=["nbval-ignore-output"]
 from bwlab.runtime import MbarrierTimeout
 stuck_rank = None
-if bwlab.tier("multicast") == "hardware":
+if runs_on("multicast"):
     try:
         mc.run_teach(tcfg, case.operands, kernel=mine)
     except MbarrierTimeout as e:
-        print(e)
+        print(runs_on("multicast") + ":\n" + str(e) + "\n")
         stuck_rank = e.cta_rank
-else:
-    rec = load_recording("multicast_bad_mask")
-    print(rec.label + ":\n" + str(rec["message"]))
-    stuck_rank = int(rec["cta_rank"])
+rec = load_recording("multicast_bad_mask")
+print(rec.label + ":\n" + str(rec["message"]))
+stuck_rank = int(rec["cta_rank"]) if stuck_rank is None else stuck_rank
 print("the model's stuck CTAs:", [o["rank"] for o in mc.barrier_outcome(tcfg, bad) if not o["completes"]],
       "  named by the bounded wait:", stuck_rank)
 
@@ -404,14 +404,13 @@ ex.check_teach_a_mask(a_mask_expr, hidden=True)
 # %% tags=["nbval-ignore-output"]
 hcfg = mc.MulticastConfig(cluster=(2, 2), tile_m=32, tile_n=32, operands="AB", swizzle="128B")
 hcase = mc.MulticastLoad(hcfg, seed=0)
-if bwlab.tier("multicast") == "hardware":
+if runs_on("multicast"):
     run = mc.launch_multicast(hcfg, hcase.operands)
-    got, ranks, source = run.smem, run.ranks, "GPU"
-else:
-    rec = load_recording("multicast_every_cta")
-    got, ranks, source = rec["smem"], rec["ranks"], rec.label
-print(hcase.check(got, source=source))
-print("%cluster_ctarank of each CTA:", list(map(int, ranks)), "  expected", [p.rank for p in hcase.plans])
+    print(hcase.check(run.smem, source=runs_on("multicast")))
+    print("%cluster_ctarank of each CTA:", list(map(int, run.ranks)), "  expected", [p.rank for p in hcase.plans])
+rec = load_recording("multicast_every_cta")
+print(hcase.check(rec["smem"], source=rec.label))
+print("%cluster_ctarank of each CTA:", list(map(int, rec["ranks"])), "  expected", [p.rank for p in hcase.plans])
 
 # %% [markdown]
 # ## 6 · What multicast saves

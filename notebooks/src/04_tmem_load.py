@@ -421,6 +421,7 @@ plt.show()
 tmem.draw_ld_map(TmemAccess("16x64b", 2, pack16=True), warp=0)
 plt.show()
 
+# %% [markdown]
 # ## 7. Who holds `D[r][c]`?
 #
 # An epilogue warpgroup reads the 128 x N accumulator with one shape: warp *w* covers lanes 32w..32w+31

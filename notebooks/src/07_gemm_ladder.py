@@ -26,6 +26,11 @@
 # **Runs on:** the numbers, timelines and diffs come from files in the repository and run anywhere. On
 # an sm_90 GPU (tier `hardware`, compute capability 9.x) section 5 runs every step live; elsewhere it
 # shows what an H100 printed.
+#
+# **Exercises:** this notebook holds 5 graded exercises (13 points), each where its topic comes up:
+# 7.1 the bytes of one pipeline stage (section 1); in step 2 of section 3, 7.2 how many CTAs share an
+# SM, 7.3 where step 2 loses to step 1, 7.4 the parity the producer of a ring waits on, and 7.5 the
+# ring's two waits written into step 3's kernel, which is compiled and, on a Hopper GPU, run and timed.
 
 # %% tags=["nbval-ignore-output"]
 import bwlab
@@ -76,6 +81,28 @@ show_source("gemm_sm90/gemm_common.cuh", kernel="desc_k128")
 show_source("gemm_sm90/gemm_common.cuh", kernel="mma_stage")
 
 # %% [markdown]
+# ### Exercise 7.1 — the bytes of one pipeline stage (2 points)
+#
+# Every step from 2 on keeps a ring of stages in SMEM, and how many stages fit decides a great deal below.
+# Write `stage_bytes(bm, bn)`: the bytes of one stage of a `bm` × `bn` tile's ring, that is the A slice
+# (`bm` rows) and the B slice (`bn` rows) of one k-slice, in bf16. The check tries other tiles too.
+
+# %% solution id=gemm_stage_bytes
+def stage_bytes(bm, bn):
+    answer = None
+    ### BEGIN SOLUTION
+    answer = (bm + bn) * 64 * 2          # BK = 64 bf16 elements of each row, 2 bytes each
+    ### END SOLUTION
+    return answer
+
+# %% grade id=gemm_stage_bytes_check points=2
+from bwlab.gemm import exercises as gemm_ex
+gemm_ex.check_stage_bytes(stage_bytes)
+### BEGIN HIDDEN TESTS
+gemm_ex.check_stage_bytes(stage_bytes, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown]
 # **How it was measured** (`python -m bwlab.bench gemm`, section 5): for each shape the library GEMMs
 # first (cuBLAS bf16 through `cupy.cuda.cublas.gemmEx`, `cupy.matmul` on f16 operands of the same
 # shape, `torch.matmul` bf16), then each step: its C is compared with an f32 reference of the same bf16
@@ -102,11 +129,12 @@ GP.plot_ladder(rec)
 plt.show()
 
 # %% [markdown]
-# In the top row each bar is a step's TFLOP/s and the black tick over it is the best library's TFLOP/s
-# *in the launches interleaved with that step*, not the library's speed at the start of the run. Two
-# things to read before the steps:
+# One row per shape. On the left each bar is a step's TFLOP/s and the black tick over it is the best
+# library's TFLOP/s *in the launches interleaved with that step*, not the library's speed at the start of
+# the run; on the right, the fraction of that library the step reached. Two things to read before the
+# steps:
 #
-# * **Compare fractions, not TFLOP/s between rows.** The best library's own speed moved during the
+# * **Compare fractions, not TFLOP/s between steps.** The best library's own speed moved during the
 #   run (next cell), and so does the SM clock: the stamped launches of section 4 (4096³, separate
 #   launches from the timed ones) found CTA 0's SM at the clocks printed below, under the H100's
 #   1.98 GHz maximum. A step's TFLOP/s depends on when it ran; its fraction of a library run alongside
@@ -174,7 +202,38 @@ print(report.step_diff(2))
 # many CTAs share an SM. One stage is (128 + 128) rows × 128 bytes = 32 KiB; the launch asks 1 KiB
 # more so that the kernel can align its tiles to 1024 bytes (the 128B swizzle needs it), and each CTA
 # also takes its static block (the 1 KiB the system reserves per CTA, plus the mbarriers). An H100 SM
-# has 228 KiB:
+# has 228 KiB.
+
+# %% [markdown]
+# ### Exercise 7.2 — how many CTAs share an SM (3 points)
+#
+# Predict the occupancy before the next cells print it. Write `ctas_per_sm(smem_per_cta, registers,
+# threads)`: how many CTAs fit on one H100 SM at once, each taking `smem_per_cta` bytes of SMEM (the
+# launch's dynamic SMEM and the static block together), `registers` registers per thread and `threads`
+# threads. An H100 SM has 228 KiB of SMEM for CTAs (233472 bytes) and 65536 registers; registers are
+# given to each warp in units of 256; an SM holds at most 32 CTAs and 64 warps. The check's cases are
+# the compiled kernels of steps 1 and 2 (registers as `ptxas` allocated them, `bwlab.gemm.occupancy`).
+
+# %% solution id=gemm_ctas_per_sm
+def ctas_per_sm(smem_per_cta, registers, threads):
+    answer = None
+    ### BEGIN SOLUTION
+    warps = (threads + 31) // 32
+    per_warp = (registers * 32 + 255) // 256 * 256     # whole units of 256 per warp
+    answer = min(233472 // smem_per_cta, 65536 // (per_warp * warps), 32, 64 // warps)
+    ### END SOLUTION
+    return answer
+
+# %% grade id=gemm_ctas_per_sm_check points=3
+from bwlab.gemm import exercises as gemm_ex
+gemm_ex.check_ctas_per_sm(ctas_per_sm)
+### BEGIN HIDDEN TESTS
+gemm_ex.check_ctas_per_sm(ctas_per_sm, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# What `bwlab.gemm.occupancy` works out for step 2's ring at four depths (and the CUDA driver's answer
+# on an H100 beside it):
 
 # %%
 for stages in (2, 3, 4, 6):
@@ -213,13 +272,100 @@ for name, stages, tflops, ok in report.explore_rows():
 # done. The math warps carry the load loop's waits; in step 1 the same waits sit in the
 # `__syncthreads`, but there two other CTAs' `wgmma` fill the gap. The stamps (4096³) agree with
 # the outcome: CTA 0 of step 2 takes about as long per k-slice as step 1's, and the SM holds fewer
-# of them:
+# of them.
+
+# %% [markdown]
+# ### Exercise 7.3 — where step 2 loses to step 1 (2 points)
+#
+# Put the two numbers together. Write `flop_per_sm_cycle(bm, bn, cycles_per_slice, ctas)`: the FLOP an
+# SM computes per cycle when each of its `ctas` CTAs finishes the k-slice of a `bm` × `bn` tile every
+# `cycles_per_slice` cycles (a k-slice is `ladder.BK` deep). The check's cases are CTA 0's recorded
+# cycles per k-slice of steps 1 and 2 with their CTAs per SM; the next cell then compares the two steps.
+
+# %% solution id=gemm_flop_per_sm_cycle
+def flop_per_sm_cycle(bm, bn, cycles_per_slice, ctas):
+    answer = None
+    ### BEGIN SOLUTION
+    answer = ctas * 2 * bm * bn * 64 / cycles_per_slice     # BK = 64: 2 FLOP per product and k
+    ### END SOLUTION
+    return answer
+
+# %% grade id=gemm_flop_per_sm_cycle_check points=2
+from bwlab.gemm import exercises as gemm_ex
+gemm_ex.check_flop_per_sm_cycle(flop_per_sm_cycle)
+### BEGIN HIDDEN TESTS
+gemm_ex.check_flop_per_sm_cycle(flop_per_sm_cycle, hidden=True)
+### END HIDDEN TESTS
 
 # %%
 for name in ("s1", "s2"):
     tl = timeline(rec, name)
     print(f"{name}: {tl.slice_period:.0f} cycles per k-slice, {occupancy.ctas_per_sm(name).ctas} CTAs per SM"
           f" -> {report.sm_flop_per_cycle(rec, name):.0f} FLOP per SM cycle")
+
+# %% [markdown]
+# Per k-slice, CTA 0 of step 2 is no slower than step 1's; step 2 loses in how many of those CTAs the
+# SM holds.
+
+# %% [markdown]
+# ### Exercise 7.4 — the parity a producer waits on (3 points)
+#
+# From step 3 on, a producer thread fills the ring: k-slice `kt` goes into buffer `s = kt % STAGES`,
+# and before it overwrites that buffer it waits on the buffer's `empty` mbarrier until the consumers
+# have released what the buffer held before (`mbarrier.try_wait.parity`, notebook 00's exercise 0.4 and
+# `bwlab.hw.mbarrier`). Each release completes one phase of that barrier. Write `producer_parity(kt,
+# stages)`: the parity the producer's wait for k-slice `kt` must pass on. On the first pass over the
+# ring nothing needs to be released yet: give the parity that passes on a fresh barrier (step 3 skips
+# that wait instead; CUTLASS's producers start on that parity and wait anyway).
+
+# %% solution id=gemm_producer_parity
+def producer_parity(kt, stages):
+    answer = None
+    ### BEGIN SOLUTION
+    answer = (kt // stages + 1) % 2
+    ### END SOLUTION
+    return answer
+
+# %% grade id=gemm_producer_parity_check points=3
+from bwlab.gemm import exercises as gemm_ex
+gemm_ex.check_producer_parity(producer_parity)
+### BEGIN HIDDEN TESTS
+gemm_ex.check_producer_parity(producer_parity, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Exercise 7.5 — the ring's handshake, in the kernel (3 points)
+#
+# Now write both waits of step 3's ring into its kernel (`cuda_src/gemm_sm90/s3_warp_specialized.cu`;
+# step 3 below prints how it differs from step 2), as C expressions of `kt` and `STAGES`:
+#
+# ```cuda
+# // the two consumer warpgroups, for each k-slice kt (s = kt % STAGES):
+# if (!mbarrier_wait(&full[s], /* full_parity */, 1, STAGE_BYTES)) return;
+# // the producer thread, for each k-slice kt:
+# if (kt >= STAGES && !mbarrier_wait(&empty[s], /* empty_parity */, 2, 0)) return;
+# ```
+#
+# `full[s]` completes a phase when the TMA's bytes of a fill have landed, `empty[s]` when every consumer
+# warp has released the buffer. The check compiles your kernel (sm_90a), then runs the ring on the
+# mbarrier model and names the first wait that would pass before its phase has completed (a race).
+# On a Hopper GPU your kernel also runs on a 256 × 512 × 1024 GEMM in a worker process, its C is
+# checked against the f32 reference and its time printed beside the kernel as written.
+
+# %% solution id=gemm_handshake
+full_parity = None    # the consumers' wait on full[s] for k-slice kt: a C expression (a string)
+empty_parity = None   # the producer's wait on empty[s] for k-slice kt >= STAGES: a C expression (a string)
+### BEGIN SOLUTION
+full_parity = "(kt / STAGES) & 1"
+empty_parity = "(kt / STAGES + 1) & 1"
+### END SOLUTION
+
+# %% tags=["nbval-ignore-output"] grade id=gemm_handshake_check points=3
+from bwlab.gemm import exercises as gemm_ex
+gemm_ex.check_handshake(full_parity, empty_parity)
+### BEGIN HIDDEN TESTS
+gemm_ex.check_handshake(full_parity, empty_parity, hidden=True)
+### END HIDDEN TESTS
 
 # %% [markdown]
 # The next step takes the loads and their waits off the math warps altogether.
@@ -251,7 +397,8 @@ for st in (s2_, s3_):
 print(f"s3 / s2: {flop_per_byte(s3_) / flop_per_byte(s2_):.2f}x the FLOP per byte")
 print(occupancy.describe("s3"))
 print(f"cycles per k-slice at 4096^3: s1 {timeline(rec, 's1').slice_period:.0f}, s3 {timeline(rec, 's3').slice_period:.0f}")
-#
+
+# %% [markdown]
 # ### Step 4: persistent CTAs
 
 # %%
@@ -287,7 +434,8 @@ for shape in report.shapes(rec):
 print("of the best library at 512 x 8192 x 8192:",
       ", ".join(f"{r.name.split('_')[0]} {r.ratio:.2f}" for r in report.rows(rec)
                 if r.shape == "512x8192x8192" and r.is_step))
-#
+
+# %% [markdown]
 # ### Step 5: a cluster sharing B by multicast
 
 # %%

@@ -18,7 +18,13 @@ For each notebook (default: every notebooks/*.ipynb):
      make CI flaky.
 Every wait is bounded; the whole run also stops at --budget seconds (a failure).
 
-    python tests/browser/check_lab.py [--out build/browser] [notebooks/NN_name.ipynb ...]
+With --student the notebooks are the student editions that `make lab STUDENT=1` opens (nbgrader's
+release; a notebook without exercises as it is), served as that command serves them (nbgrader's
+instructor UI off), and the learner's first run is checked: Run All runs every code cell, the only
+errors are the graded cells' NotYet "no answer yet", each shown as a message of a few lines (no
+traceback), and the page shows no nbgrader menu or toolbar button.
+
+    python tests/browser/check_lab.py [--out build/browser] [--student] [notebooks/NN_name.ipynb ...]
     make browser-test          # installs what it needs first (make browser-deps)
 
 Needs Playwright (the `browser` extra: `pip install -e ".[browser]"`; never `playwright install`) and a
@@ -46,7 +52,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bwlab.tools.notebooks import install_lab_settings, lab_args  # noqa: E402
+from bwlab.tools.notebooks import (install_lab_settings, lab_args, student_editions,  # noqa: E402
+                                   student_lab_config, student_lab_env)
 import widgets as W  # noqa: E402
 
 TOKEN = "bwlab-browser-check"
@@ -82,10 +89,12 @@ def api(base: str, path: str, method: str = "GET"):
     return json.loads(body) if body else None
 
 
-def start_lab(work: Path, port: int, budget: Budget):
+def start_lab(work: Path, port: int, budget: Budget, student: bool = False):
     # The model tier (no GPU needed; outputs as stored), and this checkout's bwlab in the kernels.
     env = dict(os.environ, BWLAB_BACKEND="model",
                PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    if student:       # as `make lab STUDENT=1` serves the student editions: nbgrader's UI off
+        env = student_lab_env(student_lab_config(work / "student-config"), env)
     for var in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "JUPYTERLAB_SETTINGS_DIR",
                 "JUPYTERLAB_WORKSPACES_DIR"):
         d = work / "jupyter" / var.lower()
@@ -187,6 +196,78 @@ def close_notebook(page, base: str):
     close_sessions(base)
 
 
+NOT_YET_LINES = 6     # the most lines an unanswered check's message may take (--student)
+
+
+def not_yet_outputs(page) -> list[str]:
+    """The text of every output that shows a NotYet (the graded cells of a student edition)."""
+    return page.evaluate("""(panel) => {
+        const p = document.querySelector(panel);
+        return p ? [...p.querySelectorAll('.jp-OutputArea-output')].map(o => o.textContent)
+                     .filter(t => t.includes('Not yet') || t.includes('NotYet')) : []; }""", PANEL)
+
+
+def nbgrader_ui(page) -> list[str]:
+    """What of nbgrader's UI the page shows: its menu, its notebook toolbar buttons."""
+    return page.evaluate("""() => {
+        const found = [];
+        for (const e of document.querySelectorAll('.lm-MenuBar-itemLabel'))
+            if (/nbgrader/i.test(e.textContent)) found.push('menu ' + e.textContent.trim());
+        for (const e of document.querySelectorAll('.jp-Toolbar-item, .jp-ToolbarButtonComponent'))
+            if (/validate|create assignment|nbgrader/i.test(e.textContent + ' ' + (e.getAttribute('title') || '')))
+                found.push('toolbar ' + (e.textContent.trim() || e.getAttribute('title')));
+        for (const e of document.querySelectorAll('.jp-LauncherCard'))
+            if (/nbgrader|formgrader|assignment/i.test(e.textContent)) found.push('launcher ' + e.textContent.trim());
+        return found; }""")
+
+
+# --student: one wrong answer per notebook, typed into its solution cell as a learner would, the check run
+# twice: (solution cell id, the wrong answer, words its first message must hold).
+WRONG_ANSWERS = {
+    "00_orientation.ipynb": ("orient_tile_bytes", "from bwlab.hw import element_type\n\n"
+                             "def my_tile_bytes(rows, cols, dtype):\n    return rows * cols",
+                             "the number of elements, not of bytes"),
+}
+
+
+def cell_output(page, index: int) -> str:
+    return page.evaluate("""([panel, i]) => {
+        const c = document.querySelectorAll(panel + ' .jp-Notebook .jp-Cell')[i];
+        return c ? [...c.querySelectorAll('.jp-OutputArea-output')].map(o => o.textContent).join('\\n') : ''; }""",
+        [PANEL, index])
+
+
+def try_wrong_answer(page, base: str, name: str, nb: dict, out: Path, budget: Budget, res: dict):
+    """Type the wrong answer into the solution cell, run it and its check, then the check again: the first
+    message says what is wrong (a few lines, no rule yet), the second adds the rule."""
+    gid, text, words = WRONG_ANSWERS[name]
+    ids = [c.get("metadata", {}).get("nbgrader", {}).get("grade_id") for c in nb["cells"]]
+    i, j = ids.index(gid), ids.index(gid + "_check")
+    cells = page.locator(f"{PANEL} .jp-Notebook .jp-Cell")
+    W.settle_scroll(page, cells.nth(i).element_handle())
+    cells.nth(i).locator(".cm-content").click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(text)
+    page.keyboard.press("Shift+Enter")          # runs the answer, selects the check
+    page.keyboard.press("Shift+Enter")          # runs the check
+    wait_settled(page, base, budget.cap(60), quiet=1.0)
+    first = cell_output(page, j)
+    W.settle_scroll(page, cells.nth(j).element_handle())
+    cells.nth(j).screenshot(path=str(out / f"{Path(name).stem}_wrong_1.png"))
+    cells.nth(j).locator(".jp-InputPrompt").click()
+    page.keyboard.press("Control+Enter")        # the same miss again
+    wait_settled(page, base, budget.cap(60), quiet=1.0)
+    second = cell_output(page, j)
+    cells.nth(j).screenshot(path=str(out / f"{Path(name).stem}_wrong_2.png"))
+    (out / f"{Path(name).stem}_wrong.txt").write_text(f"{first}\n----\n{second}\n")
+    lines = [line for line in first.splitlines() if line.strip()]
+    res["wrong_answer"] = f"{len(lines)} lines, then {'the rule' if 'rule:' in second else 'no rule'}"
+    if words not in first or "rule:" in first or len(lines) > NOT_YET_LINES or "Traceback" in first:
+        res["problems"].append(f"first wrong answer to {gid}: {first[:300]!r}")
+    if "rule:" not in second:
+        res["problems"].append(f"the same wrong answer again did not show the rule: {second[:300]!r}")
+
+
 def panel_state(page) -> dict:
     return page.evaluate("""(panel) => {
         const p = document.querySelector(panel);
@@ -248,11 +329,12 @@ class KernelErrors:
 
 
 def check_notebook(page, base: str, name: str, work: Path, out: Path, budget: Budget, reopen: bool,
-                   errors: KernelErrors, console: list) -> dict:
+                   errors: KernelErrors, console: list, student: bool = False) -> dict:
     path = work / "notebooks" / name
     stem = Path(name).stem
     original = path.read_bytes()
-    nb_json = json.loads(original)
+    # A student edition has no outputs: its widgets are counted in the answer notebook's static copies.
+    nb_json = json.loads((ROOT / "notebooks" / name).read_bytes() if student else original)
     want_widgets = sum(1 for c in nb_json["cells"] for o in c.get("outputs", [])
                        if STATIC_COPY in "".join(o.get("data", {}).get("text/plain", "")))
     res = {"notebook": name, "problems": [], "notes": [], "controls": []}
@@ -295,6 +377,30 @@ def check_notebook(page, base: str, name: str, work: Path, out: Path, budget: Bu
         res["problems"].append(f"Run All did not finish in time ({res['run_s']} s)")
     if numbered != st["code_cells"]:
         res["problems"].append(f"only {numbered} of {st['code_cells']} code cells ran")
+    if student:
+        graded = sum(1 for c in json.loads(original)["cells"]
+                     if c.get("metadata", {}).get("nbgrader", {}).get("grade"))
+        shown = not_yet_outputs(page)
+        res["not_yet"] = f"{len(shown)}/{graded}"
+        if len(shown) != graded:
+            res["problems"].append(f"{len(shown)} NotYet messages shown, {graded} graded cells")
+        for text in shown:
+            lines = [line for line in text.splitlines() if line.strip()]
+            if len(lines) > NOT_YET_LINES or "Traceback" in text or "no answer yet" not in text:
+                res["problems"].append(f"a NotYet message of {len(lines)} lines: {text[:200]!r}")
+        (out / f"{stem}_not_yet.txt").write_text("\n----\n".join(shown) + "\n")
+        first = page.locator(f"{PANEL} .jp-OutputArea-output", has_text="Not yet").first
+        if shown and first.count():
+            W.settle_scroll(page, first.element_handle())
+            first.screenshot(path=str(out / f"{stem}_not_yet.png"))
+        ui = nbgrader_ui(page)
+        if ui:
+            res["problems"].append(f"nbgrader's UI shows: {', '.join(ui)}")
+        if name in WRONG_ANSWERS and budget.left() > 60:
+            try_wrong_answer(page, base, name, json.loads(original), out, budget, res)
+        # the graded cells' NotYet are what a student edition must show (and the wrong answer's); nothing
+        # else may fail
+        errors.errors[:] = [e for e in errors.errors if not e.startswith("NotYet:")]
     if st["widgets"] != want_widgets:
         res["problems"].append(f"{st['widgets']} live widgets, {want_widgets} stored as static copies")
     page.screenshot(path=str(out / f"{stem}_ran.png"))
@@ -364,6 +470,10 @@ def summary_lines(results, listing_ok, ok, took, out, about) -> list[str]:
             lines.append(f"  {r['notebook'][:2]} widget {c['view']} {c['kind']:9s} {c['label'][:28]!r:30s} "
                          f"{c['from'][:18]!s:>18s} -> {c['to'][:18]!s:18s} "
                          f"{c.get('why') or 'changed ' + str(c['pixels']) + ' px'}")
+        if "not_yet" in r:
+            lines.append(f"  {r['notebook']}: unanswered checks shown as a short NotYet message: {r['not_yet']}")
+        if "wrong_answer" in r:
+            lines.append(f"  {r['notebook']}: a wrong answer's message: {r['wrong_answer']}")
         for p in r["problems"]:
             lines.append(f"  {r['notebook']}: PROBLEM: {p}")
         for n in r["notes"]:
@@ -381,6 +491,8 @@ def main(argv=None) -> int:
     ap.add_argument("--width", type=int, default=1280, help="browser window width (px): a laptop's")
     ap.add_argument("--height", type=int, default=900)
     ap.add_argument("--budget", type=float, default=480, help="seconds for the whole run (then FAIL)")
+    ap.add_argument("--student", action="store_true",
+                    help="the student editions, served as `make lab STUDENT=1` serves them (see above)")
     ap.add_argument("--reopen", action="store_true",
                     help="also save each notebook after driving its widgets and reopen it (step 4)")
     a = ap.parse_args(argv)
@@ -398,13 +510,18 @@ def main(argv=None) -> int:
     for f in out.iterdir():        # this run's files only: the last run's screenshots go
         if f.is_file() and f.suffix in (".png", ".ipynb") or f.name == "summary.txt":
             f.unlink()
-    paths = [Path(p) for p in a.notebooks] or sorted((ROOT / "notebooks").glob("*.ipynb"))
+    if a.student:
+        editions = student_editions()
+        paths = ([editions[Path(p).name] for p in a.notebooks] if a.notebooks
+                 else [editions[k] for k in sorted(editions)])
+    else:
+        paths = [Path(p) for p in a.notebooks] or sorted((ROOT / "notebooks").glob("*.ipynb"))
     work = Path(tempfile.mkdtemp(prefix="bwlab-lab-"))
     (work / "notebooks").mkdir()
     for p in paths:
         shutil.copy(p, work / "notebooks" / p.name)
     shutil.copytree(ROOT / "notebooks" / "src", work / "notebooks" / "src")
-    proc, base = start_lab(work, free_port(), budget)
+    proc, base = start_lab(work, free_port(), budget, a.student)
     results, listing_ok, about = [], False, ""
     try:
         listing = [e["name"] for e in api(base, "/api/contents/")["content"]]
@@ -449,7 +566,7 @@ def run_all(a, base: str, budget: Budget, work: Path, out: Path, paths, results:
                                 "notes": [], "controls": []})
                 continue
             try:
-                r = check_notebook(page, base, p.name, work, out, budget, a.reopen, errors, console)
+                r = check_notebook(page, base, p.name, work, out, budget, a.reopen, errors, console, a.student)
             except Exception as e:      # a Playwright timeout, say: record it, start the next afresh
                 traceback.print_exc()
                 r = {"notebook": p.name, "problems": [f"{type(e).__name__}: {str(e).splitlines()[0]}"],

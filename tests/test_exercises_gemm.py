@@ -1,0 +1,120 @@
+"""Notebook 07's exercise checks (bwlab.gemm.exercises): the model answers pass, recognised mistakes are
+named, and the parity reference agrees with the ladder's kernels as written."""
+import re
+
+import pytest
+
+from bwlab.gemm import exercises as ex
+from bwlab.gemm import ladder, occupancy
+from bwlab.hw.mbarrier import Mbarrier
+from bwlab.source import source_text
+from bwlab.util import ceil_div
+from exercise_cells import not_yet
+
+
+def test_stage_bytes(capsys):
+    ex.check_stage_bytes(lambda bm, bn: (bm + bn) * 128, hidden=True)
+    assert "correct: bytes of one stage" in capsys.readouterr().out
+    assert "counts elements" in not_yet(ex.check_stage_bytes, lambda bm, bn: (bm + bn) * 64)
+    assert "A slice alone" in ex._explain_stage((128, 256), 128 * 128, None)
+    assert ex.stage_bytes(128, 256) == ladder.step("s3").stage_bytes
+
+
+def by_hand(smem, regs, threads):
+    warps = ceil_div(threads, 32)
+    per_warp = ceil_div(regs * 32, 256) * 256
+    return min(233472 // smem, 65536 // (per_warp * warps), 32, 64 // warps)
+
+
+def test_ctas_per_sm(capsys):
+    ex.check_ctas_per_sm(by_hand, hidden=True)
+    assert "correct: CTAs per SM — 8 cases agree" in capsys.readouterr().out
+    # the shown cases are the compiled steps 1 and 2, as the notebook prints them
+    assert [by_hand(*c) for c in ex.occupancy_cases()] == [occupancy.ctas_per_sm(n).ctas for n in ("s1", "s2")]
+    unrounded = lambda s, r, t: min(233472 // s, 65536 // (r * 32 * ceil_div(t, 32)), 32, 64 // ceil_div(t, 32))  # noqa: E731
+    assert "units of 256" in not_yet(ex.check_ctas_per_sm, unrounded, hidden=True)
+    smem_only = lambda s, r, t: 233472 // s  # noqa: E731
+    assert "what SMEM allows" in not_yet(ex.check_ctas_per_sm, smem_only)
+    no_caps = lambda s, r, t: min(233472 // s, 65536 // (ceil_div(r * 32, 256) * 256 * ceil_div(t, 32)))  # noqa: E731
+    assert "at most 32 CTAs and 64 warps" in not_yet(ex.check_ctas_per_sm, no_caps, hidden=True)
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4, 6])
+def test_producer_parity_is_the_kernels(stages):
+    """The reference agrees with step 3's producer, `(kt / STAGES + 1) & 1` for kt >= STAGES (no wait
+    before: the parity passes on a fresh barrier), and with step 2's `(prev / STAGES) & 1` for the load
+    of slice prev + STAGES."""
+    s3 = source_text("gemm_sm90/s3_warp_specialized.cu")
+    s2 = source_text("gemm_sm90/s2_pipeline.cu")
+    assert "if (kt >= STAGES && !mbarrier_wait(&empty[s], (kt / STAGES + 1) & 1," in s3
+    assert re.search(r"mbarrier_wait\(&empty\[ps\], \(prev / STAGES\) & 1,", s2)
+    for kt in range(40):
+        p = ex.producer_parity(kt, stages)
+        if kt >= stages:
+            assert p == (kt // stages + 1) & 1
+            assert p == ((kt - stages) // stages) & 1          # step 2's form, prev = kt - STAGES
+        else:
+            assert Mbarrier(1).try_wait_parity(p)
+
+
+def test_producer_parity_check(capsys):
+    ex.check_producer_parity(lambda kt, st: (kt // st + 1) % 2, hidden=True)
+    assert "correct: the producer's parity" in capsys.readouterr().out
+    assert "the consumers wait on" in not_yet(ex.check_producer_parity, lambda kt, st: (kt // st) & 1)
+
+
+def test_flop_per_sm_cycle(capsys):
+    ex.check_flop_per_sm_cycle(lambda bm, bn, c, n: n * bm * bn * 2 * 64 / c, hidden=True)
+    ex.check_flop_per_sm_cycle(lambda bm, bn, c, n: (2 * 64) / c * bm * bn * n)     # another order
+    assert capsys.readouterr().out.count("correct: FLOP per SM cycle") == 2
+    msg = not_yet(ex.check_flop_per_sm_cycle, lambda bm, bn, c, n: 2 * bm * bn * 64 / c)
+    assert "one CTA's" in msg and "flop_per_sm_cycle" not in msg.split(":")[0]
+    assert "2 FLOP" in not_yet(ex.check_flop_per_sm_cycle, lambda bm, bn, c, n: n * bm * bn * 64 / c)
+    assert "no answer yet" in not_yet(ex.check_flop_per_sm_cycle, None)
+
+
+RIGHT = ("(kt / STAGES) & 1", "(kt / STAGES + 1) & 1")
+
+
+def test_handshake_kernel_edits_the_two_waits():
+    k = ex.handshake_kernel("A_FULL", "B_EMPTY")
+    assert k.edited and k.text.count("(A_FULL)") == 1 and k.text.count("(B_EMPTY)") == 1
+    assert ex.FULL_WAIT not in k.text and ex.EMPTY_WAIT not in k.text
+    right = ex.handshake_kernel(*RIGHT)          # the kernel as written, its parities in parentheses
+    assert right.text == (right.original
+                          .replace(ex.FULL_WAIT, ex.FULL_WAIT.replace(RIGHT[0], f"({RIGHT[0]})"))
+                          .replace(ex.EMPTY_WAIT, ex.EMPTY_WAIT.replace(RIGHT[1], f"({RIGHT[1]})")))
+
+
+def test_eval_c_int_is_c():
+    assert ex.eval_c_int("(kt / STAGES + 1) & 1", {"kt": 9, "STAGES": 4}) == 1
+    assert ex.eval_c_int("-7 / 2", {}) == -3 and ex.eval_c_int("-7 % 2", {}) == -1    # C truncates
+    assert ex.eval_c_int("1u << kt", {"kt": 3}) == 8
+    with pytest.raises(ValueError, match="not something the exercise evaluates"):
+        ex.eval_c_int("foo(kt)", {"kt": 1})
+
+
+def test_handshake_model_finds_races_and_stuck_waits():
+    assert ex.handshake_problems(*RIGHT) == []
+    assert ex.handshake_problems("(kt / STAGES) % 2", "((kt - STAGES) / STAGES) % 2", stages=3) == []
+    (p,) = ex.handshake_problems("(kt / STAGES + 1) & 1", RIGHT[1])
+    assert "k-slice 0" in p and "before the TMA has landed it" in p
+    (p,) = ex.handshake_problems(RIGHT[0], "(kt / STAGES) & 1")
+    assert "k-slice 4" in p and "overwrite buffer 0" in p
+    # exactly one parity passes at any time: a wrong one passes early, at the first k-slice it differs
+    assert ex.handshake_problems("(kt / STAGES + 2) & 1", "(kt / STAGES - 1) & 1") == []
+    (p,) = ex.handshake_problems("(kt / 8) & 1", RIGHT[1])       # right for a 4-stage ring's first pass only
+    assert "k-slice 4:" in p and "full[0]" in p
+    with pytest.raises(ValueError):
+        ex.handshake_problems("kt > 3 ? 1 : 0", RIGHT[1])         # not an expression the check takes
+
+
+def test_check_handshake(model_tier, capsys):
+    ex.check_handshake(*RIGHT, hidden=True)
+    assert "correct: the ring's handshake in the kernel" in capsys.readouterr().out
+    assert "no answer yet" in not_yet(ex.check_handshake, None, None)
+    assert "no answer yet" in not_yet(ex.check_handshake, RIGHT[0], None)
+    assert "a string" in not_yet(ex.check_handshake, 0, RIGHT[1])
+    assert "does not compile" in not_yet(ex.check_handshake, "(kt / STAGS) & 1", RIGHT[1])
+    msg = not_yet(ex.check_handshake, RIGHT[0], "kt & 1")
+    assert "producer's wait on empty" in msg
