@@ -241,7 +241,7 @@ def test_broken_kernel_ok_mode_runs_clean(broken):
 def test_each_protocol_rule_is_named(broken, mode, error, rule):
     with pytest.raises(error, match=rule) as e:
         _run_broken(broken, mode)
-    assert "CTA (0, 0, 0)" in str(e.value) and "broken_tcgen05.cu" in str(e.value) or mode == "LEAK"
+    assert "CTA (0, 0, 0)" in str(e.value) and "broken_tcgen05.cu:" in str(e.value)   # the CTA and the line
 
 
 def test_mma_operands_written_without_fence_proxy_async():
