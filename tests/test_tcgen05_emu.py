@@ -314,3 +314,19 @@ def test_mbarrier_init_not_fenced_before_the_async_proxy_uses_it():
     with pytest.raises(ProtocolError, match=r"tcgen05.commit signals the mbarrier .* without "
                                             r"fence.mbarrier_init.release.cluster"):
         _launch_teach(m)
+
+
+def test_ladder_timeline_in_virtual_time():
+    """s4's own stamps in the emulator: CTA 0 walks 2 tiles of 3 k-blocks; each piece of work ends after it
+    starts, and the epilogue of a tile ends after the MMA issuer finished that tile's last k-block."""
+    from bwlab.gemm import sm100
+    A, B = sm100.example_inputs(256, 512, 192, seed=4)
+    c, _, st = sm100.run_step_emulated(4, A, B, stamps=True)
+    assert np.array_equal(c, sm100.reference(A, B))
+    reached = (st > 0).all(axis=2).sum(axis=1)
+    assert reached.tolist() == [6, 6, 2, 2, 2, 2]
+    live = st[(st > 0).all(axis=2)]
+    assert (live[:, 1] >= live[:, 0]).all()
+    for q in range(4):
+        for tile in range(2):
+            assert st[2 + q, tile, 1] > st[1, 3 * tile + 2, 1]
