@@ -330,3 +330,10 @@ def test_ladder_timeline_in_virtual_time():
     for q in range(4):
         for tile in range(2):
             assert st[2 + q, tile, 1] > st[1, 3 * tile + 2, 1]
+
+
+def test_one_cta_group_per_kernel():
+    mixed = PAIR.replace("tcgen05_relinquish_alloc_permit_cta_group2();", "tcgen05_relinquish_alloc_permit();")
+    m = emu.RawModule(code=mixed, arch="sm_100a", name="pair.cu")
+    with pytest.raises(ProtocolError, match=r"\.cta_group::1, but the kernel used \.cta_group::2 at .*same \.cta_group"):
+        m.get_function("pair")((2,), (32,), (np.uint32(0),))

@@ -90,6 +90,17 @@ def _cta_group(mods):
     return 2 if "cta_group::2" in mods else 1
 
 
+def _same_group(w, ins, group):
+    """PTX ISA 9.7.16.7.1 (tables.ALLOC_RULES['same_cta_group']): all tcgen05 instructions of a kernel use the
+    same .cta_group."""
+    M = w.machine
+    first = M.__dict__.setdefault("tc_group", (group, M.where(ins)))
+    if first[0] != group:
+        raise ProtocolError(f"{w.who()} at {M.where(ins)}: .cta_group::{group}, but the kernel used .cta_group::"
+                            f"{first[0]} at {first[1]}: all tcgen05 instructions of a kernel use the same .cta_group "
+                            f"({_SEC_ALLOC})")
+
+
 def _peer(w, ins, what):
     """The other CTA of a .cta_group::2 pair (cluster ranks 2k and 2k+1), checked to be running."""
     M = w.machine
@@ -112,6 +123,7 @@ def _pair_collective(body, ins, name):
     a peer that exits without arriving is reported (`PeerExited`), one that never arrives is a hang."""
     def run(w, group, em):
         M = w.machine
+        _same_group(w, ins, 2)
         p = _peer(w, ins, name)
         if em.any():
             body(w, em)
@@ -215,6 +227,7 @@ def _alloc(ctx, ins, mods):
 
     def body(w, m):
         M = w.machine
+        _same_group(w, ins, group)
         lane = _lane0(m)
         a, n = int(dst(w)[lane]), int(rn(w)[lane])
         c, off = M.cta_of_cluster_addr(w, a, "tcgen05.alloc destination", ins, own=True)
@@ -256,6 +269,7 @@ def _dealloc(ctx, ins, mods):
 
     def body(w, m):
         M = w.machine
+        _same_group(w, ins, group)
         lane = _lane0(m)
         taddr, n = int(ra(w)[lane]), int(rn(w)[lane])
         c = w.cta
@@ -287,6 +301,7 @@ def _relinquish(ctx, ins, mods):
     group = _cta_group(mods)
 
     def body(w, m):
+        _same_group(w, ins, group)
         tmem_of(w.cta).relinquish_alloc_permit(w.cta.linear)
     if group == 2:
         return _pair_collective(body, ins, "tcgen05.relinquish_alloc_permit")
@@ -341,6 +356,7 @@ def _mma(ctx, ins, mods):
     def body(w, m):
         M = w.machine
         d, a, b, i, p = rd(w), ra(w), rb(w), ri(w), rp(w)
+        _same_group(w, ins, group)
         _ordered(w, ins, "tcgen05.mma")
         for lane in np.nonzero(m)[0]:
             _issue_mma(w, ins, kind, group, int(d[lane]) & 0xFFFFFFFF, int(a[lane]), int(b[lane]),
@@ -425,6 +441,7 @@ def _commit(ctx, ins, mods):
         a = addr(w)
         mk = rmask(w) if rmask is not None else None
         pipe = M.__dict__.setdefault("tc_pipe", {})
+        _same_group(w, ins, group)
         if w.tc_last is not None:   # tcgen05.commit is an implicit tcgen05.fence::before_thread_sync (PTX ISA)
             w.tc_last = (w.tc_last[0], True)
         for lane in np.nonzero(m)[0]:
