@@ -22,8 +22,18 @@ the rule): TMEM still allocated when a CTA exits (`TmemLeak`); an allocation tha
 satisfied (`TmemAllocHang`); the allocator's rules and a dealloc of columns not allocated
 (`TmemAllocError`) or while an MMA still writes them; tcgen05.ld/st outside the warp's lane quarter
 (`TmemLaneQuarter`); tcgen05.ld registers read before tcgen05.wait::ld (`machine.inflight_read`);
-MMA operands written by generic stores without fence.proxy.async (`ProxyFenceMissing`); a
-.cta_group::2 operation while the peer CTA has exited (`PeerExited`).
+MMA operands written by generic stores without fence.proxy.async (`ProxyFenceMissing`); tcgen05
+operations of two warps ordered by bar.sync / barrier.cluster without tcgen05.fence::before_thread_sync
+and ::after_thread_sync (`TcgenFenceMissing`; tcgen05.commit counts as the before-fence); a .cta_group::2
+operation while the peer CTA has exited (`PeerExited`); two .cta_group values in one kernel. The
+.cta_group::2 allocator instructions are collective: each warp waits for the peer CTA's. The
+mbarrier a tcgen05.commit signals must have had its init fenced (`machine.async_uses_mbarrier`).
+
+Not modelled: tcgen05.cp, tcgen05.shift, sparse / block-scaled / .ws MMAs (none of bwlab's kernels use
+them: UnsupportedInstruction); TMEM shared by several CTAs of one SM, or kept across launches (each CTA
+has an SM of its own, so a leak is reported when the CTA exits instead of as the next launch's hang).
+Freeing from another warp than the allocating one is a warning (`Launch.warnings`), as bwlab's allocator
+model has it (tables.ALLOC_RULES['dealloc_warp']: the ISA does not require the same warp).
 """
 from __future__ import annotations
 
