@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 import pytest
+from pathlib import Path
 
 from bwlab.tools import grading, plain
 
@@ -157,8 +158,13 @@ def test_sandbox_command_shows_nothing_of_the_course(tmp_path):
     assert "--bind" not in cmd                                  # nothing writable but the private tmpfs
     ro = [cmd[i + 1] for i, c in enumerate(cmd) if c == "--ro-bind"]
     assert str(grading.ROOT) not in ro and str(grading.PACKAGE) in ro
-    assert all(not p.startswith(str(grading.ROOT)) or p in (str(grading.PACKAGE), str(grading.ROOT / "cuda_src"),
-                                                             str(grading.ROOT / "docs" / "results")) for p in ro)
+    import sys
+    # inside the checkout only the package, the CUDA sources, the GPU results and (where the checkout holds
+    # it, as `make` makes it) the venv that runs the learner's notebook: never the course folder
+    allowed = (str(grading.PACKAGE), str(grading.ROOT / "cuda_src"), str(grading.ROOT / "docs" / "results"),
+               str(Path(sys.prefix)))
+    assert all(not p.startswith(str(grading.ROOT)) or p in allowed for p in ro), ro
+    assert not any(p.startswith(str(grading.ROOT / "build")) for p in ro)
     assert cmd[cmd.index("setpriv"):cmd.index("setpriv") + 3] == ["setpriv", "--reuid=65534", "--regid=65534"]
 
 
