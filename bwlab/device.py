@@ -5,9 +5,10 @@ Four tiers, chosen per stage:
 * ``hardware`` — the GPU runs the stage for real.
 * ``hybrid``   — sm_90+ without tcgen05 (Hopper, consumer Blackwell): TMA, multicast and the TMA store
   run for real; tcgen05.mma and TMEM are executed by bwlab's NumPy model from the bytes the GPU loaded.
-* ``emulated`` — no suitable GPU: the stage's kernel itself (its PTX, as NVRTC emits it for sm_90a)
-  runs in bwlab's PTX emulator (`bwlab.emu`), instruction by instruction, on the CPU. Today this
-  covers the stages whose kernels are sm_90a code: the TMA load, multicast and the TMA store.
+* ``emulated`` — no suitable GPU: the stage's kernel itself (its PTX, as NVRTC emits it for sm_90a, or
+  sm_100a for UMMA and TMEM) runs in bwlab's PTX emulator (`bwlab.emu`), instruction by instruction, on
+  the CPU. Every stage is covered: TMA load, multicast, TMA store, and tcgen05.mma / TMEM
+  (`bwlab.emu.tcgen05`; Blackwell's accumulation rounding is bwlab's model, not a measurement).
 * ``model``    — every stage computed by the NumPy model alone.
 
 ``BWLAB_BACKEND=model`` forces the model tier everywhere (CI does this so stored notebook outputs
@@ -118,8 +119,9 @@ def native_arch() -> str:
     return f"sm_{info.cc[0]}{info.cc[1]}a"
 
 
-# the stages whose kernels the emulator executes (sm_90a code: TMA, mbarrier, clusters, bulk stores)
-EMULATED_STAGES = ("tma", "multicast", "store")
+# the stages whose kernels the emulator executes (sm_90a code: TMA, mbarrier, clusters, bulk stores;
+# sm_100a code: tcgen05.mma, TMEM and its allocator, bwlab.emu.tcgen05)
+EMULATED_STAGES = ("tma", "multicast", "store", "umma", "tmem")
 
 
 def tier(stage: str) -> str:
@@ -191,8 +193,8 @@ def banner(print_it: bool = True) -> str:
         why = "BWLAB_BACKEND=emulated" if backend() == "emulated" else "no CUDA GPU with TMA found"
         rest = [STAGES[s][0] for s, v in t.items() if v == "model"]
         text = (f"Emulated tier ({why}): the {', '.join(em)} kernels run in bwlab's PTX emulator on the CPU "
-                f"(their sm_90a PTX, instruction by instruction; time is virtual); "
-                f"{' and '.join(rest)} run in the NumPy model.")
+                f"(their sm_90a or sm_100a PTX, instruction by instruction; time is virtual)"
+                + (f"; {' and '.join(rest)} run in the NumPy model." if rest else "."))
     elif info is None:
         why = "BWLAB_BACKEND=model" if backend() == "model" else "no CUDA GPU found"
         text = (f"Model tier ({why}): every stage runs in bwlab's NumPy model; "

@@ -73,32 +73,34 @@ class Backend:
         info = gpu_info()
         return info.name if info else "the GPU"
 
-    def load(self, kernel, defines: dict | None = None, name_expressions=()):
-        """A loaded module of `kernel` (a `bwlab.lab.TeachingKernel`, or a cuda_src file name)."""
+    def load(self, kernel, defines: dict | None = None, name_expressions=(), arch: str = "sm_90a"):
+        """A loaded module of `kernel` (a `bwlab.lab.TeachingKernel`, or a cuda_src file name). `arch` is
+        the target the emulator compiles for (sm_90a, or sm_100a for the tcgen05 kernels); on a GPU the
+        module is built for the GPU itself."""
         from .compile import load_module
         if not self.emulated:
             if hasattr(kernel, "load"):
                 return kernel.load(defines, name_expressions)
             return load_module(kernel, defines=defines, name_expressions=name_expressions)
-        return _emu_module(kernel, defines, tuple(name_expressions))
+        return _emu_module(kernel, defines, tuple(name_expressions), arch)
 
 
 _EMU_MODULES: dict = {}
 
 
-def _emu_module(kernel, defines, name_expressions):
+def _emu_module(kernel, defines, name_expressions, arch="sm_90a"):
     from . import emu
     from .compile import compile_cuda, compile_text
     text = kernel.text if hasattr(kernel, "text") else None
     name = kernel.file if hasattr(kernel, "file") else str(kernel)
-    key = (name, text, tuple(sorted((defines or {}).items())), name_expressions)
+    key = (name, text, tuple(sorted((defines or {}).items())), name_expressions, arch)
     mod = _EMU_MODULES.get(key)
     if mod is None:
         opts = ("--generate-line-info",)
         if text is not None:
-            compiled = compile_text(text, name, "sm_90a", defines, name_expressions, extra_options=opts)
+            compiled = compile_text(text, name, arch, defines, name_expressions, extra_options=opts)
         else:
-            compiled = compile_cuda(kernel, "sm_90a", defines, name_expressions, extra_options=opts)
+            compiled = compile_cuda(kernel, arch, defines, name_expressions, extra_options=opts)
         mod = emu.RawModule(compiled=compiled, name=name)
         if len(_EMU_MODULES) > 64:
             _EMU_MODULES.clear()

@@ -80,6 +80,7 @@ full_flow(const __grid_constant__ TmaDescriptor tmap_a, const __grid_constant__ 
     const bool loaded = mbarrier_wait(&full, 0, BAR_FULL, 2 * TILE_BYTES);
     // One thread that saw the phase complete proves the bytes landed: the CTA agrees on one outcome.
     if (!__syncthreads_or(loaded)) {
+        tcgen05_fence_after_thread_sync();
         if (warp == 0) tcgen05_dealloc(tmem, TMEM_COLS);  // no MMA was issued: safe to free
         return;
     }
@@ -135,6 +136,11 @@ full_flow(const __grid_constant__ TmaDescriptor tmap_a, const __grid_constant__ 
         for (u32 i = threadIdx.x; i < 4 * TILE_BYTES / 16; i += blockDim.x)
             reinterpret_cast<uint4*>(tap_smem_d)[i] = reinterpret_cast<const uint4*>(smem + SMEM_D)[i];
 
-    // ---- teardown: the allocating warp frees TMEM, only once no MMA can still write it ------------
-    if (warp == 0 && mma_complete) tcgen05_dealloc(tmem, TMEM_COLS);
+    // ---- teardown: the allocating warp frees TMEM on every path; after a timeout it first waits for the
+    //      commit (tcgen05_wait_drained) so that no MMA can still write the columns it frees ------------
+    tcgen05_fence_after_thread_sync();
+    if (warp == 0) {
+        if (!mma_complete) tcgen05_wait_drained(&mma_done, 0);
+        tcgen05_dealloc(tmem, TMEM_COLS);
+    }
 }

@@ -12,7 +12,8 @@
 //                     once every MMA it issued has completed
 //   4. every thread : bounded wait on mma_done; the CTA agrees on the outcome; then
 //                     tcgen05.fence::after_thread_sync and tcgen05.ld.32x32b of its warp's 32 lanes
-//   5. warp 0       : tcgen05.dealloc, once the MMAs are known to be complete
+//   5. warp 0       : tcgen05.dealloc on every path; after a timeout it first waits for the commit
+//                     (tcgen05_wait_drained), so TMEM is never freed under a running MMA
 #include "ptx.cuh"
 
 #ifndef TEACH_SMEM_BYTES
@@ -81,9 +82,14 @@ teach_umma(const uint4* __restrict__ image, u32 image_bytes, const u64* __restri
         }
     }
 
-    // 5. Free the columns. After a timeout an MMA may still be writing them: keep them then
-    //    (the launch is reported as failed either way).
+    // 5. Free the columns, on every path: a CTA that exits holding TMEM leaves the next one on this SM
+    //    blocked in tcgen05.alloc. After a timeout an MMA may still be writing them, so warp 0 (whose
+    //    thread issued the MMAs and the commit) first waits for mma_done once more, on its own budget.
     tcgen05_fence_before_thread_sync();
     __syncthreads();
-    if (warp == 0 && mma_complete) tcgen05_dealloc(tmem, tmem_cols);
+    tcgen05_fence_after_thread_sync();  // the dealloc comes after every warp's TMEM reads
+    if (warp == 0) {
+        if (!mma_complete) tcgen05_wait_drained(&mma_done, 0);
+        tcgen05_dealloc(tmem, tmem_cols);
+    }
 }

@@ -11,7 +11,7 @@
 //   every thread    : bounded wait on mma_done -> the CTA agrees the MMAs completed
 //                     (__syncthreads_or) -> tcgen05.fence::after_thread_sync
 //                     -> tcgen05.ld.32x32b of its warp's 32 lanes -> write the TMEM image out
-//   warp 0          : tcgen05.dealloc (only once the MMAs are known complete)
+//   warp 0          : tcgen05.dealloc on every path (after a timeout, once the commit has arrived)
 //
 // The kernel copies back the whole allocated TMEM image (128 lanes x `tmem_cols` words); Python
 // finds D in it with bwlab.umma.d_tmem_layout, the same function its model writes through.
@@ -98,10 +98,13 @@ umma_validate(const u8* __restrict__ image, u32 image_bytes, const u64* __restri
     }
     tcgen05_fence_before_thread_sync();
     __syncthreads();
-    // Free the columns only when the MMAs are known complete. After a timeout an MMA may still be
-    // writing them, and freeing would hand columns that are being written to the next allocation.
-    // The ISA also asks a CTA to free its TMEM before it exits; only on this failure path do the two
-    // conflict, and bwlab keeps the columns (the launch is reported as failed; a GPU whose MMA never
-    // completes needs the process restarted anyway).
-    if (warp == 0 && mma_complete) tcgen05_dealloc(tmem, tmem_cols);
+    tcgen05_fence_after_thread_sync();  // the dealloc comes after every warp's TMEM reads
+    // Free the columns on every path: a CTA that exits holding TMEM leaves the next CTA on this SM
+    // blocked in tcgen05.alloc forever. After a timeout an MMA may still be writing them, so warp 0
+    // first waits for the commit once more on its own budget (tcgen05_wait_drained); only if even that
+    // runs out are the columns freed under a possibly running MMA, in a launch already reported failed.
+    if (warp == 0) {
+        if (!mma_complete) tcgen05_wait_drained(&mma_done, 0);
+        tcgen05_dealloc(tmem, tmem_cols);
+    }
 }

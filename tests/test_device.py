@@ -17,10 +17,10 @@ def fake(cc, name="GPU"):
     ((10, 0), {"tma": "hardware", "multicast": "hardware", "store": "hardware", "umma": "hardware", "tmem": "hardware"}),
     ((9, 0), {"tma": "hardware", "multicast": "hardware", "store": "hardware", "umma": "hybrid", "tmem": "hybrid"}),
     ((12, 0), {"tma": "hardware", "multicast": "hardware", "store": "hardware", "umma": "hybrid", "tmem": "hybrid"}),
-    # no GPU with TMA: the sm_90a kernels of the TMA stages run in the PTX emulator
-    ((8, 9), {"tma": "emulated", "multicast": "emulated", "store": "emulated", "umma": "model", "tmem": "model"}),
-    ((8, 0), {"tma": "emulated", "multicast": "emulated", "store": "emulated", "umma": "model", "tmem": "model"}),
-    (None, {"tma": "emulated", "multicast": "emulated", "store": "emulated", "umma": "model", "tmem": "model"}),
+    # no GPU with TMA: the kernels run in the PTX emulator (sm_90a for the TMA stages, sm_100a for tcgen05)
+    ((8, 9), {"tma": "emulated", "multicast": "emulated", "store": "emulated", "umma": "emulated", "tmem": "emulated"}),
+    ((8, 0), {"tma": "emulated", "multicast": "emulated", "store": "emulated", "umma": "emulated", "tmem": "emulated"}),
+    (None, {"tma": "emulated", "multicast": "emulated", "store": "emulated", "umma": "emulated", "tmem": "emulated"}),
 ])
 def test_tier_table(monkeypatch, cc, expect):
     monkeypatch.setenv("BWLAB_BACKEND", "auto")
@@ -31,8 +31,8 @@ def test_tier_table(monkeypatch, cc, expect):
 def test_backend_emulated_forces_the_emulator(monkeypatch):
     monkeypatch.setattr(device, "_probe", lambda: fake((9, 0), "NVIDIA H100"))
     monkeypatch.setenv("BWLAB_BACKEND", "emulated")
-    assert device.tiers() == {"tma": "emulated", "multicast": "emulated", "store": "emulated", "umma": "model",
-                              "tmem": "model"}
+    assert device.tiers() == {"tma": "emulated", "multicast": "emulated", "store": "emulated", "umma": "emulated",
+                              "tmem": "emulated"}
     text = device.banner(print_it=False)
     assert "Emulated tier (BWLAB_BACKEND=emulated)" in text and "PTX emulator" in text
 

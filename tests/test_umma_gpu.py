@@ -30,6 +30,7 @@ def test_wgmma_every_layout_matches_the_model():
 
 
 @pytest.mark.sm100
+@pytest.mark.emulated
 @pytest.mark.parametrize("case", [
     umma.UmmaCase("f16", "f32", 128, 256, 64),
     umma.UmmaCase("bf16", "f32", 128, 64, 64, "MN", "128B", "MN", "64B", 1024, 32768, accumulate=True),

@@ -182,8 +182,7 @@ def _tma_load(ctx, ins, mods):
     from ..tma.tensor_map import SMEM_ALIGNMENT
     if "im2col" in mods or any(m.startswith("im2col") for m in mods):
         raise UnsupportedInstruction(f"`{ins.op}`: the im2col mode is not modelled (tile mode only)")
-    if "cta_group::2" in mods:
-        raise UnsupportedInstruction(f"`{ins.op}`: .cta_group::2 loads are not modelled yet")
+    pair = "cta_group::2" in mods   # the mbarrier may sit in the peer CTA of the pair (the leader's)
     multicast = any(m.startswith("multicast") for m in mods)
     args = ins.args
     dst = _addr(ctx, args[0])
@@ -206,6 +205,7 @@ def _tma_load(ctx, ins, mods):
                                "tensor map (the instruction's .Nd must equal the map's rank)")
             dcta, doff = M.cta_of_cluster_addr(w, int(d[lane]), "TMA destination", ins)
             bcta, boff = M.cta_of_cluster_addr(w, int(b[lane]), "TMA mbarrier", ins)
+            M.async_uses_mbarrier(w, bcta, boff, "the TMA load", ins)
             if doff % SMEM_ALIGNMENT:
                 raise EmuFault(f"{w.who()} at {M.where(ins)}: the TMA destination 0x{doff:x} is not "
                                f"{SMEM_ALIGNMENT}-byte aligned (PTX ISA: dstMem of a tiled load)")
@@ -226,10 +226,15 @@ def _tma_load(ctx, ins, mods):
                                    f"cluster's {cl.size}")
                 targets = [cl.ctas[r] for r in range(cl.size) if mask >> r & 1]
             else:
-                if bcta is not dcta:
+                if bcta is not dcta and not (pair and bcta.rank == dcta.rank ^ 1):
                     raise EmuError(f"{w.who()} at {M.where(ins)}: the destination is in CTA rank {dcta.rank} but "
                                    f"the mbarrier in rank {bcta.rank}; they must be in the same CTA")
                 targets = [dcta]
+            if pair and bcta is not dcta:
+                if bcta.exited:
+                    from .tcgen05 import PeerExited
+                    raise PeerExited(f"{w.who()} at {M.where(ins)}: a .cta_group::2 TMA load signals the mbarrier of "
+                                     f"CTA rank {bcta.rank}, which has exited")
             nbytes = tmap.tx_bytes
             gsnap = None  # the global bytes are read when the load happens, not when it is issued
 
@@ -251,17 +256,22 @@ def _tma_load(ctx, ins, mods):
                             "bytes land: it has to wait on its barrier before it exits)")
                     c.smem[a2] = v2
                     c.smem_writer[a2] = -1
-                    bar = c.mbarriers.get(boff)
+                    bc = bcta if pair and not multicast else c
+                    if bc.exited:
+                        from .tcgen05 import PeerExited
+                        raise PeerExited(f"a .cta_group::2 TMA load issued by {w.who()} at {M.where(ins)} completes "
+                                         f"on the mbarrier of cluster rank {bc.rank}, which has already exited")
+                    bar = bc.mbarriers.get(boff)
                     if bar is None:
                         raise ProtocolError(
                             f"a TMA load issued by {w.who()} at {M.where(ins)} completes on shared offset 0x{boff:x} "
-                            f"({M.prog.shared_name(boff)}) of CTA rank {c.rank}, where no mbarrier is initialised")
+                            f"({M.prog.shared_name(boff)}) of CTA rank {bc.rank}, where no mbarrier is initialised")
                     bar.complete_tx(nbytes)
                     M.note(w, f"TMA bytes land in rank {c.rank}")
             names = ",".join(str(c.rank) for c in targets)
             M.schedule(M.latency(nbytes), land,
                        f"TMA load of {nbytes} bytes from box {coords} to CTA rank(s) {names} "
-                       + " ".join(f"@{c.rank}:{boff}" for c in targets))
+                       + " ".join(f"@{(bcta if pair and not multicast else c).rank}:{boff}" for c in targets))
             M.note(w, f"TMA load {coords}")
     return body, "plain"
 

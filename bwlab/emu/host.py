@@ -169,7 +169,7 @@ class RawModule:
         self._globals = {}
         text = ptx if ptx is not None else compiled.ptx
         self.program = Program(text, self._global_alloc)
-        self.lowered = dict(getattr(compiled, "lowered", {}) or {})
+        self.lowered = dict(getattr(compiled, "lowered_names", None) or getattr(compiled, "lowered", None) or {})
 
     def _global_alloc(self, var) -> int:
         a = self.memory.alloc(max(var.size, 1), f"__device__ {var.name}")

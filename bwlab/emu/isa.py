@@ -903,7 +903,10 @@ def _fence(ctx, ins, base, mods):
     if "proxy" in mods and "async" in mods:
         def body(w, m):
             w.machine.fence_proxy_async(w, m)
+            w.machine.fence_mbarrier_init(w)
         return body, "plain"
+    if "mbarrier_init" in mods:
+        return (lambda w, m: w.machine.fence_mbarrier_init(w)), "plain"
     return (lambda w, m: None), "plain"
 
 
@@ -1091,6 +1094,12 @@ def _async(name):
     return make
 
 
+def _tcgen05(ctx, ins, base, mods):
+    """tcgen05.* (PTX ISA 9.7.16): Tensor Memory and the 5th-generation tensor core, bwlab.emu.tcgen05."""
+    from . import tcgen05
+    return tcgen05.decode(ctx, ins, base, mods)
+
+
 _DECODERS = {
     "mov": _mov, "ld": _ld, "ldu": _ld, "st": _st, "cvta": _cvta, "cvt": _cvt,
     "add": _arith, "sub": _arith, "mul": _arith, "mad": _arith, "fma": _arith, "div": _arith, "rem": _arith,
@@ -1104,5 +1113,5 @@ _DECODERS = {
     "vote": _vote, "activemask": _activemask, "shfl": _shfl, "elect": _elect, "atom": _atom, "red": _atom,
     "setmaxnreg": _setmaxnreg, "mapa": _mapa, "getctarank": _getctarank, "isspacep": _isspacep,
     "griddepcontrol": _nop, "prefetch": _nop, "prefetchu": _nop, "applypriority": _nop, "discard": _nop,
-    "mbarrier": _async("mbarrier"), "cp": _async("cp"), "wgmma": _async("wgmma"),
+    "mbarrier": _async("mbarrier"), "cp": _async("cp"), "wgmma": _async("wgmma"), "tcgen05": _tcgen05,
 }

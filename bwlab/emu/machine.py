@@ -39,7 +39,7 @@ U64 = np.uint64
 class Warp:
     __slots__ = ("machine", "cta", "wid", "R", "pc", "exited", "valid", "inflight", "cparam", "local",
                  "stack", "blocked", "spin_epoch", "wait_info", "tid", "nthreads", "parked", "steps",
-                 "wg_seq", "wg_groups", "wg_open", "sleep_until", "last_pc", "spin_lanes")
+                 "wg_seq", "wg_groups", "wg_open", "sleep_until", "last_pc", "spin_lanes", "tc_last", "tc_pending")
 
     def __init__(self, machine, cta, wid: int):
         prog = machine.prog
@@ -66,6 +66,8 @@ class Warp:
         self.wg_open = []         # op ids issued since the last commit
         self.sleep_until = 0
         self.last_pc = machine.entry
+        self.tc_last = None       # (where, fenced): this warp's latest tcgen05 op since its last thread sync
+        self.tc_pending = None    # [entries, barrier, after-fenced]: other warps' tcgen05 ops ordered before a sync
 
     # -- lanes ---------------------------------------------------------------------------------
     @property
@@ -180,6 +182,7 @@ class CTA:
         self.smem_writer_pc = np.zeros(machine.smem_bytes, np.int32)
         self.mbarriers = {}       # offset -> Mbarrier
         self.mbar_info = {}       # offset -> (init line, init who)
+        self.mbar_unfenced = {}   # offset -> (initialising warp, line): init not yet fenced for the async proxy
         self.barriers = {}        # named barrier id -> dict
         self.bulk = {}            # thread -> [[op ids]] committed bulk groups not yet complete
         self.bulk_open = {}       # thread -> [op ids]
@@ -454,6 +457,8 @@ class Launch:
                 self._check_barrier(c, bid)
             if all(x.exited.all() for x in c.warps):
                 c.exited = True
+                from .tcgen05 import cta_exits
+                cta_exits(self, c)
             self._check_cluster_barrier(c.cluster)
 
     def _cta_done(self, c):
@@ -677,6 +682,24 @@ class Launch:
             hit = np.isin(c.smem_writer, tids)
             c.smem_writer[hit] = -1
 
+    def fence_mbarrier_init(self, w):
+        """fence.mbarrier_init / fence.proxy.async by warp w: its mbarrier.init are visible to the async proxy."""
+        c = w.cta
+        for off in [o for o, (wid, _) in c.mbar_unfenced.items() if wid == w.wid]:
+            del c.mbar_unfenced[off]
+
+    def async_uses_mbarrier(self, w, c, off: int, what: str, ins):
+        """The async proxy (TMA complete_tx, tcgen05.commit) will signal the mbarrier at `off` of CTA c: its
+        initialisation must have been fenced."""
+        if not self.check_proxy or off not in c.mbar_unfenced:
+            return
+        wid, where = c.mbar_unfenced[off]
+        raise ProtocolError(
+            f"{w.who()} at {self.where(ins)}: {what} signals the mbarrier '{self.prog.shared_name(off)}' of CTA {c.ctaid}, "
+            f"initialised at {where} by warp {wid} without fence.mbarrier_init.release.cluster (or fence.proxy.async) "
+            "after it: the async proxy may not see the initialisation (PTX ISA: mbarrier.init, memory consistency "
+            "model, proxies)")
+
     def async_reads_smem(self, c, off: int, n: int, what: str, issuer=None):
         """The async proxy reads SMEM [off, off+n) of CTA c: every byte must be fenced."""
         if not self.check_proxy:
@@ -696,6 +719,11 @@ class Launch:
 
     def inflight_read(self, w, idx, write=False):
         seq, line = w.inflight[idx]
+        if seq == "tcgen05.ld":
+            raise ProtocolError(
+                f"{w.who()} at {self.prog.code[w.last_pc].where(self.prog.files)} {'writes' if write else 'reads'} "
+                f"a destination register of the tcgen05.ld at {line} before tcgen05.wait::ld (PTX ISA 9.7.16.8.3: "
+                "the registers of tcgen05.ld are defined only after tcgen05.wait::ld)")
         raise ProtocolError(
             f"{w.who()} {'writes' if write else 'reads'} an accumulator register of wgmma.mma_async #{seq} "
             f"({line}) before wgmma.wait_group has retired it (PTX ISA: accessing the accumulator registers "
@@ -716,6 +744,9 @@ class Launch:
         b["expected"] = exp
         b["arrived"] += w.nthreads
         b["warps"].append(w.wid)
+        if w.tc_last is not None:
+            b.setdefault("tc", []).append((w, w.who(), *w.tc_last))
+            w.tc_last = None
         redop, rc, wd = red
         if redop is not None:
             b["red"].append((w, em, rc(w) & em, wd, redop))
@@ -750,10 +781,12 @@ class Launch:
                 "not every thread reaches undefined)")
         red = b["red"]
         del c.barriers[bid]
+        from .tcgen05 import thread_synced
         for w, group in b["waiters"]:
             w.blocked = None
             w.wait_info = None
             w.pc[group] += 1
+            thread_synced(w, b.get("tc", ()), f"bar.sync {bid}")
         if red:
             total = np.concatenate([p[em] for _, em, p, _, _ in red])
             for w, em, p, wd, redop in red:
@@ -772,6 +805,9 @@ class Launch:
                 raise ProtocolError(f"{w.who(group)} at {self.where(ins)}: barrier.cluster.arrive twice without "
                                     "barrier.cluster.wait in between")
             cl.bar_arrived.add(key)
+            if w.tc_last is not None:
+                cl.__dict__.setdefault("tc", []).append((w, w.who(), *w.tc_last))
+                w.tc_last = None
             w.pc[group] += 1
             self.progress()
             self._check_cluster_barrier(cl)
@@ -791,8 +827,12 @@ class Launch:
         if need <= cl.bar_arrived:
             cl.bar_arrived = set()
             cl.bar_phase += 1
+            tc = cl.__dict__.pop("tc", ())
+            from .tcgen05 import thread_synced
             for c in cl.ctas:
                 for x in c.warps:
+                    if not x.exited.all():
+                        thread_synced(x, tc, "barrier.cluster")
                     if x.wait_info is not None and x.wait_info[0] == "cluster":
                         x.pc[x.wait_info[1]] += 1
                         x.blocked = None
@@ -814,6 +854,7 @@ class Launch:
                                f"{c.smem.size} bytes of shared memory")
             c.mbarriers[off] = Mbarrier(create_count)
             c.mbar_info[off] = (self.where(ins), w.who())
+            c.mbar_unfenced[off] = (int(w.tid[0]) // 32, self.where(ins))
             return c, off, c.mbarriers[off]
         bar = c.mbarriers.get(off)
         if bar is None:

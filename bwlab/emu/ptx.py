@@ -297,7 +297,9 @@ def parse(text: str) -> Module:
             typ = None
             name = toks[-1]
             for k, t in enumerate(toks):
-                if t == ".align":
+                # `.ptr .align N` (CUDA 12.8+ for sm_100a) is the alignment of what the pointer points at,
+                # not of the parameter itself (PTX ISA 5.1.6.1 "Kernel parameter attribute: .ptr")
+                if t == ".align" and ".ptr" not in toks[:k]:
                     align = int(toks[k + 1])
                 elif t.startswith(".") and t[1:] in _TYPE_BYTES:
                     typ = t[1:]

@@ -5,6 +5,7 @@ runs it in the tier asked for and returns the same `Trace` whichever that is.
     t = flow.trace("model")          # every hop by the stage models (no GPU)
     t = flow.trace("hybrid")         # sm_90: TMA load and store for real, tcgen05 in the model
     t = flow.trace("hardware")       # sm_100: cuda_src/full_flow_sm100.cu, every hop tapped
+    t = flow.trace("emulated")       # no sm_100: the same kernel's sm_100a PTX in bwlab.emu, every hop tapped
     flow.check(t)                    # hop by hop against the model: the first differing byte, named
 """
 from __future__ import annotations
@@ -18,11 +19,12 @@ from .trace import HOP_NAMES, Trace, TraceCheck
 
 __all__ = ["Flow", "TIERS", "flow_tier"]
 
-TIERS = ("model", "hybrid", "hardware")
+TIERS = ("model", "emulated", "hybrid", "hardware")
 _GPU_SOURCES = {
     "hybrid": {"gmem": "GPU", "tma_load": "GPU", "mma": "model", "commit": "model", "tmem_ld": "model",
                "st_shared": "GPU", "fence": "GPU", "tma_store": "GPU"},
     "hardware": {h: "GPU" for h in HOP_NAMES},
+    "emulated": {h: "emulator" for h in HOP_NAMES},
 }
 
 
@@ -52,7 +54,10 @@ class Flow(Case):
         if tier == "model":
             return flow_model(self.problem)
         from . import runner
-        arrays = (runner.run_hybrid if tier == "hybrid" else runner.run_hardware)(self.problem)
+        if tier == "hybrid":
+            arrays = runner.run_hybrid(self.problem)
+        else:
+            arrays = runner.run_hardware(self.problem, emulated=tier == "emulated")
         return Trace(tier, self.problem, arrays, _GPU_SOURCES[tier])
 
     def model(self) -> Trace:

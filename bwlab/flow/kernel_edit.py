@@ -158,10 +158,14 @@ def try_k_step(step: int, tier: str | None = None, seed: int = 0) -> KStepRun:
     run = KStepRun(step, tier or flow_tier(), expected.compare(mine, "the model of your step"),
                    past_tiles=past >= SMEM_B + p.N * p.K * elem_bytes("f16"))
     from . import runner
-    if run.tier == "hardware":
-        got = Trace("hardware", p, runner.run_hardware(p, kernel=k100), _GPU_SOURCES["hardware"])
-        run.ran = "your full_flow_sm100.cu ran on this GPU (in a worker process), every hop tapped"
-        run.gpu, run.gpu_vs_model = expected.compare(got, "this GPU"), mine.compare(got, "this GPU")
+    if run.tier in ("hardware", "emulated"):
+        emulated = run.tier == "emulated"
+        got = Trace(run.tier, p, runner.run_hardware(p, kernel=k100, emulated=emulated), _GPU_SOURCES[run.tier])
+        where = "the PTX emulator" if emulated else "this GPU"
+        run.ran = (f"your full_flow_sm100.cu ran in the PTX emulator (its sm_100a PTX), every hop tapped"
+                   if emulated else "your full_flow_sm100.cu ran on this GPU (in a worker process), every hop tapped")
+        run.gpu, run.gpu_vs_model = expected.compare(got, where), mine.compare(got, where)
+        run.where = where
     elif run.tier == "model" and _emulated():
         # no GPU: your full_flow_sm90.cu (the same K loop on wgmma) runs in the PTX emulator
         buf, _ = runner.run_hopper(p, repeat=1, kernel=k90)

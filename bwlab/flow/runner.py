@@ -37,30 +37,32 @@ def _module(file: str, arch: str, kernel, be=None):
     """The module of cuda_src/`file`, or of a learner's edit of it (`kernel`, a bwlab.lab.TeachingKernel)."""
     from ..compile import load_module, load_text_module
     if be is not None and be.emulated:
-        return be.load(kernel if kernel is not None else file + ".cu")
+        return be.load(kernel if kernel is not None else file + ".cu", arch=arch)
     if kernel is None:
         return load_module(file, arch=arch)
     return load_text_module(kernel.text, kernel.file, arch=arch)
 
 
-def run_hardware(p: FlowProblem, kernel=None) -> dict:
+def run_hardware(p: FlowProblem, kernel=None, emulated: bool | None = None) -> dict:
     """The whole trip by `full_flow` on an sm_100 GPU; every hop's bytes read back through its taps.
     `kernel`: a learner's edit of full_flow_sm100.cu (bwlab.lab.TeachingKernel), run in a worker
-    process (bwlab.lab.run_edited: a fault or a hang comes back as an exception)."""
-    import cupy as cp
-    from .. import device
+    process (bwlab.lab.run_edited: a fault or a hang comes back as an exception). `emulated`: run the
+    kernel's sm_100a PTX in bwlab.emu (None: where the UMMA stage's tier is 'emulated')."""
     from ..lab import isolate, run_edited
     from ..runtime import launch
-    device.require("umma")
-    if kernel is not None and isolate(kernel):
+    from ..umma.runner import _umma_backend
+    from ..runtime import EMULATED
+    be = EMULATED if emulated else _umma_backend()   # an sm_100 GPU, or the PTX emulator (its sm_100a PTX)
+    cp = be.xp
+    if kernel is not None and not be.emulated and isolate(kernel):
         return run_edited(run_hardware, p, kernel=kernel, limit=30.0)
-    a16, b16, a_dev, b_dev, d_dev = _inputs(p)
+    a16, b16, a_dev, b_dev, d_dev = _inputs(p, cp)
     ta, tb, td = _maps(p, a_dev, b_dev, d_dev)
-    ab = cp.zeros(2 * 0x4000, cp.uint8)
-    regs = cp.zeros((THREADS, p.N), cp.uint32)
-    smem_d = cp.zeros(4 * 0x4000, cp.uint8)
-    done = cp.zeros(1, cp.uint32)
-    launch(_module("full_flow_sm100", "sm_100a", kernel), "full_flow", (1,), (THREADS,),
+    ab = cp.zeros(2 * 0x4000, np.uint8)
+    regs = cp.zeros((THREADS, p.N), np.uint32)
+    smem_d = cp.zeros(4 * 0x4000, np.uint8)
+    done = cp.zeros(1, np.uint32)
+    launch(_module("full_flow_sm100", "sm_100a", kernel, be), "full_flow", (1,), (THREADS,),
            (ta, tb, td, ab, regs, smem_d, done), shared_mem=SMEM_BYTES + 1024, barrier_names=FLOW_BARRIERS)
     ab = cp.asnumpy(ab)
     r = cp.asnumpy(regs)

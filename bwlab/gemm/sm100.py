@@ -41,7 +41,7 @@ from ..tmem import TensorMemory, TmemAccess
 from ..umma import CtaState, tcgen05_commit, tcgen05_mma
 
 __all__ = ["STEPS_SM100", "GEMM_BARRIERS", "STAMP_TRACKS", "STAMP_SPANS", "step_info", "kernel_constants",
-           "tensor_maps", "check_problem", "launch_grid", "run_sm100", "model_step1", "Step1Model",
+           "tensor_maps", "check_problem", "launch_grid", "run_sm100", "run_step_emulated", "EMULATED_SMS", "model_step1", "Step1Model",
            "reference", "example_inputs", "smem_desc"]
 
 LADDER_HEADER = "gemm_sm100/ladder.cuh"
@@ -229,6 +229,41 @@ def run_sm100(step, A, B, stamps: bool = False):
         raise RuntimeError(f"step {s['step']}: a bounded wait on {GEMM_BARRIERS.get(code - 1, code)} gave up")
     c = cp.asnumpy(d_c)
     return (c, cp.asnumpy(d_st).reshape(len(STAMP_TRACKS), STAMP_SPANS, 2)) if stamps else c
+
+
+EMULATED_SMS = 2     # the "SM count" the emulator launches persistent steps with: each CTA walks several tiles
+
+
+def run_step_emulated(step, A, B, sms: int = EMULATED_SMS, seed: int = 0, trace: bool = False, defines=None,
+                      stamps: bool = False):
+    """Run a step's kernel in bwlab.emu (its sm_100a PTX, instruction by instruction): returns (C as bf16
+    bits, the emulator's Launch with its trace, stall reports and warnings), and with `stamps` also the
+    kernel's own timeline in virtual %globaltimer ns (track x span x edge, as `run_sm100` returns it). Persistent steps launch
+    min(`sms`, tiles) CTAs (pairs), so each walks several tiles and both TMEM accumulators as on the GPU.
+    `defines` (e.g. {"BW_WAIT_TIMEOUT_NS": "0"}) are passed to NVRTC. Raises MbarrierTimeout, or
+    RuntimeError naming the barrier when the kernel's error word is set."""
+    from .. import emu
+    from ..runtime import EMULATED, launch, tensor_map_arg
+    s = step_info(step)
+    a, b, M, N, K = _operands(A, B)
+    maps = tensor_maps(step, M, N, K)
+    d_a, d_b, d_c = emu.asarray(a), emu.asarray(b), emu.zeros((M, N), np.uint16)
+    tmaps = [tensor_map_arg(t.encode(d.data.ptr)) for t, d in zip(maps, (d_a, d_b, d_c))]
+    err = emu.zeros(1, np.uint32)
+    d_st = emu.zeros(len(STAMP_TRACKS) * STAMP_SPANS * 2, np.uint64) if stamps else None
+    module = EMULATED.load(s["file"], defines=defines, arch="sm_100a")
+    fn = module.get_function("gemm")
+    fn.seed, fn.trace = seed, trace
+    run = launch(module, "gemm", launch_grid(step, M, N, sms * s["cluster"]), (s["threads"],),
+                 (*tmaps, d_c, np.int32(M), np.int32(N), np.int32(K), err, d_st if stamps else np.uint64(0)),
+                 shared_mem=s["smem_bytes"], barrier_names=GEMM_BARRIERS,
+                 cluster=(s["cluster"], 1, 1) if s["cluster"] > 1 else None)
+    code = int(err.get()[0])
+    if code:
+        raise RuntimeError(f"step {s['step']}: a bounded wait on {GEMM_BARRIERS.get(code - 1, code)} gave up")
+    if stamps:
+        return d_c.get(), run, d_st.get().reshape(len(STAMP_TRACKS), STAMP_SPANS, 2)
+    return d_c.get(), run
 
 
 # ---- the reference and inputs -----------------------------------------------------------------------

@@ -69,8 +69,23 @@ def compile_kernels(arch: str = "sm_100a", accesses=None):
 _MODULE_CACHE = {}
 
 
-def _module():
+def _backend():
+    """tcgen05.ld/st run on an sm_100 GPU, or in the PTX emulator (the sm_100a PTX) in the emulated tier."""
+    from .. import device
+    from ..runtime import EMULATED, GPU
+    if device.tier("tmem") == "emulated":
+        return EMULATED
+    device.require("tmem")
+    return GPU
+
+
+def _module(be=None, access=None, op=None):
+    """The round-trip module: on a GPU every form at once; in the emulator only the form asked for
+    (decoding 2 x 100+ instantiations would take longer than running one)."""
     from ..compile import load_module
+    if be is not None and be.emulated:
+        check_configurations([access])
+        return be.load(f"{KERNEL_SOURCE}.cu", name_expressions=(kernel_name(op, access),), arch="sm_100a")
     if "m" not in _MODULE_CACHE:
         check_configurations()
         _MODULE_CACHE["m"] = load_module(KERNEL_SOURCE, name_expressions=all_kernel_names())
@@ -80,14 +95,13 @@ def _module():
 def run_ld_roundtrip(access: TmemAccess, image: np.ndarray, col0: int = 0) -> np.ndarray:
     """Run tmem_ld_roundtrip on an sm_100 GPU; returns what `ld_roundtrip_model` computes:
     uint32 (4 warps, instructions per warp, 32 threads, registers)."""
-    from .. import device
     check_roundtrip(access, image, col0)
-    device.require("tmem")
-    import cupy as cp
+    be = _backend()
+    cp = be.xp
     from ..runtime import launch
     img = cp.asarray(image)
-    out = cp.zeros((4, instructions_per_warp(access), 32, access.registers), dtype=cp.uint32)
-    launch(_module(), kernel_name("ld", access), (1,), (128,), (img, out, np.uint32(col0)))
+    out = cp.zeros((4, instructions_per_warp(access), 32, access.registers), dtype=np.uint32)
+    launch(_module(be, access, "ld"), kernel_name("ld", access), (1,), (128,), (img, out, np.uint32(col0)))
     return cp.asnumpy(out)
 
 
@@ -95,15 +109,14 @@ def run_st_roundtrip(access: TmemAccess, image: np.ndarray, regs: np.ndarray,
                      col0: int = 0) -> np.ndarray:
     """Run tmem_st_roundtrip on an sm_100 GPU; returns what `st_roundtrip_model` computes: the
     (128, 512) TMEM image after the stores."""
-    from .. import device
     check_roundtrip(access, image, col0, regs, "st")
-    device.require("tmem")
-    import cupy as cp
+    be = _backend()
+    cp = be.xp
     from ..runtime import launch
     img = cp.asarray(image)
     regs_d = cp.asarray(np.ascontiguousarray(regs, dtype=np.uint32))
-    out = cp.zeros_like(img)
-    launch(_module(), kernel_name("st", access), (1,), (128,), (img, regs_d, out, np.uint32(col0)))
+    out = cp.zeros(image.shape, np.uint32)
+    launch(_module(be, access, "st"), kernel_name("st", access), (1,), (128,), (img, regs_d, out, np.uint32(col0)))
     return cp.asnumpy(out)
 
 
@@ -118,12 +131,12 @@ def run_teach(kernel=None) -> np.ndarray:
     plan = teach_plan(k)
     if not 1 <= plan.num <= 128:
         raise TmemError(f"kNum = {plan.num}: .32x32b takes .num x1 .. x128")
-    device.require("tmem")
+    be = _backend()
     from ..lab import isolate, run_edited
-    if isolate(k):
+    if not be.emulated and isolate(k):
         return run_edited(run_teach, kernel=k)
-    import cupy as cp
+    cp = be.xp
     from ..runtime import launch
-    out = cp.full((4, 1, 32, plan.num), 0xFFFFFFFF, dtype=cp.uint32)
-    launch(k.load(), "teach_tmem", (1,), (128,), (out,))
+    out = cp.full((4, 1, 32, plan.num), 0xFFFFFFFF, dtype=np.uint32)
+    launch(be.load(k, arch="sm_100a"), "teach_tmem", (1,), (128,), (out,))
     return cp.asnumpy(out)

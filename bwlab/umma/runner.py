@@ -22,16 +22,14 @@ UMMA_BARRIERS = {0: "mma_done"}
 def run_umma(case, module=None) -> np.ndarray:
     """Run `case` (an UmmaCase) on an sm_100 GPU (cuda_src/umma_sm100.cu); returns the TMEM image
     (128 lanes x case.tmem_columns) that tcgen05.ld read back after the K loop."""
-    import cupy as cp
-    from .. import device
-    from ..compile import load_module
     from ..runtime import launch
-    device.require("umma")            # raises UnsupportedGPU (before any driver call) off sm_100
-    module = module or load_module("umma_sm100")
+    be = _umma_backend()              # raises UnsupportedGPU (before any driver call) off sm_100
+    cp = be.xp
+    module = module or be.load("umma_sm100.cu", arch="sm_100a")
     img = case.smem_image()
     ad, bd = case.descriptors()
     cols = case.tmem_columns
-    out = cp.zeros((LANES, cols), cp.uint32)
+    out = cp.zeros((LANES, cols), np.uint32)
     launch(module, "umma_validate", (1,), (128,),
            (cp.asarray(img), np.uint32(img.size), cp.asarray(ad), cp.asarray(bd), np.uint32(case.k_blocks),
             np.uint32(case.idesc), np.uint32(case.kind == "tf32"), np.uint32(case.accumulate),
@@ -62,6 +60,16 @@ def launch_wgmma(case, module=None):
            shared_mem=img.size + 1024, barrier_names=WGMMA_BARRIERS)
     regs = cp.asnumpy(d_out)
     return regs[frag_t, frag_r], int(cp.asnumpy(base)[0])
+
+
+def _umma_backend():
+    """tcgen05.mma runs on an sm_100 GPU, or in the PTX emulator (its sm_100a PTX) in the emulated tier."""
+    from .. import device
+    from ..runtime import EMULATED, GPU
+    if device.tier("umma") == "emulated":
+        return EMULATED
+    device.require("umma")
+    return GPU
 
 
 def _wgmma_backend():
@@ -155,18 +163,17 @@ def run_teach_umma(case, kernel=None, descriptors=None, idesc=None) -> np.ndarra
     or the learner's edit) on an sm_100 GPU. Returns the TMEM image (128 lanes x case.tmem_columns),
     the same array `case.model(descriptors, idesc)` gives."""
     (ad, bd), idesc = check_teach_umma(case, descriptors, idesc)
-    import cupy as cp
-    from .. import device
     from ..lab import edited, isolate, run_edited
     from ..runtime import launch
-    device.require("umma")
+    be = _umma_backend()
+    cp = be.xp
     kernel = kernel or edited("teach_umma.cu")
-    if isolate(kernel):
+    if not be.emulated and isolate(kernel):
         return run_edited(run_teach_umma, case, kernel=kernel, descriptors=descriptors, idesc=idesc)
-    module = kernel.load()
+    module = be.load(kernel, arch="sm_100a")
     img = case.smem_image()
     cols = case.tmem_columns
-    out = cp.zeros((LANES, cols), cp.uint32)
+    out = cp.zeros((LANES, cols), np.uint32)
     launch(module, "teach_umma", (1,), (128,),
            (cp.asarray(img), np.uint32(img.size), cp.asarray(ad), cp.asarray(bd), np.uint32(case.k_blocks),
             np.uint32(idesc), out, np.uint32(cols)),

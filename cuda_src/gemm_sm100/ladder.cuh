@@ -87,18 +87,14 @@ __device__ __forceinline__ uint2 tile_of(u32 t, u32 tiles_m, u32 tiles_n) {
     return make_uint2(first + in_group % rows, in_group / rows);
 }
 
-// The end of a CTA pair (the cluster steps). tcgen05.dealloc.cta_group::2 is collective: both CTAs
-// free, or neither may (after a timeout an MMA may still be writing TMEM). Each CTA learns the
-// other's outcome through `peer_failed`, an mbarrier of count 1 in each CTA that the failing CTA
-// arrives on remotely before the cluster barrier. Every thread of both CTAs calls this; it returns
-// true when the pair may free its TMEM.
-__device__ __forceinline__ bool pair_done_ok(bool failed_here, u64* peer_failed, u32 peer_rank) {
-    const bool failed = __syncthreads_or(failed_here) != 0;
-    if (failed && threadIdx.x == 0) mbarrier_arrive_cluster(mapa_shared_cluster(smem_u32(peer_failed), peer_rank));
+// The end of a CTA pair (the cluster steps): every thread of both CTAs calls it before the MMA warps free
+// TMEM together (tcgen05.dealloc.cta_group::2 is collective). The cluster barrier keeps each CTA's shared
+// memory and barriers alive until both CTAs are done with the pair's work; the tcgen05 fences order every
+// warp's TMEM reads before the barrier and the dealloc after it.
+__device__ __forceinline__ void pair_sync() {
     tcgen05_fence_before_thread_sync();
     cluster_sync();
     tcgen05_fence_after_thread_sync();
-    return !failed && !mbarrier_try_wait_parity(peer_failed, 0);
 }
 
 }  // namespace ladder100

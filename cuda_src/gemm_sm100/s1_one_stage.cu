@@ -53,6 +53,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     const u32 base = smem_u32(smem);
     __shared__ alignas(8) u64 full;      // the stage's bytes have landed
     __shared__ alignas(8) u64 mma_done;  // tcgen05.commit: the MMAs of the stage have completed
+    __shared__ alignas(8) u64 drained;  // the MMA thread's last tcgen05.commit: every MMA completed
     __shared__ alignas(16) u32 tmem_slot;
     const u32 warp = warpid_in_cta(), lane = laneid();
     const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN, k_blocks = K / BK;
@@ -66,6 +67,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     if (threadIdx.x == 32) {
         mbarrier_init(&full, 1);
         mbarrier_init(&mma_done, 1);
+        mbarrier_init(&drained, 1);
         fence_mbarrier_init_release_cluster();
     }
     tcgen05_fence_before_thread_sync();
@@ -93,6 +95,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
                 stamp(st, TRACK_MMA, kb, 1);
                 ok = wait(&mma_done, kb & 1, BAR_MMA_DONE, 0, error);  // the stage is free again
             }
+            tcgen05_commit(&drained);  // on every path: arrives once every MMA above has completed
         }
         __syncwarp();
     }
@@ -112,8 +115,13 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     }
     if (lane == 0) stamp(st, TRACK_EPILOGUE + warp, 0, 1);
 
-    // ---- teardown: free TMEM only when no MMA can still be writing it ---------------------------------
+    // ---- teardown: free TMEM on every path (a CTA that exits holding it blocks the next one on this SM
+    //      in tcgen05.alloc); first wait for the MMA thread's last commit, so no MMA still writes it ------
     tcgen05_fence_before_thread_sync();
     __syncthreads();
-    if (warp == 0 && acc_ready) tcgen05_dealloc(tmem, TMEM_COLS);
+    tcgen05_fence_after_thread_sync();
+    if (warp == 0) {
+        tcgen05_wait_drained(&drained, 0);
+        tcgen05_dealloc(tmem, TMEM_COLS);
+    }
 }

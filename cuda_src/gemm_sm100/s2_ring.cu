@@ -44,6 +44,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     __shared__ alignas(8) u64 full[STAGES];   // stage s's bytes have landed
     __shared__ alignas(8) u64 empty[STAGES];  // the MMAs reading stage s have completed
     __shared__ alignas(8) u64 mma_done;       // every MMA of the tile has completed
+    __shared__ alignas(8) u64 drained;  // the MMA thread's last tcgen05.commit: every MMA completed
     __shared__ alignas(16) u32 tmem_slot;
     const u32 warp = warpid_in_cta(), lane = laneid();
     const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN, k_blocks = K / BK;
@@ -59,6 +60,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
             mbarrier_init(&empty[s], 1);
         }
         mbarrier_init(&mma_done, 1);
+        mbarrier_init(&drained, 1);
         fence_mbarrier_init_release_cluster();
     }
     tcgen05_fence_before_thread_sync();
@@ -103,6 +105,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
                 }
             }
             if (ok) tcgen05_commit(&mma_done);  // arrives once every MMA above has completed
+            tcgen05_commit(&drained);           // on every path (the teardown waits for it)
         }
         __syncwarp();
     }
@@ -118,7 +121,13 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     }
     if (lane == 0) stamp(st, TRACK_EPILOGUE + warp, 0, 1);
 
+    // ---- teardown: free TMEM on every path (a CTA that exits holding it blocks the next one on this SM
+    //      in tcgen05.alloc); first wait for the MMA thread's last commit, so no MMA still writes it ------
     tcgen05_fence_before_thread_sync();
     __syncthreads();
-    if (warp == 0 && acc_ready) tcgen05_dealloc(tmem, TMEM_COLS);
+    tcgen05_fence_after_thread_sync();
+    if (warp == 0) {
+        tcgen05_wait_drained(&drained, 0);
+        tcgen05_dealloc(tmem, TMEM_COLS);
+    }
 }

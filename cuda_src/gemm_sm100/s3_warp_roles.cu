@@ -47,6 +47,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     __shared__ alignas(8) u64 full[STAGES];
     __shared__ alignas(8) u64 empty[STAGES];
     __shared__ alignas(8) u64 mma_done;
+    __shared__ alignas(8) u64 drained;  // the MMA thread's last tcgen05.commit: every MMA completed
     __shared__ alignas(16) u32 tmem_slot;
     const u32 warp = warpid_in_cta(), lane = laneid();
     const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN, k_blocks = K / BK;
@@ -62,6 +63,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
             mbarrier_init(&empty[s], 1);
         }
         mbarrier_init(&mma_done, 1);
+        mbarrier_init(&drained, 1);
         fence_mbarrier_init_release_cluster();
     }
     tcgen05_fence_before_thread_sync();
@@ -102,6 +104,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
                 stamp(st, TRACK_MMA, kb, 1);
             }
             if (ok) tcgen05_commit(&mma_done);
+            tcgen05_commit(&drained);  // on every path (the teardown waits for it)
         }
         __syncwarp();
     } else {
@@ -116,9 +119,13 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         if (lane == 0) stamp(st, TRACK_EPILOGUE + q, 0, 1);
     }
 
-    // ---- teardown: free TMEM only when every MMA is known to have completed -----------------------
+    // ---- teardown: free TMEM on every path (a CTA that exits holding it blocks the next one on this SM
+    //      in tcgen05.alloc); first wait for the MMA thread's last commit, so no MMA still writes it ------
     tcgen05_fence_before_thread_sync();
-    const bool failed = __syncthreads_or(!ok) != 0;
+    __syncthreads();
     tcgen05_fence_after_thread_sync();
-    if (warp == WARP_MMA && !failed) tcgen05_dealloc(tmem, TMEM_COLS);
+    if (warp == WARP_MMA) {
+        tcgen05_wait_drained(&drained, 0);
+        tcgen05_dealloc(tmem, TMEM_COLS);
+    }
 }

@@ -51,6 +51,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     __shared__ alignas(8) u64 empty[STAGES];
     __shared__ alignas(8) u64 tmem_full[ACC_BUFS];   // the accumulator holds a finished tile
     __shared__ alignas(8) u64 tmem_empty[ACC_BUFS];  // the epilogue has read it out
+    __shared__ alignas(8) u64 drained;  // the MMA thread's last tcgen05.commit: every MMA completed
     __shared__ alignas(16) u32 tmem_slot;
     const u32 warp = warpid_in_cta(), lane = laneid();
     const u32 tiles_m = M / BM, tiles_n = N / BN, tiles = tiles_m * tiles_n, k_blocks = K / BK;
@@ -69,6 +70,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
             mbarrier_init(&tmem_full[b], 1);   // tcgen05.commit
             mbarrier_init(&tmem_empty[b], 4);  // one arrival per epilogue warp
         }
+        mbarrier_init(&drained, 1);
         fence_mbarrier_init_release_cluster();
     }
     tcgen05_fence_before_thread_sync();
@@ -117,6 +119,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
                 }
                 if (ok) tcgen05_commit(&tmem_full[buf]);  // the tile's accumulator is complete
             }
+            tcgen05_commit(&drained);  // on every path (the teardown waits for it)
         }
         __syncwarp();
     } else {
@@ -139,8 +142,13 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         }
     }
 
+    // ---- teardown: free TMEM on every path (a CTA that exits holding it blocks the next one on this SM
+    //      in tcgen05.alloc); first wait for the MMA thread's last commit, so no MMA still writes it ------
     tcgen05_fence_before_thread_sync();
-    const bool failed = __syncthreads_or(!ok) != 0;
+    __syncthreads();
     tcgen05_fence_after_thread_sync();
-    if (warp == WARP_MMA && !failed) tcgen05_dealloc(tmem, TMEM_COLS);
+    if (warp == WARP_MMA) {
+        tcgen05_wait_drained(&drained, 0);
+        tcgen05_dealloc(tmem, TMEM_COLS);
+    }
 }

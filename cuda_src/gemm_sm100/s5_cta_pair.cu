@@ -58,7 +58,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     __shared__ alignas(8) u64 empty[STAGES];         // each CTA's own, released by the multicast commit
     __shared__ alignas(8) u64 tmem_full[ACC_BUFS];   // each CTA's own, multicast commit
     __shared__ alignas(8) u64 tmem_empty[ACC_BUFS];  // used in the even CTA: 8 epilogue warps arrive
-    __shared__ alignas(8) u64 peer_failed;           // the other CTA gave up (teardown)
+    __shared__ alignas(8) u64 drained;  // each CTA's own: the even CTA's last multicast commit (teardown)
     __shared__ alignas(16) u32 tmem_slot;
     const u32 warp = warpid_in_cta(), lane = laneid();
     const u32 rank = cluster_ctarank(), pair = blockIdx.x / CLUSTER, pairs = gridDim.x / CLUSTER;
@@ -75,7 +75,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
             mbarrier_init(&tmem_full[b], 1);
             mbarrier_init(&tmem_empty[b], 4 * CLUSTER);
         }
-        mbarrier_init(&peer_failed, 1);
+        mbarrier_init(&drained, 1);
         fence_mbarrier_init_release_cluster();
     }
     cluster_sync();  // both CTAs run and their barriers exist before anything crosses the pair
@@ -131,6 +131,8 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
                 }
                 if (ok) tcgen05_commit_multicast_cta_group2(&tmem_full[buf], PAIR_MASK);
             }
+            // On every path: both CTAs' `drained` complete once every MMA above has (the teardown waits).
+            tcgen05_commit_multicast_cta_group2(&drained, PAIR_MASK);
         }
         __syncwarp();
     } else {
@@ -152,6 +154,13 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         }
     }
 
-    // ---- teardown: both CTAs free TMEM together, and only if neither gave up --------------------------
-    if (pair_done_ok(!ok, &peer_failed, rank ^ 1) && warp == WARP_MMA) tcgen05_dealloc_cta_group2(tmem, TMEM_COLS);
+    // ---- teardown: both CTAs free TMEM together (tcgen05.dealloc.cta_group::2 is collective), on every
+    //      path: a CTA that exits holding TMEM blocks the next one on its SM in tcgen05.alloc. Each MMA warp
+    //      first waits for `drained` (the even CTA's last multicast commit): no MMA still writes either
+    //      CTA's columns, and every commit arrival into this CTA has landed before it can exit.
+    pair_sync();
+    if (warp == WARP_MMA) {
+        tcgen05_wait_drained<true>(&drained, 0);
+        tcgen05_dealloc_cta_group2(tmem, TMEM_COLS);
+    }
 }

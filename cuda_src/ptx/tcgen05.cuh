@@ -3,6 +3,7 @@
 // x 512 columns x 32 bit per SM; a TMEM address holds the lane in bits 31-16 and the column in bits 15-0.
 #pragma once
 #include "common.cuh"
+#include "mbarrier.cuh"
 
 // tcgen05.alloc: one whole warp allocates `ncols` columns (a power of two in [32, 512], never more than
 // the CTA's previous allocation) and the TMEM address is written to SMEM at `smem_dst`.
@@ -104,6 +105,28 @@ __device__ __forceinline__ void tcgen05_wait_st() {
 // 64-bit SMEM matrix descriptor) into TMEM at `taddr`.
 __device__ __forceinline__ void tcgen05_cp_128x256b(u32 taddr, u64 s_desc) {
     asm volatile("tcgen05.cp.cta_group::1.128x256b [%0], %1;" ::"r"(taddr), "l"(s_desc) : "memory");
+}
+
+#ifndef BW_DRAIN_TIMEOUT_NS
+// Budget of tcgen05_wait_drained, in nanoseconds of %globaltimer (default 200 ms).
+#define BW_DRAIN_TIMEOUT_NS 200000000ull
+#endif
+
+// Before TMEM is freed, every MMA that writes it must have completed; and it must be freed on every
+// path, the timeout path included (PTX ISA tcgen05.alloc: all TMEM allocated must be deallocated
+// before the kernel exits; a CTA that exits holding it leaves the next CTA on the SM blocked in
+// tcgen05.alloc forever). `drained` is a barrier that a tcgen05.commit issued after the last MMA
+// arrives on; the warp that frees TMEM waits for that phase here. Unlike mbarrier_wait this wait ignores
+// bw_status (on the abort path another wait has already given up: this is when it matters) and records
+// nothing. If its own budget runs out the columns are freed anyway: a launch already reported as failed
+// may then hold wrong numbers, but no later launch hangs. Returns whether the MMAs were seen complete.
+template <bool ClusterScope = false>
+__device__ __forceinline__ bool tcgen05_wait_drained(u64* drained, u32 parity) {
+    const u64 start = globaltimer_ns();
+    while (!(ClusterScope ? mbarrier_try_wait_parity_cluster(drained, parity)
+                          : mbarrier_try_wait_parity(drained, parity)))
+        if (globaltimer_ns() - start > BW_DRAIN_TIMEOUT_NS) return false;
+    return true;
 }
 
 // tcgen05.ld / tcgen05.st (every shape, .num and pack): tcgen05_ldst.cuh, generated from bwlab.

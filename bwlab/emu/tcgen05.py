@@ -1,0 +1,583 @@
+"""tcgen05 under the instructions: Tensor Memory, its allocator, the 5th-generation tensor core.
+
+PTX ISA 9.7.16 ("TensorCore 5th Generation Family Instructions"): tcgen05.alloc / dealloc /
+relinquish_alloc_permit (9.7.16.7.1), tcgen05.mma (9.7.16.10), tcgen05.commit (9.7.16.12),
+tcgen05.ld / st / wait (9.7.16.8), tcgen05.fence (9.7.16.6.4). CuTe: include/cute/arch/tmem_allocator_sm100.hpp,
+include/cute/arch/mma_sm100_umma.hpp, include/cute/arch/copy_sm100.hpp.
+
+Each CTA runs on its own SM here, so each CTA has its own TMEM: a `bwlab.tmem.alloc.TensorMemory`
+(the allocator's rules and the 128 x 512 image). The instructions call the one model of each
+mechanism the notebooks use: `TensorMemory.alloc/dealloc` for the allocator, `bwlab.umma.model.tcgen05_mma`
+for the MMA (reading A and B through the SM100 descriptors), `bwlab.tmem.model.tcgen05_ld/st` for
+the data movement shapes. The MMA is asynchronous: it computes when it completes (after a seeded
+latency, in issue order per issuing thread), reading SMEM then; tcgen05.commit arrives on its
+mbarrier(s) once every MMA the thread issued before it has completed.
+
+Numerics: Blackwell's accumulation order and rounding have not been measured (no sm_100 hardware);
+`tcgen05_mma` rounds each instruction's exact sum once to the D type. Hopper's measured block FMA is
+`bwlab.umma.model.wgmma_block_fma`; it is not assumed here.
+
+The protocol, checked on every run (each a `ProtocolError` subclass naming CTA, warp, instruction and
+the rule): TMEM still allocated when a CTA exits (`TmemLeak`); an allocation that can never be
+satisfied (`TmemAllocHang`); the allocator's rules and a dealloc of columns not allocated
+(`TmemAllocError`) or while an MMA still writes them; tcgen05.ld/st outside the warp's lane quarter
+(`TmemLaneQuarter`); tcgen05.ld registers read before tcgen05.wait::ld (`machine.inflight_read`);
+MMA operands written by generic stores without fence.proxy.async (`ProxyFenceMissing`); tcgen05
+operations of two warps ordered by bar.sync / barrier.cluster without tcgen05.fence::before_thread_sync
+and ::after_thread_sync (`TcgenFenceMissing`; tcgen05.commit counts as the before-fence); a .cta_group::2
+operation while the peer CTA has exited (`PeerExited`); two .cta_group values in one kernel. The
+.cta_group::2 allocator instructions are collective: each warp waits for the peer CTA's. The
+mbarrier a tcgen05.commit signals must have had its init fenced (`machine.async_uses_mbarrier`).
+
+Not modelled: tcgen05.cp, tcgen05.shift, sparse / block-scaled / .ws MMAs (none of bwlab's kernels use
+them: UnsupportedInstruction); TMEM shared by several CTAs of one SM, or kept across launches (each CTA
+has an SM of its own, so a leak is reported when the CTA exits instead of as the next launch's hang).
+Freeing from another warp than the allocating one is a warning (`Launch.warnings`), as bwlab's allocator
+model has it (tables.ALLOC_RULES['dealloc_warp']: the ISA does not require the same warp).
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .errors import EmuError, EmuFault, ProtocolError, UnsupportedInstruction
+from .program import bits_reader
+
+__all__ = ["decode", "tmem_of"]
+
+_SEC_ALLOC = "PTX ISA 9.7.16.7.1 tcgen05.alloc/dealloc"
+_SEC_ACCESS = "PTX ISA 9.7.16.2.2 Tensor Memory access restrictions"
+
+
+class TmemLeak(ProtocolError):
+    """A CTA exited with TMEM columns still allocated."""
+
+
+class TmemAllocHang(ProtocolError):
+    """A tcgen05.alloc that can never be satisfied (it would block forever on the GPU)."""
+
+
+class TmemAllocError(ProtocolError):
+    """An allocator rule broken: dealloc of columns not allocated, rising nCols, alloc after relinquish."""
+
+
+class TmemLaneQuarter(ProtocolError):
+    """tcgen05.ld/st by a warp outside its lane quarter (warp w may access lanes 32*(w%4) .. +31)."""
+
+
+class TcgenFenceMissing(ProtocolError):
+    """tcgen05 operations of two warps ordered by a thread synchronisation (bar.sync, barrier.cluster) without
+    tcgen05.fence::before_thread_sync before it (in the warp that issued the first) or
+    tcgen05.fence::after_thread_sync after it (in the warp that issues the second)."""
+
+
+class PeerExited(ProtocolError):
+    """A .cta_group::2 operation while the peer CTA of the pair has exited."""
+
+
+def tmem_of(c):
+    """The TMEM (allocator + image) of CTA `c`, created on first use."""
+    tm = getattr(c, "tmem", None)
+    if tm is None:
+        from ..tmem.alloc import TensorMemory
+        tm = c.tmem = TensorMemory()
+        c.tmem_inflight = []      # (first column, last column + 1, description) of MMAs not yet complete
+        c.tmem_alloc_at = {}      # column -> where the allocation was made
+    return tm
+
+
+def _addr(ctx, op):
+    from .isa import _addr_reader
+    return _addr_reader(ctx, op)[1]
+
+
+def _lane0(m):
+    return int(np.nonzero(m)[0][0])
+
+
+def _cta_group(mods):
+    return 2 if "cta_group::2" in mods else 1
+
+
+def _same_group(w, ins, group):
+    """PTX ISA 9.7.16.7.1 (tables.ALLOC_RULES['same_cta_group']): all tcgen05 instructions of a kernel use the
+    same .cta_group."""
+    M = w.machine
+    first = M.__dict__.setdefault("tc_group", (group, M.where(ins)))
+    if first[0] != group:
+        raise ProtocolError(f"{w.who()} at {M.where(ins)}: .cta_group::{group}, but the kernel used .cta_group::"
+                            f"{first[0]} at {first[1]}: all tcgen05 instructions of a kernel use the same .cta_group "
+                            f"({_SEC_ALLOC})")
+
+
+def _peer(w, ins, what):
+    """The other CTA of a .cta_group::2 pair (cluster ranks 2k and 2k+1), checked to be running."""
+    M = w.machine
+    cl = w.cta.cluster
+    r = w.cta.rank ^ 1
+    if r >= cl.size:
+        raise EmuError(f"{w.who()} at {M.where(ins)}: {what} with .cta_group::2 needs a CTA pair, but the cluster "
+                       f"has {cl.size} CTA (PTX ISA: the pair is cluster ranks 2k and 2k+1)")
+    p = cl.ctas[r]
+    if p.exited:
+        raise PeerExited(f"{w.who()} at {M.where(ins)}: {what} with .cta_group::2 while the peer CTA {p.ctaid} "
+                         f"(cluster rank {p.rank}) has exited (PTX ISA 9.7.16: both CTAs of the pair must be running "
+                         "while a .cta_group::2 operation involves them)")
+    return p
+
+
+def _pair_collective(body, ins, name):
+    """A .cta_group::2 allocator instruction: one warp of each CTA of the pair performs it collectively
+    (PTX ISA 9.7.16.7.1). Each warp does its own CTA's part when it arrives, then waits for the peer's warp;
+    a peer that exits without arriving is reported (`PeerExited`), one that never arrives is a hang."""
+    def run(w, group, em):
+        M = w.machine
+        _same_group(w, ins, 2)
+        p = _peer(w, ins, name)
+        if em.any():
+            body(w, em)
+        rdv = M.__dict__.setdefault("tc_rendezvous", {})
+        key = (id(w.cta.cluster), w.cta.rank // 2, name)
+        waiting = rdv.setdefault(key, {})
+        if p.rank in waiting:
+            pw, pgroup = waiting.pop(p.rank)
+            pw.blocked = None
+            pw.wait_info = None
+            pw.pc[pgroup] += 1
+            w.pc[group] += 1
+            M.progress()
+            return
+        waiting[w.cta.rank] = (w, group.copy())
+        w.blocked = (f"{name}.cta_group::2 at {M.where(ins)} (one warp of each CTA of the pair performs it "
+                     f"collectively: waiting for a warp of the peer CTA {p.ctaid})")
+        w.wait_info = ("tcgen05", w.blocked)
+    return run, "control"
+
+
+# ---------------------------------------------------------------------------------------------
+# ordering across a thread synchronisation (PTX ISA 9.7.16.6.4 tcgen05.fence)
+# ---------------------------------------------------------------------------------------------
+_SEC_FENCE = "PTX ISA 9.7.16.6.4: tcgen05.fence::before_thread_sync / after_thread_sync"
+
+
+def thread_synced(w, entries, barrier):
+    """Warp `w` passed a thread synchronisation; `entries` are the tcgen05 operations other warps issued
+    before arriving at it: (warp, who, where, fenced)."""
+    others = [e for e in entries if e[0] is not w]
+    w.tc_pending = [others, barrier, False] if others else None
+
+
+def _ordered(w, ins, what):
+    """Warp `w` issues tcgen05 operation `what`: if a thread sync ordered it after other warps' tcgen05
+    operations, both fences must be there. Then it becomes this warp's latest unfenced operation."""
+    M = w.machine
+    pend = w.tc_pending
+    if pend is not None:
+        others, barrier, after = pend
+        w.tc_pending = None
+        bad = [e for e in others if not e[3]]
+        if bad:
+            _, who, where, _ = bad[0]
+            raise TcgenFenceMissing(
+                f"{w.who()} at {M.where(ins)}: {what} is ordered by {barrier} after the tcgen05 operation of {who} at "
+                f"{where}, which did not execute tcgen05.fence::before_thread_sync before the {barrier} ({_SEC_FENCE}: "
+                "tcgen05 operations are asynchronous; a thread sync orders them only between the two fences)")
+        if not after:
+            _, who, where, _ = others[0]
+            raise TcgenFenceMissing(
+                f"{w.who()} at {M.where(ins)}: {what} comes after {barrier}, which orders it after the tcgen05 operation "
+                f"of {who} at {where}, but this warp executed no tcgen05.fence::after_thread_sync after the {barrier} "
+                f"({_SEC_FENCE})")
+    w.tc_last = (M.where(ins), False)
+
+
+def _fence(ins, kind):
+    def body(w, m):
+        if kind == "before":
+            if w.tc_last is not None:
+                w.tc_last = (w.tc_last[0], True)
+        elif w.tc_pending is not None:
+            w.tc_pending[2] = True
+    return body, "plain"
+
+
+def decode(ctx, ins, base, mods):
+    what = mods[0]
+    if what == "alloc":
+        return _alloc(ctx, ins, mods)
+    if what == "dealloc":
+        return _dealloc(ctx, ins, mods)
+    if what == "relinquish_alloc_permit":
+        return _relinquish(ctx, ins, mods)
+    if what == "mma":
+        return _mma(ctx, ins, mods)
+    if what == "commit":
+        return _commit(ctx, ins, mods)
+    if what in ("ld", "st"):
+        return _ldst(ctx, ins, mods, what)
+    if what == "wait::ld":
+        return _wait_ld(ctx, ins)
+    if what == "wait::st":
+        return (lambda w, m: None), "plain"   # a store writes TMEM when it is issued here
+    if what == "fence::before_thread_sync":
+        return _fence(ins, "before")
+    if what == "fence::after_thread_sync":
+        return _fence(ins, "after")
+    raise UnsupportedInstruction(f"the emulator does not execute `{ins.op}` (PTX line {ins.line}: {ins.text})")
+
+
+# ---------------------------------------------------------------------------------------------
+# the allocator (PTX ISA 9.7.16.7.1)
+# ---------------------------------------------------------------------------------------------
+def _alloc(ctx, ins, mods):
+    from ..hw.tmem import TmemError
+    group = _cta_group(mods)
+    dst, rn = _addr(ctx, ins.args[0]), bits_reader(ctx, ins.args[1], "u32")
+
+    def body(w, m):
+        M = w.machine
+        _same_group(w, ins, group)
+        lane = _lane0(m)
+        a, n = int(dst(w)[lane]), int(rn(w)[lane])
+        c, off = M.cta_of_cluster_addr(w, a, "tcgen05.alloc destination", ins, own=True)
+        if off % 4 or off + 4 > c.smem.size:
+            raise EmuFault(f"{w.who()} at {M.where(ins)}: the tcgen05.alloc destination 0x{off:x} must be a 4-byte "
+                           f"aligned slot inside the CTA's {c.smem.size} bytes of shared memory")
+        _ordered(w, ins, "tcgen05.alloc")
+        tm = tmem_of(w.cta)
+        free = tm.free_columns
+        try:
+            taddr = tm.alloc(w.cta.linear, w.wid, n)
+        except TmemError as e:
+            msg = str(e)
+            if msg.startswith("TMEM exhausted"):
+                raise TmemAllocHang(
+                    f"{w.who()} at {M.where(ins)}: tcgen05.alloc of {n} columns can never be satisfied: {free} of "
+                    f"512 columns are free on this SM and only this CTA holds the rest "
+                    + "; ".join(f"{x.ncols} columns at column {x.column} allocated at "
+                                f"{w.cta.tmem_alloc_at.get(x.column, '?')}" for x in tm.allocations)
+                    + f". On the GPU tcgen05.alloc blocks until columns are freed: this CTA would hang ({_SEC_ALLOC})"
+                ) from None
+            raise TmemAllocError(f"{w.who()} at {M.where(ins)}: {msg}") from None
+        w.cta.tmem_alloc_at[taddr & 0xFFFF] = M.where(ins)
+        # the address lands in SMEM (written by the tensor core's allocator, not a generic store)
+        c.smem[off:off + 4] = np.frombuffer(np.uint32(taddr).tobytes(), np.uint8)
+        c.smem_writer[off:off + 4] = -1
+        M.note(w, f"tcgen05.alloc {n} columns at {taddr & 0xFFFF}")
+        M.progress()
+    if group == 2:
+        return _pair_collective(body, ins, "tcgen05.alloc")
+    return body, "plain"
+
+
+def _dealloc(ctx, ins, mods):
+    from ..hw.tmem import TmemError
+    from ..tmem.alloc import TmemNote
+    group = _cta_group(mods)
+    ra, rn = bits_reader(ctx, ins.args[0], "u32"), bits_reader(ctx, ins.args[1], "u32")
+
+    def body(w, m):
+        M = w.machine
+        _same_group(w, ins, group)
+        lane = _lane0(m)
+        taddr, n = int(ra(w)[lane]), int(rn(w)[lane])
+        c = w.cta
+        _ordered(w, ins, "tcgen05.dealloc")
+        tm = tmem_of(c)
+        col = taddr & 0xFFFF
+        for lo, hi, desc in c.tmem_inflight:
+            if lo < col + n and col < hi:
+                raise TmemAllocError(
+                    f"{w.who()} at {M.where(ins)}: tcgen05.dealloc of columns {col}..{col + n - 1} while {desc} "
+                    f"still writes columns {lo}..{hi - 1}: wait for its tcgen05.commit before freeing the columns "
+                    f"({_SEC_ALLOC}: the columns must not be in use)")
+        with warnings.catch_warnings(record=True) as notes:
+            warnings.simplefilter("always", TmemNote)
+            try:
+                tm.dealloc(c.linear, w.wid, taddr, n)
+            except TmemError as e:
+                raise TmemAllocError(f"{w.who()} at {M.where(ins)}: {e}") from None
+        for note in notes:
+            M.warnings.append(f"{w.who()} at {M.where(ins)}: {note.message}")
+        M.note(w, f"tcgen05.dealloc {n} columns at {col}")
+        M.progress()
+    if group == 2:
+        return _pair_collective(body, ins, "tcgen05.dealloc")
+    return body, "plain"
+
+
+def _relinquish(ctx, ins, mods):
+    group = _cta_group(mods)
+
+    def body(w, m):
+        _same_group(w, ins, group)
+        tmem_of(w.cta).relinquish_alloc_permit(w.cta.linear)
+    if group == 2:
+        return _pair_collective(body, ins, "tcgen05.relinquish_alloc_permit")
+    return body, "plain"
+
+
+def cta_exits(M, c):
+    """Called when every thread of CTA `c` has exited: all TMEM it allocated must be free, and no warp of
+    its peer may still wait for it in a collective .cta_group::2 allocator instruction."""
+    for (cl, pair, name), waiting in M.__dict__.get("tc_rendezvous", {}).items():
+        for rank, (pw, _) in waiting.items():
+            if cl == id(c.cluster) and rank == c.rank ^ 1:
+                raise PeerExited(f"{pw.who()} waits in {name}.cta_group::2, which one warp of each CTA of the pair "
+                                 f"performs collectively, but the peer CTA {c.ctaid} (cluster rank {c.rank}) exited "
+                                 f"without performing it (PTX ISA 9.7.16.7.1)")
+    tm = getattr(c, "tmem", None)
+    if tm is None or not tm.allocations:
+        return
+    held = ", ".join(f"{a.ncols} columns at column {a.column} (allocated by warp {a.warp} at "
+                     f"{c.tmem_alloc_at.get(a.column, '?')})" for a in tm.allocations)
+    timeout = ""
+    try:
+        status = M.module.get_global("bw_status")._alloc.buf[:4]
+        if int(np.frombuffer(status.tobytes(), np.uint32)[0]):
+            timeout = (" A bounded mbarrier wait of the kernel had given up (its bw_status record is set): the "
+                       "timeout path must free TMEM too.")
+    except (AttributeError, KeyError):
+        pass
+    raise TmemLeak(f"CTA {c.ctaid} (cluster rank {c.rank}) exits with TMEM still allocated: {held}. All TMEM a kernel "
+                   "allocates must be freed with tcgen05.dealloc before it exits; the next CTA on this SM would block in "
+                   f"tcgen05.alloc forever ({_SEC_ALLOC}).{timeout}")
+
+
+# ---------------------------------------------------------------------------------------------
+# tcgen05.mma and tcgen05.commit (PTX ISA 9.7.16.10, 9.7.16.12)
+# ---------------------------------------------------------------------------------------------
+def _mma(ctx, ins, mods):
+    kind = next((m[6:] for m in mods if m.startswith("kind::")), None)
+    if kind not in ("f16", "tf32"):
+        raise UnsupportedInstruction(f"`{ins.op}`: bwlab models tcgen05.mma kind::f16 and kind::tf32")
+    if any(m in ("sp", "ws", "block_scale") or m.startswith("collector") for m in mods):
+        raise UnsupportedInstruction(f"`{ins.op}`: sparse, .ws, block-scaled and collector forms are not modelled")
+    group = _cta_group(mods)
+    args = ins.args
+    if len(args) != 5 or args[1][0] == "addr":
+        raise UnsupportedInstruction(f"`{ins.op}` (PTX line {ins.line}): only [d_tmem], a_desc, b_desc, idesc, "
+                                     "enable_input_d (A from SMEM) is modelled")
+    rd = _addr(ctx, args[0])
+    ra, rb = bits_reader(ctx, args[1], "u64"), bits_reader(ctx, args[2], "u64")
+    ri, rp = bits_reader(ctx, args[3], "u32"), bits_reader(ctx, args[4], "pred")
+
+    def body(w, m):
+        M = w.machine
+        d, a, b, i, p = rd(w), ra(w), rb(w), ri(w), rp(w)
+        _same_group(w, ins, group)
+        _ordered(w, ins, "tcgen05.mma")
+        for lane in np.nonzero(m)[0]:
+            _issue_mma(w, ins, kind, group, int(d[lane]) & 0xFFFFFFFF, int(a[lane]), int(b[lane]),
+                       int(i[lane]), bool(p[lane]), int(w.tid[lane]))
+        M.progress()
+    return body, "plain"
+
+
+def _operand_bytes(desc, major, dtype, mn):
+    from ..umma.canonical import instr_k
+    from ..umma.descriptors import decode_smem_desc, descriptor_addresses, elem_bytes
+    addrs = descriptor_addresses(decode_smem_desc(desc, "sm100"), major, dtype, mn, instr_k(dtype))
+    eb = elem_bytes(dtype)
+    return np.unique((addrs[..., None] + np.arange(eb)).reshape(-1))
+
+
+def _issue_mma(w, ins, kind, group, d_tmem, adesc, bdesc, idesc, accumulate, tid):
+    from ..umma.idesc import decode_instr_desc
+    from ..umma.model import CtaState, d_tmem_layout, mma_operands, tcgen05_mma
+    M = w.machine
+    where = M.where(ins)
+    # either CTA of the pair may issue (CUTLASS issues from the even one, a convention); the even CTA holds
+    # rows [0, M/2) of A and D and the first half of B's rows, the odd one the rest
+    ctas = [w.cta] + ([_peer(w, ins, "tcgen05.mma")] if group == 2 else [])
+    ctas.sort(key=lambda c: c.rank)
+    try:
+        f = decode_instr_desc(idesc, kind)
+        lay = d_tmem_layout(f.M, f.N, group)
+        # the operands and shape, checked at issue (the values are read when the MMA executes)
+        states = [CtaState(smem=c.smem, tmem=tmem_of(c).image) for c in ctas]
+        mma_operands(states, adesc, bdesc, idesc, kind, group)
+    except (ValueError, IndexError) as e:
+        raise EmuError(f"{w.who()} at {where}: tcgen05.mma idesc 0x{idesc:08x}, a_desc 0x{adesc:016x}, "
+                       f"b_desc 0x{bdesc:016x}: {e}") from None
+    col0 = d_tmem & 0xFFFF
+    lo, hi = col0, col0 + lay.columns
+    for c in ctas:
+        owner = tmem_of(c).owner_map()[lo:hi]
+        if owner.size < hi - lo or (owner != c.linear).any():
+            raise TmemAllocError(f"{w.who()} at {where}: tcgen05.mma writes D to TMEM columns {lo}..{hi - 1} of CTA "
+                                 f"{c.ctaid}, not all of them allocated by it ({_SEC_ALLOC}: a kernel may use only "
+                                 "the TMEM it allocated)")
+        if M.check_proxy:
+            for desc, major, dt, mn, name in ((adesc, f.a_major, f.a_type, f.M // group, "A"),
+                                              (bdesc, f.b_major, f.b_type, f.N // group, "B")):
+                flat = _operand_bytes(desc, major, dt, mn)
+                flat = flat[flat < c.smem.size]
+                bad = flat[c.smem_writer[flat] >= 0]
+                if bad.size:
+                    M.async_reads_smem(c, int(bad[0]), 1, f"tcgen05.mma operand {name} at {where}", w.who())
+    desc = f"tcgen05.mma of {w.who()} at {where}"
+    recs = []
+    for c in ctas:
+        rec = (lo, hi, desc)
+        c.tmem_inflight.append(rec)
+        recs.append((c, rec))
+    pipe = M.__dict__.setdefault("tc_pipe", {})
+    key = (w.cta.linear, tid)
+    due = max(M.clock + M.latency(2 * (f.M * 16 + f.N * 16)), pipe.get(key, 0) + 1)
+    pipe[key] = due
+
+    def complete(states=states, ctas=ctas, recs=recs):
+        for c in ctas:
+            if c.exited:
+                raise ProtocolError(f"{desc} completes after CTA {c.ctaid} exited: it writes that CTA's TMEM "
+                                    "(wait for its tcgen05.commit before the CTA exits)")
+        tcgen05_mma(states, d_tmem, adesc, bdesc, idesc, accumulate, kind, group)
+        for c, rec in recs:
+            c.tmem_inflight.remove(rec)
+    M.schedule(due - M.clock, complete, desc)
+    M.note(w, f"tcgen05.mma -> column {col0}")
+
+
+def _commit(ctx, ins, mods):
+    group = _cta_group(mods)
+    multicast = any(m.startswith("multicast") for m in mods)
+    addr = _addr(ctx, ins.args[0])
+    rmask = bits_reader(ctx, ins.args[1], "u16") if multicast else None
+
+    def body(w, m):
+        M = w.machine
+        a = addr(w)
+        mk = rmask(w) if rmask is not None else None
+        pipe = M.__dict__.setdefault("tc_pipe", {})
+        _same_group(w, ins, group)
+        if w.tc_last is not None:   # tcgen05.commit is an implicit tcgen05.fence::before_thread_sync (PTX ISA)
+            w.tc_last = (w.tc_last[0], True)
+        for lane in np.nonzero(m)[0]:
+            bcta, boff = M.cta_of_cluster_addr(w, int(a[lane]), "tcgen05.commit mbarrier", ins)
+            if group == 2:
+                _peer(w, ins, "tcgen05.commit")
+            cl = w.cta.cluster
+            if multicast:
+                mask = int(mk[lane])
+                if mask >> cl.size:
+                    raise EmuError(f"{w.who()} at {M.where(ins)}: ctaMask 0x{mask:x} names CTA ranks beyond the "
+                                   f"cluster's {cl.size}")
+                targets = [cl.ctas[r] for r in range(cl.size) if mask >> r & 1]
+            else:
+                targets = [bcta]
+            for c in targets:
+                M.async_uses_mbarrier(w, c, boff, "tcgen05.commit", ins)
+                if c.mbarriers.get(boff) is None:
+                    raise ProtocolError(f"{w.who()} at {M.where(ins)}: tcgen05.commit to shared offset 0x{boff:x} "
+                                        f"({M.prog.shared_name(boff)}) of CTA rank {c.rank}, where no mbarrier is "
+                                        "initialised")
+            key = (w.cta.linear, int(w.tid[lane]))
+            due = max(M.clock + 1, pipe.get(key, 0) + 1)
+
+            def arrive(targets=targets, boff=boff):
+                for c in targets:
+                    if c.exited:
+                        raise ProtocolError(f"the tcgen05.commit of {w.who()} at {M.where(ins)} arrives on an mbarrier "
+                                            f"of CTA {c.ctaid} (cluster rank {c.rank}), which has already exited "
+                                            "(every CTA a commit signals must wait for it before exiting)")
+                    bar = c.mbarriers.get(boff)
+                    if bar is None:
+                        raise ProtocolError(f"the tcgen05.commit of {w.who()} at {M.where(ins)} arrives on shared "
+                                            f"offset 0x{boff:x} of CTA rank {c.rank}, where the mbarrier was "
+                                            "invalidated")
+                    bar.arrive(1)
+            names = " ".join(f"@{c.rank}:{boff}" for c in targets)
+            M.schedule(due - M.clock, arrive, f"tcgen05.commit arrival {names}")
+            M.note(w, "tcgen05.commit")
+        M.progress()
+    return body, "plain"
+
+
+# ---------------------------------------------------------------------------------------------
+# tcgen05.ld / tcgen05.st / tcgen05.wait (PTX ISA 9.7.16.8)
+# ---------------------------------------------------------------------------------------------
+def _access(ins, mods):
+    from ..tmem.forms import TmemAccess
+    shape = next((m for m in mods if m in ("32x32b", "16x64b", "16x128b", "16x256b", "16x32bx2")), None)
+    num = next((int(m[1:]) for m in mods if m.startswith("x") and m[1:].isdigit()), None)
+    if shape is None or num is None:
+        raise UnsupportedInstruction(f"`{ins.op}`: no .shape/.num")
+    pack = "pack::16b" in mods or "unpack::16b" in mods
+    return shape, num, pack
+
+
+def _ldst(ctx, ins, mods, op):
+    from ..tmem.forms import TmemAccess
+    shape, num, pack = _access(ins, mods)
+    args = ins.args
+    if op == "ld":
+        regs, taddr = args[0], args[1]
+    else:
+        taddr, regs = args[0], args[-1]
+    off_arg = None
+    if shape == "16x32bx2":
+        off_arg = args[2] if op == "ld" else args[1]
+    half = int(off_arg[1], 0) if off_arg is not None else None
+    acc = TmemAccess(shape, num, pack, half)
+    vec = regs[1] if regs[0] == "vec" else [regs]
+    if len(vec) != acc.registers:
+        raise EmuError(f"PTX line {ins.line}: {ins.op} takes {acc.registers} registers, got {len(vec)}")
+    idx = [ctx.reg(r[1]) for r in vec]
+    rt = _addr(ctx, taddr)
+    readers = [bits_reader(ctx, r, "u32") for r in vec] if op == "st" else None
+
+    def body(w, m):
+        from ..hw.tmem import TmemError
+        from ..tmem.model import tcgen05_ld, tcgen05_st
+        M = w.machine
+        t = rt(w)
+        lane = _lane0(m)
+        ta = int(t[lane]) & 0xFFFFFFFF
+        if (t[m] & 0xFFFFFFFF != ta).any():
+            raise EmuError(f"{w.who(m)} at {M.where(ins)}: tcgen05.{op} with different TMEM addresses in one warp "
+                           "(.sync.aligned: every thread passes the same taddr)")
+        c = w.cta
+        _ordered(w, ins, f"tcgen05.{op}")
+        tm = tmem_of(c)
+        lane0, col0 = ta >> 16, ta & 0xFFFF
+        qlo = 32 * (w.wid % 4)
+        if not (qlo <= lane0 and lane0 + acc.lanes <= qlo + 32):
+            raise TmemLaneQuarter(
+                f"{w.who()} at {M.where(ins)}: tcgen05.{op}{acc.label()} at TMEM lane {lane0} touches lanes "
+                f"{lane0}..{lane0 + acc.lanes - 1}, but warp {w.wid} may access lanes {qlo}..{qlo + 31} only "
+                f"(warp w reaches lanes 32*(w%4) .. +31; {_SEC_ACCESS})")
+        owner = tm.owner_map()[col0:col0 + acc.width]
+        if owner.size < acc.width or (owner != c.linear).any():
+            raise TmemAllocError(f"{w.who()} at {M.where(ins)}: tcgen05.{op}{acc.label()} touches TMEM columns "
+                                 f"{col0}..{col0 + acc.width - 1}, not all allocated by this CTA ({_SEC_ALLOC})")
+        for lo, hi, desc in c.tmem_inflight:
+            if lo < col0 + acc.width and col0 < hi:
+                raise ProtocolError(f"{w.who()} at {M.where(ins)}: tcgen05.{op} of columns {col0}.."
+                                    f"{col0 + acc.width - 1} while {desc} still writes columns {lo}..{hi - 1}: wait "
+                                    "for its tcgen05.commit's mbarrier, then tcgen05.fence::after_thread_sync "
+                                    "(PTX ISA 9.7.16.6: ordering of tcgen05 operations)")
+        try:
+            if op == "ld":
+                vals = tcgen05_ld(tm.image, ta, acc, warp=w.wid)
+                where = M.where(ins)
+                for k, ix in enumerate(idx):
+                    w.inflight.pop(ix, None)
+                    row = w.R[ix]
+                    row[m] = vals[m, k]
+                    w.inflight[ix] = ("tcgen05.ld", where)
+            else:
+                regs_v = np.stack([r(w) for r in readers], axis=1).astype(np.uint32)
+                tcgen05_st(tm.image, ta, regs_v, acc, warp=w.wid)
+        except TmemError as e:
+            raise EmuError(f"{w.who()} at {M.where(ins)}: {e}") from None
+        M.note(w, f"tcgen05.{op} lane {lane0} column {col0}")
+    return body, "plain"
+
+
+def _wait_ld(ctx, ins):
+    def body(w, m):
+        for ix in [i for i, v in w.inflight.items() if v[0] == "tcgen05.ld"]:
+            del w.inflight[ix]
+    return body, "plain"
