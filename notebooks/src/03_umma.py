@@ -552,8 +552,10 @@ TeachingKernel("teach_umma.cu").show()
 
 # %% [markdown]
 # Its case: M = 128, N = 64, K = 64, f16 into f32, both operands K-major in the 128-byte swizzle.
-# On an sm_100 GPU the next cell runs it. An H100 cannot run `tcgen05` and there is no recording of
-# it: elsewhere the cell says so and the model shows what the GPU would give.
+# On an sm_100 GPU the next cell runs it. An H100 cannot run `tcgen05` and there is no recording of it;
+# without a GPU, bwlab's PTX emulator runs the kernel's sm_100a PTX (the emulated tier: the instructions,
+# the TMEM allocator and the MMA's bytes executed on the CPU; the accumulation's rounding is bwlab's model,
+# since no Blackwell GPU has checked it here). On a Hopper GPU the cell says so and the model answers.
 
 # %% tags=["nbval-ignore-output"]
 ucase = umma.UmmaCase("f16", "f32", M=128, N=64, K=64, b_base=16384)
@@ -561,8 +563,9 @@ expected_idesc = (1 << 4) | (128 >> 4 << 24) | (64 >> 3 << 17)   # D f32 (bits 4
 print(f"idesc {ucase.idesc:#010x}   expected {expected_idesc:#010x} = f32 D 1<<4 | (128>>4)<<24 | (64>>3)<<17; "
       f"f16 A, B (code 0), both K-major (0)")
 print(f"{ucase.k_blocks} K steps (expected 64 / 16 = 4), {ucase.tmem_columns} TMEM columns (expected N = 64)")
-if tier("umma") == "hardware":
-    print(ucase.check(umma.run_teach_umma(ucase)))
+if tier("umma") in ("hardware", "emulated"):
+    print(ucase.check(umma.run_teach_umma(ucase)),
+          "(the sm_100a kernel in bwlab's PTX emulator)" if tier("umma") == "emulated" else "")
 else:
     print(f"tier('umma') is {tier('umma')!r}: no tcgen05 here, nothing run. The model's D equals NumPy: "
           f"{np.array_equal(ucase.d_from_tmem(ucase.model()), ucase.reference())}  (expected True)")

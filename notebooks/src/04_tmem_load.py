@@ -240,12 +240,13 @@ print("expected:        ", " ".join(f"{(35 << 16) | j:#010x}" for j in range(8))
 print(tmem.teach_case(k).check(regs, source="the kernel replayed on the model"))
 built = k.compile("sm_100a")
 print("compiled for sm_100a:", built.kernels(), "  (expected ['teach_tmem'])")
-if bwlab.tier("tmem") != "hardware":
+if bwlab.tier("tmem") not in ("hardware", "emulated"):
     print("The GPU result needs an sm_100-family GPU: this machine has no TMEM.")
 
 # %% tags=["nbval-ignore-output"]
-if bwlab.tier("tmem") == "hardware":
-    print(tmem.teach_case(k).check(tmem.run_teach(k), source=bwlab.gpu_info().name))
+if bwlab.tier("tmem") in ("hardware", "emulated"):   # an sm_100 GPU, or the kernel's PTX in bwlab's emulator
+    where = bwlab.gpu_info().name if bwlab.tier("tmem") == "hardware" else "the sm_100a kernel in the PTX emulator"
+    print(tmem.teach_case(k).check(tmem.run_teach(k), source=where))
 else:
     print(f"skipped: needs an sm_100-family GPU (this machine: {bwlab.tier('tmem')})")
 
@@ -541,10 +542,13 @@ for acc in forms:
     print(f"{acc.label():16s} {str(got.shape):15s} r0 = {got[1, 0, t, 0]:#010x} = lane {lane}, column {col}  "
           f"(expected lane {el}, column {ec}: D[{el}][{ec}] = {np.float32(D[el, ec]).view(np.uint32):#010x}); "
           f"PTX: {n_ld} x tcgen05.ld")
-print("The GPU result needs an sm_100-family GPU: this machine has no TMEM.")
+if bwlab.tier("tmem") == "emulated":
+    print("No sm_100 GPU here: the next cell runs each form's kernel in bwlab's PTX emulator.")
+elif bwlab.tier("tmem") != "hardware":
+    print("The GPU result needs an sm_100-family GPU: this machine has no TMEM.")
 
 # %% tags=["nbval-ignore-output"]
-if bwlab.tier("tmem") == "hardware":
+if bwlab.tier("tmem") in ("hardware", "emulated"):
     for acc in forms:
         print(tmem.TmemLoad(acc, image, 0).check())
 else:

@@ -197,7 +197,9 @@ print(f"{sum(raw is not None for *_, raw in places)} places, one value: {[hex(x)
 #
 # On a Hopper the hybrid tier runs the TMA load and the epilogue for real (`cuda_src/full_flow_sm90.cu`:
 # `flow_load_dump`, `flow_store_registers`) and the `tcgen05` hops in the model, from the bytes the GPU
-# loaded. On a machine without one, the cell shows what was recorded on a GPU and checks every hop against
+# loaded. On a machine without a GPU, the emulated tier runs `cuda_src/full_flow_sm100.cu` itself, every hop
+# tapped, in bwlab's PTX emulator (the tcgen05 hops executed on the emulator's TMEM and the model's MMA).
+# Where neither runs, the cell shows what was recorded on a GPU and checks every hop against
 # the model computed now. The first lines say where each hop's bytes came from: in the hybrid tier
 # expect the GPU for the load, `st.shared`, the fence and the store, the model for the MMA, the commit and
 # `tcgen05.ld`.
@@ -210,11 +212,13 @@ if TIER != "model":
 else:
     gpu = F.Trace.from_arrays(rec.arrays, rec.params["tier"], p, rec.params["sources"])
     print(f"no GPU here: the {gpu.tier} tier, {rec.label}")
-for src in ("GPU", "model"):
-    print(f"  from the {src:<5s}: " + ", ".join(h for h in F.HOP_NAMES if gpu.sources.get(h) == src))
+for src in ("GPU", "emulator", "model"):
+    hops = [h for h in F.HOP_NAMES if gpu.sources.get(h) == src]
+    if hops:
+        print(f"  from the {src:<8s}: " + ", ".join(hops))
 print(gpu.table())
 print(flow.check(gpu))
-if TIER == "model":
+if TIER in ("model", "emulated"):   # Hopper's own kernel, as an H100 ran it
     native = np.asarray(rec["native_d"])[:p.M]
     print("Hopper's own TMA + wgmma kernel (full_flow_hopper), D == NumPy:",
           np.array_equal(native, flow.reference()), "  (expected True)")
