@@ -184,3 +184,11 @@ def test_eval_mask_expr_casts_keep_their_bits():
     assert ex.eval_mask_expr("(u16)(0x12345)", (2, 2), 0) == 0x2345
     assert ex.eval_mask_expr("(u16)0x12345 >> 4", (2, 2), 0) == 0x234      # a cast binds before >>
     assert ex.eval_mask_expr("(unsigned short) (mn.y + 0x10000)", (2, 2), 3) == 1
+
+
+def test_teach_mask_in_the_emulator(emulated_tier, capsys):
+    """No GPU: the learner's whole edited kernel runs in the PTX emulator, for every cluster shape."""
+    ex.check_teach_a_mask(SOLUTION_EXPR)
+    assert "your kernel in the PTX emulator" in capsys.readouterr().out
+    msg = _not_yet(ex.check_teach_a_mask, "0x5 << mn.x")
+    assert "did not finish" in msg and "MbarrierTimeout" in msg and "spins in mbarrier.try_wait" in msg

@@ -307,7 +307,7 @@ def check_teach_a_mask(expr, hidden: bool = False) -> None:
     mine = mask_kernel(expr)
     shapes = [(2, 2), (2, 4)] + ([(4, 2), (1, 4)] if hidden else [])
     on_gpu = device.tier("multicast") in ("hardware", "emulated")   # the GPU, or the PTX emulator
-    runs_on = "the PTX emulator" if device.tier("multicast") == "emulated" else "the GPU"
+    runs_on = "in the PTX emulator" if device.tier("multicast") == "emulated" else "on the GPU"
     for shape in shapes:
         what = f"the A mask in the kernel, cluster {shape[0]}x{shape[1]}"
         try:
@@ -331,7 +331,7 @@ def check_teach_a_mask(expr, hidden: bool = False) -> None:
             from ..sandbox import KernelFault, KernelHang
             from .runner import run_teach
             try:
-                got, source = run_teach(cfg, case.operands, masks, kernel=mine), f"your kernel in {runs_on}"
+                got, source = run_teach(cfg, case.operands, masks, kernel=mine), f"your kernel {runs_on}"
             except (MbarrierTimeout, KernelFault, KernelHang) as e:
                 raise NotYet(f"{what}: your A masks per rank are {ranks}; the kernel did not finish:\n  {e}\n"
                              f"  the model, given the same masks:\n{_stuck_report(cfg, masks)}\n"
