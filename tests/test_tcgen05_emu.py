@@ -341,7 +341,13 @@ def test_ladder_timeline_in_virtual_time():
 
 
 def test_one_cta_group_per_kernel():
+    from bwlab.compile import CompileError
     mixed = PAIR.replace("tcgen05_relinquish_alloc_permit_cta_group2();", "tcgen05_relinquish_alloc_permit();")
-    m = emu.RawModule(code=mixed, arch="sm_100a", name="pair.cu")
+    try:
+        m = emu.RawModule(code=mixed, arch="sm_100a", name="pair.cu")
+    except CompileError as e:
+        # newer ptxas (CUDA 13) refuses the mix itself, before anything runs: the same rule, said earlier
+        assert "cta_group" in str(e)
+        return
     with pytest.raises(ProtocolError, match=r"\.cta_group::1, but the kernel used \.cta_group::2 at .*same \.cta_group"):
         m.get_function("pair")((2,), (32,), (np.uint32(0),))
