@@ -130,6 +130,8 @@ def sandbox_command(python: str, tmp: Path | None, limits: Limits, mode: str,
                                                           "MPLCONFIGDIR": str(tmp / ".mpl")}.items()), *runner]
     cmd = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
            "--die-with-parent", "--new-session", "--clearenv", "--hostname", "sandbox"]
+    # the private /tmp first: a checkout (or its venv) that lives under /tmp is bound on top of it below
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
     dirs = set()
     for p in _readonly_paths():
         for parent in reversed(p.parents):
@@ -148,8 +150,7 @@ def sandbox_command(python: str, tmp: Path | None, limits: Limits, mode: str,
             cmd += ["--ro-bind", f, f]
     for p in _readonly_paths():
         cmd += ["--ro-bind", str(p), str(p)]
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(limits.tmp_bytes),
-            "--tmpfs", "/tmp", "--chdir", "/tmp"]
+    cmd += ["--chdir", "/tmp"]
     if notebook is not None:
         cmd += ["--ro-bind", str(notebook), f"/tmp/{Path(notebook).name}"]
     for k, v in env.items():
