@@ -107,24 +107,14 @@ def _mbarrier(ctx, ins, mods):
             if wst is not None:
                 wst(w, out, m)
         return body, "plain"
-    if what == "expect_tx":
+    if what in ("expect_tx", "complete_tx"):   # the model's method of the same name, per lane
         addr, rtx = _addr(ctx, args[0]), bits_reader(ctx, args[1], "u32")
 
         def body(w, m):
             a, tx = addr(w), rtx(w)
             for lane in np.nonzero(m)[0]:
                 _, _, bar = w.machine.mbarrier(w, int(a[lane]), ins.op, ins)
-                bar.expect_tx(int(tx[lane]))
-            w.machine.progress()
-        return body, "plain"
-    if what == "complete_tx":
-        addr, rtx = _addr(ctx, args[0]), bits_reader(ctx, args[1], "u32")
-
-        def body(w, m):
-            a, tx = addr(w), rtx(w)
-            for lane in np.nonzero(m)[0]:
-                _, _, bar = w.machine.mbarrier(w, int(a[lane]), ins.op, ins)
-                bar.complete_tx(int(tx[lane]))
+                getattr(bar, what)(int(tx[lane]))
             w.machine.progress()
         return body, "plain"
     if what in ("try_wait", "test_wait"):

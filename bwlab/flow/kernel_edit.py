@@ -137,11 +137,6 @@ class KStepRun:
         p.text(str(self))
 
 
-def _emulated() -> bool:
-    from .. import device
-    return device.tier("tma") == "emulated"
-
-
 def try_k_step(step: int, tier: str | None = None, seed: int = 0) -> KStepRun:
     """Edit both kernels with `step`, compile them, and run the trip with it in `tier` (default: the
     flow's tier here); every result is compared with the kernel as written."""
@@ -166,19 +161,6 @@ def try_k_step(step: int, tier: str | None = None, seed: int = 0) -> KStepRun:
                    if emulated else "your full_flow_sm100.cu ran on this GPU (in a worker process), every hop tapped")
         run.gpu, run.gpu_vs_model = expected.compare(got, where), mine.compare(got, where)
         run.where = where
-    elif run.tier == "model" and _emulated():
-        # no GPU: your full_flow_sm90.cu (the same K loop on wgmma) runs in the PTX emulator
-        buf, _ = runner.run_hopper(p, repeat=1, kernel=k90)
-        d = buf[:p.M]
-        run.ran = ("no GPU here: your full_flow_sm90.cu (full_flow_hopper, the same K loop on wgmma) ran in the "
-                   "PTX emulator; its D is compared")
-
-        def against(t: Trace):
-            return TraceCheck([compare(t.result, d, stage="flow", what="D in GMEM (full_flow_hopper, emulated)",
-                                       where=lambda i: f"D[{i[0]}][{i[1]}]", source="the PTX emulator")],
-                              ["tma_store"])
-        run.gpu, run.gpu_vs_model = against(expected), against(mine)
-        run.where = "the PTX emulator"
     elif run.tier == "hybrid":
         from .. import device
         info = device.gpu_info()
