@@ -8,7 +8,7 @@ from . import report
 from .ladder import STEPS
 from .timeline import timeline
 
-__all__ = ["plot_ladder", "plot_timelines"]
+__all__ = ["plot_ladder", "plot_timelines", "plot_sm100_timelines"]
 
 # Each bar has the colour of the memory its warps write into (notebook 06's palette): the producer's
 # loads fill SMEM, wgmma accumulates in registers, the epilogue writes C to GMEM.
@@ -148,4 +148,36 @@ def plot_timelines(rec, steps=("s1", "s3"), where: str = "start", slices: int = 
     shape = " x ".join(str(v) for v in rec.params["stamp_shape"])
     fig.suptitle(f"{title}\nCTA 0 of a {shape} GEMM, {rec.label}", fontsize=11, x=0.01, ha="left")
     fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return fig
+
+
+def plot_sm100_timelines(stamps_by_step: dict, title: str = ""):
+    """CTA 0's per-warp timeline of Blackwell ladder steps run in the PTX emulator: for each step (name ->
+    stamps, track x span x edge as `sm100.run_step_emulated(..., stamps=True)` returns them) one row per
+    warp role — the TMA producer, the single MMA issuer, the four epilogue warps (one TMEM lane quarter
+    each) — and one bar per piece of work, from when it starts waiting for what it needs to when its work
+    is issued. Time is the emulator's virtual %globaltimer: the order of events, not their duration."""
+    import matplotlib.pyplot as plt
+    from .sm100 import STAMP_TRACKS
+    colors = [MEMORY_COLORS["SMEM"], MEMORY_COLORS["TMEM"]] + [MEMORY_COLORS["GMEM"]] * 4
+    names = list(stamps_by_step)
+    fig, axes = plt.subplots(len(names), 1, figsize=(10, 1.6 + 1.5 * len(names)), squeeze=False)
+    for ax, name in zip(axes[:, 0], names):
+        st = np.asarray(stamps_by_step[name], dtype=np.int64)
+        used = st > 0
+        t0 = st[used].min()
+        for tr in range(st.shape[0]):
+            for span in np.flatnonzero(used[tr, :, 0] & used[tr, :, 1]):
+                b, e = st[tr, span] - t0
+                ax.barh(tr, max(e - b, 1), left=b, height=0.6, color=colors[tr], edgecolor="black", linewidth=0.4)
+                ax.text(b + (e - b) / 2, tr, str(span), ha="center", va="center", fontsize=8)
+        ax.set_yticks(range(len(STAMP_TRACKS)), [t.replace("epilogue lanes", "epilogue, lanes") for t in STAMP_TRACKS],
+                      fontsize=9)
+        ax.invert_yaxis()
+        ax.set_title(f"{name}: bars run from 'starts waiting' to 'work issued'; numbers: k-block (TMA, MMA) or tile "
+                     "(epilogue)", fontsize=10, loc="left")
+        ax.set_xlabel("virtual ns from the first stamp (the emulator's clock: order, not duration)", fontsize=9)
+    fig.suptitle(title or "Blackwell ladder in the PTX emulator: CTA 0 per warp role", fontsize=11, x=0.01,
+                 ha="left")
+    fig.tight_layout()
     return fig

@@ -693,6 +693,42 @@ wrong = (k1["IDESC"] & ~(0x3F << 17)) | ((128 // 8) << 17)
 print(sm100.model_step1(A, B, idesc=wrong).check())
 
 # %% [markdown]
+# ### The twin, run: every step's own kernel in the PTX emulator
+#
+# Without a Blackwell GPU, bwlab's PTX emulator executes each step's sm_100a PTX instruction by instruction:
+# the TMA loads, the single thread issuing `tcgen05.mma` into TMEM (the emulator's Tensor Memory, on the
+# allocator's rules), `tcgen05.commit` to the mbarriers, the epilogue's `tcgen05.ld`, and it checks the
+# tcgen05 protocol on every run (TMEM freed before exit, lane quarters, fences). Its results are the
+# emulator's, labelled so: no Blackwell GPU has run these kernels here, and Blackwell's rounding of the
+# accumulation is bwlab's model (the operands are multiples of 1/8: every sum is exact either way).
+
+# %%
+import numpy as np
+A2, B2 = sm100.example_inputs(256, 512, 192, seed=1)
+want = sm100.reference(A2, B2)            # A·Bᵀ, bf16 bits
+twin = {}
+for st in sm100.STEPS_SM100:
+    c, run, stamps = sm100.run_step_emulated(st["step"], A2, B2, stamps=True)
+    twin[st["name"]] = stamps
+    exact = np.array_equal(c, want)
+    print(f"{st['name']:<16s} emulated: C == A·Bᵀ bit for bit: {exact} (expected True); "
+          f"{run.steps} warp-instructions, no protocol error, warnings: {len(run.warnings)}")
+
+# %% [markdown]
+# Each kernel stamps the emulator's virtual `%globaltimer` for CTA 0's warp roles, as it does on a GPU
+# (the `stamps` of `cuda_src/gemm_sm100/ladder.cuh`). Virtual time orders the events; it does not
+# measure them. Step 1 serialises load and MMA (one buffer); step 3's producer runs ahead of the MMA
+# issuer through the ring; step 4's persistent CTA walks two tiles, and the epilogue of tile 0 drains one
+# TMEM accumulator while the MMAs of tile 1 fill the other — the Hopper ladder's steps 1, 3 and 4, with the
+# accumulator out of the registers.
+
+# %%
+from bwlab.gemm.pictures import plot_sm100_timelines
+plot_sm100_timelines({k: twin[k] for k in ("s1_one_stage", "s3_warp_roles", "s4_persistent")},
+                     title="Blackwell ladder, 256 x 512 x 192, in the PTX emulator: CTA 0 per warp role")
+plt.show()
+
+# %% [markdown]
 # On a B200 (sm_100), `python -m bwlab.bench gemm` measures this ladder instead of the Hopper one, with
 # the same checks and the same interleaved timing; `sm100.run_sm100(step, A, B)` runs one step.
 
