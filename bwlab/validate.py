@@ -39,6 +39,9 @@ COMMANDS = {
                                       "how wgmma adds: random operands across exponents vs the block-FMA model"),
     "tmem": Subcommand("bwlab.checks.tmem", "validate_main", "every tcgen05.ld/st form (sm_100 only)"),
     "store": Subcommand("bwlab.checks.store", "validate_main", "random TMA stores, reduce-adds and whole epilogues"),
+    "blackwell": Subcommand("bwlab.checks.blackwell", "validate_main",
+                            "first contact with a B200: every sm_100a check on the GPU, in the emulator and in "
+                            "the model, one report to send back"),
     "emu": Subcommand("bwlab.checks.emu", "validate_main",
                       "every sm_90a kernel on this GPU and in the PTX emulator, compared byte for byte"),
 }

@@ -455,3 +455,14 @@ def test_the_tma_streaming_copy_copies():
            (*maps, np.uint32(1), np.uint32(rows // tile_rows), np.uint32(COPY_ROW_BYTES // 4), np.uint32(tile_rows),
             np.uint32(tile_bytes), np.uint32(stages)), shared_mem=stages * tile_bytes + 1024)
     assert np.array_equal(d_dst.get(), src)
+
+
+def test_blackwell_first_contact_dry_run(tmp_path):
+    """python -m bwlab.validate blackwell --emulator-only: the report a B200 owner would send back, with the
+    emulator and the model columns (the hardware column needs the GPU)."""
+    from bwlab.checks.blackwell import validate_main
+    out = tmp_path / "report.txt"
+    assert validate_main(["--emulator-only", "--quick", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "26 cases, 0 with a difference or a failure: PASS" in text and "forced timeout, then a normal launch" in text
+    assert validate_main(["--out", str(out)]) == 3    # no sm_100 GPU here: it says so and exits 3
