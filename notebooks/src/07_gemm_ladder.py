@@ -720,7 +720,8 @@ for st in sm100.STEPS_SM100:
 # measure them. Step 1 serialises load and MMA (one buffer); step 3's producer runs ahead of the MMA
 # issuer through the ring; step 4's persistent CTA walks two tiles, and the epilogue of tile 0 drains one
 # TMEM accumulator while the MMAs of tile 1 fill the other — the Hopper ladder's steps 1, 3 and 4, with the
-# accumulator out of the registers.
+# accumulator out of the registers (their timelines, measured on an H100, are in section 4: there the
+# consumer warpgroups hold the accumulator and write C themselves after the last k-slice).
 
 # %%
 from bwlab.gemm.pictures import plot_sm100_timelines
