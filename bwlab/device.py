@@ -17,12 +17,13 @@ are deterministic); ``BWLAB_BACKEND=emulated`` runs the emulated tier even where
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from dataclasses import dataclass
 
 __all__ = ["GpuInfo", "gpu_info", "backend", "tier", "tiers", "tiers_for", "tier_table", "banner", "native_arch",
-           "has_gpu", "require", "STAGES", "UnsupportedGPU"]
+           "has_gpu", "require", "using_backend", "STAGES", "UnsupportedGPU"]
 
 # stage -> (title, what it needs for hardware, notebook)
 STAGES = {
@@ -65,6 +66,20 @@ class GpuInfo:
     @property
     def has_wgmma(self) -> bool:  # wgmma.mma_async exists on sm_90a only
         return self.cc == (9, 0)
+
+
+@contextlib.contextmanager
+def using_backend(name: str):
+    """`with using_backend("emulated"):` sets BWLAB_BACKEND for the block and restores it after."""
+    old = os.environ.get("BWLAB_BACKEND")
+    os.environ["BWLAB_BACKEND"] = name
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("BWLAB_BACKEND", None)
+        else:
+            os.environ["BWLAB_BACKEND"] = old
 
 
 def backend() -> str:

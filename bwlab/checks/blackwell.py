@@ -19,7 +19,6 @@ TMEM on their error path, or the second launch waits in tcgen05.alloc: the watch
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime
 import os
 import platform
@@ -27,6 +26,8 @@ import subprocess
 import time
 
 import numpy as np
+
+from ..device import using_backend
 
 __all__ = ["validate_main", "cases", "run_case"]
 
@@ -157,17 +158,6 @@ def model_of(kind: str, arg):
     return "timed out", sm100.reference(A, B)
 
 
-@contextlib.contextmanager
-def _backend(name):
-    old = os.environ.get("BWLAB_BACKEND")
-    os.environ["BWLAB_BACKEND"] = name
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("BWLAB_BACKEND", None)
-        else:
-            os.environ["BWLAB_BACKEND"] = old
 
 
 def _hardware(kind, arg):
@@ -185,7 +175,7 @@ def _hardware(kind, arg):
 def _local(fn, kind, arg, backend):
     t0 = time.perf_counter()
     try:
-        with _backend(backend):
+        with using_backend(backend):
             return "ok", fn(kind, arg), time.perf_counter() - t0
     except Exception as e:  # noqa: BLE001
         return "ERROR", f"{type(e).__name__}: {str(e)[:500]}", time.perf_counter() - t0

@@ -19,33 +19,23 @@ per second. Goals: each teaching kernel < 1 s, full_flow_sm90 < 5 s, each ladder
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import time
 
 import numpy as np
 
+from ..device import using_backend
+
 __all__ = ["validate_main", "bench_main", "compare_all"]
 
 
-@contextlib.contextmanager
-def backend(name: str):
-    old = os.environ.get("BWLAB_BACKEND")
-    os.environ["BWLAB_BACKEND"] = name
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("BWLAB_BACKEND", None)
-        else:
-            os.environ["BWLAB_BACKEND"] = old
 
 
 def _both(fn):
     """(GPU result, emulator result) of fn(); an exception is a result too (its type and barrier)."""
     out = []
     for b in ("auto", "emulated"):
-        with backend(b):
+        with using_backend(b):
             try:
                 out.append(("ok", fn()))
             except Exception as e:  # noqa: BLE001 - the kind of failure is compared
@@ -151,7 +141,6 @@ def compare_all(say=print, n_tma: int = 1000, n_store: int = 200, quick: bool = 
     say(f"multicast compared ({time.perf_counter() - t0:.0f} s so far)")
 
     # TMA store / reduce-add (random boxes), epilogues, the teaching kernel
-    from ..epilogue import EpilogueProblem
     from ..epilogue.problem import teach_problem
     from ..epilogue.runner import run_epilogue, run_teach as st_teach
     from .store import random_epilogue_problem, random_store_cases
@@ -272,7 +261,7 @@ def bench_main(argv=None) -> int:
         say(f"  {name:<40} {t:7.3f} s  {steps:>8} warp-instr  {steps / t:>9.0f}/s  goal < {goal:g} s  "
             f"{'ok' if t < goal else 'OVER'}")
 
-    with backend("emulated"):
+    with using_backend("emulated"):
         from ..tma import TensorMap, run_teach
         g = np.arange(96 * 80, dtype=np.uint16).reshape(96, 80)
         timed("teach_tma.cu (64 x 24 box, 128B)", 1.0, lambda: run_teach(g, TensorMap("uint16", (80, 96), (64, 24),

@@ -587,9 +587,7 @@ class Launch:
         if kind == "local":
             for lane in lanes:
                 x = int(a[lane])
-                if x + n > w.local.shape[1]:
-                    raise self._fault(w, lane, ins, f"local bytes [{x}, {x + n}) are past the thread's "
-                                                    f"{w.local.shape[1]} local bytes")
+                self._check_local(w, x, n, lane, ins)
                 out[lane] = w.local[lane, x:x + n]
             return out
         raise EmuError(f"cannot read from {kind}")
@@ -629,12 +627,15 @@ class Launch:
         if kind == "local":
             for lane in lanes:
                 x = int(a[lane])
-                if x + n > w.local.shape[1]:
-                    raise self._fault(w, lane, ins, f"local bytes [{x}, {x + n}) are past the thread's "
-                                                    f"{w.local.shape[1]} local bytes")
+                self._check_local(w, x, n, lane, ins)
                 w.local[lane, x:x + n] = data[lane]
             return
         raise self._fault(w, lanes[0], ins, f"a store to the {kind} state space is not allowed")
+
+    def _check_local(self, w, x, n, lane, ins):
+        if x + n > w.local.shape[1]:
+            raise self._fault(w, lane, ins, f"local bytes [{x}, {x + n}) are past the thread's "
+                                            f"{w.local.shape[1]} local bytes")
 
     def _check_smem(self, w, c, off, n, lane, ins):
         if c.exited:
