@@ -2,6 +2,7 @@
 and headless execution of the widget notebooks that finishes every time (it used to stall)."""
 import copy
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -42,15 +43,28 @@ def _view_output(model_id="box"):
                      "text/plain": "interactive(children=...)"}}
 
 
-def test_widget_view_becomes_note_and_captured_outputs():
-    before = {"output_type": "stream", "name": "stdout", "text": "first\n"}
-    outs, n = nbt.widget_fallbacks([before, _view_output()], _state())
+def test_widget_view_becomes_one_line_after_what_it_drew():
+    drawn = {"output_type": "display_data", "metadata": {},
+             "data": {"image/png": "iVBOR", "text/plain": "<Figure size 1x1>"}}
+    outs, n = nbt.widget_fallbacks([drawn, _view_output()], _state())
     assert n == 1
-    assert [o["output_type"] for o in outs] == ["stream", "display_data", "display_data", "stream"]
+    assert [o["output_type"] for o in outs] == ["display_data", "display_data"]
+    assert outs[0] == drawn
     note = "".join(outs[1]["data"]["text/plain"])
     assert "shape = b" in note and "pack = False" in note and "running kernel" in note
-    assert outs[2]["data"]["image/png"] == "iVBOR" and outs[3]["text"] == "hello\n"
     assert not any(nbt.VIEW_MIME in o.get("data", {}) for o in outs)
+
+
+def test_headless_client_plays_no_widget_front_end():
+    """nbclient's default answers a widget's comm_open with a double of the Output widget that echoes
+    outputs to the kernel (the echo that stalled runs); the headless client answers with nothing."""
+    nbclient = pytest.importorskip("nbclient")
+    import nbformat
+    client = nbt._client_class()(nbformat.v4.new_notebook(), kernel_name="python3")
+    msg = {"content": {"comm_id": "c1", "data": {"state": {"_model_module": "@jupyter-widgets/output",
+                                                           "_model_name": "OutputModel", "outputs": []}}}}
+    assert nbclient.NotebookClient.on_comm_open_jupyter_widget(client, msg) is not None   # the default's double
+    assert client.on_comm_open_jupyter_widget(msg) is None
 
 
 def test_scrub_is_deterministic_and_writes_what_jupyterlab_writes():
@@ -87,20 +101,9 @@ def test_lab_settings_and_args(tmp_path):
     assert "--ContentsManager.hide_globs=src" in nbt.lab_args()
 
 
-def test_widget_notebooks_execute_headless_every_time():
-    """Two headless runs of each widget notebook (about a minute and a half on 2 cores). Before the
-    fix, 1 run in 3 of 01/04 waited for the execute_reply until the cell timeout; a stall now shows
-    as a run that reaches the timeout."""
-    pytest.importorskip("ipywidgets")
-    pytest.importorskip("ipykernel")
-    pytest.importorskip("nbclient")
-    import io
-    timeout = 60
-    res = nbt.soak([ROOT / "notebooks" / f"{n}.ipynb" for n in WIDGET_NOTEBOOKS], runs=2,
-                   timeout=timeout, out=io.StringIO())
-    for name, (done, runs, times) in res.items():
-        assert done == runs, name
-        assert max(times) < timeout, f"{name}: a run took {max(times):.0f} s (a stalled wait?)"
+SOLUTION = '# %% nbgrader={"grade": false, "grade_id": "a", "locked": false, "schema_version": 3, "solution": true}'
+GRADED = ('# %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 2, "schema_version": 3, '
+          '"solution": false} tags=["raises-exception"]')
 
 
 def test_builder_refuses_a_markdown_heading_in_a_code_cell():
@@ -111,6 +114,44 @@ def test_builder_refuses_a_markdown_heading_in_a_code_cell():
     # a comment that is not a heading, and the exercise markers, are code
     cells = nbt.parse_cells("# %%\n# rows #1 and #2\n### BEGIN SOLUTION\nx = 1\n### END SOLUTION\n")
     assert cells[0][0] == "code"
+
+
+def test_parse_cells_reads_jupytext_percent_with_nbgrader_metadata():
+    cells = nbt.parse_cells(f"# %% [markdown]\n# # Title\n# text\n\n# %% tags=[\"nbval-ignore-output\"]\nx = 1\n\n"
+                            f"{SOLUTION}\nx = None\n\n{GRADED}\ncheck(x)\n")
+    assert [(k, s, t) for k, s, t, _ in cells] == [
+        ("markdown", "# Title\ntext", []), ("code", "x = 1", ["nbval-ignore-output"]),
+        ("code", "x = None", []), ("code", "check(x)", ["raises-exception"])]
+    assert cells[2][3]["solution"] and cells[3][3] == {**nbt.GRADE_KEYS, "grade_id": "a_check", "points": 2}
+
+
+@pytest.mark.parametrize("header, words", [
+    (SOLUTION.replace('"solution": true', '"solution": true, "points": 2'), "points belong on the graded cell"),
+    (GRADED.replace('"points": 2, ', ""), "needs \"points\": N"),
+    (GRADED.replace('"points": 2', '"points": "two"'), "needs \"points\": N"),
+    (GRADED.replace(' tags=["raises-exception"]', ""), "carries the tag 'raises-exception'"),
+    (GRADED.replace('"locked": true', '"locked": false'), "{'locked': False} should be {'locked': True}"),
+    (SOLUTION.replace('"grade_id": "a", ', ""), "needs a grade_id"),
+    (SOLUTION.replace('# %% ', '# %% [markdown] '), "exercise cells are code cells"),
+])
+def test_parse_cells_refuses_bad_exercise_metadata(header, words):
+    with pytest.raises(ValueError, match=re.escape(words)):
+        nbt.parse_cells(f"# %%\nx = 1\n\n{header}\ny = 2\n")
+
+
+def test_parse_cells_refuses_an_id_used_twice():
+    with pytest.raises(ValueError, match="used twice"):
+        nbt.parse_cells(f"{SOLUTION}\nx = None\n\n{SOLUTION}\ncheck(x)\n")
+
+
+def test_jupytext_toml_pairs_as_the_builder_does():
+    """`jupytext --sync` and jupytext's JupyterLab extension read jupytext.toml; the builder and
+    check-sync use JUPYTEXT_CONFIG: the two must say the same."""
+    jupytext_config = pytest.importorskip("jupytext.config")
+    cfg = jupytext_config.load_jupytext_configuration_file(str(ROOT / "jupytext.toml"))
+    assert cfg.formats in ("notebooks///ipynb,notebooks/src///py:percent",
+                           ["notebooks///ipynb,notebooks/src///py:percent"])
+    assert {k: getattr(cfg, k) for k in nbt.JUPYTEXT_CONFIG} == nbt.JUPYTEXT_CONFIG
 
 
 NOTEBOOK_NAMES = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -132,16 +173,33 @@ def test_no_code_cell_holds_a_markdown_heading(name):
 # ---------------------------------------------------------------------------------------------------
 # the student edition: `make lab STUDENT=1`
 
-def test_grade_cells_carry_raises_exception():
-    """Run All goes on past an unanswered check: JupyterLab sends a cell tagged raises-exception with
-    stop_on_error false, and nbclient allows its error."""
-    cells = nbt.parse_cells("# %% solution id=a_b\nx = None\n\n# %% grade id=a_b_check points=1\ncheck(x)\n")
-    assert cells[1][3]["grade"]
-    for name in NOTEBOOK_NAMES:
-        nb = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text())
-        for i, cell in enumerate(nb["cells"]):
-            if cell["metadata"].get("nbgrader", {}).get("grade"):
-                assert nbt.RAISES in cell["metadata"].get("tags", []), f"{name} cell {i}"
+@pytest.mark.parametrize("name", NOTEBOOK_NAMES)
+def test_source_and_notebook_agree(name):
+    """notebooks/src/NN_name.py is exactly what jupytext writes for the stored notebook (cells, tags,
+    nbgrader metadata): an edit to one without the other fails here. After editing a source, rebuild
+    (`python -m bwlab.tools.notebooks build notebooks/src/NN_name.py`); after editing the notebook in
+    JupyterLab, sync (`python -m bwlab.tools.notebooks sync notebooks/NN_name.ipynb`)."""
+    assert nbt.out_of_sync(ROOT / "notebooks" / f"{name}.ipynb") is None, nbt.out_of_sync(
+        ROOT / "notebooks" / f"{name}.ipynb")
+
+
+def test_an_edit_in_jupyterlab_syncs_back_and_a_drift_is_caught(tmp_path):
+    import nbformat
+    (tmp_path / "src").mkdir()
+    name = NOTEBOOK_NAMES[0]
+    nb = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+    nb.cells[1].source += "\nprint('edited in JupyterLab')"
+    nbformat.write(nb, tmp_path / f"{name}.ipynb")
+    (tmp_path / "src" / f"{name}.py").write_text((ROOT / "notebooks" / "src" / f"{name}.py").read_text())
+    drift = nbt.out_of_sync(tmp_path / f"{name}.ipynb")
+    assert drift and "edited in JupyterLab" in drift
+    assert nbt.main(["check-sync", str(tmp_path / f"{name}.ipynb")]) == 1
+    src = nbt.sync_back(tmp_path / f"{name}.ipynb")
+    assert "print('edited in JupyterLab')" in src.read_text()
+    assert nbt.out_of_sync(tmp_path / f"{name}.ipynb") is None
+    (tmp_path / "rebuilt").mkdir()
+    rebuilt = nbt.build(src, execute=False, out_dir=tmp_path / "rebuilt")
+    assert [c.source for c in nbformat.read(rebuilt, as_version=4).cells] == [c.source for c in nb.cells]
 
 
 def test_work_folder_never_overwrites_a_learners_work(tmp_path):

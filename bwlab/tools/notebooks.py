@@ -1,22 +1,30 @@
 """Build and execute the notebooks.
 
-Notebooks are written as percent-format Python files in `notebooks/src/NN_name.py`:
+Each notebook has a source, notebooks/src/NN_name.py, in jupytext's percent format (jupytext.toml at the
+top of the repository pairs them, so `jupytext --sync notebooks/NN_name.ipynb` works too):
 
     # %% [markdown]
     # # Title
     # text ...
 
-    # %%
-    import bwlab
-    bwlab.banner()
-
     # %% tags=["nbval-ignore-output"]
     cell whose output depends on the machine
 
+    # %% nbgrader={"grade": false, "grade_id": "tma_tx_bytes", "locked": false, "schema_version": 3, "solution": true}
+    my_tx_bytes = ...     # the learner's answer, between ### BEGIN SOLUTION / ### END SOLUTION
+
+    # %% nbgrader={"grade": true, "grade_id": "tma_tx_bytes_check", "locked": true, "points": 2, "schema_version": 3, "solution": false} tags=["raises-exception"]
+    check(...)            # the graded check (### BEGIN HIDDEN TESTS / ### END HIDDEN TESTS for the hidden part)
+
+The source holds the cells, their tags and their nbgrader metadata and nothing else; it is exactly what
+jupytext writes for the stored notebook (`source_text`), and `check-sync` (a test in `make test`) fails
+where a source and its notebook disagree. `build` executes a source into its notebook; `sync` writes the
+source of a notebook edited in JupyterLab.
+
 `python -m bwlab.tools.notebooks build notebooks/src/01_tma_load.py` writes `notebooks/01_tma_load.ipynb`
-and executes it in the emulated tier (BWLAB_BACKEND=emulated: the TMA-family kernels run in bwlab's
-PTX emulator, which is deterministic; the tcgen05 stages in the model), so the stored outputs are what
-strict nbval compares on a CPU-only CI machine. `execute` re-runs existing .ipynb files in place.
+and executes it in the emulated tier (BWLAB_BACKEND=emulated: the kernels run in bwlab's PTX emulator,
+which is deterministic), so the stored outputs are what strict nbval compares on a CPU-only CI machine.
+`execute` re-runs existing .ipynb files in place.
 
 `python -m bwlab.tools.notebooks run notebooks/src/01_tma_load.py` executes the code cells in order in one
 namespace with plain Python, in whatever tier this machine gives (no Jupyter needed: this is how the
@@ -36,9 +44,9 @@ JupyterLab there with nbgrader's instructor UI turned off for that launch (`stud
 times headless (a temporary copy; nothing is written) and reports how many runs finished.
 
 What is stored, and why:
-* no widget views: each is replaced by a static copy, one line saying that the controls need a running
-  kernel (with the setting shown) and what its Output widgets showed when built (the picture of the
-  default setting). Stored views do not survive in JupyterLab 4 + jupyterlab_widgets 3, checked in a
+* no widget views: each is replaced by one line naming the setting of its controls and saying that they
+  need a running kernel; above it stays what the widget drew as built (the picture of the default
+  setting). Stored views do not survive in JupyterLab 4 + jupyterlab_widgets 3, checked in a
   real browser (tests/browser/check_lab.py): a notebook that is not trusted (a fresh clone) shows only
   their text repr; and with "save widget state" on (needed so that a learner's save does not leave
   "model not found" behind) restoring stored models marks the notebook modified on open
@@ -47,13 +55,11 @@ What is stored, and why:
 * the kernelspec, language_info and nbformat version exactly as JupyterLab writes them with the kernel
   `make venv` registers, so opening a notebook does not mark it modified.
 
-Headless execution used to stall after widget cells that draw figures: nbclient mimics the Output widget
-of a front end and, from the task that reads IOPub, sends a `comm_msg` on the shell socket while another
-task awaits the `execute_reply` on that same socket; now and then the asyncio wake-up of that await is
-lost (pyzmq's edge-triggered socket FD), the reply sits in the socket until the cell timeout ends the wait
-(or forever without one). `_Client` removes the trigger (a headless run needs not echo the Output
-widget's outputs back to the kernel) and bounds every wait on a channel to short slices, so a lost
-wake-up costs at most `_SLICE_S` seconds.
+Headless execution plays no front end for widgets (`headless`). nbclient's default mimics the Output
+widget: it keeps the widget's outputs and, from the task that reads IOPub, echoes them to the kernel with a
+`comm_msg` on the shell socket while another task awaits the `execute_reply` on that same socket; now and
+then the asyncio wake-up of that await was lost and the run stalled until the cell timeout. Without the
+double, nothing is sent, and a widget's drawing is an ordinary output of its cell.
 """
 from __future__ import annotations
 
@@ -69,84 +75,137 @@ NB_DIR = ROOT / "notebooks"
 # above it was left out, so the section is missing from the notebook's table of contents.
 _HEADING_IN_CODE = re.compile(r"^# #{1,6} \S")
 
-_CELL = re.compile(r"^# %%(?P<md> \[markdown\])?(?:\s+tags=\[(?P<tags>[^\]]*)\])?"
-                   r"(?P<grader>(?:\s+(?:solution|grade|id=[A-Za-z0-9_.-]+|points=\d+))*)\s*$")
+# How a notebook and its source pair (also what `jupytext --sync` and jupytext's JupyterLab extension read,
+# from ROOT/jupytext.toml): the source keeps the cells, their tags and their nbgrader metadata, nothing of
+# the notebook's own metadata (kernelspec, widget state: the builder writes those).
+JUPYTEXT_FORMAT = "py:percent"
+JUPYTEXT_CONFIG = {"notebook_metadata_filter": "-all", "cell_metadata_filter": "tags,nbgrader,-all"}
 
 
-def grader_metadata(spec: str) -> dict | None:
-    """nbgrader's cell metadata (schema 3) from a cell header's `solution id=NAME` or
-    `grade id=NAME points=N` words; None when the header has neither."""
-    words = spec.split()
-    if not words:
-        return None
-    opts = dict(w.split("=", 1) for w in words if "=" in w)
-    kinds = [w for w in words if "=" not in w]
-    if len(kinds) != 1 or "id" not in opts:
-        raise ValueError(f"an exercise cell header needs one of solution/grade and an id=: {spec.strip()!r}")
-    if kinds[0] == "solution":
-        if "points" in opts:
-            raise ValueError(f"points belong on the grade cell, not the solution cell: {spec.strip()!r}")
-        return {"grade": False, "solution": True, "locked": False, "grade_id": opts["id"],
-                "schema_version": 3}
-    if "points" not in opts:
-        raise ValueError(f"a grade cell needs points=N: {spec.strip()!r}")
-    return {"grade": True, "solution": False, "locked": True, "points": int(opts["points"]),
-            "grade_id": opts["id"], "schema_version": 3}
+def _config():
+    from jupytext.config import JupytextConfiguration
+    return JupytextConfiguration(**JUPYTEXT_CONFIG)
+
+
+def source_of(notebook: Path) -> Path:
+    """notebooks/NN_name.ipynb -> notebooks/src/NN_name.py (and a source to itself)."""
+    notebook = Path(notebook)
+    return notebook if notebook.suffix == ".py" else notebook.parent / "src" / (notebook.stem + ".py")
+
+
+def notebook_of(src: Path) -> Path:
+    """notebooks/src/NN_name.py -> notebooks/NN_name.ipynb."""
+    src = Path(src)
+    return src if src.suffix == ".ipynb" else src.parent.parent / (src.stem + ".ipynb")
+
+
+def read_source(text: str):
+    """The notebook (cells and their metadata) of a jupytext percent-format source, checked
+    (`check_cells`)."""
+    import jupytext
+    nb = jupytext.reads(text, fmt=JUPYTEXT_FORMAT, config=_config())
+    check_cells(nb)
+    return nb
+
+
+def source_text(nb) -> str:
+    """The source jupytext writes for `nb` (its outputs and notebook metadata left out): what
+    notebooks/src/NN_name.py must hold, byte for byte, for the stored notebook."""
+    import copy
+    import jupytext
+    nb = copy.deepcopy(nb)
+    nb.metadata = {}
+    for cell in nb.cells:
+        cell.metadata = {k: v for k, v in cell.metadata.items() if k in ("tags", "nbgrader")}
+    return jupytext.writes(nb, fmt=JUPYTEXT_FORMAT, config=_config())
+
+
+GRADE_KEYS = {"grade": True, "solution": False, "locked": True, "schema_version": 3}
+SOLUTION_KEYS = {"grade": False, "solution": True, "locked": False, "schema_version": 3}
+
+
+def check_cells(nb) -> None:
+    """Refuse a notebook whose cells the builder and nbgrader would get wrong: a markdown heading in a
+    code cell, exercise metadata on a markdown cell or incomplete (a solution cell
+    `nbgrader={"grade": false, "grade_id": ..., "locked": false, "schema_version": 3, "solution": true}`,
+    a graded cell the same with grade/locked true, solution false, `"points": N` and the tag
+    raises-exception), or an exercise id used twice."""
+    seen = set()
+    for i, cell in enumerate(nb.cells):
+        src = cell.source if isinstance(cell.source, str) else "".join(cell.source)
+        if cell.cell_type == "code":
+            heading = next((l for l in src.splitlines() if _HEADING_IN_CODE.match(l)), None)
+            if heading is not None:
+                raise ValueError(f"cell {i}: a markdown heading inside a code cell: {heading!r} (start a "
+                                 "markdown cell with '# %% [markdown]' above it)")
+        meta = cell.metadata.get("nbgrader")
+        if meta is None:
+            continue
+        where = f"cell {i} ({meta.get('grade_id', 'no grade_id')})"
+        if cell.cell_type != "code":
+            raise ValueError(f"{where}: exercise cells are code cells")
+        if not isinstance(meta.get("grade_id"), str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", meta["grade_id"]):
+            raise ValueError(f"{where}: an exercise cell needs a grade_id of letters, digits, '_', '.', '-'")
+        if meta["grade_id"] in seen:
+            raise ValueError(f"{where}: exercise id used twice: {meta['grade_id']!r}")
+        seen.add(meta["grade_id"])
+        want = GRADE_KEYS if meta.get("grade") else SOLUTION_KEYS
+        wrong = {k: meta.get(k) for k, v in want.items() if meta.get(k) != v}
+        if wrong:
+            raise ValueError(f"{where}: nbgrader metadata {wrong} should be "
+                             f"{ {k: want[k] for k in wrong} } for a {'graded' if meta.get('grade') else 'solution'} cell")
+        if meta.get("grade"):
+            if not isinstance(meta.get("points"), int) or meta["points"] <= 0:
+                raise ValueError(f"{where}: a graded cell needs \"points\": N (a positive integer)")
+            if RAISES not in cell.metadata.get("tags", []):
+                # An unanswered check raises NotYet: with this tag, Run All (JupyterLab sends the cell
+                # with stop_on_error false) and nbclient go on past it. nbgrader still scores it 0.
+                raise ValueError(f"{where}: a graded cell carries the tag {RAISES!r}")
+        elif "points" in meta:
+            raise ValueError(f"{where}: points belong on the graded cell, not the solution cell")
 
 
 def parse_cells(text: str):
-    """Split a percent-format script into (kind, source, tags, nbgrader metadata or None) cells.
-
-    Exercise cells follow nbgrader's conventions: `# %% solution id=NAME` holds the learner's answer
-    between `### BEGIN SOLUTION` / `### END SOLUTION`; `# %% grade id=NAME points=N` is the check the
-    autograder runs (locked; `### BEGIN HIDDEN TESTS` / `### END HIDDEN TESTS` for the hidden part)."""
-    cells, kind, tags, meta, buf = [], None, [], None, []
-    seen = set()
-
-    def flush():
-        if kind is None:
-            return
-        lines = list(buf)
-        while lines and not lines[-1].strip():
-            lines.pop()
-        while lines and not lines[0].strip():
-            lines.pop(0)
-        if kind == "markdown":
-            lines = [l[2:] if l.startswith("# ") else ("" if l.strip() == "#" else l) for l in lines]
-        else:
-            heading = next((l for l in lines if _HEADING_IN_CODE.match(l)), None)
-            if heading is not None:
-                raise ValueError(f"a markdown heading inside a code cell: {heading!r} (start a markdown cell "
-                                 "with '# %% [markdown]' above it)")
-        cells.append((kind, "\n".join(lines), tags, meta))
-
-    for line in text.splitlines():
-        m = _CELL.match(line)
-        if m is None and line.startswith("# %%"):
-            raise ValueError(f"cell header not understood: {line!r} (a header is '# %%' or '# %% [markdown]', "
-                             "optionally tags=[...], then for an exercise 'solution id=NAME' or "
-                             "'grade id=NAME points=N')")
-        if m:
-            flush()
-            kind = "markdown" if m.group("md") else "code"
-            tags = [t.strip().strip("'\"") for t in (m.group("tags") or "").split(",") if t.strip()]
-            meta = grader_metadata(m.group("grader") or "")
-            if meta is not None:
-                if kind != "code":
-                    raise ValueError(f"exercise cells are code cells: {line!r}")
-                if meta["grade_id"] in seen:
-                    raise ValueError(f"exercise id used twice: {meta['grade_id']!r}")
-                seen.add(meta["grade_id"])
-            buf = []
-        else:
-            buf.append(line)
-    flush()
-    return cells
+    """A percent-format source's cells as (kind, source, tags, nbgrader metadata or None)."""
+    return [(c.cell_type, c.source, list(c.metadata.get("tags", [])), c.metadata.get("nbgrader"))
+            for c in read_source(text).cells]
 
 
 def parse_percent(text: str):
-    """Split a percent-format script into (kind, source, tags) cells."""
+    """A percent-format source's cells as (kind, source, tags)."""
     return [(kind, source, tags) for kind, source, tags, _ in parse_cells(text)]
+
+
+def out_of_sync(notebook: Path) -> str | None:
+    """None when notebooks/src/NN_name.py is exactly what jupytext writes for the stored notebook;
+    otherwise the first differing line of each, numbered as in the source."""
+    import nbformat
+    notebook = Path(notebook)
+    src = source_of(notebook)
+    if not src.exists():
+        return f"{src.name}: no source for {notebook.name}"
+    want = source_text(nbformat.read(notebook, as_version=4)).splitlines()
+    have = src.read_text().splitlines()
+    for n, (a, b) in enumerate(zip(have, want), 1):
+        if a != b:
+            return f"{src.name} line {n}: the source has {a!r}, the notebook {b!r}"
+    if len(have) != len(want):
+        return (f"{src.name}: the source has {len(have)} lines, the notebook's cells {len(want)} "
+                f"(from line {min(len(have), len(want)) + 1} on)")
+    return None
+
+
+def sync_back(notebook: Path) -> Path:
+    """Write the source of an edited notebook (cells, tags, nbgrader metadata; outputs are not kept in
+    sources): how an edit made in JupyterLab goes back to notebooks/src/. Checks the cells first."""
+    import nbformat
+    nb = nbformat.read(notebook, as_version=4)
+    check_cells(nb)
+    src = source_of(notebook)
+    text = source_text(nb)
+    if not src.exists() or src.read_text() != text:
+        src.write_text(text)
+    return src
 
 
 # What `python -m ipykernel install --sys-prefix --name python3` (make venv) registers, and so what
@@ -155,7 +214,6 @@ KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "nam
 NBFORMAT_MINOR = 5          # JupyterLab 4 writes nbformat 4.5
 VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 STATE_MIME = "application/vnd.jupyter.widget-state+json"
-_SLICE_S = 0.5              # longest single wait on a kernel channel (see _Client)
 RAISES = "raises-exception"  # the tag every graded cell carries (see build)
 
 
@@ -273,29 +331,16 @@ def fill_work_folder(work: Path, editions: dict[str, Path]) -> list[str]:
 
 
 def build(src: Path, execute: bool = True, timeout: int = 600, out_dir: Path | None = None) -> Path:
-    """Write `out_dir/NN_name.ipynb` (default notebooks/) from its percent-format source; execute it in
-    the STORED_BACKEND tier unless `execute` is False."""
+    """Write `out_dir/NN_name.ipynb` (default notebooks/) from its source notebooks/src/NN_name.py;
+    execute it in the STORED_BACKEND tier unless `execute` is False."""
     import nbformat
     src = Path(src)
-    cells = []
-    for kind, source, tags, grader in parse_cells(src.read_text()):
-        cell = (nbformat.v4.new_markdown_cell(source) if kind == "markdown"
-                else nbformat.v4.new_code_cell(source))
-        if grader and grader["grade"] and RAISES not in tags:
-            # An unanswered check raises NotYet: with this tag, Run All (JupyterLab sends the cell with
-            # stop_on_error false) and nbclient go on past it. nbgrader still scores the cell 0.
-            tags = [*tags, RAISES]
-        if tags:
-            cell.metadata["tags"] = tags
-        if grader:
-            cell.metadata["nbgrader"] = grader
-        cells.append(cell)
-    nb = nbformat.v4.new_notebook(cells=cells)
+    nb = read_source(src.read_text())
     nb.nbformat_minor = NBFORMAT_MINOR
-    nb.metadata["kernelspec"] = dict(KERNELSPEC)
-    nb.metadata["language_info"] = {"name": "python"}   # the kernel's own replaces it on execution
+    nb.metadata = {"kernelspec": dict(KERNELSPEC),
+                   "language_info": {"name": "python"}}   # the kernel's own replaces it on execution
     out = Path(out_dir or NB_DIR) / (src.stem + ".ipynb")
-    nbformat.write(nb, out)
+    nbformat.write(_scrub(nb), out)
     if execute:
         execute_notebook(out, timeout=timeout)
     return out
@@ -343,9 +388,9 @@ def _control_setting(state):
 
 
 def widget_fallbacks(outputs, states):
-    """Replace every widget view in `outputs` by what it showed when built (the outputs its Output
-    widgets captured, for the default setting of its controls) after one line saying so. Returns
-    (new outputs, number of views replaced)."""
+    """Replace every widget view in `outputs` by one line naming the setting of its controls (what the
+    widget drew for that setting is in the outputs before it: a headless run plays no front end, so the
+    Output widgets' drawings land in the cell). Returns (new outputs, number of views replaced)."""
     import nbformat
     new, replaced = [], 0
     for out in outputs:
@@ -357,20 +402,11 @@ def widget_fallbacks(outputs, states):
         replaced += 1
         models = _widget_models(view["model_id"], states)
         settings = [c for c in (_control_setting(states.get(m, {}).get("state", {})) for m in models) if c]
-        line = ("Static copy of the widget as built" + (f" ({', '.join(settings)})" if settings else "")
-                + ": its controls need a running kernel; run this cell to use them.")
+        line = ("Static copy of the widget: above is what it drew as built"
+                + (f" ({', '.join(settings)})" if settings else "")
+                + "; its controls need a running kernel: run this cell to use them.")
         new.append(nbformat.v4.new_output("display_data", data={"text/markdown": f"*{line}*",
                                                                 "text/plain": line}))
-        for m in models:
-            st = states.get(m, {})
-            if st.get("model_name") != "OutputModel":
-                continue
-            captured = [nbformat.from_dict(o) for o in st.get("state", {}).get("outputs", [])]
-            for o in captured:
-                if o.get("output_type") == "execute_result":
-                    o["output_type"] = "display_data"
-                    o.pop("execution_count", None)
-            new.extend(widget_fallbacks(captured, states)[0])
     return new, replaced
 
 
@@ -407,61 +443,21 @@ def _scrub(nb):
 
 def headless(base):
     """A subclass of `base` (nbclient's NotebookClient, or one built on it such as nbgrader's Execute
-    preprocessor) made robust for headless widget notebooks (see the module docstring)."""
-    from queue import Empty
-    from time import monotonic
-    from jupyter_core.utils import run_sync
-    from nbclient.output_widget import OutputWidget
-
-    class _QuietOutputWidget(OutputWidget):
-        # nbclient sends the captured outputs back to the kernel's Output widget (a comm_msg on the
-        # shell socket, from the IOPub task). Nothing headless needs that echo, and sending it while
-        # the execute_reply is awaited on the same socket is what lost the reply's wake-up.
-        def sync_state(self):
-            pass
-
-    def sliced(get_msg):
-        async def get(timeout=None):
-            deadline = None if timeout is None else monotonic() + timeout
-            while True:
-                left = _SLICE_S if deadline is None else max(0.0, min(_SLICE_S, deadline - monotonic()))
-                try:
-                    return await get_msg(timeout=left)
-                except Empty:
-                    if deadline is not None and monotonic() >= deadline:
-                        raise
-        return get
+    preprocessor) that plays no front end for widgets (see the module docstring)."""
 
     class Headless(base):
-        # NotebookClient.__init__ sets the widget registry after resetting the trackers, and nbconvert's
-        # preprocess() calls that __init__ again and then resets the trackers: quieten in both places.
-        def _quieten(self):
-            if hasattr(self, "widget_registry"):
-                self.widget_registry["@jupyter-widgets/output"]["OutputModel"] = _QuietOutputWidget
-
-        def __init__(self, *a, **kw):
-            super().__init__(*a, **kw)
-            self._quieten()
-
-        def reset_execution_trackers(self):
-            super().reset_execution_trackers()
-            self._quieten()
-
-        async def async_start_new_kernel_client(self):
-            kc = await super().async_start_new_kernel_client()
-            # A wait that misses its wake-up ends at the slice's final poll(0), which finds the message.
-            for ch in (kc.shell_channel, kc.iopub_channel):
-                ch.get_msg = sliced(ch.get_msg)
-            return kc
-
-        start_new_kernel_client = run_sync(async_start_new_kernel_client)
+        def on_comm_open_jupyter_widget(self, msg):
+            # nbclient's handler for a widget's comm_open: returning no object leaves every widget,
+            # Output widgets included, without a front-end double, so nothing is sent back to the kernel
+            # and what a widget draws goes to the cell's outputs.
+            return None
 
     Headless.__name__ = Headless.__qualname__ = f"Headless{base.__name__}"
     return Headless
 
 
 def _client_class():
-    """NotebookClient made robust for headless widget notebooks."""
+    """nbclient's NotebookClient without a front end for widgets."""
     from nbclient import NotebookClient
     return headless(NotebookClient)
 
@@ -577,54 +573,70 @@ def run_cells(src: Path, out=sys.stdout) -> tuple[int, int, int]:
     return ok, failed, skipped
 
 
+def _parser():
+    import argparse
+    ap = argparse.ArgumentParser(prog="python -m bwlab.tools.notebooks",
+                                 description="Build, execute, check and open bwlab's notebooks.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("build", help="execute sources notebooks/src/NN_name.py into notebooks/NN_name.ipynb")
+    p.add_argument("paths", nargs="+", type=Path)
+    p.add_argument("--no-execute", action="store_true", help="write the notebook without running it")
+    p = sub.add_parser("execute", help="re-execute stored notebooks in place")
+    p.add_argument("paths", nargs="+", type=Path)
+    p = sub.add_parser("sync", help="write the source of each notebook (after an edit in JupyterLab)")
+    p.add_argument("paths", nargs="+", type=Path)
+    p = sub.add_parser("check-sync", help="exit 1 where a source and its notebook disagree")
+    p.add_argument("paths", nargs="*", type=Path, help="default: every notebooks/NN_*.ipynb")
+    p = sub.add_parser("run", help="execute a source's code cells with plain Python (no Jupyter)")
+    p.add_argument("paths", nargs="+", type=Path)
+    p = sub.add_parser("soak", help="execute notebooks N times headless; report how many runs finished")
+    p.add_argument("--runs", type=int, default=10)
+    p.add_argument("--timeout", type=int, default=300, help="per-cell timeout, seconds")
+    p.add_argument("paths", nargs="+", type=Path)
+    p = sub.add_parser("lab", help="JupyterLab on notebooks/ (or, with --student, your copies of the "
+                                   "student versions); other options go to jupyter lab")
+    p.add_argument("--student", action="store_true")
+    p.add_argument("--work", type=Path, default=WORK_DIR)
+    return ap
+
+
 def main(argv=None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] in (["-h"], ["--help"]):
-        print(__doc__)
-        return 0
-    if argv and argv[0] == "run":
-        failed = 0
-        for p in argv[1:]:
-            failed += run_cells(Path(p))[1]
-        return 1 if failed else 0
-    if argv and argv[0] == "lab":
+    ap = _parser()
+    a, rest = ap.parse_known_args(sys.argv[1:] if argv is None else argv)
+    if rest and a.cmd != "lab":
+        ap.error(f"unrecognized arguments: {' '.join(rest)}")
+    if a.cmd == "run":
+        return 1 if sum(run_cells(p)[1] for p in a.paths) else 0
+    if a.cmd == "soak":
+        res = soak(a.paths, a.runs, a.timeout)
+        return 0 if all(done == n for done, n, _ in res.values()) else 1
+    if a.cmd == "lab":
         install_lab_settings()
         exe = str(Path(sys.executable).with_name("jupyter-lab"))
-        rest = argv[1:]
-        if "--student" not in rest:
+        if not a.student:
             os.execv(exe, [exe, *lab_args(), *rest])
-        rest.remove("--student")
-        work = WORK_DIR
-        if "--work" in rest:
-            i = rest.index("--work")
-            work = Path(rest[i + 1]).resolve()
-            del rest[i:i + 2]
+        work = a.work.resolve()
         for line in fill_work_folder(work, student_editions()):
             print(line)
         env = student_lab_env(student_lab_config(ROOT / "build" / "student-lab-config"))
         print(f"JupyterLab on {work} (your copies; the answers stay in notebooks/)", flush=True)
         os.execve(exe, [exe, *lab_args(work), *rest], env)
-    if argv and argv[0] == "soak":
-        import argparse
-        ap = argparse.ArgumentParser(prog="python -m bwlab.tools.notebooks soak")
-        ap.add_argument("--runs", type=int, default=10)
-        ap.add_argument("--timeout", type=int, default=300, help="per-cell timeout, seconds")
-        ap.add_argument("paths", nargs="+")
-        a = ap.parse_args(argv[1:])
-        res = soak(a.paths, a.runs, a.timeout)
-        return 0 if all(done == n for done, n, _ in res.values()) else 1
-    if not argv or argv[0] not in ("build", "execute"):
-        print(__doc__)
-        return 2
-    cmd, paths = argv[0], argv[1:]
-    for p in paths:
-        p = Path(p)
-        if cmd == "build":
-            out = build(p)
+    if a.cmd == "check-sync":
+        paths = a.paths or sorted(NB_DIR.glob("[0-9][0-9]*_*.ipynb"))
+        problems = [d for d in (out_of_sync(notebook_of(p)) for p in paths) if d]
+        for d in problems:
+            print(d)
+        print(f"check-sync: {len(paths) - len(problems)} of {len(paths)} sources agree with their notebooks")
+        return 1 if problems else 0
+    for p in a.paths:
+        if a.cmd == "build":
+            out = build(source_of(p), execute=not a.no_execute)
+        elif a.cmd == "execute":
+            execute_notebook(notebook_of(p))
+            out = notebook_of(p)
         else:
-            execute_notebook(p)
-            out = p
-        print(f"{cmd}: {out}")
+            out = sync_back(notebook_of(p))
+        print(f"{a.cmd}: {out}")
     return 0
 
 
