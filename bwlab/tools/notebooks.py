@@ -63,6 +63,7 @@ double, nothing is sent, and a widget's drawing is an ordinary output of its cel
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -462,6 +463,22 @@ def _client_class():
     return headless(NotebookClient)
 
 
+@contextlib.contextmanager
+def _kernel_manager():
+    """A kernel manager talking to its kernel over Unix sockets in a private folder. Over TCP, jupyter_client
+    picks five free ports and the kernel binds them a moment later: with other kernels starting on the same
+    machine, a port taken in between ends the run with "Kernel didn't respond" (seen while soaking)."""
+    import tempfile
+    from jupyter_client import KernelManager
+    with tempfile.TemporaryDirectory(prefix="bwlab-kernel-") as d:
+        km = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(d, "kernel"))
+        try:
+            yield km
+        finally:
+            if km.has_kernel:          # nbclient leaves a kernel it was given running
+                km.shutdown_kernel(now=True)
+
+
 # The tier the stored notebooks are executed in (and nbval compares in): no GPU needed, deterministic.
 STORED_BACKEND = "emulated"
 
@@ -472,9 +489,9 @@ def _execute(nb, path: Path, timeout: int | None):
     os.environ["BWLAB_BACKEND"] = STORED_BACKEND
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     try:
-        _client_class()(nb, timeout=timeout, kernel_name="python3", record_timing=False,
-                        store_widget_state=True,
-                        resources={"metadata": {"path": str(Path(path).parent)}}).execute()
+        with _kernel_manager() as km:
+            _client_class()(nb, km=km, timeout=timeout, record_timing=False, store_widget_state=True,
+                            resources={"metadata": {"path": str(Path(path).parent)}}).execute()
     finally:
         if env_backup is None:
             os.environ.pop("BWLAB_BACKEND", None)
