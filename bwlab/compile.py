@@ -287,11 +287,13 @@ def _compile(src: bytes, name: str, include_dir: Path, arch: str, defines, name_
         try:
             import json
             disk.mkdir(parents=True, exist_ok=True)
-            (disk / "kernel.ptx").write_text(ptx)
-            (disk / "meta.json").write_text(json.dumps({"log": log, "lowered_names": lowered}))
-            tmp = disk / f"kernel.cubin.{os.getpid()}"
-            tmp.write_bytes(result.cubin)
-            tmp.replace(disk / "kernel.cubin")
+            # Each file written aside and renamed into place (another process, a parallel test worker,
+            # may be reading or writing the same entry); kernel.cubin last: its presence means complete.
+            meta = json.dumps({"log": log, "lowered_names": lowered}).encode()
+            for fname, data in (("kernel.ptx", ptx.encode()), ("meta.json", meta), ("kernel.cubin", result.cubin)):
+                tmp = disk / f"{fname}.{os.getpid()}"
+                tmp.write_bytes(data)
+                tmp.replace(disk / fname)
         except OSError:
             pass  # a read-only home is fine: we keep the in-memory copy
         _MEMO[key] = result
