@@ -240,3 +240,24 @@ def test_student_lab_turns_off_nbgrader_ui(tmp_path):
     env = nbt.student_lab_env(nbt.student_lab_config(tmp_path / "cfg"))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.splitlines() == ["[]", repr([nbt.NBGRADER_LABEXTENSION])]
+
+
+def test_a_save_in_jupyterlab_writes_the_source(tmp_path):
+    """`make lab` runs JupyterLab with jupytext's contents manager (its server extension is enabled on
+    install), which reads jupytext.toml: saving notebooks/NN_name.ipynb writes notebooks/src/NN_name.py,
+    the same text `sync` writes."""
+    jupytext = pytest.importorskip("jupytext")
+    import shutil
+    import nbformat
+    name = NOTEBOOK_NAMES[0]
+    (tmp_path / "notebooks" / "src").mkdir(parents=True)
+    shutil.copy(ROOT / "jupytext.toml", tmp_path)
+    shutil.copy(ROOT / "notebooks" / f"{name}.ipynb", tmp_path / "notebooks")
+    shutil.copy(ROOT / "notebooks" / "src" / f"{name}.py", tmp_path / "notebooks" / "src")
+    cm = jupytext.TextFileContentsManager(root_dir=str(tmp_path))
+    model = cm.get(f"notebooks/{name}.ipynb")
+    model["content"].cells[1].source += "\nprint('saved in JupyterLab')"
+    cm.save(model, f"notebooks/{name}.ipynb")
+    src = (tmp_path / "notebooks" / "src" / f"{name}.py").read_text()
+    assert "print('saved in JupyterLab')" in src
+    assert src == nbt.source_text(nbformat.read(tmp_path / "notebooks" / f"{name}.ipynb", as_version=4))
