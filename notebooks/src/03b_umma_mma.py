@@ -304,9 +304,10 @@ print("for example:", survey.refused[0][1])
 #
 # The PTX ISA (tcgen05, "Data path layout organization") names each way D can be laid out in TMEM
 # with a letter (layout A, layout B, ...); four of them appear here. With M = 128 row m of D
-# is TMEM lane m (layout D). With M = 64 the rows are spread 16 per warp quarter (layout F), because each warp can reach only its own 32 lanes. A CTA pair (`cta_group::2`) splits M between
-# the two CTAs: M = 256 gives each CTA 128 rows (layout A); M = 128 gives each 64 rows, with the two
-# halves of N stacked in lanes 0-63 and 64-127 (layout B).
+# is TMEM lane m (layout D). With M = 64 the rows are spread 16 per warp quarter (layout F), because
+# each warp can reach only its own 32 lanes. A CTA pair (`cta_group::2`) splits M between the two CTAs:
+# M = 256 gives each CTA 128 rows (layout A); M = 128 gives each 64 rows, with the two halves of N
+# stacked in lanes 0-63 and 64-127 (layout B).
 
 # %%
 umma.plot_d_tmem_layouts(N=64)
