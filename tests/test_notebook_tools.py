@@ -13,7 +13,7 @@ from bwlab.tools import notebooks as nbt
 pytest.importorskip("nbformat")
 
 ROOT = Path(__file__).resolve().parents[1]
-WIDGET_NOTEBOOKS = ["01_tma_load", "02_multicast", "03_umma", "04_tmem_load"]
+WIDGET_NOTEBOOKS = ["01_tma_load", "02_multicast", "03a_umma_descriptors", "04_tmem_load"]
 
 
 def _ref(model_id):
@@ -154,7 +154,7 @@ def test_jupytext_toml_pairs_as_the_builder_does():
     assert {k: getattr(cfg, k) for k in nbt.JUPYTEXT_CONFIG} == nbt.JUPYTEXT_CONFIG
 
 
-NOTEBOOK_NAMES = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOK_NAMES = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
 
 
 @pytest.mark.parametrize("name", NOTEBOOK_NAMES)
