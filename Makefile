@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.bwlab-installed-cuda$(CUDA)
 
-.PHONY: lab test unit nbval wheel-test venv notebooks notebooks-soak student grade grade-check sandbox-deps browser-deps browser-test browser-test-student clean
+.PHONY: lab test unit nbval wheel-test venv notebooks sync notebooks-soak student grade grade-check sandbox-deps browser-deps browser-test browser-test-student clean
 
 venv: $(STAMP)
 
@@ -33,12 +33,14 @@ lab: venv
 # The whole suite: unit tests, compile checks of every cuda_src file, nbval over the notebooks.
 # Notebooks are stored from an emulated-tier run (the TMA-family kernels in bwlab.emu, deterministic), so
 # nbval runs them in the emulated tier too.
+# Each runs on every core (pytest-xdist): a test file, or a notebook's cells, stay on one worker.
+XDIST ?= -n auto --dist loadfile
 test: venv sandbox-deps
-	$(PY) -m pytest -q tests --ignore=tests/test_wheel.py
-	BWLAB_BACKEND=emulated $(PY) -m pytest -q --nbval notebooks --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
+	$(PY) -m pytest -q $(XDIST) tests --ignore=tests/test_wheel.py
+	BWLAB_BACKEND=emulated $(PY) -m pytest -q $(XDIST) --nbval notebooks --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
 
 unit: venv sandbox-deps
-	$(PY) -m pytest -q tests --ignore=tests/test_wheel.py
+	$(PY) -m pytest -q $(XDIST) tests --ignore=tests/test_wheel.py
 
 # bwlab as a user installs it (tests/test_wheel.py): a wheel built from this repository, installed with its
 # cuda12 extra into a fresh venv outside the checkout, compiles a teaching kernel for sm_90a, replays a
@@ -48,11 +50,17 @@ wheel-test: venv sandbox-deps
 	$(PY) -m pytest -q tests/test_wheel.py -p no:cacheprovider --durations=3
 
 nbval: venv
-	BWLAB_BACKEND=emulated $(PY) -m pytest -q --nbval notebooks --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
+	BWLAB_BACKEND=emulated $(PY) -m pytest -q $(XDIST) --nbval notebooks --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
 
-# Re-execute every notebook in the emulated tier and store its outputs (what nbval compares against).
+# Build every notebook from its source (notebooks/src/NN_name.py, jupytext's percent format) and execute
+# it in the emulated tier: the stored outputs are what nbval compares against.
 notebooks: venv
-	BWLAB_BACKEND=emulated $(PY) -m bwlab.tools.notebooks execute notebooks/*.ipynb
+	$(PY) -m bwlab.tools.notebooks build notebooks/src/*.py
+
+# Write the sources of notebooks edited in JupyterLab. `make lab` does this on every save (jupytext's
+# contents manager reads jupytext.toml); `make test` fails while a source and its notebook disagree.
+sync: venv
+	$(PY) -m bwlab.tools.notebooks sync notebooks/*.ipynb
 
 # Execute every notebook N times headless (nothing is written) and report how many runs finished.
 N ?= 10
