@@ -344,6 +344,13 @@ def build(src: Path, execute: bool = True, timeout: int = 600, out_dir: Path | N
     nbformat.write(_scrub(nb), out)
     if execute:
         execute_notebook(out, timeout=timeout)
+        if out_dir is None and source_of(out).resolve() == src.resolve():
+            # Executing tags a cell whose widget became a static copy `nbval-ignore-output` (see _scrub):
+            # the pair stays in step when the source carries the tag too.
+            text = source_text(nbformat.read(out, as_version=4))
+            if text != src.read_text():
+                src.write_text(text)
+                print(f"build: {src.name} now carries the tags the build added (widget cells: nbval-ignore-output)")
     return out
 
 
