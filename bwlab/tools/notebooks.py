@@ -117,7 +117,9 @@ def source_text(nb) -> str:
     nb = copy.deepcopy(nb)
     nb.metadata = {}
     for cell in nb.cells:
-        cell.metadata = {k: v for k, v in cell.metadata.items() if k in ("tags", "nbgrader")}
+        # keys sorted as nbformat stores them, so the text is the same from a notebook or from a source
+        cell.metadata = {k: (dict(sorted(v.items())) if isinstance(v, dict) else v)
+                         for k, v in sorted(cell.metadata.items()) if k in ("tags", "nbgrader")}
     return jupytext.writes(nb, fmt=JUPYTEXT_FORMAT, config=_config())
 
 
