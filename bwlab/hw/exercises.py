@@ -224,7 +224,7 @@ def _explain_parity(got):
         return (f"try_wait.parity(p) does not wait for the current phase: it asks about the last phase with "
                 f"parity p; phase {bar.completed - 1 if bar.completed else -1} (parity "
                 f"{(bar.completed - 1) % 2}) has completed"
-                + (" — on a fresh barrier the phase 'before' phase 0 counts as completed" if not bar.completed else "")
+                + ("" if bar.completed else " — on a fresh barrier the phase 'before' phase 0 counts as completed")
                 + ", so that wait returns True at once")
     if w0 and w1:
         open_ = bar.completed

@@ -16,9 +16,9 @@ learner-facing names (`my_tx_bytes`, `tiles`, ...) bound to the decoded answers 
 call the learner's functions in the sandbox. The hidden tests' cases come from the course data
 (course_data/, bwlab.exercises.hidden_cases), which the sandbox does not see. Each student's numbers
 (bwlab.variants) come from a token computed here from the student id and the course secret: the
-sandbox gets it in BWLAB_TOKEN, the checks here under variants.using(token). So monkeypatched checks, input transformers, exception
-hooks, objects whose __eq__ always says yes, stack walking, printed banners, stderr noise and edited
-files change nothing: none of it reaches this process.
+sandbox gets it in BWLAB_TOKEN, the checks here under variants.using(token). So monkeypatched checks,
+input transformers, exception hooks, objects whose __eq__ always says yes, stack walking, printed
+banners, stderr noise and edited files change nothing: none of it reaches this process.
 
 A batch (`grade_all`) survives any submission: one that cannot be read, run or scored is recorded as
 FAILED with the reason and graded again on the next run; a result is written (atomically) only when

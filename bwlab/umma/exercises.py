@@ -110,7 +110,8 @@ def check_smem_desc(fn, hidden=()) -> None:
     cases = [(0, 16, 1024, "128B"), (256, 4096, 128, "none")] + [tuple(c) for c in hidden]
     check_function_explained("the SM100 SMEM descriptor", fn, cases, reference=_smem_desc, rule=_desc_rule(),
                              explain=_explain_desc, more="" if hidden else "every layout, and start addresses "
-                             "and offsets up to the fields' 14 bits", hint="0, 16, 1024, '128B' encodes as 0x4000404000010000")
+                             "and offsets up to the fields' 14 bits",
+                             hint="0, 16, 1024, '128B' encodes as 0x4000404000010000")
 
 
 # -- Exercise: the 32-bit instruction descriptor -----------------------------------------------------
