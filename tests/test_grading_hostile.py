@@ -46,13 +46,16 @@ def _hashes(*dirs) -> dict:
 
 
 def _sandbox_processes() -> set:
+    """Processes of the sandbox user started by this checkout's grader (their environment names this
+    checkout in PYTHONPATH; other checkouts on the machine may be grading at the same time)."""
     pids = set()
+    mark = f"PYTHONPATH={grading.ROOT}".encode()
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, StopIteration):
                 status = (d / "status").read_text()
                 uid = next(l.split()[1] for l in status.splitlines() if l.startswith("Uid:"))
-                if uid == str(grading.SANDBOX_UID):
+                if uid == str(grading.SANDBOX_UID) and mark in (d / "environ").read_bytes().split(b"\0"):
                     pids.add(int(d.name))
     return pids
 
