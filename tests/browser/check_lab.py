@@ -22,7 +22,11 @@ With --student the notebooks are the student editions that `make lab STUDENT=1` 
 release; a notebook without exercises as it is), served as that command serves them (nbgrader's
 instructor UI off), and the learner's first run is checked: Run All runs every code cell, the only
 errors are the graded cells' NotYet "no answer yet", each shown as a message of a few lines (no
-traceback), and the page shows no nbgrader menu or toolbar button.
+traceback), and the page shows no nbgrader menu or toolbar button. Every figure (a PNG or SVG output,
+a widget's included) is screenshot as the page shows it ({notebook}_figNN.png) with its drawn and shown
+widths in the summary; one shown at under MIN_SCALE of its drawn width fails (its text shrinks below
+9 px). `make browser-test-student` runs it with a 1440-px window: with the file browser open, the
+notebook's outputs are then ~1000 px wide, the width the figures are drawn for.
 
     python tests/browser/check_lab.py [--out build/browser] [--student] [notebooks/NN_name.ipynb ...]
     make browser-test          # installs what it needs first (make browser-deps)
@@ -227,6 +231,8 @@ WRONG_ANSWERS = {
     "00_orientation.ipynb": ("orient_tile_bytes", "from bwlab.hw import element_type\n\n"
                              "def my_tile_bytes(rows, cols, dtype):\n    return rows * cols",
                              "the number of elements, not of bytes"),
+    "05_tma_store.ipynb": ("store_wait_ring", "def my_max_read_wait(stages):\n    return stages",
+                           "may be among the N still reading it"),
 }
 
 
@@ -266,6 +272,39 @@ def try_wrong_answer(page, base: str, name: str, nb: dict, out: Path, budget: Bu
         res["problems"].append(f"first wrong answer to {gid}: {first[:300]!r}")
     if "rule:" not in second:
         res["problems"].append(f"the same wrong answer again did not show the rule: {second[:300]!r}")
+
+
+def figure_shots(page, stem: str, out: Path) -> list[dict]:
+    """A screenshot of every figure (a PNG or SVG output, a widget's included) as the page shows it, and its
+    widths: what matplotlib drew (natural) and what the page shows (shown). A figure shown narrower than
+    drawn has its text shrunk by that factor, so a 9 pt label drawn at 100 dpi (12.5 px) stays >= 9 px only
+    while shown/natural >= 0.72."""
+    n = page.evaluate("""(panel) => {
+        const p = document.querySelector(panel);
+        const imgs = p ? [...p.querySelectorAll('.jp-OutputArea-output img, .jp-OutputArea-output svg')]
+            .filter(e => !e.parentElement.closest('svg')) : [];
+        imgs.forEach((e, i) => e.setAttribute('data-bwlab-fig', String(i)));
+        return imgs.length; }""", PANEL)
+    figs = []
+    for k in range(n):
+        el = page.locator(f'{PANEL} [data-bwlab-fig="{k}"]').first
+        W.settle_scroll(page, el.element_handle())
+        page.wait_for_timeout(100)
+        size = el.evaluate("""e => ({natural: e.naturalWidth || (e.viewBox && e.viewBox.baseVal
+                                      ? e.viewBox.baseVal.width : 0) || e.getBoundingClientRect().width,
+                                     shown: e.getBoundingClientRect().width,
+                                     height: e.getBoundingClientRect().height})""")
+        fig = {"index": k, "natural": round(size["natural"]), "shown": round(size["shown"]),
+               "height": round(size["height"]), "file": f"{stem}_fig{k:02d}.png"}
+        if size["shown"] < 1 or size["height"] < 1:
+            fig["problem"] = "not drawn (zero size)"
+        else:
+            el.screenshot(path=str(out / fig["file"]), animations="disabled")
+        figs.append(fig)
+    return figs
+
+
+MIN_SCALE = 0.72      # shown / drawn width below which a 9 pt label falls under 9 px
 
 
 def panel_state(page) -> dict:
@@ -377,6 +416,9 @@ def check_notebook(page, base: str, name: str, work: Path, out: Path, budget: Bu
         res["problems"].append(f"Run All did not finish in time ({res['run_s']} s)")
     if numbered != st["code_cells"]:
         res["problems"].append(f"only {numbered} of {st['code_cells']} code cells ran")
+    in_file = sum(1 for c in json.loads(original)["cells"] if c["cell_type"] == "code")
+    if st["code_cells"] != in_file:
+        res["problems"].append(f"the page shows {st['code_cells']} code cells, the notebook has {in_file}")
     if student:
         graded = sum(1 for c in json.loads(original)["cells"]
                      if c.get("metadata", {}).get("nbgrader", {}).get("grade"))
@@ -393,6 +435,13 @@ def check_notebook(page, base: str, name: str, work: Path, out: Path, budget: Bu
         if shown and first.count():
             W.settle_scroll(page, first.element_handle())
             first.screenshot(path=str(out / f"{stem}_not_yet.png"))
+        res["figures"] = figure_shots(page, stem, out)
+        for f in res["figures"]:
+            if "problem" in f:
+                res["problems"].append(f"figure {f['index']}: {f['problem']}")
+            elif f["natural"] and f["shown"] / f["natural"] < MIN_SCALE:
+                res["problems"].append(f"figure {f['index']} drawn {f['natural']} px wide, shown at {f['shown']} px: "
+                                       f"its text shrinks to {f['shown'] / f['natural']:.0%}")
         ui = nbgrader_ui(page)
         if ui:
             res["problems"].append(f"nbgrader's UI shows: {', '.join(ui)}")
@@ -470,6 +519,10 @@ def summary_lines(results, listing_ok, ok, took, out, about) -> list[str]:
             lines.append(f"  {r['notebook'][:2]} widget {c['view']} {c['kind']:9s} {c['label'][:28]!r:30s} "
                          f"{c['from'][:18]!s:>18s} -> {c['to'][:18]!s:18s} "
                          f"{c.get('why') or 'changed ' + str(c['pixels']) + ' px'}")
+        if "figures" in r:
+            shown = [f"{f['shown']}/{f['natural']}" for f in r["figures"]]
+            lines.append(f"  {r['notebook']}: {len(r['figures'])} figures screenshot "
+                         f"({r['notebook'][:-6]}_figNN.png), width shown/drawn px: {' '.join(shown)}")
         if "not_yet" in r:
             lines.append(f"  {r['notebook']}: unanswered checks shown as a short NotYet message: {r['not_yet']}")
         if "wrong_answer" in r:
