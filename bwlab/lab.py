@@ -190,7 +190,7 @@ class CellErrors:
                                 hl_lines=[line - lo + 1])
             parts.append(f"<p><b>{escape(kind)} on line {line + self.first_line - 1} of this cell</b> "
                          f"(highlighted): {escape(msg)}</p>"
-                         + highlight("\n".join(lines[lo - 1:hi]) + "\n", CudaLexer(), fmt))
+                         + highlight("\n".join(lines[lo - 1:hi]) + "\n", CudaLexer(stripnl=False), fmt))
         return "\n".join(parts) if parts else None
 
 

@@ -129,9 +129,15 @@ def test_cell_errors_html_highlights_the_cells_error_line():
     html = view._repr_html_()
     assert f"error on line {n + 1} of this cell" in html
     # the marked line is the error's, numbered as in the cell; its neighbours are numbered but not marked
-    marked = re.findall(r'<span style="background-color: #[0-9a-f]+"><span[^>]*>\s*(\d+)</span>', html)
-    assert marked == [str(n + 1)]
-    assert f">{n}</span>" in html and f">{n + 2}</span>" in html
+    marked = re.findall(r'<span style="background-color: #[0-9a-f]+"><span[^>]*>\s*(\d+)</span>(.*?)\n', html)
+    assert [m[0] for m in marked] == [str(n + 1)]
+    assert re.sub(r"<[^>]+>", "", marked[0][1]).strip() == "mbarrier_init(&amp;smem_full, 1) x;"
+    # every shown line carries its number in the cell, blank lines included
+    rows = re.findall(r'padding-right: 5px;">\s*(\d+)</span>(.*?)\n', html)
+    cell = ("\n" + text).splitlines()         # the cell's line k is cell[k - 1] (line 1: the magic)
+    assert len(rows) == 5 and all(re.sub(r"<[^>]+>", "", body).replace("&amp;", "&").replace("&quot;", '"')
+                                  .replace("&lt;", "<").replace("&gt;", ">").replace("&#39;", "'").rstrip()
+                                  == cell[int(k) - 1].rstrip() for k, body in rows)
     assert 'style="color:' in html                  # coloured by the CUDA lexer (inline styles)
 
 
