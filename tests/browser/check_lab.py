@@ -299,12 +299,67 @@ def figure_shots(page, stem: str, out: Path) -> list[dict]:
         if size["shown"] < 1 or size["height"] < 1:
             fig["problem"] = "not drawn (zero size)"
         else:
+            view = page.viewport_size
+            tall = size["height"] > view["height"] - 250    # taller than the notebook's visible part
+            if tall:                                         # a taller window: same width, same layout
+                page.set_viewport_size({"width": view["width"], "height": int(size["height"]) + 400})
+                W.settle_scroll(page, el.element_handle())
             el.screenshot(path=str(out / fig["file"]), animations="disabled")
+            if tall:
+                page.set_viewport_size(view)
         figs.append(fig)
     return figs
 
 
 MIN_SCALE = 0.72      # shown / drawn width below which a 9 pt label falls under 9 px
+
+
+CUDA_ERROR_NOTEBOOK = "01_tma_load.ipynb"   # --student: a %%cuda cell with a compile error, added at its end
+
+
+def try_cuda_error(page, base: str, stem: str, out: Path, budget: Budget, res: dict):
+    """A new cell at the end: `%load_ext bwlab.lab`, then the teaching kernel with one semicolon dropped under
+    `%%cuda teach_tma.cu`. Its output must name the cell's line of the error and show the lines around it
+    highlighted as CUDA (pygments' inline colours), the error line marked and numbered as in the cell."""
+    from bwlab.lab import TeachingKernel
+    text = TeachingKernel("teach_tma.cu").text
+    lines = text.splitlines()
+    n = next(i for i, line in enumerate(lines, 1) if line.rstrip().endswith(";") and "=" in line)
+    lines[n - 1] = lines[n - 1].rstrip()[:-1]
+    cells = page.locator(f"{PANEL} .jp-Notebook .jp-Cell")
+    last = cells.nth(cells.count() - 1)
+    W.settle_scroll(page, last.element_handle())
+    last.locator(".jp-InputPrompt, .jp-InputArea-prompt").first.click()
+    page.keyboard.press("Escape")
+    for cell_text in ("%load_ext bwlab.lab", "%%cuda teach_tma.cu\n" + "\n".join(lines)):
+        page.keyboard.press("b")                    # a new cell below, in command mode
+        page.keyboard.press("Enter")                # edit it
+        page.keyboard.insert_text(cell_text)
+        page.keyboard.press("Shift+Enter")          # at the end this adds an empty cell, in edit mode
+        wait_settled(page, base, budget.cap(90), quiet=1.0)
+        page.keyboard.press("Escape")
+    j = page.evaluate("""(panel) => [...document.querySelectorAll(panel + ' .jp-Notebook .jp-Cell')]
+        .findIndex(c => (c.querySelector('.cm-content') || {textContent: ''}).textContent.startsWith('%%cuda'))""",
+                      PANEL)
+    shown = cell_output(page, j)
+    el = cells.nth(j)
+    W.settle_scroll(page, el.element_handle())
+    el.screenshot(path=str(out / f"{stem}_cuda_error.png"))
+    marked = el.evaluate("""c => [...c.querySelectorAll('.jp-OutputArea-output .highlight pre > span')]
+        .filter(s => s.style.backgroundColor && s.style.backgroundColor !== 'transparent').map(s => s.textContent)""")
+    coloured = el.evaluate("""c => c.querySelectorAll('.jp-OutputArea-output .highlight span[style*="color"]').length""")
+    # NVRTC names the line where it found the missing ';': the edited line or the next one
+    said = [int(m) for m in re.findall(r"error on line (\d+) of this cell", shown)]
+    cell_lines = ["%%cuda teach_tma.cu"] + lines
+    at = said[0] if said else 0
+    res["cuda_error"] = (f"semicolon dropped on cell line {n + 1}; error named on line {at}, marked "
+                         f"{' '.join(marked).strip()!r:.70}, {coloured} coloured spans")
+    if (not said or at not in (n + 1, n + 2) or "NOT kept" not in shown or len(marked) != 1
+            or marked[0].strip().split()[0] != str(at) or cell_lines[at - 1].strip() not in marked[0]
+            or coloured < 10):
+        res["problems"].append(f"%%cuda compile error: wanted the cell's line {n + 1} or {n + 2} named, marked and "
+                               f"highlighted as CUDA; got {shown[:300]!r}, marked {marked!r:.200}, "
+                               f"{coloured} coloured spans")
 
 
 def panel_state(page) -> dict:
@@ -447,6 +502,8 @@ def check_notebook(page, base: str, name: str, work: Path, out: Path, budget: Bu
             res["problems"].append(f"nbgrader's UI shows: {', '.join(ui)}")
         if name in WRONG_ANSWERS and budget.left() > 60:
             try_wrong_answer(page, base, name, json.loads(original), out, budget, res)
+        if name == CUDA_ERROR_NOTEBOOK and budget.left() > 60:
+            try_cuda_error(page, base, stem, out, budget, res)
         # the graded cells' NotYet are what a student edition must show (and the wrong answer's); nothing
         # else may fail
         errors.errors[:] = [e for e in errors.errors if not e.startswith("NotYet:")]
@@ -525,6 +582,8 @@ def summary_lines(results, listing_ok, ok, took, out, about) -> list[str]:
                          f"({r['notebook'][:-6]}_figNN.png), width shown/drawn px: {' '.join(shown)}")
         if "not_yet" in r:
             lines.append(f"  {r['notebook']}: unanswered checks shown as a short NotYet message: {r['not_yet']}")
+        if "cuda_error" in r:
+            lines.append(f"  {r['notebook']}: a %%cuda cell with a compile error: {r['cuda_error']}")
         if "wrong_answer" in r:
             lines.append(f"  {r['notebook']}: a wrong answer's message: {r['wrong_answer']}")
         for p in r["problems"]:
