@@ -561,12 +561,12 @@ def check_notebook(page, base: str, name: str, work: Path, out: Path, budget: Bu
 
 
 def summary_lines(results, listing_ok, ok, took, out, about) -> list[str]:
-    lines = [about, f"{'notebook':22s} {'cells run':>9s} {'widgets':>7s} {'controls changed':>16s} "
+    lines = [about, f"{'notebook':26s} {'cells run':>9s} {'widgets':>7s} {'controls changed':>16s} "
              f"{'open s':>6s} {'run s':>6s} {'drive s':>7s} {'reopen s':>8s} {'total s':>7s}  result"]
     for r in results:
         changed = sum(1 for c in r["controls"] if c["changed"])
         moved = f"{changed}/{len(r['controls'])}"
-        lines.append(f"{r['notebook']:22s} {r.get('cells_run', '-'):>9s} {r.get('widgets', '-'):>7s} {moved:>16s} "
+        lines.append(f"{r['notebook']:26s} {r.get('cells_run', '-'):>9s} {r.get('widgets', '-'):>7s} {moved:>16s} "
                      f"{r.get('open_s', 0):6.1f} {r.get('run_s', 0):6.1f} {r.get('drive_s', 0):7.1f} "
                      f"{r.get('reopen_s', 0):8.1f} "
                      f"{r.get('took_s', 0):7.1f}  {'FAIL' if r['problems'] else 'ok'}")
