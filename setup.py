@@ -5,7 +5,8 @@
   them in the repository (bwlab/package_data.py finds them in either place):
   `cuda_src/` with every subfolder, `.cu` and `.cuh` -> `bwlab/_data/cuda_src/`;
   `docs/results/*.txt` (the reports the notebooks quote) and `docs/results/recordings/*.npz` ->
-  `bwlab/_data/results/`.
+  `bwlab/_data/results/`;
+* `bwlab/bridge/recorded/` (the Gluon kernels' PTX as recorded, with tool, version and date).
 
 Each data folder is declared as a package of its own so that setuptools maps it explicitly (a folder
 carried only as data of its parent would be warned about as an "importable package absent from
@@ -52,5 +53,7 @@ class BuildPy(build_py):
 
 package_dir, package_data = data_packages()
 DATA_PACKAGES = set(package_dir)
+# the Gluon kernels' recorded PTX and its provenance (bwlab.bridge.recorded)
+package_data["bwlab.bridge"] = ["recorded/*.ptx", "recorded/*.json"]
 setup(packages=find_packages(include=["bwlab", "bwlab.*"]) + sorted(package_dir),
       package_dir=package_dir, package_data=package_data, cmdclass={"build_py": BuildPy})
