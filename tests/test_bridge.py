@@ -30,34 +30,43 @@ def gemm_s1():
 
 # ---- the recordings --------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", sorted(bridge.KERNELS))
-def test_recording_names_its_tool_and_is_current(name):
-    rec = bridge.recorded(name)
-    assert rec.origin == "recorded" and rec.tool == "triton" and rec.version == bridge.TOOL_VERSION
+TWINS = [(name, tool) for name, k in sorted(bridge.KERNELS.items()) for tool in sorted(k.twins)]
+
+
+@pytest.mark.parametrize("name,tool", TWINS)
+def test_recording_names_its_tool_and_is_current(name, tool):
+    rec = bridge.recorded(name, tool)
+    t = bridge.TOOLS[tool]
+    assert rec.origin == "recorded" and rec.tool == tool and (rec.package, rec.version) == (t.package, t.version)
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", rec.date), rec.date
     assert ".target sm_100a" in rec.ptx
-    assert "python -m bwlab.bridge record" in rec.command
-    # made from the Gluon file as it is now (edit the kernel: record it again)
-    assert rec.source_sha256 == bk._sha256(bk._source_path(name).read_text())
+    assert f"python -m bwlab.bridge record {name} --tool {tool}" in rec.command
+    # made from the kernel's file as it is now (edit the kernel: record it again)
+    assert rec.source_sha256 == bk._sha256(bk._source_path(name, tool).read_text())
+    assert "/work/" not in rec.ptx and "/home/" not in rec.ptx
     assert "/" not in "".join(re.findall(r'\.file\s+\d+\s+"([^"]*)"', rec.ptx)), "no paths of the recording machine"
     assert name in rec.describe() and rec.version in rec.describe()
 
 
 def test_a_tampered_recording_is_refused(tmp_path, monkeypatch):
     shutil.copytree(bk.RECORDED, tmp_path / "rec")
-    p = tmp_path / "rec" / "full_flow.ptx"
+    p = tmp_path / "rec" / "gluon_full_flow.ptx"
     p.write_text(p.read_text().replace("tcgen05.mma", "tcgen05.mmx", 1))
     monkeypatch.setattr(bk, "RECORDED", tmp_path / "rec")
     with pytest.raises(ValueError, match="checksum"):
         bridge.recorded("full_flow")
-    (tmp_path / "rec" / "full_flow.json").unlink()
-    with pytest.raises(FileNotFoundError, match="python -m bwlab.bridge record full_flow"):
+    (tmp_path / "rec" / "gluon_full_flow.json").unlink()
+    with pytest.raises(FileNotFoundError, match="python -m bwlab.bridge record full_flow --tool gluon"):
         bridge.recorded("full_flow")
 
 
-def test_unknown_kernel_is_named():
+def test_unknown_kernel_or_tool_is_named():
     with pytest.raises(KeyError, match="no bridge kernel 'ladder'"):
         bridge.practitioner_source("ladder")
+    with pytest.raises(KeyError, match="no tool 'mojo'"):
+        bridge.recorded("gemm_s1", "mojo")
+    with pytest.raises(KeyError, match="written with \\['gluon'\\] only"):
+        bridge.recorded("full_flow", "cute")
 
 
 def test_practitioner_source_is_the_jit_function():
@@ -65,13 +74,16 @@ def test_practitioner_source_is_the_jit_function():
     assert src.startswith("@gluon.jit\ndef full_flow(") and "tcgen05_mma(" in src and "def signature" not in src
     assert "tma.async_load(a_desc" in bridge.practitioner_source("gemm_s1")
     assert bridge.practitioner_source("gemm_s1", whole=True).startswith('"""Step 1')
+    cute_src = bridge.practitioner_source("gemm_s1", "cute")
+    assert cute_src.startswith("@cute.struct") and "cute.gemm(tiled_mma" in cute_src and "def compile_ptx" not in cute_src
 
 
-def test_without_triton_the_recording_serves(monkeypatch):
-    monkeypatch.setattr(bk, "tool_version", lambda: None)
-    assert bridge.practitioner_ptx("gemm_s1").origin == "recorded"
+@pytest.mark.parametrize("tool", sorted(bridge.TOOLS))
+def test_without_the_tool_the_recording_serves(monkeypatch, tool):
+    monkeypatch.setattr(bk, "tool_version", lambda tool="gluon": None)
+    assert bridge.practitioner_ptx("gemm_s1", tool).origin == "recorded"
     with pytest.raises(ImportError, match="bwlab\\[bridge\\]"):
-        bridge.compile_live("gemm_s1")
+        bridge.compile_live("gemm_s1", tool)
 
 
 # ---- the comparison, computed --------------------------------------------------------------------------
@@ -97,7 +109,7 @@ def test_full_flow_issues_the_same_tcgen05_and_tma_instructions(full_flow):
     load_b = rows["cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"]
     load_g = rows["cp.async.bulk.tensor.2d.shared::cta.global.mbarrier::complete_tx::bytes"]
     assert load_b.counts == (2, 0) and load_g.counts == (0, 2)
-    assert load_b.match == load_g.match == "both, spelt differently" and load_b.family == load_g.family
+    assert load_b.match == load_g.match == "other spelling" and load_b.family == load_g.family
     assert load_b.wrappers == "tma_load_2d" and "tma_load_2d" in load_g.wrappers
     assert rows["tcgen05.mma.cta_group::1.kind::f16"].wrappers == "tcgen05_mma_f16_ss"
     # bwlab's bounded waits and its explicit tcgen05 fences have no counterpart in the Gluon PTX
@@ -113,7 +125,7 @@ def test_full_flow_descriptors_decode_alike(full_flow):
         assert rows[f"{which} desc swizzle"] == ("128B", "128B", True)
         assert rows[f"{which} desc version"] == (1, 1, True)
         assert rows[f"{which} desc start_address"][:2] == (None, None)  # only the running CTA knows it
-        assert rows[f"{which} start step per MMA (bytes)"] == ([32, 32, 32], [32, 32, 32], True)
+        assert rows[f"{which} start: step per MMA (bytes)"] == (32, 32, True)
     # LBO: bwlab encodes 16 B (CuTe's value), Gluon 0; a swizzled K-major operand does not use it
     assert rows["A desc leading_byte_offset"] == (16, 0, False)
     assert rows["B start - A start (bytes)"][0] == 16384   # full_flow_sm100.cu: SMEM_B = 0x4000
@@ -131,6 +143,30 @@ def test_gemm_s1_matches_step_one(gemm_s1):
     assert ld[0] >= 1 and ld[1] == 256 // 32
     table = gemm_s1.table()
     assert "tcgen05_mma_f16_ss" in table and "__syncthreads()" in table
+
+
+def test_gemm_s1_in_cute_dsl_matches_step_one():
+    c = bridge.compare("gemm_s1", "cute", live=False)
+    assert c.names == ("bwlab", "cute")
+    rows = {r.op: r for r in c.rows}
+    # CuTe writes the MMA with its default collector usage spelt out, the loads with .tile and a cache hint
+    mma_c = rows["tcgen05.mma.cta_group::1.kind::f16.collector::a::discard"]
+    assert mma_c.match == "other spelling" and mma_c.family == rows["tcgen05.mma.cta_group::1.kind::f16"].family
+    assert "tma_load_2d" in rows["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
+                                 ".L2::cache_hint"].wrappers
+    for op in ("tcgen05.ld.sync.aligned.32x32b.x32.b32", "tcgen05.wait::ld.sync.aligned",
+               "tcgen05.fence::before_thread_sync", "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64"):
+        assert op in c.in_both(), op
+    d = {what: (a, b, same) for what, a, b, same in c.descriptor_rows()}
+    want = make_instr_desc("bf16", "bf16", "f32", 128, 256)
+    assert f"{want:#010x}" in d["idesc value"][1].split(" or ")        # chosen among constants at run time
+    assert d["idesc negate_a"][:2] == (False, "False or True")
+    for key in ("a_type", "b_type", "d_type", "M", "N", "a_major", "b_major"):
+        assert d[f"idesc {key}"][2], key
+    for which in ("A", "B"):
+        assert d[f"{which} desc leading_byte_offset"] == (16, 16, True)   # CuTe encodes LBO as bwlab does
+        assert d[f"{which} desc swizzle"] == ("128B", "128B", True)
+        assert d[f"{which} start: step per MMA (bytes)"] == (32, 32, True)
 
 
 # ---- the parts, on small hand-written PTX --------------------------------------------------------------
@@ -181,7 +217,7 @@ def test_compare_ptx_counts_and_labels():
     c = bridge.compare_ptx(a, b, names=("one", "two"))
     assert c.counts("tcgen05.mma.cta_group::1.kind::f16") == (1, 1)
     rows = {r.op: r for r in c.rows}
-    assert rows["bar.sync"].match == rows["barrier.sync"].match == "both, spelt differently"
+    assert rows["bar.sync"].match == rows["barrier.sync"].match == "other spelling"
     assert c.only_in("one") == ["bar.sync"] and c.only_in("two") == ["barrier.sync"]
     assert "one" in c.table().splitlines()[0]
     assert all(same for what, _, _, same in c.descriptor_rows() if what.startswith("idesc"))
@@ -209,24 +245,29 @@ def test_wrappers_are_read_from_the_headers():
 
 def test_the_bridge_extra_is_optional():
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert meta["optional-dependencies"]["bridge"] == [f"triton=={bridge.TOOL_VERSION}"]
-    assert not any(d.startswith("triton") for d in meta["dependencies"])
+    assert sorted(meta["optional-dependencies"]["bridge"]) == sorted(f"{t.package}=={t.version}"
+                                                                   for t in bridge.TOOLS.values())
+    assert not any(d.startswith(("triton", "nvidia-cutlass-dsl")) for d in meta["dependencies"])
     assert "recorded/*.ptx" in (ROOT / "setup.py").read_text()
-    for name in bridge.KERNELS:
-        meta_rec = json.loads((bk.RECORDED / f"{name}.json").read_text())
-        assert meta_rec["version"] == bridge.TOOL_VERSION
+    for name, tool in TWINS:
+        meta_rec = json.loads((bk.RECORDED / f"{bridge.KERNELS[name].twins[tool]}.json").read_text())
+        assert meta_rec["version"] == bridge.TOOLS[tool].version
 
 
 # ---- live: only where triton is installed ----------------------------------------------------------------
 
-@pytest.mark.skipif(bridge.tool_version() is None,
-                    reason="triton (Gluon) is not installed: pip install 'bwlab[bridge]' to compile live")
-@pytest.mark.parametrize("name", sorted(bridge.KERNELS))
-def test_live_compile_for_sm100a_without_a_gpu(name):
-    rec = bridge.compile_live(name)
+LIVE = [pytest.param(name, tool, marks=pytest.mark.skipif(
+    bridge.tool_version(tool) is None,
+    reason=f"{bridge.TOOLS[tool].package} ({bridge.TOOLS[tool].label}) is not installed: "
+           "pip install 'bwlab[bridge]' to compile live")) for name, tool in TWINS]
+
+
+@pytest.mark.parametrize("name,tool", LIVE)
+def test_live_compile_for_sm100a_without_a_gpu(name, tool):
+    rec = bridge.compile_live(name, tool)
     assert rec.origin == "live" and ".target sm_100a" in rec.ptx
-    if rec.version == bridge.TOOL_VERSION:
-        assert rec.ptx == bridge.recorded(name).ptx, "the recording is what this triton makes"
+    if rec.version == bridge.TOOLS[tool].version:
+        assert rec.ptx == bridge.recorded(name, tool).ptx, "the recording is what this version makes"
     c = bridge.compare_ptx(bridge.bwlab_ptx(name), rec.ptx)
-    assert c.counts("tcgen05.mma.cta_group::1.kind::f16")[1] == 4
-    assert "tcgen05.mma.cta_group::1.kind::f16" in c.in_both()
+    mma = [r for r in c.rows if r.op.startswith("tcgen05.mma")]
+    assert {r.family for r in mma} == {"tcgen05.mma.cta_group::1.kind::f16"} and all(r.counts for r in mma)

@@ -1,19 +1,21 @@
-"""A bridge to practice: bwlab's kernels beside the same kernels written in Gluon, compared in PTX.
+"""A bridge to practice: bwlab's kernels beside the same kernels written in Gluon and CuTe DSL, compared in PTX.
 
-`practitioner_source(name)` shows the Gluon kernel, `practitioner_ptx(name)` compiles it for sm_100a
-(no GPU needed; the recording in bwlab/bridge/recorded/ where triton is not installed), `bwlab_ptx(name)`
-compiles bwlab's .cu with NVRTC, and `compare(name)` / `compare_ptx(a, b)` line the two up: the same
-tcgen05 / TMA / mbarrier instruction classes, their counts, bwlab's wrapper for each, and the
-tcgen05.mma descriptors decoded with bwlab.umma wherever the PTX holds them as constants.
+`practitioner_source(name, tool)` shows the twin kernel, `practitioner_ptx(name, tool)` compiles it for
+sm_100a (no GPU needed; the recording in bwlab/bridge/recorded/ where the tool is not installed),
+`bwlab_ptx(name)` compiles bwlab's .cu with NVRTC, and `compare(name, tool)` / `compare_ptx(a, b)` line
+the two up: the same tcgen05 / TMA / mbarrier instruction classes, their counts, bwlab's wrapper for
+each, and the tcgen05.mma descriptors decoded with bwlab.umma wherever the PTX holds them as constants.
 
-Kernels: 'full_flow' (cuda_src/full_flow_sm100.cu, notebook 06) and 'gemm_s1'
-(cuda_src/gemm_sm100/s1_one_stage.cu, notebook 07). `python -m bwlab.bridge record [NAME ...]` makes
-the recordings again (needs `pip install 'bwlab[bridge]'`).
+Kernels: 'full_flow' (cuda_src/full_flow_sm100.cu, notebook 06; Gluon) and 'gemm_s1'
+(cuda_src/gemm_sm100/s1_one_stage.cu, notebook 07; Gluon and CuTe DSL). Tools: 'gluon' (the `triton`
+package) and 'cute' (`nvidia-cutlass-dsl`). `python -m bwlab.bridge record` makes the recordings again
+(needs `pip install 'bwlab[bridge]'`).
 """
+from .kernels import (KERNELS, RECORDED, TOOLS, PtxRecord, Tool, bwlab_ptx, compare, compile_live, practitioner_ptx,
+                      practitioner_source, record, recorded, tool_version)
 from .ptx_compare import DATA_PATH, PtxComparison, bwlab_wrappers, compare_ptx, instruction_classes, mma_operands
-from .kernels import (KERNELS, RECORDED, TOOL, TOOL_VERSION, PtxRecord, bwlab_ptx, compare, compile_live,
-                      practitioner_ptx, practitioner_source, record, recorded, tool_version)
+from .show import side_by_side
 
 __all__ = ["DATA_PATH", "PtxComparison", "bwlab_wrappers", "compare_ptx", "instruction_classes", "mma_operands",
-           "KERNELS", "RECORDED", "TOOL", "TOOL_VERSION", "PtxRecord", "bwlab_ptx", "compare", "compile_live",
-           "practitioner_ptx", "practitioner_source", "record", "recorded", "tool_version"]
+           "KERNELS", "RECORDED", "TOOLS", "PtxRecord", "Tool", "bwlab_ptx", "compare", "compile_live",
+           "practitioner_ptx", "practitioner_source", "record", "recorded", "tool_version", "side_by_side"]

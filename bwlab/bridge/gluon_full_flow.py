@@ -58,6 +58,8 @@ def full_flow(a_desc, b_desc, d_desc, num_warps: gl.constexpr):
     tma.store_wait(pendings=0)
 
 
+# ---- compile without a GPU --------------------------------------------------------------------------------
+
 def signature():
     """The argument types triton.compile needs without a GPU: the tensor descriptors' element type,
     box shape and SMEM layout (128B swizzle), as a launch with real tensors would specialise them."""

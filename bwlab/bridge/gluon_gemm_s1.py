@@ -56,6 +56,8 @@ def gemm_s1(a_desc, b_desc, c_ptr, M, N, K, num_warps: gl.constexpr):
         gl.store(c_ptr + rows[:, None] * N + cols[None, :], part.to(gl.bfloat16))
 
 
+# ---- compile without a GPU --------------------------------------------------------------------------------
+
 def signature():
     """Argument types, constexprs and the specialisation a launch would infer from real tensors: C's
     pointer and N, K divisible by 16 (which lets the epilogue store 16 bytes at a time, as bwlab's does)."""

@@ -33,7 +33,7 @@ __all__ = ["DATA_PATH", "instruction_classes", "mma_operands", "compare_ptx", "P
 # The instruction families of the data path (prefixes of the opcode). Everything else — integer
 # arithmetic, branches, the conversion of the epilogue — is the compilers' business, not the lesson.
 DATA_PATH = ("tcgen05.", "cp.async.bulk", "cp.reduce.async.bulk", "mbarrier.", "fence.", "elect.sync",
-             "bar.", "barrier.", "st.shared", "ld.shared", "st.global", "wgmma.")
+             "bar.", "barrier.", "st.shared", "ld.shared", "st.global", "cvt.rn.bf16x2", "wgmma.")
 
 
 def _function(text: str, kernel: str | None):
@@ -176,11 +176,45 @@ class _Tracer:
             return Known(x.ones, x.zeros | (0xFFFFFFFF << 32), 64)
         if op.startswith("add.") and len(a) == 3:
             x, y = k(a[1]), k(a[2])
+            if y.mask != full and x.mask == full:
+                x, y = y, x
+            if y.mask == full and _known_bits_below(x) < w:
+                # x < 2^n plus a constant C: the carry out of the low n bits stops at the first 0 bit of C
+                # at or above n, so every bit above that one is C's.
+                c, n = y.ones, _known_bits_below(x)
+                j = n
+                while j < w and (c >> j) & 1:
+                    j += 1
+                high = full & ~((1 << min(w, j + 1)) - 1)
+                return Known(c & high, ~c & high, w)
             # Both below 2^n: the sum is below 2^(n+1), so the bits above are known zeros.
             n = max(_known_bits_below(x), _known_bits_below(y))
             if n < w:
                 return Known(0, full & ~((1 << (n + 1)) - 1), w)
         return Known.unknown(w)
+
+    def values(self, arg, before: int, depth: int = 0) -> frozenset | None:
+        """The few values a register can hold (a `selp` between constants, ORed together), or None."""
+        v = _imm(arg)
+        if v is not None:
+            return frozenset([v & 0xFFFFFFFFFFFFFFFF])
+        if arg[0] != "reg" or depth > 24:
+            return None
+        j, ins = self._def(arg[1], before)
+        if ins is None:
+            return None
+        op, a = ins.op, ins.args
+        if op.startswith("mov.") and len(a) == 2 and a[1][0] != "vec":
+            return self.values(a[1], j, depth + 1)
+        if op.startswith("selp.") and len(a) == 4:
+            x, y = self.values(a[1], j, depth + 1), self.values(a[2], j, depth + 1)
+            return None if x is None or y is None else x | y
+        if op.startswith(("or.", "and.")) and len(a) == 3:
+            x, y = self.values(a[1], j, depth + 1), self.values(a[2], j, depth + 1)
+            if x is None or y is None or len(x) * len(y) > 16:
+                return None
+            return frozenset((u | v) if op.startswith("or.") else (u & v) for u in x for v in y)
+        return None
 
     def address(self, arg, before: int, depth: int = 0, scale: int = 16):
         """(root register, byte offset) of a start-address field: follows or/and/mov/cvt, counts the
@@ -209,7 +243,10 @@ class _Tracer:
             if len(regs) == 1:
                 inner = self.address(regs[0], j, depth + 1, scale)
                 if inner is not None:
-                    return (inner[0], inner[1] + scale * next(v for v in imms if v is not None))
+                    c = next(v for v in imms if v is not None)
+                    if scale == 16 and c > 0x3FFF:
+                        c &= 0x3FFF   # a descriptor's constant fields plus an offset in its start field
+                    return (inner[0], inner[1] + scale * c)
         return (arg[1], 0)
 
 
@@ -238,6 +275,7 @@ class MmaOperands:
     idesc: Known
     a_start: tuple | None
     b_start: tuple | None
+    idesc_values: frozenset | None = None   # the constants it is chosen from, where the PTX selects one
 
     def kind(self) -> str:
         m = re.search(r"kind::(\w+)", self.op)
@@ -257,13 +295,24 @@ class MmaOperands:
         return out
 
     def instr_fields(self) -> dict | None:
-        """The decoded instruction descriptor ({field: value}) when the compiler wrote it as a constant."""
-        if not self.idesc.known(0, 31):
-            return None
+        """The decoded instruction descriptor ({field: value}) when the compiler wrote it as a constant, or
+        chose it among a few constants (a field they disagree on reads 'A or B')."""
         from ..umma import decode_instr_desc
-        d = decode_instr_desc(self.idesc.ones, self.kind())
-        return {"value": f"{self.idesc.ones:#010x}", "a_type": d.a_type, "b_type": d.b_type,
-                "d_type": d.d_type, "M": d.M, "N": d.N, "a_major": d.a_major, "b_major": d.b_major}
+        vals = sorted({self.idesc.ones}) if self.idesc.known(0, 31) else sorted(self.idesc_values or ())
+        if not vals:
+            return None
+        decoded = [decode_instr_desc(v, self.kind()) for v in vals]
+        out = {"value": " or ".join(f"{v:#010x}" for v in vals)}
+        for key in IDESC_FIELDS[1:]:
+            seen = []
+            for d in decoded:
+                if getattr(d, key) not in seen:
+                    seen.append(getattr(d, key))
+            out[key] = seen[0] if len(seen) == 1 else " or ".join(str(x) for x in seen)
+        return out
+
+
+IDESC_FIELDS = ("value", "a_type", "b_type", "d_type", "M", "N", "a_major", "b_major", "negate_a", "negate_b")
 
 
 def mma_operands(text: str, kernel: str | None = None) -> list[MmaOperands]:
@@ -276,7 +325,7 @@ def mma_operands(text: str, kernel: str | None = None) -> list[MmaOperands]:
             continue
         a, b, idesc = ins.args[1], ins.args[2], ins.args[3]
         out.append(MmaOperands(ins.op, ins.line, tr.known(a, i, 64), tr.known(b, i, 64), tr.known(idesc, i, 32),
-                               tr.address(a, i), tr.address(b, i)))
+                               tr.address(a, i), tr.address(b, i), tr.values(idesc, i)))
     return out
 
 
@@ -286,6 +335,15 @@ def _k_steps(mmas: list[MmaOperands], which: str) -> list | None:
     if not starts or any(s is None for s in starts) or len({s[0] for s in starts}) != 1:
         return None
     return [b[1] - a[1] for a, b in zip(starts, starts[1:])]
+
+
+def _usual_step(steps: list | None) -> int | None:
+    """The step between consecutive MMAs that occurs most often (a compiler that unrolls the K loop also
+    steps back to the stage's start between k-blocks)."""
+    if not steps:
+        return None
+    counts = Counter(steps)
+    return max(counts, key=lambda v: (counts[v], -abs(v)))
 
 
 def _b_minus_a(m: MmaOperands) -> int | None:
@@ -351,12 +409,13 @@ def _wrapper_label(op: str, operands: int | None) -> str:
     names = bwlab_wrappers(op, operands)
     if names:
         return " / ".join(names[:2])
-    if op in CUDA_BUILTINS and operands in (None, 1, 2) and not (op.endswith("sync") and operands == 2):
+    if op in CUDA_BUILTINS and not (op in ("bar.sync", "barrier.sync") and operands == 2):
         return CUDA_BUILTINS[op]
     from ..compile import CUDA_SRC
     fam = _family(op)
+    # the same instruction spelt otherwise (a hint may add an operand: counts are not compared here)
     kin = [name for other, entries in _wrapper_table(str(CUDA_SRC / "ptx")).items() if _family(other) == fam
-           for name, n in entries if operands is None or n == operands]
+           for name, _ in entries]
     if kin:
         return "like " + " / ".join(kin[:2]) + " (other qualifiers)"
     return "-"
@@ -365,9 +424,12 @@ def _wrapper_label(op: str, operands: int | None) -> str:
 # ---- the comparison ----------------------------------------------------------------------------------
 
 # Qualifiers that spell the same operation two ways: the state space of an address that lies in the
-# CTA's own SMEM either way (shared::cta is a window of shared::cluster), the .b/.u/.s of a move, and
-# bar.sync, which the PTX ISA defines as barrier.sync.aligned.
-_SPELLING = re.compile(r"^(shared::cta|shared::cluster|[bus](8|16|32|64|128)|aligned)$")
+# CTA's own SMEM either way (.shared is .shared::cta, a window of .shared::cluster), the .b/.u/.s of a
+# move, defaults written out (.tile, the load mode of cp.async.bulk.tensor; .collector::a::discard, what
+# tcgen05.mma does with A's collector buffer unless told otherwise), a cache hint (.L2::cache_hint, one
+# operand more), and bar.sync, which the PTX ISA defines as barrier.sync.aligned.
+_SPELLING = re.compile(r"^(shared|shared::cta|shared::cluster|[bus](8|16|32|64|128)|aligned|tile|"
+                       r"collector::a::discard|L2::cache_hint)$")
 
 
 def _family(op: str) -> str:
@@ -384,7 +446,7 @@ class Row:
     family: str
     counts: tuple
     wrappers: str        # bwlab's wrapper(s) that write it, or the CUDA built-in
-    match: str = ""      # 'both', 'same family' (the other kernel spells it differently), 'only NAME'
+    match: str = ""      # 'same', 'other spelling' (the other kernel has it with other qualifiers), 'NAME only'
 
 
 @dataclass
@@ -414,7 +476,7 @@ class PtxComparison:
         a, b = self.names
         wa, wb = max(5, len(a)), max(5, len(b))
         wm = max(len(r.match) for r in self.rows) if self.rows else 4
-        head = f"{a:>{wa}s} {b:>{wb}s}  {'in':<{wm}s}  instruction class -> bwlab wrapper"
+        head = f"{a:>{wa}s} {b:>{wb}s}  {'':<{wm}s}  instruction class -> bwlab wrapper"
         out = [head, "-" * (len(head) + 30)]
         for r in self.rows:
             wr = r.wrappers
@@ -430,7 +492,7 @@ class PtxComparison:
             return []
         rows = []
         ia, ib = ma[0].instr_fields(), mb[0].instr_fields()
-        for key in ("value", "a_type", "b_type", "d_type", "M", "N", "a_major", "b_major"):
+        for key in IDESC_FIELDS:
             va = ia[key] if ia else None
             vb = ib[key] if ib else None
             rows.append((f"idesc {key}", va, vb, va == vb and va is not None))
@@ -438,8 +500,8 @@ class PtxComparison:
             fa, fb = ma[0].smem_fields(which), mb[0].smem_fields(which)
             for _, name in SMEM_DESC_FIELDS:
                 rows.append((f"{which} desc {name}", fa[name], fb[name], fa[name] == fb[name] and fa[name] is not None))
-            sa, sb = _k_steps(ma, which), _k_steps(mb, which)
-            rows.append((f"{which} start step per MMA (bytes)", sa, sb, sa == sb and sa is not None))
+            sa, sb = _usual_step(_k_steps(ma, which)), _usual_step(_k_steps(mb, which))
+            rows.append((f"{which} start: step per MMA (bytes)", sa, sb, sa == sb and sa is not None))
         da, db = _b_minus_a(ma[0]), _b_minus_a(mb[0])
         rows.append(("B start - A start (bytes)", da, db, da == db and da is not None))
         return rows
@@ -488,10 +550,10 @@ def compare_ptx(a: str, b: str, names=("bwlab", "gluon"), kernel_a: str | None =
         counts = (ca.get(op, 0), cb.get(op, 0))
         fam = _family(op)
         if all(counts):
-            match = "both"
+            match = "same"
         elif fam in fam_a and fam in fam_b:
-            match = "both, spelt differently"
+            match = "other spelling"
         else:
-            match = "only " + names[0 if counts[0] else 1]
+            match = names[0 if counts[0] else 1] + " only"
         rows.append(Row(op, fam, counts, _wrapper_label(op, na.get(op, nb.get(op))), match))
     return PtxComparison(tuple(names), rows, (mma_operands(a, kernel_a), mma_operands(b, kernel_b)))
