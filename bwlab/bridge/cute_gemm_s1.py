@@ -134,9 +134,11 @@ def launch(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor):
 def compile_ptx() -> str:
     """PTX for sm_100a (run with CUTE_DSL_ARCH=sm_100a): row-major A (M x K), B (N x K), C (M x N) of bf16,
     described by fake tensors whose sizes are runtime values divisible by the tile."""
+    import tempfile
     from cutlass.cute.runtime import make_fake_compact_tensor
     M, N, K = (cute.sym_int32(divisibility=d) for d in (BM, BN, BK))
     a = make_fake_compact_tensor(cutlass.BFloat16, (M, K), stride_order=(1, 0), assumed_align=16)
     b = make_fake_compact_tensor(cutlass.BFloat16, (N, K), stride_order=(1, 0), assumed_align=16)
     c = make_fake_compact_tensor(cutlass.BFloat16, (M, N), stride_order=(1, 0), assumed_align=16)
-    return cute.compile(launch, a, b, c, options="--keep-ptx").__ptx__
+    with tempfile.TemporaryDirectory() as dump:   # --keep-ptx also writes a file: not into the caller's folder
+        return cute.compile(launch, a, b, c, options=f"--keep-ptx --dump-dir={dump}").__ptx__

@@ -178,7 +178,8 @@ GLUON_TARGET = ("cuda", 100, 32)   # GPUTarget(backend, compute capability 10.0 
 CALLS = {
     "gluon": (f"triton.compile(GluonASTSource(fn, *MODULE.signature()), target=GPUTarget{GLUON_TARGET}, "
               "options={'num_warps': 4, 'enable_fp_fusion': True}) with knobs.compilation.disable_line_info = True"),
-    "cute": "CUTE_DSL_ARCH=sm_100a: cute.compile(MODULE.launch, fake A, B, C, options='--keep-ptx').__ptx__",
+    "cute": ("CUTE_DSL_ARCH=sm_100a: cute.compile(MODULE.launch, fake A, B, C, options='--keep-ptx "
+             "--dump-dir=<a temporary folder>').__ptx__"),
 }
 
 
