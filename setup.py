@@ -6,7 +6,7 @@
   `cuda_src/` with every subfolder, `.cu` and `.cuh` -> `bwlab/_data/cuda_src/`;
   `docs/results/*.txt` (the reports the notebooks quote) and `docs/results/recordings/*.npz` ->
   `bwlab/_data/results/`;
-* `bwlab/bridge/recorded/` (the Gluon kernels' PTX as recorded, with tool, version and date).
+* `bwlab/bridge/recorded/` (the twin kernels' PTX as recorded, with tool, version and date), in place.
 
 Each data folder is declared as a package of its own so that setuptools maps it explicitly (a folder
 carried only as data of its parent would be warned about as an "importable package absent from
@@ -25,6 +25,7 @@ DATA = [
     ("bwlab._data.cuda_src", "cuda_src", ["*.cu", "*.cuh"], True),
     ("bwlab._data.results", "docs/results", ["*.txt"], False),
     ("bwlab._data.results.recordings", "docs/results/recordings", ["*.npz"], False),
+    ("bwlab.bridge.recorded", "bwlab/bridge/recorded", ["*.ptx", "*.json"], False),
 ]
 
 
@@ -53,7 +54,5 @@ class BuildPy(build_py):
 
 package_dir, package_data = data_packages()
 DATA_PACKAGES = set(package_dir)
-# the Gluon kernels' recorded PTX and its provenance (bwlab.bridge.recorded)
-package_data["bwlab.bridge"] = ["recorded/*.ptx", "recorded/*.json"]
 setup(packages=find_packages(include=["bwlab", "bwlab.*"]) + sorted(package_dir),
       package_dir=package_dir, package_data=package_data, cmdclass={"build_py": BuildPy})
