@@ -167,6 +167,10 @@ def test_gemm_s1_in_cute_dsl_matches_step_one():
         assert d[f"{which} desc leading_byte_offset"] == (16, 16, True)   # CuTe encodes LBO as bwlab does
         assert d[f"{which} desc swizzle"] == ("128B", "128B", True)
         assert d[f"{which} start: step per MMA (bytes)"] == (32, 32, True)
+    # unrolled: between k-blocks CuTe's code steps back over the three steps of 32 bytes
+    assert c.start_steps("A") == ([32], [-96, 32])
+    with pytest.raises(ValueError, match="'A' or 'B'"):
+        c.start_steps("C")
 
 
 # ---- the parts, on small hand-written PTX --------------------------------------------------------------

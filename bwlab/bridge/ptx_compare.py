@@ -213,6 +213,13 @@ class PtxComparison:
         rows.append(("B start - A start (bytes)", da, db, da == db and da is not None))
         return rows
 
+    def start_steps(self, which: str = "A") -> tuple:
+        """Per kernel, the distinct steps (bytes) of the A or B start address from one tcgen05.mma to the
+        next, where the PTX relates them (None where it does not)."""
+        if which not in ("A", "B"):
+            raise ValueError(f"which must be 'A' or 'B', got {which!r}")
+        return tuple(None if (st := _k_steps(m, which)) is None else sorted(set(st)) for m in self.mmas)
+
     def descriptor_table(self) -> str:
         a, b = self.names
         rows = self.descriptor_rows()

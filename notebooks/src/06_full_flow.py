@@ -517,10 +517,10 @@ print("descriptor fields that differ:",
 # * **Who issues.** Gluon puts an `elect.sync` in front of each single-thread step (the `elect.sync` count),
 #   where `full_flow` elects once per role; Gluon also places more CTA barriers (`bar.sync`) between its
 #   steps.
-# * **What only bwlab has**, and why: bounded waits (`mbarrier_wait` gives up after a time limit and
-#   records which barrier it was, with `__syncthreads_or` so the CTA agrees on the outcome: the `bar.red`
-#   rows), the taps that copy each hop to GMEM for the trace (the `st.global` and `ld.shared.v4` rows), and
-#   `tcgen05.fence::before_thread_sync` / `after_thread_sync` around the CTA barriers that hand tcgen05
+# * **What only bwlab has**, and why: bounded waits — `mbarrier_wait` gives up after a time limit and
+#   writes which barrier it was to a status record in GMEM, and `__syncthreads_or` makes the CTA agree on
+#   the outcome (the `bar.red` rows); the taps that copy each hop to GMEM for the trace (with the status
+#   record, the `st.global` and `ld.shared.v4` rows); and `tcgen05.fence::before_thread_sync` / `after_thread_sync` around the CTA barriers that hand tcgen05
 #   work between threads, as the PTX ISA's tcgen05 memory-consistency rules describe; the Gluon PTX of this
 #   kernel holds no tcgen05 fence.
 #

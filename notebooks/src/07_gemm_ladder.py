@@ -815,6 +815,8 @@ cute_cmp = bridge.compare_ptx(bwlab_s1, cute_s1.ptx, names=("bwlab", "cute"))
 print(cute_cmp.table())
 print()
 print(cute_cmp.descriptor_table())
+steps = cute_cmp.start_steps("A")
+print(f"\nsteps of A's start address from one MMA to the next (bytes): bwlab {steps[0]}, cute {steps[1]}")
 
 # %% [markdown]
 # What to notice:
