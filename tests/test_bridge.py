@@ -75,7 +75,8 @@ def test_practitioner_source_is_the_jit_function():
     assert "tma.async_load(a_desc" in bridge.practitioner_source("gemm_s1")
     assert bridge.practitioner_source("gemm_s1", whole=True).startswith('"""Step 1')
     cute_src = bridge.practitioner_source("gemm_s1", "cute")
-    assert cute_src.startswith("@cute.struct") and "cute.gemm(tiled_mma" in cute_src and "def compile_ptx" not in cute_src
+    assert cute_src.startswith("@cute.struct") and "cute.gemm(tiled_mma" in cute_src
+    assert "def compile_ptx" not in cute_src
 
 
 @pytest.mark.parametrize("tool", sorted(bridge.TOOLS))
@@ -155,7 +156,8 @@ def test_gemm_s1_in_cute_dsl_matches_step_one():
     assert "tma_load_2d" in rows["cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
                                  ".L2::cache_hint"].wrappers
     for op in ("tcgen05.ld.sync.aligned.32x32b.x32.b32", "tcgen05.wait::ld.sync.aligned",
-               "tcgen05.fence::before_thread_sync", "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64"):
+               "tcgen05.fence::before_thread_sync",
+               "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64"):
         assert op in c.in_both(), op
     d = {what: (a, b, same) for what, a, b, same in c.descriptor_rows()}
     want = make_instr_desc("bf16", "bf16", "f32", 128, 256)

@@ -164,8 +164,8 @@ def _compile_cute(module: str) -> str:
     # CuTe DSL fixes its target architecture when it is imported: compile in a fresh interpreter told
     # to target sm_100a (no GPU is probed then).
     root = str(HERE.parent.parent)
-    env = dict(os.environ, CUTE_DSL_ARCH="sm_100a",
-               PYTHONPATH=os.pathsep.join([root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    paths = [root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env = dict(os.environ, CUTE_DSL_ARCH="sm_100a", PYTHONPATH=os.pathsep.join(paths))
     code = f"import sys; from {__package__}.{module} import compile_ptx; sys.stdout.write(compile_ptx())"
     r = subprocess.run([sys.executable, "-W", "ignore", "-c", code], env=env, capture_output=True, text=True,
                        timeout=900)

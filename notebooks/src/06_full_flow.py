@@ -520,9 +520,9 @@ print("descriptor fields that differ:",
 # * **What only bwlab has**, and why: bounded waits — `mbarrier_wait` gives up after a time limit and
 #   writes which barrier it was to a status record in GMEM, and `__syncthreads_or` makes the CTA agree on
 #   the outcome (the `bar.red` rows); the taps that copy each hop to GMEM for the trace (with the status
-#   record, the `st.global` and `ld.shared.v4` rows); and `tcgen05.fence::before_thread_sync` / `after_thread_sync` around the CTA barriers that hand tcgen05
-#   work between threads, as the PTX ISA's tcgen05 memory-consistency rules describe; the Gluon PTX of this
-#   kernel holds no tcgen05 fence.
+#   record, the `st.global` and `ld.shared.v4` rows); and `tcgen05.fence::before_thread_sync` /
+#   `after_thread_sync` around the CTA barriers that hand tcgen05 work between threads, as the PTX ISA's
+#   tcgen05 memory-consistency rules describe; the Gluon PTX of this kernel holds no tcgen05 fence.
 #
 # Gluon leaves to its compiler what bwlab writes out — SMEM placement, which thread issues, the register
 # layout of the TMEM load — and the PTX shows it chose what `full_flow` chose by hand. CuTe DSL
