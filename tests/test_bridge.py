@@ -60,13 +60,16 @@ def test_a_tampered_recording_is_refused(tmp_path, monkeypatch):
         bridge.recorded("full_flow")
 
 
-def test_unknown_kernel_or_tool_is_named():
+def test_unknown_kernel_or_tool_is_named(monkeypatch):
     with pytest.raises(KeyError, match="no bridge kernel 'ladder'"):
         bridge.practitioner_source("ladder")
     with pytest.raises(KeyError, match="no tool 'mojo'"):
         bridge.recorded("gemm_s1", "mojo")
+    one = bk.BridgeKernel("one", "full_flow_sm100.cu", "full_flow", "a kernel with one twin",
+                          {"gluon": "gluon_full_flow"})
+    monkeypatch.setitem(bk.KERNELS, "one", one)
     with pytest.raises(KeyError, match="written with \\['gluon'\\] only"):
-        bridge.recorded("full_flow", "cute")
+        bridge.recorded("one", "cute")
 
 
 def test_practitioner_source_is_the_jit_function():
@@ -144,6 +147,20 @@ def test_gemm_s1_matches_step_one(gemm_s1):
     assert ld[0] >= 1 and ld[1] == 256 // 32
     table = gemm_s1.table()
     assert "tcgen05_mma_f16_ss" in table and "__syncthreads()" in table
+
+
+def test_full_flow_in_cute_dsl_issues_every_hop():
+    c = bridge.compare("full_flow", "cute", live=False)
+    for op in ("tcgen05.ld.sync.aligned.32x32b.x32.b32", "tcgen05.wait::ld.sync.aligned", "st.shared.v4.b32",
+               "fence.proxy.async.shared::cta", "cp.async.bulk.commit_group", "cp.async.bulk.wait_group.read"):
+        assert c.counts(op)[0] == c.counts(op)[1] > 0, op
+    rows = {r.op: r for r in c.rows}
+    store = rows["cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group.L2::cache_hint"]
+    assert store.counts == (0, 4) and store.match == "other spelling" and "tma_store_2d" in store.wrappers
+    assert rows["tcgen05.mma.cta_group::1.kind::f16.collector::a::discard"].counts == (0, 4)
+    d = {what: (a, b, same) for what, a, b, same in c.descriptor_rows()}
+    assert d["A desc leading_byte_offset"] == (16, 16, True)
+    assert d["B start - A start (bytes)"] == (16384, 16384, True)
 
 
 def test_gemm_s1_in_cute_dsl_matches_step_one():

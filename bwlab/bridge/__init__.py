@@ -6,8 +6,8 @@ sm_100a (no GPU needed; the recording in bwlab/bridge/recorded/ where the tool i
 the two up: the same tcgen05 / TMA / mbarrier instruction classes, their counts, bwlab's wrapper for
 each, and the tcgen05.mma descriptors decoded with bwlab.umma wherever the PTX holds them as constants.
 
-Kernels: 'full_flow' (cuda_src/full_flow_sm100.cu, notebook 06; Gluon) and 'gemm_s1'
-(cuda_src/gemm_sm100/s1_one_stage.cu, notebook 07; Gluon and CuTe DSL). Tools: 'gluon' (the `triton`
+Kernels, each written in Gluon and in CuTe DSL: 'full_flow' (cuda_src/full_flow_sm100.cu, notebook 06)
+and 'gemm_s1' (cuda_src/gemm_sm100/s1_one_stage.cu, notebook 07). Tools: 'gluon' (the `triton`
 package) and 'cute' (`nvidia-cutlass-dsl`). `python -m bwlab.bridge record` makes the recordings again
 (needs `pip install 'bwlab[bridge]'`).
 """

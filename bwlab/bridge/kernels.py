@@ -64,7 +64,8 @@ class BridgeKernel:
 
 KERNELS = {
     "full_flow": BridgeKernel("full_flow", "full_flow_sm100.cu", "full_flow",
-                              "the whole trip, one 128 x 128 tile (notebook 06)", {"gluon": "gluon_full_flow"}),
+                              "the whole trip, one 128 x 128 tile (notebook 06)",
+                              {"gluon": "gluon_full_flow", "cute": "cute_full_flow"}),
     "gemm_s1": BridgeKernel("gemm_s1", "gemm_sm100/s1_one_stage.cu", "gemm",
                             "the Blackwell GEMM ladder's step 1: one CTA per 128 x 256 tile, one stage (notebook 07)",
                             {"gluon": "gluon_gemm_s1", "cute": "cute_gemm_s1"}),
