@@ -449,7 +449,7 @@ except ImportError:
     print("ipywidgets is not installed: the static pictures above show every stop")
 
 # %% [markdown]
-# ## 8. The same kernel in Gluon
+# ## 8. The same kernel in Gluon and in CuTe DSL
 #
 # Kernels like this one are usually written in a higher-level tool. **Gluon** (`triton.experimental.gluon`,
 # the `triton` package) is Triton's layer for writing them at this level: TMA descriptors, mbarriers,
@@ -525,10 +525,35 @@ print("descriptor fields that differ:",
 #   tcgen05 memory-consistency rules describe; the Gluon PTX of this kernel holds no tcgen05 fence.
 #
 # Gluon leaves to its compiler what bwlab writes out — SMEM placement, which thread issues, the register
-# layout of the TMEM load — and the PTX shows it chose what `full_flow` chose by hand. CuTe DSL
-# (`nvidia-cutlass-dsl`) writes the same steps with CuTe's atoms (`cute.nvgpu.tcgen05.MmaF16BF16Op`, the TMA
-# copy atoms of `cute.nvgpu.cpasync`) in the vocabulary bwlab uses: tensor map, box, expect_tx, idesc,
-# LBO/SBO, lane quarter.
+# layout of the TMEM load — and the PTX shows it chose what `full_flow` chose by hand.
+#
+# **CuTe DSL** (`nvidia-cutlass-dsl`, `cutlass.cute`: `bwlab/bridge/cute_full_flow.py`) writes the trip in
+# CuTe's vocabulary, the one bwlab borrows: a tiled MMA built from one `tcgen05.mma` shape
+# (`tcgen05.MmaF16BF16Op`, 128 × 128 × 16), SMEM layouts derived from it, TMA atoms for the loads and the
+# store, a TMEM copy atom (`Ld32x32bOp`), and a register-to-SMEM store chosen to match it. It compiles for
+# sm_100a without a GPU in an interpreter started with `CUTE_DSL_ARCH=sm_100a`, with fake tensors for A, B
+# and D.
+
+# %%
+bridge.side_by_side("full_flow", "cute", replace={K_STEP_TEXT: "K_STEP * kb"})
+
+# %% tags=["nbval-ignore-output"]
+cute_ff = bridge.practitioner_ptx("full_flow", "cute")
+print(cute_ff.describe())
+
+# %%
+ff_cute = bridge.compare_ptx(bridge.bwlab_ptx("full_flow"), cute_ff.ptx, names=("bwlab", "cute"))
+print(ff_cute.table())
+print()
+print(ff_cute.descriptor_table())
+
+# %% [markdown]
+# Hop for hop the same instructions again: the 32 `st.shared.v4.b32` into the swizzled boxes, four
+# `tcgen05.ld.32x32b.x32` each followed by `tcgen05.wait::ld`, the proxy fence, four TMA stores, one bulk
+# group. CuTe spells out what bwlab leaves implicit (`.tile`, `.collector::a::discard`, a cache-hint operand,
+# `.shared` for `.shared::cta`), encodes LBO as bwlab does (16 B: here bwlab follows CuTe), and chooses the
+# instruction descriptor at run time among constants that differ only in the negate bits — its tiled MMA
+# keeps negate A/B, like `ACCUMULATE`, as fields that can change while the kernel runs.
 
 # %% [markdown]
 # ## Recap
