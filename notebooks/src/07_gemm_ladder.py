@@ -730,6 +730,114 @@ plot_sm100_timelines({k: twin[k] for k in ("s1_one_stage", "s3_warp_roles", "s4_
 plt.show()
 
 # %% [markdown]
+# ### The same step in Gluon and in CuTe DSL
+#
+# Step 1 of the Blackwell ladder, written in **Gluon** (`triton.experimental.gluon`, from the `triton`
+# package: `bwlab/bridge/gluon_gemm_s1.py`) beside `s1_one_stage.cu`. Gluon names the same steps — tensor
+# descriptors for TMA, `mbarrier.expect` / `wait`, `allocate_tensor_memory`, `tcgen05_mma`, `tcgen05_commit`, a
+# TMEM load — and compiles for sm_100a without a GPU, so both kernels' PTX can be set side by side.
+
+# %%
+from bwlab import bridge
+bridge.side_by_side("gemm_s1")
+
+# %% tags=["nbval-ignore-output"]
+gluon_s1 = bridge.practitioner_ptx("gemm_s1")   # compiled here with triton installed, else the recording
+print(gluon_s1.describe())
+
+# %% [markdown]
+# The TMA loads as each compiler wrote them. Gluon takes coordinates outermost first (`[m0, kb * BK]`);
+# the PTX instruction takes them innermost first, `{k, row}`, which is the order `tma_load_2d(..., kb * BK,
+# m0)` passes them in bwlab:
+
+# %%
+from bwlab.compile import ptx_excerpt
+bwlab_s1 = bridge.bwlab_ptx("gemm_s1")
+print("bwlab:\n" + ptx_excerpt(bwlab_s1, patterns=("cp.async.bulk.tensor",)))
+print("gluon:\n" + ptx_excerpt(gluon_s1.ptx, patterns=("cp.async.bulk.tensor",)))
+
+# %% [markdown]
+# The whole comparison, computed from the two PTX texts: each instruction class of the data path, its
+# static count in each kernel (a loop body counts once), *same* / *other spelling* (the same instruction
+# with qualifiers that name the same thing) / only in one, and the bwlab wrapper whose inline PTX it is.
+# Under it, the `tcgen05.mma` operands followed back to the constants they were built from and decoded
+# with `bwlab.umma` (*runtime*: the tile's SMEM address, known only to the running CTA).
+
+# %%
+from bwlab.umma import make_instr_desc
+s1_cmp = bridge.compare_ptx(bwlab_s1, gluon_s1.ptx, names=("bwlab", "gluon"))
+print(s1_cmp.table())
+print()
+print(s1_cmp.descriptor_table())
+idesc_row = next(r for r in s1_cmp.descriptor_rows() if r[0] == "idesc value")
+print(f"\nidesc: bwlab {idesc_row[1]}, gluon {idesc_row[2]}; "
+      f"make_instr_desc('bf16', 'bf16', 'f32', 128, 256) = {make_instr_desc('bf16', 'bf16', 'f32', 128, 256):#010x}"
+      "   (expected: all three equal)")
+
+# %% [markdown]
+# What to notice:
+#
+# * **The K loop is the same handshake**: `mbarrier.arrive.expect_tx` for both boxes, two TMA loads on that
+#   barrier, `mbarrier.try_wait.parity` on `full`, four `tcgen05.mma.cta_group::1.kind::f16`, `tcgen05.commit`
+#   to `mma_done`, a wait on it before the next loads overwrite the stage. Both flip the parity every slice
+#   (`kb & 1` in bwlab, `phase ^= 1` in Gluon), and Gluon's `use_acc=kb > 0` is bwlab's
+#   `(kb | k) != 0`: the predicate that makes the tile's first MMA overwrite D.
+# * **The same operands**: one instruction descriptor (BF16 × BF16 → F32, M = 128, N = 256, both K-major),
+#   SMEM descriptors with the same SBO and 128B swizzle, and a start address that moves the same bytes per
+#   MMA along the 128-byte swizzle row. Only LBO differs, a field a K-major SW128 operand does not use.
+# * **The same epilogue**: `tcgen05.ld.sync.aligned.32x32b.x32` (thread t ← TMEM lane t), `cvt.rn.bf16x2.f32`
+#   on pairs and 16-byte `st.global.v4` stores of each thread's row. Gluon unrolls the eight 32-column
+#   slices (its static counts are eight times one slice); bwlab keeps the loop (`#pragma unroll 1`). The
+#   `signature()` beside the Gluon kernel tells the compiler that C's pointer and N are multiples of 16,
+#   as a launch with such tensors would: that is what allows the 16-byte stores.
+# * **What only bwlab has**: the `stamps` of the timeline (`st.global.u64`), the bounded waits, the third
+#   barrier `drained` with its own `tcgen05.commit` before TMEM is freed, `__syncthreads_and` so the CTA
+#   agrees on the outcome, and the `tcgen05.fence::before_thread_sync` / `after_thread_sync` pairs around
+#   the CTA barriers; the Gluon PTX of this step has no tcgen05 fence.
+
+# %% [markdown]
+# The same step once more, in **CuTe DSL** (`nvidia-cutlass-dsl`, `cutlass.cute`:
+# `bwlab/bridge/cute_gemm_s1.py`). Here the kernel is described with CuTe's layouts and atoms: a tiled MMA
+# built from one `tcgen05.mma` shape (128 × 256 × 16, both operands K-major), SMEM layouts derived from it,
+# TMA atoms derived from those, a TMEM copy atom for the epilogue; `cute.copy` and `cute.gemm` issue the
+# instructions. It also compiles for sm_100a without a GPU, in an interpreter started with
+# `CUTE_DSL_ARCH=sm_100a` (fake tensors stand in for A, B and C).
+
+# %%
+bridge.side_by_side("gemm_s1", "cute")
+
+# %% tags=["nbval-ignore-output"]
+cute_s1 = bridge.practitioner_ptx("gemm_s1", "cute")
+print(cute_s1.describe())
+
+# %%
+cute_cmp = bridge.compare_ptx(bwlab_s1, cute_s1.ptx, names=("bwlab", "cute"))
+print(cute_cmp.table())
+print()
+print(cute_cmp.descriptor_table())
+steps = cute_cmp.start_steps("A")
+print(f"\nsteps of A's start address from one MMA to the next (bytes): bwlab {steps[0]}, cute {steps[1]}")
+
+# %% [markdown]
+# What to notice:
+#
+# * **The same instructions, spelt out further.** CuTe writes the defaults bwlab leaves implicit: `.tile`
+#   (the TMA load's mode), `.collector::a::discard` (what `tcgen05.mma` does with A's collector buffer), a
+#   cache-policy operand (`.L2::cache_hint`), and `.shared` where bwlab writes `.shared::cta`. The last
+#   column still finds bwlab's wrapper for each.
+# * **Unrolled.** The static counts of the loads, the waits and the MMAs are several times bwlab's: CuTe's
+#   compiler unrolled the K loop, and between two k-blocks the unrolled code steps the SMEM descriptors
+#   back to the start of the stage.
+# * **The instruction descriptor is chosen at run time** among constants that differ only in bits 13 and 14
+#   (negate A, negate B): CuTe's tiled MMA carries them as fields that can change while the kernel runs,
+#   like `ACCUMULATE`. Every other field is bwlab's. The SMEM descriptors match field for field, LBO
+#   included: bwlab encodes the unused LBO as CuTe does.
+# * **The same protocol.** `tcgen05.fence::before_thread_sync` / `after_thread_sync` around each CTA barrier
+#   (CuTe DSL 4.8.1 exposes them in `cutlass.experimental.primitives`) and `tcgen05.wait::ld` after each TMEM
+#   load (`cute.arch.fence_view_async_tmem_load`) are in both. CuTe elects one thread for each TMA copy and
+#   MMA it issues (the `elect.sync` count).
+
+# %% [markdown]
 # On a B200 (sm_100), `python -m bwlab.bench gemm` measures this ladder instead of the Hopper one, with
 # the same checks and the same interleaved timing; `sm100.run_sm100(step, A, B)` runs one step.
 
