@@ -202,7 +202,7 @@ def _steps(info, wanted):
     """The ladder of this GPU (Hopper: gemm_sm90; Blackwell: gemm_sm100), as _LadderStep objects."""
     if info.cc[0] == 9:
         from ..gemm import runner
-        from ..gemm.ladder import STEPS, step
+        from ..gemm.ladder import ALL_STEPS, step
 
         def hopper(s):
             def prepare(a, b):
@@ -214,7 +214,7 @@ def _steps(info, wanted):
                     runner.check_status(launch)
                 return _Timed(launch, launch.c, first, lambda: runner.check_status(launch))
             return _LadderStep(s.name, s.predicted, prepare, s)
-        return [hopper(s) for s in (STEPS if not wanted else [step(w) for w in wanted])]
+        return [hopper(s) for s in (ALL_STEPS if not wanted else [step(w) for w in wanted])]
     from ..gemm import sm100
     infos = sm100.STEPS_SM100 if not wanted else [sm100.step_info(w) for w in wanted]
     return [_LadderStep(s["name"], None, lambda a, b, s=s: _prepare_sm100(info, s, a, b)) for s in infos]
