@@ -83,7 +83,7 @@ def paired(fn_a, fn_b, warmup: int, repeat: int) -> tuple:
 
 def bench_main(argv=None) -> int:
     cmd = Command("bench gemm", "The GEMM ladder: each step checked, then timed against library GEMMs")
-    cmd.add("--sizes", type=int, nargs="+", default=[4096, 8192], help="square sizes M = N = K")
+    cmd.add("--sizes", type=int, nargs="*", default=[4096, 8192], help="square sizes M = N = K (none: skinny only)")
     cmd.add("--skinny", type=_shape, nargs="*", default=[(512, 8192, 8192)], help="more MxNxK shapes")
     cmd.add("--steps", nargs="+", default=None, help="steps to run (default: all), e.g. s1 s6")
     cmd.add("--repeat", type=int, default=20)

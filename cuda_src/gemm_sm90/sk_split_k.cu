@@ -37,27 +37,47 @@ __device__ __forceinline__ Unit unit_of(int u, int tiles, int tiles_m, int tiles
 }
 
 // The last unit of a tile: the sum of every piece's partial, its own included (read back from L2),
-// written to C in store_rows's fragment layout. A function of its own (not inlined): inlined, its
-// loops made ptxas serialize the main loop's wgmma chain (warning C7520).
+// written to C in store_rows's fragment layout. The loads go out in batches of J x P = 16 float4 before
+// any is added: one at a time, each waited its full L2 latency (~128 in a row per thread), and the
+// fix-up took longer than the main loop. A function of its own (not inlined): inlined, its loops made
+// ptxas serialize the main loop's wgmma chain (warning C7520).
 __device__ __noinline__ void add_pieces(u16* __restrict__ C, int N, const float* __restrict__ partial, Unit w,
                                         int tiles, int splits, int c, int t) {
+    constexpr int J = 4, P = 4;
     __threadfence();
     const int row = w.tile.x * BM + 64 * c + 16 * (t / 32) + (t % 32) / 4;
     const int col = w.tile.y * BN + 2 * (t % 4);
-    for (int j = 0; j < BN / 8; ++j) {
-        float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-        for (int p = 0; p < splits; ++p) {
-            const size_t other = size_t(p) * tiles + w.index;
-            const float4 v = __ldcg(reinterpret_cast<const float4*>(partial + (other * CONSUMERS + c) * HALF_FLOATS)
-                                    + j * WG + t);
-            sum.x += v.x;
-            sum.y += v.y;
-            sum.z += v.z;
-            sum.w += v.w;
+    const float4* base = reinterpret_cast<const float4*>(partial) + t;
+    for (int j0 = 0; j0 < BN / 8; j0 += J) {
+        float4 sum[J];
+#pragma unroll
+        for (int jj = 0; jj < J; ++jj) sum[jj] = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int p0 = 0; p0 < splits; p0 += P) {
+            float4 v[P][J];
+#pragma unroll
+            for (int q = 0; q < P; ++q)
+#pragma unroll
+                for (int jj = 0; jj < J; ++jj) {
+                    const size_t unit = size_t(min(p0 + q, splits - 1)) * tiles + w.index;
+                    v[q][jj] = __ldcg(base + (unit * CONSUMERS + c) * (HALF_FLOATS / 4) + (j0 + jj) * WG);
+                }
+#pragma unroll
+            for (int q = 0; q < P; ++q)       // in piece order, so C does not depend on who came last
+#pragma unroll
+                for (int jj = 0; jj < J; ++jj)
+                    if (p0 + q < splits) {
+                        sum[jj].x += v[q][jj].x;
+                        sum[jj].y += v[q][jj].y;
+                        sum[jj].z += v[q][jj].z;
+                        sum[jj].w += v[q][jj].w;
+                    }
         }
-        // store_rows's fragment layout: rows r and r + 8, columns 8 j + 2 (t % 4) + 0, 1
-        *reinterpret_cast<u32*>(C + size_t(row) * N + col + 8 * j) = cvt_rn_bf16x2_f32(sum.x, sum.y);
-        *reinterpret_cast<u32*>(C + size_t(row + 8) * N + col + 8 * j) = cvt_rn_bf16x2_f32(sum.z, sum.w);
+#pragma unroll
+        for (int jj = 0; jj < J; ++jj) {   // store_rows's layout: rows r, r + 8; columns 8 j + 2 (t % 4) + 0, 1
+            const int j = j0 + jj;
+            *reinterpret_cast<u32*>(C + size_t(row) * N + col + 8 * j) = cvt_rn_bf16x2_f32(sum[jj].x, sum[jj].y);
+            *reinterpret_cast<u32*>(C + size_t(row + 8) * N + col + 8 * j) = cvt_rn_bf16x2_f32(sum[jj].z, sum[jj].w);
+        }
     }
 }
 
