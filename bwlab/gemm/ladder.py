@@ -61,10 +61,10 @@ class Step:
     def m_multiple(self) -> int:
         return self.bm * self.cluster
 
-    def grid(self, m: int, n: int, sms: int, k: int = 0) -> tuple:
+    def grid(self, m: int, n: int, sms: int, k: int = 0, splits: int | None = None) -> tuple:
         tiles = (m // self.bm) * (n // self.bn)
         if self.split_k:
-            tiles *= split_count(m, n, k, sms, self.bm, self.bn)
+            tiles *= splits or split_count(m, n, k, sms, self.bm, self.bn)
         if not self.persistent:
             return (n // self.bn, m // self.bm, 1)
         ctas = min(sms, tiles)

@@ -79,8 +79,9 @@ class Launch:
         self.fn(self.grid, self.block, self.args, shared_mem=self.smem)
 
 
-def prepare(name, a, b, stamps=None, c=None, kernel=None) -> Launch:
-    """Check the shapes, encode the tensor maps, load the kernel: everything but the launch."""
+def prepare(name, a, b, stamps=None, c=None, kernel=None, splits=None) -> Launch:
+    """Check the shapes, encode the tensor maps, load the kernel: everything but the launch (`splits`:
+    split-K's piece count instead of ladder.split_count's choice)."""
     cp = _cp()
     from ..device import gpu_info
     from ..runtime import _validate, tensor_map_arg
@@ -95,7 +96,7 @@ def prepare(name, a, b, stamps=None, c=None, kernel=None) -> Launch:
     a, b = cp.ascontiguousarray(a), cp.ascontiguousarray(b)
     c = cp.empty((m, n), dtype=cp.uint16) if c is None else c
     info = gpu_info()
-    grid, block = s.grid(m, n, info.sm_count, k), (s.threads, 1, 1)
+    grid, block = s.grid(m, n, info.sm_count, k, splits), (s.threads, 1, 1)
     _validate(grid, block, s.smem_bytes, (s.cluster, 1, 1) if s.cluster > 1 else None)
     maps = [encode_tensor_map(TensorMap("bfloat16", (k, m), (BK, s.bm), swizzle="128B"), a.data.ptr),
             encode_tensor_map(TensorMap("bfloat16", (k, n), (BK, s.b_rows), swizzle="128B"), b.data.ptr),
@@ -104,7 +105,7 @@ def prepare(name, a, b, stamps=None, c=None, kernel=None) -> Launch:
     fn = module.get_function("gemm")
     fn.max_dynamic_shared_size_bytes = s.smem_bytes
     stamp_ptr = stamps if stamps is not None else 0
-    extra, keep = extra_args(s, m, n, k, info.sm_count, lambda shape, dt: cp.zeros(shape, dt))
+    extra, keep = extra_args(s, m, n, k, info.sm_count, lambda shape, dt: cp.zeros(shape, dt), splits)
     args = (*[tensor_map_arg(t) for t in maps], c, np.int32(m), np.int32(n), np.int32(k),
             stamp_ptr if stamps is not None else np.uint64(0), *extra)
     launch = Launch(s, fn, grid, block, s.smem_bytes, args, c, module)
@@ -112,14 +113,16 @@ def prepare(name, a, b, stamps=None, c=None, kernel=None) -> Launch:
     return launch
 
 
-def extra_args(s: Step, m: int, n: int, k: int, sms: int, zeros) -> tuple:
+def extra_args(s: Step, m: int, n: int, k: int, sms: int, zeros, splits: int | None = None) -> tuple:
     """The kernel arguments after `stamps` that a step needs beyond the ladder's common signature, and
     the buffers they point to (keep them alive): split-K's f32 workspace, its arrival counters (zero;
     the kernel leaves them zero) and the piece count; the Hilbert step's tile-order table.
     `zeros(shape, dtype)` allocates on the device (CuPy or the emulator)."""
     from .ladder import split_count
     if s.split_k:
-        splits = split_count(m, n, k, sms, s.bm, s.bn)
+        splits = splits or split_count(m, n, k, sms, s.bm, s.bn)
+        if not 1 <= splits <= k // BK:
+            raise ValueError(f"{s.name}: {splits} pieces of K = {k}: between 1 and K / {BK} = {k // BK}")
         tiles = (m // s.bm) * (n // s.bn)
         partial = zeros((tiles * splits if splits > 1 else 1, s.bm * s.bn), np.float32)
         arrivals = zeros((tiles * 2,), np.uint32)
