@@ -49,4 +49,4 @@ for rnd in range(2):
     for name, calls in variants.items():
         us = timed(calls)
         print(f"round {rnd}  {name:<40s} {us:7.1f} us  {2 * m * n * k / us / 1e6:6.1f} TFLOP/s  "
-              f"B+A at {2 * (m * k + n * k) / us / 1e3:5.2f} TB/s")
+              f"B+A at {2 * (m * k + n * k) / us / 1e6:5.2f} TB/s")
