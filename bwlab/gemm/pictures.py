@@ -8,7 +8,7 @@ from . import report
 from .ladder import STEPS
 from .timeline import timeline
 
-__all__ = ["plot_ladder", "plot_timelines", "plot_sm100_timelines"]
+__all__ = ["plot_ladder", "plot_timelines", "plot_sm100_timelines", "plot_tile_orders"]
 
 # Each bar has the colour of the memory its warps write into (notebook 06's palette): the producer's
 # loads fill SMEM, wgmma accumulates in registers, the epilogue writes C to GMEM.
@@ -180,4 +180,32 @@ def plot_sm100_timelines(stamps_by_step: dict, title: str = ""):
     fig.suptitle(title or "Blackwell ladder in the PTX emulator: CTA 0 per warp role", fontsize=11, x=0.01,
                  ha="left")
     fig.tight_layout()
+    return fig
+
+
+def plot_tile_orders(rows: int, cols: int, wave: int, group: int = 8):
+    """Two persistent tile orders on a rows x cols grid of cluster tiles, side by side: each cell
+    coloured by the wave of `wave` clusters that computes it (cells of one wave run at the same time)
+    and the walk of the first two waves drawn over it; the title of each says how many A row-slabs
+    plus B column-slabs a wave touches (bwlab.gemm.order.footprint)."""
+    import matplotlib.pyplot as plt
+    from .order import footprint, grouped_order, hilbert_order
+    fig, axes = plt.subplots(1, 2, figsize=(10, 5.2))
+    for ax, (title, order) in zip(axes, (("grouped bands (steps 4-6)", grouped_order(rows, cols, group)),
+                                         ("Hilbert curve (step 7)", hilbert_order(rows, cols)))):
+        grid = np.zeros((rows, cols))
+        grid[order[:, 0], order[:, 1]] = np.arange(len(order)) // wave
+        ax.imshow(grid, cmap="tab20", interpolation="nearest", vmin=0, vmax=19)
+        first = order[: 2 * wave]
+        ax.plot(first[:, 1], first[:, 0], color="black", lw=1.2)
+        ax.plot(first[0, 1], first[0, 0], "o", color="black", ms=5)
+        f = footprint(order, wave)
+        ax.set_title(f"{title}\n{f['mean_slabs']:.1f} slabs per wave of {wave}, {f['total_slabs']} in all",
+                     fontsize=10)
+        ax.set_xlabel("tile column (B slab)", fontsize=9)
+        ax.set_ylabel("cluster row (A slab)", fontsize=9)
+        ax.tick_params(labelsize=8)
+    fig.suptitle(f"{rows} x {cols} cluster tiles: colour = wave of {wave} clusters; line = the first two waves",
+                 fontsize=11)
+    fig.tight_layout(rect=(0, 0, 1, 0.92))
     return fig
