@@ -37,13 +37,13 @@ __device__ __forceinline__ Unit unit_of(int u, int tiles, int tiles_m, int tiles
 }
 
 // The last unit of a tile: the sum of every piece's partial, its own included (read back from L2),
-// written to C in store_rows's fragment layout. The loads go out in batches of J x P = 32 float4 before
+// written to C in store_rows's fragment layout. The loads go out in batches of J x P = 16 float4 before
 // any is added: one at a time, each waited its full L2 latency (~128 in a row per thread), and the
 // fix-up took longer than the main loop. A function of its own (not inlined): inlined, its loops made
 // ptxas serialize the main loop's wgmma chain (warning C7520).
 __device__ __noinline__ void add_pieces(u16* __restrict__ C, int N, const float* __restrict__ partial, Unit w,
                                         int tiles, int splits, int c, int t) {
-    constexpr int J = 8, P = 4;
+    constexpr int J = 4, P = 4;
     __threadfence();
     const int row = w.tile.x * BM + 64 * c + 16 * (t / 32) + (t % 32) / 4;
     const int col = w.tile.y * BN + 2 * (t % 4);
