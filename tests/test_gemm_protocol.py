@@ -102,3 +102,27 @@ def test_clock_log_without_nvml_or_smi_says_so(monkeypatch):
     log.stop()
     assert log.source.startswith("none (ImportError: no pynvml here; no nvidia-smi)")
     assert log.samples == [] and log.summary("block").n == 0
+
+
+def test_committed_reports_parse_and_agree_with_their_summary():
+    """Every committed sustained-protocol report: its rows parse, each step's ratio is the one its
+    summary table prints, and the ratio of the medians sits near the round-by-round range."""
+    import re
+    from bwlab.gemm import report
+    from bwlab.results import RESULTS, recorded
+    names = sorted(p.name for p in RESULTS.glob("gemm_protocol*_h100.txt"))
+    assert "gemm_protocol_h100.txt" in names
+    for name in names:
+        rows = report.protocol_rows(name)
+        text = recorded(name)
+        summary = text[text.index("== summary"):]
+        shapes = re.findall(r"^== (\d+) x (\d+) x (\d+) ", text, re.M)
+        for r in rows:
+            assert "x".join(r.shape.split("x")) in {"x".join(s) for s in shapes}
+            if r.name == "library":
+                assert r.tflops > 0 and "MHz" in r.clocks
+                continue
+            line = next(x for x in summary.splitlines() if x.strip().startswith(r.name))
+            assert f"{r.ratio:.3f} ({r.low:.3f}-{r.high:.3f})" in line, (name, r)
+            assert r.low - 0.02 <= r.ratio <= r.high + 0.02
+        assert "# command: python -m bwlab.bench gemm --protocol sustained" in text

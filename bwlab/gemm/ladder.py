@@ -99,7 +99,7 @@ BEYOND = [
     Step("s7_hilbert_order", "s7_hilbert_order.cu",
          "the tile order as a host-computed table: the Hilbert curve over the cluster tiles",
          bm=128, bn=256, threads=384, stages=4, persistent=True, cluster=2, b_box_rows=128,
-         staging=2 * 2 * 64 * 64 * 2, tile_order="hilbert", predicted=1.00,
+         staging=2 * 2 * 64 * 64 * 2, tile_order="hilbert", base="s6_tma_store", predicted=1.00,
          prediction="no gain: bwlab.gemm.order.footprint counts the A row- and B column-slabs each wave of "
                     "66 clusters touches; the Hilbert order touches 19.6 per wave at 8192^3 against step 6's "
                     "18.3 (16 waves: 313 vs 292 slabs, +7 % DRAM reads), 19.0 vs 18.2 at 6144^3 and 18.0 vs "

@@ -6,9 +6,9 @@
 // consecutive waves touch along one side. Here the order is a table the host computes (one int2
 // (cluster row, tile column) per index, bwlab/gemm/order.py): the Hilbert curve over the smallest
 // power-of-two square that holds the grid, cells outside the grid left out. Every stretch of the
-// curve is a compact patch, so the clusters working at the same time (and the next wave after them)
-// share as many A rows and B columns as a patch of that size can — what the L2 can reuse. The producer
-// and the consumers read the same entry; nothing else changes.
+// curve is a compact patch; whether its waves share more A rows and B columns than step 6's bands (what
+// the L2 could reuse) is counted by bwlab.gemm.order.footprint: they do not, and step 7 is no faster.
+// The producer and the consumers read the same entry; nothing else changes.
 #include "gemm_sm90/gemm_common.cuh"
 
 using namespace ladder;
