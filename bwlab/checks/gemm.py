@@ -126,7 +126,9 @@ def bench_main(argv=None) -> int:
     say(f"GPU {info.name}, {info.sm_count} SMs, CuPy {cp.__version__}"
         + (f", torch {__import__('torch').__version__}" if torch_ok else ", no torch")
         + f"; the {'Hopper (gemm_sm90)' if info.cc[0] == 9 else 'Blackwell (gemm_sm100)'} ladder"
-        + f"; CUDA events, {args.warmup} warm-up, median of {args.repeat}")
+        + f"; protocol 'interleaved': CUDA events, {args.warmup} warm-up, median of {args.repeat} single "
+        + "launches, library and step alternately, no clock log (--protocol sustained: the protocol "
+        + "notebook 07 quotes)")
     rows, failures = [], 0
     for m, n, k in shapes:
         flop = 2.0 * m * n * k
