@@ -654,8 +654,19 @@ print(protocol.SUSTAINED.describe())
 print(report.protocol_summary("gemm_protocol_h100.txt"))
 
 # %% [markdown]
+# The same run as NVML saw it at 8192³: the SM clock (black) and the board power (red) every 50 ms, the
+# warm-up and each block shaded. The clock starts at its maximum, falls as the power reaches the limit,
+# and the warm-up ends once two half-second windows agree; from then on library and step blocks take
+# turns on a GPU in the same state.
+
+# %%
+GP.plot_clock_log("gemm_protocol_h100", "8192x8192x8192", ("s1_one_warpgroup", "s6_tma_store"))
+plt.show()
+
+# %% [markdown]
 # Read the clocks first: during the long shapes the SM clock sits far under its maximum with the
-# power at the limit, for the library and the steps alike. A step that burns less power per FLOP runs at
+# power at the limit, for the library and the steps alike (the slower steps' blocks run at a higher
+# clock: they do less work per second for the same power). A step that burns less power per FLOP runs at
 # a higher clock, so at the power cap a kernel's speed is as much a question of energy as of
 # scheduling. Under this protocol step 6 is level with cuBLAS at the large square shapes and a little
 # under it at 4096³ and at 512 × 8192 × 8192; at 128 × 8192 × 8192 only 32 tiles of 128 × 256 exist
