@@ -126,3 +126,20 @@ def test_committed_reports_parse_and_agree_with_their_summary():
             assert f"{r.ratio:.3f} ({r.low:.3f}-{r.high:.3f})" in line, (name, r)
             assert r.low - 0.02 <= r.ratio <= r.high + 0.02
         assert "# command: python -m bwlab.bench gemm --protocol sustained" in text
+
+
+def test_protocol_pictures_draw_the_committed_runs():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from bwlab.gemm import pictures
+    fig = pictures.plot_clock_log("gemm_protocol_h100", "8192x8192x8192", ("s6_tma_store",))
+    ax = fig.axes[0]
+    assert len(ax.lines) == 1 and len(ax.lines[0].get_xdata()) > 100   # 50-ms NVML samples over the blocks
+    assert min(ax.lines[0].get_ydata()) > 0
+    plt.close(fig)
+    with pytest.raises(ValueError, match="no clock samples"):
+        pictures.plot_clock_log("gemm_protocol_h100", "1x2x3")
+    fig = pictures.plot_tile_orders(8, 8, 16)
+    assert "slabs per wave of 16" in fig.axes[0].get_title() and "Hilbert" in fig.axes[1].get_title()
+    plt.close(fig)
