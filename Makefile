@@ -63,7 +63,8 @@ notebooks-soak: venv
 # make student                      student versions of the notebooks -> $(COURSE)/release/<notebook>/
 # make grade SUBMISSIONS=DIR        DIR/<student>/NN_name.ipynb -> submitted/, grade each in a sandbox, scores
 #      [ID_MAP=ids.csv] [JOBS=N]    learning-platform folder names -> student ids; N graded at a time
-# make grade-check                  the answer key scores full points and an untouched notebook none
+# make grade-check                  the answer key scores full points (under three students' numbers) and an
+#                                   untouched notebook none; BWLAB_COURSE_DATA=DIR grades against your hidden cases
 COURSE        ?= build/classroom
 SUBMISSIONS   ?=
 ID_MAP        ?=

@@ -103,7 +103,8 @@ my_rules = {"a": "swizzle-span", "b": "legal", "c": "box-inner-bytes", "d": "glo
 from bwlab.tma import exercises as tma_ex
 tma_ex.check_broken_rule(my_rules)
 ### BEGIN HIDDEN TESTS
-tma_ex.check_broken_rule(my_rules, hidden=True)
+from bwlab.exercises import hidden_cases
+tma_ex.check_broken_rule(my_rules, hidden=hidden_cases("tma_broken_rule"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -177,7 +178,8 @@ def my_tx_bytes(dtype, box_shape, swizzle="none"):
 from bwlab.tma import exercises as tma_ex
 tma_ex.check_tx_bytes(my_tx_bytes)
 ### BEGIN HIDDEN TESTS
-tma_ex.check_tx_bytes(my_tx_bytes, hidden=True)
+from bwlab.exercises import hidden_cases
+tma_ex.check_tx_bytes(my_tx_bytes, hidden=hidden_cases("tma_tx_bytes"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -291,8 +293,9 @@ print(bar, "  phase 0 complete:", bar.try_wait_parity(0), "(expected False: tx s
 # %% [markdown]
 # ### Exercise 1.3 — your expect_tx in the teaching kernel (2 points)
 #
-# Now a box of 48 × 8 bf16, `TensorMap("bfloat16", (80, 48), (48, 8))`, at coordinates `(32, 16)` of the same
-# tensor. You supply a number, `my_expect_tx` (a Python int: the bytes thread 0 announces); the check puts it
+# Now a box of your own bf16 tensor map, `TensorMap("bfloat16", (80, 48), box)` (the cell below prints your
+# `box`; without a token from your instructor it is 48 × 8), at coordinates `(32, 16)` of the same tensor.
+# You supply a number, `my_expect_tx` (a Python int: the bytes thread 0 announces); the check puts it
 # into the kernel for you, in place of `box_bytes` in the line `const u32 tx_bytes = box_bytes;` of
 # `teach_tma.cu`. It compiles the edited kernel for sm_90a
 # and sm_100a; on a GPU with TMA it runs it in a worker process (a timeout or a fault comes back as an
@@ -301,16 +304,20 @@ print(bar, "  phase 0 complete:", bar.try_wait_parity(0), "(expected False: tx s
 # Before you answer, predict what 16 bytes too many does, and what half the bytes does; then try them.
 
 # %% solution id=tma_expect_tx_edit
-my_expect_tx = None   # the bytes thread 0 announces for the 48 x 8 bf16 box (an int)
+from bwlab.tma import exercises as tma_ex
+print("your box:", tma_ex.edit_box(), "of bfloat16 at", tma_ex.EDIT_COORDS)
+my_expect_tx = None   # the bytes thread 0 announces for your box (an int)
 ### BEGIN SOLUTION
-my_expect_tx = 48 * 8 * 2
+box = tma_ex.edit_box()
+my_expect_tx = box[0] * box[1] * 2   # every element of the box, 2 bytes each
 ### END SOLUTION
 
 # %% tags=["nbval-ignore-output"] grade id=tma_expect_tx_edit_check points=2
 from bwlab.tma import exercises as tma_ex
 tma_ex.check_expect_tx_edit(my_expect_tx)
 ### BEGIN HIDDEN TESTS
-tma_ex.check_expect_tx_edit(my_expect_tx, hidden=True)
+from bwlab.exercises import hidden_cases
+tma_ex.check_expect_tx_edit(my_expect_tx, hidden=hidden_cases("tma_expect_tx_edit"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -364,8 +371,8 @@ plt.show()
 # `swizzle="128B"` to SMEM address `base`, a multiple of 128. Write `my_smem_offset(r, c, elem_bytes, base)`:
 # the byte offset from `base` at which the first byte of element `c` of box row `r` lands. Without the swizzle
 # it would be `r * 128 + c * elem_bytes`. Write the XOR yourself (no `bwlab.hw.swizzle`). The check tries
-# bf16 rows at base 0; the hidden tests try other element sizes, rows 8–15, and bases that are not
-# multiples of 1024, such as the 0x180 above.
+# bf16 rows at base 0 and at the 0x180 above (not a multiple of 1024); the graded version also tries other
+# element sizes, rows 8–15 and other bases.
 
 # %% solution id=tma_swizzle_offset
 def my_smem_offset(r, c, elem_bytes, base):
@@ -380,7 +387,8 @@ def my_smem_offset(r, c, elem_bytes, base):
 from bwlab.tma import exercises as tma_ex
 tma_ex.check_swizzle_offset(my_smem_offset)
 ### BEGIN HIDDEN TESTS
-tma_ex.check_swizzle_offset(my_smem_offset, hidden=True)
+from bwlab.exercises import hidden_cases
+tma_ex.check_swizzle_offset(my_smem_offset, hidden=hidden_cases("tma_swizzle_offset"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -478,7 +486,8 @@ def my_oob_fill(dtype, global_shape, box_shape, coords):
 from bwlab.tma import exercises as tma_ex
 tma_ex.check_oob_fill(my_oob_fill)
 ### BEGIN HIDDEN TESTS
-tma_ex.check_oob_fill(my_oob_fill, hidden=True)
+from bwlab.exercises import hidden_cases
+tma_ex.check_oob_fill(my_oob_fill, hidden=hidden_cases("tma_oob_fill"))
 ### END HIDDEN TESTS
 
 # %% [markdown]

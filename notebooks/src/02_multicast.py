@@ -162,7 +162,8 @@ def a_mask_of(m, n, cluster_m, cluster_n):
 from bwlab.multicast import exercises as ex
 ex.check_a_mask(a_mask_of)
 ### BEGIN HIDDEN TESTS
-ex.check_a_mask(a_mask_of, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_a_mask(a_mask_of, hidden=hidden_cases("mc_a_mask"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -202,17 +203,20 @@ print("multicast_model == expected_smem:", np.array_equal(mc.multicast_model(cfg
 # %% [markdown]
 # ### Exercise 2.2 — who receives a slice, and where it lands (2 points)
 #
-# Tutorial 03's configuration again (`t3`: a 4 x 4 cluster, B tiles of 256 rows x 64 halves). CTA
-# **rank 7** issues its slice of **B**. Predict: which ranks receive it (a list), and at which byte
-# offset *inside their B tile* does it land? (The mask says who receives; `tma_partition` says which
-# slice a CTA issues and where it lands, above.)
+# Tutorial 03's configuration again (`t3`: a 4 x 4 cluster, B tiles of 256 rows x 64 halves). One CTA —
+# yours, printed by the cell below (without a token from your instructor, **rank 7**) — issues its slice of
+# **B**. Predict: which ranks receive it (a list), and at which byte offset *inside their B tile* does it
+# land? (The mask says who receives; `tma_partition` says which slice a CTA issues and where it lands, above.)
 
 # %% solution id=mc_slice_receivers
+from bwlab.multicast import exercises as ex
+print("your CTA: rank", ex.receiver_rank())
 b_receivers = None      # your prediction: a list of cluster ranks
 b_slice_offset = None   # your prediction: bytes from the start of the B tile
 ### BEGIN SOLUTION
-b_receivers = [4, 5, 6, 7]         # rank 7 is m = 3, n = 1: B goes to every CTA with n = 1
-b_slice_offset = 3 * (256 * 64 * 2 // 4)   # slice m = 3 of 4, each 8192 B
+m, n = ex.receiver_rank() % 4, ex.receiver_rank() // 4   # rank = m + 4 n in the 4 x 4 cluster
+b_receivers = [4 * n + i for i in range(4)]              # B goes to every CTA with the same n
+b_slice_offset = m * (256 * 64 * 2 // 4)                 # slice m of 4, each 8192 B
 ### END SOLUTION
 
 # %% grade id=mc_slice_receivers_check points=2
@@ -241,7 +245,8 @@ def expect_tx_of(cluster_m, cluster_n, tile_m, tile_n, tile_k):
 from bwlab.multicast import exercises as ex
 ex.check_expect_tx(expect_tx_of)
 ### BEGIN HIDDEN TESTS
-ex.check_expect_tx(expect_tx_of, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_expect_tx(expect_tx_of, hidden=hidden_cases("mc_expect_tx"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -389,7 +394,8 @@ a_mask_expr = "(((1u << (CLUSTER_X * CLUSTER_Y)) - 1) / ((1u << CLUSTER_X) - 1))
 from bwlab.multicast import exercises as ex
 ex.check_teach_a_mask(a_mask_expr)
 ### BEGIN HIDDEN TESTS
-ex.check_teach_a_mask(a_mask_expr, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_teach_a_mask(a_mask_expr, hidden=hidden_cases("mc_teach_mask"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -452,7 +458,8 @@ def l2_saved_of(cluster_m, cluster_n, tile_m, tile_n):
 from bwlab.multicast import exercises as ex
 ex.check_l2_saved(l2_saved_of)
 ### BEGIN HIDDEN TESTS
-ex.check_l2_saved(l2_saved_of, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_l2_saved(l2_saved_of, hidden=hidden_cases("mc_l2_saved"))
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -95,7 +95,8 @@ def legal_shape(M, N, cta_group):
 from bwlab.umma import exercises as ex
 ex.check_legal_shape(legal_shape)
 ### BEGIN HIDDEN TESTS
-ex.check_legal_shape(legal_shape, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_legal_shape(legal_shape, hidden=hidden_cases("mma_legal_shape"))
 ### END HIDDEN TESTS
 
 # %% [markdown]

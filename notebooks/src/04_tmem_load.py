@@ -146,7 +146,8 @@ def my_taddr(base, lane, column):
 from bwlab.tmem import exercises as ex
 ex.check_address(my_taddr)
 ### BEGIN HIDDEN TESTS
-ex.check_address(my_taddr, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_address(my_taddr, hidden=hidden_cases("tmem_address"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -180,7 +181,8 @@ def my_may_access(warp, lane):
 from bwlab.tmem import exercises as ex
 ex.check_quarter(my_may_access)
 ### BEGIN HIDDEN TESTS
-ex.check_quarter(my_may_access, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_quarter(my_may_access, hidden=hidden_cases("tmem_quarter"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -333,7 +335,8 @@ my_kColumns = 64
 from bwlab.tmem import exercises as ex
 ex.check_wide_load(my_kNum, my_kColumns)
 ### BEGIN HIDDEN TESTS
-ex.check_wide_load(my_kNum, my_kColumns, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_wide_load(my_kNum, my_kColumns, hidden=hidden_cases("tmem_kernel_columns"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -370,7 +373,8 @@ def my_registers(shape, num, pack16=False):
 from bwlab.tmem import exercises as ex
 ex.check_registers(my_registers)
 ### BEGIN HIDDEN TESTS
-ex.check_registers(my_registers, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_registers(my_registers, hidden=hidden_cases("tmem_registers"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -489,7 +493,8 @@ def my_holder(shape, num, lane, column):
 from bwlab.tmem import exercises as ex
 ex.check_holder(my_holder)
 ### BEGIN HIDDEN TESTS
-ex.check_holder(my_holder, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_holder(my_holder, hidden=hidden_cases("tmem_holder"))
 ### END HIDDEN TESTS
 
 # %% [markdown]

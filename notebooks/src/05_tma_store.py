@@ -203,7 +203,8 @@ def my_wavefronts(addresses):
 from bwlab.epilogue import exercises as ex
 ex.check_wavefronts(my_wavefronts)
 ### BEGIN HIDDEN TESTS
-ex.check_wavefronts(my_wavefronts, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_wavefronts(my_wavefronts, hidden=hidden_cases("store_wavefronts"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -336,7 +337,8 @@ def my_stale(steps):
 from bwlab.epilogue import exercises as ex
 ex.check_fence(my_stale)
 ### BEGIN HIDDEN TESTS
-ex.check_fence(my_stale, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_fence(my_stale, hidden=hidden_cases("store_fence"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -428,7 +430,8 @@ def my_max_read_wait(stages):
 from bwlab.epilogue import exercises as ex
 ex.check_ring_wait(my_max_read_wait)
 ### BEGIN HIDDEN TESTS
-ex.check_ring_wait(my_max_read_wait, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_ring_wait(my_max_read_wait, hidden=hidden_cases("store_wait_ring"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -484,7 +487,8 @@ def my_offset(row, col, elem_bytes, swizzle):
 from bwlab.epilogue import exercises as ex
 ex.check_staged_offset(my_offset)
 ### BEGIN HIDDEN TESTS
-ex.check_staged_offset(my_offset, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_staged_offset(my_offset, hidden=hidden_cases("store_swizzle_offset"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -521,7 +525,8 @@ my_store_coords = ("blockIdx.x * BN", "blockIdx.y * BM")
 from bwlab.epilogue import exercises as ex
 ex.check_store_coords(my_store_coords)
 ### BEGIN HIDDEN TESTS
-ex.check_store_coords(my_store_coords, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_store_coords(my_store_coords, hidden=hidden_cases("store_kernel_coords"))
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -102,7 +102,8 @@ def hop_bytes(m, n, k, ab="f16", d="f32"):
 from bwlab.flow import exercises as ex
 ex.check_hop_bytes(hop_bytes)
 ### BEGIN HIDDEN TESTS
-ex.check_hop_bytes(hop_bytes, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_hop_bytes(hop_bytes, hidden=hidden_cases("flow_hop_bytes"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -274,7 +275,8 @@ k_step_bytes = 16 * 2   # K = 16 f16 per instruction, 2 bytes each: the next sli
 from bwlab.flow import exercises as ex
 ex.check_k_step(k_step_bytes)
 ### BEGIN HIDDEN TESTS
-ex.check_k_step(k_step_bytes, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_k_step(k_step_bytes, hidden=hidden_cases("flow_k_step"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -308,7 +310,8 @@ def mma_count(m, k, ab="f16"):
 from bwlab.flow import exercises as ex
 ex.check_mma_count(mma_count)
 ### BEGIN HIDDEN TESTS
-ex.check_mma_count(mma_count, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_mma_count(mma_count, hidden=hidden_cases("flow_mma_count"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -369,7 +372,8 @@ proxies = {"wait on full": ("async", "async"), "fence.proxy.async": ("generic", 
 from bwlab.flow import exercises as ex
 ex.check_orderings(first_wrong, proxies)
 ### BEGIN HIDDEN TESTS
-ex.check_orderings(first_wrong, proxies, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_orderings(first_wrong, proxies, hidden=hidden_cases("flow_orderings"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -416,7 +420,8 @@ def l2_reads(M, N, cluster_m, cluster_n):
 from bwlab.flow import exercises as ex
 ex.check_l2_reads(l2_reads)
 ### BEGIN HIDDEN TESTS
-ex.check_l2_reads(l2_reads, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_l2_reads(l2_reads, hidden=hidden_cases("flow_l2_reads"))
 ### END HIDDEN TESTS
 
 # %%

@@ -101,7 +101,8 @@ def stage_bytes(bm, bn):
 from bwlab.gemm import exercises as gemm_ex
 gemm_ex.check_stage_bytes(stage_bytes)
 ### BEGIN HIDDEN TESTS
-gemm_ex.check_stage_bytes(stage_bytes, hidden=True)
+from bwlab.exercises import hidden_cases
+gemm_ex.check_stage_bytes(stage_bytes, hidden=hidden_cases("gemm_stage_bytes"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -231,7 +232,8 @@ def ctas_per_sm(smem_per_cta, registers, threads):
 from bwlab.gemm import exercises as gemm_ex
 gemm_ex.check_ctas_per_sm(ctas_per_sm)
 ### BEGIN HIDDEN TESTS
-gemm_ex.check_ctas_per_sm(ctas_per_sm, hidden=True)
+from bwlab.exercises import hidden_cases
+gemm_ex.check_ctas_per_sm(ctas_per_sm, hidden=hidden_cases("gemm_ctas_per_sm"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -297,7 +299,8 @@ def flop_per_sm_cycle(bm, bn, cycles_per_slice, ctas):
 from bwlab.gemm import exercises as gemm_ex
 gemm_ex.check_flop_per_sm_cycle(flop_per_sm_cycle)
 ### BEGIN HIDDEN TESTS
-gemm_ex.check_flop_per_sm_cycle(flop_per_sm_cycle, hidden=True)
+from bwlab.exercises import hidden_cases
+gemm_ex.check_flop_per_sm_cycle(flop_per_sm_cycle, hidden=hidden_cases("gemm_flop_per_sm_cycle"))
 ### END HIDDEN TESTS
 
 # %%
@@ -333,7 +336,8 @@ def producer_parity(kt, stages):
 from bwlab.gemm import exercises as gemm_ex
 gemm_ex.check_producer_parity(producer_parity)
 ### BEGIN HIDDEN TESTS
-gemm_ex.check_producer_parity(producer_parity, hidden=True)
+from bwlab.exercises import hidden_cases
+gemm_ex.check_producer_parity(producer_parity, hidden=hidden_cases("gemm_producer_parity"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -367,7 +371,8 @@ empty_parity = "(kt / STAGES + 1) & 1"
 from bwlab.gemm import exercises as gemm_ex
 gemm_ex.check_handshake(full_parity, empty_parity)
 ### BEGIN HIDDEN TESTS
-gemm_ex.check_handshake(full_parity, empty_parity, hidden=True)
+from bwlab.exercises import hidden_cases
+gemm_ex.check_handshake(full_parity, empty_parity, hidden=hidden_cases("gemm_handshake"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
