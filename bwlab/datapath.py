@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["HOPS", "Hop", "draw_data_path", "capacities", "B200_PUBLIC"]
+__all__ = ["HOPS", "Hop", "plot_data_path", "capacities", "B200_PUBLIC"]
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ B200_PUBLIC = {
 from .plotting import MEMORY_COLORS as _STAGE_COLORS  # noqa: E402  (the palette notebook 06 reuses)
 
 
-def draw_data_path(ax=None):
+def plot_data_path(ax=None):
     """A picture of the five hops with their instructions and notebooks; returns the axes."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
@@ -105,3 +105,9 @@ def capacities():
              else "none (TMEM exists on sm_100 only)", "PTX ISA"),
         ]
     return out
+
+
+# The names these pictures had before every picture was called plot_*.
+from .plotting import deprecated_alias as _alias  # noqa: E402
+
+draw_data_path = _alias(plot_data_path, "draw_data_path")

@@ -29,8 +29,8 @@ from ..epilogue.demos import (GPU_VS_MODEL, NOFENCE_KEEP, NOFENCE_RUNS, edge_sto
 
 
 def record(out_dir, meta) -> list:
-    from ..epilogue import TEACH_EDITS, bank_patterns, measure_store_cycles, run_teach
-    from ..lab import TeachingKernel
+    from ..epilogue import bank_patterns, measure_store_cycles, run_teach
+    from ..epilogue.recorded import nofence_kernel, noswizzle_kernel
     from ..results import save_recording
     paths = []
 
@@ -43,17 +43,13 @@ def record(out_dir, meta) -> list:
     save("epilogue_gpu_vs_model", {f"d{i}": epilogue_case(i).run() for i in range(len(GPU_VS_MODEL))},
          {"cases": [list(c) for c in GPU_VS_MODEL]})
 
-    case = teach_case()
-    save("teach_store_result", {"d": run_teach(case.problem, case.acc, case.d_init)},
-         {"M": 150, "N": 70, "seed": 0})
-
-    noswz = TeachingKernel("teach_store.cu").replace(*TEACH_EDITS["no swizzle"])
-    save("teach_store_noswizzle", {"d": run_teach(case.problem, case.acc, case.d_init, kernel=noswz)},
+    save("teach_store_result", {"d": teach_case().run()}, {"M": 150, "N": 70, "seed": 0})
+    save("teach_store_noswizzle", {"d": teach_case(kernel=noswizzle_kernel()).run()},
          {"M": 150, "N": 70, "seed": 0})
 
     case = teach_case(2048, 2048, 3)
     want = case.model()
-    nofence = TeachingKernel("teach_store.cu").replace(*TEACH_EDITS["no fence"])
+    nofence = nofence_kernel()
     counts = {True: [], False: []}
     first = None
     for fence in (True, False):

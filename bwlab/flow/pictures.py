@@ -215,9 +215,10 @@ def plot_hop(trace, hop: str, row: int = 0, ax=None):
     draw = {"gmem": _smem_hop, "tma_load": _smem_hop, "mma": _tmem_hop, "commit": _tmem_hop, "tmem_ld": _regs_hop,
             "st_shared": _dtile_hop, "fence": _dtile_hop, "tma_store": _gmem_d_hop}[h.name]
     with rc_context(_RC):
-        fig = plt.figure(figsize=(9.6, 4.0))
+        # several panels: given `ax`, they take its place in its figure
+        fig = plt.figure(figsize=(9.6, 4.0)) if ax is None else ax.figure.add_subfigure(ax.get_subplotspec())
         draw(fig, p, h, row)
-        fig.tight_layout()
+        _ = ax.remove() if ax is not None else fig.tight_layout()
     return fig
 
 

@@ -63,13 +63,36 @@ def hop_of(name: str) -> Hop:
     raise KeyError(f"no hop {name!r}; hops: {', '.join(HOP_NAMES)}")
 
 
-@dataclass
-class TraceCheck:
-    """Array-by-array comparison of two traces: one CheckResult per array, True when all agree;
-    `hops[i]` names the hop of `results[i]`."""
+class TraceCheck(CheckResult):
+    """The flow's form of `CheckResult`: array-by-array comparison of two traces, one CheckResult per
+    array (`results`, in the order of the trip; `hops[i]` names the hop of `results[i]`). True when all
+    agree; `first` is the first difference along the trip; prints one line per array."""
 
-    results: list
-    hops: list = field(default_factory=list)
+    def __init__(self, results, hops=None, source: str = ""):
+        self.results = list(results)
+        self.hops = list(hops or [])
+        self.stage, self.what, self.unit = "flow", "trace of the whole trip", "element"
+        self.source = source or (self.results[0].source if self.results else "")
+        self.expected = self.got = None
+        self.error, self.seconds = "", None
+
+    @property
+    def compared(self) -> int:
+        return sum(r.compared for r in self.results)
+
+    @property
+    def differing(self) -> int:
+        return sum(r.differing for r in self.results)
+
+    @property
+    def first(self):
+        bad = self.first_difference()
+        return None if bad is None else bad[1].first
+
+    @property
+    def hint(self) -> str:
+        bad = self.first_difference()
+        return "" if bad is None else bad[1].hint
 
     @property
     def ok(self) -> bool:
@@ -80,6 +103,9 @@ class TraceCheck:
 
     def __str__(self) -> str:
         return "\n".join(str(r) for r in self.results)
+
+    def __repr__(self) -> str:
+        return f"TraceCheck({len(self.results)} arrays, {self.differing} of {self.compared} differ)"
 
     def _repr_pretty_(self, p, cycle):
         p.text(str(self))

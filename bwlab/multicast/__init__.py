@@ -22,7 +22,7 @@ Files:
 * `runner`    — `run_multicast` over the harness kernel `cuda_src/tma_multicast.cu`, `run_teach` over
   the teaching kernel `cuda_src/teach_multicast.cu` (CuPy);
 * `case`      — `MulticastLoad` (model / run / check / show) and `compare_run`;
-* `pictures`  — the `draw_*` pictures and the notebook's widget (matplotlib);
+* `pictures`  — the `plot_*` pictures and the notebook's widget (matplotlib);
 * `exercises` — the checks of notebook 02's graded exercises (`masked_multicast_model` in `model`
   executes a learner's masks).
 
@@ -33,7 +33,7 @@ CuTe counterparts: include/cute/atom/copy_traits_sm90_tma.hpp (create_tma_multic
 tma_partition, make_tma_copy_desc's box truncation), examples/cute/tutorial/blackwell/03_*.cu and
 04_*.cu (cluster layout, masks, transaction bytes).
 """
-from .case import MulticastCheck, MulticastLoad, compare_run
+from .case import ClusterRanks, MulticastCheck, MulticastLoad, compare_run
 from .cluster import (MAX_CLUSTER_CTAS, MODE_NAMES, PORTABLE_CLUSTER_CTAS, CtaMasks, MaskSteps,
                       cluster_layout_vmnk, create_tma_multicast_mask, cta_coord, cta_masks, format_mask,
                       mask_ranks, mask_steps, mask_table)
@@ -42,8 +42,10 @@ from .model import (FILL_BYTE, TEACH_KERNEL, barrier_outcome, barrier_table, che
 from .params import MulticastConfig
 from .partition import (TMA_ISSUE_DTYPE, CtaPlan, Issue, TmaSlice, block_of_rank, l2_read_bytes,
                         multicast_box, plan, plan_arrays, tma_partition)
-from .pictures import (draw_cluster, draw_every_mask, draw_landing, draw_mask, draw_masks_of, draw_savings,
-                       draw_slice_swizzle, draw_smem_check, explain_cta, explorer_choices, mask_explorer)
+from .pictures import (plot_cluster, plot_every_mask, plot_landing, plot_mask, plot_masks_of, plot_savings,
+                       plot_slice_swizzle, plot_smem_check, plot_ranks, explain_cta, explorer_choices, mask_explorer)
+from .pictures import (draw_cluster, draw_every_mask, draw_landing, draw_mask, draw_masks_of,  # noqa: F401
+                       draw_savings, draw_slice_swizzle, draw_smem_check)                   # (deprecated names)
 from .runner import BARRIERS, TEACH_BARRIERS, THREADS, MulticastRun, launch_multicast, run_multicast, run_teach
 
 __all__ = [
@@ -57,11 +59,11 @@ __all__ = [
     # model, GPU run, case
     "FILL_BYTE", "make_operands", "multicast_model", "masked_multicast_model", "expected_smem", "slice_chunks",
     "THREADS", "BARRIERS", "MulticastRun",
-    "launch_multicast", "run_multicast", "MulticastLoad", "MulticastCheck", "compare_run",
+    "launch_multicast", "run_multicast", "MulticastLoad", "ClusterRanks", "MulticastCheck", "compare_run",
     # the teaching kernel
     "TEACH_KERNEL", "teach_config", "check_teach_config", "teach_masks", "barrier_outcome", "barrier_table",
     "TEACH_BARRIERS", "run_teach",
     # pictures
-    "draw_cluster", "draw_mask", "draw_masks_of", "draw_every_mask", "draw_landing", "draw_smem_check",
-    "draw_savings", "draw_slice_swizzle", "explain_cta", "explorer_choices", "mask_explorer",
+    "plot_cluster", "plot_mask", "plot_masks_of", "plot_every_mask", "plot_landing", "plot_smem_check",
+    "plot_savings", "plot_slice_swizzle", "explain_cta", "explorer_choices", "mask_explorer",
 ]

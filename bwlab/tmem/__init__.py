@@ -26,7 +26,7 @@ Files:
   case.py         `TmemLoad`, `TmemStore`: model() / run() / check() / show()
   teach.py        the teaching kernel cuda_src/teach_tmem.cu as the model sees it: `teach_plan`,
                   `teach_model`, `teach_case` (its GPU run: `runner.run_teach`)
-  pictures.py     `draw_*`, `ld_widget`
+  pictures.py     `plot_*`, `ld_widget`
 Validation (`python -m bwlab.validate tmem`) and the generator of cuda_src/ptx/tcgen05_ldst.cuh
 (`python -m bwlab.tmem header`) live in `bwlab/checks/`.
 
@@ -52,8 +52,11 @@ from .tables import CP_TABLE, check_alloc, check_cp, check_ldst
 from .teach import (TEACH_FILE, TeachPlan, address_image, teach_case, teach_model, teach_plan, teach_sass,
                     try_teach)
 
-_PICTURES = ("draw_tmem", "draw_warp_quarters", "draw_ld_map", "draw_gallery", "draw_accumulator_owners",
+_PICTURES = ("plot_tmem", "plot_warp_quarters", "plot_ld_map", "plot_gallery", "plot_accumulator_owners",
              "ld_widget")
+
+# the names the pictures had before every picture was called plot_* (deprecated)
+_OLD_PICTURE_NAMES = ("draw_tmem", "draw_warp_quarters", "draw_ld_map", "draw_gallery", "draw_accumulator_owners")
 
 __all__ = [
     "LANES", "COLUMNS", "TmemError", "encode_address", "decode_address", "format_address",
@@ -73,7 +76,7 @@ __all__ = [
 
 def __getattr__(name):
     # The pictures load matplotlib; only a notebook that draws pays for it.
-    if name in _PICTURES:
+    if name in _PICTURES or name in _OLD_PICTURE_NAMES:
         from . import pictures
         return getattr(pictures, name)
     raise AttributeError(f"module 'bwlab.tmem' has no attribute {name!r}")

@@ -12,11 +12,11 @@ the same thing.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..case import Case, CheckResult, compare
+from ..case import Case, CheckResult, compare, digest
 from ..hw.dtypes import from_float
 from ..hw.mbarrier import Mbarrier
 from ..hw.swizzle import MODES, span_bytes
@@ -103,9 +103,14 @@ class _OperandCase(Case):
         self.b_layout.store(img, from_float(b, self.dtype))
         return img
 
-    def show(self, **kw):
+    def show(self, ax=None, **kw):
+        """A and B in their SMEM layouts (several panels: given `ax`, they take its place)."""
         from .pictures import plot_case
-        return plot_case(self, **kw)
+        return plot_case(self, ax=ax, **kw)
+
+    def identity(self):
+        fields = tuple((f, getattr(self, f)) for f in self.__dataclass_fields__ if f != "kernel")
+        return (type(self).__name__, fields, self.kernel_identity())
 
 
 # ------------------------------------------------------------------------------------------------
@@ -131,8 +136,10 @@ class UmmaCase(_OperandCase):
     b_base: int = 32768
     accumulate: bool = False
     seed: int = 0
+    kernel: object = field(default=None, compare=False, repr=False)   # an edit of teach_umma.cu, or its name
 
     what = "TMEM image after the tcgen05.mma K loop"
+    teaching_file = "teach_umma.cu"
 
     def __post_init__(self):
         # Every rule of the tcgen05.mma tables (types, M, N, majors and SMEM layouts), before any
@@ -143,6 +150,10 @@ class UmmaCase(_OperandCase):
         if self.K % ki or not ki <= self.K <= 16 * ki:
             raise ValueError(f"K must be a multiple of {ki} ({self.ab}: one instruction each), at most 16 of them")
         _check_regions([("A", self.a_layout), ("B", self.b_layout)])
+        self._set_kernel(self.kernel)
+        if self.kernel is not None:
+            from .runner import check_teach_umma
+            check_teach_umma(self)
 
     @property
     def dtype(self) -> str:
@@ -209,8 +220,11 @@ class UmmaCase(_OperandCase):
         return cta.tmem[:, :self.tmem_columns].copy()
 
     def run(self, module=None) -> np.ndarray:
-        """The same K loop by tcgen05.mma on an sm_100 GPU (cuda_src/umma_sm100.cu)."""
-        from .runner import run_umma
+        """The same K loop by tcgen05.mma on an sm_100 GPU (or in the PTX emulator): by the teaching
+        kernel if the case has one (`kernel=`), else by the harness (cuda_src/umma_sm100.cu)."""
+        from .runner import run_teach_umma, run_umma
+        if self._kernel is not None:
+            return run_teach_umma(self, kernel=self._teaching())
         return run_umma(self, module)
 
     def d_from_tmem(self, tmem: np.ndarray) -> np.ndarray:
@@ -285,9 +299,11 @@ class WgmmaCase(_OperandCase):
     a_base_offset: int = 0
     b_base_offset: int = 0
     seed: int = 0
+    kernel: object = field(default=None, compare=False, repr=False)   # an edit of teach_wgmma.cu, or its name
 
     M = 64
     what = "D of the wgmma K loop (registers)"
+    teaching_file = "teach_wgmma.cu"
 
     def __post_init__(self):
         if self.dtype not in ("f16", "bf16"):
@@ -297,6 +313,10 @@ class WgmmaCase(_OperandCase):
         if self.K % 16 or not 16 <= self.K <= 16 * 16:
             raise ValueError(f"K must be a multiple of 16 (one m64nNk16 each) up to 256, got {self.K}")
         _check_regions([("A", self.a_layout), ("B", self.b_layout)])
+        self._set_kernel(self.kernel)
+        if self.kernel is not None:
+            from .runner import check_teach_wgmma
+            check_teach_wgmma(self)
 
     @property
     def variant(self) -> int:
@@ -332,8 +352,11 @@ class WgmmaCase(_OperandCase):
                                self.values()[2], self.accumulate)
 
     def run(self, module=None) -> np.ndarray:
-        """The same K loop by wgmma on a Hopper GPU (cuda_src/wgmma_sm90.cu)."""
-        from .runner import run_wgmma
+        """The same K loop by wgmma on a Hopper GPU (or in the PTX emulator): by the teaching kernel if
+        the case has one (`kernel=`), else by the harness (cuda_src/wgmma_sm90.cu)."""
+        from .runner import run_teach_wgmma, run_wgmma
+        if self._kernel is not None:
+            return run_teach_wgmma(self, kernel=self._teaching())
         return run_wgmma(self, module)
 
     def reference(self) -> np.ndarray:
