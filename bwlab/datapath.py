@@ -24,7 +24,7 @@ HOPS = (
     Hop("GMEM", "SMEM", "cp.async.bulk.tensor (TMA load)\n+ .multicast::cluster",
         "one thread; mbarrier complete_tx", "01_tma_load, 02_multicast"),
     Hop("SMEM", "TMEM", "tcgen05.mma\n(A, B via SMEM descriptors)", "one thread; tcgen05.commit",
-        "03_umma"),
+        "03a_umma_descriptors, 03b_umma_mma"),
     Hop("TMEM", "RMEM", "tcgen05.ld\n+ tcgen05.wait::ld", "each warp its lane quarter", "04_tmem_load"),
     Hop("RMEM", "SMEM", "st.shared.v4\n+ fence.proxy.async", "every thread", "05_tma_store"),
     Hop("SMEM", "GMEM", "cp.async.bulk.tensor (TMA store)\n+ commit/wait_group", "one thread",
@@ -63,7 +63,7 @@ def plot_data_path(ax=None):
         xm = (x0 + x1) / 2
         ax.text(xm, 0.48, hop.instruction, ha="center", va="bottom", fontsize=8, family="monospace")
         ax.text(xm, -0.5, hop.who, ha="center", va="top", fontsize=7, style="italic")
-        ax.text(xm, -0.95, hop.notebook, ha="center", va="top", fontsize=7, color="#444444")
+        ax.text(xm, -0.95, hop.notebook.replace(", ", "\n"), ha="center", va="top", fontsize=7, color="#444444")
     ax.set_xlim(-0.9, xs[-1] + 0.9)
     ax.set_ylim(-1.35, 1.25)
     ax.axis("off")

@@ -29,7 +29,7 @@ __all__ = ["GpuInfo", "gpu_info", "backend", "tier", "tiers", "tiers_for", "tier
 STAGES = {
     "tma": ("TMA load", "tma", "01_tma_load"),
     "multicast": ("TMA multicast", "tma", "02_multicast"),
-    "umma": ("UMMA (tcgen05.mma)", "tcgen05", "03_umma"),
+    "umma": ("UMMA (tcgen05.mma)", "tcgen05", "03a_umma_descriptors, 03b_umma_mma"),
     "tmem": ("TMEM (tcgen05.ld/st)", "tcgen05", "04_tmem_load"),
     "store": ("TMA store", "tma", "05_tma_store"),
 }

@@ -12,7 +12,7 @@ from bwlab.tools import notebooks as nbt
 pytest.importorskip("nbformat")
 
 ROOT = Path(__file__).resolve().parents[1]
-WIDGET_NOTEBOOKS = ["01_tma_load", "02_multicast", "03_umma", "04_tmem_load"]
+WIDGET_NOTEBOOKS = ["01_tma_load", "02_multicast", "03a_umma_descriptors", "04_tmem_load"]
 
 
 def _ref(model_id):
@@ -113,7 +113,7 @@ def test_builder_refuses_a_markdown_heading_in_a_code_cell():
     assert cells[0][0] == "code"
 
 
-NOTEBOOK_NAMES = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOK_NAMES = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
 
 
 @pytest.mark.parametrize("name", NOTEBOOK_NAMES)

@@ -106,7 +106,7 @@ def exercises(path) -> list[Exercise]:
 
 def notebooks(paths=None) -> list[Path]:
     """The notebooks to work on: `paths`, or every notebooks/NN_*.ipynb."""
-    return [Path(p) for p in paths] if paths else sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb"))
+    return [Path(p) for p in paths] if paths else sorted(NB_DIR.glob("[0-9][0-9]*_*.ipynb"))
 
 
 def with_exercises(paths=None) -> list[Path]:

@@ -289,7 +289,8 @@ print(run_parity_steps())
 # |---|---|---|---|
 # | `01_tma_load` | TMA load: tensor maps, mbarrier handshake, swizzle, out-of-bounds fill | `bwlab.tma` | `teach_tma.cu` |
 # | `02_multicast` | clusters, multicast masks, `tma_partition` | `bwlab.multicast`, `bwlab.layout` | `teach_multicast.cu` |
-# | `03_umma` | instruction and SMEM descriptors, canonical layouts, `tcgen05.mma` (and `wgmma` on Hopper) | `bwlab.umma` | `teach_umma.cu`, `teach_wgmma.cu` |
+# | `03a_umma_descriptors` | canonical layouts, SMEM and instruction descriptors | `bwlab.umma` | — |
+# | `03b_umma_mma` | `tcgen05.mma` and its shapes (and `wgmma` on Hopper), D in TMEM | `bwlab.umma` | `teach_umma.cu`, `teach_wgmma.cu` |
 # | `04_tmem_load` | TMEM allocation, addresses, `tcgen05.ld` shapes | `bwlab.tmem` | `teach_tmem.cu` |
 # | `05_tma_store` | registers → SMEM → GMEM, the proxy fence, bulk groups, edge tiles | `bwlab.epilogue` | `teach_store.cu` |
 # | `06_full_flow` | the whole trip as one traced GEMM, its Hopper twin, a grid with clusters | `bwlab.flow` | `full_flow_sm100.cu` |

@@ -471,5 +471,5 @@ print(bench_summary(ctas=120))
 #   anyone multicasts; nobody exits while its slices may still land. A mask that leaves out a CTA leaves
 #   that CTA's barrier short, and the bounded wait names it.
 #
-# **Next:** [03 · UMMA](03_umma.ipynb) — the tiles are in shared memory; the tensor cores read them
-# through SMEM descriptors.
+# **Next:** [03a · UMMA: descriptors and layouts](03a_umma_descriptors.ipynb) — the tiles are in shared
+# memory; the tensor cores read them through SMEM descriptors.

@@ -5,9 +5,9 @@
 # GPUs with `tcgen05` (the PTX ISA lists sm_100a, sm_103a and sm_110a). Before the TMA store of stage 5
 # can write D to global memory, the epilogue warps must bring it into registers with **`tcgen05.ld`**.
 #
-# **Before this notebook:** [03 · UMMA](03_umma.ipynb) (the accumulator `tcgen05.mma` writes into TMEM,
-# and its layout: `D[m][n]` at lane *m*, column *n*). Warps, warpgroups (4 warps) and registers are
-# assumed; mbarriers are not needed here.
+# **Before this notebook:** [03b · UMMA: the MMA and its shapes](03b_umma_mma.ipynb) (the accumulator
+# `tcgen05.mma` writes into TMEM, and its layout: `D[m][n]` at lane *m*, column *n*). Warps, warpgroups
+# (4 warps) and registers are assumed; mbarriers are not needed here.
 #
 # This notebook covers:
 #

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 05 · The epilogue: registers → SMEM → GMEM with the TMA store
 #
-# After the MMA (notebook 03) and `tcgen05.ld` (notebook 04), every epilogue thread holds a row of the
+# After the MMA (notebook 03b) and `tcgen05.ld` (notebook 04), every epilogue thread holds a row of the
 # accumulator tile in registers. This notebook follows those values out to global memory:
 #
 # 1. **the teaching kernel**, top to bottom, checked against the model;
@@ -23,7 +23,7 @@
 #
 # **Before this one:** notebook 01 (the tensor map, its box and swizzle modes, the TMA load that this
 # store inverts) and notebook 04 (after `tcgen05.ld .32x32b`, thread *t* of a warp holds row *t* of the
-# accumulator, one column per register). Notebook 03's SMEM swizzle pictures help with section 2.
+# accumulator, one column per register). Notebook 03a's SMEM swizzle pictures help with section 2.
 #
 # **Runs on:** the next cell says which tier this notebook runs in here. `hardware` on sm_90+: the TMA
 # store is plain Hopper, and on an H100 the accumulators come from GMEM, standing in for `tcgen05.ld`.

@@ -108,7 +108,7 @@ ex.check_hop_bytes(hop_bytes, hidden=True)
 # ## 2. Hop by hop
 #
 # We follow **row 37**: row 37 of A on the way in, row 37 of D on the way out. Every picture colours the
-# 16-byte pieces of that row the same way (piece *q* of a 128-byte row, as notebook 03 colours K chunks,
+# 16-byte pieces of that row the same way (piece *q* of a 128-byte row, as notebook 03a colours K chunks,
 # with *q* written in the chunk where there is room); everything else is faded.
 #
 # ### Hop 0 → 1: the TMA load
@@ -123,7 +123,7 @@ plot_hop(t, "tma_load", row=37)
 plt.show()
 
 # %% [markdown]
-# That image **is** the K-major SW128 canonical layout `tcgen05.mma` reads (notebook 03): the SMEM bytes
+# That image **is** the K-major SW128 canonical layout `tcgen05.mma` reads (notebook 03a): the SMEM bytes
 # equal those of `UmmaCase('f16', 'f32', 128, 128, 64)`'s operand image, built independently.
 
 # %%
@@ -424,7 +424,7 @@ print(pair.describe(1, 2))
 
 # %% [markdown]
 # Every variant computes the same D. A smaller grid keeps the model quick (each CTA's MMA is the model
-# of notebook 03 run on the bytes its loads — or its peers' multicasts — left in its SMEM):
+# of notebook 03b run on the bytes its loads — or its peers' multicasts — left in its SMEM):
 
 # %%
 for v in ("1sm", "multicast", "2sm"):

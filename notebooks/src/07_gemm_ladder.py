@@ -71,7 +71,7 @@ for i, s in enumerate(ladder.STEPS, 1):
 
 # %% [markdown]
 # Every step feeds `wgmma` the same way: A and B arrive by TMA in 128B-swizzled SMEM, and a 64-bit
-# SMEM descriptor tells `wgmma` where and how they are laid out (notebook 03). One descriptor describes
+# SMEM descriptor tells `wgmma` where and how they are laid out (notebook 03a). One descriptor describes
 # a whole k-slice; the four K = 16 sub-slices inside it are found by adding 32 bytes to its start
 # address:
 
@@ -644,7 +644,7 @@ print(s6.ptx_excerpt("gemm", patterns=("mbarrier", "cp.async.bulk", "wgmma", "se
 #
 # The same ladder exists for Blackwell in `cuda_src/gemm_sm100/`, for sm_100a, step for step: TMA
 # loads into the same swizzled SMEM, but the MMA is `tcgen05.mma`, issued by a single thread, with the
-# accumulator in TMEM instead of registers (notebook 03), read out by the epilogue with `tcgen05.ld`
+# accumulator in TMEM instead of registers (notebook 03b), read out by the epilogue with `tcgen05.ld`
 # (notebook 04) before the same SMEM and TMA-store path (notebook 05). With the accumulator out of the
 # registers, the questions this notebook asked on Hopper (how many CTAs fit, who issues the loads, how
 # long the epilogue keeps the math waiting) get different answers, measured the same way.

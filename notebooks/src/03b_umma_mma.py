@@ -1,18 +1,19 @@
 # %% [markdown]
-# # 03 · UMMA: `tcgen05.mma`, its descriptors, and the canonical SMEM layouts
+# # 03b · UMMA, part 2: `tcgen05.mma` and its shapes
 #
-# The third hop of the data path: the 5th-generation tensor core reads A and B from **shared memory**
-# and writes the accumulator D into **Tensor Memory**. This notebook takes the instruction apart:
-# the canonical layouts the operands must sit in, the two 64-bit **SMEM descriptors** that tell the
-# tensor core where they are, the 32-bit **instruction descriptor** that says what to compute, and
-# the K loop. Everything is executed by bwlab's model from raw bytes, checked against NumPy, and —
-# because Hopper's `wgmma` reads SMEM through the same layouts — validated bit for bit on an H100.
-# Two short kernels, one per instruction, are shown whole; you change their descriptors and see
-# what the tensor core reads instead.
+# The third hop of the data path, run: the 5th-generation tensor core reads A and B from **shared
+# memory** through the descriptors of notebook 03a and writes the accumulator D into **Tensor
+# Memory**. This notebook covers the instruction itself: the shapes it takes for one CTA and for a
+# CTA pair, the K loop, a whole `wgmma` kernel on Hopper whose descriptors you change, the MMA
+# computed from TMA-loaded bytes, tf32's own layout, a survey of every layout pair, where D lands in
+# TMEM, and a whole `tcgen05.mma` kernel. Everything is executed by bwlab's model from raw bytes,
+# checked against NumPy, and — because Hopper's `wgmma` reads SMEM through the same layouts —
+# validated bit for bit on an H100.
 #
-# **Before this notebook:** 01 (TMA load: tensor maps, the swizzle modes, mbarrier phases and
-# `expect_tx`) and 02 (multicast: clusters and CTA ranks, used here for the CTA pair). You should know
-# what a warp and a warpgroup (4 warps, 128 threads) are.
+# **Before this notebook:** [03a · UMMA, part 1: descriptors and layouts](03a_umma_descriptors.ipynb)
+# (the canonical layouts, the SMEM descriptor's fields, the instruction descriptor), 01 (TMA load:
+# tensor maps, mbarrier phases and `expect_tx`) and 02 (multicast: clusters and CTA ranks, used here
+# for the CTA pair).
 #
 # **Runs on:** the line below says which tier the `umma` stage has here. *hardware* = a Blackwell
 # sm_100 GPU runs `tcgen05.mma`; *hybrid* = the GPU loads the operands with real TMA and the model
@@ -20,9 +21,9 @@
 # H100 recorded everywhere else. No H100 can run `tcgen05`: its cells show the model and the compiled
 # kernel there, never a GPU result.
 #
-# This notebook holds **5 graded exercises** (13 points), each right after the section it draws on:
-# predict, or write a small function, then run the check below it, which says what is wrong and why.
-# Exercise 3.5 edits the `wgmma` teaching kernel and runs it.
+# **Exercises: 2 graded exercises (5 points)**, each right after the section it draws on: predict, or
+# supply a number, then run the check below it, which says what is wrong and why. Exercise 3.5 edits
+# the `wgmma` teaching kernel and runs it; a worked reading of the SBO field comes before it.
 
 # %% tags=["nbval-ignore-output"]
 import bwlab
@@ -32,7 +33,6 @@ bwlab.banner();
 import numpy as np
 import matplotlib.pyplot as plt
 from bwlab import umma
-from bwlab.hw.swizzle import MODES
 from bwlab.device import tier
 print("tier('umma') =", tier("umma"), "| tier('tma') =", tier("tma"))
 
@@ -56,188 +56,8 @@ print(f"wgmma m64n256k16 f32 D : {regs} registers in each of 128 threads   (expe
 print(f"tcgen05.mma 128x256 f32: {cols} TMEM columns x 128 lanes, 0 registers (expected N = 256)")
 
 # %% [markdown]
-# ## Core matrices and the eight canonical layouts
+# ## The shapes
 #
-# The tensor core fetches operands in **core matrices**: 8 rows of 16 bytes (8 f16 values). A
-# **K-major** operand has its rows along K (K is contiguous, like a row-major A); an **MN-major** one
-# along M or N. Core matrices are grouped into **swizzle atoms** of 8 rows x W bytes (W = 16, 32, 64,
-# 128 for no swizzle and the 32/64/128-byte swizzles), and atoms tile the operand along MN first,
-# then K. In CuTe's words: a *layout* maps a coordinate (here (m, k)) to an offset; an *atom* is the
-# smallest layout that repeats (`Layout_K_SW128_Atom<T>`); `tile_to_shape(atom, shape)` repeats it
-# until it covers the tile; `Swizzle<B,M,S>` XORs B bits of the offset, taken S bits higher, into
-# the bits from M up (the 128-byte swizzle is `Swizzle<3,4,3>` on byte offsets).
-
-# %%
-umma.plot_core_matrices("K", "f16", (16, 32))
-plt.show()
-
-# %% [markdown]
-# Which element sits at which byte, for a 16 x 64 (K-major) or 64 x 16 (MN-major) f16 tile: each cell
-# is a 16-byte chunk of shared memory labelled with the row `m` and the first `k` it holds. Each panel
-# shows the first 1024 bytes of the 2048-byte tile, and each layout puts a different half of the tile
-# there. Without a swizzle every 128-byte line is one core matrix (8 rows, the same 8 K values), the
-# next 8 rows follow 128 bytes on (SBO) and the next 16 bytes of K of a row sit 256 bytes further, two
-# lines down (LBO = 256 here); with a swizzle, chunk c of a 128-byte line moves to c XOR (line mod 2, 4
-# or 8) — the same pattern TMA writes (notebook 01).
-
-# %%
-umma.plot_canonical_layouts("K")
-plt.show()
-
-# %% [markdown]
-# MN-major, the same four swizzles: now a 16-byte chunk holds 8 consecutive rows (m) of one K.
-
-# %%
-umma.plot_canonical_layouts("MN")
-plt.show()
-
-# %% [markdown]
-# The layout functions are ordinary functions of (m, k). For the K-major 128-byte swizzle, inside the
-# first atom, element (m, k) of an f16 tile sits at `128*m + 16*((k//8) XOR m) + 2*(k%8)`:
-
-# %%
-lay = umma.canonical_layout("K", "128B", "f16", (128, 64))
-for m, k in [(0, 0), (1, 0), (1, 8), (3, 17), (7, 63)]:
-    expected = 128 * m + 16 * ((k // 8) ^ m) + 2 * (k % 8)
-    print(f"(m={m}, k={k:2d}) -> byte {int(lay.address(m, k)):4d}   expected {expected:4d}")
-
-# %% [markdown]
-# ## The SMEM descriptor
-#
-# A descriptor does not list addresses; it gives the start address, two strides and the swizzle, and
-# the tensor core walks the canonical layout from there. For a K-major operand **SBO** (stride byte
-# offset) is the distance between 8-row groups along M/N; **LBO** (leading byte offset) the distance
-# between the two core matrices of K — used only without a swizzle: in every swizzled K-major layout
-# the hardware finds K inside the atom row, LBO is unused and CuTe sets it to 1 (16 bytes). For
-# MN-major operands the roles turn around (see `bwlab.umma.descriptors`).
-#
-# The first K slice of a 128 x 64 f16 tile in the 128-byte swizzle, as CuTe's `make_umma_desc`
-# (SM100) and `make_gmma_desc` (SM90) encode it:
-
-# %%
-for arch, expected in (("sm100", 0x4000404000010000), ("sm90", 0x4000004000010000)):
-    d = umma.tile_desc("K", "128B", "f16", (128, 64), 0, 0, arch)
-    print(umma.format_fields(d.fields(), f"{arch}: {d.encode():#018x}   expected {expected:#018x}"))
-    print()
-
-# %% [markdown]
-# ### Exercise 3.1 — LBO and SBO of a K-major tile (2 points)
-#
-# Write `lbo_sbo_of(swizzle, rows)`: the (LBO, SBO) pair, in bytes, of the first K slice of a
-# K-major f16 tile of `rows` x 64 (rows a multiple of 16) in the SMEM layout `swizzle` (`"none"`,
-# `"32B"`, `"64B"` or `"128B"`), as CuTe's `make_umma_desc` encodes it. Predict first: which of the
-# two depends on `rows`, and for which layout? The pictures of the canonical layouts above show the
-# steps; the graded run tries every swizzle with 16 to 256 rows.
-
-# %% solution id=mma_lbo_sbo
-def lbo_sbo_of(swizzle, rows):
-    """(LBO, SBO) in bytes of a K-major f16 tile of rows x 64."""
-    lbo_sbo = None   # your answer: a pair of ints (LBO, SBO)
-    ### BEGIN SOLUTION
-    width = {"none": 16, "32B": 32, "64B": 64, "128B": 128}[swizzle]   # bytes per row of the atom
-    sbo = 8 * width                                     # the next 8-row group: one atom further
-    lbo = (rows // 8) * 128 if swizzle == "none" else 16   # the next 16 bytes of K; unused if swizzled
-    lbo_sbo = (lbo, sbo)
-    ### END SOLUTION
-    return lbo_sbo
-
-# %% grade id=mma_lbo_sbo_check points=2
-from bwlab.umma import exercises as ex
-ex.check_lbo_sbo(lbo_sbo_of)
-### BEGIN HIDDEN TESTS
-ex.check_lbo_sbo(lbo_sbo_of, hidden=True)
-### END HIDDEN TESTS
-
-# %% [markdown]
-# SM90 and SM100 descriptors differ in three places: SM100 sets the fixed value 0b001 in bits 46-48,
-# has a leading-dimension mode bit (52), and keeps a 3-bit swizzle code in bits 61-63 (none 0,
-# 128B-with-32B-atoms 1, 128B 2, 64B 4, 32B 6) where SM90 has 2 bits at 62-63 (none 0, 128B 1, 64B 2,
-# 32B 3). The two codes set the same top bits for the same swizzle:
-
-# %%
-for sw in MODES:
-    a = umma.make_smem_desc(0, 16, 1024, sw, arch="sm100")
-    b = umma.make_smem_desc(0, 16, 1024, sw, arch="sm90")
-    print(f"{sw:5s} sm100 bits 61-63 = {a >> 61}   sm90 bits 62-63 = {b >> 62}   same top byte: {a >> 56 == b >> 56}")
-
-# %% [markdown]
-# ### Exercise 3.2 — encode an SM100 SMEM descriptor (3 points)
-#
-# Write `sm100_desc_of(start, lbo, sbo, swizzle)`: the 64-bit `tcgen05` descriptor (an int) of an
-# operand at SMEM byte address `start` with the byte offsets `lbo` and `sbo`, base offset 0, and the
-# layout `swizzle` (`"none"`, `"128B_base32B"`, `"128B"`, `"64B"` or `"32B"`). The field table above is
-# the whole rule; do not call `umma.make_smem_desc` — the point is to place the bits yourself.
-# Predict first: which bits of `sbo` survive?
-
-# %% solution id=mma_smem_desc
-def sm100_desc_of(start, lbo, sbo, swizzle):
-    """The 64-bit SM100 shared-memory descriptor."""
-    desc = None   # your answer: an int
-    ### BEGIN SOLUTION
-    code = {"none": 0, "128B_base32B": 1, "128B": 2, "64B": 4, "32B": 6}[swizzle]
-    desc = ((start >> 4) & 0x3FFF) | ((lbo >> 4) & 0x3FFF) << 16 | ((sbo >> 4) & 0x3FFF) << 32
-    desc |= 1 << 46          # bits 46-48: the fixed value 0b001
-    desc |= code << 61       # bits 61-63: the swizzling mode
-    ### END SOLUTION
-    return desc
-
-# %% grade id=mma_smem_desc_check points=3
-from bwlab.umma import exercises as ex
-ex.check_smem_desc(sm100_desc_of)
-### BEGIN HIDDEN TESTS
-ex.check_smem_desc(sm100_desc_of, hidden=True)
-### END HIDDEN TESTS
-
-# %% [markdown]
-# ### The instruction descriptor
-#
-# 32 bits: the types of A, B and D, the majors (the "transpose" bits), negation, N >> 3 and M >> 4.
-# CuTe's `make_instr_desc<half_t, half_t, float, 128, 256, K, K>` gives 0x08400010:
-
-# %%
-idesc = umma.make_instr_desc("f16", "f16", "f32", 128, 256)
-print(umma.format_fields(umma.decode_instr_desc(idesc).fields(), f"idesc = {idesc:#010x}   expected 0x08400010"))
-
-# %% [markdown]
-# ### Exercise 3.3 — the instruction descriptor of an MMA (3 points)
-#
-# Write `idesc_of(ab, d, M, N, a_major, b_major)`: the 32-bit instruction descriptor of a dense
-# `tcgen05.mma.cta_group::1` with A and B of type `ab` (`"f16"`, `"bf16"` or `"tf32"`), D of type `d`
-# (`"f16"` or `"f32"`), shape M x N, and each operand `"K"`- or `"MN"`-major. The field table above is
-# the rule (type codes: A/B f16 0, bf16 1, tf32 2; D f16 0, f32 1). Predict first: what changes between
-# 128 x 256 and 64 x 64, and where? The graded run tries legal shapes, types and majors of its own.
-
-# %% solution id=mma_instr_desc
-def idesc_of(ab, d, M, N, a_major, b_major):
-    """The 32-bit tcgen05.mma instruction descriptor (dense, cta_group::1)."""
-    idesc_value = None   # your answer: an int
-    ### BEGIN SOLUTION
-    ab_code = {"f16": 0, "bf16": 1, "tf32": 2}[ab]
-    d_code = {"f16": 0, "f32": 1}[d]
-    idesc_value = (d_code << 4) | (ab_code << 7) | (ab_code << 10)
-    idesc_value |= (a_major == "MN") << 15 | (b_major == "MN") << 16
-    idesc_value |= (N >> 3) << 17 | (M >> 4) << 24
-    ### END SOLUTION
-    return idesc_value
-
-# %% grade id=mma_instr_desc_check points=3
-from bwlab.umma import exercises as ex
-ex.check_instr_desc(idesc_of)
-### BEGIN HIDDEN TESTS
-ex.check_instr_desc(idesc_of, hidden=True)
-### END HIDDEN TESTS
-
-# %% [markdown]
-# Invalid combinations are refused before anything reaches a GPU, naming the rule:
-
-# %%
-for args in [("f16", "f16", "f32", 256, 128), ("bf16", "bf16", "f16", 128, 128), ("f16", "f16", "f32", 128, 100)]:
-    try:
-        umma.make_instr_desc(*args)
-    except ValueError as e:
-        print(f"{args}: {e}")
-
-# %% [markdown]
 # The shapes a dense `tcgen05.mma` takes, per `cta_group` (PTX ISA, tcgen05 "Matrix Shape", as bwlab's
 # table `umma.rules.SHAPES` holds them). With `.cta_group::2` M counts the rows of the pair, each CTA
 # holding M / 2 of them. CuTe's MMA atoms (`cute/arch/mma_sm100_umma.hpp`) are stricter in one place:
@@ -277,18 +97,6 @@ ex.check_legal_shape(legal_shape)
 ### BEGIN HIDDEN TESTS
 ex.check_legal_shape(legal_shape, hidden=True)
 ### END HIDDEN TESTS
-
-# %% [markdown]
-# Try it: pick a layout and see both descriptors (the first line says which fields your change
-# moved, or why none did; hover over a menu for what it controls), or paste a descriptor to decode
-# it; and build an instruction descriptor. The menus offer legal values only. The widgets need a
-# live kernel: run the cell.
-
-# %% tags=["nbval-ignore-output"]
-umma.descriptor_widget();
-
-# %% tags=["nbval-ignore-output"]
-umma.instr_desc_widget();
 
 # %% [markdown]
 # ## The K loop
@@ -398,6 +206,18 @@ except CompileError as e:
     print(str(e).split("--- where ---")[-1].strip())
 
 # %% [markdown]
+# ### A worked reading: the SBO field of this case's A
+#
+# The A descriptor of the first K step of the case above, decoded field by field (the SM90 form). A is
+# K-major in the 128-byte swizzle: an atom is 8 rows x 128 bytes, so the next 8-row group starts
+# 8 x 128 bytes on, and SBO (bits 32-45) holds that distance >> 4:
+
+# %%
+print(umma.format_fields(umma.decode_smem_desc(ad[0], "sm90").fields(), f"A, K step 0: {ad[0]:#018x}"))
+sbo_field = (ad[0] >> 32) & 0x3FFF
+print(f"SBO field (bits 32-45) = {sbo_field} -> {sbo_field << 4} bytes   expected 8 rows x 128 bytes = {8 * 128}")
+
+# %% [markdown]
 # ### Exercise 3.5 — your SBO of A, put into the kernel (3 points)
 #
 # A new case: A is K-major in the **64-byte** swizzle (64 x 64 f16), B as before. You supply a number,
@@ -484,9 +304,10 @@ print("for example:", survey.refused[0][1])
 #
 # The PTX ISA (tcgen05, "Data path layout organization") names each way D can be laid out in TMEM
 # with a letter (layout A, layout B, ...); four of them appear here. With M = 128 row m of D
-# is TMEM lane m (layout D). With M = 64 the rows are spread 16 per warp quarter (layout F), because each warp can reach only its own 32 lanes. A CTA pair (`cta_group::2`) splits M between
-# the two CTAs: M = 256 gives each CTA 128 rows (layout A); M = 128 gives each 64 rows, with the two
-# halves of N stacked in lanes 0-63 and 64-127 (layout B).
+# is TMEM lane m (layout D). With M = 64 the rows are spread 16 per warp quarter (layout F), because
+# each warp can reach only its own 32 lanes. A CTA pair (`cta_group::2`) splits M between the two CTAs:
+# M = 256 gives each CTA 128 rows (layout A); M = 128 gives each 64 rows, with the two halves of N
+# stacked in lanes 0-63 and 64-127 (layout B).
 
 # %%
 umma.plot_d_tmem_layouts(N=64)
@@ -518,23 +339,6 @@ for i, params in enumerate(rec_layouts.params["cases"]):
     if not result:
         print(result)
 print("source:", source)
-
-# %% [markdown]
-# When `python -m bwlab.validate wgmma` ran all 128 combinations of layout and swizzle for A and B
-# (f16 and bf16) on the H100, it printed the lines below. The same run also placed swizzled A tiles off
-# their 256/512/1024-byte pattern boundary, to pin down the descriptor's **base offset** field (bits
-# 49-51): the tensor core XORs the chunk bits with the row bits of the address counted from the start
-# of the pattern, ((address >> 7) − base offset) mod 2, 4 or 8. So base offset 0 reads such a tile with
-# the pattern TMA wrote at its absolute address, and base offset = (start >> 7) & 7 reads it as if the
-# pattern began at the tile (`umma.swizzle_with_base_offset`).
-
-# %%
-from bwlab.results import recorded
-report = recorded("wgmma_validate_h100.txt").splitlines()
-print("\n".join(l for l in report if l.startswith(("regular", "wgmma validation", "NVIDIA"))))
-off = next(l for l in report if l.startswith("exploratory: model exact on"))
-print(f"tiles off their pattern boundary, base offset 0 or (start >> 7) & 7: the model's reading exact on "
-      f"{off.split('exact on ')[1].split(';')[0]}  (expected 12/12)")
 
 # %% [markdown]
 # ## A whole kernel: `tcgen05.mma` on Blackwell
@@ -614,17 +418,18 @@ print(w.ptx_excerpt("teach_wgmma", patterns=("wgmma.", "fence.proxy"), first_onl
 # %% [markdown]
 # ## Recap
 #
-# - A and B reach the tensor core from SMEM in one of the canonical layouts: core matrices of
-#   8 rows x 16 bytes, grouped into swizzle atoms, tiled MN first, then K.
-# - A 64-bit SMEM descriptor gives the start address, LBO, SBO and the swizzle code; the tensor core
-#   walks the layout from there. The K loop moves only the start address. LBO is unused in swizzled
-#   K-major layouts.
-# - The 32-bit instruction descriptor gives the types, M, N and the major of each operand.
+# - `tcgen05.mma` takes M = 64 or 128 for one CTA and M = 128 or 256 for a CTA pair, N up to 256;
+#   invalid shapes are refused with the rule they break.
+# - The K loop moves only the descriptors' start address: 32 bytes (16 f16) per instruction.
 # - `tcgen05.mma` is issued by one thread, writes D to TMEM and reports completion through
 #   `tcgen05.commit` to an mbarrier; `wgmma` is issued by a warpgroup into registers. Both read the
 #   same layouts, so the H100 checks bwlab's layout and descriptor model bit for bit.
+# - tf32 operands that are MN-major need SM100's 128-byte swizzle with 32-byte atoms.
+# - Where D lands in TMEM depends on M and on `cta_group`: one lane per row for M = 128, rows spread
+#   over the warp quarters for M = 64, split between the CTAs of a pair.
 # - A wrong descriptor shows in D: wrong rows in every column point at A, wrong columns at B, all
 #   wrong at the instruction descriptor.
 #
-# **Next:** 04 · TMEM load — how the epilogue's warps read D out of Tensor Memory with `tcgen05.ld`
-# (the shapes, the lane quarters, and what the 32x32b load used above does among them).
+# **Next:** [04 · TMEM load](04_tmem_load.ipynb) — how the epilogue's warps read D out of Tensor
+# Memory with `tcgen05.ld` (the shapes, the lane quarters, and what the 32x32b load used above does
+# among them).
