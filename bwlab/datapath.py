@@ -13,11 +13,25 @@ __all__ = ["HOPS", "Hop", "plot_data_path", "capacities", "B200_PUBLIC"]
 
 @dataclass(frozen=True)
 class Hop:
+    """One hop of the data path: the memory the data leaves (`src`) and the one it is in afterwards
+    (`dst`), the PTX instruction that moves it, who issues it, and the notebook that teaches it. The
+    flow's trace (bwlab.flow.trace.HOPS) uses the same type and names its steps: `name`, `title`, the
+    trace arrays that hold the bytes afterwards (`keys`) and the PTX mnemonics doing the work (`ptx`)."""
+
     src: str
     dst: str
     instruction: str
     who: str
-    notebook: str
+    notebook: str = ""
+    name: str = ""
+    title: str = ""
+    keys: tuple = ()
+    ptx: tuple = ()
+
+    @property
+    def where(self) -> str:
+        """Where the data is after the hop (the flow's word for `dst`)."""
+        return self.dst
 
 
 HOPS = (

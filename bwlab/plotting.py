@@ -15,7 +15,7 @@ import colorsys
 import numpy as np
 
 __all__ = ["cta_color", "warp_color", "thread_color", "BYTE_COLORS", "MEMORY_COLORS", "add_legend", "plot_grid",
-           "new_figure", "deprecated_alias", "draw_grid"]
+           "new_figure", "figure_at", "deprecated_alias", "draw_grid"]
 
 # tab10 first (so small clusters keep the familiar colours), then the lighter tab20 partners.
 _CTA_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
@@ -90,6 +90,17 @@ def plot_grid(ax, colors, text=None, title=None, xlabel=None, ylabel=None, fonts
     if ylabel:
         ax.set_ylabel(ylabel)
     return ax
+
+
+def figure_at(ax, figsize):
+    """For a picture of several panels: a new figure of `figsize`, or, given `ax`, a subfigure that takes
+    `ax`'s place in its figure (so `case.show(ax=ax)` works for every case)."""
+    import matplotlib.pyplot as plt
+    if ax is None:
+        return plt.figure(figsize=figsize)
+    fig = ax.figure.add_subfigure(ax.get_subplotspec())
+    ax.remove()
+    return fig
 
 
 def deprecated_alias(fn, old: str):

@@ -127,6 +127,7 @@ def runs_on(stage: str) -> str | None:
     """Where a stage's kernel runs here, in words for a result's label: this GPU, the PTX emulator, or
     None in the model tier (a notebook then shows a recording)."""
     from . import device
+    stage = device.stage_name(stage)
     t = device.tier(stage)
     if t == "emulated":
         arch = "sm_100a" if stage in ("umma", "tmem") else "sm_90a"

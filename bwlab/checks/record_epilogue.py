@@ -99,13 +99,13 @@ def replay(rec) -> CheckResult:
         still_wrong = want.reshape(-1)[rec["index"]] != rec["value"]
         return compare(np.concatenate([np.zeros(len(rec["with_fence"]), np.int64), np.ones(still_wrong.size, np.int64)]),
                        np.concatenate([rec["with_fence"], still_wrong.astype(np.int64)]),
-                       stage="epilogue", what="teach_store: differing runs with the fence, recorded wrong elements without",
+                       stage="store", what="teach_store: differing runs with the fence, recorded wrong elements without",
                        source=rec.label)
     if name == "epilogue_bank_cycles":
         # The model's wavefronts now; the GPU's cycles per st.shared.v4 rounded down (H100: the
         # wavefront count plus under one cycle of overhead).
         w = np.array([w for _, w in bank_patterns().values()])
-        return compare(w, np.floor(rec["cycles"]).astype(np.int64), stage="epilogue",
+        return compare(w, np.floor(rec["cycles"]).astype(np.int64), stage="store",
                        what="st.shared.v4 cycles vs the bank model's wavefronts",
                        where=lambda i: rec.params["patterns"][i[0]], source=rec.label)
     raise ValueError(f"no replay for recording {name!r}")

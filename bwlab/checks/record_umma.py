@@ -19,16 +19,10 @@ import dataclasses
 
 from ..case import CheckResult
 from ..results import save_recording
-from ..umma import WgmmaCase, edit_descs
-from ..umma.recorded import EDITS, TEACH_CASE, layout_cases
+from ..umma import WgmmaCase
+from ..umma.recorded import EDITS, TEACH_CASE, edited_descriptors, layout_cases
 
 __all__ = ["TEACH_CASE", "EDITS", "layout_cases", "edited_descriptors", "record", "record_with", "replay"]
-
-def edited_descriptors(case: WgmmaCase, operand: str, fields: dict):
-    """The case's (A, B) descriptors with `fields` replaced in those of `operand` ('A' or 'B')."""
-    ad, bd = case.descriptors()
-    return (edit_descs(ad, "sm90", **fields), bd) if operand == "A" else (ad, edit_descs(bd, "sm90", **fields))
-
 
 def record_with(out_dir, meta, run_layout, run_teach) -> list:
     """Both recordings, with `run_layout(case)` and `run_teach(case, descriptors)` producing D."""

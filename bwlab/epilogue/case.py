@@ -75,8 +75,7 @@ class TmaStore(Case):
     `gmem_offset` moves the buffer on the GPU (0..240, multiple of 16) to vary its alignment.
     """
 
-    stage = "epilogue"
-    device_stage = "store"
+    stage = "store"
 
     def __init__(self, gmem, tmap, coords, smem, smem_address: int = 0, op: str = "store",
                  window_start=None, gmem_offset: int = 0, kernel=None):
@@ -156,8 +155,7 @@ class Epilogue(Case):
     learner's %%cuda version, else the file) — makes run() launch that teaching kernel (its problems:
     `teach_problem(M, N)`, no C); without it, run() uses the harness (`epilogue_tile`, tma_store.cu)."""
 
-    stage = "epilogue"
-    device_stage = "store"
+    stage = "store"
     teaching_file = "teach_store.cu"
 
     def __init__(self, problem: EpilogueProblem, acc, c_bits=None, d_init=None, kernel=None):

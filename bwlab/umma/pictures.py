@@ -228,26 +228,19 @@ def plot_d_tmem_layouts(N: int = 64):
 
 
 def plot_case(case, lines: int = 8, ax=None):
-    """A case at a glance: where A's and B's first elements sit in SMEM (16-byte chunks, as
-    `plot_smem_layout`) and, for a tcgen05.mma case, where D lands in TMEM. Given `ax`, the panels
-    take its place in its figure."""
-    import matplotlib.pyplot as plt
+    """A case at a glance: A's and B's first elements in SMEM (16-byte chunks) and, for tcgen05.mma, D in TMEM."""
+    from ..plotting import figure_at
     has_tmem = hasattr(case, "d_layout")
-    if ax is None:
-        fig, axes = plt.subplots(1, 3 if has_tmem else 2, figsize=(20 if has_tmem else 13, 5.5))
-    else:
-        fig = ax.figure.add_subfigure(ax.get_subplotspec())
-        ax.remove()
-        axes = fig.subplots(1, 3 if has_tmem else 2)
-    for ax, op, major, swizzle in ((axes[0], "A", case.a_major, case.a_swizzle),
-                                   (axes[1], "B", case.b_major, case.b_swizzle)):
-        plot_smem_layout(major, swizzle, case.dtype, ax=ax, lines=lines)
-        ax.set_title(f"{op}: {ax.get_title()}", fontsize=9)
+    fig = figure_at(ax, (20 if has_tmem else 13, 5.5))
+    axes = fig.subplots(1, 3 if has_tmem else 2)
+    for a, op, major, swizzle in ((axes[0], "A", case.a_major, case.a_swizzle),
+                                  (axes[1], "B", case.b_major, case.b_swizzle)):
+        plot_smem_layout(major, swizzle, case.dtype, ax=a, lines=lines)
+        a.set_title(f"{op}: {a.get_title()}", fontsize=9)
     if has_tmem:
         plot_d_tmem_layout(case.M, case.N, ax=axes[2])
     fig.suptitle(case.label() if hasattr(case, "label") else str(case), fontsize=10)
-    if ax is None:
-        plt.tight_layout()
+    _ = fig.tight_layout() if ax is None else None
     return fig
 
 
