@@ -176,7 +176,12 @@ def test_live_results_come_first(emulated_tier):
 def test_every_check_returns_a_check_result(model_tier):
     from bwlab.flow import Flow
     from bwlab.gemm import GemmCase
-    cases = [build(file) for _, file, build, _ in EDITED] + [Flow(0), GemmCase(1, 128, 128, 64)]
+    from bwlab.epilogue import edge_store_case
+    from bwlab.hello import HelloCopy
+    from bwlab.multicast import ClusterRanks
+    from bwlab.multicast.recorded import every_cta_config
+    cases = [build(file) for _, file, build, _ in EDITED] + [Flow(0), GemmCase(1, 128, 128, 64), edge_store_case(),
+                                                             HelloCopy(), ClusterRanks(every_cta_config())]
     for case in cases:
         assert isinstance(case, Case)
         res = case.check(case.model())
@@ -190,7 +195,11 @@ def test_show_takes_an_axis(model_tier):
     from bwlab.flow import Flow
     from bwlab.multicast import ClusterRanks
     from bwlab.multicast.recorded import every_cta_config
-    cases = [build(file) for _, file, build, _ in EDITED] + [Flow(0), ClusterRanks(every_cta_config())]
+    from bwlab.epilogue import edge_store_case
+    from bwlab.gemm import GemmCase
+    from bwlab.hello import HelloCopy
+    cases = [build(file) for _, file, build, _ in EDITED] + [Flow(0), ClusterRanks(every_cta_config()),
+                                                             edge_store_case(), GemmCase(1, 128, 128, 64), HelloCopy()]
     for case in cases:
         fig, ax = plt.subplots()
         out = case.show(ax=ax)
@@ -246,8 +255,10 @@ def test_pictures_are_plot_and_the_old_names_warn():
     assert draw_data_path.__wrapped__ is plot_data_path
     import matplotlib
     matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
     with pytest.warns(DeprecationWarning, match="plot_data_path"):
         draw_data_path()
+    plt.close("all")
     for path in (ROOT / "bwlab").rglob("*.py"):
         defs = re.findall(r"^def (draw_\w+)", path.read_text(), flags=re.M)
         assert not defs, f"{path}: pictures are plot_*: {defs}"
@@ -271,3 +282,30 @@ def test_one_hop():
     # the flow's hops walk the data path's memories in its order
     moves = [(h.src, h.dst) for h in trace.HOPS if h.src != h.dst.split(" ")[0] and h.src != "host"]
     assert moves == [(h.src, h.dst) for h in datapath.HOPS]
+
+
+# ---- the GEMM ladder as a case -----------------------------------------------------------------------
+def test_gemm_case_runs_a_step_in_the_emulator(emulated_tier):
+    from bwlab.gemm import GemmCase
+    case = GemmCase("s1", 128, 128, 64)
+    got, source = case.result()
+    assert "emulated" in source and got.dtype == np.uint16 and got.shape == (128, 128)
+    assert case.check(got).ok
+    bad = got.copy()
+    bad[70, 3] ^= 0x0100                      # one element off by far more than a bf16 ulp
+    res = case.check(bad)
+    assert not res.ok and res.differing == 1 and res.first.index == (70, 3) and "tile (0, 0)" in res.first.where
+
+
+def test_gemm_case_model_is_the_f32_gemm_rounded_to_bf16():
+    from bwlab.gemm import GemmCase
+    from bwlab.hw.dtypes import to_float
+    case = GemmCase(1, 128, 128, 64, seed=3)
+    a = to_float(case.a, "bf16").astype(np.float64)
+    b = to_float(case.b, "bf16").astype(np.float64)
+    want = (a @ b.T).astype(np.float32)
+    got = to_float(case.model(), "bf16")
+    assert np.all(np.abs(got - want) <= np.abs(want) * 2.0 ** -8)     # within half a bf16 ulp
+    from bwlab.gemm.ladder import ShapeError
+    with pytest.raises(ShapeError, match="multiple of 128"):
+        GemmCase(1, 100, 128, 64)

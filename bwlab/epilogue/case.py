@@ -190,12 +190,12 @@ class Epilogue(Case):
     def run(self, fence: bool = True) -> np.ndarray:
         """The D buffer after the epilogue on this GPU (or in the PTX emulator): by the teaching kernel
         if the case has one, else by the harness (`fence=False` leaves the harness's proxy fence out)."""
-        from .runner import run_epilogue, run_teach
+        from .runner import launch_teach, run_epilogue
         if self._kernel is not None:
             if not fence:
                 raise ValueError("fence=False edits the harness; to leave the teaching kernel's fence out, "
                                  "edit it (kernel=k.replace(...))")
-            return run_teach(self.problem, self.acc, self.d_init, kernel=self.kernel)
+            return launch_teach(self.problem, self.acc, self.d_init, kernel=self.kernel)
         return run_epilogue(self.problem, self.acc, self.c_bits, self.d_init, fence=fence)
 
     def show(self, ax=None):

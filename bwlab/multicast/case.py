@@ -12,7 +12,7 @@ from ..case import compare as compare_arrays
 from .model import FILL_BYTE, TEACH_KERNEL, check_teach_config, expected_smem, make_operands, multicast_model
 from .params import MulticastConfig, TILE_AREA_ALIGN
 from .partition import plan
-from .runner import MulticastRun, launch_multicast, run_multicast, run_teach
+from .runner import MulticastRun, launch_multicast, launch_teach, run_multicast
 
 __all__ = ["MulticastLoad", "ClusterRanks", "MulticastCheck", "compare_run"]
 
@@ -60,7 +60,7 @@ class MulticastLoad(Case):
         """Every CTA's tile area after the loads on this GPU (or in the PTX emulator): by the teaching
         kernel if the case has one, else by the harness."""
         if self._kernel is not None:
-            return run_teach(self.cfg, self.operands, kernel=self.kernel)
+            return launch_teach(self.cfg, self.operands, kernel=self.kernel)
         return run_multicast(self.cfg, self.operands)
 
     def show(self, ax=None, block=(0, 0)):

@@ -59,9 +59,9 @@ class TmaLoad(Case):
     def run(self) -> np.ndarray:
         """This load on the GPU (or in the PTX emulator): by the teaching kernel if the case has one, else
         by the harness."""
-        from .runner import run_teach, run_tma_load
+        from .runner import launch_teach, run_tma_load
         if self._kernel is not None:
-            return run_teach(self.gmem, self.tmap, self.coords, kernel=self.kernel)
+            return launch_teach(self.gmem, self.tmap, self.coords, kernel=self.kernel)
         return run_tma_load(self.gmem, self.tmap, self.coords, self.smem_address)
 
     def show(self, ax=None, **kwargs):

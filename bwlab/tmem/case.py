@@ -83,8 +83,8 @@ class TmemLoad(Case):
         """The registers after the loads on an sm_100 GPU (or in the PTX emulator): by the teaching
         kernel if the case has one, else by the harness (tmem_sm100.cu)."""
         if self._kernel is not None:
-            from .runner import run_teach
-            return run_teach(self.kernel)
+            from .runner import launch_teach
+            return launch_teach(self.kernel)
         return run_ld_roundtrip(self.access, self.image, self.col0)
 
     def cells(self, warp: int, half: int, thread: int, register: int) -> list[tuple[int, int]]:
