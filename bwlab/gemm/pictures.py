@@ -166,16 +166,18 @@ def plot_sm100_timelines(stamps_by_step: dict, title: str = ""):
         st = np.asarray(stamps_by_step[name], dtype=np.int64)
         used = st > 0
         t0 = st[used].min()
+        px = 850 / max(1, st[used].max() - t0)      # ~ pixels per ns across the axes at 1000 px
         for tr in range(st.shape[0]):
             for span in np.flatnonzero(used[tr, :, 0] & used[tr, :, 1]):
                 b, e = st[tr, span] - t0
                 ax.barh(tr, max(e - b, 1), left=b, height=0.6, color=colors[tr], edgecolor="black", linewidth=0.4)
-                ax.text(b + (e - b) / 2, tr, str(span), ha="center", va="center", fontsize=8)
+                if (e - b) * px >= 7 * len(str(span)) + 4:     # a number only where it fits in its bar
+                    ax.text(b + (e - b) / 2, tr, str(span), ha="center", va="center", fontsize=8)
         ax.set_yticks(range(len(STAMP_TRACKS)), [t.replace("epilogue lanes", "epilogue, lanes") for t in STAMP_TRACKS],
                       fontsize=9)
         ax.invert_yaxis()
         ax.set_title(f"{name}: bars run from 'starts waiting' to 'work issued'; numbers: k-block (TMA, MMA) or tile "
-                     "(epilogue)", fontsize=10, loc="left")
+                     "(epilogue), where they fit", fontsize=10, loc="left")
         ax.set_xlabel("virtual ns from the first stamp (the emulator's clock: order, not duration)", fontsize=9)
     fig.suptitle(title or "Blackwell ladder in the PTX emulator: CTA 0 per warp role", fontsize=11, x=0.01,
                  ha="left")

@@ -86,7 +86,7 @@ def plot_ld_map(access: TmemAccess, warp: int = 0, ax=None, legend: bool = True,
     if ax is None:
         _, ax = plt.subplots(figsize=(min(11, 3.5 + 0.6 * access.width), 7 if access.lanes == 32 else 5.5))
     if fontsize is None:
-        fontsize = 8 if access.width <= 8 else 7
+        fontsize = 8 if access.width <= 16 else 7     # 32 x 16 cells still fit "T31 r15" at 8 pt
     plot_grid(ax, colors, text=labels if show else None, fontsize=fontsize,
               title=f"tcgen05.ld{access.label()}: warp {warp}, {access.registers} register"
                     f"{'s' if access.registers > 1 else ''}/thread",

@@ -62,6 +62,19 @@ k = TeachingKernel("teach_store.cu")
 k.show()
 
 # %% [markdown]
+# The same path as a picture, for the first eight rows of the tile. Each panel is computed: the
+# registers hold row *t* in thread *t*; `SmemTile.address` says where each 16-byte chunk must go (the
+# 128B swizzle moves chunk *J* of row *r* to slot *J* ⊕ (*r* mod 8)); `tma_store_model` reads that SMEM
+# through the tensor map's swizzle and writes GMEM, where the rows come out in order again. Below, the
+# kernel's steps in program order, one lane per actor, replayed by `EpilogueOrdering` (section 3): the
+# fence and the barrier are what stand between every thread's writes and the one thread's store.
+
+# %%
+from bwlab.epilogue.pictures import plot_epilogue_path, plot_bulk_groups, plot_edge_store
+plot_epilogue_path(SmemTile(128, 32, "float32", "128B"), rows=8)
+plt.show()
+
+# %% [markdown]
 # `E.teach_problem(M, N)` is the epilogue this kernel performs (fp32 D = acc, 128 × 32 tiles, 128B
 # swizzle); `E.Epilogue(..., kernel="teach_store.cu")` is that epilogue run by this kernel: its `run()`
 # returns the whole D buffer, like `model()` (`epilogue_model`), so `check()` compares the two. A 150 × 70 D has edge tiles in both directions, and its
@@ -338,6 +351,27 @@ print("\n".join(e.log))
 print("hazards:", e.hazards, "(expected [])")
 
 # %% [markdown]
+# The same ring over time, one column per store, as the issuing thread knows it (the hardware may be
+# done earlier, never later). To show the difference between the two waits, this version ends with
+# `wait_group 0` and reads D back, instead of `wait_group.read 0` and exit. Orange: the store may still
+# read its SMEM buffer, so the buffer may not be written. Each `wait_group.read 1` turns the older
+# store light blue: its buffer is free, but its GMEM writes may still be in flight. Only `wait_group 0`
+# turns the stores green, and only then may the issuing thread read D.
+
+# %%
+ring = EpilogueOrdering(buffers=("D0", "D1"))
+for it in range(4):
+    buf = f"D{it % 2}"
+    if it >= 2:
+        ring.wait_group_read(1); ring.bar_sync()
+    ring.st_shared(buf); ring.fence_proxy_async(); ring.bar_sync()
+    ring.tma_store(buf); ring.commit_group()
+ring.wait_group(0); ring.read_gmem("D1"); ring.exit()
+plot_bulk_groups(ring)
+plt.show()
+print("hazards:", ring.hazards, "(expected [])")
+
+# %% [markdown]
 # The misuses the model catches, each with the rule it breaks:
 
 # %%
@@ -510,6 +544,21 @@ print("rows 16..20, columns 23..27 (column 27 is padding, row 20 the guard row):
 print(got[16:21, 23:28])
 print("expected: row 16 holds the box's values 8..12 (box row 0, columns 7..11), each next row 16 more; "
       "the padding column 27 is written too (12, 28, 44, 60); the guard row 20 keeps -1")
+
+# %% [markdown]
+# That store element by element, from the store model: above, the box as it sits in SMEM (values 1, 2,
+# 3, … in box order), each element coloured by what the store does with it; below, GMEM around the edge
+# after the store, each cell showing the value written there, so a number names the box element it
+# came from: the store writes the box's rows 0..3 up to column 27 (padding included) and drops the
+# rest, the columns past column 27's granule and the four rows past row 19.
+
+# %%
+edge = E.edge_store_case()
+plot_edge_store(edge)
+plt.show()
+after = edge.model()
+print("GMEM elements the store writes:", int((after != edge.gmem).sum()), "of the box's", edge.tmap.box_shape[0]
+      * edge.tmap.box_shape[1], "(expected 48 of 128: 4 rows x 11 columns inside the tensor, + column 27 of each)")
 
 # %% [markdown]
 # `TmaStore` is one store as a case object: `model()` is the GMEM buffer afterwards, `run()` the same
