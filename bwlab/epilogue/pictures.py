@@ -239,7 +239,7 @@ def plot_epilogue_path(tile=None, rows: int = 8, fig=None):
     import matplotlib.pyplot as plt
     from matplotlib.patches import FancyArrowPatch, Rectangle
 
-    from ..plotting import MEMORY_COLORS, draw_grid, thread_color
+    from ..plotting import MEMORY_COLORS, plot_grid, thread_color
     from .ordering import EpilogueOrdering
     from .tile import SmemTile, chunk_path
     t = tile if tile is not None else SmemTile(128, 32, "float32", "128B")
@@ -256,7 +256,7 @@ def plot_epilogue_path(tile=None, rows: int = 8, fig=None):
               ("GMEM", "GMEM D\nrows in order again", "16-byte chunk of the row", "row {}"))
     for i, (grid, (mem, title, xlabel, ytick)) in enumerate(zip(grids, panels)):
         ax = fig.add_subplot(gs[0, 2 * i])
-        draw_grid(ax, np.vectorize(lambda v: thread_color(int(v) // 8), otypes=[object])(grid),
+        plot_grid(ax, np.vectorize(lambda v: thread_color(int(v) // 8), otypes=[object])(grid),
                   np.vectorize(lambda v: f"c{int(v) % 8}", otypes=[object])(grid), fontsize=9, title=title,
                   xlabel=xlabel, xticks=list(range(8)),
                   yticks=[ytick.format(128 * r if mem == "SMEM" else r) for r in range(len(grid))])
@@ -363,7 +363,7 @@ def plot_edge_store(case=None, fig=None):
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-    from ..plotting import BYTE_COLORS, draw_grid
+    from ..plotting import BYTE_COLORS, plot_grid
     from .demos import edge_store_case
     from .store import STORE_FATES, store_fates, store_geometry
     case = case if case is not None else edge_store_case()
@@ -388,11 +388,11 @@ def plot_edge_store(case=None, fig=None):
     gs = fig.add_gridspec(2, 1, height_ratios=[g.box[1] + 1, r1 - r0 + 1], hspace=0.42, left=0.1, right=0.98,
                           top=0.9, bottom=0.16)
     a0, a1 = fig.add_subplot(gs[0]), fig.add_subplot(gs[1])
-    draw_grid(a0, colours[fate], np.vectorize(lambda v: f"{v:g}", otypes=[object])(smem), fontsize=9,
+    plot_grid(a0, colours[fate], np.vectorize(lambda v: f"{v:g}", otypes=[object])(smem), fontsize=9,
               title=f"the box in SMEM ({g.box[0]} x {g.box[1]} {tmap.dtype}), stored at (x, y) = {case.coords}",
               xlabel="box column j -> GMEM column x + j", xticks=[str(x0 + j) for j in range(g.box[0])],
               yticks=[f"row {y0 + j}" for j in range(g.box[1])])
-    draw_grid(a1, grid, text, fontsize=9, xlabel="column", xticks=[str(c) for c in range(c0, c1)],
+    plot_grid(a1, grid, text, fontsize=9, xlabel="column", xticks=[str(c) for c in range(c0, c1)],
               title=(f"GMEM after the store (tensor {g.shape[0]} x {g.shape[1]}, row pitch {pitch}, "
                      f"{after.size // pitch - g.shape[1]} guard row(s); grey: not written, keeps {before[0]:g})"),
               yticks=[f"row {r}" for r in range(r0, r1)])
