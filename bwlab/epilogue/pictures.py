@@ -30,7 +30,7 @@ def plot_bank_phases(plan: RegisterStorePlan, step: int = 0, ax=None):
     phase is red with the number of words (that many wavefronts for the phase)."""
     import matplotlib.pyplot as plt
 
-    from ..plotting import BYTE_COLORS, draw_grid, thread_color
+    from ..plotting import BYTE_COLORS, plot_grid, thread_color
     rep = plan.report(step)
     colors = np.full((4, SMEM_BANKS), BYTE_COLORS["untouched"], dtype=object)
     text = np.full((4, SMEM_BANKS), "", dtype=object)
@@ -52,7 +52,7 @@ def plot_bank_phases(plan: RegisterStorePlan, step: int = 0, ax=None):
     t = plan.tile
     lesson = ("conflict-free" if rep.wavefronts == rep.ideal
               else f"{rep.wavefronts // rep.ideal}x the conflict-free {rep.ideal}")
-    draw_grid(ax, colors, text, fontsize=9,
+    plot_grid(ax, colors, text, fontsize=9,
               title=(f"one st.shared.v4 of a warp ({plan.mapping}, {t.dtype}, {t.box_row_bytes}-byte rows, "
                      f"swizzle {t.swizzle}):\n{rep.wavefronts} wavefronts, {lesson}"),
               xlabel="bank", ylabel="phase (8 lanes)", xticks=list(range(SMEM_BANKS)),
@@ -74,7 +74,7 @@ def plot_writer_map(plan: RegisterStorePlan, lines: int = 16, ax=None):
     each chunk coloured by the lane that writes it, labelled lane/step."""
     import matplotlib.pyplot as plt
 
-    from ..plotting import BYTE_COLORS, draw_grid, thread_color
+    from ..plotting import BYTE_COLORS, plot_grid, thread_color
     t = plan.tile
     first = int(plan.addresses[plan.addresses >= 0].min()) // 128 * 128
     colors = np.full((lines, 8), BYTE_COLORS["untouched"], dtype=object)
@@ -88,7 +88,7 @@ def plot_writer_map(plan: RegisterStorePlan, lines: int = 16, ax=None):
                 text[r, c // 16] = f"t{lane}/s{k}"
     if ax is None:
         _, ax = plt.subplots(figsize=(10, 0.4 * lines + 1.5))
-    draw_grid(ax, colors, text, fontsize=9,
+    plot_grid(ax, colors, text, fontsize=9,
               title=(f"who writes which 16 B: {plan.mapping}, swizzle {t.swizzle}\n"
                      "(lane t writes row t; step k is its k-th st.shared.v4)"),
               xlabel="16-byte chunk in the 128-byte line (banks 4c..4c+3)",
@@ -114,7 +114,7 @@ def plot_edge_tiles(p: EpilogueProblem, ax=None):
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-    from ..plotting import BYTE_COLORS, cta_color, draw_grid
+    from ..plotting import BYTE_COLORS, cta_color, plot_grid
     cov = store_coverage(p)
     colors = np.where(cov >= 0, np.vectorize(cta_color, otypes=[object])(np.maximum(cov, 0)),
                       BYTE_COLORS["untouched"])
@@ -128,7 +128,7 @@ def plot_edge_tiles(p: EpilogueProblem, ax=None):
     what = (f"padding column{'s' if len(cols) > 1 else ''} {', '.join(map(str, cols))} IS overwritten "
             "(hatched): it shares the row's last 16-byte granule" if cols
             else "no padding shares a row's last 16-byte granule here")
-    draw_grid(ax, colors, title=(f"TMA stores of a {p.M} x {p.N} {p.dtype} D ({p.bm} x {p.bn} tiles, ld {p.ld}): "
+    plot_grid(ax, colors, title=(f"TMA stores of a {p.M} x {p.N} {p.dtype} D ({p.bm} x {p.bn} tiles, ld {p.ld}): "
                                  f"rows past the edge are skipped,\nbut {what}"),
               xlabel="column", ylabel="row")
     ax.tick_params(labelsize=9)
@@ -161,7 +161,7 @@ def plot_store_box(tmap, coords, ax=None):
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-    from ..plotting import BYTE_COLORS, add_legend, draw_grid
+    from ..plotting import BYTE_COLORS, add_legend, plot_grid
     from ..util import round_up
     from .store import smem_box_footprint, store_geometry, tma_store_writes
     g = store_geometry(tmap)
@@ -186,7 +186,7 @@ def plot_store_box(tmap, coords, ax=None):
     colors[~written & ~inside] = "#f7f7f7"
     if ax is None:
         _, ax = plt.subplots(figsize=(min(0.25 * cols + 3, 16), 0.25 * shown_rows + 1.5))
-    draw_grid(ax, colors, title=(f"TMA store of a {tmap.box_shape} box at {coords} into a "
+    plot_grid(ax, colors, title=(f"TMA store of a {tmap.box_shape} box at {coords} into a "
                                  f"{tmap.global_shape} {tmap.dtype} tensor (row pitch {pitch} elements)"),
               xlabel="x (dimension 0)", ylabel="y (dimension 1)")
     ax.add_patch(Rectangle((coords[0] - 0.5, (coords[1] if g.rank > 1 else 0) - 0.5), g.box[0],
@@ -239,7 +239,7 @@ def plot_epilogue_path(tile=None, rows: int = 8, fig=None):
     import matplotlib.pyplot as plt
     from matplotlib.patches import FancyArrowPatch, Rectangle
 
-    from ..plotting import MEMORY_COLORS, draw_grid, thread_color
+    from ..plotting import MEMORY_COLORS, plot_grid, thread_color
     from .ordering import EpilogueOrdering
     from .tile import SmemTile, chunk_path
     t = tile if tile is not None else SmemTile(128, 32, "float32", "128B")
@@ -256,7 +256,7 @@ def plot_epilogue_path(tile=None, rows: int = 8, fig=None):
               ("GMEM", "GMEM D\nrows in order again", "16-byte chunk of the row", "row {}"))
     for i, (grid, (mem, title, xlabel, ytick)) in enumerate(zip(grids, panels)):
         ax = fig.add_subplot(gs[0, 2 * i])
-        draw_grid(ax, np.vectorize(lambda v: thread_color(int(v) // 8), otypes=[object])(grid),
+        plot_grid(ax, np.vectorize(lambda v: thread_color(int(v) // 8), otypes=[object])(grid),
                   np.vectorize(lambda v: f"c{int(v) % 8}", otypes=[object])(grid), fontsize=9, title=title,
                   xlabel=xlabel, xticks=list(range(8)),
                   yticks=[ytick.format(128 * r if mem == "SMEM" else r) for r in range(len(grid))])
@@ -363,7 +363,7 @@ def plot_edge_store(case=None, fig=None):
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-    from ..plotting import BYTE_COLORS, draw_grid
+    from ..plotting import BYTE_COLORS, plot_grid
     from .demos import edge_store_case
     from .store import STORE_FATES, store_fates, store_geometry
     case = case if case is not None else edge_store_case()
@@ -388,11 +388,11 @@ def plot_edge_store(case=None, fig=None):
     gs = fig.add_gridspec(2, 1, height_ratios=[g.box[1] + 1, r1 - r0 + 1], hspace=0.42, left=0.1, right=0.98,
                           top=0.9, bottom=0.16)
     a0, a1 = fig.add_subplot(gs[0]), fig.add_subplot(gs[1])
-    draw_grid(a0, colours[fate], np.vectorize(lambda v: f"{v:g}", otypes=[object])(smem), fontsize=9,
+    plot_grid(a0, colours[fate], np.vectorize(lambda v: f"{v:g}", otypes=[object])(smem), fontsize=9,
               title=f"the box in SMEM ({g.box[0]} x {g.box[1]} {tmap.dtype}), stored at (x, y) = {case.coords}",
               xlabel="box column j -> GMEM column x + j", xticks=[str(x0 + j) for j in range(g.box[0])],
               yticks=[f"row {y0 + j}" for j in range(g.box[1])])
-    draw_grid(a1, grid, text, fontsize=9, xlabel="column", xticks=[str(c) for c in range(c0, c1)],
+    plot_grid(a1, grid, text, fontsize=9, xlabel="column", xticks=[str(c) for c in range(c0, c1)],
               title=(f"GMEM after the store (tensor {g.shape[0]} x {g.shape[1]}, row pitch {pitch}, "
                      f"{after.size // pitch - g.shape[1]} guard row(s); grey: not written, keeps {before[0]:g})"),
               yticks=[f"row {r}" for r in range(r0, r1)])

@@ -8,7 +8,7 @@ from . import report
 from .ladder import STEPS
 from .timeline import timeline
 
-__all__ = ["plot_ladder", "plot_timelines", "plot_sm100_timelines", "plot_tile_orders", "plot_clock_log"]
+__all__ = ["plot_ladder", "plot_timelines", "plot_sm100_timelines", "plot_tiles", "plot_tile_orders", "plot_clock_log"]
 
 # Each bar has the colour of the memory its warps write into (notebook 06's palette): the producer's
 # loads fill SMEM, wgmma accumulates in registers, the epilogue writes C to GMEM.
@@ -262,3 +262,27 @@ def plot_clock_log(name: str, shape: str, steps=("s6_tma_store",)):
     ax.set_title(f"{shape}: NVML every 50 ms during the sustained protocol ({data['gpu']})", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def plot_tiles(s, m: int, n: int, ax=None):
+    """C (m x n) cut into step `s`'s bm x bn tiles, each coloured and labelled by the CTA of a
+    non-persistent launch that computes it (grid x = tile column, y = tile row); a persistent step's
+    CTAs walk these tiles in turn."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    from ..plotting import cta_color
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 6 * m / max(n, 1) + 0.8))
+    rows, cols = m // s.bm, n // s.bn
+    for r in range(rows):
+        for c in range(cols):
+            i = r * cols + c
+            ax.add_patch(Rectangle((c * s.bn, r * s.bm), s.bn, s.bm, facecolor=cta_color(i), edgecolor="black"))
+            ax.text((c + 0.5) * s.bn, (r + 0.5) * s.bm, f"({c}, {r})", ha="center", va="center", fontsize=8)
+    ax.set_xlim(0, n)
+    ax.set_ylim(m, 0)
+    ax.set_xlabel("column of C (N)")
+    ax.set_ylabel("row of C (M)")
+    ax.set_title(f"{s.name}: C {m} x {n} in {s.bm} x {s.bn} tiles; label = the tile's (x, y) in the grid"
+                 + (" (persistent: CTAs walk the tiles)" if s.persistent else ""), fontsize=9)
+    return ax.figure

@@ -39,7 +39,6 @@ import numpy as np
 import matplotlib.pyplot as plt
 from bwlab import flow as F
 from bwlab.flow import Flow, plot_hop
-from bwlab.results import load_recording
 TIER = flow_tier()
 
 flow = Flow(seed=0)
@@ -206,13 +205,8 @@ print(f"{sum(raw is not None for *_, raw in places)} places, one value: {[hex(x)
 # `tcgen05.ld`.
 
 # %% tags=["nbval-ignore-output"]
-rec = load_recording("flow_gpu")
-if TIER != "model":
-    gpu = flow.trace(TIER)
-    print(f"ran the {TIER} tier here")
-else:
-    gpu = F.Trace.from_arrays(rec.arrays, rec.params["tier"], p, rec.params["sources"])
-    print(f"no GPU here: the {gpu.tier} tier, {rec.label}")
+gpu, where = flow.result()         # run here (a GPU, or the emulator), else the GPU's recording
+print(f"the {gpu.tier} tier: {where}")
 for src in ("GPU", "emulator", "model"):
     hops = [h for h in F.HOP_NAMES if gpu.sources.get(h) == src]
     if hops:
@@ -220,6 +214,7 @@ for src in ("GPU", "emulator", "model"):
 print(gpu.table())
 print(flow.check(gpu))
 if TIER in ("model", "emulated"):   # Hopper's own kernel, as an H100 ran it
+    rec = flow.recorded().recording
     native = np.asarray(rec["native_d"])[:p.M]
     print("Hopper's own TMA + wgmma kernel (full_flow_hopper), D == NumPy:",
           np.array_equal(native, flow.reference()), "  (expected True)")
@@ -341,6 +336,7 @@ plt.show()
 # `st.shared` of the wgmma fragments and the TMA store, during which the tensor core idles.
 
 # %% tags=["nbval-ignore-output"]
+rec = flow.recorded().recording        # the H100's recorded run of this flow, with its stamps
 segments = TL.measured_segments(rec["stamps"], "ns")
 print(f"{len(segments)} measured segments over 4 warps, {rec.label}")
 F.plot_timeline(events, segments, rec.label)
