@@ -122,9 +122,10 @@ browser-test: browser-deps
 	BWLAB_BACKEND=model $(PY) tests/browser/check_lab.py --chromium $(CHROMIUM) --out build/browser $(BROWSERFLAGS)
 
 # The student editions as `make lab STUDENT=1` serves them: Run All runs every cell, unanswered checks show a
-# short NotYet message, no nbgrader UI (screenshots and summary.txt in build/browser-student/).
+# short NotYet message, no nbgrader UI; a screenshot of every figure at ~1000 px of notebook width (1440-px
+# window); screenshots and summary.txt in build/browser-student/.
 browser-test-student: browser-deps
-	BWLAB_BACKEND=model $(PY) tests/browser/check_lab.py --student --chromium $(CHROMIUM) --out build/browser-student $(BROWSERFLAGS)
+	BWLAB_BACKEND=model $(PY) tests/browser/check_lab.py --student --width 1440 --budget 1800 --chromium $(CHROMIUM) --out build/browser-student $(BROWSERFLAGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

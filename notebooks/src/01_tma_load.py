@@ -206,33 +206,28 @@ print("equals gmem[16:32, 32:64]:", np.array_equal(smem, gmem[16:32, 32:64]), " 
 
 # %%
 from bwlab.lab import TeachingKernel
-from bwlab.results import load_recording
 k = TeachingKernel("teach_tma.cu")
 k.show()
 
 # %% [markdown]
-# `tma.run_teach(gmem, tmap, coords)` encodes the tensor map for a copy of `gmem` on the GPU, launches
-# one CTA of 128 threads and returns the bytes — the same arguments and the same result as
-# `tma_load_model`, so `TmaLoad(...).check(...)` compares them byte by byte. Without a GPU with TMA the
-# same call runs the kernel's PTX in bwlab's emulator (the emulated tier: the kernel itself, instruction
-# by instruction, on the CPU); either way the cell also shows what an H100 returned for this very box,
-# compared with the model computed now.
+# `tma.TmaLoad(gmem, tmap, coords, kernel="teach_tma.cu")` is this load run by the teaching kernel: its
+# `run()` encodes the tensor map for a copy of `gmem` on the GPU, launches one CTA of 128 threads and
+# returns the bytes, the same array `model()` computes, so `check()` compares them byte by byte. Without
+# a GPU with TMA the same call runs the kernel's PTX in bwlab's emulator (the emulated tier: the kernel
+# itself, instruction by instruction, on the CPU). `results()` gives every result there is — the one run
+# here, then what an H100 returned for this very box — each compared with the model computed now.
 
 # %% tags=["nbval-ignore-output"]
-from bwlab.runtime import runs_on
-case = tma.TmaLoad(gmem, tmap, (32, 16))
-if runs_on("tma"):   # this GPU, or the PTX emulator
-    print(case.check(tma.run_teach(gmem, tmap, (32, 16)), source=runs_on("tma")))
-rec = load_recording("tma_teach")
-print(case.check(rec["smem_plain"], source=rec.label))
+case = tma.TmaLoad(gmem, tmap, (32, 16), kernel="teach_tma.cu")
+print(case.results())   # this GPU or the PTX emulator, then the H100's recording of the same box
 
 # %% [markdown]
 # ### Change it
 #
 # `k.replace(old, new)` returns an edited copy; `.compile()` builds it (no GPU needed), and
-# `tma.run_teach(..., kernel=mine)` runs it. To rewrite the whole kernel instead, run `%load_ext bwlab.lab`
+# `tma.TmaLoad(..., kernel=mine)` runs it. To rewrite the whole kernel instead, run `%load_ext bwlab.lab`
 # once, then `%cuda --load teach_tma.cu`: a new cell appears holding `%%cuda teach_tma.cu` and the kernel.
-# Change it and run it: it is compiled at once, and `tma.run_teach` uses it from then on (a compile error
+# Change it and run it: it is compiled at once, and a case built with `kernel="teach_tma.cu"` runs it from then on (a compile error
 # names the line of that cell, and the previous version stays). `%cuda --diff teach_tma.cu` shows your
 # change; `%cuda --reset teach_tma.cu` undoes it. A compile error comes back on the line of your text it
 # refers to — here, passing the tensor map itself where the instruction wants its address:
@@ -264,21 +259,9 @@ print("compiles for", ", ".join(mine.targets))
 # same edit:
 
 # %% tags=["nbval-ignore-output"]
-import time
-from bwlab.runtime import MbarrierTimeout
-if runs_on("tma"):
-    t0 = time.perf_counter()
-    try:
-        tma.run_teach(gmem, tmap, (32, 16), kernel=mine)
-        print("the launch completed: expected an MbarrierTimeout")
-    except MbarrierTimeout as e:
-        print(f"{runs_on('tma')}, after {time.perf_counter() - t0:.2f} s: MbarrierTimeout: {e}\n")
-    print(tma.TmaLoad(gmem, tmap, (32, 16)).check(tma.run_teach(gmem, tmap, (32, 16)), source=runs_on("tma") +
-          ", the original kernel again: the context survived the timeout"), "\n")
-rec = load_recording("tma_teach_bad_expect_tx")
-print(f"{rec.label}, after {float(rec['call_ms']) / 1e3:.2f} s: MbarrierTimeout: {rec['message']}")
-print(tma.TmaLoad(gmem, tmap, (32, 16)).check(rec["smem_plain_after"], source=rec.label + ", the original "
-      "kernel again: the context survived the timeout"))
+print(tma.TmaLoad(gmem, tmap, (32, 16), kernel=mine).results(), "\n")
+print("The original kernel again, after the timeout: the context survived")
+print(tma.TmaLoad(gmem, tmap, (32, 16), kernel=k).results(recording="tma_teach_bad_expect_tx"))
 
 # %% [markdown]
 # And the model's mbarrier, given the same edit, says why:
@@ -344,11 +327,8 @@ plt.show()
 
 # %% tags=["nbval-ignore-output"]
 sw_map = TensorMap("bfloat16", (80, 48), (64, 16), swizzle="128B")
-case = tma.TmaLoad(gmem, sw_map, (0, 16))
-if runs_on("tma"):
-    print(case.check(tma.run_teach(gmem, sw_map, (0, 16)), source=runs_on("tma")))
-rec = load_recording("tma_teach")
-print(case.check(rec["smem_swizzled"], source=rec.label))
+case = tma.TmaLoad(gmem, sw_map, (0, 16), kernel="teach_tma.cu")
+print(case.results())
 print("SMEM line 1 holds chunks", [int(c) for c in tma.smem_chunks(sw_map, 0)[1][8:16]], "of box row 1, expected",
       [c ^ 1 for c in range(8)])
 
@@ -450,16 +430,12 @@ tma.plot_oob_box(nanfill, g, (-4, -2))
 plt.show()
 
 # %% [markdown]
-# The GPU fills the same way (`tma.run_tma_load`, the harness kernel, here or in the emulator; and a
-# recording made on an H100):
+# The GPU fills the same way (`TmaLoad(...)` without `kernel=` runs the harness kernel, here or in the
+# emulator; and a recording made on an H100):
 
 # %% tags=["nbval-ignore-output"]
-if runs_on("tma"):
-    print(tma.TmaLoad(g, small, (16, 9)).check(tma.run_tma_load(g, small, (16, 9)), source=runs_on("tma")))
-    print(tma.TmaLoad(g, nanfill, (-4, -2)).check(tma.run_tma_load(g, nanfill, (-4, -2)), source=runs_on("tma")))
-rec = load_recording("tma_load_oob")
-print(tma.TmaLoad(g, small, (16, 9)).check(rec["smem_zero"], source=rec.label))
-print(tma.TmaLoad(g, nanfill, (-4, -2)).check(rec["smem_nan"], source=rec.label))
+print(tma.TmaLoad(g, small, (16, 9)).results())
+print(tma.TmaLoad(g, nanfill, (-4, -2)).results())
 
 # %% [markdown]
 # ### Exercise 1.5 — what the fill costs (2 points)
@@ -505,21 +481,15 @@ tma_ex.check_oob_fill(my_oob_fill, hidden=hidden_cases("tma_oob_fill"))
 # %% tags=["nbval-ignore-output"]
 MODES = (("none", 64), ("32B", 16), ("64B", 32), ("128B", 64), ("64B", 8), ("128B", 24))
 POSITIONS = (((32, 16), 0), ((64, 40), 384))
-live = runs_on("tma")                 # this GPU or the emulator; else the H100's recording
-rec = None if live else load_recording("tma_load_modes")
-print("source:", live or rec.label)
 for i, ((mode, inner), (coords, offset)) in enumerate((m, p) for m in MODES for p in POSITIONS):
     case = tma.TmaLoad(gmem, TensorMap("bfloat16", (80, 48), (inner, 16), swizzle=mode), coords, smem_address=offset)
-    result = case.check(case.run() if live else rec[f"smem_{i}"])
+    result = case.check()      # run here (this GPU or the emulator), else the H100's recording of this case
     print(f"{mode:5s} box {inner:2d} x 16 at {str(coords):8s} SMEM +{offset:3d}: {result.compared:4d} bytes, "
           f"equal to the model: {result.ok} (expected True)")
-if device.tier("tma") == "hardware":
-    from bwlab.checks.tma import random_cases, validate_cases
-    ok = 200 - validate_cases(random_cases(200, seed=1), say=print)
-else:
-    ok = int(load_recording("tma_load_modes")["random_ok"])
-    print("random loads:", load_recording("tma_load_modes").label)
-print(f"random loads: {ok}/200 bit-exact (expected 200/200)")
+print("source:", result.source)
+from bwlab.checks.record_tma import random_loads
+ok, source = random_loads(200, seed=1)   # on a GPU with TMA now, else the H100's recorded count
+print(f"random loads: {ok}/200 bit-exact (expected 200/200; {source})")
 
 # %% [markdown]
 # ## 9. Try it
