@@ -71,7 +71,8 @@ notebooks-soak: venv
 # make student                      student versions of the notebooks -> $(COURSE)/release/<notebook>/
 # make grade SUBMISSIONS=DIR        DIR/<student>/NN_name.ipynb -> submitted/, grade each in a sandbox, scores
 #      [ID_MAP=ids.csv] [JOBS=N]    learning-platform folder names -> student ids; N graded at a time
-# make grade-check                  the answer key scores full points and an untouched notebook none
+# make grade-check                  the answer key scores full points (under three students' numbers) and an
+#                                   untouched notebook none; BWLAB_COURSE_DATA=DIR grades against your hidden cases
 COURSE        ?= build/classroom
 SUBMISSIONS   ?=
 ID_MAP        ?=
@@ -129,9 +130,10 @@ browser-test: browser-deps
 	BWLAB_BACKEND=model $(PY) tests/browser/check_lab.py --chromium $(CHROMIUM) --out build/browser $(BROWSERFLAGS)
 
 # The student editions as `make lab STUDENT=1` serves them: Run All runs every cell, unanswered checks show a
-# short NotYet message, no nbgrader UI (screenshots and summary.txt in build/browser-student/).
+# short NotYet message, no nbgrader UI; a screenshot of every figure at ~1000 px of notebook width (1440-px
+# window); screenshots and summary.txt in build/browser-student/.
 browser-test-student: browser-deps
-	BWLAB_BACKEND=model $(PY) tests/browser/check_lab.py --student --chromium $(CHROMIUM) --out build/browser-student $(BROWSERFLAGS)
+	BWLAB_BACKEND=model $(PY) tests/browser/check_lab.py --student --width 1440 --budget 1800 --chromium $(CHROMIUM) --out build/browser-student $(BROWSERFLAGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -5,7 +5,8 @@
   them in the repository (bwlab/package_data.py finds them in either place):
   `cuda_src/` with every subfolder, `.cu` and `.cuh` -> `bwlab/_data/cuda_src/`;
   `docs/results/*.txt` (the reports the notebooks quote) and `docs/results/recordings/*.npz` ->
-  `bwlab/_data/results/`.
+  `bwlab/_data/results/`;
+* `bwlab/bridge/recorded/` (the twin kernels' PTX as recorded, with tool, version and date), in place.
 
 Each data folder is declared as a package of its own so that setuptools maps it explicitly (a folder
 carried only as data of its parent would be warned about as an "importable package absent from
@@ -24,6 +25,7 @@ DATA = [
     ("bwlab._data.cuda_src", "cuda_src", ["*.cu", "*.cuh"], True),
     ("bwlab._data.results", "docs/results", ["*.txt"], False),
     ("bwlab._data.results.recordings", "docs/results/recordings", ["*.npz"], False),
+    ("bwlab.bridge.recorded", "bwlab/bridge/recorded", ["*.ptx", "*.json"], False),
 ]
 
 

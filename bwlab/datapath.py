@@ -8,16 +8,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["HOPS", "Hop", "draw_data_path", "capacities", "B200_PUBLIC"]
+__all__ = ["HOPS", "Hop", "plot_data_path", "capacities", "B200_PUBLIC"]
 
 
 @dataclass(frozen=True)
 class Hop:
+    """One hop of the data path: the memory the data leaves (`src`) and the one it is in afterwards
+    (`dst`), the PTX instruction that moves it, who issues it, and the notebook that teaches it. The
+    flow's trace (bwlab.flow.trace.HOPS) uses the same type and names its steps: `name`, `title`, the
+    trace arrays that hold the bytes afterwards (`keys`) and the PTX mnemonics doing the work (`ptx`)."""
+
     src: str
     dst: str
     instruction: str
     who: str
-    notebook: str
+    notebook: str = ""
+    name: str = ""
+    title: str = ""
+    keys: tuple = ()
+    ptx: tuple = ()
+
+    @property
+    def where(self) -> str:
+        """Where the data is after the hop (the flow's word for `dst`)."""
+        return self.dst
 
 
 HOPS = (
@@ -44,7 +58,7 @@ B200_PUBLIC = {
 from .plotting import MEMORY_COLORS as _STAGE_COLORS  # noqa: E402  (the palette notebook 06 reuses)
 
 
-def draw_data_path(ax=None):
+def plot_data_path(ax=None):
     """A picture of the five hops with their instructions and notebooks; returns the axes."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
@@ -105,3 +119,9 @@ def capacities():
              else "none (TMEM exists on sm_100 only)", "PTX ISA"),
         ]
     return out
+
+
+# The names these pictures had before every picture was called plot_*.
+from .plotting import deprecated_alias as _alias  # noqa: E402
+
+draw_data_path = _alias(plot_data_path, "draw_data_path")

@@ -23,7 +23,7 @@ import os
 from dataclasses import dataclass
 
 __all__ = ["GpuInfo", "gpu_info", "backend", "tier", "tiers", "tiers_for", "tier_table", "banner", "native_arch",
-           "has_gpu", "require", "using_backend", "STAGES", "UnsupportedGPU"]
+           "has_gpu", "require", "using_backend", "STAGES", "STAGE_ALIASES", "stage_name", "UnsupportedGPU"]
 
 # stage -> (title, what it needs for hardware, notebook)
 STAGES = {
@@ -33,6 +33,16 @@ STAGES = {
     "tmem": ("TMEM (tcgen05.ld/st)", "tcgen05", "04_tmem_load"),
     "store": ("TMA store", "tma", "05_tma_store"),
 }
+# Other names a stage is known by: the TMA store's package is bwlab.epilogue. Accepted everywhere.
+STAGE_ALIASES = {"epilogue": "store"}
+
+
+def stage_name(stage: str) -> str:
+    """The stage's name in STAGES (an alias such as 'epilogue' gives 'store'); ValueError if unknown."""
+    stage = STAGE_ALIASES.get(stage, stage)
+    if stage not in STAGES:
+        raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+    return stage
 
 
 class UnsupportedGPU(RuntimeError):
@@ -141,9 +151,8 @@ EMULATED_STAGES = ("tma", "multicast", "store", "umma", "tmem")
 
 def tier(stage: str) -> str:
     """'hardware', 'hybrid', 'emulated' or 'model' for one stage ('tma', 'multicast', 'umma', 'tmem',
-    'store')."""
-    if stage not in STAGES:
-        raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+    'store'; 'epilogue' is accepted for 'store')."""
+    stage = stage_name(stage)
     b = backend()
     if b == "emulated":
         return "emulated" if stage in EMULATED_STAGES else "model"
@@ -163,6 +172,7 @@ def tiers() -> dict[str, str]:
 def require(stage: str, wanted: str = "hardware") -> GpuInfo:
     """Raise UnsupportedGPU (before any driver call) unless `stage` runs at `wanted` or better."""
     order = {"model": 0, "emulated": 1, "hybrid": 2, "hardware": 3}
+    stage = stage_name(stage)
     got = tier(stage)
     if order[got] < order[wanted]:
         info = gpu_info()

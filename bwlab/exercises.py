@@ -21,11 +21,81 @@ differing byte, where it sits, expected vs got, and the rule's hint.
 """
 from __future__ import annotations
 
+import importlib.util
+import os
+from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
-__all__ = ["NotYet", "render", "check_value", "check_function", "check_function_explained", "check_result", "unanswered"]
+__all__ = ["NotYet", "render", "check_value", "check_function", "check_function_explained", "check_result", "unanswered",
+           "hidden_cases", "course_cases", "course_data_dir", "COURSE_DATA_ENV"]
+
+# ---- the hidden cases: the instructor's course data, not this package ---------------------------------
+# A graded cell's hidden part asks `hidden_cases(exercise)` for what the check tries beyond the shown
+# cases; the answer is computed by course_data/hidden.py, a folder of the repository that is not in the
+# wheel and not in the grading sandbox: only the grader's own process (and an instructor's checkout)
+# reads it. BWLAB_COURSE_DATA names another folder (an instructor's own cases).
+COURSE_DATA_ENV = "BWLAB_COURSE_DATA"
+_COURSE_MODULES: dict = {}
+
+
+def course_data_dir() -> Path | None:
+    """The course-data folder: $BWLAB_COURSE_DATA, else the checkout's course_data/, else None."""
+    env = os.environ.get(COURSE_DATA_ENV, "").strip()
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve().parent.parent / "course_data"
+    return here if (here / "hidden.py").is_file() else None
+
+
+def _course_module():
+    folder = course_data_dir()
+    if folder is None:
+        return None
+    path = (folder / "hidden.py").resolve()
+    if not path.is_file():
+        raise FileNotFoundError(f"{COURSE_DATA_ENV}={folder}: no hidden.py there (copy course_data/ of the "
+                                "repository and edit it)")
+    key = (str(path), path.stat().st_mtime_ns)
+    if key not in _COURSE_MODULES:
+        spec = importlib.util.spec_from_file_location("bwlab_course_hidden", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        _COURSE_MODULES[key] = mod
+    return _COURSE_MODULES[key]
+
+
+def course_cases(exercise: str):
+    """A check's decorator: its `hidden=True` means the course data's hidden cases of `exercise`
+    (hidden_cases), `hidden=False`/None none; any other value is the cases themselves."""
+    import functools
+
+    def wrap(check):
+        @functools.wraps(check)
+        def checked(*args, hidden=(), **kwargs):
+            if hidden is True:
+                hidden = hidden_cases(exercise)
+            elif hidden is False or hidden is None:
+                hidden = ()
+            return check(*args, hidden=hidden, **kwargs)
+        checked.exercise = exercise
+        return checked
+    return wrap
+
+
+def hidden_cases(exercise: str):
+    """What the hidden test of `exercise` (its answer cell's id) tries beyond the shown cases, from
+    the course data; () with a printed note where no course data is here (an instructor's notebook
+    run outside its checkout: the shown cases only). The grader refuses to start without it."""
+    mod = _course_module()
+    if mod is None:
+        print(f"hidden cases of {exercise}: the course data is not on this machine; only the shown cases ran")
+        return ()
+    make = getattr(mod, exercise, None)
+    if make is None:
+        raise KeyError(f"the course data ({mod.__file__}) has no hidden cases for {exercise!r}")
+    return make()
 
 
 class NotYet(AssertionError):
@@ -178,12 +248,13 @@ def _call_text(fname: str, args) -> str:
 
 
 def check_function(name: str, fn, cases: Iterable, *, rule: str, hint: str = "",
-                   reference: Callable | None = None, note: str = "") -> None:
+                   reference: Callable | None = None, note: str = "", more: str = "") -> None:
     """Call the learner's `fn` on each case and compare with the expected result.
 
     `cases` holds (args, expected) pairs, or just args when `reference` computes the expected value
     (args is a tuple of positional arguments, or a single argument). The first differing call is
-    reported with its arguments, what came back and what was expected."""
+    reported with its arguments, what came back and what was expected. `more` says what else the
+    graded version tries (printed with a right answer)."""
     if unanswered(fn) or not callable(fn):
         raise NotYet(f"{name}: no answer yet — no function yet: define it in the cell above.\n  rule: {rule}"
                      + (f"\n  hint: {hint}" if hint else ""))
@@ -213,18 +284,20 @@ def check_function(name: str, fn, cases: Iterable, *, rule: str, hint: str = "",
                 lines.append(f"  hint: {hint}")
             raise NotYet("\n".join(lines))
         n += 1
-    _ok(name, note or (f"{n} cases agree" if n != 1 else "1 case agrees"))
+    _ok(name, (note or (f"{n} cases agree" if n != 1 else "1 case agrees"))
+        + (f"; the graded version also tries {more}" if more else ""))
 
 
 def check_function_explained(name: str, fn, cases: Iterable, *, reference: Callable, rule: str,
-                             explain: Callable | None = None, hint: str = "", note: str = "") -> None:
+                             explain: Callable | None = None, hint: str = "", note: str = "",
+                             more: str = "") -> None:
     """`check_function(name, fn, cases, reference=...)`, and where `fn` first differs from `reference`,
     one more line from `explain(args, got, expected)` (a str, or None: nothing to add) naming what the
     learner's value is: the rule that case falls under, or the common mistake it matches (e.g. "the
     number of elements, not of bytes"). `cases` holds argument tuples (or single arguments)."""
     cases = [c if isinstance(c, tuple) else (c,) for c in cases]
     try:
-        check_function(name, fn, cases, rule=rule, hint=hint, reference=reference, note=note)
+        check_function(name, fn, cases, rule=rule, hint=hint, reference=reference, note=note, more=more)
     except NotYet as e:
         if explain is None or unanswered(fn) or not callable(fn):
             raise

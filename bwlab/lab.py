@@ -23,6 +23,11 @@ or, in a notebook, with the `%cuda` magics (`%load_ext bwlab.lab` once):
 `%%cuda FILE` compiles the cell's text and, if it compiles, keeps it as `bwlab.lab.edited("teach_tma.cu")`,
 which the stage's runner then uses; a compile error is shown on the line of the cell it refers to (the
 `%%cuda` line is line 1) and the previous version stays. `bwlab.lab.reset(FILE)` undoes in Python.
+
+The cell's editor highlights the kernel as Python: JupyterLab 4 takes a cell's editor mode from the
+notebook's language, and only a JupyterLab extension can map a cell magic to another mode. So a compile
+error is shown in the cell's output with the cell's lines around it highlighted as CUDA C++ (pygments)
+and the error line marked (`CellErrors`).
 """
 from __future__ import annotations
 
@@ -30,7 +35,7 @@ from .compile import CUDA_SRC, Compiled, CompileError, compile_text, load_text_m
 from .source import function_source, source_text
 
 __all__ = ["TeachingKernel", "edited", "reset", "EDITS", "CompileError", "load_ipython_extension", "isolate",
-           "run_edited", "cell_errors"]
+           "run_edited", "cell_errors", "CellErrors"]
 
 # The kernels a learner changed with %%cuda, by file name.
 EDITS: dict[str, "TeachingKernel"] = {}
@@ -146,6 +151,63 @@ def cell_errors(e: CompileError, file: str, first_line: int = 2) -> str:
     return "\n".join(out) if out else str(e).split("--- compiler log ---", 1)[-1].strip()
 
 
+class CellErrors:
+    """A `%%cuda` cell's compile errors: as text (`str`, `cell_errors`) and, in a notebook, as HTML in
+    which the cell's lines around each error are highlighted as CUDA C++ (pygments' CUDA lexer) with
+    the error line marked and numbered as in the cell. JupyterLab 4 highlights the cell's own editor in
+    the notebook's language (Python), and mapping a cell magic to another editor mode takes a
+    JupyterLab extension; the output is where the kernel is shown as CUDA."""
+
+    def __init__(self, e: CompileError, file: str, first_line: int = 2, context: int = 2):
+        self.text = cell_errors(e, file, first_line)
+        self.error, self.file, self.first_line, self.context = e, file, first_line, context
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_html_(self) -> str | None:
+        try:
+            from pygments import highlight
+            from pygments.formatters import HtmlFormatter
+            from pygments.lexers import CudaLexer
+        except ImportError:      # no pygments: the text form is shown
+            return None
+        from html import escape
+        lines = (self.error.source or "").splitlines()
+        parts = []
+        for where, line, kind, msg in self.error.diagnostics:
+            if kind == "warning":
+                continue
+            if where.replace("\\", "/").rsplit("/", 1)[-1] != self.file or not 1 <= line <= len(lines):
+                parts.append(f"<p><b>{escape(kind)}</b> in {escape(where.replace(str(CUDA_SRC), 'cuda_src'))}, "
+                             f"line {line}: {escape(msg)}</p>")
+                continue
+            lo, hi = max(1, line - self.context), min(len(lines), line + self.context)
+            fmt = HtmlFormatter(noclasses=True, linenos="inline", linenostart=lo + self.first_line - 1,
+                                hl_lines=[line - lo + 1])
+            parts.append(f"<p><b>{escape(kind)} on line {line + self.first_line - 1} of this cell</b> "
+                         f"(highlighted): {escape(msg)}</p>"
+                         + highlight("\n".join(lines[lo - 1:hi]) + "\n", CudaLexer(stripnl=False), fmt))
+        return "\n".join(parts) if parts else None
+
+
+def _show(obj) -> None:
+    """display() in an IPython shell (a notebook shows the HTML form), else print the text."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        print(obj)
+        return
+    if get_ipython() is None:
+        print(obj)
+    else:
+        display(obj)
+
+
 def _cuda_magic(line: str, cell: str | None = None):
     """`%%cuda FILE` (cell): compile the cell's kernel and keep it. `%cuda --load FILE`, `%cuda --diff FILE`,
     `%cuda --reset [FILE]` (line magics): see the module's docstring."""
@@ -194,7 +256,7 @@ def _cuda_magic(line: str, cell: str | None = None):
             k.compile(arch)
         except CompileError as e:
             print(f"{k.file} does not compile for {arch}:")
-            print(cell_errors(e, k.file))
+            _show(CellErrors(e, k.file))
             print(f"\n{k.file} was NOT kept: the stage still runs the previous version.")
             return None
     EDITS[k.file] = k

@@ -14,8 +14,8 @@ import colorsys
 
 import numpy as np
 
-__all__ = ["cta_color", "warp_color", "thread_color", "BYTE_COLORS", "MEMORY_COLORS", "add_legend", "draw_grid",
-           "new_figure"]
+__all__ = ["cta_color", "warp_color", "thread_color", "BYTE_COLORS", "MEMORY_COLORS", "add_legend", "plot_grid",
+           "new_figure", "figure_at", "deprecated_alias", "draw_grid"]
 
 # tab10 first (so small clusters keep the familiar colours), then the lighter tab20 partners.
 _CTA_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
@@ -55,7 +55,7 @@ def add_legend(ax, labels_colors, title=None, loc="upper left", outside=True, nc
     return ax.legend(handles=handles, title=title, loc=loc, ncol=ncol, fontsize="small", **kw)
 
 
-def draw_grid(ax, colors, text=None, title=None, xlabel=None, ylabel=None, fontsize=7,
+def plot_grid(ax, colors, text=None, title=None, xlabel=None, ylabel=None, fontsize=7,
               xticks=None, yticks=None):
     """Draw a (rows, cols) grid of coloured cells; `colors` is an array of RGB(A) or colour strings,
     `text` an optional array of labels. Row 0 is at the top, as in a matrix."""
@@ -90,3 +90,31 @@ def draw_grid(ax, colors, text=None, title=None, xlabel=None, ylabel=None, fonts
     if ylabel:
         ax.set_ylabel(ylabel)
     return ax
+
+
+def figure_at(ax, figsize):
+    """For a picture of several panels: a new figure of `figsize`, or, given `ax`, a subfigure that takes
+    `ax`'s place in its figure (so `case.show(ax=ax)` works for every case)."""
+    import matplotlib.pyplot as plt
+    if ax is None:
+        return plt.figure(figsize=figsize)
+    fig = ax.figure.add_subfigure(ax.get_subplotspec())
+    ax.remove()
+    return fig
+
+
+def deprecated_alias(fn, old: str):
+    """`old`, the name a picture had before every picture was called `plot_*`: calls `fn` and warns."""
+    import functools
+    import warnings
+
+    @functools.wraps(fn)
+    def alias(*args, **kwargs):
+        warnings.warn(f"{old} is now called {fn.__name__}", DeprecationWarning, stacklevel=2)
+        return fn(*args, **kwargs)
+
+    alias.__name__ = alias.__qualname__ = old
+    return alias
+
+
+draw_grid = deprecated_alias(plot_grid, "draw_grid")

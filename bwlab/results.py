@@ -13,21 +13,29 @@ Two kinds:
       print(rec.label)                       # recorded on an NVIDIA H100 80GB HBM3 on 2026-11-22
       case.check(rec["smem"], source=rec.label)
 
+A notebook does not load recordings by name: each stage lists, once, the cases its recordings hold
+(`bwlab/<stage>/recorded.py`: `RECORDED`, a tuple of `Recorded(recording, key, build)`), and
+`case.result()` / `case.results()` find the recording of the very case asked for (`find_recorded`).
+The recorders (`bwlab/checks/record_<stage>.py`) build their inputs from the same list.
+
 `python -m bwlab.checks.record --out DIR` makes every recording on a GPU (one module per stage,
 `bwlab/checks/record_<stage>.py`), and `tests/test_recordings.py` replays each one against the model.
 """
 from __future__ import annotations
 
+import importlib
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
 from .package_data import data_dir
 
 __all__ = ["RESULTS", "RECORDINGS", "recorded", "show_recorded", "Recording", "save_recording",
-           "load_recording", "recording_names"]
+           "load_recording", "recording_names", "Recorded", "recorded_cases", "find_recorded", "STAGE_PACKAGES"]
 
 # The checkout's docs/results/, or the copy a wheel carries (bwlab.package_data).
 RESULTS = data_dir("results")
@@ -97,3 +105,75 @@ def load_recording(name: str, directory=None) -> Recording:
 
 def recording_names(directory=None) -> list[str]:
     return sorted(p.stem for p in Path(directory or RECORDINGS).glob("*.npz"))
+
+
+# ---- which recording holds which case -------------------------------------------------------------
+STAGE_PACKAGES = ("hello", "tma", "multicast", "umma", "tmem", "epilogue", "flow", "gemm")
+# where each lists its recorded cases: a stage package's `recorded` module (bwlab.hello: the module itself)
+_RECORDED_IN = {"hello": "bwlab.hello"}
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One array of a recording and the case that produced it: `build()` makes the case (parameters,
+    inputs, kernel) — the one definition both the recorder and the notebooks use."""
+
+    recording: str                 # docs/results/recordings/<recording>.npz
+    key: str                       # the array in it (a string array: the error the launch raised)
+    build: Callable                # () -> bwlab.case.Case
+    error: str = ""                # for a string array: the exception it is the message of
+    seconds_key: str = ""          # for an error: the array holding how long the call took, in ms
+    value: Callable | None = None  # (Recording) -> the case's result (or its Result), where not one array
+
+    def case(self):
+        return self.build()
+
+
+def recorded_cases(stage: str | None = None, recording: str | None = None) -> list[Recorded]:
+    """The recorded cases of one stage package (or all), optionally of one recording only."""
+    out = []
+    for pkg in ([stage] if stage else STAGE_PACKAGES):
+        name = _RECORDED_IN.get(pkg, f"bwlab.{pkg}.recorded")
+        try:
+            mod = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name != name:
+                raise
+            continue
+        out += [r for r in mod.RECORDED if recording is None or r.recording == recording]
+    return out
+
+
+@lru_cache(maxsize=None)
+def _identities(package: str) -> dict:
+    out: dict = {}
+    for r in recorded_cases(package):
+        out.setdefault(r.case().identity(), []).append(r)
+    return out
+
+
+@lru_cache(maxsize=32)
+def _load_cached(name: str) -> Recording:
+    return load_recording(name)
+
+
+def find_recorded(case, recording: str | None = None):
+    """The recorded `bwlab.case.Result` of `case` (same parameters, inputs and kernel), or None; where
+    several recordings hold the case, the first listed, or the one named `recording`."""
+    from .case import Result
+    package = type(case).__module__.split(".")[1]
+    found = [r for r in _identities(package).get(case.identity(), ())
+             if recording is None or r.recording == recording]
+    if not found:
+        return None
+    r = found[0]
+    rec = _load_cached(r.recording)
+    if r.value is not None:
+        v = r.value(rec)
+        return v if isinstance(v, Result) else Result(v, rec.label, False, rec)
+    value = rec[r.key]
+    if value.dtype.kind == "U":       # the launch raised: the recording holds its message
+        secs = float(rec[r.seconds_key]) / 1e3 if r.seconds_key else None
+        text = f"{r.error}: {value}" if r.error else str(value)
+        return Result(None, rec.label, False, rec, error=text, seconds=secs)
+    return Result(value, rec.label, False, rec)

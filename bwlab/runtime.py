@@ -127,9 +127,11 @@ def runs_on(stage: str) -> str | None:
     """Where a stage's kernel runs here, in words for a result's label: this GPU, the PTX emulator, or
     None in the model tier (a notebook then shows a recording)."""
     from . import device
+    stage = device.stage_name(stage)
     t = device.tier(stage)
     if t == "emulated":
-        return "emulated: the kernel's sm_90a PTX run by bwlab.emu on the CPU"
+        arch = "sm_100a" if stage in ("umma", "tmem") else "sm_90a"
+        return f"emulated: the kernel's {arch} PTX run by bwlab.emu on the CPU"
     if t in ("hardware", "hybrid") and stage in device.EMULATED_STAGES:
         info = device.gpu_info()
         return f"this GPU ({info.name})" if info else None

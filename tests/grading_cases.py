@@ -177,12 +177,16 @@ for fd in range(3, 64):
 print("<script>alert('owned')</script>")
 print("Score: 6.0 / 6.0")
 """),
+        # each answer taken from the package on its own (one that is not there leaves the others)
         "model_reader": (END, """
 from bwlab.hw import exercises as _ex
-my_tier = _ex._tier_reference
-my_hops = _ex._expected_hops()
-my_tile_bytes = _ex._tile_reference
-my_parity = _ex._expected_parity()
+for _name, _get in (("my_tier", lambda: _ex._tier_reference), ("my_hops", lambda: _ex._expected_hops()),
+                    ("my_tile_bytes", lambda: _ex._tile_reference), ("my_parity", lambda: _ex._expected_parity()),
+                    ("my_tile_bytes", lambda: lambda r, c, d: _ex._tile_table(())[(r, c, d)])):
+    try:
+        globals()[_name] = _get()
+    except Exception as e:
+        print(_name, "not in the package:", type(e).__name__)
 """),
         "probe_visible_check": (END, """
 import re
@@ -194,7 +198,7 @@ def _probe(*args):
     return _table.get(args, -1)
 for _ in range(200):
     try:
-        _ex.check_tile_bytes(_probe, hidden=True)
+        _ex.check_tile_bytes(_probe, hidden=True)     # the course data's cases, if the sandbox had them
         break
     except NotYet as e:
         m = re.search(r"expected (-?\\d+)", str(e))
@@ -213,7 +217,7 @@ try:
 except OSError:
     facts["net"] = "blocked"
 for name, p in {{"course": {C!r}, "submissions": {S!r}, "repo_notebooks": {R!r} + "/notebooks",
-                "repo_tests": {R!r} + "/tests"}}.items():
+                "repo_tests": {R!r} + "/tests", "course_data": {R!r} + "/course_data"}}.items():
     facts["sees_" + name] = os.path.exists(p)
 import bwlab
 try:
@@ -228,6 +232,8 @@ except OSError:
     facts["setuid0"] = False
 facts["id_u"] = os.popen("id -u 2>&1").read().strip()
 facts["tmp"] = sorted(f for f in os.listdir("/tmp") if not f.startswith("."))
+from bwlab.exercises import course_data_dir
+facts["course_data_found"] = course_data_dir() is not None
 try:
     open("/tmp/00_orientation.ipynb", "a").close()
     facts["own_copy_writable"] = True
@@ -332,6 +338,18 @@ def make_class(course: Path, out: Path, root: Path | None = None) -> list[Case]:
         if expect is not None:
             cases.append(Case(folder, sid, kind, expect, xfail))
 
+    from bwlab import variants
+    from bwlab.hw import exercises as orient_ex
+    from bwlab.tma import exercises as tma_ex
+    if not variants.secret_file(course).exists():     # every student on their own numbers; a fixed secret,
+        variants.secret_file(course).write_text("grading-cases " + "5eed" * 16 + "\n")   # so the class is the same
+    secret = variants.read_secret(course)
+
+    def parity_of(sid):                    # the right answer to 0.4 for this student's numbers
+        count, b1, b2, landed = orient_ex.parity_numbers(variants.token_for(secret, sid))
+        phases = (count == 1) + (landed == b2)
+        return phases, phases % 2 == 1, phases % 2 == 0
+
     keyed = cls.fill_in(rel[NB0], key[NB0])
     blank = _read(rel[NB0])
     # --- honest
@@ -342,10 +360,22 @@ def make_class(course: Path, out: Path, root: Path | None = None) -> list[Case]:
                                   "orient_hops": key[NB0]["orient_hops"]})
     student("half", half, expect={NB0: 3})
     student("noisy", cls.fill_in(rel[NB0], {g: NOISE + src for g, src in key[NB0].items()}), expect={NB0: 6})
-    floaty = dict(key[NB0], orient_parity="my_parity = (1.0, True, False)")
+    phases, w0, w1 = parity_of("floats")
+    floaty = dict(key[NB0], orient_parity=f"my_parity = ({float(phases)!r}, {w0}, {w1})")
     student("floats", cls.fill_in(rel[NB0], floaty), expect={NB0: 6})
-    student("float768", cls.fill_in(rel[NB1], dict(key[NB1], tma_expect_tx_edit="my_expect_tx = 768.0")),
+    tx = float(tma_ex.edit_tmap(variants.token_for(secret, "float768")).tx_bytes)       # e.g. 768.0
+    student("float768", cls.fill_in(rel[NB1], dict(key[NB1], tma_expect_tx_edit=f"my_expect_tx = {tx!r}")),
             filename=f"{NB1}.ipynb", expect={NB1: 11})
+    # a neighbour's values: the right answers to 0.4 and 1.3 of student "key", copied as values; they
+    # earn nothing where that student's numbers give another answer than this one's
+    def tx_of(sid):
+        return tma_ex.edit_tmap(variants.token_for(secret, sid)).tx_bytes
+    lost0, lost1 = 2 * (parity_of("key") != parity_of("neighbour")), 2 * (tx_of("key") != tx_of("neighbour"))
+    assert lost0 or lost1, "the fixed secret gives 'neighbour' the answers of 'key': choose another"
+    student("neighbour", cls.fill_in(rel[NB0], dict(key[NB0], orient_parity=f"my_parity = {parity_of('key')!r}")),
+            kind="cheat", expect={NB0: 6 - lost0, NB1: 11 - lost1})
+    _write(cls.fill_in(rel[NB1], dict(key[NB1], tma_expect_tx_edit=f"my_expect_tx = {tx_of('key')}")),
+           out / "neighbour" / f"{NB1}.ipynb")
     renamed = cls.fill_in(rel[NB0], key[NB0])
     graded = [c for c in renamed.cells if cls._nbgrader(c).get("grade")]
     for c in renamed.cells:
@@ -359,7 +389,7 @@ def make_class(course: Path, out: Path, root: Path | None = None) -> list[Case]:
     student("renamed_cells", renamed, expect={NB0: 6})
     kinds = dict(key[NB0], orient_parity=("from collections import namedtuple\n"
                                           "Parity = namedtuple('Parity', 'phases even odd')\n"
-                                          "my_parity = Parity(1, True, False)"))
+                                          "my_parity = Parity(*{!r})".format(parity_of("subclass_answers"))))
     kinds["orient_hops"] = "from collections import OrderedDict\n" + key[NB0]["orient_hops"] + \
         "\nmy_hops = OrderedDict(my_hops)"
     student("subclass_answers", cls.fill_in(rel[NB0], kinds), expect={NB0: 6})
@@ -383,10 +413,9 @@ def make_class(course: Path, out: Path, root: Path | None = None) -> list[Case]:
             nb.cells.insert(1, _code(code))
         else:
             nb.cells.append(_code(code))
-        xf = ("the reference answers are in the bwlab package that the sandbox imports (issue 21, "
-              "'the reference answers and hidden cases live in the instructor's course data')"
-              if name in ("model_reader", "probe_visible_check") else "")
-        student(name, nb, kind="cheat", expect={NB0: "<=0"}, xfail=xf)
+        # model_reader: of what it reads, only 0.2's hops are still in the package — the data path's own
+        # table (bwlab.datapath.HOPS), which the notebook prints right after the exercise (1 point)
+        student(name, nb, kind="cheat", expect={NB0: "<=1" if name == "model_reader" else "<=0"})
     # --- hostile, on top of the right answers
     for name, code in HOSTILE.items():
         nb = cls.fill_in(rel[NB0], key[NB0])

@@ -263,7 +263,7 @@ def test_synthetic_hidden_tests_count(synthetic):
 def test_synthetic_feedback_shows_the_score_and_the_message(synthetic):
     check, pages = synthetic
     by_student = {p.parts[-3]: p.read_text() for p in pages}
-    assert set(by_student) == {cls.KEY, cls.BLANK, "partial"}
+    assert set(by_student) == {*cls.KEYS, cls.BLANK, "partial"}
     blank = by_student[cls.BLANK]
     assert "Score: 0 / 3" in blank and "no answer yet" in blank
     assert "Score: 3 / 3" in by_student[cls.KEY]
@@ -272,10 +272,10 @@ def test_synthetic_feedback_shows_the_score_and_the_message(synthetic):
 def test_problems_name_what_is_wrong(synthetic):
     check, _ = synthetic
     swapped = cls.Check(check.assignment, check.course, check.solution, check.release,
-                        {cls.KEY: check.scores[cls.BLANK], cls.BLANK: check.scores[cls.KEY]},
-                        {cls.KEY: check.results[cls.BLANK], cls.BLANK: check.results[cls.KEY]})
+                        {**{k: check.scores[cls.BLANK] for k in cls.KEYS}, cls.BLANK: check.scores[cls.KEY]},
+                        {**{k: check.results[cls.BLANK] for k in cls.KEYS}, cls.BLANK: check.results[cls.KEY]})
     text = "\n".join(swapped.problems())
-    assert "the answer key scores 0 of 3" in text
+    assert "the answer key as answer_key scores 0 of 3" in text and "as answer_key_3 scores 0 of 3" in text
     assert "the untouched student version scores 3, not 0" in text
     assert "answer_key: cell 4 (syn_box_bytes_check) raises NotYet" in text    # fails in the key's run
     assert "untouched: graded cell syn_tiles_check fails with nothing" in text  # passes in the untouched

@@ -4,6 +4,7 @@ GPU the kernel-edit exercise also runs the edited kernel."""
 import numpy as np
 import pytest
 
+from bwlab.exercises import hidden_cases
 from bwlab.exercises import NotYet
 from exercise_cells import not_yet as _not_yet
 from bwlab.multicast import exercises as ex
@@ -21,7 +22,7 @@ def a_mask_of(m, n, cluster_m, cluster_n):
 
 def test_a_mask_right_answer(capsys):
     ex.check_a_mask(a_mask_of)
-    ex.check_a_mask(a_mask_of, hidden=True)
+    ex.check_a_mask(a_mask_of, hidden=hidden_cases("mc_a_mask"))
     out = capsys.readouterr().out
     assert out.count("correct: the A mask") == 2 and "131 cases agree" in out
 
@@ -47,7 +48,7 @@ def test_a_mask_hidden_shapes_catch_a_fixed_pattern():
     with pytest.raises(NotYet):
         ex.check_a_mask(fixed)                          # the visible 2 x 2 cluster already catches it
     msg = _not_yet(ex.check_a_mask, lambda m, n, cm, cn: a_mask_of(m, n, cm, cn) if (cm, cn) in ((4, 4), (2, 2))
-                   else 0x5 << m, hidden=True)
+                   else 0x5 << m, hidden=hidden_cases("mc_a_mask"))
     assert "(0, 0, 2, 4)" in msg
 
 
@@ -69,7 +70,7 @@ def test_slice_receivers(capsys):
 def test_expect_tx(capsys):
     right = lambda cm, cn, tm, tn, tk: (tm + tn) * tk * 2
     ex.check_expect_tx(right)
-    ex.check_expect_tx(right, hidden=True)
+    ex.check_expect_tx(right, hidden=hidden_cases("mc_expect_tx"))
     assert capsys.readouterr().out.count("correct: expect_tx") == 2
     assert "returns no answer yet" in _not_yet(ex.check_expect_tx, lambda *a: None)
     assert "the bytes this CTA issues" in _not_yet(ex.check_expect_tx,
@@ -89,7 +90,7 @@ def test_l2_saved(capsys):
         a, b = tm * 128, tn * 128
         return cm * cn * (a + b) - cm * a - cn * b
     ex.check_l2_saved(right)
-    ex.check_l2_saved(right, hidden=True)
+    ex.check_l2_saved(right, hidden=hidden_cases("mc_l2_saved"))
     assert capsys.readouterr().out.count("correct: L2 bytes saved") == 2
     assert "no function yet" in _not_yet(ex.check_l2_saved, ...)
     assert "without multicast" in _not_yet(ex.check_l2_saved, lambda cm, cn, tm, tn: cm * cn * (tm + tn) * 128)
@@ -134,7 +135,7 @@ def test_mask_kernel_edits_one_line():
 
 
 def test_teach_mask_right_answer(model_tier, capsys):
-    ex.check_teach_a_mask(SOLUTION_EXPR, hidden=True)
+    ex.check_teach_a_mask(SOLUTION_EXPR, hidden=hidden_cases("mc_teach_mask"))
     out = capsys.readouterr().out
     for shape in ("2x2", "2x4", "4x2", "1x4"):
         assert f"correct: the A mask in the kernel, cluster {shape}" in out
@@ -166,9 +167,9 @@ def test_teach_mask_into_another_row(model_tier):
 @pytest.mark.sm90
 def test_teach_mask_on_the_gpu(monkeypatch, capsys):
     monkeypatch.setenv("BWLAB_BACKEND", "auto")
-    ex.check_teach_a_mask(SOLUTION_EXPR, hidden=True)
+    ex.check_teach_a_mask(SOLUTION_EXPR, hidden=hidden_cases("mc_teach_mask"))
     assert "your kernel on the GPU" in capsys.readouterr().out
-    msg = _not_yet(ex.check_teach_a_mask, "0x5 << mn.x", hidden=True)
+    msg = _not_yet(ex.check_teach_a_mask, "0x5 << mn.x", hidden=hidden_cases("mc_teach_mask"))
     assert "cluster 2x4" in msg and "did not finish" in msg and "MbarrierTimeout" in msg
 
 

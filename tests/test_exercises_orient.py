@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from bwlab.exercises import hidden_cases
 from bwlab.exercises import NotYet
 from bwlab.hw import element_type
 from bwlab.hw import exercises as ex
@@ -25,7 +26,7 @@ RIGHT_HOPS = {"TMA load": ("GMEM", "SMEM"), "tcgen05.mma": ("SMEM", "TMEM"), "tc
               "st.shared": ("RMEM", "SMEM"), "TMA store": ("SMEM", "GMEM")}
 
 
-def not_yet(check, answer, hidden=False) -> str:
+def not_yet(check, answer, hidden=()) -> str:
     with pytest.raises(NotYet) as e:
         check(answer, hidden=hidden)
     return str(e.value)
@@ -33,7 +34,7 @@ def not_yet(check, answer, hidden=False) -> str:
 
 # ---- 0.1 the tier ----------------------------------------------------------------------------------------
 def test_tier_right(capsys):
-    ex.check_tier(tier_by_hand, hidden=True)
+    ex.check_tier(tier_by_hand, hidden=hidden_cases("orient_tier"))
     assert "correct: the tier of a stage" in capsys.readouterr().out
 
 
@@ -49,11 +50,10 @@ def test_tier_mistakes():
     msg = not_yet(ex.check_tier, lambda stage, cc: "hardware")
     assert "expected 'hybrid'" in msg and "tcgen05 and TMEM" in msg and "sm_90 has TMA" in msg
     # hybrid on a GPU without TMA: only the hidden tests try an sm_89
-    msg = not_yet(ex.check_tier, lambda s, cc: tier_by_hand(s, cc) if cc and cc[0] >= 9 else "hybrid", hidden=True)
+    msg = not_yet(ex.check_tier, lambda s, cc: tier_by_hand(s, cc) if cc and cc[0] >= 9 else "hybrid", hidden=hidden_cases("orient_tier"))
     assert "has no TMA" in msg and "model tier" in msg
-    # sm_120 has TMA but no tcgen05
-    msg = not_yet(ex.check_tier, lambda s, cc: "hardware" if cc and cc >= (10, 0) else tier_by_hand(s, cc),
-                  hidden=True)
+    # sm_120 has TMA but no tcgen05: the visible check tries it (it never says "correct" to this one)
+    msg = not_yet(ex.check_tier, lambda s, cc: "hardware" if cc and cc >= (10, 0) else tier_by_hand(s, cc))
     assert "sm_120" in msg and "hybrid" in msg
 
 
@@ -65,7 +65,7 @@ def test_tier_visible_check_needs_cc():
 
 # ---- 0.2 the hops ---------------------------------------------------------------------------------------
 def test_hops_right(capsys):
-    ex.check_hops(RIGHT_HOPS, hidden=True)
+    ex.check_hops(RIGHT_HOPS, hidden=hidden_cases("orient_hops"))
     ex.check_hops({k: list(v) for k, v in RIGHT_HOPS.items()})
     assert capsys.readouterr().out.count("correct: the hops of the data path") == 2
 
@@ -85,7 +85,7 @@ def test_hops_mistakes():
 
 # ---- 0.3 the bytes of a tile ----------------------------------------------------------------------------
 def test_tile_bytes_right(capsys):
-    ex.check_tile_bytes(lambda r, c, d: r * c * element_type(d).bits // 8, hidden=True)
+    ex.check_tile_bytes(lambda r, c, d: r * c * element_type(d).bits // 8, hidden=hidden_cases("orient_tile_bytes"))
     assert "correct: bytes of a tile" in capsys.readouterr().out
 
 
@@ -99,7 +99,7 @@ def test_tile_bytes_mistakes():
     msg = not_yet(ex.check_tile_bytes, lambda r, c, d: r * c * element_type(d).bits)
     assert "number of bits" in msg
     # right for every whole-byte type, wrong for the packed 4-bit one
-    msg = not_yet(ex.check_tile_bytes, lambda r, c, d: r * c * element_type(d).bytes, hidden=True)
+    msg = not_yet(ex.check_tile_bytes, lambda r, c, d: r * c * element_type(d).bytes, hidden=hidden_cases("orient_tile_bytes"))
     assert "e2m1" in msg and "share a byte" in msg
     # ... and the visible check says so too
     msg = not_yet(ex.check_tile_bytes, lambda r, c, d: r * c * element_type(d).bytes)
@@ -110,7 +110,7 @@ def test_tile_bytes_mistakes():
 def test_parity_right(capsys):
     bar = ex.run_parity_steps()
     assert (bar.phase, bar.tx, bar.pending) == (1, 2048, 0)
-    ex.check_mbarrier_parity((1, True, False), hidden=True)
+    ex.check_mbarrier_parity((1, True, False), hidden=hidden_cases("orient_parity"))
     ex.check_mbarrier_parity([1, True, False])
     assert capsys.readouterr().out.count("correct: the mbarrier after two loads") == 2
 
@@ -178,3 +178,38 @@ def test_hops_feedback_never_gives_the_mapping():
         for k, (src, dst) in RIGHT_HOPS.items():
             assert f"{src} -> {dst}" not in msg and f"from {src} to {dst}" not in msg
             assert str((src, dst)) not in msg or bad[k] == (src, dst), f"{k}'s answer in {msg!r}"
+
+
+# ---- 0.4 every student's numbers ------------------------------------------------------------------------
+def _token_for_variant(index: int) -> str:
+    """A token whose parity numbers are PARITY_VARIANTS[index] (searched, so every variant is checked)."""
+    from bwlab import variants
+    for i in range(100000):
+        tok = f"{i:016x}"
+        if variants.pick("orient_parity", ex.PARITY_VARIANTS, tok) == ex.PARITY_VARIANTS[index]:
+            return tok
+    raise AssertionError(f"no token gives variant {index}")
+
+
+def test_every_parity_variant_has_one_answer_the_key_finds(capsys):
+    """The answer key's reasoning (count 1: load 0 completes phase 0; the second load completes the next
+    phase once every byte landed) agrees with the model for every variant a token can draw; a neighbour's
+    answer (the self-study one) is wrong for some of them."""
+    from bwlab import variants
+    answers = set()
+    for index in range(1, len(ex.PARITY_VARIANTS)):
+        with variants.using(_token_for_variant(index)):
+            count, b1, b2, landed = ex.parity_numbers()
+            phases = (count == 1) + (landed == b2)
+            key = (phases, phases % 2 == 1, phases % 2 == 0)
+            ex.check_mbarrier_parity(key)
+            answers.add(key)
+    assert answers == {(0, False, True), (1, True, False), (2, False, True)}
+    assert capsys.readouterr().out.count("correct:") == len(ex.PARITY_VARIANTS) - 1
+
+
+def test_a_token_never_gets_the_self_study_numbers():
+    from bwlab import variants
+    picks = {variants.pick("orient_parity", ex.PARITY_VARIANTS, f"{i:016x}") for i in range(500)}
+    assert ex.PARITY_VARIANTS[0] not in picks and len(picks) > 40
+    assert variants.pick("orient_parity", ex.PARITY_VARIANTS, None) == ex.PARITY_VARIANTS[0]

@@ -4,6 +4,7 @@
 
 import numpy as np
 
+from bwlab.exercises import hidden_cases
 from bwlab.epilogue import exercises as ex
 from exercise_cells import not_yet as _fails
 
@@ -22,7 +23,7 @@ def wavefronts(addresses):
 
 
 def test_wavefronts(capsys):
-    ex.check_wavefronts(wavefronts, hidden=True)
+    ex.check_wavefronts(wavefronts, hidden=hidden_cases("store_wavefronts"))
     assert "address patterns agree" in capsys.readouterr().out
     assert "no answer yet" in _fails(ex.check_wavefronts, lambda a: None)
     assert "one phase" in _fails(ex.check_wavefronts, lambda a: words_per_phase(a, range(32)))
@@ -38,7 +39,7 @@ def stale(steps):
 
 
 def test_fence(capsys):
-    ex.check_fence(stale, hidden=True)
+    ex.check_fence(stale, hidden=hidden_cases("store_fence"))
     assert "step sequences agree" in capsys.readouterr().out
     assert "no answer yet" in _fails(ex.check_fence, lambda s: None)
     msg = _fails(ex.check_fence, lambda s: F not in s)
@@ -48,8 +49,8 @@ def test_fence(capsys):
 
 
 def test_ring_wait(capsys):
-    ex.check_ring_wait(lambda s: s - 1, hidden=True)
-    assert "ring sizes 1..8 agree" in capsys.readouterr().out
+    ex.check_ring_wait(lambda s: s - 1, hidden=hidden_cases("store_wait_ring"))
+    assert "ring sizes 1, 2, 3, 4, 5, 6, 7, 8 agree" in capsys.readouterr().out
     assert "no answer yet" in _fails(ex.check_ring_wait, lambda s: None)
     msg = _fails(ex.check_ring_wait, lambda s: s)
     assert "race" in msg and "returned 1, expected 0" in msg
@@ -68,7 +69,7 @@ def offset(row, col, elem_bytes, swizzle):
 
 
 def test_staged_offset(capsys):
-    ex.check_staged_offset(offset, hidden=True)
+    ex.check_staged_offset(offset, hidden=hidden_cases("store_swizzle_offset"))
     assert "elements agree" in capsys.readouterr().out
     assert "no answer yet" in _fails(ex.check_staged_offset, lambda r, c, e, m: None)
     rb = {"32B": 32, "64B": 64, "128B": 128}
@@ -83,7 +84,7 @@ X, Y = "blockIdx.x * BN", "blockIdx.y * BM"
 
 
 def test_store_coords(capsys):
-    ex.check_store_coords((X, Y), hidden=True)
+    ex.check_store_coords((X, Y), hidden=hidden_cases("store_kernel_coords"))
     assert "elements equal the model" in capsys.readouterr().out
     assert "no answer yet" in _fails(ex.check_store_coords, None)
     assert "two C expressions" in _fails(ex.check_store_coords, "n0, m0")
@@ -98,5 +99,5 @@ def test_store_coords(capsys):
     assert "does not compile" in msg and "blockIdx.x * BN +, blockIdx.y * BM" in msg   # the learner's line
     # right for the shown 150 x 70 D (two tile rows), wrong for the hidden 300 x 100 one (three)
     ex.check_store_coords((X, f"({Y}) % 256"))
-    msg = _fails(ex.check_store_coords, (X, f"({Y}) % 256"), hidden=True)
+    msg = _fails(ex.check_store_coords, (X, f"({Y}) % 256"), hidden=hidden_cases("store_kernel_coords"))
     assert "(300 x 100)" in msg and "D[0, 0] holds acc[256, 0]" in msg and "blockIdx = (0, 2)" in msg

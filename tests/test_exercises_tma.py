@@ -5,6 +5,7 @@ and is modelled elsewhere; the student version of the notebook fails each check 
 import numpy as np
 import pytest
 
+from bwlab.exercises import hidden_cases
 from bwlab.hw import element_type
 from bwlab.tma import TensorMap, TmaLoad
 from bwlab.tma import exercises as ex
@@ -36,7 +37,7 @@ def oob_by_hand(dtype, global_shape, box_shape, coords):
 
 # ---- 1.1 which rule -----------------------------------------------------------------------------------
 def test_rule_right(capsys):
-    ex.check_broken_rule(RIGHT_RULES, hidden=True)
+    ex.check_broken_rule(RIGHT_RULES, hidden=hidden_cases("tma_broken_rule"))
     assert "correct: the rule each tensor map breaks" in capsys.readouterr().out
 
 
@@ -57,7 +58,7 @@ def test_rule_mistakes():
 
 # ---- 1.2 transaction bytes ----------------------------------------------------------------------------
 def test_tx_right(capsys):
-    ex.check_tx_bytes(tx_by_hand, hidden=True)
+    ex.check_tx_bytes(tx_by_hand, hidden=hidden_cases("tma_tx_bytes"))
     assert "correct: transaction bytes of a box" in capsys.readouterr().out
 
 
@@ -73,9 +74,9 @@ def test_tx_mistakes():
         span = {"none": 0, "32B": 32, "64B": 64, "128B": 128}[swizzle]
         row = max(box[0] * element_type(dtype).bytes, span)
         return row * int(np.prod(box[1:]))
-    msg = not_yet(ex.check_tx_bytes, footprint, hidden=True)
+    msg = not_yet(ex.check_tx_bytes, footprint, hidden=hidden_cases("tma_tx_bytes"))
     assert "SMEM footprint" in msg and "counts only the bytes it writes" in msg
-    msg = not_yet(ex.check_tx_bytes, lambda d, b, s: b[0] * b[1] * element_type(d).bytes, hidden=True)
+    msg = not_yet(ex.check_tx_bytes, lambda d, b, s: b[0] * b[1] * element_type(d).bytes, hidden=hidden_cases("tma_tx_bytes"))
     assert "first two box dimensions" in msg
 
 
@@ -90,7 +91,7 @@ def test_tx_visible_check_tries_a_swizzle():
 # ---- 1.3 the kernel edit -----------------------------------------------------------------------------------
 def test_edit_right_in_the_model(model_tier, capsys):
     assert ex.EDIT_TMAP.tx_bytes == 48 * 8 * 2
-    ex.check_expect_tx_edit(768, hidden=True)
+    ex.check_expect_tx_edit(768, hidden=hidden_cases("tma_expect_tx_edit"))
     out = capsys.readouterr().out
     assert "correct: expect_tx" in out and "compiles for sm_90a, sm_100a" in out and "last of the 768 bytes" in out
 
@@ -179,7 +180,7 @@ def test_edit_on_the_gpu(monkeypatch, capsys):
 
 # ---- 1.4 the swizzled offset --------------------------------------------------------------------------
 def test_swizzle_right(capsys):
-    ex.check_swizzle_offset(offset_by_hand, hidden=True)
+    ex.check_swizzle_offset(offset_by_hand, hidden=hidden_cases("tma_swizzle_offset"))
     assert "correct: SMEM offset of element (r, c)" in capsys.readouterr().out
 
 
@@ -194,10 +195,10 @@ def test_swizzle_placeholder():
 
 
 def test_swizzle_mistakes():
-    msg = not_yet(ex.check_swizzle_offset, lambda r, c, e, base: offset_by_hand(r, c, e, 0), hidden=True)
+    msg = not_yet(ex.check_swizzle_offset, lambda r, c, e, base: offset_by_hand(r, c, e, 0), hidden=hidden_cases("tma_swizzle_offset"))
     assert "0x180" in msg and "forgetting the base offset" in msg and "3 lines in" in msg
     assert "without swizzle" in not_yet(ex.check_swizzle_offset, lambda r, c, e, base: r * 128 + c * e)
-    msg = not_yet(ex.check_swizzle_offset, lambda r, c, e, base: offset_by_hand(r, c, e, base) + base, hidden=True)
+    msg = not_yet(ex.check_swizzle_offset, lambda r, c, e, base: offset_by_hand(r, c, e, base) + base, hidden=hidden_cases("tma_swizzle_offset"))
     assert "absolute SMEM address" in msg
     msg = not_yet(ex.check_swizzle_offset, lambda r, c, e, base: offset_by_hand(r, c, 1, base))
     assert "multiply by elem_bytes" in msg
@@ -220,7 +221,7 @@ def test_swizzle_reference_is_the_load_model():
 
 # ---- 1.5 out-of-bounds fill -------------------------------------------------------------------------------
 def test_oob_right(capsys):
-    ex.check_oob_fill(oob_by_hand, hidden=True)
+    ex.check_oob_fill(oob_by_hand, hidden=hidden_cases("tma_oob_fill"))
     assert "correct: out-of-bounds fill" in capsys.readouterr().out
 
 

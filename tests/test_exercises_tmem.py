@@ -3,6 +3,7 @@ answer yet" to the placeholder, and names the rule or the mistake for common wro
 (the notebook's own exercise cells: tests/test_exercise_cells.py)."""
 from exercise_cells import not_yet as _fails
 
+from bwlab.exercises import hidden_cases
 from bwlab.tmem import exercises as ex
 
 
@@ -25,7 +26,7 @@ REGS_X1 = {"32x32b": 1, "16x64b": 1, "16x128b": 2, "16x256b": 4, "16x32bx2": 1}
 
 
 def test_address(capsys):
-    ex.check_address(taddr, hidden=True)
+    ex.check_address(taddr, hidden=hidden_cases("tmem_address"))
     assert "correct: the TMEM address" in capsys.readouterr().out
     assert "no answer yet" in _fails(ex.check_address, lambda b, l, c: None)
     assert "no function yet" in _fails(ex.check_address, None)
@@ -36,7 +37,7 @@ def test_address(capsys):
 
 
 def test_quarter(capsys):
-    ex.check_quarter(lambda w, l: 32 * (w % 4) <= l < 32 * (w % 4) + 32, hidden=True)
+    ex.check_quarter(lambda w, l: 32 * (w % 4) <= l < 32 * (w % 4) + 32, hidden=hidden_cases("tmem_quarter"))
     assert "correct: warp quarters" in capsys.readouterr().out
     assert "no answer yet" in _fails(ex.check_quarter, lambda w, l: None)
     msg = _fails(ex.check_quarter, lambda w, l: l // 32 == w)
@@ -45,7 +46,7 @@ def test_quarter(capsys):
 
 
 def test_wide_load(capsys):
-    ex.check_wide_load(64, 64, hidden=True)
+    ex.check_wide_load(64, 64, hidden=hidden_cases("tmem_kernel_columns"))
     out = capsys.readouterr().out
     assert "correct:" in out and "compiles for sm_100a" in out and ".32x32b.x64" in out
     assert "no answer yet" in _fails(ex.check_wide_load, None, None)
@@ -63,8 +64,8 @@ def test_wide_load(capsys):
 
 
 def test_registers(capsys):
-    ex.check_registers(lambda s, n, p=False: REGS_X1[s] * n, hidden=True)
-    assert "74 forms agree" in capsys.readouterr().out
+    ex.check_registers(lambda s, n, p=False: REGS_X1[s] * n, hidden=hidden_cases("tmem_registers"))
+    assert "83 forms agree" in capsys.readouterr().out
     assert "no answer yet" in _fails(ex.check_registers, lambda s, n, p=False: None)
     msg = _fails(ex.check_registers, lambda s, n, p=False: REGS_X1[s] * n // (2 if p else 1))
     assert "pack::16b does not halve" in msg
@@ -73,7 +74,7 @@ def test_registers(capsys):
 
 
 def test_holder(capsys):
-    ex.check_holder(holder, hidden=True)
+    ex.check_holder(holder, hidden=hidden_cases("tmem_holder"))
     assert "cells agree" in capsys.readouterr().out
     assert "no answer yet" in _fails(ex.check_holder, lambda s, n, l, c: None)
     assert "the .32x32b map" in _fails(ex.check_holder, lambda s, n, l, c: (l, c))

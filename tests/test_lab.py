@@ -110,3 +110,44 @@ def test_cuda_magics_in_ipython(capsys):
     assert "reset hello_bulk.cu" in capsys.readouterr().out
     shell.run_cell("%cuda --reset hello_bulk.cu")
     assert "nothing to reset" in capsys.readouterr().out
+
+
+def _broken_hello():
+    text = lab.TeachingKernel("hello_bulk.cu").text
+    n = next(i for i, line in enumerate(text.splitlines(), 1) if "mbarrier_init(&smem_full, 1)" in line)
+    return text.replace("mbarrier_init(&smem_full, 1)", "mbarrier_init(&smem_full, 1) x"), n
+
+
+def test_cell_errors_html_highlights_the_cells_error_line():
+    pytest.importorskip("pygments")
+    import re
+    text, n = _broken_hello()
+    with pytest.raises(CompileError) as e:
+        lab.TeachingKernel("hello_bulk.cu", text).compile("sm_90a")
+    view = lab.CellErrors(e.value, "hello_bulk.cu")
+    assert str(view) == lab.cell_errors(e.value, "hello_bulk.cu")
+    html = view._repr_html_()
+    assert f"error on line {n + 1} of this cell" in html
+    # the marked line is the error's, numbered as in the cell; its neighbours are numbered but not marked
+    marked = re.findall(r'<span style="background-color: #[0-9a-f]+"><span[^>]*>\s*(\d+)</span>(.*?)\n', html)
+    assert [m[0] for m in marked] == [str(n + 1)]
+    assert re.sub(r"<[^>]+>", "", marked[0][1]).strip() == "mbarrier_init(&amp;smem_full, 1) x;"
+    # every shown line carries its number in the cell, blank lines included
+    rows = re.findall(r'padding-right: 5px;">\s*(\d+)</span>(.*?)\n', html)
+    cell = ("\n" + text).splitlines()         # the cell's line k is cell[k - 1] (line 1: the magic)
+    assert len(rows) == 5 and all(re.sub(r"<[^>]+>", "", body).replace("&amp;", "&").replace("&quot;", '"')
+                                  .replace("&lt;", "<").replace("&gt;", ">").replace("&#39;", "'").rstrip()
+                                  == cell[int(k) - 1].rstrip() for k, body in rows)
+    assert 'style="color:' in html                  # coloured by the CUDA lexer (inline styles)
+
+
+def test_cuda_magic_error_in_ipython_counts_the_cells_lines(capsys):
+    pytest.importorskip("IPython")
+    from IPython.core.interactiveshell import InteractiveShell
+    lab.EDITS.clear()
+    shell = InteractiveShell.instance()
+    shell.run_cell("%load_ext bwlab.lab")
+    text, n = _broken_hello()
+    shell.run_cell("%%cuda hello_bulk.cu\n" + text)
+    out = capsys.readouterr().out
+    assert f"on line {n + 1} of this cell" in out and "NOT kept" in out and not lab.EDITS

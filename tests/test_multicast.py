@@ -302,7 +302,7 @@ def test_pictures_have_titles_and_legends():
     import matplotlib.pyplot as plt
     L = mc.cluster_layout_vmnk((2, 4), peers=2)
     fig, ax = plt.subplots()
-    mc.draw_cluster(ax, L)
+    mc.plot_cluster(ax, L)
     assert ax.get_title() and ax.get_legend() is not None
     cfg = mc.MulticastConfig(cluster=(2, 2), operands="AB")
     ops = mc.make_operands(cfg)
@@ -312,8 +312,8 @@ def test_pictures_have_titles_and_legends():
                           np.array([(b % 2, b // 2) for b in range(4)]), ops)
     check = mc.compare_run(run)
     assert not check.ok and check.bad_ctas == [1] and check.bad_bytes == 1
-    for f in (mc.draw_masks_of(L, 3), mc.draw_every_mask(L, "C"), mc.draw_landing(cfg, (1, 1)),
-              mc.draw_smem_check(run), mc.draw_savings([cfg])):
+    for f in (mc.plot_masks_of(L, 3), mc.plot_every_mask(L, "C"), mc.plot_landing(cfg, (1, 1)),
+              mc.plot_smem_check(run), mc.plot_savings([cfg])):
         assert f._suptitle is not None or any(a.get_title() for a in f.axes)
         assert f.legends or any(a.get_legend() is not None for a in f.axes)
     plt.close("all")
@@ -610,7 +610,7 @@ def test_slice_picture_shows_the_pattern_row():
     # row r of the slice sits at byte 768 + 128 r, pattern row (6 + r) % 8: chunk c lands at c ^ row
     for r in range(6):
         assert list(grid[r]) == [c ^ ((6 + r) % 8) for c in range(8)]
-    fig = mc.draw_slice_swizzle(cfg, op, 1)
+    fig = mc.plot_slice_swizzle(cfg, op, 1)
     assert fig._suptitle is not None and all(a.get_title() for a in fig.axes)
     assert fig.legends or any(a.get_legend() is not None for a in fig.axes)
     plt.close("all")

@@ -57,7 +57,7 @@ def test_run_teach_checks_arguments_before_the_gpu():
     with pytest.raises(ValueError, match="masks are"):
         mc.run_teach(cfg, ops, masks=np.full((4, 2), 0x10, np.uint16))   # rank 4 is outside a 2x2 cluster
     with pytest.raises(ValueError, match="TeachingKernel"):
-        mc.run_teach(cfg, ops, kernel="teach_multicast.cu")
+        mc.run_teach(cfg, ops, kernel=42)                 # a TeachingKernel, or the file's name
 
 
 def test_barrier_outcome():

@@ -15,10 +15,14 @@ LOADED = re.compile(r"""load_recording\(\s*["']([A-Za-z0-9_.-]+)["']""")
 
 
 def _used():
-    """Recordings loaded by a notebook, or by a stage package's function a notebook calls (e.g.
-    bwlab/epilogue/demos.py); the recorders in bwlab/checks do not count."""
+    """Recordings loaded by a notebook, by a stage package's function a notebook calls (e.g.
+    bwlab/epilogue/demos.py), or holding a case a stage lists in its `recorded.RECORDED` (what
+    `case.result()` finds); the recorders in bwlab/checks do not count."""
+    from bwlab.results import recorded_cases
     files = sorted(NB_SRC.glob("*.py")) + sorted(p for p in (ROOT / "bwlab").glob("*/*.py") if p.parent.name != "checks")
-    return {m: p.name for p in files for m in LOADED.findall(p.read_text())}
+    used = {m: p.name for p in files for m in LOADED.findall(p.read_text())}
+    used.update({r.recording: f"bwlab.{r.build.__module__}" for r in recorded_cases()})
+    return used
 
 
 def test_every_recording_a_notebook_loads_exists():

@@ -500,7 +500,7 @@ def test_model_and_runner_take_the_same_arguments_in_the_same_order():
     m = list(inspect.signature(tma_load_model).parameters)
     r = list(inspect.signature(run_tma_load).parameters)
     assert r[:len(m)] == m == ["gmem", "tmap", "coords", "smem_address"]
-    assert list(inspect.signature(TmaLoad).parameters) == m
+    assert list(inspect.signature(TmaLoad).parameters) == m + ["kernel"]
 
 
 def test_tensor_map_takes_both_spellings_of_a_type():

@@ -318,14 +318,14 @@ def test_pictures_have_titles_and_legends():
     import matplotlib.pyplot as plt
     tm = TensorMemory()
     tm.alloc(cta=0, warp=0, ncols=256)
-    owners = tmem.draw_accumulator_owners(TmemAccess("16x256b", 8), highlight=(37, 13)).axes
-    for ax in [tmem.draw_tmem(tm), tmem.draw_ld_map(TmemAccess("16x64b", 2, pack16=True), warp=1), owners[0]]:
+    owners = tmem.plot_accumulator_owners(TmemAccess("16x256b", 8), highlight=(37, 13)).axes
+    for ax in [tmem.plot_tmem(tm), tmem.plot_ld_map(TmemAccess("16x64b", 2, pack16=True), warp=1), owners[0]]:
         assert ax.get_title() and ax.get_legend() is not None
     # the zoom and the quarters name what they draw in their cells, so they carry no legend
     assert "thread (T) and register (r)" in owners[1].get_title()
-    quarters = tmem.draw_warp_quarters()
+    quarters = tmem.plot_warp_quarters()
     assert quarters.get_title() and sum("warps" in t.get_text() for t in quarters.texts) == 4
-    fig = tmem.draw_gallery(1)
+    fig = tmem.plot_gallery(1)
     assert fig._suptitle is not None and all(ax.get_title() for ax in fig.axes)
     assert all(fig.get_figwidth() <= 12 for fig in map(plt.figure, plt.get_fignums()))  # ~1000 px
     plt.close("all")

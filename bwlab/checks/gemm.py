@@ -3,6 +3,11 @@ library GEMM measured in the same process.
 
     python -m bwlab.bench gemm [--sizes 4096 8192] [--skinny 512x8192x8192] [--steps s1 s6]
                                [--repeat 20] [--warmup 5] [--record] [--out FILE]
+    python -m bwlab.bench gemm --protocol sustained [--block-s 2] [--rounds 2] [--json FILE]
+
+`--protocol sustained` (bwlab.gemm.protocol; default shapes 4096^3, 6144^3, 8192^3, 512x8192x8192,
+128x8192x8192) is the protocol every speed in notebook 07 is quoted under; the default `interleaved`
+is the older quick figure (single launches, library and step alternately), labelled as such.
 
 For each shape: the libraries first (cuBLAS bf16 through cupy.cuda.cublas.gemmEx, cupy.matmul on
 float16 operands of the same shape — CuPy has no bfloat16 type — and torch.matmul bf16 when torch is
@@ -78,13 +83,22 @@ def paired(fn_a, fn_b, warmup: int, repeat: int) -> tuple:
 
 def bench_main(argv=None) -> int:
     cmd = Command("bench gemm", "The GEMM ladder: each step checked, then timed against library GEMMs")
-    cmd.add("--sizes", type=int, nargs="+", default=[4096, 8192], help="square sizes M = N = K")
+    cmd.add("--sizes", type=int, nargs="*", default=[4096, 8192], help="square sizes M = N = K (none: skinny only)")
     cmd.add("--skinny", type=_shape, nargs="*", default=[(512, 8192, 8192)], help="more MxNxK shapes")
     cmd.add("--steps", nargs="+", default=None, help="steps to run (default: all), e.g. s1 s6")
     cmd.add("--repeat", type=int, default=20)
     cmd.add("--warmup", type=int, default=5)
     cmd.add("--record", action="store_true", help="save the recording gemm_ladder (needs docs/results)")
+    cmd.add("--protocol", choices=["interleaved", "sustained"], default="interleaved",
+            help="interleaved: single launches, library and step alternately (--warmup, --repeat); "
+                 "sustained: bwlab.gemm.protocol (warm-up until the clocks settle, alternating blocks of "
+                 "seconds, operands rotated past L2, NVML clocks/power/throttle reasons)")
+    cmd.add("--block-s", type=float, default=2.0, help="sustained: seconds per block")
+    cmd.add("--rounds", type=int, default=2, help="sustained: rounds of alternating blocks")
+    cmd.add("--json", help="sustained: also write every sample and clock reading to this JSON file")
     args, say = cmd.start(argv)
+    if args.protocol == "sustained" and args.sizes == [4096, 8192] and args.skinny == [(512, 8192, 8192)]:
+        args.sizes, args.skinny = [4096, 6144, 8192], [(512, 8192, 8192), (128, 8192, 8192)]
     from .. import device
     info = device.gpu_info()
     if info is None or info.cc[0] not in (9, 10):
@@ -105,10 +119,16 @@ def bench_main(argv=None) -> int:
         torch_ok = False
     steps = _steps(info, args.steps)
     shapes = [(s, s, s) for s in args.sizes] + list(args.skinny)
+    if args.protocol == "sustained":
+        from .gemm_sustained import sustained
+        failures = sustained(args, say, info, steps, shapes, torch_ok)
+        return cmd.finish(failures, "gemm")
     say(f"GPU {info.name}, {info.sm_count} SMs, CuPy {cp.__version__}"
         + (f", torch {__import__('torch').__version__}" if torch_ok else ", no torch")
         + f"; the {'Hopper (gemm_sm90)' if info.cc[0] == 9 else 'Blackwell (gemm_sm100)'} ladder"
-        + f"; CUDA events, {args.warmup} warm-up, median of {args.repeat}")
+        + f"; protocol 'interleaved': CUDA events, {args.warmup} warm-up, median of {args.repeat} single "
+        + "launches, library and step alternately, no clock log (--protocol sustained: the protocol "
+        + "notebook 07 quotes)")
     rows, failures = [], 0
     for m, n, k in shapes:
         flop = 2.0 * m * n * k
@@ -184,7 +204,7 @@ def _steps(info, wanted):
     """The ladder of this GPU (Hopper: gemm_sm90; Blackwell: gemm_sm100), as _LadderStep objects."""
     if info.cc[0] == 9:
         from ..gemm import runner
-        from ..gemm.ladder import STEPS, step
+        from ..gemm.ladder import ALL_STEPS, step
 
         def hopper(s):
             def prepare(a, b):
@@ -196,7 +216,7 @@ def _steps(info, wanted):
                     runner.check_status(launch)
                 return _Timed(launch, launch.c, first, lambda: runner.check_status(launch))
             return _LadderStep(s.name, s.predicted, prepare, s)
-        return [hopper(s) for s in (STEPS if not wanted else [step(w) for w in wanted])]
+        return [hopper(s) for s in (ALL_STEPS if not wanted else [step(w) for w in wanted])]
     from ..gemm import sm100
     infos = sm100.STEPS_SM100 if not wanted else [sm100.step_info(w) for w in wanted]
     return [_LadderStep(s["name"], None, lambda a, b, s=s: _prepare_sm100(info, s, a, b)) for s in infos]

@@ -29,8 +29,8 @@ from ..epilogue.demos import (GPU_VS_MODEL, NOFENCE_KEEP, NOFENCE_RUNS, edge_sto
 
 
 def record(out_dir, meta) -> list:
-    from ..epilogue import TEACH_EDITS, bank_patterns, measure_store_cycles, run_teach
-    from ..lab import TeachingKernel
+    from ..epilogue import bank_patterns, measure_store_cycles, run_teach
+    from ..epilogue.recorded import nofence_kernel, noswizzle_kernel
     from ..results import save_recording
     paths = []
 
@@ -43,17 +43,13 @@ def record(out_dir, meta) -> list:
     save("epilogue_gpu_vs_model", {f"d{i}": epilogue_case(i).run() for i in range(len(GPU_VS_MODEL))},
          {"cases": [list(c) for c in GPU_VS_MODEL]})
 
-    case = teach_case()
-    save("teach_store_result", {"d": run_teach(case.problem, case.acc, case.d_init)},
-         {"M": 150, "N": 70, "seed": 0})
-
-    noswz = TeachingKernel("teach_store.cu").replace(*TEACH_EDITS["no swizzle"])
-    save("teach_store_noswizzle", {"d": run_teach(case.problem, case.acc, case.d_init, kernel=noswz)},
+    save("teach_store_result", {"d": teach_case().run()}, {"M": 150, "N": 70, "seed": 0})
+    save("teach_store_noswizzle", {"d": teach_case(kernel=noswizzle_kernel()).run()},
          {"M": 150, "N": 70, "seed": 0})
 
     case = teach_case(2048, 2048, 3)
     want = case.model()
-    nofence = TeachingKernel("teach_store.cu").replace(*TEACH_EDITS["no fence"])
+    nofence = nofence_kernel()
     counts = {True: [], False: []}
     first = None
     for fence in (True, False):
@@ -103,13 +99,13 @@ def replay(rec) -> CheckResult:
         still_wrong = want.reshape(-1)[rec["index"]] != rec["value"]
         return compare(np.concatenate([np.zeros(len(rec["with_fence"]), np.int64), np.ones(still_wrong.size, np.int64)]),
                        np.concatenate([rec["with_fence"], still_wrong.astype(np.int64)]),
-                       stage="epilogue", what="teach_store: differing runs with the fence, recorded wrong elements without",
+                       stage="store", what="teach_store: differing runs with the fence, recorded wrong elements without",
                        source=rec.label)
     if name == "epilogue_bank_cycles":
         # The model's wavefronts now; the GPU's cycles per st.shared.v4 rounded down (H100: the
         # wavefront count plus under one cycle of overhead).
         w = np.array([w for _, w in bank_patterns().values()])
-        return compare(w, np.floor(rec["cycles"]).astype(np.int64), stage="epilogue",
+        return compare(w, np.floor(rec["cycles"]).astype(np.int64), stage="store",
                        what="st.shared.v4 cycles vs the bank model's wavefronts",
                        where=lambda i: rec.params["patterns"][i[0]], source=rec.label)
     raise ValueError(f"no replay for recording {name!r}")

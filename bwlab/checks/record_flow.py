@@ -10,13 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..flow import Flow, Trace, TraceCheck, flow_tier
+from ..flow.recorded import NAME, SEED, recorded_trace
 from ..flow.runner import N_EVENTS
 from ..results import save_recording
 
 __all__ = ["record", "replay", "provisional", "NAME"]
-
-NAME = "flow_gpu"
-SEED = 0
 
 
 def _save(out_dir, trace: Trace, native_d, stamps, meta: dict):
@@ -58,8 +56,7 @@ def replay(rec) -> TraceCheck:
     """The recorded trace against the model's, hop by hop; the native D (where recorded) against NumPy."""
     from ..case import compare
     flow = Flow(int(rec.params.get("seed", SEED)))
-    got = Trace.from_arrays(rec.arrays, rec.params.get("tier", "hybrid"), flow.problem, rec.params.get("sources"))
-    check = flow.model().compare(got, rec.label)
+    check = flow.model().compare(recorded_trace(rec), rec.label)
     native = np.asarray(rec["native_d"])
     if native.any():
         check.results.append(compare(flow.reference(), native[:flow.problem.M], stage="flow",

@@ -7,16 +7,11 @@ import time
 import numpy as np
 
 from ..case import compare
-from ..hello import hello_roundtrip
+from ..hello import hello_roundtrip, hello_source
 from ..results import save_recording
 from ..runtime import MbarrierTimeout
 
 __all__ = ["record", "replay", "hello_source"]
-
-
-def hello_source(nbytes: int, blocks: int) -> np.ndarray:
-    """The words hello_roundtrip copies (the same pattern its runner uploads)."""
-    return ((np.arange(blocks * nbytes // 4, dtype=np.uint64) * 2654435761) % (1 << 32)).astype(np.uint32)
 
 
 def record(out_dir, meta) -> list:

@@ -22,35 +22,14 @@ from pathlib import Path
 import numpy as np
 
 from ..case import CheckResult, compare
-from ..multicast import (MulticastConfig, MulticastLoad, barrier_outcome, launch_multicast, make_operands,
-                         multicast_model, plan, run_teach, teach_config, teach_masks)
+from ..multicast import (MulticastConfig, MulticastLoad, barrier_outcome, launch_multicast,
+                         make_operands, multicast_model, plan, teach_config)
+from ..multicast.recorded import (BAD_MASK_EDIT, EVERY_CTA, SEED, bad_mask_kernel, bad_masks, every_cta_case,
+                                  every_cta_config, teach_case)
 from ..results import save_recording
 
 __all__ = ["record", "replay", "provisional", "EVERY_CTA", "SEED", "BAD_MASK_EDIT", "bad_mask_kernel",
            "bad_masks", "every_cta_config"]
-
-SEED = 0
-EVERY_CTA = dict(cluster=(2, 2), tile_m=32, tile_n=32, tile_k=64, operands="AB", swizzle="128B")
-# The deliberate mistake of notebook 02: the kernel clears bit 0 of every A mask (CTA 0 left out).
-BAD_MASK_EDIT = ("const u16 a_mask = masks[2 * rank + 0];",
-                 "const u16 a_mask = masks[2 * rank + 0] & ~1;  // CTA 0 left out of every A multicast")
-
-
-def every_cta_config() -> MulticastConfig:
-    return MulticastConfig(**EVERY_CTA)
-
-
-def bad_mask_kernel():
-    """teach_multicast.cu with CTA 0 left out of every A mask (the edit notebook 02 makes)."""
-    from ..lab import TeachingKernel
-    return TeachingKernel("teach_multicast.cu").replace(*BAD_MASK_EDIT)
-
-
-def bad_masks(cfg) -> np.ndarray:
-    """The same mistake in the masks' terms: bit 0 cleared in every A mask."""
-    m = teach_masks(cfg).copy()
-    m[:, 0] &= np.uint16(0xFFFE)
-    return m
 
 
 def _save(out_dir, name, arrays, meta, params):
@@ -75,13 +54,13 @@ def _make(out_dir, meta, every_cta, teach, bad) -> list[Path]:
 def record(out_dir, meta) -> list[Path]:
     """Run notebook 02's GPU cells on this GPU and save what they produced."""
     from ..runtime import MbarrierTimeout
-    cfg, tcfg = every_cta_config(), teach_config()
-    run = launch_multicast(cfg, make_operands(cfg, SEED))
+    case = every_cta_case()
+    run = launch_multicast(case.cfg, case.operands)
     every = {"smem": run.smem, "ranks": run.ranks, "cluster_ctaid": run.cluster_ctaid,
              "smem_address": run.smem_address}
-    teach = run_teach(tcfg, make_operands(tcfg, SEED))
+    teach = teach_case().run()
     try:
-        run_teach(tcfg, make_operands(tcfg, SEED), kernel=bad_mask_kernel())
+        teach_case(bad_mask_kernel()).run()
         raise RuntimeError("the teaching kernel with CTA 0 left out of the A masks did not time out")
     except MbarrierTimeout as e:
         bad = {"cta_rank": np.array(e.cta_rank), "block": np.array(e.block), "expected_tx": np.array(e.expected_tx),

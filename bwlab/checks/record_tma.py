@@ -24,42 +24,16 @@ import numpy as np
 
 from ..case import CheckResult
 from ..hw.mbarrier import Mbarrier
-from ..results import save_recording
-from ..tma import TensorMap, TmaLoad, tma_load_model
+from ..results import recorded_cases, save_recording
+from ..tma import TensorMap, TmaLoad
+from ..tma.recorded import (BAD_EXPECT_TX, GMEM_SEED, MODE_CASES, OOB_CASES, TEACH_CASES, bad_expect_tx_kernel,
+                            mode_case, mode_tmap, oob_case, oob_gmem, teach_case, tma_gmem)
 
 __all__ = ["record", "replay", "provisional", "GMEM_SEED", "TEACH_CASES", "MODE_CASES", "OOB_CASES",
            "BAD_EXPECT_TX", "bad_expect_tx_kernel", "tma_gmem", "oob_gmem", "mbarrier_after"]
 
-GMEM_SEED = 0
-# (key, tensor-map arguments, coords): the teaching kernel's boxes, in notebook 01's 80 x 48 bf16 tensor.
-TEACH_CASES = (("smem_plain", dict(dtype="bfloat16", global_shape=(80, 48), box_shape=(32, 16)), (32, 16)),
-               ("smem_swizzled", dict(dtype="bfloat16", global_shape=(80, 48), box_shape=(64, 16),
-                                      swizzle="128B"), (0, 16)))
-# (swizzle, box row in elements) x (coords, SMEM offset): section 7 of notebook 01.
-MODE_CASES = tuple((mode, inner, coords, offset)
-                   for mode, inner in (("none", 64), ("32B", 16), ("64B", 32), ("128B", 64), ("64B", 8), ("128B", 24))
-                   for coords, offset in (((32, 16), 0), ((64, 40), 384)))
-# (key, tensor-map arguments, coords): section 6, a float32 tensor 20 x 12 holding 0, 1, 2, ...
-OOB_CASES = (("smem_zero", dict(dtype="float32", global_shape=(20, 12), box_shape=(8, 6)), (16, 9)),
-             ("smem_nan", dict(dtype="float32", global_shape=(20, 12), box_shape=(8, 6), oob_fill="nan"), (-4, -2)))
-BAD_EXPECT_TX = 16  # the deliberate mistake: announce this many bytes more than the box holds
 RANDOM_LOADS, RANDOM_SEED = 200, 1
-
-
-def tma_gmem() -> np.ndarray:
-    """Notebook 01's tensor: 48 rows x 80 bf16 bit patterns."""
-    return np.random.default_rng(GMEM_SEED).integers(0, 2**16, size=(48, 80), dtype=np.uint16)
-
-
-def oob_gmem() -> np.ndarray:
-    return np.arange(12 * 20, dtype=np.float32).reshape(12, 20)
-
-
-def bad_expect_tx_kernel():
-    """teach_tma.cu with expect_tx BAD_EXPECT_TX bytes too high (the edit notebook 01 makes)."""
-    from ..lab import TeachingKernel
-    return TeachingKernel("teach_tma.cu").replace("const u32 tx_bytes = box_bytes;",
-                                                  f"const u32 tx_bytes = box_bytes + {BAD_EXPECT_TX};")
+_mode_tmap = mode_tmap
 
 
 def mbarrier_after(box_bytes: int, extra_tx: int) -> Mbarrier:
@@ -68,10 +42,6 @@ def mbarrier_after(box_bytes: int, extra_tx: int) -> Mbarrier:
     bar.arrive_expect_tx(box_bytes + extra_tx)
     bar.complete_tx(box_bytes)
     return bar
-
-
-def _mode_tmap(mode, inner):
-    return TensorMap("bfloat16", (80, 48), (inner, 16), swizzle=mode)
 
 
 def _save(out_dir, name, arrays, meta, params):
@@ -98,12 +68,10 @@ def record(out_dir, meta) -> list[Path]:
     from ..checks.tma import random_cases, validate_cases
     from ..runtime import MbarrierTimeout
     from ..tma import run_teach, run_tma_load
-    g = tma_gmem()
-    teach = {k: run_teach(g, TensorMap(**a), c) for k, a, c in TEACH_CASES}
-    key, args, coords = TEACH_CASES[0]
+    teach = {k: teach_case(i).run() for i, (k, _, _) in enumerate(TEACH_CASES)}
     t0 = time.perf_counter()
     try:
-        run_teach(g, TensorMap(**args), coords, kernel=bad_expect_tx_kernel())
+        teach_case(0, bad_expect_tx_kernel()).run()
         bad = {"timed_out": np.bool_(False), "message": np.str_("the launch completed"), "barrier": np.str_(""),
                "expected_tx": np.int64(-1), "phase_parity": np.int32(-1), "waited_ms": np.float64(0)}
     except MbarrierTimeout as e:
@@ -111,10 +79,9 @@ def record(out_dir, meta) -> list[Path]:
                "expected_tx": np.int64(e.expected_tx), "phase_parity": np.int32(e.phase_parity),
                "waited_ms": np.float64(e.waited_ns / 1e6)}
     bad["call_ms"] = np.float64((time.perf_counter() - t0) * 1e3)
-    bad["smem_plain_after"] = run_teach(g, TensorMap(**args), coords)  # the GPU is fine afterwards
-    modes = {f"smem_{i}": run_tma_load(g, _mode_tmap(m, inner), c, o)
-             for i, (m, inner, c, o) in enumerate(MODE_CASES)}
-    oob = {k: run_tma_load(oob_gmem(), TensorMap(**a), c) for k, a, c in OOB_CASES}
+    bad["smem_plain_after"] = teach_case(0).run()  # the GPU is fine afterwards
+    modes = {f"smem_{i}": mode_case(i).run() for i in range(len(MODE_CASES))}
+    oob = {k: oob_case(i).run() for i, (k, _, _) in enumerate(OOB_CASES)}
     try:  # last: a fault here would poison the CUDA context
         random_ok = RANDOM_LOADS - validate_cases(random_cases(RANDOM_LOADS, seed=RANDOM_SEED), say=lambda s: None)
     except Exception:  # noqa: BLE001 - recorded as -1, the notebook says it did not run
@@ -126,8 +93,7 @@ def provisional(out_dir, command: str = "python -c 'from bwlab.checks.record_tma
                                        "provisional(\"docs/results/recordings\")'") -> list[Path]:
     """Model-made stand-ins with the recordings' names and shapes (device says so)."""
     meta = {"device": "MODEL (replace by the H100 recording)", "date": "provisional", "command": command}
-    g = tma_gmem()
-    teach = {k: tma_load_model(g, TensorMap(**a), c) for k, a, c in TEACH_CASES}
+    teach = {k: teach_case(i).model() for i, (k, _, _) in enumerate(TEACH_CASES)}
     key, args, coords = TEACH_CASES[0]
     t = TensorMap(**args)
     bar = mbarrier_after(t.box_bytes, BAD_EXPECT_TX)
@@ -138,8 +104,8 @@ def provisional(out_dir, command: str = "python -c 'from bwlab.checks.record_tma
            "expected_tx": np.int64(t.box_bytes + BAD_EXPECT_TX), "phase_parity": np.int32(0),
            "waited_ms": np.float64(200.0), "call_ms": np.float64(200.0),
            "smem_plain_after": teach[key]}
-    modes = {f"smem_{i}": tma_load_model(g, _mode_tmap(m, inner), c, o) for i, (m, inner, c, o) in enumerate(MODE_CASES)}
-    oob = {k: tma_load_model(oob_gmem(), TensorMap(**a), c) for k, a, c in OOB_CASES}
+    modes = {f"smem_{i}": mode_case(i).model() for i in range(len(MODE_CASES))}
+    oob = {k: oob_case(i).model() for i, (k, _, _) in enumerate(OOB_CASES)}
     return _files(out_dir, meta, teach, bad, modes, oob, RANDOM_LOADS)
 
 
@@ -164,16 +130,23 @@ def replay(rec) -> CheckResult:
         r = compare(expected, got, stage="tma", what="bad expect_tx: (phase 0 never completes, tx expected)",
                     source=rec.label)
         return r if not r.ok else after
-    g = rec["gmem"]
-    out = []
-    for c in p["cases"]:
-        if rec.name == "tma_load_modes":
-            mode, inner, coords, offset = c
-            case = TmaLoad(g, _mode_tmap(mode, inner), coords, smem_address=offset)
-            key = f"smem_{len(out)}"
-        else:
-            key, args, coords = c
-            args = {k: tuple(v) if isinstance(v, list) else v for k, v in args.items()}
-            case = TmaLoad(g, TensorMap(**args), coords)
-        out.append(case.check(rec[key], source=rec.label))
+    out = [r.case().check(rec[r.key], source=rec.label) for r in recorded_cases("tma", rec.name)
+           if rec[r.key].dtype.kind != "U"]
     return _all(out, f"{len(out)} recorded loads ({rec.name})", rec.label)
+
+
+def random_loads(n: int = RANDOM_LOADS, seed: int = RANDOM_SEED):
+    """`Result(count, source)`: how many of `n` random loads (`bwlab.checks.tma.random_cases`) came back
+    bit-exact — run now on a GPU with TMA, else the count the H100 recorded with tma_load_modes (the
+    emulator would take minutes for them)."""
+    from .. import device
+    from ..case import NoResult, Result
+    from ..results import load_recording
+    from ..runtime import runs_on
+    if device.tier("tma") == "hardware":
+        from .tma import random_cases, validate_cases
+        return Result(n - validate_cases(random_cases(n, seed=seed), say=lambda s: None), runs_on("tma"), True)
+    rec = load_recording("tma_load_modes")
+    if rec.params.get("random") != {"n": n, "seed": seed}:
+        raise NoResult(f"no recording of {n} random loads with seed {seed} (recorded: {rec.params.get('random')})")
+    return Result(int(rec["random_ok"]), rec.label, False, rec)

@@ -19,29 +19,10 @@ import dataclasses
 
 from ..case import CheckResult
 from ..results import save_recording
-from ..umma import WgmmaCase, edit_descs, wgmma_cases
+from ..umma import WgmmaCase
+from ..umma.recorded import EDITS, TEACH_CASE, edited_descriptors, layout_cases
 
 __all__ = ["TEACH_CASE", "EDITS", "layout_cases", "edited_descriptors", "record", "record_with", "replay"]
-
-# The teaching kernel's case and the edits notebook 03 makes to its descriptors: (operand, fields).
-TEACH_CASE = dict(dtype="f16", N=64, K=64, a_major="K", a_swizzle="128B", b_major="K", b_swizzle="128B")
-EDITS = {
-    "a_sbo512": ("A", {"stride_byte_offset": 512}),        # 8-row groups of A 512 bytes apart, not 1024
-    "a_swizzle64B": ("A", {"swizzle": "64B"}),             # the wrong swizzle code for A
-    "b_lbo4096": ("B", {"leading_byte_offset": 4096}),     # unused in a swizzled K-major layout
-}
-
-
-def layout_cases():
-    """The few validation cases the notebook shows (every 22nd of the 128 regular ones)."""
-    return wgmma_cases()[0][3::22]
-
-
-def edited_descriptors(case: WgmmaCase, operand: str, fields: dict):
-    """The case's (A, B) descriptors with `fields` replaced in those of `operand` ('A' or 'B')."""
-    ad, bd = case.descriptors()
-    return (edit_descs(ad, "sm90", **fields), bd) if operand == "A" else (ad, edit_descs(bd, "sm90", **fields))
-
 
 def record_with(out_dir, meta, run_layout, run_teach) -> list:
     """Both recordings, with `run_layout(case)` and `run_teach(case, descriptors)` producing D."""

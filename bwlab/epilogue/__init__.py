@@ -41,44 +41,55 @@ or as the H100 recorded them), `pictures`. Validation and benchmarks:
 """
 from __future__ import annotations
 
-from ..hw.banks import BANK_BYTES, BANK_RULE, SMEM_BANKS, WARP, BankReport, smem_bank, wavefronts
-from ..hw.swizzle import SWIZZLES
-from .case import Epilogue, TmaStore, describe_gmem_byte
-from .demos import (GPU_VS_MODEL, NOFENCE_RUNS, FenceExperiment, edge_store_case, epilogue_case, fence_experiment,
-                    gpu_vs_model, teach_case)
-from .model import (bits_to_float32, epilogue_alpha_beta, epilogue_model, float32_to_bits,
-                    store_coverage)
-from .ordering import BulkAsyncGroups, EpilogueOrdering, OrderingError
-from .pictures import plot_bank_phases, plot_edge_tiles, plot_store_box, plot_writer_map
+from .case import Epilogue, TmaStore
+from .demos import teach_case
+from .model import epilogue_model
+from .ordering import EpilogueOrdering
 from .problem import EpilogueProblem, teach_problem
-from .rules import (D_DTYPES, PROXY_FENCE_RULE, REDUCE_ADD_DTYPES, STORE_GRANULE, STORE_RULES,
-                    TF32_ROUNDS_ON_STORE, StoreRule, StoreRuleError)
-from .runner import (TEACH_EDITS, check_teach_args, measure_store_cycles, run_epilogue, run_teach,
-                     run_tma_store)
-from .store import (granule_of, smem_box_footprint, smem_box_pitch, tma_reduce_add_model,
-                    tma_store_model, tma_store_writes)
-from .tile import MAPPINGS, RegisterStorePlan, SmemTile, bank_patterns
+from .rules import PROXY_FENCE_RULE
+from .runner import run_epilogue, run_teach, run_tma_store
+from .store import tma_store_model
 
-__all__ = [
-    # the D tile in SMEM, registers -> SMEM, banks (the bank model is bwlab.hw.banks')
-    "SmemTile", "MAPPINGS", "RegisterStorePlan", "bank_patterns", "BANK_RULE", "BankReport",
-    "wavefronts", "smem_bank", "SMEM_BANKS", "BANK_BYTES", "WARP", "SWIZZLES",
-    # the proxy fence and bulk async-groups
-    "PROXY_FENCE_RULE", "OrderingError", "BulkAsyncGroups", "EpilogueOrdering",
-    # the TMA store and reduce-add
-    "STORE_RULES", "StoreRule", "StoreRuleError", "STORE_GRANULE", "REDUCE_ADD_DTYPES", "TF32_ROUNDS_ON_STORE", "smem_box_pitch",
-    "smem_box_footprint", "tma_store_writes", "tma_store_model", "tma_reduce_add_model",
-    "run_tma_store", "granule_of", "TmaStore",
-    # a whole epilogue
-    "D_DTYPES", "EpilogueProblem", "epilogue_alpha_beta", "bits_to_float32", "float32_to_bits",
-    "epilogue_model", "run_epilogue", "Epilogue", "store_coverage", "describe_gmem_byte",
-    # the teaching kernel cuda_src/teach_store.cu
-    "teach_problem", "run_teach", "check_teach_args", "TEACH_EDITS",
-    # GPU timing of st.shared.v4 (notebook 05's hardware tier)
-    "measure_store_cycles",
-    # notebook 05's GPU cases (on a GPU now, else the H100's recordings)
-    "GPU_VS_MODEL", "NOFENCE_RUNS", "FenceExperiment", "edge_store_case", "epilogue_case", "teach_case",
-    "fence_experiment", "gpu_vs_model",
-    # pictures
-    "plot_bank_phases", "plot_writer_map", "plot_edge_tiles", "plot_store_box",
-]
+# The teaching names: what a notebook of this stage reaches for first.
+__all__ = ["EpilogueProblem", "Epilogue", "TmaStore", "epilogue_model", "run_epilogue", "tma_store_model",
+           "run_tma_store", "run_teach", "teach_problem", "teach_case", "EpilogueOrdering", "PROXY_FENCE_RULE",
+           "plot_edge_tiles", "plot_writer_map"]
+
+# Every other name lives in its module (bwlab.epilogue.<module>, or bwlab.hw); the package's top still
+# reaches it, importing that submodule on first use (the pictures load matplotlib only then).
+_ELSEWHERE = {
+    "BANK_BYTES": "bwlab.hw.banks", "BANK_RULE": "bwlab.hw.banks", "BankReport": "bwlab.hw.banks",
+    "BulkAsyncGroups": "bwlab.epilogue.ordering", "D_DTYPES": "bwlab.epilogue.rules",
+    "FenceExperiment": "bwlab.epilogue.demos", "GPU_VS_MODEL": "bwlab.epilogue.demos",
+    "MAPPINGS": "bwlab.epilogue.tile", "NOFENCE_RUNS": "bwlab.epilogue.demos",
+    "OrderingError": "bwlab.epilogue.ordering", "REDUCE_ADD_DTYPES": "bwlab.epilogue.rules",
+    "RegisterStorePlan": "bwlab.epilogue.tile", "SMEM_BANKS": "bwlab.hw.banks",
+    "STORE_GRANULE": "bwlab.epilogue.rules", "STORE_RULES": "bwlab.epilogue.rules", "SWIZZLES": "bwlab.hw.swizzle",
+    "SmemTile": "bwlab.epilogue.tile", "StoreRule": "bwlab.epilogue.rules",
+    "StoreRuleError": "bwlab.epilogue.rules", "TEACH_EDITS": "bwlab.epilogue.runner",
+    "TF32_ROUNDS_ON_STORE": "bwlab.epilogue.rules", "WARP": "bwlab.hw.banks",
+    "bank_patterns": "bwlab.epilogue.tile", "bits_to_float32": "bwlab.epilogue.model",
+    "check_teach_args": "bwlab.epilogue.runner", "describe_gmem_byte": "bwlab.epilogue.case",
+    "edge_store_case": "bwlab.epilogue.demos", "epilogue_alpha_beta": "bwlab.epilogue.model",
+    "epilogue_case": "bwlab.epilogue.demos", "fence_experiment": "bwlab.epilogue.demos",
+    "float32_to_bits": "bwlab.epilogue.model", "gpu_vs_model": "bwlab.epilogue.demos",
+    "granule_of": "bwlab.epilogue.store", "measure_store_cycles": "bwlab.epilogue.runner",
+    "plot_bank_phases": "bwlab.epilogue.pictures", "plot_edge_tiles": "bwlab.epilogue.pictures",
+    "plot_store_box": "bwlab.epilogue.pictures", "plot_writer_map": "bwlab.epilogue.pictures",
+    "smem_bank": "bwlab.hw.banks", "smem_box_footprint": "bwlab.epilogue.store",
+    "smem_box_pitch": "bwlab.epilogue.store", "store_coverage": "bwlab.epilogue.model",
+    "tma_reduce_add_model": "bwlab.epilogue.store", "tma_store_writes": "bwlab.epilogue.store",
+    "wavefronts": "bwlab.hw.banks",
+}
+
+
+def __getattr__(name):
+    module = _ELSEWHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__():
+    return sorted(set(__all__) | set(globals()))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..case import Case, CheckResult, Mismatch, compare
+from ..case import Case, CheckResult, Mismatch, compare, digest
 from ..hw.dtypes import element_type
 from ..util import round_up
 from .model import epilogue_model
@@ -75,10 +75,13 @@ class TmaStore(Case):
     `gmem_offset` moves the buffer on the GPU (0..240, multiple of 16) to vary its alignment.
     """
 
-    stage = "epilogue"
+    stage = "store"
 
     def __init__(self, gmem, tmap, coords, smem, smem_address: int = 0, op: str = "store",
-                 window_start=None, gmem_offset: int = 0):
+                 window_start=None, gmem_offset: int = 0, kernel=None):
+        if kernel is not None:
+            raise ValueError("the stage's teaching kernel (teach_store.cu) is a whole epilogue: build an "
+                             "Epilogue with kernel= (E.teach_case()); TmaStore runs the harness")
         self.gmem, self.tmap, self.coords = gmem, tmap, tuple(int(c) for c in coords)
         self.smem, self.smem_address = smem, int(smem_address)
         self.op, self.window_start, self.gmem_offset = _op(op), window_start, int(gmem_offset)
@@ -86,6 +89,11 @@ class TmaStore(Case):
     @property
     def what(self) -> str:
         return "TMA reduce-add" if self.op == "reduce_add" else "TMA store"
+
+    def identity(self):
+        t = self.tmap
+        return ("tma-store", t.dtype, t.global_shape, t.box_shape, t.global_strides, t.swizzle, self.coords,
+                self.smem_address, self.op, self.window_start, self.gmem_offset, digest(self.gmem, self.smem))
 
     def model(self) -> np.ndarray:
         return tma_store_model(self.gmem, self.tmap, self.coords, self.smem, self.smem_address,
@@ -141,14 +149,34 @@ class TmaStore(Case):
 
 class Epilogue(Case):
     """A whole epilogue: D = alpha * acc + beta * C over `problem` (an `EpilogueProblem`), tile by
-    tile, into the (M + 1) x ld D buffer `d_init` (zeros when None)."""
+    tile, into the (M + 1) x ld D buffer `d_init` (zeros when None).
 
-    stage = "epilogue"
+    `kernel` — a `bwlab.lab.TeachingKernel` (an edit of teach_store.cu) or "teach_store.cu" (the
+    learner's %%cuda version, else the file) — makes run() launch that teaching kernel (its problems:
+    `teach_problem(M, N)`, no C); without it, run() uses the harness (`epilogue_tile`, tma_store.cu)."""
 
-    def __init__(self, problem: EpilogueProblem, acc, c_bits=None, d_init=None):
+    stage = "store"
+    teaching_file = "teach_store.cu"
+
+    def __init__(self, problem: EpilogueProblem, acc, c_bits=None, d_init=None, kernel=None):
         if not isinstance(problem, EpilogueProblem):
             raise ValueError("problem must be an EpilogueProblem")
         self.problem, self.acc, self.c_bits, self.d_init = problem, acc, c_bits, d_init
+        self._set_kernel(kernel)
+        if kernel is not None:
+            from .runner import check_teach_args
+            if c_bits is not None:
+                raise ValueError("teach_store.cu computes D = acc (no C): leave c_bits out, or kernel= to use "
+                                 "the harness")
+            check_teach_args(problem, acc, d_init)
+
+    def __repr__(self):
+        p = self.problem
+        k = "" if self._kernel is None else f", kernel={self.kernel!r}"
+        return f"Epilogue({p.M} x {p.N} {p.dtype}, swizzle {p.swizzle}{k})"
+
+    def identity(self):
+        return ("epilogue", repr(self.problem), digest(self.acc, self.c_bits, self.d_init), self.kernel_identity())
 
     @property
     def what(self) -> str:
@@ -160,7 +188,14 @@ class Epilogue(Case):
         return epilogue_model(self.problem, self.acc, self.c_bits, self.d_init)
 
     def run(self, fence: bool = True) -> np.ndarray:
-        from .runner import run_epilogue
+        """The D buffer after the epilogue on this GPU (or in the PTX emulator): by the teaching kernel
+        if the case has one, else by the harness (`fence=False` leaves the harness's proxy fence out)."""
+        from .runner import launch_teach, run_epilogue
+        if self._kernel is not None:
+            if not fence:
+                raise ValueError("fence=False edits the harness; to leave the teaching kernel's fence out, "
+                                 "edit it (kernel=k.replace(...))")
+            return launch_teach(self.problem, self.acc, self.d_init, kernel=self.kernel)
         return run_epilogue(self.problem, self.acc, self.c_bits, self.d_init, fence=fence)
 
     def show(self, ax=None):

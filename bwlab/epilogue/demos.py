@@ -52,13 +52,14 @@ def epilogue_case(i: int):
     return _epilogue(dtype, swizzle, beta, reduce_add, 70, i, 0 if reduce_add else 384)
 
 
-def teach_case(M: int = 150, N: int = 70, seed: int = 0):
-    """The teaching kernel's problem (`teach_problem`) with random inputs from `seed`."""
+def teach_case(M: int = 150, N: int = 70, seed: int = 0, kernel="teach_store.cu"):
+    """The teaching kernel's problem (`teach_problem`) with random inputs from `seed`, run by `kernel`
+    (default: teach_store.cu, or the learner's %%cuda version of it)."""
     from .case import Epilogue
     from .problem import teach_problem
     p = teach_problem(M, N)
     acc, _, d0 = p.random_inputs(np.random.default_rng(seed))
-    return Epilogue(p, acc, None, d0)
+    return Epilogue(p, acc, None, d0, kernel=kernel)
 
 
 def nofence_result(rec):
@@ -104,9 +105,14 @@ class FenceExperiment:
         return "\n".join(lines)
 
 
-def fence_experiment(nofence_kernel, on_gpu: bool) -> FenceExperiment:
+def fence_experiment(nofence_kernel, on_gpu: bool | None = None) -> FenceExperiment:
     """Run the teaching kernel and `nofence_kernel` (it without `fence_proxy_async_shared_cta()`) on
-    this GPU when `on_gpu`, else take the H100's recording `teach_store_nofence`."""
+    this GPU when `on_gpu` (default: when the store runs on hardware here; the emulator follows the
+    memory model and names the missing fence instead of racing), else take the H100's recording
+    `teach_store_nofence`."""
+    from .. import device
+    if on_gpu is None:
+        on_gpu = device.tier("store") == "hardware"
     if on_gpu:
         from .runner import run_teach
         case = teach_case(2048, 2048, 3)
@@ -126,29 +132,23 @@ def fence_experiment(nofence_kernel, on_gpu: bool) -> FenceExperiment:
                            kept=NOFENCE_KEEP)
 
 
-def gpu_vs_model(on_gpu: bool) -> list:
-    """Whole epilogues on the GPU beside the model, one CheckResult each. On a GPU (`on_gpu`): every D
-    type x swizzle, with and without C (beta 0.75 / 0), plus a reduce-add, all with edge tiles.
-    Elsewhere: the three cases of GPU_VS_MODEL as the H100 recorded them."""
+def gpu_vs_model(on_gpu: bool | None = None) -> list:
+    """Whole epilogues on the GPU beside the model, one CheckResult each. On a GPU (`on_gpu`; default:
+    where the store runs here): every D type x swizzle, with and without C (beta 0.75 / 0), plus a
+    reduce-add, all with edge tiles. In the emulator: the three cases of GPU_VS_MODEL, each with the
+    H100's recording beside it. Elsewhere: those three as the H100 recorded them."""
     from .. import device
+    from ..runtime import runs_on
+    if on_gpu is None:
+        on_gpu = bool(runs_on("store"))
     if on_gpu and device.tier("store") == "emulated":
         # the emulator runs the three recorded cases (the whole set takes ~10 s of CPU), the H100's beside them
-        from ..results import load_recording
-        from ..runtime import runs_on
-        rec = load_recording("epilogue_gpu_vs_model")
-        out = []
-        for i in range(len(GPU_VS_MODEL)):
-            c = epilogue_case(i)
-            out += [c.check(c.run(), source=runs_on("store")), c.check(rec[f"d{i}"], source=rec.label)]
-        return out
+        return [r for i in range(len(GPU_VS_MODEL)) for r in epilogue_case(i).results()]
     if on_gpu:
         rng = np.random.default_rng(1)
         cases = [_epilogue(dtype, mode, beta, False, 150, rng, 384)
                  for dtype in ("float32", "float16", "bfloat16") for mode in MODES
                  for beta in (0.0, 0.75)]
         cases.append(_epilogue("float32", "128B", 0.0, True, 100, rng, 0))
-        from ..runtime import runs_on
         return [c.check(c.run(), source=runs_on("store") or "this GPU") for c in cases]
-    from ..results import load_recording
-    rec = load_recording("epilogue_gpu_vs_model")
-    return [epilogue_case(i).check(rec[f"d{i}"], source=rec.label) for i in range(len(GPU_VS_MODEL))]
+    return [epilogue_case(i).check(epilogue_case(i).recorded()) for i in range(len(GPU_VS_MODEL))]

@@ -11,19 +11,18 @@ recognises one, the mistake.
 from __future__ import annotations
 
 import ast
-import itertools
 import operator
 import re
 
 import numpy as np
 
 from ..exercise_mistakes import which_mistake
-from ..exercises import NotYet, check_function, check_result, unanswered
+from ..exercises import NotYet, check_function, check_result, course_cases, unanswered
 from ..hw.banks import BANK_RULE, SMEM_BANKS, wavefronts
 from ..hw.swizzle import MODES, row_bytes, swizzle_of
 from .ordering import EpilogueOrdering, OrderingError
 from .rules import PROXY_FENCE_RULE, StoreRuleError
-from .tile import RegisterStorePlan, SmemTile, bank_patterns
+from .tile import SmemTile, bank_patterns
 
 __all__ = ["check_wavefronts", "check_fence", "check_ring_wait", "ring_epilogue", "check_staged_offset",
            "check_store_coords", "FENCE_STEPS", "STORE_LINE"]
@@ -65,27 +64,19 @@ def _worst_bank(addresses, lanes, distinct=True, first_word_only=False) -> int:
     return int(np.bincount([w % SMEM_BANKS for w in words], minlength=SMEM_BANKS).max())
 
 
-def _wavefront_cases(hidden: bool):
+def _wavefront_shown():
     cases = [addr for addr, _ in bank_patterns().values()]
     # one conflicting quarter-warp among three clean ones; every lane writing the same 16 bytes
     cases += [np.concatenate([128 * np.arange(8), 16 * np.arange(8, 32)]), np.full(32, 256)]
-    if hidden:
-        tiles = [SmemTile(128, 32, "float32", m) for m in MODES] + \
-                [SmemTile(128, 64, "bfloat16", m) for m in MODES] + [SmemTile(128, 36, "float32", "none")]
-        for i, tile in enumerate(tiles):
-            for mapping in ("row_per_thread", "chunk_per_thread"):
-                plan = RegisterStorePlan(tile, mapping, warp=i % 4)
-                cases += [plan.addresses[k] for k in range(min(plan.steps, 3))]
-        rng = np.random.default_rng(51)
-        cases += [16 * rng.integers(0, 256, 32) for _ in range(20)]
-        cases += [np.zeros(32, np.int64), np.repeat(16 * np.arange(16), 2), np.tile(16 * np.arange(8), 4) * 8]
-    return [np.asarray(c, dtype=np.int64) for c in cases]
+    return cases
 
 
-def check_wavefronts(fn, hidden: bool = False) -> None:
+@course_cases("store_wavefronts")
+def check_wavefronts(fn, hidden=()) -> None:
     """Exercise 5.1: `fn(addresses)` returns the shared-memory wavefronts of one st.shared.v4 of a
-    warp, lane i writing the 16 bytes at addresses[i] (32 addresses, multiples of 16)."""
-    cases = _wavefront_cases(hidden)
+    warp, lane i writing the 16 bytes at addresses[i] (32 addresses, multiples of 16); `hidden`: more
+    address vectors, course data."""
+    cases = [np.asarray(c, dtype=np.int64) for c in [*_wavefront_shown(), *hidden]]
     phases = [range(p, p + 8) for p in range(0, 32, 8)]
     hint = which_mistake(fn, _args(cases), [
         ("the warp was counted as one phase: a 16-byte access is served in four quarter-warps of 8 lanes, "
@@ -98,7 +89,8 @@ def check_wavefronts(fn, hidden: bool = False) -> None:
                                                                      for p in phases)),
     ])
     check_function("wavefronts of one st.shared.v4", fn, cases, reference=_wavefronts, rule=BANK_RULE,
-                   hint=hint, note=f"{len(cases)} address patterns agree")
+                   hint=hint, note=f"{len(cases)} address patterns agree",
+                   more="" if hidden else "the stores of staged tiles in every swizzle and random addresses")
 
 
 # ---- Exercise 5.2: where a missing fence bites ------------------------------------------------
@@ -124,15 +116,14 @@ def _after_last_write(steps, what) -> bool:
     return what in steps[last + 1:]
 
 
-def check_fence(fn, hidden: bool = False) -> None:
+@course_cases("store_fence")
+def check_fence(fn, hidden=()) -> None:
     """Exercise 5.2: `fn(steps)` says whether the TMA store that follows `steps` (every thread of
-    the CTA executes each step; the tile's writes are `st.shared`) may read stale SMEM."""
-    if hidden:
-        cases = [list(s) for n in range(1, 6) for s in itertools.product(FENCE_STEPS, repeat=n)
-                 if "st.shared" in s]
-    else:
-        w, f, b = FENCE_STEPS
-        cases = [[w, f, b], [w, b], [f, w, b], [w, b, f], [w, f], [w, f, b, w, f, b], [w, f, b, w, b]]
+    the CTA executes each step; the tile's writes are `st.shared`) may read stale SMEM; `hidden`: more
+    step lists, course data."""
+    w, f, b = FENCE_STEPS
+    cases = [[w, f, b], [w, b], [f, w, b], [w, b, f], [w, f], [w, f, b, w, f, b], [w, f, b, w, b]]
+    cases += [list(c) for c in hidden]
     hint = which_mistake(fn, _args(cases), [
         ("a fence anywhere is not enough: one before a write orders nothing written after it",
          lambda s: "fence.proxy.async" not in s),
@@ -146,7 +137,8 @@ def check_fence(fn, hidden: bool = False) -> None:
          lambda s: not (_after_last_write(s, "fence.proxy.async") and _after_last_write(s, "bar.sync"))),
     ])
     check_function("may the TMA store read stale SMEM?", fn, _args(cases), reference=_stale,
-                   rule=PROXY_FENCE_RULE, hint=hint, note=f"{len(cases)} step sequences agree")
+                   rule=PROXY_FENCE_RULE, hint=hint, note=f"{len(cases)} step sequences agree",
+                   more="" if hidden else "every sequence of up to five steps")
 
 
 # ---- Exercise 5.3: wait_group.read in a ring of buffers ----------------------------------------
@@ -175,10 +167,12 @@ def _max_read_wait(stages) -> int:
     return max(n for n in range(int(stages) + 2) if not ring_epilogue(stages, n).hazards)
 
 
-def check_ring_wait(fn, hidden: bool = False) -> None:
+@course_cases("store_wait_ring")
+def check_ring_wait(fn, hidden=()) -> None:
     """Exercise 5.3: `fn(stages)` returns the largest N for which `wait_group.read N` before
-    rewriting a buffer keeps a ring of `stages` SMEM buffers safe."""
-    cases = list(range(1, 9 if hidden else 5))
+    rewriting a buffer keeps a ring of `stages` SMEM buffers safe (rings of 1 to 4 buffers; `hidden`:
+    more ring sizes, course data)."""
+    cases = [1, 2, 3, 4] + [int(c) for c in hidden]
     hint = which_mistake(fn, _args(cases), [
         ("with N = stages the store that last read this buffer may be among the N still reading it: "
          "the write would race with it", lambda s: s),
@@ -190,7 +184,8 @@ def check_ring_wait(fn, hidden: bool = False) -> None:
     ])
     check_function("the largest safe N of wait_group.read in a ring of buffers", fn, cases,
                    reference=_max_read_wait, rule=RULE_RING, hint=hint,
-                   note=f"ring sizes {cases[0]}..{cases[-1]} agree (the model replays each ring)")
+                   note=f"ring sizes {', '.join(map(str, cases))} agree (the model replays each ring)",
+                   more="" if hidden else "rings of up to 8 buffers")
 
 
 # ---- Exercise 5.4: the staging address of an element ------------------------------------------
@@ -205,16 +200,8 @@ def _staged_offset(row, col, elem_bytes, swizzle) -> int:
     return int(tile.address(row, col))
 
 
-def _staging_cases(hidden: bool):
-    cases = [(0, 0, 4, "128B"), (1, 0, 4, "128B"), (5, 13, 4, "128B"), (127, 31, 4, "128B"),
-             (3, 8, 2, "128B"), (3, 8, 2, "64B"), (5, 9, 2, "64B"), (6, 4, 4, "32B"), (4, 1, 2, "32B")]
-    if hidden:
-        rng = np.random.default_rng(54)
-        for _ in range(300):
-            mode = MODES[1 + int(rng.integers(3))]
-            eb = int(rng.choice((2, 4)))
-            cases.append((int(rng.integers(256)), int(rng.integers(row_bytes(mode) // eb)), eb, mode))
-    return cases
+STAGING_SHOWN = [(0, 0, 4, "128B"), (1, 0, 4, "128B"), (5, 13, 4, "128B"), (127, 31, 4, "128B"),
+                 (3, 8, 2, "128B"), (3, 8, 2, "64B"), (5, 9, 2, "64B"), (6, 4, 4, "32B"), (4, 1, 2, "32B")]
 
 
 def _row_xor(row, col, eb, mode, bits=None):
@@ -223,10 +210,12 @@ def _row_xor(row, col, eb, mode, bits=None):
     return row * row_bytes(mode) + 16 * (chunk ^ (row % (1 << bits))) + within
 
 
-def check_staged_offset(fn, hidden: bool = False) -> None:
+@course_cases("store_swizzle_offset")
+def check_staged_offset(fn, hidden=()) -> None:
     """Exercise 5.4: `fn(row, col, elem_bytes, swizzle)` returns the SMEM byte offset (from a
-    1024-byte aligned base) of element (row, col) of a D tile one swizzle row wide."""
-    cases = _staging_cases(hidden)
+    1024-byte aligned base) of element (row, col) of a D tile one swizzle row wide; `hidden`: more
+    cases, course data."""
+    cases = STAGING_SHOWN + [tuple(c) for c in hidden]
     hint = which_mistake(fn, cases, [
         ("that is the address before the swizzle", lambda r, c, e, m: r * row_bytes(m) + c * e),
         ("the chunk was XORed with the row number; the swizzle XORs it with address bits 7.. (which "
@@ -235,7 +224,8 @@ def check_staged_offset(fn, hidden: bool = False) -> None:
          lambda r, c, e, m: _row_xor(r, c, e, m, bits=3)),
     ])
     check_function("the SMEM offset of a staged D element", fn, cases, reference=_staged_offset,
-                   rule=RULE_STAGING, hint=hint, note=f"{len(cases)} elements agree")
+                   rule=RULE_STAGING, hint=hint, note=f"{len(cases)} elements agree",
+                   more="" if hidden else "hundreds of random elements in every swizzle")
 
 
 # ---- Exercise 5.5: the coordinates of the teaching kernel's TMA store --------------------------
@@ -316,11 +306,13 @@ def _gpu_line(p, acc, d0, kernel, case) -> tuple[bool, str]:
     return res.ok, str(res)
 
 
-def check_store_coords(coords, hidden: bool = False) -> None:
+@course_cases("store_kernel_coords")
+def check_store_coords(coords, hidden=()) -> None:
     """Exercise 5.5: `coords` = (x, y), the C expressions the teaching kernel passes to
     `tma_store_2d(&tmap_d, tile, x, y)`. They are put into teach_store.cu, which is compiled; the
     model stores every CTA's tile at the coordinates they give, on an sm_90 GPU the edited kernel
-    runs in a worker process, and each D is compared with the epilogue's model."""
+    runs in a worker process, and each D is compared with the epilogue's model: a 150 x 70 problem,
+    then the (M, N) problems that `hidden` (course data) names."""
     from ..compile import CompileError
     from ..lab import TeachingKernel
     from .case import Epilogue
@@ -345,7 +337,7 @@ def check_store_coords(coords, hidden: bool = False) -> None:
     except CompileError as e:
         where = str(e).split("--- where ---")[-1].strip()
         raise NotYet(f"{name}: your kernel does not compile for sm_90a:\n{where}\n  rule: {RULE_COORDS}") from None
-    problems = [(teach_problem(150, 70), 0)] + ([(teach_problem(300, 100), 1)] if hidden else [])
+    problems = [(teach_problem(150, 70), 0)] + [(teach_problem(m, n), i + 1) for i, (m, n) in enumerate(hidden)]
     notes = []
     for p, seed in problems:
         acc, _, d0 = p.random_inputs(np.random.default_rng(seed))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["OrderingError", "BulkAsyncGroups", "EpilogueOrdering"]
+__all__ = ["OrderingError", "BulkAsyncGroups", "EpilogueOrdering", "replay_states"]
 
 
 class OrderingError(ValueError):
@@ -218,3 +218,27 @@ class EpilogueOrdering:
                          f"(CUTLASS: tma_store_wait<0>) before leaving.")
 
 
+
+
+def replay_states(e: EpilogueOrdering) -> tuple[list, list]:
+    """Replay `e`'s log step by step (non-strict): ([(step, {store op: state}) after each step],
+    hazards), a state being what the issuing thread knows (`BulkAsyncGroups.state_of`): 'issued, not
+    committed', 'in flight' (may still read its SMEM), 'read done' or 'complete'."""
+    r = EpilogueOrdering(buffers=tuple(e.smem), strict=False)
+    snaps = []
+    for step in e.log:
+        name, _, arg = step.partition(" ")
+        if name == "st.shared":
+            r.st_shared(arg.split()[-1])
+        elif name == "tma_store":
+            r.tma_store(arg[arg.index("(") + 1:-1])
+        elif name in ("cp.async.bulk.wait_group.read", "cp.async.bulk.wait_group"):
+            (r.wait_group_read if name.endswith(".read") else r.wait_group)(int(arg))
+        elif name == "read":
+            b, by = arg[len("GMEM tile of "):].split(" ")
+            r.read_gmem(b, by.strip("()"))
+        else:
+            {"fence.proxy.async.shared::cta": r.fence_proxy_async, "bar.sync": r.bar_sync, "exit": r.exit,
+             "cp.async.bulk.commit_group": r.commit_group}[name]()
+        snaps.append((step, {op: r.groups.state_of(op) for b in r.stores for op in r.stores[b]}))
+    return snaps, r.hazards

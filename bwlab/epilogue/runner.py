@@ -13,7 +13,7 @@ from .problem import EpilogueProblem, teach_problem
 from .rules import check_reduce_add_dtype, raw_dtype
 from .store import _op, _store_targets, _window, store_geometry
 
-__all__ = ["run_teach", "check_teach_args", "TEACH_EDITS", "run_epilogue", "run_tma_store", "measure_store_cycles", "EPI_FLAGS", "DT_CODES",
+__all__ = ["run_teach", "launch_teach", "check_teach_args", "TEACH_EDITS", "run_epilogue", "run_tma_store", "measure_store_cycles", "EPI_FLAGS", "DT_CODES",
            "EPILOGUE_BARRIERS"]
 
 # enum EPI_* and DT_* in cuda_src/tma_store.cu (tests/test_epilogue.py reads them from the source).
@@ -53,6 +53,13 @@ def check_teach_args(p: EpilogueProblem, acc, d_init=None) -> tuple:
 
 
 def run_teach(p: EpilogueProblem, acc, d_init=None, kernel=None) -> np.ndarray:
+    """`Epilogue(p, acc, None, d_init, kernel=kernel or "teach_store.cu").run()`: the D buffer after the
+    teaching kernel. Kept for code written against it; a notebook builds the case."""
+    from .case import Epilogue
+    return Epilogue(p, acc, None, d_init, kernel=kernel or "teach_store.cu").run()
+
+
+def launch_teach(p: EpilogueProblem, acc, d_init=None, kernel=None) -> np.ndarray:
     """Run the teaching kernel `teach_store` (one CTA per 128 x 32 tile) on the GPU and return the D
     buffer afterwards: the same arguments and the same result as `epilogue_model(p, acc, None,
     d_init)`, so `Epilogue(p, acc, None, d_init).check(run_teach(p, acc, d_init))` compares them.
@@ -67,7 +74,7 @@ def run_teach(p: EpilogueProblem, acc, d_init=None, kernel=None) -> np.ndarray:
     cp = be.xp
     kernel = kernel or edited("teach_store.cu")
     if not be.emulated and isolate(kernel):
-        return run_edited(run_teach, p, acc, d_init, kernel=kernel)
+        return run_edited(launch_teach, p, acc, d_init, kernel=kernel)
     d_dev = cp.asarray(d0)
     acc_dev = cp.asarray(acc)
     launch(be.load(kernel), "teach_store", (p.tiles[1], p.tiles[0]), (p.bm,),

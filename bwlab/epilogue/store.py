@@ -21,7 +21,7 @@ from ..util import ceil_div, round_up
 from .rules import STORE_GRANULE, TF32_ROUNDS_ON_STORE, check_reduce_add_dtype, raw_dtype, refuse
 
 __all__ = ["smem_box_pitch", "smem_box_footprint", "tma_store_writes", "tma_store_model",
-           "tma_reduce_add_model", "store_geometry"]
+           "tma_reduce_add_model", "store_geometry", "STORE_FATES", "store_fates"]
 
 
 class _Geometry:
@@ -265,3 +265,25 @@ def last_row_granule(tmap) -> int:
     """Index of the 16-byte granule that holds the last column of a row."""
     g = _Geometry(tmap)
     return ceil_div(g.shape[0] * g.elem, STORE_GRANULE) - 1
+
+
+STORE_FATES = ("written, inside the tensor",
+               "written into the row padding: shares the row's last 16-byte granule",
+               "dropped: past the last column's granule",
+               "dropped: past the tensor's last row (or plane)")
+
+
+def store_fates(tmap, coords, smem_address: int = 0):
+    """What one TMA store does with each element of its box, in box order (dimension 0 fastest):
+    (fate, gmem element offset), fate indexing STORE_FATES, computed from the store's own targets
+    (`tma_store_writes`' address map); the offset is meaningful where the element is written."""
+    g = _Geometry(tmap)
+    _, gbyte, inb = _store_targets(tmap, coords, smem_address)
+    written = inb[::g.elem].reshape(g.box[::-1])
+    x = np.asarray(coords[0]) + np.arange(g.box[0])           # broadcasts over the box's last axis
+    past_row = np.zeros(written.shape, bool)
+    for d in range(1, g.rank):                                # a dropped row: some coordinate > 0 is past
+        idx = np.arange(g.box[d]) + coords[d]
+        past_row |= (idx >= g.shape[d]).reshape((-1,) + (1,) * d)
+    fate = np.where(written, np.where(x < g.shape[0], 0, 1), np.where(past_row, 3, 2))
+    return fate, (gbyte[::g.elem] // g.elem).reshape(g.box[::-1])

@@ -15,7 +15,7 @@ from ..hw.banks import WARP, BankReport, wavefronts
 from ..hw.swizzle import row_bytes, swizzle_of
 from .rules import d_dtype, raw_dtype
 
-__all__ = ["SmemTile", "MAPPINGS", "RegisterStorePlan", "bank_patterns"]
+__all__ = ["SmemTile", "MAPPINGS", "RegisterStorePlan", "bank_patterns", "chunk_path"]
 
 
 @dataclass(frozen=True)
@@ -252,3 +252,24 @@ def bank_patterns():
     return {k: (v, wavefronts(v).wavefronts) for k, v in pats.items()}
 
 
+
+
+def chunk_path(tile: SmemTile, rows: int = 8) -> tuple:
+    """Follow the 16-byte chunks of a one-box D tile through the epilogue: every element tagged
+    row * chunks + chunk, packed into SMEM by `SmemTile.pack` (the swizzle) and stored to GMEM by
+    `tma_store_model` through the tensor map's swizzle. Returns the tags of the first `rows` rows
+    as (registers: thread t's row t, SMEM: one 128-byte line per row of 16-byte slots, GMEM)."""
+    from ..tma import TensorMap
+    from .store import tma_store_model
+    if tile.n_boxes != 1 or tile.box_row_bytes != 128:
+        raise ValueError("chunk_path follows a tile of one TMA box with 128-byte rows (cols x elem_bytes "
+                         f"= 128); this one has {tile.n_boxes} box(es) of {tile.box_row_bytes}-byte rows")
+    if not 1 <= int(rows) <= tile.rows:
+        raise ValueError(f"rows must be in [1, {tile.rows}], got {rows}")
+    per, rows = 16 // tile.elem_bytes, int(rows)
+    tag = (np.arange(tile.rows)[:, None] * 8 + np.arange(tile.cols)[None, :] // per).astype(raw_dtype(tile.dtype))
+    smem = tile.pack(tag)
+    tmap = TensorMap(tile.dtype, (tile.cols, tile.rows), (tile.cols, tile.rows), swizzle=tile.swizzle)
+    gmem = tma_store_model(np.zeros_like(tag), tmap, (0, 0), smem, smem_address=tile.base)
+    lines = smem.view(tag.dtype)[: rows * tile.cols].reshape(rows, 8, per)[..., 0]
+    return tag[:rows, ::per], lines, gmem[:rows, ::per]

@@ -30,26 +30,40 @@ Files:
 
 Validation and recordings: `python -m bwlab.checks.flow --out DIR`, `bwlab/checks/record_flow.py`.
 """
-from .case import TIERS, Flow, flow_tier
-from .listing import format_ptx_by_hop, kernel_ptx, ptx_by_hop
-from .model import (flow_model, load_model, mma_from_smem, mma_k_steps, registers_from_tmem, st_shared_model,
-                    store_from_smem)
-from .ordering import ORDERING_NAMES, ORDERINGS, Ordering, trace_without
-from .problem import LD_ACCESS, SMEM_A, SMEM_B, SMEM_BYTES, SMEM_D, THREADS, FlowProblem
-from .trace import HOP_NAMES, HOPS, Hop, Trace, TraceCheck, hop_of
 
-_PICTURES = ("plot_hop", "plot_trip", "trip_widget", "piece_color", "plot_timeline", "plot_grid")
+from .case import Flow, flow_tier
+from .model import flow_model
+from .problem import FlowProblem
+from .trace import HOP_NAMES, HOPS, Trace, TraceCheck
 
-__all__ = ["Flow", "TIERS", "flow_tier", "FlowProblem", "SMEM_A", "SMEM_B", "SMEM_D", "SMEM_BYTES", "THREADS",
-           "LD_ACCESS", "Hop", "HOPS", "HOP_NAMES", "hop_of", "Trace", "TraceCheck", "flow_model", "load_model",
-           "mma_from_smem", "mma_k_steps", "registers_from_tmem", "st_shared_model", "store_from_smem",
-           "kernel_ptx", "ptx_by_hop", "format_ptx_by_hop", "Ordering", "ORDERINGS", "ORDERING_NAMES",
-           "trace_without", *_PICTURES]
+# The teaching names: what a notebook of this stage reaches for first.
+__all__ = ["Flow", "FlowProblem", "Trace", "TraceCheck", "HOPS", "HOP_NAMES", "flow_model", "flow_tier",
+           "plot_hop", "plot_trip", "trip_widget", "plot_timeline"]
+
+# Every other name lives in its module (bwlab.flow.<module>, or bwlab.hw); the package's top still
+# reaches it, importing that submodule on first use (the pictures load matplotlib only then).
+_ELSEWHERE = {
+    "Hop": "bwlab.flow.trace", "LD_ACCESS": "bwlab.flow.problem", "ORDERINGS": "bwlab.flow.ordering",
+    "ORDERING_NAMES": "bwlab.flow.ordering", "Ordering": "bwlab.flow.ordering", "SMEM_A": "bwlab.flow.problem",
+    "SMEM_B": "bwlab.flow.problem", "SMEM_BYTES": "bwlab.flow.problem", "SMEM_D": "bwlab.flow.problem",
+    "THREADS": "bwlab.flow.problem", "TIERS": "bwlab.flow.case", "format_ptx_by_hop": "bwlab.flow.listing",
+    "hop_of": "bwlab.flow.trace", "kernel_ptx": "bwlab.flow.listing", "load_model": "bwlab.flow.model",
+    "mma_from_smem": "bwlab.flow.model", "mma_k_steps": "bwlab.flow.model", "piece_color": "bwlab.flow.pictures",
+    "plot_grid": "bwlab.flow.pictures", "plot_hop": "bwlab.flow.pictures", "plot_timeline": "bwlab.flow.pictures",
+    "plot_trip": "bwlab.flow.pictures", "ptx_by_hop": "bwlab.flow.listing",
+    "registers_from_tmem": "bwlab.flow.model", "st_shared_model": "bwlab.flow.model",
+    "store_from_smem": "bwlab.flow.model", "trace_without": "bwlab.flow.ordering",
+    "trip_widget": "bwlab.flow.pictures",
+}
 
 
 def __getattr__(name):
-    # The pictures load matplotlib; only a notebook that draws pays for it.
-    if name in _PICTURES:
-        from . import pictures
-        return getattr(pictures, name)
-    raise AttributeError(f"module 'bwlab.flow' has no attribute {name!r}")
+    module = _ELSEWHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__():
+    return sorted(set(__all__) | set(globals()))

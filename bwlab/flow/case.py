@@ -7,6 +7,9 @@ runs it in the tier asked for and returns the same `Trace` whichever that is.
     t = flow.trace("hardware")       # sm_100: cuda_src/full_flow_sm100.cu, every hop tapped
     t = flow.trace("emulated")       # no sm_100: the same kernel's sm_100a PTX in bwlab.emu, every hop tapped
     flow.check(t)                    # hop by hop against the model: the first differing byte, named
+    Flow(kernel=mine).check()        # a learner's edit of full_flow_sm100.cu, run here and checked hop by hop
+
+`check()` returns a `TraceCheck`, the flow's form of `bwlab.case.CheckResult` (one result per array).
 """
 from __future__ import annotations
 
@@ -39,12 +42,21 @@ class Flow(Case):
 
     stage = "flow"
     what = "trace of the whole trip"
+    device_stage = "umma"                  # the flow runs where its tcgen05 stage does
+    teaching_file = "full_flow_sm100.cu"
 
-    def __init__(self, seed: int = 0):
+    def __init__(self, seed: int = 0, kernel=None):
+        """`kernel`: a `bwlab.lab.TeachingKernel` (an edit of full_flow_sm100.cu), or its file name for
+        the learner's %%cuda version: run() launches it (hardware and emulated tiers) instead of the file."""
         self.problem = FlowProblem(seed)
+        self._set_kernel(kernel)
 
     def __repr__(self):
-        return f"Flow(seed={self.problem.seed})"
+        k = "" if self._kernel is None else f", kernel={self.kernel!r}"
+        return f"Flow(seed={self.problem.seed}{k})"
+
+    def identity(self):
+        return ("flow", self.problem.seed, self.kernel_identity())
 
     def trace(self, tier: str = "model") -> Trace:
         """Run the trip in `tier` ('model', 'hybrid' or 'hardware'); raises UnsupportedGPU where this
@@ -55,9 +67,13 @@ class Flow(Case):
             return flow_model(self.problem)
         from . import runner
         if tier == "hybrid":
+            if self._kernel is not None:
+                from ..device import UnsupportedGPU
+                raise UnsupportedGPU("an edit of full_flow_sm100.cu runs on an sm_100 GPU or in the emulator "
+                                     "(BWLAB_BACKEND=emulated); the hybrid tier runs the sm_90 harness")
             arrays = runner.run_hybrid(self.problem)
         else:
-            arrays = runner.run_hardware(self.problem, emulated=tier == "emulated")
+            arrays = runner.run_hardware(self.problem, kernel=self.kernel, emulated=tier == "emulated")
         return Trace(tier, self.problem, arrays, _GPU_SOURCES[tier])
 
     def model(self) -> Trace:
@@ -72,9 +88,15 @@ class Flow(Case):
         return self.trace(tier)
 
     def check(self, got=None, source: str | None = None) -> TraceCheck:
-        """Every hop of the model's trace against `got` (a Trace, or D as an array), or against run()."""
+        """Every hop of the model's trace against `got` (a Trace, D as an array, or a `Result` of
+        either), or against `result()`: the trip run here, else its recording."""
+        from ..case import Result
         if got is None:
-            got = self.run()
+            got = self.result()
+        if isinstance(got, Result):
+            if got.error is not None:
+                return super().check(got, source)
+            got, source = got.value, source or got.source
         expected = self.model()
         if isinstance(got, Trace):
             return expected.compare(got, source or "")
@@ -85,7 +107,7 @@ class Flow(Case):
     def reference(self) -> np.ndarray:
         return self.problem.reference()
 
-    def show(self, hop: str = "tma_store", row: int = 0, trace: Trace | None = None, **kw):
+    def show(self, ax=None, hop: str = "tma_store", row: int = 0, trace: Trace | None = None, **kw):
         """The picture of where row `row` of D (and what it is made of) is after `hop`."""
         from .pictures import plot_hop
-        return plot_hop(trace or self.model(), hop, row, **kw)
+        return plot_hop(trace or self.model(), hop, row, ax=ax, **kw)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numbers
 
 from ..epilogue import SmemTile
-from ..exercises import NotYet, check_function, unanswered
+from ..exercises import NotYet, check_function, course_cases, unanswered
 from ..hw.dtypes import element_type
 from ..hw.swizzle import row_bytes
 from ..tma import TensorMap
@@ -47,14 +47,14 @@ def _first_failing(fn, cases, reference):
     return None
 
 
-def _check_cases(name, fn, cases, reference, rule, diagnose=None, hint=""):
+def _check_cases(name, fn, cases, reference, rule, diagnose=None, hint="", more=""):
     """`check_function`, and for the first differing case what `diagnose(args, got, want)` recognises."""
     cases = list(cases)
     if unanswered(fn) or not callable(fn):
         return check_function(name, fn, cases, reference=reference, rule=rule, hint=hint)
     i = _first_failing(fn, cases, reference)
     if i is None:
-        return check_function(name, fn, cases, reference=reference, rule=rule, hint=hint)
+        return check_function(name, fn, cases, reference=reference, rule=rule, hint=hint, more=more)
     try:
         check_function(name, fn, cases[:i + 1], reference=reference, rule=rule, hint=hint)
     except NotYet as e:
@@ -133,14 +133,14 @@ def _diagnose_hop_bytes(args, got, want):
     return out
 
 
-def check_hop_bytes(fn, hidden: bool = False) -> None:
-    """fn(m, n, k, ab, d) -> {hop: bytes}, on the flow's tile (and other tiles and types when hidden)."""
+@course_cases("flow_hop_bytes")
+def check_hop_bytes(fn, hidden=()) -> None:
+    """fn(m, n, k, ab, d) -> {hop: bytes}, on the flow's tile and one more; `hidden`: other tiles and
+    types, course data."""
     p = FlowProblem()
-    cases = [(p.M, p.N, p.K, "f16", "f32"), (128, 256, 64, "bf16", "f16")]
-    if hidden:
-        cases += [(64, 128, 128, "f16", "f32"), (128, 64, 32, "tf32", "f32"), (128, 192, 256, "e4m3", "bf16"),
-                  (64, 256, 192, "bf16", "bf16")]
-    _check_cases("bytes per hop of one tile", fn, cases, tile_hop_bytes, HOP_BYTES_RULE, _diagnose_hop_bytes)
+    cases = [(p.M, p.N, p.K, "f16", "f32"), (128, 256, 64, "bf16", "f16")] + [tuple(c) for c in hidden]
+    _check_cases("bytes per hop of one tile", fn, cases, tile_hop_bytes, HOP_BYTES_RULE, _diagnose_hop_bytes,
+                 more="" if hidden else "other tile shapes and the tf32 and e4m3 types")
 
 
 # ---- 2. MMA instructions per tile ------------------------------------------------------------------------
@@ -197,12 +197,13 @@ def _diagnose_mma_count(args, got, want):
     return notes
 
 
-def check_mma_count(fn, hidden: bool = False) -> None:
-    """fn(m, k, ab) -> (tcgen05.mma, wgmma.mma_async) count for one tile."""
+@course_cases("flow_mma_count")
+def check_mma_count(fn, hidden=()) -> None:
+    """fn(m, k, ab) -> (tcgen05.mma, wgmma.mma_async) count for one tile; `hidden`: more, course data."""
     cases = [(128, 64, "f16"), (64, 128, "bf16"), (128, 32, "tf32")]    # tf32: K / 16 is not the rule
-    if hidden:
-        cases += [(128, 128, "e4m3"), (64, 256, "f16"), (128, 256, "bf16"), (64, 64, "tf32")]
-    _check_cases("MMA instructions of one tile", fn, cases, tile_mma_count, MMA_COUNT_RULE, _diagnose_mma_count)
+    cases += [tuple(c) for c in hidden]
+    _check_cases("MMA instructions of one tile", fn, cases, tile_mma_count, MMA_COUNT_RULE, _diagnose_mma_count,
+                 more="" if hidden else "e4m3 and other tile shapes")
 
 
 # ---- 3. ordering points ------------------------------------------------------------------------------------
@@ -284,17 +285,22 @@ def _proxy_lines(proxies) -> list:
     return lines
 
 
-def check_orderings(first_wrong, proxies, hidden: bool = False) -> None:
+@course_cases("flow_orderings")
+def check_orderings(first_wrong, proxies, hidden=()) -> None:
     """first_wrong: {ordering point: hop name}; proxies: {'wait on full': (writer, reader),
-    'fence.proxy.async': (writer, reader)}, each 'generic' or 'async'. Hidden: the model's traces of other
-    values (the answer holds for any A and B)."""
+    'fence.proxy.async': (writer, reader)}, each 'generic' or 'async'. `hidden` (course data): the
+    seeds of other values whose traces the model compares too (the answer holds for any A and B)."""
     name = "where a missing ordering point bites"
     if not _answered(first_wrong):
         raise NotYet(f"{name}: no answer yet — fill in first_wrong.\n  rule: {ORDERING_RULE}")
     if not _answered(proxies):
         raise NotYet(f"{name}: no answer yet for proxies.\n  rule: {PROXY_RULE}")
-    seed = 3 if hidden else 0
-    want = first_wrong_hops(seed)
+    want = first_wrong_hops(0)
+    for seed in hidden:             # other A and B: the first hop that differs must be the same
+        other = first_wrong_hops(int(seed))
+        if _hop_lines(first_wrong, other) and not _hop_lines(first_wrong, want):
+            want = other
+            break
     lines = _hop_lines(first_wrong, want)
     # one rule line (shown from the second miss on): the general rule, then each missed point's own
     rules = []
@@ -352,9 +358,10 @@ def _diagnose_l2(args, got, want):
     return notes
 
 
-def check_l2_reads(fn, hidden: bool = False) -> None:
-    """fn(M, N, cluster_m, cluster_n) -> (without, with multicast) L2 bytes per K tile."""
-    cases = [(512, 1024, 2, 4), (512, 1024, 1, 1)]
-    if hidden:
-        cases += [(256, 512, 2, 1), (512, 512, 1, 4), (1024, 1024, 4, 2), (1024, 2048, 4, 4), (512, 1024, 2, 8)]
-    _check_cases("L2 reads per K tile", fn, cases, l2_reads_model, L2_RULE, _diagnose_l2)
+@course_cases("flow_l2_reads")
+def check_l2_reads(fn, hidden=()) -> None:
+    """fn(M, N, cluster_m, cluster_n) -> (without, with multicast) L2 bytes per K tile; `hidden`: more,
+    course data."""
+    cases = [(512, 1024, 2, 4), (512, 1024, 1, 1)] + [tuple(c) for c in hidden]
+    _check_cases("L2 reads per K tile", fn, cases, l2_reads_model, L2_RULE, _diagnose_l2,
+                 more="" if hidden else "other grids and cluster shapes")

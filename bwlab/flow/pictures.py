@@ -15,7 +15,7 @@ from matplotlib import rc_context
 from matplotlib.colors import to_rgba
 from matplotlib.patches import Patch, Rectangle
 
-from ..plotting import MEMORY_COLORS, cta_color, thread_color, warp_color
+from ..plotting import MEMORY_COLORS, cta_color, figure_at, thread_color, warp_color
 from ..tma import smem_chunks
 from .problem import SMEM_D
 from .trace import HOP_NAMES, HOPS, hop_of
@@ -215,9 +215,9 @@ def plot_hop(trace, hop: str, row: int = 0, ax=None):
     draw = {"gmem": _smem_hop, "tma_load": _smem_hop, "mma": _tmem_hop, "commit": _tmem_hop, "tmem_ld": _regs_hop,
             "st_shared": _dtile_hop, "fence": _dtile_hop, "tma_store": _gmem_d_hop}[h.name]
     with rc_context(_RC):
-        fig = plt.figure(figsize=(9.6, 4.0))
+        fig = figure_at(ax, (9.6, 4.0))      # several panels: given `ax`, they take its place
         draw(fig, p, h, row)
-        fig.tight_layout()
+        _ = fig.tight_layout() if ax is None else None
     return fig
 
 

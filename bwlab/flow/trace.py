@@ -9,49 +9,40 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..case import CheckFailed, CheckResult, compare
+from ..datapath import Hop
 from .problem import SMEM_A, SMEM_B, SMEM_D, FlowProblem
 
 __all__ = ["Hop", "HOPS", "HOP_NAMES", "Trace", "TraceCheck", "hop_of"]
 
 
-@dataclass(frozen=True)
-class Hop:
-    """One hop of the trip: what moves the data, who issues it, where the data is afterwards, and
-    which arrays of the trace hold it (none: the bytes stay where the previous hop left them)."""
-
-    name: str
-    title: str
-    instruction: str
-    who: str
-    where: str
-    keys: tuple
-    ptx: tuple          # PTX mnemonics (prefixes) that do this hop's work (sm_100 and sm_90 kernels)
+def _hop(name, title, instruction, who, src, dst, keys, ptx) -> Hop:
+    return Hop(src, dst, instruction, who, "06_full_flow", name, title, keys, ptx)
 
 
 HOPS = (
-    Hop("gmem", "A and B in global memory", "(host copy)", "the host", "GMEM",
-        ("a_gmem", "b_gmem"), ()),
-    Hop("tma_load", "TMA load of A and B (128B swizzle)",
-        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes",
-        "one elected thread; the TMA engine; every thread waits on the mbarrier", "SMEM",
-        ("smem_a", "smem_b"),
-        ("mbarrier.arrive.expect_tx", "cp.async.bulk.tensor.2d.shared")),
-    Hop("mma", "tcgen05.mma K loop (4 x K=16)", "tcgen05.mma.cta_group::1.kind::f16",
-        "one elected thread; the tensor core", "TMEM", ("tmem",),
-        ("tcgen05.mma", "wgmma.fence", "wgmma.mma_async", "wgmma.commit_group")),
-    Hop("commit", "tcgen05.commit to an mbarrier, and its wait",
-        "tcgen05.commit.cta_group::1.mbarrier::arrive::one", "the issuing thread; every thread waits",
-        "TMEM (complete)", ("mma_done",), ("tcgen05.commit", "wgmma.wait_group")),
-    Hop("tmem_ld", "tcgen05.ld 32x32b (TMEM -> registers)", "tcgen05.ld.sync.aligned.32x32b.x32.b32",
-        "every warp, its own lane quarter", "RMEM", ("regs",), ("tcgen05.ld", "tcgen05.wait::ld")),
-    Hop("st_shared", "st.shared (registers -> swizzled D tile)", "st.shared.v4.b32",
-        "every thread, its own row", "SMEM", ("smem_d",), ("st.shared.v4",)),
-    Hop("fence", "fence.proxy.async.shared::cta and a barrier", "fence.proxy.async.shared::cta",
-        "every thread that wrote, then bar.sync", "SMEM (visible to the async proxy)", (),
-        ("fence.proxy.async",)),
-    Hop("tma_store", "TMA store of D (four boxes)", "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group",
-        "one elected thread; the TMA engine", "GMEM", ("gmem_d",),
-        ("cp.async.bulk.tensor.2d.global", "cp.async.bulk.commit_group", "cp.async.bulk.wait_group")),
+    _hop("gmem", "A and B in global memory", "(host copy)", "the host", "host", "GMEM",
+         ("a_gmem", "b_gmem"), ()),
+    _hop("tma_load", "TMA load of A and B (128B swizzle)",
+         "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes",
+         "one elected thread; the TMA engine; every thread waits on the mbarrier", "GMEM", "SMEM",
+         ("smem_a", "smem_b"),
+         ("mbarrier.arrive.expect_tx", "cp.async.bulk.tensor.2d.shared")),
+    _hop("mma", "tcgen05.mma K loop (4 x K=16)", "tcgen05.mma.cta_group::1.kind::f16",
+         "one elected thread; the tensor core", "SMEM", "TMEM", ("tmem",),
+         ("tcgen05.mma", "wgmma.fence", "wgmma.mma_async", "wgmma.commit_group")),
+    _hop("commit", "tcgen05.commit to an mbarrier, and its wait",
+         "tcgen05.commit.cta_group::1.mbarrier::arrive::one", "the issuing thread; every thread waits",
+         "TMEM", "TMEM (complete)", ("mma_done",), ("tcgen05.commit", "wgmma.wait_group")),
+    _hop("tmem_ld", "tcgen05.ld 32x32b (TMEM -> registers)", "tcgen05.ld.sync.aligned.32x32b.x32.b32",
+         "every warp, its own lane quarter", "TMEM", "RMEM", ("regs",), ("tcgen05.ld", "tcgen05.wait::ld")),
+    _hop("st_shared", "st.shared (registers -> swizzled D tile)", "st.shared.v4.b32",
+         "every thread, its own row", "RMEM", "SMEM", ("smem_d",), ("st.shared.v4",)),
+    _hop("fence", "fence.proxy.async.shared::cta and a barrier", "fence.proxy.async.shared::cta",
+         "every thread that wrote, then bar.sync", "SMEM", "SMEM (visible to the async proxy)", (),
+         ("fence.proxy.async",)),
+    _hop("tma_store", "TMA store of D (four boxes)", "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group",
+         "one elected thread; the TMA engine", "SMEM", "GMEM", ("gmem_d",),
+         ("cp.async.bulk.tensor.2d.global", "cp.async.bulk.commit_group", "cp.async.bulk.wait_group")),
 )
 HOP_NAMES = tuple(h.name for h in HOPS)
 
@@ -63,13 +54,36 @@ def hop_of(name: str) -> Hop:
     raise KeyError(f"no hop {name!r}; hops: {', '.join(HOP_NAMES)}")
 
 
-@dataclass
-class TraceCheck:
-    """Array-by-array comparison of two traces: one CheckResult per array, True when all agree;
-    `hops[i]` names the hop of `results[i]`."""
+class TraceCheck(CheckResult):
+    """The flow's form of `CheckResult`: array-by-array comparison of two traces, one CheckResult per
+    array (`results`, in the order of the trip; `hops[i]` names the hop of `results[i]`). True when all
+    agree; `first` is the first difference along the trip; prints one line per array."""
 
-    results: list
-    hops: list = field(default_factory=list)
+    def __init__(self, results, hops=None, source: str = ""):
+        self.results = list(results)
+        self.hops = list(hops or [])
+        self.stage, self.what, self.unit = "flow", "trace of the whole trip", "element"
+        self.source = source or (self.results[0].source if self.results else "")
+        self.expected = self.got = None
+        self.error, self.seconds = "", None
+
+    @property
+    def compared(self) -> int:
+        return sum(r.compared for r in self.results)
+
+    @property
+    def differing(self) -> int:
+        return sum(r.differing for r in self.results)
+
+    @property
+    def first(self):
+        bad = self.first_difference()
+        return None if bad is None else bad[1].first
+
+    @property
+    def hint(self) -> str:
+        bad = self.first_difference()
+        return "" if bad is None else bad[1].hint
 
     @property
     def ok(self) -> bool:
@@ -80,6 +94,9 @@ class TraceCheck:
 
     def __str__(self) -> str:
         return "\n".join(str(r) for r in self.results)
+
+    def __repr__(self) -> str:
+        return f"TraceCheck({len(self.results)} arrays, {self.differing} of {self.compared} differ)"
 
     def _repr_pretty_(self, p, cycle):
         p.text(str(self))

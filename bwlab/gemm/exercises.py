@@ -19,7 +19,7 @@ import ast
 import dataclasses
 import re
 
-from ..exercises import NotYet, check_function_explained, unanswered
+from ..exercises import NotYet, check_function_explained, course_cases, unanswered
 from ..hw.mbarrier import Mbarrier
 from ..util import ceil_div
 from . import ladder, occupancy
@@ -54,26 +54,27 @@ def _explain_stage(args, got, want):
     return None
 
 
-def check_stage_bytes(fn, hidden: bool = False) -> None:
-    """Exercise 7.1: fn(bm, bn) -> bytes of one pipeline stage."""
-    cases = [(128, 128)] + ([(128, 256), (64, 128), (256, 128), (64, 64)] if hidden else [])
+@course_cases("gemm_stage_bytes")
+def check_stage_bytes(fn, hidden=()) -> None:
+    """Exercise 7.1: fn(bm, bn) -> bytes of one pipeline stage; `hidden`: more (bm, bn), course data."""
+    cases = [(128, 128), (64, 256)] + [tuple(c) for c in hidden]
     check_function_explained("bytes of one stage", fn, cases, reference=stage_bytes, explain=_explain_stage,
-                             rule=STAGE_RULE, hint="section 1: what one k-slice is, in elements and in bytes")
+                             rule=STAGE_RULE, hint="section 1: what one k-slice is, in elements and in bytes",
+                             more="" if hidden else "other tile shapes")
 
 
 # ---- 7.2 CTAs per SM ----------------------------------------------------------------------------------
 
-def occupancy_cases(hidden: bool = False) -> list[tuple[int, int, int]]:
+def occupancy_of(name: str, stages: int | None = None) -> tuple[int, int, int]:
+    """(SMEM bytes per CTA, registers per thread, threads) of a ladder step's kernel as compiled."""
+    occ = occupancy.ctas_per_sm(name, stages=stages)
+    return (occ.smem_per_cta, occ.registers, ladder.step(name).threads)
+
+
+def occupancy_cases(hidden=()) -> list[tuple[int, int, int]]:
     """(SMEM bytes per CTA, registers per thread, threads) of the ladder's kernels as compiled (step 1,
-    step 2 with 3 stages; hidden: step 2 with 2 and 4 stages, step 3), and for the hidden tests CTAs
-    that run into the other limits (warps per SM, CTAs per SM, the 256-register allocation unit)."""
-    def of(name, stages=None):
-        occ = occupancy.ctas_per_sm(name, stages=stages)
-        return (occ.smem_per_cta, occ.registers, ladder.step(name).threads)
-    shown = [of("s1"), of("s2")]
-    if not hidden:
-        return shown
-    return shown + [of("s2", 2), of("s2", 4), of("s3"), (8192, 100, 128), (2048, 16, 1024), (1024, 16, 32)]
+    step 2 with 3 stages), then the course data's `hidden` cases."""
+    return [occupancy_of("s1"), occupancy_of("s2")] + [tuple(c) for c in hidden]
 
 
 def _ctas(smem, regs, threads):
@@ -105,10 +106,13 @@ def _explain_occupancy(args, got, want):
     return None
 
 
-def check_ctas_per_sm(fn, hidden: bool = False) -> None:
-    """Exercise 7.2: fn(smem_per_cta, registers, threads) -> CTAs per SM."""
+@course_cases("gemm_ctas_per_sm")
+def check_ctas_per_sm(fn, hidden=()) -> None:
+    """Exercise 7.2: fn(smem_per_cta, registers, threads) -> CTAs per SM; `hidden`: more, course data."""
     check_function_explained("CTAs per SM", fn, occupancy_cases(hidden), reference=_ctas,
                              explain=_explain_occupancy, rule=OCC_RULE,
+                             more="" if hidden else "other stage counts and CTAs limited by warps, CTAs "
+                             "per SM and the register allocation unit",
                              hint="work out each limit on its own, then take the smallest")
 
 
@@ -151,12 +155,13 @@ def _explain_parity(args, got, want):
     return None
 
 
-def check_producer_parity(fn, hidden: bool = False) -> None:
-    """Exercise 7.3: fn(kt, stages) -> the parity the producer's wait on empty[kt % stages] passes on."""
-    cases = [(0, 4), (4, 4), (5, 4), (8, 4)]
-    if hidden:
-        cases += [(3, 4), (12, 4), (13, 4), (0, 3), (2, 3), (3, 3), (6, 3), (7, 2), (9, 2), (100, 6)]
+@course_cases("gemm_producer_parity")
+def check_producer_parity(fn, hidden=()) -> None:
+    """Exercise 7.3: fn(kt, stages) -> the parity the producer's wait on empty[kt % stages] passes on;
+    `hidden`: more (kt, stages), course data."""
+    cases = [(0, 4), (4, 4), (5, 4), (8, 4)] + [tuple(c) for c in hidden]
     check_function_explained("the producer's parity", fn, cases, reference=producer_parity,
+                             more="" if hidden else "rings of 2, 3 and 6 stages and later k-slices",
                              explain=_explain_parity, rule=PARITY_RULE,
                              hint="count the fills of that one buffer, then the phases its `empty` barrier "
                                   "has completed by then")
@@ -164,18 +169,18 @@ def check_producer_parity(fn, hidden: bool = False) -> None:
 
 # ---- 7.4 where step 2 loses to step 1 -----------------------------------------------------------------
 
-def ladder_periods(hidden: bool = False) -> list[tuple[int, int, float, int]]:
-    """(bm, bn, CTA 0's cycles per k-slice at 4096^3, CTAs per SM) of steps 1 and 2 (hidden: and 3, and
-    two made-up CTAs), from the recording and the occupancy of the compiled kernels."""
+def ladder_period(name: str) -> tuple[int, int, float, int]:
+    """(bm, bn, CTA 0's cycles per k-slice at 4096^3, CTAs per SM) of a ladder step, from the recording
+    and the occupancy of the compiled kernel."""
     from ..results import load_recording
     from .timeline import timeline
-    rec = load_recording("gemm_ladder")
-    names = ("s1", "s2", "s3") if hidden else ("s1", "s2")
-    out = []
-    for name in names:
-        s = ladder.step(name)
-        out.append((s.bm, s.bn, timeline(rec, name).slice_period, occupancy.ctas_per_sm(name).ctas))
-    return out + ([(64, 256, 1000.0, 2), (128, 64, 512.0, 5)] if hidden else [])
+    s = ladder.step(name)
+    return (s.bm, s.bn, timeline(load_recording("gemm_ladder"), name).slice_period, occupancy.ctas_per_sm(name).ctas)
+
+
+def ladder_periods(hidden=()) -> list[tuple[int, int, float, int]]:
+    """ladder_period of steps 1 and 2, then the course data's `hidden` cases."""
+    return [ladder_period("s1"), ladder_period("s2")] + [tuple(c) for c in hidden]
 
 
 FLOP_RULE = (f"every CTA on the SM computes a bm x bn tile's k-slice, 2 * bm * bn * BK FLOP (BK = "
@@ -195,8 +200,10 @@ def _explain_flop(args, got, want):
     return None
 
 
-def check_flop_per_sm_cycle(fn, hidden: bool = False) -> None:
-    """Exercise 7.4: fn(bm, bn, cycles_per_slice, ctas_per_sm) -> FLOP per SM cycle."""
+@course_cases("gemm_flop_per_sm_cycle")
+def check_flop_per_sm_cycle(fn, hidden=()) -> None:
+    """Exercise 7.4: fn(bm, bn, cycles_per_slice, ctas_per_sm) -> FLOP per SM cycle; `hidden`: more,
+    course data."""
     cases = ladder_periods(hidden)
 
     def close(a, b):
@@ -214,7 +221,8 @@ def check_flop_per_sm_cycle(fn, hidden: bool = False) -> None:
     rounded.__name__ = getattr(fn, "__name__", "fn")
     check_function_explained("FLOP per SM cycle", rounded if callable(fn) else fn, cases, reference=reference,
                              explain=lambda args, got, want: _explain_flop(args, fn(*args), want),
-                             rule=FLOP_RULE, hint="first one CTA's FLOP per cycle, then the SM's")
+                             rule=FLOP_RULE, hint="first one CTA's FLOP per cycle, then the SM's",
+                             more="" if hidden else "step 3 and CTAs of other shapes")
 
 
 # ---- 7.5 the ring's handshake, in the kernel ----------------------------------------------------------
@@ -322,10 +330,12 @@ def _expr(name: str, expr) -> str:
     return expr
 
 
-def check_handshake(full_parity, empty_parity, hidden: bool = False) -> None:
+@course_cases("gemm_handshake")
+def check_handshake(full_parity, empty_parity, hidden=()) -> None:
     """Exercise 7.5: the parities of step 3's two waits, as C expressions, put into the kernel. It is
-    compiled (sm_90a, NVRTC); the mbarrier model then runs the ring with them (4 stages; hidden: also 2,
-    3 and 6) and names the first wait that would pass before its phase completes; on a Hopper
+    compiled (sm_90a, NVRTC); the mbarrier model then runs the ring with them (4 stages, then the ring
+    sizes that `hidden`, course data, names) and names the first wait that would pass before its phase
+    completes; on a Hopper
     GPU (tier hardware) the edited kernel also runs on a small GEMM in a worker process, is checked
     against the f32 reference and timed beside the kernel as written."""
     from .. import device
@@ -337,7 +347,8 @@ def check_handshake(full_parity, empty_parity, hidden: bool = False) -> None:
         k.compile("sm_90a")
     except CompileError as e:
         raise NotYet(f"{what}: the edited kernel does not compile.\n{e}") from None
-    for stages in ((4, 2, 3, 6) if hidden else (4,)):
+    rings = (4, *(int(n) for n in hidden))
+    for stages in rings:
         try:
             problems = handshake_problems(full_parity, empty_parity, stages)
         except ValueError as e:
@@ -364,4 +375,5 @@ def check_handshake(full_parity, empty_parity, hidden: bool = False) -> None:
               f"{res['ms_original']:.3f} ms")
         return
     print(f"correct: {what} — compiled for sm_90a; the mbarrier model runs the ring with your parities "
-          f"and no wait passes before its phase{' (2, 3, 4 and 6 stages)' if hidden else ''}")
+          f"and no wait passes before its phase ({', '.join(map(str, sorted(rings)))} stages)"
+          + ("" if hidden else "; the graded version also runs rings of other sizes"))

@@ -5,6 +5,10 @@ with the kernel signature `gemm(tma_a, tma_b, tma_c, C, M, N, K, stamps)`. A ste
 its kernel needs from the host (tile, threads, cluster, SMEM, B's box rows), what it adds to the step
 before, and what we predicted it would reach, as a fraction of the best library GEMM at 8192^3,
 before it was first measured (the measured numbers are in docs/results/gemm_h100.txt).
+
+`BEYOND` holds the rungs after the recorded ladder (a tile-order table, split-K for skinny shapes),
+each naming the step it builds on and carrying its written prediction; they are measured under the
+sustained protocol (bwlab.gemm.protocol; docs/results/gemm_protocol*_h100.txt). `ALL_STEPS` is both.
 """
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from dataclasses import dataclass
 
 from ..util import ceil_div
 
-__all__ = ["Step", "STEPS", "step", "check_shape", "ShapeError"]
+__all__ = ["Step", "STEPS", "BEYOND", "ALL_STEPS", "step", "check_shape", "ShapeError", "split_count"]
 
 BK = 64          # K per stage (gemm_common.cuh)
 SMEM_SLACK = 1024  # the kernels move their dynamic SMEM up to a 1024-byte boundary
@@ -36,6 +40,10 @@ class Step:
     b_box_rows: int = 0   # rows of B one TMA box brings (default: bn)
     staging: int = 0      # SMEM bytes of the epilogue's staging buffers
     predicted: float = 0.0  # fraction of the best library GEMM at 8192^3, predicted before measuring
+    base: str = ""        # the step this one adds its mechanism to (default: the one before it)
+    split_k: bool = False  # takes (partial, arrivals, splits) after `stamps`: see split_count
+    tile_order: str = ""  # "hilbert": takes the host's tile-order table after `stamps`
+    prediction: str = ""  # the written prediction, with the shapes it speaks of
 
     @property
     def path(self) -> str:
@@ -57,8 +65,10 @@ class Step:
     def m_multiple(self) -> int:
         return self.bm * self.cluster
 
-    def grid(self, m: int, n: int, sms: int) -> tuple:
+    def grid(self, m: int, n: int, sms: int, k: int = 0, splits: int | None = None) -> tuple:
         tiles = (m // self.bm) * (n // self.bn)
+        if self.split_k:
+            tiles *= splits or split_count(m, n, k, sms, self.bm, self.bn)
         if not self.persistent:
             return (n // self.bn, m // self.bm, 1)
         ctas = min(sms, tiles)
@@ -87,7 +97,48 @@ STEPS = [
          staging=2 * 2 * 64 * 64 * 2, predicted=0.88),
 ]
 
-BY_NAME = {s.name: s for s in STEPS}
+# Beyond the recorded ladder: rungs measured under the sustained protocol (bwlab.gemm.protocol), each
+# with its prediction written down before its first measurement.
+BEYOND = [
+    Step("s7_hilbert_order", "s7_hilbert_order.cu",
+         "the tile order as a host-computed table: the Hilbert curve over the cluster tiles",
+         bm=128, bn=256, threads=384, stages=4, persistent=True, cluster=2, b_box_rows=128,
+         staging=2 * 2 * 64 * 64 * 2, tile_order="hilbert", base="s6_tma_store", predicted=1.00,
+         prediction="no gain: bwlab.gemm.order.footprint counts the A row- and B column-slabs each wave of "
+                    "66 clusters touches; the Hilbert order touches 19.6 per wave at 8192^3 against step 6's "
+                    "18.3 (16 waves: 313 vs 292 slabs, +7 % DRAM reads), 19.0 vs 18.2 at 6144^3 and 18.0 vs "
+                    "17.8 at 4096^3. Step 6's bands already keep a wave inside an 8 x 8 block, and at "
+                    "~0.7 TB/s DRAM is not what bounds it: 0.99-1.00 x step 6 at every square shape."),
+    Step("sk_split_k", "sk_split_k.cu",
+         "split-K for skinny shapes: (tile, K piece) work units fill the SMs; the last unit of a tile "
+         "adds the pieces' f32 partials in piece order (an arrival counter per tile, no waiting)",
+         bm=128, bn=256, threads=384, stages=4, persistent=True, split_k=True, base="s4_persistent",
+         predicted=0.96,
+         prediction="128x8192x8192: 4 pieces x 32 tiles = 128 units on 132 SMs instead of 32; B (128 MiB) "
+                    "streams at ~3 TB/s: ~45 us + ~3 us for the last units' fix-up (384 KiB of partials "
+                    "each from L2) -> ~48 us, 1.08x cuBLAS's 52 us (step 4: 81 us, 0.64x). 512x8192x8192: "
+                    "128 tiles already fill the SMs, one piece: step 4 again (0.96x). Square shapes: one "
+                    "piece, step 4's speed (0.90-0.96x)."),
+]
+ALL_STEPS = STEPS + BEYOND
+BY_NAME = {s.name: s for s in ALL_STEPS}
+
+
+def split_count(m: int, n: int, k: int, sms: int, bm: int = 128, bn: int = 256, most: int = 16) -> int:
+    """K pieces per tile for a split-K launch: the fewest that bring the last wave of (tile, piece)
+    units within 5 % of the best fill of `sms` SMs (at most `most`, at most one piece per K slice): a
+    piece more costs a round trip of f32 partials, worth it only for a clearly fuller last wave."""
+    tiles = (m // bm) * (n // bn)
+    if tiles <= 0 or sms <= 0:
+        raise ValueError(f"split_count needs whole tiles and SMs: {m}x{n} in {bm}x{bn} tiles on {sms} SMs")
+    k_slices = max(1, k // BK)
+
+    def fill(s):
+        units = tiles * s
+        return units / (ceil_div(units, sms) * sms)
+    choices = range(1, min(most, k_slices) + 1)
+    best = max(fill(s) for s in choices)
+    return next(s for s in choices if fill(s) >= 0.95 * best)
 
 
 def step(name_or_index) -> Step:
@@ -98,10 +149,10 @@ def step(name_or_index) -> Step:
         if not 1 <= name_or_index <= len(STEPS):
             raise KeyError(f"steps are numbered 1..{len(STEPS)}, got {name_or_index}")
         return STEPS[name_or_index - 1]
-    for s in STEPS:
+    for s in ALL_STEPS:
         if name_or_index in (s.name, s.name.split("_")[0]):
             return s
-    raise KeyError(f"no step {name_or_index!r}; the steps are {', '.join(s.name for s in STEPS)}")
+    raise KeyError(f"no step {name_or_index!r}; the steps are {', '.join(s.name for s in ALL_STEPS)}")
 
 
 def check_shape(s: Step, m: int, n: int, k: int) -> None:

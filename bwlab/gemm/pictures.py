@@ -8,7 +8,7 @@ from . import report
 from .ladder import STEPS
 from .timeline import timeline
 
-__all__ = ["plot_ladder", "plot_timelines", "plot_sm100_timelines"]
+__all__ = ["plot_ladder", "plot_timelines", "plot_sm100_timelines", "plot_tiles", "plot_tile_orders", "plot_clock_log"]
 
 # Each bar has the colour of the memory its warps write into (notebook 06's palette): the producer's
 # loads fill SMEM, wgmma accumulates in registers, the epilogue writes C to GMEM.
@@ -166,18 +166,123 @@ def plot_sm100_timelines(stamps_by_step: dict, title: str = ""):
         st = np.asarray(stamps_by_step[name], dtype=np.int64)
         used = st > 0
         t0 = st[used].min()
+        px = 850 / max(1, st[used].max() - t0)      # ~ pixels per ns across the axes at 1000 px
         for tr in range(st.shape[0]):
             for span in np.flatnonzero(used[tr, :, 0] & used[tr, :, 1]):
                 b, e = st[tr, span] - t0
                 ax.barh(tr, max(e - b, 1), left=b, height=0.6, color=colors[tr], edgecolor="black", linewidth=0.4)
-                ax.text(b + (e - b) / 2, tr, str(span), ha="center", va="center", fontsize=8)
+                if (e - b) * px >= 7 * len(str(span)) + 4:     # a number only where it fits in its bar
+                    ax.text(b + (e - b) / 2, tr, str(span), ha="center", va="center", fontsize=8)
         ax.set_yticks(range(len(STAMP_TRACKS)), [t.replace("epilogue lanes", "epilogue, lanes") for t in STAMP_TRACKS],
                       fontsize=9)
         ax.invert_yaxis()
         ax.set_title(f"{name}: bars run from 'starts waiting' to 'work issued'; numbers: k-block (TMA, MMA) or tile "
-                     "(epilogue)", fontsize=10, loc="left")
+                     "(epilogue), where they fit", fontsize=10, loc="left")
         ax.set_xlabel("virtual ns from the first stamp (the emulator's clock: order, not duration)", fontsize=9)
     fig.suptitle(title or "Blackwell ladder in the PTX emulator: CTA 0 per warp role", fontsize=11, x=0.01,
                  ha="left")
     fig.tight_layout()
     return fig
+
+
+def plot_tile_orders(rows: int, cols: int, wave: int, group: int = 8):
+    """Two persistent tile orders on a rows x cols grid of cluster tiles, side by side: each cell
+    coloured by the wave of `wave` clusters that computes it (cells of one wave run at the same time)
+    and the walk of the first two waves drawn over it; the title of each says how many A row-slabs
+    plus B column-slabs a wave touches (bwlab.gemm.order.footprint)."""
+    import matplotlib.pyplot as plt
+    from .order import footprint, grouped_order, hilbert_order
+    fig, axes = plt.subplots(1, 2, figsize=(10, 5.2))
+    for ax, (title, order) in zip(axes, (("grouped bands (steps 4-6)", grouped_order(rows, cols, group)),
+                                         ("Hilbert curve (step 7)", hilbert_order(rows, cols)))):
+        grid = np.zeros((rows, cols))
+        grid[order[:, 0], order[:, 1]] = np.arange(len(order)) // wave
+        ax.imshow(grid, cmap="tab20", interpolation="nearest", vmin=0, vmax=19)
+        first = order[: 2 * wave]
+        ax.plot(first[:, 1], first[:, 0], color="black", lw=1.2)
+        ax.plot(first[0, 1], first[0, 0], "o", color="black", ms=5)
+        f = footprint(order, wave)
+        ax.set_title(f"{title}\n{f['mean_slabs']:.1f} slabs per wave of {wave}, {f['total_slabs']} in all",
+                     fontsize=10)
+        ax.set_xlabel("tile column (B slab)", fontsize=9)
+        ax.set_ylabel("cluster row (A slab)", fontsize=9)
+        ax.tick_params(labelsize=8)
+    fig.suptitle(f"{rows} x {cols} cluster tiles: colour = wave of {wave} clusters; line = the first two waves",
+                 fontsize=11)
+    fig.tight_layout(rect=(0, 0, 1, 0.92))
+    return fig
+
+
+def plot_clock_log(name: str, shape: str, steps=("s6_tma_store",)):
+    """What NVML read during one shape of a committed sustained-protocol run (docs/results/NAME.json.gz,
+    written by `bench gemm --protocol sustained --json`): the SM clock and the board power against
+    time, the warm-up and every block shaded (grey: the library; a colour per step in `steps`; other
+    steps' blocks hatched), so a reader sees the clock settle and each block run at the power cap."""
+    import gzip
+    import json
+
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+    from ..results import RESULTS
+    data = json.load(gzip.open(RESULTS / f"{name}.json.gz"))
+    samples = [c for c in data["clock_samples"] if c[1] and c[1][1] == shape]
+    if not samples:
+        raise ValueError(f"{name}: no clock samples at {shape}")
+    t0 = samples[0][0]
+    t = np.array([c[0] - t0 for c in samples])
+    fig, ax = plt.subplots(figsize=(10, 3.8))
+    ax2 = ax.twinx()
+    colors = {s: cta_color(i + 1) for i, s in enumerate(steps)}
+    spans, start = [], 0
+    for i in range(1, len(samples) + 1):
+        if i == len(samples) or samples[i][1] != samples[start][1]:
+            spans.append((samples[start][1], t[start], t[i - 1]))
+            start = i
+    for label, a, b in spans:
+        who = label[0]
+        if who == "warm-up":
+            ax.axvspan(a, b, color="#f2e6c9", lw=0)
+        elif who == "library":
+            ax.axvspan(a, b, color="#dddddd", lw=0)
+        elif who in colors:
+            ax.axvspan(a, b, color=colors[who], alpha=0.35, lw=0)
+        else:
+            ax.axvspan(a, b, facecolor="none", edgecolor="#bbbbbb", hatch="//", lw=0)
+    ax.plot(t, [c[2] for c in samples], color="black", lw=1.0)
+    ax2.plot(t, [c[3] for c in samples], color="#c0392b", lw=0.8, alpha=0.8)
+    ax.set_xlabel("seconds since the warm-up began", fontsize=9)
+    ax.set_ylabel("SM clock (MHz), black", fontsize=9)
+    ax2.set_ylabel("board power (W), red", fontsize=9, color="#c0392b")
+    ax.tick_params(labelsize=8)
+    ax2.tick_params(labelsize=8)
+    handles = [Patch(color="#f2e6c9", label="warm-up (library)"), Patch(color="#dddddd", label="library block")]
+    handles += [Patch(color=c, alpha=0.35, label=f"{s} block") for s, c in colors.items()]
+    handles.append(Patch(facecolor="none", edgecolor="#bbbbbb", hatch="//", label="other steps' blocks"))
+    ax.legend(handles=handles, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=len(handles))
+    ax.set_title(f"{shape}: NVML every 50 ms during the sustained protocol ({data['gpu']})", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_tiles(s, m: int, n: int, ax=None):
+    """C (m x n) cut into step `s`'s bm x bn tiles, each coloured and labelled by the CTA of a
+    non-persistent launch that computes it (grid x = tile column, y = tile row); a persistent step's
+    CTAs walk these tiles in turn."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    from ..plotting import cta_color
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 6 * m / max(n, 1) + 0.8))
+    rows, cols = m // s.bm, n // s.bn
+    for r in range(rows):
+        for c in range(cols):
+            i = r * cols + c
+            ax.add_patch(Rectangle((c * s.bn, r * s.bm), s.bn, s.bm, facecolor=cta_color(i), edgecolor="black"))
+            ax.text((c + 0.5) * s.bn, (r + 0.5) * s.bm, f"({c}, {r})", ha="center", va="center", fontsize=8)
+    ax.set_xlim(0, n)
+    ax.set_ylim(m, 0)
+    ax.set_xlabel("column of C (N)")
+    ax.set_ylabel("row of C (M)")
+    ax.set_title(f"{s.name}: C {m} x {n} in {s.bm} x {s.bn} tiles; label = the tile's (x, y) in the grid"
+                 + (" (persistent: CTAs walk the tiles)" if s.persistent else ""), fontsize=9)
+    return ax.figure

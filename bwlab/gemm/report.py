@@ -7,7 +7,10 @@
   (docs/results/NAME), for the variants that exist only as a report;
 * `recorded_checks(name)` — the correctness lines of such a report;
 * `step_diff(i)` — what changed between step i-1 and step i, as a unified diff of the kernels' code
-  (the header comments left out, indentation ignored).
+  (the header comments left out, indentation ignored); `rung_diff(name)` the same for a rung beyond the
+  ladder against the step it builds on;
+* `protocol_rows(name)` / `protocol_summary(name)` — a committed `bench gemm --protocol sustained`
+  report: each step's ratio to cuBLAS with its round-by-round spread and clocks, and its summary.
 """
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ import numpy as np
 
 from .ladder import BK, STEPS, step as _step
 
-__all__ = ["Row", "rows", "shapes", "format_table", "report_rows", "recorded_checks", "step_diff", "flop_per_sm_cycle",
+__all__ = ["rung_diff", "ProtocolRow", "protocol_rows", "protocol_summary", "predictions", "Row", "rows", "shapes", "format_table", "report_rows", "recorded_checks", "step_diff", "flop_per_sm_cycle",
            "header_comment", "step_card", "explore_rows", "ptx_features", "timeline_table",
            "sm_flop_per_cycle", "H100_PEAK_FLOP_PER_SM_CYCLE", "PREDICTED_SHAPE"]
 
@@ -134,7 +137,18 @@ def step_diff(i: int, context: int = 1) -> str:
     each hunk with `context` unchanged lines around it."""
     if not 2 <= i <= len(STEPS):
         raise ValueError(f"a diff needs a step before it: i in 2..{len(STEPS)}, got {i}")
-    old, new = STEPS[i - 2], STEPS[i - 1]
+    return _diff(STEPS[i - 2], STEPS[i - 1], context)
+
+
+def rung_diff(name: str, context: int = 1) -> str:
+    """A rung beyond the ladder (ladder.BEYOND) against the step it builds on (`Step.base`), as step_diff."""
+    new = _step(name)
+    if not new.base:
+        raise ValueError(f"{new.name} is a step of the ladder: use step_diff")
+    return _diff(_step(new.base), new, context)
+
+
+def _diff(old, new, context: int) -> str:
     a, b = _split(old.path)[1], _split(new.path)[1]
     key = lambda lines: [" ".join(line.split("//")[0].split()) for line in lines]  # noqa: E731
     sm = difflib.SequenceMatcher(None, key(a), key(b), autojunk=False)
@@ -255,3 +269,75 @@ def timeline_table(rec) -> str:
                      f"{per_sm / H100_PEAK_FLOP_PER_SM_CYCLE:6.2f}"
                      f"{tl.epilogue:10.0f}{between}")
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class ProtocolRow:
+    shape: str        # 'MxNxK'
+    name: str         # a step, or 'library'
+    ms: float
+    tflops: float
+    ratio: float      # library time / step time (NaN for the library row)
+    low: float        # the ratio's range over the rounds
+    high: float
+    clocks: str       # NVML: SM clock, power, throttle reasons during the blocks
+
+
+_SHAPE = re.compile(r"^== (\d+) x (\d+) x (\d+) ")
+_LIB = re.compile(r"^  library\s+(?P<ms>[\d.]+) ms\s+(?P<tf>[\d.]+) TFLOP/s .*?\)\s+(?P<clk>SM .*)$")
+_STEP = re.compile(r"^  (?P<name>s\w+)\s+(?P<ms>[\d.]+) ms\s+(?P<tf>[\d.]+)\s+(?P<r>[\d.]+)\s+(?P<lo>[\d.]+)-\s*"
+                   r"(?P<hi>[\d.]+)\s+[\d.]+%\s+\S+\s+(?P<clk>SM .*)$")
+
+
+def protocol_rows(name: str) -> list:
+    """The rows of a committed `python -m bwlab.bench gemm --protocol sustained` report (docs/results/NAME)."""
+    from ..results import recorded
+    out, shape = [], None
+    for line in recorded(name).splitlines():
+        m = _SHAPE.match(line)
+        if m:
+            shape = "x".join(m.groups())
+            continue
+        m = _LIB.match(line)
+        if m and shape:
+            out.append(ProtocolRow(shape, "library", float(m["ms"]), float(m["tf"]), float("nan"), float("nan"),
+                                   float("nan"), m["clk"]))
+            continue
+        m = _STEP.match(line)
+        if m and shape:
+            out.append(ProtocolRow(shape, m["name"], float(m["ms"]), float(m["tf"]), float(m["r"]), float(m["lo"]),
+                                   float(m["hi"]), m["clk"]))
+    if not out:
+        raise ValueError(f"{name}: no rows of a sustained-protocol report")
+    return out
+
+
+def protocol_summary(name: str) -> str:
+    """The protocol line, each shape's library (time, TFLOP/s, clocks) and the summary table of a
+    committed sustained-protocol report, with the command that made it."""
+    from ..results import recorded
+    lines = recorded(name).splitlines()
+    keep = [x for x in lines if x.startswith("protocol ")]
+    keep += [f"library at {r.shape}: {r.ms:.4f} ms, {r.tflops:.1f} TFLOP/s; {r.clocks}"
+             for r in protocol_rows(name) if r.name == "library"]
+    start = next(i for i, x in enumerate(lines) if x.startswith("== summary"))
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("gemm:")), len(lines))
+    keep += lines[start:end]
+    keep += [x for x in lines if x.startswith("# ") and ("command" in x or " on NVIDIA" in x)]
+    return "\n".join(keep)
+
+
+def predictions(names, reports) -> str:
+    """Each rung's written prediction beside what the protocol measured (every report that has it)."""
+    import textwrap
+    out = []
+    for n in names:
+        s = _step(n)
+        out.append(f"{s.name}: predicted before measuring")
+        out.append(textwrap.fill(s.prediction, width=100, initial_indent="    ", subsequent_indent="    "))
+        for rep in reports:
+            got = [r for r in protocol_rows(rep) if r.name == s.name]
+            if got:
+                out.append(f"  measured ({rep}): " + ", ".join(
+                    f"{r.shape} {r.ratio:.3f} ({r.low:.3f}-{r.high:.3f})" for r in got))
+    return "\n".join(out)

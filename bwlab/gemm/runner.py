@@ -79,8 +79,9 @@ class Launch:
         self.fn(self.grid, self.block, self.args, shared_mem=self.smem)
 
 
-def prepare(name, a, b, stamps=None, c=None, kernel=None) -> Launch:
-    """Check the shapes, encode the tensor maps, load the kernel: everything but the launch."""
+def prepare(name, a, b, stamps=None, c=None, kernel=None, splits=None) -> Launch:
+    """Check the shapes, encode the tensor maps, load the kernel: everything but the launch (`splits`:
+    split-K's piece count instead of ladder.split_count's choice)."""
     cp = _cp()
     from ..device import gpu_info
     from ..runtime import _validate, tensor_map_arg
@@ -95,7 +96,7 @@ def prepare(name, a, b, stamps=None, c=None, kernel=None) -> Launch:
     a, b = cp.ascontiguousarray(a), cp.ascontiguousarray(b)
     c = cp.empty((m, n), dtype=cp.uint16) if c is None else c
     info = gpu_info()
-    grid, block = s.grid(m, n, info.sm_count), (s.threads, 1, 1)
+    grid, block = s.grid(m, n, info.sm_count, k, splits), (s.threads, 1, 1)
     _validate(grid, block, s.smem_bytes, (s.cluster, 1, 1) if s.cluster > 1 else None)
     maps = [encode_tensor_map(TensorMap("bfloat16", (k, m), (BK, s.bm), swizzle="128B"), a.data.ptr),
             encode_tensor_map(TensorMap("bfloat16", (k, n), (BK, s.b_rows), swizzle="128B"), b.data.ptr),
@@ -104,9 +105,35 @@ def prepare(name, a, b, stamps=None, c=None, kernel=None) -> Launch:
     fn = module.get_function("gemm")
     fn.max_dynamic_shared_size_bytes = s.smem_bytes
     stamp_ptr = stamps if stamps is not None else 0
+    extra, keep = extra_args(s, m, n, k, info.sm_count, lambda shape, dt: cp.zeros(shape, dt), splits)
     args = (*[tensor_map_arg(t) for t in maps], c, np.int32(m), np.int32(n), np.int32(k),
-            stamp_ptr if stamps is not None else np.uint64(0))
-    return Launch(s, fn, grid, block, s.smem_bytes, args, c, module)
+            stamp_ptr if stamps is not None else np.uint64(0), *extra)
+    launch = Launch(s, fn, grid, block, s.smem_bytes, args, c, module)
+    launch.keep = keep
+    return launch
+
+
+def extra_args(s: Step, m: int, n: int, k: int, sms: int, zeros, splits: int | None = None) -> tuple:
+    """The kernel arguments after `stamps` that a step needs beyond the ladder's common signature, and
+    the buffers they point to (keep them alive): split-K's f32 workspace, its arrival counters (zero;
+    the kernel leaves them zero) and the piece count; the Hilbert step's tile-order table.
+    `zeros(shape, dtype)` allocates on the device (CuPy or the emulator)."""
+    from .ladder import split_count
+    if s.split_k:
+        splits = splits or split_count(m, n, k, sms, s.bm, s.bn)
+        if not 1 <= splits <= k // BK:
+            raise ValueError(f"{s.name}: {splits} pieces of K = {k}: between 1 and K / {BK} = {k // BK}")
+        tiles = (m // s.bm) * (n // s.bn)
+        partial = zeros((tiles * splits if splits > 1 else 1, s.bm * s.bn), np.float32)
+        arrivals = zeros((tiles * 2,), np.uint32)
+        return (partial, arrivals, np.int32(splits)), (partial, arrivals)
+    if s.tile_order == "hilbert":
+        from .order import hilbert_order
+        table = hilbert_order(m // (s.bm * s.cluster), n // s.bn)
+        dev = zeros(table.shape, np.int32)
+        dev.set(table)
+        return (dev,), (dev,)
+    return (), ()
 
 
 def check_status(launch: Launch) -> None:
@@ -235,15 +262,17 @@ def run_step_emulated(name, a, b, sms: int = EMULATED_SMS, seed: int = 0, trace:
     module = EMULATED.load(s.path.split("/", 1)[0] + "/" + s.file, defines={"GEMM_STAMPS": 1} if stamps else None)
     fn = module.get_function("gemm")
     fn.seed, fn.trace = seed, trace
-    grid = s.grid(m, n, sms * s.cluster)
+    grid = s.grid(m, n, sms * s.cluster, k)
     st = emu.zeros(STAMP_SHAPE, np.uint64) if stamps else None
+    extra, _keep = extra_args(s, m, n, k, sms * s.cluster, lambda shape, dt: emu.zeros(shape, dt))
     run = run_launch(module, "gemm", grid, (s.threads, 1, 1),
                      (*[tensor_map_arg(t) for t in maps], dc, np.int32(m), np.int32(n), np.int32(k),
-                      st if stamps else np.uint64(0)),
+                      st if stamps else np.uint64(0), *extra),
                      shared_mem=s.smem_bytes, barrier_names=BARRIERS,
                      cluster=(s.cluster, 1, 1) if s.cluster > 1 else None)
     if stamps:
         run.stamps = st.get()
+    run.extra = _keep
     return dc.get(), run
 
 

@@ -1,22 +1,24 @@
 """The graded exercises of notebook 00 (orientation): the tiers, the hops of the data path, the bytes
 of a tile, and an mbarrier's phases and parity.
 
-Each check computes what is expected from bwlab's own tables and models (`bwlab.device.tiers_for`,
-`bwlab.datapath.HOPS`, `bwlab.hw.dtypes`, `bwlab.hw.mbarrier.Mbarrier`), never from a literal, and
-speaks through the generic checks of `bwlab.exercises`. `hidden=True` (the autograder's hidden tests)
-checks more cases where the answer is a function; an answer that is one predicted value is checked again.
+Each check computes what is expected for the cases it shows from bwlab's own tables and models
+(`bwlab.device.tiers_for`, `bwlab.datapath.HOPS`, `bwlab.hw.dtypes`, `bwlab.hw.mbarrier.Mbarrier`), and
+speaks through the generic checks of `bwlab.exercises`. The graded cell's hidden part passes `hidden=`
+what the course data (`bwlab.exercises.hidden_cases`, not in this package) gives: for 0.1 and 0.3,
+(arguments, expected) pairs beyond the shown ones. 0.4's numbers are the student's own
+(`bwlab.variants`): the notebook, this check and the grader all use `parity_numbers()`.
 
 `check_function_explained` (the generic check in `bwlab.exercises`) is re-exported here for the
 callers that import it from this module.
 """
 from __future__ import annotations
 
-from ..exercises import NotYet, check_function_explained, check_value, unanswered
+from ..exercises import NotYet, check_function_explained, check_value, course_cases, unanswered
 from .dtypes import element_type
 from .mbarrier import Mbarrier
 
 __all__ = ["check_function_explained", "check_tier", "check_hops", "check_tile_bytes", "check_mbarrier_parity",
-           "HOP_KEYS", "PARITY_STEPS", "run_parity_steps"]
+           "HOP_KEYS", "PARITY_VARIANTS", "parity_numbers", "parity_steps", "parity_text", "run_parity_steps"]
 
 
 def _entries_unanswered(answer: dict, keys) -> list:
@@ -24,21 +26,17 @@ def _entries_unanswered(answer: dict, keys) -> list:
 
 
 # ---- Exercise 0.1: which tier runs what ----------------------------------------------------------
-# (stage, compute capability) pairs: the H100 and B200 rows first (shown: a function that ignores cc
-# cannot pass both), then every family and a few more.
-def _tier_cases(hidden: bool):
-    from ..device import FAMILIES, STAGES
-    shown = [(s, cc) for cc in ((9, 0), (10, 0)) for s in STAGES]
-    if not hidden:
-        return shown
-    ccs = [cc for _, cc in FAMILIES] + [(10, 3), (11, 0), (12, 1), (8, 6), (7, 5), (9, 0)]
-    return shown + [(s, cc) for cc in ccs for s in STAGES]
+# (stage, compute capability) pairs shown: an H100, a B200 and an RTX 50 (sm_120: Blackwell, but no
+# tcgen05), so that a function that ignores cc, or that takes "Blackwell" for "has tcgen05", fails here.
+# The hidden cases (the course data) are (args, tier) pairs for every GPU family and more.
+TIER_SHOWN_CCS = ((9, 0), (10, 0), (12, 0))
 
 
-
-def _tier_reference(stage, cc):
-    from ..device import tiers_for
-    return tiers_for(cc)[stage]
+def _tier_table(hidden) -> dict:
+    from ..device import STAGES, tiers_for
+    table = {(s, cc): tiers_for(cc)[s] for cc in TIER_SHOWN_CCS for s in STAGES}
+    table.update({tuple(args): want for args, want in hidden})
+    return table
 
 
 def _explain_tier(args, got, expected):
@@ -60,13 +58,17 @@ def _explain_tier(args, got, expected):
     return f"{where} has tcgen05 and TMEM, so {STAGES[stage][0]} runs on hardware"
 
 
-def check_tier(fn, hidden: bool = False) -> None:
-    """Exercise 0.1: `fn(stage, cc)` -> 'hardware' | 'hybrid' | 'model' (cc = (major, minor) or None)."""
+@course_cases("orient_tier")
+def check_tier(fn, hidden=()) -> None:
+    """Exercise 0.1: `fn(stage, cc)` -> 'hardware' | 'hybrid' | 'model' (cc = (major, minor) or None).
+    `hidden`: the course data's ((stage, cc), tier) pairs, tried after the shown ones."""
+    table = _tier_table(hidden)
     check_function_explained(
-        "the tier of a stage", fn, _tier_cases(hidden), reference=_tier_reference, explain=_explain_tier,
+        "the tier of a stage", fn, list(table), reference=lambda *args: table[args], explain=_explain_tier,
         rule="hardware where the GPU has what the stage needs (TMA: sm_90+; tcgen05/TMEM: sm_100, sm_103, "
              "sm_110); hybrid for a tcgen05 stage on a GPU with TMA but no tcgen05; model without TMA",
-        hint="bwlab.device.STAGES says what each stage needs; GpuInfo.has_tma / has_tcgen05 say who has it")
+        hint="bwlab.device.STAGES says what each stage needs; GpuInfo.has_tma / has_tcgen05 say who has it",
+        more="" if hidden else "every GPU family (sm_70 to sm_121, sm_103, sm_110, no GPU)")
 
 
 # ---- Exercise 0.2: the hops of the data path -------------------------------------------------------
@@ -106,7 +108,8 @@ def _explain_hops(got):
     return None
 
 
-def check_hops(answer, hidden: bool = False) -> None:
+@course_cases("orient_hops")
+def check_hops(answer, hidden=()) -> None:
     """Exercise 0.2: {instruction: (from memory, to memory)} for each hop of the data path."""
     if isinstance(answer, dict):
         open_ = _entries_unanswered(answer, HOP_KEYS)
@@ -126,18 +129,15 @@ def check_hops(answer, hidden: bool = False) -> None:
 
 
 # ---- Exercise 0.3: the bytes of a tile -------------------------------------------------------------
-# (rows, cols, element type): the first is the one the notebook shows.
-def _tile_cases(hidden: bool):
-    shown = [(128, 64, "bf16"), (128, 128, "e2m1")]     # e2m1: ElementType.bytes would say 1 per element
-    if not hidden:
-        return shown
-    return shown + [(128, 256, "f32"), (64, 64, "f16"), (256, 128, "e4m3"), (128, 128, "e2m1"),
-                    (128, 64, "e3m2"), (8, 16, "f64"), (128, 32, "tf32"), (128, 64, "bfloat16")]
+# (rows, cols, element type) shown: the first is the one the notebook describes; e2m1 because
+# ElementType.bytes would say 1 per element. The hidden cases (course data) are (args, bytes) pairs.
+TILE_SHOWN = ((128, 64, "bf16"), (128, 128, "e2m1"))
 
 
-
-def _tile_reference(rows, cols, dtype):
-    return rows * cols * element_type(dtype).bits // 8
+def _tile_table(hidden) -> dict:
+    table = {args: args[0] * args[1] * element_type(args[2]).bits // 8 for args in TILE_SHOWN}
+    table.update({tuple(args): want for args, want in hidden})
+    return table
 
 
 def _explain_tile(args, got, expected):
@@ -153,63 +153,99 @@ def _explain_tile(args, got, expected):
     return None
 
 
-def check_tile_bytes(fn, hidden: bool = False) -> None:
-    """Exercise 0.3: `fn(rows, cols, dtype)` -> bytes of a rows x cols tile of that element type."""
+@course_cases("orient_tile_bytes")
+def check_tile_bytes(fn, hidden=()) -> None:
+    """Exercise 0.3: `fn(rows, cols, dtype)` -> bytes of a rows x cols tile of that element type.
+    `hidden`: the course data's ((rows, cols, dtype), bytes) pairs."""
+    table = _tile_table(hidden)
     check_function_explained(
-        "bytes of a tile", fn, _tile_cases(hidden), reference=_tile_reference, explain=_explain_tile,
+        "bytes of a tile", fn, list(table), reference=lambda *args: table[args], explain=_explain_tile,
         rule="rows x cols x element bits / 8 (bwlab.hw.element_type(dtype).bits: bf16 16, f32 32, e4m3 8, "
-             "e2m1 4)")
+             "e2m1 4)", more="" if hidden else "other shapes and types (f32, f16, e4m3, e3m2, f64, tf32)")
 
 
 # ---- Exercise 0.4: an mbarrier's phase and parity ---------------------------------------------------
-# Two loads through one barrier (init count 1): the first lands whole, the second half.
-PARITY_STEPS = (("arrive_expect_tx", 4096), ("complete_tx", 4096),
-                ("arrive_expect_tx", 4096), ("complete_tx", 2048))
+# Two loads through one barrier: the first lands whole, the second in part or whole. Each student's
+# numbers (bwlab.variants): the init count (1, or 2: a second arrival is still owed), the bytes of each
+# load, and how much of the second has landed. The first is the self-study variant, the text's.
+PARITY_VARIANTS = ((1, 4096, 4096, 2048),) + tuple(
+    (count, b1, b2, landed) for count in (1, 2) for b1 in (2048, 4096, 8192) for b2 in (4096, 8192, 16384)
+    for landed in (b2 // 4, b2 // 2, 3 * b2 // 4, b2) if (count, b1, b2, landed) != (1, 4096, 4096, 2048))
 
 
-def run_parity_steps(steps=PARITY_STEPS) -> Mbarrier:
-    """The model's mbarrier (init count 1) after `steps`, each (method name, bytes)."""
-    bar = Mbarrier(1)
-    for method, nbytes in steps:
+def parity_numbers(token: str | None = None) -> tuple:
+    """(init count, bytes of load 0, bytes of load 1, bytes of load 1 landed so far) for this student."""
+    from .. import variants
+    return variants.pick("orient_parity", PARITY_VARIANTS, token)
+
+
+def parity_steps(token: str | None = None) -> tuple[int, tuple]:
+    """(init count, steps): the mbarrier's init count and its four steps, each (method name, bytes)."""
+    count, b1, b2, landed = parity_numbers(token)
+    return count, (("arrive_expect_tx", b1), ("complete_tx", b1), ("arrive_expect_tx", b2), ("complete_tx", landed))
+
+
+def parity_text(token: str | None = None) -> str:
+    """The student's numbers as the code they stand for (one line)."""
+    count, steps = parity_steps(token)
+    return f"bar = Mbarrier({count}); " + "; ".join(f"bar.{m}({n})" for m, n in steps)
+
+
+def run_parity_steps(steps=None, count: int | None = None) -> Mbarrier:
+    """The model's mbarrier after `steps` (each (method name, bytes)), init count `count`; by default
+    this student's four steps and count (parity_steps)."""
+    mine_count, mine = parity_steps()
+    bar = Mbarrier(mine_count if count is None else count)
+    for method, nbytes in (mine if steps is None else steps):
         getattr(bar, method)(nbytes)
     return bar
-
-
-def _expected_parity():
-    bar = run_parity_steps()
-    return (bar.completed, bar.try_wait_parity(0), bar.try_wait_parity(1))
 
 
 def _explain_parity(got):
     if not isinstance(got, tuple) or len(got) != 3:
         return "give three values: (phases completed, try_wait.parity(0), try_wait.parity(1))"
     phases, w0, w1 = got
+    count, b1, b2, landed = parity_numbers()
     bar = run_parity_steps()
-    if phases == bar.completed + 1:
-        return (f"the second load's phase has not completed: only 2048 of its 4096 bytes have landed, "
+    if phases == bar.completed + 1 and landed < b2:
+        return (f"the second load's phase has not completed: only {landed} of its {b2} bytes have landed, "
                 f"so tx-count = {bar.tx}, not 0")
+    if phases == bar.completed + 1 and count == 2:
+        return ("the barrier was initialised with count 2: a phase needs two arrivals, and each load's "
+                "arrive.expect_tx is one")
+    if phases == bar.completed - 1 and count == 1:
+        return f"the first load's arrival and its {b1} bytes brought both counts to zero: phase 0 completed"
     if phases == bar.completed - 1:
-        return "the first load's arrival and its 4096 bytes brought both counts to zero: phase 0 completed"
+        return "two arrivals (one per load) and every announced byte landed: phase 0 completed"
     if (w0, w1) == (bar.try_wait_parity(1), bar.try_wait_parity(0)):
-        return ("parities swapped: try_wait.parity(p) asks 'has the phase with parity p completed?'; phase 0 "
-                "(parity 0) has, phase 1 (parity 1) is still waiting for bytes")
-    if phases == bar.completed and w0 and w1:
-        return (f"try_wait.parity(1) asks about phase 1, the second load's: its arrival came, but only 2048 of "
-                f"its 4096 bytes have landed (tx-count {bar.tx}), so that phase has not completed and the wait "
-                "returns False")
+        return ("parities swapped: try_wait.parity(p) asks 'has the last phase with parity p completed?'; "
+                "count the phases completed, then see which parity the current (open) phase has")
     if not w0 and not w1:
-        return ("try_wait.parity(0) does not wait for the current phase: it asks about the last phase with "
-                "parity 0, which completed, so it returns True at once")
+        return (f"try_wait.parity(p) does not wait for the current phase: it asks about the last phase with "
+                f"parity p; phase {bar.completed - 1 if bar.completed else -1} (parity "
+                f"{(bar.completed - 1) % 2}) has completed"
+                + ("" if bar.completed else " — on a fresh barrier the phase 'before' phase 0 counts as completed")
+                + ", so that wait returns True at once")
+    if w0 and w1:
+        open_ = bar.completed
+        return (f"try_wait.parity({open_ % 2}) asks about phase {open_}, which is still open "
+                + (f"(only {landed} of its {b2} bytes have landed, tx-count {bar.tx})" if bar.tx else
+                   f"(it still waits for {bar.pending} arrival{'s' if bar.pending != 1 else ''})")
+                + ": it has not completed, so that wait returns False")
     return None
 
 
-def check_mbarrier_parity(answer, hidden: bool = False) -> None:
-    """Exercise 0.4: (phases completed, try_wait.parity(0), try_wait.parity(1)) after PARITY_STEPS."""
+@course_cases("orient_parity")
+def check_mbarrier_parity(answer, hidden=()) -> None:
+    """Exercise 0.4: (phases completed, try_wait.parity(0), try_wait.parity(1)) after this student's
+    parity_steps(). `hidden` is unused: the graded version checks the same numbers."""
     if isinstance(answer, list):
         answer = tuple(answer)
     if isinstance(answer, tuple) and all(unanswered(a) for a in answer):
         answer = None
-    check_value("the mbarrier after two loads", answer, _expected_parity(), mistakes=_explain_parity,
+    bar = run_parity_steps()
+    check_value("the mbarrier after two loads", answer,
+                (bar.completed, bar.try_wait_parity(0), bar.try_wait_parity(1)), mistakes=_explain_parity,
                 rule="a phase completes when pending arrivals and tx-count are both zero; try_wait.parity(p) "
                      "is True once the phase with parity p has completed (PTX ISA, mbarrier.test_wait/try_wait)",
                 note="a wait with the stale parity returns at once while the next load is still landing: a "

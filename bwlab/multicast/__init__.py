@@ -22,7 +22,7 @@ Files:
 * `runner`    — `run_multicast` over the harness kernel `cuda_src/tma_multicast.cu`, `run_teach` over
   the teaching kernel `cuda_src/teach_multicast.cu` (CuPy);
 * `case`      — `MulticastLoad` (model / run / check / show) and `compare_run`;
-* `pictures`  — the `draw_*` pictures and the notebook's widget (matplotlib);
+* `pictures`  — the `plot_*` pictures and the notebook's widget (matplotlib);
 * `exercises` — the checks of notebook 02's graded exercises (`masked_multicast_model` in `model`
   executes a learner's masks).
 
@@ -33,35 +33,60 @@ CuTe counterparts: include/cute/atom/copy_traits_sm90_tma.hpp (create_tma_multic
 tma_partition, make_tma_copy_desc's box truncation), examples/cute/tutorial/blackwell/03_*.cu and
 04_*.cu (cluster layout, masks, transaction bytes).
 """
-from .case import MulticastCheck, MulticastLoad, compare_run
-from .cluster import (MAX_CLUSTER_CTAS, MODE_NAMES, PORTABLE_CLUSTER_CTAS, CtaMasks, MaskSteps,
-                      cluster_layout_vmnk, create_tma_multicast_mask, cta_coord, cta_masks, format_mask,
-                      mask_ranks, mask_steps, mask_table)
-from .model import (FILL_BYTE, TEACH_KERNEL, barrier_outcome, barrier_table, check_teach_config, expected_smem,
-                    make_operands, masked_multicast_model, multicast_model, slice_chunks, teach_config, teach_masks)
-from .params import MulticastConfig
-from .partition import (TMA_ISSUE_DTYPE, CtaPlan, Issue, TmaSlice, block_of_rank, l2_read_bytes,
-                        multicast_box, plan, plan_arrays, tma_partition)
-from .pictures import (draw_cluster, draw_every_mask, draw_landing, draw_mask, draw_masks_of, draw_savings,
-                       draw_slice_swizzle, draw_smem_check, explain_cta, explorer_choices, mask_explorer)
-from .runner import BARRIERS, TEACH_BARRIERS, THREADS, MulticastRun, launch_multicast, run_multicast, run_teach
 
-__all__ = [
-    # cluster layouts and masks
-    "MAX_CLUSTER_CTAS", "PORTABLE_CLUSTER_CTAS", "MODE_NAMES", "cluster_layout_vmnk", "cta_coord",
-    "MaskSteps", "mask_steps", "create_tma_multicast_mask", "CtaMasks", "cta_masks", "mask_ranks",
-    "format_mask", "mask_table",
-    # tma_partition and the plan
-    "multicast_box", "TmaSlice", "tma_partition", "MulticastConfig", "Issue", "CtaPlan", "plan",
-    "block_of_rank", "TMA_ISSUE_DTYPE", "plan_arrays", "l2_read_bytes",
-    # model, GPU run, case
-    "FILL_BYTE", "make_operands", "multicast_model", "masked_multicast_model", "expected_smem", "slice_chunks",
-    "THREADS", "BARRIERS", "MulticastRun",
-    "launch_multicast", "run_multicast", "MulticastLoad", "MulticastCheck", "compare_run",
-    # the teaching kernel
-    "TEACH_KERNEL", "teach_config", "check_teach_config", "teach_masks", "barrier_outcome", "barrier_table",
-    "TEACH_BARRIERS", "run_teach",
-    # pictures
-    "draw_cluster", "draw_mask", "draw_masks_of", "draw_every_mask", "draw_landing", "draw_smem_check",
-    "draw_savings", "draw_slice_swizzle", "explain_cta", "explorer_choices", "mask_explorer",
-]
+from .case import ClusterRanks, MulticastLoad
+from .cluster import cluster_layout_vmnk, create_tma_multicast_mask
+from .model import multicast_model, teach_config, teach_masks
+from .params import MulticastConfig
+from .partition import plan
+from .runner import run_multicast, run_teach
+
+# The teaching names: what a notebook of this stage reaches for first.
+__all__ = ["MulticastConfig", "MulticastLoad", "ClusterRanks", "multicast_model", "run_multicast", "run_teach",
+           "teach_config", "teach_masks", "plan", "cluster_layout_vmnk", "create_tma_multicast_mask",
+           "plot_cluster", "plot_landing", "mask_explorer"]
+
+# Every other name lives in its module (bwlab.multicast.<module>, or bwlab.hw); the package's top still
+# reaches it, importing that submodule on first use (the pictures load matplotlib only then).
+_ELSEWHERE = {
+    "BARRIERS": "bwlab.multicast.runner", "CtaMasks": "bwlab.multicast.cluster",
+    "CtaPlan": "bwlab.multicast.partition", "FILL_BYTE": "bwlab.multicast.model",
+    "Issue": "bwlab.multicast.partition", "MAX_CLUSTER_CTAS": "bwlab.multicast.cluster",
+    "MODE_NAMES": "bwlab.multicast.cluster", "MaskSteps": "bwlab.multicast.cluster",
+    "MulticastCheck": "bwlab.multicast.case", "MulticastRun": "bwlab.multicast.runner",
+    "PORTABLE_CLUSTER_CTAS": "bwlab.multicast.cluster", "TEACH_BARRIERS": "bwlab.multicast.runner",
+    "TEACH_KERNEL": "bwlab.multicast.model", "THREADS": "bwlab.multicast.runner",
+    "TMA_ISSUE_DTYPE": "bwlab.multicast.partition", "TmaSlice": "bwlab.multicast.partition",
+    "barrier_outcome": "bwlab.multicast.model", "barrier_table": "bwlab.multicast.model",
+    "block_of_rank": "bwlab.multicast.partition", "check_teach_config": "bwlab.multicast.model",
+    "compare_run": "bwlab.multicast.case", "cta_coord": "bwlab.multicast.cluster",
+    "cta_masks": "bwlab.multicast.cluster", "draw_cluster": "bwlab.multicast.pictures",
+    "draw_every_mask": "bwlab.multicast.pictures", "draw_landing": "bwlab.multicast.pictures",
+    "draw_mask": "bwlab.multicast.pictures", "draw_masks_of": "bwlab.multicast.pictures",
+    "draw_savings": "bwlab.multicast.pictures", "draw_slice_swizzle": "bwlab.multicast.pictures",
+    "draw_smem_check": "bwlab.multicast.pictures", "expected_smem": "bwlab.multicast.model",
+    "explain_cta": "bwlab.multicast.pictures", "explorer_choices": "bwlab.multicast.pictures",
+    "format_mask": "bwlab.multicast.cluster", "l2_read_bytes": "bwlab.multicast.partition",
+    "launch_multicast": "bwlab.multicast.runner", "make_operands": "bwlab.multicast.model",
+    "mask_explorer": "bwlab.multicast.pictures", "mask_ranks": "bwlab.multicast.cluster",
+    "mask_steps": "bwlab.multicast.cluster", "mask_table": "bwlab.multicast.cluster",
+    "masked_multicast_model": "bwlab.multicast.model", "multicast_box": "bwlab.multicast.partition",
+    "plan_arrays": "bwlab.multicast.partition", "plot_cluster": "bwlab.multicast.pictures",
+    "plot_every_mask": "bwlab.multicast.pictures", "plot_landing": "bwlab.multicast.pictures",
+    "plot_mask": "bwlab.multicast.pictures", "plot_masks_of": "bwlab.multicast.pictures",
+    "plot_ranks": "bwlab.multicast.pictures", "plot_savings": "bwlab.multicast.pictures",
+    "plot_slice_swizzle": "bwlab.multicast.pictures", "plot_smem_check": "bwlab.multicast.pictures",
+    "slice_chunks": "bwlab.multicast.model", "tma_partition": "bwlab.multicast.partition",
+}
+
+
+def __getattr__(name):
+    module = _ELSEWHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__():
+    return sorted(set(__all__) | set(globals()))

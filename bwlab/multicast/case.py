@@ -7,14 +7,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..case import Case, CheckResult, Mismatch
+from ..case import Case, CheckResult, Mismatch, digest
 from ..case import compare as compare_arrays
-from .model import FILL_BYTE, expected_smem, make_operands, multicast_model
+from .model import FILL_BYTE, TEACH_KERNEL, check_teach_config, expected_smem, make_operands, multicast_model
 from .params import MulticastConfig, TILE_AREA_ALIGN
 from .partition import plan
-from .runner import MulticastRun, run_multicast
+from .runner import MulticastRun, launch_multicast, launch_teach, run_multicast
 
-__all__ = ["MulticastLoad", "MulticastCheck", "compare_run"]
+__all__ = ["MulticastLoad", "ClusterRanks", "MulticastCheck", "compare_run"]
 
 
 class MulticastLoad(Case):
@@ -22,33 +22,51 @@ class MulticastLoad(Case):
 
     `model()` / `run()` give every CTA's tile area, uint8 [n_ctas, smem_bytes] (FILL_BYTE where
     nothing should land); `check(got)` names the first differing byte by CTA rank, SMEM offset and
-    the operand slice that should have landed there; `show()` draws where each slice lands."""
+    the operand slice that should have landed there; `show()` draws where each slice lands.
+
+    `kernel` — a `bwlab.lab.TeachingKernel` (an edit of teach_multicast.cu) or "teach_multicast.cu"
+    (the learner's %%cuda version, else the file) — makes run() launch that teaching kernel (its
+    configurations: `teach_config`); without it, run() uses the harness (tma_multicast.cu)."""
 
     stage = "multicast"
     what = "every CTA's tile area"
+    teaching_file = TEACH_KERNEL
 
-    def __init__(self, cfg: MulticastConfig, operands: dict | None = None, seed: int = 0):
+    def __init__(self, cfg: MulticastConfig, operands: dict | None = None, seed: int = 0, kernel=None):
         if not isinstance(cfg, MulticastConfig):
             raise ValueError(f"MulticastLoad takes a MulticastConfig, got {type(cfg).__name__}")
         self.cfg = cfg
         self.seed = int(seed)
         self.operands = make_operands(cfg, seed) if operands is None else operands
         self.plans = plan(cfg)
+        self._set_kernel(kernel)
+        if kernel is not None:
+            check_teach_config(cfg)
 
     def __repr__(self):
         c = self.cfg
+        k = "" if self._kernel is None else f", kernel {self.kernel!r}"
         return (f"MulticastLoad(cluster {c.cluster[0]}x{c.cluster[1]} peers {c.peers} {c.operands} "
-                f"grid {c.grid[0]}x{c.grid[1]} swizzle {c.swizzle}, seed {self.seed})")
+                f"grid {c.grid[0]}x{c.grid[1]} swizzle {c.swizzle}, seed {self.seed}{k})")
+
+    def identity(self):
+        return ("multicast", repr(self.cfg), digest(*(self.operands[op] for op in sorted(self.operands))),
+                self.kernel_identity())
 
     def model(self) -> np.ndarray:
         return multicast_model(self.cfg, self.operands)
 
     def run(self) -> np.ndarray:
+        """Every CTA's tile area after the loads on this GPU (or in the PTX emulator): by the teaching
+        kernel if the case has one, else by the harness."""
+        if self._kernel is not None:
+            return launch_teach(self.cfg, self.operands, kernel=self.kernel)
         return run_multicast(self.cfg, self.operands)
 
-    def show(self, block=(0, 0)):
-        from .pictures import draw_landing
-        return draw_landing(self.cfg, block)
+    def show(self, ax=None, block=(0, 0)):
+        """Where each slice lands in the CTAs of the cluster holding `block`."""
+        from .pictures import plot_landing
+        return plot_landing(self.cfg, block, ax=ax)
 
     # -- where a byte sits, and what probably went wrong ---------------------------------------
     def slice_at(self, cta: int, offset: int):
@@ -101,6 +119,42 @@ class MulticastLoad(Case):
         e, g = np.asarray(expected), np.asarray(got)
         return compare_arrays(e, g, stage=self.stage, what=self.what, unit="byte", where=self.where,
                               hint=lambda m: self.hint(e, g, m), hex_digits=2, source=source)
+
+
+class ClusterRanks(Case):
+    """Which `%cluster_ctarank` (and `%cluster_ctaid`) every CTA of `cfg`'s grid reads, as the harness
+    kernel reports them; the model is the cluster layout (`plan`)."""
+
+    stage = "multicast"
+    what = "%cluster_ctarank of every CTA"
+
+    def __init__(self, cfg: MulticastConfig, seed: int = 0):
+        if not isinstance(cfg, MulticastConfig):
+            raise ValueError(f"ClusterRanks takes a MulticastConfig, got {type(cfg).__name__}")
+        self.cfg, self.seed = cfg, int(seed)
+
+    def __repr__(self):
+        return f"ClusterRanks({self.cfg!r})"
+
+    def identity(self):
+        return ("ranks", repr(self.cfg), self.seed)
+
+    def model(self) -> np.ndarray:
+        return np.array([p.rank for p in plan(self.cfg)], np.uint32)
+
+    def run(self) -> np.ndarray:
+        return np.asarray(launch_multicast(self.cfg, make_operands(self.cfg, self.seed)).ranks, np.uint32)
+
+    def compare(self, expected, got, source: str = "") -> CheckResult:
+        blocks = [p.block for p in plan(self.cfg)]
+        return compare_arrays(np.asarray(expected), np.asarray(got, np.uint32), stage=self.stage, what=self.what,
+                              unit="CTA", source=source, where=lambda i: f"CTA {i[0]} (block {blocks[i[0]]})",
+                              hint="rank = (bx % M) + M * (by % N): the cluster layout of CuTe's Layout<ClusterShape>")
+
+    def show(self, ax=None):
+        """The cluster: every CTA's rank and (v, m, n) coordinate."""
+        from .pictures import plot_ranks
+        return plot_ranks(self.cfg, ax=ax)
 
 
 @dataclass

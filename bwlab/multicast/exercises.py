@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from ..exercises import NotYet, check_function_explained, check_result, check_value, unanswered
+from ..exercises import NotYet, check_function_explained, check_result, check_value, course_cases, unanswered
 from .case import MulticastLoad
 from .cluster import cluster_layout_vmnk, create_tma_multicast_mask, mask_ranks
 from .model import (TEACH_KERNEL, barrier_outcome, barrier_table, make_operands, masked_multicast_model,
@@ -22,6 +22,7 @@ from .params import MulticastConfig
 from .partition import l2_read_bytes, plan
 
 __all__ = ["check_function_explained", "matching_mistakes", "check_a_mask", "RECEIVER_CONFIG", "RECEIVER_RANK",
+           "RECEIVER_RANKS", "receiver_rank",
            "check_slice_receivers",
            "check_expect_tx", "check_l2_saved", "TEACH_MASK_LINE", "mask_kernel", "eval_mask_expr",
            "check_teach_a_mask"]
@@ -75,32 +76,43 @@ def _explain_mask(args, got, expected):
     return None
 
 
-def check_a_mask(fn, hidden: bool = False) -> None:
-    """`fn(m, n, cluster_m, cluster_n)` -> the A ctaMask of CTA (m, n), one-SM MMA."""
-    shapes = [(4, 4), (2, 2)]
-    if hidden:
-        shapes += [(2, 4), (4, 2), (1, 8), (8, 1), (2, 8), (8, 2), (3, 5), (16, 1), (1, 16)]
+@course_cases("mc_a_mask")
+def check_a_mask(fn, hidden=()) -> None:
+    """`fn(m, n, cluster_m, cluster_n)` -> the A ctaMask of CTA (m, n), one-SM MMA, for every CTA of a
+    4 x 4 and a 2 x 2 cluster; `hidden`: more cluster shapes (cluster_m, cluster_n), course data."""
+    shapes = [(4, 4), (2, 2)] + [tuple(s) for s in hidden]
     cases = [(m, n, cm, cn) for cm, cn in shapes for n in range(cn) for m in range(cm)]
     check_function_explained("the A mask of CTA (m, n)", fn, cases, reference=_a_mask, rule=MASK_RULE,
-                             explain=_explain_mask,
+                             explain=_explain_mask, more="" if hidden else "clusters that are not square, "
+                             "1 x 16 to 16 x 1, and one that is not a power of two",
                              hint="tutorial 03's 4 x 4 cluster: CTA (1, 2) has A mask 0x2222 (ranks 1, 5, 9, 13)")
 
 
 # -- Exercise: who receives a slice, and where it lands ----------------------------------------------
 RECEIVER_CONFIG = dict(cluster=(4, 4), tile_m=128, tile_n=256, tile_k=64)   # tutorial 03's sizes
-RECEIVER_RANK = 7
+RECEIVER_RANK = 7                                            # the self-study variant
+RECEIVER_RANKS = (7,) + tuple(r for r in range(16) if r != 7)   # every student's: one CTA of the cluster
+
+
+def receiver_rank(token: str | None = None) -> int:
+    """The rank whose B slice this student follows (bwlab.variants)."""
+    from .. import variants
+    return variants.pick("mc_slice_receivers", RECEIVER_RANKS, token)
 
 
 def _b_issue():
     cfg = MulticastConfig(**RECEIVER_CONFIG)
-    p = next(p for p in plan(cfg) if p.rank == RECEIVER_RANK)
+    rank = receiver_rank()
+    p = next(p for p in plan(cfg) if p.rank == rank)
     return cfg, p, next(i for i in p.issues if i.operand == "B")
 
 
-def check_slice_receivers(ranks, offset, hidden: bool = False) -> None:
-    """Which ranks receive the B slice that CTA RECEIVER_RANK issues, and at which byte offset of
-    their B tile it lands. Two predicted values, so `hidden` adds no case."""
+@course_cases("mc_slice_receivers")
+def check_slice_receivers(ranks, offset, hidden=()) -> None:
+    """Which ranks receive the B slice that CTA receiver_rank() (this student's) issues, and at which
+    byte offset of their B tile it lands. Two predicted values, so `hidden` adds no case."""
     cfg, p, iss = _b_issue()
+    RECEIVER_RANK = p.rank
     want_ranks = mask_ranks(iss.mask)
     if isinstance(ranks, (list, tuple, set, np.ndarray)):
         ranks = sorted(int(r) for r in ranks)
@@ -154,15 +166,15 @@ def _explain_tx(args, got, expected):
     return matching_mistakes(known, got)
 
 
-def check_expect_tx(fn, hidden: bool = False) -> None:
-    """`fn(cluster_m, cluster_n, tile_m, tile_n, tile_k)` -> expect_tx of each CTA (16-bit elements)."""
+@course_cases("mc_expect_tx")
+def check_expect_tx(fn, hidden=()) -> None:
+    """`fn(cluster_m, cluster_n, tile_m, tile_n, tile_k)` -> expect_tx of each CTA (16-bit elements);
+    `hidden`: more cases, course data."""
     # the first case tells the common mistakes apart (in a 2 x 2 cluster of 64 x 64 tiles several coincide)
-    cases = [(2, 4, 256, 64, 64), (4, 4, 128, 256, 64)]
-    if hidden:
-        cases += [(2, 2, 64, 64, 64), (2, 4, 128, 64, 64), (4, 2, 64, 128, 32), (1, 8, 128, 128, 64), (8, 1, 64, 64, 128),
-                  (2, 1, 256, 128, 64), (1, 1, 128, 128, 64)]
+    cases = [(2, 4, 256, 64, 64), (4, 4, 128, 256, 64)] + [tuple(c) for c in hidden]
     check_function_explained("expect_tx of each CTA", fn, cases, reference=_expect_tx, rule=EXPECT_RULE,
-                             explain=_explain_tx, hint="element size: 2 bytes (float16)")
+                             explain=_explain_tx, hint="element size: 2 bytes (float16)",
+                             more="" if hidden else "other cluster shapes (1 x 1 to 8 x 1) and tile sizes")
 
 
 # -- Exercise: L2 reads saved ------------------------------------------------------------------------
@@ -183,14 +195,15 @@ def _explain_l2(args, got, expected):
     return matching_mistakes(known, got)
 
 
-def check_l2_saved(fn, hidden: bool = False) -> None:
-    """`fn(cluster_m, cluster_n, tile_m, tile_n)` -> L2 bytes one cluster saves per round of tiles."""
+@course_cases("mc_l2_saved")
+def check_l2_saved(fn, hidden=()) -> None:
+    """`fn(cluster_m, cluster_n, tile_m, tile_n)` -> L2 bytes one cluster saves per round of tiles;
+    `hidden`: more cases, course data."""
     # the second case is not square: swapping cluster_m and cluster_n changes its answer
-    cases = [(2, 2, 128, 128), (2, 4, 64, 128), (4, 4, 128, 256)]
-    if hidden:
-        cases += [(1, 1, 128, 128), (4, 2, 128, 64), (1, 8, 128, 128), (8, 2, 64, 64)]
+    cases = [(2, 2, 128, 128), (2, 4, 64, 128), (4, 4, 128, 256)] + [tuple(c) for c in hidden]
     check_function_explained("L2 bytes saved per cluster", fn, cases, reference=_l2_saved, rule=L2_RULE,
-                             explain=_explain_l2, hint="tiles of tile_k = 64 16-bit elements per row (128 B)")
+                             explain=_explain_l2, hint="tiles of tile_k = 64 16-bit elements per row (128 B)",
+                             more="" if hidden else "a 1 x 1 cluster (nothing saved) and other shapes")
 
 
 # -- Exercise: the A mask, filled in inside the teaching kernel ---------------------------------------
@@ -295,17 +308,19 @@ def _stuck_report(cfg, masks) -> str:
     return "\n".join(lines)
 
 
-def check_teach_a_mask(expr, hidden: bool = False) -> None:
+@course_cases("mc_teach_mask")
+def check_teach_a_mask(expr, hidden=()) -> None:
     """`expr`, a C expression, replaces the table lookup of the A mask in teach_multicast.cu. The edited
     kernel is compiled for every cluster shape checked; on an sm_90+ GPU it runs in a worker process
     (a barrier that never completes comes back as MbarrierTimeout naming the CTA); elsewhere the model
     executes the same mask (barrier_outcome, masked_multicast_model) and names the CTA whose barrier never
-    completes. Either way every CTA's tile area is compared with the model of the right masks."""
+    completes. Either way every CTA's tile area is compared with the model of the right masks.
+    `hidden`: more cluster shapes (course data) after the 2 x 2 and 2 x 4 ones."""
     from .. import device
     from ..lab import CompileError
     expr = _check_expr_text(expr)
     mine = mask_kernel(expr)
-    shapes = [(2, 2), (2, 4)] + ([(4, 2), (1, 4)] if hidden else [])
+    shapes = [(2, 2), (2, 4)] + [tuple(x) for x in hidden]
     on_gpu = device.tier("multicast") in ("hardware", "emulated")   # the GPU, or the PTX emulator
     runs_on = "in the PTX emulator" if device.tier("multicast") == "emulated" else "on the GPU"
     for shape in shapes:

@@ -11,8 +11,8 @@ from .params import MulticastConfig
 from .partition import l2_read_bytes, plan
 from .runner import MulticastRun
 
-__all__ = ["draw_cluster", "draw_mask", "draw_masks_of", "draw_every_mask", "draw_landing", "draw_smem_check",
-           "draw_savings", "draw_slice_swizzle", "explain_cta", "explorer_choices", "mask_explorer"]
+__all__ = ["plot_cluster", "plot_mask", "plot_masks_of", "plot_every_mask", "plot_landing", "plot_ranks", "plot_smem_check",
+           "plot_savings", "plot_slice_swizzle", "explain_cta", "explorer_choices", "mask_explorer"]
 
 
 def _grid_of(layout: Layout):
@@ -26,9 +26,9 @@ def _grid_of(layout: Layout):
     return ranks
 
 
-def draw_cluster(ax, layout: Layout, title=None, highlight=None):
+def plot_cluster(ax, layout: Layout, title=None, highlight=None):
     """The cluster as a grid of CTAs: x (M) down, y (N) across; each cell shows rank and (v,m,n)."""
-    from ..plotting import add_legend, cta_color, draw_grid
+    from ..plotting import add_legend, cta_color, plot_grid
     ranks = _grid_of(layout)
     colors = np.empty(ranks.shape, dtype=object)
     text = np.empty(ranks.shape, dtype=object)
@@ -36,7 +36,7 @@ def draw_cluster(ax, layout: Layout, title=None, highlight=None):
         colors[i, j] = cta_color(r)
         c = cta_coord(layout, r)
         text[i, j] = f"rank {r}\n({c[0]},{c[1]},{c[2]})"
-    draw_grid(ax, colors, text, title=title or f"cluster {layout}: rank and (v,m,n)",
+    plot_grid(ax, colors, text, title=title or f"cluster {layout}: rank and (v,m,n)",
               xlabel="cluster y = N mode", ylabel="cluster x = (V, M) modes",
               xticks=list(range(ranks.shape[1])), yticks=list(range(ranks.shape[0])), fontsize=9)
     if highlight is not None:
@@ -52,16 +52,16 @@ def _outline(ax, ranks, rank):
     ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=3))
 
 
-def draw_mask(ax, layout: Layout, rank: int, kind: str, legend: bool = True):
+def plot_mask(ax, layout: Layout, rank: int, kind: str, legend: bool = True):
     """One CTA's A, B or C mask on the cluster grid: CTAs in the mask coloured, the CTA outlined."""
-    from ..plotting import BYTE_COLORS, add_legend, draw_grid
+    from ..plotting import BYTE_COLORS, add_legend, plot_grid
     m = cta_masks(layout, rank)
     mask = {"A": m.a, "B": m.b, "C": m.c}[kind]
     ranks = _grid_of(layout)
     on = {"A": "#4c72b0", "B": "#dd8452", "C": "#55a868"}[kind]
     colors = np.where(np.vectorize(lambda r: bool(mask >> r & 1))(ranks), on, BYTE_COLORS["untouched"])
     text = np.vectorize(lambda r: str(r))(ranks).astype(object)
-    draw_grid(ax, colors.astype(object), text, title=f"{kind} mask of rank {rank}: 0x{mask:04X}",
+    plot_grid(ax, colors.astype(object), text, title=f"{kind} mask of rank {rank}: 0x{mask:04X}",
               fontsize=7)
     ax.set_xticks([])
     ax.set_yticks([])
@@ -72,14 +72,14 @@ def draw_mask(ax, layout: Layout, rank: int, kind: str, legend: bool = True):
     return ax
 
 
-def draw_masks_of(layout: Layout, rank: int):
+def plot_masks_of(layout: Layout, rank: int):
     """A, B and C masks of one CTA side by side, with the bits in the titles."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
     from ..plotting import BYTE_COLORS
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
     for ax, kind in zip(axes, "ABC"):
-        draw_mask(ax, layout, rank, kind, legend=False)
+        plot_mask(ax, layout, rank, kind, legend=False)
         for t in ax.texts:
             t.set_fontsize(9)
     m = cta_masks(layout, rank)
@@ -94,7 +94,7 @@ def draw_masks_of(layout: Layout, rank: int):
     return fig
 
 
-def draw_every_mask(layout: Layout, kind: str):
+def plot_every_mask(layout: Layout, kind: str):
     """Small multiples: the `kind` mask of every CTA, each panel placed where that CTA sits."""
     import matplotlib.pyplot as plt
     from ..plotting import BYTE_COLORS
@@ -102,7 +102,7 @@ def draw_every_mask(layout: Layout, kind: str):
     rows, cols = ranks.shape
     fig, axes = plt.subplots(rows, cols, figsize=(1.6 * cols + 1.8, 1.35 * rows + 0.9), squeeze=False)
     for (i, j), r in np.ndenumerate(ranks):
-        draw_mask(axes[i, j], layout, int(r), kind, legend=False)
+        plot_mask(axes[i, j], layout, int(r), kind, legend=False)
         axes[i, j].set_title(f"rank {r}: 0x{getattr(cta_masks(layout, int(r)), kind.lower()):04X}", fontsize=8)
     on = {"A": "#4c72b0", "B": "#dd8452", "C": "#55a868"}[kind]
     from matplotlib.patches import Patch
@@ -115,14 +115,14 @@ def draw_every_mask(layout: Layout, kind: str):
     return fig
 
 
-def draw_landing(cfg: MulticastConfig, block=(0, 0)):
+def plot_landing(cfg: MulticastConfig, block=(0, 0), ax=None):
     """Where each slice lands in one CTA's tile area, coloured by the rank of the CTA that issued it."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
     from ..plotting import add_legend, cta_color
     gx = cfg.grid[0]
     p = plan(cfg)[block[0] + gx * block[1]]
-    fig, ax = plt.subplots(figsize=(10, 1.9))
+    fig, ax = plt.subplots(figsize=(10, 1.9)) if ax is None else (ax.figure, ax)
     for op, src, off, nbytes in p.receives:
         ax.add_patch(Rectangle((off, 0), nbytes, 1, facecolor=cta_color(src), edgecolor="black"))
         ax.text(off + nbytes / 2, 0.5, f"{op}{src}", ha="center", va="center", fontsize=8)
@@ -138,17 +138,17 @@ def draw_landing(cfg: MulticastConfig, block=(0, 0)):
     return fig
 
 
-def draw_smem_check(run: MulticastRun):
+def plot_smem_check(run: MulticastRun):
     """Per CTA, per 128-byte line: does the GPU's tile area equal the model's?"""
     import matplotlib.pyplot as plt
-    from ..plotting import BYTE_COLORS, add_legend, draw_grid
+    from ..plotting import BYTE_COLORS, add_legend, plot_grid
     cfg = run.config
     model = multicast_model(cfg, run.operands, smem_address=int(run.smem_address[0]))
     lines = cfg.smem_bytes // 128
     ok = (run.smem == model).reshape(cfg.n_ctas, lines, 128).all(axis=2)
     colors = np.where(ok, BYTE_COLORS["loaded"], BYTE_COLORS["mismatch"]).astype(object)
     fig, ax = plt.subplots(figsize=(10, 0.35 * cfg.n_ctas + 1.2))
-    draw_grid(ax, colors, title=f"GPU vs model, cluster {cfg.cluster[0]}x{cfg.cluster[1]} {cfg.operands}: "
+    plot_grid(ax, colors, title=f"GPU vs model, cluster {cfg.cluster[0]}x{cfg.cluster[1]} {cfg.operands}: "
                                 f"{int(ok.sum())}/{ok.size} 128-byte lines equal",
               xlabel="128-byte line of the tile area", ylabel="CTA (linear id)",
               yticks=[f"{i} r{int(run.ranks[i])}" for i in range(cfg.n_ctas)])
@@ -157,7 +157,7 @@ def draw_smem_check(run: MulticastRun):
     return fig
 
 
-def draw_savings(configs):
+def plot_savings(configs):
     """Bars: L2 bytes read per round of tiles, every CTA loading its own tiles vs multicast; each pair
     labelled with own / multicast, the factor multicast saves."""
     import matplotlib.pyplot as plt
@@ -195,7 +195,7 @@ def explain_cta(cluster_m: int, cluster_n: int, peers: int, rank: int, draw: boo
         return
     if draw:
         import matplotlib.pyplot as plt
-        draw_masks_of(layout, rank)
+        plot_masks_of(layout, rank)
         plt.show()
     m = cta_masks(layout, rank)
     print(f"layout {layout}; rank {rank} = (v,m,n,k) {format_tuple(coord)}")
@@ -261,14 +261,14 @@ def mask_explorer(cluster_m: int = 4, cluster_n: int = 4, peers: int = 1, rank: 
     return w.VBox([w.HBox([m_dd, n_dd, p_dd, r_sl], layout=w.Layout(flex_flow="row wrap")), out])
 
 
-def draw_slice_swizzle(cfg: MulticastConfig, op: str = "A", index: int = 1, smem_address: int = 0):
+def plot_slice_swizzle(cfg: MulticastConfig, op: str = "A", index: int = 1, smem_address: int = 0):
     """One slice's 16-byte chunks as they land, at its real address and, beside it, the same box
     at a 1024-byte boundary: the swizzle follows the SMEM address, so a slice that starts inside the
     pattern's span continues the pattern where the address says instead of starting it again."""
     import matplotlib.pyplot as plt
     from matplotlib import colormaps
     from .model import check_smem_address
-    from ..plotting import BYTE_COLORS, add_legend, draw_grid
+    from ..plotting import BYTE_COLORS, add_legend, plot_grid
     s = cfg.slice_of(op, index)
     at = check_smem_address(smem_address) + cfg.smem_base(op) + s.smem_offset
     ramp = colormaps["Blues"]
@@ -282,7 +282,7 @@ def draw_slice_swizzle(cfg: MulticastConfig, op: str = "A", index: int = 1, smem
                            for row in grid], dtype=object)
         text = np.array([[f"c{c}" if c >= 0 else "" for c in row] for row in grid], dtype=object)
         lines = [addr + 128 * i for i in range(len(grid))]
-        draw_grid(ax, colors, text, title=title, xlabel="16-byte chunk of the 128-byte SMEM line",
+        plot_grid(ax, colors, text, title=title, xlabel="16-byte chunk of the 128-byte SMEM line",
                   ylabel="SMEM line: address, row of the 8-line pattern",
                   xticks=list(range(8)), yticks=[f"0x{a:05x}  row {(a >> 7) & 7}" for a in lines], fontsize=8)
     add_legend(axes[1], [(f"chunk {c} of the box row", chunk_color[c]) for c in range(8)],
@@ -291,3 +291,25 @@ def draw_slice_swizzle(cfg: MulticastConfig, op: str = "A", index: int = 1, smem
                  f"it starts at pattern row {(at >> 7) & 7}, and the swizzle follows the address")
     fig.tight_layout()
     return fig
+
+
+
+def plot_ranks(cfg: MulticastConfig, ax=None):
+    """The cluster of `cfg`: every CTA's rank and (v, m, n) coordinate."""
+    import matplotlib.pyplot as plt
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4, 3))
+    plot_cluster(ax, cfg.layout, title=f"cluster {cfg.cluster[0]}x{cfg.cluster[1]}: the rank of every CTA")
+    return ax.figure
+
+# The names these pictures had before every picture was called plot_*.
+from ..plotting import deprecated_alias as _alias  # noqa: E402
+
+draw_cluster = _alias(plot_cluster, "draw_cluster")
+draw_mask = _alias(plot_mask, "draw_mask")
+draw_masks_of = _alias(plot_masks_of, "draw_masks_of")
+draw_every_mask = _alias(plot_every_mask, "draw_every_mask")
+draw_landing = _alias(plot_landing, "draw_landing")
+draw_smem_check = _alias(plot_smem_check, "draw_smem_check")
+draw_savings = _alias(plot_savings, "draw_savings")
+draw_slice_swizzle = _alias(plot_slice_swizzle, "draw_slice_swizzle")

@@ -14,7 +14,7 @@ from .model import TEACH_KERNEL, check_smem_address, check_teach_config, teach_m
 from .params import TILE_AREA_ALIGN
 from .partition import plan_arrays
 
-__all__ = ["THREADS", "BARRIERS", "MulticastRun", "launch_multicast", "run_multicast", "TEACH_BARRIERS",
+__all__ = ["THREADS", "BARRIERS", "MulticastRun", "launch_multicast", "run_multicast", "launch_teach", "TEACH_BARRIERS",
            "run_teach"]
 
 THREADS = 128                # MC_THREADS in the .cu
@@ -79,6 +79,15 @@ TEACH_BARRIERS = {0: "full"}  # teach_multicast.cu's one barrier
 
 
 def run_teach(cfg, operands: dict, masks=None, kernel=None) -> np.ndarray:
+    """`MulticastLoad(cfg, operands, kernel=kernel or "teach_multicast.cu").run()` (with `masks`: the
+    launch itself). Kept for code written against it; a notebook builds the case."""
+    if masks is not None:
+        return launch_teach(cfg, operands, masks, kernel)
+    from .case import MulticastLoad
+    return MulticastLoad(cfg, operands, kernel=kernel or TEACH_KERNEL).run()
+
+
+def launch_teach(cfg, operands: dict, masks=None, kernel=None) -> np.ndarray:
     """Run the teaching kernel (`kernel`, a bwlab.lab.TeachingKernel, default: the learner's %%cuda
     edit of teach_multicast.cu or the original) for `cfg` (see `teach_config`) and return what
     `multicast_model(cfg, operands)` models: every CTA's tile area, uint8 [n_ctas, smem_bytes].
@@ -99,7 +108,7 @@ def run_teach(cfg, operands: dict, masks=None, kernel=None) -> np.ndarray:
     cp = be.xp
     kernel = kernel or lab.edited(TEACH_KERNEL)
     if not be.emulated and lab.isolate(kernel):
-        return lab.run_edited(run_teach, cfg, operands, masks, kernel=kernel)
+        return lab.run_edited(launch_teach, cfg, operands, masks, kernel=kernel)
     dev = {op: cp.asarray(np.ascontiguousarray(operands[op])) for op in "AB"}
     maps = [tensor_map_arg(cfg.tensor_map(op).encode(dev[op].data.ptr)) for op in "AB"]
     out = cp.zeros(cfg.n_ctas * cfg.smem_bytes, dtype=np.uint8)

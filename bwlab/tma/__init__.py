@@ -32,23 +32,42 @@ encoder) and include/cute/arch/copy_sm90_tma.hpp (SM90_TMA_LOAD_{1..5}D).
 Conventions: shapes and coordinates are innermost-first, as the driver and PTX number them (dim 0
 is the contiguous one); `global_strides` are the byte strides of dims 1..rank-1.
 """
-from .case import TmaLoad
-from .model import (TF32_ROUNDS_ON_LOAD, bank_conflict_table, check_modelled, column_read_addresses,
-                    cta_tiles, handshake_events, oob_fill_bits, smem_chunks, tma_load_model, tma_load_window,
-                    tma_load_writes)
-from .pictures import (plot_bank_conflicts, plot_cta_tiles, plot_handshake, plot_oob_box, plot_smem_image,
-                       plot_swizzle_modes, swizzle_explorer)
-from .runner import (PREFETCH_BOX, PREFETCH_TENSORMAP, TEACH_BARRIERS, check_teach_args, run_teach,
-                     run_tma_load)
-from .tensor_map import (MAX_BOX, MAX_RANK, SMEM_ALIGNMENT, TMAP_DTYPES, TensorMap, TensorMapError,
-                         is_narrow_swizzle)
 
-__all__ = [
-    "TensorMap", "TensorMapError", "TMAP_DTYPES", "SMEM_ALIGNMENT", "MAX_BOX", "MAX_RANK", "is_narrow_swizzle",
-    "tma_load_model", "tma_load_writes", "tma_load_window", "run_tma_load", "TmaLoad",
-    "run_teach", "check_teach_args", "TEACH_BARRIERS",
-    "PREFETCH_TENSORMAP", "PREFETCH_BOX", "oob_fill_bits", "check_modelled", "TF32_ROUNDS_ON_LOAD",
-    "handshake_events", "cta_tiles", "smem_chunks", "column_read_addresses", "bank_conflict_table",
-    "plot_handshake", "plot_cta_tiles", "plot_smem_image", "plot_swizzle_modes", "plot_bank_conflicts",
-    "plot_oob_box", "swizzle_explorer",
-]
+from .case import TmaLoad
+from .model import oob_fill_bits, smem_chunks, tma_load_model
+from .runner import run_teach, run_tma_load
+from .tensor_map import TensorMap, TensorMapError
+
+# The teaching names: what a notebook of this stage reaches for first.
+__all__ = ["TensorMap", "TensorMapError", "TmaLoad", "tma_load_model", "run_tma_load", "run_teach", "smem_chunks",
+           "oob_fill_bits", "plot_smem_image", "plot_swizzle_modes", "plot_handshake", "plot_oob_box",
+           "swizzle_explorer"]
+
+# Every other name lives in its module (bwlab.tma.<module>, or bwlab.hw); the package's top still
+# reaches it, importing that submodule on first use (the pictures load matplotlib only then).
+_ELSEWHERE = {
+    "MAX_BOX": "bwlab.tma.tensor_map", "MAX_RANK": "bwlab.tma.tensor_map", "PREFETCH_BOX": "bwlab.tma.runner",
+    "PREFETCH_TENSORMAP": "bwlab.tma.runner", "SMEM_ALIGNMENT": "bwlab.tma.tensor_map",
+    "TEACH_BARRIERS": "bwlab.tma.runner", "TF32_ROUNDS_ON_LOAD": "bwlab.tma.model",
+    "TMAP_DTYPES": "bwlab.tma.tensor_map", "bank_conflict_table": "bwlab.tma.model",
+    "check_modelled": "bwlab.tma.model", "check_teach_args": "bwlab.tma.runner",
+    "column_read_addresses": "bwlab.tma.model", "cta_tiles": "bwlab.tma.model",
+    "handshake_events": "bwlab.tma.model", "is_narrow_swizzle": "bwlab.tma.tensor_map",
+    "plot_bank_conflicts": "bwlab.tma.pictures", "plot_cta_tiles": "bwlab.tma.pictures",
+    "plot_handshake": "bwlab.tma.pictures", "plot_oob_box": "bwlab.tma.pictures",
+    "plot_smem_image": "bwlab.tma.pictures", "plot_swizzle_modes": "bwlab.tma.pictures",
+    "swizzle_explorer": "bwlab.tma.pictures", "tma_load_window": "bwlab.tma.model",
+    "tma_load_writes": "bwlab.tma.model",
+}
+
+
+def __getattr__(name):
+    module = _ELSEWHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__():
+    return sorted(set(__all__) | set(globals()))

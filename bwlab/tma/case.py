@@ -3,13 +3,14 @@
     case = TmaLoad(gmem, tmap, (32, 16), smem_address=0x180)
     case.model()            # the SMEM bytes, computed by NumPy
     case.check(got)         # names the first differing SMEM byte: box row / element, or gap / fill
-    case.check()            # the same against the GPU (sm_90+)
+    case.check()            # the same against this GPU or the PTX emulator (else the recording of this case)
+    TmaLoad(gmem, tmap, (32, 16), kernel=mine).check()   # a learner's teach_tma.cu, run and compared
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..case import Case, CheckResult, compare
+from ..case import Case, CheckResult, compare, digest
 from ..hw.swizzle import MODES as SWIZZLE_MODES
 from .model import box_targets, check_coords, oob_fill_bits, tma_load_model, tma_load_writes
 from .tensor_map import TensorMap
@@ -21,31 +22,52 @@ class TmaLoad(Case):
     """One box of `tmap` at `coords`, loaded to SMEM address `smem_address` (a multiple of 128).
 
     model() and run() return the same thing: the `tmap.smem_footprint` SMEM bytes from
-    `smem_address` on (uint8), swizzle applied."""
+    `smem_address` on (uint8), swizzle applied. `kernel` — a `bwlab.lab.TeachingKernel` (an edit of
+    teach_tma.cu) or "teach_tma.cu" (the learner's %%cuda version, else the file) — makes run() launch
+    that teaching kernel (2D boxes whose rows fill their swizzle span, at SMEM address 0); without it,
+    run() uses the validation harness (tma_load.cu), which loads any box."""
 
     stage = "tma"
     what = "SMEM image of one TMA load"
+    teaching_file = "teach_tma.cu"
 
-    def __init__(self, gmem, tmap: TensorMap, coords, smem_address: int = 0):
+    def __init__(self, gmem, tmap: TensorMap, coords, smem_address: int = 0, kernel=None):
         self.gmem = np.asarray(gmem)
         self.tmap = tmap
         self.coords = check_coords(tmap, coords)
         self.smem_address = int(smem_address)
+        self._set_kernel(kernel)
+        if kernel is not None:
+            from .runner import check_teach_args
+            check_teach_args(self.gmem, tmap, self.coords)
+            if self.smem_address:
+                raise ValueError("teach_tma.cu loads into its own 1024-aligned buffer (SMEM address 0); "
+                                 f"got smem_address=0x{self.smem_address:x}: leave kernel= out to use the harness")
 
     def __repr__(self):
-        return f"TmaLoad({self.tmap!r}, coords={self.coords}, smem_address=0x{self.smem_address:x})"
+        k = "" if self._kernel is None else f", kernel={self.kernel!r}"
+        return f"TmaLoad({self.tmap!r}, coords={self.coords}, smem_address=0x{self.smem_address:x}{k})"
+
+    def identity(self):
+        t = self.tmap
+        return ("tma", t.dtype, t.global_shape, t.box_shape, t.global_strides, t.element_strides, t.swizzle,
+                t.interleave, t.oob_fill, self.coords, self.smem_address, digest(self.gmem), self.kernel_identity())
 
     def model(self) -> np.ndarray:
         return tma_load_model(self.gmem, self.tmap, self.coords, self.smem_address)
 
     def run(self) -> np.ndarray:
-        from .runner import run_tma_load
+        """This load on the GPU (or in the PTX emulator): by the teaching kernel if the case has one, else
+        by the harness."""
+        from .runner import launch_teach, run_tma_load
+        if self._kernel is not None:
+            return launch_teach(self.gmem, self.tmap, self.coords, kernel=self.kernel)
         return run_tma_load(self.gmem, self.tmap, self.coords, self.smem_address)
 
-    def show(self, **kwargs):
+    def show(self, ax=None, **kwargs):
         """The SMEM image of the box (which box row and 16-byte chunk sits where)."""
         from .pictures import plot_smem_image
-        return plot_smem_image(self.tmap, self.smem_address, **kwargs)
+        return plot_smem_image(self.tmap, self.smem_address, ax=ax, **kwargs)
 
     # ---- describing a place and guessing the cause ------------------------------------------
     def _owners(self):

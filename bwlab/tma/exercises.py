@@ -5,8 +5,10 @@ bytes of a box, expect_tx filled into the teaching kernel, the SMEM offset of an
 Every expected value comes from the stage's own model: `TensorMap` and its rule table
 (`bwlab.tma.rules.RULES`), `tma_load_writes` (where each byte lands, PTX ISA 5.5.7 swizzle),
 `box_targets` (which box elements are inside the tensor) and `bwlab.hw.mbarrier.Mbarrier` (the
-handshake). `hidden=True` (the autograder's hidden tests) checks more cases where the answer is a
-function; an answer that is one predicted value is checked again. The kernel edit is
+handshake). The graded cell's hidden part passes `hidden=` the cases that the course data gives
+(`bwlab.exercises.hidden_cases`; not in this package) where the answer is a function; an answer that
+is one predicted value is checked again, and 1.3's box is the student's own (`edit_box`, from
+`bwlab.variants`). The kernel edit is
 compiled (NVRTC, no GPU needed) and, where the TMA stage runs on hardware, run in a worker process
 (`run_teach(..., kernel=mine)` -> `bwlab.lab.run_edited`); everywhere the model runs the learner's value.
 """
@@ -16,7 +18,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..exercises import NotYet, check_value, unanswered
+from ..exercises import NotYet, check_value, course_cases, unanswered
 from ..exercises import check_function_explained
 from ..hw.mbarrier import Mbarrier, MbarrierError
 from ..hw.swizzle import SWIZZLES
@@ -25,6 +27,7 @@ from .rules import RULES_BY_NAME
 from .tensor_map import TensorMap, TensorMapError
 
 __all__ = ["RULE_CANDIDATES", "check_broken_rule", "check_tx_bytes", "EDIT_TMAP", "EDIT_COORDS", "EDIT_LINE",
+           "EDIT_BOXES", "edit_box", "edit_tmap",
            "edit_kernel", "tx_story", "check_expect_tx_edit", "check_swizzle_offset", "check_oob_fill"]
 
 
@@ -71,9 +74,10 @@ def _args(kwargs) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
 
 
-def check_broken_rule(answer, hidden: bool = False) -> None:
+@course_cases("tma_broken_rule")
+def check_broken_rule(answer, hidden=()) -> None:
     """Exercise 1.1: {letter: the name of the first rule TensorMap(**RULE_CANDIDATES[letter]) breaks,
-    or 'legal'}."""
+    or 'legal'}. `hidden` is unused: the graded version checks the same answer."""
     if isinstance(answer, dict):
         open_ = [k for k in RULE_CANDIDATES if unanswered(answer.get(k))]
         if len(open_) == len(RULE_CANDIDATES):
@@ -89,15 +93,9 @@ def check_broken_rule(answer, hidden: bool = False) -> None:
 
 
 # ---- Exercise 1.2: the transaction bytes of a box -----------------------------------------------------
-def _tx_cases(hidden: bool):
-    # shown: the box of section 1, and a swizzled box whose 32-byte rows sit 128 bytes apart in SMEM (the
-    # footprint is not what the TMA counts)
-    shown = [("bfloat16", (32, 16), "none"), ("float16", (16, 8), "128B")]
-    if not hidden:
-        return shown
-    return shown + [("float32", (8, 6), "none"), ("uint8", (256, 4), "none"), ("float64", (8, 4, 2), "none"),
-                    ("bfloat16", (64, 16), "128B"), ("tf32", (8, 32), "32B"),
-                    ("int32", (4, 3, 2, 2), "none"), ("uint8", (16, 256), "none")]
+# shown: the box of section 1, and a swizzled box whose 32-byte rows sit 128 bytes apart in SMEM (the
+# footprint is not what the TMA counts); the hidden ones (course data) add other types, ranks, swizzles
+TX_SHOWN = [("bfloat16", (32, 16), "none"), ("float16", (16, 8), "128B")]
 
 
 def _tx_reference(dtype, box_shape, swizzle="none"):
@@ -119,18 +117,35 @@ def _explain_tx(args, got, expected):
     return None
 
 
-def check_tx_bytes(fn, hidden: bool = False) -> None:
-    """Exercise 1.2: `fn(dtype, box_shape, swizzle)` -> the bytes expect_tx must announce for one box."""
+@course_cases("tma_tx_bytes")
+def check_tx_bytes(fn, hidden=()) -> None:
+    """Exercise 1.2: `fn(dtype, box_shape, swizzle)` -> the bytes expect_tx must announce for one box;
+    `hidden`: more (dtype, box_shape, swizzle) cases from the course data."""
     check_function_explained(
-        "transaction bytes of a box", fn, _tx_cases(hidden), reference=_tx_reference, explain=_explain_tx,
+        "transaction bytes of a box", fn, TX_SHOWN + [tuple(c) for c in hidden], reference=_tx_reference,
+        explain=_explain_tx, more="" if hidden else "other element types, boxes of rank 3 and 4, other swizzles",
         rule="a load's complete_tx reports every byte it writes to SMEM: the product of the box dimensions "
              "x element size, whatever the swizzle (PTX ISA cp.async.bulk.tensor, mbarrier::complete_tx::bytes)",
         hint="bwlab.hw.element_type(dtype).bytes is the element size")
 
 
 # ---- Exercise 1.3: fill in expect_tx in teach_tma.cu -----------------------------------------------------
-EDIT_TMAP = TensorMap("bfloat16", (80, 48), (48, 8))
+EDIT_TMAP = TensorMap("bfloat16", (80, 48), (48, 8))      # the self-study variant
 EDIT_COORDS = (32, 16)
+# every student's box (bwlab.variants): bf16, inside the 80 x 48 tensor from (32, 16), rows of a multiple
+# of 16 bytes; the first is the self-study one
+EDIT_BOXES = ((48, 8),) + tuple((w, h) for w in (8, 16, 24, 32, 40, 48) for h in (4, 8, 12, 16, 24, 32)
+                                if (w, h) != (48, 8))
+
+
+def edit_box(token: str | None = None) -> tuple:
+    """This student's box for exercise 1.3: (box_dim[0], box_dim[1]) of bf16 at EDIT_COORDS."""
+    from .. import variants
+    return variants.pick("tma_expect_tx_edit", EDIT_BOXES, token)
+
+
+def edit_tmap(token: str | None = None) -> TensorMap:
+    return TensorMap("bfloat16", EDIT_TMAP.global_shape, edit_box(token))
 EDIT_LINE = "const u32 tx_bytes = box_bytes;"
 _TX_PIECE = 16   # the model retires the bytes 16 at a time (the split is not architectural, the sum is)
 
@@ -174,7 +189,7 @@ def _edit_gmem() -> np.ndarray:
     return np.random.default_rng(0).integers(0, 2**16, size=(48, 80), dtype=np.uint16)
 
 
-def _run_edit_on_gpu(mine) -> tuple:
+def _run_edit_on_gpu(mine, tmap) -> tuple:
     """Run the edited kernel in a worker process: (the bytes equal the model's?, what happened)."""
     from ..runtime import MbarrierTimeout
     from ..sandbox import KernelFault, KernelHang
@@ -182,7 +197,7 @@ def _run_edit_on_gpu(mine) -> tuple:
     from .runner import run_teach
     gmem = _edit_gmem()
     try:
-        got = run_teach(gmem, EDIT_TMAP, EDIT_COORDS, kernel=mine)
+        got = run_teach(gmem, tmap, EDIT_COORDS, kernel=mine)
     except MbarrierTimeout as e:
         return False, f"MbarrierTimeout: {e}"
     except (KernelFault, KernelHang) as e:
@@ -190,18 +205,20 @@ def _run_edit_on_gpu(mine) -> tuple:
     from .. import device
     where = ("the PTX emulator, your whole kernel" if device.tier("tma") == "emulated"
              else "this GPU, your kernel in a worker process")
-    r = TmaLoad(gmem, EDIT_TMAP, EDIT_COORDS).check(got, source=where)
+    r = TmaLoad(gmem, tmap, EDIT_COORDS).check(got, source=where)
     return r.ok, str(r)
 
 
-def check_expect_tx_edit(tx, hidden: bool = False) -> None:
-    """Exercise 1.3: `tx` (an int) replaces `box_bytes` in teach_tma.cu's expect_tx line for the box
-    EDIT_TMAP at EDIT_COORDS; the edit is compiled, run on a GPU with TMA (worker process) and by the
-    model's mbarrier everywhere."""
+@course_cases("tma_expect_tx_edit")
+def check_expect_tx_edit(tx, hidden=()) -> None:
+    """Exercise 1.3: `tx` (an int) replaces `box_bytes` in teach_tma.cu's expect_tx line for this
+    student's box (edit_tmap()) at EDIT_COORDS; the edit is compiled, run on a GPU with TMA (worker
+    process) and by the model's mbarrier everywhere. `hidden` is unused (the same box is checked)."""
     from .. import device
     from ..compile import CompileError
-    name = f"expect_tx for the {' x '.join(map(str, EDIT_TMAP.box_shape))} {EDIT_TMAP.dtype} box"
-    box = EDIT_TMAP.tx_bytes
+    tmap = edit_tmap()
+    name = f"expect_tx for the {' x '.join(map(str, tmap.box_shape))} {tmap.dtype} box"
+    box = tmap.tx_bytes
     rule = ("expect_tx must announce every byte the load brings, the whole box: box_dim[0] x box_dim[1] x "
             "element size; phase 0 completes when the arrival is in and the tx-count is back to zero")
     if unanswered(tx):
@@ -224,7 +241,7 @@ def check_expect_tx_edit(tx, hidden: bool = False) -> None:
     gpu_ok, gpu = None, None
     emulated = device.tier("tma") == "emulated"
     if device.tier("tma") in ("hardware", "emulated"):
-        gpu_ok, gpu = _run_edit_on_gpu(mine)
+        gpu_ok, gpu = _run_edit_on_gpu(mine, tmap)
     if tx == box and gpu_ok is not False:
         ran = ((f"in the PTX emulator your whole kernel ran and its {box} SMEM bytes equal the model's" if emulated
                 else f"on this GPU (worker process) its {box} SMEM bytes equal the model's") if gpu_ok else
@@ -235,14 +252,12 @@ def check_expect_tx_edit(tx, hidden: bool = False) -> None:
         return
     lines = [f"{name}: you have {tx}; the rule gives a {'smaller' if tx > box else 'larger'} value." if tx != box else
              f"{name}: {tx} is right, but the GPU's result differs from the model's.", f"  rule: {rule}"]
-    known = {EDIT_TMAP.box_elements: "the number of elements, not of bytes",
+    known = {TensorMap("bfloat16", (80, 48), (32, 16)).box_bytes: "the box of sections 1-5 (32 x 16); this one is "
+                                                                  f"{tmap.box_shape[0]} x {tmap.box_shape[1]}",
+             int(np.prod(tmap.global_shape)) * tmap.elem_bytes: "the whole tensor, not one box",
+             tmap.inner_box_bytes: f"the bytes of one box row; the box has {tmap.box_shape[1]} rows",
              box * 8: "the number of bits",
-             EDIT_TMAP.inner_box_bytes: "the bytes of one box row; the box has "
-                                        f"{EDIT_TMAP.box_shape[1]} rows",
-             TensorMap("bfloat16", (80, 48), (32, 16)).box_bytes: "the box of sections 1-5 (32 x 16); this one is "
-                                                                  f"{EDIT_TMAP.box_shape[0]} x "
-                                                                  f"{EDIT_TMAP.box_shape[1]}",
-             int(np.prod(EDIT_TMAP.global_shape)) * EDIT_TMAP.elem_bytes: "the whole tensor, not one box"}
+             tmap.box_elements: "the number of elements, not of bytes"}
     if tx in known and tx != box:
         lines.append(f"  your value: {known[tx]}")
     lines.append(f"  what happens: {built}; in the model, {_story_text(tx, box, done_at, bar)}")
@@ -274,14 +289,10 @@ def _swizzle_reference(r, c, elem_bytes, base):
     return _landing(elem_bytes, base)[r * width + c] - base
 
 
-def _swizzle_cases(hidden: bool):
-    shown = [(r, c, 2, 0) for r, c in ((0, 0), (0, 9), (1, 0), (1, 8), (2, 13), (5, 40), (7, 63))]
-    if not hidden:
-        return shown
-    more = [(0, 0, 2, 0x180), (0, 8, 2, 0x180), (3, 5, 2, 0x180), (9, 33, 2, 0x180), (1, 1, 4, 0x400),
-            (6, 30, 4, 0x400), (15, 31, 4, 0x400), (0, 0, 1, 0x80), (7, 127, 1, 0x80), (12, 64, 1, 0x80),
-            (2, 3, 8, 0x300), (10, 15, 8, 0x300), (1, 63, 2, 0x1F80), (8, 0, 2, 0), (13, 21, 2, 0x280)]
-    return shown + more
+# shown: bf16 at base 0, and at base 0x180 (three 128-byte lines into the 1024-byte pattern: a
+# formula that ignores base fails there); the hidden ones (course data) try other element sizes and bases
+SWIZZLE_SHOWN = [(r, c, 2, 0) for r, c in ((0, 0), (0, 9), (1, 0), (1, 8), (2, 13), (5, 40), (7, 63))] + \
+    [(0, 0, 2, 0x180), (0, 8, 2, 0x180), (3, 5, 2, 0x180)]
 
 
 def _explain_swizzle(args, got, expected):
@@ -309,11 +320,14 @@ def _explain_swizzle(args, got, expected):
     return None
 
 
-def check_swizzle_offset(fn, hidden: bool = False) -> None:
+@course_cases("tma_swizzle_offset")
+def check_swizzle_offset(fn, hidden=()) -> None:
     """Exercise 1.4: `fn(r, c, elem_bytes, base)` -> the byte offset from `base` of element (r, c) of a box
-    with 128-byte rows loaded with swizzle 128B to SMEM address `base` (a multiple of 128)."""
+    with 128-byte rows loaded with swizzle 128B to SMEM address `base` (a multiple of 128); `hidden`:
+    more (r, c, elem_bytes, base) cases from the course data."""
     check_function_explained(
-        "SMEM offset of element (r, c) under the 128B swizzle", fn, _swizzle_cases(hidden),
+        "SMEM offset of element (r, c) under the 128B swizzle", fn, SWIZZLE_SHOWN + [tuple(c) for c in hidden],
+        more="" if hidden else "elements of 1, 4 and 8 bytes, rows 8-15 and other bases",
         reference=_swizzle_reference, explain=_explain_swizzle,
         rule="address = base + r x 128 + c x elem_bytes, then bits 4-6 ^= bits 7-9 of that ADDRESS "
              "(PTX ISA 5.5.7 swizzle modes; CuTe Swizzle<3,4,3>); the offset is the result minus base",
@@ -321,14 +335,7 @@ def check_swizzle_offset(fn, hidden: bool = False) -> None:
 
 
 # ---- Exercise 1.5: out-of-bounds fill ---------------------------------------------------------------
-def _oob_cases(hidden: bool):
-    shown = [("float32", (20, 12), (8, 6), (-4, 8))]
-    if not hidden:
-        return shown
-    return shown + [("float32", (20, 12), (8, 6), (16, 9)), ("bfloat16", (80, 48), (32, 16), (64, 40)),
-                    ("bfloat16", (80, 48), (32, 16), (32, 16)), ("float32", (20, 12), (8, 6), (100, 100)),
-                    ("float32", (20, 12), (8, 6), (-8, -6)), ("float16", (16, 8, 4), (8, 4, 2), (8, 6, 3)),
-                    ("uint8", (64, 10), (32, 4), (-16, 8))]
+OOB_SHOWN = [("float32", (20, 12), (8, 6), (-4, 8))]
 
 
 def _oob_reference(dtype, global_shape, box_shape, coords):
@@ -355,10 +362,13 @@ def _explain_oob(args, got, expected):
     return None
 
 
-def check_oob_fill(fn, hidden: bool = False) -> None:
-    """Exercise 1.5: `fn(dtype, global_shape, box_shape, coords)` -> (elements filled, expect_tx bytes)."""
+@course_cases("tma_oob_fill")
+def check_oob_fill(fn, hidden=()) -> None:
+    """Exercise 1.5: `fn(dtype, global_shape, box_shape, coords)` -> (elements filled, expect_tx bytes);
+    `hidden`: more cases from the course data."""
     check_function_explained(
-        "out-of-bounds fill", fn, _oob_cases(hidden), reference=_oob_reference, explain=_explain_oob,
+        "out-of-bounds fill", fn, OOB_SHOWN + [tuple(c) for c in hidden], reference=_oob_reference,
+        explain=_explain_oob, more="" if hidden else "boxes past every edge, wholly inside, wholly outside, rank 3",
         rule="box element j (per dimension) reads tensor element coords + j; it is filled when that is < 0 or "
              ">= global_shape in any dimension (PTX ISA 5.5 bounding box); the transaction bytes are always "
              "the whole box")

@@ -107,7 +107,7 @@ def plot_smem_image(tmap: TensorMap, smem_address: int = 0, ax=None, title=None,
     16-byte chunk of that row it holds, coloured by its chunk index inside the row."""
     import matplotlib.pyplot as plt
 
-    from ..plotting import add_legend, draw_grid, thread_color
+    from ..plotting import add_legend, plot_grid, thread_color
     row, col = smem_chunks(tmap, smem_address)
     lines = min(len(row) // 8, max_lines)
     r, c = row[:lines * 8].reshape(lines, 8), col[:lines * 8].reshape(lines, 8)
@@ -119,7 +119,7 @@ def plot_smem_image(tmap: TensorMap, smem_address: int = 0, ax=None, title=None,
             text[i, j] = f"r{r[i, j]}\nc{c[i, j]}" if r[i, j] >= 0 else ""
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 0.45 * lines + 1.4))
-    draw_grid(ax, colors, text, fontsize=fontsize,
+    plot_grid(ax, colors, text, fontsize=fontsize,
               title=title or f"{tmap.swizzle} swizzle, SMEM 0x{smem_address:04x}",
               xlabel="16-byte chunk of the 128-byte SMEM line (4 banks each)", ylabel="SMEM line",
               xticks=[f"{j}" for j in range(8)],

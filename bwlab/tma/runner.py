@@ -18,7 +18,7 @@ from ..util import round_up
 from .model import check_coords, check_modelled, tma_load_window
 from .tensor_map import SMEM_ALIGNMENT, TensorMap, TensorMapError
 
-__all__ = ["run_teach", "check_teach_args", "TEACH_BARRIERS", "TEACH_SMEM_BYTES", "run_tma_load", "run_cases", "LoadCase", "RunResult", "TMA_CASE_DTYPE", "LOAD_BARRIERS",
+__all__ = ["run_teach", "launch_teach", "check_teach_args", "TEACH_BARRIERS", "TEACH_SMEM_BYTES", "run_tma_load", "run_cases", "LoadCase", "RunResult", "TMA_CASE_DTYPE", "LOAD_BARRIERS",
            "SMEM_SLACK", "PREFETCH_TENSORMAP", "PREFETCH_BOX", "background", "encode_tensor_map"]
 
 # Mirrors struct TmaCase in cuda_src/tma_load.cu (its static_asserts; tests/test_struct_mirrors.py compares).
@@ -212,13 +212,20 @@ def check_teach_args(gmem, tmap: TensorMap, coords) -> tuple:
 
 
 def run_teach(gmem, tmap: TensorMap, coords, kernel=None, block: int = 128) -> np.ndarray:
-    """Run the teaching kernel `teach_tma_load` on one 2D box; the `box_bytes` SMEM bytes it loaded.
+    """`TmaLoad(gmem, tmap, coords, kernel=kernel or "teach_tma.cu").run()`: the teaching kernel on one 2D
+    box, the `box_bytes` SMEM bytes it loaded (the same as `tma_load_model(gmem, tmap, coords)`). Kept
+    for code written against it; a notebook builds the case."""
+    if block != 128:
+        return launch_teach(gmem, tmap, coords, kernel, block)
+    from .case import TmaLoad
+    return TmaLoad(gmem, tmap, coords, kernel=kernel or "teach_tma.cu").run()
 
-    The same arguments and the same result as `tma_load_model(gmem, tmap, coords)`, so
-    `TmaLoad(gmem, tmap, coords).check(run_teach(gmem, tmap, coords))` compares them. `kernel` is a
-    `bwlab.lab.TeachingKernel` (a learner's edit); default: the %%cuda version if there is one,
-    else cuda_src/teach_tma.cu. Raises MbarrierTimeout if the handshake does not complete.
-    """
+
+def launch_teach(gmem, tmap: TensorMap, coords, kernel=None, block: int = 128) -> np.ndarray:
+    """Launch the teaching kernel `teach_tma_load` (`kernel`, a `bwlab.lab.TeachingKernel`; default: the
+    %%cuda version if there is one, else cuda_src/teach_tma.cu) on one 2D box, on this GPU or in the PTX
+    emulator: what `TmaLoad(..., kernel=).run()` does. Raises MbarrierTimeout if the handshake does not
+    complete."""
     coords = check_teach_args(gmem, tmap, coords)
     from ..lab import edited, isolate, run_edited
     from ..runtime import backend_for, launch, tensor_map_arg
@@ -226,7 +233,7 @@ def run_teach(gmem, tmap: TensorMap, coords, kernel=None, block: int = 128) -> n
     be = backend_for("tma")   # this GPU, or the PTX emulator where there is none
     kernel = kernel or edited("teach_tma.cu")
     if not be.emulated and isolate(kernel):
-        return run_edited(run_teach, gmem, tmap, coords, kernel=kernel, block=block)
+        return run_edited(launch_teach, gmem, tmap, coords, kernel=kernel, block=block)
     xp = be.xp
     d_gmem = xp.asarray(np.ascontiguousarray(gmem))
     d_out = xp.zeros(tmap.box_bytes, np.uint8)

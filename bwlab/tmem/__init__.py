@@ -26,7 +26,7 @@ Files:
   case.py         `TmemLoad`, `TmemStore`: model() / run() / check() / show()
   teach.py        the teaching kernel cuda_src/teach_tmem.cu as the model sees it: `teach_plan`,
                   `teach_model`, `teach_case` (its GPU run: `runner.run_teach`)
-  pictures.py     `draw_*`, `ld_widget`
+  pictures.py     `plot_*`, `ld_widget`
 Validation (`python -m bwlab.validate tmem`) and the generator of cuda_src/ptx/tcgen05_ldst.cuh
 (`python -m bwlab.tmem header`) live in `bwlab/checks/`.
 
@@ -34,46 +34,59 @@ The TMEM image shared with the UMMA stage is a NumPy uint32 array of shape (128,
 """
 from __future__ import annotations
 
-from ..hw.tmem import (COLUMNS, LANES, TmemError, decode_address, encode_address, format_address,
-                       new_image, warp_lane_range)
-from .accumulator import (LoadStep, accumulator_layout, accumulator_owners, epilogue_loads,
-                          example_accumulator, read_accumulator)
-from . import tables
-from .alloc import Allocation, TensorMemory, TmemNote, attempt, brief
+from ..hw.tmem import decode_address, encode_address, TmemError
+from .alloc import TensorMemory
 from .case import TmemLoad, TmemStore
-from .forms import (COLUMNS_PER_NUM, LANES_PER_SHAPE, MAX_REGS_PER_THREAD, NUMS, REGS_PER_NUM, SHAPE_CODE,
-                    SHAPES, TmemAccess, all_accesses, instructions_per_warp, ld_fragment_map,
-                    legal_nums)
-from .model import (compare_st_images, defined_st_bits, ld_roundtrip_model, pattern_image,
-                    register_pattern, st_cells_mask, st_roundtrip_model, tcgen05_ld, tcgen05_st)
-from .runner import (all_kernel_names, check_configurations, compile_kernels, kernel_name, run_ld_roundtrip,
-                     run_st_roundtrip, run_teach)
-from .tables import CP_TABLE, check_alloc, check_cp, check_ldst
-from .teach import (TEACH_FILE, TeachPlan, address_image, teach_case, teach_model, teach_plan, teach_sass,
-                    try_teach)
+from .forms import SHAPES, TmemAccess
+from .model import ld_roundtrip_model
+from .runner import run_ld_roundtrip, run_teach
+from .teach import teach_case
+from . import tables  # noqa: F401
 
-_PICTURES = ("draw_tmem", "draw_warp_quarters", "draw_ld_map", "draw_gallery", "draw_accumulator_owners",
-             "ld_widget")
+# The teaching names: what a notebook of this stage reaches for first.
+__all__ = ["TmemAccess", "TensorMemory", "TmemLoad", "TmemStore", "TmemError", "ld_roundtrip_model",
+           "run_ld_roundtrip", "run_teach", "teach_case", "encode_address", "decode_address", "SHAPES",
+           "plot_ld_map", "plot_tmem", "ld_widget"]
 
-__all__ = [
-    "LANES", "COLUMNS", "TmemError", "encode_address", "decode_address", "format_address",
-    "warp_lane_range", "new_image",
-    "SHAPES", "NUMS", "REGS_PER_NUM", "MAX_REGS_PER_THREAD", "LANES_PER_SHAPE", "COLUMNS_PER_NUM",
-    "SHAPE_CODE", "TmemAccess", "all_accesses", "ld_fragment_map", "instructions_per_warp", "legal_nums",
-    "tcgen05_ld", "tcgen05_st", "Allocation", "TensorMemory", "TmemNote", "attempt", "brief",
-    "tables", "check_alloc", "check_ldst", "check_cp", "CP_TABLE", "check_configurations",
-    "pattern_image", "register_pattern", "ld_roundtrip_model", "st_roundtrip_model", "st_cells_mask",
-    "defined_st_bits", "compare_st_images", "run_ld_roundtrip", "run_st_roundtrip", "TmemLoad", "TmemStore",
-    "kernel_name", "all_kernel_names", "compile_kernels",
-    "accumulator_layout", "example_accumulator", "LoadStep", "epilogue_loads", "accumulator_owners",
-    "read_accumulator", "TEACH_FILE", "TeachPlan", "teach_plan", "teach_model", "teach_case",
-    "address_image", "run_teach", "teach_sass", "try_teach", *_PICTURES,
-]
+# Every other name lives in its module (bwlab.tmem.<module>, or bwlab.hw); the package's top still
+# reaches it, importing that submodule on first use (the pictures load matplotlib only then).
+_ELSEWHERE = {
+    "Allocation": "bwlab.tmem.alloc", "COLUMNS": "bwlab.hw.tmem", "COLUMNS_PER_NUM": "bwlab.tmem.forms",
+    "CP_TABLE": "bwlab.tmem.tables", "LANES": "bwlab.hw.tmem", "LANES_PER_SHAPE": "bwlab.tmem.forms",
+    "LoadStep": "bwlab.tmem.accumulator", "MAX_REGS_PER_THREAD": "bwlab.tmem.forms", "NUMS": "bwlab.tmem.forms",
+    "REGS_PER_NUM": "bwlab.tmem.forms", "SHAPE_CODE": "bwlab.tmem.forms", "TEACH_FILE": "bwlab.tmem.teach",
+    "TeachPlan": "bwlab.tmem.teach", "TmemNote": "bwlab.tmem.alloc",
+    "accumulator_layout": "bwlab.tmem.accumulator", "accumulator_owners": "bwlab.tmem.accumulator",
+    "address_image": "bwlab.tmem.teach", "all_accesses": "bwlab.tmem.forms",
+    "all_kernel_names": "bwlab.tmem.runner", "attempt": "bwlab.tmem.alloc", "brief": "bwlab.tmem.alloc",
+    "check_alloc": "bwlab.tmem.tables", "check_configurations": "bwlab.tmem.runner",
+    "check_cp": "bwlab.tmem.tables", "check_ldst": "bwlab.tmem.tables", "compare_st_images": "bwlab.tmem.model",
+    "compile_kernels": "bwlab.tmem.runner", "defined_st_bits": "bwlab.tmem.model",
+    "draw_accumulator_owners": "bwlab.tmem.pictures", "draw_gallery": "bwlab.tmem.pictures",
+    "draw_ld_map": "bwlab.tmem.pictures", "draw_tmem": "bwlab.tmem.pictures",
+    "draw_warp_quarters": "bwlab.tmem.pictures", "epilogue_loads": "bwlab.tmem.accumulator",
+    "example_accumulator": "bwlab.tmem.accumulator", "format_address": "bwlab.hw.tmem",
+    "instructions_per_warp": "bwlab.tmem.forms", "kernel_name": "bwlab.tmem.runner",
+    "ld_fragment_map": "bwlab.tmem.forms", "ld_widget": "bwlab.tmem.pictures", "legal_nums": "bwlab.tmem.forms",
+    "new_image": "bwlab.hw.tmem", "pattern_image": "bwlab.tmem.model",
+    "plot_accumulator_owners": "bwlab.tmem.pictures", "plot_gallery": "bwlab.tmem.pictures",
+    "plot_ld_map": "bwlab.tmem.pictures", "plot_tmem": "bwlab.tmem.pictures",
+    "plot_warp_quarters": "bwlab.tmem.pictures", "read_accumulator": "bwlab.tmem.accumulator",
+    "register_pattern": "bwlab.tmem.model", "run_st_roundtrip": "bwlab.tmem.runner",
+    "st_cells_mask": "bwlab.tmem.model", "st_roundtrip_model": "bwlab.tmem.model",
+    "tcgen05_ld": "bwlab.tmem.model", "tcgen05_st": "bwlab.tmem.model", "teach_model": "bwlab.tmem.teach",
+    "teach_plan": "bwlab.tmem.teach", "teach_sass": "bwlab.tmem.teach", "try_teach": "bwlab.tmem.teach",
+    "warp_lane_range": "bwlab.hw.tmem",
+}
 
 
 def __getattr__(name):
-    # The pictures load matplotlib; only a notebook that draws pays for it.
-    if name in _PICTURES:
-        from . import pictures
-        return getattr(pictures, name)
-    raise AttributeError(f"module 'bwlab.tmem' has no attribute {name!r}")
+    module = _ELSEWHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__():
+    return sorted(set(__all__) | set(globals()))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..case import Case, CheckResult, Mismatch, compare
+from ..case import Case, CheckResult, Mismatch, compare, digest
 from ..hw.tmem import COLUMNS, LANES, warp_lane_range
 from .forms import TmemAccess, instructions_per_warp
 from .model import check_roundtrip, defined_st_bits, ld_roundtrip_model, st_roundtrip_model
@@ -46,19 +46,45 @@ _QUARTER_HINT = ("the warp quarter rule: warp w reaches only TMEM lanes 32*(w % 
 class TmemLoad(Case):
     """tmem_ld_roundtrip: a warpgroup fills TMEM from `image`, then every warp loads its lane quarter
     at column `col0` with `access` (twice for a 16-lane shape). The result is every thread's
-    registers: uint32 (4 warps, instructions per warp, 32 threads, registers)."""
+    registers: uint32 (4 warps, instructions per warp, 32 threads, registers).
+
+    `kernel` — a `bwlab.lab.TeachingKernel` (an edit of teach_tmem.cu) or "teach_tmem.cu" (the
+    learner's %%cuda version, else the file) — makes run() launch that teaching kernel instead of the
+    harness; it stores `address_image()` and loads it at column 0 with its own .32x32b.x<kNum>
+    (`tmem.teach_case(kernel)` builds the matching case)."""
 
     stage = "tmem"
+    teaching_file = "teach_tmem.cu"
 
-    def __init__(self, access: TmemAccess, image: np.ndarray, col0: int = 0):
+    def __init__(self, access: TmemAccess, image: np.ndarray, col0: int = 0, kernel=None):
         check_roundtrip(access, image, col0)
         self.access, self.image, self.col0 = access, image, int(col0)
         self.what = f"tcgen05.ld{access.label()} at column {self.col0}"
+        self._set_kernel(kernel)
+        if kernel is not None:
+            from .teach import address_image, teach_plan
+            plan = teach_plan(self.kernel)
+            if plan.access != access or self.col0 != 0 or not np.array_equal(image, address_image()):
+                raise ValueError(f"{self.teaching_file} loads address_image() at column 0 with "
+                                 f"tcgen05.ld{plan.access.label()}; this case asks for tcgen05.ld{access.label()} "
+                                 f"at column {self.col0}: build it with tmem.teach_case(kernel)")
+
+    def __repr__(self):
+        k = "" if self._kernel is None else f", kernel={self.kernel!r}"
+        return f"TmemLoad({self.access.label()}, col0={self.col0}{k})"
+
+    def identity(self):
+        return ("tmem-ld", self.access.label(), self.col0, digest(self.image), self.kernel_identity())
 
     def model(self) -> np.ndarray:
         return ld_roundtrip_model(self.access, self.image, self.col0)
 
     def run(self) -> np.ndarray:
+        """The registers after the loads on an sm_100 GPU (or in the PTX emulator): by the teaching
+        kernel if the case has one, else by the harness (tmem_sm100.cu)."""
+        if self._kernel is not None:
+            from .runner import launch_teach
+            return launch_teach(self.kernel)
         return run_ld_roundtrip(self.access, self.image, self.col0)
 
     def cells(self, warp: int, half: int, thread: int, register: int) -> list[tuple[int, int]]:
@@ -92,9 +118,10 @@ class TmemLoad(Case):
         return compare(expected, got, stage=self.stage, what=self.what, unit="register",
                        where=self._where, hint=self._hint, hex_digits=8, source=source)
 
-    def show(self, warp: int = 0, **kwargs):
-        from .pictures import draw_ld_map
-        return draw_ld_map(self.access, warp, **kwargs)
+    def show(self, ax=None, warp: int = 0, **kwargs):
+        """Which thread and register of `warp` holds which TMEM cell."""
+        from .pictures import plot_ld_map
+        return plot_ld_map(self.access, warp, ax=ax, **kwargs)
 
 
 class TmemStore(Case):
@@ -107,11 +134,17 @@ class TmemStore(Case):
 
     stage = "tmem"
 
-    def __init__(self, access: TmemAccess, image: np.ndarray, regs: np.ndarray, col0: int = 0):
+    def __init__(self, access: TmemAccess, image: np.ndarray, regs: np.ndarray, col0: int = 0, kernel=None):
+        if kernel is not None:
+            raise ValueError("the stage's teaching kernel (teach_tmem.cu) checks its loads: build a "
+                             "TmemLoad with kernel= (tmem.teach_case(kernel)); TmemStore runs the harness")
         check_roundtrip(access, image, col0, regs, "st")
         self.access, self.image, self.col0 = access, image, int(col0)
         self.regs = np.asarray(regs, dtype=np.uint32)
         self.what = f"tcgen05.st{access.label().replace('pack', 'unpack')} at column {self.col0}"
+
+    def identity(self):
+        return ("tmem-st", self.access.label(), self.col0, digest(self.image, self.regs))
 
     def model(self) -> np.ndarray:
         return st_roundtrip_model(self.access, self.image, self.regs, self.col0)
@@ -166,6 +199,7 @@ class TmemStore(Case):
         return compare(e, g, stage=self.stage, what=self.what, unit="cell", where=self._where,
                        hint=self._hint, hex_digits=8, source=source)
 
-    def show(self, warp: int = 0, **kwargs):
-        from .pictures import draw_ld_map
-        return draw_ld_map(self.access, warp, **kwargs)
+    def show(self, ax=None, warp: int = 0, **kwargs):
+        """Which thread and register of `warp` holds which TMEM cell."""
+        from .pictures import plot_ld_map
+        return plot_ld_map(self.access, warp, ax=ax, **kwargs)

@@ -15,10 +15,9 @@ from functools import lru_cache
 import numpy as np
 
 from ..exercise_mistakes import which_mistake
-from ..exercises import NotYet, check_function, check_result, check_value, unanswered
+from ..exercises import NotYet, check_function, check_result, check_value, course_cases, unanswered
 from ..hw.tmem import TmemError, decode_address, encode_address, warp_lane_range
-from .forms import (COLUMNS_PER_NUM, LANES_PER_SHAPE, SHAPES, TmemAccess, all_accesses, ld_fragment_map,
-                    legal_nums)
+from .forms import COLUMNS_PER_NUM, LANES_PER_SHAPE, SHAPES, TmemAccess, ld_fragment_map
 from .tables import ALLOC_NCOLS, SEC_ACCESS, SEC_ALLOC, SEC_SHAPE
 
 __all__ = ["check_address", "check_quarter", "check_wide_load", "check_registers", "check_holder",
@@ -50,22 +49,15 @@ def _address(base, lane, column):
     return encode_address(lane0 + lane, col0 + column)
 
 
-def _address_cases(hidden: bool):
-    cases = [(0x0, 0, 0), (0x0, 37, 13), (0x100, 64, 8), (0x100, 127, 127), (0x60, 5, 40)]
-    if hidden:
-        rng = np.random.default_rng(41)
-        for _ in range(200):
-            ncols = int(rng.choice(ALLOC_NCOLS))
-            col0 = int(rng.integers(0, 512 // ncols)) * ncols
-            cases.append((encode_address(0, col0), int(rng.integers(0, 128)), int(rng.integers(0, ncols))))
-        cases += [(encode_address(0, 32), 96, 100), (encode_address(0, 480), 1, 31)]
-    return cases
+ADDRESS_SHOWN = [(0x0, 0, 0), (0x0, 37, 13), (0x100, 64, 8), (0x100, 127, 127), (0x60, 5, 40)]
 
 
-def check_address(fn, hidden: bool = False) -> None:
+@course_cases("tmem_address")
+def check_address(fn, hidden=()) -> None:
     """Exercise 4.1: `fn(base, lane, column)` returns the TMEM address of `lane` and the column
-    `column` columns into the allocation whose address tcgen05.alloc wrote as `base`."""
-    cases = _address_cases(hidden)
+    `column` columns into the allocation whose address tcgen05.alloc wrote as `base`; `hidden`: more
+    (base, lane, column), course data."""
+    cases = ADDRESS_SHOWN + [tuple(c) for c in hidden]
     hint = which_mistake(fn, cases, [
         ("lane and column are swapped: the lane goes in bits 31-16, the column in bits 15-0",
          lambda b, l, c: b + (c << 16) + l),
@@ -77,7 +69,8 @@ def check_address(fn, hidden: bool = False) -> None:
          "loses a carry; add them", lambda b, l, c: b | (l << 16) | c),
     ])
     check_function("the TMEM address of (lane, column)", fn, cases, reference=_address, rule=RULE_ADDRESS,
-                   hint=hint, note=f"{len(cases)} addresses agree")
+                   hint=hint, note=f"{len(cases)} addresses agree",
+                   more="" if hidden else "allocations of every size, anywhere in the 512 columns")
 
 
 # ---- Exercise 4.2: which warp may access which lane --------------------------------------------
@@ -87,12 +80,11 @@ def _may_access(warp, lane) -> bool:
     return lo <= lane < hi
 
 
-def check_quarter(fn, hidden: bool = False) -> None:
-    """Exercise 4.2: `fn(warp, lane)` says whether warp `warp` of a CTA may access TMEM lane `lane`."""
-    if hidden:
-        cases = [(w, l) for w in range(32) for l in range(128)]
-    else:
-        cases = [(w, l) for w in range(8) for l in (0, 31, 32, 63, 64, 95, 96, 127)]
+@course_cases("tmem_quarter")
+def check_quarter(fn, hidden=()) -> None:
+    """Exercise 4.2: `fn(warp, lane)` says whether warp `warp` of a CTA may access TMEM lane `lane`;
+    `hidden`: more (warp, lane), course data."""
+    cases = [(w, l) for w in range(8) for l in (0, 31, 32, 63, 64, 95, 96, 127)] + [tuple(c) for c in hidden]
     hint = which_mistake(fn, cases, [
         ("you compare the lane's quarter with the warp index itself: warps 4 and up would reach no lane "
          "at all; the quarter is warp % 4", lambda w, l: l // 32 == w),
@@ -100,7 +92,8 @@ def check_quarter(fn, hidden: bool = False) -> None:
         ("the quarter ends at lane 32*(w % 4) + 31, inclusive", lambda w, l: 32 * (w % 4) <= l < 32 * (w % 4) + 31),
     ])
     check_function("warp quarters (which warp may access which lane)", fn, cases, reference=_may_access,
-                   rule=RULE_QUARTER, hint=hint, note=f"{len(cases)} (warp, lane) pairs agree")
+                   rule=RULE_QUARTER, hint=hint, note=f"{len(cases)} (warp, lane) pairs agree",
+                   more="" if hidden else "every lane for warps 0 to 31")
 
 
 # ---- Exercise 4.3: the teaching kernel, 64 columns per thread ----------------------------------
@@ -126,12 +119,14 @@ def _gpu_line(kernel, case) -> tuple[bool, str]:
     return res.ok, str(res)
 
 
-def check_wide_load(num, columns, hidden: bool = False) -> None:
+@course_cases("tmem_kernel_columns")
+def check_wide_load(num, columns, hidden=()) -> None:
     """Exercise 4.3: `num` (kNum) and `columns` (kColumns) make every thread of teach_tmem.cu bring
     back WIDE_COLUMNS columns of its lane with one tcgen05.ld.32x32b, from the smallest allocation
     that holds them. The kernel is edited, compiled for sm_100a, replayed on the model (and run on
     an sm_100 GPU where there is one); the result is compared register by register with a
-    .32x32b.x64 load."""
+    .32x32b.x64 load. `hidden` (course data) may name "ptx": the PTX must then hold exactly one
+    tcgen05.ld and one tcgen05.st of that form."""
     from ..compile import CompileError
     from .alloc import brief
     from .case import TmemLoad
@@ -172,7 +167,7 @@ def check_wide_load(num, columns, hidden: bool = False) -> None:
     ok, gpu = _gpu_line(kernel, case)
     if not ok:
         raise NotYet(f"{name}: not yet.\n{gpu}")
-    if hidden:
+    if "ptx" in hidden:
         ptx = built.ptx_of("teach_tmem")
         for op in ("ld", "st"):
             form = TmemAccess("32x32b", WIDE_COLUMNS).ptx(op)
@@ -198,14 +193,13 @@ def _registers(shape, num, pack16=False):
     return TmemAccess(shape, num, pack16).registers
 
 
-def check_registers(fn, hidden: bool = False) -> None:
+@course_cases("tmem_registers")
+def check_registers(fn, hidden=()) -> None:
     """Exercise 4.4: `fn(shape, num, pack16=False)` returns the 32-bit registers each thread receives
-    from tcgen05.ld.<shape>.x<num>[.pack::16b]."""
-    if hidden:
-        cases = [(a.shape, a.num, a.pack16) for a in all_accesses()]
-    else:
-        cases = [(s, 1, False) for s in SHAPES] + [("16x256b", 8, False), ("16x128b", 64, False),
-                                                    ("32x32b", 128, False), ("16x64b", 4, True)]
+    from tcgen05.ld.<shape>.x<num>[.pack::16b]; `hidden`: more (shape, num, pack16), course data."""
+    cases = [(s, 1, False) for s in SHAPES] + [("16x256b", 8, False), ("16x128b", 64, False),
+                                                ("32x32b", 128, False), ("16x64b", 4, True)]
+    cases += [tuple(c) for c in hidden]
     cols, lanes = COLUMNS_PER_NUM, LANES_PER_SHAPE      # 32-bit columns of one lane, and lanes, for .x1
     hint = which_mistake(fn, cases, [
         (".pack::16b does not halve the registers: it puts two 16-bit cells into each, so the same "
@@ -216,7 +210,8 @@ def check_registers(fn, hidden: bool = False) -> None:
          lambda s, n, p=False: lanes[s] * cols[s] * n),
     ])
     check_function("registers per thread of a tcgen05.ld form", fn, cases, reference=_registers,
-                   rule=RULE_REGISTERS, hint=hint, note=f"{len(cases)} forms agree")
+                   rule=RULE_REGISTERS, hint=hint, note=f"{len(cases)} forms agree",
+                   more="" if hidden else "every legal shape, .num and .pack::16b")
 
 
 # ---- Exercise 4.5: which thread and register hold a cell ---------------------------------------
@@ -231,28 +226,23 @@ def _holder(shape, num, lane, column):
     return _inverse_map(shape, num)[(lane, column)]
 
 
-def _holder_cases(hidden: bool):
+def _holder_shown():
     cases = []
     for s in HOLDER_SHAPES:
         a = TmemAccess(s, 1)
         cases += [(s, 1, 0, 0), (s, 1, a.lanes - 1, a.width - 1), (s, 1, 9 % a.lanes, 1 % a.width),
                   (s, 2, 3, TmemAccess(s, 2).width - 1)]
     cases.append(("16x256b", 8, 5, 13))          # notebook 04's worked example: lane 37 = 32 + 5
-    if hidden:
-        rng = np.random.default_rng(45)
-        for _ in range(400):
-            s = HOLDER_SHAPES[int(rng.integers(len(HOLDER_SHAPES)))]
-            n = int(rng.choice(legal_nums(s)))
-            a = TmemAccess(s, n)
-            cases.append((s, n, int(rng.integers(a.lanes)), int(rng.integers(a.width))))
     return cases
 
 
-def check_holder(fn, hidden: bool = False) -> None:
+@course_cases("tmem_holder")
+def check_holder(fn, hidden=()) -> None:
     """Exercise 4.5: `fn(shape, num, lane, column)` returns (thread, register): which thread of the
     warp, and which of its registers, holds the cell `lane`, `column` (both counted from the address
-    the warp passes) after tcgen05.ld.<shape>.x<num> (no pack)."""
-    cases = _holder_cases(hidden)
+    the warp passes) after tcgen05.ld.<shape>.x<num> (no pack). `hidden`: more (shape, num, lane,
+    column), course data."""
+    cases = _holder_shown() + [tuple(c) for c in hidden]
     hint = which_mistake(fn, cases, [
         ("that is the .32x32b map (thread = lane, register = column) for every shape; a 16-lane shape "
          "spreads its 16 lanes over the 32 threads", lambda s, n, l, c: (l, c)),
@@ -269,4 +259,5 @@ def check_holder(fn, hidden: bool = False) -> None:
         except Exception:
             pass
     check_function("the thread and register holding a TMEM cell", fn, cases, reference=_holder,
-                   rule=RULE_HOLDER, hint=hint, note=f"{len(cases)} cells agree")
+                   rule=RULE_HOLDER, hint=hint, note=f"{len(cases)} cells agree",
+                   more="" if hidden else "random cells of every shape and legal .num")

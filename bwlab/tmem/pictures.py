@@ -9,16 +9,16 @@ import numpy as np
 from matplotlib.colors import to_rgba
 
 from ..hw.tmem import COLUMNS, LANES, TmemError, warp_lane_range
-from ..plotting import BYTE_COLORS, add_legend, cta_color, draw_grid, thread_color, warp_color
+from ..plotting import BYTE_COLORS, add_legend, cta_color, plot_grid, thread_color, warp_color
 from .accumulator import accumulator_owners
 from .alloc import TensorMemory
 from .forms import SHAPES, TmemAccess, legal_nums
 
-__all__ = ["draw_tmem", "draw_warp_quarters", "draw_ld_map", "draw_gallery", "draw_accumulator_owners",
+__all__ = ["plot_tmem", "plot_warp_quarters", "plot_ld_map", "plot_gallery", "plot_accumulator_owners",
            "ld_widget"]
 
 
-def draw_tmem(tm: TensorMemory, ax=None, title: str | None = None):
+def plot_tmem(tm: TensorMemory, ax=None, title: str | None = None):
     """TMEM as a 128-lane x 512-column grid, each allocation coloured by the CTA that holds it."""
     if ax is None:
         _, ax = plt.subplots(figsize=(10, 3.2))
@@ -41,7 +41,7 @@ def draw_tmem(tm: TensorMemory, ax=None, title: str | None = None):
     return ax
 
 
-def draw_warp_quarters(ax=None, warps: int = 8):
+def plot_warp_quarters(ax=None, warps: int = 8):
     """Which TMEM lanes each warp of a CTA may touch: lanes 32*(warp % 4) .. +31."""
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 2.6))
@@ -61,7 +61,7 @@ def _thread_legend(ax):
     add_legend(ax, [(f"T{t}", thread_color(t)) for t in range(32)], title="thread", ncol=2)
 
 
-def draw_ld_map(access: TmemAccess, warp: int = 0, ax=None, legend: bool = True, text=None,
+def plot_ld_map(access: TmemAccess, warp: int = 0, ax=None, legend: bool = True, text=None,
                 fontsize: float | None = None):
     """One tcgen05.ld of warp `warp` at its first lane: TMEM lanes x columns, each cell coloured by
     the thread whose register receives it (labels: thread and register)."""
@@ -86,8 +86,8 @@ def draw_ld_map(access: TmemAccess, warp: int = 0, ax=None, legend: bool = True,
     if ax is None:
         _, ax = plt.subplots(figsize=(min(11, 3.5 + 0.6 * access.width), 7 if access.lanes == 32 else 5.5))
     if fontsize is None:
-        fontsize = 8 if access.width <= 8 else 7
-    draw_grid(ax, colors, text=labels if show else None, fontsize=fontsize,
+        fontsize = 8 if access.width <= 16 else 7     # 32 x 16 cells still fit "T31 r15" at 8 pt
+    plot_grid(ax, colors, text=labels if show else None, fontsize=fontsize,
               title=f"tcgen05.ld{access.label()}: warp {warp}, {access.registers} register"
                     f"{'s' if access.registers > 1 else ''}/thread",
               xlabel="column (relative to the address)",
@@ -99,14 +99,14 @@ def draw_ld_map(access: TmemAccess, warp: int = 0, ax=None, legend: bool = True,
     return ax
 
 
-def draw_gallery(num: int = 1, pack16: bool = False):
+def plot_gallery(num: int = 1, pack16: bool = False):
     """The five shapes side by side for one .num: who reads which cell."""
     accs = [TmemAccess(s, num, pack16) for s in SHAPES]
     widths = [a.width for a in accs]
     fig, axes = plt.subplots(1, 5, figsize=(12, 7.5),
                              gridspec_kw={"width_ratios": [max(1.6, w) for w in widths]})
     for ax, a in zip(axes, accs):
-        draw_ld_map(a, 0, ax=ax, legend=False, fontsize=7.5)
+        plot_ld_map(a, 0, ax=ax, legend=False, fontsize=7.5)
         ax.set_title(f".{a.shape}.x{num}\n{a.registers} reg/thread\n{a.lanes} lanes x {a.width} col",
                      fontsize=10)
         ax.set_ylabel("lane" if a is accs[0] else "", fontsize=10)
@@ -117,7 +117,7 @@ def draw_gallery(num: int = 1, pack16: bool = False):
     return fig
 
 
-def draw_accumulator_owners(access: TmemAccess, M: int = 128, N: int = 64, highlight=(0, 0)):
+def plot_accumulator_owners(access: TmemAccess, M: int = 128, N: int = 64, highlight=(0, 0)):
     """Left: the M x N accumulator coloured by the warp that ends up holding each element.
     Right: a zoom around `highlight` = (m, n), coloured by thread and labelled with the register."""
     own = accumulator_owners(access, M, N)
@@ -146,7 +146,7 @@ def draw_accumulator_owners(access: TmemAccess, M: int = 128, N: int = 64, highl
             w, _, t, j, h = sub[i, k]
             colors[i, k] = thread_color(t)
             labels[i, k] = f"T{t} r{j}" + (("lo", "hi")[h] if access.pack16 else "")
-    draw_grid(zx, colors, text=labels, fontsize=8,
+    plot_grid(zx, colors, text=labels, fontsize=8,
               title=f"zoom: rows {rows.start}..{rows.stop - 1}, columns {cols.start}..{cols.stop - 1} "
                     f"(thread, register)", xlabel="n", ylabel="m",
               xticks=list(range(cols.start, cols.stop)), yticks=list(range(rows.start, rows.stop)))
@@ -186,7 +186,7 @@ def ld_widget():
         acc = TmemAccess(shape.value, int(num.value[1:]), pack.value)
         out.clear_output(wait=True)
         with out:
-            ax = draw_ld_map(acc, warp.value)
+            ax = plot_ld_map(acc, warp.value)
             lo, hi = warp_lane_range(warp.value)
             ax.set_title(f"{acc.ptx('ld')}\nwarp {warp.value} (lanes {lo}..{hi - 1}): {acc.registers} "
                          f"register{'s' if acc.registers > 1 else ''}/thread, {acc.bytes_per_warp} B per warp",
@@ -198,3 +198,13 @@ def ld_widget():
     box = W.VBox([W.HBox([shape, num, pack, warp], layout=W.Layout(flex_flow="row wrap")), out])
     redraw()
     return box
+
+
+# The names these pictures had before every picture was called plot_*.
+from ..plotting import deprecated_alias as _alias  # noqa: E402
+
+draw_tmem = _alias(plot_tmem, "draw_tmem")
+draw_warp_quarters = _alias(plot_warp_quarters, "draw_warp_quarters")
+draw_ld_map = _alias(plot_ld_map, "draw_ld_map")
+draw_gallery = _alias(plot_gallery, "draw_gallery")
+draw_accumulator_owners = _alias(plot_accumulator_owners, "draw_accumulator_owners")

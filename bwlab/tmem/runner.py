@@ -13,7 +13,7 @@ from .forms import SHAPE_CODE, TmemAccess, all_accesses, instructions_per_warp
 from .model import check_roundtrip
 from .tables import LDST_PACK, check_alloc, check_ldst
 
-__all__ = ["KERNEL_SOURCE", "kernel_name", "all_kernel_names", "compile_kernels", "run_ld_roundtrip",
+__all__ = ["KERNEL_SOURCE", "launch_teach", "kernel_name", "all_kernel_names", "compile_kernels", "run_ld_roundtrip",
            "run_st_roundtrip", "check_configurations", "kernel_allocation_columns", "run_teach"]
 
 KERNEL_SOURCE = "tmem_sm100"
@@ -121,6 +121,19 @@ def run_st_roundtrip(access: TmemAccess, image: np.ndarray, regs: np.ndarray,
 
 
 def run_teach(kernel=None) -> np.ndarray:
+    """`tmem.teach_case(kernel).run()`: the registers the teaching kernel loaded. Kept for code written
+    against it; a notebook builds the case."""
+    from .teach import teach_case, teach_kernel, teach_plan
+    _check_num(teach_plan(teach_kernel(kernel)))
+    return teach_case(kernel).run()
+
+
+def _check_num(plan) -> None:
+    if not 1 <= plan.num <= 128:
+        raise TmemError(f"kNum = {plan.num}: .32x32b takes .num x1 .. x128")
+
+
+def launch_teach(kernel=None) -> np.ndarray:
     """Run the teaching kernel cuda_src/teach_tmem.cu (or `kernel`: a `bwlab.lab.TeachingKernel` or
     CUDA text; None takes the learner's `%%cuda teach_tmem.cu` version) on an sm_100 GPU: one CTA of
     128 threads. Returns what `teach_model` computes: uint32 (4 warps, 1 load, 32 threads, kNum);
@@ -129,12 +142,11 @@ def run_teach(kernel=None) -> np.ndarray:
     from .teach import teach_kernel, teach_plan
     k = teach_kernel(kernel)
     plan = teach_plan(k)
-    if not 1 <= plan.num <= 128:
-        raise TmemError(f"kNum = {plan.num}: .32x32b takes .num x1 .. x128")
+    _check_num(plan)
     be = _backend()
     from ..lab import isolate, run_edited
     if not be.emulated and isolate(k):
-        return run_edited(run_teach, kernel=k)
+        return run_edited(launch_teach, kernel=k)
     cp = be.xp
     from ..runtime import launch
     out = cp.full((4, 1, 32, plan.num), 0xFFFFFFFF, dtype=np.uint32)

@@ -33,10 +33,10 @@ _WARPS = 4  # one warpgroup: 128 threads
 
 
 def teach_kernel(kernel=None):
-    """The kernel to use: a `bwlab.lab.TeachingKernel`, CUDA text, or None for the learner's
-    `%%cuda teach_tmem.cu` version (the file itself when nothing was edited)."""
+    """The kernel to use: a `bwlab.lab.TeachingKernel`, CUDA text, or None (or the file's name) for the
+    learner's `%%cuda teach_tmem.cu` version (the file itself when nothing was edited)."""
     from .. import lab
-    if kernel is None:
+    if kernel is None or kernel == TEACH_FILE:
         return lab.edited(TEACH_FILE)
     if isinstance(kernel, str):
         return lab.TeachingKernel(TEACH_FILE, kernel)
@@ -148,7 +148,7 @@ def teach_model(kernel=None) -> np.ndarray:
 def teach_case(kernel=None) -> TmemLoad:
     """The case the teaching kernel's result is checked against: its .32x32b.x<kNum> load of
     `address_image()` at column 0 (`.check(run_teach(kernel))`)."""
-    return TmemLoad(teach_plan(kernel).access, address_image(), 0)
+    return TmemLoad(teach_plan(kernel).access, address_image(), 0, kernel=teach_kernel(kernel))
 
 
 def _compile_report(err) -> str:

@@ -5,6 +5,7 @@ Every notebook's exercises are nbgrader cells (the builder writes their metadata
 knows a particular exercise: everything is found from that metadata. docs/teaching.md is the guide.
 
     python -m bwlab.tools.classroom student            # release/<assignment>/<assignment>.ipynb
+    python -m bwlab.tools.classroom tokens ID ...      # each student's token (their numbers), CSV
     python -m bwlab.tools.classroom collect DIR [--id-map FILE.csv]   # DIR/<student>/NN_name.ipynb -> submitted/
     python -m bwlab.tools.classroom submit --student NAME FILE.ipynb ...
     python -m bwlab.tools.classroom autograde [ASSIGNMENT ...] [-j N] [--force] [--sandbox bwrap|none]
@@ -49,7 +50,8 @@ CODE_STUB = "# your answer here"
 CELL_TIMEOUT_S = 300          # nbgrader's per-cell limit when it executes a submission
 SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 HIDDEN_MARKERS = ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
-KEY, BLANK = "answer_key", "untouched"      # the selfcheck's two pretend students
+KEY, BLANK = "answer_key", "untouched"      # the selfcheck's pretend students: the key, the untouched version,
+KEYS = (KEY, "answer_key_2", "answer_key_3")  # and the key again under two more ids (other numbers)
 TABLE_BEGIN = "<!-- BEGIN exercise table: python -m bwlab.tools.classroom table --write docs/teaching.md -->"
 TABLE_END = "<!-- END exercise table -->"
 _POINTS_IN_TITLE = re.compile(r"\((\d+(?:\.\d+)?) points?\)")
@@ -232,6 +234,36 @@ def nbgrader(course, step: str, *args, backend: str | None = None, **kwargs) -> 
         tail = "\n".join((log + res.get("error", "")).splitlines()[-40:])
         raise ClassroomError(f"nbgrader {step} {' '.join(map(str, args))} failed:\n{tail}")
     return log
+
+
+def ensure_secret(course) -> Path:
+    """The course's secret (bwlab.variants: every student's numbers come from it and their id), made
+    once, readable by the instructor only; a course keeps it for good (a new one changes every
+    student's numbers)."""
+    from .. import variants
+    path = variants.secret_file(course)
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(variants.new_secret() + b"\n")
+    variants.read_secret(course)
+    return path
+
+
+def tokens(course, students) -> list[tuple[str, str]]:
+    """(student id, token) for each student: what each one puts in bwlab-token.txt (or BWLAB_TOKEN).
+    The first call makes the course secret: from then on `grade` grades every student on their own
+    numbers (without one, everyone has the self-study numbers)."""
+    from .. import variants
+    from .grading import STUDENT_ID
+    ensure_secret(_course(course))
+    secret = variants.read_secret(Path(course or COURSE))
+    out = []
+    for sid in students:
+        if not STUDENT_ID.fullmatch(sid):
+            raise ClassroomError(f"student id {sid!r}: use letters, digits, '_', '.', '@', '-' (not first)")
+        out.append((sid, variants.token_for(secret, sid)))
+    return out
 
 
 def student(course=None, paths=None) -> dict[str, Path]:
@@ -427,7 +459,8 @@ def errors(result: dict) -> list[tuple[int, str | None, bool, str, str]]:
 
 @dataclass
 class Check:
-    """One notebook graded as two pretend students: the answer key and the untouched student version."""
+    """One notebook graded as pretend students: the answer key under three student ids (three tokens:
+    three sets of each student's numbers) and the untouched student version."""
     assignment: str
     course: Path
     solution: Path
@@ -440,17 +473,20 @@ class Check:
         graded cell of the untouched version that does not fail with NotYet 'no answer yet', any other
         cell that raises."""
         out = []
-        key, blank = self.scores[KEY], self.scores[BLANK]
-        for who, s in ((KEY, key), (BLANK, blank)):
-            if s.status != "graded":
-                out.append(f"{who}: not graded: {s.reason}")
-        if key.score != key.max_score:
-            lost = [g for g, (s, m) in key.cells.items() if s != m]
-            out.append(f"the answer key scores {key.score:g} of {key.max_score:g} (cells {', '.join(lost)})")
+        blank = self.scores[BLANK]
+        for who in (*KEYS, BLANK):
+            if self.scores[who].status != "graded":
+                out.append(f"{who}: not graded: {self.scores[who].reason}")
+        for who in KEYS:
+            key = self.scores[who]
+            if key.score != key.max_score:
+                lost = [g for g, (s, m) in key.cells.items() if s != m]
+                out.append(f"the answer key as {who} scores {key.score:g} of {key.max_score:g} (cells "
+                           f"{', '.join(lost)})")
+            for i, gid, graded, ename, evalue in errors(self.results[who]):
+                out.append(f"{who}: cell {i} ({gid or 'not an exercise'}) raises {ename}: {evalue[:200]}")
         if blank.score != 0:
             out.append(f"the untouched student version scores {blank.score:g}, not 0")
-        for i, gid, graded, ename, evalue in errors(self.results[KEY]):
-            out.append(f"{KEY}: cell {i} ({gid or 'not an exercise'}) raises {ename}: {evalue[:200]}")
         verdicts = {e["grade_id"]: e for e in self.results[BLANK].get("exercises", [])}
         for gid, v in verdicts.items():
             if v["passed"] or v.get("ename") != "NotYet" or "no answer yet" not in v.get("evalue", ""):
@@ -485,14 +521,17 @@ def check_notebook(solution: Path, workdir: Path, backend: str | None = "model",
     if gradebook:
         shutil.copyfile(gradebook, course / "gradebook.db")
     release = student(course, [solution])[solution.stem]
+    ensure_secret(course)                        # every pretend student on their own numbers
     keyed = course / "key.ipynb"
     nbformat.write(fill_in(release, answer_key(solution)), str(keyed))
-    submit(course, KEY, keyed, solution.stem)
+    for who in KEYS:
+        submit(course, who, keyed, solution.stem)
     submit(course, BLANK, release, solution.stem)
     autograde(course, [solution.stem], backend=backend, sandbox=sandbox or default_sandbox())
     from . import grading
     got = {s.student: s for s in scores(course)}
-    res = {who: json.loads(grading._result_path(course, who, solution.stem).read_text()) for who in (KEY, BLANK)}
+    res = {who: json.loads(grading._result_path(course, who, solution.stem).read_text())
+           for who in (*KEYS, BLANK)}
     return Check(solution.stem, course, solution, release, got, res)
 
 
@@ -532,6 +571,8 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("student", help="student versions of the notebooks into release/")
     s.add_argument("notebooks", nargs="*", type=Path)
+    s = sub.add_parser("tokens", help="each student's token (their numbers): CSV student,token")
+    s.add_argument("students", nargs="*", help="student ids (default: one per line on stdin)")
     s = sub.add_parser("submit", help="put learners' notebooks into submitted/<student>/<assignment>/")
     s.add_argument("--student", required=True)
     s.add_argument("files", nargs="+", type=Path)
@@ -591,6 +632,16 @@ def _run(a) -> int:
         for name, path in made.items():
             print(f"{name}: {len(exercises(path))} graded cells -> {path}")
         return 0
+    if a.cmd == "tokens":
+        ids = a.students or [line.strip() for line in sys.stdin if line.strip()]
+        try:
+            rows = tokens(a.course, ids)
+        except ValueError as e:       # no secret yet (bwlab.variants.TokenError)
+            raise ClassroomError(str(e)) from None
+        print("student,token")
+        for sid, tok in rows:
+            print(f"{sid},{tok}")
+        return 0
     if a.cmd == "submit":
         for f in a.files:
             print(submit(a.course, a.student, f))
@@ -622,6 +673,8 @@ def _run(a) -> int:
         batch = autograde(a.course, a.assignments or None, a.student, backend, a.force, a.jobs, a.sandbox,
                           limits, progress)
         problems += batch.problems
+        print("every student graded on their own numbers (the course secret)" if batch.own_numbers else
+              "every student graded on the self-study numbers (no course secret: `tokens` makes one)")
         print(f"graded {len(batch.graded)} submissions in {batch.seconds:.0f} s ({a.jobs} at a time); "
               f"{len(batch.skipped)} unchanged since they were graded (--force grades them again)")
         print(f"results, feedback, grades.csv and exercise_stats.csv in {Path(a.course)}")
@@ -650,8 +703,8 @@ def _run(a) -> int:
         for name, c in check_all(paths, a.workdir, a.jobs, backend).items():
             probs = c.problems()
             bad += bool(probs)
-            key = c.scores[KEY]
-            print(f"{name}: answer key {key.score:g} / {key.max_score:g}, untouched "
+            key = min((c.scores[k] for k in KEYS), key=lambda s: s.score)
+            print(f"{name}: answer key {key.score:g} / {key.max_score:g} (the lowest of {len(KEYS)} tokens), untouched "
                   f"{c.scores[BLANK].score:g}: " + ("ok" if not probs else "PROBLEMS"))
             for p in probs:
                 print(f"    {p}")

@@ -13,9 +13,12 @@ imports) and then answers questions: "what is `my_tx_bytes`?", "call `my_smem_of
 Every reply is plain data (bwlab.tools.plain). The verdict is computed here, in the grader's process:
 each graded cell of the instructor's notebook (source/, hidden tests included) is executed with its
 learner-facing names (`my_tx_bytes`, `tiles`, ...) bound to the decoded answers and to proxies that
-call the learner's functions in the sandbox. So monkeypatched checks, input transformers, exception
-hooks, objects whose __eq__ always says yes, stack walking, printed banners, stderr noise and edited
-files change nothing: none of it reaches this process.
+call the learner's functions in the sandbox. The hidden tests' cases come from the course data
+(course_data/, bwlab.exercises.hidden_cases), which the sandbox does not see. Each student's numbers
+(bwlab.variants) come from a token computed here from the student id and the course secret: the
+sandbox gets it in BWLAB_TOKEN, the checks here under variants.using(token). So monkeypatched checks,
+input transformers, exception hooks, objects whose __eq__ always says yes, stack walking, printed
+banners, stderr noise and edited files change nothing: none of it reaches this process.
 
 A batch (`grade_all`) survives any submission: one that cannot be read, run or scored is recorded as
 FAILED with the reason and graded again on the next run; a result is written (atomically) only when
@@ -48,6 +51,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import plain
+from .. import exercises as _exercises
+from .. import variants
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "bwlab"
@@ -116,13 +121,16 @@ def _readonly_paths() -> list[Path]:
 
 
 def sandbox_command(python: str, tmp: Path | None, limits: Limits, mode: str,
-                    notebook: Path | None = None) -> list[str]:
+                    notebook: Path | None = None, token: str | None = None) -> list[str]:
     """The command that runs `python -m bwlab.tools.answer_runner` in the sandbox: its only writable
     place is a private tmpfs /tmp of limits.tmp_bytes (`tmp`, a folder here, only with mode 'none');
-    `notebook`, the submission's copy, is there read-only under its own name."""
+    `notebook`, the submission's copy, is there read-only under its own name; `token`, the student's
+    (bwlab.variants), in BWLAB_TOKEN."""
     env = {"PYTHONPATH": str(ROOT), "HOME": "/tmp", "TMPDIR": "/tmp", "IPYTHONDIR": "/tmp/.ipython",
            "MPLBACKEND": "Agg", "MPLCONFIGDIR": "/tmp/.mpl", "BWLAB_BACKEND": os.environ.get("BWLAB_BACKEND", "model"),
            "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+    if token is not None:
+        env[variants.TOKEN_ENV] = token
     runner = [python, "-m", "bwlab.tools.answer_runner"]
     if mode == "none":
         return ["env", "-i", *(f"{k}={v}" for k, v in {**env, "HOME": str(tmp), "TMPDIR": str(tmp),
@@ -174,12 +182,12 @@ class Sandbox:
     """One learner's notebook running in the sandbox; `get` and `call` ask it for answers."""
 
     def __init__(self, cells: list[str], limits: Limits, mode: str, deadline: float | None = None,
-                 notebook: Path | None = None):
+                 notebook: Path | None = None, token: str | None = None):
         self.limits, self.mode = limits, mode
         # bwrap: a private tmpfs; nothing on this machine to leave behind if the grader is killed
         self.tmp = Path(tempfile.mkdtemp(prefix="bwlab-sandbox-")) if mode == "none" else None
         self.deadline = deadline or time.monotonic() + limits.total_timeout
-        self.proc = subprocess.Popen(sandbox_command(sys.executable, self.tmp, limits, mode, notebook),
+        self.proc = subprocess.Popen(sandbox_command(sys.executable, self.tmp, limits, mode, notebook, token),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      preexec_fn=_limit(limits), cwd=self.tmp or "/")
         self.buf = b""
@@ -377,10 +385,11 @@ class Session:
     """The sandbox of one submission, started again (at most limits.restarts times) when a learner's
     function ended it."""
 
-    def __init__(self, cells: list[str], limits: Limits, mode: str, notebook: Path | None = None):
-        self.cells, self.limits, self.mode, self.notebook = cells, limits, mode, notebook
+    def __init__(self, cells: list[str], limits: Limits, mode: str, notebook: Path | None = None,
+                 token: str | None = None):
+        self.cells, self.limits, self.mode, self.notebook, self.token = cells, limits, mode, notebook, token
         self.restarts = 0
-        self.box = Sandbox(cells, limits, mode, notebook=notebook)
+        self.box = Sandbox(cells, limits, mode, notebook=notebook, token=token)
         self.deadline = self.box.deadline          # restarts share it: one notebook, one time limit
         try:
             self.events = self.box.run()
@@ -401,7 +410,7 @@ class Session:
             self.restarts += 1
             if time.monotonic() >= self.deadline:
                 raise self._not_evaluated("the notebook's time limit ran out")
-            self.box = Sandbox(self.cells, self.limits, self.mode, self.deadline, self.notebook)
+            self.box = Sandbox(self.cells, self.limits, self.mode, self.deadline, self.notebook, self.token)
             try:
                 self.box.run()
             except SandboxGone as e:
@@ -457,7 +466,8 @@ class GradedCell:
     grade_id: str
     points: float
     code: str              # the instructor's graded cell, hidden tests included
-    imports: str           # its import statements (what the learner's run gets in its place)
+    imports: str           # the visible part's import statements (what the learner's run gets in its place)
+    visible: str = ""      # the part before the hidden tests (what the feedback page shows)
 
 
 def graded_cells(source_nb: Path) -> list[GradedCell]:
@@ -467,7 +477,10 @@ def graded_cells(source_nb: Path) -> list[GradedCell]:
         m = _nbgrader(c)
         if m.get("grade") and c.get("cell_type") == "code":
             code = "\n".join(l for l in _source(c).splitlines() if l.strip() not in HIDDEN_MARKERS)
-            out.append(GradedCell(m["grade_id"], float(m.get("points", 0)), code, _imports(code)))
+            # the sandbox runs the visible part's imports only: the hidden part's names (the course data's
+            # loader) mean nothing there
+            visible = _visible(_source(c))
+            out.append(GradedCell(m["grade_id"], float(m.get("points", 0)), code, _imports(visible), visible))
     return out
 
 
@@ -568,7 +581,7 @@ def plan(nb: dict, graded: list[GradedCell], solution_ids: list[str]) -> tuple[l
             cells.append({"type": "markdown", "source": _source(c), "run": None})
             continue
         if isinstance(gid, str) and gid in by_id:
-            cells.append({"type": "graded", "grade_id": gid, "source": _visible(by_id[gid].code),
+            cells.append({"type": "graded", "grade_id": gid, "source": by_id[gid].visible,
                           "run": by_id[gid].imports})
         else:
             cells.append({"type": "code", "source": _source(c), "run": _source(c)})
@@ -586,9 +599,12 @@ def _visible(code: str) -> str:
     return code.split(HIDDEN_MARKERS[0])[0].rstrip() if HIDDEN_MARKERS[0] in code else code
 
 
-def grade_one(submission: Path, source_nb: Path, release_nb: Path, limits: Limits, mode: str) -> dict:
-    """Grade one submitted notebook; the result as a dict (see the module's docstring). Never raises
-    for anything the submission does: that ends as status FAILED with a reason."""
+def grade_one(submission: Path, source_nb: Path, release_nb: Path, limits: Limits, mode: str,
+              token: str | None = None) -> dict:
+    """Grade one submitted notebook; the result as a dict (see the module's docstring). `token` is the
+    student's (bwlab.variants.token_for: their numbers, in the sandbox and in the checks here; None:
+    the self-study numbers). Never raises for anything the submission does: that ends as status FAILED
+    with a reason."""
     t0 = time.monotonic()
     graded, names = graded_cells(source_nb), course_names(source_nb)
     release = json.loads(Path(release_nb).read_text())
@@ -605,15 +621,16 @@ def grade_one(submission: Path, source_nb: Path, release_nb: Path, limits: Limit
     result["cells"] = cells
     runs = [c["run"] for c in cells if c["run"] is not None]
     try:
-        session = Session(runs, limits, mode, Path(submission) if mode == "bwrap" else None)
+        session = Session(runs, limits, mode, Path(submission) if mode == "bwrap" else None, token)
     except SandboxGone as e:
         _attach(cells, getattr(e, "events", []))
         return _failed(result, f"the notebook did not run to its end: {e}", t0)
     try:
         _attach(cells, session.events)
-        for g, ex in zip(graded, result["exercises"]):
-            v = verdict(g.code, session, names)
-            ex.update(v, points=g.points if v["passed"] else 0.0)
+        with variants.using(token):
+            for g, ex in zip(graded, result["exercises"]):
+                v = verdict(g.code, session, names)
+                ex.update(v, points=g.points if v["passed"] else 0.0)
     finally:
         session.close()
     if session.incomplete:          # some answers were never asked for: a partial run is not a grade
@@ -656,13 +673,18 @@ def _sha(path: Path) -> str:
     return h.hexdigest()
 
 
-def grader_version(source_nb: Path) -> str:
-    """Changes when the notebook's graded cells or any code that scores them changes (then every
-    submission of it is graded again)."""
+def grader_version(source_nb: Path, data: Path | None = None, secret: bytes = b"") -> str:
+    """Changes when the notebook's graded cells, any code that scores them, the course data's hidden
+    cases or the course secret change (then every submission of it is graded again)."""
     h = hashlib.sha256(Path(source_nb).read_bytes())
-    for f in sorted([*PACKAGE.glob("*/exercises.py"), PACKAGE / "exercises.py", Path(__file__),
-                     Path(plain.__file__), PACKAGE / "tools" / "answer_runner.py"]):
+    files = [*PACKAGE.glob("*/exercises.py"), PACKAGE / "exercises.py", PACKAGE / "variants.py", Path(__file__),
+             PACKAGE / "flow" / "kernel_edit.py",
+             Path(plain.__file__), PACKAGE / "tools" / "answer_runner.py"]
+    if data is not None:
+        files += sorted(Path(data).glob("*.py"))
+    for f in sorted(files):
         h.update(f.read_bytes())
+    h.update(hashlib.sha256(secret).digest())
     return h.hexdigest()[:16]
 
 
@@ -824,8 +846,19 @@ def preflight(limits: Limits, mode: str) -> None:
 
 
 def _job(args):
-    submission, source, release, limits, mode = args
-    return grade_one(Path(submission), Path(source), Path(release), limits, mode)
+    submission, source, release, limits, mode, token = args
+    return grade_one(Path(submission), Path(source), Path(release), limits, mode, token)
+
+
+def course_data() -> Path:
+    """The course data's folder (the hidden cases: bwlab.exercises.hidden_cases); GradingError where
+    there is none, since hidden tests cannot be scored without it."""
+    folder = _exercises.course_data_dir()
+    if folder is None or not (folder / "hidden.py").is_file():
+        raise GradingError("no course data (the hidden cases, course_data/hidden.py of the repository): grade "
+                           f"from a checkout of bwlab, or set {_exercises.COURSE_DATA_ENV} to your copy of that "
+                           "folder (docs/teaching.md, 'The course data')")
+    return folder
 
 
 @dataclass
@@ -834,6 +867,7 @@ class Batch:
     skipped: list = field(default_factory=list)      # (student, assignment): graded before, unchanged
     problems: list = field(default_factory=list)     # Problem
     seconds: float = 0.0
+    own_numbers: bool = False                        # each student graded on their own numbers (a course secret)
 
     @property
     def failed(self):
@@ -847,9 +881,17 @@ def grade_all(course: Path, jobs: int = 1, limits: Limits | None = None, sandbox
     current checks (every one, with `force`), `jobs` at a time; write results, feedback, CSVs."""
     course, limits = Path(course).resolve(), limits or Limits()
     mode = sandbox_mode(sandbox)
-    t0, batch = time.monotonic(), Batch()
+    data = course_data()
+    secret = None                   # no course secret: every student has the self-study numbers
+    if variants.secret_file(course).exists():
+        try:
+            secret = variants.read_secret(course)
+        except variants.TokenError as e:
+            raise GradingError(f"{e}: every student's numbers come from it (docs/teaching.md, 'Every student "
+                               "their own numbers')") from None
+    t0, batch = time.monotonic(), Batch(own_numbers=secret is not None)
     known = assignments(course)
-    versions = {a: grader_version(course / "source" / a / f"{a}.ipynb") for a in known}
+    versions = {a: grader_version(course / "source" / a / f"{a}.ipynb", data, secret or b"") for a in known}
     todo = []
     for sub in sorted((course / "submitted").glob("*/*/*.ipynb")):
         a, sid = sub.parent.name, sub.parent.parent.name
@@ -875,7 +917,8 @@ def grade_all(course: Path, jobs: int = 1, limits: Limits | None = None, sandbox
                 write_feedback(course, old)
             continue
         todo.append((sid, a, sha, (str(sub), str(course / "source" / a / f"{a}.ipynb"),
-                                   str(course / "release" / a / f"{a}.ipynb"), limits, mode)))
+                                   str(course / "release" / a / f"{a}.ipynb"), limits, mode,
+                                   variants.token_for(secret, sid) if secret else None)))
 
     missing = sorted({a for _, a, _, _ in todo if not (course / "release" / a / f"{a}.ipynb").exists()})
     if missing:

@@ -32,45 +32,58 @@ The files, in the order of the data path:
 Validation and benchmarks live in `bwlab/checks/umma.py` (`python -m bwlab.validate wgmma`,
 `python -m bwlab.bench umma_model`).
 """
-from . import canonical, descriptors, idesc, model, rules  # noqa: F401
-from .canonical import (MAJORS, OPERAND_TYPES, CanonicalLayout, atom_shape, canonical_layout, elem_bytes,
-                        instr_k, swizzle_with_base_offset)
-from .case import UmmaCase, WgmmaCase, operand_hint, umma_model, wgmma_cases, wgmma_model
-from .descriptors import (ARCHS, LAYOUT_CODES_SM90, LAYOUT_CODES_SM100, SmemDesc, decode_smem_desc,
-                          descriptor_addresses, edit_descs, format_fields, gmma_desc_for_tile, make_smem_desc,
-                          read_operand, smem_desc_for_tile, tile_desc)
-from .hybrid import TmaFedMma, cta_pair_mma, tma_fed_mma
-from .idesc import KINDS, InstrDesc, MmaRuleError, check_mma_shape, decode_instr_desc, kind_of, make_instr_desc
-from .model import (SMEM_BYTES, WGMMA_NS, CtaState, TmemLayout, d_from_words, d_tmem_layout, mma_operands,
-                    operand_values, tcgen05_commit, tcgen05_mma, wgmma_d_fragment, wgmma_mma_async, words_from_d)
-from .pictures import (descriptor_widget, instr_desc_widget, plot_canonical_layouts, plot_case, plot_core_matrices,
-                       plot_d_tmem_layout, plot_d_tmem_layouts, plot_k_steps, plot_smem_layout, smem_chunk_map)
-from .rules import LAYOUTS, check_mma, check_mma_cute, legal_mma_configs
-from .survey import OPERAND_LAYOUTS, LayoutSurvey, layout_survey
-from .runner import (TEACH_SMEM_BYTES, UMMA_BARRIERS, WGMMA_BARRIERS, launch_wgmma, run_teach_umma,
-                     run_teach_wgmma, run_umma, run_wgmma)
 
-__all__ = [
-    # layouts and descriptors
-    "MAJORS", "OPERAND_TYPES", "CanonicalLayout", "canonical_layout", "atom_shape", "elem_bytes", "instr_k",
-    "swizzle_with_base_offset", "ARCHS", "LAYOUT_CODES_SM100", "LAYOUT_CODES_SM90", "SmemDesc",
-    "make_smem_desc", "decode_smem_desc", "tile_desc", "smem_desc_for_tile", "gmma_desc_for_tile",
-    "descriptor_addresses", "read_operand", "format_fields", "edit_descs",
-    # instruction descriptor
-    "KINDS", "kind_of", "check_mma_shape", "InstrDesc", "MmaRuleError", "make_instr_desc", "decode_instr_desc",
-    # the model
-    "SMEM_BYTES", "TmemLayout", "d_tmem_layout", "operand_values", "d_from_words", "words_from_d", "CtaState", "mma_operands",
-    "tcgen05_mma", "tcgen05_commit", "WGMMA_NS", "wgmma_mma_async", "wgmma_d_fragment",
-    # cases, model/run pairs
-    "UmmaCase", "WgmmaCase", "umma_model", "run_umma", "wgmma_model", "run_wgmma", "launch_wgmma",
-    "wgmma_cases", "operand_hint", "UMMA_BARRIERS", "WGMMA_BARRIERS",
-    # the teaching kernels (cuda_src/teach_wgmma.cu, teach_umma.cu)
-    "run_teach_wgmma", "run_teach_umma", "TEACH_SMEM_BYTES",
-    # compositions and pictures
-    "TmaFedMma", "tma_fed_mma", "cta_pair_mma", "OPERAND_LAYOUTS", "LayoutSurvey", "layout_survey", "smem_chunk_map", "plot_smem_layout", "plot_canonical_layouts",
-    "plot_core_matrices", "plot_k_steps", "plot_d_tmem_layout", "plot_d_tmem_layouts", "plot_case", "descriptor_widget", "instr_desc_widget",
-    # the rule tables
-    "LAYOUTS", "check_mma", "check_mma_cute", "legal_mma_configs",
-    # submodules
-    "canonical", "descriptors", "idesc", "model", "rules",
-]
+from .canonical import canonical_layout
+from .case import umma_model, UmmaCase, WgmmaCase
+from .descriptors import decode_smem_desc, make_smem_desc, SmemDesc
+from .idesc import decode_instr_desc, make_instr_desc
+from .runner import run_teach_umma, run_teach_wgmma, run_umma
+from . import canonical, descriptors, idesc, model, rules  # noqa: F401
+
+# The teaching names: what a notebook of this stage reaches for first.
+__all__ = ["UmmaCase", "WgmmaCase", "SmemDesc", "make_smem_desc", "decode_smem_desc", "make_instr_desc",
+           "decode_instr_desc", "canonical_layout", "umma_model", "run_umma", "run_teach_umma", "run_teach_wgmma",
+           "plot_canonical_layouts", "plot_smem_layout", "descriptor_widget"]
+
+# Every other name lives in its module (bwlab.umma.<module>, or bwlab.hw); the package's top still
+# reaches it, importing that submodule on first use (the pictures load matplotlib only then).
+_ELSEWHERE = {
+    "ARCHS": "bwlab.umma.descriptors", "CanonicalLayout": "bwlab.umma.canonical", "CtaState": "bwlab.umma.model",
+    "InstrDesc": "bwlab.umma.idesc", "KINDS": "bwlab.umma.idesc", "LAYOUTS": "bwlab.umma.rules",
+    "LAYOUT_CODES_SM100": "bwlab.umma.descriptors", "LAYOUT_CODES_SM90": "bwlab.umma.descriptors",
+    "LayoutSurvey": "bwlab.umma.survey", "MAJORS": "bwlab.umma.canonical", "MmaRuleError": "bwlab.umma.idesc",
+    "OPERAND_LAYOUTS": "bwlab.umma.survey", "OPERAND_TYPES": "bwlab.umma.canonical",
+    "SMEM_BYTES": "bwlab.umma.model", "TEACH_SMEM_BYTES": "bwlab.umma.runner", "TmaFedMma": "bwlab.umma.hybrid",
+    "TmemLayout": "bwlab.umma.model", "UMMA_BARRIERS": "bwlab.umma.runner", "WGMMA_BARRIERS": "bwlab.umma.runner",
+    "WGMMA_NS": "bwlab.umma.model", "atom_shape": "bwlab.umma.canonical", "check_mma": "bwlab.umma.rules",
+    "check_mma_cute": "bwlab.umma.rules", "check_mma_shape": "bwlab.umma.idesc",
+    "cta_pair_mma": "bwlab.umma.hybrid", "d_from_words": "bwlab.umma.model", "d_tmem_layout": "bwlab.umma.model",
+    "descriptor_addresses": "bwlab.umma.descriptors", "descriptor_widget": "bwlab.umma.pictures",
+    "edit_descs": "bwlab.umma.descriptors", "elem_bytes": "bwlab.umma.canonical",
+    "format_fields": "bwlab.umma.descriptors", "gmma_desc_for_tile": "bwlab.umma.descriptors",
+    "instr_desc_widget": "bwlab.umma.pictures", "instr_k": "bwlab.umma.canonical", "kind_of": "bwlab.umma.idesc",
+    "launch_wgmma": "bwlab.umma.runner", "layout_survey": "bwlab.umma.survey",
+    "legal_mma_configs": "bwlab.umma.rules", "mma_operands": "bwlab.umma.model", "operand_hint": "bwlab.umma.case",
+    "operand_values": "bwlab.umma.model", "plot_canonical_layouts": "bwlab.umma.pictures",
+    "plot_case": "bwlab.umma.pictures", "plot_core_matrices": "bwlab.umma.pictures",
+    "plot_d_tmem_layout": "bwlab.umma.pictures", "plot_d_tmem_layouts": "bwlab.umma.pictures",
+    "plot_k_steps": "bwlab.umma.pictures", "plot_smem_layout": "bwlab.umma.pictures",
+    "read_operand": "bwlab.umma.descriptors", "run_wgmma": "bwlab.umma.runner",
+    "smem_chunk_map": "bwlab.umma.pictures", "smem_desc_for_tile": "bwlab.umma.descriptors",
+    "swizzle_with_base_offset": "bwlab.umma.canonical", "tcgen05_commit": "bwlab.umma.model",
+    "tcgen05_mma": "bwlab.umma.model", "tile_desc": "bwlab.umma.descriptors", "tma_fed_mma": "bwlab.umma.hybrid",
+    "wgmma_cases": "bwlab.umma.survey", "wgmma_d_fragment": "bwlab.umma.model",
+    "wgmma_mma_async": "bwlab.umma.model", "wgmma_model": "bwlab.umma.case", "words_from_d": "bwlab.umma.model",
+}
+
+
+def __getattr__(name):
+    module = _ELSEWHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__():
+    return sorted(set(__all__) | set(globals()))

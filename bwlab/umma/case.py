@@ -12,24 +12,23 @@ the same thing.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..case import Case, CheckResult, compare
+from ..case import Case, CheckResult, compare, digest
 from ..hw.dtypes import from_float
 from ..hw.mbarrier import Mbarrier
-from ..hw.swizzle import MODES, span_bytes
 from ..hw.tmem import LANES
 from ..util import round_up
-from .canonical import MAJORS, atom_shape, canonical_layout, instr_k
+from .canonical import canonical_layout, instr_k
 from .descriptors import SmemDesc, smem_desc_for_tile, tile_desc
 from .idesc import kind_of, make_instr_desc
 from .rules import check_mma
 from .model import (SMEM_BYTES, WGMMA_NS, CtaState, d_from_words, d_tmem_layout, tcgen05_commit,
                     tcgen05_mma, wgmma_d_fragment, wgmma_mma_async, words_from_d)
 
-__all__ = ["UmmaCase", "WgmmaCase", "wgmma_cases", "umma_model", "wgmma_model", "operand_hint"]
+__all__ = ["UmmaCase", "WgmmaCase", "umma_model", "wgmma_model", "operand_hint"]
 
 
 def _grid_values(rng, shape, step: float, limit: int) -> np.ndarray:
@@ -103,9 +102,14 @@ class _OperandCase(Case):
         self.b_layout.store(img, from_float(b, self.dtype))
         return img
 
-    def show(self, **kw):
+    def show(self, ax=None, **kw):
+        """A and B in their SMEM layouts (several panels: given `ax`, they take its place)."""
         from .pictures import plot_case
-        return plot_case(self, **kw)
+        return plot_case(self, ax=ax, **kw)
+
+    def identity(self):
+        fields = tuple((f, getattr(self, f)) for f in self.__dataclass_fields__ if f not in ("kernel", "descs"))
+        return (type(self).__name__, fields, self.kernel_identity())
 
 
 # ------------------------------------------------------------------------------------------------
@@ -131,8 +135,10 @@ class UmmaCase(_OperandCase):
     b_base: int = 32768
     accumulate: bool = False
     seed: int = 0
+    kernel: object = field(default=None, compare=False, repr=False)   # an edit of teach_umma.cu, or its name
 
     what = "TMEM image after the tcgen05.mma K loop"
+    teaching_file = "teach_umma.cu"
 
     def __post_init__(self):
         # Every rule of the tcgen05.mma tables (types, M, N, majors and SMEM layouts), before any
@@ -143,6 +149,10 @@ class UmmaCase(_OperandCase):
         if self.K % ki or not ki <= self.K <= 16 * ki:
             raise ValueError(f"K must be a multiple of {ki} ({self.ab}: one instruction each), at most 16 of them")
         _check_regions([("A", self.a_layout), ("B", self.b_layout)])
+        self._set_kernel(self.kernel)
+        if self.kernel is not None:
+            from .runner import check_teach_umma
+            check_teach_umma(self)
 
     @property
     def dtype(self) -> str:
@@ -209,8 +219,11 @@ class UmmaCase(_OperandCase):
         return cta.tmem[:, :self.tmem_columns].copy()
 
     def run(self, module=None) -> np.ndarray:
-        """The same K loop by tcgen05.mma on an sm_100 GPU (cuda_src/umma_sm100.cu)."""
-        from .runner import run_umma
+        """The same K loop by tcgen05.mma on an sm_100 GPU (or in the PTX emulator): by the teaching
+        kernel if the case has one (`kernel=`), else by the harness (cuda_src/umma_sm100.cu)."""
+        from .runner import run_teach_umma, run_umma
+        if self._kernel is not None:
+            return run_teach_umma(self, kernel=self._teaching())
         return run_umma(self, module)
 
     def d_from_tmem(self, tmem: np.ndarray) -> np.ndarray:
@@ -285,9 +298,12 @@ class WgmmaCase(_OperandCase):
     a_base_offset: int = 0
     b_base_offset: int = 0
     seed: int = 0
+    kernel: object = field(default=None, compare=False, repr=False)   # an edit of teach_wgmma.cu, or its name
+    descs: object = field(default=None, compare=False, repr=False)    # (A, B) descriptors run() gives the kernel
 
     M = 64
     what = "D of the wgmma K loop (registers)"
+    teaching_file = "teach_wgmma.cu"
 
     def __post_init__(self):
         if self.dtype not in ("f16", "bf16"):
@@ -297,6 +313,31 @@ class WgmmaCase(_OperandCase):
         if self.K % 16 or not 16 <= self.K <= 16 * 16:
             raise ValueError(f"K must be a multiple of 16 (one m64nNk16 each) up to 256, got {self.K}")
         _check_regions([("A", self.a_layout), ("B", self.b_layout)])
+        self._set_kernel(self.kernel)
+        if self.descs is not None and self.kernel is None:
+            raise ValueError("descs= are given to the teaching kernel: add kernel='teach_wgmma.cu'")
+        if self.kernel is not None:
+            from .runner import check_teach_wgmma
+            check_teach_wgmma(self, self.descs)
+
+    def with_descriptors(self, descs) -> "WgmmaCase":
+        """The same case, its kernel given edited descriptors `(a_descs, b_descs)`: run() runs them, and
+        model() is still what the correct descriptors give (`model(descriptors=descs)` predicts the edit)."""
+        import dataclasses
+        return dataclasses.replace(self, descs=tuple(np.asarray(d, np.uint64) for d in descs))
+
+    def identity(self):
+        base = super().identity()
+        return base if self.descs is None else base + (digest(*self.descs),)
+
+    def runs_on(self) -> str | None:
+        """wgmma is sm_90a: a Hopper GPU, or the PTX emulator in the emulated tier."""
+        from .. import device
+        from ..runtime import runs_on
+        if device.tier("tma") == "emulated":
+            return runs_on("tma")
+        info = device.gpu_info()
+        return runs_on("tma") if info is not None and info.has_wgmma else None
 
     @property
     def variant(self) -> int:
@@ -332,8 +373,11 @@ class WgmmaCase(_OperandCase):
                                self.values()[2], self.accumulate)
 
     def run(self, module=None) -> np.ndarray:
-        """The same K loop by wgmma on a Hopper GPU (cuda_src/wgmma_sm90.cu)."""
-        from .runner import run_wgmma
+        """The same K loop by wgmma on a Hopper GPU (or in the PTX emulator): by the teaching kernel if
+        the case has one (`kernel=`), else by the harness (cuda_src/wgmma_sm90.cu)."""
+        from .runner import run_teach_wgmma, run_wgmma
+        if self._kernel is not None:
+            return run_teach_wgmma(self, kernel=self._teaching(), descriptors=self.descs)
         return run_wgmma(self, module)
 
     def reference(self) -> np.ndarray:
@@ -367,41 +411,3 @@ class WgmmaCase(_OperandCase):
 def wgmma_model(case: WgmmaCase) -> np.ndarray:
     """D (64 x N float32) of `case`'s K loop, from the model (same as `case.model()`)."""
     return case.model()
-
-
-def wgmma_cases(seed: int = 0):
-    """Every layout x swizzle for A and for B, in f16 and bf16 (128 cases), with N and the number of
-    K blocks varied, both tiles at non-zero offsets aligned to their swizzle span; then the
-    exploratory cases with tiles off their span boundary (returned separately)."""
-    rng = np.random.default_rng(seed)
-    regular, n_cycle, k_cycle = [], [256, 8, 64, 16, 128, 32], [64, 128, 32, 16]
-    i = 0
-    for dtype in ("f16", "bf16"):
-        for a_major in MAJORS:
-            for a_sw in MODES:
-                for b_major in MAJORS:
-                    for b_sw in MODES:
-                        b_min_n = atom_shape(b_major, b_sw, dtype)[0]
-                        n = next(x for x in n_cycle[i % 6:] + n_cycle if x % b_min_n == 0)
-                        k_atom = max(atom_shape(a_major, a_sw, dtype)[1], atom_shape(b_major, b_sw, dtype)[1], 16)
-                        k = round_up(k_cycle[i % 4], k_atom)
-                        span_b = span_bytes(b_sw)
-                        a_base = span_bytes(a_sw) * int(rng.integers(1, 4)) if a_sw != "none" \
-                            else 16 * int(rng.integers(1, 64))
-                        a_end = a_base + 64 * k * 2
-                        b_base = round_up(a_end + int(rng.integers(0, 3)) * 1024 + 16 * int(rng.integers(0, 8)), span_b)
-                        regular.append(WgmmaCase(dtype, n, k, a_major, a_sw, b_major, b_sw, a_base, b_base,
-                                                 accumulate=bool(i % 3 == 1), seed=seed * 1000 + i))
-                        i += 1
-    exploratory = []
-    for j, (sw, major) in enumerate([(s, m) for s in ("128B", "64B", "32B") for m in MAJORS]):
-        span = span_bytes(sw)
-        shift = 128 * (1 + j % (span // 128 - 1))        # a whole number of 128-byte rows, not of the span
-        k = round_up(64, atom_shape(major, sw, "f16")[1])
-        a_base = 4096 + shift
-        bo = (a_base >> 7) & 7
-        for a_bo in (0, bo):
-            exploratory.append(WgmmaCase("f16", 64, k, major, sw, "K", "none", a_base,
-                                         round_up(a_base + 64 * k * 2, 1024), a_base_offset=a_bo,
-                                         seed=seed * 1000 + 500 + j))
-    return regular, exploratory

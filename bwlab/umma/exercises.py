@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..exercises import NotYet, check_result
+from ..exercises import NotYet, check_result, course_cases
 from ..hw.swizzle import MODES, row_bytes
 from ..exercises import check_function_explained
 from ..multicast.exercises import matching_mistakes
 from .descriptors import (LAYOUT_CODES_SM100, decode_smem_desc, descriptor_addresses, edit_descs, make_smem_desc,
                           tile_desc)
 from .idesc import KINDS, make_instr_desc
-from .rules import LAYOUTS, SHAPES, MmaRuleError, check_mma_shape
+from .rules import SHAPES, MmaRuleError, check_mma_shape
 
 __all__ = ["check_lbo_sbo", "check_smem_desc", "check_instr_desc", "check_legal_shape", "TEACH_SBO_CASE",
            "A_DESC_TEXT", "sbo_kernel", "check_teach_sbo"]
@@ -60,13 +60,16 @@ def _explain_lbo_sbo(args, got, expected):
     return None
 
 
-def check_lbo_sbo(fn, hidden: bool = False) -> None:
-    """`fn(swizzle, rows)` -> (LBO, SBO) in bytes of a K-major f16 tile of `rows` x 64 (first K slice)."""
-    cases = [("128B", 128), ("none", 64)]
-    if hidden:
-        cases += [(sw, rows) for sw in MODES for rows in (16, 64, 128, 256)]
+LBO_SBO_SHOWN = [("128B", 128), ("none", 64), ("64B", 128), ("32B", 64)]   # every mode: SBO follows the atom
+
+
+@course_cases("mma_lbo_sbo")
+def check_lbo_sbo(fn, hidden=()) -> None:
+    """`fn(swizzle, rows)` -> (LBO, SBO) in bytes of a K-major f16 tile of `rows` x 64 (first K slice),
+    on one tile of each swizzle mode; `hidden`: more (swizzle, rows), course data."""
+    cases = LBO_SBO_SHOWN + [tuple(c) for c in hidden]
     check_function_explained("(LBO, SBO) of a K-major tile", fn, cases, reference=_lbo_sbo, rule=LBO_SBO_RULE,
-                             explain=_explain_lbo_sbo,
+                             explain=_explain_lbo_sbo, more="" if hidden else "every mode at 16 to 256 rows",
                              hint="the descriptor printed above: 128 x 64 f16 in the 128-byte swizzle has LBO 16, "
                                   "SBO 1024")
 
@@ -100,17 +103,15 @@ def _explain_desc(args, got, expected):
     return matching_mistakes(known, got)
 
 
-def check_smem_desc(fn, hidden: bool = False) -> None:
-    """`fn(start, lbo, sbo, swizzle)` -> the 64-bit SM100 descriptor (offsets in bytes, base offset 0)."""
-    cases = [(0, 16, 1024, "128B"), (256, 4096, 128, "none")]
-    if hidden:
-        rng = np.random.default_rng(3)
-        cases += [(0, 16, 512, "64B"), (0x3FFF0, 16, 256, "32B"), (1024, 2048, 512, "128B_base32B")]
-        for sw in LAYOUTS:
-            start, lbo, sbo = (16 * int(x) for x in rng.integers(0, 1 << 14, size=3))
-            cases.append((start, lbo, sbo, sw))
+@course_cases("mma_smem_desc")
+def check_smem_desc(fn, hidden=()) -> None:
+    """`fn(start, lbo, sbo, swizzle)` -> the 64-bit SM100 descriptor (offsets in bytes, base offset 0);
+    `hidden`: more cases, course data."""
+    cases = [(0, 16, 1024, "128B"), (256, 4096, 128, "none")] + [tuple(c) for c in hidden]
     check_function_explained("the SM100 SMEM descriptor", fn, cases, reference=_smem_desc, rule=_desc_rule(),
-                             explain=_explain_desc, hint="0, 16, 1024, '128B' encodes as 0x4000404000010000")
+                             explain=_explain_desc, more="" if hidden else "every layout, and start addresses "
+                             "and offsets up to the fields' 14 bits",
+                             hint="0, 16, 1024, '128B' encodes as 0x4000404000010000")
 
 
 # -- Exercise: the 32-bit instruction descriptor -----------------------------------------------------
@@ -149,22 +150,17 @@ def _explain_idesc(args, got, expected):
     return matching_mistakes(known, got)
 
 
-def _idesc_cases(hidden: bool):
-    cases = [("f16", "f32", 128, 256, "K", "K"), ("bf16", "f32", 64, 64, "K", "MN")]
-    if hidden:
-        majors = [(a, b) for a in ("K", "MN") for b in ("K", "MN")]
-        ns = (8, 16, 24, 72, 128, 200, 256)
-        for i, (ab, d) in enumerate([("f16", "f16"), ("f16", "f32"), ("bf16", "f32"), ("tf32", "f32")]):
-            for j, M in enumerate((64, 128)):
-                for k, (am, bm) in enumerate(majors):
-                    cases.append((ab, d, M, ns[(i + 2 * j + 3 * k) % len(ns)], am, bm))
-    return cases
+IDESC_SHOWN = [("f16", "f32", 128, 256, "K", "K"), ("bf16", "f32", 64, 64, "K", "MN")]
 
 
-def check_instr_desc(fn, hidden: bool = False) -> None:
-    """`fn(ab, d, M, N, a_major, b_major)` -> the 32-bit instruction descriptor (cta_group::1, dense)."""
-    check_function_explained("the instruction descriptor", fn, _idesc_cases(hidden), reference=_idesc,
-                             rule=_idesc_rule(), explain=_explain_idesc,
+@course_cases("mma_instr_desc")
+def check_instr_desc(fn, hidden=()) -> None:
+    """`fn(ab, d, M, N, a_major, b_major)` -> the 32-bit instruction descriptor (cta_group::1, dense);
+    `hidden`: more cases, course data."""
+    check_function_explained("the instruction descriptor", fn, IDESC_SHOWN + [tuple(c) for c in hidden],
+                             reference=_idesc, rule=_idesc_rule(), explain=_explain_idesc,
+                             more="" if hidden else "f16 and tf32 inputs, an f16 accumulator, every pair of "
+                             "majors, N from 8 to 256",
                              hint="CuTe: make_instr_desc<half_t, half_t, float, 128, 256, K, K> = 0x08400010")
 
 
@@ -193,14 +189,15 @@ def _explain_shape(args, got, expected):
     return f"legal: cta_group::{g} takes M in {row.Ms} and {row.limit}"
 
 
-def check_legal_shape(fn, hidden: bool = False) -> None:
-    """`fn(M, N, cta_group)` -> True when M x N is a legal dense kind::f16 tcgen05.mma shape."""
+@course_cases("mma_legal_shape")
+def check_legal_shape(fn, hidden=()) -> None:
+    """`fn(M, N, cta_group)` -> True when M x N is a legal dense kind::f16 tcgen05.mma shape; `hidden`:
+    more (M, N, cta_group), course data."""
     cases = [(128, 256, 1), (256, 128, 1), (256, 128, 2), (64, 8, 1), (128, 8, 2), (64, 64, 2), (128, 100, 1)]
-    if hidden:
-        cases += [(M, N, g) for g in (1, 2) for M in (32, 64, 128, 256, 512)
-                  for N in (0, 4, 8, 12, 16, 24, 48, 120, 128, 136, 248, 256, 264, 512)]
+    cases += [tuple(c) for c in hidden]
     check_function_explained("legal tcgen05.mma shapes", fn, cases, reference=_legal, rule=_shape_rule(),
-                             explain=_explain_shape)
+                             explain=_explain_shape, more="" if hidden else "every M from 32 to 512 with N "
+                             "from 0 to 512, both cta_groups")
 
 
 # -- Exercise: SBO of A, filled in inside the wgmma teaching kernel ------------------------------------
@@ -217,7 +214,8 @@ def sbo_kernel(sbo: int):
     return TeachingKernel("teach_wgmma.cu").replace(A_DESC_TEXT, f"(a_descs[kb] | {field} /* your SBO */) + base")
 
 
-def check_teach_sbo(sbo, hidden: bool = False) -> None:
+@course_cases("mma_teach_sbo")
+def check_teach_sbo(sbo, hidden=()) -> None:
     """`sbo` (bytes) goes into the SBO field of A's descriptors inside teach_wgmma.cu. On a Hopper GPU the
     edited kernel runs in a worker process; elsewhere the wgmma model executes the same descriptors.
     Either way D is compared with the model of the right descriptors, naming the first differing element.

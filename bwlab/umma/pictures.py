@@ -34,7 +34,7 @@ def plot_smem_layout(major: str, swizzle: str, dtype: str = "f16", tile=None, ax
     so the swizzle shows as a permutation of colours along each line. `color_by="piece"` colours an
     MN-major chunk by its 16-byte piece of the 128-byte MN row instead (where the swizzle moved it from)."""
     import matplotlib.pyplot as plt
-    from ..plotting import add_legend, draw_grid, thread_color
+    from ..plotting import add_legend, plot_grid, thread_color
     tile = tile or ((16, 64) if major == "K" else (64, 16))
     first = smem_chunk_map(major, swizzle, dtype, tile)
     lines = min(lines, len(first) // 8)
@@ -49,7 +49,7 @@ def plot_smem_layout(major: str, swizzle: str, dtype: str = "f16", tile=None, ax
             text[i, j] = f"m{mn}\nk{k}"
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 0.5 * lines + 1.5))
-    draw_grid(ax, colors, text, fontsize=fontsize,
+    plot_grid(ax, colors, text, fontsize=fontsize,
               title=f"{major}-major, swizzle {swizzle} ({dtype} {tile[0]}x{tile[1]})",
               xlabel="16-byte chunk of the 128-byte SMEM line", ylabel="SMEM byte",
               xticks=[str(j) for j in range(8)], yticks=[f"{128 * i}" for i in range(lines)])
@@ -101,7 +101,7 @@ def plot_core_matrices(major: str = "K", dtype: str = "f16", tile=(16, 32), ax=N
     """The logical operand tile, each element coloured by the core matrix (8 rows x 16 bytes) it
     belongs to: the unit the descriptors' LBO and SBO step between."""
     import matplotlib.pyplot as plt
-    from ..plotting import draw_grid, cta_color
+    from ..plotting import plot_grid, cta_color
     per16 = 16 // elem_bytes(dtype)
     mn, k = np.meshgrid(np.arange(tile[0]), np.arange(tile[1]), indexing="ij")
     if major == "K":
@@ -111,7 +111,7 @@ def plot_core_matrices(major: str = "K", dtype: str = "f16", tile=(16, 32), ax=N
     colors = np.vectorize(cta_color, otypes=[object])(cm)
     if ax is None:
         _, ax = plt.subplots(figsize=(10, 0.3 * tile[0] + 1.5))
-    draw_grid(ax, colors, None, title=f"{major}-major {dtype} {tile[0]}x{tile[1]} tile: {int(cm.max()) + 1} core "
+    plot_grid(ax, colors, None, title=f"{major}-major {dtype} {tile[0]}x{tile[1]} tile: {int(cm.max()) + 1} core "
               f"matrices of 8 rows x 16 bytes ({per16} {dtype})", xlabel="k", ylabel="m (or n)")
     for i in range(int(cm.max()) + 1):           # name each core matrix where it sits
         r, c = np.argwhere(cm == i).mean(axis=0)
@@ -124,7 +124,7 @@ def plot_k_steps(major: str = "K", swizzle: str = "128B", dtype: str = "f16", ti
     step's descriptor start address: inside a 128-byte swizzle atom the start moves 32 bytes per
     step while the swizzle scatters the chunks it names."""
     import matplotlib.pyplot as plt
-    from ..plotting import add_legend, draw_grid, cta_color
+    from ..plotting import add_legend, plot_grid, cta_color
     lay = canonical_layout(major, swizzle, dtype, tile)
     ki = instr_k(dtype)
     owner = np.full(lay.nbytes // 16, -1)
@@ -139,7 +139,7 @@ def plot_k_steps(major: str = "K", swizzle: str = "128B", dtype: str = "f16", ti
     text = owner.reshape(lines, 8).astype(object)
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 0.5 * lines + 1.5))
-    draw_grid(ax, colors, text, fontsize=10, title=f"K loop over a {major}-major {swizzle} tile: chunks read per step",
+    plot_grid(ax, colors, text, fontsize=10, title=f"K loop over a {major}-major {swizzle} tile: chunks read per step",
               xlabel="16-byte chunk of the 128-byte SMEM line", ylabel="SMEM byte",
               xticks=[str(j) for j in range(8)], yticks=[f"{128 * i}" for i in range(lines)])
     add_legend(ax, [(f"step {kb}: start address {s}", cta_color(kb)) for kb, s in enumerate(starts)],
@@ -161,7 +161,7 @@ def plot_d_tmem_layout(M: int, N: int, cta_group: int = 1, ax=None, legend: bool
     32 rows of D (dark for the first half of N, light for the second), each block of lanes is
     labelled with the rows and columns of D it holds; lanes no element reaches stay grey."""
     import matplotlib.pyplot as plt
-    from ..plotting import add_legend, draw_grid, warp_color
+    from ..plotting import add_legend, plot_grid, warp_color
     lay = d_tmem_layout(M, N, cta_group)
     sel = lay.cta == 0
     cols = lay.columns
@@ -180,7 +180,7 @@ def plot_d_tmem_layout(M: int, N: int, cta_group: int = 1, ax=None, legend: bool
                                                    else _lighter(warp_color(g // 32)))
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 6))
-    draw_grid(ax, colors, None, xlabel="TMEM column", ylabel="TMEM lane")
+    plot_grid(ax, colors, None, xlabel="TMEM column", ylabel="TMEM lane")
     ax.set_xticks([0, cols // 2, cols - 1])
     ax.set_xticklabels([0, cols // 2, cols - 1], fontsize=9)
     ax.set_yticks([0, 32, 64, 96, 127])
@@ -227,20 +227,20 @@ def plot_d_tmem_layouts(N: int = 64):
     return fig
 
 
-def plot_case(case, lines: int = 8):
-    """A case at a glance: where A's and B's first elements sit in SMEM (16-byte chunks, as
-    `plot_smem_layout`) and, for a tcgen05.mma case, where D lands in TMEM."""
-    import matplotlib.pyplot as plt
+def plot_case(case, lines: int = 8, ax=None):
+    """A case at a glance: A's and B's first elements in SMEM (16-byte chunks) and, for tcgen05.mma, D in TMEM."""
+    from ..plotting import figure_at
     has_tmem = hasattr(case, "d_layout")
-    fig, axes = plt.subplots(1, 3 if has_tmem else 2, figsize=(20 if has_tmem else 13, 5.5))
-    for ax, op, major, swizzle in ((axes[0], "A", case.a_major, case.a_swizzle),
-                                   (axes[1], "B", case.b_major, case.b_swizzle)):
-        plot_smem_layout(major, swizzle, case.dtype, ax=ax, lines=lines)
-        ax.set_title(f"{op}: {ax.get_title()}", fontsize=9)
+    fig = figure_at(ax, (20 if has_tmem else 13, 5.5))
+    axes = fig.subplots(1, 3 if has_tmem else 2)
+    for a, op, major, swizzle in ((axes[0], "A", case.a_major, case.a_swizzle),
+                                  (axes[1], "B", case.b_major, case.b_swizzle)):
+        plot_smem_layout(major, swizzle, case.dtype, ax=a, lines=lines)
+        a.set_title(f"{op}: {a.get_title()}", fontsize=9)
     if has_tmem:
         plot_d_tmem_layout(case.M, case.N, ax=axes[2])
     fig.suptitle(case.label() if hasattr(case, "label") else str(case), fontsize=10)
-    plt.tight_layout()
+    _ = fig.tight_layout() if ax is None else None
     return fig
 
 

@@ -3,7 +3,7 @@
 #   tests:    the whole test suite (GPU tests included)
 #   validate: every `python -m bwlab.validate ...` command
 #   bench:    the benchmarks and every notebook executed in its GPU tier
-# Usage (device tool, repository root):  bash docs/results/run_h100.sh tests|validate|bench|classroom|emu
+# Usage (device tool, repository root):  bash docs/results/run_h100.sh tests|validate|bench|classroom|emu|gemm
 # Writes NAME.txt files into $OUT (or ./h100_out), each ending with the command that made it.
 set -u
 part=${1:-validate}
@@ -58,6 +58,10 @@ case "$part" in
         tests/test_gemm_ladder.py tests/test_gemm_sm100.py tests/test_gemm_notebook.py tests/test_sandbox.py tests/test_lab.py
     run notebooks_h100 bash -c 'for f in notebooks/src/0*.py; do python3 -m bwlab.tools.notebooks run $f; done'
     run broken_kernels_h100 python3 -m bwlab.checks.broken --sanitize
+    ;;
+  gemm)
+    # the GEMM ladder and the rungs beyond it under the sustained protocol (see run_gemm_protocol.sh)
+    bash docs/results/run_gemm_protocol.sh
     ;;
   bench)
     run tma_copy_bench_h100 python3 -m bwlab.bench tma_copy

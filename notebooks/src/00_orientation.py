@@ -54,8 +54,8 @@ for family, sm, t in device.tier_table():
 # `"tma"`, `"multicast"`, `"umma"`, `"tmem"`, `"store"`) runs on a GPU of compute capability `cc` — a tuple
 # such as `(9, 0)` for an H100, or `None` for no GPU. Work from the rules above and from what each stage
 # needs (`device.STAGES`: TMA exists from sm_90 on; `tcgen05` and TMEM on sm_100, sm_103 and sm_110), without
-# calling `device.tiers_for`. The check compares your function with bwlab's rules on an H100 and a B200;
-# the hidden tests try every GPU family.
+# calling `device.tiers_for`. The check compares your function with bwlab's rules on an H100, a B200 and
+# an RTX 50 (sm_120: a Blackwell without `tcgen05`); the graded version tries every GPU family.
 
 # %% solution id=orient_tier
 def my_tier(stage, cc):
@@ -72,7 +72,8 @@ def my_tier(stage, cc):
 from bwlab.hw import exercises as orient_ex
 orient_ex.check_tier(my_tier)
 ### BEGIN HIDDEN TESTS
-orient_ex.check_tier(my_tier, hidden=True)
+from bwlab.exercises import hidden_cases
+orient_ex.check_tier(my_tier, hidden=hidden_cases("orient_tier"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -109,13 +110,14 @@ my_hops = {"TMA load": ("GMEM", "SMEM"), "tcgen05.mma": ("SMEM", "TMEM"), "tcgen
 from bwlab.hw import exercises as orient_ex
 orient_ex.check_hops(my_hops)
 ### BEGIN HIDDEN TESTS
-orient_ex.check_hops(my_hops, hidden=True)
+from bwlab.exercises import hidden_cases
+orient_ex.check_hops(my_hops, hidden=hidden_cases("orient_hops"))
 ### END HIDDEN TESTS
 
 # %%
 import matplotlib.pyplot as plt
-from bwlab.datapath import draw_data_path, HOPS
-draw_data_path()
+from bwlab.datapath import plot_data_path, HOPS
+plot_data_path()
 plt.show()
 
 # %%
@@ -155,7 +157,8 @@ def my_tile_bytes(rows, cols, dtype):
 from bwlab.hw import exercises as orient_ex
 orient_ex.check_tile_bytes(my_tile_bytes)
 ### BEGIN HIDDEN TESTS
-orient_ex.check_tile_bytes(my_tile_bytes, hidden=True)
+from bwlab.exercises import hidden_cases
+orient_ex.check_tile_bytes(my_tile_bytes, hidden=hidden_cases("orient_tile_bytes"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -224,21 +227,13 @@ else:
 # ### Run it
 #
 # On sm_90+ the kernel runs: each CTA copies 4 KB through shared memory and back, and we compare the
-# result with the source. Elsewhere the cell loads what an H100 produced and compares it the same way,
-# now.
+# result with the source; without such a GPU, bwlab's PTX emulator runs it. `results()` also shows what an
+# H100 produced, compared the same way, now.
 
 # %% tags=["nbval-ignore-output"]
 import numpy as np
-from bwlab.hello import hello_roundtrip
-from bwlab.results import load_recording
-from bwlab.case import compare
-from bwlab.runtime import runs_on
-from bwlab.checks.record_foundation import replay
-if runs_on("tma"):   # this GPU, or the PTX emulator (the emulated tier)
-    src, dst = hello_roundtrip(4096, blocks=4)
-    print(compare(src, dst, stage="bulk copy", what="4 CTAs x 4096 B", unit="word", source=runs_on("tma")))
-rec = load_recording("foundation_hello_roundtrip")
-print(replay(rec))
+from bwlab.hello import HelloCopy
+print(HelloCopy(4096, blocks=4).results())   # this GPU or the PTX emulator, then an H100's recording
 
 # %% [markdown]
 # ### A kernel never hangs
@@ -248,26 +243,18 @@ print(replay(rec))
 # the first thread to give up writes a record that Python turns into an exception naming the barrier.
 
 # %% tags=["nbval-ignore-output"]
-from bwlab.runtime import MbarrierTimeout
-if runs_on("tma"):
-    print(f"{runs_on('tma')}, expect_tx 16 bytes too many:")
-    try:
-        hello_roundtrip(4096, blocks=2, extra_tx=16)
-    except MbarrierTimeout as e:
-        print("  MbarrierTimeout:", e)
-    src, dst = hello_roundtrip(4096, blocks=2)
-    print("  the next launch works:", np.array_equal(src, dst))
-rec = load_recording("foundation_wrong_expect_tx")
-print(f"{rec.label}, expect_tx 16 bytes too many:")
-print(f"  MbarrierTimeout after {rec.params['seconds']} s: {rec.params['message']}")
-print("  the next launch:", replay(rec))
+print("expect_tx 16 bytes too many:")
+print(HelloCopy(4096, blocks=2, extra_tx=16).results())
+print("the next launch works:")
+print(HelloCopy(4096, blocks=2).results(recording="foundation_wrong_expect_tx"))
 
 # %% [markdown]
 # ### Exercise 0.4 — an mbarrier's phase and parity (2 points)
 #
-# A pipeline reuses one mbarrier (init count 1) for load after load. Thread 0 announces each load's bytes
-# with `arrive.expect_tx`, and the TMA retires them with `complete_tx` as they land. After the first load
-# has landed whole and the second one half:
+# A pipeline reuses one mbarrier for load after load. Thread 0 announces each load's bytes with
+# `arrive.expect_tx` (one arrival), and the TMA retires them with `complete_tx` as they land. The cell below
+# prints your numbers: the barrier's init count (the arrivals a phase needs) and four steps, a first load
+# that has landed whole and a second one that has landed in part or whole, e.g.
 #
 # ```python
 # from bwlab.hw.mbarrier import Mbarrier
@@ -276,20 +263,27 @@ print("  the next launch:", replay(rec))
 # bar.arrive_expect_tx(4096); bar.complete_tx(2048)   # load 1: announced, 2048 bytes landed so far
 # ```
 #
-# predict, without running it, `(phases completed, try_wait.parity(0), try_wait.parity(1))` — the last two
-# as `True`/`False`: would a `try_wait.parity` with that parity return at once? The check runs the model.
+# For your numbers, predict without running them `(phases completed, try_wait.parity(0), try_wait.parity(1))`
+# — the last two as `True`/`False`: would a `try_wait.parity` with that parity return at once? The check
+# runs the model on the same numbers. (Each student has their own; with no token from your instructor you
+# get the ones above.)
 
 # %% solution id=orient_parity
+from bwlab.hw import exercises as orient_ex
+print("your numbers:", orient_ex.parity_text())
 my_parity = (None, None, None)   # (phases completed, try_wait.parity(0), try_wait.parity(1))
 ### BEGIN SOLUTION
-my_parity = (1, True, False)
+count, b1, b2, landed = orient_ex.parity_numbers()
+phases = (count == 1) + (landed == b2)   # count 1: load 0 alone completes phase 0; count 2 needs both arrivals
+my_parity = (phases, phases % 2 == 1, phases % 2 == 0)   # the open phase's parity fails, the other passes
 ### END SOLUTION
 
 # %% grade id=orient_parity_check points=2
 from bwlab.hw import exercises as orient_ex
 orient_ex.check_mbarrier_parity(my_parity)
 ### BEGIN HIDDEN TESTS
-orient_ex.check_mbarrier_parity(my_parity, hidden=True)
+from bwlab.exercises import hidden_cases
+orient_ex.check_mbarrier_parity(my_parity, hidden=hidden_cases("orient_parity"))
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -103,7 +103,8 @@ my_rules = {"a": "swizzle-span", "b": "legal", "c": "box-inner-bytes", "d": "glo
 from bwlab.tma import exercises as tma_ex
 tma_ex.check_broken_rule(my_rules)
 ### BEGIN HIDDEN TESTS
-tma_ex.check_broken_rule(my_rules, hidden=True)
+from bwlab.exercises import hidden_cases
+tma_ex.check_broken_rule(my_rules, hidden=hidden_cases("tma_broken_rule"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -177,7 +178,8 @@ def my_tx_bytes(dtype, box_shape, swizzle="none"):
 from bwlab.tma import exercises as tma_ex
 tma_ex.check_tx_bytes(my_tx_bytes)
 ### BEGIN HIDDEN TESTS
-tma_ex.check_tx_bytes(my_tx_bytes, hidden=True)
+from bwlab.exercises import hidden_cases
+tma_ex.check_tx_bytes(my_tx_bytes, hidden=hidden_cases("tma_tx_bytes"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -204,33 +206,28 @@ print("equals gmem[16:32, 32:64]:", np.array_equal(smem, gmem[16:32, 32:64]), " 
 
 # %%
 from bwlab.lab import TeachingKernel
-from bwlab.results import load_recording
 k = TeachingKernel("teach_tma.cu")
 k.show()
 
 # %% [markdown]
-# `tma.run_teach(gmem, tmap, coords)` encodes the tensor map for a copy of `gmem` on the GPU, launches
-# one CTA of 128 threads and returns the bytes — the same arguments and the same result as
-# `tma_load_model`, so `TmaLoad(...).check(...)` compares them byte by byte. Without a GPU with TMA the
-# same call runs the kernel's PTX in bwlab's emulator (the emulated tier: the kernel itself, instruction
-# by instruction, on the CPU); either way the cell also shows what an H100 returned for this very box,
-# compared with the model computed now.
+# `tma.TmaLoad(gmem, tmap, coords, kernel="teach_tma.cu")` is this load run by the teaching kernel: its
+# `run()` encodes the tensor map for a copy of `gmem` on the GPU, launches one CTA of 128 threads and
+# returns the bytes, the same array `model()` computes, so `check()` compares them byte by byte. Without
+# a GPU with TMA the same call runs the kernel's PTX in bwlab's emulator (the emulated tier: the kernel
+# itself, instruction by instruction, on the CPU). `results()` gives every result there is — the one run
+# here, then what an H100 returned for this very box — each compared with the model computed now.
 
 # %% tags=["nbval-ignore-output"]
-from bwlab.runtime import runs_on
-case = tma.TmaLoad(gmem, tmap, (32, 16))
-if runs_on("tma"):   # this GPU, or the PTX emulator
-    print(case.check(tma.run_teach(gmem, tmap, (32, 16)), source=runs_on("tma")))
-rec = load_recording("tma_teach")
-print(case.check(rec["smem_plain"], source=rec.label))
+case = tma.TmaLoad(gmem, tmap, (32, 16), kernel="teach_tma.cu")
+print(case.results())   # this GPU or the PTX emulator, then the H100's recording of the same box
 
 # %% [markdown]
 # ### Change it
 #
 # `k.replace(old, new)` returns an edited copy; `.compile()` builds it (no GPU needed), and
-# `tma.run_teach(..., kernel=mine)` runs it. To rewrite the whole kernel instead, run `%load_ext bwlab.lab`
+# `tma.TmaLoad(..., kernel=mine)` runs it. To rewrite the whole kernel instead, run `%load_ext bwlab.lab`
 # once, then `%cuda --load teach_tma.cu`: a new cell appears holding `%%cuda teach_tma.cu` and the kernel.
-# Change it and run it: it is compiled at once, and `tma.run_teach` uses it from then on (a compile error
+# Change it and run it: it is compiled at once, and a case built with `kernel="teach_tma.cu"` runs it from then on (a compile error
 # names the line of that cell, and the previous version stays). `%cuda --diff teach_tma.cu` shows your
 # change; `%cuda --reset teach_tma.cu` undoes it. A compile error comes back on the line of your text it
 # refers to — here, passing the tensor map itself where the instruction wants its address:
@@ -262,21 +259,9 @@ print("compiles for", ", ".join(mine.targets))
 # same edit:
 
 # %% tags=["nbval-ignore-output"]
-import time
-from bwlab.runtime import MbarrierTimeout
-if runs_on("tma"):
-    t0 = time.perf_counter()
-    try:
-        tma.run_teach(gmem, tmap, (32, 16), kernel=mine)
-        print("the launch completed: expected an MbarrierTimeout")
-    except MbarrierTimeout as e:
-        print(f"{runs_on('tma')}, after {time.perf_counter() - t0:.2f} s: MbarrierTimeout: {e}\n")
-    print(tma.TmaLoad(gmem, tmap, (32, 16)).check(tma.run_teach(gmem, tmap, (32, 16)), source=runs_on("tma") +
-          ", the original kernel again: the context survived the timeout"), "\n")
-rec = load_recording("tma_teach_bad_expect_tx")
-print(f"{rec.label}, after {float(rec['call_ms']) / 1e3:.2f} s: MbarrierTimeout: {rec['message']}")
-print(tma.TmaLoad(gmem, tmap, (32, 16)).check(rec["smem_plain_after"], source=rec.label + ", the original "
-      "kernel again: the context survived the timeout"))
+print(tma.TmaLoad(gmem, tmap, (32, 16), kernel=mine).results(), "\n")
+print("The original kernel again, after the timeout: the context survived")
+print(tma.TmaLoad(gmem, tmap, (32, 16), kernel=k).results(recording="tma_teach_bad_expect_tx"))
 
 # %% [markdown]
 # And the model's mbarrier, given the same edit, says why:
@@ -291,8 +276,9 @@ print(bar, "  phase 0 complete:", bar.try_wait_parity(0), "(expected False: tx s
 # %% [markdown]
 # ### Exercise 1.3 — your expect_tx in the teaching kernel (2 points)
 #
-# Now a box of 48 × 8 bf16, `TensorMap("bfloat16", (80, 48), (48, 8))`, at coordinates `(32, 16)` of the same
-# tensor. You supply a number, `my_expect_tx` (a Python int: the bytes thread 0 announces); the check puts it
+# Now a box of your own bf16 tensor map, `TensorMap("bfloat16", (80, 48), box)` (the cell below prints your
+# `box`; without a token from your instructor it is 48 × 8), at coordinates `(32, 16)` of the same tensor.
+# You supply a number, `my_expect_tx` (a Python int: the bytes thread 0 announces); the check puts it
 # into the kernel for you, in place of `box_bytes` in the line `const u32 tx_bytes = box_bytes;` of
 # `teach_tma.cu`. It compiles the edited kernel for sm_90a
 # and sm_100a; on a GPU with TMA it runs it in a worker process (a timeout or a fault comes back as an
@@ -301,16 +287,20 @@ print(bar, "  phase 0 complete:", bar.try_wait_parity(0), "(expected False: tx s
 # Before you answer, predict what 16 bytes too many does, and what half the bytes does; then try them.
 
 # %% solution id=tma_expect_tx_edit
-my_expect_tx = None   # the bytes thread 0 announces for the 48 x 8 bf16 box (an int)
+from bwlab.tma import exercises as tma_ex
+print("your box:", tma_ex.edit_box(), "of bfloat16 at", tma_ex.EDIT_COORDS)
+my_expect_tx = None   # the bytes thread 0 announces for your box (an int)
 ### BEGIN SOLUTION
-my_expect_tx = 48 * 8 * 2
+box = tma_ex.edit_box()
+my_expect_tx = box[0] * box[1] * 2   # every element of the box, 2 bytes each
 ### END SOLUTION
 
 # %% tags=["nbval-ignore-output"] grade id=tma_expect_tx_edit_check points=2
 from bwlab.tma import exercises as tma_ex
 tma_ex.check_expect_tx_edit(my_expect_tx)
 ### BEGIN HIDDEN TESTS
-tma_ex.check_expect_tx_edit(my_expect_tx, hidden=True)
+from bwlab.exercises import hidden_cases
+tma_ex.check_expect_tx_edit(my_expect_tx, hidden=hidden_cases("tma_expect_tx_edit"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -337,11 +327,8 @@ plt.show()
 
 # %% tags=["nbval-ignore-output"]
 sw_map = TensorMap("bfloat16", (80, 48), (64, 16), swizzle="128B")
-case = tma.TmaLoad(gmem, sw_map, (0, 16))
-if runs_on("tma"):
-    print(case.check(tma.run_teach(gmem, sw_map, (0, 16)), source=runs_on("tma")))
-rec = load_recording("tma_teach")
-print(case.check(rec["smem_swizzled"], source=rec.label))
+case = tma.TmaLoad(gmem, sw_map, (0, 16), kernel="teach_tma.cu")
+print(case.results())
 print("SMEM line 1 holds chunks", [int(c) for c in tma.smem_chunks(sw_map, 0)[1][8:16]], "of box row 1, expected",
       [c ^ 1 for c in range(8)])
 
@@ -364,8 +351,8 @@ plt.show()
 # `swizzle="128B"` to SMEM address `base`, a multiple of 128. Write `my_smem_offset(r, c, elem_bytes, base)`:
 # the byte offset from `base` at which the first byte of element `c` of box row `r` lands. Without the swizzle
 # it would be `r * 128 + c * elem_bytes`. Write the XOR yourself (no `bwlab.hw.swizzle`). The check tries
-# bf16 rows at base 0; the hidden tests try other element sizes, rows 8–15, and bases that are not
-# multiples of 1024, such as the 0x180 above.
+# bf16 rows at base 0 and at the 0x180 above (not a multiple of 1024); the graded version also tries other
+# element sizes, rows 8–15 and other bases.
 
 # %% solution id=tma_swizzle_offset
 def my_smem_offset(r, c, elem_bytes, base):
@@ -380,7 +367,8 @@ def my_smem_offset(r, c, elem_bytes, base):
 from bwlab.tma import exercises as tma_ex
 tma_ex.check_swizzle_offset(my_smem_offset)
 ### BEGIN HIDDEN TESTS
-tma_ex.check_swizzle_offset(my_smem_offset, hidden=True)
+from bwlab.exercises import hidden_cases
+tma_ex.check_swizzle_offset(my_smem_offset, hidden=hidden_cases("tma_swizzle_offset"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -442,16 +430,12 @@ tma.plot_oob_box(nanfill, g, (-4, -2))
 plt.show()
 
 # %% [markdown]
-# The GPU fills the same way (`tma.run_tma_load`, the harness kernel, here or in the emulator; and a
-# recording made on an H100):
+# The GPU fills the same way (`TmaLoad(...)` without `kernel=` runs the harness kernel, here or in the
+# emulator; and a recording made on an H100):
 
 # %% tags=["nbval-ignore-output"]
-if runs_on("tma"):
-    print(tma.TmaLoad(g, small, (16, 9)).check(tma.run_tma_load(g, small, (16, 9)), source=runs_on("tma")))
-    print(tma.TmaLoad(g, nanfill, (-4, -2)).check(tma.run_tma_load(g, nanfill, (-4, -2)), source=runs_on("tma")))
-rec = load_recording("tma_load_oob")
-print(tma.TmaLoad(g, small, (16, 9)).check(rec["smem_zero"], source=rec.label))
-print(tma.TmaLoad(g, nanfill, (-4, -2)).check(rec["smem_nan"], source=rec.label))
+print(tma.TmaLoad(g, small, (16, 9)).results())
+print(tma.TmaLoad(g, nanfill, (-4, -2)).results())
 
 # %% [markdown]
 # ### Exercise 1.5 — what the fill costs (2 points)
@@ -478,7 +462,8 @@ def my_oob_fill(dtype, global_shape, box_shape, coords):
 from bwlab.tma import exercises as tma_ex
 tma_ex.check_oob_fill(my_oob_fill)
 ### BEGIN HIDDEN TESTS
-tma_ex.check_oob_fill(my_oob_fill, hidden=True)
+from bwlab.exercises import hidden_cases
+tma_ex.check_oob_fill(my_oob_fill, hidden=hidden_cases("tma_oob_fill"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -496,21 +481,15 @@ tma_ex.check_oob_fill(my_oob_fill, hidden=True)
 # %% tags=["nbval-ignore-output"]
 MODES = (("none", 64), ("32B", 16), ("64B", 32), ("128B", 64), ("64B", 8), ("128B", 24))
 POSITIONS = (((32, 16), 0), ((64, 40), 384))
-live = runs_on("tma")                 # this GPU or the emulator; else the H100's recording
-rec = None if live else load_recording("tma_load_modes")
-print("source:", live or rec.label)
 for i, ((mode, inner), (coords, offset)) in enumerate((m, p) for m in MODES for p in POSITIONS):
     case = tma.TmaLoad(gmem, TensorMap("bfloat16", (80, 48), (inner, 16), swizzle=mode), coords, smem_address=offset)
-    result = case.check(case.run() if live else rec[f"smem_{i}"])
+    result = case.check()      # run here (this GPU or the emulator), else the H100's recording of this case
     print(f"{mode:5s} box {inner:2d} x 16 at {str(coords):8s} SMEM +{offset:3d}: {result.compared:4d} bytes, "
           f"equal to the model: {result.ok} (expected True)")
-if device.tier("tma") == "hardware":
-    from bwlab.checks.tma import random_cases, validate_cases
-    ok = 200 - validate_cases(random_cases(200, seed=1), say=print)
-else:
-    ok = int(load_recording("tma_load_modes")["random_ok"])
-    print("random loads:", load_recording("tma_load_modes").label)
-print(f"random loads: {ok}/200 bit-exact (expected 200/200)")
+print("source:", result.source)
+from bwlab.checks.record_tma import random_loads
+ok, source = random_loads(200, seed=1)   # on a GPU with TMA now, else the H100's recorded count
+print(f"random loads: {ok}/200 bit-exact (expected 200/200; {source})")
 
 # %% [markdown]
 # ## 9. Try it

@@ -35,7 +35,6 @@ import numpy as np
 
 from bwlab import multicast as mc
 from bwlab.layout import Layout, make_layout, tiled_divide
-from bwlab.results import load_recording
 print("multicast tier here:", bwlab.tier("multicast"))
 
 # %% [markdown]
@@ -82,8 +81,8 @@ print("two_sm.get_flat_coord(13) =", two_sm.get_flat_coord(13), " expected (1, 0
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
-mc.draw_cluster(axes[0], one_sm, title=f"one-SM MMA: {one_sm}")
-mc.draw_cluster(axes[1], two_sm, title=f"two-SM MMA: {two_sm}")
+mc.plot_cluster(axes[0], one_sm, title=f"one-SM MMA: {one_sm}")
+mc.plot_cluster(axes[1], two_sm, title=f"two-SM MMA: {two_sm}")
 fig.suptitle("Same 16 CTAs, same ranks: only the (v,m,n) coordinates change")
 fig.tight_layout()
 plt.show()
@@ -113,7 +112,7 @@ for name, got, want in (("A", m9.a, 0x2222), ("B", m9.b, 0x0F00), ("C", m9.c, 0x
     assert got == want
 
 # %%
-mc.draw_every_mask(one_sm, "A")
+mc.plot_every_mask(one_sm, "A")
 plt.show()
 
 # %% [markdown]
@@ -162,7 +161,8 @@ def a_mask_of(m, n, cluster_m, cluster_n):
 from bwlab.multicast import exercises as ex
 ex.check_a_mask(a_mask_of)
 ### BEGIN HIDDEN TESTS
-ex.check_a_mask(a_mask_of, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_a_mask(a_mask_of, hidden=hidden_cases("mc_a_mask"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -180,7 +180,7 @@ print(t3.describe())
 print("expect_tx per CTA:", t3.expect_tx_bytes, "  expected 49152 (tutorial 03: sizeof(tAsA) + sizeof(tBsB))")
 
 # %%
-mc.draw_landing(t3, block=(1, 2))
+mc.plot_landing(t3, block=(1, 2))
 plt.show()
 
 # %% [markdown]
@@ -202,17 +202,20 @@ print("multicast_model == expected_smem:", np.array_equal(mc.multicast_model(cfg
 # %% [markdown]
 # ### Exercise 2.2 — who receives a slice, and where it lands (2 points)
 #
-# Tutorial 03's configuration again (`t3`: a 4 x 4 cluster, B tiles of 256 rows x 64 halves). CTA
-# **rank 7** issues its slice of **B**. Predict: which ranks receive it (a list), and at which byte
-# offset *inside their B tile* does it land? (The mask says who receives; `tma_partition` says which
-# slice a CTA issues and where it lands, above.)
+# Tutorial 03's configuration again (`t3`: a 4 x 4 cluster, B tiles of 256 rows x 64 halves). One CTA —
+# yours, printed by the cell below (without a token from your instructor, **rank 7**) — issues its slice of
+# **B**. Predict: which ranks receive it (a list), and at which byte offset *inside their B tile* does it
+# land? (The mask says who receives; `tma_partition` says which slice a CTA issues and where it lands, above.)
 
 # %% solution id=mc_slice_receivers
+from bwlab.multicast import exercises as ex
+print("your CTA: rank", ex.receiver_rank())
 b_receivers = None      # your prediction: a list of cluster ranks
 b_slice_offset = None   # your prediction: bytes from the start of the B tile
 ### BEGIN SOLUTION
-b_receivers = [4, 5, 6, 7]         # rank 7 is m = 3, n = 1: B goes to every CTA with n = 1
-b_slice_offset = 3 * (256 * 64 * 2 // 4)   # slice m = 3 of 4, each 8192 B
+m, n = ex.receiver_rank() % 4, ex.receiver_rank() // 4   # rank = m + 4 n in the 4 x 4 cluster
+b_receivers = [4 * n + i for i in range(4)]              # B goes to every CTA with the same n
+b_slice_offset = m * (256 * 64 * 2 // 4)                 # slice m of 4, each 8192 B
 ### END SOLUTION
 
 # %% grade id=mc_slice_receivers_check points=2
@@ -241,7 +244,8 @@ def expect_tx_of(cluster_m, cluster_n, tile_m, tile_n, tile_k):
 from bwlab.multicast import exercises as ex
 ex.check_expect_tx(expect_tx_of)
 ### BEGIN HIDDEN TESTS
-ex.check_expect_tx(expect_tx_of, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_expect_tx(expect_tx_of, hidden=hidden_cases("mc_expect_tx"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -255,7 +259,7 @@ ex.check_expect_tx(expect_tx_of, hidden=True)
 # %%
 odd = mc.MulticastConfig(cluster=(2, 4), tile_m=24, operands="A")
 print("slice offsets:", [odd.slice_of("A", i).smem_offset for i in range(4)], "  expected [0, 768, 1536, 2304]")
-mc.draw_slice_swizzle(odd, "A", 1)
+mc.plot_slice_swizzle(odd, "A", 1)
 plt.show()
 
 # %% [markdown]
@@ -292,12 +296,8 @@ print("expected: A masks 0x5 0xA 0x5 0xA (same m), B masks 0x3 0x3 0xC 0xC (same
 # H100 run of the same kernel. Either way the model is computed now.
 
 # %% tags=["nbval-ignore-output"]
-from bwlab.runtime import runs_on
-case = mc.MulticastLoad(tcfg, seed=0)
-if runs_on("multicast"):   # this GPU, or the PTX emulator
-    print(case.check(mc.run_teach(tcfg, case.operands), source=runs_on("multicast")))
-rec = load_recording("multicast_teach")
-print(case.check(rec["smem"], source=rec.label))
+case = mc.MulticastLoad(tcfg, seed=0, kernel="teach_multicast.cu")   # the teaching kernel (your %%cuda edit, if any)
+print(case.results())   # this GPU or the PTX emulator, then the H100's recording of the same run
 
 # %% [markdown]
 # ### Peek under the hood: the PTX
@@ -343,19 +343,9 @@ print(mc.barrier_table(mc.barrier_outcome(tcfg, bad)))
 # phase, and the bytes it still expects. Then the recorded H100 run of this edit:
 
 # %% tags=["nbval-ignore-output"]
-from bwlab.runtime import MbarrierTimeout
-stuck_rank = None
-if runs_on("multicast"):
-    try:
-        mc.run_teach(tcfg, case.operands, kernel=mine)
-    except MbarrierTimeout as e:
-        print(runs_on("multicast") + ":\n" + str(e) + "\n")
-        stuck_rank = e.cta_rank
-rec = load_recording("multicast_bad_mask")
-print(rec.label + ":\n" + str(rec["message"]))
-stuck_rank = int(rec["cta_rank"]) if stuck_rank is None else stuck_rank
+print(mc.MulticastLoad(tcfg, seed=0, kernel=mine).results(), "\n")
 print("the model's stuck CTAs:", [o["rank"] for o in mc.barrier_outcome(tcfg, bad) if not o["completes"]],
-      "  named by the bounded wait:", stuck_rank)
+      "  (each bounded wait above names the cluster rank that gave up)")
 
 # %% [markdown]
 # ### Exercise 2.4 — compute the A mask in the kernel (3 points)
@@ -389,7 +379,8 @@ a_mask_expr = "(((1u << (CLUSTER_X * CLUSTER_Y)) - 1) / ((1u << CLUSTER_X) - 1))
 from bwlab.multicast import exercises as ex
 ex.check_teach_a_mask(a_mask_expr)
 ### BEGIN HIDDEN TESTS
-ex.check_teach_a_mask(a_mask_expr, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_teach_a_mask(a_mask_expr, hidden=hidden_cases("mc_teach_mask"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -403,14 +394,10 @@ ex.check_teach_a_mask(a_mask_expr, hidden=True)
 
 # %% tags=["nbval-ignore-output"]
 hcfg = mc.MulticastConfig(cluster=(2, 2), tile_m=32, tile_n=32, operands="AB", swizzle="128B")
-hcase = mc.MulticastLoad(hcfg, seed=0)
-if runs_on("multicast"):
-    run = mc.launch_multicast(hcfg, hcase.operands)
-    print(hcase.check(run.smem, source=runs_on("multicast")))
-    print("%cluster_ctarank of each CTA:", list(map(int, run.ranks)), "  expected", [p.rank for p in hcase.plans])
-rec = load_recording("multicast_every_cta")
-print(hcase.check(rec["smem"], source=rec.label))
-print("%cluster_ctarank of each CTA:", list(map(int, rec["ranks"])), "  expected", [p.rank for p in hcase.plans])
+hcase = mc.MulticastLoad(hcfg, seed=0)           # no kernel=: the harness kernel
+print(hcase.results())
+print(mc.ClusterRanks(hcfg, seed=0).results())
+print("expected ranks:", [p.rank for p in hcase.plans])
 
 # %% [markdown]
 # ## 6 · What multicast saves
@@ -425,7 +412,7 @@ print(f"{'cluster':8s} {'own KiB':>8s} {'multicast KiB':>14s} {'own / multicast'
 for c in shapes:
     b = mc.l2_read_bytes(c)
     print(f"{c.cluster[0]}x{c.cluster[1]:<6d} {b['own'] / 1024:8.0f} {b['multicast'] / 1024:14.0f} {b['ratio']:15.2f}x")
-mc.draw_savings(shapes)
+mc.plot_savings(shapes)
 plt.show()
 
 # %% [markdown]
@@ -452,7 +439,8 @@ def l2_saved_of(cluster_m, cluster_n, tile_m, tile_n):
 from bwlab.multicast import exercises as ex
 ex.check_l2_saved(l2_saved_of)
 ### BEGIN HIDDEN TESTS
-ex.check_l2_saved(l2_saved_of, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_l2_saved(l2_saved_of, hidden=hidden_cases("mc_l2_saved"))
 ### END HIDDEN TESTS
 
 # %% [markdown]

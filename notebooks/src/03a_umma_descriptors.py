@@ -103,7 +103,7 @@ for arch, expected in (("sm100", 0x4000404000010000), ("sm90", 0x400000400001000
 # K-major f16 tile of `rows` x 64 (rows a multiple of 16) in the SMEM layout `swizzle` (`"none"`,
 # `"32B"`, `"64B"` or `"128B"`), as CuTe's `make_umma_desc` encodes it. Predict first: which of the
 # two depends on `rows`, and for which layout? The pictures of the canonical layouts above show the
-# steps; the graded run tries every swizzle with 16 to 256 rows.
+# steps. The check tries one tile in each layout; the graded run tries every layout with 16 to 256 rows.
 
 # %% solution id=mma_lbo_sbo
 def lbo_sbo_of(swizzle, rows):
@@ -121,7 +121,8 @@ def lbo_sbo_of(swizzle, rows):
 from bwlab.umma import exercises as ex
 ex.check_lbo_sbo(lbo_sbo_of)
 ### BEGIN HIDDEN TESTS
-ex.check_lbo_sbo(lbo_sbo_of, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_lbo_sbo(lbo_sbo_of, hidden=hidden_cases("mma_lbo_sbo"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -184,7 +185,8 @@ def sm100_desc_of(start, lbo, sbo, swizzle):
 from bwlab.umma import exercises as ex
 ex.check_smem_desc(sm100_desc_of)
 ### BEGIN HIDDEN TESTS
-ex.check_smem_desc(sm100_desc_of, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_smem_desc(sm100_desc_of, hidden=hidden_cases("mma_smem_desc"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -250,7 +252,8 @@ def idesc_of(ab, d, M, N, a_major, b_major):
 from bwlab.umma import exercises as ex
 ex.check_instr_desc(idesc_of)
 ### BEGIN HIDDEN TESTS
-ex.check_instr_desc(idesc_of, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_instr_desc(idesc_of, hidden=hidden_cases("mma_instr_desc"))
 ### END HIDDEN TESTS
 
 # %% [markdown]

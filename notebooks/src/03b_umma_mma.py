@@ -95,7 +95,8 @@ def legal_shape(M, N, cta_group):
 from bwlab.umma import exercises as ex
 ex.check_legal_shape(legal_shape)
 ### BEGIN HIDDEN TESTS
-ex.check_legal_shape(legal_shape, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_legal_shape(legal_shape, hidden=hidden_cases("mma_legal_shape"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -132,24 +133,19 @@ TeachingKernel("teach_wgmma.cu").show()
 # The descriptors per K step differ only in the start address (`+2` = 32 bytes, as above):
 
 # %%
-case = umma.WgmmaCase("f16", N=64, K=64, a_major="K", a_swizzle="128B", b_major="K", b_swizzle="128B")
+case = umma.WgmmaCase("f16", N=64, K=64, a_major="K", a_swizzle="128B", b_major="K", b_swizzle="128B",
+                      kernel="teach_wgmma.cu")   # run by the teaching kernel (your %%cuda edit, if any)
 ad, bd = case.descriptors()
 print("A:", [f"{d:#x}" for d in ad])
 print("B:", [f"{d:#x}" for d in bd])
 print("the model equals NumPy A @ B.T:", np.array_equal(case.model(), case.reference()), " (expected True)")
 
 # %% [markdown]
-# Run it on a Hopper GPU when there is one, else take what an H100 produced when it ran this
-# kernel, and compare with the model computed now, element by element:
+# Run it on a Hopper GPU when there is one (or, without a GPU, in bwlab's PTX emulator), and take what
+# an H100 produced when it ran this kernel; each compared with the model computed now, element by element:
 
 # %% tags=["nbval-ignore-output"]
-from bwlab import device
-from bwlab.results import load_recording
-info = device.gpu_info()
-on_hopper = info is not None and info.has_wgmma
-rec = load_recording("umma_teach_wgmma")
-d, source = (umma.run_teach_wgmma(case), f"run now on {info.name}") if on_hopper else (rec["d"], rec.label)
-print(case.check(d, source=source))
+print(case.results())
 
 # %% [markdown]
 # ### Change a descriptor
@@ -164,14 +160,16 @@ bad = (umma.edit_descs(ad, "sm90", stride_byte_offset=512), bd)
 print(case.check(case.model(descriptors=bad), source="the model, given your descriptors"))
 
 # %% [markdown]
-# What the GPU does with the same edit (on a Hopper GPU: now; elsewhere: recorded on the H100). The
-# model predicted it: it is the model of the edited descriptors that the GPU's D is compared with.
+# What the kernel does with the same edit (`case.with_descriptors(bad)`: on a Hopper GPU or in the
+# emulator now, and as the H100 recorded it). The model predicted it: each D equals the model of the
+# edited descriptors, and differs from the correct D where the model said it would.
 
 # %% tags=["nbval-ignore-output"]
-d_bad = umma.run_teach_wgmma(case, descriptors=bad) if on_hopper else rec["d_a_sbo512"]
-same = case.compare(case.model(descriptors=bad), d_bad).ok
-print("D equals the model of the edited descriptors:", same, "  (expected True)")
-print(case.check(d_bad, source=source))
+res = case.with_descriptors(bad).results()
+for r in res.results:
+    print(f"{r.source}: D equals the model of the edited descriptors:",
+          case.compare(case.model(descriptors=bad), r.value).ok, "  (expected True)")
+print(res)
 
 # %% [markdown]
 # Two more edits: the wrong swizzle code for A (64-byte instead of 128-byte: rows whose line number
@@ -184,16 +182,17 @@ print(case.check(d_bad, source=source))
 edits = {"a_swizzle64B": (umma.edit_descs(ad, "sm90", swizzle="64B"), bd),
          "b_lbo4096": (ad, umma.edit_descs(bd, "sm90", leading_byte_offset=4096))}
 for name, descs in edits.items():
-    got = umma.run_teach_wgmma(case, descriptors=descs) if on_hopper else rec["d_" + name]
-    print(f"{name}: D equals the model of the edit: {case.compare(case.model(descriptors=descs), got).ok}"
-          "  (expected True)")
-    print(case.check(got, source=source), end="\n\n")
+    res = case.with_descriptors(descs).results()
+    for r in res.results:
+        print(f"{name}, {r.source}: D equals the model of the edit: "
+              f"{case.compare(case.model(descriptors=descs), r.value).ok}  (expected True)")
+    print(res, end="\n\n")
 
 # %% [markdown]
 # ### Change the kernel
 #
 # The kernel text is yours to change too: `TeachingKernel(...).replace(old, new)` gives an edited
-# copy, and `run_teach_wgmma(case, kernel=mine)` runs it. (Or put the whole edited file in a cell
+# copy, and `umma.WgmmaCase(..., kernel=mine)` runs it. (Or put the whole edited file in a cell
 # that starts with `%%cuda teach_wgmma.cu` after `%load_ext bwlab.lab`: every later run uses it.)
 # A mistake comes back with the line of *your* text it is on:
 
@@ -330,15 +329,13 @@ for M in (256, 128):
 # A·Bᵀ, the accumulate flag set from the first K step) instead of starting from zero:
 
 # %% tags=["nbval-ignore-output"]
-rec_layouts = load_recording("umma_wgmma_layouts")
-for i, params in enumerate(rec_layouts.params["cases"]):
-    c = umma.WgmmaCase(**params)
-    got = c.run() if on_hopper else rec_layouts[f"d{i}"]
-    result = c.check(got, source=source)
+from bwlab.umma.recorded import layout_cases
+for c in layout_cases():
+    result = c.check()            # run here (a Hopper GPU, or the emulator), else the H100's recording
     print(f"{'exact   ' if result else 'MISMATCH'}  {c.label()}")
     if not result:
         print(result)
-print("source:", source)
+print("source:", result.source)
 
 # %% [markdown]
 # ## A whole kernel: `tcgen05.mma` on Blackwell
@@ -362,17 +359,14 @@ TeachingKernel("teach_umma.cu").show()
 # since no Blackwell GPU has checked it here). On a Hopper GPU the cell says so and the model answers.
 
 # %% tags=["nbval-ignore-output"]
-ucase = umma.UmmaCase("f16", "f32", M=128, N=64, K=64, b_base=16384)
+ucase = umma.UmmaCase("f16", "f32", M=128, N=64, K=64, b_base=16384, kernel="teach_umma.cu")
 expected_idesc = (1 << 4) | (128 >> 4 << 24) | (64 >> 3 << 17)   # D f32 (bits 4-5), M>>4 (24-28), N>>3 (17-22)
 print(f"idesc {ucase.idesc:#010x}   expected {expected_idesc:#010x} = f32 D 1<<4 | (128>>4)<<24 | (64>>3)<<17; "
       f"f16 A, B (code 0), both K-major (0)")
 print(f"{ucase.k_blocks} K steps (expected 64 / 16 = 4), {ucase.tmem_columns} TMEM columns (expected N = 64)")
-if tier("umma") in ("hardware", "emulated"):
-    print(ucase.check(umma.run_teach_umma(ucase)),
-          "(the sm_100a kernel in bwlab's PTX emulator)" if tier("umma") == "emulated" else "")
-else:
-    print(f"tier('umma') is {tier('umma')!r}: no tcgen05 here, nothing run. The model's D equals NumPy: "
-          f"{np.array_equal(ucase.d_from_tmem(ucase.model()), ucase.reference())}  (expected True)")
+print(ucase.results())     # an sm_100 GPU, or the kernel's sm_100a PTX in bwlab's emulator; no recording exists
+print("The model's D equals NumPy:", np.array_equal(ucase.d_from_tmem(ucase.model()), ucase.reference()),
+      " (expected True)")
 
 # %% [markdown]
 # The instruction descriptor is yours to change as well: say B is MN-major (bit 16) while its bytes

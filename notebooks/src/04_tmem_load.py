@@ -80,7 +80,7 @@ a0 = tm.alloc(cta=0, warp=0, ncols=256, smem=smem, smem_offset=0)
 a1 = tm.alloc(cta=1, warp=2, ncols=128)
 print(f"CTA 0: {a0:#010x}   written to SMEM bytes 0-3 as {smem[:4].view(np.uint32)[0]:#010x}")
 print(f"CTA 1: {a1:#010x}   free columns left: {tm.free_columns}   (expected: 128)")
-tmem.draw_tmem(tm)
+tmem.plot_tmem(tm)
 plt.show()
 
 # %% [markdown]
@@ -146,7 +146,8 @@ def my_taddr(base, lane, column):
 from bwlab.tmem import exercises as ex
 ex.check_address(my_taddr)
 ### BEGIN HIDDEN TESTS
-ex.check_address(my_taddr, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_address(my_taddr, hidden=hidden_cases("tmem_address"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -157,7 +158,7 @@ ex.check_address(my_taddr, hidden=True)
 # accumulator: each warp reads its own 32 rows.
 
 # %%
-tmem.draw_warp_quarters(warps=8)
+tmem.plot_warp_quarters(warps=8)
 plt.show()
 img = tmem.pattern_image()
 attempt("warp 1 loads lane 0", lambda: tmem.tcgen05_ld(img, tmem.encode_address(0, 0), "32x32b", 1, warp=1))
@@ -180,7 +181,8 @@ def my_may_access(warp, lane):
 from bwlab.tmem import exercises as ex
 ex.check_quarter(my_may_access)
 ### BEGIN HIDDEN TESTS
-ex.check_quarter(my_may_access, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_quarter(my_may_access, hidden=hidden_cases("tmem_quarter"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -215,7 +217,7 @@ k.show()
 # one row of 8 columns:
 
 # %%
-tmem.draw_ld_map(TmemAccess("32x32b", 8), warp=1)
+tmem.plot_ld_map(TmemAccess("32x32b", 8), warp=1)
 plt.show()
 
 # %% [markdown]
@@ -231,10 +233,10 @@ print("expected:        ", " ".join(f"{(35 << 16) | j:#010x}" for j in range(8))
       "  (lane 35 in bits 31-16, columns 0..7)")
 
 # %% [markdown]
-# On an sm_100 GPU, `tmem.run_teach()` runs this kernel and returns the same array, and
-# `tmem.teach_case().check(...)` compares it with the `.32x32b.x8` load of the stage's model
-# (`TmemLoad`), register by register. Here the model's replay of the kernel is checked against that
-# same case, and the kernel is compiled for sm_100a:
+# `tmem.teach_case(k)` is the `.32x32b.x8` load of the stage's model (`TmemLoad`) run by the kernel `k`:
+# on an sm_100 GPU (or in the PTX emulator) its `run()` launches the kernel and returns the same array,
+# and `check()` / `results()` compare it with the model register by register. Here the model's replay
+# of the kernel is checked against that same case, and the kernel is compiled for sm_100a:
 
 # %%
 print(tmem.teach_case(k).check(regs, source="the kernel replayed on the model"))
@@ -244,11 +246,7 @@ if bwlab.tier("tmem") not in ("hardware", "emulated"):
     print("The GPU result needs an sm_100-family GPU: this machine has no TMEM.")
 
 # %% tags=["nbval-ignore-output"]
-if bwlab.tier("tmem") in ("hardware", "emulated"):   # an sm_100 GPU, or the kernel's PTX in bwlab's emulator
-    where = bwlab.gpu_info().name if bwlab.tier("tmem") == "hardware" else "the sm_100a kernel in the PTX emulator"
-    print(tmem.teach_case(k).check(tmem.run_teach(k), source=where))
-else:
-    print(f"skipped: needs an sm_100-family GPU (this machine: {bwlab.tier('tmem')})")
+print(tmem.teach_case(k).results())   # an sm_100 GPU, or the kernel's PTX in bwlab's emulator
 
 # %% [markdown]
 # ### Peek under the hood
@@ -285,7 +283,7 @@ print(tmem.teach_sass(k) or "(cuobjdump / nvdisasm not installed here: no SASS)"
 # %%
 wider = k.replace("constexpr int kNum = 8;", "constexpr int kNum = 16;")
 _ = tmem.try_teach(wider)
-tmem.draw_ld_map(tmem.teach_plan(wider).access, warp=1)
+tmem.plot_ld_map(tmem.teach_plan(wider).access, warp=1)
 plt.show()
 
 # %% [markdown]
@@ -333,7 +331,8 @@ my_kColumns = 64
 from bwlab.tmem import exercises as ex
 ex.check_wide_load(my_kNum, my_kColumns)
 ### BEGIN HIDDEN TESTS
-ex.check_wide_load(my_kNum, my_kColumns, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_wide_load(my_kNum, my_kColumns, hidden=hidden_cases("tmem_kernel_columns"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -370,7 +369,8 @@ def my_registers(shape, num, pack16=False):
 from bwlab.tmem import exercises as ex
 ex.check_registers(my_registers)
 ### BEGIN HIDDEN TESTS
-ex.check_registers(my_registers, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_registers(my_registers, hidden=hidden_cases("tmem_registers"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -409,7 +409,7 @@ for s in tmem.SHAPES:
 # register i·R + j, where R is the x1 count above).
 
 # %%
-tmem.draw_gallery(num=1)
+tmem.plot_gallery(num=1)
 plt.show()
 
 # %% [markdown]
@@ -417,9 +417,9 @@ plt.show()
 # register, so the same registers cover twice the columns:
 
 # %%
-tmem.draw_ld_map(TmemAccess("16x128b", 2), warp=0)
+tmem.plot_ld_map(TmemAccess("16x128b", 2), warp=0)
 plt.show()
-tmem.draw_ld_map(TmemAccess("16x64b", 2, pack16=True), warp=0)
+tmem.plot_ld_map(TmemAccess("16x64b", 2, pack16=True), warp=0)
 plt.show()
 
 # %% [markdown]
@@ -457,7 +457,7 @@ w, i, t, j, _ = tmem.accumulator_owners(acc, 128, N)[r, c]
 print(f"owner: warp {w}, load {i}, thread {t}, register {j}     expected: warp 1, load 0, thread 22, register 5")
 print(f"that register holds D[{r}][{c}]: {regs[(w, i)][t, j].view(np.float32) == np.float32(D[r, c])}"
       "   (expected True)")
-tmem.draw_accumulator_owners(acc, 128, N, highlight=(r, c))
+tmem.plot_accumulator_owners(acc, 128, N, highlight=(r, c))
 plt.show()
 
 # %% [markdown]
@@ -489,7 +489,8 @@ def my_holder(shape, num, lane, column):
 from bwlab.tmem import exercises as ex
 ex.check_holder(my_holder)
 ### BEGIN HIDDEN TESTS
-ex.check_holder(my_holder, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_holder(my_holder, hidden=hidden_cases("tmem_holder"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -548,11 +549,8 @@ elif bwlab.tier("tmem") != "hardware":
     print("The GPU result needs an sm_100-family GPU: this machine has no TMEM.")
 
 # %% tags=["nbval-ignore-output"]
-if bwlab.tier("tmem") in ("hardware", "emulated"):
-    for acc in forms:
-        print(tmem.TmemLoad(acc, image, 0).check())
-else:
-    print(f"skipped: needs an sm_100-family GPU (this machine: {bwlab.tier('tmem')})")
+for acc in forms:
+    print(tmem.TmemLoad(acc, image, 0).results())
 
 # %% [markdown]
 # The load under test, in the PTX of `tmem_ld_roundtrip` for `.16x256b.x8`: twice per warp (its 16-lane

@@ -44,10 +44,7 @@ from bwlab.epilogue import (SmemTile, RegisterStorePlan, EpilogueOrdering, Epilo
                             OrderingError, tma_store_model, tma_reduce_add_model, epilogue_model)
 from bwlab.tma import TensorMap, tma_load_model
 from bwlab.lab import TeachingKernel, CompileError
-from bwlab.results import load_recording
-from bwlab.runtime import runs_on
 HARDWARE = device.tier("store") == "hardware"   # timings need the GPU itself
-LIVE = runs_on("store")                          # results: this GPU, or the PTX emulator (emulated tier)
 
 # %% [markdown]
 # ## 1. The kernel, top to bottom
@@ -65,9 +62,22 @@ k = TeachingKernel("teach_store.cu")
 k.show()
 
 # %% [markdown]
+# The same path as a picture, for the first eight rows of the tile. Each panel is computed: the
+# registers hold row *t* in thread *t*; `SmemTile.address` says where each 16-byte chunk must go (the
+# 128B swizzle moves chunk *J* of row *r* to slot *J* ⊕ (*r* mod 8)); `tma_store_model` reads that SMEM
+# through the tensor map's swizzle and writes GMEM, where the rows come out in order again. Below, the
+# kernel's steps in program order, one lane per actor, replayed by `EpilogueOrdering` (section 3): the
+# fence and the barrier are what stand between every thread's writes and the one thread's store.
+
+# %%
+from bwlab.epilogue.pictures import plot_epilogue_path, plot_bulk_groups, plot_edge_store
+plot_epilogue_path(SmemTile(128, 32, "float32", "128B"), rows=8)
+plt.show()
+
+# %% [markdown]
 # `E.teach_problem(M, N)` is the epilogue this kernel performs (fp32 D = acc, 128 × 32 tiles, 128B
-# swizzle); `E.run_teach` runs it on the GPU and returns the whole D buffer, like `epilogue_model`, so
-# `Epilogue(...).check(...)` compares the two. A 150 × 70 D has edge tiles in both directions, and its
+# swizzle); `E.Epilogue(..., kernel="teach_store.cu")` is that epilogue run by this kernel: its `run()`
+# returns the whole D buffer, like `model()` (`epilogue_model`), so `check()` compares the two. A 150 × 70 D has edge tiles in both directions, and its
 # rows are padded to 72 columns (`ld`), with a guard row below, so a stray write would show. Without a
 # GPU here the kernel's PTX runs in bwlab's emulator; the cell also compares the model with what an H100
 # returned for the same inputs:
@@ -75,11 +85,8 @@ k.show()
 # %% tags=["nbval-ignore-output"]
 p = E.teach_problem(150, 70)
 acc, _, d0 = p.random_inputs(np.random.default_rng(0))
-case = E.Epilogue(p, acc, None, d0)
-if LIVE:
-    print(case.check(E.run_teach(p, acc, d0), source=LIVE))
-rec = load_recording("teach_store_result")
-print(case.check(rec["d"], source=rec.label))
+case = E.Epilogue(p, acc, None, d0, kernel="teach_store.cu")   # the teaching kernel (your %%cuda edit, if any)
+print(case.results())   # this GPU or the PTX emulator, then the H100's recording of the same inputs
 print("expected: all 10872 elements (151 rows x 72, padding and guard row included) equal the model")
 
 # %% [markdown]
@@ -87,9 +94,10 @@ print("expected: all 10872 elements (151 rows x 72, padding and guard row includ
 # for every D type and swizzle, with C brought in by a TMA load and with the reduce-add (section 7).
 #
 # **Change it.** `k.replace(old, new)` returns an edited copy; `.compile()` builds it (no GPU needed)
-# and a compile error comes back on the line of your text it refers to; `E.run_teach(p, acc, d0,
+# and a compile error comes back on the line of your text it refers to; `E.Epilogue(p, acc, None, d0,
 # kernel=mine)` runs your version. (For bigger changes: `%load_ext bwlab.lab`, then a cell starting
-# with `%%cuda teach_store.cu` holding your whole kernel; `run_teach` then uses it.) A missing semicolon:
+# with `%%cuda teach_store.cu` holding your whole kernel; a case built with `kernel="teach_store.cu"`
+# then runs it.) A missing semicolon:
 
 # %%
 try:
@@ -190,7 +198,8 @@ def my_wavefronts(addresses):
 from bwlab.epilogue import exercises as ex
 ex.check_wavefronts(my_wavefronts)
 ### BEGIN HIDDEN TESTS
-ex.check_wavefronts(my_wavefronts, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_wavefronts(my_wavefronts, hidden=hidden_cases("store_wavefronts"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -199,12 +208,9 @@ ex.check_wavefronts(my_wavefronts, hidden=True)
 # the model's wavefronts.
 
 # %% tags=["nbval-ignore-output"]
+from bwlab.epilogue.recorded import bank_cycles
 patterns = E.bank_patterns()
-if HARDWARE:
-    cycles, source = [E.measure_store_cycles(addr) for addr, _ in patterns.values()], "this GPU"
-else:
-    rec = load_recording("epilogue_bank_cycles")
-    cycles, source = rec["cycles"], rec.label
+cycles, source = bank_cycles()        # measured on this GPU, else the H100's (the emulator's clock is virtual)
 print(f"cycles per st.shared.v4, {source}")
 for (name, (addr, fronts)), cyc in zip(patterns.items(), cycles):
     print(f"{name:<46s} model {fronts:3d} wavefronts   measured {cyc:6.2f} cycles")
@@ -225,10 +231,7 @@ noswz.compile()
 print(case.check(E.epilogue_model(p, acc, None, d0, smem_swizzle="none"), source="the model of this edit"))
 
 # %% tags=["nbval-ignore-output"]
-if LIVE:
-    print(case.check(E.run_teach(p, acc, d0, kernel=noswz), source=LIVE))
-rec = load_recording("teach_store_noswizzle")
-print(case.check(rec["d"], source=rec.label))
+print(E.Epilogue(p, acc, None, d0, kernel=noswz).results())   # compared with the correct result
 print("expected: the same first difference as the model of the edit, D[1, 0]")
 
 # %% [markdown]
@@ -287,15 +290,11 @@ nofence.compile()
 print("compiles: yes")
 
 # %% tags=["nbval-ignore-output"]
-if LIVE and not HARDWARE:
-    # the emulator tracks which thread wrote each SMEM byte through the generic proxy: the TMA store
-    # reading one that no fence.proxy.async made visible is named, with both instructions
-    from bwlab.emu import ProxyFenceMissing
-    try:
-        E.run_teach(p, acc, d0, kernel=nofence)
-    except ProxyFenceMissing as e:
-        print("the PTX emulator:", e, "\n")
-print(E.fence_experiment(nofence, on_gpu=HARDWARE))    # 20 runs each way; without a GPU: the H100's
+# In the emulator, which tracks which thread wrote each SMEM byte through the generic proxy, the TMA
+# store reading one that no fence.proxy.async made visible is named (ProxyFenceMissing), with both
+# instructions; on a GPU the run may or may not differ; without either, there is no recording of this one.
+print(E.Epilogue(p, acc, None, d0, kernel=nofence).results(), "\n")
+print(E.fence_experiment(nofence))    # 20 runs each way on a GPU; elsewhere the H100's
 
 # %% [markdown]
 # ### Exercise 5.2 — where a missing fence bites (2 points)
@@ -323,7 +322,8 @@ def my_stale(steps):
 from bwlab.epilogue import exercises as ex
 ex.check_fence(my_stale)
 ### BEGIN HIDDEN TESTS
-ex.check_fence(my_stale, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_fence(my_stale, hidden=hidden_cases("store_fence"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -351,6 +351,27 @@ for it in range(4):
 e.wait_group_read(0); e.exit()
 print("\n".join(e.log))
 print("hazards:", e.hazards, "(expected [])")
+
+# %% [markdown]
+# The same ring over time, one column per store, as the issuing thread knows it (the hardware may be
+# done earlier, never later). To show the difference between the two waits, this version ends with
+# `wait_group 0` and reads D back, instead of `wait_group.read 0` and exit. Orange: the store may still
+# read its SMEM buffer, so the buffer may not be written. Each `wait_group.read 1` turns the older
+# store light blue: its buffer is free, but its GMEM writes may still be in flight. Only `wait_group 0`
+# turns the stores green, and only then may the issuing thread read D.
+
+# %%
+ring = EpilogueOrdering(buffers=("D0", "D1"))
+for it in range(4):
+    buf = f"D{it % 2}"
+    if it >= 2:
+        ring.wait_group_read(1); ring.bar_sync()
+    ring.st_shared(buf); ring.fence_proxy_async(); ring.bar_sync()
+    ring.tma_store(buf); ring.commit_group()
+ring.wait_group(0); ring.read_gmem("D1"); ring.exit()
+plot_bulk_groups(ring)
+plt.show()
+print("hazards:", ring.hazards, "(expected [])")
 
 # %% [markdown]
 # The misuses the model catches, each with the rule it breaks:
@@ -394,7 +415,8 @@ def my_max_read_wait(stages):
 from bwlab.epilogue import exercises as ex
 ex.check_ring_wait(my_max_read_wait)
 ### BEGIN HIDDEN TESTS
-ex.check_ring_wait(my_max_read_wait, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_ring_wait(my_max_read_wait, hidden=hidden_cases("store_wait_ring"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -450,7 +472,8 @@ def my_offset(row, col, elem_bytes, swizzle):
 from bwlab.epilogue import exercises as ex
 ex.check_staged_offset(my_offset)
 ### BEGIN HIDDEN TESTS
-ex.check_staged_offset(my_offset, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_staged_offset(my_offset, hidden=hidden_cases("store_swizzle_offset"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -487,7 +510,8 @@ my_store_coords = ("blockIdx.x * BN", "blockIdx.y * BM")
 from bwlab.epilogue import exercises as ex
 ex.check_store_coords(my_store_coords)
 ### BEGIN HIDDEN TESTS
-ex.check_store_coords(my_store_coords, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_store_coords(my_store_coords, hidden=hidden_cases("store_kernel_coords"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -518,15 +542,28 @@ print("column 27 written:", bool((cov[:20, 27] >= 0).all()), " guard row 20 unto
 
 # %% tags=["nbval-ignore-output"]
 edge = E.edge_store_case()
-if LIVE:
-    print(edge.check(edge.run(), source=LIVE))
-rec = load_recording("epilogue_edge_store")
-got = rec["gmem"]
-print(edge.check(got, source=rec.label))
+results = edge.results()               # this GPU or the PTX emulator, then the H100's recording
+print(results)
+got = results.results[0].value
 print("rows 16..20, columns 23..27 (column 27 is padding, row 20 the guard row):")
 print(got[16:21, 23:28])
 print("expected: row 16 holds the box's values 8..12 (box row 0, columns 7..11), each next row 16 more; "
       "the padding column 27 is written too (12, 28, 44, 60); the guard row 20 keeps -1")
+
+# %% [markdown]
+# That store element by element, from the store model: above, the box as it sits in SMEM (values 1, 2,
+# 3, … in box order), each element coloured by what the store does with it; below, GMEM around the edge
+# after the store, each cell showing the value written there, so a number names the box element it
+# came from: the store writes the box's rows 0..3 up to column 27 (padding included) and drops the
+# rest, the columns past column 27's granule and the four rows past row 19.
+
+# %%
+edge = E.edge_store_case()
+plot_edge_store(edge)
+plt.show()
+after = edge.model()
+print("GMEM elements the store writes:", int((after != edge.gmem).sum()), "of the box's", edge.tmap.box_shape[0]
+      * edge.tmap.box_shape[1], "(expected 48 of 128: 4 rows x 11 columns inside the tensor, + column 27 of each)")
 
 # %% [markdown]
 # `TmaStore` is one store as a case object: `model()` is the GMEM buffer afterwards, `run()` the same
@@ -610,7 +647,7 @@ print("expected: columns 4..7 of both rows + 100: 6 and 7 are padding (the tenso
 # with C and without, a reduce-add, all with edge tiles:
 
 # %% tags=["nbval-ignore-output"]
-for result in E.gpu_vs_model(on_gpu=bool(LIVE)):
+for result in E.gpu_vs_model():          # on the GPU or in the emulator here, beside the H100's recording
     print(result)
 print("expected: all equal. The H100 validation (>= 500 random stores and reduce-adds, 60 whole "
       "epilogues): python -m bwlab.validate store --cases 500 --seed 0")

@@ -39,7 +39,6 @@ import numpy as np
 import matplotlib.pyplot as plt
 from bwlab import flow as F
 from bwlab.flow import Flow, plot_hop
-from bwlab.results import load_recording
 TIER = flow_tier()
 
 flow = Flow(seed=0)
@@ -102,7 +101,8 @@ def hop_bytes(m, n, k, ab="f16", d="f32"):
 from bwlab.flow import exercises as ex
 ex.check_hop_bytes(hop_bytes)
 ### BEGIN HIDDEN TESTS
-ex.check_hop_bytes(hop_bytes, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_hop_bytes(hop_bytes, hidden=hidden_cases("flow_hop_bytes"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -205,13 +205,8 @@ print(f"{sum(raw is not None for *_, raw in places)} places, one value: {[hex(x)
 # `tcgen05.ld`.
 
 # %% tags=["nbval-ignore-output"]
-rec = load_recording("flow_gpu")
-if TIER != "model":
-    gpu = flow.trace(TIER)
-    print(f"ran the {TIER} tier here")
-else:
-    gpu = F.Trace.from_arrays(rec.arrays, rec.params["tier"], p, rec.params["sources"])
-    print(f"no GPU here: the {gpu.tier} tier, {rec.label}")
+gpu, where = flow.result()         # run here (a GPU, or the emulator), else the GPU's recording
+print(f"the {gpu.tier} tier: {where}")
 for src in ("GPU", "emulator", "model"):
     hops = [h for h in F.HOP_NAMES if gpu.sources.get(h) == src]
     if hops:
@@ -219,6 +214,7 @@ for src in ("GPU", "emulator", "model"):
 print(gpu.table())
 print(flow.check(gpu))
 if TIER in ("model", "emulated"):   # Hopper's own kernel, as an H100 ran it
+    rec = flow.recorded().recording
     native = np.asarray(rec["native_d"])[:p.M]
     print("Hopper's own TMA + wgmma kernel (full_flow_hopper), D == NumPy:",
           np.array_equal(native, flow.reference()), "  (expected True)")
@@ -274,7 +270,8 @@ k_step_bytes = 16 * 2   # K = 16 f16 per instruction, 2 bytes each: the next sli
 from bwlab.flow import exercises as ex
 ex.check_k_step(k_step_bytes)
 ### BEGIN HIDDEN TESTS
-ex.check_k_step(k_step_bytes, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_k_step(k_step_bytes, hidden=hidden_cases("flow_k_step"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -308,7 +305,8 @@ def mma_count(m, k, ab="f16"):
 from bwlab.flow import exercises as ex
 ex.check_mma_count(mma_count)
 ### BEGIN HIDDEN TESTS
-ex.check_mma_count(mma_count, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_mma_count(mma_count, hidden=hidden_cases("flow_mma_count"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -338,6 +336,7 @@ plt.show()
 # `st.shared` of the wgmma fragments and the TMA store, during which the tensor core idles.
 
 # %% tags=["nbval-ignore-output"]
+rec = flow.recorded().recording        # the H100's recorded run of this flow, with its stamps
 segments = TL.measured_segments(rec["stamps"], "ns")
 print(f"{len(segments)} measured segments over 4 warps, {rec.label}")
 F.plot_timeline(events, segments, rec.label)
@@ -369,7 +368,8 @@ proxies = {"wait on full": ("async", "async"), "fence.proxy.async": ("generic", 
 from bwlab.flow import exercises as ex
 ex.check_orderings(first_wrong, proxies)
 ### BEGIN HIDDEN TESTS
-ex.check_orderings(first_wrong, proxies, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_orderings(first_wrong, proxies, hidden=hidden_cases("flow_orderings"))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -416,7 +416,8 @@ def l2_reads(M, N, cluster_m, cluster_n):
 from bwlab.flow import exercises as ex
 ex.check_l2_reads(l2_reads)
 ### BEGIN HIDDEN TESTS
-ex.check_l2_reads(l2_reads, hidden=True)
+from bwlab.exercises import hidden_cases
+ex.check_l2_reads(l2_reads, hidden=hidden_cases("flow_l2_reads"))
 ### END HIDDEN TESTS
 
 # %%
@@ -447,6 +448,113 @@ try:
     F.trip_widget(t, row=37, column=70)
 except ImportError:
     print("ipywidgets is not installed: the static pictures above show every stop")
+
+# %% [markdown]
+# ## 8. The same kernel in Gluon and in CuTe DSL
+#
+# Kernels like this one are usually written in a higher-level tool. **Gluon** (`triton.experimental.gluon`,
+# the `triton` package) is Triton's layer for writing them at this level: TMA descriptors, mbarriers,
+# Tensor Memory and `tcgen05_mma` are named in the source, as bwlab's wrappers name them. Below is the
+# whole trip written with it (`bwlab/bridge/gluon_full_flow.py`) beside `full_flow`. Gluon compiles for
+# sm_100a without a GPU (`triton.compile` with an explicit `GPUTarget("cuda", 100, 32)`), so its PTX can be
+# set beside NVRTC's PTX of `full_flow_sm100.cu`, instruction class by instruction class.
+
+# %%
+from bwlab import bridge
+bridge.side_by_side("full_flow", replace={K_STEP_TEXT: "K_STEP * kb"})
+
+# %% [markdown]
+# Where the Gluon PTX comes from: compiled here when `triton` is installed (`pip install 'bwlab[bridge]'`),
+# otherwise the recording kept with bwlab, made with the version and on the date it names (no GPU took
+# part in either).
+
+# %% tags=["nbval-ignore-output"]
+gluon_ff = bridge.practitioner_ptx("full_flow")
+print(gluon_ff.describe())
+
+# %% [markdown]
+# The comparison below is computed from the two PTX texts: every instruction of the data path sorted into
+# its class (the opcode with all its qualifiers), counted in each kernel (a static count: an instruction in
+# a loop counts once, an unrolled one each time the compiler wrote it), in the order `full_flow` issues
+# them. *same*: both kernels have the class; *other spelling*: the other kernel has the same instruction
+# with qualifiers that name the same thing (`.shared::cta` for `.shared::cluster` on a CTA's own address,
+# `.b32` for `.u32`, `barrier.sync` for `bar.sync`). The last column is the bwlab wrapper in
+# `cuda_src/ptx/*.cuh` whose inline PTX is that instruction (read from the headers), or the CUDA built-in
+# the compiler lowers to it; `-` where plain C++ loads or stores make it.
+
+# %%
+ff_cmp = bridge.compare_ptx(bridge.bwlab_ptx("full_flow"), gluon_ff.ptx, names=("bwlab", "gluon"))
+print(ff_cmp.table())
+
+# %% [markdown]
+# And the operands of `tcgen05.mma`: each compiler builds the instruction descriptor and the two SMEM
+# descriptors right before the instruction; bwlab follows their registers back to the constants they were
+# made from and decodes what is known before the kernel runs with `bwlab.umma.decode_instr_desc` /
+# `decode_smem_desc` (notebook 03). The start address is the tile's place in SMEM, known only to the running
+# CTA (*runtime*); how it moves from one MMA to the next is known, and so is the distance from A's tile to B's.
+
+# %%
+print(ff_cmp.descriptor_table())
+mma = "tcgen05.mma.cta_group::1.kind::f16"
+print(f"\n{mma}: bwlab {ff_cmp.counts(mma)[0]}, gluon {ff_cmp.counts(mma)[1]}   (expected 4 and 4: K = 64 in steps of 16)")
+print("descriptor fields that differ:",
+      [what for what, a, b, same in ff_cmp.descriptor_rows() if not same and (a, b) != (None, None)])
+
+# %% [markdown]
+# What to notice:
+#
+# * **Every hop is the same instruction.** `tcgen05.alloc` and `relinquish_alloc_permit`, `mbarrier.init`,
+#   `mbarrier.arrive.expect_tx` and the TMA loads on one barrier, `mbarrier.try_wait.parity`, four
+#   `tcgen05.mma.cta_group::1.kind::f16` (Gluon's `tcgen05_mma` on the K = 64 tile splits into K = 16
+#   instructions, as `full_flow`'s loop does), `tcgen05.commit`, `tcgen05.ld.sync.aligned.32x32b.x32` (Gluon's
+#   default register layout for a TMEM load is the 32x32b one: thread t ← lane t), 32 × `st.shared.v4.b32`
+#   into the swizzled boxes, `fence.proxy.async.shared::cta`, four TMA stores and the bulk-group wait. The
+#   names in the last column are the wrappers you have been reading since notebook 01.
+# * **The same descriptors.** The instruction descriptor is the same 32-bit constant; the SMEM descriptors
+#   agree on SBO (1024 B between 8-row groups), the version bits and the 128B swizzle, and both step the
+#   start address by the same number of bytes per MMA. They differ in LBO: bwlab writes 16 B as CuTe does,
+#   Gluon 0; for a K-major operand in the 128B swizzle, whose K = 16 slice lies inside one 128-byte swizzle
+#   row, that field is not used (notebook 03).
+# * **Who issues.** Gluon puts an `elect.sync` in front of each single-thread step (the `elect.sync` count),
+#   where `full_flow` elects once per role; Gluon also places more CTA barriers (`bar.sync`) between its
+#   steps.
+# * **What only bwlab has**, and why: bounded waits — `mbarrier_wait` gives up after a time limit and
+#   writes which barrier it was to a status record in GMEM, and `__syncthreads_or` makes the CTA agree on
+#   the outcome (the `bar.red` rows); the taps that copy each hop to GMEM for the trace (with the status
+#   record, the `st.global` and `ld.shared.v4` rows); and `tcgen05.fence::before_thread_sync` /
+#   `after_thread_sync` around the CTA barriers that hand tcgen05 work between threads, as the PTX ISA's
+#   tcgen05 memory-consistency rules describe; the Gluon PTX of this kernel holds no tcgen05 fence.
+#
+# Gluon leaves to its compiler what bwlab writes out — SMEM placement, which thread issues, the register
+# layout of the TMEM load — and the PTX shows it chose what `full_flow` chose by hand.
+#
+# **CuTe DSL** (`nvidia-cutlass-dsl`, `cutlass.cute`: `bwlab/bridge/cute_full_flow.py`) writes the trip in
+# CuTe's vocabulary, the one bwlab borrows: a tiled MMA built from one `tcgen05.mma` shape
+# (`tcgen05.MmaF16BF16Op`, 128 × 128 × 16), SMEM layouts derived from it, TMA atoms for the loads and the
+# store, a TMEM copy atom (`Ld32x32bOp`), and a register-to-SMEM store chosen to match it. It compiles for
+# sm_100a without a GPU in an interpreter started with `CUTE_DSL_ARCH=sm_100a`, with fake tensors for A, B
+# and D.
+
+# %%
+bridge.side_by_side("full_flow", "cute", replace={K_STEP_TEXT: "K_STEP * kb"})
+
+# %% tags=["nbval-ignore-output"]
+cute_ff = bridge.practitioner_ptx("full_flow", "cute")
+print(cute_ff.describe())
+
+# %%
+ff_cute = bridge.compare_ptx(bridge.bwlab_ptx("full_flow"), cute_ff.ptx, names=("bwlab", "cute"))
+print(ff_cute.table())
+print()
+print(ff_cute.descriptor_table())
+
+# %% [markdown]
+# Hop for hop the same instructions again: the 32 `st.shared.v4.b32` into the swizzled boxes, four
+# `tcgen05.ld.32x32b.x32` each followed by `tcgen05.wait::ld`, the proxy fence, four TMA stores, one bulk
+# group. CuTe spells out what bwlab leaves implicit (`.tile`, `.collector::a::discard`, a cache-hint operand,
+# `.shared` for `.shared::cta`), encodes LBO as bwlab does (16 B: here bwlab follows CuTe), and chooses the
+# instruction descriptor at run time among constants that differ only in the negate bits — its tiled MMA
+# keeps negate A/B, like `ACCUMULATE`, as fields that can change while the kernel runs.
 
 # %% [markdown]
 # ## Recap

@@ -22,7 +22,11 @@ With --student the notebooks are the student editions that `make lab STUDENT=1` 
 release; a notebook without exercises as it is), served as that command serves them (nbgrader's
 instructor UI off), and the learner's first run is checked: Run All runs every code cell, the only
 errors are the graded cells' NotYet "no answer yet", each shown as a message of a few lines (no
-traceback), and the page shows no nbgrader menu or toolbar button.
+traceback), and the page shows no nbgrader menu or toolbar button. Every figure (a PNG or SVG output,
+a widget's included) is screenshot as the page shows it ({notebook}_figNN.png) with its drawn and shown
+widths in the summary; one shown at under MIN_SCALE of its drawn width fails (its text shrinks below
+9 px). `make browser-test-student` runs it with a 1440-px window: with the file browser open, the
+notebook's outputs are then ~1000 px wide, the width the figures are drawn for.
 
     python tests/browser/check_lab.py [--out build/browser] [--student] [notebooks/NN_name.ipynb ...]
     make browser-test          # installs what it needs first (make browser-deps)
@@ -227,6 +231,8 @@ WRONG_ANSWERS = {
     "00_orientation.ipynb": ("orient_tile_bytes", "from bwlab.hw import element_type\n\n"
                              "def my_tile_bytes(rows, cols, dtype):\n    return rows * cols",
                              "the number of elements, not of bytes"),
+    "05_tma_store.ipynb": ("store_wait_ring", "def my_max_read_wait(stages):\n    return stages",
+                           "may be among the N still reading it"),
 }
 
 
@@ -266,6 +272,94 @@ def try_wrong_answer(page, base: str, name: str, nb: dict, out: Path, budget: Bu
         res["problems"].append(f"first wrong answer to {gid}: {first[:300]!r}")
     if "rule:" not in second:
         res["problems"].append(f"the same wrong answer again did not show the rule: {second[:300]!r}")
+
+
+def figure_shots(page, stem: str, out: Path) -> list[dict]:
+    """A screenshot of every figure (a PNG or SVG output, a widget's included) as the page shows it, and its
+    widths: what matplotlib drew (natural) and what the page shows (shown). A figure shown narrower than
+    drawn has its text shrunk by that factor, so a 9 pt label drawn at 100 dpi (12.5 px) stays >= 9 px only
+    while shown/natural >= 0.72."""
+    n = page.evaluate("""(panel) => {
+        const p = document.querySelector(panel);
+        const imgs = p ? [...p.querySelectorAll('.jp-OutputArea-output img, .jp-OutputArea-output svg')]
+            .filter(e => !e.parentElement.closest('svg')) : [];
+        imgs.forEach((e, i) => e.setAttribute('data-bwlab-fig', String(i)));
+        return imgs.length; }""", PANEL)
+    figs = []
+    for k in range(n):
+        el = page.locator(f'{PANEL} [data-bwlab-fig="{k}"]').first
+        W.settle_scroll(page, el.element_handle())
+        page.wait_for_timeout(100)
+        size = el.evaluate("""e => ({natural: e.naturalWidth || (e.viewBox && e.viewBox.baseVal
+                                      ? e.viewBox.baseVal.width : 0) || e.getBoundingClientRect().width,
+                                     shown: e.getBoundingClientRect().width,
+                                     height: e.getBoundingClientRect().height})""")
+        fig = {"index": k, "natural": round(size["natural"]), "shown": round(size["shown"]),
+               "height": round(size["height"]), "file": f"{stem}_fig{k:02d}.png"}
+        if size["shown"] < 1 or size["height"] < 1:
+            fig["problem"] = "not drawn (zero size)"
+        else:
+            view = page.viewport_size
+            tall = size["height"] > view["height"] - 250    # taller than the notebook's visible part
+            if tall:                                         # a taller window: same width, same layout
+                page.set_viewport_size({"width": view["width"], "height": int(size["height"]) + 400})
+                W.settle_scroll(page, el.element_handle())
+            el.screenshot(path=str(out / fig["file"]), animations="disabled")
+            if tall:
+                page.set_viewport_size(view)
+        figs.append(fig)
+    return figs
+
+
+MIN_SCALE = 0.72      # shown / drawn width below which a 9 pt label falls under 9 px
+
+
+CUDA_ERROR_NOTEBOOK = "01_tma_load.ipynb"   # --student: a %%cuda cell with a compile error, added at its end
+
+
+def try_cuda_error(page, base: str, stem: str, out: Path, budget: Budget, res: dict):
+    """A new cell at the end: `%load_ext bwlab.lab`, then the teaching kernel with one semicolon dropped under
+    `%%cuda teach_tma.cu`. Its output must name the cell's line of the error and show the lines around it
+    highlighted as CUDA (pygments' inline colours), the error line marked and numbered as in the cell."""
+    from bwlab.lab import TeachingKernel
+    text = TeachingKernel("teach_tma.cu").text
+    lines = text.splitlines()
+    n = next(i for i, line in enumerate(lines, 1) if line.rstrip().endswith(";") and "=" in line)
+    lines[n - 1] = lines[n - 1].rstrip()[:-1]
+    cells = page.locator(f"{PANEL} .jp-Notebook .jp-Cell")
+    last = cells.nth(cells.count() - 1)
+    W.settle_scroll(page, last.element_handle())
+    last.locator(".jp-InputPrompt, .jp-InputArea-prompt").first.click()
+    page.keyboard.press("Escape")
+    for cell_text in ("%load_ext bwlab.lab", "%%cuda teach_tma.cu\n" + "\n".join(lines)):
+        page.keyboard.press("b")                    # a new cell below, in command mode
+        page.keyboard.press("Enter")                # edit it
+        page.keyboard.insert_text(cell_text)
+        page.keyboard.press("Shift+Enter")          # at the end this adds an empty cell, in edit mode
+        wait_settled(page, base, budget.cap(90), quiet=1.0)
+        page.keyboard.press("Escape")
+    j = page.evaluate("""(panel) => [...document.querySelectorAll(panel + ' .jp-Notebook .jp-Cell')]
+        .findIndex(c => (c.querySelector('.cm-content') || {textContent: ''}).textContent.startsWith('%%cuda'))""",
+                      PANEL)
+    shown = cell_output(page, j)
+    el = cells.nth(j)
+    W.settle_scroll(page, el.element_handle())
+    el.screenshot(path=str(out / f"{stem}_cuda_error.png"))
+    marked = el.evaluate("""c => [...c.querySelectorAll('.jp-OutputArea-output .highlight pre > span')]
+        .filter(s => s.style.backgroundColor && s.style.backgroundColor !== 'transparent').map(s => s.textContent)""")
+    coloured = el.evaluate("""c => c.querySelectorAll('.jp-OutputArea-output .highlight span[style*="color"]').length""")
+    # NVRTC names the line where it found the missing ';': the edited line or the next one
+    said = [int(m) for m in re.findall(r"error on line (\d+) of this cell", shown)]
+    cell_lines = ["%%cuda teach_tma.cu"] + lines
+    at = said[0] if said else 0
+    res["cuda_error"] = (f"semicolon dropped on cell line {n + 1}; error named on line {at}, marked "
+                         f"{' '.join(marked).strip()!r:.70}, {coloured} coloured spans")
+    if (not said or at not in (n + 1, n + 2) or "NOT kept" not in shown or len(marked) != 1
+            or marked[0].strip().split()[0] != str(at) or cell_lines[at - 1].strip() not in marked[0]
+            or coloured < 10):
+        res["problems"].append(f"%%cuda compile error: wanted the cell's line {n + 1} or {n + 2} named, marked and "
+                               f"highlighted as CUDA; got {shown[:300]!r}, marked {marked!r:.200}, "
+                               f"{coloured} coloured spans")
 
 
 def panel_state(page) -> dict:
@@ -377,6 +471,9 @@ def check_notebook(page, base: str, name: str, work: Path, out: Path, budget: Bu
         res["problems"].append(f"Run All did not finish in time ({res['run_s']} s)")
     if numbered != st["code_cells"]:
         res["problems"].append(f"only {numbered} of {st['code_cells']} code cells ran")
+    in_file = sum(1 for c in json.loads(original)["cells"] if c["cell_type"] == "code")
+    if st["code_cells"] != in_file:
+        res["problems"].append(f"the page shows {st['code_cells']} code cells, the notebook has {in_file}")
     if student:
         graded = sum(1 for c in json.loads(original)["cells"]
                      if c.get("metadata", {}).get("nbgrader", {}).get("grade"))
@@ -393,11 +490,20 @@ def check_notebook(page, base: str, name: str, work: Path, out: Path, budget: Bu
         if shown and first.count():
             W.settle_scroll(page, first.element_handle())
             first.screenshot(path=str(out / f"{stem}_not_yet.png"))
+        res["figures"] = figure_shots(page, stem, out)
+        for f in res["figures"]:
+            if "problem" in f:
+                res["problems"].append(f"figure {f['index']}: {f['problem']}")
+            elif f["natural"] and f["shown"] / f["natural"] < MIN_SCALE:
+                res["problems"].append(f"figure {f['index']} drawn {f['natural']} px wide, shown at {f['shown']} px: "
+                                       f"its text shrinks to {f['shown'] / f['natural']:.0%}")
         ui = nbgrader_ui(page)
         if ui:
             res["problems"].append(f"nbgrader's UI shows: {', '.join(ui)}")
         if name in WRONG_ANSWERS and budget.left() > 60:
             try_wrong_answer(page, base, name, json.loads(original), out, budget, res)
+        if name == CUDA_ERROR_NOTEBOOK and budget.left() > 60:
+            try_cuda_error(page, base, stem, out, budget, res)
         # the graded cells' NotYet are what a student edition must show (and the wrong answer's); nothing
         # else may fail
         errors.errors[:] = [e for e in errors.errors if not e.startswith("NotYet:")]
@@ -455,12 +561,12 @@ def check_notebook(page, base: str, name: str, work: Path, out: Path, budget: Bu
 
 
 def summary_lines(results, listing_ok, ok, took, out, about) -> list[str]:
-    lines = [about, f"{'notebook':22s} {'cells run':>9s} {'widgets':>7s} {'controls changed':>16s} "
+    lines = [about, f"{'notebook':26s} {'cells run':>9s} {'widgets':>7s} {'controls changed':>16s} "
              f"{'open s':>6s} {'run s':>6s} {'drive s':>7s} {'reopen s':>8s} {'total s':>7s}  result"]
     for r in results:
         changed = sum(1 for c in r["controls"] if c["changed"])
         moved = f"{changed}/{len(r['controls'])}"
-        lines.append(f"{r['notebook']:22s} {r.get('cells_run', '-'):>9s} {r.get('widgets', '-'):>7s} {moved:>16s} "
+        lines.append(f"{r['notebook']:26s} {r.get('cells_run', '-'):>9s} {r.get('widgets', '-'):>7s} {moved:>16s} "
                      f"{r.get('open_s', 0):6.1f} {r.get('run_s', 0):6.1f} {r.get('drive_s', 0):7.1f} "
                      f"{r.get('reopen_s', 0):8.1f} "
                      f"{r.get('took_s', 0):7.1f}  {'FAIL' if r['problems'] else 'ok'}")
@@ -470,8 +576,14 @@ def summary_lines(results, listing_ok, ok, took, out, about) -> list[str]:
             lines.append(f"  {r['notebook'][:2]} widget {c['view']} {c['kind']:9s} {c['label'][:28]!r:30s} "
                          f"{c['from'][:18]!s:>18s} -> {c['to'][:18]!s:18s} "
                          f"{c.get('why') or 'changed ' + str(c['pixels']) + ' px'}")
+        if "figures" in r:
+            shown = [f"{f['shown']}/{f['natural']}" for f in r["figures"]]
+            lines.append(f"  {r['notebook']}: {len(r['figures'])} figures screenshot "
+                         f"({r['notebook'][:-6]}_figNN.png), width shown/drawn px: {' '.join(shown)}")
         if "not_yet" in r:
             lines.append(f"  {r['notebook']}: unanswered checks shown as a short NotYet message: {r['not_yet']}")
+        if "cuda_error" in r:
+            lines.append(f"  {r['notebook']}: a %%cuda cell with a compile error: {r['cuda_error']}")
         if "wrong_answer" in r:
             lines.append(f"  {r['notebook']}: a wrong answer's message: {r['wrong_answer']}")
         for p in r["problems"]:

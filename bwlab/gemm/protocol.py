@@ -1,0 +1,285 @@
+"""The sustained measurement protocol behind every GEMM speed that bwlab prints.
+
+An H100 running a large bf16 GEMM sits at its power cap: the SM clock drifts between about 1350 and
+1410 MHz and NVML reports "SW power cap" the whole time. A short timing then depends on what ran just
+before it (a cool GPU boosts), and a ratio of two kernels moves by several percent with the method.
+The protocol fixes the method so that a ratio means one thing:
+
+1. Warm-up: the library GEMM runs in windows of `window_s` until the median SM clock of two
+   consecutive windows differs by at most `settle_mhz` (at least `warmup_min_s`, at most
+   `warmup_max_s`; without a clock reading, `warmup_min_s`).
+2. Sustained blocks, alternating: library, candidate, library, candidate, ..., library; each block
+   launches back to back for `block_s` seconds; the whole sequence is repeated `rounds` times.
+3. Operands rotate through `operand_sets` copies whose A and B together exceed `l2_multiple` x L2, so
+   no launch finds its inputs left in L2 by the launch before.
+4. Each block is timed with CUDA events around samples of several launches (about `sample_ms` each);
+   its per-launch time is the median of its samples.
+5. The ratio is library time / candidate time of the medians of all samples of each (> 1: the
+   candidate is faster), and the spread is the range of the same ratio taken round by round, each
+   candidate block against the library blocks on either side of it.
+6. SM clock, power and the throttle (clock event) reasons are sampled through NVML during every
+   block and printed with it.
+
+This module holds the rules and the statistics (no GPU needed, tested in tests/test_gemm_protocol.py)
+and the NVML clock log; bwlab/checks/gemm.py runs the blocks on the GPU.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+import threading
+import time
+from dataclasses import dataclass, field
+
+__all__ = ["Protocol", "SUSTAINED", "operand_sets", "samples_per_launch", "settled", "BlockStats",
+           "block_stats", "RatioSummary", "compare", "THROTTLE_REASONS", "reasons", "ClockLog", "ClockSummary"]
+
+
+@dataclass(frozen=True)
+class Protocol:
+    block_s: float = 2.0        # seconds of back-to-back launches per block
+    rounds: int = 2             # library/candidate alternations of every candidate
+    window_s: float = 0.5       # warm-up windows
+    warmup_min_s: float = 3.0
+    warmup_max_s: float = 20.0
+    settle_mhz: float = 15.0    # settled: two consecutive windows' median SM clocks this close
+    l2_multiple: float = 2.0    # the operand sets together hold this many times L2 in A and B
+    sample_ms: float = 5.0      # launches per event pair: enough for about this long
+
+    def __post_init__(self):
+        if self.block_s <= 0 or self.window_s <= 0 or self.sample_ms <= 0:
+            raise ValueError("block_s, window_s and sample_ms must be positive")
+        if self.rounds < 1:
+            raise ValueError(f"rounds must be at least 1, got {self.rounds}")
+        if not 0 <= self.warmup_min_s <= self.warmup_max_s:
+            raise ValueError("warm-up: 0 <= warmup_min_s <= warmup_max_s")
+        if self.l2_multiple < 1:
+            raise ValueError("the operand sets must hold at least one L2 (l2_multiple >= 1)")
+
+    def describe(self) -> str:
+        return (f"protocol 'sustained': warm-up with the library until two {self.window_s:g}-s windows' median "
+                f"SM clocks differ by <= {self.settle_mhz:g} MHz ({self.warmup_min_s:g}-{self.warmup_max_s:g} s); "
+                f"then {self.rounds} rounds of alternating blocks (library, candidate, ..., library), "
+                f"{self.block_s:g} s of back-to-back launches each, CUDA events around ~{self.sample_ms:g} ms "
+                f"samples; operands rotated through sets holding >= {self.l2_multiple:g} x L2 of A and B; "
+                f"ratio = library / candidate of the medians of all samples (> 1: candidate faster), "
+                f"spread = the range of that ratio round by round; SM clock, power and throttle reasons "
+                f"sampled by NVML during each block")
+
+
+SUSTAINED = Protocol()
+
+
+def operand_sets(bytes_per_set: int, l2_bytes: int, multiple: float = 2.0, at_least: int = 2) -> int:
+    """How many copies of (A, B) the launches rotate through so that together they exceed
+    `multiple` x L2 (and at least `at_least`, so consecutive launches never share operands)."""
+    if bytes_per_set <= 0 or l2_bytes <= 0:
+        raise ValueError("operand bytes and L2 bytes must be positive")
+    return max(at_least, math.ceil(multiple * l2_bytes / bytes_per_set))
+
+
+def samples_per_launch(launch_ms: float, sample_ms: float) -> int:
+    """Launches between two events: enough that one sample lasts about `sample_ms`."""
+    if launch_ms <= 0:
+        raise ValueError(f"a launch takes a positive time, got {launch_ms} ms")
+    return max(1, round(sample_ms / launch_ms))
+
+
+def settled(window_mhz: list, settle_mhz: float) -> bool:
+    """The clock has settled when the last two windows' median SM clocks differ by <= settle_mhz."""
+    return len(window_mhz) >= 2 and abs(window_mhz[-1] - window_mhz[-2]) <= settle_mhz
+
+
+@dataclass
+class BlockStats:
+    median: float
+    q1: float
+    q3: float
+    n: int
+
+    @property
+    def iqr_rel(self) -> float:
+        """The interquartile range relative to the median."""
+        return (self.q3 - self.q1) / self.median if self.median else float("nan")
+
+
+def _quantile(xs: list, q: float) -> float:
+    s = sorted(xs)
+    pos = q * (len(s) - 1)
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def block_stats(samples: list) -> BlockStats:
+    """Median and quartiles of one block's per-launch times."""
+    if not samples:
+        raise ValueError("a block without samples")
+    return BlockStats(statistics.median(samples), _quantile(samples, 0.25), _quantile(samples, 0.75),
+                      len(samples))
+
+
+@dataclass
+class RatioSummary:
+    candidate_ms: float          # median of every candidate sample
+    library_ms: float            # median of the library samples of the blocks beside the candidate's
+    ratio: float                 # library_ms / candidate_ms
+    per_round: list = field(default_factory=list)   # the same ratio, round by round
+
+    @property
+    def spread(self) -> tuple:
+        return (min(self.per_round), max(self.per_round))
+
+    def __str__(self):
+        lo, hi = self.spread
+        return f"{self.ratio:.3f} (rounds {lo:.3f}-{hi:.3f})"
+
+
+def compare(candidate_blocks: list, library_before: list, library_after: list) -> RatioSummary:
+    """Round r's candidate block (samples in ms per launch) against the library blocks just before and
+    just after it. Returns the ratio of the medians of all samples and the per-round ratios."""
+    if not candidate_blocks or not (len(candidate_blocks) == len(library_before) == len(library_after)):
+        raise ValueError("one candidate block and the library blocks on either side of it, for every round")
+    per_round = []
+    for cand, before, after in zip(candidate_blocks, library_before, library_after):
+        per_round.append(statistics.median(before + after) / statistics.median(cand))
+    cand_all = [x for blk in candidate_blocks for x in blk]
+    lib_all = [x for blk in library_before + library_after for x in blk]
+    cm, lm = statistics.median(cand_all), statistics.median(lib_all)
+    return RatioSummary(cm, lm, lm / cm, per_round)
+
+
+# NVML clock event ("throttle") reasons, nvml.h nvmlClocksEventReason*: bit -> name
+THROTTLE_REASONS = {0x1: "GPU idle", 0x2: "applications clocks setting", 0x4: "SW power cap",
+                    0x8: "HW slowdown", 0x10: "sync boost", 0x20: "SW thermal slowdown",
+                    0x40: "HW thermal slowdown", 0x80: "HW power brake slowdown", 0x100: "display clock setting"}
+
+
+def reasons(mask: int) -> list:
+    """The names of the reasons set in an NVML clock event mask (unknown bits as hex)."""
+    out = [name for bit, name in THROTTLE_REASONS.items() if mask & bit]
+    rest = mask & ~sum(THROTTLE_REASONS)
+    if rest:
+        out.append(hex(rest))
+    return out
+
+
+@dataclass
+class ClockSummary:
+    sm_mhz: float
+    sm_min: float
+    sm_max: float
+    watts: float
+    reasons: list
+    n: int
+
+    def __str__(self):
+        if not self.n:
+            return "no clock samples"
+        why = ", ".join(self.reasons) or "none"
+        return (f"SM {self.sm_mhz:.0f} MHz ({self.sm_min:.0f}-{self.sm_max:.0f}), {self.watts:.0f} W, "
+                f"throttle: {why}")
+
+
+class ClockLog:
+    """SM clock, power and clock event reasons, sampled every `period_s` in a thread and labelled with
+    the block running at the time (`mark(label)`).
+
+    Reads NVML through the maintained binding (nvidia-ml-py, imported as pynvml) when it is installed,
+    else `nvidia-smi --query-gpu ... -lms`; `source` says which, or why none."""
+
+    def __init__(self, pci_bus_id: str | None = None, period_s: float = 0.05):
+        self.period_s, self.samples, self.label = period_s, [], None
+        self._stop = threading.Event()
+        self._thread = self._proc = None
+        self.source = "none"
+        self._read = self._open(pci_bus_id)
+
+    def _open(self, pci_bus_id):
+        try:
+            import pynvml
+            pynvml.nvmlInit()
+            h = (pynvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id) if pci_bus_id
+                 else pynvml.nvmlDeviceGetHandleByIndex(0))
+            event = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+                pynvml.nvmlDeviceGetCurrentClocksThrottleReasons
+
+            def read():
+                return (pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
+                        pynvml.nvmlDeviceGetPowerUsage(h) / 1000.0, int(event(h)))
+            read()
+            self.source = f"NVML (nvidia-ml-py {getattr(pynvml, '__version__', '')})".replace(" )", ")")
+            return read
+        except Exception as e:  # no binding, no driver: fall back to nvidia-smi
+            why = f"{type(e).__name__}: {e}"
+        return self._open_smi(pci_bus_id, why)
+
+    def _open_smi(self, pci_bus_id, why):
+        import shutil
+        import subprocess
+        if shutil.which("nvidia-smi") is None:
+            self.source = f"none ({why}; no nvidia-smi)"
+            return None
+        cmd = ["nvidia-smi", "--query-gpu=clocks.sm,power.draw,clocks_event_reasons.active",
+               "--format=csv,noheader,nounits", f"-lms={max(20, int(self.period_s * 1000))}"]
+        if pci_bus_id:
+            cmd.append(f"--id={pci_bus_id}")
+        self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.source = "nvidia-smi -lms (NVML binding not available: " + why + ")"
+        return "smi"
+
+    def mark(self, label):
+        self.label = label
+
+    def _loop(self):
+        while not self._stop.is_set():
+            try:
+                clk, w, mask = self._read()
+                self.samples.append((time.perf_counter(), self.label, float(clk), float(w), mask))
+            except Exception:
+                pass
+            self._stop.wait(self.period_s)
+
+    def _loop_smi(self):
+        for line in self._proc.stdout:
+            if self._stop.is_set():
+                break
+            try:
+                clk, w, mask = [p.strip() for p in line.split(",")]
+                self.samples.append((time.perf_counter(), self.label, float(clk), float(w), int(mask, 16)))
+            except ValueError:
+                continue
+
+    def start(self):
+        if self._read is None:
+            return self
+        target = self._loop_smi if self._read == "smi" else self._loop
+        self._thread = threading.Thread(target=target, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        if self._proc is not None:
+            self._proc.terminate()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+
+    def window(self, since: float) -> list:
+        """SM clocks (MHz) sampled since perf_counter() time `since`."""
+        return [s[2] for s in self.samples if s[0] >= since]
+
+    def summary(self, label) -> ClockSummary:
+        return summarize([s for s in self.samples if s[1] == label])
+
+
+def summarize(samples: list) -> ClockSummary:
+    """(time, label, SM MHz, W, reason mask) samples -> medians, range, and every reason seen."""
+    if not samples:
+        return ClockSummary(float("nan"), float("nan"), float("nan"), float("nan"), [], 0)
+    mhz = [s[2] for s in samples]
+    mask = 0
+    for s in samples:
+        mask |= s[4]
+    return ClockSummary(statistics.median(mhz), min(mhz), max(mhz), statistics.median(s[3] for s in samples),
+                        reasons(mask), len(samples))

@@ -1,0 +1,311 @@
+"""One interface for every stage (bwlab.case): a case takes the learner's kernel (`kernel=`) and its
+run() / check() / results() run that kernel; every check returns a CheckResult; result() says where a
+result came from (this GPU, the PTX emulator, or which recording); the notebook sources hold no
+hand-written live-or-recorded branch."""
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bwlab.case import Case, CheckResult, NoResult, Result, Results
+
+ROOT = Path(__file__).resolve().parent.parent
+NB_SRC = ROOT / "notebooks" / "src"
+
+
+# ---- the kernel a case runs -----------------------------------------------------------------------
+def _tma(kernel):
+    from bwlab.tma.recorded import teach_case
+    return teach_case(0, kernel)
+
+
+def _multicast(kernel):
+    from bwlab.multicast.recorded import teach_case
+    return teach_case(kernel)
+
+
+def _tmem(kernel):
+    from bwlab.tmem import TmemAccess, TmemLoad, address_image
+    return TmemLoad(TmemAccess("32x32b", 8), address_image(), 0, kernel=kernel)   # teach_tmem.cu: kNum = 8
+
+
+def _store(kernel):
+    from bwlab.epilogue import teach_case
+    return teach_case(kernel=kernel)
+
+
+def _wgmma(kernel):
+    from bwlab.umma.recorded import teach_case
+    return teach_case(kernel)
+
+
+def _umma(kernel):
+    from bwlab.umma import UmmaCase
+    return UmmaCase("f16", "f32", M=128, N=64, K=64, b_base=16384, kernel=kernel)
+
+
+def _flow(kernel):
+    from bwlab.flow import Flow
+    return Flow(0, kernel=kernel)
+
+
+# (stage, teaching file, build(kernel) -> case, an edit whose result differs from the model)
+EDITED = [
+    ("tma", "teach_tma.cu", _tma, ("out[i] = smem[i];", "out[i] = smem[i] ^ 1;")),
+    ("multicast", "teach_multicast.cu", _multicast,
+     ("*reinterpret_cast<const uint4*>(tiles + i);", "*reinterpret_cast<const uint4*>(tiles + (i ^ 16));")),
+    ("tmem", "teach_tmem.cu", _tmem, ("= r[j];", "= r[j] + 1;")),
+    ("store", "teach_store.cu", _store, ("SWIZZLE_BITS = 3", "SWIZZLE_BITS = 0")),
+    ("wgmma", "teach_wgmma.cu", _wgmma, ("= d[i];", "= d[i] + 1.0f;")),
+    ("umma", "teach_umma.cu", _umma, ("col + j] = r[j];", "col + j] = r[j] ^ 1u;")),
+]
+
+
+@pytest.mark.parametrize("stage,file,build,edit", EDITED, ids=[e[0] for e in EDITED])
+def test_a_case_takes_the_learners_kernel(stage, file, build, edit):
+    """kernel= accepts a TeachingKernel or the file's name; a kernel of another file is refused."""
+    from bwlab.lab import TeachingKernel
+    mine = TeachingKernel(file).replace(*edit)
+    assert build(mine)._teaching() is mine
+    assert build(file)._teaching().file == file
+    with pytest.raises(ValueError, match="teaching kernel"):
+        build(TeachingKernel("hello_bulk.cu" if file != "hello_bulk.cu" else "teach_tma.cu"))
+    # the learner's kernel is part of what a recording must match
+    assert build(mine).identity() != build(file).identity()
+
+
+@pytest.mark.parametrize("stage,file,build,edit", EDITED, ids=[e[0] for e in EDITED])
+def test_run_runs_the_learners_kernel(stage, file, build, edit, emulated_tier):
+    """In the emulated tier run() executes the kernel given: the original equals the model, the edit
+    does not, and check() / results() say so."""
+    from bwlab.lab import TeachingKernel
+    mine = TeachingKernel(file).replace(*edit)
+    assert build(file).check().ok
+    bad = build(mine)
+    res = bad.check()
+    assert isinstance(res, CheckResult) and not res.ok and res.differing > 0, str(res)
+    assert "emulated" in res.source
+    live = bad.results()
+    assert isinstance(live, Results) and not live[0].ok and live.results[0].live
+
+
+def test_the_flow_runs_the_learners_kernel(emulated_tier):
+    from bwlab.flow import Flow
+    from bwlab.flow.kernel_edit import edit_k_step
+    mine = edit_k_step(64)[0]          # full_flow_sm100.cu advancing its descriptors 64 bytes per K step
+    res = Flow(0, kernel=mine).check()
+    assert isinstance(res, CheckResult) and not res.ok
+    hop, first = res.first_difference()
+    assert hop == "mma", (hop, str(first))
+
+
+def test_a_percent_cuda_edit_is_what_a_named_kernel_runs():
+    """kernel="teach_tma.cu" means the learner's %%cuda version when there is one."""
+    from bwlab import lab
+    from bwlab.lab import TeachingKernel
+    case = _tma("teach_tma.cu")
+    before = case.identity()
+    lab.EDITS["teach_tma.cu"] = TeachingKernel("teach_tma.cu").replace("out[i] = smem[i];", "out[i] = 0;")
+    try:
+        assert case.kernel.edited and case.identity() != before
+    finally:
+        lab.reset("teach_tma.cu")
+    assert case.identity() == before
+
+
+def test_cases_without_a_teaching_kernel_say_which_case_has_one():
+    from bwlab import epilogue as E
+    from bwlab import tmem
+    from bwlab.lab import TeachingKernel
+    k = TeachingKernel("teach_store.cu")
+    with pytest.raises(ValueError, match="Epilogue"):
+        E.TmaStore(np.zeros(4, np.float32), None, (0,), np.zeros(4, np.float32), kernel=k)
+    acc = tmem.TmemAccess("32x32b", 8)
+    with pytest.raises(ValueError, match="TmemLoad"):
+        tmem.TmemStore(acc, tmem.address_image(), np.zeros((4, 1, 32, 8), np.uint32), kernel="teach_tmem.cu")
+
+
+# ---- where a result comes from --------------------------------------------------------------------
+def test_result_names_this_machine_or_the_recording(model_tier):
+    """In the model tier nothing runs: result() is the recording of this very case, labelled."""
+    case = _tma("teach_tma.cu")
+    got, source = case.result()
+    assert source.startswith("recorded on an NVIDIA") and isinstance(got, np.ndarray)
+    assert case.check().ok and case.check().source == source
+    # another box: no recording holds it
+    from bwlab.tma import TensorMap, TmaLoad
+    other = TmaLoad(case.gmem, TensorMap("bfloat16", (80, 48), (32, 16)), (0, 0))
+    assert other.recorded() is None
+    with pytest.raises(NoResult):
+        other.result()
+    (line,) = other.results()
+    assert not line.ok and "not run" in str(line)
+
+
+def test_recorded_errors_come_back_as_errors(model_tier):
+    from bwlab.tma.recorded import bad_expect_tx_kernel
+    (res,) = _tma(bad_expect_tx_kernel()).results()
+    assert not res.ok and res.error.startswith("MbarrierTimeout: ") and res.seconds > 0
+    assert str(res).startswith("recorded on an NVIDIA")
+
+
+def test_every_recorded_case_finds_its_recording(model_tier):
+    """Each case a stage lists as recorded is found by its own result(), and equals the model."""
+    from bwlab.results import recorded_cases
+    listed = recorded_cases()
+    assert {r.recording for r in listed} >= {"tma_teach", "multicast_teach", "teach_store_result", "flow_gpu",
+                                              "umma_teach_wgmma"}
+    for r in listed:
+        case = r.case()
+        found = case.recorded()
+        assert found is not None and not found.live, r
+        kernel = case._teaching()
+        edited = (kernel is not None and kernel.edited) or getattr(case, "descs", None) is not None
+        if found.error is None and not edited:   # an edit (of the kernel, of its descriptors) differs on purpose
+            assert case.check(found).ok, (r, str(case.check(found)))
+
+
+def test_live_results_come_first(emulated_tier):
+    res = _tma("teach_tma.cu").results()
+    assert [r.live for r in res.results] == [True, False]
+    assert res.ok and "emulated" in res[0].source and res[1].source.startswith("recorded")
+
+
+# ---- one result type --------------------------------------------------------------------------------
+def test_every_check_returns_a_check_result(model_tier):
+    from bwlab.flow import Flow
+    from bwlab.gemm import GemmCase
+    from bwlab.epilogue import edge_store_case
+    from bwlab.hello import HelloCopy
+    from bwlab.multicast import ClusterRanks
+    from bwlab.multicast.recorded import every_cta_config
+    cases = [build(file) for _, file, build, _ in EDITED] + [Flow(0), GemmCase(1, 128, 128, 64), edge_store_case(),
+                                                             HelloCopy(), ClusterRanks(every_cta_config())]
+    for case in cases:
+        assert isinstance(case, Case)
+        res = case.check(case.model())
+        assert isinstance(res, CheckResult) and res.ok, (case, str(res))
+
+
+def test_show_takes_an_axis(model_tier):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from bwlab.flow import Flow
+    from bwlab.multicast import ClusterRanks
+    from bwlab.multicast.recorded import every_cta_config
+    from bwlab.epilogue import edge_store_case
+    from bwlab.gemm import GemmCase
+    from bwlab.hello import HelloCopy
+    cases = [build(file) for _, file, build, _ in EDITED] + [Flow(0), ClusterRanks(every_cta_config()),
+                                                             edge_store_case(), GemmCase(1, 128, 128, 64), HelloCopy()]
+    for case in cases:
+        fig, ax = plt.subplots()
+        out = case.show(ax=ax)
+        assert out is not None, case
+        plt.close("all")
+
+
+# ---- the notebooks ----------------------------------------------------------------------------------
+WHERE_IT_RUNS = re.compile(r"\bruns_on\(|\bLIVE\b|\btier\(|gpu_info\(|\bTIER\b|\bHARDWARE\b")
+LOADS = re.compile(r"\bload_recording\(")
+
+
+@pytest.mark.parametrize("src", sorted(NB_SRC.glob("*.py")), ids=lambda p: p.name)
+def test_no_notebook_writes_its_own_live_or_recorded_branch(src):
+    """case.result() / case.results() decide between this GPU, the emulator and a recording: no notebook
+    asks `runs_on`, and no cell both asks where the stage runs and loads a recording by name (a cell may
+    load a recording that is only ever recorded, such as the H100's benchmark timings)."""
+    text = src.read_text()
+    hits = [f"{src.name}: {line.strip()}" for line in text.splitlines() if re.search(r"(?<!\.)\bruns_on\(|\bLIVE\b", line)]
+    for cell in re.split(r"^# %%", text, flags=re.M):
+        if LOADS.search(cell) and WHERE_IT_RUNS.search(cell):
+            hits.append(f"{src.name}: a cell loads a recording and asks where it runs:\n{cell.strip()[:400]}")
+    assert not hits, "\n".join(hits)
+
+
+# ---- one name for each thing ------------------------------------------------------------------------
+STAGE_PACKAGES = ("tma", "multicast", "umma", "tmem", "epilogue", "flow")
+
+
+@pytest.mark.parametrize("pkg", STAGE_PACKAGES)
+def test_a_stage_package_shows_its_teaching_names_and_reaches_the_rest(pkg):
+    """About 10-15 names at the top (`__all__`, `dir`); every other name still resolves, from the module
+    that defines it."""
+    import importlib
+    mod = importlib.import_module(f"bwlab.{pkg}")
+    assert 10 <= len(mod.__all__) <= 15, mod.__all__
+    for name in mod.__all__:
+        assert getattr(mod, name) is not None
+    for name, where in mod._ELSEWHERE.items():
+        assert getattr(mod, name) is getattr(importlib.import_module(where), name), name
+    public = [n for n in dir(mod) if not n.startswith("_") and not isinstance(getattr(mod, n), type(mod))
+              and n != "annotations"]
+    assert set(public) <= set(mod.__all__), sorted(set(public) - set(mod.__all__))
+    with pytest.raises(AttributeError):
+        getattr(mod, "no_such_name")
+
+
+def test_pictures_are_plot_and_the_old_names_warn():
+    from bwlab import multicast, tmem
+    from bwlab.datapath import draw_data_path, plot_data_path
+    assert multicast.draw_landing.__wrapped__ is multicast.plot_landing
+    assert tmem.draw_ld_map.__wrapped__ is tmem.plot_ld_map
+    assert draw_data_path.__wrapped__ is plot_data_path
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    with pytest.warns(DeprecationWarning, match="plot_data_path"):
+        draw_data_path()
+    plt.close("all")
+    for path in (ROOT / "bwlab").rglob("*.py"):
+        defs = re.findall(r"^def (draw_\w+)", path.read_text(), flags=re.M)
+        assert not defs, f"{path}: pictures are plot_*: {defs}"
+
+
+def test_one_stage_name_for_the_store():
+    from bwlab import device
+    from bwlab.epilogue import Epilogue, TmaStore
+    assert "store" in device.STAGES and "epilogue" not in device.STAGES
+    assert device.tier("epilogue") == device.tier("store")
+    assert Epilogue.stage == TmaStore.stage == "store"
+    with pytest.raises(ValueError, match="unknown stage"):
+        device.tier("stroe")
+
+
+def test_one_hop():
+    from bwlab import datapath
+    from bwlab.flow import trace
+    assert trace.Hop is datapath.Hop
+    assert all(isinstance(h, datapath.Hop) for h in datapath.HOPS + trace.HOPS)
+    # the flow's hops walk the data path's memories in its order
+    moves = [(h.src, h.dst) for h in trace.HOPS if h.src != h.dst.split(" ")[0] and h.src != "host"]
+    assert moves == [(h.src, h.dst) for h in datapath.HOPS]
+
+
+# ---- the GEMM ladder as a case -----------------------------------------------------------------------
+def test_gemm_case_runs_a_step_in_the_emulator(emulated_tier):
+    from bwlab.gemm import GemmCase
+    case = GemmCase("s1", 128, 128, 64)
+    got, source = case.result()
+    assert "emulated" in source and got.dtype == np.uint16 and got.shape == (128, 128)
+    assert case.check(got).ok
+    bad = got.copy()
+    bad[70, 3] ^= 0x0100                      # one element off by far more than a bf16 ulp
+    res = case.check(bad)
+    assert not res.ok and res.differing == 1 and res.first.index == (70, 3) and "tile (0, 0)" in res.first.where
+
+
+def test_gemm_case_model_is_the_f32_gemm_rounded_to_bf16():
+    from bwlab.gemm import GemmCase
+    from bwlab.hw.dtypes import to_float
+    case = GemmCase(1, 128, 128, 64, seed=3)
+    a = to_float(case.a, "bf16").astype(np.float64)
+    b = to_float(case.b, "bf16").astype(np.float64)
+    want = (a @ b.T).astype(np.float32)
+    got = to_float(case.model(), "bf16")
+    assert np.all(np.abs(got - want) <= np.abs(want) * 2.0 ** -8)     # within half a bf16 ulp
+    from bwlab.gemm.ladder import ShapeError
+    with pytest.raises(ShapeError, match="multiple of 128"):
+        GemmCase(1, 100, 128, 64)
