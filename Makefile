@@ -33,14 +33,15 @@ lab: venv
 # The whole suite: unit tests, compile checks of every cuda_src file, nbval over the notebooks.
 # Notebooks are stored from an emulated-tier run (the TMA-family kernels in bwlab.emu, deterministic), so
 # nbval runs them in the emulated tier too.
-# Each runs on every core (pytest-xdist): a test file, or a notebook's cells, stay on one worker.
-XDIST ?= -n auto --dist loadfile
+# Each runs on every core (pytest-xdist): a test file (tests/conftest.py groups them), or a notebook's
+# cells, stay on one worker.
+XDIST ?= -n auto
 test: venv sandbox-deps
-	$(PY) -m pytest -q $(XDIST) tests --ignore=tests/test_wheel.py
-	BWLAB_BACKEND=emulated $(PY) -m pytest -q $(XDIST) --nbval notebooks --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
+	$(PY) -m pytest -q $(XDIST) --dist loadgroup tests --ignore=tests/test_wheel.py
+	BWLAB_BACKEND=emulated $(PY) -m pytest -q $(XDIST) --dist loadfile --nbval notebooks --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
 
 unit: venv sandbox-deps
-	$(PY) -m pytest -q $(XDIST) tests --ignore=tests/test_wheel.py
+	$(PY) -m pytest -q $(XDIST) --dist loadgroup tests --ignore=tests/test_wheel.py
 
 # bwlab as a user installs it (tests/test_wheel.py): a wheel built from this repository, installed with its
 # cuda12 extra into a fresh venv outside the checkout, compiles a teaching kernel for sm_90a, replays a
@@ -50,7 +51,7 @@ wheel-test: venv sandbox-deps
 	$(PY) -m pytest -q tests/test_wheel.py -p no:cacheprovider --durations=3
 
 nbval: venv
-	BWLAB_BACKEND=emulated $(PY) -m pytest -q $(XDIST) --nbval notebooks --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
+	BWLAB_BACKEND=emulated $(PY) -m pytest -q $(XDIST) --dist loadfile --nbval notebooks --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
 
 # Build every notebook from its source (notebooks/src/NN_name.py, jupytext's percent format) and execute
 # it in the emulated tier: the stored outputs are what nbval compares against.
