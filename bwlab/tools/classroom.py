@@ -1,7 +1,7 @@
 """The instructor's side of the graded exercises: student versions, autograding, scores (nbgrader).
 
-Every notebook's exercises are nbgrader cells (the builder writes their metadata from the
-`# %% solution id=...` / `# %% grade id=... points=N` headers of `notebooks/src/*.py`). Nothing here
+Every notebook's exercises are nbgrader cells (their metadata is written on the `# %% nbgrader={...}`
+lines of `notebooks/src/*.py`, jupytext's cell-metadata syntax; the builder checks it). Nothing here
 knows a particular exercise: everything is found from that metadata. docs/teaching.md is the guide.
 
     python -m bwlab.tools.classroom student            # release/<assignment>/<assignment>.ipynb

@@ -47,6 +47,7 @@ print(f"{'GPU family':40s} {'arch':7s} " + " ".join(f"{s:>9s}" for s in stages))
 for family, sm, t in device.tier_table():
     print(f"{family:40s} {sm:7s} " + " ".join(f"{t[s]:>9s}" for s in stages))
 
+
 # %% [markdown]
 # ### Exercise 0.1 — which tier runs what (2 points)
 #
@@ -57,7 +58,7 @@ for family, sm, t in device.tier_table():
 # calling `device.tiers_for`. The check compares your function with bwlab's rules on an H100, a B200 and
 # an RTX 50 (sm_120: a Blackwell without `tcgen05`); the graded version tries every GPU family.
 
-# %% solution id=orient_tier
+# %% nbgrader={"grade": false, "grade_id": "orient_tier", "locked": false, "schema_version": 3, "solution": true}
 def my_tier(stage, cc):
     """The tier ('hardware', 'hybrid' or 'model') of `stage` on a GPU of compute capability `cc`."""
     ### BEGIN SOLUTION
@@ -68,7 +69,8 @@ def my_tier(stage, cc):
     return "hardware" if cc[0] in (10, 11) else "hybrid"   # tcgen05 and TMEM: datacenter Blackwell
     ### END SOLUTION
 
-# %% grade id=orient_tier_check points=2
+
+# %% nbgrader={"grade": true, "grade_id": "orient_tier_check", "locked": true, "points": 2, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.hw import exercises as orient_ex
 orient_ex.check_tier(my_tier)
 ### BEGIN HIDDEN TESTS
@@ -99,14 +101,14 @@ orient_ex.check_tier(my_tier, hidden=hidden_cases("orient_tier"))
 # its accumulator in registers. Answer from the description above; the figure and the table after the check
 # show the whole path.
 
-# %% solution id=orient_hops
+# %% nbgrader={"grade": false, "grade_id": "orient_hops", "locked": false, "schema_version": 3, "solution": true}
 my_hops = {"TMA load": ..., "tcgen05.mma": ..., "tcgen05.ld": ..., "st.shared": ..., "TMA store": ...}
 ### BEGIN SOLUTION
 my_hops = {"TMA load": ("GMEM", "SMEM"), "tcgen05.mma": ("SMEM", "TMEM"), "tcgen05.ld": ("TMEM", "RMEM"),
            "st.shared": ("RMEM", "SMEM"), "TMA store": ("SMEM", "GMEM")}
 ### END SOLUTION
 
-# %% grade id=orient_hops_check points=1
+# %% nbgrader={"grade": true, "grade_id": "orient_hops_check", "locked": true, "points": 1, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.hw import exercises as orient_ex
 orient_ex.check_hops(my_hops)
 ### BEGIN HIDDEN TESTS
@@ -144,7 +146,7 @@ for name, size, source in capacities():
 # The check tries that bf16 tile and a tile of the 4-bit float `e2m1` of block-scaled GEMMs, which packs two
 # elements into a byte; the hidden tests try other types (`f32`, `e4m3`, the 6-bit `e3m2`, ...).
 
-# %% solution id=orient_tile_bytes
+# %% nbgrader={"grade": false, "grade_id": "orient_tile_bytes", "locked": false, "schema_version": 3, "solution": true}
 from bwlab.hw import element_type
 
 def my_tile_bytes(rows, cols, dtype):
@@ -153,7 +155,8 @@ def my_tile_bytes(rows, cols, dtype):
     return rows * cols * element_type(dtype).bits // 8
     ### END SOLUTION
 
-# %% grade id=orient_tile_bytes_check points=1
+
+# %% nbgrader={"grade": true, "grade_id": "orient_tile_bytes_check", "locked": true, "points": 1, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.hw import exercises as orient_ex
 orient_ex.check_tile_bytes(my_tile_bytes)
 ### BEGIN HIDDEN TESTS
@@ -268,7 +271,7 @@ print(HelloCopy(4096, blocks=2).results(recording="foundation_wrong_expect_tx"))
 # runs the model on the same numbers. (Each student has their own; with no token from your instructor you
 # get the ones above.)
 
-# %% solution id=orient_parity
+# %% nbgrader={"grade": false, "grade_id": "orient_parity", "locked": false, "schema_version": 3, "solution": true}
 from bwlab.hw import exercises as orient_ex
 print("your numbers:", orient_ex.parity_text())
 my_parity = (None, None, None)   # (phases completed, try_wait.parity(0), try_wait.parity(1))
@@ -278,7 +281,7 @@ phases = (count == 1) + (landed == b2)   # count 1: load 0 alone completes phase
 my_parity = (phases, phases % 2 == 1, phases % 2 == 0)   # the open phase's parity fails, the other passes
 ### END SOLUTION
 
-# %% grade id=orient_parity_check points=2
+# %% nbgrader={"grade": true, "grade_id": "orient_parity_check", "locked": true, "points": 2, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.hw import exercises as orient_ex
 orient_ex.check_mbarrier_parity(my_parity)
 ### BEGIN HIDDEN TESTS

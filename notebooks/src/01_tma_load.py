@@ -92,14 +92,14 @@ print("\nthe rules, each with its limit:")
 for r in RULES:
     print(f"  {r.name:24s} {r.limit}")
 
-# %% solution id=tma_broken_rule
+# %% nbgrader={"grade": false, "grade_id": "tma_broken_rule", "locked": false, "schema_version": 3, "solution": true}
 my_rules = {"a": ..., "b": ..., "c": ..., "d": ..., "e": ..., "f": ..., "g": ...}
 ### BEGIN SOLUTION
 my_rules = {"a": "swizzle-span", "b": "legal", "c": "box-inner-bytes", "d": "global-stride-multiple",
             "e": "box-dim", "f": "legal", "g": "oob-fill-nan"}
 ### END SOLUTION
 
-# %% grade id=tma_broken_rule_check points=2
+# %% nbgrader={"grade": true, "grade_id": "tma_broken_rule_check", "locked": true, "points": 2, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.tma import exercises as tma_ex
 tma_ex.check_broken_rule(my_rules)
 ### BEGIN HIDDEN TESTS
@@ -162,7 +162,7 @@ print(f"after every byte arrived: tx-count = {last[3]} (expected 16), phase 0 co
 # box of section 1 and a 16 × 8 float16 box under the 128B swizzle; the hidden tests try other types, ranks
 # and swizzles.
 
-# %% solution id=tma_tx_bytes
+# %% nbgrader={"grade": false, "grade_id": "tma_tx_bytes", "locked": false, "schema_version": 3, "solution": true}
 from bwlab.hw import element_type
 
 def my_tx_bytes(dtype, box_shape, swizzle="none"):
@@ -174,7 +174,8 @@ def my_tx_bytes(dtype, box_shape, swizzle="none"):
     return n
     ### END SOLUTION
 
-# %% grade id=tma_tx_bytes_check points=2
+
+# %% nbgrader={"grade": true, "grade_id": "tma_tx_bytes_check", "locked": true, "points": 2, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.tma import exercises as tma_ex
 tma_ex.check_tx_bytes(my_tx_bytes)
 ### BEGIN HIDDEN TESTS
@@ -286,7 +287,7 @@ print(bar, "  phase 0 complete:", bar.try_wait_parity(0), "(expected False: tx s
 # `bwlab.hw.mbarrier.Mbarrier` runs your value and says when phase 0 completes, or that it never does.
 # Before you answer, predict what 16 bytes too many does, and what half the bytes does; then try them.
 
-# %% solution id=tma_expect_tx_edit
+# %% nbgrader={"grade": false, "grade_id": "tma_expect_tx_edit", "locked": false, "schema_version": 3, "solution": true}
 from bwlab.tma import exercises as tma_ex
 print("your box:", tma_ex.edit_box(), "of bfloat16 at", tma_ex.EDIT_COORDS)
 my_expect_tx = None   # the bytes thread 0 announces for your box (an int)
@@ -295,7 +296,7 @@ box = tma_ex.edit_box()
 my_expect_tx = box[0] * box[1] * 2   # every element of the box, 2 bytes each
 ### END SOLUTION
 
-# %% tags=["nbval-ignore-output"] grade id=tma_expect_tx_edit_check points=2
+# %% nbgrader={"grade": true, "grade_id": "tma_expect_tx_edit_check", "locked": true, "points": 2, "schema_version": 3, "solution": false} tags=["nbval-ignore-output", "raises-exception"]
 from bwlab.tma import exercises as tma_ex
 tma_ex.check_expect_tx_edit(my_expect_tx)
 ### BEGIN HIDDEN TESTS
@@ -344,6 +345,7 @@ print("chunk held by SMEM line 0 at 0x0180:", [int(c) for c in cols[:8]], " expe
 tma.plot_smem_image(sw, 0x180)
 plt.show()
 
+
 # %% [markdown]
 # ### Exercise 1.4 — where does element (r, c) land? (3 points)
 #
@@ -354,7 +356,7 @@ plt.show()
 # bf16 rows at base 0 and at the 0x180 above (not a multiple of 1024); the graded version also tries other
 # element sizes, rows 8–15 and other bases.
 
-# %% solution id=tma_swizzle_offset
+# %% nbgrader={"grade": false, "grade_id": "tma_swizzle_offset", "locked": false, "schema_version": 3, "solution": true}
 def my_smem_offset(r, c, elem_bytes, base):
     """Byte offset from `base` of element (r, c) of a 128-byte-row box loaded with 128B swizzle to `base`."""
     ### BEGIN SOLUTION
@@ -363,7 +365,8 @@ def my_smem_offset(r, c, elem_bytes, base):
     return addr - base
     ### END SOLUTION
 
-# %% grade id=tma_swizzle_offset_check points=3
+
+# %% nbgrader={"grade": true, "grade_id": "tma_swizzle_offset_check", "locked": true, "points": 3, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.tma import exercises as tma_ex
 tma_ex.check_swizzle_offset(my_smem_offset)
 ### BEGIN HIDDEN TESTS
@@ -445,7 +448,7 @@ print(tma.TmaLoad(g, nanfill, (-4, -2)).results())
 # coordinates may be negative). The check tries a float32 box of 8 × 6 at `(-4, 8)` in the 20 × 12 tensor
 # above; the hidden tests try boxes inside, outside, across corners, and in three dimensions.
 
-# %% solution id=tma_oob_fill
+# %% nbgrader={"grade": false, "grade_id": "tma_oob_fill", "locked": false, "schema_version": 3, "solution": true}
 from bwlab.hw import element_type
 
 def my_oob_fill(dtype, global_shape, box_shape, coords):
@@ -458,7 +461,8 @@ def my_oob_fill(dtype, global_shape, box_shape, coords):
     return total - inside, total * element_type(dtype).bytes
     ### END SOLUTION
 
-# %% grade id=tma_oob_fill_check points=2
+
+# %% nbgrader={"grade": true, "grade_id": "tma_oob_fill_check", "locked": true, "points": 2, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.tma import exercises as tma_ex
 tma_ex.check_oob_fill(my_oob_fill)
 ### BEGIN HIDDEN TESTS

@@ -137,6 +137,7 @@ mc.mask_explorer(cluster_m=4, cluster_n=4, peers=1, rank=9)
 # %%
 mc.explain_cta(2, 4, 2, 5)
 
+
 # %% [markdown]
 # ### Exercise 2.1 — the A mask of any CTA (3 points)
 #
@@ -146,7 +147,7 @@ mc.explain_cta(2, 4, 2, 5)
 # set? The check tries every CTA of the 4 x 4 and 2 x 2 clusters; the graded run adds other shapes,
 # non-powers of two among them (the rule: `create_tma_multicast_mask<2>`, section 3).
 
-# %% solution id=mc_a_mask
+# %% nbgrader={"grade": false, "grade_id": "mc_a_mask", "locked": false, "schema_version": 3, "solution": true}
 def a_mask_of(m, n, cluster_m, cluster_n):
     """The A ctaMask of CTA (m, n): one bit per CTA that needs the same A tile."""
     mask = None   # your answer: an int
@@ -157,7 +158,8 @@ def a_mask_of(m, n, cluster_m, cluster_n):
     ### END SOLUTION
     return mask
 
-# %% grade id=mc_a_mask_check points=3
+
+# %% nbgrader={"grade": true, "grade_id": "mc_a_mask_check", "locked": true, "points": 3, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.multicast import exercises as ex
 ex.check_a_mask(a_mask_of)
 ### BEGIN HIDDEN TESTS
@@ -207,7 +209,7 @@ print("multicast_model == expected_smem:", np.array_equal(mc.multicast_model(cfg
 # **B**. Predict: which ranks receive it (a list), and at which byte offset *inside their B tile* does it
 # land? (The mask says who receives; `tma_partition` says which slice a CTA issues and where it lands, above.)
 
-# %% solution id=mc_slice_receivers
+# %% nbgrader={"grade": false, "grade_id": "mc_slice_receivers", "locked": false, "schema_version": 3, "solution": true}
 from bwlab.multicast import exercises as ex
 print("your CTA: rank", ex.receiver_rank())
 b_receivers = None      # your prediction: a list of cluster ranks
@@ -218,9 +220,10 @@ b_receivers = [4 * n + i for i in range(4)]              # B goes to every CTA w
 b_slice_offset = m * (256 * 64 * 2 // 4)                 # slice m of 4, each 8192 B
 ### END SOLUTION
 
-# %% grade id=mc_slice_receivers_check points=2
+# %% nbgrader={"grade": true, "grade_id": "mc_slice_receivers_check", "locked": true, "points": 2, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.multicast import exercises as ex
 ex.check_slice_receivers(b_receivers, b_slice_offset)
+
 
 # %% [markdown]
 # ### Exercise 2.3 — what each CTA's barrier expects (2 points)
@@ -231,7 +234,7 @@ ex.check_slice_receivers(b_receivers, b_slice_offset)
 # (Too few, and the wait returns before the other CTAs' slices have landed; too many, and it never
 # returns.)
 
-# %% solution id=mc_expect_tx
+# %% nbgrader={"grade": false, "grade_id": "mc_expect_tx", "locked": false, "schema_version": 3, "solution": true}
 def expect_tx_of(cluster_m, cluster_n, tile_m, tile_n, tile_k):
     """Bytes each CTA's mbarrier expects per round of tiles."""
     nbytes = None   # your answer: an int
@@ -240,7 +243,8 @@ def expect_tx_of(cluster_m, cluster_n, tile_m, tile_n, tile_k):
     ### END SOLUTION
     return nbytes
 
-# %% grade id=mc_expect_tx_check points=2
+
+# %% nbgrader={"grade": true, "grade_id": "mc_expect_tx_check", "locked": true, "points": 2, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.multicast import exercises as ex
 ex.check_expect_tx(expect_tx_of)
 ### BEGIN HIDDEN TESTS
@@ -369,13 +373,13 @@ print("the model's stuck CTAs:", [o["rank"] for o in mc.barrier_outcome(tcfg, ba
 # by m. A C expression has no loop, so write that pattern in closed form from `CLUSTER_X` and `CLUSTER_Y`
 # (it is the sum of a geometric series in 2^X).
 
-# %% solution id=mc_teach_mask
+# %% nbgrader={"grade": false, "grade_id": "mc_teach_mask", "locked": false, "schema_version": 3, "solution": true}
 a_mask_expr = None   # your C expression, as a string
 ### BEGIN SOLUTION
 a_mask_expr = "(((1u << (CLUSTER_X * CLUSTER_Y)) - 1) / ((1u << CLUSTER_X) - 1)) << mn.x"
 ### END SOLUTION
 
-# %% grade id=mc_teach_mask_check points=3
+# %% nbgrader={"grade": true, "grade_id": "mc_teach_mask_check", "locked": true, "points": 3, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.multicast import exercises as ex
 ex.check_teach_a_mask(a_mask_expr)
 ### BEGIN HIDDEN TESTS
@@ -415,6 +419,7 @@ for c in shapes:
 mc.plot_savings(shapes)
 plt.show()
 
+
 # %% [markdown]
 # ### Exercise 2.5 — what multicast saves in L2 reads (2 points)
 #
@@ -423,7 +428,7 @@ plt.show()
 # (`tile_m` rows) and B tile (`tile_n` rows), each row 64 16-bit elements (128 bytes). Predict first:
 # what does a 1 x 1 cluster save?
 
-# %% solution id=mc_l2_saved
+# %% nbgrader={"grade": false, "grade_id": "mc_l2_saved", "locked": false, "schema_version": 3, "solution": true}
 def l2_saved_of(cluster_m, cluster_n, tile_m, tile_n):
     """L2 bytes one cluster saves per round of tiles by multicasting."""
     saved = None   # your answer: an int
@@ -435,7 +440,8 @@ def l2_saved_of(cluster_m, cluster_n, tile_m, tile_n):
     ### END SOLUTION
     return saved
 
-# %% grade id=mc_l2_saved_check points=2
+
+# %% nbgrader={"grade": true, "grade_id": "mc_l2_saved_check", "locked": true, "points": 2, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.multicast import exercises as ex
 ex.check_l2_saved(l2_saved_of)
 ### BEGIN HIDDEN TESTS

@@ -96,6 +96,7 @@ for arch, expected in (("sm100", 0x4000404000010000), ("sm90", 0x400000400001000
     print(umma.format_fields(d.fields(), f"{arch}: {d.encode():#018x}   expected {expected:#018x}"))
     print()
 
+
 # %% [markdown]
 # ### Exercise 3.1 — LBO and SBO of a K-major tile (2 points)
 #
@@ -105,7 +106,7 @@ for arch, expected in (("sm100", 0x4000404000010000), ("sm90", 0x400000400001000
 # two depends on `rows`, and for which layout? The pictures of the canonical layouts above show the
 # steps. The check tries one tile in each layout; the graded run tries every layout with 16 to 256 rows.
 
-# %% solution id=mma_lbo_sbo
+# %% nbgrader={"grade": false, "grade_id": "mma_lbo_sbo", "locked": false, "schema_version": 3, "solution": true}
 def lbo_sbo_of(swizzle, rows):
     """(LBO, SBO) in bytes of a K-major f16 tile of rows x 64."""
     lbo_sbo = None   # your answer: a pair of ints (LBO, SBO)
@@ -117,7 +118,8 @@ def lbo_sbo_of(swizzle, rows):
     ### END SOLUTION
     return lbo_sbo
 
-# %% grade id=mma_lbo_sbo_check points=2
+
+# %% nbgrader={"grade": true, "grade_id": "mma_lbo_sbo_check", "locked": true, "points": 2, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.umma import exercises as ex
 ex.check_lbo_sbo(lbo_sbo_of)
 ### BEGIN HIDDEN TESTS
@@ -160,6 +162,7 @@ for bits, name, value, shift in by_hand:
 encoded = umma.make_smem_desc(start, lbo, sbo, swizzle, arch="sm100")
 print(f"make_smem_desc: {encoded:#018x}   expected (the OR above) {expected:#018x}   equal: {encoded == expected}")
 
+
 # %% [markdown]
 # ### Exercise 3.2 — encode an SM100 SMEM descriptor (3 points)
 #
@@ -169,7 +172,7 @@ print(f"make_smem_desc: {encoded:#018x}   expected (the OR above) {expected:#018
 # the whole rule; do not call `umma.make_smem_desc` — the point is to place the bits yourself.
 # Predict first: which bits of `sbo` survive?
 
-# %% solution id=mma_smem_desc
+# %% nbgrader={"grade": false, "grade_id": "mma_smem_desc", "locked": false, "schema_version": 3, "solution": true}
 def sm100_desc_of(start, lbo, sbo, swizzle):
     """The 64-bit SM100 shared-memory descriptor."""
     desc = None   # your answer: an int
@@ -181,7 +184,8 @@ def sm100_desc_of(start, lbo, sbo, swizzle):
     ### END SOLUTION
     return desc
 
-# %% grade id=mma_smem_desc_check points=3
+
+# %% nbgrader={"grade": true, "grade_id": "mma_smem_desc_check", "locked": true, "points": 3, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.umma import exercises as ex
 ex.check_smem_desc(sm100_desc_of)
 ### BEGIN HIDDEN TESTS
@@ -226,6 +230,7 @@ for bits, name, value, shift in by_hand:
 encoded = umma.make_instr_desc("bf16", "bf16", "f32", M, N, "MN", "K")
 print(f"make_instr_desc: {encoded:#010x}   expected (the OR above) {expected:#010x}   equal: {encoded == expected}")
 
+
 # %% [markdown]
 # ### Exercise 3.3 — the instruction descriptor of an MMA (3 points)
 #
@@ -235,7 +240,7 @@ print(f"make_instr_desc: {encoded:#010x}   expected (the OR above) {expected:#01
 # the rule (type codes: A/B f16 0, bf16 1, tf32 2; D f16 0, f32 1). Predict first: what changes between
 # 128 x 256 and 64 x 64, and where? The graded run tries legal shapes, types and majors of its own.
 
-# %% solution id=mma_instr_desc
+# %% nbgrader={"grade": false, "grade_id": "mma_instr_desc", "locked": false, "schema_version": 3, "solution": true}
 def idesc_of(ab, d, M, N, a_major, b_major):
     """The 32-bit tcgen05.mma instruction descriptor (dense, cta_group::1)."""
     idesc_value = None   # your answer: an int
@@ -248,7 +253,8 @@ def idesc_of(ab, d, M, N, a_major, b_major):
     ### END SOLUTION
     return idesc_value
 
-# %% grade id=mma_instr_desc_check points=3
+
+# %% nbgrader={"grade": true, "grade_id": "mma_instr_desc_check", "locked": true, "points": 3, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.umma import exercises as ex
 ex.check_instr_desc(idesc_of)
 ### BEGIN HIDDEN TESTS

@@ -70,6 +70,7 @@ from bwlab.umma.rules import SHAPES
 for row in SHAPES:
     print(f"kind::{'/'.join(row.kinds):17s} cta_group::{row.cta_group}: M in {row.Ms}, {row.limit}")
 
+
 # %% [markdown]
 # ### Exercise 3.4 — which shapes are legal, for one CTA and for a pair (2 points)
 #
@@ -79,7 +80,7 @@ for row in SHAPES:
 # one CTA? 128 x 8 for a pair? The check names the rule (PTX ISA, tcgen05 "Matrix Shape") of the
 # first case you get wrong.
 
-# %% solution id=mma_legal_shape
+# %% nbgrader={"grade": false, "grade_id": "mma_legal_shape", "locked": false, "schema_version": 3, "solution": true}
 def legal_shape(M, N, cta_group):
     """True when M x N is a legal dense kind::f16 tcgen05.mma shape for cta_group 1 or 2."""
     legal = None   # your answer: True or False
@@ -91,7 +92,8 @@ def legal_shape(M, N, cta_group):
     ### END SOLUTION
     return legal
 
-# %% grade id=mma_legal_shape_check points=2
+
+# %% nbgrader={"grade": true, "grade_id": "mma_legal_shape_check", "locked": true, "points": 2, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.umma import exercises as ex
 ex.check_legal_shape(legal_shape)
 ### BEGIN HIDDEN TESTS
@@ -232,13 +234,13 @@ print(f"SBO field (bits 32-45) = {sbo_field} -> {sbo_field << 4} bytes   expecte
 # descriptors. Either way D is compared with `A @ B.T`, and a wrong SBO is named by the first D element
 # it spoils, its thread and register. Predict first: which rows of D can a wrong SBO spoil?
 
-# %% solution id=mma_teach_sbo
+# %% nbgrader={"grade": false, "grade_id": "mma_teach_sbo", "locked": false, "schema_version": 3, "solution": true}
 a_sbo = None   # your answer: SBO of A in bytes
 ### BEGIN SOLUTION
 a_sbo = 8 * 64   # 8 rows of the 64-byte swizzle's atom
 ### END SOLUTION
 
-# %% grade id=mma_teach_sbo_check points=3
+# %% nbgrader={"grade": true, "grade_id": "mma_teach_sbo_check", "locked": true, "points": 3, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.umma import exercises as ex
 ex.check_teach_sbo(a_sbo)
 

@@ -127,6 +127,7 @@ mine = a0 + (64 << 16) + 8       # warp 2 (lanes 64..95), 8 columns into CTA 0's
 print(tmem.format_address(mine))
 print("decoded:", tmem.decode_address(mine), "  expected: (64, 8)")
 
+
 # %% [markdown]
 # ### Exercise 4.1 — the address of a lane and a column (1 point)
 #
@@ -135,14 +136,15 @@ print("decoded:", tmem.decode_address(mine), "  expected: (64, 8)")
 # it returns the 32-bit TMEM address (section 3 has the rule). The check calls it on a few allocations,
 # then on many more.
 
-# %% solution id=tmem_address
+# %% nbgrader={"grade": false, "grade_id": "tmem_address", "locked": false, "schema_version": 3, "solution": true}
 def my_taddr(base, lane, column):
     """The TMEM address of lane `lane`, `column` columns into the allocation whose address is `base`."""
     ### BEGIN SOLUTION
     return base + (lane << 16) + column
     ### END SOLUTION
 
-# %% grade id=tmem_address_check points=1
+
+# %% nbgrader={"grade": true, "grade_id": "tmem_address_check", "locked": true, "points": 1, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.tmem import exercises as ex
 ex.check_address(my_taddr)
 ### BEGIN HIDDEN TESTS
@@ -164,20 +166,22 @@ img = tmem.pattern_image()
 attempt("warp 1 loads lane 0", lambda: tmem.tcgen05_ld(img, tmem.encode_address(0, 0), "32x32b", 1, warp=1))
 attempt("warp 5 loads lane 32", lambda: tmem.tcgen05_ld(img, tmem.encode_address(32, 0), "32x32b", 1, warp=5))
 
+
 # %% [markdown]
 # ### Exercise 4.2 — which warp may touch which lane (1 point)
 #
 # Write `my_may_access(warp, lane)`: `True` when warp `warp` of a CTA (any warp index, not only 0..3) may
 # access TMEM lane `lane` with `tcgen05.ld`/`st`, else `False`. Predict first: may warp 6 read lane 70?
 
-# %% solution id=tmem_quarter
+# %% nbgrader={"grade": false, "grade_id": "tmem_quarter", "locked": false, "schema_version": 3, "solution": true}
 def my_may_access(warp, lane):
     """Whether warp `warp` of a CTA may access TMEM lane `lane`."""
     ### BEGIN SOLUTION
     return 32 * (warp % 4) <= lane < 32 * (warp % 4) + 32
     ### END SOLUTION
 
-# %% grade id=tmem_quarter_check points=1
+
+# %% nbgrader={"grade": true, "grade_id": "tmem_quarter_check", "locked": true, "points": 1, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.tmem import exercises as ex
 ex.check_quarter(my_may_access)
 ### BEGIN HIDDEN TESTS
@@ -319,7 +323,7 @@ _ = tmem.try_teach(k.replace("tcgen05_ld_32x32b<kNum>(r, taddr);", "tcgen05_ld_3
 # a `.32x32b.x64` load, naming the first that differs. On an sm_100 GPU it also runs your kernel, in a
 # worker process.
 
-# %% solution id=tmem_kernel_columns
+# %% nbgrader={"grade": false, "grade_id": "tmem_kernel_columns", "locked": false, "schema_version": 3, "solution": true}
 my_kNum = None       # the .num of tcgen05.st/ld .32x32b in teach_tmem.cu (an int)
 my_kColumns = None   # the column count of its tcgen05.alloc (an int)
 ### BEGIN SOLUTION
@@ -327,7 +331,7 @@ my_kNum = 64
 my_kColumns = 64
 ### END SOLUTION
 
-# %% tags=["nbval-ignore-output"] grade id=tmem_kernel_columns_check points=2
+# %% nbgrader={"grade": true, "grade_id": "tmem_kernel_columns_check", "locked": true, "points": 2, "schema_version": 3, "solution": false} tags=["nbval-ignore-output", "raises-exception"]
 from bwlab.tmem import exercises as ex
 ex.check_wide_load(my_kNum, my_kColumns)
 ### BEGIN HIDDEN TESTS
@@ -355,7 +359,7 @@ ex.check_wide_load(my_kNum, my_kColumns, hidden=hidden_cases("tmem_kernel_column
 # and bits, spread over 32 threads; the table after this exercise lists them. The check calls it on
 # every form the ISA allows.
 
-# %% solution id=tmem_registers
+# %% nbgrader={"grade": false, "grade_id": "tmem_registers", "locked": false, "schema_version": 3, "solution": true}
 def my_registers(shape, num, pack16=False):
     """Registers per thread of tcgen05.ld.<shape>.x<num>[.pack::16b]; shape like "16x256b"."""
     ### BEGIN SOLUTION
@@ -365,7 +369,8 @@ def my_registers(shape, num, pack16=False):
     return lanes * bits // 32 // 32 * num           # bits of one instruction / 32 threads / 32 bits
     ### END SOLUTION
 
-# %% grade id=tmem_registers_check points=1
+
+# %% nbgrader={"grade": true, "grade_id": "tmem_registers_check", "locked": true, "points": 1, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.tmem import exercises as ex
 ex.check_registers(my_registers)
 ### BEGIN HIDDEN TESTS
@@ -460,6 +465,7 @@ print(f"that register holds D[{r}][{c}]: {regs[(w, i)][t, j].view(np.float32) ==
 tmem.plot_accumulator_owners(acc, 128, N, highlight=(r, c))
 plt.show()
 
+
 # %% [markdown]
 # ### Exercise 4.5 — which thread and register hold a cell (3 points)
 #
@@ -471,7 +477,7 @@ plt.show()
 # warp 1's first 16-lane block). The check calls it on cells of every shape, then on many more with
 # every `.num`.
 
-# %% solution id=tmem_holder
+# %% nbgrader={"grade": false, "grade_id": "tmem_holder", "locked": false, "schema_version": 3, "solution": true}
 def my_holder(shape, num, lane, column):
     """(thread, register) holding cell (lane, column) of one tcgen05.ld.<shape>.x<num>."""
     ### BEGIN SOLUTION
@@ -485,7 +491,8 @@ def my_holder(shape, num, lane, column):
     return 4 * (lane % 8) + (column % 8) // 2, column % 2 + 2 * (lane // 8) + 4 * (column // 8)
     ### END SOLUTION
 
-# %% grade id=tmem_holder_check points=3
+
+# %% nbgrader={"grade": true, "grade_id": "tmem_holder_check", "locked": true, "points": 3, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.tmem import exercises as ex
 ex.check_holder(my_holder)
 ### BEGIN HIDDEN TESTS

@@ -169,6 +169,7 @@ for tile in (SmemTile(128, 32, "float32", "none"), SmemTile(128, 32, "float32", 
     for mapping in ("row_per_thread", "chunk_per_thread"):
         print(RegisterStorePlan(tile, mapping, warp=1).summary())
 
+
 # %% [markdown]
 # ### Exercise 5.1 — the wavefronts of a store pattern (3 points)
 #
@@ -178,7 +179,7 @@ for tile in (SmemTile(128, 32, "float32", "none"), SmemTile(128, 32, "float32", 
 # rows padded to 36 fp32 columns (lane *i* at `144 * i`), and for all 32 lanes writing the same 16 bytes?
 # The check calls it on this section's patterns, then on many more.
 
-# %% solution id=store_wavefronts
+# %% nbgrader={"grade": false, "grade_id": "store_wavefronts", "locked": false, "schema_version": 3, "solution": true}
 def my_wavefronts(addresses):
     """Wavefronts of one st.shared.v4: lane i writes 16 bytes at addresses[i]."""
     ### BEGIN SOLUTION
@@ -194,7 +195,8 @@ def my_wavefronts(addresses):
     return total
     ### END SOLUTION
 
-# %% grade id=store_wavefronts_check points=3
+
+# %% nbgrader={"grade": true, "grade_id": "store_wavefronts_check", "locked": true, "points": 3, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.epilogue import exercises as ex
 ex.check_wavefronts(my_wavefronts)
 ### BEGIN HIDDEN TESTS
@@ -296,6 +298,7 @@ print("compiles: yes")
 print(E.Epilogue(p, acc, None, d0, kernel=nofence).results(), "\n")
 print(E.fence_experiment(nofence))    # 20 runs each way on a GPU; elsewhere the H100's
 
+
 # %% [markdown]
 # ### Exercise 5.2 — where a missing fence bites (2 points)
 #
@@ -306,7 +309,7 @@ print(E.fence_experiment(nofence))    # 20 runs each way on a GPU; elsewhere the
 # guaranteed to be seen. Predict first: `["st.shared", "bar.sync", "fence.proxy.async"]`? The check
 # calls it on a few sequences, then on every sequence of up to five steps.
 
-# %% solution id=store_fence
+# %% nbgrader={"grade": false, "grade_id": "store_fence", "locked": false, "schema_version": 3, "solution": true}
 def my_stale(steps):
     """May the TMA store issued after `steps` read stale SMEM?"""
     ### BEGIN SOLUTION
@@ -318,7 +321,8 @@ def my_stale(steps):
     return "bar.sync" not in after[fence + 1:]      # no barrier orders the fences before the store
     ### END SOLUTION
 
-# %% grade id=store_fence_check points=2
+
+# %% nbgrader={"grade": true, "grade_id": "store_fence_check", "locked": true, "points": 2, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.epilogue import exercises as ex
 ex.check_fence(my_stale)
 ### BEGIN HIDDEN TESTS
@@ -373,6 +377,7 @@ plot_bulk_groups(ring)
 plt.show()
 print("hazards:", ring.hazards, "(expected [])")
 
+
 # %% [markdown]
 # The misuses the model catches, each with the rule it breaks:
 
@@ -395,6 +400,7 @@ attempt("read GMEM after wait_group.read", lambda e: (base(e), e.commit_group(),
 attempt("exit with the store still reading", lambda e: (base(e), e.commit_group(), e.exit()))
 attempt("wait_group_read(-1)", lambda e: (base(e), e.commit_group(), e.wait_group_read(-1)))
 
+
 # %% [markdown]
 # ### Exercise 5.3 — `wait_group.read` in a ring of buffers (2 points)
 #
@@ -404,14 +410,15 @@ attempt("wait_group_read(-1)", lambda e: (base(e), e.commit_group(), e.wait_grou
 # `my_max_read_wait(stages)`: the largest N that is still safe. (A smaller N is safe too, but it keeps
 # fewer stores in flight.) The check replays each ring on `EpilogueOrdering`.
 
-# %% solution id=store_wait_ring
+# %% nbgrader={"grade": false, "grade_id": "store_wait_ring", "locked": false, "schema_version": 3, "solution": true}
 def my_max_read_wait(stages):
     """The largest N of wait_group.read before rewriting a buffer of a ring of `stages`."""
     ### BEGIN SOLUTION
     return stages - 1      # only the group that last read this buffer (stages groups ago) must be done
     ### END SOLUTION
 
-# %% grade id=store_wait_ring_check points=2
+
+# %% nbgrader={"grade": true, "grade_id": "store_wait_ring_check", "locked": true, "points": 2, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.epilogue import exercises as ex
 ex.check_ring_wait(my_max_read_wait)
 ### BEGIN HIDDEN TESTS
@@ -448,6 +455,7 @@ for mode in ("none", "32B", "64B", "128B"):
 print("expected: none and 32B unchanged (a 32-byte row 3 lies in the first 128-byte line, which the 32B "
       "pattern leaves as it is); 64B: j ^ 1; 128B: j ^ 3")
 
+
 # %% [markdown]
 # ### Exercise 5.4 — where a staged element sits (2 points)
 #
@@ -458,7 +466,7 @@ print("expected: none and 32B unchanged (a 32-byte row 3 lies in the first 128-b
 # where does element (1, 0) of the teaching kernel's tile (fp32, 128B) sit? The check calls it on a few
 # elements, then on many more.
 
-# %% solution id=store_swizzle_offset
+# %% nbgrader={"grade": false, "grade_id": "store_swizzle_offset", "locked": false, "schema_version": 3, "solution": true}
 def my_offset(row, col, elem_bytes, swizzle):
     """Byte offset of element (row, col) of a staged tile one swizzle row wide."""
     ### BEGIN SOLUTION
@@ -468,7 +476,8 @@ def my_offset(row, col, elem_bytes, swizzle):
     return a ^ (((a >> 7) & ((1 << bits) - 1)) << 4)  # chunk ^= which 128-byte line (Swizzle<B,4,3>)
     ### END SOLUTION
 
-# %% grade id=store_swizzle_offset_check points=2
+
+# %% nbgrader={"grade": true, "grade_id": "store_swizzle_offset_check", "locked": true, "points": 2, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.epilogue import exercises as ex
 ex.check_staged_offset(my_offset)
 ### BEGIN HIDDEN TESTS
@@ -500,13 +509,13 @@ print("box", narrow.box_shape, "=", narrow.box_bytes, "bytes of data; SMEM row p
 # coordinates, and D is compared with the epilogue's model, naming the first differing element. On an
 # sm_90 GPU the edited kernel also runs, in a worker process.
 
-# %% solution id=store_kernel_coords
+# %% nbgrader={"grade": false, "grade_id": "store_kernel_coords", "locked": false, "schema_version": 3, "solution": true}
 my_store_coords = None   # ("X", "Y"): C expressions for the TMA store's coordinates
 ### BEGIN SOLUTION
 my_store_coords = ("blockIdx.x * BN", "blockIdx.y * BM")
 ### END SOLUTION
 
-# %% tags=["nbval-ignore-output"] grade id=store_kernel_coords_check points=2
+# %% nbgrader={"grade": true, "grade_id": "store_kernel_coords_check", "locked": true, "points": 2, "schema_version": 3, "solution": false} tags=["nbval-ignore-output", "raises-exception"]
 from bwlab.epilogue import exercises as ex
 ex.check_store_coords(my_store_coords)
 ### BEGIN HIDDEN TESTS

@@ -70,6 +70,7 @@ d = t.result
 print("D == A @ B.T:", np.array_equal(d, flow.reference()), "  (expected True)")
 print("D[0, :4] =", d[0, :4], "   NumPy:", (a @ b.T)[0, :4])
 
+
 # %% [markdown]
 # ### Exercise 6.1 — the bytes of every hop, for any tile (2 points)
 # The table counts the bytes of this one tile. Write `hop_bytes(m, n, k, ab, d)` that gives them for any tile
@@ -85,7 +86,7 @@ print("D[0, :4] =", d[0, :4], "   NumPy:", (a @ b.T)[0, :4])
 # Predict before you write it: which of the four depend on `ab`, which on `d`, and which on neither? The
 # check calls your function on this tile and one more; the grader on other shapes and types.
 
-# %% solution id=flow_hop_bytes
+# %% nbgrader={"grade": false, "grade_id": "flow_hop_bytes", "locked": false, "schema_version": 3, "solution": true}
 def hop_bytes(m, n, k, ab="f16", d="f32"):
     """Bytes each hop moves for one m x n x k tile: {'tma_load': ..., 'mma': ..., 'tmem_ld': ..., 'tma_store': ...}."""
     ### BEGIN SOLUTION
@@ -97,7 +98,8 @@ def hop_bytes(m, n, k, ab="f16", d="f32"):
             "tma_store": m * n * size[d]}    # converted to d in registers: st.shared, then the TMA store
     ### END SOLUTION
 
-# %% grade id=flow_hop_bytes_check points=2
+
+# %% nbgrader={"grade": true, "grade_id": "flow_hop_bytes_check", "locked": true, "points": 2, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.flow import exercises as ex
 ex.check_hop_bytes(hop_bytes)
 ### BEGIN HIDDEN TESTS
@@ -260,13 +262,13 @@ print(F.format_ptx_by_hop(F.kernel_ptx("sm_100a"), width=100))
 from bwlab.flow import exercises as ex
 print(ex.try_k_step(0))
 
-# %% solution id=flow_k_step
+# %% nbgrader={"grade": false, "grade_id": "flow_k_step", "locked": false, "schema_version": 3, "solution": true}
 k_step_bytes = None   # bytes the descriptors' start address advances per tcgen05.mma (an int)
 ### BEGIN SOLUTION
 k_step_bytes = 16 * 2   # K = 16 f16 per instruction, 2 bytes each: the next slice of the same 128-byte row
 ### END SOLUTION
 
-# %% tags=["nbval-ignore-output"] grade id=flow_k_step_check points=3
+# %% nbgrader={"grade": true, "grade_id": "flow_k_step_check", "locked": true, "points": 3, "schema_version": 3, "solution": false} tags=["nbval-ignore-output", "raises-exception"]
 from bwlab.flow import exercises as ex
 ex.check_k_step(k_step_bytes)
 ### BEGIN HIDDEN TESTS
@@ -284,6 +286,7 @@ ex.check_k_step(k_step_bytes, hidden=hidden_cases("flow_k_step"))
 # %%
 print(F.format_ptx_by_hop(F.kernel_ptx("sm_90a"), width=100))
 
+
 # %% [markdown]
 # ### Exercise 6.3 — how many MMA instructions make a tile? (2 points)
 # The Blackwell listing issues 4 `tcgen05.mma` for this tile, Hopper's 8 `wgmma.mma_async`. Write
@@ -292,7 +295,7 @@ print(F.format_ptx_by_hop(F.kernel_ptx("sm_90a"), width=100))
 # 256, so it never takes a second instruction. Predict first: does a tf32 tile of K = 32 take more
 # instructions than an f16 tile of K = 64, or as many?
 
-# %% solution id=flow_mma_count
+# %% nbgrader={"grade": false, "grade_id": "flow_mma_count", "locked": false, "schema_version": 3, "solution": true}
 def mma_count(m, k, ab="f16"):
     """(tcgen05.mma, wgmma.mma_async) instructions for a tile of m rows and K = k (N <= 256)."""
     ### BEGIN SOLUTION
@@ -301,7 +304,8 @@ def mma_count(m, k, ab="f16"):
     return k_steps, (m // 64) * k_steps      # tcgen05: all m rows at once; wgmma: 64 rows each
     ### END SOLUTION
 
-# %% grade id=flow_mma_count_check points=2
+
+# %% nbgrader={"grade": true, "grade_id": "flow_mma_count_check", "locked": true, "points": 2, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.flow import exercises as ex
 ex.check_mma_count(mma_count)
 ### BEGIN HIDDEN TESTS
@@ -355,7 +359,7 @@ plt.show()
 # Then, for the two shared-memory hand-offs, say which proxy writes and which reads (`'generic'` or
 # `'async'`): that is why only one of them needs a proxy fence.
 
-# %% solution id=flow_orderings
+# %% nbgrader={"grade": false, "grade_id": "flow_orderings", "locked": false, "schema_version": 3, "solution": true}
 first_wrong = {"wait on full": None, "wait on mma_done": None, "tcgen05.wait::ld": None, "fence.proxy.async": None}
 proxies = {"wait on full": (None, None), "fence.proxy.async": (None, None)}   # (writer's, reader's)
 ### BEGIN SOLUTION
@@ -364,7 +368,7 @@ first_wrong = {"wait on full": "mma", "wait on mma_done": "tmem_ld", "tcgen05.wa
 proxies = {"wait on full": ("async", "async"), "fence.proxy.async": ("generic", "async")}
 ### END SOLUTION
 
-# %% grade id=flow_orderings_check points=3
+# %% nbgrader={"grade": true, "grade_id": "flow_orderings_check", "locked": true, "points": 3, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.flow import exercises as ex
 ex.check_orderings(first_wrong, proxies)
 ### BEGIN HIDDEN TESTS
@@ -394,6 +398,7 @@ for v in ("1sm", "multicast", "2sm"):
     cm, cn = g.cluster_shape
     print(f"  {v:<9s} cluster {cm}x{cn}: {g.l2_reads_per_k_tile():8d} bytes")
 
+
 # %% [markdown]
 # ### Exercise 6.5 — L2 traffic with and without multicast (2 points)
 # Write `l2_reads(M, N, cluster_m, cluster_n)`: the bytes the TMA engines read from L2 for one K tile (64 of f16)
@@ -401,7 +406,7 @@ for v in ("1sm", "multicast", "2sm"):
 # cluster_m CTAs along M × cluster_n along N). Predict first: for the 32 CTAs above, which cluster of eight
 # saves more, 2 × 4 or 1 × 8?
 
-# %% solution id=flow_l2_reads
+# %% nbgrader={"grade": false, "grade_id": "flow_l2_reads", "locked": false, "schema_version": 3, "solution": true}
 def l2_reads(M, N, cluster_m, cluster_n):
     """(without multicast, with multicast) bytes read from L2 per K tile of 64 f16, 128 x 128 tiles."""
     ### BEGIN SOLUTION
@@ -412,7 +417,8 @@ def l2_reads(M, N, cluster_m, cluster_n):
     return ctas_m * ctas_n * 2 * tile, clusters * (cluster_m + cluster_n) * tile
     ### END SOLUTION
 
-# %% grade id=flow_l2_reads_check points=2
+
+# %% nbgrader={"grade": true, "grade_id": "flow_l2_reads_check", "locked": true, "points": 2, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.flow import exercises as ex
 ex.check_l2_reads(l2_reads)
 ### BEGIN HIDDEN TESTS

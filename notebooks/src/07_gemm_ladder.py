@@ -81,6 +81,7 @@ for i, s in enumerate(ladder.STEPS, 1):
 show_source("gemm_sm90/gemm_common.cuh", kernel="desc_k128")
 show_source("gemm_sm90/gemm_common.cuh", kernel="mma_stage")
 
+
 # %% [markdown]
 # ### Exercise 7.1 — the bytes of one pipeline stage (2 points)
 #
@@ -88,7 +89,7 @@ show_source("gemm_sm90/gemm_common.cuh", kernel="mma_stage")
 # Write `stage_bytes(bm, bn)`: the bytes of one stage of a `bm` × `bn` tile's ring, that is the A slice
 # (`bm` rows) and the B slice (`bn` rows) of one k-slice, in bf16. The check tries other tiles too.
 
-# %% solution id=gemm_stage_bytes
+# %% nbgrader={"grade": false, "grade_id": "gemm_stage_bytes", "locked": false, "schema_version": 3, "solution": true}
 def stage_bytes(bm, bn):
     answer = None
     ### BEGIN SOLUTION
@@ -96,7 +97,8 @@ def stage_bytes(bm, bn):
     ### END SOLUTION
     return answer
 
-# %% grade id=gemm_stage_bytes_check points=2
+
+# %% nbgrader={"grade": true, "grade_id": "gemm_stage_bytes_check", "locked": true, "points": 2, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.gemm import exercises as gemm_ex
 gemm_ex.check_stage_bytes(stage_bytes)
 ### BEGIN HIDDEN TESTS
@@ -197,6 +199,7 @@ print(occupancy.describe("s1"))
 print(report.step_card(rec, 2))
 print(report.step_diff(2))
 
+
 # %% [markdown]
 # The ring is the textbook fix for step 1: each stage has a `full` mbarrier (TMA's bytes have landed,
 # notebook 01) and an `empty` one (all four warps are done reading it); `wgmma.wait_group 1` leaves one
@@ -217,7 +220,7 @@ print(report.step_diff(2))
 # given to each warp in units of 256; an SM holds at most 32 CTAs and 64 warps. The check's cases are
 # the compiled kernels of steps 1 and 2 (registers as `ptxas` allocated them, `bwlab.gemm.occupancy`).
 
-# %% solution id=gemm_ctas_per_sm
+# %% nbgrader={"grade": false, "grade_id": "gemm_ctas_per_sm", "locked": false, "schema_version": 3, "solution": true}
 def ctas_per_sm(smem_per_cta, registers, threads):
     answer = None
     ### BEGIN SOLUTION
@@ -227,7 +230,8 @@ def ctas_per_sm(smem_per_cta, registers, threads):
     ### END SOLUTION
     return answer
 
-# %% grade id=gemm_ctas_per_sm_check points=3
+
+# %% nbgrader={"grade": true, "grade_id": "gemm_ctas_per_sm_check", "locked": true, "points": 3, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.gemm import exercises as gemm_ex
 gemm_ex.check_ctas_per_sm(ctas_per_sm)
 ### BEGIN HIDDEN TESTS
@@ -261,6 +265,7 @@ for name, stages, tflops, ok in report.explore_rows():
     print(f"{what:<14s} {occ.ctas} CTA{'s' if occ.ctas > 1 else ' '} per SM: {tflops:6.1f} TFLOP/s"
           f"   (checked: {'PASS' if ok else 'FAIL'})   {tflops / s1_alone:5.2f} of s1")
 
+
 # %% [markdown]
 # What was measured: no depth reaches step 1. With two stages step 2 has as many CTAs per SM as
 # step 1 and is still clearly slower, so occupancy alone does not explain step 2. Three stages cost
@@ -286,7 +291,7 @@ for name, stages, tflops, ok in report.explore_rows():
 # `cycles_per_slice` cycles (a k-slice is `ladder.BK` deep). The check's cases are CTA 0's recorded
 # cycles per k-slice of steps 1 and 2 with their CTAs per SM; the next cell then compares the two steps.
 
-# %% solution id=gemm_flop_per_sm_cycle
+# %% nbgrader={"grade": false, "grade_id": "gemm_flop_per_sm_cycle", "locked": false, "schema_version": 3, "solution": true}
 def flop_per_sm_cycle(bm, bn, cycles_per_slice, ctas):
     answer = None
     ### BEGIN SOLUTION
@@ -294,7 +299,8 @@ def flop_per_sm_cycle(bm, bn, cycles_per_slice, ctas):
     ### END SOLUTION
     return answer
 
-# %% grade id=gemm_flop_per_sm_cycle_check points=2
+
+# %% nbgrader={"grade": true, "grade_id": "gemm_flop_per_sm_cycle_check", "locked": true, "points": 2, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.gemm import exercises as gemm_ex
 gemm_ex.check_flop_per_sm_cycle(flop_per_sm_cycle)
 ### BEGIN HIDDEN TESTS
@@ -307,6 +313,7 @@ for name in ("s1", "s2"):
     tl = timeline(rec, name)
     print(f"{name}: {tl.slice_period:.0f} cycles per k-slice, {occupancy.ctas_per_sm(name).ctas} CTAs per SM"
           f" -> {report.sm_flop_per_cycle(rec, name):.0f} FLOP per SM cycle")
+
 
 # %% [markdown]
 # Per k-slice, CTA 0 of step 2 is no slower than step 1's; step 2 loses in how many of those CTAs the
@@ -323,7 +330,7 @@ for name in ("s1", "s2"):
 # ring nothing needs to be released yet: give the parity that passes on a fresh barrier (step 3 skips
 # that wait instead; CUTLASS's producers start on that parity and wait anyway).
 
-# %% solution id=gemm_producer_parity
+# %% nbgrader={"grade": false, "grade_id": "gemm_producer_parity", "locked": false, "schema_version": 3, "solution": true}
 def producer_parity(kt, stages):
     answer = None
     ### BEGIN SOLUTION
@@ -331,7 +338,8 @@ def producer_parity(kt, stages):
     ### END SOLUTION
     return answer
 
-# %% grade id=gemm_producer_parity_check points=3
+
+# %% nbgrader={"grade": true, "grade_id": "gemm_producer_parity_check", "locked": true, "points": 3, "schema_version": 3, "solution": false} tags=["raises-exception"]
 from bwlab.gemm import exercises as gemm_ex
 gemm_ex.check_producer_parity(producer_parity)
 ### BEGIN HIDDEN TESTS
@@ -358,7 +366,7 @@ gemm_ex.check_producer_parity(producer_parity, hidden=hidden_cases("gemm_produce
 # On a Hopper GPU your kernel also runs on a 256 × 512 × 1024 GEMM in a worker process, its C is
 # checked against the f32 reference and its time printed beside the kernel as written.
 
-# %% solution id=gemm_handshake
+# %% nbgrader={"grade": false, "grade_id": "gemm_handshake", "locked": false, "schema_version": 3, "solution": true}
 full_parity = None    # the consumers' wait on full[s] for k-slice kt: a C expression (a string)
 empty_parity = None   # the producer's wait on empty[s] for k-slice kt >= STAGES: a C expression (a string)
 ### BEGIN SOLUTION
@@ -366,7 +374,7 @@ full_parity = "(kt / STAGES) & 1"
 empty_parity = "(kt / STAGES + 1) & 1"
 ### END SOLUTION
 
-# %% tags=["nbval-ignore-output"] grade id=gemm_handshake_check points=3
+# %% nbgrader={"grade": true, "grade_id": "gemm_handshake_check", "locked": true, "points": 3, "schema_version": 3, "solution": false} tags=["nbval-ignore-output", "raises-exception"]
 from bwlab.gemm import exercises as gemm_ex
 gemm_ex.check_handshake(full_parity, empty_parity)
 ### BEGIN HIDDEN TESTS
@@ -382,6 +390,7 @@ gemm_ex.check_handshake(full_parity, empty_parity, hidden=hidden_cases("gemm_han
 # %%
 print(report.step_card(rec, 3))
 print(report.step_diff(3))
+
 
 # %% [markdown]
 # Three warpgroups with different jobs. The **producer** (warpgroup 0) hands registers back with
@@ -1037,4 +1046,3 @@ print(f"\nsteps of A's start address from one MMA to the next (bytes): bwlab {st
 # %% [markdown]
 # On a B200 (sm_100), `python -m bwlab.bench gemm` measures this ladder instead of the Hopper one, with
 # the same checks and the same interleaved timing; `sm100.run_sm100(step, A, B)` runs one step.
-
