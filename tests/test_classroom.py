@@ -41,13 +41,13 @@ rows, cols, elem_bytes = 64, 16, 2
 # ### Exercise 9.1 — the bytes of a box (1 point)
 # Predict the bytes that a 64 x 16 box of 2-byte elements covers.
 
-# % nbgrader={"grade": false, "grade_id": "syn_box_bytes", "locked": false, "schema_version": 3, "solution": true}
+# %% nbgrader={"grade": false, "grade_id": "syn_box_bytes", "locked": false, "schema_version": 3, "solution": true}
 box_bytes = None   # your prediction (an int)
 ### BEGIN SOLUTION
 box_bytes = rows * cols * elem_bytes
 ### END SOLUTION
 
-# % nbgrader={"grade": true, "grade_id": "syn_box_bytes_check", "locked": true, "points": 1, "schema_version": 3, "solution": false} tags=["raises-exception"]
+# %% nbgrader={"grade": true, "grade_id": "syn_box_bytes_check", "locked": true, "points": 1, "schema_version": 3, "solution": false} tags=["raises-exception"]
 check_value("bytes of the box", box_bytes, rows * cols * elem_bytes, rule="elements times element size",
             mistakes={rows * cols: "that is the number of elements, not of bytes"})
 
@@ -55,7 +55,7 @@ check_value("bytes of the box", box_bytes, rows * cols * elem_bytes, rule="eleme
 # ### Exercise 9.2 — tiles that cover an extent (2 points)
 # Write `tiles(n, t)`: how many tiles of `t` elements cover `n` elements.
 
-# % nbgrader={"grade": false, "grade_id": "syn_tiles", "locked": false, "schema_version": 3, "solution": true}
+# %% nbgrader={"grade": false, "grade_id": "syn_tiles", "locked": false, "schema_version": 3, "solution": true}
 def tiles(n, t):
     answer = None
     ### BEGIN SOLUTION
@@ -63,7 +63,7 @@ def tiles(n, t):
     ### END SOLUTION
     return answer
 
-# % nbgrader={"grade": true, "grade_id": "syn_tiles_check", "locked": true, "points": 2, "schema_version": 3, "solution": false} tags=["nbval-ignore-output", "raises-exception"]
+# %% nbgrader={"grade": true, "grade_id": "syn_tiles_check", "locked": true, "points": 2, "schema_version": 3, "solution": false} tags=["nbval-ignore-output", "raises-exception"]
 check_function("tiles", tiles, [(100, 64)], reference=ceil_div, rule="ceil(n / t)")
 ### BEGIN HIDDEN TESTS
 check_function("tiles", tiles, [(128, 64), (1, 64), (65, 64)], reference=ceil_div, rule="ceil(n / t)")

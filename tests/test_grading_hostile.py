@@ -85,7 +85,20 @@ def graded(tmp_path_factory):
     results = {(r["student"], r["assignment"]): r for r in grading.read_results(course)}
     return dict(course=course, subs=subs, cases=cases, rc=rc, report=report, before=before, after=after,
                 venv=(venv_before, sorted(str(p) for p in site.rglob("*.pth"))),
-                procs=(procs_before, _sandbox_processes()), results=results, ids=base / "ids.csv")
+                procs=(procs_before, _left_after(procs_before)), results=results, ids=base / "ids.csv")
+
+
+def _left_after(before: set, wait_s: float = 5.0) -> set:
+    """The sandbox processes still there once the grader has returned: a killed sandbox's PID namespace
+    takes a moment to empty on a busy machine, so wait up to `wait_s` for that; one that outlives its
+    run stays."""
+    import time
+    deadline = time.monotonic() + wait_s
+    while True:
+        now = _sandbox_processes()
+        if now <= before or time.monotonic() > deadline:
+            return now
+        time.sleep(0.1)
 
 
 NAMES = ["key", "blank", "half", "noisy", "floats", "float768", "neighbour", "renamed_cells", "scratch_cells",
