@@ -33,16 +33,16 @@ lab: venv
 # The whole suite: unit tests, compile checks of every cuda_src file, nbval over the notebooks.
 # Notebooks are stored from an emulated-tier run (the TMA-family kernels in bwlab.emu, deterministic), so
 # nbval runs them in the emulated tier too.
-# Each runs on every core (pytest-xdist): a test file (tests/conftest.py groups them), or a notebook's
-# cells, stay on one worker. One worker more than cores: the files that grade in the sandbox share one
-# worker, which mostly waits on the sandboxes' wall-clock limits.
+# Each runs on every core (pytest-xdist): a test file, or a notebook's cells, stay on one worker (module
+# fixtures run once). One worker more than cores: the files that grade in the sandbox mostly wait on the
+# sandboxes' wall-clock limits.
 XDIST ?= -n $(shell echo $$(( $$(nproc) + 1 )))
 test: venv sandbox-deps
-	$(PY) -m pytest -q $(XDIST) --dist loadgroup tests --ignore=tests/test_wheel.py
+	$(PY) -m pytest -q $(XDIST) --dist loadfile tests --ignore=tests/test_wheel.py
 	BWLAB_BACKEND=emulated $(PY) -m pytest -q $(XDIST) --dist loadfile --nbval notebooks --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
 
 unit: venv sandbox-deps
-	$(PY) -m pytest -q $(XDIST) --dist loadgroup tests --ignore=tests/test_wheel.py
+	$(PY) -m pytest -q $(XDIST) --dist loadfile tests --ignore=tests/test_wheel.py
 
 # bwlab as a user installs it (tests/test_wheel.py): a wheel built from this repository, installed with its
 # cuda12 extra into a fresh venv outside the checkout, compiles a teaching kernel for sm_90a, replays a

@@ -28,18 +28,8 @@ def _emulator_runs(item) -> bool:
         device.backend() == "emulated" or device.gpu_info() is None)
 
 
-# `make test` runs the tests on every core (pytest-xdist, --dist loadgroup): each file's tests stay on one
-# worker (its module fixtures run once), and the files that grade in the bubblewrap sandbox share one worker,
-# since a test there counts the sandbox processes left behind.
-SANDBOX_FILES = {"test_classroom.py", "test_grading_hostile.py", "test_grading_units.py"}
-
-
-@pytest.hookimpl(tryfirst=True)   # before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            path = item.nodeid.split("::")[0]
-            item.add_marker(pytest.mark.xdist_group("sandbox" if Path(path).name in SANDBOX_FILES else path))
         reason = None
         if _emulator_runs(item):
             item.fixturenames.append("emulated_tier")

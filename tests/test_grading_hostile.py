@@ -45,11 +45,14 @@ def _hashes(*dirs) -> dict:
     return out
 
 
+RUN_ID = f"hostile-test-{os.getpid()}"
+
+
 def _sandbox_processes() -> set:
-    """Processes of the sandbox user started by this checkout's grader (their environment names this
-    checkout in PYTHONPATH; other checkouts on the machine may be grading at the same time)."""
+    """Processes of the sandbox user started by this file's grading run (their environment carries its
+    BWLAB_GRADING_RUN; other graders, of this checkout or another, may run at the same time)."""
     pids = set()
-    mark = f"PYTHONPATH={grading.ROOT}".encode()
+    mark = f"{grading.RUN_ENV}={RUN_ID}".encode()
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
             with contextlib.suppress(OSError, StopIteration):
@@ -80,7 +83,11 @@ def graded(tmp_path_factory):
     before = _hashes(*guarded)
     venv_before = sorted(str(p) for p in site.rglob("*.pth"))
     procs_before = _sandbox_processes()
-    rc, report = _grade(course, "--collect", str(subs), "--id-map", str(base / "ids.csv"))
+    os.environ[grading.RUN_ENV] = RUN_ID
+    try:
+        rc, report = _grade(course, "--collect", str(subs), "--id-map", str(base / "ids.csv"))
+    finally:
+        os.environ.pop(grading.RUN_ENV, None)
     after = _hashes(*guarded)
     results = {(r["student"], r["assignment"]): r for r in grading.read_results(course)}
     return dict(course=course, subs=subs, cases=cases, rc=rc, report=report, before=before, after=after,

@@ -58,6 +58,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "bwlab"
 STUDENT_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}")   # no leading '-' or '@': safe in shells and CSVs
 SANDBOX_UID = 65534
+RUN_ENV = "BWLAB_GRADING_RUN"
 HIDDEN_MARKERS = ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
 MAX_REPLY = 64 << 20             # bytes of one line from the sandbox
 MAX_NOTEBOOK = 50 << 20          # bytes of a submitted notebook
@@ -131,6 +132,9 @@ def sandbox_command(python: str, tmp: Path | None, limits: Limits, mode: str,
            "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
     if token is not None:
         env[variants.TOKEN_ENV] = token
+    # Which grading run this sandbox belongs to (the grader's BWLAB_GRADING_RUN, else its process id): the
+    # processes of one run can be found, and counted, among other graders' on the same machine.
+    env[RUN_ENV] = os.environ.get(RUN_ENV) or f"grader-{os.getpid()}"
     runner = [python, "-m", "bwlab.tools.answer_runner"]
     if mode == "none":
         return ["env", "-i", *(f"{k}={v}" for k, v in {**env, "HOME": str(tmp), "TMPDIR": str(tmp),
