@@ -12,3 +12,20 @@ def ceil_div(x: int, m: int) -> int:
 def round_up(x: int, m: int) -> int:
     """x rounded up to a multiple of m (for m > 0)."""
     return ceil_div(x, m) * int(m)
+
+
+def names_elsewhere(namespace: dict, elsewhere: dict):
+    """`__getattr__` and `__dir__` for a stage package whose top lists only its teaching names (`__all__`):
+    every other name in `elsewhere` ({name: module}) is imported from its module on first use, so
+    `bwlab.<stage>.<name>` still reaches it. `namespace` is the package's globals()."""
+    def __getattr__(name):
+        module = elsewhere.get(name)
+        if module is None:
+            raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
+        import importlib
+        return getattr(importlib.import_module(module), name)
+
+    def __dir__():
+        return sorted(set(namespace.get("__all__", ())) | set(namespace))
+
+    return __getattr__, __dir__

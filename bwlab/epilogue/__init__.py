@@ -57,6 +57,8 @@ __all__ = ["EpilogueProblem", "Epilogue", "TmaStore", "epilogue_model", "run_epi
 
 # Every other name lives in its module (bwlab.epilogue.<module>, or bwlab.hw); the package's top still
 # reaches it, importing that submodule on first use (the pictures load matplotlib only then).
+from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
+
 _ELSEWHERE = {
     "BANK_BYTES": "bwlab.hw.banks", "BANK_RULE": "bwlab.hw.banks", "BankReport": "bwlab.hw.banks",
     "BulkAsyncGroups": "bwlab.epilogue.ordering", "D_DTYPES": "bwlab.epilogue.rules",
@@ -83,13 +85,4 @@ _ELSEWHERE = {
 }
 
 
-def __getattr__(name):
-    module = _ELSEWHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__():
-    return sorted(set(__all__) | set(globals()))
+__getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)

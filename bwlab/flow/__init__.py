@@ -42,6 +42,8 @@ __all__ = ["Flow", "FlowProblem", "Trace", "TraceCheck", "HOPS", "HOP_NAMES", "f
 
 # Every other name lives in its module (bwlab.flow.<module>, or bwlab.hw); the package's top still
 # reaches it, importing that submodule on first use (the pictures load matplotlib only then).
+from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
+
 _ELSEWHERE = {
     "Hop": "bwlab.flow.trace", "LD_ACCESS": "bwlab.flow.problem", "ORDERINGS": "bwlab.flow.ordering",
     "ORDERING_NAMES": "bwlab.flow.ordering", "Ordering": "bwlab.flow.ordering", "SMEM_A": "bwlab.flow.problem",
@@ -57,13 +59,4 @@ _ELSEWHERE = {
 }
 
 
-def __getattr__(name):
-    module = _ELSEWHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__():
-    return sorted(set(__all__) | set(globals()))
+__getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)

@@ -48,6 +48,8 @@ __all__ = ["MulticastConfig", "MulticastLoad", "ClusterRanks", "multicast_model"
 
 # Every other name lives in its module (bwlab.multicast.<module>, or bwlab.hw); the package's top still
 # reaches it, importing that submodule on first use (the pictures load matplotlib only then).
+from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
+
 _ELSEWHERE = {
     "BARRIERS": "bwlab.multicast.runner", "CtaMasks": "bwlab.multicast.cluster",
     "CtaPlan": "bwlab.multicast.partition", "FILL_BYTE": "bwlab.multicast.model",
@@ -80,13 +82,4 @@ _ELSEWHERE = {
 }
 
 
-def __getattr__(name):
-    module = _ELSEWHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__():
-    return sorted(set(__all__) | set(globals()))
+__getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)

@@ -45,6 +45,8 @@ __all__ = ["TensorMap", "TensorMapError", "TmaLoad", "tma_load_model", "run_tma_
 
 # Every other name lives in its module (bwlab.tma.<module>, or bwlab.hw); the package's top still
 # reaches it, importing that submodule on first use (the pictures load matplotlib only then).
+from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
+
 _ELSEWHERE = {
     "MAX_BOX": "bwlab.tma.tensor_map", "MAX_RANK": "bwlab.tma.tensor_map", "PREFETCH_BOX": "bwlab.tma.runner",
     "PREFETCH_TENSORMAP": "bwlab.tma.runner", "SMEM_ALIGNMENT": "bwlab.tma.tensor_map",
@@ -61,13 +63,4 @@ _ELSEWHERE = {
 }
 
 
-def __getattr__(name):
-    module = _ELSEWHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__():
-    return sorted(set(__all__) | set(globals()))
+__getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)

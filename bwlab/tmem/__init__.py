@@ -50,6 +50,8 @@ __all__ = ["TmemAccess", "TensorMemory", "TmemLoad", "TmemStore", "TmemError", "
 
 # Every other name lives in its module (bwlab.tmem.<module>, or bwlab.hw); the package's top still
 # reaches it, importing that submodule on first use (the pictures load matplotlib only then).
+from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
+
 _ELSEWHERE = {
     "Allocation": "bwlab.tmem.alloc", "COLUMNS": "bwlab.hw.tmem", "COLUMNS_PER_NUM": "bwlab.tmem.forms",
     "CP_TABLE": "bwlab.tmem.tables", "LANES": "bwlab.hw.tmem", "LANES_PER_SHAPE": "bwlab.tmem.forms",
@@ -80,13 +82,4 @@ _ELSEWHERE = {
 }
 
 
-def __getattr__(name):
-    module = _ELSEWHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__():
-    return sorted(set(__all__) | set(globals()))
+__getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)

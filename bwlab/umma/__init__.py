@@ -47,6 +47,8 @@ __all__ = ["UmmaCase", "WgmmaCase", "SmemDesc", "make_smem_desc", "decode_smem_d
 
 # Every other name lives in its module (bwlab.umma.<module>, or bwlab.hw); the package's top still
 # reaches it, importing that submodule on first use (the pictures load matplotlib only then).
+from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
+
 _ELSEWHERE = {
     "ARCHS": "bwlab.umma.descriptors", "CanonicalLayout": "bwlab.umma.canonical", "CtaState": "bwlab.umma.model",
     "InstrDesc": "bwlab.umma.idesc", "KINDS": "bwlab.umma.idesc", "LAYOUTS": "bwlab.umma.rules",
@@ -77,13 +79,4 @@ _ELSEWHERE = {
 }
 
 
-def __getattr__(name):
-    module = _ELSEWHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__():
-    return sorted(set(__all__) | set(globals()))
+__getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)
