@@ -84,6 +84,9 @@ def test_wheel_carries_packages_sources_and_recordings(wheel):
     results = ROOT / "docs" / "results"
     want |= {f"bwlab/_data/results/{p.name}" for p in results.glob("*.txt")}
     want |= {f"bwlab/_data/results/recordings/{p.name}" for p in (results / "recordings").glob("*.npz")}
+    # the Gluon / CuTe DSL twins' PTX as recorded (bwlab.bridge), in place
+    want |= {p.relative_to(ROOT).as_posix() for p in (ROOT / "bwlab" / "bridge" / "recorded").glob("*")
+             if p.suffix in (".ptx", ".json")}
     missing = sorted(want - names)
     assert not missing, f"the wheel lacks {len(missing)} files: {missing[:20]}"
     # Nothing beyond them but the wheel's metadata.
