@@ -15,7 +15,7 @@ import numpy as np
 
 from ..case import Case, CheckResult, Mismatch, digest
 from ..hw.dtypes import from_float, to_float
-from .ladder import check_shape, step
+from .ladder import require_shape, step
 
 __all__ = ["GemmCase"]
 
@@ -34,7 +34,7 @@ class GemmCase(Case):
     def __init__(self, step_, M: int, N: int, K: int, seed: int = 0, kernel=None):
         self.step = step(step_)
         self.M, self.N, self.K, self.seed = int(M), int(N), int(K), int(seed)
-        check_shape(self.step, self.M, self.N, self.K)
+        require_shape(self.step, self.M, self.N, self.K)
         self.teaching_file = self.step.file
         self._set_kernel(kernel)
         rng = np.random.default_rng(self.seed)

@@ -24,7 +24,7 @@ from ..util import round_up
 from .canonical import canonical_layout, instr_k
 from .descriptors import SmemDesc, smem_desc_for_tile, tile_desc
 from .idesc import kind_of, make_instr_desc
-from .rules import check_mma
+from .rules import require_mma
 from .model import (SMEM_BYTES, WGMMA_NS, CtaState, d_from_words, d_tmem_layout, tcgen05_commit,
                     tcgen05_mma, wgmma_d_fragment, wgmma_mma_async, words_from_d)
 
@@ -143,16 +143,16 @@ class UmmaCase(_OperandCase):
     def __post_init__(self):
         # Every rule of the tcgen05.mma tables (types, M, N, majors and SMEM layouts), before any
         # layout is built or kernel compiled: an illegal configuration never reaches a GPU.
-        check_mma(self.ab, self.ab, self.d, self.M, self.N, 1, self.a_major, self.b_major,
-                  self.a_swizzle, self.b_swizzle)
+        require_mma(self.ab, self.ab, self.d, self.M, self.N, 1, self.a_major, self.b_major,
+                    self.a_swizzle, self.b_swizzle)
         ki = instr_k(self.ab)
         if self.K % ki or not ki <= self.K <= 16 * ki:
             raise ValueError(f"K must be a multiple of {ki} ({self.ab}: one instruction each), at most 16 of them")
         _check_regions([("A", self.a_layout), ("B", self.b_layout)])
         self._set_kernel(self.kernel)
         if self.kernel is not None:
-            from .runner import check_teach_umma
-            check_teach_umma(self)
+            from .runner import require_teach_umma
+            require_teach_umma(self)
 
     @property
     def dtype(self) -> str:
@@ -317,8 +317,8 @@ class WgmmaCase(_OperandCase):
         if self.descs is not None and self.kernel is None:
             raise ValueError("descs= are given to the teaching kernel: add kernel='teach_wgmma.cu'")
         if self.kernel is not None:
-            from .runner import check_teach_wgmma
-            check_teach_wgmma(self, self.descs)
+            from .runner import require_teach_wgmma
+            require_teach_wgmma(self, self.descs)
 
     def with_descriptors(self, descs) -> "WgmmaCase":
         """The same case, its kernel given edited descriptors `(a_descs, b_descs)`: run() runs them, and
