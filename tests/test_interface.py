@@ -311,6 +311,48 @@ def test_gemm_case_model_is_the_f32_gemm_rounded_to_bf16():
         GemmCase(1, 100, 128, 64)
 
 
+def test_gemm_case_runs_the_learners_ladder_kernel(emulated_tier, tmp_path):
+    """GemmCase(kernel=) runs an edit of the step's file in the emulator and compares it with the f32
+    reference: the file as written passes, a K loop that drops its last slice fails."""
+    from bwlab.gemm import GemmCase
+    from bwlab.lab import TeachingKernel
+    file = "gemm_sm90/s1_one_warpgroup.cu"
+    assert GemmCase(1, 128, 128, 128, kernel="s1_one_warpgroup.cu").kernel.file == file
+    assert GemmCase(1, 128, 128, 128, kernel=file).check().ok
+    broken = TeachingKernel(file).replace("kt < k_tiles;", "kt < k_tiles - 1;")
+    res = GemmCase(1, 128, 128, 128, kernel=broken).check()
+    assert isinstance(res, CheckResult) and not res.ok and res.differing > 128 * 128 // 2, str(res)
+    assert "emulated" in res.source and "K loop" in res.hint
+    # the edited source as text or as a file is the same kernel
+    (tmp_path / "mine.cu").write_text(broken.text)
+    ident = GemmCase(1, 128, 128, 128, kernel=broken).identity()
+    assert GemmCase(1, 128, 128, 128, kernel=broken.text).identity() == ident
+    assert GemmCase(1, 128, 128, 128, kernel=tmp_path / "mine.cu").identity() == ident
+    assert ident != GemmCase(1, 128, 128, 128, kernel=file).identity()
+    with pytest.raises(ValueError, match="teaching kernel is gemm_sm90/s1_one_warpgroup.cu"):
+        GemmCase(1, 128, 128, 128, kernel=TeachingKernel("gemm_sm90/s2_pipeline.cu"))
+
+
+def test_umma_case_gives_the_kernel_your_idesc(emulated_tier):
+    """UmmaCase.with_idesc(): teach_umma.cu issues tcgen05.mma with the learner's instruction descriptor;
+    model() stays the case's, model(idesc=) predicts the kernel's D bit for bit."""
+    from bwlab import umma
+    case = _umma("teach_umma.cu")
+    wrong = umma.make_instr_desc("f16", "f16", "f32", 128, 64, "K", "MN")     # B said MN-major, stored K-major
+    mine = case.with_idesc(wrong)
+    assert mine.kernel_idesc == wrong and mine.identity() != case.identity()
+    assert np.array_equal(mine.model(), case.model())
+    got = mine.run()
+    assert np.array_equal(got, case.model(idesc=wrong))
+    res = mine.check(got)
+    assert not res.ok and "instruction descriptor" in res.hint, str(res)
+    assert case.with_idesc(case.idesc).check().ok
+    with pytest.raises(ValueError, match="kernel="):
+        umma.UmmaCase("f16", "f32", M=128, N=64, K=64, b_base=16384, kernel_idesc=wrong)
+    with pytest.raises(ValueError, match="32 bits"):
+        case.with_idesc(1 << 32)
+
+
 # ---- one verb per meaning -------------------------------------------------------------------------
 # `check` compares something with the model and reports (a CheckResult, or a *Check of the same kind);
 # `require_*` refuses illegal input with an error naming the rule; the exercise graders keep the

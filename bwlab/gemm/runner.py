@@ -245,11 +245,12 @@ EMULATED_SMS = 2   # the persistent steps launch this many CTAs (clusters) in th
 
 
 def run_step_emulated(name, a, b, sms: int = EMULATED_SMS, seed: int = 0, trace: bool = False,
-                      stamps: bool = False):
+                      stamps: bool = False, kernel=None):
     """C = A * B^T by one step's kernel executed in bwlab.emu (its sm_90a PTX, instruction by
     instruction). `a` (M x K) and `b` (N x K) are NumPy uint16 arrays of bf16 bits; returns (C bits,
     the emulator's Launch: its trace, stall reports and counts). Persistent steps launch
-    min(`sms`, tiles) CTAs, so each CTA walks several tiles as it does on the GPU."""
+    min(`sms`, tiles) CTAs, so each CTA walks several tiles as it does on the GPU. `kernel`: a learner's
+    edit of the step's file (`bwlab.lab.TeachingKernel`) instead of the file."""
     from .. import emu
     from ..runtime import EMULATED, launch as run_launch, tensor_map_arg
     s = step(name)
@@ -264,7 +265,9 @@ def run_step_emulated(name, a, b, sms: int = EMULATED_SMS, seed: int = 0, trace:
     maps = [encode_tensor_map(TensorMap("bfloat16", (k, m), (BK, s.bm), swizzle="128B"), da.data.ptr),
             encode_tensor_map(TensorMap("bfloat16", (k, n), (BK, s.b_rows), swizzle="128B"), db.data.ptr),
             encode_tensor_map(TensorMap("bfloat16", (n, m), (64, 64), swizzle="128B"), dc.data.ptr)]
-    module = EMULATED.load(s.path.split("/", 1)[0] + "/" + s.file, defines={"GEMM_STAMPS": 1} if stamps else None)
+    if kernel is not None and kernel.file != s.path:
+        raise ValueError(f"{s.name} runs {s.path}; got an edit of {kernel.file}")
+    module = EMULATED.load(kernel if kernel is not None else s.path, defines={"GEMM_STAMPS": 1} if stamps else None)
     fn = module.get_function("gemm")
     fn.seed, fn.trace = seed, trace
     grid = s.grid(m, n, sms * s.cluster, k)
