@@ -190,6 +190,26 @@ def _limit(limits: Limits):
     return apply
 
 
+def _tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system, with those of children they waited for) of `pid`'s descendants, from
+    /proc: what the processes in a sandbox used, for the timing figures (bubblewrap's own process,
+    `pid`, is counted by the grader's wait)."""
+    tick, total, todo, seen = os.sysconf("SC_CLK_TCK"), 0, [pid], set()
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if p != pid:
+                fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+                total += sum(int(x) for x in fields[11:15])          # utime stime cutime cstime
+            for task in Path(f"/proc/{p}/task").iterdir():
+                with contextlib.suppress(OSError, ValueError):
+                    todo += [int(c) for c in (task / "children").read_text().split()]
+    return total / tick
+
+
 _NOT_ITS_OWN = ("a line on its reply channel {} (not the runner's report: the notebook's code wrote to the "
                 "grader's channel)")
 
@@ -318,8 +338,11 @@ class Sandbox:
 
     stderr_tail = ""
 
+    cpu_s = 0.0          # CPU seconds of the processes inside the sandbox, read as it is stopped
+
     def close(self) -> None:
         if self.proc.poll() is None:
+            self.cpu_s = max(self.cpu_s, _tree_cpu(self.proc.pid))
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
             with contextlib.suppress(Exception):
@@ -439,6 +462,7 @@ class Session:
         self.restarts = 0
         self.spent, self.calls = 0.0, 0      # seconds and calls of the learner's functions, this exercise
         self.box = Sandbox(cells, limits, mode, notebook=notebook, token=token)
+        self.boxes = [self.box]
         self.deadline = self.box.deadline          # restarts share it: one notebook, one time limit
         try:
             self.events = self.box.run()
@@ -468,6 +492,7 @@ class Session:
             if time.monotonic() >= self.deadline:
                 raise self._not_evaluated("the notebook's time limit ran out")
             self.box = Sandbox(self.cells, self.limits, self.mode, self.deadline, self.notebook, self.token)
+            self.boxes.append(self.box)
             try:
                 self.box.run()
             except SandboxGone as e:
@@ -483,6 +508,11 @@ class Session:
             if op == "call":
                 self.spent += time.monotonic() - t0
                 self.calls += 1
+
+    @property
+    def cpu_s(self) -> float:
+        """CPU seconds used in this session's sandboxes (restarts included), read as each was stopped."""
+        return sum(b.cpu_s for b in self.boxes)
 
     def close(self):
         if self.box is not None:
@@ -829,7 +859,7 @@ def grade_one(submission: Path, source_nb: Path, release_nb: Path, limits: Limit
     student's (bwlab.variants.token_for: their numbers, in the sandbox and in the checks here; None:
     the self-study numbers). Never raises for anything the submission does: that ends as status FAILED
     with a reason."""
-    t0 = time.monotonic()
+    t0, cpu0 = time.monotonic(), time.process_time()
     graded, names = graded_cells(source_nb), course_names(source_nb)
     release = json.loads(Path(release_nb).read_text())
     solution_ids = [_nbgrader(c)["grade_id"] for c in release["cells"] if _nbgrader(c).get("solution")]
@@ -845,7 +875,11 @@ def grade_one(submission: Path, source_nb: Path, release_nb: Path, limits: Limit
     if not limits.run_every_cell:
         release_code = {_source(c) for c in release["cells"] if c.get("cell_type") == "code"
                         and not _nbgrader(c).get("solution") and not _nbgrader(c).get("grade")}
-        for i in skippable(cells, release_code, names.answers):
+        try:
+            skip = skippable(cells, release_code, names.answers)
+        except (RecursionError, MemoryError):     # a learner's cell nested past what is analysed: run all
+            skip = set()
+        for i in skip:
             cells[i].update(run=None, skipped=True)
     result["cells"] = cells
     runs = [c["run"] for c in cells if c["run"] is not None]
@@ -866,6 +900,8 @@ def grade_one(submission: Path, source_nb: Path, release_nb: Path, limits: Limit
         return _failed(result, f"not every exercise could be evaluated ({session.incomplete})", t0, keep=True)
     result["score"] = sum(ex["points"] for ex in result["exercises"])
     result["seconds"] = round(time.monotonic() - t0, 2)
+    # CPU seconds: the grader's process for this submission, and the processes in its sandboxes
+    result["cpu_s"] = {"grader": round(time.process_time() - cpu0, 2), "sandbox": round(session.cpu_s, 2)}
     return result
 
 
@@ -1075,6 +1111,16 @@ def _die_with_grader(grader_pid: int) -> None:
         os._exit(1)
 
 
+def compile_package() -> None:
+    """Byte-compile bwlab's package here, once per batch: the sandbox may not write its __pycache__
+    (read-only, PYTHONDONTWRITEBYTECODE), so without this every sandbox compiles each bwlab module it
+    imports from source again. The files are the grader's own, made from the package's sources; Python
+    checks each against its source's time stamp and size, and compiles a stale one in memory."""
+    import compileall
+    with contextlib.suppress(Exception):
+        compileall.compile_dir(str(PACKAGE), quiet=2)
+
+
 def preflight(limits: Limits, mode: str) -> None:
     """Run an empty notebook in the sandbox: GradingError with the sandbox's own words when it cannot
     start here (rather than every submission FAILED for the same reason)."""
@@ -1165,6 +1211,7 @@ def grade_all(course: Path, jobs: int = 1, limits: Limits | None = None, sandbox
         raise GradingError(f"no student version of {', '.join(missing)} in {course / 'release'}: run "
                            "`make student` (python -m bwlab.tools.classroom student) first")
     if todo:
+        compile_package()
         preflight(limits, mode)
 
     def done(sid, a, sha, result):
