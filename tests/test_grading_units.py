@@ -329,3 +329,12 @@ def test_demonstration_cells_that_nothing_needs_are_not_run():
     # read inside a comprehension that binds the same name: not a read of the cell's name
     assert grading.skippable(_planned("import numpy as np", "x = np.ones(2)", "print([x for x in range(2)])"), release, set()) == {0, 1}
     assert grading.skippable(_planned("import numpy as np", "x = np.ones(2)", "print([x + i for i in range(2)])"), release, set()) == set()
+
+
+def test_bench_refuses_a_folder_that_is_not_its_own(tmp_path):
+    """`classroom bench` starts from an empty work folder: it never deletes one it did not make."""
+    from bwlab.tools import classroom as cls
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(cls.ClassroomError, match="holds no earlier bench"):
+        cls.bench_class(1, tmp_path)
+    assert (tmp_path / "notes.txt").read_text() == "mine"

@@ -586,6 +586,9 @@ def bench_class(n: int, workdir: Path, paths=None, jobs: int = 2, backend: str |
     from . import grading
     from .. import variants
     workdir = Path(workdir).resolve()
+    if workdir.exists() and any(workdir.iterdir()) and not (workdir / "bench.json").exists() \
+            and not (workdir / "course" / "nbgrader_config.py").exists():
+        raise ClassroomError(f"{workdir} is not empty and holds no earlier bench: give an empty or new --workdir")
     shutil.rmtree(workdir, ignore_errors=True)
     course, subs = workdir / "course", workdir / "submissions"
     released = student(course, paths)
