@@ -294,6 +294,53 @@ except OSError as e:
 """,
 }
 
+# the tricks of a later round, each on top of the right answers; None: the honest work's full score
+_REPLY_FDS = """
+import fcntl, os
+def _reply_fds():
+    out = []
+    for fd in range(3, 64):
+        try:
+            link, mode = os.readlink(f"/proc/self/fd/{fd}"), fcntl.fcntl(fd, fcntl.F_GETFL) & 3
+        except OSError:
+            continue
+        if link.startswith("pipe:") and mode == os.O_WRONLY:
+            out.append(fd)
+    return out
+def _send(fd, data):
+    while data:
+        data = data[os.write(fd, data):]
+"""
+LATER = {   # name: (code, what the grader must make of it)
+    # forged cell reports of 8 MB each straight onto the grader's channel: past every output cap
+    "forged_output": (_REPLY_FDS + """
+import json
+for fd in _reply_fds():
+    for i in range(4):
+        _send(fd, (json.dumps({"event": "cell", "index": i, "stdout": "F" * 8_000_000, "stderr": "", "error": None,
+                               "seconds": 0}) + "\\n").encode())
+""", "FAILED:not the runner's report"),
+    # 'ready' and a thousand replies written in advance, then a cell that never ends (the alarm ignored)
+    "forged_ready": (_REPLY_FDS + """
+import signal, time
+for fd in _reply_fds():
+    _send(fd, b'{"event": "ready"}\\n' + b'{"kind": "function"}\\n' * 1000)
+signal.signal(signal.SIGALRM, signal.SIG_IGN)
+while True:
+    time.sleep(1)
+""", "FAILED:not the runner's report"),
+    # a function just under the per-call limit on every one of the check's cases: its exercise, no more
+    "slow_function": ("""
+import time
+_right = my_tile_bytes
+def my_tile_bytes(rows, cols, dtype):
+    time.sleep(1.5)
+    return _right(rows, cols, dtype)
+""", 5),
+    # the sandbox's process ends itself after the answers, before the grader asked for them
+    "exit_early": ("import os\nos._exit(0)", "FAILED:did not run to its end"),
+}
+
 NOISE = """
 import sys, warnings, logging
 print("a note on stderr", file=sys.stderr)
@@ -320,6 +367,7 @@ def _code(source: str):
 
 def make_class(course: Path, out: Path, root: Path | None = None) -> list[Case]:
     """Write every case's submission into `out` (and out.parent/'ids.csv'); return the cases."""
+    import nbformat
     from bwlab.tools import classroom as cls
     root = root or Path(__file__).resolve().parents[1]
     course, out = Path(course), Path(out)
@@ -415,7 +463,9 @@ def make_class(course: Path, out: Path, root: Path | None = None) -> list[Case]:
             nb.cells.append(_code(code))
         # model_reader: of what it reads, only 0.2's hops are still in the package — the data path's own
         # table (bwlab.datapath.HOPS), which the notebook prints right after the exercise (1 point)
-        student(name, nb, kind="cheat", expect={NB0: "<=1" if name == "model_reader" else "<=0"})
+        # forge_replies: lines on the grader's channel that the runner did not write end the run (FAILED)
+        student(name, nb, kind="cheat", expect={NB0: {"model_reader": "<=1", "forge_replies": "FAILED:not the runner's report"}
+                                                .get(name, "<=0")})
     # --- hostile, on top of the right answers
     for name, code in HOSTILE.items():
         nb = cls.fill_in(rel[NB0], key[NB0])
@@ -425,6 +475,33 @@ def make_class(course: Path, out: Path, root: Path | None = None) -> list[Case]:
         expect = {"signal_ignoring_loop": "FAILED:time limit", "endless_function": 5,
                   "function_ignoring_signals": 5}.get(name, 6)
         student(name, nb, kind="hostile", expect={NB0: expect})
+    for name, (code, expect) in LATER.items():
+        nb = cls.fill_in(rel[NB0], key[NB0])
+        nb.cells.append(_code(code))
+        student(name, nb, kind="hostile", expect={NB0: expect})
+    # the notebook's and the cells' metadata lie: another kernel, 1000 points a graded cell, graded
+    # cells turned into markdown, stored outputs that say everything is right, a graded bonus cell
+    liar = copy.deepcopy(blank)
+    liar.metadata["kernelspec"] = {"name": "bash", "display_name": "Bash", "language": "bash"}
+    for c in liar.cells:
+        m = cls._nbgrader(c)
+        if m.get("grade"):
+            m["points"] = 1000
+            c.cell_type = "markdown"
+            c.pop("outputs", None)
+            c.pop("execution_count", None)
+        elif c.cell_type == "code":
+            c.outputs = [nbformat.v4.new_output("stream", text="correct: everything\nScore: 6 / 6")]
+    bonus = _code("print('bonus')")
+    bonus.metadata["nbgrader"] = {"grade": True, "grade_id": "bonus", "points": 100, "solution": False,
+                                  "locked": True, "schema_version": 3, "checksum": "0"}
+    liar.cells.append(bonus)
+    student("metadata_liar", liar, kind="cheat", expect={NB0: "<=0"})
+    # names that would write their own lines into the instructor's report (a folder and a file name
+    # with a line break, terminal escapes and a right-to-left override): the report escapes them
+    student("Eve\n  PROBLEM a forged line\x1b]0;pwned\x07", keyed, sid="", kind="damaged", expect={})
+    student("odd_names", keyed, filename=f"{NB0}\u202egnp.ipynb", kind="damaged", expect={NB0: 6})
+    _write(keyed, out / "odd_names" / "x\n  PROBLEM forged\x1b[31m.ipynb")
     (out.parent / "ids.csv").write_text('folder,student\n"Smith, Alice_12345",asmith\n67890,jdoe\n')
     return cases
 

@@ -5,8 +5,10 @@
 writes OUT/s000/NN_name.ipynb ... for N students (default 100): one in five hands in the answer key,
 one in five the untouched student version, the rest a mix (each answer cell taken from the key or left
 untouched, chosen by a random generator seeded with the student's number, so a rerun writes the same
-class). Then `python -m bwlab.tools.classroom --course COURSE grade --collect OUT -j 2` grades it; the
-time it reports is the figure docs/teaching.md quotes.
+class). Then `python -m bwlab.tools.classroom --course COURSE grade --collect OUT -j 2` grades it.
+The timing figures of docs/teaching.md come from `python -m bwlab.tools.classroom bench N -j 2`, which
+makes its own class (with a student who edits every cell, so that every cell is graded) and reports the
+wall and CPU time.
 """
 from __future__ import annotations
 

@@ -115,7 +115,8 @@ NAMES = ["key", "blank", "half", "noisy", "floats", "float768", "neighbour", "re
          "read_source", "edit_package", "pth_hook", "sqlite_gradebook", "overwrite_classmate", "forge_replies",
          "xss", "model_reader", "probe_visible_check", "root_probe", "kill_parent", "signal_ignoring_loop",
          "endless_loop",
-         "huge_allocation", "lone_surrogates", "output_flood", "endless_function", "function_ignoring_signals", "daemons", "many_processes"]
+         "huge_allocation", "lone_surrogates", "output_flood", "endless_function", "function_ignoring_signals", "daemons", "many_processes",
+         "forged_output", "forged_ready", "slow_function", "exit_early", "metadata_liar", "odd_names"]
 
 def test_every_case_is_listed(graded):
     assert sorted(c.folder for c in graded["cases"] if c.student) == sorted(NAMES)
@@ -146,6 +147,29 @@ def test_the_report_names_every_problem(graded):
     assert "PROBLEM Bobby'); DROP TABLE students;-- / (folder): not graded: it is not a student id" in graded["report"]
     assert "2 files map to this notebook (00_orientation.ipynb, 00_orientation_old.ipynb)" in graded["report"]
     assert not any(s.startswith("Bobby") for s, _ in graded["results"])
+
+
+def test_the_report_escapes_learners_names(graded):
+    """A folder or file name cannot add lines to the report, nor send terminal escapes."""
+    report = graded["report"]
+    assert "\x1b" not in report and "\u202e" not in report
+    assert "PROBLEM Eve\\n  PROBLEM a forged line\\x1b]0;pwned\\x07 / (folder): not graded" in report
+    assert "PROBLEM odd_names / x\\n  PROBLEM forged\\x1b[31m.ipynb: ignored" in report
+    assert not any(l.startswith("  PROBLEM") for l in report.splitlines())
+
+
+def test_forged_reports_stay_out_of_the_results(graded):
+    """Cell reports the learner's code wrote onto the grader's channel: FAILED, and none of their 32 MB kept."""
+    for who in ("forged_output", "forged_ready"):
+        assert (graded["course"] / "results" / who / f"{gc.NB0}.json").stat().st_size < 1_000_000
+        assert grading.feedback_path(graded["course"], who, gc.NB0).stat().st_size < 1_000_000
+
+
+def test_a_slow_function_costs_its_exercise_not_the_batch(graded):
+    r = graded["results"][("slow_function", gc.NB0)]
+    tile = next(e for e in r["exercises"] if e["grade_id"] == "orient_tile_bytes_check")
+    assert not tile["passed"] and "more than the 12 s one exercise may take" in tile["message"], tile["message"]
+    assert r["seconds"] < 60
 
 
 def test_nothing_outside_the_sandbox_changed(graded):

@@ -229,3 +229,112 @@ def test_the_sandbox_is_not_set_up_without_root(monkeypatch):
     with pytest.raises(grading.GradingError, match="run the grader as root"):
         grading.sandbox_mode("bwrap")
     assert grading.sandbox_mode("none") == "none"
+
+
+def test_decode_refuses_more_elements_than_encode_writes():
+    """A reply need not come from `encode` (the learner's code can write onto the channel): its size is
+    checked again here, a list and an array alike."""
+    with pytest.raises(ValueError, match="more than"):
+        plain.decode([0] * (plain.MAX_ITEMS + 1))
+    with pytest.raises(ValueError, match="more than"):
+        plain.decode({"dict": [[i, [0] * 1000] for i in range(plain.MAX_ITEMS // 1000 + 1)]})
+    big = np.zeros(plain.MAX_ITEMS + 1, dtype=np.uint8)
+    with pytest.raises(ValueError, match="more than"):
+        plain.decode({"ndarray": "uint8", "shape": [big.size], "b64": __import__("base64").b64encode(big).decode()})
+    assert len(plain.decode([0] * 1000)) == 1000
+
+
+def test_printable_escapes_what_could_write_into_the_report():
+    assert grading.printable("a\nb\x1b[31m\u202egnp\udfff ok é") == "a\\nb\\x1b[31m\\u202egnp\\udfff ok é"
+    assert str(grading.Problem("Eve\n  PROBLEM x", "f\x07", "why")) == "Eve\\n  PROBLEM x / f\\x07: why"
+
+
+_FORGE = """
+import fcntl, os
+for fd in range(3, 64):
+    try:
+        link, mode = os.readlink(f"/proc/self/fd/{fd}"), fcntl.fcntl(fd, fcntl.F_GETFL) & 3
+    except OSError:
+        continue
+    if link.startswith("pipe:") and mode == os.O_WRONLY:
+        os.write(fd, LINES)
+"""
+
+
+@pytest.mark.parametrize("lines", [b'{"event": "ready"}\n', b'{"event": "cell", "index": 0, "stdout": "x"}\n',
+                                   b'{"event": "cell", "index": 5, "stdout": "x"}\n'])
+def test_lines_the_learner_writes_onto_the_reply_channel_end_the_run(lines):
+    cells = ["x = 1", f"LINES = {lines!r}\n" + _FORGE, "y = 2"]
+    with pytest.raises(grading.SandboxGone, match="not the runner's report"):
+        grading.Session(cells, grading.Limits(), "none").close()
+
+
+def test_a_reply_written_before_the_question_is_refused():
+    """A thread of the notebook writes a well-formed reply once the cells have run, before the grader
+    asks: it lacks the question's id."""
+    import time
+    forge = "def _forge():\n" + "\n".join("    " + l for l in _FORGE.strip().splitlines())
+    s = grading.Session(["import threading\nx = 1\nLINES = b'{\"kind\": \"value\", \"value\": 7}\\n'\n" + forge
+                         + "\nthreading.Timer(0.3, _forge).start()"], grading.Limits(), "none")
+    try:
+        time.sleep(1.5)
+        with pytest.raises(grading.NotAnAnswer, match="did not answer the grader's question .not the runner's report"):
+            s.ask("get", "x")
+    finally:
+        s.close()
+
+
+def test_the_learners_calls_of_one_exercise_share_a_time_budget():
+    s = grading.Session(["import time\ndef slow(n):\n    time.sleep(0.4)\n    return n"],
+                        grading.Limits(call_timeout=2, exercise_calls_s=1.0), "none")
+    try:
+        f = grading._LearnerFunction(s, "slow")
+        assert [f(i) for i in range(3)] == [0, 1, 2]         # 1.2 s: the budget is spent after the third
+        with pytest.raises(grading.NotAnAnswer, match="more than the 1 s one exercise may take"):
+            f(3)
+        s.exercise()                                          # the next graded cell starts afresh
+        assert f(4) == 4
+    finally:
+        s.close()
+
+
+def _planned(*sources, answer=None):
+    """plan()'s cells for these code sources (the one at index `answer` is an answer cell)."""
+    return [{"type": "code", "source": s, "run": s} for s in sources]
+
+
+def test_demonstration_cells_that_nothing_needs_are_not_run():
+    release = {"import numpy as np", "demo = np.arange(3)\nprint(demo.sum())", "x = np.ones(2)", "print(x)",
+               "cfg.mode = 'fast'", "log.append(1)", "%timeit np.ones(2)", "my_answer = 1", "for i in range(3):\n    print(i)"}
+    cells = _planned("import numpy as np", "demo = np.arange(3)\nprint(demo.sum())", "x = np.ones(2)", "print(x)",
+                     "my_answer = 2", "for i in range(3):\n    print(i)")
+    # demo: nothing reads it; x: read by print(x), a demonstration that is itself skipped; the loop: its
+    # i is read by nothing after it; np: read by skipped cells only; my_answer: an answer (and changed)
+    assert grading.skippable(cells, release, {"my_answer"}) == {0, 1, 2, 3, 5}
+    # a learner's cell that reads x keeps x's cell; a changed demonstration runs
+    cells = _planned("import numpy as np", "x = np.ones(2)", "y = x * 2", "demo = np.arange(3)\nprint(demo.sum()) ")
+    assert grading.skippable(cells, release, set()) == set()
+    # a cell that binds an answer name, or changes an object it did not make, or is followed by a cell
+    # that cannot be parsed (a magic reads whatever it likes), runs
+    assert grading.skippable(_planned("my_answer = 1"), release, {"my_answer"}) == set()
+    assert grading.skippable(_planned("cfg = object()", "cfg.mode = 'fast'", "log = []", "log.append(1)"), release,
+                             set()) == set()
+    assert grading.skippable(_planned("import numpy as np", "x = np.ones(2)", "%timeit np.ones(2)"), release, set()) == set()
+    # a call that may change a module's state (a seed, a setting) runs
+    release |= {"np.random.seed(0)", "plt.rcParams.update({})"}
+    assert grading.skippable(_planned("import numpy as np", "np.random.seed(0)", "plt.rcParams.update({})"), release,
+                             set()) == set()
+    # bound again before it is read: the earlier binding is not needed
+    assert grading.skippable(_planned("import numpy as np", "x = np.ones(2)", "x = 3\nprint(x)"), release, set()) == {0, 1}
+    # read inside a comprehension that binds the same name: not a read of the cell's name
+    assert grading.skippable(_planned("import numpy as np", "x = np.ones(2)", "print([x for x in range(2)])"), release, set()) == {0, 1}
+    assert grading.skippable(_planned("import numpy as np", "x = np.ones(2)", "print([x + i for i in range(2)])"), release, set()) == set()
+
+
+def test_bench_refuses_a_folder_that_is_not_its_own(tmp_path):
+    """`classroom bench` starts from an empty work folder: it never deletes one it did not make."""
+    from bwlab.tools import classroom as cls
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(cls.ClassroomError, match="holds no earlier bench"):
+        cls.bench_class(1, tmp_path)
+    assert (tmp_path / "notes.txt").read_text() == "mine"

@@ -15,11 +15,14 @@ the learner's code or its subprocesses print cannot interleave with the replies)
     <- {"event": "cell", "index": i, "stdout": ..., "stderr": ..., "error": {"ename", "evalue"} | null,
         "seconds": ...}
     <- {"event": "ready"}
-    -> {"op": "get", "name": NAME}
-    <- {"kind": "value", "value": ENCODED} | {"kind": "function"} | {"kind": "missing"}
-       | {"kind": "notplain", "why": ...}
-    -> {"op": "call", "name": NAME, "args": [ENCODED, ...], "kwargs": {NAME: ENCODED}, "timeout": s}
-    <- {"kind": "value", "value": ENCODED} | {"kind": "raised", "ename": ..., "evalue": ...} | ...
+    -> {"op": "get", "name": NAME, "id": ID}
+    <- {"kind": "value", "value": ENCODED, "id": ID} | {"kind": "function", "id": ID} | {"kind": "missing", ...}
+       | {"kind": "notplain", "why": ..., "id": ID}
+    -> {"op": "call", "name": NAME, "args": [ENCODED, ...], "kwargs": {NAME: ENCODED}, "timeout": s, "id": ID}
+    <- {"kind": "value", "value": ENCODED, "id": ID} | {"kind": "raised", "ename": ..., "evalue": ..., "id": ID} | ...
+
+Every reply repeats its request's ID (fresh for each request), and the cells report in order before
+"ready": the grader believes no line that a learner's code wrote onto the reply channel in advance.
 
 A cell or a call that runs past its time gets `CellTimeout` raised in it (a SIGALRM, repeated every
 half second); one that ignores it is ended from outside, with the whole sandbox.
@@ -124,21 +127,21 @@ def main() -> int:
 
     for line in requests:
         req = json.loads(line)
-        name = req.get("name", "")
+        name, rid = req.get("name", ""), req.get("id")
         ns = shell.user_ns
         if name not in ns:
-            send({"kind": "missing"})
+            send({"kind": "missing", "id": rid})
             continue
         value = ns[name]
         if req.get("op") == "get":
             if callable(value) and not isinstance(value, type):
-                send({"kind": "function"})
+                send({"kind": "function", "id": rid})
                 continue
-            send(_encoded(plain, lambda: value))
+            send({**_encoded(plain, lambda: value), "id": rid})
         elif req.get("op") == "call":
             args = [plain.decode(a, by_value=False) for a in req.get("args", [])]
             kwargs = {str(k): plain.decode(v, by_value=False) for k, v in (req.get("kwargs") or {}).items()}
-            send(_encoded(plain, lambda: value(*args, **kwargs), req.get("timeout", 10)))
+            send({**_encoded(plain, lambda: value(*args, **kwargs), req.get("timeout", 10)), "id": rid})
     return 0
 
 

@@ -60,7 +60,9 @@ STUDENT_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}")   # no leading '-'
 SANDBOX_UID = 65534
 RUN_ENV = "BWLAB_GRADING_RUN"
 HIDDEN_MARKERS = ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
-MAX_REPLY = 64 << 20             # bytes of one line from the sandbox
+MAX_REPLY = 32 << 20             # bytes of one line from the sandbox
+MAX_OUTPUT = 20_000              # characters of a cell's stdout/stderr kept here (the sandbox's own caps are
+MAX_TOTAL = 400_000              # ... and of the whole notebook's: the sandbox's word is not trusted for them)
 MAX_NOTEBOOK = 50 << 20          # bytes of a submitted notebook
 MAX_CELLS = 2000                 # cells of a submitted notebook
 
@@ -85,6 +87,12 @@ class Limits:
     file_bytes: int = 256 << 20      # largest file it may write (RLIMIT_FSIZE)
     tmp_bytes: int = 512 << 20       # size of its private /tmp (a tmpfs: all it may write)
     restarts: int = 2                # times the sandbox is started again after a learner's call killed it
+    exercise_calls_s: float | None = None   # s of the learner's calls for one exercise (None: 6 x call_timeout)
+    run_every_cell: bool = False     # False: the student version's own cells that nothing needs are not run
+
+    @property
+    def exercise_budget(self) -> float:
+        return self.exercise_calls_s if self.exercise_calls_s is not None else 6 * self.call_timeout
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -182,6 +190,30 @@ def _limit(limits: Limits):
     return apply
 
 
+def _tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system, with those of children they waited for) of `pid`'s descendants, from
+    /proc: what the processes in a sandbox used, for the timing figures (bubblewrap's own process,
+    `pid`, is counted by the grader's wait)."""
+    tick, total, todo, seen = os.sysconf("SC_CLK_TCK"), 0, [pid], set()
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if p != pid:
+                fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+                total += sum(int(x) for x in fields[11:15])          # utime stime cutime cstime
+            for task in Path(f"/proc/{p}/task").iterdir():
+                with contextlib.suppress(OSError, ValueError):
+                    todo += [int(c) for c in (task / "children").read_text().split()]
+    return total / tick
+
+
+_NOT_ITS_OWN = ("a line on its reply channel {} (not the runner's report: the notebook's code wrote to the "
+                "grader's channel)")
+
+
 class Sandbox:
     """One learner's notebook running in the sandbox; `get` and `call` ask it for answers."""
 
@@ -196,6 +228,10 @@ class Sandbox:
                                      preexec_fn=_limit(limits), cwd=self.tmp or "/")
         self.buf = b""
         self.events: list[dict] = []
+        self.ncells = len(cells)
+        self.kept = 0                   # characters of output kept so far (MAX_TOTAL)
+        self.asked = 0                  # requests sent; each carries an id its reply must repeat
+        self.salt = os.urandom(6).hex()
         self.job = (json.dumps({"cells": cells, "cell_timeout": limits.cell_timeout}) + "\n").encode()
 
     def run(self) -> list[dict]:
@@ -206,12 +242,34 @@ class Sandbox:
             self.proc.stdin.flush()
         except OSError:                 # it ended before reading its job: bwrap could not start it
             raise SandboxGone(self._why_gone()) from None
+        # The cells report in order, then "ready": anything else (a line the learner's code wrote onto
+        # the reply channel) is not the runner's, and the notebook's run is not believed.
         while True:
             msg = self._read(self.limits.cell_timeout + self.limits.grace)
-            if msg.get("event") == "ready":
+            if msg.get("event") == "ready" and len(self.events) == self.ncells:
                 return self.events
-            if msg.get("event") == "cell":
-                self.events.append(msg)
+            if msg.get("event") == "cell" and msg.get("index") == len(self.events) \
+                    and type(msg.get("index")) is int and len(self.events) < self.ncells:
+                self.events.append(self._capped(msg))
+                continue
+            self.close()
+            raise SandboxGone(_NOT_ITS_OWN.format("was not the report of its next cell"))
+
+    def _capped(self, msg: dict) -> dict:
+        """A cell's report with its texts cut to MAX_OUTPUT each and MAX_TOTAL for the notebook."""
+        out = dict(msg)
+        for k in ("stdout", "stderr"):
+            t = str(out.get(k, ""))
+            if len(t) > MAX_OUTPUT:
+                t = t[:MAX_OUTPUT] + f"\n[... {len(t) - MAX_OUTPUT} more characters]"
+            if self.kept + len(t) > MAX_TOTAL:
+                t = t[: max(0, MAX_TOTAL - self.kept)] + f"\n[output beyond the notebook's {MAX_TOTAL} characters left out]"
+            self.kept += len(t)
+            out[k] = t
+        err = out.get("error")
+        out["error"] = {"ename": str(err.get("ename", ""))[:200], "evalue": str(err.get("evalue", ""))[:MAX_OUTPUT]} \
+            if isinstance(err, dict) else None
+        return out
 
     def get(self, name: str) -> dict:
         return self._ask({"op": "get", "name": name}, 10)
@@ -221,12 +279,18 @@ class Sandbox:
                           "timeout": self.limits.call_timeout}, self.limits.call_timeout + self.limits.grace)
 
     def _ask(self, req: dict, timeout: float) -> dict:
+        self.asked += 1
+        rid = f"{self.salt}-{self.asked}"      # a reply written before the question cannot carry it
         try:
-            self.proc.stdin.write((json.dumps(req) + "\n").encode())
+            self.proc.stdin.write((json.dumps({**req, "id": rid}) + "\n").encode())
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             raise SandboxGone(self._why_gone()) from None
-        return self._read(timeout)
+        reply = self._read(timeout)
+        if reply.get("id") != rid:
+            self.close()
+            raise SandboxGone(_NOT_ITS_OWN.format("did not answer the grader's question"))
+        return reply
 
     def _read(self, timeout: float) -> dict:
         end = min(time.monotonic() + timeout, self.deadline)
@@ -254,10 +318,10 @@ class Sandbox:
             msg = json.loads(line)
         except (ValueError, RecursionError):
             self.close()
-            raise SandboxGone("its reply was not readable") from None
+            raise SandboxGone(_NOT_ITS_OWN.format("was not readable")) from None
         if not isinstance(msg, dict):
             self.close()
-            raise SandboxGone("its reply was not readable")
+            raise SandboxGone(_NOT_ITS_OWN.format("was not readable"))
         return msg
 
     def _why_gone(self) -> str:
@@ -274,8 +338,11 @@ class Sandbox:
 
     stderr_tail = ""
 
+    cpu_s = 0.0          # CPU seconds of the processes inside the sandbox, read as it is stopped
+
     def close(self) -> None:
         if self.proc.poll() is None:
+            self.cpu_s = max(self.cpu_s, _tree_cpu(self.proc.pid))
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
             with contextlib.suppress(Exception):
@@ -393,7 +460,9 @@ class Session:
                  token: str | None = None):
         self.cells, self.limits, self.mode, self.notebook, self.token = cells, limits, mode, notebook, token
         self.restarts = 0
+        self.spent, self.calls = 0.0, 0      # seconds and calls of the learner's functions, this exercise
         self.box = Sandbox(cells, limits, mode, notebook=notebook, token=token)
+        self.boxes = [self.box]
         self.deadline = self.box.deadline          # restarts share it: one notebook, one time limit
         try:
             self.events = self.box.run()
@@ -407,7 +476,15 @@ class Session:
         self.incomplete = self.incomplete or why
         return NotAnAnswer(f"not evaluated: {why}")
 
+    def exercise(self) -> None:
+        """A new graded cell begins: its learner calls get limits.exercise_budget seconds in all."""
+        self.spent, self.calls = 0.0, 0
+
     def ask(self, op: str, name: str, args=None) -> dict:
+        if op == "call" and self.spent > self.limits.exercise_budget:
+            raise NotAnAnswer(f"your functions took {self.spent:.0f} s over {self.calls} calls for this exercise, "
+                              f"more than the {self.limits.exercise_budget:g} s one exercise may take; the "
+                              "checks' cases are small: each call should take well under a second")
         if self.box is None:
             if self.restarts >= self.limits.restarts:
                 raise self._not_evaluated("the sandbox was stopped too often by earlier answers")
@@ -415,16 +492,27 @@ class Session:
             if time.monotonic() >= self.deadline:
                 raise self._not_evaluated("the notebook's time limit ran out")
             self.box = Sandbox(self.cells, self.limits, self.mode, self.deadline, self.notebook, self.token)
+            self.boxes.append(self.box)
             try:
                 self.box.run()
             except SandboxGone as e:
                 self.box = None
                 raise self._not_evaluated(f"the sandbox, started again, stopped: {e}") from None
+        t0 = time.monotonic()
         try:
             return self.box.get(name) if op == "get" else self.box.call(name, args)
         except SandboxGone as e:
             self.box = None
             raise NotAnAnswer(f"while evaluating `{name}` the sandbox stopped: {e}") from None
+        finally:
+            if op == "call":
+                self.spent += time.monotonic() - t0
+                self.calls += 1
+
+    @property
+    def cpu_s(self) -> float:
+        """CPU seconds used in this session's sandboxes (restarts included), read as each was stopped."""
+        return sum(b.cpu_s for b in self.boxes)
 
     def close(self):
         if self.box is not None:
@@ -435,6 +523,7 @@ def verdict(code: str, session: Session, course: "Names") -> dict:
     """Execute one graded cell's code (the instructor's, hidden tests included) here, its learner names
     bound to the answers in `session`: {passed, message (what it printed, then the error), ename, evalue}."""
     names = _Names(session, course)
+    session.exercise()
     out = io.StringIO()
     ename = evalue = ""
     try:
@@ -599,6 +688,167 @@ def plan(nb: dict, graded: list[GradedCell], solution_ids: list[str]) -> tuple[l
     return cells, notes
 
 
+# ---------------------------------------------------------------------------------------------------
+# which cells need not run: the student version's own demonstration cells whose results nothing reads
+
+_PURE_BUILTINS = frozenset({"print", "len", "range", "sorted", "zip", "enumerate", "list", "dict", "tuple", "set",
+                            "frozenset", "str", "int", "float", "bool", "round", "min", "max", "sum", "abs", "any",
+                            "all", "isinstance", "repr", "format", "map", "filter", "reversed", "hex", "bin",
+                            "divmod", "type", "chr", "ord"})
+
+
+_SETTER = re.compile(r"seed|^set|^use|config|enable|disable|force|register|patch|update|reset|^add|^append|"
+                     r"^extend|^insert|^pop|^remove|^clear|^sort$|^write|^save|^load|^close|^open")
+
+
+def _parse(code: str):
+    try:
+        return ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _targets(t) -> set:
+    if isinstance(t, ast.Name):
+        return {t.id}
+    if isinstance(t, (ast.Tuple, ast.List)):
+        return set().union(*(_targets(e) for e in t.elts))
+    if isinstance(t, ast.Starred):
+        return _targets(t.value)
+    return set()
+
+
+def _loads(node) -> set:
+    """The names `node` reads, less those its own inner scopes bind where they read them (comprehension
+    variables, lambda and function parameters)."""
+    if isinstance(node, ast.Name):
+        return set() if isinstance(node.ctx, ast.Store) else {node.id}
+    if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+        out, local = set(), set()
+        for g in node.generators:
+            out |= _loads(g.iter) - local
+            local |= _targets(g.target)
+            for cond in g.ifs:
+                out |= _loads(cond) - local
+        for e in ([node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]):
+            out |= _loads(e) - local
+        return out
+    if isinstance(node, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)):
+        a = node.args
+        params = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)} | {p.arg for p in (a.vararg, a.kwarg) if p}
+        out = set().union(*(_loads(d) for d in (*a.defaults, *(d for d in a.kw_defaults if d is not None))))
+        if not isinstance(node, ast.Lambda):
+            out = out.union(*(_loads(d) for d in node.decorator_list))
+        body = node.body if isinstance(node.body, list) else [node.body]
+        return out | (set().union(*(_loads(st) for st in body)) - params)
+    return set().union(*(_loads(c) for c in ast.iter_child_nodes(node)))
+
+
+def _reads_first(body, bound=frozenset()) -> tuple[set, set]:
+    """(the names a statement list may read before it binds them, the names it surely binds)."""
+    bound, reads = set(bound), set()
+    for st in body:
+        if isinstance(st, (ast.Import, ast.ImportFrom)):
+            bound |= {(a.asname or a.name).split(".")[0] for a in st.names}
+        elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            reads |= _loads(st) - bound          # what its body reads counts as read here
+            bound.add(st.name)
+        elif isinstance(st, ast.Assign):
+            reads |= _loads(st.value) - bound
+            for t in st.targets:
+                reads |= _loads(t) - bound       # a.x = ..., d[k] = ... read a, d and k
+                bound |= _targets(t)
+        elif isinstance(st, (ast.For, ast.AsyncFor)):
+            reads |= (_loads(st.iter) | _loads(st.target)) - bound
+            reads |= _reads_first(st.body, bound | _targets(st.target))[0] | _reads_first(st.orelse, bound)[0]
+        elif isinstance(st, ast.If):
+            reads |= _loads(st.test) - bound
+            (r1, b1), (r2, b2) = _reads_first(st.body, bound), _reads_first(st.orelse, bound)
+            reads |= r1 | r2
+            bound = b1 & b2
+        elif isinstance(st, (ast.With, ast.AsyncWith)):
+            for it in st.items:
+                reads |= _loads(it.context_expr) - bound
+                if it.optional_vars is not None:
+                    bound |= _targets(it.optional_vars)
+            r, bound = _reads_first(st.body, bound)
+            reads |= r
+        else:                                    # anything else (while, try, del, expressions): all it names
+            reads |= _loads(st) - bound
+    return reads, bound
+
+
+def _self_contained(tree, imported: set) -> bool:
+    """True when a cell changes nothing but the names it binds: no global, del or augmented assignment,
+    no attribute or item stored into an object it did not make, and every call is of a name it made,
+    of an imported name (a module, a function of the package) or of a builtin that changes nothing, and
+    no call of something else's method that looks like a setting (seed, set_..., update, append...)."""
+    own = _defined(tree.body)
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.Global, ast.Nonlocal, ast.Delete, ast.AugAssign)):
+            return False
+        if isinstance(n, (ast.Attribute, ast.Subscript)) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            root = n
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if not (isinstance(root, ast.Name) and root.id in own):
+                return False
+        if isinstance(n, ast.Call):
+            root = n.func
+            while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
+                root = root.func if isinstance(root, ast.Call) else root.value
+            if not isinstance(root, ast.Name):
+                return False
+            if root.id not in own and root.id not in imported and root.id not in _PURE_BUILTINS:
+                return False
+            called = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+            if root.id not in own and _SETTER.search(called):
+                return False            # np.random.seed(...), plt.rcParams.update(...), a module's set_...
+    return True
+
+
+def skippable(cells: list[dict], release_code: set[str], answers: set[str]) -> set[int]:
+    """Indices (into `cells`, plan's list) of the learner's code cells that need not run: each is one of
+    the student version's own code cells, unchanged (not an answer cell, not graded), changes nothing
+    but the names it binds (_self_contained), and no cell that does run after it reads any of those
+    names before binding it again, nor is any an answer. They are the notebook's demonstrations
+    (an emulated GEMM, a plot): their output is the same for every student, and no answer depends on
+    them. A cell that cannot be parsed (a magic) counts as reading every name."""
+    code = [(i, c) for i, c in enumerate(cells) if c["run"] is not None]
+    trees = [_parse(c["run"]) for _, c in code]
+    imported = set()
+    for t in trees:
+        for n in (ast.walk(t) if t is not None else ()):
+            if isinstance(n, (ast.Import, ast.ImportFrom)):
+                imported |= {(a.asname or a.name).split(".")[0] for a in n.names}
+    skip: set[int] = set()
+    for k in reversed(range(len(code))):
+        i, c = code[k]
+        t = trees[k]
+        if c["type"] != "code" or c["run"] not in release_code or t is None or not _self_contained(t, imported):
+            continue
+        live = _defined(t.body)
+        if live & answers:
+            continue
+        needed = False
+        for j in range(k + 1, len(code)):
+            if code[j][0] in skip:
+                continue
+            if trees[j] is None:
+                needed = True
+                break
+            reads, binds = _reads_first(trees[j].body)
+            if reads & live:
+                needed = True
+                break
+            live -= binds
+            if not live:
+                break
+        if not needed:
+            skip.add(i)
+    return skip
+
+
 def _visible(code: str) -> str:
     return code.split(HIDDEN_MARKERS[0])[0].rstrip() if HIDDEN_MARKERS[0] in code else code
 
@@ -609,7 +859,7 @@ def grade_one(submission: Path, source_nb: Path, release_nb: Path, limits: Limit
     student's (bwlab.variants.token_for: their numbers, in the sandbox and in the checks here; None:
     the self-study numbers). Never raises for anything the submission does: that ends as status FAILED
     with a reason."""
-    t0 = time.monotonic()
+    t0, cpu0 = time.monotonic(), time.process_time()
     graded, names = graded_cells(source_nb), course_names(source_nb)
     release = json.loads(Path(release_nb).read_text())
     solution_ids = [_nbgrader(c)["grade_id"] for c in release["cells"] if _nbgrader(c).get("solution")]
@@ -622,6 +872,15 @@ def grade_one(submission: Path, source_nb: Path, release_nb: Path, limits: Limit
     except (OSError, ValueError) as e:
         return _failed(result, str(e), t0)
     cells, result["notes"] = plan(nb, graded, solution_ids)
+    if not limits.run_every_cell:
+        release_code = {_source(c) for c in release["cells"] if c.get("cell_type") == "code"
+                        and not _nbgrader(c).get("solution") and not _nbgrader(c).get("grade")}
+        try:
+            skip = skippable(cells, release_code, names.answers)
+        except (RecursionError, MemoryError):     # a learner's cell nested past what is analysed: run all
+            skip = set()
+        for i in skip:
+            cells[i].update(run=None, skipped=True)
     result["cells"] = cells
     runs = [c["run"] for c in cells if c["run"] is not None]
     try:
@@ -641,6 +900,8 @@ def grade_one(submission: Path, source_nb: Path, release_nb: Path, limits: Limit
         return _failed(result, f"not every exercise could be evaluated ({session.incomplete})", t0, keep=True)
     result["score"] = sum(ex["points"] for ex in result["exercises"])
     result["seconds"] = round(time.monotonic() - t0, 2)
+    # CPU seconds: the grader's process for this submission, and the processes in its sandboxes
+    result["cpu_s"] = {"grader": round(time.process_time() - cpu0, 2), "sandbox": round(session.cpu_s, 2)}
     return result
 
 
@@ -737,7 +998,18 @@ class Problem:
     reason: str
 
     def __str__(self):
-        return f"{self.who} / {self.what}: {self.reason}"
+        return printable(f"{self.who} / {self.what}: {self.reason}")
+
+
+def printable(text: str) -> str:
+    """`text` for a terminal or a log: control characters, bidirectional overrides, other invisible format
+    characters and lone surrogates (a folder or file name is the learner's) written as escapes, so
+    that a name cannot add lines to the report, move the cursor or reorder what is shown."""
+    import unicodedata
+    out = []
+    for ch in str(text):
+        out.append(ch.encode("unicode_escape").decode("ascii") if unicodedata.category(ch)[0] == "C" else ch)
+    return "".join(out)
 
 
 def collect(course: Path, folder: Path, id_map: dict[str, str] | None = None) -> tuple[list[Path], list[Problem]]:
@@ -839,6 +1111,16 @@ def _die_with_grader(grader_pid: int) -> None:
         os._exit(1)
 
 
+def compile_package() -> None:
+    """Byte-compile bwlab's package here, once per batch: the sandbox may not write its __pycache__
+    (read-only, PYTHONDONTWRITEBYTECODE), so without this every sandbox compiles each bwlab module it
+    imports from source again. The files are the grader's own, made from the package's sources; Python
+    checks each against its source's time stamp and size, and compiles a stale one in memory."""
+    import compileall
+    with contextlib.suppress(Exception):
+        compileall.compile_dir(str(PACKAGE), quiet=2)
+
+
 def preflight(limits: Limits, mode: str) -> None:
     """Run an empty notebook in the sandbox: GradingError with the sandbox's own words when it cannot
     start here (rather than every submission FAILED for the same reason)."""
@@ -929,6 +1211,7 @@ def grade_all(course: Path, jobs: int = 1, limits: Limits | None = None, sandbox
         raise GradingError(f"no student version of {', '.join(missing)} in {course / 'release'}: run "
                            "`make student` (python -m bwlab.tools.classroom student) first")
     if todo:
+        compile_package()
         preflight(limits, mode)
 
     def done(sid, a, sha, result):
@@ -1072,6 +1355,9 @@ def feedback_html(result: dict) -> str:
                        f"{e(x.get('message', ''))}</pre></div>")
             continue
         out.append(f"<div class='learner'><pre>{e(c['source'])}</pre>")
+        if c.get("skipped"):
+            out.append("<p><i>Not run by the grader: the student version's own cell, unchanged, and nothing "
+                       "after it reads what it makes (its output is the same for everyone).</i></p>")
         for stream in ("stdout", "stderr"):
             if c.get(stream):
                 out.append(f"<pre>{e(c[stream])}</pre>")

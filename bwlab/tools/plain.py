@@ -76,18 +76,23 @@ def encode(value, _depth: int = 0, _count: list | None = None):
                    "or dict of them, or a NumPy array)")
 
 
-def decode(data, by_value: bool = True, _depth: int = 0):
+def decode(data, by_value: bool = True, _depth: int = 0, _count: list | None = None):
     """The value `encode` described, built here from JSON: only the types listed in the module's
     docstring, NumPy scalars as Python numbers and, `by_value`, integral floats as ints. ValueError
-    for anything `encode` cannot have written."""
+    for anything `encode` cannot have written (more than MAX_ITEMS elements or MAX_DEPTH levels
+    included: the reply may come from a sender that never ran `encode`)."""
     if _depth > MAX_DEPTH:
         raise ValueError("nested too deeply")
+    count = _count if _count is not None else [0]
+    count[0] += 1
+    if count[0] > MAX_ITEMS:
+        raise ValueError(f"more than {MAX_ITEMS} elements")
     if data is None or type(data) in (bool, str, int):
         return data
     if type(data) is float:
         return _number(data) if by_value else data
     if type(data) is list:
-        return [decode(v, by_value, _depth + 1) for v in data]
+        return [decode(v, by_value, _depth + 1, count) for v in data]
     if type(data) is not dict or len(data) not in (1, 2, 3):
         raise ValueError(f"not an encoded value: {str(data)[:80]}")
     if data == {"ellipsis": True}:
@@ -97,17 +102,17 @@ def decode(data, by_value: bool = True, _depth: int = 0):
     if "float" in data and len(data) == 1:
         return float(str(data["float"]))
     if "tuple" in data and len(data) == 1:
-        return tuple(decode(v, by_value, _depth + 1) for v in _list(data["tuple"]))
+        return tuple(decode(v, by_value, _depth + 1, count) for v in _list(data["tuple"]))
     if "set" in data and len(data) == 1:
-        return {decode(v, by_value, _depth + 1) for v in _list(data["set"])}
+        return {decode(v, by_value, _depth + 1, count) for v in _list(data["set"])}
     if "dict" in data and len(data) == 1:
         out = {}
         for pair in _list(data["dict"]):
             k, v = _list(pair)
-            out[decode(k, by_value, _depth + 1)] = decode(v, by_value, _depth + 1)
+            out[decode(k, by_value, _depth + 1, count)] = decode(v, by_value, _depth + 1, count)
         return out
     if "npscalar" in data:
-        return decode(data.get("value"), by_value, _depth + 1)
+        return decode(data.get("value"), by_value, _depth + 1, count)
     if "ndarray" in data:
         np = _numpy()
         dtype = str(data["ndarray"])
@@ -115,6 +120,9 @@ def decode(data, by_value: bool = True, _depth: int = 0):
             raise ValueError(f"dtype {dtype!r}")
         shape = tuple(int(n) for n in _list(data["shape"]))
         arr = np.frombuffer(base64.b64decode(str(data["b64"])), dtype=dtype)
+        count[0] += arr.size
+        if count[0] > MAX_ITEMS:
+            raise ValueError(f"more than {MAX_ITEMS} elements")
         return arr.reshape(shape).copy()
     raise ValueError(f"not an encoded value: {str(data)[:80]}")
 
