@@ -7,8 +7,8 @@ Every expected value comes from the stage's own model: `TensorMap` and its rule 
 `box_targets` (which box elements are inside the tensor) and `bwlab.hw.mbarrier.Mbarrier` (the
 handshake). The graded cell's hidden part passes `hidden=` the cases that the course data gives
 (`bwlab.exercises.hidden_cases`; not in this package) where the answer is a function; an answer that
-is one predicted value is checked again, and 1.3's box is the student's own (`edit_box`, from
-`bwlab.variants`). The kernel edit is
+is one predicted value is checked again. 1.1's seven tensor maps (`rule_candidates`) and 1.3's box
+(`edit_box`) are the student's own (`bwlab.variants`). The kernel edit is
 compiled (NVRTC, no GPU needed) and, where the TMA stage runs on hardware, run in a worker process
 (`run_teach(..., kernel=mine)` -> `bwlab.lab.run_edited`); everywhere the model runs the learner's value.
 """
@@ -26,7 +26,7 @@ from .model import box_targets, check_coords, tma_load_writes
 from .rules import RULES_BY_NAME
 from .tensor_map import TensorMap, TensorMapError
 
-__all__ = ["RULE_CANDIDATES", "check_broken_rule", "check_tx_bytes", "EDIT_TMAP", "EDIT_COORDS", "EDIT_LINE",
+__all__ = ["RULE_CANDIDATES", "RULE_VARIANTS", "rule_candidates", "check_broken_rule", "check_tx_bytes", "EDIT_TMAP", "EDIT_COORDS", "EDIT_LINE",
            "EDIT_BOXES", "edit_box", "edit_tmap",
            "edit_kernel", "tx_story", "check_expect_tx_edit", "check_swizzle_offset", "check_oob_fill"]
 
@@ -44,6 +44,67 @@ RULE_CANDIDATES = {
 LEGAL = "legal"
 
 
+def _rule_set(rng) -> dict:
+    """Seven tensor maps, each legal or breaking exactly one rule (the same mix as RULE_CANDIDATES: two
+    legal, one of each of five rules), in a random order, with random types, shapes and swizzles."""
+    types = (("float16", 2), ("bfloat16", 2), ("float32", 4), ("uint8", 1), ("uint16", 2), ("float64", 8))
+    ints = (("int8", 1), ("uint8", 1), ("int16", 2), ("uint16", 2), ("int32", 4), ("uint32", 4))
+
+    def pick(seq):
+        return seq[rng.randrange(len(seq))]
+
+    def legal_rows(elem):                 # a box row that is a multiple of 16 bytes and <= 128 bytes
+        return 16 // elem * pick((1, 2, 4, 8))
+
+    def swizzled(verdict):
+        dtype, elem = pick(types)
+        sw = pick(("32B", "64B", "128B"))
+        span = {"32B": 32, "64B": 64, "128B": 128}[sw]
+        inner = span // elem * (2 if verdict == "swizzle-span" else 1)     # the span exactly, or twice it
+        return dict(dtype=dtype, global_shape=(inner * pick((1, 2, 4)), pick((32, 48, 64, 96))),
+                    box_shape=(inner, pick((4, 8, 16))), swizzle=sw)
+
+    def plain(verdict):
+        dtype, elem = pick(types)
+        rows, outer = legal_rows(elem), pick((8, 16, 32, 64))
+        g_inner = rows * pick((2, 3, 4, 5))
+        if verdict == "box-inner-bytes":           # a row of a whole number of elements, not of 16 bytes
+            rows = pick([r for r in range(1, 256 // max(elem, 2)) if (r * elem) % 16 and r * elem > 4])
+            g_inner = (rows + 15) // 16 * 16 * pick((1, 2))      # the tensor's rows are whole 16-byte chunks
+        if verdict == "global-stride-multiple":    # the tensor's own rows are not whole 16-byte chunks
+            g_inner = pick([g for g in range(rows + 1, rows * 4) if (g * elem) % 16])
+        if verdict == "box-dim":
+            outer = pick((257, 300, 384, 512, 1024))
+        return dict(dtype=dtype, global_shape=(g_inner, max(outer, pick((48, 64, 80, 300)))), box_shape=(rows, outer))
+
+    def nan_fill(_):
+        dtype, elem = pick(ints)
+        rows = legal_rows(elem)
+        return dict(dtype=dtype, global_shape=(rows * 2, 64), box_shape=(rows, 8), oob_fill="nan")
+
+    makers = {"swizzle-span": swizzled, "box-inner-bytes": plain, "global-stride-multiple": plain,
+              "box-dim": plain, "oob-fill-nan": nan_fill}
+    verdicts = list(makers) + [LEGAL, LEGAL]
+    rng.shuffle(verdicts)
+    out, legal_kinds = {}, [swizzled, plain]
+    rng.shuffle(legal_kinds)
+    for key, verdict in zip("abcdefg", verdicts):
+        out[key] = legal_kinds.pop()(verdict) if verdict == LEGAL else makers[verdict](verdict)
+    return out
+
+
+# Every student's seven maps (bwlab.variants); the first is the self-study set. Each map's rule is the
+# model's (TensorMap), which the tests check is the one the generator meant.
+RULE_VARIANTS = (RULE_CANDIDATES,) + tuple(_rule_set(__import__("random").Random(f"tma_broken_rule:{i}"))
+                                           for i in range(40))
+
+
+def rule_candidates(token: str | None = None) -> dict:
+    """This student's seven tensor maps of exercise 1.1: {letter: TensorMap keyword arguments}."""
+    from .. import variants
+    return variants.pick("tma_broken_rule", RULE_VARIANTS, token)
+
+
 def _verdict(kwargs) -> tuple:
     """(rule name or LEGAL, what TensorMap said)."""
     try:
@@ -56,7 +117,7 @@ def _verdict(kwargs) -> tuple:
 def _explain_rules(got):
     if not isinstance(got, dict):
         return "give a dict {letter: rule name or 'legal'}"
-    for key, kwargs in RULE_CANDIDATES.items():
+    for key, kwargs in rule_candidates().items():
         want, said = _verdict(kwargs)
         mine = got.get(key)
         if mine == want:
@@ -77,14 +138,16 @@ def _args(kwargs) -> str:
 @course_cases("tma_broken_rule")
 def check_broken_rule(answer, hidden=()) -> None:
     """Exercise 1.1: {letter: the name of the first rule TensorMap(**RULE_CANDIDATES[letter]) breaks,
-    or 'legal'}. `hidden` is unused: the graded version checks the same answer."""
+    or 'legal'} for this student's maps (rule_candidates(), bwlab.variants). `hidden` is unused: the
+    graded version checks the same answer."""
+    candidates = rule_candidates()
     if isinstance(answer, dict):
-        open_ = [k for k in RULE_CANDIDATES if unanswered(answer.get(k))]
-        if len(open_) == len(RULE_CANDIDATES):
+        open_ = [k for k in candidates if unanswered(answer.get(k))]
+        if len(open_) == len(candidates):
             answer = None
         elif open_:
             raise NotYet(f"the rule each tensor map breaks: no answer yet for {open_}")
-    expected = {k: _verdict(kw)[0] for k, kw in RULE_CANDIDATES.items()}
+    expected = {k: _verdict(kw)[0] for k, kw in candidates.items()}
     check_value("the rule each tensor map breaks", answer, expected, mistakes=_explain_rules,
                 rule="cuTensorMapEncodeTiled's rules, one row each in bwlab.tma.rules.RULES (name, limit, source)",
                 hint="a box row must be a multiple of 16 bytes and, swizzled, at most the span; every box "
@@ -133,9 +196,9 @@ def check_tx_bytes(fn, hidden=()) -> None:
 EDIT_TMAP = TensorMap("bfloat16", (80, 48), (48, 8))      # the self-study variant
 EDIT_COORDS = (32, 16)
 # every student's box (bwlab.variants): bf16, inside the 80 x 48 tensor from (32, 16), rows of a multiple
-# of 16 bytes; the first is the self-study one
+# of 16 bytes, and never as many bytes as the self-study box (the first), whose answer the text shows
 EDIT_BOXES = ((48, 8),) + tuple((w, h) for w in (8, 16, 24, 32, 40, 48) for h in (4, 8, 12, 16, 24, 32)
-                                if (w, h) != (48, 8))
+                                if w * h != 48 * 8)
 
 
 def edit_box(token: str | None = None) -> tuple:
