@@ -209,15 +209,19 @@ def _legal(exercise, numbers):
     if exercise == "tma_broken_rule":
         from collections import Counter
         from bwlab.tma import exercises as tma
+        from bwlab.tma.rules import RULES, Draft
         verdicts = {k: tma._verdict(kw)[0] for k, kw in numbers.items()}
         assert sorted(verdicts) == list("abcdefg")
+        for k, kw in numbers.items():            # each map breaks one rule at most: the one it is asked for
+            broken = [r.name for r in RULES if r.check(Draft(**kw))]
+            assert broken in ([], [verdicts[k]]), (k, kw, broken)
         assert Counter(verdicts.values()) == Counter(tma._verdict(kw)[0] for kw in tma.RULE_CANDIDATES.values())
         return verdicts
     if exercise == "tma_expect_tx_edit":
         from bwlab.tma import exercises as tma
         from bwlab.tma.tensor_map import TensorMap
         tmap = TensorMap("bfloat16", tma.EDIT_TMAP.global_shape, numbers)      # raises on a broken rule
-        tma.check_coords(tmap, tma.EDIT_COORDS)
+        assert all(c + b <= n for c, b, n in zip(tma.EDIT_COORDS, numbers, tmap.global_shape))   # inside
         return tmap.tx_bytes
     if exercise == "mc_slice_receivers":
         assert 0 <= numbers < 16
@@ -225,9 +229,7 @@ def _legal(exercise, numbers):
     if exercise == "mma_teach_sbo":
         from bwlab.umma.case import WgmmaCase
         from bwlab.umma.descriptors import tile_desc
-        from bwlab.umma.runner import check_teach_wgmma
-        case = WgmmaCase(**numbers)                  # the operands' layouts fit the kernel's buffer
-        check_teach_wgmma(case)                      # what teach_wgmma.cu runs
+        case = WgmmaCase(**numbers, kernel="teach_wgmma.cu")    # what the kernel runs, in its buffer
         return tile_desc(case.a_major, case.a_swizzle, case.dtype, (case.M, case.K), 0).stride_byte_offset
     if exercise == "tmem_kernel_columns":
         from bwlab.tmem.forms import TmemAccess

@@ -14,6 +14,7 @@ compiled (NVRTC, no GPU needed) and, where the TMA stage runs on hardware, run i
 """
 from __future__ import annotations
 
+import random
 from functools import lru_cache
 
 import numpy as np
@@ -95,8 +96,7 @@ def _rule_set(rng) -> dict:
 
 # Every student's seven maps (bwlab.variants); the first is the self-study set. Each map's rule is the
 # model's (TensorMap), which the tests check is the one the generator meant.
-RULE_VARIANTS = (RULE_CANDIDATES,) + tuple(_rule_set(__import__("random").Random(f"tma_broken_rule:{i}"))
-                                           for i in range(40))
+RULE_VARIANTS = (RULE_CANDIDATES,) + tuple(_rule_set(random.Random(f"tma_broken_rule:{i}")) for i in range(40))
 
 
 def rule_candidates(token: str | None = None) -> dict:

@@ -255,7 +255,8 @@ def check_teach_sbo(sbo, hidden=()) -> None:
     rule = (f"SBO of a K-major operand: the byte step between its 8-row groups, {atom}; the kernel stores it "
             ">> 4 in bits 32-45")
     mistakes = {}
-    for value, why in ((8 * row_bytes("128B"), f"the 128-byte swizzle's atom (8 x 128 B); this A's rows are "
+    rows = "atom rows" if case.a_swizzle != "none" else "core-matrix rows (no swizzle)"
+    for value, why in ((8 * row_bytes("128B"), f"the 128-byte swizzle's atom (8 x 128 B); this A's {rows} are "
                                                 f"{width} bytes"),
                        (width, "one row; SBO jumps 8 rows"),
                        (lbo, "that is LBO's value" + (" (unused here)" if case.a_swizzle != "none" else
