@@ -19,9 +19,10 @@ and, where the stage's kernel runs or was recorded:
 * `results()` — every result there is for the case (the live one, then the recording), each compared with
   the model: what a notebook prints.
 
-A case built with `kernel=` (a `bwlab.lab.TeachingKernel`, or the name of a teaching kernel file, which
-means the learner's `%%cuda` version of it if there is one) runs that kernel in `run()`, `check()`,
-`result()` and `results()`; without it, the stage's harness kernel.
+A case built with `kernel=` (a `bwlab.lab.TeachingKernel`; the name of a teaching kernel file, which
+means the learner's `%%cuda` version of it if there is one; or the edited text of that file, as a string
+or a `pathlib.Path`) runs that kernel in `run()`, `check()`, `result()` and `results()`; without it, the
+stage's harness kernel.
 
 `compare()` is the comparison every check, validation and exercise uses.
 """
@@ -205,10 +206,16 @@ def digest(*parts) -> str:
 
 def _kernel_of(kernel, teaching_file: str | None):
     """A case's `kernel=` argument, checked: None (the harness), a TeachingKernel, or a teaching file name
-    (resolved when the case runs, so a later `%%cuda` edit of it counts)."""
+    (resolved when the case runs, so a later `%%cuda` edit of it counts); the edited text of the teaching
+    file (a string of several lines, or a `pathlib.Path` to a file holding it) becomes a TeachingKernel."""
     if kernel is None:
         return None
+    from pathlib import Path
     from .lab import TeachingKernel
+    if isinstance(kernel, Path) or (isinstance(kernel, str) and "\n" in kernel):
+        if not teaching_file:
+            raise ValueError("this case has no teaching kernel to replace with that source")
+        return TeachingKernel(teaching_file, kernel.read_text() if isinstance(kernel, Path) else kernel)
     if isinstance(kernel, TeachingKernel):
         if teaching_file and kernel.file != teaching_file:
             raise ValueError(f"this stage's teaching kernel is {teaching_file}; got an edit of {kernel.file}")
@@ -218,8 +225,8 @@ def _kernel_of(kernel, teaching_file: str | None):
         if teaching_file and name != teaching_file:
             raise ValueError(f"this stage's teaching kernel is {teaching_file}, got {kernel!r}")
         return name
-    raise ValueError(f"kernel must be a bwlab.lab.TeachingKernel or a teaching kernel's file name, "
-                     f"got {type(kernel).__name__}")
+    raise ValueError(f"kernel must be a bwlab.lab.TeachingKernel, a teaching kernel's file name or its "
+                     f"edited source (text, or a pathlib.Path), got {type(kernel).__name__}")
 
 
 class Case:

@@ -103,18 +103,7 @@ def figure_at(ax, figsize):
     return fig
 
 
-def deprecated_alias(fn, old: str):
-    """`old`, the name a picture had before every picture was called `plot_*`: calls `fn` and warns."""
-    import functools
-    import warnings
-
-    @functools.wraps(fn)
-    def alias(*args, **kwargs):
-        warnings.warn(f"{old} is now called {fn.__name__}", DeprecationWarning, stacklevel=2)
-        return fn(*args, **kwargs)
-
-    alias.__name__ = alias.__qualname__ = old
-    return alias
+from .util import deprecated_alias  # noqa: E402  (the pictures' draw_* names, kept importable here)
 
 
 draw_grid = deprecated_alias(plot_grid, "draw_grid")

@@ -210,16 +210,16 @@ def launch(module, kernel: str, grid, block, args, shared_mem: int = 0, barrier_
     clear_status(module)
     fn(grid, block, tuple(args), shared_mem=shared_mem)
     if sync:
-        check_status(module, kernel, barrier_names)
+        raise_on_status(module, kernel, barrier_names)
 
 
 def clear_status(module) -> None:
-    """Zero the module's `bw_status` record (before launches that `check_status` will judge)."""
+    """Zero the module's `bw_status` record (before launches that `raise_on_status` will judge)."""
     import cupy as cp
     cp.cuda.runtime.memset(module.get_global("bw_status").ptr, 0, STATUS_DTYPE.itemsize)
 
 
-def check_status(module, kernel: str, barrier_names=None) -> None:
+def raise_on_status(module, kernel: str, barrier_names=None) -> None:
     """Wait for the GPU, then raise MbarrierTimeout if a bounded wait of the module's kernels gave up
     since the record was last cleared."""
     import cupy as cp
@@ -272,3 +272,9 @@ def bench(name: str, fn, warmup: int = 3, repeat: int = 20, bytes_moved: int | N
     cp.cuda.Device().synchronize()
     times = [time_ms(fn) for _ in range(repeat)]
     return BenchResult(name, statistics.median(times), min(times), max(times), repeat, bytes_moved)
+
+
+# The name it had before `check` meant a comparison with the model (one release).
+from .util import deprecated_alias as _deprecated  # noqa: E402
+
+check_status = _deprecated(raise_on_status, "check_status")

@@ -711,18 +711,18 @@ def test_teach_problem_and_argument_checks():
     p = E.teach_problem(150, 70)
     assert (p.dtype, p.bm, p.bn, p.swizzle, p.ld, p.tiles) == ("float32", 128, 32, "128B", 72, (2, 3))
     acc = np.zeros(p.acc_shape, np.float32)
-    got_acc, d0 = E.check_teach_args(p, acc)
+    got_acc, d0 = E.require_teach_args(p, acc)
     assert d0.shape == (151, 72) and d0.dtype == np.uint32 and got_acc.dtype == np.float32
     with pytest.raises(ValueError, match="differs in .*'dtype'"):
-        E.check_teach_args(E.EpilogueProblem(150, 70, "bfloat16", bn=64), acc)
+        E.require_teach_args(E.EpilogueProblem(150, 70, "bfloat16", bn=64), acc)
     with pytest.raises(ValueError, match="differs in .*'alpha'"):
-        E.check_teach_args(E.EpilogueProblem(150, 70, "float32", bn=32, alpha=2.0), acc)
+        E.require_teach_args(E.EpilogueProblem(150, 70, "float32", bn=32, alpha=2.0), acc)
     with pytest.raises(ValueError, match="acc must be"):
-        E.check_teach_args(p, acc[:, :64])
+        E.require_teach_args(p, acc[:, :64])
     with pytest.raises(ValueError, match="D buffer must be"):
-        E.check_teach_args(p, acc, np.zeros((150, 72), np.uint32))
+        E.require_teach_args(p, acc, np.zeros((150, 72), np.uint32))
     with pytest.raises(ValueError, match="EpilogueProblem"):
-        E.check_teach_args("150x70", acc)
+        E.require_teach_args("150x70", acc)
 
 
 def test_teach_kernel_and_its_edits_compile():

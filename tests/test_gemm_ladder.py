@@ -6,7 +6,7 @@ import pytest
 
 from bwlab import compile as bc
 from bwlab.gemm import ladder
-from bwlab.gemm.ladder import ALL_STEPS, BEYOND, STEPS, ShapeError, check_shape, split_count, step
+from bwlab.gemm.ladder import ALL_STEPS, BEYOND, STEPS, ShapeError, require_shape, split_count, step
 
 H100_SMEM_OPTIN = 232448   # cudaDevAttrMaxSharedMemoryPerBlockOptin on an H100
 SRC = bc.CUDA_SRC
@@ -48,11 +48,11 @@ def test_stamp_layout_matches_the_header():
 
 
 def test_shapes_are_checked_before_any_launch():
-    check_shape(step("s6"), 256, 256, 64)
+    require_shape(step("s6"), 256, 256, 64)
     with pytest.raises(ShapeError, match=r"M = 128 must be a positive multiple of 256 .*cluster 2"):
-        check_shape(step("s6"), 128, 256, 64)
+        require_shape(step("s6"), 128, 256, 64)
     with pytest.raises(ShapeError, match=r"K = 100 .* multiple of 64 .*next valid: 128"):
-        check_shape(step(1), 128, 128, 100)
+        require_shape(step(1), 128, 128, 100)
     with pytest.raises(KeyError, match="no step"):
         step("s9")
 
@@ -146,7 +146,7 @@ def test_beyond_rungs_in_the_emulator(name, shape, monkeypatch):
     a = from_float(rng.random((m, k), dtype=np.float32) * 2 - 1, "bf16")
     b = from_float(rng.random((n, k), dtype=np.float32) * 2 - 1, "bf16")
     c, run = runner.run_step_emulated(name, a, b)
-    res = runner.check_numpy(a, b, c, name)
+    res = runner.check(a, b, c, name)
     assert res.ok, str(res)
     if name == "sk_split_k":
         partial, arrivals = run.extra
@@ -169,6 +169,6 @@ def test_split_k_many_pieces_and_again_on_the_gpu():
         launch.c.fill(0xFFFF)
         runner.clear_status(launch)
         launch()
-        runner.check_status(launch)
+        runner.raise_on_status(launch)
         res = runner.check(a, b, launch.c, "sk_split_k")
         assert res.ok, str(res)

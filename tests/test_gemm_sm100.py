@@ -91,11 +91,11 @@ def test_ladder_header_agrees_with_python():
 
 def test_bad_shapes_name_the_rule():
     with pytest.raises(ValueError, match=r"M = 100 must be a positive multiple of 128"):
-        sm100.check_problem(1, 100, 256, 64)
+        sm100.require_problem(1, 100, 256, 64)
     with pytest.raises(ValueError, match=r"M = 128 must be a positive multiple of 256"):
-        sm100.check_problem(5, 128, 256, 64)            # a CTA pair covers 256 rows
+        sm100.require_problem(5, 128, 256, 64)            # a CTA pair covers 256 rows
     with pytest.raises(ValueError, match=r"K = 0"):
-        sm100.check_problem(3, 128, 256, 0)
+        sm100.require_problem(3, 128, 256, 0)
     with pytest.raises(ValueError, match="K differs"):
         sm100.model_step1(np.zeros((128, 64), np.uint16), np.zeros((256, 128), np.uint16))
     with pytest.raises(ValueError, match="no Blackwell ladder step"):

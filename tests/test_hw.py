@@ -53,7 +53,7 @@ def test_one_list_of_swizzle_modes():
     assert [swizzle.row_bytes(m) for m in swizzle.MODES] == [16, 32, 64, 128]
     assert [swizzle.span_bytes(m) for m in swizzle.MODES] == [16, 256, 512, 1024]
     with pytest.raises(ValueError, match="swizzle must be one of"):
-        swizzle.check_mode("16B")
+        swizzle.require_mode("16B")
     # 128B: the 16-byte chunk index is XORed with the 128-byte row index (mod 8)
     assert swizzle.swizzle_address("128B", 3 * 128 + 1 * 16) == 3 * 128 + (1 ^ 3) * 16
 
@@ -68,7 +68,7 @@ def test_tmem_addresses():
     with pytest.raises(tmem.TmemError, match="lies outside"):
         tmem.decode_address(128 << 16)
     img = tmem.new_image()
-    assert img.shape == (128, 512) and img.dtype == np.uint32 and tmem.check_image(img) is img
+    assert img.shape == (128, 512) and img.dtype == np.uint32 and tmem.require_image(img) is img
 
 
 # ---- element types --------------------------------------------------------------------------

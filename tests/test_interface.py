@@ -309,3 +309,158 @@ def test_gemm_case_model_is_the_f32_gemm_rounded_to_bf16():
     from bwlab.gemm.ladder import ShapeError
     with pytest.raises(ShapeError, match="multiple of 128"):
         GemmCase(1, 100, 128, 64)
+
+
+def test_gemm_case_runs_the_learners_ladder_kernel(emulated_tier, tmp_path):
+    """GemmCase(kernel=) runs an edit of the step's file in the emulator and compares it with the f32
+    reference: the file as written passes, a K loop that drops its last slice fails."""
+    from bwlab.gemm import GemmCase
+    from bwlab.lab import TeachingKernel
+    file = "gemm_sm90/s1_one_warpgroup.cu"
+    assert GemmCase(1, 128, 128, 128, kernel="s1_one_warpgroup.cu").kernel.file == file
+    assert GemmCase(1, 128, 128, 128, kernel=file).check().ok
+    broken = TeachingKernel(file).replace("kt < k_tiles;", "kt < k_tiles - 1;")
+    res = GemmCase(1, 128, 128, 128, kernel=broken).check()
+    assert isinstance(res, CheckResult) and not res.ok and res.differing > 128 * 128 // 2, str(res)
+    assert "emulated" in res.source and "K loop" in res.hint
+    # the edited source as text or as a file is the same kernel
+    (tmp_path / "mine.cu").write_text(broken.text)
+    ident = GemmCase(1, 128, 128, 128, kernel=broken).identity()
+    assert GemmCase(1, 128, 128, 128, kernel=broken.text).identity() == ident
+    assert GemmCase(1, 128, 128, 128, kernel=tmp_path / "mine.cu").identity() == ident
+    assert ident != GemmCase(1, 128, 128, 128, kernel=file).identity()
+    with pytest.raises(ValueError, match="teaching kernel is gemm_sm90/s1_one_warpgroup.cu"):
+        GemmCase(1, 128, 128, 128, kernel=TeachingKernel("gemm_sm90/s2_pipeline.cu"))
+
+
+def test_umma_case_gives_the_kernel_your_idesc(emulated_tier):
+    """UmmaCase.with_idesc(): teach_umma.cu issues tcgen05.mma with the learner's instruction descriptor;
+    model() stays the case's, model(idesc=) predicts the kernel's D bit for bit."""
+    from bwlab import umma
+    case = _umma("teach_umma.cu")
+    wrong = umma.make_instr_desc("f16", "f16", "f32", 128, 64, "K", "MN")     # B said MN-major, stored K-major
+    mine = case.with_idesc(wrong)
+    assert mine.kernel_idesc == wrong and mine.identity() != case.identity()
+    assert np.array_equal(mine.model(), case.model())
+    got = mine.run()
+    assert np.array_equal(got, case.model(idesc=wrong))
+    res = mine.check(got)
+    assert not res.ok and "instruction descriptor" in res.hint, str(res)
+    assert case.with_idesc(case.idesc).check().ok
+    with pytest.raises(ValueError, match="kernel="):
+        umma.UmmaCase("f16", "f32", M=128, N=64, K=64, b_base=16384, kernel_idesc=wrong)
+    with pytest.raises(ValueError, match="32 bits"):
+        case.with_idesc(1 << 32)
+
+
+# ---- one verb per meaning -------------------------------------------------------------------------
+# `check` compares something with the model and reports (a CheckResult, or a *Check of the same kind);
+# `require_*` refuses illegal input with an error naming the rule; the exercise graders keep the
+# check_* names the notebooks call. (module, old name, new name) of every rename:
+RENAMED = [
+    ("bwlab.tma.rules", "check_tensor_map", "require_tensor_map"),
+    ("bwlab.tma.rules", "check_global_address", "require_global_address"),
+    ("bwlab.tma.model", "check_modelled", "require_modelled"),
+    ("bwlab.tma.model", "check_coords", "require_coords"),
+    ("bwlab.tma.runner", "check_teach_args", "require_teach_args"),
+    ("bwlab.tma", "check_teach_args", "require_teach_args"),
+    ("bwlab.epilogue.runner", "check_teach_args", "require_teach_args"),
+    ("bwlab.epilogue.rules", "check_reduce_add_dtype", "require_reduce_add_dtype"),
+    ("bwlab.multicast.model", "check_smem_address", "require_smem_address"),
+    ("bwlab.multicast.model", "check_teach_config", "require_teach_config"),
+    ("bwlab.umma.rules", "check_mma_types", "require_mma_types"),
+    ("bwlab.umma.rules", "check_mma_shape", "require_mma_shape"),
+    ("bwlab.umma.rules", "check_mma_majors", "require_mma_majors"),
+    ("bwlab.umma.rules", "check_mma", "require_mma"),
+    ("bwlab.umma", "check_mma", "require_mma"),
+    ("bwlab.umma.rules", "check_mma_cute", "require_mma_cute"),
+    ("bwlab.umma.runner", "check_teach_wgmma", "require_teach_wgmma"),
+    ("bwlab.umma.runner", "check_teach_umma", "require_teach_umma"),
+    ("bwlab.umma.canonical", "check_choice", "require_choice"),
+    ("bwlab.tmem.tables", "check_alloc", "require_alloc"),
+    ("bwlab.tmem.tables", "check_ldst", "require_ldst"),
+    ("bwlab.tmem.tables", "check_lanes", "require_lanes"),
+    ("bwlab.tmem.tables", "check_cp", "require_cp"),
+    ("bwlab.tmem.runner", "check_configurations", "require_configurations"),
+    ("bwlab.tmem.model", "check_roundtrip", "require_roundtrip"),
+    ("bwlab.hw.tmem", "check_image", "require_image"),
+    ("bwlab.hw.swizzle", "check_mode", "require_mode"),
+    ("bwlab.gemm.ladder", "check_shape", "require_shape"),
+    ("bwlab.gemm.sm100", "check_problem", "require_problem"),
+    ("bwlab.runtime", "check_status", "raise_on_status"),
+    ("bwlab.gemm.runner", "check_status", "raise_on_status"),
+    ("bwlab.gemm.runner", "check_numpy", "check"),
+    ("bwlab.tools.notebooks", "check_cells", "validate_cells"),
+]
+CHECK_RESULT = re.compile(r"\b\w*Check(Result)?\b")
+
+
+def _public_check_functions(root: Path):
+    """(file, name, return annotation) of every public module- or class-level `def check_*` under root."""
+    import ast
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        bodies = [tree.body] + [n.body for n in tree.body if isinstance(n, ast.ClassDef) and not n.name.startswith("_")]
+        for body in bodies:
+            for node in body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("check_"):
+                    yield path, node.name, ast.unparse(node.returns) if node.returns else ""
+
+
+def _grader_names():
+    """The names the exercise modules define or list in `__all__` (what a notebook's exercise calls)."""
+    import ast
+    names = set()
+    for path in [ROOT / "bwlab" / "exercises.py", *sorted((ROOT / "bwlab").glob("*/exercises.py"))]:
+        tree = ast.parse(path.read_text())
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef):
+                names.add(node.name)
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets):
+                names |= {e.value for e in node.value.elts if isinstance(e, ast.Constant)}
+    return names
+
+
+def _misnamed(root: Path):
+    graders = _grader_names()
+    return [f"{path.relative_to(root.parent)}: {name}" + (f" -> {ret}" if ret else " (no return annotation)")
+            for path, name, ret in _public_check_functions(root)
+            if name not in graders and not CHECK_RESULT.search(ret)]
+
+
+def test_check_means_compare_with_the_model():
+    """No public function is named check_* unless it grades an exercise or compares a result with the
+    model and returns what it found (a CheckResult or another *Check): a rule validator is require_*,
+    plumbing has its own verb."""
+    wrong = _misnamed(ROOT / "bwlab")
+    assert not wrong, "check_* that neither grades nor compares (a validator is require_*):\n" + "\n".join(wrong)
+
+
+def test_the_verb_test_finds_a_validator_named_check(tmp_path):
+    pkg = tmp_path / "bwlab"
+    pkg.mkdir()
+    (pkg / "rules.py").write_text("def check_thing(x) -> None:\n    if x < 0:\n        raise ValueError('x >= 0')\n\n\n"
+                                  "def check_run(x) -> CheckResult:\n    return compare(x, x)\n\n\n"
+                                  "class A:\n    def check_it(self):\n        pass\n")
+    assert _misnamed(pkg) == ["bwlab/rules.py: check_thing -> None", "bwlab/rules.py: check_it (no return annotation)"]
+
+
+@pytest.mark.parametrize("module,old,new", RENAMED, ids=[f"{m}.{o}" for m, o, _ in RENAMED])
+def test_old_names_still_work_and_warn(module, old, new):
+    import importlib
+    mod = importlib.import_module(module)
+    alias, fn = getattr(mod, old), getattr(mod, new)
+    assert alias.__wrapped__ is fn and alias.__name__ == old
+    with pytest.warns(DeprecationWarning, match=f"{old} is now called {new}"):
+        try:
+            alias()                      # no arguments: the warning comes first, then fn's TypeError
+        except TypeError:
+            pass
+
+
+def test_a_deprecated_validator_still_validates():
+    from bwlab.umma import rules
+    with pytest.warns(DeprecationWarning, match="require_mma"):
+        assert rules.check_mma("f16", "f16", "f32", 128, 64) == "f16"
+    with pytest.warns(DeprecationWarning), pytest.raises(rules.MmaRuleError, match="M = 96"):
+        rules.check_mma("f16", "f16", "f32", 96, 64)

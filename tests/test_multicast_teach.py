@@ -44,7 +44,7 @@ def test_teach_masks_are_cutes():
 def test_teach_config_rules(kw, rule):
     cfg = mc.MulticastConfig(**{**dict(cluster=(2, 2), tile_m=64, tile_n=64, swizzle="none"), **kw})
     with pytest.raises(ValueError, match=rule):
-        mc.check_teach_config(cfg)
+        mc.require_teach_config(cfg)
 
 
 def test_run_teach_checks_arguments_before_the_gpu():

@@ -96,5 +96,5 @@ def test_streaming_copy_copies():
     assert bool(cp.array_equal(src, dst))
     dst.fill(0)
     copy()
-    copy.check_status()
+    copy.raise_on_status()
     assert bool(cp.array_equal(src, dst))

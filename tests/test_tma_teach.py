@@ -66,7 +66,7 @@ def test_run_teach_refuses_what_the_teaching_kernel_cannot_load(kwargs, coords, 
 def test_run_teach_accepts_the_notebooks_boxes():
     g = rt.tma_gmem()
     for _, args, coords in rt.TEACH_CASES:
-        assert tma.check_teach_args(g, TensorMap(**args), coords) == coords
+        assert tma.require_teach_args(g, TensorMap(**args), coords) == coords
 
 
 def test_a_corrupted_recording_fails_its_replay():

@@ -23,10 +23,10 @@ def test_every_alloc_row_names_its_section():
 def test_every_legal_alloc_form_is_accepted():
     for instr, group in itertools.product(("alloc", "dealloc"), (1, 2)):
         for ncols in (32, 64, 128, 256, 512):
-            form = T.check_alloc(instr, group, ncols)
+            form = T.require_alloc(instr, group, ncols)
             assert form.ptx(group).startswith(f"tcgen05.{instr}.cta_group::{group}.sync.aligned")
     for group in (1, 2):
-        assert T.check_alloc("relinquish_alloc_permit", group).ptx(group) == \
+        assert T.require_alloc("relinquish_alloc_permit", group).ptx(group) == \
             f"tcgen05.relinquish_alloc_permit.cta_group::{group}.sync.aligned"
 
 
@@ -42,7 +42,7 @@ def test_every_legal_alloc_form_is_accepted():
 ])
 def test_illegal_alloc_forms_are_refused(instr, group, ncols, match):
     with pytest.raises(TmemError, match=match):
-        T.check_alloc(instr, group, ncols)
+        T.require_alloc(instr, group, ncols)
 
 
 # ---- tcgen05.ld / tcgen05.st ------------------------------------------------------------------------
@@ -70,7 +70,7 @@ def test_every_legal_ld_st_form_is_accepted_and_is_a_tmemaccess():
     forms = list(legal_ldst())
     assert len(forms) == 2 * 74
     for op, shape, num, q, off in forms:
-        row = T.check_ldst(op, shape, num, q, off)
+        row = T.require_ldst(op, shape, num, q, off)
         acc = tmem.TmemAccess(shape, num, q is not None)
         assert acc.registers == row.registers(num) and acc.lanes == row.lanes
         assert acc.ptx(op) == f"tcgen05.{op}.sync.aligned.{shape}.x{num}{q or ''}.b32"
@@ -86,7 +86,7 @@ NA_CELLS = [(s, n) for s, r in T.LDST_SHAPES.items() for n in T.LD_NUM_TABLE if 
 def test_every_na_cell_of_table_49_is_refused(op, shape, num):
     with pytest.raises(TmemError, match=rf"{num * T.LD_NUM_TABLE[1][T.LDST_SHAPES[shape].table_column]} "
                                         rf"registers per thread; Table 49 marks it NA \(at most 128 registers\)"):
-        T.check_ldst(op, shape, num)
+        T.require_ldst(op, shape, num)
 
 
 @pytest.mark.parametrize("op,shape,num,q,off,match", [
@@ -102,10 +102,10 @@ def test_every_na_cell_of_table_49_is_refused(op, shape, num):
 ])
 def test_illegal_ld_st_forms_are_refused(op, shape, num, q, off, match):
     if match is None:
-        T.check_ldst(op, shape, num, q, off)
+        T.require_ldst(op, shape, num, q, off)
         return
     with pytest.raises(TmemError, match=match):
-        T.check_ldst(op, shape, num, q, off)
+        T.require_ldst(op, shape, num, q, off)
 
 
 def test_lane_quarters_every_warp_and_shape():
@@ -115,11 +115,11 @@ def test_lane_quarters_every_warp_and_shape():
             for lane0 in range(128):
                 inside = lo <= lane0 and lane0 + row.lanes <= hi
                 if inside:
-                    T.check_lanes("ld", warp, lane0, row.lanes)
+                    T.require_lanes("ld", warp, lane0, row.lanes)
                 else:
                     with pytest.raises(TmemError, match=rf"warp {warp} may access TMEM lanes {lo}\.\.{hi - 1} "
                                                         r"only .*access restrictions"):
-                        T.check_lanes("st", warp, lane0, row.lanes)
+                        T.require_lanes("st", warp, lane0, row.lanes)
     assert sum(1 for lane0 in range(128) if 0 <= lane0 and lane0 + 16 <= 32) == 17
 
 
@@ -131,7 +131,7 @@ LEGAL_CP = [(f.shape, f.multicast, fmt, g) for f in T.CP_TABLE for fmt in T.CP_F
 def test_every_legal_cp_form_is_accepted():
     assert len(LEGAL_CP) == 6 * 3 * 2
     for shape, mc, fmt, g in LEGAL_CP:
-        form = T.check_cp(shape, mc, fmt, g)
+        form = T.require_cp(shape, mc, fmt, g)
         assert form.section == T.SEC_CP
         assert form.ptx(g, fmt).startswith(f"tcgen05.cp.cta_group::{g}.{shape}")
 
@@ -151,7 +151,7 @@ ILLEGAL_CP = [
 @pytest.mark.parametrize("shape,mc,fmt,g,match", ILLEGAL_CP, ids=[f"{r[0]}-{r[1]}-{r[2]}-{r[3]}" for r in ILLEGAL_CP])
 def test_illegal_cp_forms_are_refused(shape, mc, fmt, g, match):
     with pytest.raises(TmemError, match=match + r".*9\.7\.16\.9\.2"):
-        T.check_cp(shape, mc, fmt, g)
+        T.require_cp(shape, mc, fmt, g)
 
 
 def ptxas_accepts_cp(tmp_path, instr: str) -> bool:
@@ -168,7 +168,7 @@ def ptxas_accepts_cp(tmp_path, instr: str) -> bool:
 def test_ptxas_accepts_the_cp_table(tmp_path):
     for shape, mc, fmt, g in LEGAL_CP:
         if g == 1:
-            instr = T.check_cp(shape, mc, fmt, g).ptx(g, fmt)
+            instr = T.require_cp(shape, mc, fmt, g).ptx(g, fmt)
             assert ptxas_accepts_cp(tmp_path, instr), instr
 
 
@@ -183,18 +183,18 @@ def test_ptxas_refuses_what_the_cp_table_refuses(tmp_path, instr):
     parts = instr.split(".")[3:]
     shape, mc = parts[0], ".".join(parts[1:]) or None
     with pytest.raises(TmemError):
-        T.check_cp(shape, mc)
+        T.require_cp(shape, mc)
     assert not ptxas_accepts_cp(tmp_path, instr)
 
 
 # ---- the .cu configurations are checked before compiling ---------------------------------------------
 
 def test_kernel_configurations_are_checked_before_compiling(monkeypatch):
-    tmem.check_configurations()
+    tmem.require_configurations()
     assert tmem.runner.kernel_allocation_columns() == 512
     bad = SimpleNamespace(shape="16x256b", num=64, pack16=False, half_split_off=None)
     with pytest.raises(TmemError, match="Table 49 marks it NA"):
-        tmem.check_configurations([bad])
+        tmem.require_configurations([bad])
 
     def no_compile(*a, **k):
         raise AssertionError("compiled before the configurations were checked")

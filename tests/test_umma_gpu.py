@@ -41,7 +41,7 @@ def test_wgmma_every_layout_matches_the_model():
 ], ids=["f16-128x256-K128B", "bf16-MN-acc", "m64-layoutF", "f16acc", "tf32-B-MN-base32B", "tf32-A-MN-base32B"])
 def test_tcgen05_mma_matches_the_model(case):
     # Every case above passed the tcgen05.mma rule tables when it was built (UmmaCase.__post_init__
-    # runs bwlab.umma.rules.check_mma), so no illegal configuration reaches the GPU.
+    # runs bwlab.umma.rules.require_mma), so no illegal configuration reaches the GPU.
     hw = case.run()
     case.check(hw).assert_ok()     # D's cells only; an f16 D only in the low 16 bits of each word
     assert np.array_equal(case.d_from_tmem(hw), case.reference())

@@ -19,7 +19,7 @@ def test_every_legal_combination_is_accepted():
     n = 0
     seen = set()
     for kind, a, b, d, cg, M, N, am, bm, al, bl in rules.legal_mma_configs():
-        assert rules.check_mma(a, b, d, M, N, cg, am, bm, al, bl) == kind
+        assert rules.require_mma(a, b, d, M, N, cg, am, bm, al, bl) == kind
         seen.add((kind, cg, M, am, bm, al, bl))
         n += 1
     # every kind x cta_group x M x major x layout appears
@@ -51,7 +51,7 @@ def test_f6_f4_type_codes():
 
 
 ILLEGAL = [
-    # (arguments of check_mma, words the message must contain: the rule and the limit)
+    # (arguments of require_mma, words the message must contain: the rule and the limit)
     (("f16", "f16", "f32", 256, 64, 1), ["takes M in (64, 128)", "Matrix Shape"]),
     (("f16", "f16", "f32", 64, 64, 2), ["takes M in (128, 256)", "Matrix Shape"]),
     (("f16", "f16", "f32", 128, 12, 1), ["N a multiple of 8 in [8, 256]", "got N = 12"]),
@@ -80,7 +80,7 @@ ILLEGAL = [
 @pytest.mark.parametrize("args,words", ILLEGAL, ids=[str(i) for i in range(len(ILLEGAL))])
 def test_illegal_combinations_are_refused_naming_the_rule(args, words):
     with pytest.raises(rules.MmaRuleError) as e:
-        rules.check_mma(*args)
+        rules.require_mma(*args)
     for w in words:
         assert w in str(e.value), (w, str(e.value))
     assert e.value.rule in str(e.value)
@@ -94,17 +94,17 @@ def test_illegal_samples_of_every_row_are_refused():
         d = next(iter(rules.KIND_TYPES[kind].d))
         for N in (row.Ns[0] - 8, row.Ns[-1] + 8, row.Ns[-1] + 16):
             with pytest.raises(rules.MmaRuleError, match=row.limit.replace("[", r"\[").replace("]", r"\]")):
-                rules.check_mma(t, t, d, row.Ms[0], N, row.cta_group)
+                rules.require_mma(t, t, d, row.Ms[0], N, row.cta_group)
 
 
 def test_i8_n24_isa_allows_cute_refuses():
     # ISA Matrix Shape: kind::i8 cta_group::1 N = 8, 16, 24, 32, 48, ... ; CuTe's SM100_MMA_S8_SS is stricter.
-    rules.check_mma("s8", "s8", "s32", 128, 24, 1)
+    rules.require_mma("s8", "s8", "s32", 128, 24, 1)
     assert umma.make_instr_desc("s8", "s8", "s32", 128, 24) >> 17 & 0x3F == 3
     with pytest.raises(rules.MmaRuleError) as e:
-        rules.check_mma_cute("i8", 128, 24, 1)
+        rules.require_mma_cute("i8", 128, 24, 1)
     assert "CuTe" in str(e.value) and "the ISA allows it" in str(e.value)
-    rules.check_mma_cute("i8", 128, 32, 1)
+    rules.require_mma_cute("i8", 128, 32, 1)
 
 
 @pytest.mark.parametrize("arch", ["sm100", "sm90"])
@@ -149,8 +149,8 @@ def test_every_sm100_test_configuration_is_legal():
     assert len(cases) >= 5
     for args, kw in cases:
         case = umma.UmmaCase(*args, **kw)
-        rules.check_mma(case.ab, case.ab, case.d, case.M, case.N, 1, case.a_major, case.b_major,
-                        case.a_swizzle, case.b_swizzle)
+        rules.require_mma(case.ab, case.ab, case.d, case.M, case.N, 1, case.a_major, case.b_major,
+                          case.a_swizzle, case.b_swizzle)
     # the kernel issues kind::f16 and kind::tf32 with cta_group::1 only: every case is one of those
     assert {umma.UmmaCase(*a, **k).kind for a, k in cases} <= {"f16", "tf32"}
     src = (ROOT / "cuda_src" / "umma_sm100.cu").read_text()

@@ -6,7 +6,7 @@ import pytest
 
 from bwlab import umma
 from bwlab.lab import TeachingKernel
-from bwlab.umma.runner import check_teach_umma, check_teach_wgmma
+from bwlab.umma.runner import require_teach_umma, require_teach_wgmma
 
 WG = umma.WgmmaCase("f16", 64, 64, "K", "128B", "K", "128B")
 UM = umma.UmmaCase("f16", "f32", 128, 64, 64, b_base=16384)
@@ -32,7 +32,7 @@ def test_teaching_kernels_stay_short():
 
 
 def test_teach_runner_argument_checks():
-    ad, bd = check_teach_wgmma(WG)
+    ad, bd = require_teach_wgmma(WG)
     assert np.array_equal(ad, WG.descriptors()[0])
     for bad in (umma.WgmmaCase("bf16", 64, 64, "K", "128B", "K", "128B"),
                 umma.WgmmaCase("f16", 128, 64, "K", "128B", "K", "128B"),
@@ -46,7 +46,7 @@ def test_teach_runner_argument_checks():
         umma.run_teach_wgmma(umma.WgmmaCase("f16", 64, 256, "K", "128B", "K", "128B", b_base=32768))
     with pytest.raises(TypeError):
         umma.run_teach_wgmma(UM)
-    (ad, bd), idesc = check_teach_umma(UM)
+    (ad, bd), idesc = require_teach_umma(UM)
     assert idesc == UM.idesc == 0x08100010
     with pytest.raises(ValueError):
         umma.run_teach_umma(umma.UmmaCase("tf32", "f32", 128, 64, 32, "K", "128B", "K", "128B", b_base=16384))

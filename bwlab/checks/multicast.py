@@ -22,6 +22,7 @@ import numpy as np
 from .. import device
 from ..hw.mbarrier import MAX_TX_BYTES
 from ..multicast import MulticastConfig, compare_run, launch_multicast, make_operands
+from ..multicast.case import MulticastCheck
 from ..multicast.params import SMEM_PER_CTA
 from ..multicast.runner import THREADS
 from ..runtime import MbarrierTimeout
@@ -52,7 +53,7 @@ def validation_configs(quick: bool = False) -> list:
     return out
 
 
-def check_config(cfg: MulticastConfig, seed: int = 0):
+def check_config(cfg: MulticastConfig, seed: int = 0) -> MulticastCheck:
     """Run `cfg` on the GPU with random operands and compare every CTA with the model."""
     return compare_run(launch_multicast(cfg, make_operands(cfg, seed)))
 

@@ -35,7 +35,7 @@ def make_tma_copy(src, dst, cfg: CopyConfig = CopyConfig()):
 
     Runs it once through bwlab.runtime.launch (bounded waits checked, MbarrierTimeout on a stall)
     and returns a function that enqueues further copies with no host work beyond the launch
-    itself, for timing; `check_status()` on that function reports a stall in those.
+    itself, for timing; `raise_on_status()` on that function reports a stall in those.
     """
     import cupy as cp
 
@@ -66,7 +66,7 @@ def make_tma_copy(src, dst, cfg: CopyConfig = CopyConfig()):
     def run():
         kernel(grid, (32,), args, shared_mem=smem)
 
-    def check_status():
+    def raise_on_status():
         cp.cuda.Device().synchronize()
         rec = np.zeros(1, dtype=STATUS_DTYPE)
         st = mod.get_global("bw_status")
@@ -74,7 +74,7 @@ def make_tma_copy(src, dst, cfg: CopyConfig = CopyConfig()):
         if rec["code"][0]:
             raise MbarrierTimeout("tma_copy_stream", COPY_BARRIERS.get(int(rec["barrier_id"][0]), "?"), rec[0])
 
-    run.check_status = check_status
+    run.raise_on_status = raise_on_status
     return run
 
 
@@ -116,7 +116,7 @@ def bench_main(argv=None) -> int:
                 for _ in range(inner):
                     copy()
             r = bench(f"tma {cfg}", timed, repeat=args.repeat, bytes_moved=2 * n * inner)
-            copy.check_status()
+            copy.raise_on_status()
             res.append((cfg, r, ok))
         return base, res
 

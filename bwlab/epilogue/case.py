@@ -164,11 +164,11 @@ class Epilogue(Case):
         self.problem, self.acc, self.c_bits, self.d_init = problem, acc, c_bits, d_init
         self._set_kernel(kernel)
         if kernel is not None:
-            from .runner import check_teach_args
+            from .runner import require_teach_args
             if c_bits is not None:
                 raise ValueError("teach_store.cu computes D = acc (no C): leave c_bits out, or kernel= to use "
                                  "the harness")
-            check_teach_args(problem, acc, d_init)
+            require_teach_args(problem, acc, d_init)
 
     def __repr__(self):
         p = self.problem

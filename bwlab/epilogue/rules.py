@@ -16,7 +16,7 @@ from ..hw.dtypes import ElementType, element_type
 
 __all__ = ["StoreRule", "STORE_RULES", "StoreRuleError", "refuse", "D_DTYPES", "d_dtype", "raw_dtype",
            "REDUCE_ADD_DTYPES", "STORE_GRANULE", "TF32_ROUNDS_ON_STORE", "PROXY_FENCE_RULE",
-           "check_reduce_add_dtype"]
+           "require_reduce_add_dtype"]
 
 # Element types a D (and C) tile of this epilogue can have, spelt as tensor maps take them ('f32',
 # 'f16', 'bf16' are accepted too: bwlab.hw.dtypes).
@@ -119,9 +119,15 @@ def raw_dtype(dtype) -> np.dtype:
     return np.dtype(f"u{element_type(dtype).bytes}")
 
 
-def check_reduce_add_dtype(dtype) -> ElementType:
+def require_reduce_add_dtype(dtype) -> ElementType:
     t = element_type(dtype)
     if t.numpy_name not in REDUCE_ADD_DTYPES:
         refuse("reduce-add-dtype", f"cp.reduce.async.bulk.tensor .add supports {REDUCE_ADD_DTYPES}; "
                                    f"the tensor map's dtype is {dtype}")
     return t
+
+
+# The names these validators had before `check` meant a comparison with the model (one release).
+from ..util import deprecated_alias as _deprecated  # noqa: E402
+
+check_reduce_add_dtype = _deprecated(require_reduce_add_dtype, "check_reduce_add_dtype")

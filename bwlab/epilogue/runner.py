@@ -10,10 +10,10 @@ import numpy as np
 from ..hw.swizzle import MODES
 from ..util import round_up
 from .problem import EpilogueProblem, teach_problem
-from .rules import check_reduce_add_dtype, raw_dtype
+from .rules import require_reduce_add_dtype, raw_dtype
 from .store import _op, _store_targets, _window, store_geometry
 
-__all__ = ["run_teach", "launch_teach", "check_teach_args", "TEACH_EDITS", "run_epilogue", "run_tma_store", "measure_store_cycles", "EPI_FLAGS", "DT_CODES",
+__all__ = ["run_teach", "launch_teach", "require_teach_args", "TEACH_EDITS", "run_epilogue", "run_tma_store", "measure_store_cycles", "EPI_FLAGS", "DT_CODES",
            "EPILOGUE_BARRIERS"]
 
 # enum EPI_* and DT_* in cuda_src/tma_store.cu (tests/test_epilogue.py reads them from the source).
@@ -32,7 +32,7 @@ TEACH_EDITS = {
 }
 
 
-def check_teach_args(p: EpilogueProblem, acc, d_init=None) -> tuple:
+def require_teach_args(p: EpilogueProblem, acc, d_init=None) -> tuple:
     """What teach_store.cu handles: `teach_problem(M, N, ld)` (fp32, 128 x 32 tiles, 128B swizzle,
     D = acc). Returns (acc as float32, the initial D buffer as raw uint32 bits)."""
     if not isinstance(p, EpilogueProblem):
@@ -67,7 +67,7 @@ def launch_teach(p: EpilogueProblem, acc, d_init=None, kernel=None) -> np.ndarra
     `kernel` is a `bwlab.lab.TeachingKernel` (a learner's edit); default: the %%cuda version if there
     is one, else cuda_src/teach_store.cu.
     """
-    acc, d0 = check_teach_args(p, acc, d_init)
+    acc, d0 = require_teach_args(p, acc, d_init)
     from ..lab import edited, isolate, run_edited
     from ..runtime import backend_for, launch, tensor_map_arg
     be = backend_for("store")   # this GPU, or the PTX emulator where there is none
@@ -139,7 +139,7 @@ def run_tma_store(gmem, tmap, coords, smem, smem_address: int = 0, window_start=
     cp = be.xp
     op = _op(op)
     if op == "reduce_add":
-        check_reduce_add_dtype(tmap.dtype)
+        require_reduce_add_dtype(tmap.dtype)
     addr, _, _ = _store_targets(tmap, coords, smem_address)
     start = int(smem_address if window_start is None else window_start)
     if start % 128:
@@ -196,3 +196,7 @@ def measure_store_cycles(lane_offsets, iters: int = 256) -> float:
     return float(cp.asnumpy(d_cyc)[0]) / (iters * 16 * 4)
 
 
+# The names these validators had before `check` meant a comparison with the model (one release).
+from ..util import deprecated_alias as _deprecated  # noqa: E402
+
+check_teach_args = _deprecated(require_teach_args, "check_teach_args")

@@ -18,7 +18,7 @@ import numpy as np
 from ..hw.dtypes import element_type
 from ..hw.swizzle import SWIZZLES, row_bytes
 from ..util import ceil_div, round_up
-from .rules import STORE_GRANULE, TF32_ROUNDS_ON_STORE, check_reduce_add_dtype, raw_dtype, refuse
+from .rules import STORE_GRANULE, TF32_ROUNDS_ON_STORE, require_reduce_add_dtype, raw_dtype, refuse
 
 __all__ = ["smem_box_pitch", "smem_box_footprint", "tma_store_writes", "tma_store_model",
            "tma_reduce_add_model", "store_geometry", "STORE_FATES", "store_fates"]
@@ -221,7 +221,7 @@ def tma_reduce_add_model(gmem, tmap, coords, smem, smem_address: int = 0, window
     in-bounds element of the box becomes GMEM + SMEM (PTX ISA 9.7.9.27.1.3: .add takes .u32, .s32,
     .u64, .f32, .f16, .bf16; floats round to nearest even, integers wrap). It covers what the store
     covers: padding that shares the 16-byte granule of a row's last element is added to as well."""
-    check_reduce_add_dtype(tmap.dtype)
+    require_reduce_add_dtype(tmap.dtype)
     g, gb = _gmem_bytes_copy(gmem, tmap)
     off, vals = tma_store_writes(tmap, coords, smem, smem_address, window_start)
     eb = element_type(tmap.dtype).bytes

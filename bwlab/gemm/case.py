@@ -5,6 +5,15 @@
     case.check()                            # the step run on this GPU (sm_90a) or in the PTX emulator, compared
     case.results()                          # the same, one line per result
 
+    mine = TeachingKernel("gemm_sm90/s1_one_warpgroup.cu").replace("kt < k_tiles;", "kt < k_tiles - 1;")
+    GemmCase(1, 128, 128, 128, kernel=mine).check()   # your edit of the step's kernel, run the same way:
+                                                      # here it drops the last K slice, and check() says so
+
+`kernel=` takes an edit of the step's own file: a `bwlab.lab.TeachingKernel`, the file's name (the
+`%%cuda gemm_sm90/s1_one_warpgroup.cu` version if a cell changed it), or the edited source itself (text,
+or a `pathlib.Path` to a file). In the emulated tier it runs in the PTX emulator (keep the shape small:
+a 128 x 128 x 128 problem takes seconds); on a Hopper GPU in a worker process.
+
 A kernel accumulates in f32 in its own order, so its C may differ from the model's rounding by one bf16
 ulp where two f32 sums straddle a rounding boundary: `check` allows |C - C_f32| <= 2^-7 |C_f32| +
 2^-16 (|A| |B|^T) per element (bwlab.gemm.runner's tolerance) and names the worst element.
@@ -15,7 +24,7 @@ import numpy as np
 
 from ..case import Case, CheckResult, Mismatch, digest
 from ..hw.dtypes import from_float, to_float
-from .ladder import check_shape, step
+from .ladder import require_shape, step
 
 __all__ = ["GemmCase"]
 
@@ -26,7 +35,8 @@ SUM_TOL = 2.0 ** -16    # f32 accumulation in another order, relative to |A| |B|
 class GemmCase(Case):
     """Step `step` (a number, 's3', or the full name) of the Hopper ladder on an M x N x K problem with
     bf16 A (M x K) and B (N x K) drawn from `seed` (values in [-1, 1)). `kernel`: a learner's edit of the
-    step's .cu (`bwlab.lab.TeachingKernel`), run on a Hopper GPU in a worker process."""
+    step's .cu (see the module), run where the step runs: a Hopper GPU (in a worker process) or the
+    PTX emulator."""
 
     stage = "gemm"
     device_stage = "tma"
@@ -34,8 +44,10 @@ class GemmCase(Case):
     def __init__(self, step_, M: int, N: int, K: int, seed: int = 0, kernel=None):
         self.step = step(step_)
         self.M, self.N, self.K, self.seed = int(M), int(N), int(K), int(seed)
-        check_shape(self.step, self.M, self.N, self.K)
-        self.teaching_file = self.step.file
+        require_shape(self.step, self.M, self.N, self.K)
+        self.teaching_file = self.step.path
+        if isinstance(kernel, str) and kernel == self.step.file:   # its name without the folder
+            kernel = self.step.path
         self._set_kernel(kernel)
         rng = np.random.default_rng(self.seed)
         self.a = from_float(rng.random((self.M, self.K), dtype=np.float32) * 2 - 1, "bf16")
@@ -76,10 +88,8 @@ class GemmCase(Case):
         from .. import device
         from . import runner
         if device.tier("tma") == "emulated":
-            if self._kernel is not None:
-                raise NotImplementedError("an edited ladder kernel runs on a Hopper GPU (bwlab.gemm.runner."
-                                          "try_kernel); the emulator runs the steps as written")
-            return runner.run_step_emulated(self.step.name, self.a, self.b, seed=self.seed)[0]
+            return runner.run_step_emulated(self.step.name, self.a, self.b, seed=self.seed,
+                                            kernel=self._teaching())[0]
         device.require("tma")
         kernel = self._teaching()
         if kernel is not None:

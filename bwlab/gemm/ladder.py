@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ..util import ceil_div
 
-__all__ = ["Step", "STEPS", "BEYOND", "ALL_STEPS", "step", "check_shape", "ShapeError", "split_count"]
+__all__ = ["Step", "STEPS", "BEYOND", "ALL_STEPS", "step", "require_shape", "ShapeError", "split_count"]
 
 BK = 64          # K per stage (gemm_common.cuh)
 SMEM_SLACK = 1024  # the kernels move their dynamic SMEM up to a 1024-byte boundary
@@ -155,7 +155,7 @@ def step(name_or_index) -> Step:
     raise KeyError(f"no step {name_or_index!r}; the steps are {', '.join(s.name for s in ALL_STEPS)}")
 
 
-def check_shape(s: Step, m: int, n: int, k: int) -> None:
+def require_shape(s: Step, m: int, n: int, k: int) -> None:
     """Raise ShapeError naming the rule when (m, n, k) is not whole tiles for step `s`."""
     for name, v, mult, why in (("M", m, s.m_multiple, f"tile rows {s.bm}" + (f" x cluster {s.cluster}"
                                                                         if s.cluster > 1 else "")),
@@ -165,3 +165,9 @@ def check_shape(s: Step, m: int, n: int, k: int) -> None:
             raise ShapeError(f"{s.name}: {name} = {v} must be a positive multiple of {mult} ({why}); "
                              f"the ladder's kernels compute whole tiles only (next valid: "
                              f"{max(mult, ceil_div(v, mult) * mult)})")
+
+
+# The names these validators had before `check` meant a comparison with the model (one release).
+from ..util import deprecated_alias as _deprecated  # noqa: E402
+
+check_shape = _deprecated(require_shape, "check_shape")

@@ -15,12 +15,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..hw.dtypes import from_float
+from ..util import deprecated_alias
 from ..tma.runner import encode_tensor_map
 from ..tma.tensor_map import TensorMap
-from .ladder import BK, Step, check_shape, step
+from .ladder import BK, Step, require_shape, step
 
 __all__ = ["random_operands", "build", "run_step", "reference", "check", "GemmCheck", "Launch",
-           "check_status", "clear_status", "prepare", "run_stamps", "try_kernel", "BARRIERS"]
+           "raise_on_status", "clear_status", "prepare", "run_stamps", "try_kernel", "BARRIERS"]
 
 BARRIERS = {1: "full (a stage's bytes have landed)", 2: "empty (every consumer warp is done with a stage)"}
 STAMP_SHAPE = (4, 512, 2, 2)   # gemm_common.cuh: [track][event][begin/end][globaltimer ns, clock64]
@@ -92,7 +93,7 @@ def prepare(name, a, b, stamps=None, c=None, kernel=None, splits=None) -> Launch
         raise ValueError(f"A is {m} x {k} and B is {n} x {kb}: both must have K columns (C = A * B^T)")
     if a.dtype != cp.uint16 or b.dtype != cp.uint16:
         raise TypeError("A and B hold bf16 bit patterns: dtype uint16 (see bf16_bits)")
-    check_shape(s, m, n, k)
+    require_shape(s, m, n, k)
     a, b = cp.ascontiguousarray(a), cp.ascontiguousarray(b)
     c = cp.empty((m, n), dtype=cp.uint16) if c is None else c
     info = gpu_info()
@@ -136,14 +137,14 @@ def extra_args(s: Step, m: int, n: int, k: int, sms: int, zeros, splits: int | N
     return (), ()
 
 
-def check_status(launch: Launch) -> None:
+def raise_on_status(launch: Launch) -> None:
     """Raise MbarrierTimeout if a bounded wait of the last launches gave up."""
     from .. import runtime
-    runtime.check_status(launch.module, launch.step.name, BARRIERS)
+    runtime.raise_on_status(launch.module, launch.step.name, BARRIERS)
 
 
 def clear_status(launch: Launch) -> None:
-    """Zero the status record before launches that `check_status` will judge."""
+    """Zero the status record before launches that `raise_on_status` will judge."""
     from .. import runtime
     runtime.clear_status(launch.module)
 
@@ -154,7 +155,7 @@ def run_step(name, a, b, kernel=None):
     launch = prepare(name, a, b, kernel=kernel)
     clear_status(launch)
     launch()
-    check_status(launch)
+    raise_on_status(launch)
     return launch.c
 
 
@@ -166,7 +167,7 @@ def run_stamps(name, a, b):
     launch = prepare(name, a, b, stamps=stamps)
     clear_status(launch)
     launch()
-    check_status(launch)
+    raise_on_status(launch)
     return launch.c, cp.asnumpy(stamps)
 
 
@@ -204,7 +205,11 @@ class GemmCheck:
 
 
 def check(a, b, c, name: str = "", ref=None) -> GemmCheck:
-    """Compare bf16 C with the f32 reference: |C - C_f32| <= 2^-7 |C_f32| + 2^-16 (|A| |B|^T)."""
+    """Compare bf16 C with the f32 reference: |C - C_f32| <= 2^-7 |C_f32| + 2^-16 (|A| |B|^T). CuPy
+    arrays are compared on the GPU (`ref`: their `reference(a, b)`, if already computed); NumPy arrays
+    (an emulated run's) on the host, against the same reference and tolerance."""
+    if isinstance(c, np.ndarray):
+        return _check_on_host(a, b, c, name)
     cp = _cp()
     c32, scale = reference(a, b) if ref is None else ref
     err = cp.abs(bf16_to_f32(c) - c32)
@@ -240,11 +245,12 @@ EMULATED_SMS = 2   # the persistent steps launch this many CTAs (clusters) in th
 
 
 def run_step_emulated(name, a, b, sms: int = EMULATED_SMS, seed: int = 0, trace: bool = False,
-                      stamps: bool = False):
+                      stamps: bool = False, kernel=None):
     """C = A * B^T by one step's kernel executed in bwlab.emu (its sm_90a PTX, instruction by
     instruction). `a` (M x K) and `b` (N x K) are NumPy uint16 arrays of bf16 bits; returns (C bits,
     the emulator's Launch: its trace, stall reports and counts). Persistent steps launch
-    min(`sms`, tiles) CTAs, so each CTA walks several tiles as it does on the GPU."""
+    min(`sms`, tiles) CTAs, so each CTA walks several tiles as it does on the GPU. `kernel`: a learner's
+    edit of the step's file (`bwlab.lab.TeachingKernel`) instead of the file."""
     from .. import emu
     from ..runtime import EMULATED, launch as run_launch, tensor_map_arg
     s = step(name)
@@ -254,12 +260,14 @@ def run_step_emulated(name, a, b, sms: int = EMULATED_SMS, seed: int = 0, trace:
     n, kb = b.shape
     if kb != k:
         raise ValueError(f"A is {m} x {k} and B is {n} x {kb}: both must have K columns (C = A * B^T)")
-    check_shape(s, m, n, k)
+    require_shape(s, m, n, k)
     da, db, dc = emu.asarray(a), emu.asarray(b), emu.zeros((m, n), np.uint16)
     maps = [encode_tensor_map(TensorMap("bfloat16", (k, m), (BK, s.bm), swizzle="128B"), da.data.ptr),
             encode_tensor_map(TensorMap("bfloat16", (k, n), (BK, s.b_rows), swizzle="128B"), db.data.ptr),
             encode_tensor_map(TensorMap("bfloat16", (n, m), (64, 64), swizzle="128B"), dc.data.ptr)]
-    module = EMULATED.load(s.path.split("/", 1)[0] + "/" + s.file, defines={"GEMM_STAMPS": 1} if stamps else None)
+    if kernel is not None and kernel.file != s.path:
+        raise ValueError(f"{s.name} runs {s.path}; got an edit of {kernel.file}")
+    module = EMULATED.load(kernel if kernel is not None else s.path, defines={"GEMM_STAMPS": 1} if stamps else None)
     fn = module.get_function("gemm")
     fn.seed, fn.trace = seed, trace
     grid = s.grid(m, n, sms * s.cluster, k)
@@ -292,7 +300,7 @@ def emulated_ladder(m: int = 256, n: int = 512, k: int = 192, steps=None, seed: 
     for x in chosen:
         c, run = run_step_emulated(x.name, a, b, stamps=True, seed=seed)
         stamps.append(run.stamps)
-        ok.append(check_numpy(a, b, c, x.name).ok)
+        ok.append(check(a, b, c, x.name).ok)
     return Recording("gemm_ladder (emulated)", {"steps": np.array([x.name for x in chosen]),
                                                 "stamps": np.stack(stamps), "check_ok": np.array(ok)},
                      {"device": "bwlab.emu (emulated: virtual time, not a performance model)",
@@ -300,8 +308,8 @@ def emulated_ladder(m: int = 256, n: int = 512, k: int = 192, steps=None, seed: 
                       "params": {"stamp_shape": [m, n, k]}})
 
 
-def check_numpy(a, b, c, name: str = "") -> GemmCheck:
-    """`check` on the host (NumPy): the same f32 reference and tolerance, for emulated results."""
+def _check_on_host(a, b, c, name: str = "") -> GemmCheck:
+    """`check` of NumPy arrays (an emulated run's C): the f32 reference and tolerance on the host."""
     fa = (np.asarray(a, np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
     fb = (np.asarray(b, np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
     c32 = (fa @ fb.T).astype(np.float32).astype(np.float64)
@@ -315,3 +323,8 @@ def check_numpy(a, b, c, name: str = "") -> GemmCheck:
     m, n = c.shape
     return GemmCheck(name, (m, n, a.shape[1]), float(np.nanmax(err)), divmod(worst, n),
                      float(ratio.ravel()[worst]), int(np.count_nonzero(~(ratio <= 1))))
+
+
+# The names these had before `check` meant a comparison with the model (one release).
+check_status = deprecated_alias(raise_on_status, "check_status")
+check_numpy = deprecated_alias(check, "check_numpy")

@@ -41,7 +41,7 @@ from ..tmem import TensorMemory, TmemAccess
 from ..umma import CtaState, tcgen05_commit, tcgen05_mma
 
 __all__ = ["STEPS_SM100", "GEMM_BARRIERS", "STAMP_TRACKS", "STAMP_SPANS", "step_info", "kernel_constants",
-           "tensor_maps", "check_problem", "launch_grid", "run_sm100", "run_step_emulated", "EMULATED_SMS", "model_step1", "Step1Model",
+           "tensor_maps", "require_problem", "launch_grid", "run_sm100", "run_step_emulated", "EMULATED_SMS", "model_step1", "Step1Model",
            "reference", "example_inputs", "smem_desc"]
 
 LADDER_HEADER = "gemm_sm100/ladder.cuh"
@@ -172,7 +172,7 @@ def _operands(A, B):
     return a, b, a.shape[0], b.shape[0], a.shape[1]
 
 
-def check_problem(step, M: int, N: int, K: int) -> dict:
+def require_problem(step, M: int, N: int, K: int) -> dict:
     """The step's constants, after checking that M, N, K are whole tiles: the kernels have no edge
     handling (every box is full, every tile complete)."""
     k = kernel_constants(step)
@@ -187,7 +187,7 @@ def check_problem(step, M: int, N: int, K: int) -> dict:
 def tensor_maps(step, M: int, N: int, K: int):
     """(A, B, C) tensor maps of a step: A and B with boxes of 64 (K) x the rows one CTA loads (BM of A;
     BN of B, half of it for a CTA pair), C with the TMA-store step's 64 x 32 box; all 128B-swizzled."""
-    k = check_problem(step, M, N, K)
+    k = require_problem(step, M, N, K)
     return (TensorMap("bfloat16", (K, M), (k["BK"], k["BM"]), swizzle="128B"),
             TensorMap("bfloat16", (K, N), (k["BK"], k["BN"] // k["CLUSTER"]), swizzle="128B"),
             TensorMap("bfloat16", (N, M), (k.get("EPI_COLS", 64), 32), swizzle="128B"))
@@ -359,3 +359,9 @@ def model_step1(A, B, *, source=None, idesc: int | None = None, desc_hi: int | N
             tm.dealloc(0, 0, tmem, k["TMEM_COLS"])
             tm.exit(0)
     return Step1Model(C, reference(a, b), k, idesc, hi, mmas, loads)
+
+
+# The names these validators had before `check` meant a comparison with the model (one release).
+from ..util import deprecated_alias as _deprecated  # noqa: E402
+
+check_problem = _deprecated(require_problem, "check_problem")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["MODES", "SWIZZLES", "Swizzle", "swizzle_of", "swizzle_address", "span_bytes", "row_bytes",
-           "check_mode"]
+           "require_mode"]
 
 # The one list of swizzle modes, in the order the driver and CuTe number them.
 MODES = ("none", "32B", "64B", "128B")
@@ -47,7 +47,7 @@ SWIZZLES = {
 }
 
 
-def check_mode(mode: str, what: str = "swizzle") -> str:
+def require_mode(mode: str, what: str = "swizzle") -> str:
     """`mode` if it names a swizzle mode, else ValueError listing the modes."""
     if mode not in SWIZZLES:
         raise ValueError(f"{what} must be one of {list(MODES)}, got {mode!r}")
@@ -55,7 +55,7 @@ def check_mode(mode: str, what: str = "swizzle") -> str:
 
 
 def swizzle_of(mode: str) -> Swizzle:
-    return SWIZZLES[check_mode(mode)]
+    return SWIZZLES[require_mode(mode)]
 
 
 def swizzle_address(mode: str, addr):
@@ -74,3 +74,9 @@ def row_bytes(mode: str) -> int:
     this wide when swizzled; the MMA descriptors call it the swizzle width."""
     sw = swizzle_of(mode)
     return 16 << sw.bits
+
+
+# The names these validators had before `check` meant a comparison with the model (one release).
+from ..util import deprecated_alias as _deprecated  # noqa: E402
+
+check_mode = _deprecated(require_mode, "check_mode")

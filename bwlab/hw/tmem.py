@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["LANES", "COLUMNS", "TmemError", "encode_address", "decode_address", "format_address",
-           "warp_lane_range", "new_image", "check_image"]
+           "warp_lane_range", "new_image", "require_image"]
 
 LANES = 128      # TMEM lanes (rows) per SM
 COLUMNS = 512    # TMEM columns per SM, 32 bits each
@@ -66,8 +66,14 @@ def new_image(fill: int = 0) -> np.ndarray:
     return np.full((LANES, COLUMNS), fill, dtype=np.uint32)
 
 
-def check_image(image) -> np.ndarray:
+def require_image(image) -> np.ndarray:
     if not isinstance(image, np.ndarray) or image.shape != (LANES, COLUMNS) or image.dtype != np.uint32:
         raise TmemError(f"a TMEM image is a uint32 array of shape ({LANES}, {COLUMNS}); got "
                         f"{type(image).__name__} {getattr(image, 'shape', '')} {getattr(image, 'dtype', '')}")
     return image
+
+
+# The names these validators had before `check` meant a comparison with the model (one release).
+from ..util import deprecated_alias as _deprecated  # noqa: E402
+
+check_image = _deprecated(require_image, "check_image")

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..case import Case, CheckResult, Mismatch, digest
 from ..case import compare as compare_arrays
-from .model import FILL_BYTE, TEACH_KERNEL, check_teach_config, expected_smem, make_operands, multicast_model
+from .model import FILL_BYTE, TEACH_KERNEL, require_teach_config, expected_smem, make_operands, multicast_model
 from .params import MulticastConfig, TILE_AREA_ALIGN
 from .partition import plan
 from .runner import MulticastRun, launch_multicast, launch_teach, run_multicast
@@ -41,7 +41,7 @@ class MulticastLoad(Case):
         self.plans = plan(cfg)
         self._set_kernel(kernel)
         if kernel is not None:
-            check_teach_config(cfg)
+            require_teach_config(cfg)
 
     def __repr__(self):
         c = self.cfg

@@ -14,7 +14,7 @@ from .cluster import mask_ranks
 from .partition import block_of_rank, plan
 
 __all__ = ["FILL_BYTE", "make_operands", "multicast_model", "masked_multicast_model", "expected_smem",
-           "check_smem_address", "slice_chunks", "TEACH_KERNEL", "teach_config", "check_teach_config", "teach_masks",
+           "require_smem_address", "slice_chunks", "TEACH_KERNEL", "teach_config", "require_teach_config", "teach_masks",
            "barrier_outcome", "barrier_table"]
 
 FILL_BYTE = 0xEE  # what the kernel writes into its tile area before any slice lands
@@ -32,7 +32,7 @@ def make_operands(cfg, seed: int = 0) -> dict:
     return out
 
 
-def check_smem_address(smem_address: int) -> int:
+def require_smem_address(smem_address: int) -> int:
     """A TMA destination must be 128-byte aligned (bwlab.tma.SMEM_ALIGNMENT)."""
     from ..tma import SMEM_ALIGNMENT
     a = int(smem_address)
@@ -54,7 +54,7 @@ def masked_multicast_model(cfg, operands: dict, masks, smem_address: int = 0) ->
     broken one; None: the plan's), replaces the mask each rank multicasts with. Each slice then lands
     in the CTAs those masks name, the later sender's bytes over the earlier's where they meet."""
     from ..tma import tma_load_model
-    base = check_smem_address(smem_address)
+    base = require_smem_address(smem_address)
     if masks is not None:
         masks = np.asarray(masks)
         if masks.shape != (cfg.cluster_size, 2) or masks.min() < 0 or int(masks.max()) >> cfg.cluster_size:
@@ -78,7 +78,7 @@ def expected_smem(cfg, operands: dict, smem_address: int = 0) -> np.ndarray:
     """What every CTA must end up holding, computed without masks or slices: its whole A and/or B
     tile, loaded with one box the size of the tile. `multicast_model` must equal this."""
     from ..tma import tma_load_model
-    base = check_smem_address(smem_address)
+    base = require_smem_address(smem_address)
     out = np.full((cfg.n_ctas, cfg.smem_bytes), FILL_BYTE, dtype=np.uint8)
     gx, gy = cfg.grid
     for op in cfg.operands:
@@ -99,7 +99,7 @@ def slice_chunks(cfg, op: str, index: int, dst: int | None = None) -> np.ndarray
     each line's absolute address."""
     from ..tma import TensorMap, tma_load_model
     s = cfg.slice_of(op, index)
-    dst = check_smem_address(cfg.smem_base(op) + s.smem_offset if dst is None else dst)
+    dst = require_smem_address(cfg.smem_base(op) + s.smem_offset if dst is None else dst)
     eb = cfg.elem_bytes
     k, rows = cfg.global_shape(op)
     # A byte tensor whose every byte says which 16-byte chunk of its row it belongs to (+1, so
@@ -122,11 +122,11 @@ def teach_config(cluster=(2, 2), tile_m: int = 64, tile_n: int = 64, grid_cluste
     from .params import MulticastConfig
     cfg = MulticastConfig(cluster=cluster, tile_m=tile_m, tile_n=tile_n, tile_k=64, dtype="float16",
                           swizzle="none", operands="AB", grid_clusters=grid_clusters)
-    check_teach_config(cfg)
+    require_teach_config(cfg)
     return cfg
 
 
-def check_teach_config(cfg) -> None:
+def require_teach_config(cfg) -> None:
     """Raise ValueError naming the rule when the teaching kernel cannot run `cfg` as
     `multicast_model` models it."""
     from .params import MulticastConfig
@@ -201,3 +201,10 @@ def barrier_table(outcomes) -> str:
         lines.append(f"CTA rank {o['rank']}: expects {o['expect_tx']} B, receives {o['arrived']} B "
                      f"({senders}): {verdict}")
     return "\n".join(lines)
+
+
+# The names these validators had before `check` meant a comparison with the model (one release).
+from ..util import deprecated_alias as _deprecated  # noqa: E402
+
+check_smem_address = _deprecated(require_smem_address, "check_smem_address")
+check_teach_config = _deprecated(require_teach_config, "check_teach_config")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..hw.dtypes import element_type
 from ..hw.mbarrier import MAX_TX_BYTES
-from ..hw.swizzle import check_mode
+from ..hw.swizzle import require_mode
 from ..layout import Layout
 from ..util import round_up
 from .cluster import cluster_layout_vmnk
@@ -64,7 +64,7 @@ class MulticastConfig:
             raise ValueError(f"dtype {self.dtype!r} has no tensor-map type; a multicast tile needs one")
         # One spelling from here on: the name the tensor map has always taken ('float16', 'tf32').
         object.__setattr__(self, "dtype", t.numpy_name or t.name)
-        check_mode(self.swizzle)
+        require_mode(self.swizzle)
         for name in ("tile_m", "tile_n", "tile_k"):
             v = getattr(self, name)
             if not 1 <= v <= MAX_BOX:

@@ -267,10 +267,10 @@ def plot_slice_swizzle(cfg: MulticastConfig, op: str = "A", index: int = 1, smem
     pattern's span continues the pattern where the address says instead of starting it again."""
     import matplotlib.pyplot as plt
     from matplotlib import colormaps
-    from .model import check_smem_address
+    from .model import require_smem_address
     from ..plotting import BYTE_COLORS, add_legend, plot_grid
     s = cfg.slice_of(op, index)
-    at = check_smem_address(smem_address) + cfg.smem_base(op) + s.smem_offset
+    at = require_smem_address(smem_address) + cfg.smem_base(op) + s.smem_offset
     ramp = colormaps["Blues"]
     chunk_color = {c: ramp(0.15 + 0.07 * c) for c in range(8)}
     lines = len(slice_chunks(cfg, op, index, at))

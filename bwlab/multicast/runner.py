@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .cluster import PORTABLE_CLUSTER_CTAS
-from .model import TEACH_KERNEL, check_smem_address, check_teach_config, teach_masks
+from .model import TEACH_KERNEL, require_smem_address, require_teach_config, teach_masks
 from .params import TILE_AREA_ALIGN
 from .partition import plan_arrays
 
@@ -68,7 +68,7 @@ def run_multicast(cfg, operands: dict, smem_address: int = 0, *, extra_tx: int =
     """The GPU's answer to `multicast_model(cfg, operands, smem_address)`: every CTA's tile area,
     uint8 [n_ctas, smem_bytes]. The kernel puts its tile area on a 1024-byte boundary, so
     `smem_address` must be a multiple of 1024 (any such address swizzles alike)."""
-    if check_smem_address(smem_address) % TILE_AREA_ALIGN:
+    if require_smem_address(smem_address) % TILE_AREA_ALIGN:
         raise ValueError(f"the kernel's tile area starts on a {TILE_AREA_ALIGN}-byte boundary; "
                          f"smem_address 0x{int(smem_address):x} is not one (multicast_model models any "
                          f"128-byte aligned address)")
@@ -93,7 +93,7 @@ def launch_teach(cfg, operands: dict, masks=None, kernel=None) -> np.ndarray:
     `multicast_model(cfg, operands)` models: every CTA's tile area, uint8 [n_ctas, smem_bytes].
     `masks` is uint16 [cluster rank][A, B] (default `teach_masks(cfg)`). A CTA whose barrier never
     completes raises bwlab.runtime.MbarrierTimeout naming it."""
-    check_teach_config(cfg)
+    require_teach_config(cfg)
     masks = teach_masks(cfg) if masks is None else np.asarray(masks)
     if masks.shape != (cfg.cluster_size, 2) or masks.min() < 0 or masks.max() >> cfg.cluster_size:
         raise ValueError(f"masks are [cluster rank][A, B], shape {(cfg.cluster_size, 2)}, each naming ranks "

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..case import Case, CheckResult, compare, digest
 from ..hw.swizzle import MODES as SWIZZLE_MODES
-from .model import box_targets, check_coords, oob_fill_bits, tma_load_model, tma_load_writes
+from .model import box_targets, require_coords, oob_fill_bits, tma_load_model, tma_load_writes
 from .tensor_map import TensorMap
 
 __all__ = ["TmaLoad"]
@@ -34,12 +34,12 @@ class TmaLoad(Case):
     def __init__(self, gmem, tmap: TensorMap, coords, smem_address: int = 0, kernel=None):
         self.gmem = np.asarray(gmem)
         self.tmap = tmap
-        self.coords = check_coords(tmap, coords)
+        self.coords = require_coords(tmap, coords)
         self.smem_address = int(smem_address)
         self._set_kernel(kernel)
         if kernel is not None:
-            from .runner import check_teach_args
-            check_teach_args(self.gmem, tmap, self.coords)
+            from .runner import require_teach_args
+            require_teach_args(self.gmem, tmap, self.coords)
             if self.smem_address:
                 raise ValueError("teach_tma.cu loads into its own 1024-aligned buffer (SMEM address 0); "
                                  f"got smem_address=0x{self.smem_address:x}: leave kernel= out to use the harness")

@@ -18,8 +18,8 @@ from ..hw.swizzle import SWIZZLES
 from ..util import ceil_div, round_up
 from .tensor_map import SMEM_ALIGNMENT, TensorMap, TensorMapError, swizzle_width
 
-__all__ = ["tma_load_model", "tma_load_writes", "tma_load_window", "oob_fill_bits", "check_modelled",
-           "check_coords", "box_targets", "handshake_events", "cta_tiles", "smem_chunks",
+__all__ = ["tma_load_model", "tma_load_writes", "tma_load_window", "oob_fill_bits", "require_modelled",
+           "require_coords", "box_targets", "handshake_events", "cta_tiles", "smem_chunks",
            "column_read_addresses", "bank_conflict_table", "TF32_ROUNDS_ON_LOAD"]
 
 # The OOB-NaN written by CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA, as raw bits: read off
@@ -38,7 +38,7 @@ def oob_fill_bits(tmap: TensorMap) -> int:
     return _OOB_NAN_BITS[tmap.dtype] if tmap.oob_fill == "nan" else 0
 
 
-def check_modelled(tmap: TensorMap) -> None:
+def require_modelled(tmap: TensorMap) -> None:
     """Raise unless bwlab's model covers this tensor map: interleaved layouts are validated by
     TensorMap and the driver, but their SMEM image is not modelled."""
     if tmap.interleave != "none":
@@ -46,7 +46,7 @@ def check_modelled(tmap: TensorMap) -> None:
                                   "by TensorMap and the driver but their SMEM image is not modelled")
 
 
-def check_coords(tmap: TensorMap, coords) -> tuple:
+def require_coords(tmap: TensorMap, coords) -> tuple:
     """The box's starting coordinates as ints, checked: one per dimension, signed 32-bit, and the
     box starting on a 16-byte boundary of its row."""
     coords = tuple(int(c) for c in coords)
@@ -102,8 +102,8 @@ def tma_load_writes(gmem, tmap: TensorMap, coords, smem_address: int = 0, *, pit
     the swizzle then permutes 16-byte chunks by the address bits (CuTe Swizzle<B,4,3> on the
     absolute SMEM address). `pitch` overrides the row pitch (to test another layout hypothesis).
     """
-    check_modelled(tmap)
-    coords = check_coords(tmap, coords)
+    require_modelled(tmap)
+    coords = require_coords(tmap, coords)
     smem_address = int(smem_address)
     if smem_address < 0 or smem_address % SMEM_ALIGNMENT:
         raise TensorMapError("smem-alignment", f"the SMEM destination 0x{smem_address:x} must be "
@@ -206,7 +206,7 @@ def cta_tiles(tmap: TensorMap):
 def smem_chunks(tmap: TensorMap, smem_address: int = 0):
     """Which 16-byte chunk of the box sits in each 16-byte SMEM chunk: arrays (box row, chunk in
     row), one entry per SMEM chunk from smem_address on, after the swizzle. -1 marks none."""
-    check_modelled(tmap)
+    require_modelled(tmap)
     inner, pitch = tmap.inner_box_bytes, tmap.smem_pitch
     chunk = np.arange(tmap.box_bytes // 16, dtype=np.int64)
     r, k = chunk // (inner // 16), chunk % (inner // 16)  # box row, 16-byte chunk inside the row
@@ -241,3 +241,10 @@ def bank_conflict_table(dtype: str = "float16"):
                 row.append(wavefronts(column_read_addresses(t, 0, access), access).wavefronts)
             out.append((mode, inner, access, row[0], row[1]))
     return out
+
+
+# The names these validators had before `check` meant a comparison with the model (one release).
+from ..util import deprecated_alias as _deprecated  # noqa: E402
+
+check_modelled = _deprecated(require_modelled, "check_modelled")
+check_coords = _deprecated(require_coords, "check_coords")

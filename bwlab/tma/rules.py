@@ -4,7 +4,7 @@ Each row of `RULES` is one rule: its name (the `.rule` of the `TensorMapError` i
 words, the source that states it (CUDA driver API "Tensor Map Object Management", cuTensorMapEncodeTiled,
 by parameter; PTX ISA 5.5 "Tensors" where the instruction adds a rule the driver does not check), the
 check, and one legal and one illegal example. `TensorMap` validates itself by walking this table in order
-(`check_tensor_map`); `tests/test_tma_rules.py` walks it too: every legal example is accepted and every
+(`require_tensor_map`); `tests/test_tma_rules.py` walks it too: every legal example is accepted and every
 illegal one refused with that rule and its limit.
 
 Where bwlab is stricter than the documentation, the row says so in `note`.
@@ -19,7 +19,7 @@ from ..hw.dtypes import element_type
 from ..hw.swizzle import MODES as SWIZZLE_MODES
 from ..hw.swizzle import row_bytes
 
-__all__ = ["Rule", "RULES", "RULES_BY_NAME", "TensorMapError", "check_tensor_map", "check_global_address",
+__all__ = ["Rule", "RULES", "RULES_BY_NAME", "TensorMapError", "require_tensor_map", "require_global_address",
            "TMAP_DTYPES", "MAX_RANK", "MAX_BOX", "MAX_ELEMENT_STRIDE", "MAX_GLOBAL_DIM", "MAX_GLOBAL_STRIDE",
            "SWIZZLE_ENUM", "INTERLEAVE_ENUM", "L2_ENUM", "OOB_ENUM", "swizzle_width", "dtype_name"]
 
@@ -317,7 +317,7 @@ ADDRESS_RULE = Rule("global-address-alignment", "globalAddress non-zero and 16-b
                     f"{DRIVER}: globalAddress", None, dict(_address=0x1010), dict(_address=0x1008))
 
 
-def check_tensor_map(**kwargs) -> Draft:
+def require_tensor_map(**kwargs) -> Draft:
     """Walk RULES over the arguments of a TensorMap; raise TensorMapError at the first rule broken,
     else return the checked draft (dtype, shape, box, strides, es normalised)."""
     d = Draft(**kwargs)
@@ -328,7 +328,7 @@ def check_tensor_map(**kwargs) -> Draft:
     return d
 
 
-def check_global_address(address: int, interleave: str) -> int:
+def require_global_address(address: int, interleave: str) -> int:
     """The ADDRESS_RULE: the tensor's base address as cuTensorMapEncodeTiled accepts it."""
     address = int(address)
     align = 32 if interleave == "32B" else 16
@@ -336,3 +336,10 @@ def check_global_address(address: int, interleave: str) -> int:
         raise TensorMapError(ADDRESS_RULE.name, f"globalAddress 0x{address:x} must be non-zero and {align}-byte aligned",
                              ADDRESS_RULE.limit)
     return address
+
+
+# The names these validators had before `check` meant a comparison with the model (one release).
+from ..util import deprecated_alias as _deprecated  # noqa: E402
+
+check_tensor_map = _deprecated(require_tensor_map, "check_tensor_map")
+check_global_address = _deprecated(require_global_address, "check_global_address")

@@ -15,10 +15,10 @@ import numpy as np
 
 from ..hw.mbarrier import MAX_TX_BYTES
 from ..util import round_up
-from .model import check_coords, check_modelled, tma_load_window
+from .model import require_coords, require_modelled, tma_load_window
 from .tensor_map import SMEM_ALIGNMENT, TensorMap, TensorMapError
 
-__all__ = ["run_teach", "launch_teach", "check_teach_args", "TEACH_BARRIERS", "TEACH_SMEM_BYTES", "run_tma_load", "run_cases", "LoadCase", "RunResult", "TMA_CASE_DTYPE", "LOAD_BARRIERS",
+__all__ = ["run_teach", "launch_teach", "require_teach_args", "TEACH_BARRIERS", "TEACH_SMEM_BYTES", "run_tma_load", "run_cases", "LoadCase", "RunResult", "TMA_CASE_DTYPE", "LOAD_BARRIERS",
            "SMEM_SLACK", "PREFETCH_TENSORMAP", "PREFETCH_BOX", "background", "encode_tensor_map"]
 
 # Mirrors struct TmaCase in cuda_src/tma_load.cu (its static_asserts; tests/test_struct_mirrors.py compares).
@@ -153,7 +153,7 @@ def run_cases(cases, block: int = 128) -> RunResult:
     rec = np.zeros(len(cases), TMA_CASE_DTYPE)
     out_total = 0
     for i, c in enumerate(cases):
-        coords = list(check_coords(c.tmap, c.coords)) + [0] * (5 - c.tmap.rank)
+        coords = list(require_coords(c.tmap, c.coords)) + [0] * (5 - c.tmap.rank)
         rec[i] = (0 if errors[i] else c.tmap.rank, coords, c.smem_offset, c.tx, c.window_bytes,
                   (int(c.prefetch) & 3) | (4 if c.zero_background else 0), out_total)
         out_total += c.window_bytes
@@ -194,10 +194,10 @@ def run_tma_load(gmem, tmap: TensorMap, coords, smem_address: int = 0, prefetch:
     return r.windows[0][smem_address:smem_address + tmap.smem_footprint]
 
 
-def check_teach_args(gmem, tmap: TensorMap, coords) -> tuple:
+def require_teach_args(gmem, tmap: TensorMap, coords) -> tuple:
     """What the teaching kernel can load: a 2D box whose rows fill their swizzle span (so the box's
     bytes are its whole SMEM image), at most TEACH_SMEM_BYTES. Returns the checked coordinates."""
-    check_modelled(tmap)
+    require_modelled(tmap)
     if tmap.rank != 2:
         raise TensorMapError("teach-rank", f"teach_tma.cu loads 2D boxes (tma_load_2d); this tensor map has "
                                            f"rank {tmap.rank}: use run_tma_load")
@@ -208,7 +208,7 @@ def check_teach_args(gmem, tmap: TensorMap, coords) -> tuple:
     if tmap.box_bytes > TEACH_SMEM_BYTES:
         raise TensorMapError("teach-smem", f"a box of {tmap.box_bytes} bytes does not fit teach_tma.cu's "
                                            f"{TEACH_SMEM_BYTES}-byte SMEM buffer")
-    return check_coords(tmap, coords)
+    return require_coords(tmap, coords)
 
 
 def run_teach(gmem, tmap: TensorMap, coords, kernel=None, block: int = 128) -> np.ndarray:
@@ -226,7 +226,7 @@ def launch_teach(gmem, tmap: TensorMap, coords, kernel=None, block: int = 128) -
     %%cuda version if there is one, else cuda_src/teach_tma.cu) on one 2D box, on this GPU or in the PTX
     emulator: what `TmaLoad(..., kernel=).run()` does. Raises MbarrierTimeout if the handshake does not
     complete."""
-    coords = check_teach_args(gmem, tmap, coords)
+    coords = require_teach_args(gmem, tmap, coords)
     from ..lab import edited, isolate, run_edited
     from ..runtime import backend_for, launch, tensor_map_arg
 
@@ -242,3 +242,9 @@ def launch_teach(gmem, tmap: TensorMap, coords, kernel=None, block: int = 128) -
            (tmap_arg, np.int32(coords[0]), np.int32(coords[1]), np.uint32(tmap.box_bytes), d_out),
            barrier_names=TEACH_BARRIERS)
     return xp.asnumpy(d_out)
+
+
+# The names these validators had before `check` meant a comparison with the model (one release).
+from ..util import deprecated_alias as _deprecated  # noqa: E402
+
+check_teach_args = _deprecated(require_teach_args, "check_teach_args")

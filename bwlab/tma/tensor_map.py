@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ..hw.dtypes import element_type
 from ..util import ceil_div, round_up
 from .rules import (INTERLEAVE_ENUM, L2_ENUM, MAX_BOX, MAX_RANK, OOB_ENUM, SWIZZLE_ENUM, TMAP_DTYPES,  # noqa: F401
-                    TensorMapError, check_global_address, check_tensor_map, swizzle_width)
+                    TensorMapError, require_global_address, require_tensor_map, swizzle_width)
 
 # The SMEM destination of a tiled TMA load must be 128-byte aligned (CUDA programming guide, TMA
 # section; the PTX ISA's swizzle base offset formula (dstMem / 128) % N presumes it too).
@@ -61,10 +61,10 @@ class TensorMap:
 
     def __post_init__(self):
         # The rules of cuTensorMapEncodeTiled, walked in the order of bwlab.tma.rules.RULES.
-        d = check_tensor_map(dtype=self.dtype, global_shape=self.global_shape, box_shape=self.box_shape,
-                             global_strides=self.global_strides, element_strides=self.element_strides,
-                             swizzle=self.swizzle, interleave=self.interleave, l2_promotion=self.l2_promotion,
-                             oob_fill=self.oob_fill)
+        d = require_tensor_map(dtype=self.dtype, global_shape=self.global_shape, box_shape=self.box_shape,
+                               global_strides=self.global_strides, element_strides=self.element_strides,
+                               swizzle=self.swizzle, interleave=self.interleave, l2_promotion=self.l2_promotion,
+                               oob_fill=self.oob_fill)
         object.__setattr__(self, "dtype", d.dtype)
         object.__setattr__(self, "global_shape", d.shape)
         object.__setattr__(self, "box_shape", d.box)
@@ -147,7 +147,7 @@ class TensorMap:
 
         Checks the base-address rule first: 16-byte aligned (32 with interleave='32B').
         """
-        global_address = check_global_address(global_address, self.interleave)
+        global_address = require_global_address(global_address, self.interleave)
         strides = list(self.global_strides)
         if not strides:
             # Rank 1 has no stride to give, but the driver refuses a NULL array and cuda.bindings

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..hw.tmem import COLUMNS, LANES, TmemError, check_image, decode_address, encode_address, new_image
+from ..hw.tmem import COLUMNS, LANES, TmemError, require_image, decode_address, encode_address, new_image
 from ..umma import UmmaCase, d_tmem_layout
 from .forms import TmemAccess, instructions_per_warp
 from .model import tcgen05_ld
@@ -90,7 +90,7 @@ def read_accumulator(image: np.ndarray, access: TmemAccess, M: int = 128, N: int
     `epilogue_loads` through the tcgen05.ld model, and each thread's registers are put back at the
     (m, n) they hold. Returns (D as raw 32-bit words (M, N), registers {(warp, index): (32, R)}).
     With pack16 each value is the 16-bit content of its cell (an f16 accumulator)."""
-    check_image(image)
+    require_image(image)
     owners = accumulator_owners(access, M, N)
     regs = {}
     lanes, cols = accumulator_layout(M, N)

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..hw.tmem import COLUMNS, TmemError, decode_address, encode_address, new_image, warp_lane_range
 from .forms import TmemAccess
-from .tables import ALLOC_RULES, SEC_ALLOC, check_alloc
+from .tables import ALLOC_RULES, SEC_ALLOC, require_alloc
 from .model import tcgen05_ld, tcgen05_st
 
 __all__ = ["Allocation", "TensorMemory", "TmemNote", "attempt", "brief"]
@@ -92,7 +92,7 @@ class TensorMemory:
         memory) is given, writes it there little-endian, as the instruction does.
         """
         warp_lane_range(warp)
-        check_alloc("alloc", 1, ncols)
+        require_alloc("alloc", 1, ncols)
         ncols = int(ncols)
         st = self._cta(cta)
         if st.relinquished:
@@ -130,7 +130,7 @@ class TensorMemory:
     def dealloc(self, cta: int, warp: int, taddr: int, ncols: int) -> None:
         """tcgen05.dealloc.cta_group::1.sync.aligned.b32 taddr, ncols."""
         warp_lane_range(warp)
-        check_alloc("dealloc", 1, ncols)
+        require_alloc("dealloc", 1, ncols)
         lane, column = decode_address(taddr)
         match = [a for a in self.allocations if a.column == column and a.cta == int(cta)]
         if lane != 0 or not match:

@@ -12,7 +12,7 @@ import numpy as np
 from ..case import Case, CheckResult, Mismatch, compare, digest
 from ..hw.tmem import COLUMNS, LANES, warp_lane_range
 from .forms import TmemAccess, instructions_per_warp
-from .model import check_roundtrip, defined_st_bits, ld_roundtrip_model, st_roundtrip_model
+from .model import require_roundtrip, defined_st_bits, ld_roundtrip_model, st_roundtrip_model
 from .runner import run_ld_roundtrip, run_st_roundtrip
 
 __all__ = ["TmemLoad", "TmemStore"]
@@ -57,7 +57,7 @@ class TmemLoad(Case):
     teaching_file = "teach_tmem.cu"
 
     def __init__(self, access: TmemAccess, image: np.ndarray, col0: int = 0, kernel=None):
-        check_roundtrip(access, image, col0)
+        require_roundtrip(access, image, col0)
         self.access, self.image, self.col0 = access, image, int(col0)
         self.what = f"tcgen05.ld{access.label()} at column {self.col0}"
         self._set_kernel(kernel)
@@ -138,7 +138,7 @@ class TmemStore(Case):
         if kernel is not None:
             raise ValueError("the stage's teaching kernel (teach_tmem.cu) checks its loads: build a "
                              "TmemLoad with kernel= (tmem.teach_case(kernel)); TmemStore runs the harness")
-        check_roundtrip(access, image, col0, regs, "st")
+        require_roundtrip(access, image, col0, regs, "st")
         self.access, self.image, self.col0 = access, image, int(col0)
         self.regs = np.asarray(regs, dtype=np.uint32)
         self.what = f"tcgen05.st{access.label().replace('pack', 'unpack')} at column {self.col0}"

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..hw.tmem import COLUMNS, TmemError
-from .tables import LD_NUM_TABLE, LDST_PACK, LDST_SHAPES, MAX_REGS, check_ldst
+from .tables import LD_NUM_TABLE, LDST_PACK, LDST_SHAPES, MAX_REGS, require_ldst
 
 __all__ = ["SHAPES", "NUMS", "REGS_PER_NUM", "MAX_REGS_PER_THREAD", "LANES_PER_SHAPE", "COLUMNS_PER_NUM",
            "SHAPE_CODE", "TmemAccess", "all_accesses", "ld_fragment_map", "instructions_per_warp", "legal_nums"]
@@ -49,7 +49,7 @@ class TmemAccess:
         else:
             off = self.half_split_off
         for op in ("ld", "st"):   # the two instructions share Table 49
-            check_ldst(op, self.shape, self.num, LDST_PACK[op] if self.pack16 else None, off)
+            require_ldst(op, self.shape, self.num, LDST_PACK[op] if self.pack16 else None, off)
         object.__setattr__(self, "pack16", bool(self.pack16))
         if self.shape == "16x32bx2":
             if int(off) != off or off < 0:

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..hw.tmem import COLUMNS, LANES, TmemError, check_image, decode_address, encode_address, warp_lane_range
+from ..hw.tmem import COLUMNS, LANES, TmemError, require_image, decode_address, encode_address, warp_lane_range
 from .forms import TmemAccess, instructions_per_warp
-from .tables import check_lanes
+from .tables import require_lanes
 
-__all__ = ["tcgen05_ld", "tcgen05_st", "pattern_image", "register_pattern", "check_roundtrip",
+__all__ = ["tcgen05_ld", "tcgen05_st", "pattern_image", "register_pattern", "require_roundtrip",
            "ld_roundtrip_model", "st_roundtrip_model", "roundtrip_taddr", "st_cells_mask",
            "defined_st_bits", "compare_st_images"]
 
@@ -19,7 +19,7 @@ def _cells(taddr: int, access: TmemAccess, warp: int, op: str):
     """Absolute (lane, column) of every register (half) after checking the warp's lane quarter."""
     lane0, col0 = decode_address(taddr)
     warp_lane_range(warp)
-    check_lanes(op, warp, lane0, access.lanes, access.label())
+    require_lanes(op, warp, lane0, access.lanes, access.label())
     if col0 + access.width > COLUMNS:
         raise TmemError(f"tcgen05.{op}{access.label()} at column {col0} spans {access.width} columns "
                         f"and would run past column {COLUMNS - 1}")
@@ -41,7 +41,7 @@ def tcgen05_ld(image: np.ndarray, taddr: int, access, num: int | None = None, *,
     Returns the registers of the 32 threads: uint32 (32, registers).
     """
     acc = _as_access(access, num, pack16, half_split_off)
-    image = check_image(image)
+    image = require_image(image)
     lanes, cols = _cells(taddr, acc, warp, "ld")
     if not acc.pack16:
         return image[lanes, cols].copy()
@@ -60,7 +60,7 @@ def tcgen05_st(image: np.ndarray, taddr: int, regs, access, num: int | None = No
     (the sm100 test compares only the low halves).
     """
     acc = _as_access(access, num, unpack16, half_split_off)
-    image = check_image(image)
+    image = require_image(image)
     regs = np.asarray(regs)
     if regs.shape != (32, acc.registers):
         raise TmemError(f"tcgen05.st{acc.label()} takes {acc.registers} registers from each of 32 "
@@ -98,10 +98,10 @@ def roundtrip_taddr(access: TmemAccess, warp: int, half: int, col0: int) -> int:
     return encode_address(32 * warp + access.lanes * half, col0)
 
 
-def check_roundtrip(access: TmemAccess, image, col0: int, regs=None, op: str = "ld"):
+def require_roundtrip(access: TmemAccess, image, col0: int, regs=None, op: str = "ld"):
     if not isinstance(access, TmemAccess):
         raise TmemError(f"access must be a TmemAccess, got {type(access).__name__}")
-    check_image(image)
+    require_image(image)
     if not 0 <= int(col0) <= COLUMNS - access.width:
         raise TmemError(f"{access.label()} spans {access.width} columns: the start column must be in "
                         f"[0, {COLUMNS - access.width}], got {col0}")
@@ -117,7 +117,7 @@ def check_roundtrip(access: TmemAccess, image, col0: int, regs=None, op: str = "
 def ld_roundtrip_model(access: TmemAccess, image: np.ndarray, col0: int = 0) -> np.ndarray:
     """What tmem_ld_roundtrip returns: every warp of a warpgroup loads its quarter at `col0`.
     Shape (4, instructions per warp, 32, registers)."""
-    check_roundtrip(access, image, col0)
+    require_roundtrip(access, image, col0)
     halves = instructions_per_warp(access)
     out = np.zeros((4, halves, 32, access.registers), dtype=np.uint32)
     for w in range(4):
@@ -129,7 +129,7 @@ def ld_roundtrip_model(access: TmemAccess, image: np.ndarray, col0: int = 0) -> 
 def st_roundtrip_model(access: TmemAccess, image: np.ndarray, regs: np.ndarray,
                        col0: int = 0) -> np.ndarray:
     """What tmem_st_roundtrip returns: the TMEM image after every warp stored its registers."""
-    check_roundtrip(access, image, col0, regs, "st")
+    require_roundtrip(access, image, col0, regs, "st")
     out = image.copy()
     for w in range(4):
         for h in range(instructions_per_warp(access)):
@@ -162,3 +162,9 @@ def compare_st_images(access: TmemAccess, model: np.ndarray, gpu: np.ndarray, co
     """Number of mismatching cells. For unpack::16b only the low 16 bits of written cells count
     (the ISA does not define the upper halves); everything else must be identical."""
     return int((defined_st_bits(access, model, col0) != defined_st_bits(access, gpu, col0)).sum())
+
+
+# The names these validators had before `check` meant a comparison with the model (one release).
+from ..util import deprecated_alias as _deprecated  # noqa: E402
+
+check_roundtrip = _deprecated(require_roundtrip, "check_roundtrip")

@@ -10,11 +10,11 @@ import numpy as np
 
 from ..hw.tmem import TmemError
 from .forms import SHAPE_CODE, TmemAccess, all_accesses, instructions_per_warp
-from .model import check_roundtrip
-from .tables import LDST_PACK, check_alloc, check_ldst
+from .model import require_roundtrip
+from .tables import LDST_PACK, require_alloc, require_ldst
 
 __all__ = ["KERNEL_SOURCE", "launch_teach", "kernel_name", "all_kernel_names", "compile_kernels", "run_ld_roundtrip",
-           "run_st_roundtrip", "check_configurations", "kernel_allocation_columns", "run_teach"]
+           "run_st_roundtrip", "require_configurations", "kernel_allocation_columns", "run_teach"]
 
 KERNEL_SOURCE = "tmem_sm100"
 
@@ -42,27 +42,27 @@ def kernel_allocation_columns() -> int:
     return int(m.group(1))
 
 
-def check_configurations(accesses=None) -> None:
+def require_configurations(accesses=None) -> None:
     """Every configuration tmem_sm100.cu is built with, checked against the ISA's tables before it is
     compiled: the tcgen05.alloc/dealloc column count, and each ld and st form under test (its .shape,
     .num, pack/unpack and half-split offset, Table 49) plus the .32x32b.x32 forms that fill and read
     back TMEM."""
-    check_alloc("alloc", 1, kernel_allocation_columns())
-    check_alloc("dealloc", 1, kernel_allocation_columns())
-    check_alloc("relinquish_alloc_permit", 1)
+    require_alloc("alloc", 1, kernel_allocation_columns())
+    require_alloc("dealloc", 1, kernel_allocation_columns())
+    require_alloc("relinquish_alloc_permit", 1)
     for op in ("ld", "st"):
-        check_ldst(op, "32x32b", 32)
+        require_ldst(op, "32x32b", 32)
     for a in (all_accesses() if accesses is None else accesses):
         for op in ("ld", "st"):
-            check_ldst(op, a.shape, a.num, LDST_PACK[op] if a.pack16 else None,
-                       a.half_split_off if a.shape == "16x32bx2" else None)
+            require_ldst(op, a.shape, a.num, LDST_PACK[op] if a.pack16 else None,
+                         a.half_split_off if a.shape == "16x32bx2" else None)
 
 
 def compile_kernels(arch: str = "sm_100a", accesses=None):
     """Build tmem_sm100.cu with every form instantiated (no GPU needed; ptxas checks each one), after
     checking every configuration against the ISA's tables."""
     from ..compile import compile_cuda
-    check_configurations(accesses)
+    require_configurations(accesses)
     return compile_cuda(KERNEL_SOURCE, arch=arch, name_expressions=all_kernel_names(accesses))
 
 
@@ -84,10 +84,10 @@ def _module(be=None, access=None, op=None):
     (decoding 2 x 100+ instantiations would take longer than running one)."""
     from ..compile import load_module
     if be is not None and be.emulated:
-        check_configurations([access])
+        require_configurations([access])
         return be.load(f"{KERNEL_SOURCE}.cu", name_expressions=(kernel_name(op, access),), arch="sm_100a")
     if "m" not in _MODULE_CACHE:
-        check_configurations()
+        require_configurations()
         _MODULE_CACHE["m"] = load_module(KERNEL_SOURCE, name_expressions=all_kernel_names())
     return _MODULE_CACHE["m"]
 
@@ -95,7 +95,7 @@ def _module(be=None, access=None, op=None):
 def run_ld_roundtrip(access: TmemAccess, image: np.ndarray, col0: int = 0) -> np.ndarray:
     """Run tmem_ld_roundtrip on an sm_100 GPU; returns what `ld_roundtrip_model` computes:
     uint32 (4 warps, instructions per warp, 32 threads, registers)."""
-    check_roundtrip(access, image, col0)
+    require_roundtrip(access, image, col0)
     be = _backend()
     cp = be.xp
     from ..runtime import launch
@@ -109,7 +109,7 @@ def run_st_roundtrip(access: TmemAccess, image: np.ndarray, regs: np.ndarray,
                      col0: int = 0) -> np.ndarray:
     """Run tmem_st_roundtrip on an sm_100 GPU; returns what `st_roundtrip_model` computes: the
     (128, 512) TMEM image after the stores."""
-    check_roundtrip(access, image, col0, regs, "st")
+    require_roundtrip(access, image, col0, regs, "st")
     be = _backend()
     cp = be.xp
     from ..runtime import launch
@@ -152,3 +152,9 @@ def launch_teach(kernel=None) -> np.ndarray:
     out = cp.full((4, 1, 32, plan.num), 0xFFFFFFFF, dtype=np.uint32)
     launch(be.load(k, arch="sm_100a"), "teach_tmem", (1,), (128,), (out,))
     return cp.asnumpy(out)
+
+
+# The names these validators had before `check` meant a comparison with the model (one release).
+from ..util import deprecated_alias as _deprecated  # noqa: E402
+
+check_configurations = _deprecated(require_configurations, "check_configurations")

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from ..hw.tmem import COLUMNS, TmemError
 
 __all__ = ["SEC_TMEM_ALLOC", "SEC_ALLOC", "SEC_ACCESS", "SEC_SHAPE", "SEC_LD", "SEC_ST", "SEC_PACK", "SEC_CP",
-           "AllocForm", "ALLOC_TABLE", "ALLOC_RULES", "AllocRule", "ALLOC_NCOLS", "check_alloc",
-           "LD_NUM_TABLE", "LdStShape", "LDST_SHAPES", "LDST_PACK", "MAX_REGS", "check_ldst",
-           "LANE_QUARTERS", "check_lanes", "CpForm", "CP_TABLE", "CP_FORMATS", "check_cp"]
+           "AllocForm", "ALLOC_TABLE", "ALLOC_RULES", "AllocRule", "ALLOC_NCOLS", "require_alloc",
+           "LD_NUM_TABLE", "LdStShape", "LDST_SHAPES", "LDST_PACK", "MAX_REGS", "require_ldst",
+           "LANE_QUARTERS", "require_lanes", "CpForm", "CP_TABLE", "CP_FORMATS", "require_cp"]
 
 SEC_TMEM_ALLOC = 'PTX ISA 9.7.16.1.2 "Tensor Memory Allocation"'
 SEC_ALLOC = 'PTX ISA 9.7.16.7.1 "tcgen05.alloc, tcgen05.dealloc, tcgen05.relinquish_alloc_permit"'
@@ -80,7 +80,7 @@ ALLOC_RULES = {
 }
 
 
-def check_alloc(instruction: str, cta_group: int = 1, ncols: int | None = None) -> AllocForm:
+def require_alloc(instruction: str, cta_group: int = 1, ncols: int | None = None) -> AllocForm:
     """The row of `instruction` ('alloc', 'dealloc', 'relinquish_alloc_permit'), after checking
     .cta_group and nCols against the table."""
     if instruction not in ALLOC_TABLE:
@@ -147,8 +147,8 @@ LDST_SHAPES = {
 LDST_PACK = {"ld": ".pack::16b", "st": ".unpack::16b"}
 
 
-def check_ldst(op: str, shape: str, num: int, qualifier: str | None = None,
-               half_split_off: int | None = None) -> LdStShape:
+def require_ldst(op: str, shape: str, num: int, qualifier: str | None = None,
+                 half_split_off: int | None = None) -> LdStShape:
     """Check one tcgen05.ld/st form against the tables: op, .shape, .num (Table 49), the pack/unpack
     qualifier, and the immediate half-split offset (required by .16x32bx2, refused by the others)."""
     if op not in LDST_PACK:
@@ -177,7 +177,7 @@ def check_ldst(op: str, shape: str, num: int, qualifier: str | None = None,
 LANE_QUARTERS = {q: (32 * q, 32 * q + 32) for q in range(4)}
 
 
-def check_lanes(op: str, warp: int, lane0: int, lanes: int, label: str = "") -> None:
+def require_lanes(op: str, warp: int, lane0: int, lanes: int, label: str = "") -> None:
     """The access restriction: the lanes [lane0, lane0 + lanes) must lie in warp `warp`'s quarter."""
     lo, hi = LANE_QUARTERS[int(warp) % 4]
     if not (lo <= lane0 and lane0 + lanes <= hi):
@@ -217,7 +217,7 @@ CP_TABLE = [
 CP_FORMATS = (None, "b8x16.b6x16_p32", "b8x16.b4x16_p64")
 
 
-def check_cp(shape: str, multicast: str | None = None, fmt: str | None = None, cta_group: int = 1) -> CpForm:
+def require_cp(shape: str, multicast: str | None = None, fmt: str | None = None, cta_group: int = 1) -> CpForm:
     """The row of tcgen05.cp for (shape, multicast), after checking the combination, the decompression
     format and .cta_group."""
     shapes = sorted({f.shape for f in CP_TABLE}, key=[f.shape for f in CP_TABLE].index)
@@ -234,3 +234,12 @@ def check_cp(shape: str, multicast: str | None = None, fmt: str | None = None, c
     if cta_group not in ALLOC_CTA_GROUPS:
         raise TmemError(f".cta_group must be ::1 or ::2, got ::{cta_group} ({SEC_CP})")
     return next(f for f in CP_TABLE if f.shape == shape and f.multicast == multicast)
+
+
+# The names these validators had before `check` meant a comparison with the model (one release).
+from ..util import deprecated_alias as _deprecated  # noqa: E402
+
+check_alloc = _deprecated(require_alloc, "check_alloc")
+check_ldst = _deprecated(require_ldst, "check_ldst")
+check_lanes = _deprecated(require_lanes, "check_lanes")
+check_cp = _deprecated(require_cp, "check_cp")

@@ -102,10 +102,10 @@ def notebook_of(src: Path) -> Path:
 
 def read_source(text: str):
     """The notebook (cells and their metadata) of a jupytext percent-format source, checked
-    (`check_cells`)."""
+    (`validate_cells`)."""
     import jupytext
     nb = jupytext.reads(text, fmt=JUPYTEXT_FORMAT, config=_config())
-    check_cells(nb)
+    validate_cells(nb)
     return nb
 
 
@@ -127,7 +127,7 @@ GRADE_KEYS = {"grade": True, "solution": False, "locked": True, "schema_version"
 SOLUTION_KEYS = {"grade": False, "solution": True, "locked": False, "schema_version": 3}
 
 
-def check_cells(nb) -> None:
+def validate_cells(nb) -> None:
     """Refuse a notebook whose cells the builder and nbgrader would get wrong: a markdown heading in a
     code cell, exercise metadata on a markdown cell or incomplete (a solution cell
     `nbgrader={"grade": false, "grade_id": ..., "locked": false, "schema_version": 3, "solution": true}`,
@@ -203,7 +203,7 @@ def sync_back(notebook: Path) -> Path:
     sources): how an edit made in JupyterLab goes back to notebooks/src/. Checks the cells first."""
     import nbformat
     nb = nbformat.read(notebook, as_version=4)
-    check_cells(nb)
+    validate_cells(nb)
     src = source_of(notebook)
     text = source_text(nb)
     if not src.exists() or src.read_text() != text:
@@ -664,6 +664,12 @@ def main(argv=None) -> int:
             out = sync_back(notebook_of(p))
         print(f"{a.cmd}: {out}")
     return 0
+
+
+# The name it had before `check` meant a comparison with the model (one release).
+from ..util import deprecated_alias as _deprecated  # noqa: E402
+
+check_cells = _deprecated(validate_cells, "check_cells")
 
 
 if __name__ == "__main__":

@@ -57,8 +57,8 @@ _ELSEWHERE = {
     "OPERAND_LAYOUTS": "bwlab.umma.survey", "OPERAND_TYPES": "bwlab.umma.canonical",
     "SMEM_BYTES": "bwlab.umma.model", "TEACH_SMEM_BYTES": "bwlab.umma.runner", "TmaFedMma": "bwlab.umma.hybrid",
     "TmemLayout": "bwlab.umma.model", "UMMA_BARRIERS": "bwlab.umma.runner", "WGMMA_BARRIERS": "bwlab.umma.runner",
-    "WGMMA_NS": "bwlab.umma.model", "atom_shape": "bwlab.umma.canonical", "check_mma": "bwlab.umma.rules",
-    "check_mma_cute": "bwlab.umma.rules", "check_mma_shape": "bwlab.umma.idesc",
+    "WGMMA_NS": "bwlab.umma.model", "atom_shape": "bwlab.umma.canonical", "require_mma": "bwlab.umma.rules",
+    "require_mma_cute": "bwlab.umma.rules", "require_mma_shape": "bwlab.umma.idesc",
     "cta_pair_mma": "bwlab.umma.hybrid", "d_from_words": "bwlab.umma.model", "d_tmem_layout": "bwlab.umma.model",
     "descriptor_addresses": "bwlab.umma.descriptors", "descriptor_widget": "bwlab.umma.pictures",
     "edit_descs": "bwlab.umma.descriptors", "elem_bytes": "bwlab.umma.canonical",
@@ -77,6 +77,13 @@ _ELSEWHERE = {
     "wgmma_cases": "bwlab.umma.survey", "wgmma_d_fragment": "bwlab.umma.model",
     "wgmma_mma_async": "bwlab.umma.model", "wgmma_model": "bwlab.umma.case", "words_from_d": "bwlab.umma.model",
 }
+
+# The validators' names before `check` meant a comparison with the model (deprecated aliases,
+# kept for one release).
+_ELSEWHERE.update({
+    "check_mma": "bwlab.umma.rules", "check_mma_cute": "bwlab.umma.rules",
+    "check_mma_shape": "bwlab.umma.rules"
+})
 
 
 __getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)

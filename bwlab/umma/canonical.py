@@ -30,7 +30,7 @@ from ..hw.swizzle import SWIZZLES, Swizzle, row_bytes
 from .rules import LAYOUTS
 
 __all__ = ["OPERAND_TYPES", "MAJORS", "LAYOUTS", "BASE32B", "layout_swizzle", "layout_row_bytes",
-           "atom_rows", "elem_bytes", "instr_k", "atom_shape", "check_choice", "swizzle_with_base_offset",
+           "atom_rows", "elem_bytes", "instr_k", "atom_shape", "require_choice", "swizzle_with_base_offset",
            "CanonicalLayout", "canonical_layout"]
 
 # A and B element types of tcgen05.mma / wgmma that bwlab lays out in SMEM (PTX names, bwlab.hw.dtypes).
@@ -49,30 +49,30 @@ _BASE32B_SWIZZLE = Swizzle(2, 5, 2)
 def layout_swizzle(layout: str) -> Swizzle:
     """The address swizzle of a layout: `bwlab.hw.swizzle` for the four modes, Swizzle<2,5,2> for
     128B_base32B."""
-    check_choice("swizzle", layout, LAYOUTS)
+    require_choice("swizzle", layout, LAYOUTS)
     return _BASE32B_SWIZZLE if layout == BASE32B else SWIZZLES[layout]
 
 
 def layout_row_bytes(layout: str) -> int:
     """Bytes in one row of the layout's atom (the descriptors' swizzle width W)."""
-    check_choice("swizzle", layout, LAYOUTS)
+    require_choice("swizzle", layout, LAYOUTS)
     return 128 if layout == BASE32B else row_bytes(layout)
 
 
 def atom_rows(layout: str) -> int:
     """Rows in one atom: 8, or 4 for 128B_base32B (its 512-byte pattern)."""
-    check_choice("swizzle", layout, LAYOUTS)
+    require_choice("swizzle", layout, LAYOUTS)
     return 4 if layout == BASE32B else 8
 
 
-def check_choice(what, value, allowed):
+def require_choice(what, value, allowed):
     if value not in allowed:
         raise ValueError(f"{what} must be one of {list(allowed)}, got {value!r}")
 
 
 def elem_bytes(dtype: str) -> int:
     """Bytes per operand element ('f16' 2, 'tf32' 4, 'e4m3' 1 ...)."""
-    check_choice("operand dtype", dtype, OPERAND_TYPES)
+    require_choice("operand dtype", dtype, OPERAND_TYPES)
     return element_type(dtype).bytes
 
 
@@ -85,8 +85,8 @@ def instr_k(dtype: str) -> int:
 def atom_shape(major: str, swizzle: str, dtype: str) -> tuple[int, int]:
     """(MN, K) extent in elements of one swizzle atom (8 rows, or 4 for 128B_base32B, of
     `layout_row_bytes(swizzle)` bytes)."""
-    check_choice("major", major, MAJORS)
-    check_choice("swizzle", swizzle, LAYOUTS)
+    require_choice("major", major, MAJORS)
+    require_choice("swizzle", swizzle, LAYOUTS)
     if swizzle == BASE32B and major == "K":
         raise ValueError("the 128B swizzle with 32B atomicity is an MN-major layout (CuTe make_umma_desc: "
                          "SWIZZLE_128B_BASE32B is invalid for Major-K)")
@@ -131,8 +131,8 @@ class CanonicalLayout:
     base_address: int = 0
 
     def __post_init__(self):
-        check_choice("major", self.major, MAJORS)
-        check_choice("swizzle", self.swizzle, LAYOUTS)
+        require_choice("major", self.major, MAJORS)
+        require_choice("swizzle", self.swizzle, LAYOUTS)
         elem_bytes(self.dtype)
         mn, k = (int(x) for x in self.tile)
         object.__setattr__(self, "tile", (mn, k))
@@ -213,3 +213,9 @@ class CanonicalLayout:
 def canonical_layout(major: str, swizzle: str, dtype: str, tile, base_address: int = 0) -> CanonicalLayout:
     """The canonical layout (element (mn, k) -> SMEM byte address) of a tile; see CanonicalLayout."""
     return CanonicalLayout(major, swizzle, dtype, tuple(tile), int(base_address))
+
+
+# The names these validators had before `check` meant a comparison with the model (one release).
+from ..util import deprecated_alias as _deprecated  # noqa: E402
+
+check_choice = _deprecated(require_choice, "check_choice")

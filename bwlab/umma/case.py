@@ -24,7 +24,7 @@ from ..util import round_up
 from .canonical import canonical_layout, instr_k
 from .descriptors import SmemDesc, smem_desc_for_tile, tile_desc
 from .idesc import kind_of, make_instr_desc
-from .rules import check_mma
+from .rules import require_mma
 from .model import (SMEM_BYTES, WGMMA_NS, CtaState, d_from_words, d_tmem_layout, tcgen05_commit,
                     tcgen05_mma, wgmma_d_fragment, wgmma_mma_async, words_from_d)
 
@@ -108,8 +108,11 @@ class _OperandCase(Case):
         return plot_case(self, ax=ax, **kw)
 
     def identity(self):
-        fields = tuple((f, getattr(self, f)) for f in self.__dataclass_fields__ if f not in ("kernel", "descs"))
-        return (type(self).__name__, fields, self.kernel_identity())
+        skip = ("kernel", "descs", "kernel_idesc")      # the kernel, and what run() gives it, come after
+        fields = tuple((f, getattr(self, f)) for f in self.__dataclass_fields__ if f not in skip)
+        descs, idesc = getattr(self, "descs", None), getattr(self, "kernel_idesc", None)
+        return ((type(self).__name__, fields, self.kernel_identity()) + (() if descs is None else (digest(*descs),))
+                + (() if idesc is None else (idesc,)))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -136,6 +139,7 @@ class UmmaCase(_OperandCase):
     accumulate: bool = False
     seed: int = 0
     kernel: object = field(default=None, compare=False, repr=False)   # an edit of teach_umma.cu, or its name
+    kernel_idesc: int | None = field(default=None, compare=False, repr=False)  # the idesc run() gives the kernel
 
     what = "TMEM image after the tcgen05.mma K loop"
     teaching_file = "teach_umma.cu"
@@ -143,16 +147,23 @@ class UmmaCase(_OperandCase):
     def __post_init__(self):
         # Every rule of the tcgen05.mma tables (types, M, N, majors and SMEM layouts), before any
         # layout is built or kernel compiled: an illegal configuration never reaches a GPU.
-        check_mma(self.ab, self.ab, self.d, self.M, self.N, 1, self.a_major, self.b_major,
-                  self.a_swizzle, self.b_swizzle)
+        require_mma(self.ab, self.ab, self.d, self.M, self.N, 1, self.a_major, self.b_major,
+                    self.a_swizzle, self.b_swizzle)
         ki = instr_k(self.ab)
         if self.K % ki or not ki <= self.K <= 16 * ki:
             raise ValueError(f"K must be a multiple of {ki} ({self.ab}: one instruction each), at most 16 of them")
         _check_regions([("A", self.a_layout), ("B", self.b_layout)])
         self._set_kernel(self.kernel)
+        if self.kernel_idesc is not None and self.kernel is None:
+            raise ValueError("kernel_idesc= is given to the teaching kernel: add kernel='teach_umma.cu'")
         if self.kernel is not None:
-            from .runner import check_teach_umma
-            check_teach_umma(self)
+            from .runner import require_teach_umma
+            require_teach_umma(self, idesc=self.kernel_idesc)
+
+    def with_idesc(self, idesc: int) -> "UmmaCase":
+        """The same case, run() giving its kernel the instruction descriptor `idesc` (model(idesc=) predicts it)."""
+        import dataclasses
+        return dataclasses.replace(self, kernel_idesc=int(idesc))
 
     @property
     def dtype(self) -> str:
@@ -223,7 +234,7 @@ class UmmaCase(_OperandCase):
         kernel if the case has one (`kernel=`), else by the harness (cuda_src/umma_sm100.cu)."""
         from .runner import run_teach_umma, run_umma
         if self._kernel is not None:
-            return run_teach_umma(self, kernel=self._teaching())
+            return run_teach_umma(self, kernel=self._teaching(), idesc=self.kernel_idesc)
         return run_umma(self, module)
 
     def d_from_tmem(self, tmem: np.ndarray) -> np.ndarray:
@@ -317,18 +328,14 @@ class WgmmaCase(_OperandCase):
         if self.descs is not None and self.kernel is None:
             raise ValueError("descs= are given to the teaching kernel: add kernel='teach_wgmma.cu'")
         if self.kernel is not None:
-            from .runner import check_teach_wgmma
-            check_teach_wgmma(self, self.descs)
+            from .runner import require_teach_wgmma
+            require_teach_wgmma(self, self.descs)
 
     def with_descriptors(self, descs) -> "WgmmaCase":
         """The same case, its kernel given edited descriptors `(a_descs, b_descs)`: run() runs them, and
         model() is still what the correct descriptors give (`model(descriptors=descs)` predicts the edit)."""
         import dataclasses
         return dataclasses.replace(self, descs=tuple(np.asarray(d, np.uint64) for d in descs))
-
-    def identity(self):
-        base = super().identity()
-        return base if self.descs is None else base + (digest(*self.descs),)
 
     def runs_on(self) -> str | None:
         """wgmma is sm_90a: a Hopper GPU, or the PTX emulator in the emulated tier."""

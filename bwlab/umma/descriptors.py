@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .canonical import (BASE32B, MAJORS, atom_rows, canonical_layout, check_choice, elem_bytes, instr_k,
+from .canonical import (BASE32B, MAJORS, atom_rows, canonical_layout, require_choice, elem_bytes, instr_k,
                         layout_row_bytes, swizzle_with_base_offset)
 
 __all__ = ["ARCHS", "LAYOUT_CODES_SM100", "LAYOUT_CODES_SM90", "SmemDesc", "make_smem_desc",
@@ -80,8 +80,8 @@ class SmemDesc:
     arch: str = "sm100"
 
     def __post_init__(self):
-        check_choice("arch", self.arch, ARCHS)
-        check_choice(f"{self.arch} swizzling mode", self.swizzle, _codes(self.arch))
+        require_choice("arch", self.arch, ARCHS)
+        require_choice(f"{self.arch} swizzling mode", self.swizzle, _codes(self.arch))
         for name in ("start_address", "leading_byte_offset", "stride_byte_offset"):
             v = getattr(self, name)
             if v % 16 or not 0 <= v < (1 << 18):
@@ -149,7 +149,7 @@ def make_smem_desc(start_address: int, leading_byte_offset: int, stride_byte_off
 
 def decode_smem_desc(desc: int, arch: str = "sm100") -> SmemDesc:
     """Decode a 64-bit SMEM matrix descriptor into named fields (offsets in bytes)."""
-    check_choice("arch", arch, ARCHS)
+    require_choice("arch", arch, ARCHS)
     desc = int(desc)
     if not 0 <= desc < (1 << 64):
         raise ValueError(f"a descriptor is a 64-bit value, got {desc:#x}")
@@ -234,7 +234,7 @@ def descriptor_addresses(desc: SmemDesc, major: str, dtype: str, mn: int, k: int
                                            r*16 + g*LBO + (b//16)*SBO + b%16   (no swizzle)
     then start address + that, through the swizzle with the descriptor's base offset.
     """
-    check_choice("major", major, MAJORS)
+    require_choice("major", major, MAJORS)
     if desc.swizzle == BASE32B and major == "K":
         raise ValueError("the 128B swizzle with 32B atomicity (SM100 layout type 1) describes MN-major "
                          "operands only (CuTe make_umma_desc: invalid for Major-K)")

@@ -11,7 +11,7 @@ from ..hw.mbarrier import Mbarrier
 from ..util import round_up
 from .canonical import canonical_layout
 from .descriptors import smem_desc_for_tile
-from .idesc import check_mma_shape, make_instr_desc
+from .idesc import require_mma_shape, make_instr_desc
 from .model import CtaState, d_from_words, d_tmem_layout, tcgen05_commit, tcgen05_mma
 
 __all__ = ["TmaFedMma", "tma_fed_mma", "cta_pair_mma"]
@@ -44,7 +44,7 @@ def tma_fed_mma(M: int = 128, N: int = 256, K: int = 64, dtype: str = "f16", see
     from .. import device, tma
     if K != 64 or dtype not in ("f16", "bf16"):
         raise ValueError("this demonstration loads one 128-byte-wide box per operand: K = 64 of f16/bf16")
-    check_mma_shape("f16", M, N)
+    require_mma_shape("f16", M, N)
     if use_gpu is None:
         use_gpu = device.tier("tma") == "hardware"
     rng = np.random.default_rng(seed)

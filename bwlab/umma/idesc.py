@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .rules import KIND_TYPES, MmaRuleError, check_mma, check_mma_shape, kind_of_types
+from .rules import KIND_TYPES, MmaRuleError, require_mma, require_mma_shape, kind_of_types
 
-__all__ = ["KINDS", "kind_of", "check_mma_shape", "InstrDesc", "make_instr_desc", "decode_instr_desc",
+__all__ = ["KINDS", "kind_of", "require_mma_shape", "InstrDesc", "make_instr_desc", "decode_instr_desc",
            "MmaRuleError"]
 
 # kind -> (A/B type codes, D type codes): the PTX ISA instruction-descriptor table (rules.KIND_TYPES).
@@ -78,9 +78,9 @@ def make_instr_desc(a: str, b: str, c: str, M: int, N: int, a_major: str = "K", 
     "f32" "f16" "s32". Example (CuTe make_instr_desc<half_t, half_t, float, 128, 256, K, K>): 0x08400010.
     Raises MmaRuleError (a ValueError) naming the broken rule of `bwlab.umma.rules`: types per kind,
     M per cta_group, N per kind, the N step of a transposed 8-bit B. (The SMEM layout rules need the
-    descriptors too: `rules.check_mma(..., a_layout, b_layout)`, which UmmaCase applies.)
+    descriptors too: `rules.require_mma(..., a_layout, b_layout)`, which UmmaCase applies.)
     """
-    kind = check_mma(a, b, c, M, N, cta_group, a_major, b_major, negate_a=negate_a, negate_b=negate_b)
+    kind = require_mma(a, b, c, M, N, cta_group, a_major, b_major, negate_a=negate_a, negate_b=negate_b)
     return InstrDesc(kind, a, b, c, M, N, a_major, b_major, bool(negate_a), bool(negate_b)).encode()
 
 

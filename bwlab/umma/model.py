@@ -27,8 +27,8 @@ from ..hw.mbarrier import Mbarrier
 from ..hw.tmem import COLUMNS, decode_address, new_image
 from .canonical import instr_k
 from .descriptors import decode_smem_desc, read_operand
-from .idesc import check_mma_shape, decode_instr_desc
-from .rules import check_mma_majors
+from .idesc import require_mma_shape, decode_instr_desc
+from .rules import require_mma_majors
 
 __all__ = ["SMEM_BYTES", "TmemLayout", "d_tmem_layout", "operand_values", "d_from_words", "words_from_d", "CtaState",
            "mma_operands", "tcgen05_mma", "tcgen05_commit", "WGMMA_NS", "wgmma_mma_async",
@@ -70,7 +70,7 @@ def d_tmem_layout(M: int, N: int, cta_group: int = 1) -> TmemLayout:
       first N/2 columns and at lane 64 + r for the second half: lane r + 64*(n // (N/2)), column n % (N/2).
     Same as CuTe's tmem_frg_1sm / tmem_frg_2sm atoms (mma_traits_sm100_frag.hpp).
     """
-    check_mma_shape("f16", M, N, cta_group)
+    require_mma_shape("f16", M, N, cta_group)
     m, n = np.meshgrid(np.arange(M), np.arange(N), indexing="ij")
     zero = np.zeros_like(m)
     if cta_group == 1 and M == 128:
@@ -134,12 +134,12 @@ def mma_operands(ctas, a_desc: int, b_desc: int, idesc: int, kind: str = "f16", 
         raise ValueError(f"bwlab models kind::f16 and kind::tf32, not kind::{kind}")
     if f.sparse or f.max_shift:
         raise ValueError("bwlab models dense tcgen05.mma without .ws (sparsity and max shift must be 0)")
-    check_mma_shape(kind, f.M, f.N, cta_group)
+    require_mma_shape(kind, f.M, f.N, cta_group)
     ctas = _ctas(ctas)
     if len(ctas) != cta_group:
         raise ValueError(f"cta_group::{cta_group} runs on {cta_group} CTA(s); got {len(ctas)}")
     ad, bd = decode_smem_desc(a_desc, "sm100"), decode_smem_desc(b_desc, "sm100")
-    check_mma_majors(kind, f.N, cta_group, f.a_type, f.b_type, f.a_major, f.b_major, ad.swizzle, bd.swizzle)
+    require_mma_majors(kind, f.N, cta_group, f.a_type, f.b_type, f.a_major, f.b_major, ad.swizzle, bd.swizzle)
     k = instr_k(f.a_type)
     a = np.concatenate([read_operand(c.smem, ad, f.a_major, f.a_type, f.M // cta_group, k) for c in ctas])
     b = np.concatenate([read_operand(c.smem, bd, f.b_major, f.b_type, f.N // cta_group, k) for c in ctas])

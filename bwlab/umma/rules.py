@@ -9,7 +9,7 @@ code per table of the PTX ISA, each row naming its section, and CuTe's stricter 
 * `TRANSPOSED_B`  — PTX ISA tcgen05 "Matrix Shape", notes: an MN-major (transposed) 8-bit B needs N a
   multiple of 16 (cta_group::1) / 32 (cta_group::2).
 * `CUTE_RULES`    — where CuTe is stricter than the ISA (a static_assert in an atom), kept separate:
-  `check_mma_cute` applies them, `check_mma` does not.
+  `require_mma_cute` applies them, `require_mma` does not.
 * `DESC_LAYOUT_CODES` — PTX ISA tcgen05 "Shared Memory Descriptor" / wgmma "Matrix Descriptor Format":
   the swizzling-mode codes of each descriptor encoding.
 
@@ -24,8 +24,8 @@ from itertools import product
 from ..hw.swizzle import MODES
 
 __all__ = ["MmaRuleError", "KIND_TYPES", "SHAPES", "MAJOR_LAYOUTS", "TRANSPOSED_B", "CUTE_RULES",
-           "DESC_LAYOUT_CODES", "LAYOUTS", "kind_of_types", "check_mma_types", "check_mma_shape",
-           "check_mma_majors", "check_mma", "check_mma_cute", "legal_n", "legal_mma_configs"]
+           "DESC_LAYOUT_CODES", "LAYOUTS", "kind_of_types", "require_mma_types", "require_mma_shape",
+           "require_mma_majors", "require_mma", "require_mma_cute", "legal_n", "legal_mma_configs"]
 
 SEC_IDESC = "PTX ISA tcgen05, Instruction descriptor"
 SEC_SHAPE = "PTX ISA tcgen05, Matrix Shape (Table 39)"
@@ -138,7 +138,7 @@ def kind_of_types(a: str, b: str) -> str:
                        f"kind::tf32 tf32, kind::f8f6f4 e4m3/e5m2/e2m3/e3m2/e2m1, kind::i8 s8/u8", SEC_IDESC)
 
 
-def check_mma_types(a: str, b: str, d: str, negate_a: bool = False, negate_b: bool = False) -> str:
+def require_mma_types(a: str, b: str, d: str, negate_a: bool = False, negate_b: bool = False) -> str:
     """The kind of A x B -> D, or MmaRuleError naming the type rule."""
     kind = kind_of_types(a, b)
     row = KIND_TYPES[kind]
@@ -164,7 +164,7 @@ def legal_n(kind: str, cta_group: int) -> tuple:
     raise MmaRuleError(f"no shape row for kind::{kind} cta_group::{cta_group}", SEC_SHAPE)
 
 
-def check_mma_shape(kind: str, M: int, N: int, cta_group: int = 1) -> None:
+def require_mma_shape(kind: str, M: int, N: int, cta_group: int = 1) -> None:
     """MmaRuleError unless M x N is a dense tcgen05.mma shape of `kind` and `cta_group` (ISA table)."""
     if kind not in KIND_TYPES:
         raise MmaRuleError(f"kind must be one of {list(KIND_TYPES)}, got {kind!r}", SEC_IDESC)
@@ -178,8 +178,8 @@ def check_mma_shape(kind: str, M: int, N: int, cta_group: int = 1) -> None:
                            row.section)
 
 
-def check_mma_majors(kind: str, N: int, cta_group: int, a_type: str, b_type: str, a_major: str,
-                     b_major: str, a_layout: str | None = None, b_layout: str | None = None) -> None:
+def require_mma_majors(kind: str, N: int, cta_group: int, a_type: str, b_type: str, a_major: str,
+                       b_major: str, a_layout: str | None = None, b_layout: str | None = None) -> None:
     """The major (transpose) and SMEM layout rules; layouts None skips the layout rows."""
     for name, m in (("a_major", a_major), ("b_major", b_major)):
         if m not in ("K", "MN"):
@@ -204,17 +204,17 @@ def check_mma_majors(kind: str, N: int, cta_group: int, a_type: str, b_type: str
                            f"of {TRANSPOSED_B[cta_group]}, got N = {N}", SEC_SHAPE + ", transposed 8-bit B")
 
 
-def check_mma(a_type: str, b_type: str, d_type: str, M: int, N: int, cta_group: int = 1,
-              a_major: str = "K", b_major: str = "K", a_layout: str | None = None,
-              b_layout: str | None = None, negate_a: bool = False, negate_b: bool = False) -> str:
+def require_mma(a_type: str, b_type: str, d_type: str, M: int, N: int, cta_group: int = 1,
+                a_major: str = "K", b_major: str = "K", a_layout: str | None = None,
+                b_layout: str | None = None, negate_a: bool = False, negate_b: bool = False) -> str:
     """Every ISA rule of one dense tcgen05.mma; returns its kind or raises MmaRuleError."""
-    kind = check_mma_types(a_type, b_type, d_type, negate_a, negate_b)
-    check_mma_shape(kind, M, N, cta_group)
-    check_mma_majors(kind, N, cta_group, a_type, b_type, a_major, b_major, a_layout, b_layout)
+    kind = require_mma_types(a_type, b_type, d_type, negate_a, negate_b)
+    require_mma_shape(kind, M, N, cta_group)
+    require_mma_majors(kind, N, cta_group, a_type, b_type, a_major, b_major, a_layout, b_layout)
     return kind
 
 
-def check_mma_cute(kind: str, M: int, N: int, cta_group: int = 1) -> None:
+def require_mma_cute(kind: str, M: int, N: int, cta_group: int = 1) -> None:
     """CuTe's stricter shape rules (after the ISA's): MmaRuleError naming the CuTe source."""
     rule = CUTE_RULES.get((kind, cta_group))
     if rule and N not in rule[0]:
@@ -239,3 +239,13 @@ def legal_mma_configs(all_types: bool = False):
                         continue
                     for al, bl in product(MAJOR_LAYOUTS[(kind, am)][0], MAJOR_LAYOUTS[(kind, bm)][0]):
                         yield kind, a, b, d, row.cta_group, M, N, am, bm, al, bl
+
+
+# The names these validators had before `check` meant a comparison with the model (one release).
+from ..util import deprecated_alias as _deprecated  # noqa: E402
+
+check_mma_types = _deprecated(require_mma_types, "check_mma_types")
+check_mma_shape = _deprecated(require_mma_shape, "check_mma_shape")
+check_mma_majors = _deprecated(require_mma_majors, "check_mma_majors")
+check_mma = _deprecated(require_mma, "check_mma")
+check_mma_cute = _deprecated(require_mma_cute, "check_mma_cute")

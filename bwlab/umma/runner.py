@@ -13,7 +13,7 @@ from ..hw.tmem import LANES
 from .model import wgmma_d_fragment
 
 __all__ = ["UMMA_BARRIERS", "WGMMA_BARRIERS", "run_umma", "run_wgmma", "launch_wgmma", "TEACH_SMEM_BYTES",
-           "check_teach_wgmma", "check_teach_umma", "run_teach_wgmma", "run_teach_umma"]
+           "require_teach_wgmma", "require_teach_umma", "run_teach_wgmma", "run_teach_umma"]
 
 WGMMA_BARRIERS: dict = {}          # the wgmma kernel waits on no mbarrier (wgmma.wait_group)
 UMMA_BARRIERS = {0: "mma_done"}
@@ -108,7 +108,7 @@ def _teach_descriptors(case, descriptors):
     return ad, bd
 
 
-def check_teach_wgmma(case, descriptors=None):
+def require_teach_wgmma(case, descriptors=None):
     """What teach_wgmma.cu can run (m64n64k16, f16, both operands K-major), before any GPU call;
     returns the descriptors to use."""
     from .case import WgmmaCase
@@ -120,7 +120,7 @@ def check_teach_wgmma(case, descriptors=None):
     return _teach_descriptors(case, descriptors)
 
 
-def check_teach_umma(case, descriptors=None, idesc=None):
+def require_teach_umma(case, descriptors=None, idesc=None):
     """What teach_umma.cu can run (kind::f16, cta_group::1, D starting at zero), before any GPU call;
     returns (descriptors, idesc)."""
     from .case import UmmaCase
@@ -140,7 +140,7 @@ def run_teach_wgmma(case, kernel=None, descriptors=None) -> np.ndarray:
     `bwlab.lab.TeachingKernel`), else the learner's %%cuda edit of teach_wgmma.cu, else the file —
     with the case's descriptors or `descriptors=(a_descs, b_descs)`. Returns D (64 x 64 float32),
     the same array `case.model(descriptors)` gives."""
-    ad, bd = check_teach_wgmma(case, descriptors)
+    ad, bd = require_teach_wgmma(case, descriptors)
     from ..lab import edited, isolate, run_edited
     from ..runtime import launch
     be = _wgmma_backend()
@@ -162,7 +162,7 @@ def run_teach_umma(case, kernel=None, descriptors=None, idesc=None) -> np.ndarra
     """Run `case` (an UmmaCase of kind::f16) through the teaching kernel teach_umma.cu (or `kernel`,
     or the learner's edit) on an sm_100 GPU. Returns the TMEM image (128 lanes x case.tmem_columns),
     the same array `case.model(descriptors, idesc)` gives."""
-    (ad, bd), idesc = check_teach_umma(case, descriptors, idesc)
+    (ad, bd), idesc = require_teach_umma(case, descriptors, idesc)
     from ..lab import edited, isolate, run_edited
     from ..runtime import launch
     be = _umma_backend()
@@ -179,3 +179,10 @@ def run_teach_umma(case, kernel=None, descriptors=None, idesc=None) -> np.ndarra
             np.uint32(idesc), out, np.uint32(cols)),
            barrier_names=UMMA_BARRIERS)
     return cp.asnumpy(out)
+
+
+# The names these validators had before `check` meant a comparison with the model (one release).
+from ..util import deprecated_alias as _deprecated  # noqa: E402
+
+check_teach_wgmma = _deprecated(require_teach_wgmma, "check_teach_wgmma")
+check_teach_umma = _deprecated(require_teach_umma, "check_teach_umma")

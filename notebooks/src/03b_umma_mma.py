@@ -383,6 +383,15 @@ print(f"idesc {wrong_idesc:#010x} instead of {ucase.idesc:#010x}")
 print(ucase.check(ucase.model(idesc=wrong_idesc), source="the model, given your idesc"))
 
 # %% [markdown]
+# The kernel takes the descriptor as an argument, so the case can hand it yours: `with_idesc` gives the
+# same case whose `run()` passes `wrong_idesc` to `teach_umma.cu`. Its D is what the model, given your
+# idesc, predicted above, and the comparison with the case's own model fails the same way:
+
+# %% tags=["nbval-ignore-output"]
+mine = ucase.with_idesc(wrong_idesc)
+print(mine.results())     # an sm_100 GPU, or the kernel's sm_100a PTX in bwlab's emulator
+
+# %% [markdown]
 # A deliberately broken kernel: without `tcgen05.commit`, nothing ever arrives on `mma_done`. It
 # still compiles (for sm_100a, here, without a GPU); on a GPU the bounded wait gives up after its
 # timeout and the launch raises `MbarrierTimeout` naming `mma_done`, instead of hanging. In the

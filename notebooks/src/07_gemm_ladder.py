@@ -801,7 +801,7 @@ for name, (m, n, k) in (("s7_hilbert_order", (512, 768, 64)), ("sk_split_k", (12
     a = from_float(rng.random((m, k), dtype=np.float32) * 2 - 1, "bf16")
     b = from_float(rng.random((n, k), dtype=np.float32) * 2 - 1, "bf16")
     c, run = runner.run_step_emulated(name, a, b)
-    print(runner.check_numpy(a, b, c, f"{name} (emulated)"))
+    print(runner.check(a, b, c, f"{name} (emulated)"))
     if name == "s7_hilbert_order":
         print("  C equal to step 6's bit for bit:", np.array_equal(c, runner.run_step_emulated("s6_tma_store", a, b)[0]),
               "(expected True)")
