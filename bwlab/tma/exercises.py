@@ -22,7 +22,7 @@ from ..exercises import NotYet, check_value, course_cases, unanswered
 from ..exercises import check_function_explained
 from ..hw.mbarrier import Mbarrier, MbarrierError
 from ..hw.swizzle import SWIZZLES
-from .model import box_targets, check_coords, tma_load_writes
+from .model import box_targets, require_coords, tma_load_writes
 from .rules import RULES_BY_NAME
 from .tensor_map import TensorMap, TensorMapError
 
@@ -386,7 +386,7 @@ OOB_SHOWN = [("float32", (20, 12), (8, 6), (-4, 8))]
 
 def _oob_reference(dtype, global_shape, box_shape, coords):
     t = TensorMap(dtype, tuple(global_shape), tuple(box_shape))
-    _, _, inb, _ = box_targets(t, check_coords(t, coords))
+    _, _, inb, _ = box_targets(t, require_coords(t, coords))
     return int((~inb).sum()), t.tx_bytes
 
 

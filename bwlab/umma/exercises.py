@@ -3,7 +3,7 @@ the 32-bit instruction descriptor, the legal shapes of cta_group::1 and ::2, and
 inside the wgmma teaching kernel.
 
 Every expected value comes from the stage's model (`tile_desc`, `make_smem_desc`, `make_instr_desc`,
-`check_mma_shape`, `WgmmaCase.model`); the generic checks of `bwlab.exercises` (and
+`require_mma_shape`, `WgmmaCase.model`); the generic checks of `bwlab.exercises` (and
 `check_function_explained`, which adds a line about the first differing case) say what is wrong. The
 case whose SBO of A goes into the kernel is the student's own (`teach_sbo_case`, from `bwlab.variants`).
 """
@@ -18,7 +18,7 @@ from ..multicast.exercises import matching_mistakes
 from .descriptors import (LAYOUT_CODES_SM100, decode_smem_desc, descriptor_addresses, edit_descs, make_smem_desc,
                           tile_desc)
 from .idesc import KINDS, make_instr_desc
-from .rules import SHAPES, MmaRuleError, check_mma_shape
+from .rules import SHAPES, MmaRuleError, require_mma_shape
 
 __all__ = ["check_lbo_sbo", "check_smem_desc", "check_instr_desc", "check_legal_shape", "TEACH_SBO_CASE",
            "TEACH_SBO_VARIANTS", "teach_sbo_case", "teach_sbo_text", "A_DESC_TEXT", "sbo_kernel", "check_teach_sbo"]
@@ -174,7 +174,7 @@ def _shape_rule() -> str:
 
 def _legal(M, N, cta_group):
     try:
-        check_mma_shape("f16", M, N, cta_group)
+        require_mma_shape("f16", M, N, cta_group)
     except MmaRuleError:
         return False
     return True
@@ -183,7 +183,7 @@ def _legal(M, N, cta_group):
 def _explain_shape(args, got, expected):
     M, N, g = args
     try:
-        check_mma_shape("f16", M, N, g)
+        require_mma_shape("f16", M, N, g)
     except MmaRuleError as e:
         return f"illegal: {e}"
     row = next(r for r in SHAPES if "f16" in r.kinds and r.cta_group == g)
