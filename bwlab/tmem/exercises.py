@@ -135,8 +135,8 @@ def check_wide_load(num, columns, hidden=()) -> None:
     back wide_columns() columns of its lane (this student's number, bwlab.variants) with one
     tcgen05.ld.32x32b, from the smallest allocation that holds them. The kernel is edited, compiled
     for sm_100a, replayed on the model (and run on an sm_100 GPU where there is one); the result is
-    compared register by register with a .32x32b.x<columns> load. `hidden` (course data) may name "ptx": the PTX must then hold exactly one
-    tcgen05.ld and one tcgen05.st of that form."""
+    compared register by register with a .32x32b.x<columns> load. `hidden` (course data) may name
+    "ptx": the PTX must then hold exactly one tcgen05.ld and one tcgen05.st of that form."""
     from ..compile import CompileError
     from .alloc import brief
     from .case import TmemLoad
