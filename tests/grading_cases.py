@@ -414,15 +414,21 @@ def make_class(course: Path, out: Path, root: Path | None = None) -> list[Case]:
     tx = float(tma_ex.edit_tmap(variants.token_for(secret, "float768")).tx_bytes)       # e.g. 768.0
     student("float768", cls.fill_in(rel[NB1], dict(key[NB1], tma_expect_tx_edit=f"my_expect_tx = {tx!r}")),
             filename=f"{NB1}.ipynb", expect={NB1: 11})
-    # a neighbour's values: the right answers to 0.4 and 1.3 of student "key", copied as values; they
-    # earn nothing where that student's numbers give another answer than this one's
+    # a neighbour's values: the right answers to 0.4, 1.1 and 1.3 of student "key", copied as values;
+    # they earn nothing where that student's numbers give another answer than this one's
     def tx_of(sid):
         return tma_ex.edit_tmap(variants.token_for(secret, sid)).tx_bytes
+
+    def rules_of(sid):
+        maps = tma_ex.rule_candidates(variants.token_for(secret, sid))
+        return {k: tma_ex._verdict(kw)[0] for k, kw in maps.items()}
     lost0, lost1 = 2 * (parity_of("key") != parity_of("neighbour")), 2 * (tx_of("key") != tx_of("neighbour"))
+    lost1 += 2 * (rules_of("key") != rules_of("neighbour"))
     assert lost0 or lost1, "the fixed secret gives 'neighbour' the answers of 'key': choose another"
     student("neighbour", cls.fill_in(rel[NB0], dict(key[NB0], orient_parity=f"my_parity = {parity_of('key')!r}")),
             kind="cheat", expect={NB0: 6 - lost0, NB1: 11 - lost1})
-    _write(cls.fill_in(rel[NB1], dict(key[NB1], tma_expect_tx_edit=f"my_expect_tx = {tx_of('key')}")),
+    _write(cls.fill_in(rel[NB1], dict(key[NB1], tma_expect_tx_edit=f"my_expect_tx = {tx_of('key')}",
+                                      tma_broken_rule=f"my_rules = {rules_of('key')!r}")),
            out / "neighbour" / f"{NB1}.ipynb")
     renamed = cls.fill_in(rel[NB0], key[NB0])
     graded = [c for c in renamed.cells if cls._nbgrader(c).get("grade")]

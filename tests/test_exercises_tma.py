@@ -115,7 +115,7 @@ def test_edit_is_one_line_of_the_teaching_kernel():
     mine = ex.edit_kernel(784)
     changed = [l for l in mine.diff().splitlines() if l[:1] in "+-" and not l.startswith(("+++", "---"))]
     assert changed == [f"-    {ex.EDIT_LINE}", "+    const u32 tx_bytes = 784;"]
-    runner.check_teach_args(np.zeros((48, 80), np.uint16), ex.EDIT_TMAP, ex.EDIT_COORDS)
+    runner.require_teach_args(np.zeros((48, 80), np.uint16), ex.EDIT_TMAP, ex.EDIT_COORDS)
 
 
 def test_tx_story_follows_the_mbarrier():

@@ -23,7 +23,7 @@ from ..exercises import NotYet, check_function, course_cases, unanswered
 from ..hw.dtypes import element_type
 from ..hw.swizzle import row_bytes
 from ..tma import TensorMap
-from ..umma import check_mma, d_tmem_layout, descriptor_addresses, elem_bytes, instr_k, tile_desc, wgmma_d_fragment
+from ..umma import require_mma, d_tmem_layout, descriptor_addresses, elem_bytes, instr_k, tile_desc, wgmma_d_fragment
 from .grid import TILE_K, FlowGrid
 from .kernel_edit import check_k_step, edit_k_step, report, try_k_step  # noqa: F401  (the kernel-edit exercise)
 from .model import flow_model
@@ -82,7 +82,7 @@ def tile_hop_bytes(m: int, n: int, k: int, ab: str = "f16", d: str = "f32") -> d
     mma       : what the K loop's tcgen05.mma read from SMEM through their descriptors
     tmem_ld   : what tcgen05.ld moves from TMEM into registers (every 32-bit cell of D)
     tma_store : the D tile the epilogue writes into SMEM and the TMA store copies to GMEM"""
-    check_mma(ab, ab, "f32", m, n)
+    require_mma(ab, ab, "f32", m, n)
     eb = elem_bytes(ab)
     box_k = row_bytes("128B") // eb              # one 128-byte swizzle row of K per box
     if k % box_k:
@@ -149,7 +149,7 @@ def tile_mma_count(m: int, k: int, ab: str = "f16") -> tuple:
     """(tcgen05.mma, wgmma.mma_async) instructions for one m x k tile of A (any legal N <= 256): one
     tcgen05.mma (cta_group::1, M = 64 or 128) covers every row for one instruction-K slice of 32
     bytes; one wgmma covers 64 rows of it."""
-    check_mma(ab, ab, "f32", m, 128)
+    require_mma(ab, ab, "f32", m, 128)
     ki = instr_k(ab)
     if k % ki:
         raise ValueError(f"K = {k} must be a multiple of one instruction's K ({ki} {ab})")

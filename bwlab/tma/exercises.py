@@ -1,19 +1,19 @@
-"""The graded exercises of notebook 01 (the TMA load): which rule a tensor map breaks, the transaction
-bytes of a box, expect_tx filled into the teaching kernel, the SMEM offset of an element under the
-128B swizzle, and the out-of-bounds fill.
+"""The graded exercises of notebook 01 (the TMA load): which rule a tensor map breaks, the transaction bytes
+of a box, expect_tx filled into the teaching kernel, an element's SMEM offset under the 128B swizzle, the fill.
 
 Every expected value comes from the stage's own model: `TensorMap` and its rule table
 (`bwlab.tma.rules.RULES`), `tma_load_writes` (where each byte lands, PTX ISA 5.5.7 swizzle),
 `box_targets` (which box elements are inside the tensor) and `bwlab.hw.mbarrier.Mbarrier` (the
-handshake). The graded cell's hidden part passes `hidden=` the cases that the course data gives
-(`bwlab.exercises.hidden_cases`; not in this package) where the answer is a function; an answer that
-is one predicted value is checked again, and 1.3's box is the student's own (`edit_box`, from
-`bwlab.variants`). The kernel edit is
-compiled (NVRTC, no GPU needed) and, where the TMA stage runs on hardware, run in a worker process
-(`run_teach(..., kernel=mine)` -> `bwlab.lab.run_edited`); everywhere the model runs the learner's value.
+handshake). The graded cell's hidden part passes `hidden=` the course data's cases
+(`bwlab.exercises.hidden_cases`; not in this package) where the answer is a function; a predicted value
+is checked again, on the student's own numbers (`bwlab.variants`) for 1.1 (`rule_candidates`) and 1.3
+(`edit_box`). The kernel edit is compiled (NVRTC, no GPU needed) and, where the TMA stage runs on
+hardware, run in a worker process (`run_teach(..., kernel=mine)` -> `bwlab.lab.run_edited`); everywhere
+the model runs the learner's value.
 """
 from __future__ import annotations
 
+import random
 from functools import lru_cache
 
 import numpy as np
@@ -22,26 +22,72 @@ from ..exercises import NotYet, check_value, course_cases, unanswered
 from ..exercises import check_function_explained
 from ..hw.mbarrier import Mbarrier, MbarrierError
 from ..hw.swizzle import SWIZZLES
-from .model import box_targets, check_coords, tma_load_writes
+from .model import box_targets, require_coords, tma_load_writes
 from .rules import RULES_BY_NAME
 from .tensor_map import TensorMap, TensorMapError
 
-__all__ = ["RULE_CANDIDATES", "check_broken_rule", "check_tx_bytes", "EDIT_TMAP", "EDIT_COORDS", "EDIT_LINE",
-           "EDIT_BOXES", "edit_box", "edit_tmap",
-           "edit_kernel", "tx_story", "check_expect_tx_edit", "check_swizzle_offset", "check_oob_fill"]
+__all__ = ["RULE_CANDIDATES", "RULE_VARIANTS", "rule_candidates", "check_broken_rule", "check_tx_bytes", "EDIT_TMAP",
+           "EDIT_COORDS", "EDIT_LINE", "EDIT_BOXES", "edit_box", "edit_tmap", "edit_kernel", "tx_story",
+           "check_expect_tx_edit", "check_swizzle_offset", "check_oob_fill"]
 
 
 # ---- Exercise 1.1: which rule does a tensor map break? ----------------------------------------------
-RULE_CANDIDATES = {
+RULE_CANDIDATES = {   # the self-study maps
     "a": dict(dtype="float16", global_shape=(64, 32), box_shape=(64, 8), swizzle="64B"),
     "b": dict(dtype="bfloat16", global_shape=(80, 48), box_shape=(24, 16)),
     "c": dict(dtype="float32", global_shape=(80, 48), box_shape=(6, 8)),
     "d": dict(dtype="uint8", global_shape=(100, 50), box_shape=(32, 8)),
     "e": dict(dtype="bfloat16", global_shape=(80, 300), box_shape=(64, 300)),
     "f": dict(dtype="float32", global_shape=(64, 32), box_shape=(32, 8), swizzle="128B"),
-    "g": dict(dtype="int8", global_shape=(64, 64), box_shape=(64, 8), oob_fill="nan"),
-}
+    "g": dict(dtype="int8", global_shape=(64, 64), box_shape=(64, 8), oob_fill="nan")}
 LEGAL = "legal"
+
+
+def _rule_set(rng) -> dict:
+    """Seven tensor maps, each legal or breaking exactly one rule (RULE_CANDIDATES' mix: two legal, one of
+    each of five rules), in a random order, with random types, shapes and swizzles."""
+    types = (("float16", 2), ("bfloat16", 2), ("float32", 4), ("uint8", 1), ("uint16", 2), ("float64", 8))
+    pick = rng.choice
+
+    def swizzled(verdict):                 # a box row of the swizzle span exactly, or of twice the span
+        (dtype, elem), span = pick(types), pick((32, 64, 128))
+        inner = span // elem * (2 if verdict == "swizzle-span" else 1)
+        return dict(dtype=dtype, global_shape=(inner * pick((1, 2, 4)), pick((32, 48, 64, 96))),
+                    box_shape=(inner, pick((4, 8, 16))), swizzle=f"{span}B")
+
+    def plain(verdict):                    # rows of whole 16-byte chunks, but where the verdict says not
+        dtype, elem = pick(types)
+        rows = 16 // elem * pick((1, 2, 4, 8))
+        outer = pick((257, 300, 384, 512, 1024) if verdict == "box-dim" else (8, 16, 32, 64))
+        g_inner = rows * pick((2, 3, 4, 5))
+        if verdict == "box-inner-bytes":   # the box's rows: a whole number of elements, not of 16 bytes
+            rows = pick([r for r in range(1, 256 // max(elem, 2)) if (r * elem) % 16 and r * elem > 4])
+            g_inner = (rows + 15) // 16 * 16 * pick((1, 2))
+        elif verdict == "global-stride-multiple":     # the tensor's own rows
+            g_inner = pick([g for g in range(rows + 1, rows * 4) if (g * elem) % 16])
+        return dict(dtype=dtype, global_shape=(g_inner, max(outer, pick((48, 64, 80, 300)))), box_shape=(rows, outer))
+
+    def nan_fill(_):
+        dtype, elem = pick((("int8", 1), ("uint8", 1), ("int16", 2), ("uint16", 2), ("int32", 4), ("uint32", 4)))
+        rows = 16 // elem * pick((1, 2, 4, 8))
+        return dict(dtype=dtype, global_shape=(rows * 2, 64), box_shape=(rows, 8), oob_fill="nan")
+
+    makers = {"swizzle-span": swizzled, "box-inner-bytes": plain, "global-stride-multiple": plain,
+              "box-dim": plain, "oob-fill-nan": nan_fill}
+    verdicts, legal = list(makers) + [LEGAL, LEGAL], [swizzled, plain]
+    for seq in (verdicts, legal):
+        rng.shuffle(seq)
+    return {key: legal.pop()(v) if v == LEGAL else makers[v](v) for key, v in zip("abcdefg", verdicts)}
+
+
+# Every student's seven maps (bwlab.variants), after the self-study ones; each map's rule is TensorMap's.
+RULE_VARIANTS = (RULE_CANDIDATES,) + tuple(_rule_set(random.Random(f"tma_broken_rule:{i}")) for i in range(40))
+
+
+def rule_candidates(token: str | None = None) -> dict:
+    """This student's seven tensor maps of exercise 1.1: {letter: TensorMap keyword arguments}."""
+    from .. import variants
+    return variants.pick("tma_broken_rule", RULE_VARIANTS, token)
 
 
 def _verdict(kwargs) -> tuple:
@@ -56,7 +102,7 @@ def _verdict(kwargs) -> tuple:
 def _explain_rules(got):
     if not isinstance(got, dict):
         return "give a dict {letter: rule name or 'legal'}"
-    for key, kwargs in RULE_CANDIDATES.items():
+    for key, kwargs in rule_candidates().items():
         want, said = _verdict(kwargs)
         mine = got.get(key)
         if mine == want:
@@ -76,15 +122,16 @@ def _args(kwargs) -> str:
 
 @course_cases("tma_broken_rule")
 def check_broken_rule(answer, hidden=()) -> None:
-    """Exercise 1.1: {letter: the name of the first rule TensorMap(**RULE_CANDIDATES[letter]) breaks,
-    or 'legal'}. `hidden` is unused: the graded version checks the same answer."""
+    """Exercise 1.1: {letter: the first rule TensorMap(**kwargs) breaks, or 'legal'} for this student's
+    maps (rule_candidates()). `hidden` is unused: the graded version checks the same answer."""
+    candidates = rule_candidates()
     if isinstance(answer, dict):
-        open_ = [k for k in RULE_CANDIDATES if unanswered(answer.get(k))]
-        if len(open_) == len(RULE_CANDIDATES):
+        open_ = [k for k in candidates if unanswered(answer.get(k))]
+        if len(open_) == len(candidates):
             answer = None
         elif open_:
             raise NotYet(f"the rule each tensor map breaks: no answer yet for {open_}")
-    expected = {k: _verdict(kw)[0] for k, kw in RULE_CANDIDATES.items()}
+    expected = {k: _verdict(kw)[0] for k, kw in candidates.items()}
     check_value("the rule each tensor map breaks", answer, expected, mistakes=_explain_rules,
                 rule="cuTensorMapEncodeTiled's rules, one row each in bwlab.tma.rules.RULES (name, limit, source)",
                 hint="a box row must be a multiple of 16 bytes and, swizzled, at most the span; every box "
@@ -132,10 +179,9 @@ def check_tx_bytes(fn, hidden=()) -> None:
 # ---- Exercise 1.3: fill in expect_tx in teach_tma.cu -----------------------------------------------------
 EDIT_TMAP = TensorMap("bfloat16", (80, 48), (48, 8))      # the self-study variant
 EDIT_COORDS = (32, 16)
-# every student's box (bwlab.variants): bf16, inside the 80 x 48 tensor from (32, 16), rows of a multiple
-# of 16 bytes; the first is the self-study one
+# every student's box (bwlab.variants): bf16, inside the tensor, 16-byte rows, never the first's 768 bytes
 EDIT_BOXES = ((48, 8),) + tuple((w, h) for w in (8, 16, 24, 32, 40, 48) for h in (4, 8, 12, 16, 24, 32)
-                                if (w, h) != (48, 8))
+                                if w * h != 48 * 8)
 
 
 def edit_box(token: str | None = None) -> tuple:
@@ -340,7 +386,7 @@ OOB_SHOWN = [("float32", (20, 12), (8, 6), (-4, 8))]
 
 def _oob_reference(dtype, global_shape, box_shape, coords):
     t = TensorMap(dtype, tuple(global_shape), tuple(box_shape))
-    _, _, inb, _ = box_targets(t, check_coords(t, coords))
+    _, _, inb, _ = box_targets(t, require_coords(t, coords))
     return int((~inb).sum()), t.tx_bytes
 
 

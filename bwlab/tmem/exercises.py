@@ -6,7 +6,8 @@ Every expected value comes from this package's model (`bwlab.hw.tmem` addresses 
 every check goes through the generic checks of `bwlab.exercises`, so a wrong answer raises `NotYet`
 naming the quantity, the learner's value, the model's, the rule (PTX ISA "Tensor Memory",
 "Tensor Memory access restrictions", "Matrix fragments for tcgen05.ld/st", "tcgen05.alloc") and,
-where it recognises one, the mistake.
+where it recognises one, the mistake. 4.3's column count is the student's own (`wide_columns`, from
+`bwlab.variants`).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from .forms import COLUMNS_PER_NUM, LANES_PER_SHAPE, SHAPES, TmemAccess, ld_frag
 from .tables import ALLOC_NCOLS, SEC_ACCESS, SEC_ALLOC, SEC_SHAPE
 
 __all__ = ["check_address", "check_quarter", "check_wide_load", "check_registers", "check_holder",
-           "WIDE_COLUMNS", "HOLDER_SHAPES"]
+           "WIDE_COLUMNS", "WIDE_VARIANTS", "wide_columns", "HOLDER_SHAPES"]
 
 RULE_ADDRESS = ("a TMEM address is 32 bits: lane in bits 31-16, column in bits 15-0 (PTX ISA 'Tensor "
                 "Memory'); tcgen05.alloc writes lane 0 and the allocation's first column, and a warp "
@@ -37,7 +38,10 @@ RULE_HOLDER = (f"the thread map of the shape ({SEC_SHAPE}): .32x32b thread t = l
                "j; .16x64b thread t reads lane t/4 + 8*(t%2), column (t/2)%2 + 2j; .16x128b lanes t/4 "
                "(j even) and t/4 + 8 (j odd), column t%4 + 4*(j/2); .16x256b lane t/4 + 8*((j/2)%2), "
                "column 2*(t%4) + j%2 + 8*(j/4); .xN repeats the x1 pattern to the right")
-WIDE_COLUMNS = 64        # exercise 4.3: every thread brings back this many columns of its lane
+WIDE_COLUMNS = 64        # exercise 4.3, the self-study variant: every thread brings back this many columns
+# Every student's column count (bwlab.variants): each .num of tcgen05.ld.32x32b (a power of two, x1 ..
+# x128) but x8, which the unedited kernel already loads; the first is the self-study one.
+WIDE_VARIANTS = (WIDE_COLUMNS, 1, 2, 4, 16, 32, 128)
 HOLDER_SHAPES = ("32x32b", "16x64b", "16x128b", "16x256b")
 
 
@@ -96,7 +100,13 @@ def check_quarter(fn, hidden=()) -> None:
                    more="" if hidden else "every lane for warps 0 to 31")
 
 
-# ---- Exercise 4.3: the teaching kernel, 64 columns per thread ----------------------------------
+# ---- Exercise 4.3: the teaching kernel, this student's columns per thread -------------------------
+
+def wide_columns(token: str | None = None) -> int:
+    """The columns of its lane every thread brings back in exercise 4.3, for this student."""
+    from .. import variants
+    return variants.pick("tmem_kernel_columns", WIDE_VARIANTS, token)
+
 
 def _wide_kernel(num, columns):
     from ..lab import TeachingKernel
@@ -122,16 +132,17 @@ def _gpu_line(kernel, case) -> tuple[bool, str]:
 @course_cases("tmem_kernel_columns")
 def check_wide_load(num, columns, hidden=()) -> None:
     """Exercise 4.3: `num` (kNum) and `columns` (kColumns) make every thread of teach_tmem.cu bring
-    back WIDE_COLUMNS columns of its lane with one tcgen05.ld.32x32b, from the smallest allocation
-    that holds them. The kernel is edited, compiled for sm_100a, replayed on the model (and run on
-    an sm_100 GPU where there is one); the result is compared register by register with a
-    .32x32b.x64 load. `hidden` (course data) may name "ptx": the PTX must then hold exactly one
-    tcgen05.ld and one tcgen05.st of that form."""
+    back wide_columns() columns of its lane (this student's number, bwlab.variants) with one
+    tcgen05.ld.32x32b, from the smallest allocation that holds them. The kernel is edited, compiled
+    for sm_100a, replayed on the model (and run on an sm_100 GPU where there is one); the result is
+    compared register by register with a .32x32b.x<columns> load. `hidden` (course data) may name
+    "ptx": the PTX must then hold exactly one tcgen05.ld and one tcgen05.st of that form."""
     from ..compile import CompileError
     from .alloc import brief
     from .case import TmemLoad
     from .teach import _compile_report, address_image, teach_model
-    name = f"teach_tmem.cu with {WIDE_COLUMNS} columns per thread"
+    wide = wide_columns()
+    name = f"teach_tmem.cu with {wide} column{'s' if wide > 1 else ''} per thread"
     rule = (f"kNum is the .num of tcgen05.ld/st.32x32b: one register per column per thread, a power of two "
             f"x1 .. x128; kColumns is tcgen05.alloc's column count: a power of two in [32, 512] ({SEC_ALLOC}), "
             f"at least the columns the loads touch")
@@ -152,15 +163,15 @@ def check_wide_load(num, columns, hidden=()) -> None:
     except TmemError as e:
         raise NotYet(f"{name}: the model refuses your kernel (kNum = {num}, kColumns = {columns}): "
                      f"{brief(str(e))}\n  rule: {rule}") from None
-    case = TmemLoad(TmemAccess("32x32b", WIDE_COLUMNS), address_image(), 0)
+    case = TmemLoad(TmemAccess("32x32b", wide), address_image(), 0)
     want = case.model()
     if got.shape[-1] != want.shape[-1]:
-        n = min(num, WIDE_COLUMNS)      # the first register one side has and the other lacks
+        n = min(num, wide)      # the first register one side has and the other lacks
         what = (f"warp 0, thread 0 has no register {n}, the cell at TMEM lane 0, column {n}"
-                if num < WIDE_COLUMNS else
+                if num < wide else
                 f"warp 0, thread 0 also gets register {n} (lane 0, column {n}), which the task does not ask for")
         raise NotYet(f"{name}: your kernel compiles and the model runs it, but each thread receives {num} "
-                     f"registers, columns 0..{num - 1}, not {WIDE_COLUMNS}: {what}.\n  rule: {rule}")
+                     f"registers, columns 0..{num - 1}, not {wide}: {what}.\n  rule: {rule}")
     res = case.compare(want, got, source="your kernel, replayed on the model")
     if not res.ok:
         check_result(name, res)          # raises NotYet naming the first differing register
@@ -170,21 +181,21 @@ def check_wide_load(num, columns, hidden=()) -> None:
     if "ptx" in hidden:
         ptx = built.ptx_of("teach_tmem")
         for op in ("ld", "st"):
-            form = TmemAccess("32x32b", WIDE_COLUMNS).ptx(op)
+            form = TmemAccess("32x32b", wide).ptx(op)
             if ptx.count(form) != 1:
                 raise NotYet(f"{name}: the PTX of your kernel holds {ptx.count(form)} x {form}, expected 1.\n"
                              f"  rule: {rule}")
-    smallest = min(n for n in ALLOC_NCOLS if n >= WIDE_COLUMNS)
+    smallest = min(n for n in ALLOC_NCOLS if n >= wide)
     check_value(f"{name}: the allocation (the task asks for the smallest that holds the columns)", columns,
                 smallest,
                 rule=rule + "; the 512 columns are shared by every CTA on the SM, so the task asks for the "
                             "smallest allocation that holds the columns the loads touch",
                 mistakes=lambda c: (f"{c} columns is a legal allocation and your kernel works, but it is not "
-                                    f"the smallest that holds {WIDE_COLUMNS} columns: the columns no load "
+                                    f"the smallest that holds {wide} columns: the columns no load "
                                     "touches could have gone to another CTA on this SM"
                                     if c > smallest else None),
                 note=f"your kernel compiles for sm_100a; {res.compared} registers of the model's replay "
-                     f"equal a .32x32b.x{WIDE_COLUMNS} load; {gpu}")
+                     f"equal a .32x32b.x{wide} load; {gpu}")
 
 
 # ---- Exercise 4.4: registers per thread ---------------------------------------------------------

@@ -3,8 +3,9 @@ the 32-bit instruction descriptor, the legal shapes of cta_group::1 and ::2, and
 inside the wgmma teaching kernel.
 
 Every expected value comes from the stage's model (`tile_desc`, `make_smem_desc`, `make_instr_desc`,
-`check_mma_shape`, `WgmmaCase.model`); the generic checks of `bwlab.exercises` (and
-`check_function_explained`, which adds a line about the first differing case) say what is wrong.
+`require_mma_shape`, `WgmmaCase.model`); the generic checks of `bwlab.exercises` (and
+`check_function_explained`, which adds a line about the first differing case) say what is wrong. The
+case whose SBO of A goes into the kernel is the student's own (`teach_sbo_case`, from `bwlab.variants`).
 """
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ from ..multicast.exercises import matching_mistakes
 from .descriptors import (LAYOUT_CODES_SM100, decode_smem_desc, descriptor_addresses, edit_descs, make_smem_desc,
                           tile_desc)
 from .idesc import KINDS, make_instr_desc
-from .rules import SHAPES, MmaRuleError, check_mma_shape
+from .rules import SHAPES, MmaRuleError, require_mma_shape
 
 __all__ = ["check_lbo_sbo", "check_smem_desc", "check_instr_desc", "check_legal_shape", "TEACH_SBO_CASE",
-           "A_DESC_TEXT", "sbo_kernel", "check_teach_sbo"]
+           "TEACH_SBO_VARIANTS", "teach_sbo_case", "teach_sbo_text", "A_DESC_TEXT", "sbo_kernel", "check_teach_sbo"]
 
 
 # -- Exercise: LBO and SBO of a K-major tile ---------------------------------------------------------
@@ -173,7 +174,7 @@ def _shape_rule() -> str:
 
 def _legal(M, N, cta_group):
     try:
-        check_mma_shape("f16", M, N, cta_group)
+        require_mma_shape("f16", M, N, cta_group)
     except MmaRuleError:
         return False
     return True
@@ -182,7 +183,7 @@ def _legal(M, N, cta_group):
 def _explain_shape(args, got, expected):
     M, N, g = args
     try:
-        check_mma_shape("f16", M, N, g)
+        require_mma_shape("f16", M, N, g)
     except MmaRuleError as e:
         return f"illegal: {e}"
     row = next(r for r in SHAPES if "f16" in r.kinds and r.cta_group == g)
@@ -201,9 +202,29 @@ def check_legal_shape(fn, hidden=()) -> None:
 
 
 # -- Exercise: SBO of A, filled in inside the wgmma teaching kernel ------------------------------------
-# The case the exercise runs: A K-major in the 64-byte swizzle, B K-major in the 128-byte swizzle.
+# The case the exercise runs, the self-study variant: A K-major in the 64-byte swizzle, B K-major in the
+# 128-byte swizzle. Every student's case (bwlab.variants): what teach_wgmma.cu runs (m64n64k16 f16, both
+# operands K-major), A in another swizzle than the self-study one (its SBO is what the exercise asks), B
+# in any, K = 32 .. 128 where both operands' rows hold whole swizzle rows; A at byte 0 and B at 16384 of
+# the kernel's 32 KiB buffer.
 TEACH_SBO_CASE = dict(dtype="f16", N=64, K=64, a_major="K", a_swizzle="64B", b_major="K", b_swizzle="128B")
+TEACH_SBO_VARIANTS = (TEACH_SBO_CASE,) + tuple(
+    dict(TEACH_SBO_CASE, K=k, a_swizzle=a_sw, b_swizzle=b_sw)
+    for a_sw in ("none", "32B", "128B") for b_sw in MODES for k in (32, 64, 128)
+    if (2 * k) % row_bytes(a_sw) == 0 and (2 * k) % row_bytes(b_sw) == 0)
 A_DESC_TEXT = "a_descs[kb] + base"
+
+
+def teach_sbo_case(token: str | None = None) -> dict:
+    """This student's case of exercise 3.5: WgmmaCase(**teach_sbo_case())."""
+    from .. import variants
+    return dict(variants.pick("mma_teach_sbo", TEACH_SBO_VARIANTS, token))
+
+
+def teach_sbo_text(token: str | None = None) -> str:
+    c = teach_sbo_case(token)
+    return (f"A {c['a_major']}-major, 64 x {c['K']} {c['dtype']}, swizzle {c['a_swizzle']}; "
+            f"B {c['b_major']}-major, {c['N']} x {c['K']}, swizzle {c['b_swizzle']}")
 
 
 def sbo_kernel(sbo: int):
@@ -223,18 +244,27 @@ def check_teach_sbo(sbo, hidden=()) -> None:
     from .. import device
     from ..lab import CompileError
     from .case import WgmmaCase
-    case = WgmmaCase(**TEACH_SBO_CASE)
+    case = WgmmaCase(**teach_sbo_case())
     ad, bd = case.descriptors()
-    right = tile_desc("K", case.a_swizzle, case.dtype, (case.M, case.K), 0)
+    right = tile_desc(case.a_major, case.a_swizzle, case.dtype, (case.M, case.K), 0)
     want, lbo = right.stride_byte_offset, right.leading_byte_offset
+    width = row_bytes(case.a_swizzle)
     name = f"the SBO of A ({case.a_major}-major, {case.a_swizzle} swizzle, {case.M} x {case.K} {case.dtype})"
-    rule = ("SBO of a K-major operand: the byte step between its 8-row groups, one swizzle atom = 8 rows x "
-            f"{row_bytes(case.a_swizzle)} B here; the kernel stores it >> 4 in bits 32-45")
-    mistakes = {8 * row_bytes("128B"): f"the 128-byte swizzle's atom (8 x 128 B); this A's rows are "
-                                       f"{row_bytes(case.a_swizzle)} bytes",
-                row_bytes(case.a_swizzle): "one row; SBO jumps 8 rows", lbo: "that is LBO's value (unused here)",
-                want >> 4: "the encoded value; the kernel shifts your byte count by 4 itself",
-                want // 2: "elements, not bytes"}
+    atom = (f"one swizzle atom = 8 rows x {width} B here" if case.a_swizzle != "none" else
+            f"one core matrix = 8 rows x {width} B here (no swizzle)")
+    rule = (f"SBO of a K-major operand: the byte step between its 8-row groups, {atom}; the kernel stores it "
+            ">> 4 in bits 32-45")
+    mistakes = {}
+    rows = "atom rows" if case.a_swizzle != "none" else "core-matrix rows (no swizzle)"
+    for value, why in ((8 * row_bytes("128B"), f"the 128-byte swizzle's atom (8 x 128 B); this A's {rows} are "
+                                                f"{width} bytes"),
+                       (width, "one row; SBO jumps 8 rows"),
+                       (lbo, "that is LBO's value" + (" (unused here)" if case.a_swizzle != "none" else
+                                                      ": the step along K, between core matrices")),
+                       (want >> 4, "the encoded value; the kernel shifts your byte count by 4 itself"),
+                       (want // 2, "elements, not bytes")):
+        if value != want:
+            mistakes.setdefault(value, why)
     if sbo is None or sbo is Ellipsis:
         raise NotYet(f"{name}: no answer yet — replace the placeholder with SBO in bytes.\n  rule: {rule}")
     if isinstance(sbo, bool) or not isinstance(sbo, (int, np.integer)) or not 0 <= int(sbo) < 1 << 32:

@@ -78,15 +78,15 @@ for kwargs in (dict(dtype="bfloat16", global_shape=(80, 48), box_shape=(12, 16))
 # %% [markdown]
 # ### Exercise 1.1 — which rule does it break? (2 points)
 #
-# Seven tensor maps. For each, predict the name of the rule `TensorMap` refuses it with (the name in square
-# brackets of the errors above, one of the names printed below with its limit), or `"legal"`. Work it out from the
-# rules — the element size, the 16-byte multiples, the swizzle span, the limits of a box — before you try
-# `TensorMap(**kwargs)`.
+# Seven tensor maps, your own (each student has their own seven). For each, predict the name of the rule
+# `TensorMap` refuses it with (the name in square brackets of the errors above, one of the names printed below
+# with its limit), or `"legal"`. Work it out from the rules — the element size, the 16-byte multiples, the
+# swizzle span, the limits of a box — before you try `TensorMap(**kwargs)`.
 
 # %%
 from bwlab.tma import exercises as tma_ex
 from bwlab.tma.rules import RULES
-for key, kwargs in tma_ex.RULE_CANDIDATES.items():
+for key, kwargs in tma_ex.rule_candidates().items():
     print(f"{key}: {kwargs}")
 print("\nthe rules, each with its limit:")
 for r in RULES:
@@ -95,8 +95,28 @@ for r in RULES:
 # %% nbgrader={"grade": false, "grade_id": "tma_broken_rule", "locked": false, "schema_version": 3, "solution": true}
 my_rules = {"a": ..., "b": ..., "c": ..., "d": ..., "e": ..., "f": ..., "g": ...}
 ### BEGIN SOLUTION
-my_rules = {"a": "swizzle-span", "b": "legal", "c": "box-inner-bytes", "d": "global-stride-multiple",
-            "e": "box-dim", "f": "legal", "g": "oob-fill-nan"}
+from bwlab.hw import element_type
+from bwlab.tma import exercises as tma_ex
+
+
+def broken_rule(dtype, global_shape, box_shape, swizzle="none", oob_fill="zero"):
+    """The rules these maps can break, in the order of the table."""
+    t = element_type(dtype)
+    if global_shape[0] * t.bytes % 16:
+        return "global-stride-multiple"      # the packed stride of a row is the row's bytes
+    if not all(1 <= b <= 256 for b in box_shape):
+        return "box-dim"
+    if box_shape[0] * t.bytes % 16:
+        return "box-inner-bytes"
+    span = {"none": 0, "32B": 32, "64B": 64, "128B": 128}[swizzle]
+    if span and box_shape[0] * t.bytes > span:
+        return "swizzle-span"
+    if oob_fill == "nan" and not t.is_float:
+        return "oob-fill-nan"
+    return "legal"
+
+
+my_rules = {key: broken_rule(**kwargs) for key, kwargs in tma_ex.rule_candidates().items()}
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "tma_broken_rule_check", "locked": true, "points": 2, "schema_version": 3, "solution": false} tags=["raises-exception"]

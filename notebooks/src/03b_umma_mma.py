@@ -221,9 +221,9 @@ print(f"SBO field (bits 32-45) = {sbo_field} -> {sbo_field << 4} bytes   expecte
 # %% [markdown]
 # ### Exercise 3.5 — your SBO of A, put into the kernel (3 points)
 #
-# A new case: A is K-major in the **64-byte** swizzle (64 x 64 f16), B as before. You supply a number,
-# `a_sbo`; the check puts it into the kernel for you. Python now hands the kernel A descriptors whose SBO
-# field is 0, and the edited kernel fills it in from your number:
+# A new case, your own (printed below): A is K-major, 64 x K f16, in a swizzle of its own (or none), B
+# K-major in one of its own. You supply a number, `a_sbo`; the check puts it into the kernel for you. Python
+# now hands the kernel A descriptors whose SBO field is 0, and the edited kernel fills it in from your number:
 #
 # ```c++
 # (a_descs[kb] | ((u64)(((YOUR_SBO) >> 4) & 0x3FFF) << 32)) + base
@@ -235,9 +235,12 @@ print(f"SBO field (bits 32-45) = {sbo_field} -> {sbo_field << 4} bytes   expecte
 # it spoils, its thread and register. Predict first: which rows of D can a wrong SBO spoil?
 
 # %% nbgrader={"grade": false, "grade_id": "mma_teach_sbo", "locked": false, "schema_version": 3, "solution": true}
+from bwlab.umma import exercises as ex
+print("your case:", ex.teach_sbo_text())
 a_sbo = None   # your answer: SBO of A in bytes
 ### BEGIN SOLUTION
-a_sbo = 8 * 64   # 8 rows of the 64-byte swizzle's atom
+row = {"none": 16, "32B": 32, "64B": 64, "128B": 128}[ex.teach_sbo_case()["a_swizzle"]]   # bytes of one atom row
+a_sbo = 8 * row   # the next 8-row group: 8 rows of the atom (of the core matrix, unswizzled) further
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "mma_teach_sbo_check", "locked": true, "points": 3, "schema_version": 3, "solution": false} tags=["raises-exception"]

@@ -310,25 +310,31 @@ _ = tmem.try_teach(k.replace("32 * (warp % 4)", "32 * ((warp + 1) % 4)"))
 _ = tmem.try_teach(k.replace("tcgen05_ld_32x32b<kNum>(r, taddr);", "tcgen05_ld_32x32b_x16(r, taddr);"))
 
 # %% [markdown]
-# ### Exercise 4.3 — 64 columns per thread: your two numbers go into the teaching kernel (2 points)
+# ### Exercise 4.3 — your columns per thread: your two numbers go into the teaching kernel (2 points)
 #
-# An epilogue warp of a 128 x 64 f32 accumulator wants the 64 columns of each of its lanes in one load.
-# You do not edit the kernel's text yourself: choose `my_kNum`, the `.num` of the kernel's `tcgen05.st` and `tcgen05.ld .32x32b`, and `my_kColumns`,
+# An epilogue warp of an f32 accumulator wants the first N columns of each of its lanes in one load, N being
+# your own number (printed below: each student has theirs). You do not edit the kernel's text yourself: choose
+# `my_kNum`, the `.num` of the kernel's `tcgen05.st` and `tcgen05.ld .32x32b`, and `my_kColumns`,
 # the column count of its `tcgen05.alloc`: the smallest allocation that holds those columns.
-# Predict before you run what `kNum = 64` with `kColumns = 32`, `kNum = 48` or `kColumns = 96` would do.
+# Predict before you run what a `.num` larger than the allocation, a `.num` that is not a power of two, or an
+# allocation of 96 columns would do.
 #
 # The check writes your two numbers into `teach_tmem.cu` (`constexpr u32 kColumns = ...;`,
 # `constexpr int kNum = ...;`) and compiles it for sm_100a: a compile error shows your line. It then
 # replays the kernel on the model, which names any rule your numbers break, and compares every register with
-# a `.32x32b.x64` load, naming the first that differs. On an sm_100 GPU it also runs your kernel, in a
-# worker process.
+# a `.32x32b` load of your columns, naming the first that differs. On an sm_100 GPU it also runs your kernel,
+# in a worker process.
 
 # %% nbgrader={"grade": false, "grade_id": "tmem_kernel_columns", "locked": false, "schema_version": 3, "solution": true}
+from bwlab.tmem import exercises as ex
+print("your columns per thread:", ex.wide_columns())
 my_kNum = None       # the .num of tcgen05.st/ld .32x32b in teach_tmem.cu (an int)
 my_kColumns = None   # the column count of its tcgen05.alloc (an int)
 ### BEGIN SOLUTION
-my_kNum = 64
-my_kColumns = 64
+my_kNum = ex.wide_columns()              # one register per column: .x<columns>
+my_kColumns = 32                         # the smallest allocation: a power of two, at least 32 ...
+while my_kColumns < my_kNum:             # ... that holds every column the loads touch
+    my_kColumns *= 2
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "tmem_kernel_columns_check", "locked": true, "points": 2, "schema_version": 3, "solution": false} tags=["nbval-ignore-output", "raises-exception"]
