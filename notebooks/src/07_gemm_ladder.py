@@ -784,6 +784,31 @@ for line in recorded("skinny_ncu_h100.txt").splitlines():
 # At 512 × 8192 × 8192 the 128 tiles already fill the SMs and `split_count` keeps one piece: the rung is
 # step 4 there, as predicted.
 #
+# ### Step 8: the epilogue of one tile under the main loop of the next
+#
+# Step 6's two consumers finish a tile together and then write it out: convert the 128 f32 accumulators
+# of each thread to bf16, write four 64 × 64 pieces into the staging buffers, fence, synchronise, and
+# hand each piece to a TMA store. The producer is already loading the next tile (the staging buffers are
+# not the ring's), but no wgmma is issued until the last piece has been handed over, so the tensor
+# cores wait for the epilogue once per tile. Step 8 keeps step 6's tile, cluster, ring and stores; only
+# the consumer's order changes. After the last k-slice it converts the accumulator into 64 registers of
+# bf16 pairs (the only part of the epilogue that needs the accumulator), zeroes the accumulator and starts
+# the next tile; each of the next four k-slices issues its four `wgmma.mma_async` and then, while they
+# run, stores one piece of the previous tile. The change to step 6:
+
+# %%
+print(report.header_comment("s8_epilogue_overlap"))
+print(report.rung_diff("s8_epilogue_overlap"))
+
+# %% [markdown]
+# **The prediction, written down before the first measurement** (the kernel's header says how it was
+# counted): the epilogue is about 2,000 of the cycles of a tile whose main loop takes K / 64 × 1,024,
+# so step 6 loses about 3 % at 4096³, 2 % at 6144³ and 1.5 % at 8192³ to it. At the power cap, tensor
+# cores kept busy through that time also draw its power, so only part of it comes back as speed:
+
+# %%
+print(report.predictions(["s8_epilogue_overlap"], {}))
+
 # ### Both rungs in the PTX emulator
 #
 # Like every step, the new rungs run here without a GPU: their own sm_90a PTX in `bwlab.emu`, on shapes
