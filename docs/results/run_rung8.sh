@@ -2,6 +2,7 @@
 # Step 8 and the other benches under the sustained protocol, on the device machine (repository root):
 #   OUT=DIR bash docs/results/run_rung8.sh gemm     # the ladder's GPU tests, then s6 and s8 vs cuBLAS
 #   OUT=DIR bash docs/results/run_rung8.sh memory   # TMA copy, TMA store, multicast; ncu on the TMA store
+#   OUT=DIR bash docs/results/run_rung8.sh probe    # steps 6 and 8: SM cycles per k-slice and per tile (stamps)
 # Every step has its own timeout, so a hang cannot take the whole run; each report ends with its command.
 set -uo pipefail
 out=${OUT:-$PWD/h100_out}
@@ -42,5 +43,10 @@ memory)
   echo "ncu rc=$?"
   stamp "ncu --clock-control none -k 'regex:tma_store_stream|st_global_stream|fill' --metrics $m python3 docs/results/store_ncu_probe.py" \
       >> "$out/store_ncu_h100.txt"
+  ;;
+probe)
+  timeout 240 python3 docs/results/s8_tile_cycles_probe.py > "$out/s8_tile_cycles_h100.txt" 2>&1
+  echo "probe rc=$?"; cat "$out/s8_tile_cycles_h100.txt"
+  stamp "python docs/results/s8_tile_cycles_probe.py" >> "$out/s8_tile_cycles_h100.txt"
   ;;
 esac
