@@ -384,8 +384,6 @@ def bench_main(argv=None) -> int:
         failures = _sustained(args, say, clusters, max(ctas_list))
         say.save(args.out)
         return 0 if failures == 0 else 1
-    say("protocol: quick (single launches after 3 warm-ups, median of --repeat; --protocol sustained: own vs "
-        "multicast under the sustained protocol)")
     base = BenchConfig(iters=args.iters)
     if args.skip_timing:
         clusters, depths = [], []

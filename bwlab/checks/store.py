@@ -424,7 +424,7 @@ def _store_sustained(args, say) -> int:
     clocks = P.ClockLog(cp.cuda.Device().pci_bus_id).start()
     say(f"GPU {info.name}, {info.sm_count} SMs, L2 {info.l2_bytes >> 20} MiB; D = {R} x {C} float32 = "
         f"{nbytes / 2**20:.0f} MiB, {sets} buffer(s) rotated; clock log: {clocks.source}")
-    say(proto.describe().replace("library", "baseline"))
+    say(proto.describe().replace("library", "baseline").replace("of A and B", "of D"))
     say("baseline: cupy fill (write only); GB/s counts the bytes written")
     mod = load_module("tma_store")
     dsts = [cp.empty((R, C), cp.float32) for _ in range(sets)]

@@ -6,7 +6,8 @@ its kernel needs from the host (tile, threads, cluster, SMEM, B's box rows), wha
 before, and what we predicted it would reach, as a fraction of the best library GEMM at 8192^3,
 before it was first measured (the measured numbers are in docs/results/gemm_h100.txt).
 
-`BEYOND` holds the rungs after the recorded ladder (a tile-order table, split-K for skinny shapes),
+`BEYOND` holds the rungs after the recorded ladder (a tile-order table, the epilogue overlapped with
+the next tile's main loop, split-K for skinny shapes),
 each naming the step it builds on and carrying its written prediction; they are measured under the
 sustained protocol (bwlab.gemm.protocol; docs/results/gemm_protocol*_h100.txt). `ALL_STEPS` is both.
 """
