@@ -132,11 +132,15 @@ def test_grouped_order_is_tile_of():
     assert f == {"waves": 3, "mean_slabs": 3.0, "total_slabs": 9}
 
 
-@pytest.mark.parametrize("name,shape", [("s7_hilbert_order", (512, 768, 64)), ("sk_split_k", (128, 768, 256))])
+@pytest.mark.parametrize("name,shape", [("s7_hilbert_order", (512, 768, 64)), ("sk_split_k", (128, 768, 256)),
+                                        ("s8_epilogue_overlap", (512, 768, 64)),
+                                        ("s8_epilogue_overlap", (512, 512, 320))])
 def test_beyond_rungs_in_the_emulator(name, shape, monkeypatch):
     """The new rungs' own sm_90a PTX in the emulator: C within the f32 reference's tolerance (split-K:
     2 pieces on 2 SMs, so both the 'not last' and the 'last adds the partials' paths run; its arrival
-    counters are back at zero for the next launch); the Hilbert order gives step 6's C bit for bit."""
+    counters are back at zero for the next launch); the Hilbert order and the overlapped epilogue give
+    step 6's C bit for bit (step 8: one k-slice per tile stores its pieces after the loop; five k-slices
+    store all four pieces under the next tile's wgmma)."""
     import numpy as np
     from bwlab.gemm import runner
     from bwlab.hw.dtypes import from_float

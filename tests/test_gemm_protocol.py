@@ -143,3 +143,48 @@ def test_protocol_pictures_draw_the_committed_runs():
     fig = pictures.plot_tile_orders(8, 8, 16)
     assert "slabs per wave of 16" in fig.axes[0].get_title() and "Hilbert" in fig.axes[1].get_title()
     plt.close(fig)
+
+
+def test_other_benches_alternate_blocks_and_compare_as_the_gemm_does():
+    """bwlab.checks.sustained (TMA copy, TMA store, multicast): warm-up until two windows agree, then
+    baseline, candidate, ..., baseline; each candidate against the baseline blocks beside it."""
+    from bwlab.checks import sustained as S
+    proto = P.Protocol(block_s=2.0, rounds=2, window_s=0.5, warmup_min_s=1.0, warmup_max_s=20.0)
+    t = [0.0]
+    clock = iter([1980.0, 1700.0, 1420.0, 1410.0, 1405.0])   # settles at the 4th window (1420 vs 1410)
+    order, labels = [], []
+    base = S.Candidate("fill", ["fill"], 1e9)
+    cands = [S.Candidate("tma", ["tma"], 1e9), S.Candidate("st", ["st"], 1e9)]
+    ms = {"fill": 1.0, "tma": 1.25, "st": 0.8}
+
+    def block(calls, seconds):
+        t[0] += seconds
+        order.append(calls[0])
+        return [ms[calls[0]]] * 5
+
+    base_blocks, cand_blocks, spent, mhz = S.alternate(
+        base, cands, proto, block, mark=labels.append, window=lambda since: [next(clock)], now=lambda: t[0],
+        tag=256)
+    assert mhz == [1980.0, 1700.0, 1420.0, 1410.0] and spent == 2.0
+    assert order[4:] == ["fill", "tma", "fill", "st", "fill", "tma", "fill", "st", "fill"]
+    assert [i for i, _ in cand_blocks["tma"]] == [0, 2] and [i for i, _ in cand_blocks["st"]] == [1, 3]
+    assert labels[-1] is None and all(lab[1] == 256 for lab in labels if lab)
+    samples = [(0.0, ("baseline", 256, 0, "tma"), 1400.0, 700.0, 0x4), (0.1, ("tma", 256, 0), 1500.0, 650.0, 0x4),
+               (0.2, ("tma", 512, 0), 1900.0, 300.0, 0)]   # another size's sample is not counted
+    rs = S.rows(base, cands, base_blocks, cand_blocks, samples, tag=256)
+    assert [r.name for r in rs] == ["fill", "tma", "st"] and rs[0].summary is None
+    assert rs[1].summary.ratio == pytest.approx(0.8) and rs[2].summary.ratio == pytest.approx(1.25)
+    assert rs[1].rate == pytest.approx(1e9 / 1.25e-3 / 1e9)
+    assert rs[1].clock.n == 1 and rs[1].clock.sm_mhz == 1500.0 and rs[0].clock.sm_mhz == 1400.0
+    lines = S.table(rs)
+    assert "fill (baseline)" in lines[1] and "0.800" in lines[2] and "SW power cap" in lines[2]
+    with pytest.raises(ValueError, match="own name"):
+        S.alternate(base, [S.Candidate("fill", ["x"])], proto, block)
+    with pytest.raises(ValueError, match="at least one candidate"):
+        S.alternate(base, [], proto, block)
+
+
+def test_cpu_benches_say_the_protocol_does_not_apply(capsys):
+    from bwlab.checks.umma import bench_model_main
+    bench_model_main(["--repeat", "2"])
+    assert "does not apply here" in capsys.readouterr().out

@@ -244,6 +244,8 @@ def bench_main(argv=None) -> int:
     from .. import emu
     from ..runtime import EMULATED
     import platform
+    from .sustained import NOT_APPLICABLE
+    say(NOT_APPLICABLE)
     say(f"bwlab.emu on {platform.processor() or platform.machine()}, {os.cpu_count()} CPU(s) visible; "
         "host seconds per launch (module decode excluded, median of 3), warp-instructions per second")
     rows = []

@@ -220,6 +220,78 @@ def run_bench(cfg: BenchConfig, modes=(0, 1, 2), warmup: int = 3, repeat: int = 
     return results, occ
 
 
+def bench_calls(cfg: BenchConfig, modes=(0, 1)) -> dict:
+    """{mode: call} launching tma_multicast_bench for `cfg` with no host work beyond the launch (each
+    launched once first through bwlab.runtime.launch: a wait that timed out raises MbarrierTimeout;
+    `check` re-reads the status record after timed launches)."""
+    import cupy as cp
+    from ..compile import load_module
+    from ..runtime import check_status, launch, tensor_map_arg
+    from ..tma import TensorMap
+    device.require("multicast")
+    rows = cfg.tiles_in_source * cfg.boxes_per_tile * cfg.box_rows
+    src = cp.asarray(np.random.default_rng(0).integers(0, 256, size=rows * cfg.row_bytes, dtype=np.uint8))
+    tmap = TensorMap("uint8", (cfg.row_bytes, rows), (cfg.row_bytes, cfg.box_rows), swizzle="128B")
+    targ = tensor_map_arg(tmap.encode(src.data.ptr))
+    mod = load_module("tma_multicast", defines={"CLUSTER_X": cfg.cluster, "CLUSTER_Y": 1,
+                                                "MC_STAGES": cfg.stages})
+    clocks = cp.zeros(cfg.ctas * 2, dtype=cp.uint64)
+    fn = mod.get_function("tma_multicast_bench")
+    out = {}
+    for mode in modes:
+        args = (targ, np.uint32(mode), np.uint32(cfg.iters), np.uint32(cfg.boxes_per_tile),
+                np.uint32(cfg.box_rows), np.uint32(cfg.box_bytes), np.uint32(cfg.tiles_in_source), clocks)
+        launch(mod, "tma_multicast_bench", (cfg.ctas,), (THREADS,), args, shared_mem=cfg.smem_bytes,
+               barrier_names=BENCH_BARRIERS, cluster=(cfg.cluster, 1, 1), sync=True)
+
+        fn.max_dynamic_shared_size_bytes = cfg.smem_bytes
+
+        def go(args=args):   # the cluster shape is the kernel's own (__cluster_dims__ from CLUSTER_X)
+            fn((cfg.ctas,), (THREADS,), args, shared_mem=cfg.smem_bytes)
+        out[mode] = go
+    out["keep"] = (src, clocks, mod, fn)
+    out["check"] = lambda: check_status(mod, "tma_multicast_bench", BENCH_BARRIERS)
+    return out
+
+
+def _sustained(args, say, clusters, ctas) -> int:
+    """own (every CTA loads its tile: the baseline) against multicast, per cluster size, under the
+    sustained protocol; the source is L2-resident by design (it measures L2 -> SMEM), so no rotation."""
+    import cupy as cp
+    from ..gemm import protocol as P
+    from . import sustained as S
+    proto = P.Protocol(block_s=args.block_s, rounds=args.rounds)
+    clocks = P.ClockLog(cp.cuda.Device().pci_bus_id).start()
+    say(proto.describe().replace("library", "baseline").replace(
+        "operands rotated through sets holding >= 2 x L2 of A and B", "source L2-resident by design (not rotated)"))
+    say(f"baseline: own (every CTA loads the whole tile itself); candidate: multicast; {ctas} CTAs, "
+        f"{args.iters} tiles per CTA; GB/s = bytes landing in SMEM / time; clock log: {clocks.source}")
+    failures = 0
+    try:
+        for c in clusters:
+            if c == 1:
+                continue   # no multicast in a cluster of one
+            cfg = BenchConfig(cluster=c, ctas=ctas, iters=args.iters)
+            try:
+                calls = bench_calls(cfg)
+            except MbarrierTimeout as e:
+                failures += 1
+                say(f"  c={c} FAILED: {e}")
+                continue
+            say(f"\n== cluster of {c}")
+            S.run(S.Candidate(f"c={c} own", [calls[0]], cfg.bytes_into_smem()),
+                  [S.Candidate(f"c={c} multicast", [calls[1]], cfg.bytes_into_smem())], proto, say,
+                  clocks=clocks, tag=c)
+            try:
+                calls["check"]()
+            except MbarrierTimeout as e:
+                failures += 1
+                say(f"  c={c}: a bounded wait gave up during the timed launches: {e}")
+    finally:
+        clocks.stop()
+    return failures
+
+
 def ncu_sectors(csv_text: str, metric: str = "lts__t_sectors_srcunit_tex_op_read.sum") -> list:
     """The values of one metric for every tma_multicast_bench launch in an `ncu --csv` report."""
     import csv
@@ -271,6 +343,11 @@ def _bench_command() -> Command:
                  "Compute, and write the launch order to PLAN_JSON")
     cmd.add("--ncu-csv", nargs=2, metavar=("CSV", "PLAN_JSON"),
             help="add the L2 sectors Nsight Compute measured in a --ncu-pass run to the report")
+    cmd.add("--protocol", choices=["quick", "sustained"], default="quick",
+            help="quick: the tables below (median of --repeat launches, every mode and depth); sustained: "
+                 "own vs multicast per cluster size at the largest CTA count under bwlab.gemm.protocol")
+    cmd.add("--block-s", type=float, default=2.0, help="sustained: seconds per block")
+    cmd.add("--rounds", type=int, default=2, help="sustained: rounds of alternating blocks")
     cmd.add("--skip-timing", action="store_true",
             help="only the Nsight Compute table of --ncu-csv (when the timings were taken by an "
                  "earlier run)")
@@ -304,6 +381,10 @@ def bench_main(argv=None) -> int:
             json.dump(launches, f)
         say(f"ncu pass: {len(launches)} launches written to {args.ncu_pass}")
         return 0
+    if args.protocol == "sustained":
+        failures = _sustained(args, say, clusters, max(ctas_list))
+        say.save(args.out)
+        return 0 if failures == 0 else 1
     base = BenchConfig(iters=args.iters)
     if args.skip_timing:
         clusters, depths = [], []

@@ -167,6 +167,8 @@ def bench_model_main(argv=None) -> int:
     cmd = Command("bench umma_model", "time the NumPy tcgen05.mma model (runs on the CPU)", stage=None)
     cmd.add("--repeat", type=int, default=50)
     args, say = cmd.start(argv)
+    from .sustained import NOT_APPLICABLE
+    say(NOT_APPLICABLE)
     r = bench_model(repeat=args.repeat)
     m, n, k = r["shape"]
     say(f"tcgen05.mma model, {m}x{n}x{k} kind::f16 f16->f32, K-major SW128: median {r['median_ms']:.2f} ms "
