@@ -281,9 +281,23 @@ def test_the_bridge_extra_is_optional():
 # ---- live: only where triton is installed ----------------------------------------------------------------
 
 LIVE = [pytest.param(name, tool, marks=pytest.mark.skipif(
-    bridge.tool_version(tool) is None,
-    reason=f"{bridge.TOOLS[tool].package} ({bridge.TOOLS[tool].label}) is not installed: "
-           "pip install 'bwlab[bridge]' to compile live")) for name, tool in TWINS]
+    bridge.tool_version(tool) != bridge.TOOLS[tool].version,
+    reason=f"{bridge.TOOLS[tool].package} {bridge.TOOLS[tool].version} ({bridge.TOOLS[tool].label}, the version "
+           "the twins are written for) is not installed: pip install 'bwlab[bridge]' to compile live"))
+    for name, tool in TWINS]
+
+
+def test_another_version_of_the_tool_is_named_in_the_error(monkeypatch):
+    """A Gluon from another triton release (say the one a torch wheel brings) renames its API: the error says
+    which version the twin is written for and where the recorded PTX is, instead of a bare AttributeError."""
+    from bwlab.bridge import kernels as bk
+
+    def broken(module):
+        raise AttributeError("module 'gluon.tma' has no attribute 'async_load'")
+    monkeypatch.setattr(bk, "tool_version", lambda tool: "0.0.1")
+    monkeypatch.setattr(bk, "_compile_gluon", broken)
+    with pytest.raises(RuntimeError, match=r"written for triton .*0\.0\.1 is installed.*async_load"):
+        bk.compile_live("full_flow", "gluon")
 
 
 @pytest.mark.parametrize("name,tool", LIVE)

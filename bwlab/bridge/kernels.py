@@ -192,7 +192,16 @@ def compile_live(name: str, tool: str = "gluon") -> PtxRecord:
     if version is None:
         raise ImportError(f"compiling the {t.label} kernels needs {t.package} (pip install 'bwlab[bridge]'); "
                           f"without it bwlab.bridge.recorded({name!r}, {tool!r}) gives the recorded PTX")
-    ptx = _compile_gluon(module) if tool == "gluon" else _compile_cute(module)
+    try:
+        ptx = _compile_gluon(module) if tool == "gluon" else _compile_cute(module)
+    except Exception as err:
+        if version == t.version:
+            raise
+        # Gluon and the CuTe DSL are young and rename their API between releases.
+        raise RuntimeError(f"the {t.label} twin {name!r} is written for {t.package} {t.version}; {t.package} "
+                           f"{version} is installed and could not compile it ({type(err).__name__}: {err}). "
+                           f"pip install '{t.package}=={t.version}', or use bwlab.bridge.recorded({name!r}, "
+                           f"{tool!r})") from err
     return PtxRecord(name, tool, ptx, "live", t.package, version,
                      datetime.datetime.now(datetime.timezone.utc).date().isoformat(), _command(name, tool),
                      "sm_100a", _sha256(_source_path(name, tool).read_text()))
