@@ -30,19 +30,34 @@ WORK    ?= work
 lab: venv
 	$(PY) -m bwlab.tools.notebooks lab $(if $(STUDENT),--student --work $(WORK)) $(ROOTFLAG) $(LABFLAGS)
 
-# The whole suite: unit tests, compile checks of every cuda_src file, nbval over the notebooks.
-# Notebooks are stored from an emulated-tier run (the TMA-family kernels in bwlab.emu, deterministic), so
-# nbval runs them in the emulated tier too.
-# Each runs on every core (pytest-xdist): a test file, or a notebook's cells, stay on one worker (module
+# The whole suite: unit tests, compile checks of every cuda_src file, and every notebook executed once and
+# compared with its stored outputs (strict nbval: notebooks/sanitize.cfg). Notebooks are stored from an
+# emulated-tier run (the TMA-family kernels in bwlab.emu, deterministic), so they execute in that tier.
+# Each pytest runs on every core (pytest-xdist): a test file, or a notebook's cells, stay on one worker (module
 # fixtures run once). One worker more than cores: the files that grade in the sandbox mostly wait on the
 # sandboxes' wall-clock limits.
+# make test BROWSER=1 (what .ci/run runs): each notebook's one execution is the browser test's Run All
+# (make browser-test: JupyterLab under headless Chromium, the saved Run All compared with the stored outputs by
+# nbval's rules, then every widget moved) instead of headless nbval; it runs alongside the unit tests (it mostly
+# waits on the browser and the kernel), its log printed after them.
 XDIST ?= -n $(shell echo $$(( $$(nproc) + 1 )))
-test: venv sandbox-deps
-	$(PY) -m pytest -q $(XDIST) --dist loadfile tests --ignore=tests/test_wheel.py
-	BWLAB_BACKEND=emulated $(PY) -m pytest -q $(XDIST) --dist loadfile --nbval notebooks --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
+BROWSER ?=
+test: venv sandbox-deps $(if $(BROWSER),browser-deps)
+ifeq ($(BROWSER),)
+	$(PY) -m pytest -q $(XDIST) --dist loadfile --no-loadscope-reorder tests --ignore=tests/test_wheel.py
+	$(MAKE) --no-print-directory nbval
+else
+	@mkdir -p build
+	@echo "browser test started alongside the unit tests; its log: build/browser-test.log"
+	@$(MAKE) --no-print-directory browser-test > build/browser-test.log 2>&1 & browser=$$!; \
+	  $(PY) -m pytest -q $(XDIST) --dist loadfile --no-loadscope-reorder tests --ignore=tests/test_wheel.py; unit=$$?; \
+	  wait $$browser; rc=$$?; cat build/browser-test.log; \
+	  echo "make test BROWSER=1: unit tests exit $$unit, browser test (Run All against the stored outputs) exit $$rc"; \
+	  test $$unit = 0 && test $$rc = 0
+endif
 
 unit: venv sandbox-deps
-	$(PY) -m pytest -q $(XDIST) --dist loadfile tests --ignore=tests/test_wheel.py
+	$(PY) -m pytest -q $(XDIST) --dist loadfile --no-loadscope-reorder tests --ignore=tests/test_wheel.py
 
 # bwlab as a user installs it (tests/test_wheel.py): a wheel built from this repository, installed with its
 # cuda12 extra into a fresh venv outside the checkout, compiles a teaching kernel for sm_90a, replays a
@@ -104,7 +119,8 @@ sandbox-deps:
 	fi
 
 # The notebooks in a real browser: JupyterLab headless, the system's Chromium driven by Playwright (every
-# notebook run, every widget control moved, screenshots and summary.txt in build/browser/). See
+# notebook run in the emulated tier and its outputs compared with the stored ones as nbval compares, every
+# widget control moved, screenshots and summary.txt in build/browser/). See
 # tests/browser/check_lab.py. Chromium comes from the system's packages (apt-get as root, where missing),
 # Playwright from pip (the `browser` extra); `playwright install` is never used.
 CHROMIUM     ?= /usr/lib/chromium/chromium
@@ -129,7 +145,7 @@ browser-deps: $(BROWSER_STAMP)
 	fi
 
 browser-test: browser-deps
-	BWLAB_BACKEND=model $(PY) tests/browser/check_lab.py --chromium $(CHROMIUM) --out build/browser $(BROWSERFLAGS)
+	$(PY) tests/browser/check_lab.py --chromium $(CHROMIUM) --out build/browser $(BROWSERFLAGS)
 
 # The student editions as `make lab STUDENT=1` serves them: Run All runs every cell, unanswered checks show a
 # short NotYet message, no nbgrader UI; a screenshot of every figure at ~1000 px of notebook width (1440-px

@@ -64,6 +64,7 @@ double, nothing is sent, and a widget's drawing is an ordinary output of its cel
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import re
 import sys
@@ -515,6 +516,89 @@ def execute_notebook(path: Path, timeout: int = 600) -> None:
     nb = nbformat.read(path, as_version=4)
     nb.metadata.pop("widgets", None)
     nbformat.write(_scrub(_execute(nb, path, timeout)), path)
+
+
+SANITIZE_CFG = NB_DIR / "sanitize.cfg"   # nbval's --nbval-sanitize-with file: volatile text in outputs
+# Output keys nbval leaves out of its comparison (without nbdime): per-run metadata, tracebacks (the error's
+# name and value are compared), prompt numbers, the widget model ids, and the pixels of raster images.
+NBVAL_SKIP_KEYS = ("metadata", "traceback", "prompt_number", "output_type", "name", "execution_count",
+                   VIEW_MIME, "image/png", "image/jpeg")
+
+
+def stored_output_differences(stored, executed, sanitize_cfg: Path | None = SANITIZE_CFG) -> list[str]:
+    """Compare an executed copy of a notebook with its stored outputs by the rules of strict nbval (`pytest
+    --nbval --nbval-sanitize-with notebooks/sanitize.cfg`), so that one execution of a notebook serves both
+    this check and others that need it run (the browser test's Run All). Returns one line per difference,
+    empty when they agree.
+
+    Per code cell, with nbval's own tag and comment rules (nbval-ignore-output, nbval-skip, raises-exception,
+    # NBVAL_* markers): a cell that raised without raises-exception differs; unless its output is ignored,
+    the streams of each name are merged (\\r and \\b applied), the outputs flattened to their keys and MIME
+    types less NBVAL_SKIP_KEYS, the sanitize patterns applied to every string, and the values of each key
+    compared in order. `stored` and `executed` are nbformat notebooks or paths."""
+    import nbformat
+    from nbval.plugin import (coalesce_streams, find_comment_markers, find_metadata_tags,
+                              get_sanitize_patterns, transform_streams_for_comparison)
+    stored, executed = (nb if isinstance(nb, dict) else nbformat.read(str(nb), as_version=4)
+                        for nb in (stored, executed))
+    patterns = get_sanitize_patterns(Path(sanitize_cfg).read_text()) if sanitize_cfg else []
+
+    def clean(value):
+        if isinstance(value, str):
+            for regex, replace in patterns:
+                value = re.sub(regex, replace, value)
+        return value
+
+    def flatten(outputs) -> dict:
+        keyed = {}
+        for out in transform_streams_for_comparison(coalesce_streams(copy.deepcopy(outputs))):
+            for key, value in out.items():
+                if key in NBVAL_SKIP_KEYS:
+                    continue
+                items = value.items() if key == "data" else [(key, value)]
+                for k, v in items:
+                    if k not in NBVAL_SKIP_KEYS:
+                        keyed.setdefault(k, []).append(clean(v))
+        return keyed
+
+    want = [c for c in stored.cells if c.cell_type == "code"]
+    have = [c for c in executed.cells if c.cell_type == "code"]
+    if [c.source for c in want] != [c.source for c in have]:
+        return [f"the executed copy's {len(have)} code cells are not the stored notebook's {len(want)}"]
+    problems = []
+    for n, (ref, test) in enumerate(zip(want, have)):
+        options = dict(find_metadata_tags(ref.metadata))
+        options.update(find_comment_markers(ref.source))
+        if options.get("skip"):
+            continue
+        where = f"code cell {n}"
+        errors = [o for o in test.get("outputs", []) if o.get("output_type") == "error"]
+        if errors and not options.get("check_exception"):
+            problems.append(f"{where} raised {errors[0].get('ename')}: {str(errors[0].get('evalue'))[:200]}")
+            continue
+        if ref.get("execution_count") is None:
+            if ref.get("outputs"):
+                problems.append(f"{where}: the stored cell has outputs but was never run")
+            continue
+        if test.get("execution_count") is None:
+            problems.append(f"{where} did not run")
+            continue
+        if not options.get("check", True):
+            continue
+        a, b = flatten(ref.get("outputs", [])), flatten(test.get("outputs", []))
+        if set(a) != set(b):
+            problems.append(f"{where}: stored output fields {sorted(a)}, executed {sorted(b)}")
+            continue
+        for key in a:
+            if a[key] != b[key]:
+                problems.append(f"{where} {key}: stored {_short(a[key])}, executed {_short(b[key])}")
+                break
+    return problems
+
+
+def _short(values) -> str:
+    text = repr(values[0] if len(values) == 1 else values)
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def soak(paths, runs: int = 10, timeout: int = 300, out=sys.stdout) -> dict:

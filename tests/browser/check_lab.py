@@ -3,9 +3,12 @@
 For each notebook (default: every notebooks/*.ipynb):
   1. open it without running: no "Error displaying widget" / "model not found", not marked modified,
      and a save without running leaves the file byte-identical;
-  2. clear all outputs and Run All (model tier: the server runs with BWLAB_BACKEND=model): every code
-     cell runs, no traceback (in an output or in any error message the kernel sends), as many live
-     widgets as the stored notebook has static copies of widgets;
+  2. clear all outputs and Run All, in the tier the stored outputs come from (the server runs with
+     BWLAB_BACKEND=emulated, bwlab.tools.notebooks.STORED_BACKEND): every code cell runs, no traceback (in
+     an output or in any error message the kernel sends), as many live widgets as the stored notebook has
+     static copies of widgets; then save it and compare the saved outputs with the stored ones by strict
+     nbval's rules (bwlab.tools.notebooks.stored_output_differences, notebooks/sanitize.cfg): this Run
+     All is the notebook's one execution in CI, serving this check and nbval's (`make test BROWSER=1`);
   3. every widget control found in the DOM (dropdowns, sliders, checkboxes, toggles, radio buttons,
      text and number boxes, buttons) is moved once, and the pixels inside the widget's output areas
      must change (screenshots before and after, compared pixel by pixel) and keep their pictures (a
@@ -56,8 +59,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bwlab.tools.notebooks import (install_lab_settings, lab_args, student_editions,  # noqa: E402
-                                   student_lab_config, student_lab_env)
+from bwlab.tools.notebooks import (STORED_BACKEND, install_lab_settings, lab_args,  # noqa: E402
+                                   stored_output_differences, student_editions, student_lab_config,
+                                   student_lab_env)
 import widgets as W  # noqa: E402
 
 TOKEN = "bwlab-browser-check"
@@ -93,9 +97,9 @@ def api(base: str, path: str, method: str = "GET"):
     return json.loads(body) if body else None
 
 
-def start_lab(work: Path, port: int, budget: Budget, student: bool = False):
-    # The model tier (no GPU needed; outputs as stored), and this checkout's bwlab in the kernels.
-    env = dict(os.environ, BWLAB_BACKEND="model",
+def start_lab(work: Path, port: int, budget: Budget, student: bool = False, backend: str = STORED_BACKEND):
+    # The tier the kernels run in (no GPU needed), and this checkout's bwlab in the kernels.
+    env = dict(os.environ, BWLAB_BACKEND=backend,
                PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
     if student:       # as `make lab STUDENT=1` serves the student editions: nbgrader's UI off
         env = student_lab_env(student_lab_config(work / "student-config"), env)
@@ -121,7 +125,9 @@ def start_lab(work: Path, port: int, budget: Budget, student: bool = False):
     log = open(work / "lab.log", "w")
     proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + budget.cap(90)
+    # a bound on a hang: started alongside the unit tests (make test BROWSER=1) on a 2-core machine that other
+    # jobs load too, JupyterLab has needed more than 90 s to start
+    deadline = time.time() + budget.cap(300)
     while time.time() < deadline:
         try:
             api(base, "/api/status")
@@ -423,7 +429,7 @@ class KernelErrors:
 
 
 def check_notebook(page, base: str, name: str, work: Path, out: Path, budget: Budget, reopen: bool,
-                   errors: KernelErrors, console: list, student: bool = False) -> dict:
+                   errors: KernelErrors, console: list, student: bool = False, compare: bool = False) -> dict:
     path = work / "notebooks" / name
     stem = Path(name).stem
     original = path.read_bytes()
@@ -471,6 +477,19 @@ def check_notebook(page, base: str, name: str, work: Path, out: Path, budget: Bu
         res["problems"].append(f"Run All did not finish in time ({res['run_s']} s)")
     if numbered != st["code_cells"]:
         res["problems"].append(f"only {numbered} of {st['code_cells']} code cells ran")
+    if compare and ran:
+        # This Run All against the stored outputs, by strict nbval's rules: saved as JupyterLab saves it.
+        t_compare = time.time()
+        if not save(page, path):
+            res["problems"].append("save after Run All: the file was not written")
+        else:
+            import nbformat
+            differ = stored_output_differences(nbformat.reads(original.decode(), as_version=4), path)
+            res["stored_outputs"] = "as stored" if not differ else f"{len(differ)} cells differ"
+            if differ:
+                shutil.copy(path, out / f"{stem}.executed.ipynb")
+                res["problems"].extend(f"outputs differ from the stored ones: {d}" for d in differ)
+        res["compare_s"] = round(time.time() - t_compare, 1)
     in_file = sum(1 for c in json.loads(original)["cells"] if c["cell_type"] == "code")
     if st["code_cells"] != in_file:
         res["problems"].append(f"the page shows {st['code_cells']} code cells, the notebook has {in_file}")
@@ -584,6 +603,9 @@ def summary_lines(results, listing_ok, ok, took, out, about) -> list[str]:
             lines.append(f"  {r['notebook']}: unanswered checks shown as a short NotYet message: {r['not_yet']}")
         if "cuda_error" in r:
             lines.append(f"  {r['notebook']}: a %%cuda cell with a compile error: {r['cuda_error']}")
+        if "stored_outputs" in r:
+            lines.append(f"  {r['notebook']}: Run All's outputs against the stored ones (nbval's rules): "
+                         f"{r['stored_outputs']}")
         if "wrong_answer" in r:
             lines.append(f"  {r['notebook']}: a wrong answer's message: {r['wrong_answer']}")
         for p in r["problems"]:
@@ -602,12 +624,18 @@ def main(argv=None) -> int:
     ap.add_argument("--chromium", default=os.environ.get("CHROMIUM", "/usr/lib/chromium/chromium"))
     ap.add_argument("--width", type=int, default=1280, help="browser window width (px): a laptop's")
     ap.add_argument("--height", type=int, default=900)
-    ap.add_argument("--budget", type=float, default=480, help="seconds for the whole run (then FAIL)")
+    # A guard against a hang, not a target: `make test BROWSER=1` runs this alongside the unit tests, and on
+    # a 2-core machine that other jobs load as well a Run All in the emulated tier takes minutes.
+    ap.add_argument("--budget", type=float, default=1800, help="seconds for the whole run (then FAIL)")
     ap.add_argument("--student", action="store_true",
                     help="the student editions, served as `make lab STUDENT=1` serves them (see above)")
+    ap.add_argument("--backend", choices=("model", "emulated"),
+                    help=f"the kernels' tier (BWLAB_BACKEND); default {STORED_BACKEND} (the stored outputs' tier: each "
+                         "Run All is then compared with them), model with --student")
     ap.add_argument("--reopen", action="store_true",
                     help="also save each notebook after driving its widgets and reopen it (step 4)")
     a = ap.parse_args(argv)
+    a.backend = a.backend or ("model" if a.student else STORED_BACKEND)
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
@@ -633,7 +661,7 @@ def main(argv=None) -> int:
     for p in paths:
         shutil.copy(p, work / "notebooks" / p.name)
     shutil.copytree(ROOT / "notebooks" / "src", work / "notebooks" / "src")
-    proc, base = start_lab(work, free_port(), budget, a.student)
+    proc, base = start_lab(work, free_port(), budget, a.student, a.backend)
     results, listing_ok, about = [], False, ""
     try:
         listing = [e["name"] for e in api(base, "/api/contents/")["content"]]
@@ -664,7 +692,7 @@ def run_all(a, base: str, budget: Budget, work: Path, out: Path, paths, results:
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=a.chromium, headless=True)
         about = (f"Chromium {browser.version} (headless, {a.width}x{a.height}), JupyterLab {lab_version()}, "
-                 f"{os.cpu_count()} CPUs, BWLAB_BACKEND=model")
+                 f"{os.cpu_count()} CPUs, BWLAB_BACKEND={a.backend}")
         ctx = browser.new_context(viewport={"width": a.width, "height": a.height})
         console = []
         page = errors = None
@@ -678,7 +706,8 @@ def run_all(a, base: str, budget: Budget, work: Path, out: Path, paths, results:
                                 "notes": [], "controls": []})
                 continue
             try:
-                r = check_notebook(page, base, p.name, work, out, budget, a.reopen, errors, console, a.student)
+                r = check_notebook(page, base, p.name, work, out, budget, a.reopen, errors, console, a.student,
+                                   compare=a.backend == STORED_BACKEND and not a.student)
             except Exception as e:      # a Playwright timeout, say: record it, start the next afresh
                 traceback.print_exc()
                 r = {"notebook": p.name, "problems": [f"{type(e).__name__}: {str(e).splitlines()[0]}"],
