@@ -260,10 +260,10 @@ def test_broken_gallery_out_of_bounds_store_names_the_allocation():
 def test_broken_gallery_spin_forever_is_a_hang_not_a_hang():
     import time
     mod = _gallery()
-    t0 = time.perf_counter()
+    t0 = time.process_time()   # this process's CPU time: a bound that a loaded machine does not stretch
     with pytest.raises(emu.EmuHang) as e:
         mod.get_function("spin_forever")((1,), (32,), (emu.zeros(1, np.uint32), emu.zeros(32, np.uint32)))
-    assert time.perf_counter() - t0 < 30 and "loops at" in str(e.value)
+    assert time.process_time() - t0 < 30 and "loops at" in str(e.value)
 
 
 def test_broken_gallery_divergent_barrier_finishes_with_a_warning():
