@@ -213,8 +213,8 @@ def _steps(info, wanted):
                 def first():
                     runner.clear_status(launch)
                     launch()
-                    runner.check_status(launch)
-                return _Timed(launch, launch.c, first, lambda: runner.check_status(launch))
+                    runner.raise_on_status(launch)
+                return _Timed(launch, launch.c, first, lambda: runner.raise_on_status(launch))
             return _LadderStep(s.name, s.predicted, prepare, s)
         return [hopper(s) for s in (ALL_STEPS if not wanted else [step(w) for w in wanted])]
     from ..gemm import sm100

@@ -226,7 +226,7 @@ def bench_calls(cfg: BenchConfig, modes=(0, 1)) -> dict:
     `check` re-reads the status record after timed launches)."""
     import cupy as cp
     from ..compile import load_module
-    from ..runtime import check_status, launch, tensor_map_arg
+    from ..runtime import raise_on_status, launch, tensor_map_arg
     from ..tma import TensorMap
     device.require("multicast")
     rows = cfg.tiles_in_source * cfg.boxes_per_tile * cfg.box_rows
@@ -250,7 +250,7 @@ def bench_calls(cfg: BenchConfig, modes=(0, 1)) -> dict:
             fn((cfg.ctas,), (THREADS,), args, shared_mem=cfg.smem_bytes)
         out[mode] = go
     out["keep"] = (src, clocks, mod, fn)
-    out["check"] = lambda: check_status(mod, "tma_multicast_bench", BENCH_BARRIERS)
+    out["check"] = lambda: raise_on_status(mod, "tma_multicast_bench", BENCH_BARRIERS)
     return out
 
 

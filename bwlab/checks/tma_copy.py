@@ -197,7 +197,7 @@ def _sustained(args, say) -> int:
                                copies, 2 * n)
             rs = S.run(base, [cand], proto, say, clocks=clocks, tag=mib)
             for c in copies:
-                c.check_status()
+                c.raise_on_status()
             r = rs[1].summary.ratio
             worst = r if worst is None else min(worst, r)
             del pairs, copies

@@ -902,7 +902,7 @@ for name, (m, n, k) in (("s7_hilbert_order", (512, 768, 64)), ("sk_split_k", (12
 a = from_float(rng.random((512, 320), dtype=np.float32) * 2 - 1, "bf16")   # one cluster walks 2 tiles of
 b = from_float(rng.random((256, 320), dtype=np.float32) * 2 - 1, "bf16")   # five k-slices each
 c8, _ = runner.run_step_emulated("s8_epilogue_overlap", a, b, sms=1)
-print(runner.check_numpy(a, b, c8, "s8_epilogue_overlap (emulated)"))
+print(runner.check(a, b, c8, "s8_epilogue_overlap (emulated)"))
 print("  C equal to step 6's bit for bit:",
       np.array_equal(c8, runner.run_step_emulated("s6_tma_store", a, b, sms=1)[0]), "(expected True)")
 
