@@ -183,12 +183,12 @@ def _max_active_clusters(fn, cfg: BenchConfig):
         return None
 
 
-def run_bench(cfg: BenchConfig, modes=(0, 1, 2), warmup: int = 3, repeat: int = 15, single: bool = False):
-    """Time each mode with CUDA events (median of `repeat` launches after `warmup`). Returns
-    ({mode: (BenchResult, every CTA resident at once)}, max active clusters or None)."""
+def _bench_setup(cfg: BenchConfig):
+    """The benchmark kernel for `cfg`: (module, its source's tensor map argument, the clock buffer, the source:
+    a 128B-swizzled uint8 tensor of `tiles_in_source` tiles, which the caller keeps alive while it launches)."""
     import cupy as cp
     from ..compile import load_module
-    from ..runtime import bench, launch, tensor_map_arg
+    from ..runtime import tensor_map_arg
     from ..tma import TensorMap
     device.require("multicast")
     rows = cfg.tiles_in_source * cfg.boxes_per_tile * cfg.box_rows
@@ -197,7 +197,15 @@ def run_bench(cfg: BenchConfig, modes=(0, 1, 2), warmup: int = 3, repeat: int = 
     targ = tensor_map_arg(tmap.encode(src.data.ptr))
     mod = load_module("tma_multicast", defines={"CLUSTER_X": cfg.cluster, "CLUSTER_Y": 1,
                                                 "MC_STAGES": cfg.stages})
-    clocks = cp.zeros(cfg.ctas * 2, dtype=cp.uint64)
+    return mod, targ, cp.zeros(cfg.ctas * 2, dtype=cp.uint64), src
+
+
+def run_bench(cfg: BenchConfig, modes=(0, 1, 2), warmup: int = 3, repeat: int = 15, single: bool = False):
+    """Time each mode with CUDA events (median of `repeat` launches after `warmup`). Returns
+    ({mode: (BenchResult, every CTA resident at once)}, max active clusters or None)."""
+    import cupy as cp
+    from ..runtime import bench, launch
+    mod, targ, clocks, src = _bench_setup(cfg)
     results = {}
     for mode in modes:
         args = (targ, np.uint32(mode), np.uint32(cfg.iters), np.uint32(cfg.boxes_per_tile),
@@ -224,18 +232,8 @@ def bench_calls(cfg: BenchConfig, modes=(0, 1)) -> dict:
     """{mode: call} launching tma_multicast_bench for `cfg` with no host work beyond the launch (each
     launched once first through bwlab.runtime.launch: a wait that timed out raises MbarrierTimeout;
     `check` re-reads the status record after timed launches)."""
-    import cupy as cp
-    from ..compile import load_module
-    from ..runtime import raise_on_status, launch, tensor_map_arg
-    from ..tma import TensorMap
-    device.require("multicast")
-    rows = cfg.tiles_in_source * cfg.boxes_per_tile * cfg.box_rows
-    src = cp.asarray(np.random.default_rng(0).integers(0, 256, size=rows * cfg.row_bytes, dtype=np.uint8))
-    tmap = TensorMap("uint8", (cfg.row_bytes, rows), (cfg.row_bytes, cfg.box_rows), swizzle="128B")
-    targ = tensor_map_arg(tmap.encode(src.data.ptr))
-    mod = load_module("tma_multicast", defines={"CLUSTER_X": cfg.cluster, "CLUSTER_Y": 1,
-                                                "MC_STAGES": cfg.stages})
-    clocks = cp.zeros(cfg.ctas * 2, dtype=cp.uint64)
+    from ..runtime import raise_on_status, launch
+    mod, targ, clocks, src = _bench_setup(cfg)
     fn = mod.get_function("tma_multicast_bench")
     out = {}
     for mode in modes:
