@@ -3,12 +3,16 @@ folder, the sandbox's command line, the feedback page's escaping (bwlab.tools.gr
 import json
 import math
 import os
+import sys
 
 import numpy as np
 import pytest
 from pathlib import Path
 
 from bwlab.tools import grading, plain
+
+sys.path.insert(0, str(Path(__file__).parent))
+import grading_cases as gc  # noqa: E402
 
 
 @pytest.mark.parametrize("value", [None, True, 3, -2 ** 70, 2.5, "text", ..., [1, (2, "x")], (1, [2.5]),
@@ -249,15 +253,10 @@ def test_printable_escapes_what_could_write_into_the_report():
     assert str(grading.Problem("Eve\n  PROBLEM x", "f\x07", "why")) == "Eve\\n  PROBLEM x / f\\x07: why"
 
 
-_FORGE = """
-import fcntl, os
-for fd in range(3, 64):
-    try:
-        link, mode = os.readlink(f"/proc/self/fd/{fd}"), fcntl.fcntl(fd, fcntl.F_GETFL) & 3
-    except OSError:
-        continue
-    if link.startswith("pipe:") and mode == os.O_WRONLY:
-        os.write(fd, LINES)
+# the learner's code that finds the grader's reply channel (the trick the graded class uses) and writes LINES onto it
+_FORGE = gc._REPLY_FDS + """
+for fd in _reply_fds():
+    _send(fd, LINES)
 """
 
 
