@@ -192,7 +192,8 @@ def mul(a, b, typ, mode="lo"):
 
 
 def mad(a, b, c, typ, mode="lo", sat=False):
-    """mad.{lo,hi,wide}{.sat}.typ: the product's part plus c; .sat only for mad.hi.sat.s32."""
+    """mad.{lo,hi,wide}{.sat}.typ: the product's part plus c; .sat only for mad.hi.sat.s32.
+    With .wide, c and the result are 2w bits wide (raw bits of that width)."""
     s, w = _typ(typ)
     if sat:
         if not (typ == "s32" and mode == "hi"):
