@@ -493,7 +493,7 @@ def _prep(what, typ, rnd, ftz, arrays, allowed=RND[:1] + RND[2:]):
     return f, bs
 
 
-def _arith(op, typ, arrays, rnd, ftz, sat):
+def _arith(op, typ, arrays, rnd, ftz, sat, relu=False):
     f, bs = _prep(op, typ, rnd, ftz, arrays)
     bs = np.broadcast_arrays(*bs)
     vals = [to_f64(b, typ) for b in bs]
@@ -571,7 +571,7 @@ def _arith(op, typ, arrays, rnd, ftz, sat):
         else:  # pragma: no cover
             raise ValueError(op)
         out = round_value(x, tail, typ, rnd)
-    return _finish(out, f, ftz=ftz, sat=sat)
+    return _finish(out, f, ftz=ftz, sat=sat, relu=relu)
 
 
 def add(a, b, typ, rnd="rn", ftz=False, sat=False):
@@ -590,9 +590,11 @@ def mul(a, b, typ, rnd="rn", ftz=False, sat=False):
     return _arith("mul", typ, [a, b], rnd, ftz, sat)
 
 
-def fma(a, b, c, typ, rnd="rn", ftz=False, sat=False):
-    """fma.rnd{.ftz}{.sat}.typ: a*b+c rounded once (PTX ISA 9.7.3.5)."""
-    return _arith("fma", typ, [a, b, c], rnd, ftz, sat)
+def fma(a, b, c, typ, rnd="rn", ftz=False, sat=False, relu=False):
+    """fma.rnd{.ftz}{.sat}{.relu}.typ: a*b+c rounded once (PTX ISA 9.7.3.5; .relu: f16/bf16, 9.7.4.4)."""
+    if relu and typ not in ("f16", "bf16"):
+        raise ValueError(f"fma.relu: PTX defines .relu for .f16/.bf16 only, not .{typ}")
+    return _arith("fma", typ, [a, b, c], rnd, ftz, sat, relu)
 
 
 def div(a, b, typ, rnd="rn", ftz=False, sat=False):
@@ -803,6 +805,11 @@ def cvt(bits, src: str, dst: str, rnd=None, sat=False, ftz=False, relu=False, sa
     Floats: f64 f32 tf32 f16 bf16 e4m3 e5m2 e3m2 e2m3 e2m1 ue8m0; integers s8..s64, u8..u64.
     `rnd`: .rn/.rna/.rz/.rm/.rp for a float result that may be inexact, .rni/.rzi/.rmi/.rpi for
     float->int and float->float integral rounding; None where PTX needs none (exact widenings)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return _cvt(bits, src, dst, rnd, sat, ftz, relu, satfinite)
+
+
+def _cvt(bits, src, dst, rnd, sat, ftz, relu, satfinite):
     what = f"cvt.{dst}.{src}"
     s_int, d_int = src in _INTS, dst in _INTS
     if not s_int and src not in FORMATS and src != "ue8m0":
