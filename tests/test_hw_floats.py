@@ -180,6 +180,23 @@ def test_cvt_f64_to_narrow_all_modes(dst, rnd):
     assert [int(g) for g in got] == want
 
 
+@pytest.mark.parametrize("dst", ["f16", "bf16", "tf32", "e4m3", "e5m2", "e2m1"])
+def test_cvt_f32_sources_all_modes(dst):
+    x = edge_f32(100)
+    modes = ["rn"] if dst in ("e4m3", "e5m2", "e2m1") else ["rn", "rz", "rm", "rp"]
+    for rnd in modes:
+        sf = dst in ("e4m3", "e5m2", "e2m1")
+        got = F.cvt(x, "f32", dst, rnd, satfinite=sf)
+        for q, g, b in zip(ref_decode(x, "f32"), got, x):
+            if q == "nan":
+                continue
+            if isinstance(q, tuple) and q[0] == "inf":
+                continue
+            assert int(g) == ref_round(q, dst, rnd, satfinite=sf), (dst, rnd, hex(int(b)))
+    with pytest.raises(ValueError, match="rounding modifier"):
+        F.cvt(x, "f32", "f16")
+
+
 def test_cvt_rn_matches_numpy_and_ml_dtypes():
     x = _cvt_inputs_f64()
     assert np.array_equal(F.cvt(x.view(np.uint64), "f64", "f16", "rn"), x.astype(np.float16).view(np.uint16))

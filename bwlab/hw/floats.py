@@ -493,9 +493,53 @@ def _prep(what, typ, rnd, ftz, arrays, allowed=RND[:1] + RND[2:]):
     return f, bs
 
 
+def _f32_midpoint(s):
+    """Where float64 s lies exactly halfway between two adjacent f32 values (normal or subnormal)."""
+    u = np.asarray(s, np.float64).view(np.uint64)
+    E = ((u >> _U64(52)) & _U64(0x7FF)).astype(np.int64) - 1023
+    m = (u & _U64((1 << 52) - 1)) | _U64(1 << 52)
+    shift = np.clip(29 + np.maximum(0, -126 - E), 1, 63).astype(np.uint64)
+    return (m & ((_U64(1) << shift) - _U64(1))) == (_U64(1) << (shift - _U64(1)))
+
+
+def _fast_f32(op, bs, ftz):
+    """f32 .rn through NumPy's IEEE float32 (and, for fma, an exact f64 product plus TwoSum, with the
+    rare f32 midpoints of the f64 sum rounded by the exact path). None where it does not apply."""
+    f = FORMATS["f32"]
+    v = [b.view(np.float32) for b in bs]
+    if op == "add":
+        r = v[0] + v[1]
+    elif op == "mul":
+        r = v[0] * v[1]
+    elif op == "div":
+        r = v[0] / v[1]
+    elif op == "sqrt":
+        r = np.sqrt(v[0])
+    elif op == "fma":
+        a, b, c = (x.astype(np.float64) for x in v)
+        p = a * b
+        x, err = _two_sum(p, c)
+        bad = (err != 0) & np.isfinite(x) & _f32_midpoint(x)
+        if bad.any():
+            return None
+        zero = (x == 0) & (err == 0) & np.isfinite(p)
+        both = (p == 0) & (c == 0) & (np.signbit(p) == np.signbit(c))
+        x = np.where(zero, np.where(both & np.signbit(p), -0.0, 0.0), x)
+        r = x.astype(np.float32)
+    else:
+        return None
+    out = np.where(np.isnan(r), np.uint32(f.canon_nan), r.view(np.uint32))
+    return _ftz(out, f) if ftz else out.astype(np.uint32)
+
+
 def _arith(op, typ, arrays, rnd, ftz, sat, relu=False):
     f, bs = _prep(op, typ, rnd, ftz, arrays)
     bs = np.broadcast_arrays(*bs)
+    if typ == "f32" and rnd == "rn" and not sat:
+        with np.errstate(all="ignore"):
+            out = _fast_f32(op, bs, ftz)
+        if out is not None:
+            return out
     vals = [to_f64(b, typ) for b in bs]
     with np.errstate(all="ignore"):
         if typ == "f64" and (rnd != "rn" or op == "fma"):
@@ -809,7 +853,33 @@ def cvt(bits, src: str, dst: str, rnd=None, sat=False, ftz=False, relu=False, sa
         return _cvt(bits, src, dst, rnd, sat, ftz, relu, satfinite)
 
 
+_NP = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+
+
+def _fast_cvt(bits, src, dst):
+    """.rn conversions among f16/f32/f64 (NumPy rounds directly, once) and bf16 <-> f32."""
+    if src in _NP and dst in _NP:
+        x = np.asarray(bits).astype(FORMATS[src].storage).view(_NP[src])
+        r = x.astype(_NP[dst])
+    elif src == "f32" and dst == "bf16":
+        import ml_dtypes
+        x = np.asarray(bits).astype(np.uint32).view(np.float32)
+        r = x.astype(ml_dtypes.bfloat16)
+    elif src == "bf16" and dst == "f32":
+        r = (np.asarray(bits).astype(np.uint32) << np.uint32(16)).view(np.float32)
+        x = r
+    else:
+        return None
+    df = FORMATS[dst]
+    return np.where(np.isnan(x), df.storage(df.canon_nan), r.view(df.storage)).astype(df.storage)
+
+
 def _cvt(bits, src, dst, rnd, sat, ftz, relu, satfinite):
+    widen = (src, dst) in (("f16", "f32"), ("f16", "f64"), ("f32", "f64"), ("bf16", "f32"))
+    if (rnd == "rn" or (rnd is None and widen)) and not (sat or ftz or relu or satfinite):
+        out = _fast_cvt(bits, src, dst)
+        if out is not None:
+            return out
     what = f"cvt.{dst}.{src}"
     s_int, d_int = src in _INTS, dst in _INTS
     if not s_int and src not in FORMATS and src != "ue8m0":

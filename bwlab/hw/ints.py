@@ -330,21 +330,28 @@ def clz(a, typ):
     return (w - _bitlen(_u(a, w))).astype(np.uint32)
 
 
+_POPC8 = np.array([bin(i).count("1") for i in range(256)], np.uint32)
+_REV8 = np.array([int(f"{i:08b}"[::-1], 2) for i in range(256)], np.uint64)
+
+
+def _bytes_of(x, w):
+    b = np.ascontiguousarray(x.astype(_UDT[w])).view(np.uint8).reshape(x.shape + (w // 8,))
+    return b if np.little_endian else b[..., ::-1]
+
+
 def popc(a, typ):
+    """popc.b32/.b64 -> u32."""
     s, w = _typ(typ)
-    x = _u(a, w)
-    n = np.zeros(x.shape, np.uint32)
-    for i in range(w):
-        n += ((x >> _U64(i)) & _U64(1)).astype(np.uint32)
-    return n
+    return _POPC8[_bytes_of(_u(a, w), w)].sum(axis=-1, dtype=np.uint32)
 
 
 def brev(a, typ):
+    """brev.b32/.b64: bit i -> bit w-1-i."""
     s, w = _typ(typ)
-    x = _u(a, w)
-    r = np.zeros(x.shape, np.uint64)
-    for i in range(w):
-        r |= ((x >> _U64(i)) & _U64(1)) << _U64(w - 1 - i)
+    bs = _REV8[_bytes_of(_u(a, w), w)]
+    r = np.zeros(bs.shape[:-1], np.uint64)
+    for i in range(w // 8):
+        r |= bs[..., i] << _U64(w - 8 - 8 * i)
     return _out(r, w)
 
 
