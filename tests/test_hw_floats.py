@@ -260,7 +260,7 @@ def test_cvt_float_to_int(dst, rnd):
     op = {"rni": lambda q: round(q), "rzi": lambda q: math.trunc(q), "rmi": math.floor, "rpi": math.ceil}[rnd]
     for v, g in zip(x, got):
         if math.isnan(v):
-            want = (1 << 63) if w == 64 else 0
+            want = 1 << (w - 1)              # from an f64 source (H200); f32 sources: test_gpu_nan_rules
         elif math.isinf(v):
             want = (hi if v > 0 else lo) % (1 << w)
         else:
@@ -515,6 +515,48 @@ def test_min_max_rules():
     assert F.fmin(np.array([0x8000], np.uint16), np.array([0x0000], np.uint16), "bf16")[0] == 0x8000
 
 
+def test_gpu_nan_rules():
+    """The NaN behaviours an H200 recorded (PTX leaves them to the machine)."""
+    f32 = lambda *v: np.array(v, np.uint32)
+    f64 = lambda *v: np.array(v, np.uint64)
+    nan64 = f64(0x7FF8000000012345)
+    one64 = np.array([1.0]).view(np.uint64)
+    # f64 arithmetic propagates a NaN operand (sub does not flip it); generated NaNs are 0xfff8...
+    for fn in (F.add, F.sub, F.mul, F.div):
+        assert fn(one64, nan64, "f64")[0] == 0x7FF8000000012345
+        assert fn(nan64, one64, "f64", "rz")[0] == 0x7FF8000000012345
+    assert F.fma(one64, nan64, one64, "f64", "rp")[0] == 0x7FF8000000012345
+    inf64, zero64 = f64(0x7FF0000000000000), f64(0)
+    assert F.mul(zero64, inf64, "f64")[0] == 0xFFF8000000000000
+    assert F.div(zero64, zero64, "f64")[0] == 0xFFF8000000000000
+    assert F.sqrt(np.array([-1.5]).view(np.uint64), "f64", "rz")[0] == 0xFFF8000000000000
+    assert F.fmin(nan64, nan64, "f64")[0] == 0x7FF8000000012345
+    assert F.neg(nan64, "f64")[0] == 0x7FF8000000012345
+    # f32/f16/bf16: canonical NaNs, also from abs and neg
+    assert F.add(f32(0x7FC12345), f32(0), "f32")[0] == 0x7FFFFFFF
+    assert F.neg(f32(0x7FC12345), "f32")[0] == 0x7FFFFFFF
+    assert F.abs_(np.array([0xFE55], np.uint16), "f16")[0] == 0x7FFF
+    # conversions
+    assert F.cvt(f64(0xFFF8000000000001), "f64", "f32", "rz")[0] == 0xFFC00000
+    assert F.cvt(f64(0x7FF8000000012345), "f64", "f16", "rn")[0] == 0x7E00
+    assert F.cvt(f64(0xFFF8000000000001), "f64", "bf16", "rn")[0] == 0xFFC0
+    assert F.cvt(f32(0x7FC12345), "f32", "f64")[0] == 0x7FF82468A0000000
+    assert F.cvt(f32(0x7FC12345), "f32", "f64", ftz=True)[0] == 0x7FFFFFFFE0000000
+    assert F.cvt(np.array([0xFFC1], np.uint16), "bf16", "f32")[0] == 0xFFC10000
+    assert F.cvt(np.array([0x7E55], np.uint16), "f16", "f32")[0] == 0x7FFFFFFF
+    assert F.cvt(f32(0x7FC12345), "f32", "f16", "rn")[0] == 0x7FFF
+    assert F.cvt(f64(0x7FF0000000000001), "f64", "f64", "rmi")[0] == 0x7FF8000000000001
+    assert list(F.cvt(f32(0x7FC12345, 0x7F800001), "f32", "tf32", "rna")) == [0x7FC12000, 0x7F800000]
+    assert list(F.cvt(f32(0x7FC00000, 0x7F800000), "f32", "tf32", "rna", satfinite=True)) == [0x7FBFE000, 0x7F7FE000]
+    # float -> int: 0 from f32 into 32 bits, INT_MIN-like from f64, 1<<63 into 64 bits
+    assert F.cvt(f32(0x7FC00000), "f32", "s32", "rni")[0] == 0
+    assert F.cvt(f32(0x7FC00000), "f32", "u64", "rzi")[0] == 1 << 63
+    assert F.cvt(f64(0x7FF8000000000000), "f64", "u32", "rpi")[0] == 0x80000000
+    # .relu turns -0 into +0
+    assert F.cvt_x2(f32(0x80000000), f32(0x80000000), "f32", "e4m3", relu=True, satfinite=True)[0] == 0
+    assert F.cvt_x2(f32(0x80000000), f32(0), "f32", "f16", "rz", relu=True)[0] == 0
+
+
 def test_setp_testp_copysign_abs_neg():
     f32 = lambda *v: np.array(v, np.float32).view(np.uint32)
     a, b = f32(1.0, np.nan, 2.0, 0.0), f32(1.0, 1.0, np.nan, -0.0)
@@ -531,4 +573,4 @@ def test_setp_testp_copysign_abs_neg():
     assert list(F.testp(t, "f32", "finite")) == [True, False, False, True, True]
     assert F.copysign(f32(-1.0), f32(2.0), "f32")[0] == f32(-2.0)[0]
     assert F.abs_(f32(-1e-45), "f32", ftz=True)[0] == 0
-    assert F.neg(np.array([0x7FFF], np.uint16), "f16")[0] == 0xFFFF
+    assert list(F.neg(np.array([0x3C00, 0x7FFF], np.uint16), "f16")) == [0xBC00, 0x7FFF]

@@ -58,8 +58,9 @@ __all__ = [
 RND = ("rn", "rna", "rz", "rm", "rp")
 IRND = ("rni", "rzi", "rmi", "rpi")
 
-# f64 NaN results: the canonical pattern the GPU writes for an f64 operation whose result is NaN.
-F64_NAN = 0x7FFFFFFFFFFFFFFF
+# f64 NaN results (H200 recordings): an f64 operation with a NaN operand returns that NaN (quieted); one
+# whose NaN is generated (0*inf, inf-inf, 0/0, sqrt(-1)) returns F64_NAN, sign bit set.
+F64_NAN = 0xFFF8000000000000
 
 
 @dataclass(frozen=True)
@@ -350,7 +351,7 @@ def _sat(bits, f: FloatFormat):
 
 def _relu(bits, f: FloatFormat):
     v = to_f64(bits, f.name)
-    out = np.where(np.isnan(v), f.storage(_special(f, "nan")), np.where(v < 0, f.storage(0), bits))
+    out = np.where(np.isnan(v), f.storage(_special(f, "nan")), np.where(np.signbit(v), f.storage(0), bits))
     return out.astype(f.storage)
 
 
@@ -532,6 +533,16 @@ def _fast_f32(op, bs, ftz):
     return _ftz(out, f) if ftz else out.astype(np.uint32)
 
 
+def _f64_nan(out, r, operands):
+    """NaN results of f64 arithmetic: the first NaN operand, quieted; else the generated F64_NAN."""
+    quiet = _U64(1 << 51)
+    nan_out = np.full(out.shape, _U64(F64_NAN))
+    for b in reversed(operands):
+        b = np.asarray(b, np.uint64)
+        nan_out = np.where(np.isnan(b.view(np.float64)), b | quiet, nan_out)
+    return np.where(np.isnan(r), nan_out, out).astype(np.uint64)
+
+
 def _arith(op, typ, arrays, rnd, ftz, sat, relu=False):
     f, bs = _prep(op, typ, rnd, ftz, arrays)
     bs = np.broadcast_arrays(*bs)
@@ -564,12 +575,12 @@ def _arith(op, typ, arrays, rnd, ftz, sat, relu=False):
             spec = ~fin
             if spec.any():
                 out[spec] = r[spec].view(np.uint64)
-            out = np.where(np.isnan(r), _U64(F64_NAN), out)
+            out = _f64_nan(out, r, bs)
             return _finish(out, f, sat=sat)
         if typ == "f64":
             r = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b,
                  "div": lambda a, b: a / b, "sqrt": np.sqrt}[op](*vals)
-            out = np.where(np.isnan(r), _U64(F64_NAN), r.view(np.uint64))
+            out = _f64_nan(r.view(np.uint64), r, bs)
             return _finish(out, f, sat=sat)
         # f16 / bf16 / f32: the exact result is x + t in float64 (see module docstring)
         if op == "add":
@@ -624,9 +635,10 @@ def add(a, b, typ, rnd="rn", ftz=False, sat=False):
 
 
 def sub(a, b, typ, rnd="rn", ftz=False, sat=False):
-    """sub = add with b's sign flipped (a NaN b stays NaN either way)."""
+    """sub = add with b's sign flipped; a NaN b keeps its sign (f64 propagates it, H200)."""
     f = fmt(typ)
-    nb = _bits(b, f) ^ f.storage(1 << (f.width - 1))
+    bb = _bits(b, f)
+    nb = np.where(np.isnan(to_f64(bb, typ)), bb, bb ^ f.storage(1 << (f.width - 1))).astype(f.storage)
     return _arith("add", typ, [a, nb], rnd, ftz, sat)
 
 
@@ -681,6 +693,8 @@ def _minmax(a, b, typ, want_max, nan=False, xorsign_abs=False, ftz=False):
         pick_a = (va < vb) | ((va == vb) & np.signbit(va))
     out = np.where(pick_a, a, b)
     canon = f.storage(_special(f, "nan"))
+    if typ == "f64":          # f64 keeps NaN payloads (H200): both NaN -> a, quieted
+        canon = a | f.storage(1 << 51)
     if nan:
         out = np.where(na | nb, canon, out)
     else:
@@ -703,23 +717,32 @@ def fmax(a, b, typ, nan=False, xorsign_abs=False, ftz=False):
 
 
 def abs_(a, typ, ftz=False):
-    """abs{.ftz}.typ: clears the sign bit (a NaN keeps its payload)."""
+    """abs{.ftz}.typ: clears the sign bit (a NaN: see _abs_neg_nan)."""
     f = fmt(typ)
     _check_ftz(ftz, f, "abs")
     b = _bits(a, f)
     if ftz:
         b = _ftz(b, f)
-    return (b & f.storage((1 << (f.width - 1)) - 1)).astype(f.storage)
+    out = b & f.storage((1 << (f.width - 1)) - 1)
+    return _abs_neg_nan(out, b, f)
+
+
+def _abs_neg_nan(out, b, f):
+    """abs/neg of a NaN (H200 recordings): f32, f16 and bf16 give the canonical NaN; f64 returns
+    its operand unchanged (neg.f64 does not flip a NaN's sign; abs.f64 measured on +NaN only)."""
+    isnan = np.isnan(to_f64(b, f.name))
+    keep = b if f.name == "f64" else np.full(b.shape, f.storage(_special(f, "nan")))
+    return np.where(isnan, keep, out).astype(f.storage)
 
 
 def neg(a, typ, ftz=False):
-    """neg{.ftz}.typ: flips the sign bit."""
+    """neg{.ftz}.typ: flips the sign bit (a NaN: see _abs_neg_nan)."""
     f = fmt(typ)
     _check_ftz(ftz, f, "neg")
     b = _bits(a, f)
     if ftz:
         b = _ftz(b, f)
-    return (b ^ f.storage(1 << (f.width - 1))).astype(f.storage)
+    return _abs_neg_nan(b ^ f.storage(1 << (f.width - 1)), b, f)
 
 
 def copysign(a, b, typ):
@@ -792,8 +815,10 @@ def _int_range(dst):
     return (-(1 << (w - 1)), (1 << (w - 1)) - 1) if signed else (0, (1 << w) - 1)
 
 
-def _to_int(v, dst):
-    """Integral float64 values -> saturated raw bits of dst; NaN -> 0 (<=32 bit) or 1<<63 (64 bit)."""
+def _to_int(v, dst, src="f32"):
+    """Integral float64 values -> saturated raw bits of dst. NaN (H200 recordings): 1<<63 for 64-bit
+    destinations; for narrower ones 0 from f32/f16/bf16 sources and 1<<(w-1) from f64 sources
+    (0x80000000 measured for s32/u32; narrower than 32 bits unmeasured)."""
     signed, w = _INTS[dst]
     lo, hi = _int_range(dst)
     nan = np.isnan(v)
@@ -809,7 +834,7 @@ def _to_int(v, dst):
         r = vc.astype(np.int64).view(np.uint64)
     r = np.where(over, _U64(hi & 0xFFFFFFFFFFFFFFFF), r)
     r = np.where(under, _U64(lo & 0xFFFFFFFFFFFFFFFF), r)
-    r = np.where(nan, _U64(1 << 63) if w == 64 else _U64(0), r)
+    r = np.where(nan, _U64(1 << 63) if w == 64 else (_U64(1 << (w - 1)) if src == "f64" else _U64(0)), r)
     return (r & _U64((1 << w) - 1 if w < 64 else 0xFFFFFFFFFFFFFFFF)).astype(_UDT[w])
 
 
@@ -871,7 +896,44 @@ def _fast_cvt(bits, src, dst):
     else:
         return None
     df = FORMATS[dst]
-    return np.where(np.isnan(x), df.storage(df.canon_nan), r.view(df.storage)).astype(df.storage)
+    nan = np.isnan(x)
+    out = r.view(df.storage)
+    if nan.any():
+        out = np.where(nan, _cvt_nan(bits, src, dst), out)
+    return out.astype(df.storage)
+
+
+def _cvt_nan(bits, src, dst, rnd="rn", satfinite=False, ftz=False):
+    """The NaN a float->float cvt writes for NaN inputs (H200 recordings; unmeasured pairs use the
+    destination's canonical NaN):
+      f64 -> f32/f16/bf16: sign, quiet bit and the payload's top bits kept (0xfff8..01 -> 0xffc00000);
+      f32 -> f64: sign and payload widened, quiet bit set (0x7fc12345 -> 0x7ff82468a0000000); with
+      .ftz the canonical f32 NaN widened, 0x7fffffffe0000000 (so too f16/bf16 -> f64, unmeasured);
+      f16 -> f32: 0x7fffffff; bf16 -> f32: the bits shifted (payload and sign kept);
+      f32 -> tf32: the bits rounded as integers (.rna adds 0x1000, then the low 13 bits clear),
+      and .satfinite takes 0x2000 off any result whose exponent is all ones (0x7fc00000 -> 0x7fbfe000);
+      f32 -> f16/bf16 and every other pair: the destination's canonical NaN."""
+    df = FORMATS[dst]
+    b = np.asarray(bits).astype(np.uint64)
+    if src == "f64" and dst in ("f32", "f16", "bf16"):
+        sign = (b >> _U64(63)) << _U64(df.width - 1)
+        pay = (b & _U64((1 << 52) - 1)) >> _U64(52 - df.mbits)
+        return (sign | _U64(df.inf_code) | _U64(1 << (df.mbits - 1)) | pay).astype(df.storage)
+    if dst == "f64" and src == "f32" and not ftz:
+        sf = FORMATS["f32"]
+        sign = (b >> _U64(31)) << _U64(63)
+        pay = (b & _U64((1 << 23) - 1)) << _U64(29)
+        return (sign | _U64(0x7FF0000000000000) | _U64(1 << 51) | pay).astype(np.uint64)
+    if dst == "f64" and src in ("f32", "f16", "bf16"):
+        return np.full(b.shape, np.uint64(0x7FFFFFFFE0000000))
+    if src == "bf16" and dst == "f32":
+        return (b << _U64(16)).astype(np.uint32)
+    if src == "f32" and dst == "tf32":
+        r = ((b + _U64(0x1000 if rnd == "rna" else 0)) & _U64(0xFFFFE000)) & _U64(0xFFFFFFFF)
+        if satfinite:
+            r = np.where((r & _U64(0x7F800000)) == _U64(0x7F800000), r - _U64(0x2000), r)
+        return r.astype(np.uint32)
+    return np.full(b.shape, df.storage(_special(df, "nan")))
 
 
 def _cvt(bits, src, dst, rnd, sat, ftz, relu, satfinite):
@@ -937,7 +999,7 @@ def _cvt(bits, src, dst, rnd, sat, ftz, relu, satfinite):
             raise ValueError(f"{what}: float-to-integer cvt needs an integer rounding modifier "
                              f"(.rni/.rzi/.rmi/.rpi), got {rnd!r}")
         with np.errstate(invalid="ignore"):
-            return _to_int(_IROUND[rnd](v), dst)
+            return _to_int(_IROUND[rnd](v), dst, src)
 
     df = FORMATS[dst]
     small = dst in ("e4m3", "e5m2", "e3m2", "e2m3", "e2m1")
@@ -947,7 +1009,10 @@ def _cvt(bits, src, dst, rnd, sat, ftz, relu, satfinite):
         if dst != src:
             raise ValueError(f"{what}: integral rounding .{rnd} needs the same source and destination type")
         r = _IROUND[rnd](v)
-        out = np.where(np.isnan(v), df.storage(_special(df, "nan")), b)
+        # a NaN: f64 returns its operand quieted (H200: floor(0x7ff0000000000001) = 0x7ff8000000000001);
+        # the others give their canonical NaN
+        quieted = b | df.storage(1 << (df.mbits - 1))
+        out = np.where(np.isnan(v), quieted if src == "f64" else df.storage(_special(df, "nan")), b)
         fin = np.isfinite(v)
         out = np.where(fin, from_f64(r, dst), out)
         return _finish(out.astype(df.storage), df, ftz=ftz, sat=sat)
@@ -967,6 +1032,8 @@ def _cvt(bits, src, dst, rnd, sat, ftz, relu, satfinite):
         # e4m3/e5m2: 0x7f; formats without NaN: +max (cuda_fp4.hpp / cuda_fp6.hpp host rule)
         nanc = df.max_code if df.nan == "none" else 0x7F
         out = np.where(nanm, df.storage(nanc), out)
+    elif nanm.any():
+        out = np.where(nanm, _cvt_nan(bits, src, dst, rnd, satfinite, ftz), out)
     return _finish(out.astype(df.storage), df, ftz=ftz and dst == "f32", sat=sat, relu=relu)
 
 

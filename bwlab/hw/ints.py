@@ -13,9 +13,9 @@ Rules we follow:
 * Carries (9.7.2): `add.cc`/`addc{.cc}` write CC.CF = carry out; `sub.cc`/`subc{.cc}` write the
   borrow into CC.CF and `subc` subtracts it (d = a - (b + CF)). `mad.lo.cc`/`madc` likewise.
 * `div`/`rem` (9.7.1.8/9): truncate toward zero (`LLONG_MIN / 3 == -3074457345618258602`);
-  division by zero is "unspecified" in the ISA: we give what the GPU's division sequence gives,
-  unsigned x/0 = all ones, x%0 = x, signed x/0 = -1 for x >= 0 and 1 for x < 0 (the unsigned
-  quotient of |x| with the sign fixed up), x%0 = x; INT_MIN / -1 = INT_MIN, INT_MIN % -1 = 0.
+  division by zero is "unspecified" in the ISA: an H200 gives all ones for both x/0 and x%0,
+  signed or unsigned (measured for 32 bits; 16 and 64 bits assumed alike); INT_MIN / -1 = INT_MIN,
+  INT_MIN % -1 = 0 (measured).
 * Shifts (9.7.8.7/8): `shl`/`shr` take the whole unsigned count: counts >= width give 0 (`shr.s`:
   all sign bits). `shf.l/.r.clamp` clamp the count at 32, `.wrap` take it mod 32 (9.7.8.9).
 * `bfe`/`bfi` (9.7.1.18/19): position and length are the low 8 bits of their operands; `bfe.s`
@@ -239,7 +239,7 @@ def _divmod(a, b, s, w):
         ua, ub = _u(a, w), _u(b, w)
         z = ub == 0
         q = np.where(z, _mask(w), ua // np.where(z, _U64(1), ub))
-        r = np.where(z, ua, ua % np.where(z, _U64(1), ub))
+        r = np.where(z, _mask(w), ua % np.where(z, _U64(1), ub))
         return q, r
     sa, sb = _sext64(a, w), _sext64(b, w)
     na, nb = sa < 0, sb < 0
@@ -250,7 +250,7 @@ def _divmod(a, b, s, w):
     ur = np.where(z, ua, ua % np.where(z, _U64(1), ub))
     q = np.where(na ^ nb, (~uq) + _U64(1), uq)
     r = np.where(na, (~ur) + _U64(1), ur)
-    return q, r
+    return np.where(z, _mask(w), q), np.where(z, _mask(w), r)
 
 
 def div(a, b, typ):
