@@ -200,8 +200,10 @@ def test_cvt_f32_sources_all_modes(dst):
 
 def test_cvt_rn_matches_numpy_and_ml_dtypes():
     x = _cvt_inputs_f64()
-    assert np.array_equal(F.cvt(x.view(np.uint64), "f64", "f16", "rn"), x.astype(np.float16).view(np.uint16))
-    assert np.array_equal(F.cvt(x.view(np.uint64), "f64", "f32", "rn"), x.astype(np.float32).view(np.uint32))
+    with np.errstate(over="ignore"):
+        h, f = x.astype(np.float16), x.astype(np.float32)
+    assert np.array_equal(F.cvt(x.view(np.uint64), "f64", "f16", "rn"), h.view(np.uint16))
+    assert np.array_equal(F.cvt(x.view(np.uint64), "f64", "f32", "rn"), f.view(np.uint32))
     with np.errstate(over="ignore"):
         f = x.astype(np.float32)
     f = f[np.isfinite(f)]
@@ -457,6 +459,19 @@ def test_rn_fast_paths_match_numpy():
         k = RNG.integers(0, 2 ** 16, 50_000, dtype=np.uint64).astype(np.uint16)
         ref = (h.view(np.float16) + k.view(np.float16))
         assert np.array_equal(F.add(h, k, "f16"), np.where(np.isnan(ref), np.uint16(0x7FFF), ref.view(np.uint16)))
+
+
+def test_f32_directed_fast_path_equals_exact_path():
+    # the NumPy nextafter path for f32 against the integer rounding core, on values at and near f32
+    # midpoints, subnormals, overflow, with every tail sign
+    m = RNG.integers(2 ** 23, 2 ** 24, 3000).astype(np.float64)
+    e = RNG.integers(-160, 130, 3000)
+    x = np.ldexp(m + RNG.choice([0.0, 0.5, 0.25, 0.75], 3000), e - 23) * RNG.choice([-1.0, 1.0], 3000)
+    x = np.concatenate([x, [0.0, -0.0, 2.0 ** -150, -(2.0 ** -150), 2.0 ** 128, -(2.0 ** 128), 3.5e38, 1e-46]])
+    tail = RNG.integers(-1, 2, len(x))
+    tail[x == 0] = 0
+    for rnd in ("rn", "rz", "rm", "rp"):
+        assert np.array_equal(F._round_f32(x, tail, rnd), F.round_value(x, tail, "f32", rnd)), rnd
 
 
 def test_fma_subnormal_tie_is_one_rounding():

@@ -183,6 +183,13 @@ def to_f64(bits, src: str) -> np.ndarray:
     f = fmt(src)
     if f.name == "f64":
         return np.asarray(bits).astype(np.uint64).view(np.float64)
+    with np.errstate(invalid="ignore"):                       # signalling NaNs: only their class matters here
+        if f.name in ("f32", "tf32"):
+            return np.asarray(bits).astype(np.uint32).view(np.float32).astype(np.float64)
+        if f.name == "f16":
+            return np.asarray(bits).astype(np.uint16).view(np.float16).astype(np.float64)
+        if f.name == "bf16":
+            return (np.asarray(bits).astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
     neg, mag = _fields(bits, f)
     nan, inf = _classify(mag, f)
     sig, exp = _sig_exp(mag, f)
@@ -503,6 +510,38 @@ def _f32_midpoint(s):
     return (m & ((_U64(1) << shift) - _U64(1))) == (_U64(1) << (shift - _U64(1)))
 
 
+def _round_f32(x, tail, rnd):
+    """round_value(x, tail, 'f32', rnd) through NumPy: r = RN(x) as float32, then one step of nextafter
+    where the exact value x + t lies on the wrong side of r for a directed mode. x - r is exact in
+    float64 (both lie within one f32 ulp), so the side is sign(x - r), or sign(t) when x == r."""
+    x = np.asarray(x, np.float64)
+    tail = np.broadcast_to(np.asarray(tail, np.int64), x.shape)
+    with np.errstate(over="ignore"):
+        r = x.astype(np.float32)
+    if rnd == "rn":
+        if np.any(tail != 0):
+            return round_value(x, tail, "f32", rnd)             # ties decided by t: the exact path
+        out = r.view(np.uint32)
+    else:
+        fin = np.isfinite(x)
+        d = np.where(fin & np.isfinite(r), x - r.astype(np.float64), 0.0)
+        side = np.where(d != 0, np.sign(d), tail).astype(np.int64)            # sign(exact - r)
+        side = np.where(fin & np.isinf(r), -np.sign(r).astype(np.int64), side)  # overflowed: exact is inside
+        if rnd == "rz":
+            step = (side * np.where(np.signbit(r), 1, -1) > 0) & (r != 0)   # exact nearer zero than r
+            nr = np.nextafter(r, np.float32(0))
+        elif rnd == "rm":
+            step = side < 0
+            nr = np.nextafter(r, np.float32(-np.inf))
+        elif rnd == "rp":
+            step = side > 0
+            nr = np.nextafter(r, np.float32(np.inf))
+        else:
+            return round_value(x, tail, "f32", rnd)
+        out = np.where(step, nr, r).view(np.uint32)
+    return np.where(np.isnan(x), np.uint32(0x7FFFFFFF), out).astype(np.uint32)
+
+
 def _fast_f32(op, bs, ftz):
     """f32 .rn through NumPy's IEEE float32 (and, for fma, an exact f64 product plus TwoSum, with the
     rare f32 midpoints of the f64 sum rounded by the exact path). None where it does not apply."""
@@ -625,7 +664,7 @@ def _arith(op, typ, arrays, rnd, ftz, sat, relu=False):
             tail = np.where(ok, np.sign(d - e), 0).astype(np.int64)
         else:  # pragma: no cover
             raise ValueError(op)
-        out = round_value(x, tail, typ, rnd)
+        out = _round_f32(x, tail, rnd) if typ == "f32" else round_value(x, tail, typ, rnd)
     return _finish(out, f, ftz=ftz, sat=sat, relu=relu)
 
 
@@ -1014,7 +1053,8 @@ def _cvt(bits, src, dst, rnd, sat, ftz, relu, satfinite):
         quieted = b | df.storage(1 << (df.mbits - 1))
         out = np.where(np.isnan(v), quieted if src == "f64" else df.storage(_special(df, "nan")), b)
         fin = np.isfinite(v)
-        out = np.where(fin, from_f64(r, dst), out)
+        exact = r.astype(_NP[dst]).view(df.storage) if dst in _NP else from_f64(r, dst)   # r is representable
+        out = np.where(fin, exact, out)
         return _finish(out.astype(df.storage), df, ftz=ftz, sat=sat)
     widening = (df.mbits >= sf.mbits and df.ebits >= sf.ebits)
     if rnd is None:
