@@ -5,39 +5,52 @@ f32/tf32, uint64 for f64, uint8 for the 8-, 6- and 4-bit codes, unsigned integer
 width for s8..s64/u8..u64) with PTX's modifiers as arguments, so that an emulator instruction is
 "decode the operands, call one function, write the bits".
 
-Rules we follow (PTX ISA 8.x/9.x section numbers; CUDA 13 headers where the ISA leaves a gap):
+Rules we follow (PTX ISA 8.x/9.x section numbers; CUDA 13 headers where the ISA leaves a gap;
+"H200" marks what the emulator corpus recorded on one, the ISA leaving it to the machine):
 
 * One rounding, always (ISA 9.7.3 "Floating Point Instructions", 9.7.9.21 `cvt`): every result is
   the exact value rounded once to the destination format. The exact value is formed without
   rounding: for f16/bf16/f32 in float64 plus the sign of the error term (TwoSum, Dekker's product:
   error-free transformations), for f64 with Python integers. f64 -> f16/bf16, s64 -> bf16,
-  `fma.rn.f16` never pass through f32.
+  `fma.rn.f16` never pass through f32. Fast paths: f32 `.rn` through NumPy's IEEE float32 (an fma
+  whose float64 sum sits on an f32 midpoint goes the exact way), f32 directed modes by one
+  `nextafter` step, `.rn` casts among f16/f32/f64/bf16 by NumPy and ml_dtypes.
 * Rounding modifiers (ISA 9.7.9.21 table "Floating-point rounding modifiers"): `.rn` nearest-even,
   `.rna` nearest-away (tf32 only), `.rz`, `.rm`, `.rp`; integer rounding `.rni/.rzi/.rmi/.rpi`
   (to an integral value, for float->int and float->float of the same width: `floorf` = `cvt.rmi`).
 * Overflow by mode: `.rn/.rna` give inf, `.rz` the largest finite, `.rm/.rp` inf on their side and
   the largest finite on the other. An exact zero sum of opposite signs is +0, -0 under `.rm`.
-* `.ftz` (ISA 9.7.3 "Floating Point Instructions": subnormal numbers) applies to f32 only: subnormal
-  inputs become zeros of their sign, subnormal results (after rounding) become zeros of their sign.
-* `.sat` clamps a float result to [0.0, 1.0]; a NaN result becomes +0.0.
-* NaN results (ISA 9.7.3, "NaN" notes): f32 and tf32 give the canonical 0x7fffffff / 0x7fffe000,
-  f16 and bf16 0x7fff (also what `cvt` and `.relu` produce). f64: see `F64_NAN` below.
+* `.ftz` (ISA 9.7.3, subnormal numbers) for f32 (and the f16 arithmetic forms that take it):
+  subnormal inputs become zeros of their sign, subnormal results after rounding likewise (H200:
+  the `-ftz=true` kernels of the corpus match).
+* `.sat` clamps a float result to [0.0, 1.0]; a NaN result becomes +0.0. `.relu` (f16/bf16 fma,
+  cvt): negative results and -0 become +0 (H200), NaN results the canonical NaN.
+* NaN results of f32, f16 and bf16 arithmetic are canonical: 0x7fffffff, 0x7fff, 0x7fff; so are
+  `abs`/`neg` of a NaN (H200). f64 arithmetic returns its first NaN operand, quieted, and a NaN it
+  generates (0*inf, inf-inf, 0/0, sqrt(-1)) is F64_NAN = 0xfff8000000000000; `neg.f64` leaves a
+  NaN as it is; `min/max.f64` of two NaNs return the first (H200).
+* NaNs through `cvt` (H200; see `_cvt_nan`): f64 -> f32/f16/bf16 keep the sign and the payload's
+  top bits; f32 -> f64 keeps them too, but `cvt.ftz.f64.f32` gives 0x7fffffffe0000000; f16 -> f32
+  gives 0x7fffffff, bf16 -> f32 shifts the bits; f32 -> f16/bf16 gives 0x7fff; f32 -> tf32 rounds
+  the bits as an integer (.satfinite then takes one tf32 ulp off an all-ones exponent).
 * Float -> integer conversions saturate to the destination range (ISA 9.7.9.21: "the result is
-  clamped to the destination range by default"); NaN gives 0 for destinations of 32 bits or fewer
-  and 0x8000000000000000 for 64-bit ones (CUDA Math API, `__float2ll_rn` and friends).
+  clamped to the destination range by default"). A NaN gives 0x8000000000000000 into 64 bits; into
+  32 bits 0 from f32/f16/bf16 but 0x80000000 from f64 (H200).
 * `.satfinite` (ISA 9.7.9.21): a finite overflow or an infinity becomes the largest finite of its
-  sign; a NaN stays NaN (e4m3 0x7f, e5m2 0x7f-class, f16/bf16 canonical). `.relu`: negative results
-  become +0, NaN results the canonical NaN.
+  sign; a NaN stays NaN (e4m3/e5m2 0x7f, f16/bf16 canonical).
 * The 8-, 6- and 4-bit codes (ISA 5.2.5 "Alternate Floating Point Data Formats"): e4m3 has no inf
   (S.1111.111 is NaN), e2m3/e3m2/e2m1 have neither inf nor NaN (a NaN input converts to +max, as
   cuda_fp4.hpp/cuda_fp6.hpp's host paths do), ue8m0 is an unsigned power of two 2^(code-127) with
   0xff as NaN, converted with `.rz` or `.rp` only, the sign of the input ignored (cuda_fp8.hpp,
-  `__nv_cvt_bfloat16raw_to_e8m0`).
+  `__nv_cvt_bfloat16raw_to_e8m0`). The e2m1/e2m3/e3m2/ue8m0 conversions exist on sm_100a only and
+  are unmeasured: checked against ml_dtypes and those headers.
 * `min`/`max` (ISA 9.7.3.10/11): one NaN operand gives the other operand, two give the canonical
   NaN; `.NaN` makes any NaN operand give the canonical NaN; -0 is less than +0 whatever the order;
   `.xorsign.abs` returns the min/max of |a|, |b| with sign(a) xor sign(b).
 * `setp` (ISA 9.7.4.1 table "Floating-point comparison operators"): ordered comparisons are false
   with a NaN, the `u` forms true; `.ftz` flushes subnormal f32 inputs first.
+* Not here: the `.approx` instructions (ex2, lg2, rcp/rsqrt/sqrt.approx, sin, cos, tanh), `div.full`,
+  and `cvt.rs` (stochastic rounding with random bits).
 """
 from __future__ import annotations
 
