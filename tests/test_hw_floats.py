@@ -474,6 +474,27 @@ def test_f32_directed_fast_path_equals_exact_path():
         assert np.array_equal(F._round_f32(x, tail, rnd), F.round_value(x, tail, "f32", rnd)), rnd
 
 
+def test_fma_f64_fast_path_equals_exact_path():
+    # the float64 fma emulation (rounding to odd) against the integer path: random operands,
+    # cancellation (c near -a*b), ties built from 1 + k ulp products, tiny and zero addends
+    n = 3000
+    def f64s(n, lo, hi):
+        m = RNG.integers(2 ** 52, 2 ** 53, n).astype(np.float64)
+        return np.ldexp(m, RNG.integers(lo, hi, n) - 52) * RNG.choice([-1.0, 1.0], n)
+    a, b = f64s(n, -60, 60), f64s(n, -60, 60)
+    c = np.where(RNG.random(n) < 0.5, -(a * b) * (1 + RNG.integers(-3, 4, n) * 2.0 ** -52), f64s(n, -120, 120))
+    c[:300] = f64s(300, -350, -250)
+    c[300:400] = 0.0
+    k = RNG.integers(1, 64, 400).astype(np.float64)
+    a[400:800] = 1 + k * 2.0 ** -52
+    b[400:800] = 1 + RNG.integers(1, 64, 400) * 2.0 ** -52
+    c[400:800] = RNG.choice([2.0 ** -53, -(2.0 ** -53), 3 * 2.0 ** -53, 2.0 ** -54], 400)
+    A, B, C = (v.view(np.uint64) for v in (a, b, c))
+    fast, safe = F._fma_f64_rn(A, B, C)
+    assert safe.all()
+    assert np.array_equal(fast, F._f64_exact_op("fma", [A, B, C], "rn"))
+
+
 def test_fma_subnormal_tie_is_one_rounding():
     # a*b = 2^-150 - 2^-196, c = 2^-127 + 2^-149: the exact sum lies just below a tie of the subnormal
     # grid, so it rounds down to c; rounding through f64 first makes it the tie, then even (up).

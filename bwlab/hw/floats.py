@@ -595,9 +595,41 @@ def _f64_nan(out, r, operands):
     return np.where(np.isnan(r), nan_out, out).astype(np.uint64)
 
 
+def _fma_f64_rn(a, b, c):
+    """fma.rn.f64 in float64 arithmetic (Boldo and Melquiond, "Emulation of a FMA and correctly
+    rounded sums: proved algorithms using rounding to odd", IEEE TC 2008): a*b = uh + ul exactly,
+    c + uh = th + tl exactly, then RN(th + RO(tl + ul)) is fma's one rounding. Dekker's product is
+    exact only away from overflow and underflow: elements outside a safe range return as `None`
+    in the mask (False) and take the integer path."""
+    x, y, z = (np.asarray(v, np.uint64).view(np.float64) for v in (a, b, c))
+    ex = lambda v: ((np.asarray(v).view(np.uint64) >> _U64(52)) & _U64(0x7FF)).astype(np.int64) - 1023  # noqa
+    ea, eb, ec = ex(x), ex(y), ex(z)
+    safe = ((np.abs(ea) < 400) | (x == 0)) & ((np.abs(eb) < 400) | (y == 0)) & ((np.abs(ec) < 800) | (z == 0))
+    safe &= (x == 0) | (y == 0) | (np.abs(ea + eb) < 800)
+    xs, ys, zs = (np.where(safe, v, 0.0) for v in (x, y, z))
+    uh, ul = _two_prod(xs, ys)
+    ul = np.where(uh == 0, 0.0, ul)
+    th, tl = _two_sum(zs, uh)
+    v, e = _two_sum(tl, ul)
+    even = (v.view(np.uint64) & _U64(1)) == 0
+    bump = (e != 0) & even
+    v = np.where(bump, np.nextafter(v, np.where(e > 0, np.inf, -np.inf)), v)
+    r = th + v
+    # zeros: an exact zero sum is +0 (-0 when both addends are -0), as IEEE's RN
+    p0 = xs * ys
+    zero = (r == 0) & (uh == 0) & (zs == 0)
+    r = np.where(zero, np.where(np.signbit(p0) & np.signbit(zs), -0.0, 0.0), r)
+    return r.view(np.uint64), safe
+
+
 def _arith(op, typ, arrays, rnd, ftz, sat, relu=False):
     f, bs = _prep(op, typ, rnd, ftz, arrays)
     bs = np.broadcast_arrays(*bs)
+    if typ == "f64" and op == "fma" and rnd == "rn" and not sat:
+        with np.errstate(all="ignore"):
+            r, safe = _fma_f64_rn(*bs)
+            if safe.all():
+                return r
     if typ == "f32" and rnd == "rn" and not sat:
         with np.errstate(all="ignore"):
             out = _fast_f32(op, bs, ftz)
