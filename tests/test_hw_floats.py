@@ -1044,10 +1044,10 @@ def pair(fn, *xs):
 
 @_gpu_kernel("half2_arith")
 def _k_half2_arith(a, b, c):
-    return [pair(lambda x, y: F.add(x, y, "f16"), a, b), pair(lambda x, y: F.mul(x, y, "f16"), a, b),
-            pair(lambda x, y, z: F.fma(x, y, z, "f16"), a, b, c),
-            pair(lambda x, y, z: F.fma(x, y, z, "f16", relu=True), a, b, c),
-            pair(lambda x, y: F.fmax(x, y, "f16", nan=True), a, b), pair(lambda x, y: F.fmin(x, y, "f16"), a, b)]
+    P = F.packed2
+    return [P(F.add, a, b, typ="f16"), P(F.mul, a, b, typ="f16"), P(F.fma, a, b, c, typ="f16"),
+            P(F.fma, a, b, c, typ="f16", relu=True), P(F.fmax, a, b, typ="f16", nan=True),
+            P(F.fmin, a, b, typ="f16")]
 
 
 @_gpu_kernel("bf16_arith")

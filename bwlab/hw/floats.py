@@ -62,7 +62,7 @@ import numpy as np
 __all__ = [
     "FloatFormat", "FORMATS", "fmt", "RND", "IRND",
     "to_f64", "from_f64", "round_value",
-    "cvt", "cvt_x2", "cvt_from_x2",
+    "cvt", "cvt_x2", "cvt_from_x2", "packed2",
     "add", "sub", "mul", "fma", "div", "sqrt", "rcp",
     "fmin", "fmax", "abs_", "neg", "copysign", "testp", "setp",
     "F64_NAN",
@@ -1158,3 +1158,13 @@ def cvt_from_x2(packed, src: str, dst: str = "f16", relu=False):
                 r = _relu(r, df)
             out.append(r)
     return ((out[1].astype(np.uint32) << np.uint32(16)) | out[0].astype(np.uint32)).astype(np.uint32)
+
+
+def packed2(fn, *operands, **kw):
+    """An .f16x2/.bf16x2 instruction as two scalar ones: each uint32 operand splits into its low and
+    high 16-bit halves, `fn` runs on each, and the halves are packed back (low result in the low
+    half). E.g. `packed2(fma, a, b, c, typ="bf16", relu=True)` is fma.rn.relu.bf16x2."""
+    ops = [np.asarray(x).astype(np.uint32) for x in operands]
+    lo = fn(*[(x & np.uint32(0xFFFF)).astype(np.uint16) for x in ops], **kw)
+    hi = fn(*[(x >> np.uint32(16)).astype(np.uint16) for x in ops], **kw)
+    return (np.asarray(lo).astype(np.uint32) | (np.asarray(hi).astype(np.uint32) << np.uint32(16))).astype(np.uint32)
