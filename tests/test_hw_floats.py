@@ -136,12 +136,6 @@ def ref_round(q, name, rnd, neg_zero=False, satfinite=False):
     return ((int(neg) << (w - 1)) | code) << shift
 
 
-def bits_of(values, name):
-    st, vt = SPEC[name][3], SPEC[name][4]
-    return np.asarray(values, np.float64).astype(vt).view(st) if name not in ("f64",) else \
-        np.asarray(values, np.float64).view(np.uint64)
-
-
 def edge_f32(n=400):
     """f32 bit patterns of every edge class plus random ones."""
     special = [0, 0x80000000, 1, 0x80000001, 0x7FFFFF, 0x800000, 0x00400000, 0x00400001, 0x3F800000,

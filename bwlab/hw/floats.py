@@ -498,10 +498,6 @@ def _f64_exact_op(op, args, rnd):
 _ARITH = ("f16", "bf16", "f32", "f64")
 
 
-def _nan_result(f, *ops_bits):
-    return f.storage(_special(f, "nan"))
-
-
 def _prep(what, typ, rnd, ftz, arrays, allowed=RND[:1] + RND[2:]):
     if typ not in _ARITH:
         raise ValueError(f"{what}: type .{typ} not supported (PTX: .f16, .bf16, .f32, .f64)")
