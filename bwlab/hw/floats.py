@@ -890,6 +890,12 @@ def _int_in(bits, src):
     return neg, mag
 
 
+def to_signed_bits(bits, w):
+    """Raw bits of a w-bit signed integer -> int64 values."""
+    u = np.asarray(bits).astype(np.uint64) & _U64((1 << w) - 1 if w < 64 else 0xFFFFFFFFFFFFFFFF)
+    return ((u ^ _U64(1 << (w - 1))) - _U64(1 << (w - 1))).view(np.int64)
+
+
 def _int_range(dst):
     signed, w = _INTS[dst]
     return (-(1 << (w - 1)), (1 << (w - 1)) - 1) if signed else (0, (1 << w) - 1)
@@ -1062,8 +1068,20 @@ def _cvt(bits, src, dst, rnd, sat, ftz, relu, satfinite):
         _check_rnd(rnd, ("rn", "rz", "rm", "rp"), what)
         if relu or satfinite:
             raise ValueError(f"{what}: .relu/.satfinite are not defined for integer sources")
-        neg_, mag = _int_in(bits, src)
         f = FORMATS[dst]
+        if _INTS[src][1] <= 32 and (dst == "f64" or (dst == "f32" and not ftz) or (dst == "f16" and rnd == "rn")):
+            # exact in float64, then one rounding by NumPy (f16, f32 .rn) or by a nextafter step
+            signed, w = _INTS[src]
+            v = (to_signed_bits(bits, w) if signed else np.asarray(bits).astype(np.uint64)
+                 & _U64((1 << w) - 1)).astype(np.float64)
+            if dst == "f64":
+                out = v.view(np.uint64)
+            elif dst == "f16":
+                out = v.astype(np.float16).view(np.uint16)
+            else:
+                out = _round_f32(v, 0, rnd)
+            return _finish(out.astype(f.storage), f, sat=sat)
+        neg_, mag = _int_in(bits, src)
         out = _round_core(neg_, mag, np.zeros(mag.shape, np.int64), False, f, rnd)
         return _finish(out, f, ftz=ftz and dst == "f32", sat=sat)
 
