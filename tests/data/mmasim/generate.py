@@ -19,16 +19,16 @@ F8F6F4 = ("e5m2", "e4m3", "e3m2", "e2m3", "e2m1")
 
 INSTRS = (
     # Hopper wgmma
-    ["m64n16k16.f32.f16.f16", "m64n16k16.f16.f16.f16", "m64n16k16.f32.bf16.bf16", "m64n16k8.f32.tf32.tf32"]
-    + [f"m64n16k32.{d}.{a}.{b}" for d in ("f32", "f16") for a in ("e4m3", "e5m2") for b in ("e4m3", "e5m2")]
+    ["m64n8k16.f32.f16.f16", "m64n8k16.f16.f16.f16", "m64n8k16.f32.bf16.bf16", "m64n8k8.f32.tf32.tf32"]
+    + [f"m64n8k32.{d}.{a}.{b}" for d in ("f32", "f16") for a in ("e4m3", "e5m2") for b in ("e4m3", "e5m2")]
     # Blackwell tcgen05
-    + ["m128n16k16.kind::f16.f32.f16.f16", "m128n16k16.kind::f16.f16.f16.f16", "m64n16k16.kind::f16.f32.bf16.bf16",
-       "m128n16k8.kind::tf32.f32.tf32.tf32"]
-    + [f"m128n16k32.kind::f8f6f4.{d}.{a}.{b}" for d in ("f32", "f16") for a in F8F6F4 for b in F8F6F4]
-    + [f"m128n16k32.kind::mxf8f6f4.block32.f32.{a}.{b}.ue8m0" for a in F8F6F4 for b in F8F6F4]
-    + ["m128n16k64.kind::mxf4.block32.f32.e2m1.e2m1.ue8m0", "m128n16k64.kind::mxf4nvf4.block32.f32.e2m1.e2m1.ue8m0",
-       "m128n16k64.kind::mxf4nvf4.block16.f32.e2m1.e2m1.ue8m0",
-       "m128n16k64.kind::mxf4nvf4.block16.f32.e2m1.e2m1.ue4m3"]
+    + ["m128n8k16.kind::f16.f32.f16.f16", "m128n8k16.kind::f16.f16.f16.f16", "m64n8k16.kind::f16.f32.bf16.bf16",
+       "m128n8k8.kind::tf32.f32.tf32.tf32"]
+    + [f"m64n8k32.kind::f8f6f4.{d}.{a}.{b}" for d in ("f32", "f16") for a in F8F6F4 for b in F8F6F4]
+    + [f"m128n8k32.kind::mxf8f6f4.block32.f32.{a}.{b}.ue8m0" for a in F8F6F4 for b in F8F6F4]
+    + ["m128n8k64.kind::mxf4.block32.f32.e2m1.e2m1.ue8m0", "m128n8k64.kind::mxf4nvf4.block32.f32.e2m1.e2m1.ue8m0",
+       "m128n8k64.kind::mxf4nvf4.block16.f32.e2m1.e2m1.ue8m0",
+       "m128n8k64.kind::mxf4nvf4.block16.f32.e2m1.e2m1.ue4m3"]
 )
 CASES = ("wide", "cancel", "tiny", "large_c", "edge", "scale_extremes")
 
