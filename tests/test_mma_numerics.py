@@ -188,6 +188,15 @@ def test_bad_operands_are_refused():
     with pytest.raises(ValueError, match="bf16 codes as uint16"):
         mma_numerics(ins, np.zeros((128, 16), np.float32), np.zeros((16, 16), np.uint16),
                      np.zeros((128, 16), np.float32))
+    with pytest.raises(ValueError, match="outside 0..65535"):
+        mma_numerics(ins, np.full((128, 16), 1 << 16), np.zeros((16, 16), np.uint16), np.zeros((128, 16), np.float32))
+    with pytest.raises(ValueError, match="cannot hold exactly"):
+        mma_numerics(ins, np.zeros((128, 16), np.uint16), np.zeros((16, 16), np.uint16), np.full((128, 16), 0.1))
+    # other integer containers and exactly representable float64 C are the same instruction
+    d0 = mma_numerics(ins, np.full((128, 16), 0x3F80, np.uint16), np.full((16, 16), 0x4000, np.uint16),
+                      np.full((128, 16), 0.5, np.float32))
+    d1 = mma_numerics(ins, np.full((128, 16), 0x3F80), np.full((16, 16), 0x4000), np.full((128, 16), 0.5))
+    assert (d0 == 32.5).all() and (d1.view(np.uint32) == d0.view(np.uint32)).all()
     with pytest.raises(ValueError, match="positive multiple of the instruction's K = 16"):
         mma_numerics(ins, np.zeros((128, 24), np.uint16), np.zeros((16, 24), np.uint16), np.zeros((128, 16), np.float32))
     with pytest.raises(ValueError, match="block-scaled: pass sf_a"):

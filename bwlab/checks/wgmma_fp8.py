@@ -74,7 +74,7 @@ def smem_image(a_tile: np.ndarray, k_steps: int) -> np.ndarray:
     return img
 
 
-def check_layout(rng) -> None:
+def require_probe_layout(rng) -> None:
     """The kernel's layout and descriptor (LBO 128, SBO 256, no swizzle) read back through bwlab's SM90
     descriptor model give the operand's rows and K: the probe feeds wgmma what the model says it reads."""
     k_steps, a, _, _ = make_set("chained_k128", "e4m3", "e4m3", rng)
@@ -82,7 +82,8 @@ def check_layout(rng) -> None:
     for s in range(k_steps):
         desc = decode_smem_desc(make_smem_desc(s * STEP, 128, 256, "none", arch="sm90"), "sm90")
         got = read_operand(img, desc, "K", "e4m3", 64, 32)
-        assert (got == a[0][:, 32 * s:32 * s + 32]).all(), f"K step {s}: the layout and the descriptor disagree"
+        if not (got == a[0][:, 32 * s:32 * s + 32]).all():
+            raise RuntimeError(f"K step {s}: the probe's SMEM layout and its descriptor (LBO 128, SBO 256) disagree")
 
 
 def rules(at, bt, k_steps, a, b, c):
@@ -146,7 +147,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", help="also write the printout to this file")
     p.add_argument("--layout-only", action="store_true", help="check the SMEM layout on the CPU only")
     args = p.parse_args(argv)
-    check_layout(np.random.default_rng(0))
+    require_probe_layout(np.random.default_rng(0))
     print("layout: the probe's SMEM image read through bwlab's SM90 descriptor model = A (4 K steps)")
     if args.layout_only:
         return 0
