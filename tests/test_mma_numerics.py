@@ -243,3 +243,64 @@ def test_models_use_the_shared_core():
     assert isinstance(ins, MmaInstr)
     got = fused_mma(ins, to_float(codes_a, "bf16"), to_float(codes_b, "bf16"), c)
     assert (got.view(np.uint32) == want.view(np.uint32)).all()
+
+
+# ------------------------------------------------------------------------------------------------
+# Through the model's TMEM path and the emulated sm_100a harness kernel
+# ------------------------------------------------------------------------------------------------
+
+def _spread_case(ab, d, M, N, K, spread, accumulate=False, **kw):
+    from bwlab import umma
+    from bwlab.hw.dtypes import from_float
+
+    class SpreadCase(umma.UmmaCase):
+        """Operands spread over 2^±spread: sums that are not exact, so the rounding shows."""
+
+        def values(self):
+            rng = np.random.default_rng(self.seed)
+
+            def draw(shape, t):
+                v = np.ldexp(1 + rng.random(shape), rng.integers(-spread, spread + 1, shape))
+                bits = from_float(v * rng.choice([-1.0, 1.0], shape), t)
+                return bits.view(np.float16).astype(np.float64) if t == "f16" else to_float(bits, t)
+            d0 = draw((self.M, self.N), self.d) if self.accumulate else np.zeros((self.M, self.N))
+            return draw((self.M, self.K), self.ab), draw((self.N, self.K), self.ab), d0
+
+    return SpreadCase(ab, d, M, N, K, accumulate=accumulate, **kw)
+
+
+SPREAD_CASES = [("bf16", "f32", 128, 64, 64, 12, False), ("f16", "f32", 64, 32, 64, 12, True),
+                ("f16", "f16", 128, 16, 64, 3, True), ("tf32", "f32", 128, 32, 32, 12, True)]
+
+
+def _expected(case):
+    from bwlab.hw.dtypes import from_float
+    a, b, d0 = case.values()
+    ki = {"tf32": 8}.get(case.ab, 16)
+    c = d0.astype(np.float16 if case.d == "f16" else np.float32)
+    instr = f"m{case.M}n{case.N}k{ki}.kind::{case.kind}.{case.d}.{case.ab}.{case.ab}"
+    return mma_numerics(instr, from_float(a, case.ab), from_float(b, case.ab), c)
+
+
+@pytest.mark.parametrize("spec", SPREAD_CASES, ids=lambda s: "-".join(map(str, s[:5])))
+def test_tcgen05_model_equals_mma_numerics_on_spread_operands(spec):
+    case = _spread_case(*spec)
+    got = case.d_from_tmem(case.model())
+    want = _expected(case)
+    ft = np.float16 if case.d == "f16" else np.float32
+    assert (got.astype(ft).view(want.dtype.str.replace("f", "u")) == _bits(want)).all()
+    # and the operands really are spread: the float64 sum rounded once differs somewhere
+    a, b, d0 = case.values()
+    assert (((a @ b.T) + d0).astype(ft) != want).any()
+
+
+@pytest.mark.emulated
+@pytest.mark.parametrize("spec", SPREAD_CASES[:2], ids=lambda s: "-".join(map(str, s[:5])))
+def test_emulated_harness_equals_mma_numerics_on_spread_operands(spec, monkeypatch):
+    """cuda_src/umma_sm100.cu in the PTX emulator (no GPU): D in TMEM equals mma_numerics bit for bit."""
+    from bwlab import umma
+    monkeypatch.setenv("BWLAB_BACKEND", "emulated")
+    case = _spread_case(*spec)
+    tmem = umma.run_umma(case)
+    got = case.d_from_tmem(tmem).astype(np.float32)
+    assert (got.view(np.uint32) == _bits(_expected(case))).all()
