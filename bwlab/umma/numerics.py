@@ -263,18 +263,28 @@ def _round(v: np.ndarray, rounding: str) -> np.ndarray:
     return out
 
 
-def _fused_sum(s: np.ndarray, e: np.ndarray, F: int, rounding: str) -> np.ndarray:
-    """The block step on terms s * 2^e along the last axis: align to the largest e, cut toward zero F bits
-    below it, add exactly, round once. Non-finite terms make the IEEE result (inf, -inf or NaN)."""
-    bad = ~np.isfinite(s)
-    s0 = np.where(bad, 0.0, s)
-    emax = e.max(axis=-1)
-    q = np.trunc(np.ldexp(s0, e - emax[..., None] + F))  # integers below 2^(F + 12): their sum is exact
-    v = np.ldexp(q.sum(axis=-1), emax - F)                # exact in float64 for every exponent reachable here
+def _pow2(k: np.ndarray) -> np.ndarray:
+    """2.0 ** k for integer k in float64's normal range, exactly (built from the exponent bits)."""
+    return ((np.asarray(k, np.int64) + 1023) << 52).view(np.float64)
+
+
+def _fused_sum(ts: np.ndarray, te: np.ndarray, sc: np.ndarray, ec: np.ndarray, F: int, rounding: str) -> np.ndarray:
+    """The block step on the terms ts * 2^te (last axis) and C = sc * 2^ec: align to the largest exponent, cut
+    toward zero F bits below it, add exactly, round once. Non-finite terms make the IEEE result (inf or NaN).
+    Every shift stays inside float64's normal range (exponents here lie within ±600), so each step is exact."""
+    emax = np.maximum(te.max(axis=-1), ec)
+    base = F - emax
+    with np.errstate(invalid="ignore"):
+        q = np.trunc(ts * _pow2(te + base[..., None]))    # integers below 2^(F + 12): their sum is exact
+        qc = np.trunc(sc * _pow2(ec + base))
+        total = q.sum(axis=-1) + qc
+    v = total * _pow2(-base)
+    bad = ~np.isfinite(v)                               # a non-finite term: the IEEE sum of those terms
     if bad.any():
+        tb = ~np.isfinite(ts)
         with np.errstate(invalid="ignore"):
-            special = np.where(bad, s, 0.0).sum(axis=-1)
-        v = np.where(bad.any(axis=-1), special, v)
+            special = np.where(tb, ts, 0.0).sum(axis=-1) + np.where(np.isfinite(sc), 0.0, sc)
+        v = np.where(bad, special, v)
     return _round(v, rounding)
 
 
@@ -329,9 +339,7 @@ def _block(ins, d, k0, L, a, b, sa, ea, sb, eb, s_al, e_al, s_be, e_be):
             ts = ts * (s_al[:, j][:, None, None] * s_be[:, j][None, :, None])
             te = te + (e_al[:, j][:, None, None] + e_be[:, j][None, :, None])
         te = np.where(ts == 0, ins.e_zero, te)
-    s = np.concatenate([ts, sc[..., None]], axis=-1)
-    e = np.concatenate([te, ec[..., None]], axis=-1)
-    return _fused_sum(s, e, ins.F, ins.rounding)
+    return _fused_sum(ts, te, sc, ec, ins.F, ins.rounding)
 
 
 # ------------------------------------------------------------------------------------------------
