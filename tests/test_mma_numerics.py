@@ -304,3 +304,22 @@ def test_emulated_harness_equals_mma_numerics_on_spread_operands(spec, monkeypat
     tmem = umma.run_umma(case)
     got = case.d_from_tmem(tmem).astype(np.float32)
     assert (got.view(np.uint32) == _bits(_expected(case))).all()
+
+
+def test_wgmma_model_reads_fp8_operands_like_the_probe():
+    """model.wgmma_mma_async with e4m3 x e5m2 from the probe kernel's SMEM layout (K-major, no swizzle, LBO 128,
+    SBO 256; two chained k32 instructions) equals mma_numerics on the same codes."""
+    from bwlab.checks.wgmma_fp8 import STEP, make_set, smem_image
+    from bwlab.umma.descriptors import make_smem_desc
+    k_steps, a, b, c = make_set("chained_k64", "e4m3", "e5m2", np.random.default_rng(5))
+    img = np.concatenate([smem_image(a[0], k_steps), smem_image(b[0], k_steps)])
+    boff = k_steps * STEP
+    ad = [make_smem_desc(s * STEP, 128, 256, "none", arch="sm90") for s in range(k_steps)]
+    bd = [make_smem_desc(boff + s * STEP, 128, 256, "none", arch="sm90") for s in range(k_steps)]
+    d = model.wgmma_mma_async(img, ad, bd, 64, "e4m3", d_init=c[0], accumulate=True, b_dtype="e5m2")
+    want = mma_numerics("m64n64k32.f32.e4m3.e5m2", a[0], b[0], c[0])
+    assert (d.view(np.uint32) == want.view(np.uint32)).all()
+    with pytest.raises(ValueError, match="K-major only"):
+        model.wgmma_mma_async(img, ad, bd, 64, "e4m3", "MN", "K")
+    with pytest.raises(MmaRuleError, match="one type"):
+        model.wgmma_mma_async(img, ad, bd, 64, "e4m3", b_dtype="bf16")

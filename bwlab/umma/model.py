@@ -209,20 +209,28 @@ WGMMA_NS = (8, 16, 32, 64, 128, 256)   # the N values cuda_src/wgmma_sm90.cu ins
 
 def wgmma_mma_async(smem: np.ndarray, a_descs, b_descs, N: int, dtype: str, a_major: str = "K",
                     b_major: str = "K", d_init: np.ndarray | None = None,
-                    accumulate: bool = False) -> np.ndarray:
-    """D (64 x N, float32) after one `wgmma.mma_async.m64nNk16.f32` per (a_desc, b_desc) pair, read
-    from the byte array `smem` through SM90 descriptors. The first instruction scales the incoming D
-    by `accumulate` (scale-d); later ones accumulate."""
-    if dtype not in ("f16", "bf16"):
-        raise ValueError(f"the wgmma check runs f16 and bf16, got {dtype!r}")
+                    accumulate: bool = False, b_dtype: str | None = None) -> np.ndarray:
+    """D (64 x N, float32) after one `wgmma.mma_async.m64nNkK.f32.{dtype}.{b_dtype}` per (a_desc, b_desc) pair,
+    read from the byte array `smem` through SM90 descriptors. `dtype` is A's type (f16, bf16, tf32, e4m3, e5m2;
+    K = 32 bytes per instruction), `b_dtype` B's (default: the same; e4m3 and e5m2 mix). The first instruction
+    scales the incoming D by `accumulate` (scale-d); later ones accumulate. The arithmetic is
+    `bwlab.umma.numerics` (F = 25, or 13 with the e8m13 result for FP8: both measured on Hopper)."""
+    b_dtype = dtype if b_dtype is None else b_dtype
     if N % 8 or not 8 <= N <= 256:
-        raise ValueError(f"wgmma m64nNk16 takes N a multiple of 8 in [8, 256], got {N}")
+        raise ValueError(f"wgmma m64nNkK takes N a multiple of 8 in [8, 256], got {N}")
+    for name, t in (("A", dtype), ("B", b_dtype)):
+        if t not in ("f16", "bf16", "tf32", "e4m3", "e5m2"):
+            raise ValueError(f"wgmma's {name} is f16, bf16, tf32, e4m3 or e5m2, got {t!r}")
+    ins = parse_instr(f"m64n{N}k{instr_k(dtype)}.f32.{dtype}.{b_dtype}")      # the type rules, named
+    if dtype not in ("f16", "bf16") and (a_major, b_major) != ("K", "K"):
+        raise ValueError(f"wgmma with {dtype} operands reads A and B K-major only (the transpose immediates are "
+                         f"for f16/bf16; PTX ISA wgmma.mma_async), got A {a_major}, B {b_major}")
     d = np.zeros((64, N), np.float32) if d_init is None else np.asarray(d_init, np.float32).copy()
     for i, (ad, bd) in enumerate(zip(a_descs, b_descs)):
         a = operand_values(read_operand(smem, decode_smem_desc(ad, "sm90"), a_major, dtype, 64), dtype)
-        b = operand_values(read_operand(smem, decode_smem_desc(bd, "sm90"), b_major, dtype, N), dtype)
+        b = operand_values(read_operand(smem, decode_smem_desc(bd, "sm90"), b_major, b_dtype, N), b_dtype)
         acc = d if (i > 0 or accumulate) else np.zeros_like(d)
-        d = wgmma_block_fma(a, b, acc, dtype)
+        d = fused_mma(ins, a, b, acc)
     return d
 
 
