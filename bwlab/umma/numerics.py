@@ -74,8 +74,8 @@ SEC_SHAPE = "PTX ISA tcgen05.mma, Matrix shape"
 SEC_IDESC = "PTX ISA tcgen05.mma, Instruction descriptor"
 SEC_SCALE = "PTX ISA tcgen05.mma, Block scaling (scale_vec and scale types per kind)"
 
-# The exponent an element below its type's normal range is aligned with (the smallest normal exponent;
-# for the MX types with no infinity as their own definition gives it).
+# Each type's smallest normal exponent: an element below it (a subnormal) is aligned as if it had this
+# exponent, with a significand below 1. The 6- and 4-bit types' come from their OCP MX definitions.
 SUBNORMAL_EXPONENT = {"f32": -126, "tf32": -126, "bf16": -126, "f16": -14, "e5m2": -14, "e4m3": -6,
                       "e3m2": -2, "e2m3": 0, "e2m1": 0, "ue8m0": -127, "ue4m3": -6}
 _F8F6F4 = ("e5m2", "e4m3", "e3m2", "e2m3", "e2m1")
