@@ -1,0 +1,97 @@
+"""`ScratchGemm`: one step of the from-scratch GEMM on one problem, speaking the verbs of `bwlab.case.Case`.
+
+    case = ScratchGemm(3, 64, 64, 32)     # step 3 (SMEM tiling), C (64 x 64) = A (64 x 32) B (32 x 64)
+    case.model()                          # C in f32 as steps 1-4 add it up (bwlab.scratch.model)
+    case.results()                        # the kernel run here (this GPU or the PTX emulator), and the
+                                          # H200's recording of the same case, each compared with it
+    case.show()                           # which CTA computes which tile of C
+
+`kernel=` runs a learner's edit of the step's file (`%%cuda scratch/s3_smem_tiling.cu`, a
+`bwlab.lab.TeachingKernel`, or the edited text).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..case import Case, CheckResult, Mismatch, compare, digest
+from . import model
+from .steps import require_shape, step
+
+__all__ = ["ScratchGemm"]
+
+
+class ScratchGemm(Case):
+    """Step `which` (1-5, 's3', or the full name) on an M x N x K problem, A and B drawn from `seed`
+    (f16, uniform in [-1, 1))."""
+
+    stage = "gemm from scratch"
+    device_stage = "tma"
+
+    def __init__(self, which, M: int, N: int, K: int, seed: int = 0, kernel=None):
+        self.step = step(which)
+        self.M, self.N, self.K, self.seed = M, N, K, seed
+        require_shape(self.step, M, N, K)
+        self.teaching_file = self.step.file
+        self._set_kernel(kernel)
+        self.a, self.b = model.random_operands(M, N, K, seed)
+
+    @property
+    def what(self) -> str:
+        return f"C of {self.step.name}, {self.M} x {self.N} x {self.K}"
+
+    def __repr__(self):
+        k = "" if self._kernel is None else f", kernel={self.kernel!r}"
+        return f"ScratchGemm({self.step.name!r}, {self.M}, {self.N}, {self.K}, seed={self.seed}{k})"
+
+    def identity(self):
+        return ("scratch", self.step.name, self.M, self.N, self.K, digest(self.a, self.b), self.kernel_identity())
+
+    def model(self) -> np.ndarray:
+        """C as steps 1-4 add it up (f32, k in order); step 5 is checked against it within a bound."""
+        return model.gemm_model(self.a, self.b)
+
+    def runs_on(self) -> str | None:
+        """Where the step's kernel runs here: this GPU, the PTX emulator (where it executes every
+        instruction of the step), or None."""
+        from .. import device
+        where = super().runs_on()
+        if where and device.tier("tma") == "emulated":
+            from .runner import emulator_runs
+            return where if emulator_runs(self.step) else None
+        return where
+
+    def run(self) -> np.ndarray:
+        from .runner import run_step
+        return run_step(self.step, self.a, self.b, kernel=self._teaching())
+
+    def compare(self, expected, got, source: str = "") -> CheckResult:
+        tiles = lambda idx: (f"C[{idx[0]}][{idx[1]}] (CTA tile ({idx[0] // self.step.tile[0]}, "
+                             f"{idx[1] // self.step.tile[1]}))")
+        if self.step.unit != "tensor":
+            return compare(expected, np.asarray(got, np.float32) if np.asarray(got).dtype.kind == "f" else got,
+                           stage=self.stage, what=self.what + " (bit for bit: f32, k in order)", where=tiles,
+                           source=source, hint=self._hint)
+        e, g = np.asarray(expected), np.asarray(got)
+        if e.shape != g.shape:
+            return CheckResult(self.stage, self.what, e.size, e.size, Mismatch((), "the shape", e.shape, g.shape),
+                               f"C must be {e.shape} (M x N)", source, "element", e, g)
+        ratio = model.within_tolerance(self.a, self.b, g)
+        bad = ~(ratio <= 1)
+        first = None
+        if bad.any():
+            r, c = (int(i) for i in np.unravel_index(np.argmax(ratio), ratio.shape))
+            first = Mismatch((r, c), tiles((r, c)) + f", the worst: {ratio[r, c]:.3g} x its tolerance",
+                             float(e[r, c]), float(g[r, c]))
+        return CheckResult(self.stage, self.what + f" (within 2^-16 |A||B| of the exact sum)", int(e.size),
+                           int(bad.sum()), first, self._hint(first) if first else "", source, "element", e, g)
+
+    def _hint(self, first: Mismatch) -> str:
+        r, c = first.index if len(first.index) == 2 else (0, 0)
+        return (f"a wrong value at row {r}, column {c}: a whole tile wrong points at the block's coordinates "
+                "(blockIdx to m0, n0), a band of rows or columns at the thread's place in the tile, a small "
+                "error everywhere at a missing or extra k (the loop bounds, a __syncthreads)")
+
+    def show(self, ax=None):
+        """The tiles of C and which CTA computes each."""
+        from .pictures import plot_tiles
+        return plot_tiles(self.step, self.M, self.N, ax=ax)
