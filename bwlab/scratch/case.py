@@ -47,7 +47,11 @@ class ScratchGemm(Case):
         return ("scratch", self.step.name, self.M, self.N, self.K, digest(self.a, self.b), self.kernel_identity())
 
     def model(self) -> np.ndarray:
-        """C as steps 1-4 add it up (f32, k in order); step 5 is checked against it within a bound."""
+        """C as the step adds it up: steps 1-4 in f32, k in order (model.gemm_model); step 5 through the
+        mma.sync fragments and Hopper's tensor-core addition (fragments.s5_model)."""
+        if self.step.unit == "tensor":
+            from .fragments import s5_model
+            return s5_model(self.a, self.b)
         return model.gemm_model(self.a, self.b)
 
     def runs_on(self) -> str | None:
@@ -82,7 +86,9 @@ class ScratchGemm(Case):
             r, c = (int(i) for i in np.unravel_index(np.argmax(ratio), ratio.shape))
             first = Mismatch((r, c), tiles((r, c)) + f", the worst: {ratio[r, c]:.3g} x its tolerance",
                              float(e[r, c]), float(g[r, c]))
-        return CheckResult(self.stage, self.what + f" (within 2^-16 |A||B| of the exact sum)", int(e.size),
+        same = int(np.count_nonzero(e.view(np.uint32) == np.asarray(g, np.float32).view(np.uint32)))
+        return CheckResult(self.stage, self.what + f" (within 2^-16 |A||B| of the exact sum; {same} of {e.size} "
+                           "bit for bit as Hopper's tensor core adds)", int(e.size),
                            int(bad.sum()), first, self._hint(first) if first else "", source, "element", e, g)
 
     def _hint(self, first: Mismatch) -> str:
