@@ -17,7 +17,7 @@ from ..case import Case, CheckResult, Mismatch, compare, digest
 from . import model
 from .steps import require_shape, step
 
-__all__ = ["ScratchGemm"]
+__all__ = ["ScratchGemm", "where_steps_run"]
 
 
 class ScratchGemm(Case):
@@ -101,3 +101,20 @@ class ScratchGemm(Case):
         """The tiles of C and which CTA computes each."""
         from .pictures import plot_tiles
         return plot_tiles(self.step, self.M, self.N, ax=ax)
+
+
+def where_steps_run() -> str:
+    """One line per step: where its kernel runs on this machine (this GPU, the PTX emulator), or why it
+    does not and what is shown instead (the GPU's recording of the same case)."""
+    from .steps import EMU_SHAPE, STEPS
+    lines = []
+    for s in STEPS:
+        where = ScratchGemm(s, *EMU_SHAPE).runs_on()
+        if where:
+            lines.append(f"{s.name:<20s} runs here: {where}")
+        else:
+            from .. import device
+            why = ("the PTX emulator does not execute its ldmatrix / mma.sync" if device.tier("tma") == "emulated"
+                   else "this machine has no GPU that runs it")
+            lines.append(f"{s.name:<20s} does not run here ({why}): its GPU recording is shown instead")
+    return "\n".join(lines)

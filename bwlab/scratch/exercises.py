@@ -3,9 +3,9 @@ expected value comes from bwlab's models of the steps, never from a literal; eac
 a whole family of cases, and the graded version's hidden cases are members of it (`in_family`), so
 an answer the visible check accepts is one the graded version accepts.
 
-* `check_warp_sectors(fn)`  — the 32-byte sectors one warp access touches (`traffic.warp_sectors`);
+* `check_warp_sectors(fn)`  — the 32-byte sectors one warp access touches (`memtraffic.warp_sectors`);
 * `check_tile_load_bytes(fn)` — the bytes of A and B the SMEM-tiled kernel loads, for any tile T and
-  problem (`traffic.traffic` of step 3 with a T x T tile);
+  problem (`memtraffic.traffic` of step 3 with a T x T tile);
 * `check_attainable(fn)`    — the roofline: what a kernel of given intensity can reach (`machine.Machine`);
 * `check_a_fragment(fn)`    — where mma.sync's A fragment elements sit (`fragments.a_fragment`), all
   32 lanes x 8 elements.
@@ -21,7 +21,7 @@ import numpy as np
 
 from ..exercises import check_function_explained, course_cases
 from ..exercise_mistakes import which_mistake
-from . import fragments, traffic
+from . import fragments, memtraffic
 from .machine import Machine
 from .steps import STEPS
 
@@ -94,7 +94,7 @@ SECTOR_RULE = ("a warp's access moves every 32-byte sector (bytes 32s .. 32s+31)
 
 
 def _ref_sectors(addresses):
-    return traffic.warp_sectors(np.asarray(addresses)[None])
+    return memtraffic.warp_sectors(np.asarray(addresses)[None])
 
 
 MISTAKES = {
@@ -173,7 +173,7 @@ def tile_load_bytes(M: int, N: int, K: int, T: int) -> int:
     """Bytes of A and B step 3 (a T x T tile, K in slices of T) loads, counted by `traffic` from the
     kernel's own indexing."""
     s = dataclasses.replace(STEPS[2], block=(T, T), tile=(T, T), bk=T)
-    return traffic.traffic(s, M, N, K).load_bytes
+    return memtraffic.traffic(s, M, N, K).load_bytes
 
 
 TILE_RULE = ("a CTA computes one T x T tile of C; for it, it loads a T x K strip of A and a K x T strip of B, "
@@ -189,7 +189,7 @@ def check_tile_load_bytes(fn, hidden=()) -> None:
                              rule=TILE_RULE, hint="count one CTA's bytes, then multiply by the number of CTAs")
 
 
-# ---- 0a.3 the roofline ---------------------------------------------------------------------------------
+# ---- 0a.4 the roofline ---------------------------------------------------------------------------------
 
 def attainable(intensity: float, peak: float, bandwidth: float) -> float:
     return Machine("given", bandwidth, peak, peak, "the exercise").attainable(intensity, "fp32")
@@ -201,7 +201,7 @@ ROOF_RULE = ("a kernel that does I FLOP per byte it moves cannot go faster than 
 
 @course_cases("scratch_attainable")
 def check_attainable(fn, hidden=()) -> None:
-    """Exercise 0a.3: fn(intensity, peak, bandwidth) -> the attainable FLOP/s (within 1e-9 relative)."""
+    """Exercise 0a.4: fn(intensity, peak, bandwidth) -> the attainable FLOP/s (within 1e-9 relative)."""
     ref = lambda x, p, b: _Close(attainable(x, p, b))
     check_function_explained("attainable FLOP/s", fn, _cases("scratch_attainable", hidden), reference=ref,
                              explain=lambda args, got, want: _explainer("scratch_attainable", fn)(args, got, want.v),
@@ -224,7 +224,7 @@ class _Close:
         return f"{self.v:.6g}"
 
 
-# ---- 0a.4 the A fragment of mma.sync -------------------------------------------------------------------
+# ---- 0a.3 the A fragment of mma.sync -------------------------------------------------------------------
 
 FRAG_RULE = ("m16n8k16, .f16 A (PTX ISA 'Matrix Fragments for mma.m16n8k16'): g = lane // 4, t = lane % 4; "
              "elements 0, 1 at row g, columns 2t, 2t+1; elements 2, 3 at row g + 8; elements 4, 5 at row g, "
@@ -233,7 +233,7 @@ FRAG_RULE = ("m16n8k16, .f16 A (PTX ISA 'Matrix Fragments for mma.m16n8k16'): g 
 
 @course_cases("scratch_a_fragment")
 def check_a_fragment(fn, hidden=()) -> None:
-    """Exercise 0a.4: fn(lane, i) -> (row, column) of A held by element i of lane's fragment."""
+    """Exercise 0a.3: fn(lane, i) -> (row, column) of A held by element i of lane's fragment."""
     check_function_explained("A fragment of mma.sync", fn, _cases("scratch_a_fragment", hidden),
                              reference=fragments.a_fragment, explain=_explainer("scratch_a_fragment", fn),
                              rule=FRAG_RULE, hint="the four registers are four 8 x 8 blocks of A: which block, "

@@ -6,7 +6,7 @@ import numpy as np
 from ..plotting import add_legend, cta_color, plot_grid, thread_color
 from .machine import H100, H200
 from .steps import STEPS, step
-from .traffic import SECTOR, accesses, traffic
+from .memtraffic import SECTOR, accesses, traffic
 
 __all__ = ["plot_warp_loads", "plot_tiles", "plot_roofline"]
 
@@ -97,7 +97,7 @@ def plot_tiles(which, M: int, N: int, ax=None):
 def plot_roofline(M: int = 4096, N: int = 4096, K: int = 4096, machine=H100, measured: dict | None = None,
                   ax=None):
     """Each step at its arithmetic intensity (FLOP per byte it asks of global memory, from its indexing:
-    bwlab.scratch.traffic) under `machine`'s roofs: HBM bandwidth, FP32 CUDA cores (steps 1-4), f16
+    bwlab.scratch.memtraffic) under `machine`'s roofs: HBM bandwidth, FP32 CUDA cores (steps 1-4), f16
     tensor cores (step 5). `measured` (bwlab.scratch.recorded.measured()): the GPU's TFLOP/s, drawn at the
     same intensities, with that GPU's bandwidth roof."""
     import matplotlib.pyplot as plt

@@ -40,13 +40,9 @@ gemm(const u16* __restrict__ A, const u16* __restrict__ B, float* __restrict__ C
             for (int nj = 0; nj < NI; ++nj) mma_m16n8k16_f16_f32(acc[mi][nj], a[mi], b[nj][0], b[nj][1]);
         __syncthreads();
     }
-    const int g = lane / 4, t = lane % 4;
-    for (int mi = 0; mi < MI; ++mi)
-        for (int nj = 0; nj < NI; ++nj) {
-            const int r = m0 + wm + mi * 16 + g, c = n0 + wn + nj * 8 + 2 * t;
-            C[r * N + c] = acc[mi][nj][0];
-            C[r * N + c + 1] = acc[mi][nj][1];
-            C[(r + 8) * N + c] = acc[mi][nj][2];
-            C[(r + 8) * N + c + 1] = acc[mi][nj][3];
-        }
+    for (int mi = 0; mi < MI; ++mi)              // lane holds D[g][2t, 2t+1] and D[g+8][2t, 2t+1]
+        for (int nj = 0; nj < NI; ++nj)
+            for (int i = 0; i < 4; ++i)
+                C[(m0 + wm + mi * 16 + lane / 4 + 8 * (i / 2)) * N + n0 + wn + nj * 8 + 2 * (lane % 4) + i % 2] =
+                    acc[mi][nj][i];
 }
