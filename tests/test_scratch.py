@@ -197,3 +197,11 @@ def test_an_unanswered_exercise_says_so():
     for check, _ in SOLUTIONS.values():
         with pytest.raises(NotYet, match="no answer yet"):
             check(None)
+
+
+def test_the_package_has_the_house_shape():
+    """The checks every stage package passes (tests/test_package_shape.py), on bwlab.scratch."""
+    import test_package_shape as shape
+    shape.test_imports_stay_where_they_belong("scratch")
+    shape.test_teaching_files_stay_short("scratch")
+    shape.test_package_says_what_it_mirrors_and_has_a_case("scratch")

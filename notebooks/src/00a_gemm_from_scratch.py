@@ -287,7 +287,7 @@ for name, ms, tf in zip(measured["steps"], measured["ms"], measured["tflops"]):
     print(f"{name:<20s} {ms:9.3f} ms {tf:8.1f} TFLOP/s  {ms / measured['ms'][-1]:7.1f} x cuBLAS's time")
 
 # %% [markdown]
-# Step 5 is 21 times slower than cuBLAS. The tile is too small: a T × T tile of C reuses each loaded
+# Step 5 is still more than ten times slower than cuBLAS. Its tile is too small: a T × T tile of C reuses each loaded
 # element T times, an intensity of about T / 2 FLOP per byte, and the tensor cores need about 295 (the
 # ridge below). A bigger tile costs, per CTA, the operands in SMEM and the accumulator in registers:
 
