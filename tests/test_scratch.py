@@ -205,3 +205,20 @@ def test_the_package_has_the_house_shape():
     shape.test_imports_stay_where_they_belong("scratch")
     shape.test_teaching_files_stay_short("scratch")
     shape.test_package_says_what_it_mirrors_and_has_a_case("scratch")
+
+
+def test_a_percent_cuda_edit_is_what_every_case_of_the_step_runs(emulated_tier):
+    from bwlab import lab
+    from bwlab.source import source_text
+    file = "scratch/s2_coalesced.cu"
+    text = source_text(file).replace("acc += f16_to_f32", "acc -= f16_to_f32")
+    lab.EDITS[file] = lab.TeachingKernel(file, text)
+    try:
+        case = ScratchGemm(2, 8, 32, 8)
+        assert case.kernel.edited and "edited" in repr(case)
+        r = case.check()
+        assert not r.ok and r.differing > 200, str(r)
+        assert ScratchGemm(3, 16, 16, 16).check().ok          # another step's file is untouched
+    finally:
+        lab.EDITS.pop(file, None)
+    assert ScratchGemm(2, 8, 32, 8).check().ok

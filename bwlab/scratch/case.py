@@ -6,8 +6,10 @@
                                           # H200's recording of the same case, each compared with it
     case.show()                           # which CTA computes which tile of C
 
-`kernel=` runs a learner's edit of the step's file (`%%cuda scratch/s3_smem_tiling.cu`, a
-`bwlab.lab.TeachingKernel`, or the edited text).
+Every step's file is a teaching kernel: a case runs the learner's `%%cuda scratch/s3_smem_tiling.cu`
+version of it where a cell changed it (else the file), and `kernel=` names another edit (a
+`bwlab.lab.TeachingKernel`, or the edited text). On a GPU an edited kernel runs in a worker process, so
+a fault comes back as an exception.
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ class ScratchGemm(Case):
         self.M, self.N, self.K, self.seed = M, N, K, seed
         require_shape(self.step, M, N, K)
         self.teaching_file = self.step.file
-        self._set_kernel(kernel)
+        self._set_kernel(kernel if kernel is not None else self.step.file)
         self.a, self.b = model.random_operands(M, N, K, seed)
 
     @property
@@ -40,7 +42,7 @@ class ScratchGemm(Case):
         return f"C of {self.step.name}, {self.M} x {self.N} x {self.K}"
 
     def __repr__(self):
-        k = "" if self._kernel is None else f", kernel={self.kernel!r}"
+        k = f", kernel={self.kernel!r}" if self.kernel.edited else ""
         return f"ScratchGemm({self.step.name!r}, {self.M}, {self.N}, {self.K}, seed={self.seed}{k})"
 
     def identity(self):
@@ -65,8 +67,14 @@ class ScratchGemm(Case):
         return where
 
     def run(self) -> np.ndarray:
+        """C (f32) from the step's kernel (the learner's edit of it, if any): this GPU or the PTX emulator."""
+        from .. import device
+        from ..lab import isolate, run_edited
         from .runner import run_step
-        return run_step(self.step, self.a, self.b, kernel=self._teaching())
+        kernel = self._teaching()
+        if device.tier("tma") != "emulated" and isolate(kernel):
+            return run_edited(run_step, self.step.name, self.a, self.b, kernel=kernel)
+        return run_step(self.step, self.a, self.b, kernel=kernel)
 
     def compare(self, expected, got, source: str = "") -> CheckResult:
         tiles = lambda idx: (f"C[{idx[0]}][{idx[1]}] (CTA tile ({idx[0] // self.step.tile[0]}, "

@@ -53,6 +53,10 @@ show_source("scratch/s1_naive.cu", kernel="gemm")
 # C (run here, and as the H200 recorded it) compared with it. Steps 1-4 add the K products of each
 # element in order, one `fma.rn.f32` at a time; the product of two f16 values is exact in f32, so NumPy's
 # f32 sum in the same order is the same bits: the check is **bit for bit**.
+#
+# Every step's file is yours to change: after `%load_ext bwlab.lab`, `%cuda --load scratch/s1_naive.cu`
+# gives a `%%cuda` cell holding it; once that cell compiles, every `ScratchGemm` of that step runs your
+# version (`%cuda --reset scratch/s1_naive.cu` undoes it).
 
 # %%
 s1 = ScratchGemm(1, M, N, K)
