@@ -18,7 +18,7 @@ def measured() -> dict:
     virtual."""
     import numpy as np
     from ..results import load_recording
-    rec = load_recording(RECORDING)
+    rec = load_recording("scratch_steps")
     M, N, K = (int(x) for x in rec["shape"])
     ms = np.asarray(rec["ms"], float)
     return {"steps": [str(s) for s in rec["steps"]], "ms": ms, "tflops": 2 * M * N * K / (ms * 1e-3) / 1e12,
