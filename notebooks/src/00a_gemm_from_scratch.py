@@ -311,8 +311,8 @@ for T in (64, 128, 256):
 #   copies a whole tile with one instruction from one thread, swizzled to avoid bank conflicts, and
 #   reports to an mbarrier, so loads for the next slices fly while the tensor cores work (notebook 01).
 # * **Feeding the tensor cores**: `ldmatrix` moves every operand through registers, one warp and one
-#   16 × 16 block at a time. **`wgmma`** (Hopper) reads A and B straight from SMEM through a descriptor, four
-#   warps and up to 64 × 256 at a time, asynchronously (notebook 03b).
+#   16 × 16 block at a time. **`wgmma`** (Hopper) reads B (and A, or A from registers) straight from SMEM
+#   through descriptors, four warps and up to 64 × 256 × 16 per instruction, asynchronously (notebook 03b).
 # * **Holding the accumulator**: a 256 × 256 tile is 512 f32 registers per thread for 128 threads, past
 #   the 255 a thread can have. **`tcgen05.mma`** (Blackwell) accumulates in **TMEM**, 256 KB beside the
 #   tensor cores, and frees the registers (notebooks 03b and 04); `tcgen05.ld` brings the result out.
