@@ -222,3 +222,9 @@ def test_a_percent_cuda_edit_is_what_every_case_of_the_step_runs(emulated_tier):
     finally:
         lab.EDITS.pop(file, None)
     assert ScratchGemm(2, 8, 32, 8).check().ok
+
+
+def test_hidden_cases_as_lists_are_still_found():
+    assert ex.in_family("scratch_a_fragment", [[31, 7], (0, 0)])
+    assert ex.in_family("scratch_warp_sectors", [[list(ex.family("scratch_warp_sectors")[3][0])]])
+    assert not ex.in_family("scratch_a_fragment", [(32, 0)]) and not ex.in_family("scratch_a_fragment", [({},)])
