@@ -228,3 +228,8 @@ def test_hidden_cases_as_lists_are_still_found():
     assert ex.in_family("scratch_a_fragment", [[31, 7], (0, 0)])
     assert ex.in_family("scratch_warp_sectors", [[list(ex.family("scratch_warp_sectors")[3][0])]])
     assert not ex.in_family("scratch_a_fragment", [(32, 0)]) and not ex.in_family("scratch_a_fragment", [({},)])
+
+
+def test_the_package_shows_its_teaching_names_and_reaches_the_rest():
+    import test_interface
+    test_interface.test_a_stage_package_shows_its_teaching_names_and_reaches_the_rest("scratch")

@@ -1,8 +1,8 @@
 """Step 5 by NumPy: `ldmatrix` and `mma.sync.m16n8k16` as the PTX ISA lays out their fragments.
 
-PTX ISA 9.7.14.5.15 ("ldmatrix"): each 8 x 8 matrix of 16-bit elements has its rows given by eight
+PTX ISA "ldmatrix": each 8 x 8 matrix of 16-bit elements has its rows given by eight
 threads; thread t receives row t // 4, elements 2 (t % 4) and 2 (t % 4) + 1 (with .trans, the matrix is
-transposed first). PTX ISA 9.7.14.5.8 ("Matrix Fragments for mma.m16n8k16" with .f16): with
+transposed first). PTX ISA "Matrix Fragments for mma.m16n8k16 with floating point type" (.f16): with
 g = lane // 4 and t = lane % 4, A element i (0..7) of a lane sits at row g + 8 ((i // 2) % 2), column
 2 t + i % 2 + 8 (i // 4); B element i (0..3) at row (K) 2 t + i % 2 + 8 (i // 2), column g; C element i
 (0..3) at row g + 8 (i // 2), column 2 t + i % 2.

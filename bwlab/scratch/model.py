@@ -7,7 +7,7 @@ fit in 24), so each FMA is one f32 addition of an exact product, rounded to near
 bit for bit.
 
 Step 5's `mma.sync` adds each 16-long slice of K inside the tensor core in an order (and with an
-internal precision) the PTX ISA leaves to the hardware (9.7.14.5.8, "mma"): its C is checked against
+internal precision) the PTX ISA leaves to the hardware ("mma"): its C is checked against
 the exact sum (`reference`) within a bound instead.
 """
 from __future__ import annotations

@@ -12,14 +12,14 @@ namespace scratch {
 typedef unsigned short u16;
 typedef unsigned int u32;
 
-// PTX ISA 9.7.9.21 (cvt): f16 -> f32 is exact (every f16 is an f32).
+// PTX ISA, "cvt" (data movement and conversion instructions; 9.7.9.21 in ISA 8.x): f16 -> f32 is exact (every f16 is an f32).
 __device__ __forceinline__ float f16_to_f32(u16 h) {
     float f;
     asm("{ .reg .f16 t; mov.b16 t, %1; cvt.f32.f16 %0, t; }" : "=f"(f) : "h"(h));
     return f;
 }
 
-// PTX ISA 9.7.14.5.15 (ldmatrix): four 8 x 8 matrices of 16-bit elements from shared memory, one
+// PTX ISA, "ldmatrix" (warp-level matrix load, with the mma.sync instructions): four 8 x 8 matrices of 16-bit elements from shared memory, one
 // register (two elements) of each per thread. Threads 8i .. 8i+7 give the addresses of matrix i's
 // eight rows (16 bytes each); thread t receives row t / 4, elements 2 (t % 4) and 2 (t % 4) + 1.
 __device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], const void* smem_row) {
@@ -36,7 +36,7 @@ __device__ __forceinline__ void ldmatrix_x4_trans(u32 (&r)[4], const void* smem_
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
 }
 
-// PTX ISA 9.7.14.5.8 (mma, m16n8k16 with .f16 operands): D (16 x 8, f32) = A (16 x 16) * B (16 x 8) + C,
+// PTX ISA, "mma" and "Matrix Fragments for mma.m16n8k16 with floating point type": D (16 x 8, f32) = A (16 x 16) * B (16 x 8) + C,
 // one warp. Fragments (g = lane / 4, t = lane % 4): a[0] = A[g][2t, 2t+1], a[1] = A[g+8][2t, 2t+1],
 // a[2] = A[g][2t+8, 2t+9], a[3] = A[g+8][2t+8, 2t+9]; b[0] = B[2t, 2t+1][g], b[1] = B[2t+8, 2t+9][g];
 // d[0..1] = D[g][2t, 2t+1], d[2..3] = D[g+8][2t, 2t+1].
