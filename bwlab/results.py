@@ -108,7 +108,7 @@ def recording_names(directory=None) -> list[str]:
 
 
 # ---- which recording holds which case -------------------------------------------------------------
-STAGE_PACKAGES = ("hello", "tma", "multicast", "umma", "tmem", "epilogue", "flow", "gemm")
+STAGE_PACKAGES = ("hello", "tma", "multicast", "umma", "tmem", "epilogue", "flow", "gemm", "scratch")
 # where each lists its recorded cases: a stage package's `recorded` module (bwlab.hello: the module itself)
 _RECORDED_IN = {"hello": "bwlab.hello"}
 

@@ -292,3 +292,28 @@ def gemm_producer_parity():
 def gemm_handshake():
     """Ring sizes the model runs the learner's parities on, after 4."""
     return [2, 3, 6]
+
+
+# ---- 00a GEMM from scratch (each a member of the family the visible check tries: bwlab.scratch.exercises) ----
+def scratch_warp_sectors():
+    """Warp address patterns, by their place in the visible family."""
+    from bwlab.scratch.exercises import family
+    f = family("scratch_warp_sectors")
+    return [f[i] for i in (7, 45, 83, 121, 130, 141, 159)]
+
+
+def scratch_tile_load_bytes():
+    """(M, N, K, T)."""
+    return [(48, 80, 112, 16), (256, 128, 2048, 32), (32, 160, 64, 32)]
+
+
+def scratch_attainable():
+    """(intensity, peak, bandwidth)."""
+    from bwlab.scratch.exercises import family
+    f = family("scratch_attainable")
+    return [f[i] for i in (3, 9, 14, 27, 38)]
+
+
+def scratch_a_fragment():
+    """(lane, element)."""
+    return [(31, 7), (5, 3), (18, 4), (9, 6)]

@@ -301,6 +301,7 @@ print(run_parity_steps())
 #
 # | notebook | stage | package | teaching kernel |
 # |---|---|---|---|
+# | `00a_gemm_from_scratch` | a GEMM from scratch: coalescing, SMEM and register tiling, `mma.sync`, the roofline; why TMA, `wgmma`, `tcgen05` | `bwlab.scratch` | `scratch/s1_naive.cu` … `s5_mma_sync.cu` |
 # | `01_tma_load` | TMA load: tensor maps, mbarrier handshake, swizzle, out-of-bounds fill | `bwlab.tma` | `teach_tma.cu` |
 # | `02_multicast` | clusters, multicast masks, `tma_partition` | `bwlab.multicast`, `bwlab.layout` | `teach_multicast.cu` |
 # | `03a_umma_descriptors` | canonical layouts, SMEM and instruction descriptors | `bwlab.umma` | — |
