@@ -201,8 +201,10 @@ def test_pipelined_step_in_the_emulator_where_every_phase_is_reused(name, monkey
     uses = reuse_counts(f"sm90/{name}", *shape)
     assert uses["stage_uses"] >= 2 * PHASE_REUSE, uses
     assert not step(name).persistent or uses["tiles_per_cta"] >= 2, uses
+    assert not step(name).split_k or uses["splits"] >= 2, uses
     monkeypatch.setenv("BWLAB_BACKEND", "emulated")
     a, b = sm100.example_inputs(*shape, seed=len(name))
     c, run = runner.run_step_emulated(name, a, b)
+    assert run.grid[0] * run.grid[1] == uses["ctas"]      # the launch the counts were computed for
     assert np.array_equal(c, sm100.reference(a, b))
     assert not run.warnings, run.warnings

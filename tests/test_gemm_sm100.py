@@ -250,5 +250,6 @@ def test_pipelined_step_in_the_emulator_where_every_phase_is_reused(step, monkey
     monkeypatch.setenv("BWLAB_BACKEND", "emulated")
     A, B = sm100.example_inputs(*shape, seed=step)
     c, run = sm100.run_step_emulated(step, A, B)
+    assert run.grid[0] * run.grid[1] == uses["ctas"]      # the launch the counts were computed for
     assert np.array_equal(c, sm100.reference(A, B))
     assert not run.warnings, run.warnings

@@ -425,8 +425,8 @@ def _function_at(text: str, offset: int) -> str:
 def reuse_counts(target: Target | str, M: int, N: int, K: int, sms: int | None = None) -> dict:
     """At (M, N, K) with the emulator's SM count: the fewest uses any pipeline stage, accumulator buffer
     (sm_100a: a TMEM accumulator; sm_90a: the CTA's registers, one tile at a time) gets in one CTA,
-    and the fewest tiles (work units) one CTA walks. Computed from the kernel's stages, tile counts and
-    launch grid."""
+    the fewest tiles (work units) one CTA walks, and the CTAs launched. Computed from the kernel's stages,
+    tile counts and launch grid."""
     t = TARGETS[target] if isinstance(target, str) else target
     if t.arch == "sm_90a":
         from ..gemm import runner
@@ -435,15 +435,15 @@ def reuse_counts(target: Target | str, M: int, N: int, K: int, sms: int | None =
         sms = runner.EMULATED_SMS if sms is None else sms
         tiles = (M // s.bm) * (N // s.bn)
         kb = K // BK
+        splits = split_count(M, N, K, sms) if s.split_k else 1
         if not s.persistent:
-            units, kb_unit = 1, kb
+            units, kb_unit, ctas = 1, kb, tiles
         elif s.split_k:
-            splits = split_count(M, N, K, sms)
             ctas = s.grid(M, N, sms, K)[0]
             units, kb_unit = (tiles * splits) // ctas, kb // splits
         else:
-            clusters = s.grid(M, N, sms * s.cluster, K)[0] // s.cluster
-            units, kb_unit = (tiles // s.cluster) // clusters, kb
+            ctas = s.grid(M, N, sms * s.cluster, K)[0]
+            units, kb_unit = (tiles // s.cluster) // (ctas // s.cluster), kb
         stages, bufs = s.stages, 1
     else:
         from ..gemm import sm100
@@ -452,30 +452,32 @@ def reuse_counts(target: Target | str, M: int, N: int, K: int, sms: int | None =
         tiles = (M // (k["CLUSTER"] * k["BM"])) * (N // k["BN"])
         kb_unit = K // k["BK"]
         if info["persistent"]:
-            pairs = sm100.launch_grid(int(t.step), M, N, sms * k["CLUSTER"])[0] // k["CLUSTER"]
-            units = tiles // pairs
+            ctas = sm100.launch_grid(int(t.step), M, N, sms * k["CLUSTER"])[0]
+            units = tiles // (ctas // k["CLUSTER"])
         else:
-            units = 1
+            units, ctas = 1, tiles * k["CLUSTER"]
+        splits = 1
         stages, bufs = k["STAGES"], k.get("ACC_BUFS", 1)
     return {"stage_uses": (units * kb_unit) // stages, "buffer_uses": units // bufs, "tiles_per_cta": units,
-            "stages": stages, "buffers": bufs}
+            "stages": stages, "buffers": bufs, "ctas": ctas, "splits": splits}
 
 
 def reuse_shape(target: Target | str, reuse: int = PHASE_REUSE) -> tuple:
     """The smallest (M, N, K) (fewest multiply-adds) at which, with the emulator's SM count, every
     pipeline stage and accumulator buffer of a pipelined or persistent step is used 2 * `reuse` times in
-    each CTA (each barrier phase parity completes `reuse` times), and a persistent CTA walks at least two
-    tiles."""
+    each CTA (each barrier phase parity completes `reuse` times), a persistent CTA walks at least two
+    tiles, and split-K cuts K in at least two pieces (both the 'not last' and the 'last adds' paths run)."""
     t = TARGETS[target] if isinstance(target, str) else target
     need = 2 * reuse
     if t.arch == "sm_90a":
         from ..gemm.ladder import step
         s = step(t.step)
-        m0, n0, persistent = s.m_multiple, s.bn, s.persistent
+        m0, n0, persistent, split_k = s.m_multiple, s.bn, s.persistent, s.split_k
     else:
         from ..gemm import sm100
         k = sm100.kernel_constants(int(t.step))
         m0, n0, persistent = k["CLUSTER"] * k["BM"], k["BN"], sm100.step_info(int(t.step))["persistent"]
+        split_k = False
     best = None
     for mi in range(1, 9):
         for ni in range(1, 9):
@@ -485,7 +487,7 @@ def reuse_shape(target: Target | str, reuse: int = PHASE_REUSE) -> tuple:
                     continue
                 c = reuse_counts(t, M, N, K)
                 if c["stage_uses"] < need or (c["buffers"] > 1 and c["buffer_uses"] < need) or \
-                        (persistent and c["tiles_per_cta"] < 2):
+                        (persistent and c["tiles_per_cta"] < 2) or (split_k and c["splits"] < 2):
                     continue
                 best = (M * N * K, (M, N, K))
     if best is None:
