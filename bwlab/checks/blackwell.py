@@ -14,8 +14,9 @@ The cases: tcgen05.mma on the validation UmmaCases (f16, bf16, tf32; K- and MN-m
 and 128; an f16 accumulator), the teaching kernels teach_umma.cu and teach_tmem.cu, every tcgen05.ld
 shape of tmem_sm100.cu, the whole trip of full_flow_sm100.cu, each step of the sm_100 GEMM ladder at a
 small shape and each pipelined or persistent step (2-6) again at a shape where, in the emulator, every
-stage, TMEM accumulator and barrier phase is reused (`reuse_shape`; not with --quick), and each ladder step with a forced timeout followed by a normal launch (the kernels must free
-TMEM on their error path, or the second launch waits in tcgen05.alloc: the watchdog reports that hang).
+stage, TMEM accumulator and barrier phase is reused (`reuse_shape`; not with --quick), and each ladder
+step with a forced timeout followed by a normal launch (the kernels must free TMEM on their error path,
+or the second launch waits in tcgen05.alloc: the watchdog reports that hang).
 """
 from __future__ import annotations
 

@@ -49,7 +49,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-__all__ = ["Target", "TARGETS", "Mutant", "Outcome", "mutants_of", "find_mutant", "reuse_shape", "reuse_counts", "run_mutant",
+__all__ = ["Target", "TARGETS", "Mutant", "Outcome", "mutants_of", "find_mutant", "reuse_shape", "reuse_counts",
+           "run_mutant",
            "classify", "NOT_RULE_BREAKING", "PHASE_REUSE", "validate_main"]
 
 CPU_LIMIT_S = 60           # per mutant (worker process, imports and NVRTC included)
@@ -196,8 +197,7 @@ def call_sites(text: str, path: str = ""):
         last = before[-1:] if before else ";"
         statement = after.startswith(";") and (last in ";{}:" or before.endswith("else") or
                                                (last == ")" and _if_head(masked, len(before) - 1)))
-        out.append(Site(name, m.start(), end, m.start() if statement else m.start(), stmt_end if statement else end,
-                        statement))
+        out.append(Site(name, m.start(), end, m.start(), stmt_end if statement else end, statement))
     return out
 
 
@@ -731,7 +731,7 @@ def validate_main(argv=None) -> int:
     from .common import EXIT_USAGE
     ap = argparse.ArgumentParser(prog="python -m bwlab.validate mutants", description=__doc__.split("\n\n")[0])
     ap.add_argument("--kernel", action="append", default=[],
-                    help="a kernel (repeatable; a prefix such as sm100/ picks several); default: all. --list shows them")
+                    help="a kernel (repeatable; a prefix such as sm100/ picks several); default: all (--list)")
     ap.add_argument("--list", action="store_true", help="list the kernels and their mutant counts, run nothing")
     ap.add_argument("--sample", type=int, default=0, help="run N mutants per kernel, drawn with --seed (0: all)")
     ap.add_argument("--seed", type=int, default=0)
