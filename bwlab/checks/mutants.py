@@ -356,24 +356,47 @@ def _split_args(masked: str, text: str, s: Site):
 
 def _early(text: str, masked: str, s: Site):
     """The text with the release statement at `s` moved above the nearest earlier statement of its block
-    that waits; None when no earlier sibling waits."""
-    brace = _enclosing_brace(masked, s.stmt_start)
-    if brace < 0:
-        return None
-    stmts = _statements(masked, brace)
-    mine = next((k for k, (a, b) in enumerate(stmts) if a <= s.start < b), None)
-    if mine is None:
-        return None
-    a, b = stmts[mine]
+    that waits, and that statement's first line. When no earlier sibling waits and the release sits in
+    the body of an `if` (with no else), the whole `if` is moved in the block around it (a release guarded
+    by `if (kt > 0) { ... }` moved above the wgmma.wait_group before it). None when nothing earlier waits."""
+    at = s.stmt_start
     waiting = WAITS + WAITING_HELPERS
-    for k in range(mine - 1, -1, -1):
-        p, q = stmts[k]
-        body = masked[p:q]
-        if any(re.search(rf"(?<![\w.]){re.escape(w)}\s*(<[^<>;]*>)?\s*\(", body) for w in waiting):
-            moved = text[a:b]
-            new = text[:p] + moved + "  /* mutant: moved up */\n" + _indent(text, p) + text[p:a].rstrip() + text[b:]
-            return new, _line_text(text, p)
+    for _level in range(2):
+        brace = _enclosing_brace(masked, at)
+        if brace < 0:
+            return None
+        stmts = _statements(masked, brace)
+        mine = next((k for k, (a, b) in enumerate(stmts) if a <= at < b), None)
+        if mine is None:
+            return None
+        a, b = stmts[mine]
+        for k in range(mine - 1, -1, -1):
+            p, q = stmts[k]
+            body = masked[p:q]
+            if any(re.search(rf"(?<![\w.]){re.escape(w)}\s*(<[^<>;]*>)?\s*\(", body) for w in waiting):
+                moved = text[a:b]
+                new = text[:p] + moved + "  /* mutant: moved up */\n" + _indent(text, p) + text[p:a].rstrip() + \
+                    text[b:]
+                return new, _line_text(text, p)
+        head = masked[:brace].rstrip()
+        if not head.endswith(")") or not _if_head(masked, len(head) - 1) or \
+                not re.search(r"\bif\s*\($", masked[:_open_paren(masked, len(head) - 1) + 1]) or \
+                masked[_close(masked, brace, "{", "}"):].lstrip().startswith("else"):
+            return None
+        at = masked.rfind("if", 0, _open_paren(masked, len(head) - 1) + 1)   # the enclosing if, one block up
     return None
+
+
+def _open_paren(masked: str, close_paren: int) -> int:
+    depth = 0
+    for j in range(close_paren, -1, -1):
+        if masked[j] == ")":
+            depth += 1
+        elif masked[j] == "(":
+            depth -= 1
+            if depth == 0:
+                return j
+    return -1
 
 
 def _indent(text: str, offset: int) -> str:
