@@ -133,6 +133,8 @@ SURVIVORS = [
     ("sm90/s2_pipeline", "remove", "wgmma_wait_group<1>();", 0, "a stage released while a wgmma still reads it"),
     ("sm90/s2_pipeline", "remove", "mbarrier_wait(&empty[ps]", 0, "a stage reloaded before every consumer warp "
                                                                   "released it"),
+    ("sm90/s2_pipeline", "early", "mbarrier_arrive(&empty[ps])", 0, "a stage released above the wgmma.wait_group "
+                                                                    "that says its wgmma have read it"),
 ]
 
 
