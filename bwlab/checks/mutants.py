@@ -741,7 +741,7 @@ def _not_rule_breaking(m: Mutant):
 
 # ---- the command ------------------------------------------------------------------------------------------
 def _summary(targets, outcomes_by_target, mutants_by_target) -> list:
-    lines = [f"{'kernel':28s} {'mutants':>7s} {'rule-br':>7s} {'named':>6s} {'hang':>5s} {'wrong':>5s} "
+    lines = [f"{'kernel':28s} {'run/all':>7s} {'rule-br':>7s} {'named':>6s} {'hang':>5s} {'wrong':>5s} "
              f"{'pass':>5s} {'limit':>5s} {'error':>5s} {'n/a':>4s}  loud share of rule-breaking"]
     tot = {}
     for t in targets:
@@ -754,13 +754,16 @@ def _summary(targets, outcomes_by_target, mutants_by_target) -> list:
             tot[k] = tot.get(k, 0) + v
         tot["rb"] = tot.get("rb", 0) + len(rb)
         tot["all"] = tot.get("all", 0) + len(outs)
+        tot["total"] = tot.get("total", 0) + mutants_by_target[t][0]
         tot["n/a"] = tot.get("n/a", 0) + na
         share = f"{100 * loud / len(rb):5.1f} % ({loud}/{len(rb)}; named alone {cnt['named']})" if rb else "-"
-        lines.append(f"{t:28s} {len(outs):7d} {len(rb):7d} {cnt['named']:6d} {cnt['hang']:5d} {cnt['wrong']:5d} "
+        ran = f"{len(outs)}/{mutants_by_target[t][0]}"
+        lines.append(f"{t:28s} {ran:>7s} {len(rb):7d} {cnt['named']:6d} {cnt['hang']:5d} {cnt['wrong']:5d} "
                      f"{cnt['pass']:5d} {cnt['limit']:5d} {cnt['error']:5d} {na:4d}  {share}")
     loud = tot.get("named", 0) + tot.get("hang", 0)
     rb = tot.get("rb", 0)
-    lines.append(f"{'all':28s} {tot.get('all', 0):7d} {rb:7d} {tot.get('named', 0):6d} {tot.get('hang', 0):5d} "
+    ran = f"{tot.get('all', 0)}/{tot.get('total', 0)}"
+    lines.append(f"{'all':28s} {ran:>7s} {rb:7d} {tot.get('named', 0):6d} {tot.get('hang', 0):5d} "
                  f"{tot.get('wrong', 0):5d} {tot.get('pass', 0):5d} {tot.get('limit', 0):5d} {tot.get('error', 0):5d} "
                  f"{tot.get('n/a', 0):4d}  " + (f"{100 * loud / rb:5.1f} % ({loud}/{rb})" if rb else "-"))
     return lines
@@ -814,8 +817,9 @@ def validate_main(argv=None) -> int:
     say(f"each mutant in a worker (CPU limit {args.cpu_limit:g} s), shapes: " + ", ".join(
         f"{n} {'x'.join(map(str, reuse_shape(n)))}" for n in names if "/" in n))
     todo = [(n, m) for n in names for m in chosen[n][1]]
-    say(f"{len(todo)} mutants of {sum(chosen[n][0] for n in names)} over {len(names)} kernels; "
-        f"--sample {args.sample} --seed {args.seed}\n")
+    what = "\n" if args.report else f"; --sample {args.sample} --seed {args.seed}\n"
+    say(f"{len(todo)} {'recorded outcomes' if args.report else 'mutants'} of {sum(chosen[n][0] for n in names)} "
+        f"mutants over {len(names)} kernels" + what)
     outcomes = {n: [] for n in names}
     from concurrent.futures import ThreadPoolExecutor
     t0 = time.time()
