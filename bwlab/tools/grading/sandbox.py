@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from ... import variants
+from . import isolation
 from .common import (GradingError, Limits, MAX_OUTPUT, MAX_REPLY, MAX_TOTAL, PACKAGE, ROOT, RUN_ENV,
     SANDBOX_UID, SandboxGone)
 
@@ -53,14 +54,18 @@ def _readonly_paths() -> list[Path]:
 
 
 def sandbox_command(python: str, tmp: Path | None, limits: Limits, mode: str,
-                    notebook: Path | None = None, token: str | None = None) -> list[str]:
+                    notebook: Path | None = None, token: str | None = None, uid: int = SANDBOX_UID,
+                    seccomp_fd: int | None = None) -> list[str]:
     """The command that runs `python -m bwlab.tools.answer_runner` in the sandbox: its only writable
     place is a private tmpfs /tmp of limits.tmp_bytes (`tmp`, a folder here, only with mode 'none');
     `notebook`, the submission's copy, is there read-only under its own name; `token`, the student's
-    (bwlab.variants), in BWLAB_TOKEN."""
+    (bwlab.variants), in BWLAB_TOKEN; `uid`, the user id the learner's code runs as (a UidSlot's: no
+    other running sandbox has it); `seccomp_fd`, a file descriptor holding isolation.seccomp_program's
+    filter, which bubblewrap installs before it starts the runner."""
     env = {"PYTHONPATH": str(ROOT), "HOME": "/tmp", "TMPDIR": "/tmp", "IPYTHONDIR": "/tmp/.ipython",
            "MPLBACKEND": "Agg", "MPLCONFIGDIR": "/tmp/.mpl", "BWLAB_BACKEND": os.environ.get("BWLAB_BACKEND", "model"),
-           "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+           "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
+           "USER": "sandbox", "LOGNAME": "sandbox"}
     if token is not None:
         env[variants.TOKEN_ENV] = token
     # Which grading run this sandbox belongs to (the grader's BWLAB_GRADING_RUN, else its process id): the
@@ -73,6 +78,8 @@ def sandbox_command(python: str, tmp: Path | None, limits: Limits, mode: str,
                                                           "MPLCONFIGDIR": str(tmp / ".mpl")}.items()), *runner]
     cmd = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
            "--die-with-parent", "--new-session", "--clearenv", "--hostname", "sandbox"]
+    if seccomp_fd is not None:
+        cmd += ["--seccomp", str(seccomp_fd)]
     # the private /tmp first: a checkout (or its venv) that lives under /tmp is bound on top of it below
     cmd += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
     dirs = set()
@@ -98,14 +105,16 @@ def sandbox_command(python: str, tmp: Path | None, limits: Limits, mode: str,
         cmd += ["--ro-bind", str(notebook), f"/tmp/{Path(notebook).name}"]
     for k, v in env.items():
         cmd += ["--setenv", k, v]
-    drop = ["setpriv", f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups",
+    drop = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
             "--inh-caps=-all", "--bounding-set=-all"]
     return cmd + drop + runner
 
 
-def _limit(limits: Limits):
+def _limit(limits: Limits, cgroup: "isolation.Cgroup | None" = None):
     def apply():
         os.setsid()
+        if cgroup is not None:
+            cgroup.join()
         for what, n in ((resource.RLIMIT_AS, limits.memory_bytes), (resource.RLIMIT_NPROC, limits.processes),
                         (resource.RLIMIT_CPU, limits.cpu_s), (resource.RLIMIT_FSIZE, limits.file_bytes),
                         (resource.RLIMIT_CORE, 0)):
@@ -142,13 +151,34 @@ class Sandbox:
 
     def __init__(self, cells: list[str], limits: Limits, mode: str, deadline: float | None = None,
                  notebook: Path | None = None, token: str | None = None):
-        self.limits, self.mode = limits, mode
+        self.limits, self.mode, self.owner = limits, mode, os.getpid()
         # bwrap: a private tmpfs; nothing on this machine to leave behind if the grader is killed
         self.tmp = Path(tempfile.mkdtemp(prefix="bwlab-sandbox-")) if mode == "none" else None
         self.deadline = deadline or time.monotonic() + limits.total_timeout
-        self.proc = subprocess.Popen(sandbox_command(sys.executable, self.tmp, limits, mode, notebook, token),
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     preexec_fn=_limit(limits), cwd=self.tmp or "/")
+        self.slot = self.cgroup = None
+        seccomp_r = None
+        try:
+            cg = isolation.detect()
+            if cg.kind != "none":
+                self.cgroup = isolation.Cgroup(cg, limits.memory_bytes, limits.processes, limits.cpus)
+            uid = SANDBOX_UID
+            if mode == "bwrap":
+                self.slot = isolation.UidSlot()
+                uid = self.slot.uid
+                seccomp_r, w = os.pipe()
+                os.write(w, isolation.seccomp_program(isolation.denied_calls(cg)))
+                os.close(w)
+            self.proc = subprocess.Popen(
+                sandbox_command(sys.executable, self.tmp, limits, mode, notebook, token, uid, seccomp_r),
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                preexec_fn=_limit(limits, self.cgroup), cwd=self.tmp or "/",
+                pass_fds=() if seccomp_r is None else (seccomp_r,))
+        except BaseException:
+            self._release()
+            raise
+        finally:
+            if seccomp_r is not None:
+                os.close(seccomp_r)
         self.buf = b""
         self.events: list[dict] = []
         self.ncells = len(cells)
@@ -255,6 +285,9 @@ class Sandbox:
         self.close()
         err = (self.stderr_tail or "").strip().splitlines()
         detail = f": {err[-1][:300]}" if err else ""
+        if self.oom:
+            detail += (f" (the sandbox reached its memory limit, {self.limits.memory_bytes >> 20} MiB for all its "
+                       "processes, shared memory and files in /tmp included)")
         if rc is not None and rc < 0:
             return f"its process was ended by signal {-rc} ({signal.Signals(-rc).name}){detail}"
         return f"its process ended (exit status {rc}){detail}"
@@ -262,6 +295,7 @@ class Sandbox:
     stderr_tail = ""
 
     cpu_s = 0.0          # CPU seconds of the processes inside the sandbox, read as it is stopped
+    oom = False          # its cgroup's memory limit was reached
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -277,7 +311,23 @@ class Sandbox:
         for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             with contextlib.suppress(Exception):
                 f.close()
-        if self.tmp is not None:
+        if self.tmp is not None and os.getpid() == self.owner:
             shutil.rmtree(self.tmp, ignore_errors=True)
+        self._release()
+
+    owner = os.getpid()
+
+    def _release(self) -> None:
+        """Its cgroup emptied and removed, its user id freed: by the process that made the sandbox only
+        (a jailed check, a fork, may stop the sandbox but leaves these to the grader)."""
+        if os.getpid() != self.owner:
+            return
+        if self.cgroup is not None:
+            self.oom = self.oom or self.cgroup.out_of_memory()
+            self.cgroup.destroy()
+            self.cgroup = None
+        if self.slot is not None:
+            self.slot.release()
+            self.slot = None
 
 
