@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
+import shutil
 import signal
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -18,7 +20,8 @@ from .results import (_read, _result_path, _sha, assignments, feedback_path, gra
                       write_feedback, write_result)
 from .collect import Problem
 from .sandbox import sandbox_mode
-from .session import Session, verdict
+from .session import Session
+from .jail import jailed_verdict
 
 
 def grade_one(submission: Path, source_nb: Path, release_nb: Path, limits: Limits, mode: str,
@@ -58,9 +61,9 @@ def grade_one(submission: Path, source_nb: Path, release_nb: Path, limits: Limit
         return _failed(result, f"the notebook did not run to its end: {e}", t0)
     try:
         _attach(cells, session.events)
-        with variants.using(token):
+        with variants.using(token), _hidden_preloaded(graded, solution_ids):
             for g, ex in zip(graded, result["exercises"]):
-                v = verdict(g.code, session, names)
+                v = jailed_verdict(g.code, session, names, limits)
                 ex.update(v, points=g.points if v["passed"] else 0.0)
     finally:
         session.close()
@@ -126,9 +129,14 @@ def preflight(limits: Limits, mode: str) -> None:
                            "'The sandbox'.") from None
 
 
-def _job(args):
+def _grade_args(args):
     submission, source, release, limits, mode, token = args
     return grade_one(Path(submission), Path(source), Path(release), limits, mode, token)
+
+
+def _job(args):
+    """One submission in a worker: its result; a grader's error on it is its FAILED result."""
+    return _guarded(_grade_args, args)
 
 
 def course_data() -> Path:
@@ -221,24 +229,99 @@ def grade_all(course: Path, jobs: int = 1, limits: Limits | None = None, sandbox
         if progress:
             progress(sid, a, result)
 
-    if jobs <= 1 or len(todo) <= 1:
-        for sid, a, sha, args in todo:
-            done(sid, a, sha, _guarded(_job, args))
-    else:
-        import multiprocessing
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=_die_with_grader, initargs=(os.getpid(),)) as pool:
-            futs = {pool.submit(_job, args): (sid, a, sha, args) for sid, a, sha, args in todo}
-            for fut in as_completed(futs):
-                sid, a, sha, args = futs[fut]
-                try:
-                    result = fut.result()
-                except Exception as e:           # the worker died: grade it here, alone
-                    result = _guarded(_job, args, f"{type(e).__name__}: {e}")
-                done(sid, a, sha, result)
-    write_csv(course)
+    # The submissions are graded in worker processes, never in this one: whatever ends a worker ends
+    # no more than the submissions it had, each graded again alone and FAILED (named) if that ends too.
+    cache = _batch_cache(course) if todo else None
+    try:
+        with _env(BWLAB_CACHE=str(cache) if cache else None):
+            retry = []
+            if todo:
+                with _pool(jobs) as pool:
+                    futs = {pool.submit(_job, args): (sid, a, sha, args) for sid, a, sha, args in todo}
+                    for fut in as_completed(futs):
+                        sid, a, sha, args = futs[fut]
+                        try:
+                            done(sid, a, sha, fut.result())
+                        except GradingError:
+                            raise
+                        except Exception as e:          # its worker died (or another's took the pool down)
+                            retry.append((sid, a, sha, args, f"{type(e).__name__}: {e}"))
+            for sid, a, sha, args, why in retry:
+                done(sid, a, sha, _alone(args, why))
+    finally:
+        write_csv(course)
+        if cache is not None:
+            shutil.rmtree(cache, ignore_errors=True)
     batch.seconds = time.monotonic() - t0
     return batch
+
+
+def _pool(jobs: int) -> ProcessPoolExecutor:
+    import multiprocessing
+    return ProcessPoolExecutor(max(1, jobs), mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_die_with_grader, initargs=(os.getpid(),))
+
+
+def _alone(args, earlier: str) -> dict:
+    """Grade one submission again in a worker of its own (its pool's worker died); FAILED with the
+    reason if this one dies too."""
+    try:
+        with _pool(1) as pool:
+            return pool.submit(_job, args).result()
+    except GradingError:
+        raise
+    except Exception as e:
+        return {"status": "FAILED", "reason": f"the grader's worker process died while grading it, twice "
+                f"({type(e).__name__}: {e}; the first time: {earlier})", "score": 0.0, "max_score": None,
+                "exercises": [], "cells": [], "notes": []}
+
+
+def _batch_cache(course: Path) -> Path:
+    """This batch's NVRTC cache, inside the course folder (removed when the batch ends): the kernels
+    the checks compile are cached there, never in the grading user's home."""
+    d = Path(course) / ".nvrtc-cache" / f"batch-{os.getpid()}-{int(time.time())}"
+    d.mkdir(parents=True, exist_ok=True)
+    os.chmod(d, 0o1777)          # the jailed checks run as user ids of their own
+    return d
+
+
+@contextlib.contextmanager
+def _env(**values):
+    """Environment variables set for the workers this starts (None: left as it is)."""
+    old = {k: os.environ.get(k) for k in values}
+    try:
+        for k, v in values.items():
+            if v is not None:
+                os.environ[k] = v
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@contextlib.contextmanager
+def _hidden_preloaded(graded, solution_ids):
+    """The hidden cases of this notebook's exercises, read here from the course data before any check
+    runs (the jailed checks, under user ids of their own, read no file of the course data)."""
+    import re as _re
+    ids = set(solution_ids)
+    for g in graded:
+        ids |= set(_re.findall(r"hidden_cases\(\s*[\"']([A-Za-z0-9_]+)[\"']\s*\)", g.code))
+    mod = _exercises._course_module()
+    pre = {}
+    if mod is not None:
+        with contextlib.redirect_stdout(io.StringIO()):
+            for i in sorted(ids):
+                if callable(getattr(mod, i, None)):
+                    pre[i] = _exercises.hidden_cases(i)
+    old, _exercises._PRELOADED = _exercises._PRELOADED, pre
+    try:
+        yield
+    finally:
+        _exercises._PRELOADED = old
 
 
 def _guarded(fn, args, earlier: str = ""):

@@ -136,34 +136,53 @@ class Session:
         """A new graded cell begins: its learner calls get limits.exercise_budget seconds in all."""
         self.spent, self.calls = 0.0, 0
 
+    jailed = False       # True in a jailed check (a fork): the sandbox is not started again there
+    on_ask = None        # in a jailed check: told "asking" before each question and "idle" after its reply
+
+    def prepare(self) -> None:
+        """Before a graded cell: start the sandbox again if an earlier answer stopped it (at most
+        limits.restarts times, within the notebook's time); NotAnAnswer (not evaluated) if it cannot be."""
+        if self.box is not None:
+            return
+        if self.restarts >= self.limits.restarts:
+            raise self._not_evaluated("the sandbox was stopped too often by earlier answers")
+        self.restarts += 1
+        if time.monotonic() >= self.deadline:
+            raise self._not_evaluated("the notebook's time limit ran out")
+        self.box = Sandbox(self.cells, self.limits, self.mode, self.deadline, self.notebook, self.token)
+        self.boxes.append(self.box)
+        try:
+            self.box.run()
+        except SandboxGone as e:
+            self.box.close()
+            self.box = None
+            raise self._not_evaluated(f"the sandbox, started again, stopped: {e}") from None
+
     def ask(self, op: str, name: str, args=None) -> dict:
         if op == "call" and self.spent > self.limits.exercise_budget:
             raise NotAnAnswer(f"your functions took {self.spent:.0f} s over {self.calls} calls for this exercise, "
                               f"more than the {self.limits.exercise_budget:g} s one exercise may take; the "
                               "checks' cases are small: each call should take well under a second")
         if self.box is None:
-            if self.restarts >= self.limits.restarts:
-                raise self._not_evaluated("the sandbox was stopped too often by earlier answers")
-            self.restarts += 1
-            if time.monotonic() >= self.deadline:
-                raise self._not_evaluated("the notebook's time limit ran out")
-            self.box = Sandbox(self.cells, self.limits, self.mode, self.deadline, self.notebook, self.token)
-            self.boxes.append(self.box)
-            try:
-                self.box.run()
-            except SandboxGone as e:
-                self.box = None
-                raise self._not_evaluated(f"the sandbox, started again, stopped: {e}") from None
+            if self.jailed:
+                raise NotAnAnswer(f"`{name}` was not evaluated: the sandbox had stopped earlier in this exercise")
+            self.prepare()
         t0 = time.monotonic()
+        if self.on_ask:
+            self.on_ask("asking")
         try:
-            return self.box.get(name) if op == "get" else self.box.call(name, args)
+            reply = self.box.get(name) if op == "get" else self.box.call(name, args)
         except SandboxGone as e:
+            self.box.close()
             self.box = None
             raise NotAnAnswer(f"while evaluating `{name}` the sandbox stopped: {e}") from None
         finally:
             if op == "call":
                 self.spent += time.monotonic() - t0
                 self.calls += 1
+        if self.on_ask:
+            self.on_ask("idle")
+        return reply
 
     @property
     def cpu_s(self) -> float:
