@@ -37,10 +37,10 @@ from .sandbox import *                                           # noqa: F401,F4
 from .sandbox import _limit, _readonly_paths, _tree_cpu          # noqa: F401
 from .session import *                                           # noqa: F401,F403
 from .session import _LearnerFunction, _Names, _reply_value, _unsafe_text   # noqa: F401
-from .plan import *                                              # noqa: F401,F403
-from .plan import _nbgrader, _source, _visible                   # noqa: F401
+from .planning import *                                              # noqa: F401,F403
+from .planning import _nbgrader, _source, _visible                   # noqa: F401
 from .results import *                                           # noqa: F401,F403
 from .results import _read, _result_path, _sha                   # noqa: F401
-from .collect import *                                           # noqa: F401,F403
+from .collecting import *                                           # noqa: F401,F403
 from .batch import *                                             # noqa: F401,F403
 from .batch import _failed, _guarded, _job                       # noqa: F401

@@ -15,10 +15,10 @@ from pathlib import Path
 from ... import exercises as _exercises
 from ... import variants
 from .common import GradingError, Limits, PACKAGE, STUDENT_ID, SandboxGone
-from .plan import _nbgrader, _source, course_names, graded_cells, plan, read_submission, skippable
+from .planning import _nbgrader, _source, course_names, graded_cells, plan, read_submission, skippable
 from .results import (_read, _result_path, _sha, assignments, feedback_path, grader_version, write_csv,
                       write_feedback, write_result)
-from .collect import Problem
+from .collecting import Problem
 from .sandbox import sandbox_mode
 from .session import Session
 from .jail import jailed_verdict

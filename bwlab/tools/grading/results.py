@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import plain
 from .common import PACKAGE
-from .plan import graded_cells
+from .planning import graded_cells
 
 
 def _sha(path: Path) -> str:

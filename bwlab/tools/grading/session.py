@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import plain
 from .common import GradingError, Limits, SandboxGone
-from .plan import Names
+from .planning import Names
 from .sandbox import Sandbox
 
 

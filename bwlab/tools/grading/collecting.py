@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import csv
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+
 from .common import GradingError, MAX_NOTEBOOK, STUDENT_ID
 from .results import assignments, write_result
 
@@ -64,6 +66,60 @@ def printable(text: str) -> str:
     return "".join(out)
 
 
+JUNK = frozenset({"__MACOSX", ".DS_Store", ".ipynb_checkpoints", "Thumbs.db", "desktop.ini"})
+MAX_DEPTH = 16           # folders below a student's folder that collecting looks into
+MAX_ENTRIES = 5000       # entries of one student's folder, all depths, that collecting looks at
+
+
+def _notebooks(top: Path) -> tuple[list[Path], list[tuple[str, str]]]:
+    """The .ipynb files under a student's folder, found by an iterative walk that follows no link, goes
+    at most MAX_DEPTH folders down and looks at no more than MAX_ENTRIES entries; hidden entries,
+    __MACOSX and checkpoints are passed over. Also (what, why) for every link and for what was not
+    searched."""
+    found, problems, todo, seen = [], [], [(top, 0)], 0
+    deep = full = False
+    while todo:
+        d, depth = todo.pop()
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError as e:
+            problems.append((_short(d, top) + "/", f"not searched: {e.strerror or e}"))
+            continue
+        for e in entries:
+            if e.name.startswith(".") or e.name in JUNK:
+                continue
+            seen += 1
+            if seen > MAX_ENTRIES:
+                if not full:
+                    problems.append(("(folder)", f"more than {MAX_ENTRIES} files and folders: the rest was not "
+                                                 "searched; hand in the notebooks, not a whole tree"))
+                full = True
+                break
+            path = Path(e.path)
+            if e.is_symlink():
+                if e.name.endswith(".ipynb") or depth < MAX_DEPTH:
+                    problems.append((_short(path, top), "ignored: a symbolic link, not a file the student handed in"))
+                continue
+            if e.is_dir(follow_symlinks=False):
+                if depth + 1 > MAX_DEPTH:
+                    if not deep:
+                        problems.append((_short(path, top), f"not searched: deeper than {MAX_DEPTH} folders "
+                                                            "inside the student's folder"))
+                    deep = True
+                    continue
+                todo.append((path, depth + 1))
+            elif e.name.endswith(".ipynb"):
+                found.append(path)
+        if full:
+            break
+    return sorted(found), problems
+
+
+def _short(path: Path, top: Path) -> str:
+    rel = str(Path(path).relative_to(top))
+    return rel if len(rel) <= 120 else rel[:50] + f"...({len(rel) - 100} characters)..." + rel[-50:]
+
+
 def collect(course: Path, folder: Path, id_map: dict[str, str] | None = None) -> tuple[list[Path], list[Problem]]:
     """Copy FOLDER/<student>/**/*.ipynb to submitted/<student>/<assignment>/<assignment>.ipynb (the
     assignment is the one whose name begins the file's name). A folder that maps to no student, a file
@@ -77,18 +133,29 @@ def collect(course: Path, folder: Path, id_map: dict[str, str] | None = None) ->
         raise GradingError(f"{folder} is not a folder of submissions (<student>/<notebook>.ipynb)")
     copied, problems = [], []
     files: dict[tuple[str, str], list[Path]] = {}      # (student, assignment) -> files, from every folder
-    for d in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith((".", "__MACOSX"))):
+    for d in sorted(folder.iterdir()):
+        if d.name in JUNK:
+            continue
+        if d.is_symlink():
+            problems.append(Problem(d.name, "(folder)", "not graded: a symbolic link, not a folder handed in "
+                                                        "(a link to a classmate's work is not this student's)"))
+            continue
+        if not d.is_dir():
+            problems.append(Problem(d.name, "(file)", "not graded: not in a student's folder (each student's "
+                                                      "notebooks go in a folder of their own)"))
+            continue
+        if d.name.startswith("."):
+            problems.append(Problem(d.name, "(folder)", "not graded: a hidden folder (its name begins with '.'); "
+                                                        "rename it to the student's id"))
+            continue
         sid, why = student_of(d.name, id_map)
         if sid is None:
             problems.append(Problem(d.name, "(folder)", f"not graded: {why}"))
             continue
-        for nb in sorted(d.rglob("*.ipynb")):
+        found, walk_problems = _notebooks(d)
+        problems += [Problem(sid, what, why) for what, why in walk_problems]
+        for nb in found:
             rel = nb.relative_to(d)
-            if any(part.startswith(".") or part == "__MACOSX" for part in rel.parts):
-                continue
-            if any((d / Path(*rel.parts[:i + 1])).is_symlink() for i in range(len(rel.parts))):
-                problems.append(Problem(sid, str(rel), "ignored: a symbolic link, not a file the student handed in"))
-                continue
             if not nb.is_file():
                 problems.append(Problem(sid, str(rel), "ignored: not a regular file"))
                 continue
