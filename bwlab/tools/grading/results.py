@@ -48,9 +48,34 @@ def feedback_path(course: Path, student: str, assignment: str) -> Path:
     return Path(course) / "feedback" / student / assignment / f"{assignment}.html"
 
 
+MAX_SOURCE = 20_000          # characters of one cell's source kept in a result (and its feedback page)
+MAX_SOURCES = 400_000        # ... and of all its cells' sources
+
+
+def bounded_cells(cells: list[dict]) -> list[dict]:
+    """The cells of a result as they are stored: each source once (what ran is only marked: "run" true
+    or false) and cut to MAX_SOURCE characters, MAX_SOURCES in all; outputs are cut where they are read
+    (Sandbox._capped)."""
+    out, kept = [], 0
+    for c in cells:
+        c = dict(c)
+        src = str(c.get("source", ""))
+        if len(src) > MAX_SOURCE:
+            src = src[:MAX_SOURCE] + f"\n[... {len(src) - MAX_SOURCE} more characters of this cell]"
+        if kept + len(src) > MAX_SOURCES:
+            src = src[:max(0, MAX_SOURCES - kept)] + f"\n[sources beyond the notebook's {MAX_SOURCES} characters left out]"
+        kept += len(src)
+        c["source"] = src
+        if "run" in c:
+            c["run"] = c["run"] is not None and c["run"] is not False
+        out.append(c)
+    return out
+
+
 def write_result(course: Path, student: str, assignment: str, result: dict) -> Path:
     """Atomically (a reader sees the old result or the new one, never half of one)."""
-    result = {**result, "student": student, "assignment": assignment}
+    result = {**result, "student": student, "assignment": assignment,
+              "cells": bounded_cells(result.get("cells") or [])}
     path = _result_path(course, student, assignment)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
