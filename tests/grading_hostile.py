@@ -149,6 +149,26 @@ print("forked", ok, "of 8")
 """
 
 
+def rm_tree(top) -> None:
+    """Remove a folder tree of any depth without recursion (shutil.rmtree, and pytest's clean-up of its
+    temporary folders, stop at about 1000 levels): every test that makes the deep folder removes it."""
+    import os
+    if not os.path.lexists(top):
+        return
+    stack, order = [str(top)], []
+    while stack:
+        d = stack.pop()
+        order.append(d)
+        with os.scandir(d) as entries:
+            for e in entries:
+                if e.is_dir(follow_symlinks=False):
+                    stack.append(e.path)
+                else:
+                    os.unlink(e.path)
+    for d in reversed(order):
+        os.rmdir(d)
+
+
 def _syscalls():
     import platform
     return {"x86_64": dict(add_key=248, request_key=249, keyctl=250),

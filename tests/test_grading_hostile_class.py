@@ -62,7 +62,14 @@ def graded(tmp_path_factory):
     base = tmp_path_factory.mktemp("hostile")
     course, subs = base / "course", base / "submissions"
     cls.student(course, [ROOT / "notebooks" / f"{nb}.ipynb" for nb in gh.NOTEBOOKS])
-    cases = gh.make_class(course, subs, full=FULL)
+    try:
+        cases = gh.make_class(course, subs, full=FULL)
+        yield _grade(course, subs, cases)
+    finally:
+        gh.rm_tree(subs / "deep_folder")          # pytest's own clean-up cannot remove a 1000-deep folder
+
+
+def _grade(course, subs, cases) -> dict:
     shmem0, avail0, cg0, procs0 = _meminfo("Shmem"), _meminfo("MemAvailable"), _bwlab_cgroups(), _slot_processes()
     out = io.StringIO()
     t0 = time.monotonic()

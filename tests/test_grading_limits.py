@@ -4,13 +4,18 @@ filter and the cgroups (bwlab.tools.grading.collect, .jail, .isolation; bwlab.ex
 import json
 import os
 import struct
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from bwlab import exercises
 from bwlab.tools import grading
 from bwlab.tools.grading import collecting, isolation, jail
+
+sys.path.insert(0, str(Path(__file__).parent))
+from grading_hostile import rm_tree  # noqa: E402
 
 
 def _course(tmp_path):
@@ -54,7 +59,10 @@ def test_collect_walks_a_deep_folder_without_recursion_and_says_where_it_stopped
     (subs / "amy").mkdir()
     (subs / "amy" / "00_x.ipynb").write_text("{}")
     t0 = time.monotonic()
-    copied, problems = grading.collect(course, subs)
+    try:
+        copied, problems = grading.collect(course, subs)
+    finally:
+        rm_tree(subs / "deep")                   # pytest's own clean-up cannot remove a 1000-deep folder
     assert time.monotonic() - t0 < 30
     text = "\n".join(map(str, problems))
     assert sorted(p.parts[-3] for p in copied) == ["amy", "deep"]     # the one 1000 folders down is not seen
