@@ -141,4 +141,7 @@ def test_the_host_is_left_as_it_was(graded):
     assert p1 <= p0, f"processes of sandbox user ids left: {sorted(p1 - p0)}"
     assert not list((graded["course"] / ".nvrtc-cache").glob("batch-*")), "the batch's NVRTC cache was left"
     avail0, avail1 = graded["avail"]
-    print(f"MemAvailable {avail0 >> 20} -> {avail1 >> 20} MiB; graded in {graded['seconds']:.0f} s")
+    print(f"MemAvailable {avail0 >> 20} -> {avail1 >> 20} MiB, Shmem {shmem0 >> 20} -> {shmem1 >> 20} MiB; "
+          f"graded in {graded['seconds']:.0f} s; " + isolation.describe(isolation.detect()))
+    for (s, a), r in sorted(graded["results"].items()):
+        print(f"  {s}/{a}: {r['status']} {r.get('score')} in {r.get('seconds')} s")

@@ -210,6 +210,9 @@ def jailed_verdict(code: str, session: Session, course, limits: Limits) -> dict:
     elif result is None and oom:
         why += f" (it reached the {limits.check_memory_bytes >> 20} MiB a check may use)"
     _adopt(session, result or last)
+    if result is not None and result["verdict"].get("ename") == "MemoryError":     # RLIMIT_AS said no
+        return _refused(f"compiling or evaluating it took more memory than the {limits.check_memory_bytes >> 20} "
+                        "MiB a check may use (MemoryError)")
     return result["verdict"] if result is not None else _refused(why)
 
 
