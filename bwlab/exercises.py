@@ -22,6 +22,7 @@ differing byte, where it sits, expected vs got, and the rule's hint.
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import os
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
@@ -105,6 +106,7 @@ def course_cases(exercise: str):
         # the check's name and text, but not the check itself (no __wrapped__: it would take any cases)
         checked.__name__, checked.__qualname__ = check.__name__, check.__qualname__
         checked.__doc__, checked.__module__ = check.__doc__, check.__module__
+        checked.__signature__ = inspect.signature(check)           # for help(): a description, not the check
         checked.exercise = exercise
         return checked
     return wrap

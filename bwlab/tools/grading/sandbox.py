@@ -160,7 +160,10 @@ class Sandbox:
         try:
             cg = isolation.detect()
             if cg.kind != "none":
-                self.cgroup = isolation.Cgroup(cg, limits.memory_bytes, limits.processes, limits.cpus)
+                try:
+                    self.cgroup = isolation.Cgroup(cg, limits.memory_bytes, limits.processes, limits.cpus)
+                except OSError:         # this one could not be made: the limits without a cgroup apply
+                    cg = isolation.CgroupMode("none", why="the sandbox's cgroup could not be made")
             uid = SANDBOX_UID
             if mode == "bwrap":
                 self.slot = isolation.UidSlot()
