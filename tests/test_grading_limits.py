@@ -70,6 +70,14 @@ def test_collect_walks_a_deep_folder_without_recursion_and_says_where_it_stopped
     assert f"wide / (folder): more than {collecting.MAX_ENTRIES} files and folders" in text
 
 
+def test_a_submission_whose_worker_dies_twice_is_failed_by_name():
+    from bwlab.tools.grading import batch
+    import grading_hostile
+    r = batch._alone(("sub.ipynb",), "BrokenProcessPool: a child process terminated abruptly",
+                     job=grading_hostile.worker_dies)
+    assert r["status"] == "FAILED" and "worker process died while grading it, twice" in r["reason"], r
+
+
 # ---- the jailed checks -----------------------------------------------------------------------------
 
 NAMES = grading.Names(answers={"x", "f"}, prelude={})
