@@ -187,3 +187,14 @@ def test_a_cgroup_counts_a_memfd_and_is_removed():
     cg.destroy()
     assert not any(d.exists() for d in dirs)
     assert isolation.describe(isolation.detect()).startswith("sandbox limits: cgroup")
+
+
+def test_a_long_learner_cell_is_not_parsed_in_the_grader():
+    """What a cell reads is found by parsing it in the grader's process: a cell over MAX_PARSED characters
+    is not parsed there and counts as reading every name (so nothing before it is left out)."""
+    long = "y = 0\n" * (grading.planning.MAX_PARSED // 6 + 1)
+    cells = [{"type": "code", "source": s, "run": s} for s in ("import numpy as np", "x = np.ones(2)", long)]
+    release = {"import numpy as np", "x = np.ones(2)", long}
+    assert grading.skippable(cells, release, set()) == set()          # the long one runs, and all before it
+    short = [{"type": "code", "source": s, "run": s} for s in ("import numpy as np", "x = np.ones(2)", "y = 0")]
+    assert grading.skippable(short, {"import numpy as np", "x = np.ones(2)", "y = 0"}, set()) == {0, 1, 2}

@@ -174,7 +174,14 @@ _SETTER = re.compile(r"seed|^set|^use|config|enable|disable|force|register|patch
                      r"^extend|^insert|^pop|^remove|^clear|^sort$|^write|^save|^load|^close|^open")
 
 
+MAX_PARSED = 100_000     # characters of a learner's cell that the grader parses (to find what it reads)
+
+
 def _parse(code: str):
+    """The cell's syntax tree, or None (then it counts as reading every name): a cell that does not
+    parse, or one longer than MAX_PARSED characters, which the grader does not parse in its own process."""
+    if len(code) > MAX_PARSED:
+        return None
     try:
         return ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
