@@ -227,9 +227,8 @@ class Cgroup:
         try:
             for c, parent in mode.parents.items():
                 d = parent / name
-                if d in self.dirs.values():
-                    continue
-                d.mkdir()
+                if d not in self.dirs.values():      # v2: one folder for every controller
+                    d.mkdir()
                 self.dirs[c] = d
             self._limit(memory_bytes, pids, cpus)
         except OSError:
