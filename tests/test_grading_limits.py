@@ -104,7 +104,7 @@ def test_a_check_past_its_memory_scores_0_and_the_sandbox_answers_on(session):
 def test_a_check_past_its_cpu_time_scores_0(session):
     t0 = time.monotonic()
     v = jail.jailed_verdict("n = 0\nwhile True:\n    n += 1", session, NAMES, session.limits)
-    assert not v["passed"] and ("3 s of CPU" in v["message"] or "3 s a check may take" in v["message"]), v
+    assert not v["passed"] and ("3 s of CPU" in v["message"] or "9 s a check may take" in v["message"]), v
     assert time.monotonic() - t0 < 30
 
 

@@ -11,7 +11,7 @@ cell (`session.verdict`) in a forked child of the grader's process:
 * a user id of its own (isolation.UidSlot), no groups, no new privileges, and the seccomp filter
   that denies the keyring calls and memfd_create: it can read the package, write nothing of the course;
 * a wall-clock limit: the learner's calls' budget (limits.exercise_budget, with one call's time and
-  grace) plus limits.check_s.
+  grace) plus three times limits.check_s (a busy machine gives the child a fraction of a CPU).
 
 It talks to the learner's sandbox through the grader's pipes and reports back on a pipe of its own
 (JSON lines: "asking" before each question, "idle" with the conversation's state after each reply,
@@ -168,7 +168,7 @@ def jailed_verdict(code: str, session: Session, course, limits: Limits) -> dict:
         os.close(r)
         _child(code, session, course, limits, w, slot.uid if slot else None, cgroup, deny)
     os.close(w)
-    wall = limits.check_s + limits.exercise_budget + limits.call_timeout + limits.grace + 5
+    wall = 3 * limits.check_s + limits.exercise_budget + limits.call_timeout + limits.grace + 5   # a busy machine
     last, result, why, buf = None, None, "", b""
     end = time.monotonic() + wall
     try:
@@ -177,7 +177,7 @@ def jailed_verdict(code: str, session: Session, course, limits: Limits) -> dict:
             while result is None and not why:
                 left = end - time.monotonic()
                 if left <= 0:
-                    why = (f"it ran past the {limits.check_s:g} s a check may take (besides the "
+                    why = (f"it ran past the {3 * limits.check_s:g} s a check may take (besides the "
                            f"{limits.exercise_budget:g} s of your functions' calls) and was stopped")
                     break
                 if not sel.select(left):
