@@ -1,17 +1,20 @@
 """Grading a class: each submission run in its own sandbox, its answers scored outside it.
 
 The learner's notebook runs in a sandbox (`sandbox_command`): bubblewrap gives it a private mount,
-PID, network, IPC and UTS namespace, where the process runs as uid 65534 with no capabilities,
+PID, network, IPC and UTS namespace, where the process runs with no capabilities as a user id no
+other running sandbox has (isolation.UidSlot), under a seccomp filter (isolation.seccomp_program),
 sees the system's /usr, this Python, the virtual environment and bwlab's package read-only, a
 private writable /tmp, and nothing of the course folder (no source/, no gradebook, no release/, no
-other submission) nor of the network; memory, processes and CPU time are capped by rlimits and wall
+other submission) nor of the network; memory (shared memory and memfds included), processes and CPU
+are capped by a cgroup of its own where the host offers one (isolation), by rlimits besides, and wall
 clock from outside, and the whole process tree dies with the sandbox (its PID namespace ends with
 it; --die-with-parent when the grader itself dies).
 
 Inside, bwlab.tools.answer_runner executes the learner's code cells (each graded cell reduced to its
 imports) and then answers questions: "what is `my_tx_bytes`?", "call `my_smem_offset(3, 5, 2, 0)`".
-Every reply is plain data (bwlab.tools.plain). The verdict is computed here, in the grader's process:
-each graded cell of the instructor's notebook (source/, hidden tests included) is executed with its
+Every reply is plain data (bwlab.tools.plain). The verdict is computed by the grader, each graded
+cell in a jailed fork of its own (jail: memory, CPU and wall limits, no capabilities, seccomp), so that
+no learner's text is compiled or evaluated in the grader's own process: each graded cell of the instructor's notebook (source/, hidden tests included) is executed with its
 learner-facing names (`my_tx_bytes`, `tiles`, ...) bound to the decoded answers and to proxies that
 call the learner's functions in the sandbox. The hidden tests' cases come from the course data
 (course_data/, bwlab.exercises.hidden_cases), which the sandbox does not see. Each student's numbers
@@ -24,7 +27,13 @@ A batch (`grade_all`) survives any submission: one that cannot be read, run or s
 FAILED with the reason and graded again on the next run; a result is written (atomically) only when
 its grading finished; feedback pages are rebuilt where missing; `jobs` submissions are graded at a
 time. results/<student>/<assignment>.json holds everything; grades.csv and exercise_stats.csv are
-made from those.
+made from those. Submissions are graded in worker processes; a worker that dies costs only the
+submissions it held, each graded again alone and FAILED by name if that dies too; grades.csv is
+written however the batch ends.
+
+Modules: common (limits, caps, errors), isolation (cgroups, user ids, seccomp), sandbox (bubblewrap and
+the conversation), session (the verdict), jail (the verdict in a fork), planning (what runs), collecting
+(folders of submissions), results (results, feedback, CSVs), batch (one submission, a class).
 """
 from __future__ import annotations
 
