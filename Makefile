@@ -105,16 +105,17 @@ grade: venv sandbox-deps
 grade-check: venv sandbox-deps
 	$(PY) -m bwlab.tools.classroom selfcheck --backend $(GRADE_BACKEND)
 
-# Submissions run in a bubblewrap sandbox (docs/teaching.md, "The sandbox"). As root with apt-get this
-# installs it; elsewhere it says so: `make grade` then refuses to run learners' code, and the tests of
+# Submissions run in a bubblewrap sandbox (docs/teaching.md, "The sandbox"), dropped to a user id of its own
+# with setpriv (util-linux); its seccomp filter and cgroups need no package. As root with apt-get this
+# installs them; elsewhere it says so: `make grade` then refuses to run learners' code, and the tests of
 # hostile submissions are skipped with that reason.
 sandbox-deps:
-	@if ! command -v bwrap >/dev/null; then \
+	@if ! command -v bwrap >/dev/null || ! command -v setpriv >/dev/null; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap util-linux; \
 	  else \
-	    echo "sandbox-deps: no bubblewrap (bwrap). Install it as root (Debian/Ubuntu: apt-get install -y" \
-	         "bubblewrap), or grade in the container of docs/teaching.md. Grading refuses to run without it." >&2; \
+	    echo "sandbox-deps: no bubblewrap (bwrap) or setpriv. Install them as root (Debian/Ubuntu: apt-get install -y" \
+	         "bubblewrap util-linux), or grade in the container of docs/teaching.md. Grading refuses to run without them." >&2; \
 	  fi; \
 	fi
 

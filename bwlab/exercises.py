@@ -22,6 +22,7 @@ differing byte, where it sits, expected vs got, and the rule's hint.
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import os
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
@@ -66,19 +67,46 @@ def _course_module():
     return _COURSE_MODULES[key]
 
 
+class _Hidden(tuple):
+    """Hidden cases as `hidden_cases` made them from the course data (a check takes no others)."""
+
+
+_MADE_HERE = object()          # what marks a _Hidden that hidden_cases made
+_NO_COURSE_DATA = False        # the grading sandbox's runner sets it before a learner's code runs
+_PRELOADED: dict | None = None  # the grader's: exercise -> its hidden cases, read in the grader's own process
+
+
+def _genuine(hidden) -> bool:
+    return isinstance(hidden, _Hidden) and getattr(hidden, "made", None) is _MADE_HERE
+
+
 def course_cases(exercise: str):
-    """A check's decorator: its `hidden=True` means the course data's hidden cases of `exercise`
-    (hidden_cases), `hidden=False`/None none; any other value is the cases themselves."""
-    import functools
+    """A check's decorator. `hidden=` takes only what `hidden_cases(exercise)` returns (or True, which
+    asks for it; False, None or an empty sequence: none): the hidden cases are the course data's, which
+    only the grader (and an instructor's checkout) has. A visible check called with cases of its
+    caller's choosing would tell the caller the expected value of any input; it refuses them."""
 
     def wrap(check):
-        @functools.wraps(check)
         def checked(*args, hidden=(), **kwargs):
             if hidden is True:
                 hidden = hidden_cases(exercise)
             elif hidden is False or hidden is None:
                 hidden = ()
+            elif not _genuine(hidden):
+                try:
+                    empty = len(hidden) == 0
+                except TypeError:
+                    empty = False
+                if not empty:
+                    raise TypeError(f"{check.__name__} takes no cases of its caller's: hidden= is only what "
+                                    f"hidden_cases({exercise!r}) returns (the course data, which the grader "
+                                    "holds); the visible check tries the cases it shows")
+                hidden = ()
             return check(*args, hidden=hidden, **kwargs)
+        # the check's name and text, but not the check itself (no __wrapped__: it would take any cases)
+        checked.__name__, checked.__qualname__ = check.__name__, check.__qualname__
+        checked.__doc__, checked.__module__ = check.__doc__, check.__module__
+        checked.__signature__ = inspect.signature(check)           # for help(): a description, not the check
         checked.exercise = exercise
         return checked
     return wrap
@@ -87,15 +115,20 @@ def course_cases(exercise: str):
 def hidden_cases(exercise: str):
     """What the hidden test of `exercise` (its answer cell's id) tries beyond the shown cases, from
     the course data; () with a printed note where no course data is here (an instructor's notebook
-    run outside its checkout: the shown cases only). The grader refuses to start without it."""
-    mod = _course_module()
+    run outside its checkout, or the grading sandbox: only the shown cases ran). The grader refuses to
+    start without it, reads it in its own process, and hands the cases to its checks itself."""
+    if _PRELOADED is not None and exercise in _PRELOADED:
+        return _PRELOADED[exercise]
+    mod = None if _NO_COURSE_DATA else _course_module()
     if mod is None:
         print(f"hidden cases of {exercise}: the course data is not on this machine; only the shown cases ran")
         return ()
     make = getattr(mod, exercise, None)
     if make is None:
         raise KeyError(f"the course data ({mod.__file__}) has no hidden cases for {exercise!r}")
-    return make()
+    cases = _Hidden(make())
+    cases.made = _MADE_HERE
+    return cases
 
 
 class NotYet(AssertionError):

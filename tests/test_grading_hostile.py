@@ -58,9 +58,15 @@ def _sandbox_processes() -> set:
             with contextlib.suppress(OSError, StopIteration):
                 status = (d / "status").read_text()
                 uid = next(l.split()[1] for l in status.splitlines() if l.startswith("Uid:"))
-                if uid == str(grading.SANDBOX_UID) and mark in (d / "environ").read_bytes().split(b"\0"):
+                if _sandbox_uid(int(uid)) and mark in (d / "environ").read_bytes().split(b"\0"):
                     pids.add(int(d.name))
     return pids
+
+
+def _sandbox_uid(uid: int) -> bool:
+    """A user id the sandboxes run as (one per running sandbox: bwlab.tools.grading.isolation.UidSlot)."""
+    from bwlab.tools.grading import isolation
+    return isolation.UID_BASE <= uid < isolation.UID_BASE + isolation.UID_SLOTS
 
 
 def _grade(course, *extra) -> tuple[int, str]:
@@ -181,7 +187,7 @@ def test_nothing_outside_the_sandbox_changed(graded):
 
 def test_no_sandbox_process_outlives_the_run(graded):
     before, after = graded["procs"]
-    assert after <= before, f"processes of uid {grading.SANDBOX_UID} left: {sorted(after - before)}"
+    assert after <= before, f"processes of the sandbox user ids left: {sorted(after - before)}"
 
 
 def test_a_flood_of_output_stays_out_of_the_results(graded):
@@ -198,10 +204,12 @@ def test_what_the_sandbox_sees(graded):
     tmp = ["00_orientation.ipynb", "notebook-output.log"]
     if grading.ROOT.is_relative_to("/tmp"):   # a checkout under /tmp: its read-only parts appear there
         tmp = sorted(tmp + [grading.ROOT.relative_to("/tmp").parts[0]])
-    assert facts == {"uid": 65534, "euid": 65534, "net": "blocked", "sees_course": False,
+    assert _sandbox_uid(facts["uid"]) and facts["euid"] == facts["uid"] and facts["id_u"] == str(facts["uid"])
+    facts.update(uid=0, euid=0, id_u="0")
+    assert facts == {"uid": 0, "euid": 0, "net": "blocked", "sees_course": False,
                      "sees_submissions": False, "sees_repo_notebooks": False, "sees_repo_tests": False,
                      "sees_course_data": False, "course_data_found": False,
-                     "package_writable": False, "setuid0": False, "id_u": "65534",
+                     "package_writable": False, "setuid0": False, "id_u": "0",
                      "tmp": tmp, "own_copy_writable": False}
 
 

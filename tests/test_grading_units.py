@@ -187,7 +187,7 @@ def test_feedback_escapes_everything_the_learner_wrote():
 
 
 def test_a_sandbox_that_cannot_start_stops_the_batch_with_its_words(monkeypatch):
-    monkeypatch.setattr(grading, "sandbox_command",
+    monkeypatch.setattr(grading.sandbox, "sandbox_command",
                         lambda *a: ["sh", "-c", "echo 'bwrap: No permissions to create new namespace' >&2; exit 1"])
     with pytest.raises(grading.GradingError, match="does not start on this machine: .*No permissions to create"):
         grading.preflight(grading.Limits(), "none")

@@ -90,6 +90,11 @@ def main() -> int:
         replies.flush()
 
     job = json.loads(requests.readline())
+    # The hidden cases are the grader's: nothing in this process reads course data, wherever
+    # BWLAB_COURSE_DATA may point once the learner's code has run.
+    import bwlab.exercises
+    bwlab.exercises._NO_COURSE_DATA = True
+    os.environ.pop("BWLAB_COURSE_DATA", None)
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
     cfg = Config()

@@ -688,8 +688,9 @@ def main(argv=None) -> int:
         s = sub.add_parser(name, help="grade in sandboxes" + (" + scores (after --collect)" if name == "grade" else ""))
         s.add_argument("assignments", nargs="*")
         s.add_argument("--student", default=None)
-        s.add_argument("--backend", choices=("model", "hybrid", "auto"), default=None,
-                       help="BWLAB_BACKEND for the graded runs (default: this machine's)")
+        s.add_argument("--backend", choices=("model", "hybrid", "auto"), default="model",
+                       help="BWLAB_BACKEND for the graded runs (default model: a grade never depends on the "
+                            "machine, and no learner's kernel runs on it)")
         s.add_argument("--force", action="store_true", help="grade again what was graded already")
         s.add_argument("-j", "--jobs", type=int, default=1, help="submissions graded at a time (default 1)")
         s.add_argument("--sandbox", choices=("bwrap", "none"), default="bwrap",
@@ -703,6 +704,13 @@ def main(argv=None) -> int:
                        help="seconds of a learner's calls for one exercise, all its cases (default 6 call timeouts)")
         s.add_argument("--run-every-cell", action="store_true",
                        help="run the student version's unchanged demonstration cells too, even where no answer needs them")
+        s.add_argument("--memory", type=int, default=None,
+                       help="MiB of memory for each sandbox, every process, shared memory and /tmp included (default 4096)")
+        s.add_argument("--check-time", type=float, default=None,
+                       help="seconds (CPU, and wall besides the learner's calls) of one graded cell's own check, "
+                            "compiling and evaluating text answers included (default 60)")
+        s.add_argument("--check-memory", type=int, default=None,
+                       help="MiB of memory one graded cell's check may use (default 2048)")
         if name == "grade":
             s.add_argument("--collect", type=Path, default=None, help="first submit DIR/<student>/*.ipynb")
             s.add_argument("--id-map", type=Path, default=None,
@@ -782,7 +790,13 @@ def _run(a) -> int:
         limits = grading.Limits(**{k: v for k, v in (("cell_timeout", a.cell_timeout), ("grace", a.grace),
                                                            ("call_timeout", a.call_timeout),
                                                            ("exercise_calls_s", a.exercise_time),
-                                                           ("run_every_cell", a.run_every_cell)) if v})
+                                                           ("run_every_cell", a.run_every_cell),
+                                                           ("memory_bytes", a.memory and a.memory << 20),
+                                                           ("check_s", a.check_time),
+                                                           ("check_memory_bytes", a.check_memory and a.check_memory << 20))
+                                    if v})
+        if a.sandbox == "bwrap":
+            print(grading.isolation.describe(grading.isolation.detect()), flush=True)
 
         def progress(student_id, assignment, result):
             print(f"  {student_id}/{assignment}: " + (f"{result['score']:g} / {result['max_score']:g}"
