@@ -34,11 +34,60 @@ from __future__ import annotations
 from .compile import CUDA_SRC, Compiled, CompileError, compile_text, load_text_module
 from .source import function_source, source_text
 
-__all__ = ["TeachingKernel", "edited", "reset", "EDITS", "CompileError", "load_ipython_extension", "isolate",
-           "run_edited", "cell_errors", "CellErrors"]
+__all__ = ["TeachingKernel", "edited", "kept", "canonical", "runs_of", "RUNS", "reset", "EDITS", "CompileError",
+           "load_ipython_extension", "isolate", "run_edited", "cell_errors", "CellErrors"]
 
-# The kernels a learner changed with %%cuda, by file name.
+# The kernels a learner changed with %%cuda, by file name (its path under cuda_src/).
 EDITS: dict[str, "TeachingKernel"] = {}
+
+# Which calls run a kept %%cuda edit of each file: every one of them loads `kept(file)` instead of the
+# file (tests/test_lab_edits.py edits each file and proves the next run executes the edit). A file not
+# named here (a harness kernel) is only compiled: no call of the course launches an edit of it.
+_LADDER_SM90 = ("gemm.GemmCase(step, M, N, K).run()/check() and every run of that step "
+                "(gemm.runner.run_step, run_step_emulated, the ladder's timelines)")
+_LADDER_SM100 = "every run of that Blackwell step (gemm.sm100.run_sm100, run_step_emulated)"
+RUNS: dict[str, str] = {
+    "hello_bulk.cu": "hello_roundtrip() and HelloCopy().run()/check()/results()",
+    "teach_tma.cu": "tma.TmaLoad(..., kernel='teach_tma.cu') and tma.runner.run_teach",
+    "teach_multicast.cu": "multicast.MulticastLoad(..., kernel='teach_multicast.cu') and multicast.runner.run_teach",
+    "teach_wgmma.cu": "umma.WgmmaCase(..., kernel='teach_wgmma.cu') and umma.runner.run_teach_wgmma",
+    "teach_umma.cu": "umma.UmmaCase(..., kernel='teach_umma.cu') and umma.runner.run_teach_umma",
+    "teach_tmem.cu": "tmem.try_teach(), tmem.teach_case() and tmem.runner.run_teach",
+    "teach_store.cu": "epilogue.Epilogue(..., kernel='teach_store.cu') and epilogue.runner.run_teach",
+    "full_flow_sm100.cu": "Flow(...).run()/check()/trace('hardware' or 'emulated'), with or without kernel=",
+    "full_flow_sm90.cu": "Flow(...).trace('hybrid') and the Hopper twin (flow.runner.run_hopper)",
+}
+
+
+def canonical(file) -> str:
+    """A kernel's name as EDITS keys it: its path under cuda_src/ (`s3_warp_roles.cu` is found in its
+    folder when the name is unique there)."""
+    from pathlib import Path
+    name = str(file)
+    if not name.endswith((".cu", ".cuh")):
+        name += ".cu"
+    if Path(name).is_absolute() or (CUDA_SRC / name).exists():
+        return name
+    found = sorted(p.relative_to(CUDA_SRC).as_posix() for p in CUDA_SRC.rglob(Path(name).name))
+    return found[0] if len(found) == 1 else name
+
+
+def runs_of(file) -> str | None:
+    """The calls that run a kept edit of `file`, in words; None for a file no call launches edited."""
+    name = canonical(file)
+    if name in RUNS:
+        return RUNS[name]
+    if name.startswith("gemm_sm90/") and name.endswith(".cu"):
+        return _LADDER_SM90
+    if name.startswith("gemm_sm100/") and name.endswith(".cu"):
+        return _LADDER_SM100
+    return None
+
+
+def kept(file) -> "TeachingKernel | None":
+    """The learner's kept %%cuda edit of `file`, or None: what a runner that was given no kernel loads
+    instead of the file."""
+    return EDITS.get(canonical(file))
 
 
 def _targets(text: str) -> tuple[str, ...]:
@@ -54,7 +103,7 @@ class TeachingKernel:
     """The text of one teaching kernel file, original or edited."""
 
     def __init__(self, file: str, text: str | None = None):
-        self.file = file if file.endswith(".cu") else file + ".cu"
+        self.file = canonical(file)
         self.original = source_text(self.file)
         self.text = self.original if text is None else text
 
@@ -100,8 +149,7 @@ class TeachingKernel:
 
 def edited(file: str) -> TeachingKernel:
     """The learner's version of `file` if a %%cuda cell changed it, else the original."""
-    file = file if file.endswith(".cu") else file + ".cu"
-    return EDITS.get(file) or TeachingKernel(file)
+    return EDITS.get(canonical(file)) or TeachingKernel(file)
 
 
 def isolate(kernel: TeachingKernel) -> bool:
@@ -129,8 +177,14 @@ def reset(file: str | None = None) -> list[str]:
         done = sorted(EDITS)
         EDITS.clear()
         return done
-    file = file if file.endswith(".cu") else file + ".cu"
+    file = canonical(file)
     return [file] if EDITS.pop(file, None) is not None else []
+
+
+def _same_file(where: str, file: str) -> bool:
+    """Whether a compiler diagnostic's file is the cell's kernel (NVRTC names it by its base name, a file
+    in a folder of cuda_src/ too)."""
+    return where.replace("\\", "/").rsplit("/", 1)[-1] == file.replace("\\", "/").rsplit("/", 1)[-1]
 
 
 def cell_errors(e: CompileError, file: str, first_line: int = 2) -> str:
@@ -141,7 +195,7 @@ def cell_errors(e: CompileError, file: str, first_line: int = 2) -> str:
     for where, line, kind, msg in e.diagnostics:
         if kind == "warning":
             continue
-        if where.replace("\\", "/").rsplit("/", 1)[-1] != file or not 1 <= line <= len(lines):
+        if not _same_file(where, file) or not 1 <= line <= len(lines):
             out.append(f"{kind} in {where.replace(str(CUDA_SRC), 'cuda_src')}, line {line}: {msg}")
             continue
         at = line + first_line - 1
@@ -181,7 +235,7 @@ class CellErrors:
         for where, line, kind, msg in self.error.diagnostics:
             if kind == "warning":
                 continue
-            if where.replace("\\", "/").rsplit("/", 1)[-1] != self.file or not 1 <= line <= len(lines):
+            if not _same_file(where, self.file) or not 1 <= line <= len(lines):
                 parts.append(f"<p><b>{escape(kind)}</b> in {escape(where.replace(str(CUDA_SRC), 'cuda_src'))}, "
                              f"line {line}: {escape(msg)}</p>")
                 continue
@@ -259,9 +313,14 @@ def _cuda_magic(line: str, cell: str | None = None):
             _show(CellErrors(e, k.file))
             print(f"\n{k.file} was NOT kept: the stage still runs the previous version.")
             return None
+    runs = runs_of(k.file)
+    if runs is None:
+        print(f"{k.file}: compiled for {', '.join(k.targets)}, but no call of the course launches an edit of it "
+              f"(a harness kernel); edit a teaching kernel ({', '.join(sorted(RUNS))}) or a ladder step instead.")
+        return None
     EDITS[k.file] = k
-    print(f"{k.file}: compiled for {', '.join(k.targets)}; the stage's runner now uses this version"
-          + ("" if k.edited else " (unchanged from cuda_src/)") + f". Undo: %cuda --reset {k.file}")
+    print(f"{k.file}: compiled for {', '.join(k.targets)}" + ("" if k.edited else " (unchanged from cuda_src/)")
+          + f". From now on this version is what runs in: {runs}. Undo: %cuda --reset {k.file}")
     return None
 
 
