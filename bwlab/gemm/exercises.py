@@ -106,11 +106,20 @@ def _explain_occupancy(args, got, want):
     return None
 
 
+def occupancy_family(rng) -> tuple[int, int, int]:
+    """A random CTA of the family 7.2's graded cases come from: SMEM from 1 KiB to all of an SM's, any
+    register count a kernel may have (16..255), 1 to 32 warps."""
+    return (int(rng.integers(1, occupancy.SMEM_PER_SM // 1024 + 1)) * 1024 - int(rng.integers(0, 2)) * 512,
+            int(rng.integers(16, 256)), 32 * int(rng.integers(1, 33)))
+
+
 @course_cases("gemm_ctas_per_sm")
 def check_ctas_per_sm(fn, hidden=()) -> None:
-    """Exercise 7.2: fn(smem_per_cta, registers, threads) -> CTAs per SM; `hidden`: more, course data."""
+    """Exercise 7.2: fn(smem_per_cta, registers, threads) -> CTAs per SM; `hidden`: more, course data.
+    Without `hidden`, 300 random CTAs of the family (occupancy_family) follow the shown cases."""
     check_function_explained("CTAs per SM", fn, occupancy_cases(hidden), reference=_ctas,
-                             explain=_explain_occupancy, rule=OCC_RULE,
+                             explain=_explain_occupancy, rule=OCC_RULE, family=occupancy_family, draws=300,
+                             family_text="CTAs of any SMEM size, register count and warp count",
                              more="" if hidden else "other stage counts and CTAs limited by warps, CTAs "
                              "per SM and the register allocation unit",
                              hint="work out each limit on its own, then take the smallest")

@@ -76,15 +76,47 @@ def _explain_mask(args, got, expected):
     return None
 
 
+# Whole formulas a learner may write instead of the A mask, each with what it means (checked over every
+# case, so that one case's coincidence, e.g. a row-major A mask equal to CTA (0, 0)'s B mask, is not
+# taken for another mistake).
+A_MASK_MISTAKES = (
+    ("you numbered the ranks row-major (m * cluster_n + n); %cluster_ctarank runs along M first: "
+     "r = m + cluster_m * n, so the CTAs of one cluster row are cluster_m ranks apart",
+     lambda m, n, cm, cn: sum(1 << (m * cn + j) for j in range(cn))),
+    ("that is the B mask (same n, every m): A is shared along the cluster row, same m and every n",
+     lambda m, n, cm, cn: sum(1 << (i + cm * n) for i in range(cm))),
+    ("only this CTA's own bit: the other CTAs of its row would never receive its slice",
+     lambda m, n, cm, cn: 1 << (m + cm * n)),
+    ("that is CTA (m, n)'s rank, not a mask: a mask sets bit r for each receiving rank r",
+     lambda m, n, cm, cn: m + cm * n),
+)
+
+
+def mask_family(rng) -> tuple[int, int, int, int]:
+    """A random CTA of a random cluster of at most 16 CTAs (any M x N, not only squares or powers of
+    two): the family 2.1's graded cases come from."""
+    while True:
+        cm, cn = int(rng.integers(1, 17)), int(rng.integers(1, 17))
+        if cm * cn <= 16:
+            return (int(rng.integers(cm)), int(rng.integers(cn)), cm, cn)
+
+
 @course_cases("mc_a_mask")
 def check_a_mask(fn, hidden=()) -> None:
     """`fn(m, n, cluster_m, cluster_n)` -> the A ctaMask of CTA (m, n), one-SM MMA, for every CTA of a
-    4 x 4 and a 2 x 2 cluster; `hidden`: more cluster shapes (cluster_m, cluster_n), course data."""
+    4 x 4 and a 2 x 2 cluster, then (without `hidden`) 300 random CTAs of clusters up to 16 CTAs;
+    `hidden`: more cluster shapes (cluster_m, cluster_n), course data."""
+    from ..exercise_mistakes import which_mistake
     shapes = [(4, 4), (2, 2)] + [tuple(s) for s in hidden]
     cases = [(m, n, cm, cn) for cm, cn in shapes for n in range(cn) for m in range(cm)]
+    whole = which_mistake(fn, cases, A_MASK_MISTAKES)
+
+    def explain(args, got, expected):
+        return whole or _explain_mask(args, got, expected)
     check_function_explained("the A mask of CTA (m, n)", fn, cases, reference=_a_mask, rule=MASK_RULE,
-                             explain=_explain_mask, more="" if hidden else "clusters that are not square, "
+                             explain=explain, more="" if hidden else "clusters that are not square, "
                              "1 x 16 to 16 x 1, and one that is not a power of two",
+                             family=mask_family, draws=300, family_text="clusters of up to 16 CTAs",
                              hint="tutorial 03's 4 x 4 cluster: CTA (1, 2) has A mask 0x2222 (ranks 1, 5, 9, 13)")
 
 
@@ -308,6 +340,43 @@ def _stuck_report(cfg, masks) -> str:
     return "\n".join(lines)
 
 
+# Every cluster shape the kernel compiles for (CLUSTER_X x CLUSTER_Y up to 16 CTAs): the expression is
+# evaluated for each rank of each before any kernel runs (the family the graded shapes come from).
+FAMILY_SHAPES = tuple((cm, cn) for cm in range(1, 17) for cn in range(1, 17) if cm * cn <= 16)
+
+
+def _mask_miss(expr: str, shapes):
+    """The first (shape, rank, got, expected, why) where `expr` gives another A mask than CuTe's rule,
+    over `shapes`, else None; `why` names the mistake where one is recognised. ValueError from the
+    evaluator passes through."""
+    for cm, cn in shapes:
+        for r in range(cm * cn):
+            m, n = r % cm, r // cm
+            got, want = eval_mask_expr(expr, (cm, cn), r), _a_mask(m, n, cm, cn)
+            if got != want:
+                why = _explain_mask((m, n, cm, cn), got, want) or (
+                    f"compare bit by bit: which ranks need CTA ({m}, {n})'s A tile?")
+                return (cm, cn), r, got, want, why
+    return None
+
+
+def _masks_over_family(expr: str) -> None:
+    """NotYet, short and naming the mistake, for the first cluster shape of FAMILY_SHAPES (beyond the two
+    the kernel runs) where `expr` gives another A mask than CuTe's rule: a formula right for 2 x 2 and
+    2 x 4 can be wrong for 4 x 2. The expected mask is a separate line (a notebook shows it from the
+    second miss on)."""
+    try:
+        miss = _mask_miss(expr, [s for s in FAMILY_SHAPES if s not in ((2, 2), (2, 4))])
+    except ValueError as e:
+        raise NotYet(f"the A mask in the kernel: {e}") from None
+    if miss is None:
+        return
+    (cm, cn), r, got, want, why = miss
+    raise NotYet(f"the A mask in the kernel, cluster {cm}x{cn} (a shape beyond the two the kernel runs here): "
+                 f"for rank {r} (m = {r % cm}, n = {r // cm}) your expression gives 0x{got:04X}.\n"
+                 f"  your value: {why}\n  rule: {MASK_RULE}\n  expected: 0x{want:04X}")
+
+
 @course_cases("mc_teach_mask")
 def check_teach_a_mask(expr, hidden=()) -> None:
     """`expr`, a C expression, replaces the table lookup of the A mask in teach_multicast.cu. The edited
@@ -321,6 +390,12 @@ def check_teach_a_mask(expr, hidden=()) -> None:
     expr = _check_expr_text(expr)
     mine = mask_kernel(expr)
     shapes = [(2, 2), (2, 4)] + [tuple(x) for x in hidden]
+    try:
+        shown_right = _mask_miss(expr, shapes[:2]) is None
+    except ValueError:
+        shown_right = False           # the loop below reports it, after the compiler has had its say
+    if shown_right and not hidden:
+        _masks_over_family(expr)      # before any "correct": right for the two shapes, wrong for another
     on_gpu = device.tier("multicast") in ("hardware", "emulated")   # the GPU, or the PTX emulator
     runs_on = "in the PTX emulator" if device.tier("multicast") == "emulated" else "on the GPU"
     for shape in shapes:
@@ -341,6 +416,8 @@ def check_teach_a_mask(expr, hidden=()) -> None:
             raise NotYet(f"{what}: rank {stray[0]}'s mask 0x{int(masks[stray[0], 0]):04X} names CTAs beyond the "
                          f"{cfg.cluster_size} of the cluster (ranks 0..{cfg.cluster_size - 1}).\n  rule: {MASK_RULE}")
         ranks = ", ".join(f"0x{int(a):X}" for a in masks[:, 0])
+        miss = _mask_miss(expr, [shape])
+        why = f"\n  your value: rank {miss[1]}'s mask 0x{miss[2]:04X}: {miss[4]}" if miss else ""
         if on_gpu:
             from ..runtime import MbarrierTimeout
             from ..sandbox import KernelFault, KernelHang
@@ -348,7 +425,7 @@ def check_teach_a_mask(expr, hidden=()) -> None:
             try:
                 got, source = run_teach(cfg, case.operands, masks, kernel=mine), f"your kernel {runs_on}"
             except (MbarrierTimeout, KernelFault, KernelHang) as e:
-                raise NotYet(f"{what}: your A masks per rank are {ranks}; the kernel did not finish:\n  {e}\n"
+                raise NotYet(f"{what}: your A masks per rank are {ranks}; the kernel did not finish.{why}\n  {e}\n"
                              f"  the model, given the same masks:\n{_stuck_report(cfg, masks)}\n"
                              f"  rule: {MASK_RULE}") from None
         else:
@@ -358,11 +435,15 @@ def check_teach_a_mask(expr, hidden=()) -> None:
                 o = stuck[0]
                 raise NotYet(f"{what}: your A masks per rank are {ranks}. CTA rank {o['rank']}'s barrier never "
                              f"completes: it expects {o['expect_tx']} B and receives {o['arrived']} B, so its "
-                             f"bounded wait gives up (MbarrierTimeout on a GPU).\n{_stuck_report(cfg, masks)}\n"
+                             f"bounded wait gives up (MbarrierTimeout on a GPU).{why}\n{_stuck_report(cfg, masks)}\n"
                              f"  rule: {MASK_RULE}")
             got, source = masked_multicast_model(cfg, case.operands, masks), "the model, executing your mask"
         result = case.check(got, source=source)
         if not result.ok:
             raise NotYet(f"{what}: your A masks per rank are {ranks}; every barrier completes, but not with the "
-                         f"right bytes:\n{result}\n{_stuck_report(cfg, masks)}\n  rule: {MASK_RULE}")
+                         f"right bytes.{why}\n{result}\n{_stuck_report(cfg, masks)}\n  rule: {MASK_RULE}")
         check_result(what, result, note=f"A masks {ranks}; every barrier completes; {result}")
+    if not hidden:
+        print(f"checked: the A mask in the kernel — your expression gives CuTe's A mask for every rank of every "
+              f"cluster of up to 16 CTAs ({len(FAMILY_SHAPES)} shapes, evaluated as the kernel's u32 arithmetic); "
+              "the kernel itself ran the two shapes above")
