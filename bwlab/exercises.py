@@ -275,7 +275,7 @@ def _call_text(fname: str, args) -> str:
 def check_function(name: str, fn, cases: Iterable, *, rule: str, hint: str = "",
                    reference: Callable | None = None, note: str = "", more: str = "",
                    family: Callable | None = None, draws: int = 200, family_text: str = "",
-                   sampled: bool = False) -> None:
+                   sampled: bool = False, shown: int | None = None) -> None:
     """Call the learner's `fn` on each case and compare with the expected result.
 
     `cases` holds (args, expected) pairs, or just args when `reference` computes the expected value
@@ -292,7 +292,7 @@ def check_function(name: str, fn, cases: Iterable, *, rule: str, hint: str = "",
     fname = getattr(fn, "__name__", name)
     n = 0
     cases = list(cases)
-    shown = len(cases)
+    shown = len(cases) if shown is None else shown
     if family is not None and reference is not None and more:
         cases += family_draws(family, draws)
     for case in cases:
@@ -322,7 +322,7 @@ def check_function(name: str, fn, cases: Iterable, *, rule: str, hint: str = "",
             raise NotYet("\n".join(lines))
         n += 1
     agreed = f"{n} cases agree" if n != 1 else "1 case agrees"
-    if n > shown:
+    if n > shown and not note:
         agreed = f"{shown} shown cases and {n - shown} random ones{' of ' + family_text if family_text else ''} agree"
     _ok(name, note or agreed, unchecked=more, sampled=sampled or n > shown)
 
@@ -342,7 +342,8 @@ def check_function_explained(name: str, fn, cases: Iterable, *, reference: Calla
             + (f" of {family_text}" if family_text else "") + " agree"
     try:
         check_function(name, fn, cases, rule=rule, hint=hint, reference=reference, note=note, more=more,
-                       sampled=family is not None and bool(more))
+                       sampled=family is not None and bool(more),
+                       shown=len(cases) - draws if family is not None and more else None)
     except NotYet as e:
         if explain is None or unanswered(fn) or not callable(fn):
             raise

@@ -9,6 +9,8 @@ that explains the first differing case).
 from __future__ import annotations
 
 import ast
+import contextlib
+import io
 import re
 
 import numpy as np
@@ -150,14 +152,14 @@ def check_slice_receivers(ranks, offset, hidden=()) -> None:
         ranks = sorted(int(r) for r in ranks)
     m, n = p.coord[1], p.coord[2]
     a_ranks = mask_ranks(next(i for i in p.issues if i.operand == "A").mask)
-    check_value(f"the ranks that receive rank {RECEIVER_RANK}'s B slice", ranks, want_ranks,
-                rule="create_tma_multicast_mask<1>: B is shared along the cluster column, by every CTA with "
-                     "the same n (every m); each receiver gets the slice at the same SMEM offset",
-                mistakes={tuple(a_ranks): "those are the CTAs with the same m: the A receivers",
-                          tuple(r for r in want_ranks if r != RECEIVER_RANK):
-                              f"rank {RECEIVER_RANK} itself is missing: the sender needs the B tile too, so its "
-                              "own bit is set and the slice lands in its own SMEM as well",
-                          iss.mask: "that is the mask itself; list the ranks whose bits it sets"})
+    said = io.StringIO()    # the two "correct" lines once both are right: a miss says only what is wrong
+    with contextlib.redirect_stdout(said):
+        _check_receivers(cfg, p, iss, ranks, want_ranks, a_ranks, RECEIVER_RANK)
+        _check_offset(cfg, p, iss, offset, m, n, want_ranks, RECEIVER_RANK)
+    print(said.getvalue(), end="")
+
+
+def _check_offset(cfg, p, iss, offset, m, n, want_ranks, RECEIVER_RANK):
     nbytes = iss.slice.nbytes
     check_value(f"the byte offset of rank {RECEIVER_RANK}'s B slice inside the B tile", offset,
                 iss.slice.smem_offset,
@@ -168,6 +170,17 @@ def check_slice_receivers(ranks, offset, hidden=()) -> None:
                                            "the offset inside the B tile",
                           iss.slice.smem_offset // cfg.elem_bytes: "elements, not bytes"},
                 note=f"{nbytes} B from rank {RECEIVER_RANK} land at the same offset in ranks {want_ranks}")
+
+
+def _check_receivers(cfg, p, iss, ranks, want_ranks, a_ranks, RECEIVER_RANK):
+    check_value(f"the ranks that receive rank {RECEIVER_RANK}'s B slice", ranks, want_ranks,
+                rule="create_tma_multicast_mask<1>: B is shared along the cluster column, by every CTA with "
+                     "the same n (every m); each receiver gets the slice at the same SMEM offset",
+                mistakes={tuple(a_ranks): "those are the CTAs with the same m: the A receivers",
+                          tuple(r for r in want_ranks if r != RECEIVER_RANK):
+                              f"rank {RECEIVER_RANK} itself is missing: the sender needs the B tile too, so its "
+                              "own bit is set and the slice lands in its own SMEM as well",
+                          iss.mask: "that is the mask itself; list the ranks whose bits it sets"})
 
 
 # -- Exercise: what each CTA's barrier expects --------------------------------------------------------
@@ -223,7 +236,13 @@ def _explain_l2(args, got, expected):
     known = [(b["own"], "what the cluster reads without multicast; saved = that - what it reads with multicast"),
              (b["multicast"], "what the cluster reads with multicast; saved = without - with"),
              (b["ratio"], "the ratio without / with; asked are the bytes saved"),
-             (b["saved"] // (args[0] * args[1]), "per CTA; asked is the whole cluster")]
+             (b["saved"] // (args[0] * args[1]), "per CTA; asked is the whole cluster"),
+             (b["saved"] // 2, "elements, not bytes (2 bytes each)")]
+    cm, cn, tm, tn = args
+    swapped = cm * cn * (tm + tn) * 128 - (cn * tm + cm * tn) * 128
+    if swapped != expected:
+        known.append((swapped, "the cluster sides swapped: the A tile (tile_m rows) is read once per cluster "
+                               "row, cluster_m times; the B tile once per column, cluster_n times"))
     return matching_mistakes(known, got)
 
 
@@ -440,8 +459,11 @@ def check_teach_a_mask(expr, hidden=()) -> None:
             got, source = masked_multicast_model(cfg, case.operands, masks), "the model, executing your mask"
         result = case.check(got, source=source)
         if not result.ok:
+            report = str(result)
+            if why:      # the mask's own mistake is named: the byte report's generic hint would mislead
+                report = "\n".join(line for line in report.splitlines() if not line.lstrip().startswith("hint:"))
             raise NotYet(f"{what}: your A masks per rank are {ranks}; every barrier completes, but not with the "
-                         f"right bytes.{why}\n{result}\n{_stuck_report(cfg, masks)}\n  rule: {MASK_RULE}")
+                         f"right bytes.{why}\n{report}\n{_stuck_report(cfg, masks)}\n  rule: {MASK_RULE}")
         check_result(what, result, note=f"A masks {ranks}; every barrier completes; {result}")
     if not hidden:
         print(f"checked: the A mask in the kernel — your expression gives CuTe's A mask for every rank of every "

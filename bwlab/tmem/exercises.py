@@ -94,6 +94,8 @@ def check_quarter(fn, hidden=()) -> None:
          "at all; the quarter is warp % 4", lambda w, l: l // 32 == w),
         ("a warp may not reach every lane: only the 32 lanes of its quarter", lambda w, l: True),
         ("the quarter ends at lane 32*(w % 4) + 31, inclusive", lambda w, l: 32 * (w % 4) <= l < 32 * (w % 4) + 31),
+        ("a quarter of TMEM's 128 lanes is 32 lanes (one per thread of the warp), not 16",
+         lambda w, l: 16 * (w % 4) <= l < 16 * (w % 4) + 16),
     ])
     check_function("warp quarters (which warp may access which lane)", fn, cases, reference=_may_access,
                    rule=RULE_QUARTER, hint=hint, note=f"{len(cases)} (warp, lane) pairs agree",
