@@ -18,10 +18,10 @@
 # **Before this notebook:** 01 (TMA load, swizzle, mbarrier), 02 (multicast: used in the scaled-up part),
 # 03 (UMMA descriptors), 04 (TMEM and `tcgen05.ld`), 05 (the epilogue).
 #
-# **Runs on:** the next cell says which tier. *hardware* (sm_100): `cuda_src/full_flow_sm100.cu` runs the
-# whole trip; *hybrid* (sm_90, e.g. H100): the TMA load, `st.shared`, fence and TMA store are real, the
-# `tcgen05` hops are bwlab's model fed with the bytes the GPU loaded; *model* (no GPU): every hop is a
-# stage's NumPy model. Whatever the tier, you get the same `Trace` object back.
+# **Runs on:** the next cell says what runs the trip here. On an sm_100 GPU `cuda_src/full_flow_sm100.cu`
+# runs the whole trip; on a Hopper the TMA load, `st.shared`, fence and TMA store are real and the `tcgen05`
+# hops are bwlab's model fed with the bytes the GPU loaded; without a GPU bwlab's PTX emulator runs
+# `full_flow_sm100.cu` itself. Whatever runs it, you get the same `Trace` object back.
 #
 # **Exercises:** this notebook holds 5 graded exercises (12 points), each right after the section it builds
 # on: 6.1 the bytes of every hop (section 1), 6.2 an edit of the kernel's K loop, run, and 6.3 the MMA
@@ -32,7 +32,7 @@
 import bwlab
 from bwlab.flow import flow_tier
 bwlab.banner()
-print("This notebook's GPU cells run in the", flow_tier(), "tier here.")
+bwlab.device.where("umma", print_it=True);   # the trip runs where its tcgen05 stage does
 
 # %%
 import numpy as np
@@ -51,7 +51,7 @@ print(f"A[0, :6] = {a[0, :6]}")
 # ## 1. The whole trip in one call
 #
 # `flow.trace(tier)` runs every hop and returns a `Trace`: after each hop, the bytes where the data now
-# lives. In the model tier each hop is the stage's own model applied to the previous hop's bytes
+# lives. `flow.trace("model")` applies each stage's own model to the previous hop's bytes
 # (`bwlab.tma.tma_load_model` → `bwlab.umma.tcgen05_mma` → `bwlab.tmem.tcgen05_ld` → the st.shared
 # plan of `bwlab.epilogue` → `bwlab.epilogue.tma_store_model`). Beside each hop's byte count: the count
 # expected and where it comes from. The store's 66048 bytes are D (65536) plus a **guard row** of 512 bytes
@@ -197,14 +197,12 @@ print(f"{sum(raw is not None for *_, raw in places)} places, one value: {[hex(x)
 # %% [markdown]
 # ## 3. The same trace from a GPU
 #
-# On a Hopper the hybrid tier runs the TMA load and the epilogue for real (`cuda_src/full_flow_sm90.cu`:
-# `flow_load_dump`, `flow_store_registers`) and the `tcgen05` hops in the model, from the bytes the GPU
-# loaded. On a machine without a GPU, the emulated tier runs `cuda_src/full_flow_sm100.cu` itself, every hop
-# tapped, in bwlab's PTX emulator (the tcgen05 hops executed on the emulator's TMEM and the model's MMA).
-# Where neither runs, the cell shows what was recorded on a GPU and checks every hop against
-# the model computed now. The first lines say where each hop's bytes came from: in the hybrid tier
-# expect the GPU for the load, `st.shared`, the fence and the store, the model for the MMA, the commit and
-# `tcgen05.ld`.
+# On a Hopper the TMA load and the epilogue run for real (`cuda_src/full_flow_sm90.cu`: `flow_load_dump`,
+# `flow_store_registers`) and the `tcgen05` hops in the model, from the bytes the GPU loaded. Without a
+# GPU, bwlab's PTX emulator runs `cuda_src/full_flow_sm100.cu` itself, every hop tapped (the tcgen05 hops
+# executed on the emulator's TMEM and the model's MMA). Where neither runs, the cell shows what was
+# recorded on a GPU and checks every hop against the model computed now. The first lines say where each
+# hop's bytes came from.
 
 # %% tags=["nbval-ignore-output"]
 gpu, where = flow.result()         # run here (a GPU, or the emulator), else the GPU's recording

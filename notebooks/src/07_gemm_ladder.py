@@ -26,7 +26,7 @@
 # and 06 (one tile's whole trip, and its timeline).
 #
 # **Runs on:** the numbers, timelines and diffs come from files in the repository and run anywhere. On
-# an sm_90 GPU (tier `hardware`, compute capability 9.x) section 5 runs every step live; elsewhere it
+# an sm_90 GPU (compute capability 9.x) section 5 runs every step live; elsewhere it
 # shows what an H100 printed.
 #
 # **Exercises:** this notebook holds 5 graded exercises (13 points), each where its topic comes up:
@@ -589,8 +589,8 @@ plt.show()
 # `GemmCase(step, M, N, K)` is one step on one problem: `model()` is the f32 GEMM of the same bf16
 # operands rounded to bf16 as the kernel stores C, and `check()` / `results()` compare the step's C with
 # it, allowing |C − C_f32| ≤ 2⁻⁷·|C_f32| + 2⁻¹⁶·(|A|·|B|ᵀ) (one bf16 rounding of C plus f32 sums taken in
-# another order). On an sm_90 GPU the next cell runs every step on a 1024³ problem; in the emulated tier
-# the first and the last step run on 256 × 256 × 64 (the emulator takes seconds per step); then the check
+# another order). On an sm_90 GPU the next cell runs every step on a 1024³ problem; without one, in
+# bwlab's PTX emulator, the first and the last step run on 256 × 256 × 64 (the emulator takes seconds per step); then the check
 # lines the H100 printed at 4096³ when the recording was made.
 
 # %% tags=["nbval-ignore-output"]
@@ -969,7 +969,7 @@ for st in sm100.STEPS_SM100:
 
 # %% [markdown]
 # No GPU here or on a Hopper can run `tcgen05`: the six kernels are compiled for sm_100a (ptxas checks
-# every instruction), and step 1 runs in the model tier — the TMA model fills SMEM from the same tensor
+# every instruction), and step 1 runs in the NumPy model — the TMA model fills SMEM from the same tensor
 # maps, the UMMA model executes each `tcgen05.mma` from the very descriptor and instruction-descriptor
 # bits the kernel declares (read from its source), and the TMEM model reads the accumulator back the way
 # its `tcgen05.ld.32x32b` does. The operands are multiples of 1/8, so every sum is exact in f32 and the
