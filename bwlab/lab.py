@@ -187,6 +187,22 @@ def _same_file(where: str, file: str) -> bool:
     return where.replace("\\", "/").rsplit("/", 1)[-1] == file.replace("\\", "/").rsplit("/", 1)[-1]
 
 
+def _header_context(where: str, line: int) -> list[str]:
+    """The lines around `line` of a header the kernel includes (a file under cuda_src/), numbered as in
+    that file; [] when it cannot be read."""
+    from pathlib import Path
+    p = Path(where.replace("\\", "/"))
+    if not p.is_absolute():
+        p = CUDA_SRC / p
+    try:
+        lines = p.read_text().splitlines()
+    except OSError:
+        return []
+    if not 1 <= line <= len(lines):
+        return []
+    return [f"{'>' if n == line else ' '}{n:4d} | {lines[n - 1]}" for n in range(max(1, line - 2), min(len(lines), line + 1) + 1)]
+
+
 def cell_errors(e: CompileError, file: str, first_line: int = 2) -> str:
     """A compile error told in the lines of a `%%cuda` cell: the text's line n is the cell's line
     n + first_line - 1 (the magic's own line is line 1). Errors in a header name the header's line."""
@@ -197,10 +213,12 @@ def cell_errors(e: CompileError, file: str, first_line: int = 2) -> str:
             continue
         if not _same_file(where, file) or not 1 <= line <= len(lines):
             out.append(f"{kind} in {where.replace(str(CUDA_SRC), 'cuda_src')}, line {line}: {msg}")
+            out.extend(_header_context(where, line))
             continue
         at = line + first_line - 1
         out.append(f"{kind} on line {at} of this cell: {msg}")
-        for n in range(max(1, line - 1), min(len(lines), line + 1) + 1):
+        # three lines before: a missing ';' is reported on the next statement, a line or two further on
+        for n in range(max(1, line - 3), min(len(lines), line + 1) + 1):
             out.append(f"{'>' if n == line else ' '}{n + first_line - 1:4d} | {lines[n - 1]}")
     return "\n".join(out) if out else str(e).split("--- compiler log ---", 1)[-1].strip()
 

@@ -127,7 +127,8 @@ def check_hops(answer, hidden=()) -> None:
                      "memory and, on Blackwell, accumulates in Tensor Memory; tcgen05.ld brings Tensor Memory "
                      "into the threads' registers; st.shared writes registers to shared memory. The memories "
                      "are 'GMEM', 'SMEM', 'TMEM', 'RMEM'",
-                hint="the picture of the data path above: one arrow per hop, labelled with its instruction",
+                hint="the section 'The data path' above names each hop's memories; the figure after this check draws "
+                     "them, one arrow per hop",
                 note="each hop is one notebook: 01-02, 03, 04, 05, 05")
 
 

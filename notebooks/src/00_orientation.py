@@ -15,10 +15,6 @@
 # **Exercises:** this notebook holds 4 graded exercises (6 points), each right after the section it asks
 # about. Write your answer in the cell marked for it, then run the check below it: a wrong answer says what
 # the hardware's rule gives and why.
-#
-# The notebooks in `notebooks/` are the worked versions: every exercise's answer is filled in. For practice,
-# `make student` writes versions with the answers removed, one folder per notebook under
-# `build/classroom/release/<notebook>/`.
 
 # %% tags=["nbval-ignore-output"]
 import bwlab
