@@ -34,7 +34,7 @@ from __future__ import annotations
 from .compile import CUDA_SRC, Compiled, CompileError, compile_text, load_text_module
 from .source import function_source, source_text
 
-__all__ = ["TeachingKernel", "edited", "kept", "canonical", "runs_of", "RUNS", "reset", "EDITS", "CompileError",
+__all__ = ["TeachingKernel", "Folded", "fold", "FOLD_AT", "edited", "kept", "canonical", "runs_of", "RUNS", "reset", "EDITS", "CompileError",
            "load_ipython_extension", "isolate", "run_edited", "cell_errors", "CellErrors"]
 
 # The kernels a learner changed with %%cuda, by file name (its path under cuda_src/).
@@ -99,6 +99,49 @@ def _targets(text: str) -> tuple[str, ...]:
     return ("sm_100a",) if "tcgen05" in text else ("sm_90a",)
 
 
+# A notebook's output shows at most this many lines; what is longer is folded (an HTML <details>).
+FOLD_AT = 40
+
+
+class Folded:
+    """A long text as a notebook shows it: its first `head` lines, then the rest in an HTML <details>
+    element (closed; `summary` says what is inside). The plain-text form (a terminal, the stored
+    notebook's text/plain) is the head and one line saying how much was folded; `.text` is all of it."""
+
+    def __init__(self, text: str, head: int = 30, summary: str = ""):
+        self.text = str(text).rstrip("\n")
+        lines = self.text.splitlines()
+        self.head, self.rest = lines[:head], lines[head:]
+        self.summary = summary or f"{len(self.rest)} more lines"
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        if not self.rest:
+            return self.text
+        return "\n".join(self.head) + f"\n[... {self.summary}: folded; print(x.text) shows them]"
+
+    def _repr_html_(self) -> str:
+        from html import escape
+        pre = '<pre style="margin:0">{}</pre>'
+        out = pre.format(escape("\n".join(self.head)))
+        if self.rest:
+            out += (f"<details><summary>{escape(self.summary)}</summary>"
+                    + pre.format(escape("\n".join(self.rest))) + "</details>")
+        return out
+
+
+def fold(text: str, head: int = 30, summary: str = "") -> None:
+    """Show `text`: whole when it is at most FOLD_AT lines (or outside a notebook), else its first
+    `head` lines and the rest folded (`Folded`)."""
+    text = str(text).rstrip("\n")
+    if len(text.splitlines()) <= FOLD_AT:
+        print(text)
+        return
+    _show(Folded(text, head, summary))
+
+
 class TeachingKernel:
     """The text of one teaching kernel file, original or edited."""
 
@@ -115,9 +158,11 @@ class TeachingKernel:
     def targets(self) -> tuple[str, ...]:
         return _targets(self.text)
 
-    def show(self, function: str | None = None) -> None:
-        """Print the kernel file, or one function of it."""
-        print(function_source(self.text, function) if function else self.text.rstrip("\n"))
+    def show(self, function: str | None = None, head: int = 36) -> None:
+        """Print the kernel file, or one function of it (in a notebook, past FOLD_AT lines, the first
+        `head` lines and the rest folded)."""
+        text = function_source(self.text, function) if function else self.text.rstrip("\n")
+        fold(text, head, f"the rest of {self.file}: {max(0, len(text.splitlines()) - head)} more lines")
 
     def replace(self, old: str, new: str, count: int = 1) -> "TeachingKernel":
         """A copy with `old` replaced by `new` (exactly `count` occurrences must exist)."""

@@ -186,3 +186,18 @@ def test_blackwell_ladder_step_runs_the_edit(capsys):
     _magic(f, _too_many_bytes(f), capsys)
     with pytest.raises(HANGS):
         sm100.run_step_emulated(first, np.zeros((128, 64), np.uint16), np.zeros((256, 64), np.uint16))
+
+
+def test_a_timeout_report_says_bytes_announced_minus_arrived_and_the_real_limit(capsys):
+    """The headline (at most 8 lines) of a timeout: the wait's own number named as such, the barrier's
+    announced − arrived with its sign, the kernel's real limit; the emulator's report as details."""
+    from bwlab.hello import hello_roundtrip
+    from bwlab.runtime import MbarrierTimeout
+    with pytest.raises(MbarrierTimeout) as e:
+        hello_roundtrip(4096, 2, extra_tx=16)
+    head = e.value.headline
+    assert len(head.splitlines()) <= 8 and "announced − arrived = +16 bytes" in head
+    assert "200 ms" in head and "virtual" in head and "names 4112" in head
+    assert "spins in mbarrier.try_wait" not in head and "spins in mbarrier.try_wait" in str(e.value)
+    shown = e.value._render_traceback_()
+    assert shown[0].startswith("MbarrierTimeout: ") and len(shown) <= 8

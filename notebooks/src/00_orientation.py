@@ -311,6 +311,7 @@ print(run_parity_steps())
 # | `05_tma_store` | registers → SMEM → GMEM, the proxy fence, bulk groups, edge tiles | `bwlab.epilogue` | `teach_store.cu` |
 # | `06_full_flow` | the whole trip as one traced GEMM, its Hopper twin, a grid with clusters | `bwlab.flow` | `full_flow_sm100.cu` |
 # | `07_gemm_ladder` | one GEMM made fast step by step on Hopper, measured against cuBLAS, with one CTA's timeline | `bwlab.gemm` | `gemm_sm90/s1_one_warpgroup.cu` … `s6_tma_store.cu` |
+# | `08_gemm_beyond` | the appendix to 07: a measurement protocol under the power cap, and rungs past cuBLAS (Hilbert order, split-K, an overlapped epilogue) | `bwlab.gemm` | `gemm_sm90/s7_hilbert_order.cu`, `sk_split_k.cu`, `s8_epilogue_overlap.cu` |
 #
 # * Each notebook is narrative plus short calls into one `bwlab` package; read the package for the details.
 # * Each stage has a short **teaching kernel** shown whole; change it (`%cuda --load teach_tma.cu` after

@@ -38,6 +38,7 @@ bwlab.device.where("umma", print_it=True);   # the trip runs where its tcgen05 s
 import numpy as np
 import matplotlib.pyplot as plt
 from bwlab import flow as F
+from bwlab.lab import fold     # a long output: its head, the rest folded
 from bwlab.flow import Flow, plot_hop
 TIER = flow_tier()
 
@@ -228,7 +229,7 @@ if TIER in ("model", "emulated"):   # Hopper's own kernel, as an H100 ran it
 from bwlab.source import show_source
 from bwlab.flow.kernel_edit import K_STEP_TEXT
 kernel_text = show_source("full_flow_sm100.cu", kernel="full_flow", print_it=False)
-print(kernel_text.replace(K_STEP_TEXT, "K_STEP * kb"))   # K_STEP: Exercise 6.2 asks for it
+fold(kernel_text.replace(K_STEP_TEXT, "K_STEP * kb"), head=36)   # K_STEP: Exercise 6.2 asks for it
 
 # %% [markdown]
 # Its PTX (built here by NVRTC for sm_100a, no GPU needed), each instruction under the hop it performs.
@@ -237,7 +238,7 @@ print(kernel_text.replace(K_STEP_TEXT, "K_STEP * kb"))   # K_STEP: Exercise 6.2 
 # CTA frees its TMEM and returns); the last one is the normal teardown.
 
 # %%
-print(F.format_ptx_by_hop(F.kernel_ptx("sm_100a"), width=100))
+fold(F.format_ptx_by_hop(F.kernel_ptx("sm_100a"), width=100))
 
 # %% [markdown]
 # ### Exercise 6.2 — the K step of the descriptors: your value goes into the kernel (3 points)
@@ -282,7 +283,7 @@ ex.check_k_step(k_step_bytes, hidden=hidden_cases("flow_k_step"))
 # own headings (the hop names stay, so the two listings line up):
 
 # %%
-print(F.format_ptx_by_hop(F.kernel_ptx("sm_90a"), width=100))
+fold(F.format_ptx_by_hop(F.kernel_ptx("sm_90a"), width=100))
 
 
 # %% [markdown]
@@ -488,7 +489,7 @@ print(gluon_ff.describe())
 
 # %%
 ff_cmp = bridge.compare_ptx(bridge.bwlab_ptx("full_flow"), gluon_ff.ptx, names=("bwlab", "gluon"))
-print(ff_cmp.table())
+fold(ff_cmp.table())
 
 # %% [markdown]
 # And the operands of `tcgen05.mma`: each compiler builds the instruction descriptor and the two SMEM
@@ -548,9 +549,7 @@ print(cute_ff.describe())
 
 # %%
 ff_cute = bridge.compare_ptx(bridge.bwlab_ptx("full_flow"), cute_ff.ptx, names=("bwlab", "cute"))
-print(ff_cute.table())
-print()
-print(ff_cute.descriptor_table())
+fold(ff_cute.table() + "\n\n" + ff_cute.descriptor_table(), summary="the rest of the table, then the descriptors")
 
 # %% [markdown]
 # Hop for hop the same instructions again: the 32 `st.shared.v4.b32` into the swizzled boxes, four
