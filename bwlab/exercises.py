@@ -146,11 +146,14 @@ def render(text: str, count: bool = True) -> list[str]:
     seen = _SHOWN.get(key, 0)
     if count and not blank:
         _SHOWN[key] = seen + 1
-    lines = [f"{_RED}{_BOLD}Not yet{_RESET}{_RED}: {what[0]}{_RESET}", *what[1:]]
+    # what is wrong, then the recognised mistake and the hint, then any report lines (a kernel's run, a
+    # barrier table): the useful line first, the evidence after it
+    lines = [f"{_RED}{_BOLD}Not yet{_RESET}{_RED}: {what[0]}{_RESET}"]
     if p["diagnosis"]:
         lines.append(f"  your value: {p['diagnosis']}")
     if p["hint"]:
         lines.append(f"  hint: {p['hint']}")
+    lines += what[1:]
     if p["rule"]:
         if seen >= 1 and not blank:
             lines.append(f"  rule: {p['rule']}")

@@ -21,8 +21,11 @@ or, in a notebook, with the `%cuda` magics (`%load_ext bwlab.lab` once):
     %cuda --reset teach_tma.cu      # undo: the stage runs cuda_src/teach_tma.cu again (no file: every edit)
 
 `%%cuda FILE` compiles the cell's text and, if it compiles, keeps it as `bwlab.lab.edited("teach_tma.cu")`,
-which the stage's runner then uses; a compile error is shown on the line of the cell it refers to (the
-`%%cuda` line is line 1) and the previous version stays. `bwlab.lab.reset(FILE)` undoes in Python.
+which every runner of that file then uses, with or without `kernel=` (`kept(FILE)`; the magic names the
+calls, `RUNS`; a ladder step is named by its path, `gemm_sm90/s3_warp_specialized.cu`, or by its file name
+alone); a harness kernel is compiled but not kept. A compile error is shown on the line of the cell it
+refers to (the `%%cuda` line is line 1), with the lines before it, and the previous version stays.
+`bwlab.lab.reset(FILE)` undoes in Python. Long outputs are folded in a notebook (`fold`, `Folded`).
 
 The cell's editor highlights the kernel as Python: JupyterLab 4 takes a cell's editor mode from the
 notebook's language, and only a JupyterLab extension can map a cell magic to another mode. So a compile

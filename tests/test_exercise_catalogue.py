@@ -57,6 +57,8 @@ def test_a_wrong_answer_gets_its_hint(exercise, what, make, hint):
     assert hint in shown, f"{what}: expected {hint!r} in\n{shown}"
     assert "correct" not in shown.lower()
     assert "\n  expected:" not in shown and "\n  rule:" not in shown     # both wait for a second miss
+    if "your value:" in shown:                                           # the useful line first
+        assert shown.splitlines()[1].startswith("  your value:"), shown
 
 
 def test_a_second_miss_shows_the_rule_and_the_expected_value():

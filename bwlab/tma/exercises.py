@@ -233,17 +233,18 @@ def tx_story(tx: int, box_bytes: int):
 
 
 def _story_text(tx, box, done_at, bar) -> str:
+    """What the model saw, told without the box's byte count (the answer) unless the answer was right."""
     if done_at == box:
         return f"phase 0 completes as the last of the {box} bytes lands"
     if done_at is None:
-        return (f"after all {box} bytes landed the tx-count is {bar.tx}, not 0, so phase 0 never completes: "
+        return (f"after every byte of the box landed the tx-count is {bar.tx}, not 0, so phase 0 never completes: "
                 "every thread's bounded wait gives up after 200 ms (MbarrierTimeout naming 'smem_full'; with a "
                 "plain wait, a hang)")
     when = "at the arrive itself, before any byte has landed" if done_at == 0 else \
-        f"after only {done_at} of the {box} bytes have landed"
+        f"after only {done_at} bytes of the box have landed"
     return (f"phase 0 completes {when}: the threads copy out a box the TMA is still writing (a race), and the "
-            f"last {box - done_at} bytes count against phase 1 (tx-count {bar.tx}) — with the bytes reported "
-            f"{_TX_PIECE} at a time; how the hardware splits them is not architectural")
+            f"bytes still to land count against phase 1 (tx-count {bar.tx} once they have) — with the bytes "
+            f"reported {_TX_PIECE} at a time; how the hardware splits them is not architectural")
 
 
 def _edit_gmem() -> np.ndarray:
