@@ -28,7 +28,8 @@ from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
-__all__ = ["NotYet", "render", "family_draws", "check_value", "check_function", "check_function_explained", "check_result", "unanswered",
+__all__ = ["NotYet", "render", "family_draws", "check_value", "check_function", "check_function_explained",
+           "check_result", "unanswered",
            "hidden_cases", "course_cases", "course_data_dir", "COURSE_DATA_ENV"]
 
 # ---- the hidden cases: the instructor's course data, not this package ---------------------------------
@@ -106,7 +107,8 @@ class NotYet(AssertionError):
     message as evalue, so nbgrader still scores the cell 0): the first miss of a kind says what is wrong
     and gives the hint; the second miss of the same kind (same quantity, same recognised mistake) in this
     kernel adds the rule and, for a function, the value the rule gives for the differing call (a first
-    miss never shows an expected value: the answer would leak). `str(e)` always holds everything (plain Python, the grader's logs)."""
+    miss never shows an expected value: the answer would leak). `str(e)` always holds everything (plain
+    Python, the grader's logs)."""
 
     def _render_traceback_(self):
         return render(str(self))

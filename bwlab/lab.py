@@ -37,7 +37,8 @@ from __future__ import annotations
 from .compile import CUDA_SRC, Compiled, CompileError, compile_text, load_text_module
 from .source import function_source, source_text
 
-__all__ = ["TeachingKernel", "Folded", "fold", "FOLD_AT", "edited", "kept", "canonical", "runs_of", "RUNS", "reset", "EDITS", "CompileError",
+__all__ = ["TeachingKernel", "Folded", "fold", "FOLD_AT", "edited", "kept", "canonical", "runs_of", "RUNS", "reset",
+           "EDITS", "CompileError",
            "load_ipython_extension", "isolate", "run_edited", "cell_errors", "CellErrors"]
 
 # The kernels a learner changed with %%cuda, by file name (its path under cuda_src/).
@@ -248,7 +249,8 @@ def _header_context(where: str, line: int) -> list[str]:
         return []
     if not 1 <= line <= len(lines):
         return []
-    return [f"{'>' if n == line else ' '}{n:4d} | {lines[n - 1]}" for n in range(max(1, line - 2), min(len(lines), line + 1) + 1)]
+    return [f"{'>' if n == line else ' '}{n:4d} | {lines[n - 1]}"
+            for n in range(max(1, line - 2), min(len(lines), line + 1) + 1)]
 
 
 def cell_errors(e: CompileError, file: str, first_line: int = 2) -> str:

@@ -222,7 +222,8 @@ def run_sm100(step, A, B, stamps: bool = False):
     d_st = cp.zeros(len(STAMP_TRACKS) * STAMP_SPANS * 2, cp.uint64) if stamps else None
     from ..lab import kept
     mine = kept(s["file"])   # the learner's %%cuda edit of the step, if one is kept
-    launch(mine.load() if mine is not None else load_module(s["file"]), "gemm", launch_grid(step, M, N, info.sm_count), (s["threads"],),
+    module = mine.load() if mine is not None else load_module(s["file"])
+    launch(module, "gemm", launch_grid(step, M, N, info.sm_count), (s["threads"],),
            (*tmaps, d_c, np.int32(M), np.int32(N), np.int32(K), err, d_st if stamps else np.uint64(0)),
            shared_mem=s["smem_bytes"], barrier_names=GEMM_BARRIERS,
            cluster=(s["cluster"], 1, 1) if s["cluster"] > 1 else None)

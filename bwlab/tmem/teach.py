@@ -172,7 +172,8 @@ def teach_sass(kernel=None, ops=("STTM", "LDTM", "UTC", "BAR.SYNC", "SHFL", "NAN
 def try_teach(kernel=None, warp: int = 1, thread: int = 3, force: bool = False) -> np.ndarray | None:
     """What an edit of the teaching kernel does here: compile it for sm_100a (errors on your line),
     read its plan, replay it on the model (or name the rule it breaks), and run it where the TMEM stage
-    runs here (an sm_100 GPU, or bwlab's PTX emulator) and check it against the model. Returns the model's registers (None if the model refuses).
+    runs here (an sm_100 GPU, or bwlab's PTX emulator) and check it against the model. Returns the
+    model's registers (None if the model refuses).
 
     On the GPU an edit the model refuses is not launched unless `force`: the ISA leaves such an access
     undefined, and a fault loses the CUDA context until the process restarts."""

@@ -71,7 +71,8 @@ def check_lbo_sbo(fn, hidden=()) -> None:
     cases = LBO_SBO_SHOWN + [tuple(c) for c in hidden]
     check_function_explained("(LBO, SBO) of a K-major tile", fn, cases, reference=_lbo_sbo, rule=LBO_SBO_RULE,
                              explain=_explain_lbo_sbo, more="" if hidden else "every mode at 16 to 256 rows",
-                             hint="the descriptor printed above (128 x 64 f16, 128-byte swizzle): read its LBO and SBO fields, then ask what each one steps over")
+                             hint="the descriptor printed above (128 x 64 f16, 128-byte swizzle): read its LBO and SBO "
+                                  "fields, then ask what each one steps over")
 
 
 # -- Exercise: the 64-bit SM100 SMEM descriptor -------------------------------------------------------

@@ -169,8 +169,8 @@ print(f"SM clock of CTA 0 in the stamped 4096^3 launches: {min(clocks):.2f}-{max
 # ### Step 1: one warpgroup, one buffer
 
 # %%
-fold(report.step_card(rec, 1), summary="the rest of step 1's card")
-show_source("gemm_sm90/s1_one_warpgroup.cu", kernel="gemm")
+kernel_s1 = show_source("gemm_sm90/s1_one_warpgroup.cu", kernel="gemm", print_it=False)
+fold(report.step_card(rec, 1) + "\n\n" + kernel_s1, summary="the rest of step 1's card, and its kernel")
 
 # %% [markdown]
 # Nothing overlaps inside a CTA: thread 0 issues the loads, every thread waits for them, the
@@ -196,8 +196,7 @@ print(occupancy.describe("s1"))
 # ### Step 2: a ring of buffers, and why it is slower
 
 # %%
-fold(report.step_card(rec, 2), summary="the rest of step 2's card")
-print(report.step_diff(2))
+fold(report.step_card(rec, 2) + "\n\n" + report.step_diff(2), summary="the rest of step 2's card, and its diff")
 
 
 # %% [markdown]
@@ -388,8 +387,7 @@ gemm_ex.check_handshake(full_parity, empty_parity, hidden=hidden_cases("gemm_han
 # ### Step 3: warp specialisation
 
 # %%
-fold(report.step_card(rec, 3), summary="the rest of step 3's card")
-print(report.step_diff(3))
+fold(report.step_card(rec, 3) + "\n\n" + report.step_diff(3), summary="the rest of step 3's card, and its diff")
 
 
 # %% [markdown]
@@ -418,8 +416,7 @@ print(f"cycles per k-slice at 4096^3: s1 {timeline(rec, 's1').slice_period:.0f},
 # ### Step 4: persistent CTAs
 
 # %%
-fold(report.step_card(rec, 4), summary="the rest of step 4's card")
-print(report.step_diff(4))
+fold(report.step_card(rec, 4) + "\n\n" + report.step_diff(4), summary="the rest of step 4's card, and its diff")
 
 # %% [markdown]
 # Step 3 launches one CTA per tile (2048 of them at 8192³), and each pays its set-up, fills its
@@ -455,8 +452,7 @@ print("of the best library at 512 x 8192 x 8192:",
 # ### Step 5: a cluster sharing B by multicast
 
 # %%
-fold(report.step_card(rec, 5), summary="the rest of step 5's card")
-print(report.step_diff(5))
+fold(report.step_card(rec, 5) + "\n\n" + report.step_diff(5), summary="the rest of step 5's card, and its diff")
 
 # %% [markdown]
 # Two CTAs of a cluster compute vertically adjacent tiles, so they need the same B slice at every k;
@@ -502,8 +498,7 @@ print("\nstep 2 with four stages in that run:",
 # ### Step 6: the epilogue through SMEM and TMA stores
 
 # %%
-fold(report.step_card(rec, 6), summary="the rest of step 6's card")
-print(report.step_diff(6))
+fold(report.step_card(rec, 6) + "\n\n" + report.step_diff(6), summary="the rest of step 6's card, and its diff")
 
 # %% [markdown]
 # Until now each consumer wrote its 64 × 256 accumulator straight from registers: 64 `st.global` per
