@@ -201,3 +201,14 @@ def test_a_timeout_report_says_bytes_announced_minus_arrived_and_the_real_limit(
     assert "spins in mbarrier.try_wait" not in head and "spins in mbarrier.try_wait" in str(e.value)
     shown = e.value._render_traceback_()
     assert shown[0].startswith("MbarrierTimeout: ") and len(shown) <= 8
+
+
+def test_a_timeout_in_a_notebook_shows_the_headline_not_a_traceback():
+    pytest.importorskip("IPython")
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    seen = []
+    shell._showtraceback = lambda etype, evalue, stb: seen.append(stb)
+    shell.run_cell("from bwlab.hello import hello_roundtrip\nhello_roundtrip(4096, 2, extra_tx=16)")
+    (stb,) = seen
+    assert stb[0].startswith("MbarrierTimeout: ") and len(stb) <= 8 and "Traceback" not in "\n".join(stb)
