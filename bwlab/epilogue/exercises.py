@@ -238,8 +238,16 @@ def check_staged_offset(fn, hidden=()) -> None:
          lambda r, c, e, m: _xor_lines(r * row_bytes(m) + c, swizzle_of(m).bits)),
     ])
     check_function("the SMEM offset of a staged D element", fn, cases, reference=_staged_offset,
-                   rule=RULE_STAGING, hint=hint, note=f"{len(cases)} elements agree",
-                   more="" if hidden else "hundreds of random elements in every swizzle")
+                   rule=RULE_STAGING, hint=hint, note="" if not hidden else f"{len(cases)} elements agree",
+                   more="" if hidden else "hundreds of random elements in every swizzle",
+                   family=_staged_family, draws=300, family_text="elements of every swizzle")
+
+
+def _staged_family(rng) -> tuple:
+    """A random element (row, col, element bytes, swizzle) of a D tile one swizzle row wide, 256 rows."""
+    mode = MODES[1:][int(rng.integers(len(MODES) - 1))]
+    eb = (2, 4)[int(rng.integers(2))]
+    return (int(rng.integers(0, 256)), int(rng.integers(0, row_bytes(mode) // eb)), eb, mode)
 
 
 # ---- Exercise 5.5: the coordinates of the teaching kernel's TMA store --------------------------

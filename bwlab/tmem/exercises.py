@@ -73,8 +73,16 @@ def check_address(fn, hidden=()) -> None:
          "loses a carry; add them", lambda b, l, c: b | (l << 16) | c),
     ])
     check_function("the TMEM address of (lane, column)", fn, cases, reference=_address, rule=RULE_ADDRESS,
-                   hint=hint, note=f"{len(cases)} addresses agree",
-                   more="" if hidden else "allocations of every size, anywhere in the 512 columns")
+                   hint=hint, note="" if not hidden else f"{len(cases)} addresses agree",
+                   more="" if hidden else "allocations of every size, anywhere in the 512 columns",
+                   family=_address_family, draws=200, family_text="allocations of every size in the 512 columns")
+
+
+def _address_family(rng) -> tuple:
+    """A random allocation (a power of two of 32..512 columns at a multiple of its size) and a cell in it."""
+    ncols = 32 << int(rng.integers(0, 5))
+    col0 = ncols * int(rng.integers(0, 512 // ncols))
+    return (encode_address(0, col0), int(rng.integers(0, 128)), int(rng.integers(0, ncols)))
 
 
 # ---- Exercise 4.2: which warp may access which lane --------------------------------------------
@@ -98,8 +106,10 @@ def check_quarter(fn, hidden=()) -> None:
          lambda w, l: 16 * (w % 4) <= l < 16 * (w % 4) + 16),
     ])
     check_function("warp quarters (which warp may access which lane)", fn, cases, reference=_may_access,
-                   rule=RULE_QUARTER, hint=hint, note=f"{len(cases)} (warp, lane) pairs agree",
-                   more="" if hidden else "every lane for warps 0 to 31")
+                   rule=RULE_QUARTER, hint=hint, note="" if not hidden else f"{len(cases)} (warp, lane) pairs agree",
+                   more="" if hidden else "every lane for warps 0 to 31",
+                   family=lambda rng: (int(rng.integers(0, 32)), int(rng.integers(0, 128))), draws=300,
+                   family_text="warps 0..31 and lanes 0..127")
 
 
 # ---- Exercise 4.3: the teaching kernel, this student's columns per thread -------------------------
@@ -223,8 +233,22 @@ def check_registers(fn, hidden=()) -> None:
          lambda s, n, p=False: lanes[s] * cols[s] * n),
     ])
     check_function("registers per thread of a tcgen05.ld form", fn, cases, reference=_registers,
-                   rule=RULE_REGISTERS, hint=hint, note=f"{len(cases)} forms agree",
-                   more="" if hidden else "every legal shape, .num and .pack::16b")
+                   rule=RULE_REGISTERS, hint=hint, note="" if not hidden else f"{len(cases)} forms agree",
+                   more="" if hidden else "every legal shape, .num and .pack::16b",
+                   family=_form_family, draws=200, family_text="legal shapes, .num and .pack::16b")
+
+
+def _form_family(rng) -> tuple:
+    """A random legal tcgen05.ld form (shape, .num, .pack::16b)."""
+    from .forms import NUMS
+    while True:
+        shape, num = SHAPES[int(rng.integers(len(SHAPES)))], int(NUMS[int(rng.integers(len(NUMS)))])
+        pack = bool(rng.integers(2))
+        try:
+            TmemAccess(shape, num, pack)
+        except Exception:
+            continue
+        return (shape, num, pack)
 
 
 # ---- Exercise 4.5: which thread and register hold a cell ---------------------------------------

@@ -200,7 +200,10 @@ def check_legal_shape(fn, hidden=()) -> None:
     cases += [tuple(c) for c in hidden]
     check_function_explained("legal tcgen05.mma shapes", fn, cases, reference=_legal, rule=_shape_rule(),
                              explain=_explain_shape, more="" if hidden else "every M from 32 to 512 with N "
-                             "from 0 to 512, both cta_groups")
+                             "from 0 to 512, both cta_groups",
+                             family=lambda rng: (16 * int(rng.integers(2, 33)), 8 * int(rng.integers(0, 65)),
+                                                 int(rng.integers(1, 3))),
+                             family_text="M 32..512 in steps of 16, N 0..512 in steps of 8, both cta_groups")
 
 
 # -- Exercise: SBO of A, filled in inside the wgmma teaching kernel ------------------------------------
