@@ -18,8 +18,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..exercises import NotYet, check_value, course_cases, unanswered
-from ..exercises import check_function_explained
+from ..exercise_families import legal_box
+from ..exercises import NotYet, check_function_explained, check_value, course_cases, unanswered
 from ..hw.mbarrier import Mbarrier, MbarrierError
 from ..hw.swizzle import SWIZZLES
 from .model import box_targets, require_coords, tma_load_writes
@@ -164,29 +164,13 @@ def _explain_tx(args, got, expected):
     return None
 
 
-def tx_family(rng) -> tuple:
-    """A random legal box (the family 1.2's graded cases come from): element types of 1 to 8 bytes,
-    rank 1 to 5, every swizzle; drawn until TensorMap accepts it."""
-    while True:
-        dtype = ("uint8", "bfloat16", "float16", "float32", "int32", "float64")[int(rng.integers(6))]
-        swizzle = ("none", "32B", "64B", "128B")[int(rng.integers(4))]
-        rank = int(rng.integers(1, 6))
-        box = tuple(int(rng.integers(1, 33)) * (16 if i == 0 else 1) // (1 if i else 1) for i in range(rank))
-        try:
-            _tx_reference(dtype, box, swizzle)
-        except Exception:
-            continue
-        return (dtype, box, swizzle)
-
-
 @course_cases("tma_tx_bytes")
 def check_tx_bytes(fn, hidden=()) -> None:
-    """Exercise 1.2: `fn(dtype, box_shape, swizzle)` -> the bytes expect_tx must announce for one box;
-    `hidden`: more (dtype, box_shape, swizzle) cases from the course data."""
+    """Exercise 1.2: `fn(dtype, box_shape, swizzle)` -> expect_tx's bytes for one box; `hidden`: course data."""
     check_function_explained(
         "transaction bytes of a box", fn, TX_SHOWN + [tuple(c) for c in hidden], reference=_tx_reference,
-        explain=_explain_tx, more="" if hidden else "other element types, boxes of rank 3 and 4, other swizzles",
-        family=tx_family, draws=200, family_text="legal boxes of rank 1 to 5",
+        explain=_explain_tx, family=legal_box, family_text="legal boxes of rank 1 to 5",
+        more="" if hidden else "other element types, boxes of rank 3 and 4, other swizzles",
         rule="a load's complete_tx reports every byte it writes to SMEM: the product of the box dimensions "
              "x element size, whatever the swizzle (PTX ISA cp.async.bulk.tensor, mbarrier::complete_tx::bytes)",
         hint="bwlab.hw.element_type(dtype).bytes is the element size")
@@ -233,7 +217,6 @@ def tx_story(tx: int, box_bytes: int):
 
 
 def _story_text(tx, box, done_at, bar) -> str:
-    """What the model saw, told without the box's byte count (the answer) unless the answer was right."""
     if done_at == box:
         return f"phase 0 completes as the last of the {box} bytes lands"
     if done_at is None:
