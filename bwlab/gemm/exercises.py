@@ -21,6 +21,7 @@ import re
 
 import numpy as np
 
+from ..exercise_families import occupancy_family, occupancy_formula as _occ_formula
 from ..exercises import NotYet, check_function_explained, course_cases, unanswered
 from ..hw.mbarrier import Mbarrier
 from ..util import ceil_div
@@ -109,25 +110,6 @@ def _explain_occupancy(args, got, want):
     if got == (228 * 1000) // smem:
         return "228 KiB is 228 x 1024 bytes"
     return None
-
-
-def occupancy_family(rng) -> tuple[int, int, int]:
-    """A random CTA of the family 7.2's graded cases come from: SMEM from 1 KiB to all of an SM's, any
-    register count a kernel may have (16..255), 1 to 32 warps; one in three a small CTA (up to 8 KiB,
-    4 warps, 64 registers), where the caps of 32 CTAs and 64 warps decide."""
-    if rng.integers(3) == 0:
-        return (int(rng.integers(1, 9)) * 1024, int(rng.integers(16, 65)), 32 * int(rng.integers(1, 5)))
-    return (int(rng.integers(1, occupancy.SMEM_PER_SM // 1024 + 1)) * 1024 - int(rng.integers(0, 2)) * 512,
-            int(rng.integers(16, 256)), 32 * int(rng.integers(1, 33)))
-
-
-def _occ_formula(unit=True, caps=True, smem_sm=None):
-    def f(smem, regs, threads):
-        warps = ceil_div(threads, 32)
-        per_warp = -(-regs * 32 // occupancy.REG_UNIT_PER_WARP) * occupancy.REG_UNIT_PER_WARP if unit else regs * 32
-        n = min((smem_sm or occupancy.SMEM_PER_SM) // smem, occupancy.REGS_PER_SM // (per_warp * warps))
-        return min(n, occupancy.MAX_CTAS_PER_SM, occupancy.MAX_WARPS_PER_SM // warps) if caps else n
-    return f
 
 
 OCC_MISTAKES = (
