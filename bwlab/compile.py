@@ -60,15 +60,16 @@ class CompileError(RuntimeError):
                          + self._excerpts())
 
     def _excerpts(self) -> str:
-        """Each error in the compiled file itself, shown on its source line."""
+        """Each error in the compiled file itself (in a folder of cuda_src/ too), shown on its source line
+        with the three lines before it."""
         if not self.source:
             return ""
         lines = self.source.splitlines()
         out = []
         for file, line, kind, msg in self.diagnostics:
-            if kind == "warning" or Path(file).name != self.name or not 1 <= line <= len(lines):
+            if kind == "warning" or Path(file).name != Path(self.name).name or not 1 <= line <= len(lines):
                 continue
-            lo = max(1, line - 1)
+            lo = max(1, line - 3)      # a missing ';' is reported on the next statement, a line or two on
             out.append(f"\n{kind} on line {line}: {msg}")
             for n in range(lo, min(len(lines), line + 1) + 1):
                 out.append(f"{'>' if n == line else ' '}{n:4d} | {lines[n - 1]}")

@@ -1,19 +1,19 @@
-"""Which GPU is here, and which tier each stage of the data path runs in.
+"""Which GPU is here, which tier each stage of the data path runs in, and the words that say so.
 
-Four tiers, chosen per stage:
+Four tiers, chosen per stage (the course's one statement of them: notebook 00 and the README print
+`tier_table()` and `TIER_WORDS`; every other place asks `where(stage)` for its words):
 
-* ``hardware`` — the GPU runs the stage for real.
-* ``hybrid``   — sm_90+ without tcgen05 (Hopper, consumer Blackwell): TMA, multicast and the TMA store
-  run for real; tcgen05.mma and TMEM are executed by bwlab's NumPy model from the bytes the GPU loaded.
-* ``emulated`` — no suitable GPU: the stage's kernel itself (its PTX, as NVRTC emits it for sm_90a, or
-  sm_100a for UMMA and TMEM) runs in bwlab's PTX emulator (`bwlab.emu`), instruction by instruction, on
-  the CPU. Every stage is covered: TMA load, multicast, TMA store, and tcgen05.mma / TMEM
-  (`bwlab.emu.tcgen05`; Blackwell's accumulation rounding is bwlab's model, not a measurement).
-* ``model``    — every stage computed by the NumPy model alone.
+* ``hardware`` — the GPU runs the stage's kernel.
+* ``hybrid``   — sm_90+ without tcgen05 (Hopper, consumer Blackwell): the TMA load, multicast and store
+  run on the GPU; tcgen05.mma and TMEM are executed by bwlab's NumPy model from the bytes the GPU loaded.
+* ``emulated`` — no GPU with TMA (none at all, or one older than sm_90): the stage's kernel itself (its
+  PTX, as NVRTC emits it for sm_90a, or sm_100a for UMMA and TMEM) runs in bwlab's PTX emulator
+  (`bwlab.emu`), instruction by instruction, on the CPU; time in it is virtual.
+* ``model``    — only when asked for (``BWLAB_BACKEND=model``): every stage computed by the NumPy model
+  alone, kernels compiled but not run.
 
-``BWLAB_BACKEND=model`` forces the model tier everywhere (CI does this so stored notebook outputs
-are deterministic); ``BWLAB_BACKEND=emulated`` runs the emulated tier even where a GPU is present;
-``BWLAB_BACKEND=hybrid`` caps tcgen05 stages at hybrid on a Blackwell GPU.
+``BWLAB_BACKEND=emulated`` runs the emulated tier even where a GPU is present; ``BWLAB_BACKEND=hybrid``
+caps tcgen05 stages at hybrid on a Blackwell GPU; ``BWLAB_BACKEND=model`` forces the model tier.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ import os
 from dataclasses import dataclass
 
 __all__ = ["GpuInfo", "gpu_info", "backend", "tier", "tiers", "tiers_for", "tier_table", "banner", "native_arch",
+           "where", "TIERS", "TIER_WORDS",
            "has_gpu", "require", "using_backend", "STAGES", "STAGE_ALIASES", "stage_name", "UnsupportedGPU"]
 
 # stage -> (title, what it needs for hardware, notebook)
@@ -154,13 +155,13 @@ def tier(stage: str) -> str:
     'store'; 'epilogue' is accepted for 'store')."""
     stage = stage_name(stage)
     b = backend()
+    if b == "model":
+        return "model"
     if b == "emulated":
         return "emulated" if stage in EMULATED_STAGES else "model"
     info = gpu_info()
     t = tiers_for(None if info is None else info.cc)[stage]
-    if t == "model" and b == "auto" and stage in EMULATED_STAGES:
-        return "emulated"
-    if t == "hardware" and STAGES[stage][1] == "tcgen05" and backend() == "hybrid":
+    if t == "hardware" and STAGES[stage][1] == "tcgen05" and b == "hybrid":
         return "hybrid"
     return t
 
@@ -197,9 +198,10 @@ FAMILIES = (
 
 
 def tiers_for(cc) -> dict[str, str]:
-    """The tier of every stage on a GPU of compute capability `cc` (None: no GPU), by the rules above."""
+    """The tier of every stage on a GPU of compute capability `cc` (None: no GPU), by the rules above
+    (BWLAB_BACKEND left at auto)."""
     if cc is None or tuple(cc) < (9, 0):
-        return {s: "model" for s in STAGES}
+        return {s: ("emulated" if s in EMULATED_STAGES else "model") for s in STAGES}
     tcgen05 = cc[0] in (10, 11)
     return {s: ("hardware" if STAGES[s][1] == "tma" or tcgen05 else "hybrid") for s in STAGES}
 
@@ -207,6 +209,38 @@ def tiers_for(cc) -> dict[str, str]:
 def tier_table():
     """Rows (family, sm, {stage: tier}) for each GPU family."""
     return [(fam, "-" if cc is None else f"sm_{cc[0]}{cc[1]}", tiers_for(cc)) for fam, cc in FAMILIES]
+
+
+TIERS = ("hardware", "hybrid", "emulated", "model")
+
+# What each tier means for one stage, in the words every notebook and runner uses (`where`).
+TIER_WORDS = {
+    "hardware": "this GPU ({gpu}) runs the kernel",
+    "hybrid": "this GPU ({gpu}) runs the TMA copies; bwlab's NumPy model executes tcgen05.mma and TMEM from the "
+              "bytes it loaded",
+    "emulated": "bwlab's PTX emulator runs the kernel's own {arch} PTX on the CPU, instruction by instruction "
+                "(time there is virtual)",
+    "model": "bwlab's NumPy model computes what the kernel would (BWLAB_BACKEND=model); the kernel is compiled, "
+             "not run",
+}
+
+
+def where(stage: str | None = None, print_it: bool = False) -> str:
+    """What runs `stage` on this machine, in the course's words: '<stage> — <tier>: <what that means>'
+    (every stage, one line each, when `stage` is None). The one source of the words a notebook or a
+    runner prints about where something runs."""
+    if stage is None:
+        text = "\n".join(where(s) for s in STAGES)
+    else:
+        stage = stage_name(stage)
+        t = tier(stage)
+        info = gpu_info()
+        gpu = f"{info.name}, {info.sm}" if info is not None else "no GPU"
+        arch = "sm_100a" if STAGES[stage][1] == "tcgen05" else "sm_90a"
+        text = f"{STAGES[stage][0]} — {t}: " + TIER_WORDS[t].format(gpu=gpu, arch=arch)
+    if print_it:
+        print(text)
+    return text
 
 
 def banner(print_it: bool = True) -> str:

@@ -29,7 +29,8 @@ from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
-__all__ = ["NotYet", "render", "check_value", "check_function", "check_function_explained", "check_result", "unanswered",
+__all__ = ["NotYet", "render", "family_draws", "check_value", "check_function", "check_function_explained",
+           "check_result", "unanswered",
            "hidden_cases", "course_cases", "course_data_dir", "COURSE_DATA_ENV"]
 
 # ---- the hidden cases: the instructor's course data, not this package ---------------------------------
@@ -138,7 +139,9 @@ class NotYet(AssertionError):
     IPython calls instead of formatting the frames; the error output keeps ename NotYet and the whole
     message as evalue, so nbgrader still scores the cell 0): the first miss of a kind says what is wrong
     and gives the hint; the second miss of the same kind (same quantity, same recognised mistake) in this
-    kernel adds the rule. `str(e)` always holds everything (plain Python, the grader's logs)."""
+    kernel adds the rule and, for a function, the value the rule gives for the differing call (a first
+    miss never shows an expected value: the answer would leak). `str(e)` always holds everything (plain
+    Python, the grader's logs)."""
 
     def _render_traceback_(self):
         return render(str(self))
@@ -151,9 +154,10 @@ _RED, _BOLD, _RESET = "\x1b[31m", "\x1b[1m", "\x1b[0m"
 
 def parse_message(text: str) -> dict:
     """A NotYet message's parts: 'what' (the unindented lines, then any indented report lines),
-    'rule', 'hint' and 'diagnosis' (the '  rule:', '  hint:', '  your value:' lines)."""
-    parts = {"what": [], "rule": None, "hint": None, "diagnosis": None}
-    tags = {"rule:": "rule", "hint:": "hint", "your value:": "diagnosis"}
+    'rule', 'hint', 'diagnosis' and 'expected' (the '  rule:', '  hint:', '  your value:', '  expected:'
+    lines)."""
+    parts = {"what": [], "rule": None, "hint": None, "diagnosis": None, "expected": None}
+    tags = {"rule:": "rule", "hint:": "hint", "your value:": "diagnosis", "expected:": "expected"}
     for line in text.splitlines():
         stripped = line.strip()
         for tag, key in tags.items():
@@ -177,16 +181,22 @@ def render(text: str, count: bool = True) -> list[str]:
     seen = _SHOWN.get(key, 0)
     if count and not blank:
         _SHOWN[key] = seen + 1
-    lines = [f"{_RED}{_BOLD}Not yet{_RESET}{_RED}: {what[0]}{_RESET}", *what[1:]]
+    # what is wrong, then the recognised mistake and the hint, then any report lines (a kernel's run, a
+    # barrier table): the useful line first, the evidence after it
+    lines = [f"{_RED}{_BOLD}Not yet{_RESET}{_RED}: {what[0]}{_RESET}"]
     if p["diagnosis"]:
         lines.append(f"  your value: {p['diagnosis']}")
     if p["hint"]:
         lines.append(f"  hint: {p['hint']}")
+    lines += what[1:]
     if p["rule"]:
         if seen >= 1 and not blank:
             lines.append(f"  rule: {p['rule']}")
-        elif not blank:
-            lines.append("  (a second miss of this kind shows the rule)")
+    if p["expected"] and seen >= 1 and not blank:
+        lines.append(f"  expected: {p['expected']}")
+    if (p["rule"] or p["expected"]) and seen == 0 and not blank:
+        lines.append("  (a second miss of this kind shows the rule" + (" and the expected value)" if p["expected"]
+                                                                         else ")"))
     return lines
 
 
@@ -219,8 +229,28 @@ def _equal(got, expected) -> bool:
         return False
 
 
-def _ok(name: str, note: str = "") -> None:
+def _ok(name: str, note: str = "", unchecked: str = "", sampled: bool = False) -> None:
+    """A right answer. `unchecked`: what the graded version tries beyond this check: then the line says
+    what was checked and what was not, and never 'correct' (the graded cases may still fail); `sampled`:
+    random members of that family were tried here (the graded version tries its own)."""
+    if unchecked:
+        print(f"checked: {name}" + (f" — {note}" if note else "")
+              + (f"; the graded version tries its own cases of: {unchecked}" if sampled
+                 else f". Not checked here: {unchecked}; the graded version tries those"))
+        return
     print(f"correct: {name}" + (f" — {note}" if note else ""))
+
+
+def family_draws(family: Callable, draws: int, seed: int | None = None) -> list:
+    """`draws` argument tuples from `family(rng)` (a random member of the family an exercise's cases come
+    from), with a fresh random seed unless `seed` is given: a property check over the family, never the
+    course data's hidden cases."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(int(draws)):
+        args = family(rng)
+        out.append(args if isinstance(args, tuple) else (args,))
+    return out
 
 
 def check_value(name: str, got, expected, *, rule: str, hint: str = "",
@@ -281,18 +311,28 @@ def _call_text(fname: str, args) -> str:
 
 
 def check_function(name: str, fn, cases: Iterable, *, rule: str, hint: str = "",
-                   reference: Callable | None = None, note: str = "", more: str = "") -> None:
+                   reference: Callable | None = None, note: str = "", more: str = "",
+                   family: Callable | None = None, draws: int = 200, family_text: str = "",
+                   sampled: bool = False, shown: int | None = None) -> None:
     """Call the learner's `fn` on each case and compare with the expected result.
 
     `cases` holds (args, expected) pairs, or just args when `reference` computes the expected value
     (args is a tuple of positional arguments, or a single argument). The first differing call is
-    reported with its arguments, what came back and what was expected. `more` says what else the
-    graded version tries (printed with a right answer)."""
+    reported with its arguments and what came back; the expected value is a separate line that a
+    notebook shows from the second miss on. `family` (with `reference`): `family(rng)` draws the
+    arguments of a random member of the family the graded cases come from; `draws` of them are tried
+    after the shown cases (a randomised property check, never the hidden cases). `more` says what the
+    graded version tries beyond what was checked here: a right answer then gets 'checked: ...', never
+    'correct'."""
     if unanswered(fn) or not callable(fn):
         raise NotYet(f"{name}: no answer yet — no function yet: define it in the cell above.\n  rule: {rule}"
                      + (f"\n  hint: {hint}" if hint else ""))
     fname = getattr(fn, "__name__", name)
     n = 0
+    cases = list(cases)
+    shown = len(cases) if shown is None else shown
+    if family is not None and reference is not None and more:
+        cases += family_draws(family, draws)
     for case in cases:
         if reference is not None:
             args, expected = case, reference(*(case if isinstance(case, tuple) else (case,)))
@@ -311,26 +351,37 @@ def check_function(name: str, fn, cases: Iterable, *, rule: str, hint: str = "",
             raise NotYet(f"{name}: {_call_text(fname, args)} returned {got!r} — it returns no answer yet: write "
                          f"{fname}'s body in the cell above.\n  rule: {rule}" + (f"\n  hint: {hint}" if hint else ""))
         if not _equal(got, expected):
-            lines = [f"{name}: {_call_text(fname, args)} returned {_fmt(got)}, expected {_fmt(expected)} "
-                     f"({n} earlier case{'s' if n != 1 else ''} agreed).", f"  rule: {rule}"]
+            drawn = " (a random case of the family)" if n >= shown else ""
+            lines = [f"{name}: {_call_text(fname, args)}{drawn} returned {_fmt(got)}, not what the rule gives "
+                     f"({n} earlier case{'s' if n != 1 else ''} agreed).", f"  rule: {rule}",
+                     f"  expected: {_fmt(expected)}"]
             if hint:
                 lines.append(f"  hint: {hint}")
             raise NotYet("\n".join(lines))
         n += 1
-    _ok(name, (note or (f"{n} cases agree" if n != 1 else "1 case agrees"))
-        + (f"; the graded version also tries {more}" if more else ""))
+    agreed = f"{n} cases agree" if n != 1 else "1 case agrees"
+    if n > shown and not note:
+        agreed = f"{shown} shown cases and {n - shown} random ones{' of ' + family_text if family_text else ''} agree"
+    _ok(name, note or agreed, unchecked=more, sampled=sampled or n > shown)
 
 
 def check_function_explained(name: str, fn, cases: Iterable, *, reference: Callable, rule: str,
                              explain: Callable | None = None, hint: str = "", note: str = "",
-                             more: str = "") -> None:
+                             more: str = "", family: Callable | None = None, draws: int = 200,
+                             family_text: str = "") -> None:
     """`check_function(name, fn, cases, reference=...)`, and where `fn` first differs from `reference`,
     one more line from `explain(args, got, expected)` (a str, or None: nothing to add) naming what the
     learner's value is: the rule that case falls under, or the common mistake it matches (e.g. "the
     number of elements, not of bytes"). `cases` holds argument tuples (or single arguments)."""
     cases = [c if isinstance(c, tuple) else (c,) for c in cases]
+    if family is not None and more:        # the same random cases for the check and for the explanation
+        cases += family_draws(family, draws)
+        note = note or f"{len(cases) - draws} shown cases and {draws} random ones" \
+            + (f" of {family_text}" if family_text else "") + " agree"
     try:
-        check_function(name, fn, cases, rule=rule, hint=hint, reference=reference, note=note, more=more)
+        check_function(name, fn, cases, rule=rule, hint=hint, reference=reference, note=note, more=more,
+                       sampled=family is not None and bool(more),
+                       shown=len(cases) - draws if family is not None and more else None)
     except NotYet as e:
         if explain is None or unanswered(fn) or not callable(fn):
             raise

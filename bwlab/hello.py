@@ -18,14 +18,20 @@ __all__ = ["hello_roundtrip", "hello_source", "HELLO_BARRIERS", "HelloCopy", "RE
 HELLO_BARRIERS = {0: "smem_full"}
 
 
-def hello_roundtrip(nbytes: int = 4096, blocks: int = 2, extra_tx: int = 0):
-    """Run cuda_src/hello_bulk.cu: each CTA bulk-copies `nbytes` into SMEM and writes them back."""
+def hello_roundtrip(nbytes: int = 4096, blocks: int = 2, extra_tx: int = 0, kernel=None):
+    """Run cuda_src/hello_bulk.cu: each CTA bulk-copies `nbytes` into SMEM and writes them back.
+    `kernel`: a `bwlab.lab.TeachingKernel` of the file (None: the %%cuda edit if one is kept, else the file);
+    an edit runs in a worker process on a GPU."""
     if nbytes % 16 or not 16 <= nbytes <= 16384:
         raise ValueError(f"cp.async.bulk moves a multiple of 16 bytes; this kernel's buffer holds "
                          f"at most 16384, got {nbytes}")
     be = backend_for("tma")   # this GPU, or the PTX emulator where there is none
     cp = be.xp
-    mod = be.load("hello_bulk.cu")
+    from .lab import isolate, kept, run_edited
+    kernel = kernel if kernel is not None else kept("hello_bulk.cu")
+    if kernel is not None and not be.emulated and isolate(kernel):
+        return run_edited(hello_roundtrip, nbytes, blocks, extra_tx, kernel=kernel)
+    mod = be.load(kernel if kernel is not None else "hello_bulk.cu")
     src = cp.asarray(hello_source(nbytes, blocks))
     dst = cp.zeros(src.shape, np.uint32)
     launch(mod, "hello_bulk_roundtrip", (blocks,), (128,),

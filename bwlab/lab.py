@@ -21,8 +21,11 @@ or, in a notebook, with the `%cuda` magics (`%load_ext bwlab.lab` once):
     %cuda --reset teach_tma.cu      # undo: the stage runs cuda_src/teach_tma.cu again (no file: every edit)
 
 `%%cuda FILE` compiles the cell's text and, if it compiles, keeps it as `bwlab.lab.edited("teach_tma.cu")`,
-which the stage's runner then uses; a compile error is shown on the line of the cell it refers to (the
-`%%cuda` line is line 1) and the previous version stays. `bwlab.lab.reset(FILE)` undoes in Python.
+which every runner of that file then uses, with or without `kernel=` (`kept(FILE)`; the magic names the
+calls, `RUNS`; a ladder step is named by its path, `gemm_sm90/s3_warp_specialized.cu`, or by its file name
+alone); a harness kernel is compiled but not kept. A compile error is shown on the line of the cell it
+refers to (the `%%cuda` line is line 1), with the lines before it, and the previous version stays.
+`bwlab.lab.reset(FILE)` undoes in Python. Long outputs are folded in a notebook (`fold`, `Folded`).
 
 The cell's editor highlights the kernel as Python: JupyterLab 4 takes a cell's editor mode from the
 notebook's language, and only a JupyterLab extension can map a cell magic to another mode. So a compile
@@ -34,11 +37,61 @@ from __future__ import annotations
 from .compile import CUDA_SRC, Compiled, CompileError, compile_text, load_text_module
 from .source import function_source, source_text
 
-__all__ = ["TeachingKernel", "edited", "reset", "EDITS", "CompileError", "load_ipython_extension", "isolate",
-           "run_edited", "cell_errors", "CellErrors"]
+__all__ = ["TeachingKernel", "Folded", "fold", "FOLD_AT", "edited", "kept", "canonical", "runs_of", "RUNS", "reset",
+           "EDITS", "CompileError",
+           "load_ipython_extension", "isolate", "run_edited", "cell_errors", "CellErrors"]
 
-# The kernels a learner changed with %%cuda, by file name.
+# The kernels a learner changed with %%cuda, by file name (its path under cuda_src/).
 EDITS: dict[str, "TeachingKernel"] = {}
+
+# Which calls run a kept %%cuda edit of each file: every one of them loads `kept(file)` instead of the
+# file (tests/test_lab_edits.py edits each file and proves the next run executes the edit). A file not
+# named here (a harness kernel) is only compiled: no call of the course launches an edit of it.
+_LADDER_SM90 = ("gemm.GemmCase(step, M, N, K).run()/check() and every run of that step "
+                "(gemm.runner.run_step, run_step_emulated, the ladder's timelines)")
+_LADDER_SM100 = "every run of that Blackwell step (gemm.sm100.run_sm100, run_step_emulated)"
+RUNS: dict[str, str] = {
+    "hello_bulk.cu": "hello_roundtrip() and HelloCopy().run()/check()/results()",
+    "teach_tma.cu": "tma.TmaLoad(..., kernel='teach_tma.cu') and tma.runner.run_teach",
+    "teach_multicast.cu": "multicast.MulticastLoad(..., kernel='teach_multicast.cu') and multicast.runner.run_teach",
+    "teach_wgmma.cu": "umma.WgmmaCase(..., kernel='teach_wgmma.cu') and umma.runner.run_teach_wgmma",
+    "teach_umma.cu": "umma.UmmaCase(..., kernel='teach_umma.cu') and umma.runner.run_teach_umma",
+    "teach_tmem.cu": "tmem.try_teach(), tmem.teach_case() and tmem.runner.run_teach",
+    "teach_store.cu": "epilogue.Epilogue(..., kernel='teach_store.cu') and epilogue.runner.run_teach",
+    "full_flow_sm100.cu": "Flow(...).run()/check()/trace('hardware' or 'emulated'), with or without kernel=",
+    "full_flow_sm90.cu": "Flow(...).trace('hybrid') and the Hopper twin (flow.runner.run_hopper)",
+}
+
+
+def canonical(file) -> str:
+    """A kernel's name as EDITS keys it: its path under cuda_src/ (`s3_warp_roles.cu` is found in its
+    folder when the name is unique there)."""
+    from pathlib import Path
+    name = str(file)
+    if not name.endswith((".cu", ".cuh")):
+        name += ".cu"
+    if Path(name).is_absolute() or (CUDA_SRC / name).exists():
+        return name
+    found = sorted(p.relative_to(CUDA_SRC).as_posix() for p in CUDA_SRC.rglob(Path(name).name))
+    return found[0] if len(found) == 1 else name
+
+
+def runs_of(file) -> str | None:
+    """The calls that run a kept edit of `file`, in words; None for a file no call launches edited."""
+    name = canonical(file)
+    if name in RUNS:
+        return RUNS[name]
+    if name.startswith("gemm_sm90/") and name.endswith(".cu"):
+        return _LADDER_SM90
+    if name.startswith("gemm_sm100/") and name.endswith(".cu"):
+        return _LADDER_SM100
+    return None
+
+
+def kept(file) -> "TeachingKernel | None":
+    """The learner's kept %%cuda edit of `file`, or None: what a runner that was given no kernel loads
+    instead of the file."""
+    return EDITS.get(canonical(file))
 
 
 def _targets(text: str) -> tuple[str, ...]:
@@ -50,11 +103,54 @@ def _targets(text: str) -> tuple[str, ...]:
     return ("sm_100a",) if "tcgen05" in text else ("sm_90a",)
 
 
+# A notebook's output shows at most this many lines; what is longer is folded (an HTML <details>).
+FOLD_AT = 40
+
+
+class Folded:
+    """A long text as a notebook shows it: its first `head` lines, then the rest in an HTML <details>
+    element (closed; `summary` says what is inside). The plain-text form (a terminal, the stored
+    notebook's text/plain) is the head and one line saying how much was folded; `.text` is all of it."""
+
+    def __init__(self, text: str, head: int = 30, summary: str = ""):
+        self.text = str(text).rstrip("\n")
+        lines = self.text.splitlines()
+        self.head, self.rest = lines[:head], lines[head:]
+        self.summary = summary or f"{len(self.rest)} more lines"
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        if not self.rest:
+            return self.text
+        return "\n".join(self.head) + f"\n[... {self.summary}: folded; print(x.text) shows them]"
+
+    def _repr_html_(self) -> str:
+        from html import escape
+        pre = '<pre style="margin:0">{}</pre>'
+        out = pre.format(escape("\n".join(self.head)))
+        if self.rest:
+            out += (f"<details><summary>{escape(self.summary)}</summary>"
+                    + pre.format(escape("\n".join(self.rest))) + "</details>")
+        return out
+
+
+def fold(text: str, head: int = 30, summary: str = "") -> None:
+    """Show `text`: whole when it is at most FOLD_AT lines (or outside a notebook), else its first
+    `head` lines and the rest folded (`Folded`)."""
+    text = str(text).rstrip("\n")
+    if len(text.splitlines()) <= FOLD_AT:
+        print(text)
+        return
+    _show(Folded(text, head, summary))
+
+
 class TeachingKernel:
     """The text of one teaching kernel file, original or edited."""
 
     def __init__(self, file: str, text: str | None = None):
-        self.file = file if file.endswith(".cu") else file + ".cu"
+        self.file = canonical(file)
         self.original = source_text(self.file)
         self.text = self.original if text is None else text
 
@@ -66,9 +162,11 @@ class TeachingKernel:
     def targets(self) -> tuple[str, ...]:
         return _targets(self.text)
 
-    def show(self, function: str | None = None) -> None:
-        """Print the kernel file, or one function of it."""
-        print(function_source(self.text, function) if function else self.text.rstrip("\n"))
+    def show(self, function: str | None = None, head: int = 36) -> None:
+        """Print the kernel file, or one function of it (in a notebook, past FOLD_AT lines, the first
+        `head` lines and the rest folded)."""
+        text = function_source(self.text, function) if function else self.text.rstrip("\n")
+        fold(text, head, f"the rest of {self.file}: {max(0, len(text.splitlines()) - head)} more lines")
 
     def replace(self, old: str, new: str, count: int = 1) -> "TeachingKernel":
         """A copy with `old` replaced by `new` (exactly `count` occurrences must exist)."""
@@ -100,8 +198,7 @@ class TeachingKernel:
 
 def edited(file: str) -> TeachingKernel:
     """The learner's version of `file` if a %%cuda cell changed it, else the original."""
-    file = file if file.endswith(".cu") else file + ".cu"
-    return EDITS.get(file) or TeachingKernel(file)
+    return EDITS.get(canonical(file)) or TeachingKernel(file)
 
 
 def isolate(kernel: TeachingKernel) -> bool:
@@ -129,8 +226,31 @@ def reset(file: str | None = None) -> list[str]:
         done = sorted(EDITS)
         EDITS.clear()
         return done
-    file = file if file.endswith(".cu") else file + ".cu"
+    file = canonical(file)
     return [file] if EDITS.pop(file, None) is not None else []
+
+
+def _same_file(where: str, file: str) -> bool:
+    """Whether a compiler diagnostic's file is the cell's kernel (NVRTC names it by its base name, a file
+    in a folder of cuda_src/ too)."""
+    return where.replace("\\", "/").rsplit("/", 1)[-1] == file.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def _header_context(where: str, line: int) -> list[str]:
+    """The lines around `line` of a header the kernel includes (a file under cuda_src/), numbered as in
+    that file; [] when it cannot be read."""
+    from pathlib import Path
+    p = Path(where.replace("\\", "/"))
+    if not p.is_absolute():
+        p = CUDA_SRC / p
+    try:
+        lines = p.read_text().splitlines()
+    except OSError:
+        return []
+    if not 1 <= line <= len(lines):
+        return []
+    return [f"{'>' if n == line else ' '}{n:4d} | {lines[n - 1]}"
+            for n in range(max(1, line - 2), min(len(lines), line + 1) + 1)]
 
 
 def cell_errors(e: CompileError, file: str, first_line: int = 2) -> str:
@@ -141,12 +261,14 @@ def cell_errors(e: CompileError, file: str, first_line: int = 2) -> str:
     for where, line, kind, msg in e.diagnostics:
         if kind == "warning":
             continue
-        if where.replace("\\", "/").rsplit("/", 1)[-1] != file or not 1 <= line <= len(lines):
+        if not _same_file(where, file) or not 1 <= line <= len(lines):
             out.append(f"{kind} in {where.replace(str(CUDA_SRC), 'cuda_src')}, line {line}: {msg}")
+            out.extend(_header_context(where, line))
             continue
         at = line + first_line - 1
         out.append(f"{kind} on line {at} of this cell: {msg}")
-        for n in range(max(1, line - 1), min(len(lines), line + 1) + 1):
+        # three lines before: a missing ';' is reported on the next statement, a line or two further on
+        for n in range(max(1, line - 3), min(len(lines), line + 1) + 1):
             out.append(f"{'>' if n == line else ' '}{n + first_line - 1:4d} | {lines[n - 1]}")
     return "\n".join(out) if out else str(e).split("--- compiler log ---", 1)[-1].strip()
 
@@ -181,7 +303,7 @@ class CellErrors:
         for where, line, kind, msg in self.error.diagnostics:
             if kind == "warning":
                 continue
-            if where.replace("\\", "/").rsplit("/", 1)[-1] != self.file or not 1 <= line <= len(lines):
+            if not _same_file(where, self.file) or not 1 <= line <= len(lines):
                 parts.append(f"<p><b>{escape(kind)}</b> in {escape(where.replace(str(CUDA_SRC), 'cuda_src'))}, "
                              f"line {line}: {escape(msg)}</p>")
                 continue
@@ -259,9 +381,14 @@ def _cuda_magic(line: str, cell: str | None = None):
             _show(CellErrors(e, k.file))
             print(f"\n{k.file} was NOT kept: the stage still runs the previous version.")
             return None
+    runs = runs_of(k.file)
+    if runs is None:
+        print(f"{k.file}: compiled for {', '.join(k.targets)}, but no call of the course launches an edit of it "
+              f"(a harness kernel); edit a teaching kernel ({', '.join(sorted(RUNS))}) or a ladder step instead.")
+        return None
     EDITS[k.file] = k
-    print(f"{k.file}: compiled for {', '.join(k.targets)}; the stage's runner now uses this version"
-          + ("" if k.edited else " (unchanged from cuda_src/)") + f". Undo: %cuda --reset {k.file}")
+    print(f"{k.file}: compiled for {', '.join(k.targets)}" + ("" if k.edited else " (unchanged from cuda_src/)")
+          + f". From now on this version is what runs in: {runs}. Undo: %cuda --reset {k.file}")
     return None
 
 

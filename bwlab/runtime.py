@@ -26,8 +26,25 @@ STATUS_DTYPE = np.dtype([
 PORTABLE_CLUSTER_SIZE = 8
 
 
+def _default_wait_limit_ns() -> int:
+    """BW_WAIT_TIMEOUT_NS as cuda_src/ptx/common.cuh defines it (a build may define another)."""
+    import re
+    try:
+        from .compile import CUDA_SRC
+        m = re.search(r"#define\s+BW_WAIT_TIMEOUT_NS\s+(\d+)", (CUDA_SRC / "ptx" / "common.cuh").read_text())
+        return int(m.group(1)) if m else 0
+    except OSError:
+        return 0
+
+
 class MbarrierTimeout(RuntimeError):
-    """A bounded mbarrier wait in a kernel gave up. Fields name the barrier and what it expected."""
+    """A bounded mbarrier wait in a kernel gave up. Fields name the barrier and what it expected.
+
+    `str(e)` holds everything; its first lines (at most 8, `headline`) say which wait gave up, the bytes
+    (what the wait names, and, from the emulator, the tx-count the barrier still waited for: the
+    announced bytes minus those that arrived, with its sign), and the real timeout; `details` (the
+    emulator's report of every waiting thread) follows. In a notebook the headline is shown and the
+    details are folded (an HTML <details>)."""
 
     def __init__(self, kernel: str, barrier: str, record):
         self.kernel, self.barrier = kernel, barrier
@@ -37,11 +54,67 @@ class MbarrierTimeout(RuntimeError):
         self.thread = int(record["thread"])
         self.cta_rank = int(record["cta_rank"])
         self.waited_ns = int(record["waited_ns"])
-        super().__init__(
-            f"{kernel}: mbarrier '{barrier}' did not complete phase with parity {self.phase_parity} "
-            f"(expected {self.expected_tx} transaction bytes) — CTA {self.block}, cluster rank "
-            f"{self.cta_rank}, thread {self.thread} gave up after {self.waited_ns / 1e6:.1f} ms. "
-            "Either fewer bytes arrived than expect_tx announced, or an arrival is missing.")
+        self.limit_ns = _default_wait_limit_ns()
+        self.tx_left = None          # announced - arrived on the barrier, where the emulator knows it
+        self.arrivals_left = None
+        self.details = ""
+        self.emulated = False
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        return self.headline + (("\n" + self.details) if self.details else "")
+
+    @property
+    def headline(self) -> str:
+        """The first lines of the message (at most 8): which wait gave up, the bytes, the timeout."""
+        lines = [f"{self.kernel}: the bounded wait on mbarrier '{self.barrier}' (phase parity {self.phase_parity}) "
+                 f"gave up — CTA {self.block}, cluster rank {self.cta_rank}, thread {self.thread}."]
+        lines.append(f"  bytes: this wait names {self.expected_tx} (the kernel's own number, passed to "
+                     "mbarrier_wait: not a count of what was announced or arrived)")
+        if self.tx_left is not None:
+            d = self.tx_left
+            what = ("fewer bytes arrived than arrive.expect_tx announced" if d > 0 else
+                    "more bytes arrived than were announced (they count against the next phase)" if d < 0 else
+                    "every announced byte arrived")
+            lines.append(f"  on the barrier: announced − arrived = {d:+d} bytes ({what})"
+                         + (f"; {self.arrivals_left} arrival(s) still missing" if self.arrivals_left else ""))
+        limit = f"{self.limit_ns / 1e6:.0f} ms" if self.limit_ns else "BW_WAIT_TIMEOUT_NS"
+        if self.emulated:
+            lines.append(f"  timeout: the wait's limit is {limit} of %globaltimer (BW_WAIT_TIMEOUT_NS); in the "
+                         f"emulator time is virtual and jumps once every thread waits, so it gave up at "
+                         f"{self.waited_ns / 1e6:.1f} virtual ms")
+        else:
+            lines.append(f"  timeout: it waited {self.waited_ns / 1e6:.1f} ms (the limit: {limit}, BW_WAIT_TIMEOUT_NS)")
+        if self.tx_left is None or (self.tx_left == 0 and not self.arrivals_left):
+            lines.append("  Either fewer bytes arrived than expect_tx announced, or an arrival is missing.")
+        return "\n".join(lines)
+
+    def with_emulator_report(self, report: str) -> "MbarrierTimeout":
+        """Add what the emulator saw when every thread waited: the barrier's tx-count (announced minus
+        arrived) and missing arrivals in the headline, the whole report as details."""
+        import re
+        self.emulated = True
+        self.emulator_report = report
+        m = re.search(rf"on '{re.escape(self.barrier.split(' ')[0])}' of CTA rank {self.cta_rank} .*?"
+                      r"(\d+) of \d+ arrivals still missing, (-?\d+) transaction bytes still expected", report)
+        if m:
+            self.arrivals_left, self.tx_left = int(m.group(1)), int(m.group(2))
+        self.details = ("In the emulator, when every thread was waiting (before the bounded waits ran out of "
+                        "time):\n" + report)
+        self.args = (self._message(),)
+        return self
+
+    def _render_traceback_(self):
+        """In IPython: the headline as the error, the emulator's report folded below it."""
+        if self.details:
+            try:
+                from IPython.display import HTML, display
+                from html import escape
+                display(HTML(f"<details><summary>what every thread was doing (the emulator's report)</summary>"
+                             f"<pre>{escape(self.details)}</pre></details>"))
+            except Exception:
+                pass
+        return [f"MbarrierTimeout: {line}" if i == 0 else line for i, line in enumerate(self.headline.splitlines())]
 
 
 class Backend:
@@ -199,10 +272,11 @@ def launch(module, kernel: str, grid, block, args, shared_mem: int = 0, barrier_
         if rec["code"][0] != 0:
             bid = int(rec["barrier_id"][0])
             err = MbarrierTimeout(kernel, (barrier_names or {}).get(bid, f"#{bid}"), rec[0])
+            err.emulated = True
             if run.stall_reports:
-                err.emulator_report = run.stall_reports[0]
-                err.args = (err.args[0] + " (In the emulator that time is virtual.)\nIn the emulator, when every "
-                            "thread was waiting (before the bounded waits ran out of time):\n" + run.stall_reports[0],)
+                err.with_emulator_report(run.stall_reports[0])
+            else:
+                err.args = (err._message(),)
             raise err
         return run
     if shared_mem > 48 * 1024:

@@ -25,7 +25,7 @@ def orient_tier():
     for cc in ccs:
         for stage, (_, needs, _) in STAGES.items():
             if cc is None or tuple(cc) < (9, 0):
-                tier = "model"
+                tier = "emulated"              # no TMA: the kernels run in bwlab's PTX emulator
             elif needs == "tma" or cc[0] in (10, 11):
                 tier = "hardware"
             else:

@@ -173,3 +173,25 @@ def test_every_subcommand_names_a_function():
         for name, cmd in table.items():
             assert callable(getattr(importlib.import_module(cmd.module), cmd.function)), name
             assert cmd.help, name
+
+
+def test_tiers_for_no_gpu_is_the_emulated_tier():
+    """The one tier story: without a GPU with TMA the kernels run in the emulator (what the banner says
+    and what 0.1 asks); the model tier is only BWLAB_BACKEND=model."""
+    assert set(device.tiers_for(None).values()) == {"emulated"}
+    assert set(device.tiers_for((8, 6)).values()) == {"emulated"}
+    assert {t for _, _, row in device.tier_table() for t in row.values()} <= {"hardware", "hybrid", "emulated"}
+
+
+@pytest.mark.parametrize("backend,cc,words", [
+    ("auto", None, "PTX emulator runs the kernel's own sm_100a PTX"),
+    ("auto", (9, 0), "NumPy model executes tcgen05.mma"),
+    ("auto", (10, 0), "this GPU (B200, sm_100) runs the kernel"),
+    ("model", (10, 0), "BWLAB_BACKEND=model"),
+])
+def test_where_says_what_runs_a_stage(monkeypatch, backend, cc, words):
+    monkeypatch.setenv("BWLAB_BACKEND", backend)
+    monkeypatch.setattr(device, "_probe", lambda: None if cc is None else fake(cc, "B200"))
+    line = device.where("umma")
+    assert line.startswith("UMMA (tcgen05.mma) — ") and words in line
+    assert device.where().count("\n") == len(device.STAGES) - 1

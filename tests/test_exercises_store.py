@@ -24,12 +24,12 @@ def wavefronts(addresses):
 
 def test_wavefronts(capsys):
     ex.check_wavefronts(wavefronts, hidden=hidden_cases("store_wavefronts"))
-    assert "address patterns agree" in capsys.readouterr().out
+    assert "address patterns agree" in capsys.readouterr().out.replace("checked: ", "correct: ")
     assert "no answer yet" in _fails(ex.check_wavefronts, lambda a: None)
     assert "one phase" in _fails(ex.check_wavefronts, lambda a: words_per_phase(a, range(32)))
     msg = _fails(ex.check_wavefronts, lambda a: sum(words_per_phase(a, range(p, p + 8), distinct=False)
                                                     for p in range(0, 32, 8)))
-    assert "count distinct words" in msg and "returned 32, expected 4" in msg
+    assert "count distinct words" in msg and "returned 32, not what" in msg and "expected: 4" in msg
 
 
 def stale(steps):
@@ -40,7 +40,7 @@ def stale(steps):
 
 def test_fence(capsys):
     ex.check_fence(stale, hidden=hidden_cases("store_fence"))
-    assert "step sequences agree" in capsys.readouterr().out
+    assert "step sequences agree" in capsys.readouterr().out.replace("checked: ", "correct: ")
     assert "no answer yet" in _fails(ex.check_fence, lambda s: None)
     msg = _fails(ex.check_fence, lambda s: F not in s)
     assert "orders nothing written after it" in msg
@@ -50,10 +50,10 @@ def test_fence(capsys):
 
 def test_ring_wait(capsys):
     ex.check_ring_wait(lambda s: s - 1, hidden=hidden_cases("store_wait_ring"))
-    assert "ring sizes 1, 2, 3, 4, 5, 6, 7, 8 agree" in capsys.readouterr().out
+    assert "ring sizes 1, 2, 3, 4, 5, 6, 7, 8 agree" in capsys.readouterr().out.replace("checked: ", "correct: ")
     assert "no answer yet" in _fails(ex.check_ring_wait, lambda s: None)
     msg = _fails(ex.check_ring_wait, lambda s: s)
-    assert "race" in msg and "returned 1, expected 0" in msg
+    assert "race" in msg and "returned 1, not what" in msg and "expected: 0" in msg
     assert "waits for every store" in _fails(ex.check_ring_wait, lambda s: 0)
     msg = _fails(ex.check_ring_wait, lambda s: s - 2)       # one short, and -1 for a single buffer
     assert "one short of the largest" in msg and "no N at all" in msg and "safe, but one more" not in msg
@@ -70,11 +70,11 @@ def offset(row, col, elem_bytes, swizzle):
 
 def test_staged_offset(capsys):
     ex.check_staged_offset(offset, hidden=hidden_cases("store_swizzle_offset"))
-    assert "elements agree" in capsys.readouterr().out
+    assert "elements agree" in capsys.readouterr().out.replace("checked: ", "correct: ")
     assert "no answer yet" in _fails(ex.check_staged_offset, lambda r, c, e, m: None)
     rb = {"32B": 32, "64B": 64, "128B": 128}
     msg = _fails(ex.check_staged_offset, lambda r, c, e, m: r * rb[m] + c * e)
-    assert "before the swizzle" in msg and "returned 128, expected 144" in msg
+    assert "before the swizzle" in msg and "returned 128, not what" in msg and "expected: 144" in msg
     bits = {"32B": 1, "64B": 2, "128B": 3}
     by_row = lambda r, c, e, m: r * rb[m] + 16 * ((c * e // 16) ^ (r % (1 << bits[m]))) + c * e % 16
     assert "XORed with the row number" in _fails(ex.check_staged_offset, by_row)
@@ -85,7 +85,7 @@ X, Y = "blockIdx.x * BN", "blockIdx.y * BM"
 
 def test_store_coords(capsys):
     ex.check_store_coords((X, Y), hidden=hidden_cases("store_kernel_coords"))
-    assert "elements equal the model" in capsys.readouterr().out
+    assert "elements equal the model" in capsys.readouterr().out.replace("checked: ", "correct: ")
     assert "no answer yet" in _fails(ex.check_store_coords, None)
     assert "two C expressions" in _fails(ex.check_store_coords, "n0, m0")
     msg = _fails(ex.check_store_coords, ("n0", "m0"))          # the line as written is not an answer

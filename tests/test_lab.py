@@ -151,3 +151,17 @@ def test_cuda_magic_error_in_ipython_counts_the_cells_lines(capsys):
     shell.run_cell("%%cuda hello_bulk.cu\n" + text)
     out = capsys.readouterr().out
     assert f"on line {n + 1} of this cell" in out and "NOT kept" in out and not lab.EDITS
+
+
+def test_cuda_magic_errors_in_a_subfolder_file_count_the_cells_lines(capsys):
+    """A ladder step lives in a folder of cuda_src/: its errors are still told on the cell's lines, with
+    the lines before the error (a missing ';' is reported on the next statement)."""
+    lab.EDITS.clear()
+    text = lab.TeachingKernel("gemm_sm90/s1_one_warpgroup.cu").text
+    lines = text.splitlines()
+    n = next(i for i, l in enumerate(lines) if l.rstrip().endswith(";") and "mbarrier_arrive_expect_tx" in l)
+    broken = "\n".join(lines[:n] + [lines[n].rstrip()[:-1]] + lines[n + 1:]) + "\n"
+    lab._cuda_magic("s1_one_warpgroup.cu", broken)
+    out = capsys.readouterr().out
+    assert "of this cell" in out and "gemm_sm90/s1_one_warpgroup.cu" not in lab.EDITS
+    assert f"{n + 2:4d} | {lines[n].rstrip()[:-1]}" in out      # the text's line n+1 is the cell's n+2

@@ -224,6 +224,24 @@ def test_work_folder_never_overwrites_a_learners_work(tmp_path):
     assert (work / "01_a.ipynb").read_text() == "my answers"      # and again: still kept
 
 
+def test_work_folder_reports_real_updates_only(tmp_path):
+    """Run twice with nothing new released: the learner's changed notebooks are not copied to updates/
+    as 'new editions'; a later edition is announced once."""
+    rel = tmp_path / "release"
+    rel.mkdir()
+    (rel / "01_a.ipynb").write_text("edition 1 of a")
+    editions = {p.name: p for p in rel.iterdir()}
+    work = tmp_path / "work"
+    nbt.fill_work_folder(work, editions)
+    (work / "01_a.ipynb").write_text("edition 1 of a, opened and saved by JupyterLab")
+    for _ in range(2):
+        assert nbt.fill_work_folder(work, editions) == ["01_a.ipynb: your work (no new edition)"]
+    assert not (work / "updates").exists()
+    (rel / "01_a.ipynb").write_text("edition 2 of a")
+    assert nbt.fill_work_folder(work, editions) == ["01_a.ipynb: kept your work; the new edition is updates/01_a.ipynb"]
+    assert nbt.fill_work_folder(work, editions) == ["01_a.ipynb: your work (no new edition)"]
+
+
 def test_student_lab_turns_off_nbgrader_ui(tmp_path):
     """The config directory of `lab --student`, first on JUPYTER_CONFIG_PATH, disables nbgrader's server
     extensions and its labextension for that launch (checked in a fresh interpreter, as Jupyter reads

@@ -1,6 +1,7 @@
 """Two kernels' sources next to each other: bwlab's CUDA on the left, its twin (Gluon, CuTe DSL) on the right.
 
-In a notebook the pair renders as two scrollable columns (HTML); as text it is one listing after the other."""
+In a notebook the pair renders as two scrollable columns (HTML); as text (`str`) it is one listing after the
+other, and its repr (what a notebook stores as plain text) the first lines of each."""
 from __future__ import annotations
 
 import html
@@ -24,9 +25,18 @@ class SideBySide:
         return ('<div style="display:flex;gap:12px;align-items:flex-start">'
                 + column(self.left_title, self.left) + column(self.right_title, self.right) + "</div>")
 
-    def __repr__(self) -> str:
+    def __str__(self) -> str:
         bar = "-" * 40
         return f"{self.left_title}\n{bar}\n{self.left}\n\n{self.right_title}\n{bar}\n{self.right}"
+
+    def __repr__(self) -> str:
+        """The plain-text form a notebook stores beside the HTML: each listing's first lines (the HTML
+        columns scroll; str() holds both listings whole)."""
+        def head(title, text, n=16):
+            lines = text.splitlines()
+            more = f"\n[... {len(lines) - n} more lines: str(x) shows them]" if len(lines) > n else ""
+            return f"{title}\n{'-' * 40}\n" + "\n".join(lines[:n]) + more
+        return head(self.left_title, self.left) + "\n\n" + head(self.right_title, self.right)
 
 
 def side_by_side(name: str, tool: str = "gluon", replace: dict | None = None) -> SideBySide:

@@ -87,6 +87,8 @@ def check_wavefronts(fn, hidden=()) -> None:
          lambda a: sum(_worst_bank(a, p, distinct=False) for p in phases)),
         ("16 bytes cover 4 consecutive banks, not one", lambda a: sum(_worst_bank(a, p, first_word_only=True)
                                                                      for p in phases)),
+        ("one wavefront per lane: lanes of a phase that write different banks share one wavefront; only "
+         "distinct words in the same bank queue up", lambda a: 32),
     ])
     check_function("wavefronts of one st.shared.v4", fn, cases, reference=_wavefronts, rule=BANK_RULE,
                    hint=hint, note=f"{len(cases)} address patterns agree",
@@ -135,6 +137,9 @@ def check_fence(fn, hidden=()) -> None:
         ("the order matters: the fence, then the barrier; a fence after the barrier is not ordered before "
          "the issuing thread's store",
          lambda s: not (_after_last_write(s, "fence.proxy.async") and _after_last_write(s, "bar.sync"))),
+        ("never stale is too hopeful: st.shared writes through the generic proxy and the TMA store reads "
+         "through the async proxy, so without fence.proxy.async after the writes (then a barrier) it may "
+         "read what SMEM held before", lambda s: False),
     ])
     check_function("may the TMA store read stale SMEM?", fn, _args(cases), reference=_stale,
                    rule=PROXY_FENCE_RULE, hint=hint, note=f"{len(cases)} step sequences agree",
@@ -210,6 +215,11 @@ def _row_xor(row, col, eb, mode, bits=None):
     return row * row_bytes(mode) + 16 * (chunk ^ (row % (1 << bits))) + within
 
 
+def _xor_lines(a: int, bits: int) -> int:
+    """The 16-byte chunk bits 4.. XORed with `bits` bits of the 128-byte line (Swizzle<bits,4,3>)."""
+    return a ^ (((a >> 7) & ((1 << bits) - 1)) << 4)
+
+
 @course_cases("store_swizzle_offset")
 def check_staged_offset(fn, hidden=()) -> None:
     """Exercise 5.4: `fn(row, col, elem_bytes, swizzle)` returns the SMEM byte offset (from a
@@ -222,10 +232,22 @@ def check_staged_offset(fn, hidden=()) -> None:
          "128-byte line), and a 32- or 64-byte row is only part of a line", _row_xor),
         ("that is the 128B pattern (chunk ^ row % 8) for every mode; 32B and 64B XOR 1 and 2 bits",
          lambda r, c, e, m: _row_xor(r, c, e, m, bits=3)),
+        ("rows of 128 bytes in every mode: a tile one 32B or 64B swizzle row wide has rows of 32 or 64 bytes",
+         lambda r, c, e, m: _xor_lines(r * 128 + c * e, 3)),
+        ("col counts elements; the offset counts bytes: multiply by elem_bytes",
+         lambda r, c, e, m: _xor_lines(r * row_bytes(m) + c, swizzle_of(m).bits)),
     ])
     check_function("the SMEM offset of a staged D element", fn, cases, reference=_staged_offset,
-                   rule=RULE_STAGING, hint=hint, note=f"{len(cases)} elements agree",
-                   more="" if hidden else "hundreds of random elements in every swizzle")
+                   rule=RULE_STAGING, hint=hint, note="" if not hidden else f"{len(cases)} elements agree",
+                   more="" if hidden else "hundreds of random elements in every swizzle",
+                   family=_staged_family, draws=300, family_text="elements of every swizzle")
+
+
+def _staged_family(rng) -> tuple:
+    """A random element (row, col, element bytes, swizzle) of a D tile one swizzle row wide, 256 rows."""
+    mode = MODES[1:][int(rng.integers(len(MODES) - 1))]
+    eb = (2, 4)[int(rng.integers(2))]
+    return (int(rng.integers(0, 256)), int(rng.integers(0, row_bytes(mode) // eb)), eb, mode)
 
 
 # ---- Exercise 5.5: the coordinates of the teaching kernel's TMA store --------------------------
@@ -276,7 +298,9 @@ def _coords_mistake(coords, p) -> str:
     return {(m0, n0): "the row and column coordinates are swapped: dimension 0 (the first coordinate) is "
                       "the contiguous one, D's columns",
             (2, 1): "those are the tile indices; the TMA takes element coordinates (n0 = blockIdx.x * BN)",
-            (n0 * 4, m0): "that counts bytes; TMA coordinates count elements"}.get(got, "")
+            (n0 * 4, m0): "that counts bytes; TMA coordinates count elements",
+            (2 * p.bm, 1 * p.bn): "BM and BN swapped: x counts D's columns, in tiles of BN; y its rows, in tiles "
+                                  "of BM"}.get(got, "")
 
 
 def _origin(p, acc, got, index) -> str:

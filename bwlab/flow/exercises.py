@@ -128,7 +128,8 @@ def _diagnose_hop_bytes(args, got, want):
     for h in HOP_KEYS:
         if got[h] != want[h]:
             why = [r for v, r in known[h] if v == got[h]]
-            out.append(f"  {h} ({HOP_ROUTES[h]}): you have {got[h]}, the model {want[h]}"
+            more = "more" if isinstance(got[h], (int, float)) and got[h] > want[h] else "fewer"
+            out.append(f"  {h} ({HOP_ROUTES[h]}): you have {got[h]}, {more} bytes than the rule gives"
                        + (f" — {'; or '.join(why)}" if why else ""))
     return out
 

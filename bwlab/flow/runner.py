@@ -46,14 +46,17 @@ def _module(file: str, arch: str, kernel, be=None):
 def run_hardware(p: FlowProblem, kernel=None, emulated: bool | None = None) -> dict:
     """The whole trip by `full_flow` on an sm_100 GPU; every hop's bytes read back through its taps.
     `kernel`: a learner's edit of full_flow_sm100.cu (bwlab.lab.TeachingKernel), run in a worker
-    process (bwlab.lab.run_edited: a fault or a hang comes back as an exception). `emulated`: run the
+    process (bwlab.lab.run_edited: a fault or a hang comes back as an exception); None: the %%cuda edit
+    of the file if one is kept (bwlab.lab.kept), else the file. `emulated`: run the
     kernel's sm_100a PTX in bwlab.emu (None: where the UMMA stage's tier is 'emulated')."""
     from ..lab import isolate, run_edited
     from ..runtime import launch
     from ..umma.runner import _umma_backend
     from ..runtime import EMULATED
+    from ..lab import kept
     be = EMULATED if emulated else _umma_backend()   # an sm_100 GPU, or the PTX emulator (its sm_100a PTX)
     cp = be.xp
+    kernel = kernel if kernel is not None else kept("full_flow_sm100.cu")   # the learner's %%cuda edit
     if kernel is not None and not be.emulated and isolate(kernel):
         return run_edited(run_hardware, p, kernel=kernel, limit=30.0)
     a16, b16, a_dev, b_dev, d_dev = _inputs(p, cp)
@@ -73,14 +76,18 @@ def run_hardware(p: FlowProblem, kernel=None, emulated: bool | None = None) -> d
                 gmem_d=cp.asnumpy(d_dev))
 
 
-def run_hybrid(p: FlowProblem) -> dict:
+def run_hybrid(p: FlowProblem, kernel=None) -> dict:
     """Real TMA load -> model MMA / commit / tcgen05.ld from the loaded bytes -> real st.shared, fence,
     TMA store from the model's registers (an sm_90 GPU)."""
     from ..runtime import backend_for, launch
     from .model import mma_from_smem, registers_from_tmem
+    from ..lab import isolate, kept, run_edited
     be = backend_for("tma")   # this GPU, or the PTX emulator where there is none
     cp = be.xp
-    mod = _module("full_flow_sm90", "sm_90a", None, be)
+    kernel = kernel if kernel is not None else kept("full_flow_sm90.cu")   # the learner's %%cuda edit
+    if kernel is not None and not be.emulated and isolate(kernel):
+        return run_edited(run_hybrid, p, kernel=kernel, limit=30.0)
+    mod = _module("full_flow_sm90", "sm_90a", kernel, be)
     a16, b16, a_dev, b_dev, d_dev = _inputs(p, cp)
     ta, tb, td = _maps(p, a_dev, b_dev, d_dev)
     ab = cp.zeros(2 * 0x4000, np.uint8)
@@ -100,12 +107,15 @@ def run_hybrid(p: FlowProblem) -> dict:
 def run_hopper(p: FlowProblem, repeat: int = 5, kernel=None):
     """Hopper's native path (`full_flow_hopper`): returns (the D buffer, stamps uint64 (repeat, 4 warps,
     N_EVENTS, 2) of %globaltimer ns and %clock64, -1 where a warp does not reach an event).
-    `kernel`: a learner's edit of full_flow_sm90.cu, run in a worker process."""
+    `kernel`: a learner's edit of full_flow_sm90.cu, run in a worker process (None: the %%cuda edit
+    of the file if one is kept, else the file)."""
     from ..lab import isolate, run_edited
     from ..runtime import launch
     from ..umma.runner import _wgmma_backend
+    from ..lab import kept
     be = _wgmma_backend()   # an sm_90a GPU, or the PTX emulator in the emulated tier
     cp = be.xp
+    kernel = kernel if kernel is not None else kept("full_flow_sm90.cu")   # the learner's %%cuda edit
     if kernel is not None and not be.emulated and isolate(kernel):
         return run_edited(run_hopper, p, repeat, kernel=kernel, limit=30.0)
     mod = _module("full_flow_sm90", "sm_90a", kernel, be)

@@ -19,6 +19,9 @@ import ast
 import dataclasses
 import re
 
+import numpy as np
+
+from ..exercise_families import occupancy_family, occupancy_formula as _occ_formula
 from ..exercises import NotYet, check_function_explained, course_cases, unanswered
 from ..hw.mbarrier import Mbarrier
 from ..util import ceil_div
@@ -42,16 +45,19 @@ STAGE_RULE = (f"one stage holds the A slice (bm rows) and the B slice (bn rows) 
 
 
 def _explain_stage(args, got, want):
+    """Every reading of `got` that fits (one value can be two mistakes: with bm = bn the elements of
+    both slices are the bytes of one)."""
     bm, bn = args
+    said = []
     if got == (bm + bn) * ladder.BK:
-        return "that counts elements; the buffer holds bytes (bf16: 2 each)"
-    if got == bm * ladder.BK * 2:
-        return "that is the A slice alone: B's slice shares the stage"
+        said.append("that counts elements; the buffer holds bytes (bf16: 2 each)")
+    if got in (bm * ladder.BK * 2, bn * ladder.BK * 2):
+        said.append("that is the A slice alone (or B's): both slices share the stage")
     if got == bm * bn * 2 or got == bm * bn * 4:
-        return "that is the size of a C tile; a stage holds the operands of one k-slice"
+        said.append("that is the size of a C tile; a stage holds the operands of one k-slice")
     if got == (bm + bn) * 128 * 2:
-        return "a row of a k-slice is 128 bytes (64 bf16 elements), not 128 elements"
-    return None
+        said.append("a row of a k-slice is 128 bytes (64 bf16 elements), not 128 elements")
+    return " — or ".join(said) or None
 
 
 @course_cases("gemm_stage_bytes")
@@ -106,11 +112,30 @@ def _explain_occupancy(args, got, want):
     return None
 
 
+OCC_MISTAKES = (
+    (f"registers go to a warp in units of {occupancy.REG_UNIT_PER_WARP}: round registers x 32 up to a multiple "
+     "of it before dividing", _occ_formula(unit=False)),
+    ("228 KiB is 228 x 1024 bytes", _occ_formula(smem_sm=228 * 1000)),
+    ("an SM also holds at most 32 CTAs and 64 warps", _occ_formula(caps=False)),
+)
+
+
+_OCC_PROBES = [occupancy_family(r) for r in [np.random.default_rng(7)] for _ in range(200)]
+
+
 @course_cases("gemm_ctas_per_sm")
 def check_ctas_per_sm(fn, hidden=()) -> None:
-    """Exercise 7.2: fn(smem_per_cta, registers, threads) -> CTAs per SM; `hidden`: more, course data."""
-    check_function_explained("CTAs per SM", fn, occupancy_cases(hidden), reference=_ctas,
-                             explain=_explain_occupancy, rule=OCC_RULE,
+    """Exercise 7.2: fn(smem_per_cta, registers, threads) -> CTAs per SM; `hidden`: more, course data.
+    Without `hidden`, 300 random CTAs of the family (occupancy_family) follow the shown cases."""
+    from ..exercise_mistakes import which_mistake
+    cases = occupancy_cases(hidden)
+    # a whole formula first (one case can fit several readings): judged on the shown cases and a fixed
+    # sample of the family, which holds cases that tell the mistakes apart
+    whole = which_mistake(fn, cases + _OCC_PROBES, OCC_MISTAKES)
+    check_function_explained("CTAs per SM", fn, cases, reference=_ctas,
+                             explain=lambda *a: whole or _explain_occupancy(*a), rule=OCC_RULE,
+                             family=occupancy_family, draws=300,
+                             family_text="CTAs of any SMEM size, register count and warp count",
                              more="" if hidden else "other stage counts and CTAs limited by warps, CTAs "
                              "per SM and the register allocation unit",
                              hint="work out each limit on its own, then take the smallest")
@@ -155,14 +180,32 @@ def _explain_parity(args, got, want):
     return None
 
 
+PARITY_MISTAKES = (
+    ("that is the parity the consumers wait on (`full`, the fill has landed); the producer waits for the "
+     "release of the fill before", lambda kt, st: (kt // st) & 1),
+    ("a buffer's phases count its own fills (kt // stages), not the k-slices of every buffer",
+     lambda kt, st: (kt + 1) & 1),
+    ("a buffer's phases count its own fills (kt // stages), not the k-slices of every buffer",
+     lambda kt, st: kt & 1),
+    ("a constant parity: each fill of a buffer completes one more phase of its `empty` barrier, so the "
+     "parity the producer waits on flips each time round the ring", lambda kt, st: 0),
+    ("a constant parity: each fill of a buffer completes one more phase of its `empty` barrier, so the "
+     "parity the producer waits on flips each time round the ring", lambda kt, st: 1),
+)
+
+
 @course_cases("gemm_producer_parity")
 def check_producer_parity(fn, hidden=()) -> None:
     """Exercise 7.3: fn(kt, stages) -> the parity the producer's wait on empty[kt % stages] passes on;
     `hidden`: more (kt, stages), course data."""
+    from ..exercise_mistakes import which_mistake
     cases = [(0, 4), (4, 4), (5, 4), (8, 4)] + [tuple(c) for c in hidden]
+    whole = which_mistake(fn, cases, PARITY_MISTAKES)     # whole formulas first: one case fits several
     check_function_explained("the producer's parity", fn, cases, reference=producer_parity,
+                             family=lambda rng: (int(rng.integers(0, 64)), int(rng.integers(1, 9))), draws=200,
+                             family_text="k-slices 0..63 of rings of 1 to 8 stages",
                              more="" if hidden else "rings of 2, 3 and 6 stages and later k-slices",
-                             explain=_explain_parity, rule=PARITY_RULE,
+                             explain=lambda *a: whole or _explain_parity(*a), rule=PARITY_RULE,
                              hint="count the fills of that one buffer, then the phases its `empty` barrier "
                                   "has completed by then")
 

@@ -56,9 +56,12 @@ def random_operands(m: int, n: int, k: int, seed: int = 0):
 
 def build(s: Step, stamps: bool = False, kernel=None):
     """The step's kernel compiled for this GPU and loaded (cached); `kernel`, a learner's edit of it
-    (`bwlab.lab.TeachingKernel`), instead of the file when given."""
+    (`bwlab.lab.TeachingKernel`), instead of the file when given; None: the %%cuda edit of the step's
+    file if one is kept (bwlab.lab.kept), else the file."""
     from ..compile import load_module
+    from ..lab import kept
     defines = {"GEMM_STAMPS": 1} if stamps else None
+    kernel = kernel if kernel is not None else kept(s.path)   # the learner's %%cuda edit of the step
     if kernel is not None and kernel.edited:
         return kernel.load(defines)
     return load_module(s.path, defines=defines)
@@ -231,7 +234,8 @@ def try_kernel(name, m: int, n: int, k: int, kernel=None, repeat: int = 10) -> d
     a, b = random_operands(m, n, k, seed=1)
     got = check(a, b, run_step(name, a, b, kernel=kernel), name=f"{name} (edited)" if kernel else name)
     times = {}
-    for label, kern in (("ms", kernel), ("ms_original", None)):
+    from ..lab import TeachingKernel
+    for label, kern in (("ms", kernel), ("ms_original", TeachingKernel(step(name).path))):   # the file itself
         launch = prepare(name, a, b, kernel=kern)
         launch()
         times[label] = sorted(time_ms(launch) for _ in range(repeat))[repeat // 2]
@@ -265,6 +269,8 @@ def run_step_emulated(name, a, b, sms: int = EMULATED_SMS, seed: int = 0, trace:
     maps = [encode_tensor_map(TensorMap("bfloat16", (k, m), (BK, s.bm), swizzle="128B"), da.data.ptr),
             encode_tensor_map(TensorMap("bfloat16", (k, n), (BK, s.b_rows), swizzle="128B"), db.data.ptr),
             encode_tensor_map(TensorMap("bfloat16", (n, m), (64, 64), swizzle="128B"), dc.data.ptr)]
+    from ..lab import kept
+    kernel = kernel if kernel is not None else kept(s.path)   # the learner's %%cuda edit of the step
     if kernel is not None and kernel.file != s.path:
         raise ValueError(f"{s.name} runs {s.path}; got an edit of {kernel.file}")
     module = EMULATED.load(kernel if kernel is not None else s.path, defines={"GEMM_STAMPS": 1} if stamps else None)

@@ -220,7 +220,10 @@ def run_sm100(step, A, B, stamps: bool = False):
     tmaps = [tensor_map_arg(t.encode(d.data.ptr)) for t, d in zip(maps, (d_a, d_b, d_c))]
     err = cp.zeros(1, cp.uint32)
     d_st = cp.zeros(len(STAMP_TRACKS) * STAMP_SPANS * 2, cp.uint64) if stamps else None
-    launch(load_module(s["file"]), "gemm", launch_grid(step, M, N, info.sm_count), (s["threads"],),
+    from ..lab import kept
+    mine = kept(s["file"])   # the learner's %%cuda edit of the step, if one is kept
+    module = mine.load() if mine is not None else load_module(s["file"])
+    launch(module, "gemm", launch_grid(step, M, N, info.sm_count), (s["threads"],),
            (*tmaps, d_c, np.int32(M), np.int32(N), np.int32(K), err, d_st if stamps else np.uint64(0)),
            shared_mem=s["smem_bytes"], barrier_names=GEMM_BARRIERS,
            cluster=(s["cluster"], 1, 1) if s["cluster"] > 1 else None)
@@ -251,7 +254,9 @@ def run_step_emulated(step, A, B, sms: int = EMULATED_SMS, seed: int = 0, trace:
     tmaps = [tensor_map_arg(t.encode(d.data.ptr)) for t, d in zip(maps, (d_a, d_b, d_c))]
     err = emu.zeros(1, np.uint32)
     d_st = emu.zeros(len(STAMP_TRACKS) * STAMP_SPANS * 2, np.uint64) if stamps else None
-    module = EMULATED.load(s["file"], defines=defines, arch="sm_100a")
+    from ..lab import kept
+    mine = kept(s["file"])   # the learner's %%cuda edit of the step, if one is kept
+    module = EMULATED.load(mine if mine is not None else s["file"], defines=defines, arch="sm_100a")
     fn = module.get_function("gemm")
     fn.seed, fn.trace = seed, trace
     run = launch(module, "gemm", launch_grid(step, M, N, sms * s["cluster"]), (s["threads"],),

@@ -44,11 +44,13 @@ def _explain_tier(args, got, expected):
     stage, cc = args
     needs = STAGES[stage][1]
     where = "no GPU" if cc is None else f"sm_{cc[0]}{cc[1]}"
-    if got not in ("hardware", "hybrid", "model"):
-        return "a tier is one of 'hardware', 'hybrid', 'model'"
-    if expected == "model":
-        return (f"{where} has no TMA (cp.async.bulk.tensor, mbarrier tx-counts need sm_90+), so no stage can "
-                "load real bytes: every stage runs in the model tier")
+    if got not in ("hardware", "hybrid", "emulated"):
+        return ("a tier here is one of 'hardware', 'hybrid', 'emulated' (the model tier is only what "
+                "BWLAB_BACKEND=model asks for)" if got == "model" else
+                "a tier is one of 'hardware', 'hybrid', 'emulated'")
+    if expected == "emulated":
+        return (f"{where} has no TMA (cp.async.bulk.tensor, mbarrier tx-counts need sm_90+), so no GPU runs "
+                "any stage's kernel here: what runs it then, and where?")
     if needs == "tma":
         return (f"{STAGES[stage][0]} needs only TMA, which {where} has (sm_90+): it runs on hardware; "
                 "hybrid is for the tcgen05 stages")
@@ -60,13 +62,14 @@ def _explain_tier(args, got, expected):
 
 @course_cases("orient_tier")
 def check_tier(fn, hidden=()) -> None:
-    """Exercise 0.1: `fn(stage, cc)` -> 'hardware' | 'hybrid' | 'model' (cc = (major, minor) or None).
+    """Exercise 0.1: `fn(stage, cc)` -> 'hardware' | 'hybrid' | 'emulated' (cc = (major, minor) or None).
     `hidden`: the course data's ((stage, cc), tier) pairs, tried after the shown ones."""
     table = _tier_table(hidden)
     check_function_explained(
         "the tier of a stage", fn, list(table), reference=lambda *args: table[args], explain=_explain_tier,
         rule="hardware where the GPU has what the stage needs (TMA: sm_90+; tcgen05/TMEM: sm_100, sm_103, "
-             "sm_110); hybrid for a tcgen05 stage on a GPU with TMA but no tcgen05; model without TMA",
+             "sm_110); hybrid for a tcgen05 stage on a GPU with TMA but no tcgen05; emulated (the kernel's PTX "
+             "in bwlab's emulator) without a GPU with TMA",
         hint="bwlab.device.STAGES says what each stage needs; GpuInfo.has_tma / has_tcgen05 say who has it",
         more="" if hidden else "every GPU family (sm_70 to sm_121, sm_103, sm_110, no GPU)")
 
@@ -124,7 +127,8 @@ def check_hops(answer, hidden=()) -> None:
                      "memory and, on Blackwell, accumulates in Tensor Memory; tcgen05.ld brings Tensor Memory "
                      "into the threads' registers; st.shared writes registers to shared memory. The memories "
                      "are 'GMEM', 'SMEM', 'TMEM', 'RMEM'",
-                hint="the picture of the data path above: one arrow per hop, labelled with its instruction",
+                hint="the section 'The data path' above names each hop's memories; the figure after this check draws "
+                     "them, one arrow per hop",
                 note="each hop is one notebook: 01-02, 03, 04, 05, 05")
 
 

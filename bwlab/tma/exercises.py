@@ -18,8 +18,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..exercises import NotYet, check_value, course_cases, unanswered
-from ..exercises import check_function_explained
+from ..exercise_families import legal_box
+from ..exercises import NotYet, check_function_explained, check_value, course_cases, unanswered
 from ..hw.mbarrier import Mbarrier, MbarrierError
 from ..hw.swizzle import SWIZZLES
 from .model import box_targets, require_coords, tma_load_writes
@@ -166,11 +166,11 @@ def _explain_tx(args, got, expected):
 
 @course_cases("tma_tx_bytes")
 def check_tx_bytes(fn, hidden=()) -> None:
-    """Exercise 1.2: `fn(dtype, box_shape, swizzle)` -> the bytes expect_tx must announce for one box;
-    `hidden`: more (dtype, box_shape, swizzle) cases from the course data."""
+    """Exercise 1.2: `fn(dtype, box_shape, swizzle)` -> expect_tx's bytes for one box; `hidden`: course data."""
     check_function_explained(
         "transaction bytes of a box", fn, TX_SHOWN + [tuple(c) for c in hidden], reference=_tx_reference,
-        explain=_explain_tx, more="" if hidden else "other element types, boxes of rank 3 and 4, other swizzles",
+        explain=_explain_tx, family=legal_box, family_text="legal boxes of rank 1 to 5",
+        more="" if hidden else "other element types, boxes of rank 3 and 4, other swizzles",
         rule="a load's complete_tx reports every byte it writes to SMEM: the product of the box dimensions "
              "x element size, whatever the swizzle (PTX ISA cp.async.bulk.tensor, mbarrier::complete_tx::bytes)",
         hint="bwlab.hw.element_type(dtype).bytes is the element size")
@@ -220,14 +220,14 @@ def _story_text(tx, box, done_at, bar) -> str:
     if done_at == box:
         return f"phase 0 completes as the last of the {box} bytes lands"
     if done_at is None:
-        return (f"after all {box} bytes landed the tx-count is {bar.tx}, not 0, so phase 0 never completes: "
+        return (f"after every byte of the box landed the tx-count is {bar.tx}, not 0, so phase 0 never completes: "
                 "every thread's bounded wait gives up after 200 ms (MbarrierTimeout naming 'smem_full'; with a "
                 "plain wait, a hang)")
     when = "at the arrive itself, before any byte has landed" if done_at == 0 else \
-        f"after only {done_at} of the {box} bytes have landed"
+        f"after only {done_at} bytes of the box have landed"
     return (f"phase 0 completes {when}: the threads copy out a box the TMA is still writing (a race), and the "
-            f"last {box - done_at} bytes count against phase 1 (tx-count {bar.tx}) — with the bytes reported "
-            f"{_TX_PIECE} at a time; how the hardware splits them is not architectural")
+            f"bytes still to land count against phase 1 (tx-count {bar.tx} once they have) — with the bytes "
+            f"reported {_TX_PIECE} at a time; how the hardware splits them is not architectural")
 
 
 def _edit_gmem() -> np.ndarray:

@@ -73,8 +73,16 @@ def check_address(fn, hidden=()) -> None:
          "loses a carry; add them", lambda b, l, c: b | (l << 16) | c),
     ])
     check_function("the TMEM address of (lane, column)", fn, cases, reference=_address, rule=RULE_ADDRESS,
-                   hint=hint, note=f"{len(cases)} addresses agree",
-                   more="" if hidden else "allocations of every size, anywhere in the 512 columns")
+                   hint=hint, note="" if not hidden else f"{len(cases)} addresses agree",
+                   more="" if hidden else "allocations of every size, anywhere in the 512 columns",
+                   family=_address_family, draws=200, family_text="allocations of every size in the 512 columns")
+
+
+def _address_family(rng) -> tuple:
+    """A random allocation (a power of two of 32..512 columns at a multiple of its size) and a cell in it."""
+    ncols = 32 << int(rng.integers(0, 5))
+    col0 = ncols * int(rng.integers(0, 512 // ncols))
+    return (encode_address(0, col0), int(rng.integers(0, 128)), int(rng.integers(0, ncols)))
 
 
 # ---- Exercise 4.2: which warp may access which lane --------------------------------------------
@@ -94,10 +102,14 @@ def check_quarter(fn, hidden=()) -> None:
          "at all; the quarter is warp % 4", lambda w, l: l // 32 == w),
         ("a warp may not reach every lane: only the 32 lanes of its quarter", lambda w, l: True),
         ("the quarter ends at lane 32*(w % 4) + 31, inclusive", lambda w, l: 32 * (w % 4) <= l < 32 * (w % 4) + 31),
+        ("a quarter of TMEM's 128 lanes is 32 lanes (one per thread of the warp), not 16",
+         lambda w, l: 16 * (w % 4) <= l < 16 * (w % 4) + 16),
     ])
     check_function("warp quarters (which warp may access which lane)", fn, cases, reference=_may_access,
-                   rule=RULE_QUARTER, hint=hint, note=f"{len(cases)} (warp, lane) pairs agree",
-                   more="" if hidden else "every lane for warps 0 to 31")
+                   rule=RULE_QUARTER, hint=hint, note="" if not hidden else f"{len(cases)} (warp, lane) pairs agree",
+                   more="" if hidden else "every lane for warps 0 to 31",
+                   family=lambda rng: (int(rng.integers(0, 32)), int(rng.integers(0, 128))), draws=300,
+                   family_text="warps 0..31 and lanes 0..127")
 
 
 # ---- Exercise 4.3: the teaching kernel, this student's columns per thread -------------------------
@@ -221,8 +233,22 @@ def check_registers(fn, hidden=()) -> None:
          lambda s, n, p=False: lanes[s] * cols[s] * n),
     ])
     check_function("registers per thread of a tcgen05.ld form", fn, cases, reference=_registers,
-                   rule=RULE_REGISTERS, hint=hint, note=f"{len(cases)} forms agree",
-                   more="" if hidden else "every legal shape, .num and .pack::16b")
+                   rule=RULE_REGISTERS, hint=hint, note="" if not hidden else f"{len(cases)} forms agree",
+                   more="" if hidden else "every legal shape, .num and .pack::16b",
+                   family=_form_family, draws=200, family_text="legal shapes, .num and .pack::16b")
+
+
+def _form_family(rng) -> tuple:
+    """A random legal tcgen05.ld form (shape, .num, .pack::16b)."""
+    from .forms import NUMS
+    while True:
+        shape, num = SHAPES[int(rng.integers(len(SHAPES)))], int(NUMS[int(rng.integers(len(NUMS)))])
+        pack = bool(rng.integers(2))
+        try:
+            TmemAccess(shape, num, pack)
+        except Exception:
+            continue
+        return (shape, num, pack)
 
 
 # ---- Exercise 4.5: which thread and register hold a cell ---------------------------------------
@@ -262,13 +288,42 @@ def check_holder(fn, hidden=()) -> None:
     ])
     if not hint and callable(fn):
         try:
-            x1 = [c for c in cases if c[1] == 1]
+            # "right for .x1" only when it is: every cell of every shape's .x1 map, not the few shown
+            x1 = [(sh, 1, lane, col) for sh in HOLDER_SHAPES for lane in range(TmemAccess(sh, 1).lanes)
+                  for col in range(TmemAccess(sh, 1).width)]
             if all(tuple(fn(*c)) == _holder(*c) for c in x1) and \
                     any(tuple(fn(*c)) != _holder(*c) for c in cases if c[1] > 1):
                 hint = ("right for .x1; .xN repeats the x1 pattern to the right: each repetition is the "
                         "x1 width further right and its registers follow those of the one before")
         except Exception:
             pass
+    if not hint and callable(fn):
+        try:
+            wrong = [c for c in x1 if tuple(fn(*c)) != _holder(*c)]
+            if wrong:
+                sh = wrong[0][0]
+                n_sh = sum(1 for c in wrong if c[0] == sh)
+                hint = (f"{n_sh} of the {TmemAccess(sh, 1).lanes * TmemAccess(sh, 1).width} cells of one "
+                        f".{sh}.x1 load differ (e.g. lane {wrong[0][2]}, column {wrong[0][3]}): get .x1 right "
+                        "first, cell by cell, from the ISA's figure of the shape")
+        except Exception:
+            pass
     check_function("the thread and register holding a TMEM cell", fn, cases, reference=_holder,
-                   rule=RULE_HOLDER, hint=hint, note=f"{len(cases)} cells agree",
-                   more="" if hidden else "random cells of every shape and legal .num")
+                   rule=RULE_HOLDER, hint=hint, note="" if not hidden else f"{len(cases)} cells agree",
+                   more="" if hidden else "random cells of every shape and legal .num",
+                   family=holder_family, draws=300, family_text="cells of every shape and .num")
+
+
+def holder_family(rng) -> tuple:
+    """A random cell of a random shape and legal .num (no pack): the family 4.5's graded cases come from."""
+    from .forms import NUMS
+    shape = HOLDER_SHAPES[int(rng.integers(len(HOLDER_SHAPES)))]
+    nums = []
+    for n in NUMS:
+        try:
+            TmemAccess(shape, n)
+            nums.append(n)
+        except Exception:
+            continue
+    a = TmemAccess(shape, int(nums[int(rng.integers(len(nums)))]))
+    return (shape, a.num, int(rng.integers(a.lanes)), int(rng.integers(a.width)))

@@ -171,8 +171,9 @@ def teach_sass(kernel=None, ops=("STTM", "LDTM", "UTC", "BAR.SYNC", "SHFL", "NAN
 
 def try_teach(kernel=None, warp: int = 1, thread: int = 3, force: bool = False) -> np.ndarray | None:
     """What an edit of the teaching kernel does here: compile it for sm_100a (errors on your line),
-    read its plan, replay it on the model (or name the rule it breaks), and on an sm_100 GPU run it
-    and check it against the model. Returns the model's registers (None if the model refuses).
+    read its plan, replay it on the model (or name the rule it breaks), and run it where the TMEM stage
+    runs here (an sm_100 GPU, or bwlab's PTX emulator) and check it against the model. Returns the
+    model's registers (None if the model refuses).
 
     On the GPU an edit the model refuses is not launched unless `force`: the ISA leaves such an access
     undefined, and a fault loses the CUDA context until the process restarts."""
@@ -197,8 +198,16 @@ def try_teach(kernel=None, warp: int = 1, thread: int = 3, force: bool = False) 
               f"{r[0] >> 16}, columns {r[0] & 0xFFFF}..{r[-1] & 0xFFFF}")
     except TmemError as e:
         print(f"model: refuses the kernel -- {e}")
-    if device.tier("tmem") != "hardware":
-        print("GPU: not run -- tcgen05 and TMEM need an sm_100-family GPU.")
+    t = device.tier("tmem")
+    if t == "emulated":
+        from .runner import run_teach
+        print(device.where("tmem"))
+        try:
+            print(teach_case(k).check(run_teach(k), source="the PTX emulator, your kernel"))
+        except Exception as e:      # the emulator names what the ISA leaves undefined
+            print(f"the PTX emulator stopped your kernel: {type(e).__name__}: {e}")
+    elif t != "hardware":
+        print(device.where("tmem"))
     elif want is None and not force:
         print("GPU: not launched, the model refuses it (try_teach(..., force=True) launches it anyway).")
     else:

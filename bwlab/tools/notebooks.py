@@ -302,7 +302,8 @@ def student_editions(course: Path | None = None) -> dict[str, Path]:
 def fill_work_folder(work: Path, editions: dict[str, Path]) -> list[str]:
     """Copy the student editions into `work`, never overwriting a learner's work: a notebook is copied
     where there is none, replaced only when it is still byte for byte what was copied last time, and
-    otherwise the new edition goes to `work/updates/` beside it. Returns one line per notebook."""
+    otherwise, when the edition is new since the last copy, the new edition goes to `work/updates/`
+    beside it (once: a run with nothing new reports nothing new). Returns one line per notebook."""
     import json
     import shutil
     work = Path(work)
@@ -325,10 +326,15 @@ def fill_work_folder(work: Path, editions: dict[str, Path]) -> list[str]:
             shutil.copyfile(src, dest)
             record[name] = new
             lines.append(f"{name}: replaced by the new edition (you had not changed it)")
+        elif new == record.get(name):         # you changed it, and there is no new edition since
+            lines.append(f"{name}: your work (no new edition)")
+        elif (work / UPDATES / name).exists() and _sha(work / UPDATES / name) == new:
+            lines.append(f"{name}: kept your work; the new edition is still {UPDATES}/{name}")
         else:
             upd = work / UPDATES / name
             upd.parent.mkdir(exist_ok=True)
             shutil.copyfile(src, upd)
+            record[name] = new                # announced once: the next run says so only for a newer one
             lines.append(f"{name}: kept your work; the new edition is {UPDATES}/{name}")
     record_path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     return lines

@@ -71,8 +71,8 @@ def check_lbo_sbo(fn, hidden=()) -> None:
     cases = LBO_SBO_SHOWN + [tuple(c) for c in hidden]
     check_function_explained("(LBO, SBO) of a K-major tile", fn, cases, reference=_lbo_sbo, rule=LBO_SBO_RULE,
                              explain=_explain_lbo_sbo, more="" if hidden else "every mode at 16 to 256 rows",
-                             hint="the descriptor printed above: 128 x 64 f16 in the 128-byte swizzle has LBO 16, "
-                                  "SBO 1024")
+                             hint="the descriptor printed above (128 x 64 f16, 128-byte swizzle): read its LBO and SBO "
+                                  "fields, then ask what each one steps over")
 
 
 # -- Exercise: the 64-bit SM100 SMEM descriptor -------------------------------------------------------
@@ -112,7 +112,8 @@ def check_smem_desc(fn, hidden=()) -> None:
     check_function_explained("the SM100 SMEM descriptor", fn, cases, reference=_smem_desc, rule=_desc_rule(),
                              explain=_explain_desc, more="" if hidden else "every layout, and start addresses "
                              "and offsets up to the fields' 14 bits",
-                             hint="0, 16, 1024, '128B' encodes as 0x4000404000010000")
+                             hint="the descriptor the notebook printed for (0, 16, 1024, '128B'): decode it field by field "
+                                  "and compare with yours")
 
 
 # -- Exercise: the 32-bit instruction descriptor -----------------------------------------------------
@@ -162,7 +163,8 @@ def check_instr_desc(fn, hidden=()) -> None:
                              reference=_idesc, rule=_idesc_rule(), explain=_explain_idesc,
                              more="" if hidden else "f16 and tf32 inputs, an f16 accumulator, every pair of "
                              "majors, N from 8 to 256",
-                             hint="CuTe: make_instr_desc<half_t, half_t, float, 128, 256, K, K> = 0x08400010")
+                             hint="CuTe's make_instr_desc<half_t, half_t, float, 128, 256, K, K>, printed in the notebook: "
+                                  "decode it field by field and compare with yours")
 
 
 # -- Exercise: which shapes are legal for cta_group::1 and ::2 ---------------------------------------
@@ -198,7 +200,10 @@ def check_legal_shape(fn, hidden=()) -> None:
     cases += [tuple(c) for c in hidden]
     check_function_explained("legal tcgen05.mma shapes", fn, cases, reference=_legal, rule=_shape_rule(),
                              explain=_explain_shape, more="" if hidden else "every M from 32 to 512 with N "
-                             "from 0 to 512, both cta_groups")
+                             "from 0 to 512, both cta_groups",
+                             family=lambda rng: (16 * int(rng.integers(2, 33)), 8 * int(rng.integers(0, 65)),
+                                                 int(rng.integers(1, 3))),
+                             family_text="M 32..512 in steps of 16, N 0..512 in steps of 8, both cta_groups")
 
 
 # -- Exercise: SBO of A, filled in inside the wgmma teaching kernel ------------------------------------

@@ -15,28 +15,29 @@
 # **Exercises:** this notebook holds 4 graded exercises (6 points), each right after the section it asks
 # about. Write your answer in the cell marked for it, then run the check below it: a wrong answer says what
 # the hardware's rule gives and why.
-#
-# The notebooks in `notebooks/` are the worked versions: every exercise's answer is filled in. For practice,
-# `make student` writes versions with the answers removed, one folder per notebook under
-# `build/classroom/release/<notebook>/`.
 
 # %% tags=["nbval-ignore-output"]
 import bwlab
 bwlab.banner();
 
 # %% [markdown]
-# ## The three tiers
+# ## The four tiers
 #
-# | tier | where | what runs for real |
+# This is the one place the course says what runs where; every other notebook prints it with
+# `device.where(stage)`, in these words.
+#
+# | tier | where | what runs |
 # |---|---|---|
-# | **hardware** | a GPU that has the feature | everything the stage needs |
+# | **hardware** | a GPU that has what the stage needs | the stage's kernel, on the GPU |
 # | **hybrid** | sm_90+ without tcgen05 (Hopper, consumer Blackwell) | TMA load / multicast / store on the GPU; `tcgen05.mma` and TMEM executed by the NumPy model from the bytes the GPU loaded |
-# | **model** | no GPU, or one without TMA (Ampere, Ada) | the NumPy model, from the same bytes and descriptors |
+# | **emulated** | no GPU, or one without TMA (Ampere, Ada) | the stage's kernel itself: its PTX, instruction by instruction, in bwlab's PTX emulator on the CPU (time there is virtual) |
+# | **model** | only when asked for (`BWLAB_BACKEND=model`) | the NumPy model alone, from the same bytes and descriptors; kernels are compiled, not run |
 #
-# The model is checked bit for bit against an H100 wherever an H100 can run the operation (TMA, swizzle,
-# multicast, SMEM operand layouts through `wgmma`), and against the PTX ISA and CUTLASS's encoders elsewhere.
-# `BWLAB_BACKEND=model` forces the model tier on any machine; the outputs stored in these notebooks come
-# from it, so they read the same everywhere.
+# The emulator and the model are checked bit for bit against an H100 wherever an H100 can run the
+# operation (TMA, swizzle, multicast, SMEM operand layouts through `wgmma`), and against the PTX ISA and
+# CUTLASS's encoders elsewhere. The outputs stored in these notebooks were made without a GPU, in the
+# emulated tier, so they read the same everywhere; where a stage needs a GPU this machine lacks, a
+# notebook also shows what an H100 recorded.
 #
 # The same rules, evaluated for each GPU family (computed by `bwlab.device.tiers_for`, not typed in):
 
@@ -51,19 +52,20 @@ for family, sm, t in device.tier_table():
 # %% [markdown]
 # ### Exercise 0.1 — which tier runs what (2 points)
 #
-# Write `my_tier(stage, cc)`: the tier (`"hardware"`, `"hybrid"` or `"model"`) in which `stage` (one of
+# Write `my_tier(stage, cc)`: the tier (`"hardware"`, `"hybrid"` or `"emulated"`) in which `stage` (one of
 # `"tma"`, `"multicast"`, `"umma"`, `"tmem"`, `"store"`) runs on a GPU of compute capability `cc` — a tuple
 # such as `(9, 0)` for an H100, or `None` for no GPU. Work from the rules above and from what each stage
 # needs (`device.STAGES`: TMA exists from sm_90 on; `tcgen05` and TMEM on sm_100, sm_103 and sm_110), without
 # calling `device.tiers_for`. The check compares your function with bwlab's rules on an H100, a B200 and
-# an RTX 50 (sm_120: a Blackwell without `tcgen05`); the graded version tries every GPU family.
+# an RTX 50 (sm_120: a Blackwell without `tcgen05`); the graded version tries every GPU family (the
+# check says which it did not try: passing it is not yet the grade).
 
 # %% nbgrader={"grade": false, "grade_id": "orient_tier", "locked": false, "schema_version": 3, "solution": true}
 def my_tier(stage, cc):
-    """The tier ('hardware', 'hybrid' or 'model') of `stage` on a GPU of compute capability `cc`."""
+    """The tier ('hardware', 'hybrid' or 'emulated') of `stage` on a GPU of compute capability `cc`."""
     ### BEGIN SOLUTION
     if cc is None or tuple(cc) < (9, 0):
-        return "model"                 # no TMA: no stage can load real bytes
+        return "emulated"              # no TMA: the kernels run in bwlab's PTX emulator
     if stage in ("tma", "multicast", "store"):
         return "hardware"              # these need TMA only
     return "hardware" if cc[0] in (10, 11) else "hybrid"   # tcgen05 and TMEM: datacenter Blackwell
@@ -310,6 +312,7 @@ print(run_parity_steps())
 # | `05_tma_store` | registers → SMEM → GMEM, the proxy fence, bulk groups, edge tiles | `bwlab.epilogue` | `teach_store.cu` |
 # | `06_full_flow` | the whole trip as one traced GEMM, its Hopper twin, a grid with clusters | `bwlab.flow` | `full_flow_sm100.cu` |
 # | `07_gemm_ladder` | one GEMM made fast step by step on Hopper, measured against cuBLAS, with one CTA's timeline | `bwlab.gemm` | `gemm_sm90/s1_one_warpgroup.cu` … `s6_tma_store.cu` |
+# | `08_gemm_beyond` | the appendix to 07: a measurement protocol under the power cap, and rungs past cuBLAS (Hilbert order, split-K, an overlapped epilogue) | `bwlab.gemm` | `gemm_sm90/s7_hilbert_order.cu`, `sk_split_k.cu`, `s8_epilogue_overlap.cu` |
 #
 # * Each notebook is narrative plus short calls into one `bwlab` package; read the package for the details.
 # * Each stage has a short **teaching kernel** shown whole; change it (`%cuda --load teach_tma.cu` after
@@ -328,6 +331,6 @@ print(run_parity_steps())
 # * Asynchronous copies report to an **mbarrier**: a phase completes when the expected arrivals *and* the
 #   announced bytes (`expect_tx`) have arrived; a wait asks for a phase's parity.
 # * A wrong byte count hangs a plain wait; bwlab's waits are bounded and come back as an exception.
-# * Each stage runs in the hardware, hybrid or model tier, and the model is checked against real GPUs.
+# * Each stage runs in one of the four tiers above, and the emulator and the model are checked against real GPUs.
 #
 # Next: **01_tma_load** — the tensor map, the box, and what a TMA load writes into shared memory.

@@ -6,7 +6,7 @@
 # with one instruction, `cp.async.bulk.tensor`, and carries on; the bytes arrive asynchronously and an
 # **mbarrier** in SMEM tells every thread when they are all there.
 #
-# **Before this notebook:** `00_orientation` — the three tiers, a bulk copy completed through an
+# **Before this notebook:** `00_orientation` — the four tiers, a bulk copy completed through an
 # mbarrier, and bounded waits (a wait that gives up raises `MbarrierTimeout` instead of hanging). You
 # should know what a CUDA thread block (CTA) and shared memory are.
 #
@@ -24,9 +24,9 @@
 # the swizzle scatters chunks over SMEM and why (bank conflicts); what happens to a box that hangs off
 # the edge; and the GPU's own SMEM bytes compared with bwlab's model byte for byte.
 #
-# **Runs on:** any machine. On an sm_90+ GPU (tier `hardware`) the GPU cells run live; elsewhere (tier
-# `model`) they show what an H100 produced — recorded bytes, labelled with where and when — and compare
-# them with the model computed now. The next cell says which tier you are in.
+# **Runs on:** any machine. The next cell says what runs the TMA stage here: on an sm_90+ GPU the kernels
+# run live; without one, bwlab's PTX emulator runs the same kernels. Beside each result: what an H100
+# produced (recorded bytes, labelled with where and when), both compared with the model computed now.
 #
 # **Exercises:** this notebook holds 5 graded exercises (11 points), each right after the section it asks
 # about; one of them edits the teaching kernel and runs it. Write your answer in the cell marked for it, then
@@ -36,7 +36,7 @@
 import bwlab
 from bwlab import device
 bwlab.banner()
-print("Runs on:", device.tier("tma"))
+device.where("tma", print_it=True);
 
 # %% [markdown]
 # ## 1. The tensor map
@@ -233,13 +233,14 @@ k.show()
 # %% [markdown]
 # `tma.TmaLoad(gmem, tmap, coords, kernel="teach_tma.cu")` is this load run by the teaching kernel: its
 # `run()` encodes the tensor map for a copy of `gmem` on the GPU, launches one CTA of 128 threads and
-# returns the bytes, the same array `model()` computes, so `check()` compares them byte by byte. Without
-# a GPU with TMA the same call runs the kernel's PTX in bwlab's emulator (the emulated tier: the kernel
-# itself, instruction by instruction, on the CPU). `results()` gives every result there is — the one run
-# here, then what an H100 returned for this very box — each compared with the model computed now.
+# returns the bytes, the same array `model()` computes, so `check()` compares them byte by byte. The
+# first line below says what runs it on this machine (`device.where`). `results()` gives every result there
+# is — the one run here, then what an H100 returned for this very box — each compared with the model
+# computed now.
 
 # %% tags=["nbval-ignore-output"]
 case = tma.TmaLoad(gmem, tmap, (32, 16), kernel="teach_tma.cu")
+device.where("tma", print_it=True)
 print(case.results())   # this GPU or the PTX emulator, then the H100's recording of the same box
 
 # %% [markdown]

@@ -295,12 +295,12 @@ print("expected: A masks 0x5 0xA 0x5 0xA (same m), B masks 0x3 0x3 0xC 0xC (same
 # %% [markdown]
 # ### Run it, and compare every CTA's shared memory with the model
 #
-# On an sm_90+ GPU this runs the kernel (your edited version, if you changed it with `%%cuda`); without one,
-# bwlab's PTX emulator runs the same kernel's PTX on the CPU (the emulated tier). Below it, the recorded
-# H100 run of the same kernel. Either way the model is computed now.
+# This runs the kernel (your edited version, if you changed it with `%%cuda`); the first line says what
+# runs it here. Below it, the recorded H100 run of the same kernel. Either way the model is computed now.
 
 # %% tags=["nbval-ignore-output"]
 case = mc.MulticastLoad(tcfg, seed=0, kernel="teach_multicast.cu")   # the teaching kernel (your %%cuda edit, if any)
+bwlab.device.where("multicast", print_it=True)
 print(case.results())   # this GPU or the PTX emulator, then the H100's recording of the same run
 
 # %% [markdown]

@@ -358,13 +358,13 @@ TeachingKernel("teach_umma.cu").show()
 
 # %% [markdown]
 # Its case: M = 128, N = 64, K = 64, f16 into f32, both operands K-major in the 128-byte swizzle.
-# On an sm_100 GPU the next cell runs it. An H100 cannot run `tcgen05` and there is no recording of it;
-# without a GPU, bwlab's PTX emulator runs the kernel's sm_100a PTX (the emulated tier: the instructions,
-# the TMEM allocator and the MMA's bytes executed on the CPU; the accumulation's rounding is bwlab's model,
-# since no Blackwell GPU has checked it here). On a Hopper GPU the cell says so and the model answers.
+# An H100 cannot run `tcgen05` and there is no recording of it; the cell's first line says what runs it
+# here. In bwlab's PTX emulator the accumulation's rounding is bwlab's model, since no Blackwell GPU has
+# checked it; on a Hopper GPU the cell says so and the model answers.
 
 # %% tags=["nbval-ignore-output"]
 ucase = umma.UmmaCase("f16", "f32", M=128, N=64, K=64, b_base=16384, kernel="teach_umma.cu")
+bwlab.device.where("umma", print_it=True)
 expected_idesc = (1 << 4) | (128 >> 4 << 24) | (64 >> 3 << 17)   # D f32 (bits 4-5), M>>4 (24-28), N>>3 (17-22)
 print(f"idesc {ucase.idesc:#010x}   expected {expected_idesc:#010x} = f32 D 1<<4 | (128>>4)<<24 | (64>>3)<<17; "
       f"f16 A, B (code 0), both K-major (0)")

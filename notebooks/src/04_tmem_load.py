@@ -24,16 +24,14 @@
 # edit of the teaching kernel, the registers of a `tcgen05.ld` form, and the thread and register that
 # hold a cell. Each has an answer cell and a check cell; the check says what is wrong, and why.
 #
-# **Runs on:** TMEM exists only on sm_100-family GPUs; an H100 has none. On such a GPU the teaching
-# kernel and the round-trip kernels run and are compared with the model. Everywhere else (an H100
-# included) TMEM is modelled by `bwlab.tmem`, and every kernel is still compiled for sm_100a, so ptxas
-# checks each instruction. No GPU result is shown in this notebook: none exists without an sm_100 GPU.
-# The first cell says which tier the TMEM stage runs in here.
+# **Runs on:** TMEM exists only on sm_100-family GPUs; an H100 has none, and no GPU recording of this
+# stage exists. Every kernel is compiled for sm_100a (ptxas checks each instruction); the first cell says
+# what runs the TMEM stage here, and every result below is compared with the model.
 
 # %% tags=["nbval-ignore-output"]
 import bwlab
 bwlab.banner()
-print("TMEM stage tier here:", bwlab.tier("tmem"))
+bwlab.device.where("tmem", print_it=True);
 
 # %%
 import numpy as np

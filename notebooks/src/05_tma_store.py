@@ -536,10 +536,10 @@ ex.check_store_coords(my_store_coords, hidden=hidden_cases("store_kernel_coords"
 # TMA store. The colours come from the store model (`store_coverage`), not from a drawing.
 
 # %%
-p = EpilogueProblem(20, 27, "float32", bm=8, bn=16, swizzle="none")
-E.plot_edge_tiles(p)
+edge_p = EpilogueProblem(20, 27, "float32", bm=8, bn=16, swizzle="none")   # its own name: section 1's p stays
+E.plot_edge_tiles(edge_p)
 plt.show()
-cov = E.store_coverage(p)
+cov = E.store_coverage(edge_p)
 print("written elements:", int((cov >= 0).sum()), " expected 20 * 28 = 560 (27 columns + the one sharing their last chunk)")
 print("column 27 written:", bool((cov[:20, 27] >= 0).all()), " guard row 20 untouched:", bool((cov[20] < 0).all()))
 

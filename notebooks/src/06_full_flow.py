@@ -18,10 +18,10 @@
 # **Before this notebook:** 01 (TMA load, swizzle, mbarrier), 02 (multicast: used in the scaled-up part),
 # 03 (UMMA descriptors), 04 (TMEM and `tcgen05.ld`), 05 (the epilogue).
 #
-# **Runs on:** the next cell says which tier. *hardware* (sm_100): `cuda_src/full_flow_sm100.cu` runs the
-# whole trip; *hybrid* (sm_90, e.g. H100): the TMA load, `st.shared`, fence and TMA store are real, the
-# `tcgen05` hops are bwlab's model fed with the bytes the GPU loaded; *model* (no GPU): every hop is a
-# stage's NumPy model. Whatever the tier, you get the same `Trace` object back.
+# **Runs on:** the next cell says what runs the trip here. On an sm_100 GPU `cuda_src/full_flow_sm100.cu`
+# runs the whole trip; on a Hopper the TMA load, `st.shared`, fence and TMA store are real and the `tcgen05`
+# hops are bwlab's model fed with the bytes the GPU loaded; without a GPU bwlab's PTX emulator runs
+# `full_flow_sm100.cu` itself. Whatever runs it, you get the same `Trace` object back.
 #
 # **Exercises:** this notebook holds 5 graded exercises (12 points), each right after the section it builds
 # on: 6.1 the bytes of every hop (section 1), 6.2 an edit of the kernel's K loop, run, and 6.3 the MMA
@@ -32,12 +32,13 @@
 import bwlab
 from bwlab.flow import flow_tier
 bwlab.banner()
-print("This notebook's GPU cells run in the", flow_tier(), "tier here.")
+bwlab.device.where("umma", print_it=True);   # the trip runs where its tcgen05 stage does
 
 # %%
 import numpy as np
 import matplotlib.pyplot as plt
 from bwlab import flow as F
+from bwlab.lab import fold     # a long output: its head, the rest folded
 from bwlab.flow import Flow, plot_hop
 TIER = flow_tier()
 
@@ -51,7 +52,7 @@ print(f"A[0, :6] = {a[0, :6]}")
 # ## 1. The whole trip in one call
 #
 # `flow.trace(tier)` runs every hop and returns a `Trace`: after each hop, the bytes where the data now
-# lives. In the model tier each hop is the stage's own model applied to the previous hop's bytes
+# lives. `flow.trace("model")` applies each stage's own model to the previous hop's bytes
 # (`bwlab.tma.tma_load_model` → `bwlab.umma.tcgen05_mma` → `bwlab.tmem.tcgen05_ld` → the st.shared
 # plan of `bwlab.epilogue` → `bwlab.epilogue.tma_store_model`). Beside each hop's byte count: the count
 # expected and where it comes from. The store's 66048 bytes are D (65536) plus a **guard row** of 512 bytes
@@ -197,14 +198,12 @@ print(f"{sum(raw is not None for *_, raw in places)} places, one value: {[hex(x)
 # %% [markdown]
 # ## 3. The same trace from a GPU
 #
-# On a Hopper the hybrid tier runs the TMA load and the epilogue for real (`cuda_src/full_flow_sm90.cu`:
-# `flow_load_dump`, `flow_store_registers`) and the `tcgen05` hops in the model, from the bytes the GPU
-# loaded. On a machine without a GPU, the emulated tier runs `cuda_src/full_flow_sm100.cu` itself, every hop
-# tapped, in bwlab's PTX emulator (the tcgen05 hops executed on the emulator's TMEM and the model's MMA).
-# Where neither runs, the cell shows what was recorded on a GPU and checks every hop against
-# the model computed now. The first lines say where each hop's bytes came from: in the hybrid tier
-# expect the GPU for the load, `st.shared`, the fence and the store, the model for the MMA, the commit and
-# `tcgen05.ld`.
+# On a Hopper the TMA load and the epilogue run for real (`cuda_src/full_flow_sm90.cu`: `flow_load_dump`,
+# `flow_store_registers`) and the `tcgen05` hops in the model, from the bytes the GPU loaded. Without a
+# GPU, bwlab's PTX emulator runs `cuda_src/full_flow_sm100.cu` itself, every hop tapped (the tcgen05 hops
+# executed on the emulator's TMEM and the model's MMA). Where neither runs, the cell shows what was
+# recorded on a GPU and checks every hop against the model computed now. The first lines say where each
+# hop's bytes came from.
 
 # %% tags=["nbval-ignore-output"]
 gpu, where = flow.result()         # run here (a GPU, or the emulator), else the GPU's recording
@@ -230,7 +229,7 @@ if TIER in ("model", "emulated"):   # Hopper's own kernel, as an H100 ran it
 from bwlab.source import show_source
 from bwlab.flow.kernel_edit import K_STEP_TEXT
 kernel_text = show_source("full_flow_sm100.cu", kernel="full_flow", print_it=False)
-print(kernel_text.replace(K_STEP_TEXT, "K_STEP * kb"))   # K_STEP: Exercise 6.2 asks for it
+fold(kernel_text.replace(K_STEP_TEXT, "K_STEP * kb"), head=36)   # K_STEP: Exercise 6.2 asks for it
 
 # %% [markdown]
 # Its PTX (built here by NVRTC for sm_100a, no GPU needed), each instruction under the hop it performs.
@@ -239,7 +238,7 @@ print(kernel_text.replace(K_STEP_TEXT, "K_STEP * kb"))   # K_STEP: Exercise 6.2 
 # CTA frees its TMEM and returns); the last one is the normal teardown.
 
 # %%
-print(F.format_ptx_by_hop(F.kernel_ptx("sm_100a"), width=100))
+fold(F.format_ptx_by_hop(F.kernel_ptx("sm_100a"), width=100))
 
 # %% [markdown]
 # ### Exercise 6.2 — the K step of the descriptors: your value goes into the kernel (3 points)
@@ -284,7 +283,7 @@ ex.check_k_step(k_step_bytes, hidden=hidden_cases("flow_k_step"))
 # own headings (the hop names stay, so the two listings line up):
 
 # %%
-print(F.format_ptx_by_hop(F.kernel_ptx("sm_90a"), width=100))
+fold(F.format_ptx_by_hop(F.kernel_ptx("sm_90a"), width=100))
 
 
 # %% [markdown]
@@ -490,7 +489,7 @@ print(gluon_ff.describe())
 
 # %%
 ff_cmp = bridge.compare_ptx(bridge.bwlab_ptx("full_flow"), gluon_ff.ptx, names=("bwlab", "gluon"))
-print(ff_cmp.table())
+fold(ff_cmp.table())
 
 # %% [markdown]
 # And the operands of `tcgen05.mma`: each compiler builds the instruction descriptor and the two SMEM
@@ -550,9 +549,7 @@ print(cute_ff.describe())
 
 # %%
 ff_cute = bridge.compare_ptx(bridge.bwlab_ptx("full_flow"), cute_ff.ptx, names=("bwlab", "cute"))
-print(ff_cute.table())
-print()
-print(ff_cute.descriptor_table())
+fold(ff_cute.table() + "\n\n" + ff_cute.descriptor_table(), summary="the rest of the table, then the descriptors")
 
 # %% [markdown]
 # Hop for hop the same instructions again: the 32 `st.shared.v4.b32` into the swizzled boxes, four
