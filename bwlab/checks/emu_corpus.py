@@ -1227,6 +1227,26 @@ def load_recording(chapter: str, where: Path = RECORDINGS) -> dict:
     return out
 
 
+def _inputs_of(k: Kernel, detail: str) -> str:
+    """For an element-wise kernel (inputs of n elements, outputs of `per` values each): the inputs of
+    the first differing element, so that a difference reads as `op(inputs) -> GPU vs emu`."""
+    import re
+    m = re.match(r"output (\d+): \[(\d+)\]", detail)
+    if not m or not k.args or not isinstance(k.args[-1], Val):
+        return ""
+    n = int(k.args[-1].value)
+    outs = k.outputs()
+    j, idx = int(m.group(1)), int(m.group(2))
+    if j >= len(outs) or not isinstance(outs[j], Out) or n <= 0 or outs[j].n % n:
+        return ""
+    per = outs[j].n // n
+    i = idx // per
+    ins = [a.data for a in k.args if isinstance(a, In) and len(a.data) == n]
+    if not ins:
+        return ""
+    return f"; element {i} (result {idx % per} of {per}), inputs " + ", ".join(_hex(x[i]) for x in ins)
+
+
 def emulator_result(k: Kernel, rec: dict) -> tuple[str, str]:
     """Run k in the emulator against its recording: ("match" | "differ" | "unsupported" | "error" |
     "stale", detail)."""
@@ -1246,7 +1266,7 @@ def emulator_result(k: Kernel, rec: dict) -> tuple[str, str]:
             return "differ", f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
         d = compare(k, rec, got)
         if d:
-            return "differ", (f"seed {s}: " if len(seeds) > 1 else "") + d
+            return "differ", (f"seed {s}: " if len(seeds) > 1 else "") + d + _inputs_of(k, d)
         if isinstance(k.cmp, AnyOf):
             seen.add(int(got["outputs"][0].ravel()[0]))
     return "match", (f"outcomes over {len(seeds)} seeds: {sorted(seen)}" if seen else "")
