@@ -79,6 +79,10 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Chapters that include cuda_fp16.h/cuda_bf16.h: they need a CUDA toolkit's include directory.
+NEEDS_CUDA_HEADERS = frozenset({"half", "conversion", "atomics", "approx"})
+
+
 def cuda_include_dirs() -> list[str]:
     """Where cuda_fp16.h and cuda_bf16.h are (NVRTC does not carry them): $CUDA_PATH/$CUDA_HOME, then
     /usr/local/cuda. CuPy adds the same directory when it compiles."""
@@ -89,8 +93,9 @@ def cuda_include_dirs() -> list[str]:
     for sp in sys.path:  # the CUDA pip wheels: site-packages/nvidia/<component>/include
         for h in sorted(Path(sp or ".").glob("nvidia/*/include/cuda_fp16.h")):
             return [str(h.parent)]
-    raise FileNotFoundError("the corpus includes cuda_fp16.h/cuda_bf16.h: set CUDA_PATH to a CUDA toolkit "
-                            "(looked in $CUDA_PATH, $CUDA_HOME, /usr/local/cuda)")
+    raise FileNotFoundError("the corpus chapters " + ", ".join(sorted(NEEDS_CUDA_HEADERS)) + " include cuda_fp16.h/"
+                            "cuda_bf16.h: set CUDA_PATH to a CUDA toolkit or pip install nvidia-cuda-runtime-cu12 "
+                            "(looked in $CUDA_PATH, $CUDA_HOME, /usr/local/cuda, site-packages/nvidia/*/include)")
 
 
 def compiled(chapter: str):
@@ -98,7 +103,7 @@ def compiled(chapter: str):
     from ..compile import compile_cuda
     if chapter not in CHAPTERS:
         raise KeyError(f"no corpus chapter {chapter!r} (chapters: {', '.join(CHAPTERS)})")
-    opts = tuple(f"-I{d}" for d in cuda_include_dirs()) + CHAPTERS[chapter]
+    opts = (tuple(f"-I{d}" for d in cuda_include_dirs()) if chapter in NEEDS_CUDA_HEADERS else ()) + CHAPTERS[chapter]
     return compile_cuda(SOURCES / f"{chapter}.cu", arch="sm_90a", extra_options=opts)
 
 
