@@ -465,6 +465,7 @@ def _float():
     elem("dbl_nan_results", c, [d, e], "f8", 4)
     elem("dbl_fmod_trunc", c, [d, e], "f8", 3)
     elem("mixed_float_double", c, [u, np.resize(F64_EDGES, len(u))], "f8", 3)
+    elem("flt_zero_sign_modes", c, [a, b], "f4", 8)
 
 
 def _float_ftz():
@@ -559,6 +560,8 @@ def _conversion():
     elem("cvt_tf32", c, [np.concatenate([fu, f32(np.array([0x3F801000, 0x3F800FFF, 0x3F803000, 0x7F7FF000,
                                                            0x7F7FFFFF, 0x00001000], np.uint32))])], "u4", 2)
     elem("cvt_bits", c, [fu], "i4", 3)
+    elem("cvt_c_casts_specials", c, [fu, np.resize(du, len(fu))], "i8", 8)
+    elem("cvt_half2_pairs", c, [pa, pb], "u4", 4)
 
 
 def _compare():
@@ -621,6 +624,9 @@ def _memory():
     elem("mem_ldg_hints", c, [rand_f32(r, 128, 2)], "f4", 2)
     elem("mem_struct_copy", c, [unary_i32("struct", 96)], "i4", 3)
     elem("mem_globals_const", c, [unary_i32("glob", 64)], "f4", 1)
+    K("mem_vec_char4_uchar2", c, [In(r.integers(-128, 128, 256).astype(np.int8)),
+                                  In(r.integers(0, 256, 128).astype(np.uint8)), Out("i1", 256), Out("u2", 128),
+                                  Val(np.int32(64))], block=(64, 1, 1))
 
 
 def _control():
@@ -668,6 +674,9 @@ def _warp():
     K("warp_partial_shfl", c, [In(v), Out("i4", 64)], block=(64, 1, 1))
     K("warp_block_votes", c, [In(r.integers(-50, 100, 128).astype(np.int32)), Out("i4", 128)], block=(128, 1, 1))
     K("warp_lanemask_elect", c, [In(v), Out("u4", 256)], block=(64, 1, 1))
+    ex = r.integers(-5, 20, 64).astype(np.int32)
+    ex[[0, 1, 31, 32, 40]] = -1
+    K("warp_ballot_after_exit", c, [In(ex), Out("u4", 128)], block=(64, 1, 1))
     K("warp_syncwarp_masks", c, [In(r.integers(-1000, 1000, 128).astype(np.int32)), Out("i4", 128)],
       block=(128, 1, 1))
 
@@ -708,6 +717,13 @@ def _check_float_order(outs, k):
     init = k.args[0].data[0:1]
     ok = _chain(init, old, lambda cur, t: (cur + v[t:t + 1]).astype(np.float32), acc[0:1])
     return None if ok else "no order of the float atomicAdds gives these old values and this sum"
+
+
+def _check_double_order(outs, k):
+    acc, old = outs[0], outs[1]
+    v = k.args[1].data
+    ok = _chain(k.args[0].data[0:1], old, lambda cur, t: cur + v[t:t + 1], acc[0:1])
+    return None if ok else "no order of the double atomicAdds gives these old values and this sum"
 
 
 def _check_exch_chain(outs, k):
@@ -773,6 +789,12 @@ def _atomics():
     ev = np.resize(np.array([1, 2, 0.5, 0.25, 3, 4, 1024, 0.125], np.float32), 128)
     K("atom_add_float_sum_exact", c, [InOut(np.array([0.0, 0.0], np.float32)), In(ev)], block=(64, 1, 1),
       grid=(2, 1, 1))
+    sub = f32([0x00000001, 0x80000001, 0x007FFFFF, 0x807FFFFF, 0x00400000, 0x00800000, 0x80800000, 0x00000003])
+    K("atom_shared_float_subnormal", c, [In(np.concatenate([sub, sub[::-1], F32_SMALL, rand_f32(r, 32, 30)])),
+                                         Out("f4", 128)], block=(64, 1, 1), note="shared float atomics and .ftz")
+    dv2 = np.array([1e16, 1.0, 0.5, -3e15, 2.0 ** -30, 7.25, -1e16, 3.0] * 8) + r.standard_normal(64)
+    K("atom_double_order", c, [InOut(np.array([1.0])), In(dv2), Out("f8", 64)], block=(32, 1, 1), grid=(2, 1, 1),
+      cmp=Check(_check_double_order, "the old values form one order of the double adds, which gives the final sum"))
     K("atom_block_scope", c, [InOut(np.zeros(2, np.int32)), Out("i4", 128)], block=(64, 1, 1), grid=(2, 1, 1),
       cmp=Sorted((1,)))
 
@@ -804,6 +826,7 @@ def _printf():
     K("printf_diverged_warps", c, [In(np.resize(ia, 128))], block=(128, 1, 1),
       cmp=Printf())
     K("printf_special_floats", c, [In(F32_EDGES[:32])], block=(32, 1, 1), cmp=Printf())
+    K("printf_more_formats", c, [In(ia), In(np.resize(F64_EDGES, 64))], block=(64, 1, 1), cmp=Printf())
 
 
 def _mma():
@@ -948,6 +971,7 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     'dbl_nan_results': 'differs: OverflowError: integer division result too large for a float',
     'dbl_fmod_trunc': 'differs: output 0: [74] GPU 0x3ff0000000000000 emu 0x3fe0000000000000 (163 of 576 differ)',
     'mixed_float_double': 'differs: output 0: [43] GPU 0x7fffffffe0000000 emu 0x7ff8000000000000 (16 of 384 differ)',
+    'flt_zero_sign_modes': 'not modelled: `add.rm.f32`: directed rounding .rm is not modelled (only .rn)',
     'ftz_arith': 'not modelled: `mul.rz.ftz.f32`: directed rounding .rz is not modelled (only .rn)',
     'ftz_div_sqrt': 'differs: output 0: [0] GPU 0x7fffffff emu 0xffc00000 (217 of 960 differ)',
     'ftz_min_max_abs': 'differs: output 0: [5] GPU 0x00000000 emu 0x80000000 (80 of 1280 differ)',
@@ -985,6 +1009,8 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     'cvt_fp8_to_f16x2': 'not modelled: `cvt.rn.f16x2.e4m3x2` (only .rn from two f32 values is modelled)',
     'cvt_f32_to_f16x2_bf16x2_asm': 'not modelled: `cvt.rz.relu.f16x2.f32` (only .rn from two f32 values is modelled)',
     'cvt_tf32': 'differs: output 0: [3] GPU 0x3fc00000 emu 0x3f800000 (310 of 370 differ)',
+    'cvt_c_casts_specials': 'differs: OverflowError: Python int too large to convert to C long',
+    'cvt_half2_pairs': 'differs: output 0: [5] GPU 0x80000000 emu 0x00000000 (337 of 1280 differ)',
     'cmp_set_asm': 'not modelled: `set.lt.u32.f32`',
     'logic_bmsk_szext': 'not modelled: `bmsk.clamp.b32`',
     'logic_not_cnot': 'not modelled: `cnot.b32`',
@@ -1001,14 +1027,18 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     'warp_redux_partial': 'not modelled: `redux.sync.add.s32`',
     'warp_partial_shfl':
         "differs: DivergenceError: shfl.sync.bfly's member mask read from lane 0, which is in the other branch",
+    'warp_ballot_after_exit':
+        "differs: DivergenceError: vote.sync.ballot's member mask read from lane 0, which has exited",
     'atom_add_float_slots': 'differs: output 0: [0] GPU 0x00000000 emu 0x00000001 (10 of 64 differ)',
     'atom_add_half2_slots': 'differs: output 0: [0] GPU 0xa595ae73 emu 0x2595ae73 (64 of 64 differ)',
+    'atom_shared_float_subnormal': 'differs: output 0: [41] GPU 0x7fffffff emu 0x7fc12345 (4 of 128 differ)',
     'printf_ints': 'not modelled: call to vprintf, which this module does not define',
     'printf_floats': 'not modelled: call to vprintf, which this module does not define',
     'printf_widths_flags': 'not modelled: call to vprintf, which this module does not define',
     'printf_strings': 'not modelled: call to vprintf, which this module does not define',
     'printf_diverged_warps': 'not modelled: call to vprintf, which this module does not define',
     'printf_special_floats': 'not modelled: call to vprintf, which this module does not define',
+    'printf_more_formats': 'not modelled: call to vprintf, which this module does not define',
     'mma_f16_f32_m16n8k16': 'not modelled: `mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32`',
     'mma_bf16_f32_m16n8k16': 'not modelled: `mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32`',
     'mma_f16_f16_m16n8k16': 'not modelled: `mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16`',
