@@ -118,3 +118,18 @@ def test_order_checks_accept_an_order_and_reject_a_non_order():
     assert ec._check_float_order([np.array([acc * 2], np.float32), oldf], kf) is not None
     oldf[3] = oldf[3] * 3  # one thread saw a value no order produces
     assert ec._check_float_order([np.array([acc], np.float32), oldf], kf) is not None
+
+
+def test_racy_kernel_gives_more_than_one_outcome_over_seeds():
+    """The seeded scheduler explores interleavings: the last-writer race ends differently under different
+    seeds (the H200 gave 2, 3 and 4 over its 20 runs), each outcome one the hardware allows."""
+    k = ec.BY_NAME["sched_racy_last_writer"]
+    seen = {int(ec.run_kernel(k, "emu", seed=s)["outputs"][0][0]) for s in k.cmp.seeds}
+    assert seen <= set(k.cmp.outcomes) and len(seen) >= 2, seen
+    gpu = _recording("sched")["sched_racy_last_writer"]["runs"]
+    assert set(gpu) <= set(k.cmp.outcomes) and len(gpu) == k.cmp.gpu_runs
+
+
+def test_dry_run_never_overwrites_the_recordings():
+    with pytest.raises(SystemExit):
+        ec.validate_main(["--dry-run-emulator", "--out-dir", str(ec.RECORDINGS)])

@@ -52,9 +52,11 @@ __all__ = ["KERNELS", "BY_NAME", "CHAPTERS", "KNOWN_DIFFERENCES", "Kernel", "In"
            "Bytes", "Within", "Printf", "Sorted", "Check", "AnyOf", "RECORDINGS", "run_kernel", "compare",
            "load_recording", "emulator_result", "validate_main", "cuda_include_dirs"]
 
+from ..compile import CUDA_SRC  # noqa: E402 - the checkout's cuda_src/ or the wheel's copy
+
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = ROOT / "cuda_src" / "corpus"
-RECORDINGS = ROOT / "tests" / "data" / "emu_corpus"
+SOURCES = Path(CUDA_SRC) / "corpus"
+RECORDINGS = ROOT / "tests" / "data" / "emu_corpus"  # a checkout's; a wheel carries no recordings
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -1502,6 +1504,8 @@ def validate_main(argv=None) -> int:
         say.save(args.out)
         return EXIT_MISMATCH if unexpected else EXIT_PASS
     if args.dry_run_emulator:
+        if Path(args.out_dir).resolve() == RECORDINGS.resolve():
+            ap.error("--dry-run-emulator needs --out-dir elsewhere: it must not overwrite the GPU recordings")
         failed = record(Path(args.out_dir), args.only, say, backend="emu")
         say.save(args.out)
         return EXIT_MISMATCH if failed else EXIT_PASS
