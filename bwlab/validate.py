@@ -46,6 +46,8 @@ COMMANDS = {
                       "every sm_90a kernel on this GPU and in the PTX emulator, compared byte for byte"),
     "mutants": Subcommand("bwlab.checks.mutants", "validate_main",
                           "the emulator's strictness: each kernel with one synchronisation point broken"),
+    "emu-corpus": Subcommand("bwlab.checks.emu_corpus", "validate_main",
+                             "record the corpus of ordinary CUDA kernels on this GPU; --compare: the emulator vs them"),
 }
 
 
