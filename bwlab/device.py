@@ -8,7 +8,7 @@ Four tiers, chosen per stage:
 * ``emulated`` — no suitable GPU: the stage's kernel itself (its PTX, as NVRTC emits it for sm_90a, or
   sm_100a for UMMA and TMEM) runs in bwlab's PTX emulator (`bwlab.emu`), instruction by instruction, on
   the CPU. Every stage is covered: TMA load, multicast, TMA store, and tcgen05.mma / TMEM
-  (`bwlab.emu.tcgen05`; Blackwell's accumulation rounding is bwlab's model, not a measurement).
+  (`bwlab.emu.isa.asynchronous.tcgen05`; Blackwell's accumulation rounding is bwlab's model, not a measurement).
 * ``model``    — every stage computed by the NumPy model alone.
 
 ``BWLAB_BACKEND=model`` forces the model tier everywhere (CI does this so stored notebook outputs
@@ -145,7 +145,7 @@ def native_arch() -> str:
 
 
 # the stages whose kernels the emulator executes (sm_90a code: TMA, mbarrier, clusters, bulk stores;
-# sm_100a code: tcgen05.mma, TMEM and its allocator, bwlab.emu.tcgen05)
+# sm_100a code: tcgen05.mma, TMEM and its allocator, bwlab.emu.isa.asynchronous.tcgen05)
 EMULATED_STAGES = ("tma", "multicast", "store", "umma", "tmem")
 
 

@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 
 from bwlab import emu, umma
-from bwlab.emu import ProtocolError, ProxyFenceMissing
-from bwlab.emu.tcgen05 import (PeerExited, TcgenFenceMissing, TmemAllocError, TmemAllocHang, TmemLaneQuarter,
-                               TmemLeak)
+from bwlab.emu import (PeerExited, ProtocolError, ProxyFenceMissing, TcgenFenceMissing, TmemAllocError, TmemAllocHang,
+                       TmemLaneQuarter, TmemLeak)
 from bwlab.runtime import EMULATED, MbarrierTimeout, launch
 from bwlab.source import source_text
 from bwlab.umma.runner import UMMA_BARRIERS

@@ -1,15 +1,20 @@
 """What the emulator reports when a kernel breaks a rule, faults or can never finish."""
 from __future__ import annotations
 
-from .memory import EmuFault
-
 __all__ = ["EmuError", "EmuFault", "DivergenceError", "ProtocolError", "ProxyFenceMissing", "EmuHang",
-           "UnsupportedInstruction", "EmuTimeout"]
+           "UnsupportedInstruction", "EmuTimeout", "TmemLeak", "TmemAllocHang", "TmemAllocError", "TmemLaneQuarter",
+           "TcgenFenceMissing", "PeerExited"]
 
 
 class EmuError(RuntimeError):
     """A kernel did something the PTX ISA does not allow; the message names the thread(s), the
     instruction and the rule."""
+
+
+class EmuFault(EmuError):
+    """An access the GPU would fault on (out of bounds, misaligned, unmapped); the message names the
+    thread, the instruction, the address and the nearest allocation. An `EmuError`, so a learner sees
+    it in the same short form as every other error the emulator reports."""
 
 
 class DivergenceError(EmuError):
@@ -39,4 +44,33 @@ class EmuTimeout(EmuError):
 
 
 class UnsupportedInstruction(EmuError):
-    """An instruction the emulator does not execute (yet); the message names it and its line."""
+    """An instruction the emulator does not execute (yet); the message names it, its PTX line and, when
+    known, the CUDA construct that emits it (`bwlab.emu.isa.table.CUDA_CONSTRUCTS`)."""
+
+
+# tcgen05 (PTX ISA, "TensorCore 5th Generation Family Instructions"): bwlab.emu.isa.asynchronous.tcgen05
+class TmemLeak(ProtocolError):
+    """A CTA exited with TMEM columns still allocated."""
+
+
+class TmemAllocHang(ProtocolError):
+    """A tcgen05.alloc that can never be satisfied (it would block forever on the GPU)."""
+
+
+class TmemAllocError(ProtocolError):
+    """An allocator rule broken: dealloc of columns not allocated, rising nCols, alloc after relinquish."""
+
+
+class TmemLaneQuarter(ProtocolError):
+    """tcgen05.ld/st by a warp outside its lane quarter (warp w may access lanes 32*(w%4) .. +31)."""
+
+
+class TcgenFenceMissing(ProtocolError):
+    """tcgen05 operations of two warps ordered by a thread synchronisation (bar.sync, barrier.cluster) without
+    tcgen05.fence::before_thread_sync before it (in the warp that issued the first) or
+    tcgen05.fence::after_thread_sync after it (in the warp that issues the second)."""
+
+
+class PeerExited(ProtocolError):
+    """A .cta_group::2 operation while the peer CTA of the pair has exited."""
+

@@ -41,55 +41,26 @@ import warnings
 
 import numpy as np
 
-from .errors import EmuError, EmuFault, ProtocolError, UnsupportedInstruction
-from .program import bits_reader
+from ...errors import (EmuError, EmuFault, PeerExited, ProtocolError, TcgenFenceMissing, TmemAllocError,  # noqa: F401
+                       TmemAllocHang, TmemLaneQuarter, TmemLeak, UnsupportedInstruction)
+from ..operands import address, advancing, bits_reader
 
-__all__ = ["decode", "tmem_of"]
+__all__ = ["alloc", "dealloc", "relinquish_alloc_permit", "mma", "commit", "ld", "st", "wait_ld", "wait_st",
+           "fence_before", "fence_after", "tmem_of", "thread_synced", "cta_exits"]
 
 _SEC_ALLOC = "PTX ISA 9.7.16.7.1 tcgen05.alloc/dealloc"
 _SEC_ACCESS = "PTX ISA 9.7.16.2.2 Tensor Memory access restrictions"
-
-
-class TmemLeak(ProtocolError):
-    """A CTA exited with TMEM columns still allocated."""
-
-
-class TmemAllocHang(ProtocolError):
-    """A tcgen05.alloc that can never be satisfied (it would block forever on the GPU)."""
-
-
-class TmemAllocError(ProtocolError):
-    """An allocator rule broken: dealloc of columns not allocated, rising nCols, alloc after relinquish."""
-
-
-class TmemLaneQuarter(ProtocolError):
-    """tcgen05.ld/st by a warp outside its lane quarter (warp w may access lanes 32*(w%4) .. +31)."""
-
-
-class TcgenFenceMissing(ProtocolError):
-    """tcgen05 operations of two warps ordered by a thread synchronisation (bar.sync, barrier.cluster) without
-    tcgen05.fence::before_thread_sync before it (in the warp that issued the first) or
-    tcgen05.fence::after_thread_sync after it (in the warp that issues the second)."""
-
-
-class PeerExited(ProtocolError):
-    """A .cta_group::2 operation while the peer CTA of the pair has exited."""
 
 
 def tmem_of(c):
     """The TMEM (allocator + image) of CTA `c`, created on first use."""
     tm = getattr(c, "tmem", None)
     if tm is None:
-        from ..tmem.alloc import TensorMemory
+        from ....tmem.alloc import TensorMemory
         tm = c.tmem = TensorMemory()
         c.tmem_inflight = []      # (first column, last column + 1, description) of MMAs not yet complete
         c.tmem_alloc_at = {}      # column -> where the allocation was made
     return tm
-
-
-def _addr(ctx, op):
-    from .isa import _addr_reader
-    return _addr_reader(ctx, op)[1]
 
 
 def _lane0(m):
@@ -152,7 +123,7 @@ def _pair_collective(body, ins, name):
         w.blocked = (f"{name}.cta_group::2 at {M.where(ins)} (one warp of each CTA of the pair performs it "
                      f"collectively: waiting for a warp of the peer CTA {p.ctaid})")
         w.wait_info = ("tcgen05", w.blocked)
-    return run, "control"
+    return run
 
 
 # ---------------------------------------------------------------------------------------------
@@ -199,48 +170,78 @@ def _fence(ins, kind):
                 w.tc_last = (w.tc_last[0], True)
         elif w.tc_pending is not None:
             w.tc_pending[2] = True
-    return body, "plain"
+    return body
 
 
-def decode(ctx, ins, base, mods):
-    what = mods[0]
-    if what == "alloc":
-        return _alloc(ctx, ins, mods)
-    if what == "dealloc":
-        return _dealloc(ctx, ins, mods)
-    if what == "relinquish_alloc_permit":
-        return _relinquish(ctx, ins, mods)
-    if what == "mma":
-        return _mma(ctx, ins, mods)
-    if what == "commit":
-        return _commit(ctx, ins, mods)
-    if what in ("ld", "st"):
-        return _ldst(ctx, ins, mods, what)
-    if what == "wait::ld":
-        return _wait_ld(ctx, ins)
-    if what == "wait::st":
-        return (lambda w, m: None), "plain"   # a store writes TMEM when it is issued here
-    if what == "fence::before_thread_sync":
-        return _fence(ins, "before")
-    if what == "fence::after_thread_sync":
-        return _fence(ins, "after")
-    raise UnsupportedInstruction(f"the emulator does not execute `{ins.op}` (PTX line {ins.line}: {ins.text})")
+def alloc(ctx, ins, base, mods):
+    """tcgen05.alloc (the allocator's rules: `bwlab.tmem.alloc.TensorMemory`); .cta_group::2 is collective."""
+    return _alloc(ctx, ins, mods)
+
+
+def dealloc(ctx, ins, base, mods):
+    """tcgen05.dealloc (refused while an MMA still writes the columns)."""
+    return _dealloc(ctx, ins, mods)
+
+
+def relinquish_alloc_permit(ctx, ins, base, mods):
+    """tcgen05.relinquish_alloc_permit."""
+    return _relinquish(ctx, ins, mods)
+
+
+def mma(ctx, ins, base, mods):
+    """tcgen05.mma kind::f16 / kind::tf32 (`bwlab.umma.model.tcgen05_mma`), completing after a latency."""
+    return _mma(ctx, ins, mods)
+
+
+def commit(ctx, ins, base, mods):
+    """tcgen05.commit: arrives on the mbarrier(s) once the thread's earlier MMAs have completed."""
+    return _commit(ctx, ins, mods)
+
+
+def ld(ctx, ins, base, mods):
+    """tcgen05.ld (`bwlab.tmem.model.tcgen05_ld`): registers valid after tcgen05.wait::ld."""
+    return _ldst(ctx, ins, mods, "ld")
+
+
+def st(ctx, ins, base, mods):
+    """tcgen05.st (`bwlab.tmem.model.tcgen05_st`)."""
+    return _ldst(ctx, ins, mods, "st")
+
+
+def wait_ld(ctx, ins, base, mods):
+    """tcgen05.wait::ld: the warp's tcgen05.ld registers become readable."""
+    return _wait_ld(ctx, ins)
+
+
+def wait_st(ctx, ins, base, mods):
+    """tcgen05.wait::st: a store writes TMEM when it is issued here, so nothing is left to wait for."""
+    return lambda w, m: None
+
+
+def fence_before(ctx, ins, base, mods):
+    """tcgen05.fence::before_thread_sync."""
+    return _fence(ins, "before")
+
+
+def fence_after(ctx, ins, base, mods):
+    """tcgen05.fence::after_thread_sync."""
+    return _fence(ins, "after")
 
 
 # ---------------------------------------------------------------------------------------------
 # the allocator (PTX ISA 9.7.16.7.1)
 # ---------------------------------------------------------------------------------------------
 def _alloc(ctx, ins, mods):
-    from ..hw.tmem import TmemError
+    from ....hw.tmem import TmemError
     group = _cta_group(mods)
-    dst, rn = _addr(ctx, ins.args[0]), bits_reader(ctx, ins.args[1], "u32")
+    dst, rn = address(ctx, ins.args[0]), bits_reader(ctx, ins.args[1], "u32")
 
     def body(w, m):
         M = w.machine
         _same_group(w, ins, group)
         lane = _lane0(m)
         a, n = int(dst(w)[lane]), int(rn(w)[lane])
-        c, off = M.cta_of_cluster_addr(w, a, "tcgen05.alloc destination", ins, own=True)
+        c, off = M.mem.cta_of_cluster_addr(w, a, "tcgen05.alloc destination", ins, own=True)
         if off % 4 or off + 4 > c.smem.size:
             raise EmuFault(f"{w.who()} at {M.where(ins)}: the tcgen05.alloc destination 0x{off:x} must be a 4-byte "
                            f"aligned slot inside the CTA's {c.smem.size} bytes of shared memory")
@@ -268,12 +269,12 @@ def _alloc(ctx, ins, mods):
         M.progress()
     if group == 2:
         return _pair_collective(body, ins, "tcgen05.alloc")
-    return body, "plain"
+    return advancing(body)
 
 
 def _dealloc(ctx, ins, mods):
-    from ..hw.tmem import TmemError
-    from ..tmem.alloc import TmemNote
+    from ....hw.tmem import TmemError
+    from ....tmem.alloc import TmemNote
     group = _cta_group(mods)
     ra, rn = bits_reader(ctx, ins.args[0], "u32"), bits_reader(ctx, ins.args[1], "u32")
 
@@ -304,7 +305,7 @@ def _dealloc(ctx, ins, mods):
         M.progress()
     if group == 2:
         return _pair_collective(body, ins, "tcgen05.dealloc")
-    return body, "plain"
+    return advancing(body)
 
 
 def _relinquish(ctx, ins, mods):
@@ -315,7 +316,7 @@ def _relinquish(ctx, ins, mods):
         tmem_of(w.cta).relinquish_alloc_permit(w.cta.linear)
     if group == 2:
         return _pair_collective(body, ins, "tcgen05.relinquish_alloc_permit")
-    return body, "plain"
+    return advancing(body)
 
 
 def cta_exits(M, c):
@@ -359,7 +360,7 @@ def _mma(ctx, ins, mods):
     if len(args) != 5 or args[1][0] == "addr":
         raise UnsupportedInstruction(f"`{ins.op}` (PTX line {ins.line}): only [d_tmem], a_desc, b_desc, idesc, "
                                      "enable_input_d (A from SMEM) is modelled")
-    rd = _addr(ctx, args[0])
+    rd = address(ctx, args[0])
     ra, rb = bits_reader(ctx, args[1], "u64"), bits_reader(ctx, args[2], "u64")
     ri, rp = bits_reader(ctx, args[3], "u32"), bits_reader(ctx, args[4], "pred")
 
@@ -372,20 +373,20 @@ def _mma(ctx, ins, mods):
             _issue_mma(w, ins, kind, group, int(d[lane]) & 0xFFFFFFFF, int(a[lane]), int(b[lane]),
                        int(i[lane]), bool(p[lane]), int(w.tid[lane]))
         M.progress()
-    return body, "plain"
+    return body
 
 
 def _operand_bytes(desc, major, dtype, mn):
-    from ..umma.canonical import instr_k
-    from ..umma.descriptors import decode_smem_desc, descriptor_addresses, elem_bytes
+    from ....umma.canonical import instr_k
+    from ....umma.descriptors import decode_smem_desc, descriptor_addresses, elem_bytes
     addrs = descriptor_addresses(decode_smem_desc(desc, "sm100"), major, dtype, mn, instr_k(dtype))
     eb = elem_bytes(dtype)
     return np.unique((addrs[..., None] + np.arange(eb)).reshape(-1))
 
 
 def _issue_mma(w, ins, kind, group, d_tmem, adesc, bdesc, idesc, accumulate, tid):
-    from ..umma.idesc import decode_instr_desc
-    from ..umma.model import CtaState, d_tmem_layout, mma_operands, tcgen05_mma
+    from ....umma.idesc import decode_instr_desc
+    from ....umma.model import CtaState, d_tmem_layout, mma_operands, tcgen05_mma
     M = w.machine
     where = M.where(ins)
     # either CTA of the pair may issue (CUTLASS issues from the even one, a convention); the even CTA holds
@@ -416,7 +417,7 @@ def _issue_mma(w, ins, kind, group, d_tmem, adesc, bdesc, idesc, accumulate, tid
                 flat = flat[flat < c.smem.size]
                 bad = flat[c.smem_writer[flat] >= 0]
                 if bad.size:
-                    M.async_reads_smem(c, int(bad[0]), 1, f"tcgen05.mma operand {name} at {where}", w.who())
+                    M.mem.async_reads_smem(c, int(bad[0]), 1, f"tcgen05.mma operand {name} at {where}", w.who())
     desc = f"tcgen05.mma of {w.who()} at {where}"
     recs = []
     for c in ctas:
@@ -443,7 +444,7 @@ def _issue_mma(w, ins, kind, group, d_tmem, adesc, bdesc, idesc, accumulate, tid
 def _commit(ctx, ins, mods):
     group = _cta_group(mods)
     multicast = any(m.startswith("multicast") for m in mods)
-    addr = _addr(ctx, ins.args[0])
+    addr = address(ctx, ins.args[0])
     rmask = bits_reader(ctx, ins.args[1], "u16") if multicast else None
 
     def body(w, m):
@@ -455,7 +456,7 @@ def _commit(ctx, ins, mods):
         if w.tc_last is not None:   # tcgen05.commit is an implicit tcgen05.fence::before_thread_sync (PTX ISA)
             w.tc_last = (w.tc_last[0], True)
         for lane in np.nonzero(m)[0]:
-            bcta, boff = M.cta_of_cluster_addr(w, int(a[lane]), "tcgen05.commit mbarrier", ins)
+            bcta, boff = M.mem.cta_of_cluster_addr(w, int(a[lane]), "tcgen05.commit mbarrier", ins)
             if group == 2:
                 _peer(w, ins, "tcgen05.commit")
             cl = w.cta.cluster
@@ -468,7 +469,7 @@ def _commit(ctx, ins, mods):
             else:
                 targets = [bcta]
             for c in targets:
-                M.async_uses_mbarrier(w, c, boff, "tcgen05.commit", ins)
+                M.sync.async_uses_mbarrier(w, c, boff, "tcgen05.commit", ins)
                 if c.mbarriers.get(boff) is None:
                     raise ProtocolError(f"{w.who()} at {M.where(ins)}: tcgen05.commit to shared offset 0x{boff:x} "
                                         f"({M.prog.shared_name(boff)}) of CTA rank {c.rank}, where no mbarrier is "
@@ -492,14 +493,14 @@ def _commit(ctx, ins, mods):
             M.schedule(due - M.clock, arrive, f"tcgen05.commit arrival {names}")
             M.note(w, "tcgen05.commit")
         M.progress()
-    return body, "plain"
+    return body
 
 
 # ---------------------------------------------------------------------------------------------
 # tcgen05.ld / tcgen05.st / tcgen05.wait (PTX ISA 9.7.16.8)
 # ---------------------------------------------------------------------------------------------
 def _access(ins, mods):
-    from ..tmem.forms import TmemAccess
+    from ....tmem.forms import TmemAccess
     shape = next((m for m in mods if m in ("32x32b", "16x64b", "16x128b", "16x256b", "16x32bx2")), None)
     num = next((int(m[1:]) for m in mods if m.startswith("x") and m[1:].isdigit()), None)
     if shape is None or num is None:
@@ -509,7 +510,7 @@ def _access(ins, mods):
 
 
 def _ldst(ctx, ins, mods, op):
-    from ..tmem.forms import TmemAccess
+    from ....tmem.forms import TmemAccess
     shape, num, pack = _access(ins, mods)
     args = ins.args
     if op == "ld":
@@ -525,12 +526,12 @@ def _ldst(ctx, ins, mods, op):
     if len(vec) != acc.registers:
         raise EmuError(f"PTX line {ins.line}: {ins.op} takes {acc.registers} registers, got {len(vec)}")
     idx = [ctx.reg(r[1]) for r in vec]
-    rt = _addr(ctx, taddr)
+    rt = address(ctx, taddr)
     readers = [bits_reader(ctx, r, "u32") for r in vec] if op == "st" else None
 
     def body(w, m):
-        from ..hw.tmem import TmemError
-        from ..tmem.model import tcgen05_ld, tcgen05_st
+        from ....hw.tmem import TmemError
+        from ....tmem.model import tcgen05_ld, tcgen05_st
         M = w.machine
         t = rt(w)
         lane = _lane0(m)
@@ -573,11 +574,11 @@ def _ldst(ctx, ins, mods, op):
         except TmemError as e:
             raise EmuError(f"{w.who()} at {M.where(ins)}: {e}") from None
         M.note(w, f"tcgen05.{op} lane {lane0} column {col0}")
-    return body, "plain"
+    return body
 
 
 def _wait_ld(ctx, ins):
     def body(w, m):
         for ix in [i for i, v in w.inflight.items() if v[0] == "tcgen05.ld"]:
             del w.inflight[ix]
-    return body, "plain"
+    return body

@@ -1,0 +1,260 @@
+"""The memory system of a launch: address spaces, bounds, the generic-proxy writers of shared memory.
+
+`Launch.mem` (one per launch). Loads and stores resolve each lane's address to its state space
+(global, shared::cta / shared::cluster of a CTA of the cluster, kernel and call parameters, local),
+check bounds and alignment as the GPU faults (`EmuFault`), and record which thread last wrote each
+shared byte through the generic proxy, so an asynchronous read without `fence.proxy.async` is named
+(`ProxyFenceMissing`, PTX ISA "Memory Consistency Model: proxies").
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import EmuError, EmuFault, ProtocolError, ProxyFenceMissing
+from .memory import GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, RANK_SHIFT, SHARED_WINDOW, WINDOW_SIZE
+from .program import SMEM_RESERVED
+
+__all__ = ["MemorySystem"]
+
+U64 = np.uint64
+
+
+class MemorySystem:
+    """Reads, writes and address arithmetic for the warps of one launch."""
+
+    def __init__(self, launch):
+        self.launch = launch
+
+    def cvta(self, space: str, v: np.ndarray, to: bool) -> np.ndarray:
+        base = {"global": U64(0), "shared": U64(SHARED_WINDOW), "param": U64(PARAM_WINDOW),
+                "local": U64(LOCAL_WINDOW), "const": U64(0)}[space]
+        return v - base if to else v + base
+
+    def isspacep(self, space, v):
+        v = v.astype(U64)
+        if space == "global":
+            return (v >= U64(GLOBAL_BASE)) & (v < U64(GLOBAL_BASE + WINDOW_SIZE))
+        if space.startswith("shared"):
+            return (v >= U64(SHARED_WINDOW)) & (v < U64(SHARED_WINDOW + WINDOW_SIZE))
+        if space == "local":
+            return (v >= U64(LOCAL_WINDOW)) & (v < U64(LOCAL_WINDOW + WINDOW_SIZE))
+        if space == "param":
+            return (v >= U64(PARAM_WINDOW)) & (v < U64(PARAM_WINDOW + WINDOW_SIZE))
+        return np.zeros(32, bool)
+
+    def cta_of_cluster_addr(self, w, addr: int, what: str, ins=None, own: bool = False):
+        """(CTA, offset) of a shared address: rank << 24 | offset, as the GPU numbers them (a CTA's own
+        shared::cta addresses carry its rank too). `own`: a shared::cta access, which must stay in the
+        executing CTA's window."""
+        rank = addr >> RANK_SHIFT
+        off = addr & ((1 << RANK_SHIFT) - 1)
+        cl = w.cta.cluster
+        at = f" ({self.launch.where(ins)})" if ins else ""
+        if not 0 <= rank < cl.size:
+            raise EmuFault(f"{w.who()}: {what} at shared address 0x{addr:x} names CTA rank {rank}, "
+                           f"but the cluster has {cl.size} CTAs{at}")
+        if own and rank != w.cta.rank:
+            raise EmuFault(f"{w.who()}: {what} at shared::cta address 0x{addr:x} is in the window of cluster rank "
+                           f"{rank}, not this CTA's ({w.cta.rank}); a peer's shared memory is reached through "
+                           f"shared::cluster addresses (mapa){at}")
+        if off < SMEM_RESERVED:
+            raise EmuFault(f"{w.who()}: {what} at shared offset 0x{off:x}: the first {SMEM_RESERVED} bytes of a "
+                           f"CTA's shared window are reserved for the system{at}")
+        return cl.ctas[rank], off
+
+    def mapa(self, w, a, rank, generic, m, ins):
+        out = np.zeros(32, U64)
+        cl = w.cta.cluster
+        for lane in np.nonzero(m)[0]:
+            r = int(rank[lane])
+            if not 0 <= r < cl.size:
+                raise EmuFault(f"{w.who(m)}: mapa to CTA rank {r} at {self.launch.where(ins)}, but the cluster has "
+                               f"{cl.size} CTAs (ranks 0..{cl.size - 1})")
+            x = int(a[lane])
+            if generic:
+                x -= SHARED_WINDOW
+            off = x & ((1 << RANK_SHIFT) - 1)
+            v = (r << RANK_SHIFT) | off
+            out[lane] = v + SHARED_WINDOW if generic else v
+        return out
+
+    def ctarank_of(self, w, a, generic):
+        out = np.zeros(32, U64)
+        for lane in range(32):
+            x = int(a[lane]) - (SHARED_WINDOW if generic else 0)
+            out[lane] = x >> RANK_SHIFT
+        return out
+
+    def _classify(self, w, space, addr, m):
+        """Resolve each lane's address to (kind, value): kind one of 'global', 'shared' (own or
+        cluster address), 'kparam', 'cparam', 'local'."""
+        if space != "generic":
+            if space == "shared":
+                return "shared_cta", addr
+            if space == "shared::cluster":
+                return "shared", addr
+            if space == "const":
+                return "global", addr
+            return space, addr
+        a = addr[m]
+        if (a >= U64(GLOBAL_BASE)).all() and (a < U64(GLOBAL_BASE + WINDOW_SIZE)).all():
+            return "global", addr
+        if (a >= U64(SHARED_WINDOW)).all() and (a < U64(SHARED_WINDOW + WINDOW_SIZE)).all():
+            return "shared", addr - U64(SHARED_WINDOW)
+        if (a >= U64(PARAM_WINDOW)).all() and (a < U64(PARAM_WINDOW + WINDOW_SIZE)).all():
+            return "kparam", addr - U64(PARAM_WINDOW)
+        if (a >= U64(LOCAL_WINDOW)).all() and (a < U64(LOCAL_WINDOW + WINDOW_SIZE)).all():
+            return "local", addr - U64(LOCAL_WINDOW)
+        return "mixed", addr
+
+    def _fault(self, w, lane, ins, msg):
+        return EmuFault(f"{w.who(np.arange(32) == lane)} at {self.launch.where(ins)}: {msg}")
+
+    def read(self, w, space, addr, n, m, ins) -> np.ndarray:
+        kind, a = self._classify(w, space, addr, m)
+        out = np.zeros((32, n), np.uint8)
+        lanes = np.nonzero(m)[0]
+        if kind == "mixed":
+            for lane in lanes:
+                one = np.arange(32) == lane
+                out[lane] = self.read(w, "generic", addr, n, one, ins)[lane]
+            return out
+        for lane in lanes:
+            x = int(a[lane])
+            if x % n and n <= 16 and n in (1, 2, 4, 8, 16):
+                raise self._fault(w, lane, ins, f"misaligned {n}-byte access at address 0x{x:x}")
+        if kind == "global":
+            return self._global_rw(w, a, n, m, ins, None)
+        if kind in ("shared", "shared_cta"):
+            for lane in lanes:
+                c, off = self.cta_of_cluster_addr(w, int(a[lane]), "load", ins, own=kind == "shared_cta")
+                self._check_smem(w, c, off, n, lane, ins)
+                out[lane] = c.smem[off:off + n]
+            return out
+        if kind == "kparam":
+            for lane in lanes:
+                x = int(a[lane])
+                if x + n > self.launch.params.size:
+                    raise self._fault(w, lane, ins, f"parameter bytes [{x}, {x + n}) are past the kernel's "
+                                                    f"{self.launch.params.size} parameter bytes")
+                out[lane] = self.launch.params[x:x + n]
+            return out
+        if kind == "cparam":
+            for lane in lanes:
+                x = int(a[lane])
+                out[lane] = w.cparam[lane, x:x + n]
+            return out
+        if kind == "local":
+            for lane in lanes:
+                x = int(a[lane])
+                self._check_local(w, x, n, lane, ins)
+                out[lane] = w.local[lane, x:x + n]
+            return out
+        raise EmuError(f"cannot read from {kind}")
+
+    def write(self, w, space, addr, data, m, ins):
+        n = data.shape[1]
+        kind, a = self._classify(w, space, addr, m)
+        lanes = np.nonzero(m)[0]
+        if kind == "mixed":
+            for lane in lanes:
+                one = np.arange(32) == lane
+                self.write(w, "generic", addr, data, one, ins)
+            return
+        for lane in lanes:
+            x = int(a[lane])
+            if x % n and n in (1, 2, 4, 8, 16):
+                raise self._fault(w, lane, ins, f"misaligned {n}-byte access at address 0x{x:x}")
+        self.launch.progress()
+        if kind == "global":
+            self._global_rw(w, a, n, m, ins, data)
+            return
+        if kind in ("shared", "shared_cta"):
+            pc = int(w.last_pc)
+            for lane in lanes:
+                c, off = self.cta_of_cluster_addr(w, int(a[lane]), "store", ins, own=kind == "shared_cta")
+                self._check_smem(w, c, off, n, lane, ins)
+                c.smem[off:off + n] = data[lane]
+                if c is w.cta:
+                    c.smem_writer[off:off + n] = int(w.tid[lane])
+                    c.smem_writer_pc[off:off + n] = pc
+            return
+        if kind == "cparam":
+            for lane in lanes:
+                x = int(a[lane])
+                w.cparam[lane, x:x + n] = data[lane]
+            return
+        if kind == "local":
+            for lane in lanes:
+                x = int(a[lane])
+                self._check_local(w, x, n, lane, ins)
+                w.local[lane, x:x + n] = data[lane]
+            return
+        raise self._fault(w, lanes[0], ins, f"a store to the {kind} state space is not allowed")
+
+    def _check_local(self, w, x, n, lane, ins):
+        if x + n > w.local.shape[1]:
+            raise self._fault(w, lane, ins, f"local bytes [{x}, {x + n}) are past the thread's "
+                                            f"{w.local.shape[1]} local bytes")
+
+    def _check_smem(self, w, c, off, n, lane, ins):
+        if c.exited:
+            raise ProtocolError(f"{w.who(np.arange(32) == lane)} at {self.launch.where(ins)}: accesses the shared memory "
+                                f"of cluster rank {c.rank}, which has exited (PTX ISA: a CTA's shared memory must "
+                                "not be accessed by its cluster peers after it exits)")
+        if off + n > c.smem.size:
+            raise self._fault(w, lane, ins, f"shared bytes [{off}, {off + n}) are past the CTA's {c.smem.size} "
+                                            f"bytes of shared memory ({self.launch.prog.shared_size} static + "
+                                            f"{self.launch.dynamic_smem} dynamic)")
+
+    def _global_rw(self, w, a, n, m, ins, data):
+        mem = self.launch.memory
+        out = np.zeros((32, n), np.uint8) if data is None else None
+        lanes = np.nonzero(m)[0]
+        first = mem.find(int(a[lanes[0]]))
+        if first is not None:
+            off = a[lanes].astype(np.int64) - first.base
+            if (off >= 0).all() and (off + n <= first.size).all():
+                idx = off[:, None] + np.arange(n)
+                if data is None:
+                    out[lanes] = first.buf[idx]
+                    return out
+                # lanes write in order: the highest lane wins where two write the same byte
+                first.buf[idx] = data[lanes]
+                return None
+        for lane in lanes:
+            x = int(a[lane])
+            al = mem.find(x)
+            if al is None or x + n > al.base + al.size:
+                raise self._fault(w, lane, ins, f"{'load' if data is None else 'store'} of {n} bytes at global "
+                                                f"address 0x{x:x} is outside every allocation ({mem.nearest(x)})")
+            o = x - al.base
+            if data is None:
+                out[lane] = al.buf[o:o + n]
+            else:
+                al.buf[o:o + n] = data[lane]
+        return out
+
+    def fence_proxy_async(self, w, m):
+        c = w.cta
+        tids = w.tid[m]
+        if c.smem_writer.max() >= 0:
+            hit = np.isin(c.smem_writer, tids)
+            c.smem_writer[hit] = -1
+
+    def async_reads_smem(self, c, off: int, n: int, what: str, issuer=None):
+        """The async proxy reads SMEM [off, off+n) of CTA c: every byte must be fenced."""
+        if not self.launch.check_proxy:
+            return
+        seg = c.smem_writer[off:off + n]
+        bad = np.nonzero(seg >= 0)[0]
+        if bad.size:
+            b = int(bad[0])
+            pc = int(c.smem_writer_pc[off + b])
+            wi = self.launch.prog.code[pc].where(self.launch.prog.files)
+            raise ProxyFenceMissing(
+                f"{what} reads shared byte 0x{off + b:x} ({self.launch.prog.shared_name(off + b)}) of CTA {c.ctaid}, "
+                f"written by thread {int(seg[b])} with a generic-proxy store at {wi} and not made visible to the "
+                f"async proxy: that thread must execute fence.proxy.async.shared::cta after its stores and before "
+                f"the async operation is issued (PTX ISA: memory consistency model, proxies)"
+                + (f"; issued by {issuer}" if issuer else "") + f" [{bad.size} such bytes]")
