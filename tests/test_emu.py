@@ -232,7 +232,24 @@ def test_a_wrong_expect_tx_names_the_waiting_warps_and_the_missing_bytes():
     assert e.value.barrier == "smem_full" and e.value.expected_tx == t.box_bytes + 16
     assert "spins in mbarrier.try_wait.parity 0 on 'smem_full'" in msg
     assert "16 transaction bytes still expected" in msg and "nothing in flight" in msg
+    assert "Fewer bytes arrived than expect_tx announced" in msg and "16 bytes less than announced" in msg
     assert "warps 0, 1, 2, 3 (threads 0..127)" in msg and "teach_tma.cu:40 (in mbarrier.cuh:57)" in msg
+
+
+def test_an_expect_tx_too_small_says_more_bytes_arrived_than_announced():
+    from bwlab.lab import TeachingKernel
+    from bwlab.runtime import MbarrierTimeout
+    from bwlab.tma import TensorMap, run_teach
+    g = np.arange(64 * 64, dtype=np.uint16).reshape(64, 64)
+    t = TensorMap("uint16", (64, 64), (64, 16))
+    mine = TeachingKernel("teach_tma.cu").replace("const u32 tx_bytes = box_bytes;",
+                                                  "const u32 tx_bytes = box_bytes - 16;")
+    with pytest.raises(MbarrierTimeout) as e:
+        run_teach(g, t, (0, 0), kernel=mine)
+    msg = str(e.value)
+    assert "16 transaction bytes more arrived than were expected" in msg
+    assert "More bytes arrived than expect_tx announced: expect_tx is 16 bytes too small" in msg
+    assert "Fewer bytes arrived than expect_tx announced" not in msg
 
 
 def _gallery():
@@ -253,6 +270,7 @@ def test_broken_gallery_out_of_bounds_store_names_the_allocation():
     out = emu.zeros(1024, np.uint32)
     with pytest.raises(emu.EmuFault) as e:
         mod.get_function("oob_store")((1,), (32,), (out, np.uint64(1 << 32)))
+    assert isinstance(e.value, emu.EmuError)   # reaches a learner in the short form of every EmuError
     msg = str(e.value)
     assert "thread 0" in msg and "st.global" in msg and "outside every allocation" in msg and "past the end" in msg
 
@@ -466,3 +484,56 @@ def test_blackwell_first_contact_dry_run(tmp_path):
     text = out.read_text()
     assert "26 cases, 0 with a difference or a failure: PASS" in text and "forced timeout, then a normal launch" in text
     assert validate_main(["--out", str(out)]) == 3    # no sm_100 GPU here: it says so and exits 3
+
+
+# ---- the instruction table ---------------------------------------------------------------------------
+def test_an_instruction_the_table_has_no_row_for_is_refused_at_decode_by_name_line_and_cuda_construct():
+    cases = {
+        "extern \"C\" __global__ void k() { asm volatile(\"pmevent 1;\"); }": ("`pmevent`", "__prof_trigger()"),
+        "extern \"C\" __global__ void k() { __brkpt(); }": ("`brkpt`", "__brkpt()"),
+        "extern \"C\" __global__ void k(float* o, const float* a) { o[threadIdx.x] = roundf(a[threadIdx.x]); }":
+            ("`add.rz.f32`", "roundf()"),
+    }
+    for code, (op, construct) in cases.items():
+        with pytest.raises(emu.UnsupportedInstruction) as e:
+            emu.RawModule(code=code, name="unsupported.cu")
+        msg = str(e.value)
+        assert f"the emulator does not execute {op}" in msg and "PTX line" in msg and construct in msg, msg
+
+
+def test_the_table_drives_decoding_and_the_convergence_rules():
+    from bwlab.emu.isa import table
+    assert table.lookup("mbarrier.arrive.expect_tx.shared::cta.b64").key == "mbarrier.arrive"
+    assert table.lookup("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes").key \
+        == "cp.async.bulk.tensor"
+    assert table.lookup("cp.async.bulk.commit_group").kind == "plain"
+    assert table.lookup("cp.async.bulk.wait_group.read").kind == "blocking"
+    assert table.lookup("pmevent") is None and table.lookup("match.any.sync.b32") is None
+    assert table.lookup("shfl.sync.bfly.b32").converge == "member"
+    assert table.lookup("bar.sync").converge == "aligned" and table.lookup("bar.warp.sync").converge == "member"
+    # what the decoder gives the scheduler comes from the row
+    mod = emu.RawModule(code="""extern "C" __global__ void k(unsigned* o) {
+        unsigned v = __shfl_xor_sync(0xffffffffu, threadIdx.x, 1); __syncthreads(); o[threadIdx.x] = v; }""",
+                        name="table.cu")
+    code = mod.program.code
+    shfl = next(c for c in code if c.instr.op.startswith("shfl.sync"))
+    bar = next(c for c in code if c.instr.op.startswith("bar"))
+    assert (shfl.converge, shfl.row.key) == (2, "shfl.sync") and (bar.converge, bar.row.converge) == (1, "aligned")
+    rows = table.listing().splitlines()
+    assert len(rows) == len(table.ROWS) + 2 and all(r.section for r in table.ROWS)
+
+
+def test_the_emulator_package_stays_small_and_imports_models_not_runners():
+    import ast
+    root = os.path.join(os.path.dirname(__file__), "..", "bwlab", "emu")
+    for dp, _, fs in os.walk(root):
+        for f in fs:
+            if f.endswith(".py"):
+                text = open(os.path.join(dp, f)).read()
+                assert text.count("\n") <= 600, f"{f} has more than 600 lines"
+                for node in ast.walk(ast.parse(text)):
+                    if isinstance(node, ast.ImportFrom) and node.module:
+                        last = node.module.split(".")[-1]
+                        names = {a.name for a in node.names}
+                        assert last not in ("runner", "case", "results", "runtime") and \
+                            not names & {"runner", "case", "results", "runtime"}, (f, node.module)

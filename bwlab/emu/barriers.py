@@ -51,9 +51,9 @@ class Synchronisation:
             w.blocked = f"bar.sync {bid} ({b['arrived']} of {exp} threads arrived)"
             w.wait_info = ("bar", bid)
             b["waiters"].append((w, group))
-        self.check_barrier(c, bid)
+        self.complete_if_ready(c, bid)
 
-    def check_barrier(self, c, bid):
+    def complete_if_ready(self, c, bid):
         b = c.barriers.get(bid)
         if b is None:
             return
@@ -102,17 +102,17 @@ class Synchronisation:
                 w.tc_last = None
             w.pc[group] += 1
             self.launch.progress()
-            self.check_cluster_barrier(cl)
+            self.complete_cluster_if_ready(cl)
             return
         # wait: for the phase this warp arrived in
         if key in cl.bar_arrived:
             w.blocked = f"barrier.cluster.wait ({len(cl.bar_arrived)} warps of the cluster arrived)"
             w.wait_info = ("cluster", group.copy())
-            self.check_cluster_barrier(cl)
+            self.complete_cluster_if_ready(cl)
             return
         w.pc[group] += 1
 
-    def check_cluster_barrier(self, cl):
+    def complete_cluster_if_ready(self, cl):
         if not cl.bar_arrived:
             return
         need = {(c.rank, x.wid) for c in cl.ctas for x in c.warps if not x.exited.all()}

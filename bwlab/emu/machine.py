@@ -457,11 +457,11 @@ class Launch:
             c = w.cta
             # whole-warp exit counts as arrival at pending named barriers (the hardware counts warps)
             for bid in list(c.barriers):
-                self.sync.check_barrier(c, bid)
+                self.sync.complete_if_ready(c, bid)
             if all(x.exited.all() for x in c.warps):
                 c.exited = True
                 cta_exits(self, c)
-            self.sync.check_cluster_barrier(c.cluster)
+            self.sync.complete_cluster_if_ready(c.cluster)
 
     def inflight_read(self, w, idx, write=False):
         seq, line = w.inflight[idx]
@@ -512,12 +512,33 @@ class Launch:
                 _, c, off, parity, ins = info
                 bar = c.mbarriers.get(off)
                 name = self.prog.shared_name(off)
-                state = (f"phase {bar.phase} (parity {bar.phase & 1}), {bar.pending} of {bar.count} arrivals "
-                         f"still missing, {bar.tx} transaction bytes still expected" if bar else "never initialised")
+                state = _mbarrier_state(bar)
                 pend = [d for d in self.inflight_ops.values() if f"@{c.rank}:{off}" in d]
                 lines.append(f"{head} spins in mbarrier.try_wait.parity {parity} on '{name}' of CTA rank {c.rank} "
                              f"at {self.where(ins)} — the barrier is in {state}; "
-                             + (f"in flight to it: {', '.join(pend)}" if pend else "nothing in flight can arrive on it"))
+                             + (f"in flight to it: {', '.join(pend)}" if pend else "nothing in flight can arrive on it")
+                             + ("" if pend or bar is None else _tx_hint(bar)))
             else:
                 lines.append(f"{head} waits: {info[1] if len(info) > 1 else info}")
         return [x.lstrip() for x in lines]
+
+
+def _mbarrier_state(bar) -> str:
+    if bar is None:
+        return "never initialised"
+    tx = (f"{bar.tx} transaction bytes still expected" if bar.tx >= 0 else
+          f"{-bar.tx} transaction bytes more arrived than were expected")
+    return (f"phase {bar.phase} (parity {bar.phase & 1}), {bar.pending} of {bar.count} arrivals still missing, "
+            f"{tx}")
+
+
+def _tx_hint(bar) -> str:
+    """What a stuck phase's transaction count says about expect_tx (nothing is in flight to the barrier)."""
+    if bar.tx > 0:
+        return (f". Fewer bytes arrived than expect_tx announced: the copies signalling this barrier delivered "
+                f"{bar.tx} bytes less than announced (expect_tx too large, or a copy missing)")
+    if bar.tx < 0:
+        return (f". More bytes arrived than expect_tx announced: expect_tx is {-bar.tx} bytes too small, so the "
+                "transaction count went below zero and the phase cannot complete (announce every byte the copies "
+                "deliver)")
+    return ""

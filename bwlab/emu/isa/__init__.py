@@ -63,6 +63,8 @@ def decode_instruction(ctx, ins) -> Code:
         body = row.decoder(ctx, ins, base, mods)
     except UnsupportedInstruction as e:
         msg = str(e)
+        if msg.startswith(f"`{ins.op}`"):
+            msg = "the emulator does not execute " + msg
         if "PTX line" not in msg:
             msg += f" (PTX line {ins.line}: {ins.text})"
         what = construct_of(ins.text or ins.op)

@@ -243,3 +243,4 @@ def listing() -> str:
     for r in ROWS:
         lines.append(f"{r.key:34} {r.kind:9} {r.converge:8} {r.section}")
     return "\n".join(lines)
+
