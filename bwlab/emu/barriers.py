@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..hw.mbarrier import Mbarrier
+from . import order
 from .errors import EmuError, EmuFault, ProtocolError
 from .isa.asynchronous.tcgen05 import thread_synced
 
@@ -37,6 +38,7 @@ class Synchronisation:
         b["expected"] = exp
         b["arrived"] += w.nthreads
         b["warps"].append(w.wid)
+        order.merge(b.setdefault("known", {}), w.known)
         if w.tc_last is not None:
             b.setdefault("tc", []).append((w, w.who(), *w.tc_last))
             w.tc_last = None
@@ -78,6 +80,7 @@ class Synchronisation:
             w.blocked = None
             w.wait_info = None
             w.pc[group] += 1
+            order.merge(w.known, b.get("known", {}))
             thread_synced(w, b.get("tc", ()), f"bar.sync {bid}")
         if red:
             total = np.concatenate([p[em] for _, em, p, _, _ in red])
@@ -97,6 +100,10 @@ class Synchronisation:
                 raise ProtocolError(f"{w.who(group)} at {self.launch.where(ins)}: barrier.cluster.arrive twice without "
                                     "barrier.cluster.wait in between")
             cl.bar_arrived.add(key)
+            w.arrivals += 1
+            known = cl.__dict__.setdefault("known", {})
+            order.merge(known, w.known)
+            order.merge(known, {("cluster.arrive", w.cta.linear, w.wid): w.arrivals})
             if w.tc_last is not None:
                 cl.__dict__.setdefault("tc", []).append((w, w.who(), *w.tc_last))
                 w.tc_last = None
@@ -120,9 +127,11 @@ class Synchronisation:
             cl.bar_arrived = set()
             cl.bar_phase += 1
             tc = cl.__dict__.pop("tc", ())
+            known = cl.__dict__.pop("known", {})
             for c in cl.ctas:
                 for x in c.warps:
                     if not x.exited.all():
+                        order.merge(x.known, known)
                         thread_synced(x, tc, "barrier.cluster")
                     if x.wait_info is not None and x.wait_info[0] == "cluster":
                         x.pc[x.wait_info[1]] += 1
@@ -146,6 +155,9 @@ class Synchronisation:
             c.mbar_info[off] = (self.launch.where(ins), w.who())
             c.mbar_unfenced[off] = (int(w.tid[0]) // 32, self.launch.where(ins))
             return c, off, c.mbarriers[off]
+        if c is not w.cta:
+            order.remote_access(w, c, f"executes {what} on its mbarrier '{self.launch.prog.shared_name(off)}'",
+                                self.launch.where(ins))
         bar = c.mbarriers.get(off)
         if bar is None:
             raise ProtocolError(f"{w.who()} at {self.launch.where(ins)}: {what} on shared offset 0x{off:x} "

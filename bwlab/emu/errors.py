@@ -3,7 +3,8 @@ from __future__ import annotations
 
 __all__ = ["EmuError", "EmuFault", "DivergenceError", "ProtocolError", "ProxyFenceMissing", "EmuHang",
            "UnsupportedInstruction", "EmuTimeout", "TmemLeak", "TmemAllocHang", "TmemAllocError", "TmemLaneQuarter",
-           "TcgenFenceMissing", "PeerExited"]
+           "TcgenFenceMissing", "PeerExited", "AsyncReadHazard", "AsyncInFlightAtExit",
+           "ClusterPeerMayAccess", "TmemStoreNotWaited"]
 
 
 class EmuError(RuntimeError):
@@ -74,3 +75,24 @@ class TcgenFenceMissing(ProtocolError):
 class PeerExited(ProtocolError):
     """A .cta_group::2 operation while the peer CTA of the pair has exited."""
 
+
+
+# the order of asynchronous work (bwlab.emu.order)
+class AsyncReadHazard(ProtocolError):
+    """Shared memory written (by a generic store, or by a TMA load or bulk copy landing) while an asynchronous
+    operation that reads it (TMA store, bulk copy, wgmma, tcgen05.mma) may still be reading it: the writer has
+    not observed its completion."""
+
+
+class AsyncInFlightAtExit(ProtocolError):
+    """A CTA exits while an asynchronous operation may still read its shared memory."""
+
+
+class ClusterPeerMayAccess(ProtocolError):
+    """A CTA exits while a cluster peer that reached its shared memory or mbarriers may still do so (no cluster
+    barrier after the peer's last access)."""
+
+
+class TmemStoreNotWaited(ProtocolError):
+    """TMEM read (tcgen05.ld, tcgen05.mma) or freed while a tcgen05.st to those columns has not been waited for
+    with tcgen05.wait::st."""

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..hw.mbarrier import MbarrierError
 from ..util import ceil_div
+from . import order
 from .barriers import Synchronisation
 from .errors import DivergenceError, EmuError, EmuFault, EmuHang, EmuTimeout, ProtocolError
 from .isa import Code
@@ -43,7 +44,8 @@ U64 = np.uint64
 class Warp:
     __slots__ = ("machine", "cta", "wid", "R", "pc", "exited", "valid", "inflight", "cparam", "local",
                  "stack", "blocked", "spin_epoch", "wait_info", "tid", "nthreads", "parked", "steps",
-                 "wg_seq", "wg_groups", "wg_open", "sleep_until", "last_pc", "spin_lanes", "tc_last", "tc_pending")
+                 "wg_seq", "wg_groups", "wg_open", "sleep_until", "last_pc", "spin_lanes", "tc_last", "tc_pending",
+                 "known", "arrivals")
 
     def __init__(self, machine, cta, wid: int):
         prog = machine.prog
@@ -72,6 +74,8 @@ class Warp:
         self.last_pc = machine.entry
         self.tc_last = None       # (where, fenced): this warp's latest tcgen05 op since its last thread sync
         self.tc_pending = None    # [entries, barrier, after-fenced]: other warps' tcgen05 ops ordered before a sync
+        self.known = {}           # completion key -> highest sequence observed complete (bwlab.emu.order)
+        self.arrivals = 0         # barrier.cluster.arrive executed by this warp
 
     # -- lanes ---------------------------------------------------------------------------------
     @property
@@ -460,7 +464,9 @@ class Launch:
                 self.sync.complete_if_ready(c, bid)
             if all(x.exited.all() for x in c.warps):
                 c.exited = True
-                cta_exits(self, c)
+                cta_exits(self, c)            # TMEM first: a leak is the clearer report
+                order.check_exit(self, c)
+                order.check_cluster_exit(self, c)
             self.sync.complete_cluster_if_ready(c.cluster)
 
     def inflight_read(self, w, idx, write=False):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import order
 from .errors import EmuError, EmuFault, ProtocolError, ProxyFenceMissing
 from .memory import GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, RANK_SHIFT, SHARED_WINDOW, WINDOW_SIZE
 from .program import SMEM_RESERVED
@@ -130,6 +131,8 @@ class MemorySystem:
                 c, off = self.cta_of_cluster_addr(w, int(a[lane]), "load", ins, own=kind == "shared_cta")
                 self._check_smem(w, c, off, n, lane, ins)
                 out[lane] = c.smem[off:off + n]
+                if c is not w.cta:
+                    order.remote_access(w, c, "loads from its shared memory", self.launch.where(ins))
             return out
         if kind == "kparam":
             for lane in lanes:
@@ -174,6 +177,11 @@ class MemorySystem:
             for lane in lanes:
                 c, off = self.cta_of_cluster_addr(w, int(a[lane]), "store", ins, own=kind == "shared_cta")
                 self._check_smem(w, c, off, n, lane, ins)
+                if c.__dict__.get("async_reads"):
+                    order.check_write(self.launch, c, off, off + n, w.known, w.who(np.arange(32) == lane),
+                                      self.launch.where(ins), "writes (generic proxy)")
+                if c is not w.cta:
+                    order.remote_access(w, c, "stores to its shared memory", self.launch.where(ins))
                 c.smem[off:off + n] = data[lane]
                 if c is w.cta:
                     c.smem_writer[off:off + n] = int(w.tid[lane])

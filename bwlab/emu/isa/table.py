@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from . import compare, control, conversion, data, float as fp, integer, logic, sync, warp
 from .arith import arithmetic
-from .asynchronous import bulk, mbarrier, tcgen05, wgmma
+from .asynchronous import bulk, mbarrier, tcgen05, tmem_access, wgmma
 from .operands import nop
 
 __all__ = ["Row", "ROWS", "TABLE", "KINDS", "CONVERGE", "CUDA_CONSTRUCTS", "lookup", "construct_of", "listing"]
@@ -171,10 +171,10 @@ ROWS = [
         section=f"{TC5}: tcgen05.relinquish_alloc_permit"),
     Row("tcgen05.mma", tcgen05.mma, "async", section=f"{TC5}: tcgen05.mma"),
     Row("tcgen05.commit", tcgen05.commit, "async", section=f"{TC5}: tcgen05.commit"),
-    Row("tcgen05.ld", tcgen05.ld, "async", section=f"{TC5}: tcgen05.ld"),
-    Row("tcgen05.st", tcgen05.st, "async", section=f"{TC5}: tcgen05.st"),
-    Row("tcgen05.wait::ld", tcgen05.wait_ld, section=f"{TC5}: tcgen05.wait"),
-    Row("tcgen05.wait::st", tcgen05.wait_st, section=f"{TC5}: tcgen05.wait"),
+    Row("tcgen05.ld", tmem_access.ld, "async", section=f"{TC5}: tcgen05.ld"),
+    Row("tcgen05.st", tmem_access.st, "async", section=f"{TC5}: tcgen05.st"),
+    Row("tcgen05.wait::ld", tmem_access.wait_ld, section=f"{TC5}: tcgen05.wait"),
+    Row("tcgen05.wait::st", tmem_access.wait_st, section=f"{TC5}: tcgen05.wait"),
     Row("tcgen05.fence::before_thread_sync", tcgen05.fence_before, section=f"{TC5}: tcgen05.fence"),
     Row("tcgen05.fence::after_thread_sync", tcgen05.fence_after, section=f"{TC5}: tcgen05.fence"),
     # -- miscellaneous ------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import order
 from ...errors import EmuError, EmuFault, PeerExited, ProtocolError, UnsupportedInstruction
 from ..operands import address, bits_reader
 
@@ -124,10 +125,14 @@ def _tma_load(ctx, ins, mods):
                     raise PeerExited(f"{w.who()} at {M.where(ins)}: a .cta_group::2 TMA load signals the mbarrier of "
                                      f"CTA rank {bcta.rank}, which has exited")
             nbytes = tmap.tx_bytes
-            gsnap = None  # the global bytes are read when the load happens, not when it is issued
+            known = order.snapshot(w)   # what the issuing thread had observed: the load may land at any time after
+            who, where = w.who(np.arange(32) == lane), M.where(ins)
+            for c in targets:
+                if c is not w.cta:
+                    order.remote_access(w, c, "multicasts a TMA load into it", where)
 
             def land(targets=targets, addrs=addrs, tmap=tmap, gaddr=gaddr, coords=coords, boff=boff, w=w,
-                     nbytes=nbytes, doff=doff):
+                     nbytes=nbytes, doff=doff, known=known, who=who, where=where):
                 gview = _gmem_view(w, ins, gaddr, tmap.global_extent_bytes, "the TMA load's tensor")
                 a2, v2 = tma_load_writes(gview, tmap, coords, doff)
                 for c in targets:
@@ -142,6 +147,9 @@ def _tma_load(ctx, ins, mods):
                             f"a TMA load issued by {w.who()} at {M.where(ins)} writes into cluster rank {c.rank}, "
                             "which has already exited (every CTA a multicast names must still be running when the "
                             "bytes land: it has to wait on its barrier before it exits)")
+                    if a2.size and c.__dict__.get("async_reads"):
+                        order.check_write(M, c, int(a2.min()), int(a2.max()) + 1, known, f"the TMA load issued by {who}",
+                                          where, "lands in")
                     c.smem[a2] = v2
                     c.smem_writer[a2] = -1
                     bc = bcta if pair and not multicast else c
@@ -153,7 +161,7 @@ def _tma_load(ctx, ins, mods):
                         raise ProtocolError(
                             f"a TMA load issued by {w.who()} at {M.where(ins)} completes on shared offset 0x{boff:x} "
                             f"({M.prog.shared_name(boff)}) of CTA rank {bc.rank}, where no mbarrier is initialised")
-                    bar.complete_tx(nbytes)
+                    order.signal(bc, boff, bar, known, None, lambda bar=bar: bar.complete_tx(nbytes))
                     M.note(w, f"TMA bytes land in rank {c.rank}")
             names = ",".join(str(c.rank) for c in targets)
             M.schedule(M.latency(nbytes), land,
@@ -186,13 +194,22 @@ def _bulk_wait(ctx, ins, read):
         M = w.machine
         n = int(rn(w)[em].max()) if em.any() else 0
         ok = True
+        learned = []
         for lane in np.nonzero(em)[0]:
             t = int(w.tid[lane])
-            groups = [g for g in c.bulk.get(t, []) if any(op in M.inflight_ops for op in g)]
-            c.bulk[t] = groups
-            if len(groups) > n:
+            groups = c.bulk.get(t, [])
+            # PTX ISA: every group but the most recent n must be complete (not merely n groups in flight)
+            older = groups[:len(groups) - n] if n else groups
+            if any(op in M.inflight_ops for g in older for op in g):
                 ok = False
+                continue
+            done = [op for g in older for op in g]
+            if done:
+                learned.append((t, max(done)))
+            c.bulk[t] = groups[len(older):]
         if ok:
+            for t, seq in learned:
+                order.learn(w, ("bulk", c.linear, t), seq)
             w.pc[group] += 1
         else:
             M.spin(w, ("bulk", f"cp.async.bulk.wait_group{'.read' if read else ''} {n} at {M.where(ins)}: "
@@ -249,6 +266,8 @@ def _tma_store(ctx, ins, mods, reduce):
                     gview[idx] = add_elements(old, new, tmap.dtype).astype(raw).view(np.uint8).reshape(-1, eb)
             op = M.schedule(M.latency(foot), land, f"TMA {'reduce-add' if reduce else 'store'} of box {coords}")
             _bulk_group_add(w, lane, op)
+            order.add_region(c, soff, soff + foot, ("bulk", c.linear, int(w.tid[lane])), op,
+                             f"the TMA {'reduce-add' if reduce else 'store'}", M.where(ins), w.who(np.arange(32) == lane))
             M.note(w, f"TMA store {coords}")
     return body
 
@@ -282,6 +301,8 @@ def _bulk_copy(ctx, ins, mods):
                     M.memory.write(gaddr, c.smem[soff:soff + nb], "bulk copy to global")
                 op = M.schedule(M.latency(nb), land, f"bulk copy of {nb} bytes to global")
                 _bulk_group_add(w, lane, op)
+                order.add_region(c, soff, soff + nb, ("bulk", c.linear, int(w.tid[lane])), op,
+                                 "the bulk copy to global memory", M.where(ins), w.who(np.arange(32) == lane))
                 continue
             dcta, doff = M.mem.cta_of_cluster_addr(w, int(d[lane]), "bulk copy destination", ins)
             bcta, boff = M.mem.cta_of_cluster_addr(w, int(b[lane]), "bulk copy mbarrier", ins)
@@ -290,7 +311,11 @@ def _bulk_copy(ctx, ins, mods):
             if from_shared:
                 saddr = M.mem.cta_of_cluster_addr(w, saddr, "the bulk copy's SMEM source", ins, own=True)[1]
 
-            def land(dcta=dcta, doff=doff, bcta=bcta, boff=boff, nb=nb, saddr=saddr, from_shared=from_shared):
+            known = order.snapshot(w)
+            who = w.who(np.arange(32) == lane)
+
+            def land(dcta=dcta, doff=doff, bcta=bcta, boff=boff, nb=nb, saddr=saddr, from_shared=from_shared,
+                     known=known, who=who):
                 if from_shared:
                     data = w.cta.smem[saddr:saddr + nb].copy()
                 else:
@@ -298,12 +323,14 @@ def _bulk_copy(ctx, ins, mods):
                 if dcta.exited:
                     raise ProtocolError(f"a bulk copy issued by {w.who()} at {M.where(ins)} writes into cluster rank "
                                         f"{dcta.rank}, which has exited")
+                order.check_write(M, dcta, doff, doff + nb, known, f"the bulk copy issued by {who}", M.where(ins),
+                                  "lands in")
                 dcta.smem[doff:doff + nb] = data
                 dcta.smem_writer[doff:doff + nb] = -1
                 bar = bcta.mbarriers.get(boff)
                 if bar is None:
                     raise ProtocolError(f"a bulk copy issued by {w.who()} at {M.where(ins)} completes on shared offset "
                                         f"0x{boff:x}, where no mbarrier is initialised")
-                bar.complete_tx(nb)
+                order.signal(bcta, boff, bar, known, None, lambda: bar.complete_tx(nb))
             M.schedule(M.latency(nb), land, f"bulk copy of {nb} bytes @{bcta.rank}:{boff}")
     return body

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import order
 from ..operands import address, bits_reader, writer
 
 __all__ = ["init", "inval", "arrive", "tx", "wait", "pending_count"]
@@ -57,14 +58,21 @@ def arrive(ctx, ins, base, mods):
         tx = rtx(w) if rtx is not None else None
         cnt = rcount(w) if rcount is not None else None
         out = np.zeros(32, np.uint64)
+        tc_entry = None
+        if w.tc_last is not None:   # the warp's tcgen05 work, ordered by this arrival (tcgen05.fence rules)
+            tc_entry = (w, w.who(), *w.tc_last)
+            w.tc_last = None
         for lane in np.nonzero(m)[0]:
             c, off, bar = w.machine.sync.mbarrier(w, int(a[lane]), ins.op, ins)
             out[lane] = bar.phase
-            if drop:
-                bar.count -= 1
-            if tx is not None:
-                bar.expect_tx(int(tx[lane]))
-            bar.arrive(int(cnt[lane]) if cnt is not None else 1)
+
+            def act(bar=bar, lane=lane):
+                if drop:
+                    bar.count -= 1
+                if tx is not None:
+                    bar.expect_tx(int(tx[lane]))
+                bar.arrive(int(cnt[lane]) if cnt is not None else 1)
+            order.signal(c, off, bar, w.known, tc_entry, act)
             w.machine.note(w, f"arrive {w.machine.prog.shared_name(off)}")
         w.machine.progress()
         if wst is not None:
@@ -81,8 +89,8 @@ def tx(ctx, ins, base, mods):
     def body(w, m):
         a, tx = addr(w), rtx(w)
         for lane in np.nonzero(m)[0]:
-            _, _, bar = w.machine.sync.mbarrier(w, int(a[lane]), ins.op, ins)
-            getattr(bar, what)(int(tx[lane]))
+            c, off, bar = w.machine.sync.mbarrier(w, int(a[lane]), ins.op, ins)
+            order.signal(c, off, bar, w.known, None, lambda bar=bar, lane=lane: getattr(bar, what)(int(tx[lane])))
         w.machine.progress()
     return body
 
@@ -98,10 +106,14 @@ def wait(ctx, ins, base, mods):
         a, p = addr(w), rp(w)
         done = np.zeros(32, bool)
         info = None
+        seen = False
         for lane in np.nonzero(m)[0]:
             c, off, bar = w.machine.sync.mbarrier(w, int(a[lane]), ins.op, ins)
             ok = bar.try_wait_parity(int(p[lane])) if parity else bar.phase > int(p[lane])
             done[lane] = ok
+            if ok and not seen:
+                seen = True
+                order.observed(w, c, off, int(p[lane]), f"the wait on mbarrier '{w.machine.prog.shared_name(off)}'")
             if not ok:
                 info = ("mbarrier", c, off, int(p[lane]) if parity else f"state {int(p[lane])}", ins)
         wd(w, done, m)

@@ -42,11 +42,12 @@ import warnings
 import numpy as np
 
 from ...errors import (EmuError, EmuFault, PeerExited, ProtocolError, TcgenFenceMissing, TmemAllocError,  # noqa: F401
-                       TmemAllocHang, TmemLaneQuarter, TmemLeak, UnsupportedInstruction)
+                       TmemAllocHang, TmemLaneQuarter, TmemLeak, TmemStoreNotWaited, UnsupportedInstruction)
+from ... import order
 from ..operands import address, advancing, bits_reader
 
-__all__ = ["alloc", "dealloc", "relinquish_alloc_permit", "mma", "commit", "ld", "st", "wait_ld", "wait_st",
-           "fence_before", "fence_after", "tmem_of", "thread_synced", "cta_exits"]
+__all__ = ["alloc", "dealloc", "relinquish_alloc_permit", "mma", "commit", "fence_before", "fence_after", "tmem_of",
+           "thread_synced", "cta_exits"]
 
 _SEC_ALLOC = "PTX ISA 9.7.16.7.1 tcgen05.alloc/dealloc"
 _SEC_ACCESS = "PTX ISA 9.7.16.2.2 Tensor Memory access restrictions"
@@ -132,11 +133,19 @@ def _pair_collective(body, ins, name):
 _SEC_FENCE = "PTX ISA 9.7.16.6.4: tcgen05.fence::before_thread_sync / after_thread_sync"
 
 
-def thread_synced(w, entries, barrier):
+def thread_synced(w, entries, barrier, via_mbarrier=False):
     """Warp `w` passed a thread synchronisation; `entries` are the tcgen05 operations other warps issued
     before arriving at it: (warp, who, where, fenced)."""
     others = [e for e in entries if e[0] is not w]
-    w.tc_pending = [others, barrier, False] if others else None
+    if not others:
+        return      # nothing of another warp's tcgen05 work is ordered by it: what was pending stays pending
+    if w.tc_pending is not None:
+        others = w.tc_pending[0] + others
+        via_mbarrier = via_mbarrier or w.tc_pending[3]
+    w.tc_pending = [others, barrier, False, via_mbarrier]
+
+
+_ALLOCATOR = ("tcgen05.alloc", "tcgen05.dealloc")
 
 
 def _ordered(w, ins, what):
@@ -144,8 +153,13 @@ def _ordered(w, ins, what):
     operations, both fences must be there. Then it becomes this warp's latest unfenced operation."""
     M = w.machine
     pend = w.tc_pending
+    if pend is not None and pend[3] and what in _ALLOCATOR:
+        # an mbarrier wait orders the allocator instruction after the other warps' work: what it needs is that
+        # work's completion (checked by tcgen05.dealloc itself); the fences stay owed by the next async operation
+        w.tc_last = (M.where(ins), False)
+        return
     if pend is not None:
-        others, barrier, after = pend
+        others, barrier, after, _ = pend
         w.tc_pending = None
         bad = [e for e in others if not e[3]]
         if bad:
@@ -196,26 +210,6 @@ def mma(ctx, ins, base, mods):
 def commit(ctx, ins, base, mods):
     """tcgen05.commit: arrives on the mbarrier(s) once the thread's earlier MMAs have completed."""
     return _commit(ctx, ins, mods)
-
-
-def ld(ctx, ins, base, mods):
-    """tcgen05.ld (`bwlab.tmem.model.tcgen05_ld`): registers valid after tcgen05.wait::ld."""
-    return _ldst(ctx, ins, mods, "ld")
-
-
-def st(ctx, ins, base, mods):
-    """tcgen05.st (`bwlab.tmem.model.tcgen05_st`)."""
-    return _ldst(ctx, ins, mods, "st")
-
-
-def wait_ld(ctx, ins, base, mods):
-    """tcgen05.wait::ld: the warp's tcgen05.ld registers become readable."""
-    return _wait_ld(ctx, ins)
-
-
-def wait_st(ctx, ins, base, mods):
-    """tcgen05.wait::st: a store writes TMEM when it is issued here, so nothing is left to wait for."""
-    return lambda w, m: None
 
 
 def fence_before(ctx, ins, base, mods):
@@ -293,6 +287,19 @@ def _dealloc(ctx, ins, mods):
                     f"{w.who()} at {M.where(ins)}: tcgen05.dealloc of columns {col}..{col + n - 1} while {desc} "
                     f"still writes columns {lo}..{hi - 1}: wait for its tcgen05.commit before freeing the columns "
                     f"({_SEC_ALLOC}: the columns must not be in use)")
+        for lo, hi, key, seq, desc in c.__dict__.get("tmem_writes", ()):
+            if lo < col + n and col < hi and w.known.get(key, -1) < seq:
+                raise TmemAllocError(
+                    f"{w.who()} at {M.where(ins)}: tcgen05.dealloc of columns {col}..{col + n - 1}, which {desc} "
+                    f"writes (columns {lo}..{hi - 1}), and this warp has not observed its completion: wait on the "
+                    f"mbarrier its tcgen05.commit arrives on (directly, or through a barrier after a thread that did) "
+                    f"before freeing the columns — the MMA may still be writing them ({_SEC_ALLOC})")
+        for lo, hi, sw, where, *_ in c.__dict__.get("tmem_st_pending", ()):
+            if lo < col + n and col < hi:
+                raise TmemStoreNotWaited(
+                    f"{w.who()} at {M.where(ins)}: tcgen05.dealloc of columns {col}..{col + n - 1} while the tcgen05.st "
+                    f"of {sw} at {where} to columns {lo}..{hi - 1} has not been waited for (tcgen05.wait::st)")
+        c.tmem_writes = [x for x in c.__dict__.get("tmem_writes", ()) if not (x[0] < col + n and col < x[1])]
         with warnings.catch_warnings(record=True) as notes:
             warnings.simplefilter("always", TmemNote)
             try:
@@ -369,11 +376,25 @@ def _mma(ctx, ins, mods):
         d, a, b, i, p = rd(w), ra(w), rb(w), ri(w), rp(w)
         _same_group(w, ins, group)
         _ordered(w, ins, "tcgen05.mma")
+        _one_issuer(w, m, ins, "tcgen05.mma")
         for lane in np.nonzero(m)[0]:
             _issue_mma(w, ins, kind, group, int(d[lane]) & 0xFFFFFFFF, int(a[lane]), int(b[lane]),
                        int(i[lane]), bool(p[lane]), int(w.tid[lane]))
         M.progress()
     return body
+
+
+def _one_issuer(w, m, ins, what):
+    """tcgen05.mma and tcgen05.commit are issued by one thread (CUTLASS elects one); executed by n lanes they
+    issue n operations. Legal, so a warning with the count, once per instruction."""
+    n = int(m.sum())
+    M = w.machine
+    seen = M.__dict__.setdefault("tc_multi", set())
+    if n > 1 and (id(ins), w.cta.linear) not in seen:
+        seen.add((id(ins), w.cta.linear))
+        M.warnings.append(f"{w.who(m)} at {M.where(ins)}: {what} executed by {n} threads of the warp issues {n} "
+                          f"separate operations (one per thread; PTX ISA 9.7.16.10 issue granularity). Issue it from "
+                          "one elected thread (elect.sync), as CUTLASS does")
 
 
 def _operand_bytes(desc, major, dtype, mn):
@@ -419,6 +440,26 @@ def _issue_mma(w, ins, kind, group, d_tmem, adesc, bdesc, idesc, accumulate, tid
                 if bad.size:
                     M.mem.async_reads_smem(c, int(bad[0]), 1, f"tcgen05.mma operand {name} at {where}", w.who())
     desc = f"tcgen05.mma of {w.who()} at {where}"
+    seqs = M.__dict__.setdefault("tc_seq", {})
+    key = ("tcgen05.mma", w.cta.linear, tid)
+    seq = seqs[key] = seqs.get(key, -1) + 1
+    who = w.who(w.tid == tid)
+    for c in ctas:
+        for dsc, major, dt, mn, name in ((adesc, f.a_major, f.a_type, f.M // group, "A"),
+                                         (bdesc, f.b_major, f.b_type, f.N // group, "B")):
+            flat = _operand_bytes(dsc, major, dt, mn)
+            if flat.size:
+                order.add_region(c, int(flat.min()), int(flat.max()) + 1, key, seq, f"tcgen05.mma operand {name}",
+                                 where, who)
+        c.__dict__.setdefault("tmem_writes", []).append((lo, hi, key, seq, desc))
+        pend = [p for p in c.__dict__.get("tmem_st_pending", ()) if p[0] < hi and lo < p[1]]
+        if pend:
+            raise TmemStoreNotWaited(
+                f"{w.who()} at {where}: tcgen05.mma {'accumulates into' if accumulate else 'writes'} TMEM columns "
+                f"{lo}..{hi - 1}, which the tcgen05.st of {pend[0][2]} at {pend[0][3]} writes, and that warp has not "
+                "executed tcgen05.wait::st (PTX ISA 9.7.16.8.5: a tcgen05.st is complete only after tcgen05.wait::st; "
+                "then order it before the MMA with tcgen05.fence::before_thread_sync, a thread sync and "
+                "tcgen05.fence::after_thread_sync)")
     recs = []
     for c in ctas:
         rec = (lo, hi, desc)
@@ -453,6 +494,7 @@ def _commit(ctx, ins, mods):
         mk = rmask(w) if rmask is not None else None
         pipe = M.__dict__.setdefault("tc_pipe", {})
         _same_group(w, ins, group)
+        _one_issuer(w, m, ins, "tcgen05.commit")
         if w.tc_last is not None:   # tcgen05.commit is an implicit tcgen05.fence::before_thread_sync (PTX ISA)
             w.tc_last = (w.tc_last[0], True)
         for lane in np.nonzero(m)[0]:
@@ -476,8 +518,17 @@ def _commit(ctx, ins, mods):
                                         "initialised")
             key = (w.cta.linear, int(w.tid[lane]))
             due = max(M.clock + 1, pipe.get(key, 0) + 1)
+            mkey = ("tcgen05.mma",) + key
+            last = M.__dict__.setdefault("tc_seq", {}).get(mkey, -1)
+            carried = order.snapshot(w)
+            if last >= 0:
+                order.merge(carried, {mkey: last})   # every MMA this thread issued before the commit
+            entry = (w, w.who(), M.where(ins), True)  # a commit is an implicit tcgen05.fence::before_thread_sync
+            for c in targets:
+                if c is not w.cta:
+                    order.remote_access(w, c, "commits to its mbarrier", M.where(ins))
 
-            def arrive(targets=targets, boff=boff):
+            def arrive(targets=targets, boff=boff, carried=carried, entry=entry):
                 for c in targets:
                     if c.exited:
                         raise ProtocolError(f"the tcgen05.commit of {w.who()} at {M.where(ins)} arrives on an mbarrier "
@@ -488,7 +539,7 @@ def _commit(ctx, ins, mods):
                         raise ProtocolError(f"the tcgen05.commit of {w.who()} at {M.where(ins)} arrives on shared "
                                             f"offset 0x{boff:x} of CTA rank {c.rank}, where the mbarrier was "
                                             "invalidated")
-                    bar.arrive(1)
+                    order.signal(c, boff, bar, carried, entry, lambda bar=bar: bar.arrive(1))
             names = " ".join(f"@{c.rank}:{boff}" for c in targets)
             M.schedule(due - M.clock, arrive, f"tcgen05.commit arrival {names}")
             M.note(w, "tcgen05.commit")
@@ -497,88 +548,3 @@ def _commit(ctx, ins, mods):
 
 
 # ---------------------------------------------------------------------------------------------
-# tcgen05.ld / tcgen05.st / tcgen05.wait (PTX ISA 9.7.16.8)
-# ---------------------------------------------------------------------------------------------
-def _access(ins, mods):
-    from ....tmem.forms import TmemAccess
-    shape = next((m for m in mods if m in ("32x32b", "16x64b", "16x128b", "16x256b", "16x32bx2")), None)
-    num = next((int(m[1:]) for m in mods if m.startswith("x") and m[1:].isdigit()), None)
-    if shape is None or num is None:
-        raise UnsupportedInstruction(f"`{ins.op}`: no .shape/.num")
-    pack = "pack::16b" in mods or "unpack::16b" in mods
-    return shape, num, pack
-
-
-def _ldst(ctx, ins, mods, op):
-    from ....tmem.forms import TmemAccess
-    shape, num, pack = _access(ins, mods)
-    args = ins.args
-    if op == "ld":
-        regs, taddr = args[0], args[1]
-    else:
-        taddr, regs = args[0], args[-1]
-    off_arg = None
-    if shape == "16x32bx2":
-        off_arg = args[2] if op == "ld" else args[1]
-    half = int(off_arg[1], 0) if off_arg is not None else None
-    acc = TmemAccess(shape, num, pack, half)
-    vec = regs[1] if regs[0] == "vec" else [regs]
-    if len(vec) != acc.registers:
-        raise EmuError(f"PTX line {ins.line}: {ins.op} takes {acc.registers} registers, got {len(vec)}")
-    idx = [ctx.reg(r[1]) for r in vec]
-    rt = address(ctx, taddr)
-    readers = [bits_reader(ctx, r, "u32") for r in vec] if op == "st" else None
-
-    def body(w, m):
-        from ....hw.tmem import TmemError
-        from ....tmem.model import tcgen05_ld, tcgen05_st
-        M = w.machine
-        t = rt(w)
-        lane = _lane0(m)
-        ta = int(t[lane]) & 0xFFFFFFFF
-        if (t[m] & 0xFFFFFFFF != ta).any():
-            raise EmuError(f"{w.who(m)} at {M.where(ins)}: tcgen05.{op} with different TMEM addresses in one warp "
-                           "(.sync.aligned: every thread passes the same taddr)")
-        c = w.cta
-        _ordered(w, ins, f"tcgen05.{op}")
-        tm = tmem_of(c)
-        lane0, col0 = ta >> 16, ta & 0xFFFF
-        qlo = 32 * (w.wid % 4)
-        if not (qlo <= lane0 and lane0 + acc.lanes <= qlo + 32):
-            raise TmemLaneQuarter(
-                f"{w.who()} at {M.where(ins)}: tcgen05.{op}{acc.label()} at TMEM lane {lane0} touches lanes "
-                f"{lane0}..{lane0 + acc.lanes - 1}, but warp {w.wid} may access lanes {qlo}..{qlo + 31} only "
-                f"(warp w reaches lanes 32*(w%4) .. +31; {_SEC_ACCESS})")
-        owner = tm.owner_map()[col0:col0 + acc.width]
-        if owner.size < acc.width or (owner != c.linear).any():
-            raise TmemAllocError(f"{w.who()} at {M.where(ins)}: tcgen05.{op}{acc.label()} touches TMEM columns "
-                                 f"{col0}..{col0 + acc.width - 1}, not all allocated by this CTA ({_SEC_ALLOC})")
-        for lo, hi, desc in c.tmem_inflight:
-            if lo < col0 + acc.width and col0 < hi:
-                raise ProtocolError(f"{w.who()} at {M.where(ins)}: tcgen05.{op} of columns {col0}.."
-                                    f"{col0 + acc.width - 1} while {desc} still writes columns {lo}..{hi - 1}: wait "
-                                    "for its tcgen05.commit's mbarrier, then tcgen05.fence::after_thread_sync "
-                                    "(PTX ISA 9.7.16.6: ordering of tcgen05 operations)")
-        try:
-            if op == "ld":
-                vals = tcgen05_ld(tm.image, ta, acc, warp=w.wid)
-                where = M.where(ins)
-                for k, ix in enumerate(idx):
-                    w.inflight.pop(ix, None)
-                    row = w.R[ix]
-                    row[m] = vals[m, k]
-                    w.inflight[ix] = ("tcgen05.ld", where)
-            else:
-                regs_v = np.stack([r(w) for r in readers], axis=1).astype(np.uint32)
-                tcgen05_st(tm.image, ta, regs_v, acc, warp=w.wid)
-        except TmemError as e:
-            raise EmuError(f"{w.who()} at {M.where(ins)}: {e}") from None
-        M.note(w, f"tcgen05.{op} lane {lane0} column {col0}")
-    return body
-
-
-def _wait_ld(ctx, ins):
-    def body(w, m):
-        for ix in [i for i, v in w.inflight.items() if v[0] == "tcgen05.ld"]:
-            del w.inflight[ix]
-    return body

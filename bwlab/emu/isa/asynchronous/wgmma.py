@@ -1,13 +1,17 @@
 """wgmma (PTX ISA, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions").
 
-The MMA is `bwlab.umma.model.wgmma_mma_async` (Hopper's measured block FMA); the accumulator
-registers stay out of bounds (`Warp.inflight`) until wgmma.wait_group retires their group.
+The MMA is `bwlab.umma.model.wgmma_mma_async` (Hopper's measured block FMA). It is asynchronous: once the
+four warps of the warpgroup have issued it, it completes after a seeded latency, reading its SMEM operands
+then; until a wgmma.wait_group retires it, its operands are an in-flight read (`bwlab.emu.order`: a write
+into them by a thread that has not observed the retirement is named), and its accumulator registers stay
+out of bounds (`Warp.inflight`).
 wgmma.fence has no effect here (register dependences are always in order).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ... import order
 from ...errors import EmuError, EmuFault, ProtocolError, UnsupportedInstruction
 from ...values import from_bits, to_bits
 from ..operands import bits_reader
@@ -36,6 +40,8 @@ def wait_group(ctx, ins, base, mods):
             retired = w.wg_groups.pop(0)
             for idx in [i for i, (s, _) in w.inflight.items() if s in retired]:
                 del w.inflight[idx]
+            if retired:   # this warp has observed their completion: their SMEM reads are over
+                order.learn(w, ("wgmma",) + key, max(retired))
         if len(w.wg_groups) > n:
             M.spin(w, ("wgmma", f"wgmma.wait_group {n} at {M.where(ins)}: a group waits for the other warps "
                                 "of the warpgroup to issue their part of its wgmma.mma_async"), group)
@@ -81,10 +87,21 @@ def mma_async(ctx, ins, base, mods):
             w.inflight[idx] = (seq, where)
         w.wg_open.append(seq)
         if len(rec) == 4:
-            _wgmma_compute(M, w, rec, N, a_t, tnsp_a, tnsp_b, d_idx, ins)
-            st["done"].add(seq)
+            # the whole warpgroup has issued it: the tensor core reads A and B from SMEM at some time before it
+            # completes (after a seeded latency); until a wait_group retires it, its operands may not change
             del st["issued"][seq]
-            M.progress()
+            ranges = _operand_ranges(M, w, rec, N, a_t, tnsp_a, tnsp_b, ins)
+            for lo, hi, what in ranges:
+                order.add_region(w.cta, lo, hi, ("wgmma",) + key, seq, f"wgmma.mma_async operand {what}", where,
+                                 f"warpgroup {w.wid // 4} of CTA {w.cta.ctaid}")
+
+            def complete(rec=rec, seq=seq, st=st):
+                _wgmma_compute(M, w, rec, N, a_t, tnsp_a, tnsp_b, d_idx, ins)
+                st["done"].add(seq)
+            # the warpgroup's wgmmas execute in issue order (each accumulates onto the previous one's D)
+            due = max(M.clock + M.latency(sum(hi - lo for lo, hi, _ in ranges)), st.get("due", 0) + 1)
+            st["due"] = due
+            M.schedule(due - M.clock, complete, f"wgmma.mma_async #{seq} of warpgroup {w.wid // 4} ({where})")
     return body
 
 
@@ -96,6 +113,20 @@ def _fragment(N):
         from ....umma.model import wgmma_d_fragment
         _FRAG[N] = wgmma_d_fragment(N)
     return _FRAG[N]
+
+
+def _operand_ranges(M, w, rec, N, dtype, tnsp_a, tnsp_b, ins):
+    """[(first byte, last byte + 1, 'A'/'B')] of SMEM the wgmma reads (checked at issue, like the proxy fence)."""
+    from ....umma.descriptors import decode_smem_desc, descriptor_addresses
+    r = next(iter(rec.values()))
+    out = []
+    for desc, major, mn, what in ((r[1], "MN" if tnsp_a else "K", 64, "A"), (r[2], "MN" if tnsp_b else "K", N, "B")):
+        try:
+            addrs = descriptor_addresses(decode_smem_desc(desc, "sm90"), major, dtype, mn)
+        except ValueError as e:
+            raise EmuError(f"{w.who()} at {M.where(ins)}: the {what} descriptor 0x{desc:016x}: {e}") from None
+        out.append((int(addrs.min()), int(addrs.max()) + 2, what))
+    return out
 
 
 def _wgmma_compute(M, w, rec, N, dtype, tnsp_a, tnsp_b, d_idx, ins):
