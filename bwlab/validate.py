@@ -44,6 +44,8 @@ COMMANDS = {
                             "the model, one report to send back"),
     "emu": Subcommand("bwlab.checks.emu", "validate_main",
                       "every sm_90a kernel on this GPU and in the PTX emulator, compared byte for byte"),
+    "mutants": Subcommand("bwlab.checks.mutants", "validate_main",
+                          "the emulator's strictness: each kernel with one synchronisation point broken"),
 }
 
 

@@ -176,3 +176,35 @@ def test_split_k_many_pieces_and_again_on_the_gpu():
         runner.raise_on_status(launch)
         res = runner.check(a, b, launch.c, "sk_split_k")
         assert res.ok, str(res)
+
+
+# ---- the pipelined and persistent steps at a shape that reuses every stage and barrier phase ---------------
+REUSED = [s.name for s in ALL_STEPS if s.stages > 1 or s.persistent]   # s2-s8 and split-K
+
+
+def test_every_pipelined_step_is_in_the_reuse_set():
+    assert REUSED == ["s2_pipeline", "s3_warp_specialized", "s4_persistent", "s5_cluster_multicast",
+                      "s6_tma_store", "s7_hilbert_order", "s8_epilogue_overlap", "sk_split_k"]
+
+
+@pytest.mark.parametrize("name", REUSED)
+def test_pipelined_step_in_the_emulator_where_every_phase_is_reused(name, monkeypatch):
+    """At `reuse_shape`, with the emulator's SM count (runner.EMULATED_SMS), each CTA uses every stage of
+    its ring 2 * PHASE_REUSE times (each parity of every full/empty barrier completes twice) and a
+    persistent CTA walks at least two tiles: a bug that shows only when a phase comes round again (a
+    wrong parity, an early release) cannot pass by never reaching it. C is compared bit for bit: the
+    inputs are k/8 values, so every sum is exact in f32."""
+    import numpy as np
+    from bwlab.checks.mutants import PHASE_REUSE, reuse_counts, reuse_shape
+    from bwlab.gemm import runner, sm100
+    shape = reuse_shape(f"sm90/{name}")
+    uses = reuse_counts(f"sm90/{name}", *shape)
+    assert uses["stage_uses"] >= 2 * PHASE_REUSE, uses
+    assert not step(name).persistent or uses["tiles_per_cta"] >= 2, uses
+    assert not step(name).split_k or uses["splits"] >= 2, uses
+    monkeypatch.setenv("BWLAB_BACKEND", "emulated")
+    a, b = sm100.example_inputs(*shape, seed=len(name))
+    c, run = runner.run_step_emulated(name, a, b)
+    assert run.grid[0] * run.grid[1] == uses["ctas"]      # the launch the counts were computed for
+    assert np.array_equal(c, sm100.reference(a, b))
+    assert not run.warnings, run.warnings

@@ -225,3 +225,31 @@ def test_step_on_the_gpu_equals_the_reference(step):
     assert np.array_equal(C, sm100.reference(A, B))
     assert stamps.shape == (len(sm100.STAMP_TRACKS), sm100.STAMP_SPANS, 2)
     assert (stamps[0, 0] > 0).all() and (stamps[2, 0] > 0).all()
+
+
+# ---- steps 2-6 at a shape that reuses every stage, accumulator and barrier phase ---------------------------
+REUSED = [s["step"] for s in sm100.STEPS_SM100 if s["stages"] > 1 or s["persistent"]]
+
+
+@pytest.mark.parametrize("step", REUSED)
+def test_pipelined_step_in_the_emulator_where_every_phase_is_reused(step, monkeypatch):
+    """At `reuse_shape`, with sm100.EMULATED_SMS, each CTA (pair) uses every stage of its ring and each of
+    its TMEM accumulators 2 * PHASE_REUSE times (each parity of full/empty and tmem_full/tmem_empty
+    completes twice); a persistent pair walks several tiles. C equals A·Bᵀ bit for bit."""
+    from bwlab.checks import blackwell
+    from bwlab.checks.mutants import PHASE_REUSE, reuse_counts
+    assert REUSED == [2, 3, 4, 5, 6]
+    name = f"sm100/{sm100.step_info(step)['name']}"
+    shape = blackwell.reuse_shape(step)
+    uses = reuse_counts(name, *shape)
+    assert uses["stage_uses"] >= 2 * PHASE_REUSE, uses
+    assert uses["buffers"] == sm100.kernel_constants(step).get("ACC_BUFS", 1)
+    assert uses["buffer_uses"] >= 2 * PHASE_REUSE or uses["buffers"] == 1, uses
+    assert not sm100.step_info(step)["persistent"] or uses["tiles_per_cta"] >= 2, uses
+    assert ("gemm_reuse", step) in [c[:2] for c in blackwell.cases()]        # validate blackwell runs it too
+    monkeypatch.setenv("BWLAB_BACKEND", "emulated")
+    A, B = sm100.example_inputs(*shape, seed=step)
+    c, run = sm100.run_step_emulated(step, A, B)
+    assert run.grid[0] * run.grid[1] == uses["ctas"]      # the launch the counts were computed for
+    assert np.array_equal(c, sm100.reference(A, B))
+    assert not run.warnings, run.warnings

@@ -13,8 +13,10 @@ the command, and per case what agreed and where the first difference is).
 The cases: tcgen05.mma on the validation UmmaCases (f16, bf16, tf32; K- and MN-major; every swizzle; M 64
 and 128; an f16 accumulator), the teaching kernels teach_umma.cu and teach_tmem.cu, every tcgen05.ld
 shape of tmem_sm100.cu, the whole trip of full_flow_sm100.cu, each step of the sm_100 GEMM ladder at a
-small shape, and each ladder step with a forced timeout followed by a normal launch (the kernels must free
-TMEM on their error path, or the second launch waits in tcgen05.alloc: the watchdog reports that hang).
+small shape and each pipelined or persistent step (2-6) again at a shape where, in the emulator, every
+stage, TMEM accumulator and barrier phase is reused (`reuse_shape`; not with --quick), and each ladder
+step with a forced timeout followed by a normal launch (the kernels must free TMEM on their error path,
+or the second launch waits in tcgen05.alloc: the watchdog reports that hang).
 """
 from __future__ import annotations
 
@@ -44,9 +46,23 @@ def _umma_cases():
             umma.UmmaCase("tf32", "f32", 64, 64, 16, "MN", "128B_base32B", "K", "32B", 512, 16384, accumulate=True)]
 
 
-def _gemm_inputs():
+def _gemm_inputs(shape=(256, 512, 192)):
     from ..gemm import sm100
-    return sm100.example_inputs(256, 512, 192, seed=1)
+    return sm100.example_inputs(*shape, seed=1)
+
+
+def _pipelined(steps):
+    """The ladder steps with a ring of stages or persistent CTAs (2-6): the ones a larger shape reuses."""
+    from ..gemm import sm100
+    return [s for s in steps if sm100.step_info(s)["stages"] > 1 or sm100.step_info(s)["persistent"]]
+
+
+def reuse_shape(step) -> tuple:
+    """(M, N, K) at which, in the emulator (EMULATED_SMS SMs), every stage, TMEM accumulator and barrier
+    phase of the step is reused (bwlab.checks.mutants.reuse_shape)."""
+    from . import mutants
+    from ..gemm import sm100
+    return mutants.reuse_shape(f"sm100/{sm100.step_info(step)['name']}")
 
 
 def cases(quick: bool = False) -> list:
@@ -61,6 +77,8 @@ def cases(quick: bool = False) -> list:
     out += [("flow", seed, f"full_flow_sm100.cu, seed {seed}") for seed in ((0,) if quick else (0, 1))]
     steps = [s["step"] for s in sm100.STEPS_SM100]
     out += [("gemm", s, f"gemm_sm100 {sm100.step_info(s)['name']} 256 x 512 x 192") for s in steps]
+    out += [("gemm_reuse", s, f"gemm_sm100 {sm100.step_info(s)['name']} {' x '.join(map(str, reuse_shape(s)))} "
+                              "(every stage, accumulator and phase reused)") for s in _pipelined(steps) if not quick]
     out += [("timeout_then_again", s, f"gemm_sm100 {sm100.step_info(s)['name']}: forced timeout, then a normal "
                                       "launch") for s in (steps[:2] if quick else steps)]
     return out
@@ -87,7 +105,7 @@ def run_case(kind: str, arg):
         from ..flow.case import flow_tier
         t = Flow(arg).trace(flow_tier())
         return np.concatenate([np.asarray(v).reshape(-1).view(np.uint8) for v in t.arrays.values()])
-    A, B = _gemm_inputs()
+    A, B = _gemm_inputs(reuse_shape(arg) if kind == "gemm_reuse" else (256, 512, 192))
     emulated = os.environ.get("BWLAB_BACKEND") == "emulated"
 
     def step(defines=None):
@@ -96,7 +114,7 @@ def run_case(kind: str, arg):
         if defines:
             raise ValueError("defines are applied in the emulator only")
         return sm100.run_sm100(arg, A, B)
-    if kind == "gemm":
+    if kind in ("gemm", "gemm_reuse"):
         return step()
     if kind == "timeout_then_again":
         from ..runtime import MbarrierTimeout
@@ -152,8 +170,8 @@ def model_of(kind: str, arg):
         from ..flow import Flow
         t = Flow(arg).model()
         return np.concatenate([np.asarray(v).reshape(-1).view(np.uint8) for v in t.arrays.values()])
-    A, B = _gemm_inputs()
-    if kind == "gemm":
+    A, B = _gemm_inputs(reuse_shape(arg) if kind == "gemm_reuse" else (256, 512, 192))
+    if kind in ("gemm", "gemm_reuse"):
         return sm100.reference(A, B)
     return "timed out", sm100.reference(A, B)
 
@@ -229,7 +247,8 @@ def validate_main(argv=None) -> int:
     from .common import EXIT_NO_GPU
     ap = argparse.ArgumentParser(prog="python -m bwlab.validate blackwell", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="blackwell_report.txt", help="the report to send back")
-    ap.add_argument("--quick", action="store_true", help="a subset of the tcgen05.ld shapes and timeouts")
+    ap.add_argument("--quick", action="store_true",
+                    help="a subset of the tcgen05.ld shapes and timeouts, no reuse-shape GEMM steps")
     ap.add_argument("--emulator-only", action="store_true",
                     help="no sm_100 GPU: run the emulator and the model only (a dry run of the report)")
     args = ap.parse_args(argv)
