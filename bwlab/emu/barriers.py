@@ -38,6 +38,7 @@ class Synchronisation:
         b["expected"] = exp
         b["arrived"] += w.nthreads
         b["warps"].append(w.wid)
+        order.release(w)
         order.merge(b.setdefault("known", {}), w.known)
         if w.tc_last is not None:
             b.setdefault("tc", []).append((w, w.who(), *w.tc_last))
@@ -101,6 +102,7 @@ class Synchronisation:
                                     "barrier.cluster.wait in between")
             cl.bar_arrived.add(key)
             w.arrivals += 1
+            order.release(w)
             known = cl.__dict__.setdefault("known", {})
             order.merge(known, w.known)
             order.merge(known, {("cluster.arrive", w.cta.linear, w.wid): w.arrivals})

@@ -4,7 +4,8 @@ from __future__ import annotations
 __all__ = ["EmuError", "EmuFault", "DivergenceError", "ProtocolError", "ProxyFenceMissing", "EmuHang",
            "UnsupportedInstruction", "EmuTimeout", "TmemLeak", "TmemAllocHang", "TmemAllocError", "TmemLaneQuarter",
            "TcgenFenceMissing", "PeerExited", "AsyncReadHazard", "AsyncInFlightAtExit",
-           "ClusterPeerMayAccess", "TmemStoreNotWaited"]
+           "ClusterPeerMayAccess", "TmemStoreNotWaited", "GenericWriteNotOrdered", "AsyncWriteNotObserved",
+           "MbarrierPhaseOverrun", "WgmmaFenceMissing"]
 
 
 class EmuError(RuntimeError):
@@ -96,3 +97,22 @@ class ClusterPeerMayAccess(ProtocolError):
 class TmemStoreNotWaited(ProtocolError):
     """TMEM read (tcgen05.ld, tcgen05.mma) or freed while a tcgen05.st to those columns has not been waited for
     with tcgen05.wait::st."""
+
+
+class GenericWriteNotOrdered(ProtocolError):
+    """An asynchronous operation (TMA store, wgmma, tcgen05.mma) reads shared memory another warp stored with no
+    barrier between that store and the issue."""
+
+
+class AsyncWriteNotObserved(ProtocolError):
+    """Shared memory read while a TMA load or bulk copy writing it is in flight, or before the mbarrier phase it
+    completed was observed by the reader."""
+
+
+class MbarrierPhaseOverrun(ProtocolError):
+    """A parity wait passes on a phase two or more past the one the waiting warp last observed: the barrier ran a
+    phase ahead of it (a producer that did not wait for the consumer's release)."""
+
+
+class WgmmaFenceMissing(ProtocolError):
+    """wgmma.mma_async whose accumulator registers were written since the warp's last wgmma.fence."""

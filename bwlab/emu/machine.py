@@ -45,7 +45,7 @@ class Warp:
     __slots__ = ("machine", "cta", "wid", "R", "pc", "exited", "valid", "inflight", "cparam", "local",
                  "stack", "blocked", "spin_epoch", "wait_info", "tid", "nthreads", "parked", "steps",
                  "wg_seq", "wg_groups", "wg_open", "sleep_until", "last_pc", "spin_lanes", "tc_last", "tc_pending",
-                 "known", "arrivals")
+                 "known", "arrivals", "releases")
 
     def __init__(self, machine, cta, wid: int):
         prog = machine.prog
@@ -76,6 +76,7 @@ class Warp:
         self.tc_pending = None    # [entries, barrier, after-fenced]: other warps' tcgen05 ops ordered before a sync
         self.known = {}           # completion key -> highest sequence observed complete (bwlab.emu.order)
         self.arrivals = 0         # barrier.cluster.arrive executed by this warp
+        self.releases = 0         # barrier / mbarrier arrivals of this warp (its stores happen before the next)
 
     # -- lanes ---------------------------------------------------------------------------------
     @property
@@ -188,6 +189,9 @@ class CTA:
         # generic-proxy writers of each SMEM byte not yet fenced for the async proxy: -1 = none
         self.smem_writer = np.full(machine.smem_bytes, -1, np.int32)
         self.smem_writer_pc = np.zeros(machine.smem_bytes, np.int32)
+        # the warp that last stored each byte through the generic proxy, and its release count then (order.py)
+        self.smem_wwarp = np.full(machine.smem_bytes, -1, np.int16)
+        self.smem_wrel = np.zeros(machine.smem_bytes, np.int32)
         self.mbarriers = {}       # offset -> Mbarrier
         self.mbar_info = {}       # offset -> (init line, init who)
         self.mbar_unfenced = {}   # offset -> (initialising warp, line): init not yet fenced for the async proxy

@@ -130,6 +130,9 @@ class MemorySystem:
             for lane in lanes:
                 c, off = self.cta_of_cluster_addr(w, int(a[lane]), "load", ins, own=kind == "shared_cta")
                 self._check_smem(w, c, off, n, lane, ins)
+                if c.__dict__.get("async_writes"):
+                    order.check_read(self.launch, c, off, off + n, w.known, w.who(np.arange(32) == lane),
+                                     self.launch.where(ins))
                 out[lane] = c.smem[off:off + n]
                 if c is not w.cta:
                     order.remote_access(w, c, "loads from its shared memory", self.launch.where(ins))
@@ -186,6 +189,8 @@ class MemorySystem:
                 if c is w.cta:
                     c.smem_writer[off:off + n] = int(w.tid[lane])
                     c.smem_writer_pc[off:off + n] = pc
+                    c.smem_wwarp[off:off + n] = w.wid
+                    c.smem_wrel[off:off + n] = w.releases
             return
         if kind == "cparam":
             for lane in lanes:

@@ -27,10 +27,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import AsyncInFlightAtExit, AsyncReadHazard, ClusterPeerMayAccess
+import numpy as np
+
+from .errors import (AsyncInFlightAtExit, AsyncReadHazard, AsyncWriteNotObserved, ClusterPeerMayAccess,
+                     GenericWriteNotOrdered, MbarrierPhaseOverrun)
 
 __all__ = ["Region", "learn", "merge", "snapshot", "add_region", "check_write", "check_exit", "completion_hint",
-           "PhaseOrder", "phase_of", "signal", "observed", "remote_access", "check_cluster_exit"]
+           "PhaseOrder", "phase_of", "signal", "observed", "remote_access", "check_cluster_exit", "release",
+           "record_stores", "check_async_read", "add_async_write", "landed", "check_read"]
 
 _SEC = "PTX ISA, Memory Consistency Model (async proxy; completion of asynchronous operations)"
 
@@ -54,6 +58,8 @@ def completion_hint(key) -> str:
         return "a wait on the mbarrier its tcgen05.commit arrives on"
     if kind == "bulk":
         return "cp.async.bulk.wait_group.read (or wait_group) in the issuing thread"
+    if kind == "tcgen05.ld":
+        return "tcgen05.wait::ld in the loading warp"
     return "its completion"
 
 
@@ -128,11 +134,12 @@ def check_exit(M, c) -> None:
 class PhaseOrder:
     """What one mbarrier carries: the arrivals of the current phase, and what each completed phase carried
     (by parity, the way waits name phases)."""
-    __slots__ = ("known", "tc", "done")
+    __slots__ = ("known", "tc", "done", "seen")
 
     def __init__(self):
         self.known, self.tc = {}, []
         self.done = {0: ({}, ()), 1: ({}, ())}
+        self.seen = {}      # (cta, warp) -> the phase number that warp last observed complete
 
 
 def phase_of(c, off: int) -> PhaseOrder:
@@ -158,13 +165,30 @@ def signal(c, off: int, bar, known=None, tc_entry=None, act=None) -> None:
         po.known, po.tc = {}, []
 
 
-def observed(w, c, off: int, parity: int, barrier: str) -> None:
+def observed(w, c, off: int, parity: int, barrier: str, bar=None, where: str = "") -> None:
     """Warp w's wait on the phase of parity `parity` of the mbarrier at `off` of CTA c succeeded."""
     from .isa.asynchronous.tcgen05 import thread_synced
-    known, tc = phase_of(c, off).done[parity & 1]
+    po = phase_of(c, off)
+    known, tc = po.done[parity & 1]
     merge(w.known, known)
     if tc:
         thread_synced(w, tc, barrier, via_mbarrier=True)
+    if bar is None:
+        return
+    # which phase it saw: the latest completed phase of that parity
+    now = bar.phase - 1 if (bar.phase - 1) & 1 == parity & 1 else bar.phase - 2
+    learn(w, ("mbarrier", c.linear, off), now)
+    key = (w.cta.linear, w.wid)
+    last = po.seen.get(key)
+    po.seen[key] = now if last is None else max(now, last)
+    if last is not None and now >= last + 2:
+        raise MbarrierPhaseOverrun(
+            f"{w.who()} at {where}: {barrier} (parity {parity & 1}) passes on phase {now}, but the last phase this "
+            f"warp observed was {last}: phase {last + 1} completed and the next one began before it waited. A parity "
+            f"wait sees only the latest completed phase of that parity, so the barrier ran a whole phase ahead of "
+            f"this warp: whoever signals it did not wait for this warp to release the buffer (PTX ISA, mbarrier: "
+            f"phase completion and parity; a producer waits on the consumer's 'empty' barrier before reusing a "
+            f"stage)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -195,3 +219,92 @@ def check_cluster_exit(M, c) -> None:
                 f"that warp after it was observed by this CTA before exiting. PTX ISA (Cluster of CTAs; distributed "
                 f"shared memory): a CTA's shared memory and mbarriers must not be accessed after it exits — end the "
                 f"kernel with barrier.cluster.arrive + barrier.cluster.wait in every CTA")
+
+
+# ---------------------------------------------------------------------------------------------
+# generic stores read by an asynchronous operation: the issuing thread must be ordered after them
+# ---------------------------------------------------------------------------------------------
+def release(w) -> None:
+    """Warp w arrives at a barrier (bar, barrier.cluster, mbarrier): its earlier stores happen before that."""
+    w.releases += 1
+    learn(w, ("release", w.cta.linear, w.wid), w.releases)
+
+
+def record_stores(c, off: int, n: int, w) -> None:
+    """Warp w stored [off, off+n) of CTA c's shared memory before its next release."""
+    c.smem_wwarp[off:off + n] = w.wid
+    c.smem_wrel[off:off + n] = w.releases
+
+
+def check_async_read(M, c, lo: int, hi: int, known: dict, issuers, what: str, where: str, who: str,
+                     flat=None) -> None:
+    """An asynchronous read of CTA c's shared bytes [lo, hi) (or the byte list `flat`) issued by warps `issuers`
+    (what they knew: `known`): every generic store of another warp to those bytes must be ordered before it by a
+    barrier the issuer passed after that warp's release."""
+    if flat is None:
+        wr, rel = c.smem_wwarp[lo:hi], c.smem_wrel[lo:hi]
+        base = lo
+    else:
+        wr, rel = c.smem_wwarp[flat], c.smem_wrel[flat]
+        base = None
+    bad = (wr >= 0) & ~np.isin(wr, list(issuers))
+    if not bad.any():
+        return
+    for wid in np.unique(wr[bad]).tolist():
+        sel = bad & (wr == wid)
+        need = int(rel[sel].max()) + 1
+        if known.get(("release", c.linear, wid), 0) < need:
+            i = int(np.nonzero(sel)[0][0])
+            b = base + i if base is not None else int(flat[i])
+            x = c.warps[wid]
+            raise GenericWriteNotOrdered(
+                f"{what} issued by {who} at {where} reads shared byte 0x{b:x} ({M.prog.shared_name(b)}) of CTA "
+                f"{c.ctaid}, which warp {wid} ({x.who()}) stored with no barrier between its store and this issue: "
+                f"the stores of other threads must be made visible to the async proxy (fence.proxy.async by the "
+                f"writers) and ordered before the asynchronous operation by a barrier both pass (__syncthreads, an "
+                f"mbarrier arrive/wait) (PTX ISA, Memory Consistency Model: proxies and synchronisation)")
+
+
+# ---------------------------------------------------------------------------------------------
+# asynchronous writes into shared memory (TMA loads, bulk copies): read only after their phase is observed
+# ---------------------------------------------------------------------------------------------
+def add_async_write(c, lo: int, hi: int, op: int, what: str, where: str, who: str) -> None:
+    writes = c.__dict__.setdefault("async_writes", {})
+    writes[op] = [int(lo), int(hi), None, what, where, who]     # [lo, hi, (barrier key, phase) once landed, ...]
+    retire_writes(c)
+
+
+def landed(c, op: int, bcta, boff: int, phase: int) -> None:
+    rec = c.__dict__.get("async_writes", {}).get(op)
+    if rec is not None:
+        rec[2] = (("mbarrier", bcta.linear, boff), phase)
+
+
+def check_read(M, c, lo: int, hi: int, known: dict, reader: str, where: str, what: str = "reads") -> None:
+    """A read of CTA c's shared bytes [lo, hi) by a thread (or the issue of an async read) that knew `known`."""
+    writes = c.__dict__.get("async_writes")
+    if not writes:
+        return
+    for op, (a, b, done, wwhat, wwhere, wwho) in list(writes.items()):
+        if a < hi and lo < b:
+            if done is not None and known.get(done[0], -1) >= done[1]:
+                continue
+            state = ("is still in flight" if done is None else
+                     f"landed, but this thread has not observed the completion of the mbarrier phase it completed "
+                     f"(phase {done[1]})")
+            raise AsyncWriteNotObserved(
+                f"{reader} at {where} {what} shared byte 0x{max(a, lo):x} ({M.prog.shared_name(max(a, lo))}) of CTA "
+                f"{c.ctaid}, which {wwhat} issued by {wwho} at {wwhere} writes and which {state}: wait on its mbarrier "
+                f"first (PTX ISA: the bytes of an asynchronous copy are visible only after the mbarrier phase it "
+                f"completes is observed)")
+
+
+def retire_writes(c) -> None:
+    """Drop the landed writes every live warp of the CTA has observed."""
+    writes = c.__dict__.get("async_writes")
+    if not writes or len(writes) < 32:
+        return
+    live = [w for w in c.warps if not w.exited.all()]
+    for op in [op for op, r in writes.items()
+               if r[2] is not None and all(w.known.get(r[2][0], -1) >= r[2][1] for w in live)]:
+        del writes[op]

@@ -160,7 +160,7 @@ ROWS = [
     Row("cp.async.bulk.wait_group", bulk.wait_group, "blocking", section=f"{DAT}: cp.async.bulk.wait_group"),
     Row("cp.async.bulk.prefetch", nop, section=f"{DAT}: cp.async.bulk.prefetch"),
     # -- wgmma ------------------------------------------------------------------------------------------
-    Row("wgmma.fence", nop, section=f"{WGM}: wgmma.fence"),
+    Row("wgmma.fence", wgmma.fence, section=f"{WGM}: wgmma.fence"),
     Row("wgmma.commit_group", wgmma.commit_group, section=f"{WGM}: wgmma.commit_group"),
     Row("wgmma.wait_group", wgmma.wait_group, "blocking", section=f"{WGM}: wgmma.wait_group"),
     Row("wgmma.mma_async", wgmma.mma_async, "async", section=f"{WGM}: wgmma.mma_async"),

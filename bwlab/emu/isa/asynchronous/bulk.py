@@ -132,7 +132,7 @@ def _tma_load(ctx, ins, mods):
                     order.remote_access(w, c, "multicasts a TMA load into it", where)
 
             def land(targets=targets, addrs=addrs, tmap=tmap, gaddr=gaddr, coords=coords, boff=boff, w=w,
-                     nbytes=nbytes, doff=doff, known=known, who=who, where=where):
+                     nbytes=nbytes, doff=doff, known=known, who=who, where=where, op=None):
                 gview = _gmem_view(w, ins, gaddr, tmap.global_extent_bytes, "the TMA load's tensor")
                 a2, v2 = tma_load_writes(gview, tmap, coords, doff)
                 for c in targets:
@@ -161,12 +161,22 @@ def _tma_load(ctx, ins, mods):
                         raise ProtocolError(
                             f"a TMA load issued by {w.who()} at {M.where(ins)} completes on shared offset 0x{boff:x} "
                             f"({M.prog.shared_name(boff)}) of CTA rank {bc.rank}, where no mbarrier is initialised")
+                    order.landed(c, op, bc, boff, bar.phase)
                     order.signal(bc, boff, bar, known, None, lambda bar=bar: bar.complete_tx(nbytes))
                     M.note(w, f"TMA bytes land in rank {c.rank}")
             names = ",".join(str(c.rank) for c in targets)
-            M.schedule(M.latency(nbytes), land,
+            op_box = []
+            land0 = land
+
+            def land(land0=land0, op_box=op_box):
+                land0(op=op_box[0])
+            op = M.schedule(M.latency(nbytes), land,
                        f"TMA load of {nbytes} bytes from box {coords} to CTA rank(s) {names} "
                        + " ".join(f"@{(bcta if pair and not multicast else c).rank}:{boff}" for c in targets))
+            op_box.append(op)
+            if addrs.size:
+                for c in targets:
+                    order.add_async_write(c, int(addrs.min()), int(addrs.max()) + 1, op, "the TMA load", where, who)
             M.note(w, f"TMA load {coords}")
     return body
 
@@ -241,6 +251,11 @@ def _tma_store(ctx, ins, mods, reduce):
                                f"must be 128-byte aligned and inside the CTA's {c.smem.size} bytes")
             M.mem.async_reads_smem(c, soff, foot, f"the TMA {'reduce-add' if reduce else 'store'} at {M.where(ins)}",
                                w.who())
+            what = f"the TMA {'reduce-add' if reduce else 'store'}"
+            order.check_async_read(M, c, soff, soff + foot, w.known, {w.wid}, what, M.where(ins),
+                                   w.who(np.arange(32) == lane))
+            order.check_read(M, c, soff, soff + foot, w.known, f"{what} issued by {w.who(np.arange(32) == lane)}",
+                             M.where(ins))
             try:
                 tma_store_writes(tmap, coords, c.smem, soff, 0)   # the rules, checked at issue
             except ValueError as e:
@@ -295,6 +310,8 @@ def _bulk_copy(ctx, ins, mods):
             if to_global:
                 c, soff = M.mem.cta_of_cluster_addr(w, int(s[lane]), "the bulk copy's SMEM source", ins, own=True)
                 M.mem.async_reads_smem(c, soff, nb, f"the bulk copy at {M.where(ins)}", w.who())
+                order.check_async_read(M, c, soff, soff + nb, w.known, {w.wid}, "the bulk copy to global memory",
+                                       M.where(ins), w.who(np.arange(32) == lane))
                 gaddr = int(d[lane])
 
                 def land(c=c, soff=soff, gaddr=gaddr, nb=nb):

@@ -58,6 +58,7 @@ def arrive(ctx, ins, base, mods):
         tx = rtx(w) if rtx is not None else None
         cnt = rcount(w) if rcount is not None else None
         out = np.zeros(32, np.uint64)
+        order.release(w)
         tc_entry = None
         if w.tc_last is not None:   # the warp's tcgen05 work, ordered by this arrival (tcgen05.fence rules)
             tc_entry = (w, w.who(), *w.tc_last)
@@ -113,7 +114,8 @@ def wait(ctx, ins, base, mods):
             done[lane] = ok
             if ok and not seen:
                 seen = True
-                order.observed(w, c, off, int(p[lane]), f"the wait on mbarrier '{w.machine.prog.shared_name(off)}'")
+                order.observed(w, c, off, int(p[lane]) if parity else int(p[lane]) & 1,
+                               f"the wait on mbarrier '{w.machine.prog.shared_name(off)}'", bar, w.machine.where(ins))
             if not ok:
                 info = ("mbarrier", c, off, int(p[lane]) if parity else f"state {int(p[lane])}", ins)
         wd(w, done, m)

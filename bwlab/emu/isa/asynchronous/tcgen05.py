@@ -256,6 +256,15 @@ def _alloc(ctx, ins, mods):
                 ) from None
             raise TmemAllocError(f"{w.who()} at {M.where(ins)}: {msg}") from None
         w.cta.tmem_alloc_at[taddr & 0xFFFF] = M.where(ins)
+        # the address is written by the allocator, not by a generic store: other warps may read it only after a
+        # barrier orders them after this warp (the allocating warp knows it at once)
+        n_alloc = M.__dict__.setdefault("tc_allocs", {}).get((c.linear, w.wid), 0) + 1
+        M.tc_allocs[(c.linear, w.wid)] = n_alloc
+        akey = ("tmem.alloc", c.linear, w.wid)
+        order.learn(w, akey, n_alloc)
+        aop = ("alloc", c.linear, w.wid, n_alloc)
+        order.add_async_write(c, off, off + 4, aop, "the tcgen05.alloc", M.where(ins), w.who())
+        c.async_writes[aop][2] = (akey, n_alloc)
         # the address lands in SMEM (written by the tensor core's allocator, not a generic store)
         c.smem[off:off + 4] = np.frombuffer(np.uint32(taddr).tobytes(), np.uint8)
         c.smem_writer[off:off + 4] = -1
@@ -299,7 +308,16 @@ def _dealloc(ctx, ins, mods):
                 raise TmemStoreNotWaited(
                     f"{w.who()} at {M.where(ins)}: tcgen05.dealloc of columns {col}..{col + n - 1} while the tcgen05.st "
                     f"of {sw} at {where} to columns {lo}..{hi - 1} has not been waited for (tcgen05.wait::st)")
+        for lo, hi, key, seq, rwho, rwhere in c.__dict__.get("tmem_reads", ()):
+            if lo < col + n and col < hi and w.known.get(key, -1) < seq:
+                raise TmemAllocError(
+                    f"{w.who()} at {M.where(ins)}: tcgen05.dealloc of columns {col}..{col + n - 1}, which the tcgen05.ld of "
+                    f"{rwho} at {rwhere} reads (columns {lo}..{hi - 1}), and this warp is not ordered after that load's "
+                    f"tcgen05.wait::ld: the load may still be reading. Let it finish (tcgen05.wait::ld), then order the "
+                    f"dealloc after it: tcgen05.fence::before_thread_sync, a barrier, tcgen05.fence::after_thread_sync "
+                    f"({_SEC_ALLOC})")
         c.tmem_writes = [x for x in c.__dict__.get("tmem_writes", ()) if not (x[0] < col + n and col < x[1])]
+        c.tmem_reads = [x for x in c.__dict__.get("tmem_reads", ()) if not (x[0] < col + n and col < x[1])]
         with warnings.catch_warnings(record=True) as notes:
             warnings.simplefilter("always", TmemNote)
             try:
@@ -448,9 +466,14 @@ def _issue_mma(w, ins, kind, group, d_tmem, adesc, bdesc, idesc, accumulate, tid
         for dsc, major, dt, mn, name in ((adesc, f.a_major, f.a_type, f.M // group, "A"),
                                          (bdesc, f.b_major, f.b_type, f.N // group, "B")):
             flat = _operand_bytes(dsc, major, dt, mn)
+            flat = flat[flat < c.smem.size]
             if flat.size:
-                order.add_region(c, int(flat.min()), int(flat.max()) + 1, key, seq, f"tcgen05.mma operand {name}",
-                                 where, who)
+                lo_b, hi_b = int(flat.min()), int(flat.max()) + 1
+                op = f"tcgen05.mma operand {name}"
+                order.check_async_read(M, c, lo_b, hi_b, w.known, {w.wid} if c is w.cta else set(), op, where, who,
+                                       flat=flat)
+                order.check_read(M, c, lo_b, hi_b, w.known, f"{op} of {who}", where)
+                order.add_region(c, lo_b, hi_b, key, seq, op, where, who)
         c.__dict__.setdefault("tmem_writes", []).append((lo, hi, key, seq, desc))
         pend = [p for p in c.__dict__.get("tmem_st_pending", ()) if p[0] < hi and lo < p[1]]
         if pend:

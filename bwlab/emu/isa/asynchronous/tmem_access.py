@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import EmuError, ProtocolError, TmemAllocError, TmemLaneQuarter, TmemStoreNotWaited, UnsupportedInstruction
+from ... import order
 from ..operands import address, bits_reader
 from .tcgen05 import _SEC_ACCESS, _SEC_ALLOC, _lane0, _ordered, tmem_of
 
@@ -124,6 +125,12 @@ def _ldst(ctx, ins, mods, op):
                     row = w.R[ix]
                     row[m] = vals[m, k]
                     w.inflight[ix] = ("tcgen05.ld", where)
+                # the load reads TMEM until this warp's tcgen05.wait::ld: a dealloc must be ordered after that
+                seqs = M.__dict__.setdefault("tc_ld_seq", {})
+                k = (c.linear, w.wid)
+                seqs[k] = seqs.get(k, 0) + 1
+                c.__dict__.setdefault("tmem_reads", []).append(
+                    (col0, col0 + acc.width, ("tcgen05.ld", c.linear, w.wid), seqs[k], w.who(), where))
             else:
                 regs_v = np.stack([r(w) for r in readers], axis=1).astype(np.uint32)
                 tcgen05_st(tm.image, ta, regs_v, acc, warp=w.wid)
@@ -137,4 +144,7 @@ def _wait_ld(ctx, ins):
     def body(w, m):
         for ix in [i for i, v in w.inflight.items() if v[0] == "tcgen05.ld"]:
             del w.inflight[ix]
+        n = w.machine.__dict__.get("tc_ld_seq", {}).get((w.cta.linear, w.wid))
+        if n:
+            order.learn(w, ("tcgen05.ld", w.cta.linear, w.wid), n)
     return body

@@ -12,11 +12,36 @@ from __future__ import annotations
 import numpy as np
 
 from ... import order
-from ...errors import EmuError, EmuFault, ProtocolError, UnsupportedInstruction
+from ...errors import EmuError, EmuFault, ProtocolError, UnsupportedInstruction, WgmmaFenceMissing
 from ...values import from_bits, to_bits
 from ..operands import bits_reader
 
-__all__ = ["commit_group", "wait_group", "mma_async"]
+__all__ = ["fence", "commit_group", "wait_group", "mma_async"]
+
+
+def fence(ctx, ins, base, mods):
+    """wgmma.fence: the warp's earlier register accesses are ordered before its next wgmma.mma_async."""
+    def body(w, m):
+        M = w.machine
+        M.__dict__.setdefault("wg_unfenced", {}).pop((w.cta.linear, w.wid), None)
+        M.__dict__.setdefault("wg_fenced_once", set()).add((w.cta.linear, w.wid))
+    return body
+
+
+def _require_fence(M, w, d_idx, ins):
+    """PTX ISA (wgmma.fence): a wgmma.fence must come before the first wgmma.mma_async of the warp, and between
+    other accesses to the accumulator registers and the wgmma.mma_async that uses them. The emulator checks it
+    where the warp certainly accessed them: before its first wgmma, and after a wgmma.wait_group that handed
+    every accumulator back to ordinary code (at the PTX level the compiler may move register copies across the
+    fence; ptxas orders those itself)."""
+    key = (w.cta.linear, w.wid)
+    unf = M.__dict__.setdefault("wg_unfenced", {})
+    if key not in unf and key in M.__dict__.setdefault("wg_fenced_once", set()):
+        return
+    why = unf.get(key, "before this warp's first wgmma.mma_async")
+    raise WgmmaFenceMissing(f"{w.who()} at {M.where(ins)}: wgmma.mma_async with no wgmma.fence {why} (PTX ISA, "
+                            "wgmma.fence: required before the first wgmma.mma_async, and between an access to the "
+                            "accumulator registers and a wgmma.mma_async that uses them)")
 
 
 def commit_group(ctx, ins, base, mods):
@@ -40,8 +65,11 @@ def wait_group(ctx, ins, base, mods):
             retired = w.wg_groups.pop(0)
             for idx in [i for i, (s, _) in w.inflight.items() if s in retired]:
                 del w.inflight[idx]
-            if retired:   # this warp has observed their completion: their SMEM reads are over
-                order.learn(w, ("wgmma",) + key, max(retired))
+            if retired:   # this warp has observed their completion: its part's SMEM reads are over
+                order.learn(w, ("wgmma", w.cta.linear, w.wid), max(retired))
+        if not w.wg_groups and not w.wg_open and n == 0:
+            M.__dict__.setdefault("wg_unfenced", {})[(w.cta.linear, w.wid)] = (
+                f"since the wgmma.wait_group 0 at {M.where(ins)} handed its accumulators back")
         if len(w.wg_groups) > n:
             M.spin(w, ("wgmma", f"wgmma.wait_group {n} at {M.where(ins)}: a group waits for the other warps "
                                 "of the warpgroup to issue their part of its wgmma.mma_async"), group)
@@ -83,6 +111,7 @@ def mma_async(ctx, ins, base, mods):
         rec = st["issued"].setdefault(seq, {})
         rec[w.wid % 4] = (w, int(ra(w)[0]), int(rb(w)[0]), bool(rsd(w)[0]))
         where = M.where(ins)
+        _require_fence(M, w, d_idx, ins)
         for idx in d_idx:
             w.inflight[idx] = (seq, where)
         w.wg_open.append(seq)
@@ -91,9 +120,18 @@ def mma_async(ctx, ins, base, mods):
             # completes (after a seeded latency); until a wait_group retires it, its operands may not change
             del st["issued"][seq]
             ranges = _operand_ranges(M, w, rec, N, a_t, tnsp_a, tnsp_b, ins)
+            warps = [r[0] for r in rec.values()]
+            known = {}
+            for x in warps:
+                order.merge(known, x.known)
+            who = f"warpgroup {w.wid // 4} of CTA {w.cta.ctaid}"
             for lo, hi, what in ranges:
-                order.add_region(w.cta, lo, hi, ("wgmma",) + key, seq, f"wgmma.mma_async operand {what}", where,
-                                 f"warpgroup {w.wid // 4} of CTA {w.cta.ctaid}")
+                op = f"wgmma.mma_async operand {what}"
+                order.check_async_read(M, w.cta, lo, hi, known, {x.wid for x in warps}, op, where, who)
+                order.check_read(M, w.cta, lo, hi, known, f"{op} of {who}", where)
+                # each warp's part may read until that warp retires it
+                for x in warps:
+                    order.add_region(w.cta, lo, hi, ("wgmma", w.cta.linear, x.wid), seq, op, where, who)
 
             def complete(rec=rec, seq=seq, st=st):
                 _wgmma_compute(M, w, rec, N, a_t, tnsp_a, tnsp_b, d_idx, ins)
