@@ -127,7 +127,8 @@ def mma_async(ctx, ins, base, mods):
             who = f"warpgroup {w.wid // 4} of CTA {w.cta.ctaid}"
             for lo, hi, what in ranges:
                 op = f"wgmma.mma_async operand {what}"
-                order.check_async_read(M, w.cta, lo, hi, known, {x.wid for x in warps}, op, where, who)
+                for x in warps:   # each warp's part may read any of it: each must be ordered after the stores
+                    order.check_async_read(M, w.cta, lo, hi, x.known, {x.wid}, op, where, x.who())
                 order.check_read(M, w.cta, lo, hi, known, f"{op} of {who}", where)
                 # each warp's part may read until that warp retires it
                 for x in warps:
