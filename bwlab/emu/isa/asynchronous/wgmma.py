@@ -85,8 +85,10 @@ def mma_async(ctx, ins, base, mods):
     N = int(shape[4:shape.index("k")])
     types = [m for m in mods if m in ("f32", "f16", "bf16", "tf32", "e4m3", "e5m2", "s32", "u8", "s8")]
     dtype_d, a_t, b_t = types[0], types[1], types[2]
-    if dtype_d != "f32" or a_t not in ("f16", "bf16") or a_t != b_t:
-        raise UnsupportedInstruction(f"`{ins.op}`: the emulator's wgmma runs f32 += f16/bf16 x f16/bf16")
+    fp8 = ("e4m3", "e5m2")
+    if dtype_d != "f32" or not ((a_t in ("f16", "bf16", "tf32") and a_t == b_t) or (a_t in fp8 and b_t in fp8)):
+        raise UnsupportedInstruction(f"`{ins.op}`: the emulator's wgmma runs f32 += f16/bf16/tf32 x the same type, "
+                                     "or e4m3/e5m2 x e4m3/e5m2")
     args = ins.args
     dvec = args[0]
     if args[1][0] == "vec":
@@ -119,7 +121,7 @@ def mma_async(ctx, ins, base, mods):
             # the whole warpgroup has issued it: the tensor core reads A and B from SMEM at some time before it
             # completes (after a seeded latency); until a wait_group retires it, its operands may not change
             del st["issued"][seq]
-            ranges = _operand_ranges(M, w, rec, N, a_t, tnsp_a, tnsp_b, ins)
+            ranges = _operand_ranges(M, w, rec, N, a_t, tnsp_a, tnsp_b, ins, b_t)
             warps = [r[0] for r in rec.values()]
             known = {}
             for x in warps:
@@ -135,7 +137,7 @@ def mma_async(ctx, ins, base, mods):
                     order.add_region(w.cta, lo, hi, ("wgmma", w.cta.linear, x.wid), seq, op, where, who)
 
             def complete(rec=rec, seq=seq, st=st):
-                _wgmma_compute(M, w, rec, N, a_t, tnsp_a, tnsp_b, d_idx, ins)
+                _wgmma_compute(M, w, rec, N, a_t, tnsp_a, tnsp_b, d_idx, ins, b_t)
                 st["done"].add(seq)
             # the warpgroup's wgmmas execute in issue order (each accumulates onto the previous one's D)
             due = max(M.clock + M.latency(sum(hi - lo for lo, hi, _ in ranges)), st.get("due", 0) + 1)
@@ -154,21 +156,25 @@ def _fragment(N):
     return _FRAG[N]
 
 
-def _operand_ranges(M, w, rec, N, dtype, tnsp_a, tnsp_b, ins):
+def _operand_ranges(M, w, rec, N, dtype, tnsp_a, tnsp_b, ins, b_dtype):
     """[(first byte, last byte + 1, 'A'/'B')] of SMEM the wgmma reads (checked at issue, like the proxy fence)."""
     from ....umma.descriptors import decode_smem_desc, descriptor_addresses
     r = next(iter(rec.values()))
     out = []
-    for desc, major, mn, what in ((r[1], "MN" if tnsp_a else "K", 64, "A"), (r[2], "MN" if tnsp_b else "K", N, "B")):
+    for desc, major, mn, what, dt in ((r[1], "MN" if tnsp_a else "K", 64, "A", dtype),
+                                      (r[2], "MN" if tnsp_b else "K", N, "B", b_dtype)):
         try:
-            addrs = descriptor_addresses(decode_smem_desc(desc, "sm90"), major, dtype, mn)
+            addrs = descriptor_addresses(decode_smem_desc(desc, "sm90"), major, dt, mn)
         except ValueError as e:
             raise EmuError(f"{w.who()} at {M.where(ins)}: the {what} descriptor 0x{desc:016x}: {e}") from None
-        out.append((int(addrs.min()), int(addrs.max()) + 2, what))
+        out.append((int(addrs.min()), int(addrs.max()) + _ELEM_BYTES.get(dt, 2), what))
     return out
 
 
-def _wgmma_compute(M, w, rec, N, dtype, tnsp_a, tnsp_b, d_idx, ins):
+_ELEM_BYTES = {"tf32": 4, "e4m3": 1, "e5m2": 1}
+
+
+def _wgmma_compute(M, w, rec, N, dtype, tnsp_a, tnsp_b, d_idx, ins, b_dtype=None):
     from ....umma.descriptors import decode_smem_desc, descriptor_addresses
     from ....umma.model import wgmma_mma_async
     descs = {(r[1], r[2], r[3]) for r in rec.values()}
@@ -180,16 +186,18 @@ def _wgmma_compute(M, w, rec, N, dtype, tnsp_a, tnsp_b, d_idx, ins):
     c = w.cta
     a_major = "MN" if tnsp_a else "K"
     b_major = "MN" if tnsp_b else "K"
-    for desc, major, mn, what in ((adesc, a_major, 64, "A"), (bdesc, b_major, N, "B")):
+    b_dtype = dtype if b_dtype is None else b_dtype
+    for desc, major, mn, what, dt in ((adesc, a_major, 64, "A", dtype), (bdesc, b_major, N, "B", b_dtype)):
+        eb = _ELEM_BYTES.get(dt, 2)
         try:
-            addrs = descriptor_addresses(decode_smem_desc(desc, "sm90"), major, dtype, mn)
+            addrs = descriptor_addresses(decode_smem_desc(desc, "sm90"), major, dt, mn)
         except ValueError as e:
             raise EmuError(f"{w.who()} at {M.where(ins)}: the {what} descriptor 0x{desc:016x}: {e}") from None
-        lo, hi = int(addrs.min()), int(addrs.max()) + 2
+        hi = int(addrs.max()) + eb
         if hi > c.smem.size:
             raise EmuFault(f"{w.who()} at {M.where(ins)}: the {what} operand reads shared bytes up to 0x{hi:x}, past "
                            f"the CTA's {c.smem.size} bytes (descriptor 0x{desc:016x})")
-        flat = np.unique((addrs[..., None] + np.arange(2)).reshape(-1))
+        flat = np.unique((addrs[..., None] + np.arange(eb)).reshape(-1))
         bad = flat[c.smem_writer[flat] >= 0]
         if bad.size and M.check_proxy:
             M.mem.async_reads_smem(c, int(bad[0]), 1, f"wgmma.mma_async operand {what} at {M.where(ins)}", w.who())
@@ -202,7 +210,8 @@ def _wgmma_compute(M, w, rec, N, dtype, tnsp_a, tnsp_b, d_idx, ins):
         r = reg[rows]
         regs = np.array(d_idx)[r]
         d_in[rows] = from_bits(wq.R[regs, t], "f32")
-    d = wgmma_mma_async(c.smem, [adesc], [bdesc], N, dtype, a_major, b_major, d_init=d_in, accumulate=scale_d)
+    d = wgmma_mma_async(c.smem, [adesc], [bdesc], N, dtype, a_major, b_major, d_init=d_in, accumulate=scale_d,
+                        b_dtype=b_dtype)
     for q, wq in enumerate(warps):
         rows = slice(16 * q, 16 * q + 16)
         t = thread[rows] - 32 * q
