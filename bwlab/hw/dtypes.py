@@ -13,6 +13,13 @@ dtype, and `to_float` / `from_float` convert. The conversions of bf16 and of the
 floats are ml_dtypes' (`bfloat16`, `float8_e4m3fn`, `float8_e5m2`, `float6_e2m3fn`, `float6_e3m2fn`,
 `float4_e2m1fn`: `.ml_dtype`); a 6- or 4-bit element is one code per byte, in its low bits, as
 ml_dtypes holds it. tf32 (no ml_dtypes type) is rounded here: `tf32_round`.
+
+Scale factors of the block-scaled MMAs (PTX ISA tcgen05.mma "Block scaling"): ue8m0 (2^(code - 127), 0xff
+NaN; ml_dtypes' `float8_e8m0fnu`) and ue4m3 (e4m3 without its sign bit; ml_dtypes has no such type, so its
+7 bits decode through `float8_e4m3fn`; 0x7f is NaN). `scale_to_float` decodes either as the tensor core
+reads it. `pack_fp4` / `pack_fp6` (and their inverses) make the packed forms of 4- and 6-bit codes: two
+e2m1 per byte, element 2i in bits 3..0; four 6-bit codes in three bytes, element i at bits 6i..6i+5 of
+the little-endian bit stream (CUTLASS's sub-byte arrays, cutlass/subbyte_reference.h).
 """
 from __future__ import annotations
 
@@ -22,7 +29,8 @@ import ml_dtypes
 import numpy as np
 
 __all__ = ["ElementType", "ELEMENT_TYPES", "element_type", "to_float", "from_float", "tf32_round",
-           "TF32_CANONICAL_NAN", "CANONICAL_NAN16"]
+           "TF32_CANONICAL_NAN", "CANONICAL_NAN16", "scale_to_float", "pack_fp4", "unpack_fp4", "pack_fp6",
+           "unpack_fp6"]
 
 
 @dataclass(frozen=True)
@@ -88,6 +96,9 @@ ELEMENT_TYPES = {t.name: t for t in (
     _t("e2m3", 6, np.uint8, "float", None, None),
     _t("e3m2", 6, np.uint8, "float", None, None),
     _t("e2m1", 4, np.uint8, "float", None, None),
+    # scale factors of the block-scaled MMAs (unsigned; no tensor-map type of their own)
+    _t("ue8m0", 8, np.uint8, "float", None, "UINT8"),
+    _t("ue4m3", 8, np.uint8, "float", None, "UINT8"),
 )}
 _ALIASES = {t.numpy_name: t for t in ELEMENT_TYPES.values() if t.numpy_name}
 
@@ -95,7 +106,10 @@ _ALIASES = {t.numpy_name: t for t in ELEMENT_TYPES.values() if t.numpy_name}
 # and 4-bit ones are the same encodings as PTX's e4m3, e5m2, e2m3, e3m2, e2m1).
 ML_DTYPES = {name: np.dtype(t) for name, t in (
     ("bf16", ml_dtypes.bfloat16), ("e4m3", ml_dtypes.float8_e4m3fn), ("e5m2", ml_dtypes.float8_e5m2),
-    ("e2m3", ml_dtypes.float6_e2m3fn), ("e3m2", ml_dtypes.float6_e3m2fn), ("e2m1", ml_dtypes.float4_e2m1fn))}
+    ("e2m3", ml_dtypes.float6_e2m3fn), ("e3m2", ml_dtypes.float6_e3m2fn), ("e2m1", ml_dtypes.float4_e2m1fn),
+    ("ue8m0", ml_dtypes.float8_e8m0fnu),
+    # ue4m3 is e4m3 with no sign: its codes 0..0x7f decode as float8_e4m3fn's (to_float refuses bit 7)
+    ("ue4m3", ml_dtypes.float8_e4m3fn))}
 # Types with no NaN encoding: a NaN has nothing to become.
 _NO_NAN = ("e2m3", "e3m2", "e2m1")
 
@@ -131,6 +145,8 @@ def tf32_round(bits: np.ndarray) -> np.ndarray:
 def _codes(raw, t: ElementType) -> np.ndarray:
     """Raw elements of a raw-bits float as its ml_dtypes type (a view of the storage bits)."""
     raw = np.asarray(raw)
+    if t.name == "ue4m3" and raw.size and (raw.min() < 0 or raw.max() > 0x7F):
+        raise ValueError("ue4m3 is unsigned: its codes are 0..127 (bit 7 is not part of the format)")
     if t.bits < 8 and raw.size and (raw.min() < 0 or raw.max() >= 1 << t.bits):
         bad = raw[(raw < 0) | (raw >= 1 << t.bits)].ravel()[0]
         raise ValueError(f"{t.name} is a {t.bits}-bit type: its codes are 0..{(1 << t.bits) - 1} (one per byte), "
@@ -191,3 +207,64 @@ def from_float(values, dtype) -> np.ndarray:
         top = np.float32(ml_dtypes.finfo(t.ml_dtype).max)
         return np.clip(x, -top, top).astype(t.ml_dtype).view(np.uint8)
     return np.rint(np.asarray(values, dtype=np.float64)).astype(t.storage)
+
+
+def scale_to_float(codes, scale_type: str) -> np.ndarray:
+    """Scale-factor codes (uint8) -> float64 values as tcgen05.mma's block scaling reads them: ue8m0 is
+    2^(code - 127) (0xff NaN); ue4m3 is e4m3 without the sign, bit 7 ignored (as MMA-Sim reads it; 0x7f NaN)."""
+    if scale_type not in ("ue8m0", "ue4m3"):
+        raise ValueError(f"scale factors are ue8m0 or ue4m3, got {scale_type!r}")
+    codes = np.asarray(codes)
+    if codes.size and (codes.min() < 0 or codes.max() > 0xFF):
+        raise ValueError(f"{scale_type} codes are bytes (0..255), got {int(codes.max())}")
+    codes = codes.astype(np.uint8)
+    if scale_type == "ue4m3":
+        codes = codes & np.uint8(0x7F)
+    return to_float(codes, scale_type)
+
+
+def _sub_byte(codes, bits: int, name: str) -> np.ndarray:
+    codes = np.asarray(codes)
+    if codes.size and (codes.min() < 0 or codes.max() >= 1 << bits):
+        raise ValueError(f"{name} packs {bits}-bit codes (0..{(1 << bits) - 1}), got {int(codes.max())}")
+    return codes.astype(np.uint8)
+
+
+def pack_fp4(codes) -> np.ndarray:
+    """4-bit codes (one per byte, last axis even) -> bytes, two per byte: element 2i in bits 3..0, 2i+1 in 7..4."""
+    c = _sub_byte(codes, 4, "pack_fp4")
+    if c.shape[-1] % 2:
+        raise ValueError(f"pack_fp4 packs pairs: the last axis must be even, got {c.shape[-1]}")
+    return (c[..., 0::2] | (c[..., 1::2] << 4)).astype(np.uint8)
+
+
+def unpack_fp4(packed) -> np.ndarray:
+    """Inverse of pack_fp4: bytes -> 4-bit codes, one per byte (twice as many along the last axis)."""
+    p = np.asarray(packed).astype(np.uint8)
+    out = np.empty(p.shape[:-1] + (2 * p.shape[-1],), np.uint8)
+    out[..., 0::2], out[..., 1::2] = p & 0xF, p >> 4
+    return out
+
+
+def pack_fp6(codes) -> np.ndarray:
+    """6-bit codes (one per byte, last axis a multiple of 4) -> bytes, four codes in three: element i at
+    bits 6i..6i+5 of the little-endian bit stream."""
+    c = _sub_byte(codes, 6, "pack_fp6").astype(np.uint32)
+    if c.shape[-1] % 4:
+        raise ValueError(f"pack_fp6 packs groups of 4: the last axis must be a multiple of 4, got {c.shape[-1]}")
+    g = c.reshape(c.shape[:-1] + (-1, 4))
+    w = g[..., 0] | (g[..., 1] << 6) | (g[..., 2] << 12) | (g[..., 3] << 18)
+    out = np.stack([w & 0xFF, (w >> 8) & 0xFF, (w >> 16) & 0xFF], axis=-1).astype(np.uint8)
+    return out.reshape(c.shape[:-1] + (-1,))
+
+
+def unpack_fp6(packed) -> np.ndarray:
+    """Inverse of pack_fp6: bytes (last axis a multiple of 3) -> 6-bit codes, one per byte."""
+    p = np.asarray(packed).astype(np.uint32)
+    if p.shape[-1] % 3:
+        raise ValueError(f"unpack_fp6 reads groups of 3 bytes: the last axis must be a multiple of 3, "
+                         f"got {p.shape[-1]}")
+    g = p.reshape(p.shape[:-1] + (-1, 3))
+    w = g[..., 0] | (g[..., 1] << 8) | (g[..., 2] << 16)
+    out = np.stack([(w >> (6 * i)) & 0x3F for i in range(4)], axis=-1).astype(np.uint8)
+    return out.reshape(p.shape[:-1] + (-1,))

@@ -21,6 +21,8 @@ The files, in the order of the data path:
 * `model`       — `tcgen05_mma`, `tcgen05_commit`, where D lands in TMEM (`d_tmem_layout`, PTX "Data
   path layout organization"; CuTe mma_traits_sm100_frag.hpp), and `wgmma_mma_async` with its
   register fragment.
+* `numerics`    — one MMA instruction's arithmetic, bit for bit (`mma_numerics`): the fused block step
+  shared by wgmma and every tcgen05.mma kind, block-scaled ones included (docs/numerics.md).
 * `case`        — `UmmaCase` (sm_100) and `WgmmaCase` (sm_90): `model()`, `run()`, `check()`, `show()`.
 * `runner`      — the GPU side: the teaching kernels cuda_src/teach_umma.cu and teach_wgmma.cu, and the
   validation kernels cuda_src/umma_sm100.cu and wgmma_sm90.cu.
@@ -76,6 +78,8 @@ _ELSEWHERE = {
     "tcgen05_mma": "bwlab.umma.model", "tile_desc": "bwlab.umma.descriptors", "tma_fed_mma": "bwlab.umma.hybrid",
     "wgmma_cases": "bwlab.umma.survey", "wgmma_d_fragment": "bwlab.umma.model",
     "wgmma_mma_async": "bwlab.umma.model", "wgmma_model": "bwlab.umma.case", "words_from_d": "bwlab.umma.model",
+    "mma_numerics": "bwlab.umma.numerics", "MmaInstr": "bwlab.umma.numerics", "parse_instr": "bwlab.umma.numerics",
+    "fused_mma": "bwlab.umma.numerics",
 }
 
 # The validators' names before `check` meant a comparison with the model (deprecated aliases,

@@ -11,10 +11,10 @@ PTX ISA: tcgen05 "Data path layout organization" (layouts A, B, D, F), "Packing 
 tcgen05.mma, tcgen05.commit; wgmma "Register Fragments" of the m64nNk16 accumulator. CuTe:
 include/cute/atom/mma_traits_sm100_frag.hpp (`tmem_frg_1sm` / `tmem_frg_2sm`).
 
-Numerics: products are exact (as in the tensor core) and each instruction's sum is formed in float64
-and rounded once to the D type. The hardware adds in its own order and precision, so the model agrees
-with it bit for bit whenever the exact sum is representable in D — the validation inputs are chosen
-that way, so what they test is which element is read from which byte and lands where.
+Numerics: one instruction's arithmetic is `bwlab.umma.numerics` (one fused block step shared by Hopper
+and Blackwell: products aligned to the largest exponent, cut to F fraction bits, added exactly, rounded
+once — toward zero for f32 D, to nearest even for f16 D). For wgmma it is measured on an H100; for
+tcgen05 it follows MMA-Sim's Blackwell model (not measured here). See that module and docs/numerics.md.
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from ..hw.tmem import COLUMNS, decode_address, new_image
 from .canonical import instr_k
 from .descriptors import decode_smem_desc, read_operand
 from .idesc import require_mma_shape, decode_instr_desc
+from .numerics import fused_mma, parse_instr
 from .rules import require_mma_majors
 
 __all__ = ["SMEM_BYTES", "TmemLayout", "d_tmem_layout", "operand_values", "d_from_words", "words_from_d", "CtaState",
@@ -101,6 +102,11 @@ def d_from_words(words: np.ndarray, d_type: str) -> np.ndarray:
     return to_float((words & 0xFFFF).astype(np.uint16).view(np.float16), "f16")
 
 
+def _words(d: np.ndarray, d_type: str) -> np.ndarray:
+    """D as the tensor core wrote it (float32 / float16, bits kept: a canonical NaN stays canonical) -> words."""
+    return d.view(np.uint32) if d_type == "f32" else d.view(np.uint16).astype(np.uint32)
+
+
 def words_from_d(d: np.ndarray, d_type: str) -> np.ndarray:
     """D values -> TMEM words (f16 in the low half, the high half 0)."""
     if d_type == "f32":
@@ -169,14 +175,17 @@ def tcgen05_mma(ctas, d_tmem: int, a_desc: int, b_desc: int, idesc: int, accumul
                          + f", got {lane0}")
     if col0 + lay.columns > COLUMNS:
         raise ValueError(f"D needs columns [{col0}, {col0 + lay.columns}) but TMEM has {COLUMNS}")
-    prod = a @ b.T
+    # the incoming D (zero when not accumulating) gathered into M x N, then one instruction's arithmetic
+    ins = parse_instr(f"m{f.M}n{f.N}k{a.shape[1]}.kind::{kind}.{f.d_type}.{f.a_type}.{f.b_type}")
+    c = np.zeros((f.M, f.N), np.float16 if f.d_type == "f16" else np.float32)
+    if accumulate:
+        for v, cta in enumerate(ctas):
+            sel = lay.cta == v
+            c[sel] = d_from_words(cta.tmem[lane0 + lay.lane[sel], col0 + lay.column[sel]], f.d_type)
+    d = fused_mma(ins, a, b, c)
     for v, cta in enumerate(ctas):
         sel = lay.cta == v
-        lanes, cols = lane0 + lay.lane[sel], col0 + lay.column[sel]
-        d = prod[sel]
-        if accumulate:
-            d = d + d_from_words(cta.tmem[lanes, cols], f.d_type)
-        cta.tmem[lanes, cols] = words_from_d(d, f.d_type)
+        cta.tmem[lane0 + lay.lane[sel], col0 + lay.column[sel]] = _words(d[sel], f.d_type)
         cta.issued += 1
 
 
@@ -200,67 +209,54 @@ WGMMA_NS = (8, 16, 32, 64, 128, 256)   # the N values cuda_src/wgmma_sm90.cu ins
 
 def wgmma_mma_async(smem: np.ndarray, a_descs, b_descs, N: int, dtype: str, a_major: str = "K",
                     b_major: str = "K", d_init: np.ndarray | None = None,
-                    accumulate: bool = False) -> np.ndarray:
-    """D (64 x N, float32) after one `wgmma.mma_async.m64nNk16.f32` per (a_desc, b_desc) pair, read
-    from the byte array `smem` through SM90 descriptors. The first instruction scales the incoming D
-    by `accumulate` (scale-d); later ones accumulate."""
-    if dtype not in ("f16", "bf16"):
-        raise ValueError(f"the wgmma check runs f16 and bf16, got {dtype!r}")
+                    accumulate: bool = False, b_dtype: str | None = None) -> np.ndarray:
+    """D (64 x N, float32) after one `wgmma.mma_async.m64nNkK.f32.{dtype}.{b_dtype}` per (a_desc, b_desc) pair,
+    read from the byte array `smem` through SM90 descriptors. `dtype` is A's type (f16, bf16, tf32, e4m3, e5m2;
+    K = 32 bytes per instruction), `b_dtype` B's (default: the same; e4m3 and e5m2 mix). The first instruction
+    scales the incoming D by `accumulate` (scale-d); later ones accumulate. The arithmetic is
+    `bwlab.umma.numerics` (F = 25, or 13 with the e8m13 result for FP8: both measured on Hopper)."""
+    b_dtype = dtype if b_dtype is None else b_dtype
     if N % 8 or not 8 <= N <= 256:
-        raise ValueError(f"wgmma m64nNk16 takes N a multiple of 8 in [8, 256], got {N}")
+        raise ValueError(f"wgmma m64nNkK takes N a multiple of 8 in [8, 256], got {N}")
+    for name, t in (("A", dtype), ("B", b_dtype)):
+        if t not in ("f16", "bf16", "tf32", "e4m3", "e5m2"):
+            raise ValueError(f"wgmma's {name} is f16, bf16, tf32, e4m3 or e5m2, got {t!r}")
+    ins = parse_instr(f"m64n{N}k{instr_k(dtype)}.f32.{dtype}.{b_dtype}")      # the type rules, named
+    if dtype not in ("f16", "bf16") and (a_major, b_major) != ("K", "K"):
+        raise ValueError(f"wgmma with {dtype} operands reads A and B K-major only (the transpose immediates are "
+                         f"for f16/bf16; PTX ISA wgmma.mma_async), got A {a_major}, B {b_major}")
     d = np.zeros((64, N), np.float32) if d_init is None else np.asarray(d_init, np.float32).copy()
     for i, (ad, bd) in enumerate(zip(a_descs, b_descs)):
         a = operand_values(read_operand(smem, decode_smem_desc(ad, "sm90"), a_major, dtype, 64), dtype)
-        b = operand_values(read_operand(smem, decode_smem_desc(bd, "sm90"), b_major, dtype, N), dtype)
+        b = operand_values(read_operand(smem, decode_smem_desc(bd, "sm90"), b_major, b_dtype, N), b_dtype)
         acc = d if (i > 0 or accumulate) else np.zeros_like(d)
-        d = wgmma_block_fma(a, b, acc)
+        d = fused_mma(ins, a, b, acc)
     return d
 
 
 # Hopper's tensor core adds the 16 products of one m64nNk16 f16/bf16 instruction and the incoming f32
-# accumulator in one step: every term is aligned to the largest exponent among them (a product's exponent
-# is the sum of its operands' exponents, before normalisation), cut toward zero to WGMMA_ALIGN_BITS bits
-# below that exponent, the cut terms are added exactly, and the sum is cut toward zero to float32.
-# Measured on an H100 (docs/results/wgmma_accumulation_h100.txt): 98,304 of 98,304 accumulators over
-# random bf16 operands spread across 2^-12..2^12 (K = 16 and 32, with and without an incoming D) and every
+# accumulator in one step (bwlab.umma.numerics): every term is aligned to the largest exponent among them (a
+# product's exponent is the sum of its operands' exponents, before normalisation), cut toward zero to
+# WGMMA_ALIGN_BITS bits below that exponent, the cut terms are added exactly, and the sum is cut toward zero
+# to float32. Measured on an H100 (docs/results/wgmma_accumulation_h100.txt): 98,304 of 98,304 accumulators
+# over random bf16 operands spread across 2^-12..2^12 (K = 16 and 32, with and without an incoming D) and every
 # element of a 256 x 512 x 192 ladder GEMM equal this model bit for bit; exact addition rounded once to
 # nearest (the model before) differed in 31,005 of them, by up to 10,024 ulp when exponents spread widely.
 WGMMA_ALIGN_BITS = 25
 
 
-def _rz_f32(x: np.ndarray) -> np.ndarray:
-    """float64 -> float32 rounded toward zero."""
-    with np.errstate(over="ignore"):
-        r = x.astype(np.float32)
-        over = np.abs(r.astype(np.float64)) > np.abs(x)
-        return np.where(over, np.nextafter(r, np.float32(0)), r).astype(np.float32)
-
-
-def wgmma_block_fma(a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
-    """acc (M x N float32) + a (M x 16) @ b (N x 16)^T as one Hopper wgmma k16 step computes it (see
-    WGMMA_ALIGN_BITS): aligned to the largest exponent, truncated, summed exactly, truncated to float32.
-    Operands and products are exact in float64; non-finite terms follow IEEE arithmetic."""
+def wgmma_block_fma(a: np.ndarray, b: np.ndarray, acc: np.ndarray, dtype: str = "bf16") -> np.ndarray:
+    """acc (M x N float32) + a (M x K) @ b (N x K)^T as Hopper's wgmma computes it, K/16 k16 steps in order
+    (see WGMMA_ALIGN_BITS): `bwlab.umma.numerics.fused_mma` for wgmma.m64nNk16.f32.{dtype}. `a` and `b` are
+    the element values (float64) of `dtype` (f16 or bf16: it says where an operand's subnormal range begins)."""
     a = np.asarray(a, np.float64)
-    b = np.asarray(b, np.float64)
-    c = np.asarray(acc, np.float32).astype(np.float64)
-    t = a[:, None, :] * b[None, :, :]                                  # (M, N, k) exact products
-    ea = np.frexp(a)[1] - 1
-    eb = np.frexp(b)[1] - 1
-    et = np.where(t != 0, ea[:, None, :] + eb[None, :, :], np.iinfo(np.int32).min // 2)
-    ec = np.where(c != 0, np.frexp(c)[1] - 1, np.iinfo(np.int32).min // 2)
-    terms = np.concatenate([t, c[:, :, None]], axis=2)
-    e = np.concatenate([et, ec[:, :, None]], axis=2)
-    emax = e.max(axis=2)
-    live = emax > np.iinfo(np.int32).min // 4                           # some term is not zero
-    scale = np.exp2(np.where(live, emax - WGMMA_ALIGN_BITS, 0).astype(np.float64))
-    with np.errstate(invalid="ignore", over="ignore"):
-        q = np.trunc(terms / scale[:, :, None])
-        s = q.sum(axis=2) * scale
-        out = np.where(live, _rz_f32(s), np.float32(0))
-        finite = np.isfinite(terms).all(axis=2)
-        if not finite.all():
-            out = np.where(finite, out, terms.sum(axis=2).astype(np.float32))
-    return out.astype(np.float32)
+    if dtype not in ("f16", "bf16"):
+        raise ValueError(f"wgmma_block_fma models wgmma k16 with f16 or bf16 operands, got {dtype!r}")
+    if a.shape[1] % 16:
+        raise ValueError(f"wgmma k16 steps need K a multiple of 16, got {a.shape[1]}")
+    ins = parse_instr(f"m64n8k16.f32.{dtype}.{dtype}")        # the arithmetic does not depend on M and N
+    assert ins.F == WGMMA_ALIGN_BITS
+    return fused_mma(ins, a, b, np.asarray(acc, np.float32))
 
 
 def wgmma_d_fragment(N: int):
