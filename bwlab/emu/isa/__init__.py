@@ -12,6 +12,8 @@ the decoder the arithmetic rows share, `table` the rows.
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 
 from ..errors import UnsupportedInstruction
@@ -43,7 +45,20 @@ class Code:
             src = f"{name(i.loc[0])}:{i.loc[1]}, "
             if len(i.loc) == 4 and i.loc[2] in files:
                 src = f"{name(i.loc[2])}:{i.loc[3]} (in {name(i.loc[0])}:{i.loc[1]}), "
-        return f"{src}PTX line {i.line} `{i.text}`"
+        return f"{src}PTX line {i.line} `{short_text(i.text)}`"
+
+
+def short_text(text: str, keep: int = 4) -> str:
+    """An instruction's text with long register lists cut: `{%f1, %f2, %f3, %f4, ... 128 registers}`."""
+    def cut(m):
+        regs = [r.strip() for r in m.group(1).split(",")]
+        if len(regs) <= keep + 2:
+            return m.group(0)
+        return "{" + ", ".join(regs[:keep]) + f", ... {len(regs)} registers}}"
+    return _REGLIST.sub(cut, text)
+
+
+_REGLIST = re.compile(r"\{([^{}]*)\}")
 
 
 def unsupported(ins, why: str = "") -> UnsupportedInstruction:
