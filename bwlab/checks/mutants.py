@@ -543,12 +543,19 @@ def _run_sm100_step(t: Target, shape=None):
 
 
 def _run_flow_sm90(t: Target, shape=None):
+    """Every kernel of full_flow_sm90.cu: full_flow_hopper, and the hybrid tier's flow_load_dump and
+    flow_store_registers (the model's MMA between them)."""
     import numpy as np
     from ..flow import FlowProblem
-    from ..flow.runner import run_hopper
+    from ..flow.case import _GPU_SOURCES
+    from ..flow.model import flow_model
+    from ..flow.runner import run_hopper, run_hybrid
+    from ..flow.trace import Trace
     p = FlowProblem(0)
     d, _ = run_hopper(p, repeat=1)
-    return np.array_equal(d[:p.M], p.reference()) and not d[p.M:].any(), None
+    hybrid = Trace("hybrid", p, run_hybrid(p), _GPU_SOURCES["hybrid"])
+    return np.array_equal(d[:p.M], p.reference()) and not d[p.M:].any() and \
+        flow_model(p).compare(hybrid, "emulator").ok, None
 
 
 def _run_flow_sm100(t: Target, shape=None):
@@ -705,7 +712,16 @@ def find_mutant(target: str, op: str, before: str, nth: int = 0, file: str | Non
 # the mutant makes still keeps every rule of the ISA on the path these runs take.
 _TIMEOUT_PATH = ("the wait runs only after a bounded wait gave up (the timeout path); a normal run never "
                  "reaches it, so here the mutant is the same program (the forced-timeout tests cover that path)")
+_DRAINED = ("the epilogue (or, in step 1, the MMA thread) has already waited for a commit issued after the "
+            "last MMA, so every MMA has completed before the teardown; without the `drained` commit, with it "
+            "issued early or with its count one higher, tcgen05_wait_drained only runs out its bounded budget "
+            "before freeing TMEM: slower, no rule broken on this path")
 NOT_RULE_BREAKING = {
+    ("sm100/", "remove", "tcgen05_commit(&drained)", None): _DRAINED,
+    ("sm100/", "early", "tcgen05_commit(&drained)", None): _DRAINED,
+    ("sm100/", "remove", "tcgen05_commit_multicast_cta_group2(&drained", None): _DRAINED,
+    ("sm100/", "early", "tcgen05_commit_multicast_cta_group2(&drained", None): _DRAINED,
+    ("sm100/", "count+1", "mbarrier_init(&drained", None): _DRAINED,
     ("teach_umma", "remove", "if (!mma_complete) tcgen05_wait_drained", None): _TIMEOUT_PATH,
     ("full_flow_sm100", "remove", "if (!mma_complete) tcgen05_wait_drained", None): _TIMEOUT_PATH,
     ("full_flow_sm100", "remove", "__syncthreads();", 2):
@@ -725,7 +741,7 @@ def _not_rule_breaking(m: Mutant):
 
 # ---- the command ------------------------------------------------------------------------------------------
 def _summary(targets, outcomes_by_target, mutants_by_target) -> list:
-    lines = [f"{'kernel':28s} {'mutants':>7s} {'rule-br':>7s} {'named':>6s} {'hang':>5s} {'wrong':>5s} "
+    lines = [f"{'kernel':28s} {'run/all':>7s} {'rule-br':>7s} {'named':>6s} {'hang':>5s} {'wrong':>5s} "
              f"{'pass':>5s} {'limit':>5s} {'error':>5s} {'n/a':>4s}  loud share of rule-breaking"]
     tot = {}
     for t in targets:
@@ -738,13 +754,16 @@ def _summary(targets, outcomes_by_target, mutants_by_target) -> list:
             tot[k] = tot.get(k, 0) + v
         tot["rb"] = tot.get("rb", 0) + len(rb)
         tot["all"] = tot.get("all", 0) + len(outs)
+        tot["total"] = tot.get("total", 0) + mutants_by_target[t][0]
         tot["n/a"] = tot.get("n/a", 0) + na
         share = f"{100 * loud / len(rb):5.1f} % ({loud}/{len(rb)}; named alone {cnt['named']})" if rb else "-"
-        lines.append(f"{t:28s} {len(outs):7d} {len(rb):7d} {cnt['named']:6d} {cnt['hang']:5d} {cnt['wrong']:5d} "
+        ran = f"{len(outs)}/{mutants_by_target[t][0]}"
+        lines.append(f"{t:28s} {ran:>7s} {len(rb):7d} {cnt['named']:6d} {cnt['hang']:5d} {cnt['wrong']:5d} "
                      f"{cnt['pass']:5d} {cnt['limit']:5d} {cnt['error']:5d} {na:4d}  {share}")
     loud = tot.get("named", 0) + tot.get("hang", 0)
     rb = tot.get("rb", 0)
-    lines.append(f"{'all':28s} {tot.get('all', 0):7d} {rb:7d} {tot.get('named', 0):6d} {tot.get('hang', 0):5d} "
+    ran = f"{tot.get('all', 0)}/{tot.get('total', 0)}"
+    lines.append(f"{'all':28s} {ran:>7s} {rb:7d} {tot.get('named', 0):6d} {tot.get('hang', 0):5d} "
                  f"{tot.get('wrong', 0):5d} {tot.get('pass', 0):5d} {tot.get('limit', 0):5d} {tot.get('error', 0):5d} "
                  f"{tot.get('n/a', 0):4d}  " + (f"{100 * loud / rb:5.1f} % ({loud}/{rb})" if rb else "-"))
     return lines
@@ -762,6 +781,9 @@ def validate_main(argv=None) -> int:
     ap.add_argument("--cpu-limit", type=float, default=CPU_LIMIT_S, help="CPU seconds per mutant")
     ap.add_argument("--out", default=None, help="also write the report here")
     ap.add_argument("--json", default=None, help="every outcome as JSON lines here (appended to)")
+    ap.add_argument("--report", nargs="+", metavar="JSON",
+                    help="run nothing: report the outcomes these --json files recorded (a later line wins), "
+                         "counted with today's NOT_RULE_BREAKING table")
     ap.add_argument("--resume", action="store_true",
                     help="take the outcomes already in --json as done (a long run stopped and started again)")
     args = ap.parse_args(argv)
@@ -770,9 +792,16 @@ def validate_main(argv=None) -> int:
         print(f"no kernel matches {args.kernel}; kernels: {', '.join(TARGETS)}", file=sys.stderr)
         return EXIT_USAGE
     rng = random.Random(args.seed)
-    chosen = {}
+    chosen, recorded = {}, {}
+    for f in args.report or ():
+        for line in Path(f).read_text().splitlines():
+            r = json.loads(line)
+            recorded[r["mutant"]] = Outcome(r["mutant"], r["result"], r["detail"], r["cpu_s"])
     for n in names:
         ms = mutants_of(n)
+        if args.report:
+            chosen[n] = (len(ms), [m for m in ms if m.id in recorded])
+            continue
         chosen[n] = (len(ms), sorted(rng.sample(ms, args.sample), key=lambda m: (m.file, m.line, m.op))
                      if args.sample and len(ms) > args.sample else ms)
     if args.list:
@@ -788,18 +817,21 @@ def validate_main(argv=None) -> int:
     say(f"each mutant in a worker (CPU limit {args.cpu_limit:g} s), shapes: " + ", ".join(
         f"{n} {'x'.join(map(str, reuse_shape(n)))}" for n in names if "/" in n))
     todo = [(n, m) for n in names for m in chosen[n][1]]
-    say(f"{len(todo)} mutants of {sum(chosen[n][0] for n in names)} over {len(names)} kernels; "
-        f"--sample {args.sample} --seed {args.seed}\n")
+    what = "\n" if args.report else f"; --sample {args.sample} --seed {args.seed}\n"
+    say(f"{len(todo)} {'recorded outcomes' if args.report else 'mutants'} of {sum(chosen[n][0] for n in names)} "
+        f"mutants over {len(names)} kernels" + what)
     outcomes = {n: [] for n in names}
     from concurrent.futures import ThreadPoolExecutor
     t0 = time.time()
-    done = {}
-    if args.resume and args.json and Path(args.json).exists():
+    done = dict(recorded)
+    if args.report:
+        say(f"--report: the outcomes recorded in {', '.join(args.report)}; nothing run")
+    elif args.resume and args.json and Path(args.json).exists():
         for line in Path(args.json).read_text().splitlines():
             r = json.loads(line)
             done[r["mutant"]] = Outcome(r["mutant"], r["result"], r["detail"], r["cpu_s"])
         say(f"--resume: {sum(m.id in done for _, m in todo)} outcomes taken from {args.json}")
-    jf = open(args.json, "a" if args.resume else "w") if args.json else None
+    jf = open(args.json, "a" if args.resume else "w") if args.json and not args.report else None
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
         futs = [(n, m, None if m.id in done else pool.submit(run_mutant, m, None, args.cpu_limit)) for n, m in todo]
         for n, m, f in futs:
