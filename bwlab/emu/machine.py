@@ -26,6 +26,7 @@ from ..util import ceil_div
 from .barriers import Synchronisation
 from .errors import DivergenceError, EmuError, EmuFault, EmuHang, EmuTimeout, ProtocolError
 from .isa import Code
+from .isa.operands import ALL
 from .isa.asynchronous.tcgen05 import cta_exits
 from .memory import RANK_SHIFT
 from .memsys import MemorySystem
@@ -38,10 +39,13 @@ TIME_JUMP_NS = 1 << 32             # ~4.3 s: past every bounded wait's budget (d
 MAX_JUMPS = 6
 IDLE_STEPS = 50_000                # warp-instructions with no store, arrival, completion or exit: a spin
 U64 = np.uint64
+_PC_NONE = np.iinfo(np.int64).max
+_CHANGING_SPECIALS = ("%globaltimer", "%clock")   # the special registers whose value changes during a launch
 
 
 class Warp:
-    __slots__ = ("machine", "cta", "wid", "R", "pc", "exited", "valid", "inflight", "cparam", "local",
+    __slots__ = ("alive", "full", "finished", "specials",
+                 "machine", "cta", "wid", "R", "pc", "exited", "valid", "inflight", "cparam", "local",
                  "stack", "blocked", "spin_epoch", "wait_info", "tid", "nthreads", "parked", "steps",
                  "wg_seq", "wg_groups", "wg_open", "sleep_until", "last_pc", "spin_lanes", "tc_last", "tc_pending")
 
@@ -55,6 +59,10 @@ class Warp:
         self.valid = self.tid < cta.nthreads
         self.nthreads = int(self.valid.sum())
         self.exited = ~self.valid
+        self.alive = self.valid.copy()            # ~exited, kept by Launch.exit_lanes
+        self.full = bool(self.valid.all())        # every lane live
+        self.finished = not self.valid.any()      # every lane exited
+        self.specials = {}                        # the special registers that do not change, once read
         self.inflight = {}
         self.cparam = np.zeros((32, prog.callparam_size), np.uint8)
         self.local = np.zeros((32, max(prog.local_size, 1)), np.uint8)
@@ -89,6 +97,14 @@ class Warp:
         return f"CTA {c.ctaid}{rank} warp {self.wid} {span}"
 
     def special(self, name: str) -> np.ndarray:
+        v = self.specials.get(name)
+        if v is None:
+            v = self._special(name)
+            if not name.startswith(_CHANGING_SPECIALS):
+                self.specials[name] = v
+        return v
+
+    def _special(self, name: str) -> np.ndarray:
         c = self.cta
         m = self.machine
         t = self.tid
@@ -250,6 +266,11 @@ class Launch:
 
     # ---- running -----------------------------------------------------------------------------
     def run(self):
+        # IEEE results, never NumPy's warnings about them: for the whole launch, not per instruction
+        with np.errstate(all="ignore"):
+            self._run()
+
+    def _run(self):
         gx, gy, gz = self.grid
         cx, cy, cz = self.cluster_dims
         for axis, (g, c) in enumerate(zip(self.grid, self.cluster_dims)):
@@ -280,7 +301,7 @@ class Launch:
         jumps = 0
         progress_at_jump = -1
         while True:
-            live = [w for w in warps if not w.exited.all()]
+            live = [w for w in warps if not w.finished]
             if not live:
                 break
             self._complete_due()
@@ -332,6 +353,8 @@ class Launch:
         return live, cand
 
     def _ready(self, w) -> bool:
+        if w.parked is None and w.spin_epoch != self.epoch:
+            return not w.finished
         live, cand = self._candidates(w)
         if cand.any():
             return True
@@ -341,30 +364,47 @@ class Launch:
     def _run_warp(self, w, quantum: int):
         code = self.prog.code
         for _ in range(quantum):
-            if w.blocked is not None or w.exited.all() or w.sleep_until > self.clock:
+            if w.blocked is not None or w.finished or w.sleep_until > self.clock:
                 return
-            live, cand = self._candidates(w)
-            if not cand.any():
-                if w.parked is not None and not (live & ~w.parked).any():
-                    # every live lane is parked at a convergence point: are they together?
-                    self._release_parked(w)
-                    continue
-                return
-            pc = int(np.where(cand, w.pc, np.iinfo(np.int64).max).min())
-            group = cand & (w.pc == pc)
+            live = w.alive
+            pcs = w.pc
+            if w.parked is None and w.spin_epoch != self.epoch:
+                # the common case: every live lane may run
+                if w.full:
+                    pc = int(pcs.min())
+                    group = pcs == pc
+                    if group.all():
+                        group = ALL
+                else:
+                    pc = int(np.where(live, pcs, _PC_NONE).min())
+                    group = live & (pcs == pc)
+            else:
+                live, cand = self._candidates(w)
+                if not cand.any():
+                    if w.parked is not None and not (live & ~w.parked).any():
+                        # every live lane is parked at a convergence point: are they together?
+                        self._release_parked(w)
+                        continue
+                    return
+                pc = int(np.where(cand, pcs, _PC_NONE).min())
+                group = cand & (pcs == pc)
             c = code[pc]
             if c.converge:
-                need = live if c.converge == 1 else self._members(w, c, group)
-                together = live & (w.pc == pc)
-                if not (need & ~together).any():
-                    group = together
-                    if w.parked is not None:
-                        w.parked &= ~group
-                        if not w.parked.any():
-                            w.parked = None
+                if group is ALL:   # the whole warp is here: only the member mask's own rules remain
+                    if c.converge == 2:
+                        self._members(w, c, group)
                 else:
-                    w.parked = (w.parked if w.parked is not None else np.zeros(32, bool)) | group
-                    continue
+                    need = live if c.converge == 1 else self._members(w, c, group)
+                    together = live & (pcs == pc)
+                    if not (need & ~together).any():
+                        group = together
+                        if w.parked is not None:
+                            w.parked &= ~group
+                            if not w.parked.any():
+                                w.parked = None
+                    else:
+                        w.parked = (w.parked if w.parked is not None else np.zeros(32, bool)) | group
+                        continue
             self.steps += 1
             w.steps += 1
             self.clock += 1
@@ -451,9 +491,12 @@ class Launch:
     # ---- exits ---------------------------------------------------------------------------------
     def exit_lanes(self, w, m):
         w.exited |= m
+        w.alive = ~w.exited
+        w.full = False if m.any() else w.full
+        w.finished = bool(w.exited.all())
         self.progress()
         self.note(w, "exit")
-        if w.exited.all():
+        if w.finished:
             c = w.cta
             # whole-warp exit counts as arrival at pending named barriers (the hardware counts warps)
             for bid in list(c.barriers):

@@ -12,11 +12,35 @@ import numpy as np
 
 from .errors import EmuError, EmuFault, ProtocolError, ProxyFenceMissing
 from .memory import GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, RANK_SHIFT, SHARED_WINDOW, WINDOW_SIZE
+from .isa.operands import ALL
 from .program import SMEM_RESERVED
 
 __all__ = ["MemorySystem"]
 
 U64 = np.uint64
+_AR = {}
+_LOG2 = {1: 0, 2: 1, 4: 2, 8: 3}
+_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+_LANES = np.arange(32)
+_FULL = ALL
+
+
+def _view(c, n):
+    """CTA c's shared memory as an array of n-byte words (the same memory)."""
+    views = c.__dict__.setdefault("smem_views", {})
+    v = views.get(n)
+    if v is None:
+        size = c.smem.size - c.smem.size % n
+        v = views[n] = c.smem[:size].view(_UINT[n])
+    return v
+
+
+def _ar(n):
+    """np.arange(n), made once per size."""
+    r = _AR.get(n)
+    if r is None:
+        r = _AR[n] = np.arange(n)
+    return r
 
 
 class MemorySystem:
@@ -119,19 +143,25 @@ class MemorySystem:
                 one = np.arange(32) == lane
                 out[lane] = self.read(w, "generic", addr, n, one, ins)[lane]
             return out
-        for lane in lanes:
-            x = int(a[lane])
-            if x % n and n <= 16 and n in (1, 2, 4, 8, 16):
-                raise self._fault(w, lane, ins, f"misaligned {n}-byte access at address 0x{x:x}")
+        self._aligned(w, a, lanes, n, ins)
         if kind == "global":
             return self._global_rw(w, a, n, m, ins, None)
         if kind in ("shared", "shared_cta"):
+            c, off = self._smem_span(w, a, lanes, n, kind == "shared_cta")
+            if c is not None:
+                out[lanes] = c.smem[off[:, None] + _ar(n)]
+                return out
             for lane in lanes:
                 c, off = self.cta_of_cluster_addr(w, int(a[lane]), "load", ins, own=kind == "shared_cta")
                 self._check_smem(w, c, off, n, lane, ins)
                 out[lane] = c.smem[off:off + n]
             return out
         if kind == "kparam":
+            params = self.launch.params
+            x = a[lanes].astype(np.int64)
+            if (x + n <= params.size).all():
+                out[lanes] = params[x[:, None] + _ar(n)]
+                return out
             for lane in lanes:
                 x = int(a[lane])
                 if x + n > self.launch.params.size:
@@ -145,6 +175,10 @@ class MemorySystem:
                 out[lane] = w.cparam[lane, x:x + n]
             return out
         if kind == "local":
+            x = a[lanes].astype(np.int64)
+            if (x + n <= w.local.shape[1]).all():
+                out[lanes] = w.local[lanes[:, None], x[:, None] + _ar(n)]
+                return out
             for lane in lanes:
                 x = int(a[lane])
                 self._check_local(w, x, n, lane, ins)
@@ -161,16 +195,22 @@ class MemorySystem:
                 one = np.arange(32) == lane
                 self.write(w, "generic", addr, data, one, ins)
             return
-        for lane in lanes:
-            x = int(a[lane])
-            if x % n and n in (1, 2, 4, 8, 16):
-                raise self._fault(w, lane, ins, f"misaligned {n}-byte access at address 0x{x:x}")
+        self._aligned(w, a, lanes, n, ins)
         self.launch.progress()
         if kind == "global":
             self._global_rw(w, a, n, m, ins, data)
             return
         if kind in ("shared", "shared_cta"):
             pc = int(w.last_pc)
+            c, off = self._smem_span(w, a, lanes, n, kind == "shared_cta")
+            if c is not None:
+                # lanes write in order: the highest lane wins where two write the same byte
+                idx = off[:, None] + _ar(n)
+                c.smem[idx] = data[lanes]
+                if c is w.cta:
+                    c.smem_writer[idx] = w.tid[lanes][:, None]
+                    c.smem_writer_pc[idx] = pc
+                return
             for lane in lanes:
                 c, off = self.cta_of_cluster_addr(w, int(a[lane]), "store", ins, own=kind == "shared_cta")
                 self._check_smem(w, c, off, n, lane, ins)
@@ -185,12 +225,81 @@ class MemorySystem:
                 w.cparam[lane, x:x + n] = data[lane]
             return
         if kind == "local":
+            x = a[lanes].astype(np.int64)
+            if (x + n <= w.local.shape[1]).all():
+                w.local[lanes[:, None], x[:, None] + _ar(n)] = data[lanes]
+                return
             for lane in lanes:
                 x = int(a[lane])
                 self._check_local(w, x, n, lane, ins)
                 w.local[lane, x:x + n] = data[lane]
             return
         raise self._fault(w, lanes[0], ins, f"a store to the {kind} state space is not allowed")
+
+    # ---- the whole-warp fast paths of ld.shared / st.shared (own CTA, naturally aligned, in bounds) ----
+    def _own_offsets(self, w, a, m, nbytes):
+        """The lanes' byte offsets in their own CTA's shared memory when every active lane's access is
+        aligned to `nbytes`, past the reserved bytes and inside it; None otherwise (the general path then
+        reports what is wrong, lane by lane). Inactive lanes get a harmless offset."""
+        c = w.cta
+        off = a - U64(c.shared_base)            # a lane in another CTA's window wraps to a huge offset
+        if m is not _FULL:
+            off = np.where(m, off, U64(SMEM_RESERVED))
+        if (off & U64(nbytes - 1)).any() or int(off.min()) < SMEM_RESERVED or int(off.max()) + nbytes > c.smem.size:
+            return None
+        return off
+
+    def load_own_shared(self, w, a, n, vec, m):
+        """ld.shared of `vec` elements of `n` bytes: a (32, vec) array of uint{8n}, or None."""
+        off = self._own_offsets(w, a, m, n * vec)
+        if off is None:
+            return None
+        view = _view(w.cta, n)
+        idx = (off >> U64(_LOG2[n])).astype(np.intp)
+        return view[idx[:, None] + _ar(vec)] if vec > 1 else view[idx][:, None]
+
+    def store_own_shared(self, w, a, data, n, vec, m) -> bool:
+        """st.shared of `data` ((32, vec) of uint{8n}); False when the general path must do it."""
+        off = self._own_offsets(w, a, m, n * vec)
+        if off is None:
+            return False
+        c = w.cta
+        lanes = np.nonzero(m)[0] if m is not _FULL else _LANES
+        idx = (off[lanes] >> U64(_LOG2[n])).astype(np.intp)
+        view = _view(c, n)
+        self.launch.progress()
+        # lanes write in order: the highest lane wins where two write the same bytes
+        if vec > 1:
+            view[idx[:, None] + _ar(vec)] = data[lanes]
+        else:
+            view[idx] = data[lanes, 0]
+        byte = off[lanes].astype(np.intp)[:, None] + _ar(n * vec)
+        c.smem_writer[byte] = w.tid[lanes][:, None]
+        c.smem_writer_pc[byte] = int(w.last_pc)
+        return True
+
+    def _aligned(self, w, a, lanes, n, ins):
+        """A misaligned access faults (naturally aligned sizes only); the first such lane is named."""
+        if n in (2, 4, 8, 16) and (a[lanes] & U64(n - 1)).any():
+            for lane in lanes:
+                x = int(a[lane])
+                if x % n:
+                    raise self._fault(w, lane, ins, f"misaligned {n}-byte access at address 0x{x:x}")
+
+    def _smem_span(self, w, a, lanes, n, own):
+        """(CTA, offsets) when every lane's shared address is in one running CTA's window, past the reserved
+        bytes and inside its shared memory; (None, None) otherwise (the per-lane path then names the lane)."""
+        av = a[lanes]
+        rank = av >> U64(RANK_SHIFT)
+        r0 = int(rank[0])
+        cl = w.cta.cluster
+        if (own and r0 != w.cta.rank) or r0 >= cl.size or (rank != rank[0]).any():
+            return None, None
+        c = cl.ctas[r0]
+        off = (av & U64((1 << RANK_SHIFT) - 1)).astype(np.int64)
+        if c.exited or (off < SMEM_RESERVED).any() or (off + n > c.smem.size).any():
+            return None, None
+        return c, off
 
     def _check_local(self, w, x, n, lane, ins):
         if x + n > w.local.shape[1]:

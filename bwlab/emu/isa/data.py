@@ -8,6 +8,8 @@ from ..errors import UnsupportedInstruction
 from ..values import WIDTH, from_bits
 from .operands import addr_reader, bits_reader, state_space, types, value_dtype, writer
 
+_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
 
 def mov(ctx, ins, base, mods):
     """Data Movement and Conversion: mov (registers, symbols' addresses, packing and unpacking vectors)."""
@@ -68,9 +70,15 @@ def ld(ctx, ins, base, mods):
     dt = value_dtype(ty)
     sign = ty[0] == "s"
 
+    fast = space == "shared" and n in (1, 2, 4, 8)
+
     def body(w, m):
-        raw = w.machine.mem.read(w, space, addr(w), n * vec, m, ins)
-        vals = raw.view(dt).reshape(32, vec)
+        a = addr(w)
+        vals = w.machine.mem.load_own_shared(w, a, n, vec, m) if fast else None
+        if vals is None:
+            vals = w.machine.mem.read(w, space, a, n * vec, m, ins).view(dt).reshape(32, vec)
+        else:
+            vals = vals.view(dt)
         for k, wr in enumerate(wrs):
             v = vals[:, k]
             wr(w, v.astype(np.int64) if sign else v, m)
@@ -90,11 +98,16 @@ def st(ctx, ins, base, mods):
     srcs = [bits_reader(ctx, x, ty) for x in (s[1] if s[0] == "vec" else [s])]
     dt = value_dtype(ty)
 
+    fast = space == "shared" and n in (1, 2, 4, 8)
+
     def body(w, m):
         data = np.empty((32, vec), dt)
         for k, r in enumerate(srcs):
             data[:, k] = r(w)
-        w.machine.mem.write(w, space, addr(w), data.view(np.uint8).reshape(32, n * vec), m, ins)
+        a = addr(w)
+        if fast and w.machine.mem.store_own_shared(w, a, data.view(_UINT[n]), n, vec, m):
+            return
+        w.machine.mem.write(w, space, a, data.view(np.uint8).reshape(32, n * vec), m, ins)
     return body
 
 
