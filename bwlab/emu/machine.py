@@ -26,7 +26,7 @@ from ..util import ceil_div
 from .barriers import Synchronisation
 from .errors import DivergenceError, EmuError, EmuFault, EmuHang, EmuTimeout, ProtocolError
 from .isa import Code
-from .isa.operands import ALL
+from .isa.operands import ALL, all_lanes
 from .isa.asynchronous.tcgen05 import cta_exits
 from .memory import RANK_SHIFT
 from .memsys import MemorySystem
@@ -253,12 +253,16 @@ class Launch:
         self.trace = []            # (time, cta, warp, what)
         self.wgmma = {}            # (cta linear, warpgroup) -> {seq: [per-warp issue records]}
         self.cluster = None
+        self._where = {}                    # id(instruction) -> (instruction, where it is, in words)
         self.mem = MemorySystem(self)       # address spaces, bounds, proxies
         self.sync = Synchronisation(self)   # named barriers, the cluster barrier, mbarriers
 
     # ---- where things are --------------------------------------------------------------------
     def where(self, ins) -> str:
-        return Code(None, ins, "").where(self.prog.files)
+        got = self._where.get(id(ins))
+        if got is None or got[0] is not ins:
+            got = self._where[id(ins)] = (ins, Code(None, ins, "").where(self.prog.files))
+        return got[1]
 
     def note(self, w, what):
         if self.trace_on:
@@ -371,9 +375,9 @@ class Launch:
             if w.parked is None and w.spin_epoch != self.epoch:
                 # the common case: every live lane may run
                 if w.full:
-                    pc = int(pcs.min())
+                    pc = min(pcs.tolist())
                     group = pcs == pc
-                    if group.all():
+                    if all_lanes(group):
                         group = ALL
                 else:
                     pc = int(np.where(live, pcs, _PC_NONE).min())

@@ -23,6 +23,7 @@ _LOG2 = {1: 0, 2: 1, 4: 2, 8: 3}
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _LANES = np.arange(32)
 _FULL = ALL
+_ZERO_WORDS = bytes(32 * 8)
 
 
 def _view(c, n):
@@ -245,7 +246,10 @@ class MemorySystem:
         off = a - U64(c.shared_base)            # a lane in another CTA's window wraps to a huge offset
         if m is not _FULL:
             off = np.where(m, off, U64(SMEM_RESERVED))
-        if (off & U64(nbytes - 1)).any() or int(off.min()) < SMEM_RESERVED or int(off.max()) + nbytes > c.smem.size:
+        if nbytes > 1 and (off & U64(nbytes - 1)).tobytes() != _ZERO_WORDS:
+            return None
+        lst = off.tolist()
+        if min(lst) < SMEM_RESERVED or max(lst) + nbytes > c.smem.size:
             return None
         return off
 
@@ -277,6 +281,34 @@ class MemorySystem:
         c.smem_writer[byte] = w.tid[lanes][:, None]
         c.smem_writer_pc[byte] = int(w.last_pc)
         return True
+
+    def add_own_shared(self, w, a, vals, m):
+        """atom/red.shared.add on integers (vals: the lanes' addends, of the element type): the lanes in
+        order, each adding to what the lanes before it left (modulo 2^n). The lanes' old values, or None
+        when the general path must do it."""
+        n = vals.dtype.itemsize
+        off = self._own_offsets(w, a, m, n)
+        if off is None:
+            return None
+        c = w.cta
+        lanes = np.nonzero(m)[0] if m is not _FULL else _LANES
+        idx = (off[lanes] >> U64(_LOG2[n])).astype(np.intp)
+        view = _view(c, n).view(vals.dtype)
+        order = np.argsort(idx, kind="stable")          # lanes of one address stay in lane order
+        sidx, sv = idx[order], vals[lanes][order]
+        incl = np.cumsum(sv, dtype=vals.dtype)
+        excl = incl - sv
+        first = np.r_[True, sidx[1:] != sidx[:-1]]
+        start = np.maximum.accumulate(np.where(first, np.arange(sidx.size), 0))
+        old_sorted = view[sidx] + (excl - excl[start])
+        view[sidx] = old_sorted + sv                   # the last lane of each address leaves the total
+        old = np.zeros(32, vals.dtype)
+        old[lanes[order]] = old_sorted
+        self.launch.progress()
+        byte = off[lanes].astype(np.intp)[:, None] + _ar(n)
+        c.smem_writer[byte] = w.tid[lanes][:, None]
+        c.smem_writer_pc[byte] = int(w.last_pc)
+        return old
 
     def _aligned(self, w, a, lanes, n, ins):
         """A misaligned access faults (naturally aligned sizes only); the first such lane is named."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import UnsupportedInstruction
-from .operands import ALL, bits_reader, mods_of
+from .operands import ALL, any_lane, bits_reader, mods_of
 from .table import ADVANCING, ROWS, TABLE, construct_of, lookup
 
 __all__ = ["decode_instruction", "Code", "ROWS", "TABLE", "lookup", "unsupported"]
@@ -90,13 +90,13 @@ def decode_instruction(ctx, ins) -> Code:
                     body(w, group)
                     w.pc += 1
                     return
-                if group.any():
+                if any_lane(group):
                     body(w, group)
                 w.pc[group] += 1
         else:
             def run(w, group, body=body, guard=guard):
                 em = group & guard(w)
-                if em.any():
+                if any_lane(em):
                     body(w, em)
                 if group is ALL:
                     w.pc += 1

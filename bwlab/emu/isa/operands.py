@@ -18,7 +18,7 @@ from ..errors import UnsupportedInstruction
 from ..values import WIDTH, from_bits, imm_value, to_bits
 
 __all__ = ["bits_reader", "writer", "addr_reader", "address", "mods_of", "types", "state_space", "value_dtype", "advancing",
-           "nop", "LANES", "TYPES", "ALL"]
+           "nop", "LANES", "TYPES", "ALL", "any_lane", "all_lanes"]
 
 TYPES = set(WIDTH) | {"b128"}
 LANES = np.arange(32, dtype=np.uint64)
@@ -26,6 +26,18 @@ LANES = np.arange(32, dtype=np.uint64)
 # or writer may test `m is ALL` for its whole-warp fast path. Read-only: no body can change it.
 ALL = np.ones(32, bool)
 ALL.flags.writeable = False
+_NONE_BYTES = bytes(32)
+_ALL_BYTES = ALL.tobytes()
+
+
+def any_lane(mask) -> bool:
+    """mask.any() for a 32-lane bool mask, without NumPy's reduction machinery (the hot path's cost)."""
+    return mask.tobytes() != _NONE_BYTES
+
+
+def all_lanes(mask) -> bool:
+    """mask.all() for a 32-lane bool mask."""
+    return mask.tobytes() == _ALL_BYTES
 
 
 def mods_of(op: str):
@@ -132,6 +144,16 @@ def addr_reader(ctx, op):
     if base[0] == "imm":
         a = np.full(32, int(base[1], 0) + off, np.uint64)
         return None, (lambda w, a=a: a)
+    if base[0] == "reg" and _special(base[1]) is None:
+        # a register's row holds the address itself (a 32-bit register's bits are zero-extended)
+        idx = ctx.reg(base[1])
+        o = np.uint64(off & 0xFFFFFFFFFFFFFFFF)
+
+        def reg_addr(w, idx=idx, o=o):
+            if w.inflight and idx in w.inflight:
+                w.machine.inflight_read(w, idx)
+            return w.R[idx] + o
+        return None, reg_addr
     ty = "u64" if ctx.prog.reg_width[ctx.reg(base[1])] == 64 else "u32"
     r = bits_reader(ctx, base, ty)
     if off == 0:

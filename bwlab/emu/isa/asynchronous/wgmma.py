@@ -110,15 +110,22 @@ def _wgmma_compute(M, w, rec, N, dtype, tnsp_a, tnsp_b, d_idx, ins):
     c = w.cta
     a_major = "MN" if tnsp_a else "K"
     b_major = "MN" if tnsp_b else "K"
+    cache = M.__dict__.setdefault("wgmma_addresses", {})
     for desc, major, mn, what in ((adesc, a_major, 64, "A"), (bdesc, b_major, N, "B")):
-        try:
-            addrs = descriptor_addresses(decode_smem_desc(desc, "sm90"), major, dtype, mn)
-        except ValueError as e:
-            raise EmuError(f"{w.who()} at {M.where(ins)}: the {what} descriptor 0x{desc:016x}: {e}") from None
-        lo, hi = int(addrs.min()), int(addrs.max()) + 2
+        key = (desc, major, dtype, mn)
+        got = cache.get(key)
+        if got is None:
+            try:
+                addrs = descriptor_addresses(decode_smem_desc(desc, "sm90"), major, dtype, mn)
+            except ValueError as e:
+                raise EmuError(f"{w.who()} at {M.where(ins)}: the {what} descriptor 0x{desc:016x}: {e}") from None
+            got = cache[key] = (addrs, int(addrs.min()), int(addrs.max()) + 2)
+        addrs, lo, hi = got
         if hi > c.smem.size:
             raise EmuFault(f"{w.who()} at {M.where(ins)}: the {what} operand reads shared bytes up to 0x{hi:x}, past "
                            f"the CTA's {c.smem.size} bytes (descriptor 0x{desc:016x})")
+        if not (c.smem_writer[lo:hi] >= 0).any():
+            continue   # no unfenced generic-proxy byte anywhere in the operand's span
         flat = np.unique((addrs[..., None] + np.arange(2)).reshape(-1))
         bad = flat[c.smem_writer[flat] >= 0]
         if bad.size and M.check_proxy:
