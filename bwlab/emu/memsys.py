@@ -49,6 +49,7 @@ class MemorySystem:
 
     def __init__(self, launch):
         self.launch = launch
+        self._alloc_views = {}     # id(allocation) -> (allocation, {n: its buffer as n-byte words})
 
     def cvta(self, space: str, v: np.ndarray, to: bool) -> np.ndarray:
         base = {"global": U64(0), "shared": U64(SHARED_WINDOW), "param": U64(PARAM_WINDOW),
@@ -280,6 +281,55 @@ class MemorySystem:
         byte = off[lanes].astype(np.intp)[:, None] + _ar(n * vec)
         c.smem_writer[byte] = w.tid[lanes][:, None]
         c.smem_writer_pc[byte] = int(w.last_pc)
+        return True
+
+    # ---- the fast paths of ld.global / st.global (every active lane inside one allocation, aligned) ----
+    def _global_words(self, w, a, m, n, vec):
+        """(allocation's n-byte word view, word indices of the lanes) when every active lane's access of
+        n * vec bytes is aligned and inside one allocation; None otherwise (the general path names the
+        lane that is not)."""
+        nb = n * vec
+        act = a if m is _FULL else a[m]
+        if nb > 1 and (act & U64(nb - 1)).tobytes() != _ZERO_WORDS[:8 * act.size]:
+            return None
+        lst = act.tolist()
+        lo = min(lst)
+        al = self.launch.memory.find(lo)
+        if al is None or max(lst) + nb > al.base + al.size:
+            return None
+        views = self._alloc_views.get(id(al))
+        if views is None or views[0] is not al:
+            views = self._alloc_views[id(al)] = (al, {})
+        view = views[1].get(n)
+        if view is None:
+            size = al.buf.size - al.buf.size % n
+            view = views[1][n] = al.buf[:size].view(_UINT[n])
+        if m is not _FULL:
+            a = np.where(m, a, U64(lo))
+        idx = ((a - U64(al.base)) >> U64(_LOG2[n])).astype(np.intp)
+        return view, (idx[:, None] + _ar(vec) if vec > 1 else idx)
+
+    def load_global(self, w, a, n, vec, m):
+        """ld.global of `vec` elements of `n` bytes: (32, vec) of uint{8n}, or None."""
+        got = self._global_words(w, a, m, n, vec)
+        if got is None:
+            return None
+        view, idx = got
+        return view[idx] if vec > 1 else view[idx][:, None]
+
+    def store_global(self, w, a, data, n, vec, m) -> bool:
+        """st.global of `data` ((32, vec) of uint{8n}); False when the general path must do it."""
+        got = self._global_words(w, a, m, n, vec)
+        if got is None:
+            return False
+        view, idx = got
+        self.launch.progress()
+        lanes = np.nonzero(m)[0] if m is not _FULL else _LANES
+        # lanes write in order: the highest lane wins where two write the same bytes
+        if vec > 1:
+            view[idx[lanes]] = data[lanes]
+        else:
+            view[idx[lanes]] = data[lanes, 0]
         return True
 
     def add_own_shared(self, w, a, vals, m):
