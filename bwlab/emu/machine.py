@@ -41,6 +41,15 @@ MAX_JUMPS = 6
 IDLE_STEPS = 50_000                # warp-instructions with no store, arrival, completion or exit: a spin
 U64 = np.uint64
 _PC_NONE = np.iinfo(np.int64).max
+_UNIFORM = {}
+
+
+def _uniform(pc: int) -> bytes:
+    """The bytes of a warp's pc vector with every lane at `pc`."""
+    b = _UNIFORM.get(pc)
+    if b is None:
+        b = _UNIFORM[pc] = np.full(32, pc, np.int64).tobytes()
+    return b
 _CHANGING_SPECIALS = ("%globaltimer", "%clock")   # the special registers whose value changes during a launch
 
 
@@ -376,10 +385,15 @@ class Launch:
             if w.parked is None and w.spin_epoch != self.epoch:
                 # the common case: every live lane may run
                 if w.full:
-                    pc = min(pcs.tolist())
-                    group = pcs == pc
-                    if all_lanes(group):
-                        group = ALL
+                    # after a whole-warp step the lanes are most likely together at the next pc
+                    hint = w.last_pc + 1
+                    if pcs.tobytes() == _uniform(hint):
+                        pc, group = hint, ALL
+                    else:
+                        pc = min(pcs.tolist())
+                        group = pcs == pc
+                        if all_lanes(group):
+                            group = ALL
                 else:
                     pc = int(np.where(live, pcs, _PC_NONE).min())
                     group = live & (pcs == pc)
