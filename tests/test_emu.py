@@ -537,3 +537,40 @@ def test_the_emulator_package_stays_small_and_imports_models_not_runners():
                         names = {a.name for a in node.names}
                         assert last not in ("runner", "case", "results", "runtime") and \
                             not names & {"runner", "case", "results", "runtime"}, (f, node.module)
+
+
+def test_shared_atomic_adds_of_a_warp_return_what_the_lanes_before_them_left():
+    """atom.shared.add by 32 lanes on 4 addresses: lane order, each lane sees the earlier lanes' sums (the
+    emulator's whole-warp path must give what one lane at a time gives)."""
+    mod = emu.RawModule(code="""extern "C" __global__ void k(unsigned* old, unsigned* total) {
+        __shared__ unsigned s[4];
+        if (threadIdx.x < 4) s[threadIdx.x] = 100u * threadIdx.x;
+        __syncthreads();
+        old[threadIdx.x] = atomicAdd(&s[threadIdx.x % 4], threadIdx.x + 1u);
+        __syncthreads();
+        if (threadIdx.x < 4) total[threadIdx.x] = s[threadIdx.x]; }""", name="atomics.cu")
+    old, total = emu.zeros(64, np.uint32), emu.zeros(4, np.uint32)
+    mod.get_function("k")((1,), (64,), (old, total))
+    s = [100 * i for i in range(4)]
+    got = old.get()             # within a warp, lanes in order; the two warps in either order
+    for warp in range(2):
+        lanes = range(32 * warp, 32 * warp + 32)
+        by_addr = {}
+        for t in lanes:
+            by_addr.setdefault(t % 4, []).append(t)
+        for a, ts in by_addr.items():
+            olds = [int(got[t]) for t in ts]
+            assert olds == sorted(olds) and all(olds[i + 1] - olds[i] == ts[i] + 1 for i in range(len(ts) - 1))
+    assert total.get().tolist() == [s[a] + sum(t + 1 for t in range(64) if t % 4 == a) for a in range(4)]
+
+
+def test_a_seed_gives_one_interleaving():
+    from bwlab.checks.emu import ORDINARY_KERNELS
+    mod = emu.RawModule(code=ORDINARY_KERNELS, name="ordinary.cu")
+    x = np.random.default_rng(3).random(4096, dtype=np.float32)
+    runs = []
+    for seed in (5, 5, 6):
+        out = emu.zeros(8, np.float32)
+        run = mod.get_function("reduce_sum")((8,), (128,), (emu.asarray(x), out, np.int32(x.size)), seed=seed)
+        runs.append((run.steps, run.clock, out.get().tobytes()))
+    assert runs[0] == runs[1]

@@ -1,4 +1,4 @@
-"""The sm_100a kernels executed in the PTX emulator (bwlab.emu.tcgen05), compared with the models, and
+"""The sm_100a kernels executed in the PTX emulator (bwlab.emu.isa.asynchronous.tcgen05), compared with the models, and
 the tcgen05 protocol: one deliberately broken kernel per rule, each raising the named error.
 
 No GPU is needed (the emulated tier runs the sm_100a PTX that NVRTC emits). Blackwell's accumulation

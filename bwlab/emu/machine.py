@@ -27,8 +27,10 @@ from . import order
 from .barriers import Synchronisation
 from .errors import DivergenceError, EmuError, EmuFault, EmuHang, EmuTimeout, ProtocolError
 from .isa import Code
+from .isa.operands import ALL, all_lanes
 from .isa.asynchronous.tcgen05 import cta_exits
 from .memory import RANK_SHIFT
+from .diagnosis import diagnose
 from .memsys import MemorySystem
 from .program import SMEM_RESERVED
 
@@ -39,10 +41,22 @@ TIME_JUMP_NS = 1 << 32             # ~4.3 s: past every bounded wait's budget (d
 MAX_JUMPS = 6
 IDLE_STEPS = 50_000                # warp-instructions with no store, arrival, completion or exit: a spin
 U64 = np.uint64
+_PC_NONE = np.iinfo(np.int64).max
+_UNIFORM = {}
+
+
+def _uniform(pc: int) -> bytes:
+    """The bytes of a warp's pc vector with every lane at `pc`."""
+    b = _UNIFORM.get(pc)
+    if b is None:
+        b = _UNIFORM[pc] = np.full(32, pc, np.int64).tobytes()
+    return b
+_CHANGING_SPECIALS = ("%globaltimer", "%clock")   # the special registers whose value changes during a launch
 
 
 class Warp:
-    __slots__ = ("machine", "cta", "wid", "R", "pc", "exited", "valid", "inflight", "cparam", "local",
+    __slots__ = ("alive", "full", "finished", "specials",
+                 "machine", "cta", "wid", "R", "pc", "exited", "valid", "inflight", "cparam", "local",
                  "stack", "blocked", "spin_epoch", "wait_info", "tid", "nthreads", "parked", "steps",
                  "wg_seq", "wg_groups", "wg_open", "sleep_until", "last_pc", "spin_lanes", "tc_last", "tc_pending",
                  "known", "arrivals", "releases")
@@ -57,6 +71,10 @@ class Warp:
         self.valid = self.tid < cta.nthreads
         self.nthreads = int(self.valid.sum())
         self.exited = ~self.valid
+        self.alive = self.valid.copy()            # ~exited, kept by Launch.exit_lanes
+        self.full = bool(self.valid.all())        # every lane live
+        self.finished = not self.valid.any()      # every lane exited
+        self.specials = {}                        # the special registers that do not change, once read
         self.inflight = {}
         self.cparam = np.zeros((32, prog.callparam_size), np.uint8)
         self.local = np.zeros((32, max(prog.local_size, 1)), np.uint8)
@@ -94,6 +112,14 @@ class Warp:
         return f"CTA {c.ctaid}{rank} warp {self.wid} {span}"
 
     def special(self, name: str) -> np.ndarray:
+        v = self.specials.get(name)
+        if v is None:
+            v = self._special(name)
+            if not name.startswith(_CHANGING_SPECIALS):
+                self.specials[name] = v
+        return v
+
+    def _special(self, name: str) -> np.ndarray:
         c = self.cta
         m = self.machine
         t = self.tid
@@ -245,12 +271,16 @@ class Launch:
         self.trace = []            # (time, cta, warp, what)
         self.wgmma = {}            # (cta linear, warpgroup) -> {seq: [per-warp issue records]}
         self.cluster = None
+        self._where = {}                    # id(instruction) -> (instruction, where it is, in words)
         self.mem = MemorySystem(self)       # address spaces, bounds, proxies
         self.sync = Synchronisation(self)   # named barriers, the cluster barrier, mbarriers
 
     # ---- where things are --------------------------------------------------------------------
     def where(self, ins) -> str:
-        return Code(None, ins, "").where(self.prog.files)
+        got = self._where.get(id(ins))
+        if got is None or got[0] is not ins:
+            got = self._where[id(ins)] = (ins, Code(None, ins, "").where(self.prog.files))
+        return got[1]
 
     def note(self, w, what):
         if self.trace_on:
@@ -258,6 +288,11 @@ class Launch:
 
     # ---- running -----------------------------------------------------------------------------
     def run(self):
+        # IEEE results, never NumPy's warnings about them: for the whole launch, not per instruction
+        with np.errstate(all="ignore"):
+            self._run()
+
+    def _run(self):
         gx, gy, gz = self.grid
         cx, cy, cz = self.cluster_dims
         for axis, (g, c) in enumerate(zip(self.grid, self.cluster_dims)):
@@ -288,7 +323,7 @@ class Launch:
         jumps = 0
         progress_at_jump = -1
         while True:
-            live = [w for w in warps if not w.exited.all()]
+            live = [w for w in warps if not w.finished]
             if not live:
                 break
             self._complete_due()
@@ -340,6 +375,8 @@ class Launch:
         return live, cand
 
     def _ready(self, w) -> bool:
+        if w.parked is None and w.spin_epoch != self.epoch:
+            return not w.finished
         live, cand = self._candidates(w)
         if cand.any():
             return True
@@ -349,30 +386,52 @@ class Launch:
     def _run_warp(self, w, quantum: int):
         code = self.prog.code
         for _ in range(quantum):
-            if w.blocked is not None or w.exited.all() or w.sleep_until > self.clock:
+            if w.blocked is not None or w.finished or w.sleep_until > self.clock:
                 return
-            live, cand = self._candidates(w)
-            if not cand.any():
-                if w.parked is not None and not (live & ~w.parked).any():
-                    # every live lane is parked at a convergence point: are they together?
-                    self._release_parked(w)
-                    continue
-                return
-            pc = int(np.where(cand, w.pc, np.iinfo(np.int64).max).min())
-            group = cand & (w.pc == pc)
+            live = w.alive
+            pcs = w.pc
+            if w.parked is None and w.spin_epoch != self.epoch:
+                # the common case: every live lane may run
+                if w.full:
+                    # after a whole-warp step the lanes are most likely together at the next pc
+                    hint = w.last_pc + 1
+                    if pcs.tobytes() == _uniform(hint):
+                        pc, group = hint, ALL
+                    else:
+                        pc = min(pcs.tolist())
+                        group = pcs == pc
+                        if all_lanes(group):
+                            group = ALL
+                else:
+                    pc = int(np.where(live, pcs, _PC_NONE).min())
+                    group = live & (pcs == pc)
+            else:
+                live, cand = self._candidates(w)
+                if not cand.any():
+                    if w.parked is not None and not (live & ~w.parked).any():
+                        # every live lane is parked at a convergence point: are they together?
+                        self._release_parked(w)
+                        continue
+                    return
+                pc = int(np.where(cand, pcs, _PC_NONE).min())
+                group = cand & (pcs == pc)
             c = code[pc]
             if c.converge:
-                need = live if c.converge == 1 else self._members(w, c, group)
-                together = live & (w.pc == pc)
-                if not (need & ~together).any():
-                    group = together
-                    if w.parked is not None:
-                        w.parked &= ~group
-                        if not w.parked.any():
-                            w.parked = None
+                if group is ALL:   # the whole warp is here: only the member mask's own rules remain
+                    if c.converge == 2:
+                        self._members(w, c, group)
                 else:
-                    w.parked = (w.parked if w.parked is not None else np.zeros(32, bool)) | group
-                    continue
+                    need = live if c.converge == 1 else self._members(w, c, group)
+                    together = live & (pcs == pc)
+                    if not (need & ~together).any():
+                        group = together
+                        if w.parked is not None:
+                            w.parked &= ~group
+                            if not w.parked.any():
+                                w.parked = None
+                    else:
+                        w.parked = (w.parked if w.parked is not None else np.zeros(32, bool)) | group
+                        continue
             self.steps += 1
             w.steps += 1
             self.clock += 1
@@ -459,9 +518,12 @@ class Launch:
     # ---- exits ---------------------------------------------------------------------------------
     def exit_lanes(self, w, m):
         w.exited |= m
+        w.alive = ~w.exited
+        w.full = False if m.any() else w.full
+        w.finished = bool(w.exited.all())
         self.progress()
         self.note(w, "exit")
-        if w.exited.all():
+        if w.finished:
             c = w.cta
             # whole-warp exit counts as arrival at pending named barriers (the hardware counts warps)
             for bid in list(c.barriers):
@@ -488,67 +550,4 @@ class Launch:
     # ---- diagnosis ---------------------------------------------------------------------------------
     def diagnose(self, live, spinning: bool = False) -> str:
         """One line per distinct wait; warps of a CTA that wait on the same thing share the line."""
-        lines = self._diagnose_lines(live, spinning)
-        groups = {}
-        for w, text in zip(live, lines):
-            groups.setdefault((w.cta.linear, text), []).append(w)
-        out = []
-        for (_, text), ws in groups.items():
-            if len(ws) == 1:
-                head = ws[0].who()
-            else:
-                c = ws[0].cta
-                rank = f" (cluster rank {c.rank})" if c.cluster.size > 1 else ""
-                first, last = ws[0].tid[0], ws[-1].tid[ws[-1].valid][-1]
-                head = f"CTA {c.ctaid}{rank} warps {', '.join(str(w.wid) for w in ws)} (threads {first}..{last})"
-            out.append(f"  {head} {text}")
-        return "\n".join(out)
-
-    def _diagnose_lines(self, live, spinning: bool) -> list:
-        lines = []
-        for w in live:
-            info = w.wait_info
-            head = ""
-            if spinning and w.blocked is None:
-                lines.append(f"{head} loops at {self.prog.code[w.last_pc].where(self.prog.files)}")
-                continue
-            if w.blocked is not None:
-                lines.append(f"{head} waits at {w.blocked}")
-                continue
-            if info is None:
-                lines.append(f"{head} at {self.prog.code[w.last_pc].where(self.prog.files)}")
-                continue
-            if info[0] == "mbarrier":
-                _, c, off, parity, ins = info
-                bar = c.mbarriers.get(off)
-                name = self.prog.shared_name(off)
-                state = _mbarrier_state(bar)
-                pend = [d for d in self.inflight_ops.values() if f"@{c.rank}:{off}" in d]
-                lines.append(f"{head} spins in mbarrier.try_wait.parity {parity} on '{name}' of CTA rank {c.rank} "
-                             f"at {self.where(ins)} — the barrier is in {state}; "
-                             + (f"in flight to it: {', '.join(pend)}" if pend else "nothing in flight can arrive on it")
-                             + ("" if pend or bar is None else _tx_hint(bar)))
-            else:
-                lines.append(f"{head} waits: {info[1] if len(info) > 1 else info}")
-        return [x.lstrip() for x in lines]
-
-
-def _mbarrier_state(bar) -> str:
-    if bar is None:
-        return "never initialised"
-    tx = (f"{bar.tx} transaction bytes still expected" if bar.tx >= 0 else
-          f"{-bar.tx} transaction bytes more arrived than were expected")
-    return (f"phase {bar.phase} (parity {bar.phase & 1}), {bar.pending} of {bar.count} arrivals still missing, "
-            f"{tx}")
-
-
-def _tx_hint(bar) -> str:
-    """What a stuck phase's transaction count says about expect_tx (nothing is in flight to the barrier)."""
-    if bar.tx > 0:
-        return (f". Fewer bytes arrived than expect_tx announced: the copies signalling this barrier delivered "
-                f"{bar.tx} bytes less than announced (expect_tx too large, or a copy missing)")
-    if bar.tx < 0:
-        return (f". More bytes arrived than expect_tx announced: expect_tx is {-bar.tx} bytes too small, so the "
-                "transaction count went below zero and the phase cannot complete (announce every byte the copies "
-                "deliver)")
-    return ""
+        return diagnose(self, live, spinning)

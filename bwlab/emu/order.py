@@ -99,14 +99,27 @@ def _prune(c) -> None:
     c.async_reads = [r for r in c.async_reads if not all(knows(w.known, r) for w in live)]
 
 
-def check_write(M, c, lo: int, hi: int, known: dict, writer: str, where: str, how: str) -> None:
-    """A write into shared bytes [lo, hi) of CTA c by `writer` (what it knew: `known`)."""
+def _hit(lo, hi, n, a, b):
+    """The first byte of [a, b) the access touches: [lo, hi) when n is None, else n bytes at each offset in lo."""
+    if n is None:
+        return max(lo, a) if a < hi and lo < b else None
+    sel = (lo + n > a) & (lo < b)
+    if not sel.any():
+        return None
+    return max(int(lo[sel].min()), a)
+
+
+def check_write(M, c, lo, hi, known: dict, writer: str, where: str, how: str, n=None) -> None:
+    """A write into shared bytes [lo, hi) of CTA c by `writer` (what it knew: `known`); with `n`, `lo` is an array
+    of offsets each written n bytes wide."""
     regions = c.__dict__.get("async_reads")
     if not regions:
         return
     for r in regions:
-        if r.lo < hi and lo < r.hi and not knows(known, r):
-            b = max(lo, r.lo)
+        if knows(known, r):
+            continue
+        b = _hit(lo, hi, n, r.lo, r.hi)
+        if b is not None:
             raise AsyncReadHazard(
                 f"{writer} at {where} {how} shared byte 0x{b:x} ({M.prog.shared_name(b)}) of CTA {c.ctaid}, which "
                 f"{r.what} issued by {r.who} at {r.where} may still be reading: the writer has not observed that "
@@ -280,20 +293,22 @@ def landed(c, op: int, bcta, boff: int, phase: int) -> None:
         rec[2] = (("mbarrier", bcta.linear, boff), phase)
 
 
-def check_read(M, c, lo: int, hi: int, known: dict, reader: str, where: str, what: str = "reads") -> None:
-    """A read of CTA c's shared bytes [lo, hi) by a thread (or the issue of an async read) that knew `known`."""
+def check_read(M, c, lo, hi, known: dict, reader: str, where: str, what: str = "reads", n=None) -> None:
+    """A read of CTA c's shared bytes [lo, hi) by a thread (or the issue of an async read) that knew `known`;
+    with `n`, `lo` is an array of offsets each read n bytes wide."""
     writes = c.__dict__.get("async_writes")
     if not writes:
         return
     for op, (a, b, done, wwhat, wwhere, wwho) in list(writes.items()):
-        if a < hi and lo < b:
-            if done is not None and known.get(done[0], -1) >= done[1]:
-                continue
+        if done is not None and known.get(done[0], -1) >= done[1]:
+            continue
+        first = _hit(lo, hi, n, a, b)
+        if first is not None:
             state = ("is still in flight" if done is None else
                      f"landed, but this thread has not observed the completion of the mbarrier phase it completed "
                      f"(phase {done[1]})")
             raise AsyncWriteNotObserved(
-                f"{reader} at {where} {what} shared byte 0x{max(a, lo):x} ({M.prog.shared_name(max(a, lo))}) of CTA "
+                f"{reader} at {where} {what} shared byte 0x{first:x} ({M.prog.shared_name(first)}) of CTA "
                 f"{c.ctaid}, which {wwhat} issued by {wwho} at {wwhere} writes and which {state}: wait on its mbarrier "
                 f"first (PTX ISA: the bytes of an asynchronous copy are visible only after the mbarrier phase it "
                 f"completes is observed)")

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import UnsupportedInstruction
-from .operands import bits_reader, mods_of
+from .operands import ALL, any_lane, bits_reader, mods_of
 from .table import ADVANCING, ROWS, TABLE, construct_of, lookup
 
 __all__ = ["decode_instruction", "Code", "ROWS", "TABLE", "lookup", "unsupported"]
@@ -99,11 +99,24 @@ def decode_instruction(ctx, ins) -> Code:
         guard = (lambda w, g=g: ~g(w)) if ins.guard[1] else g
 
     if row.kind in ADVANCING:
-        def run(w, group, body=body, guard=guard):
-            em = group if guard is None else group & guard(w)
-            if em.any():
-                body(w, em)
-            w.pc[group] += 1
+        if guard is None:
+            def run(w, group, body=body):
+                if group is ALL:
+                    body(w, group)
+                    w.pc += 1
+                    return
+                if any_lane(group):
+                    body(w, group)
+                w.pc[group] += 1
+        else:
+            def run(w, group, body=body, guard=guard):
+                em = group & guard(w)
+                if any_lane(em):
+                    body(w, em)
+                if group is ALL:
+                    w.pc += 1
+                else:
+                    w.pc[group] += 1
     else:  # the body sees the group and the guarded mask and sets the pcs
         def run(w, group, body=body, guard=guard):
             em = group if guard is None else group & guard(w)

@@ -8,6 +8,8 @@ from ..errors import UnsupportedInstruction
 from ..values import WIDTH, from_bits
 from .operands import addr_reader, bits_reader, state_space, types, value_dtype, writer
 
+_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
 
 def mov(ctx, ins, base, mods):
     """Data Movement and Conversion: mov (registers, symbols' addresses, packing and unpacking vectors)."""
@@ -68,9 +70,34 @@ def ld(ctx, ins, base, mods):
     dt = value_dtype(ty)
     sign = ty[0] == "s"
 
+    fast = n in (1, 2, 4, 8) and space in ("shared", "global")
+    own_shared = space == "shared"
+    if space == "kparam" and sym_space == "kparam" and vec == 1:
+        # a kernel parameter by name: one address for every lane, read once and given to all
+        poff = int(addr(None)[0]) if a[1][0] == "sym" else None
+        if poff is not None and poff % n == 0:
+            def param(w, m):
+                params = w.machine.params
+                if poff + n > params.size:
+                    return general(w, m)
+                v = params[poff:poff + n].view(dt)
+                wrs[0](w, np.full(32, v[0].astype(np.int64) if sign else v[0]), m)
+            general = _ld_body(ins, space, addr, n, vec, wrs, dt, sign, False, False)
+            return param
+    return _ld_body(ins, space, addr, n, vec, wrs, dt, sign, fast, own_shared)
+
+
+def _ld_body(ins, space, addr, n, vec, wrs, dt, sign, fast, own_shared):
     def body(w, m):
-        raw = w.machine.mem.read(w, space, addr(w), n * vec, m, ins)
-        vals = raw.view(dt).reshape(32, vec)
+        a = addr(w)
+        vals = None
+        if fast:
+            mem = w.machine.mem
+            vals = mem.load_own_shared(w, a, n, vec, m) if own_shared else mem.load_global(w, a, n, vec, m)
+        if vals is None:
+            vals = w.machine.mem.read(w, space, a, n * vec, m, ins).view(dt).reshape(32, vec)
+        else:
+            vals = vals.view(dt)
         for k, wr in enumerate(wrs):
             v = vals[:, k]
             wr(w, v.astype(np.int64) if sign else v, m)
@@ -90,11 +117,21 @@ def st(ctx, ins, base, mods):
     srcs = [bits_reader(ctx, x, ty) for x in (s[1] if s[0] == "vec" else [s])]
     dt = value_dtype(ty)
 
+    fast = n in (1, 2, 4, 8) and space in ("shared", "global")
+    own_shared = space == "shared"
+
     def body(w, m):
         data = np.empty((32, vec), dt)
         for k, r in enumerate(srcs):
             data[:, k] = r(w)
-        w.machine.mem.write(w, space, addr(w), data.view(np.uint8).reshape(32, n * vec), m, ins)
+        a = addr(w)
+        if fast:
+            mem = w.machine.mem
+            words = data.view(_UINT[n])
+            if (mem.store_own_shared(w, a, words, n, vec, m) if own_shared else
+                    mem.store_global(w, a, words, n, vec, m)):
+                return
+        w.machine.mem.write(w, space, a, data.view(np.uint8).reshape(32, n * vec), m, ins)
     return body
 
 

@@ -18,10 +18,26 @@ from ..errors import UnsupportedInstruction
 from ..values import WIDTH, from_bits, imm_value, to_bits
 
 __all__ = ["bits_reader", "writer", "addr_reader", "address", "mods_of", "types", "state_space", "value_dtype", "advancing",
-           "nop", "LANES", "TYPES"]
+           "nop", "LANES", "TYPES", "ALL", "any_lane", "all_lanes"]
 
 TYPES = set(WIDTH) | {"b128"}
 LANES = np.arange(32, dtype=np.uint64)
+# The mask the scheduler passes when the group is the whole warp (all 32 lanes live, at one pc): a body
+# or writer may test `m is ALL` for its whole-warp fast path. Read-only: no body can change it.
+ALL = np.ones(32, bool)
+ALL.flags.writeable = False
+_NONE_BYTES = bytes(32)
+_ALL_BYTES = ALL.tobytes()
+
+
+def any_lane(mask) -> bool:
+    """mask.any() for a 32-lane bool mask, without NumPy's reduction machinery (the hot path's cost)."""
+    return mask.tobytes() != _NONE_BYTES
+
+
+def all_lanes(mask) -> bool:
+    """mask.all() for a 32-lane bool mask."""
+    return mask.tobytes() == _ALL_BYTES
 
 
 def mods_of(op: str):
@@ -72,14 +88,46 @@ def writer(ctx, op, ty):
         raise UnsupportedInstruction(f"cannot write to operand {op!r}")
     idx = ctx.reg(op[1])
     width = ctx.prog.reg_width[idx]
+    conv = _bits_converter(ty, width)
 
-    def write(w, vals, m, idx=idx, width=width, ty=ty):
+    def write(w, vals, m, idx=idx, conv=conv):
         if w.inflight and idx in w.inflight:
             w.machine.inflight_read(w, idx, write=True)
-        bits = to_bits(np.broadcast_to(vals, (32,)), ty, width)
-        row = w.R[idx]
-        row[m] = bits[m]
+        bits = conv(vals)
+        if m is ALL:
+            w.R[idx] = bits
+        else:
+            np.copyto(w.R[idx], bits, where=m)
     return write
+
+
+def _bits_converter(ty, width):
+    """values of type `ty` (an array of 32 lanes, or one value for all) -> register bits, as `to_bits`
+    gives them, with the cheap cases taken without a copy."""
+    def general(vals):
+        if not (isinstance(vals, np.ndarray) and vals.shape == (32,)):
+            vals = np.broadcast_to(vals, (32,))
+        return to_bits(vals, ty, width)
+    if ty == "f32" and width >= 32:
+        def f32(vals):
+            if isinstance(vals, np.ndarray) and vals.dtype == np.float32 and vals.shape == (32,):
+                return vals.view(np.uint32)
+            return general(vals)
+        return f32
+    if ty[0] in "ub" or ty in ("f16x2", "bf16x2"):
+        def unsigned(vals):
+            if isinstance(vals, np.ndarray) and vals.shape == (32,) and vals.dtype.kind == "u" \
+                    and vals.dtype.itemsize * 8 <= width:
+                return vals
+            return general(vals)
+        return unsigned
+    if ty == "pred":
+        def pred(vals):
+            if isinstance(vals, np.ndarray) and vals.dtype == np.bool_ and vals.shape == (32,):
+                return vals
+            return general(vals)
+        return pred
+    return general
 
 
 def addr_reader(ctx, op):
@@ -96,6 +144,16 @@ def addr_reader(ctx, op):
     if base[0] == "imm":
         a = np.full(32, int(base[1], 0) + off, np.uint64)
         return None, (lambda w, a=a: a)
+    if base[0] == "reg" and _special(base[1]) is None:
+        # a register's row holds the address itself (a 32-bit register's bits are zero-extended)
+        idx = ctx.reg(base[1])
+        o = np.uint64(off & 0xFFFFFFFFFFFFFFFF)
+
+        def reg_addr(w, idx=idx, o=o):
+            if w.inflight and idx in w.inflight:
+                w.machine.inflight_read(w, idx)
+            return w.R[idx] + o
+        return None, reg_addr
     ty = "u64" if ctx.prog.reg_width[ctx.reg(base[1])] == 64 else "u32"
     r = bits_reader(ctx, base, ty)
     if off == 0:
@@ -117,6 +175,13 @@ def bits_reader(ctx, op, ty: str):
         if name.startswith("%") and _special(name):
             return _special(name)(ty)
         idx = ctx.reg(name)
+        conv = _FROM_BITS.get(ty)
+        if conv is not None:
+            def read_fast(w, idx=idx, conv=conv):
+                if w.inflight and idx in w.inflight:
+                    w.machine.inflight_read(w, idx)
+                return conv(w.R[idx])
+            return read_fast
 
         def read(w, idx=idx, ty=ty):
             if w.inflight and idx in w.inflight:
@@ -139,6 +204,16 @@ def bits_reader(ctx, op, ty: str):
         return lambda w: ~r(w)
     raise UnsupportedInstruction(f"operand {op!r} cannot be read as a value")
 
+
+# from_bits for the common types, without its dispatch
+_FROM_BITS = {
+    "f32": lambda b: b.astype(np.uint32).view(np.float32),
+    "u32": lambda b: b.astype(np.uint32), "b32": lambda b: b.astype(np.uint32),
+    "s32": lambda b: b.astype(np.uint32).view(np.int32),
+    "u64": lambda b: b, "b64": lambda b: b, "s64": lambda b: b.view(np.int64),
+    "f64": lambda b: b.view(np.float64),
+    "pred": lambda b: b != 0,
+}
 
 _SPECIALS = ("%tid", "%ntid", "%ctaid", "%nctaid", "%clusterid", "%nclusterid", "%cluster_ctaid",
              "%cluster_nctaid", "%laneid", "%warpid", "%nwarpid", "%smid", "%nsmid", "%gridid",

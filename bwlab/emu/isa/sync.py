@@ -73,9 +73,17 @@ def atom(ctx, ins, base, mods):
     n = WIDTH[ty] // 8
     dt = value_dtype(ty)
 
+    fast = opname == "add" and space == "shared" and ty in ("u32", "s32", "u64", "s64", "b32", "b64")
+
     def body(w, m):
         ad = addr(w)
         vals = [r(w) for r in rs]
+        if fast:
+            old = w.machine.mem.add_own_shared(w, ad, vals[0].astype(dt), m)
+            if old is not None:
+                if wr is not None:
+                    wr(w, old, m)
+                return
         old_all = np.zeros(32, dt)
         for lane in np.nonzero(m)[0]:
             one = np.zeros(32, bool)

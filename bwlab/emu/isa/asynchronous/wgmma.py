@@ -187,16 +187,23 @@ def _wgmma_compute(M, w, rec, N, dtype, tnsp_a, tnsp_b, d_idx, ins, b_dtype=None
     a_major = "MN" if tnsp_a else "K"
     b_major = "MN" if tnsp_b else "K"
     b_dtype = dtype if b_dtype is None else b_dtype
+    cache = M.__dict__.setdefault("wgmma_addresses", {})
     for desc, major, mn, what, dt in ((adesc, a_major, 64, "A", dtype), (bdesc, b_major, N, "B", b_dtype)):
         eb = _ELEM_BYTES.get(dt, 2)
-        try:
-            addrs = descriptor_addresses(decode_smem_desc(desc, "sm90"), major, dt, mn)
-        except ValueError as e:
-            raise EmuError(f"{w.who()} at {M.where(ins)}: the {what} descriptor 0x{desc:016x}: {e}") from None
-        hi = int(addrs.max()) + eb
+        key = (desc, major, dt, mn)
+        got = cache.get(key)
+        if got is None:
+            try:
+                addrs = descriptor_addresses(decode_smem_desc(desc, "sm90"), major, dt, mn)
+            except ValueError as e:
+                raise EmuError(f"{w.who()} at {M.where(ins)}: the {what} descriptor 0x{desc:016x}: {e}") from None
+            got = cache[key] = (addrs, int(addrs.min()), int(addrs.max()) + eb)
+        addrs, lo, hi = got
         if hi > c.smem.size:
             raise EmuFault(f"{w.who()} at {M.where(ins)}: the {what} operand reads shared bytes up to 0x{hi:x}, past "
                            f"the CTA's {c.smem.size} bytes (descriptor 0x{desc:016x})")
+        if not (c.smem_writer[lo:hi] >= 0).any():
+            continue   # no unfenced generic-proxy byte anywhere in the operand's span
         flat = np.unique((addrs[..., None] + np.arange(eb)).reshape(-1))
         bad = flat[c.smem_writer[flat] >= 0]
         if bad.size and M.check_proxy:
