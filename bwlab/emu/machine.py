@@ -452,6 +452,8 @@ class Launch:
 
     def _members(self, w, c, group):
         mask = c.member(w)
+        if group is ALL and mask == 0xFFFFFFFF:
+            return ALL   # the whole warp, every lane live, names every lane: nothing to check
         members = (mask >> np.arange(32, dtype=np.int64)) & 1 == 1
         missing = members & w.exited & w.valid
         if missing.any():

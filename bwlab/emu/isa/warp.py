@@ -67,7 +67,7 @@ def shfl(ctx, ins, base, mods):
         else:
             j = minl | (bval & ~seg)
             pv = j <= maxl
-        j = np.where(pv, j, lane).clip(0, 31)
+        j = np.where(pv, j, lane) & 31   # in 0..31 already: a lane takes its own value where pv fails
         wr(w, a[j], m)
         if wq is not None:
             wq(w, pv, m)
