@@ -456,7 +456,7 @@ def test_every_sm90a_source_decodes(path):
     defines = {"CLUSTER_X": 2, "CLUSTER_Y": 1} if "multicast" in path.name else None
     mod = emu.RawModule(compiled=compile_cuda(path.relative_to(CUDA_SRC).as_posix(), "sm_90a", defines=defines,
                                               extra_options=("--generate-line-info",)))
-    assert mod.kernels
+    assert mod.kernels and not mod.program.unsupported, mod.program.unsupported
 
 
 def test_the_tma_streaming_copy_copies():
@@ -496,9 +496,21 @@ def test_an_instruction_the_table_has_no_row_for_is_refused_at_decode_by_name_li
     }
     for code, (op, construct) in cases.items():
         with pytest.raises(emu.UnsupportedInstruction) as e:
-            emu.RawModule(code=code, name="unsupported.cu")
+            emu.RawModule(code=code, name="unsupported.cu").get_function("k")
         msg = str(e.value)
         assert f"the emulator does not execute {op}" in msg and "PTX line" in msg and construct in msg, msg
+
+
+def test_an_unsupported_instruction_stops_only_the_kernel_that_has_it():
+    mod = emu.RawModule(code="""
+extern "C" __global__ void bad() { asm volatile("pmevent 1;"); }
+extern "C" __global__ void good(unsigned* o) { o[threadIdx.x] = threadIdx.x * 3u; }
+""", name="two.cu")
+    with pytest.raises(emu.UnsupportedInstruction, match="pmevent"):
+        mod.get_function("bad")
+    out = emu.zeros(32, np.uint32)
+    mod.get_function("good")((1,), (32,), (out,))
+    assert (out.get() == np.arange(32) * 3).all()
 
 
 def test_the_table_drives_decoding_and_the_convergence_rules():

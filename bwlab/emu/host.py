@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import EmuError
+from .errors import EmuError, UnsupportedInstruction
 from .machine import Launch
 from .memory import device_memory
 from .program import Program
@@ -186,6 +186,9 @@ class RawModule:
         name = self.lowered.get(name, name)
         if name not in self.program.entry_pc:
             raise AttributeError(f"the module has no kernel {name!r} (it has {', '.join(self.kernels)})")
+        refused = self.program.unsupported.get(name)
+        if refused is not None:
+            raise UnsupportedInstruction(str(refused))
         return Function(self, name)
 
     def get_global(self, name: str) -> Global:

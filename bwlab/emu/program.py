@@ -112,6 +112,7 @@ class Program:
 
     # ---- decoding ------------------------------------------------------------------------------
     def _decode(self):
+        self.unsupported = {}     # function name -> the first UnsupportedInstruction in its body
         for f in self.module.functions.values():
             for name, typ in f.regs.items():
                 self.reg_index[(f.name, name)] = len(self.reg_width)
@@ -133,8 +134,11 @@ class Program:
             for k, ins in enumerate(f.body):
                 try:
                     self.code.append(decode_instruction(ctx, ins))
-                except UnsupportedInstruction:
-                    raise
+                except UnsupportedInstruction as e:
+                    # refused where it matters: getting this kernel (its own body), or executing it (a
+                    # function it calls); the other kernels of the module still run
+                    self.unsupported.setdefault(f.name, e)
+                    self.code.append(Code(_refuse(e), ins, f.name))
                 except Exception as e:  # pragma: no cover - a decoder bug shows the instruction
                     raise UnsupportedInstruction(
                         f"cannot decode PTX line {ins.line} `{ins.text}`: {type(e).__name__}: {e}") from e
@@ -196,3 +200,10 @@ class _Ctx:
         if name in p.module.functions:
             return "func", name
         raise UnsupportedInstruction(f"symbol {name} is not known in {self.func.name}")
+
+
+def _refuse(error):
+    """The body of an instruction the emulator does not execute: executing it raises the refusal."""
+    def run(w, group):
+        raise UnsupportedInstruction(str(error))
+    return run
