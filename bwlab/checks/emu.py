@@ -184,7 +184,7 @@ class Tally:
         return groups
 
 
-def compare_all(say=print, n_tma: int = 1000, n_store: int = 200, quick: bool = False) -> int:
+def compare_all(say=print, n_tma: int = 1000, n_store: int = 200, quick: bool = False, seed: int = 0) -> int:
     from .. import device
     info = device.gpu_info()
     if info is None or not info.has_wgmma:
@@ -197,7 +197,7 @@ def compare_all(say=print, n_tma: int = 1000, n_store: int = 200, quick: bool = 
     # TMA loads: the harness, random cases in batches (one CTA each)
     from ..tma.runner import run_cases
     from .tma import random_cases
-    cases = random_cases(n_tma, seed=2026)
+    cases = random_cases(n_tma, seed=2026 + seed)
     for i in range(0, len(cases), 50):
         batch = cases[i:i + 50]
 
@@ -217,7 +217,7 @@ def compare_all(say=print, n_tma: int = 1000, n_store: int = 200, quick: bool = 
     # the teaching kernel, a wrong expect_tx included
     from ..lab import TeachingKernel
     from ..tma import TensorMap, run_teach
-    rng = np.random.default_rng(5)
+    rng = np.random.default_rng(5 + seed)
     g = rng.integers(0, 2 ** 16, (96, 80), dtype=np.uint16)
     for sw, inner in (("none", 64), ("32B", 16), ("64B", 32), ("128B", 64)):
         tm = TensorMap("uint16", (80, 96), (inner, 24), swizzle=sw)
@@ -232,12 +232,12 @@ def compare_all(say=print, n_tma: int = 1000, n_store: int = 200, quick: bool = 
     from ..multicast.runner import launch_multicast, run_teach as mc_teach
     from .multicast import validation_configs
     for cfg in validation_configs(quick=quick):
-        ops = make_operands(cfg, seed=1)
+        ops = make_operands(cfg, seed=1 + seed)
         t.case("TMA multicast (harness)", str(cfg.cluster),
                lambda cfg=cfg, ops=ops: (launch_multicast(cfg, ops).smem,))
     for cl in ((2, 1), (2, 2), (1, 4), (2, 4)):
         cfg = teach_config(cluster=cl, grid_clusters=(2, 1))
-        case = MulticastLoad(cfg, seed=5)
+        case = MulticastLoad(cfg, seed=5 + seed)
         t.case("teach_multicast.cu", str(cl), lambda cfg=cfg, case=case: mc_teach(cfg, case.operands))
     say(f"multicast compared ({time.perf_counter() - t0:.0f} s so far)")
 
@@ -246,9 +246,9 @@ def compare_all(say=print, n_tma: int = 1000, n_store: int = 200, quick: bool = 
     from ..epilogue.runner import run_epilogue, run_teach as st_teach
     from .store import random_epilogue_problem, random_store_cases
     for op in ("store", "reduce_add"):
-        for k, c in enumerate(random_store_cases(n_store if op == "store" else n_store // 2, seed=7, op=op)):
+        for k, c in enumerate(random_store_cases(n_store if op == "store" else n_store // 2, seed=7 + seed, op=op)):
             t.case(f"TMA {op} (random boxes)", str(k), lambda c=c: c.run())
-    rng = np.random.default_rng(9)
+    rng = np.random.default_rng(9 + seed)
     for k in range(10 if quick else 40):
         p = random_epilogue_problem(rng)
         acc = rng.standard_normal(p.acc_shape).astype(np.float32)
@@ -265,26 +265,26 @@ def compare_all(say=print, n_tma: int = 1000, n_store: int = 200, quick: bool = 
 
     # wgmma: every layout of the validator, the teaching kernel
     from .. import umma
-    regular, _ = umma.wgmma_cases(seed=3)
+    regular, _ = umma.wgmma_cases(seed=3 + seed)
     for case in regular:
         t.case("wgmma (every layout)", case.label(), lambda case=case: umma.launch_wgmma(case)[0])
-    tc = umma.WgmmaCase("f16", 64, 32, "K", "none", "K", "none", seed=1)
+    tc = umma.WgmmaCase("f16", 64, 32, "K", "none", "K", "none", seed=1 + seed)
     t.case("teach_wgmma.cu", tc.label(), lambda: umma.run_teach_wgmma(tc))
 
     # the Hopper full flow and the ladder
     from ..flow import FlowProblem
     from ..flow.runner import run_hopper, run_hybrid
-    for seed in (0, 1):
-        p = FlowProblem(seed)
-        t.case("full_flow_sm90 (full_flow_hopper)", f"seed {seed}", lambda p=p: run_hopper(p, repeat=1)[0])
-        t.case("full_flow_sm90 (load dump + store)", f"seed {seed}",
+    for fs in (seed, seed + 1):
+        p = FlowProblem(fs)
+        t.case("full_flow_sm90 (full_flow_hopper)", f"seed {fs}", lambda p=p: run_hopper(p, repeat=1)[0])
+        t.case("full_flow_sm90 (load dump + store)", f"seed {fs}",
                lambda p=p: tuple(run_hybrid(p)[k] for k in ("smem_a", "smem_b", "smem_d", "gmem_d")))
     from ..gemm import runner as gr
     from ..gemm.ladder import STEPS
     from ..hw.dtypes import from_float
     shapes = [(256, 512, 192)] + ([] if quick else [(512, 512, 256)])
     for (m, n, k) in shapes:
-        rng = np.random.default_rng(m + n + k)
+        rng = np.random.default_rng(m + n + k + seed)
         a = from_float(rng.random((m, k), dtype=np.float32) * 2 - 1, "bf16")
         b = from_float(rng.random((n, k), dtype=np.float32) * 2 - 1, "bf16")
         for s in STEPS:
@@ -325,12 +325,17 @@ def validate_main(argv=None) -> int:
     ap.add_argument("--store", type=int, default=200, help="random TMA store cases (and half as many reduce-adds)")
     ap.add_argument("--quick", action="store_true", help="fewer shapes")
     ap.add_argument("--out", help="also write the report here")
+    ap.add_argument("--seed", type=int, default=0, help="new inputs (every case's seed plus this) and, for the "
+                    "emulator, this scheduler seed (BWLAB_EMU_SEED): other interleavings")
     a = ap.parse_args(argv)
+    if a.seed:
+        os.environ["BWLAB_EMU_SEED"] = str(a.seed)
     say, lines = _report(a.out)
     from .. import device
     info = device.gpu_info()
     say(f"{info.name if info else 'no GPU'}: every sm_90a kernel on this GPU and in bwlab.emu, byte for byte")
-    rc = compare_all(say, a.tma, a.store, a.quick)
+    say(f"inputs seed offset {a.seed}, emulator scheduler seed {os.environ.get('BWLAB_EMU_SEED', '0')}")
+    rc = compare_all(say, a.tma, a.store, a.quick, a.seed)
     if a.out:
         with open(a.out, "w") as f:
             f.write("\n".join(lines) + "\n")

@@ -13,6 +13,8 @@ parameter, or the call raises before anything runs.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from .errors import EmuError, UnsupportedInstruction
@@ -203,7 +205,8 @@ class Function:
     def __init__(self, module: RawModule, name: str):
         self.module, self.name = module, name
         self.max_dynamic_shared_size_bytes = 48 * 1024
-        self.seed = 0
+        # the scheduler's seed: 0, or BWLAB_EMU_SEED (validate emu --seed runs the suite under other interleavings)
+        self.seed = int(os.environ.get("BWLAB_EMU_SEED", "0"))
         self.trace = False
 
     def params(self) -> bytes:
