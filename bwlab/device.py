@@ -146,7 +146,7 @@ def native_arch() -> str:
 
 
 # the stages whose kernels the emulator executes (sm_90a code: TMA, mbarrier, clusters, bulk stores;
-# sm_100a code: tcgen05.mma, TMEM and its allocator, bwlab.emu.tcgen05)
+# sm_100a code: tcgen05.mma, TMEM and its allocator, bwlab.emu.isa.asynchronous.tcgen05)
 EMULATED_STAGES = ("tma", "multicast", "store", "umma", "tmem")
 
 

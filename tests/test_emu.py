@@ -232,7 +232,24 @@ def test_a_wrong_expect_tx_names_the_waiting_warps_and_the_missing_bytes():
     assert e.value.barrier == "smem_full" and e.value.expected_tx == t.box_bytes + 16
     assert "spins in mbarrier.try_wait.parity 0 on 'smem_full'" in msg
     assert "16 transaction bytes still expected" in msg and "nothing in flight" in msg
+    assert "Fewer bytes arrived than expect_tx announced" in msg and "16 bytes less than announced" in msg
     assert "warps 0, 1, 2, 3 (threads 0..127)" in msg and "teach_tma.cu:40 (in mbarrier.cuh:57)" in msg
+
+
+def test_an_expect_tx_too_small_says_more_bytes_arrived_than_announced():
+    from bwlab.lab import TeachingKernel
+    from bwlab.runtime import MbarrierTimeout
+    from bwlab.tma import TensorMap, run_teach
+    g = np.arange(64 * 64, dtype=np.uint16).reshape(64, 64)
+    t = TensorMap("uint16", (64, 64), (64, 16))
+    mine = TeachingKernel("teach_tma.cu").replace("const u32 tx_bytes = box_bytes;",
+                                                  "const u32 tx_bytes = box_bytes - 16;")
+    with pytest.raises(MbarrierTimeout) as e:
+        run_teach(g, t, (0, 0), kernel=mine)
+    msg = str(e.value)
+    assert "16 transaction bytes more arrived than were expected" in msg
+    assert "More bytes arrived than expect_tx announced: expect_tx is 16 bytes too small" in msg
+    assert "Fewer bytes arrived than expect_tx announced" not in msg
 
 
 def _gallery():
@@ -253,6 +270,7 @@ def test_broken_gallery_out_of_bounds_store_names_the_allocation():
     out = emu.zeros(1024, np.uint32)
     with pytest.raises(emu.EmuFault) as e:
         mod.get_function("oob_store")((1,), (32,), (out, np.uint64(1 << 32)))
+    assert isinstance(e.value, emu.EmuError)   # reaches a learner in the short form of every EmuError
     msg = str(e.value)
     assert "thread 0" in msg and "st.global" in msg and "outside every allocation" in msg and "past the end" in msg
 
@@ -438,7 +456,7 @@ def test_every_sm90a_source_decodes(path):
     defines = {"CLUSTER_X": 2, "CLUSTER_Y": 1} if "multicast" in path.name else None
     mod = emu.RawModule(compiled=compile_cuda(path.relative_to(CUDA_SRC).as_posix(), "sm_90a", defines=defines,
                                               extra_options=("--generate-line-info",)))
-    assert mod.kernels
+    assert mod.kernels and not mod.program.unsupported, mod.program.unsupported
 
 
 def test_the_tma_streaming_copy_copies():
@@ -466,3 +484,105 @@ def test_blackwell_first_contact_dry_run(tmp_path):
     text = out.read_text()
     assert "26 cases, 0 with a difference or a failure: PASS" in text and "forced timeout, then a normal launch" in text
     assert validate_main(["--out", str(out)]) == 3    # no sm_100 GPU here: it says so and exits 3
+
+
+# ---- the instruction table ---------------------------------------------------------------------------
+def test_an_instruction_the_table_has_no_row_for_is_refused_at_decode_by_name_line_and_cuda_construct():
+    cases = {
+        "extern \"C\" __global__ void k() { asm volatile(\"pmevent 1;\"); }": ("`pmevent`", "__prof_trigger()"),
+        "extern \"C\" __global__ void k() { __brkpt(); }": ("`brkpt`", "__brkpt()"),
+        "extern \"C\" __global__ void k(float* o, const float* a) { o[threadIdx.x] = roundf(a[threadIdx.x]); }":
+            ("`add.rz.f32`", "roundf()"),
+    }
+    for code, (op, construct) in cases.items():
+        with pytest.raises(emu.UnsupportedInstruction) as e:
+            emu.RawModule(code=code, name="unsupported.cu").get_function("k")
+        msg = str(e.value)
+        assert f"the emulator does not execute {op}" in msg and "PTX line" in msg and construct in msg, msg
+
+
+def test_an_unsupported_instruction_stops_only_the_kernel_that_has_it():
+    mod = emu.RawModule(code="""
+extern "C" __global__ void bad() { asm volatile("pmevent 1;"); }
+extern "C" __global__ void good(unsigned* o) { o[threadIdx.x] = threadIdx.x * 3u; }
+""", name="two.cu")
+    with pytest.raises(emu.UnsupportedInstruction, match="pmevent"):
+        mod.get_function("bad")
+    out = emu.zeros(32, np.uint32)
+    mod.get_function("good")((1,), (32,), (out,))
+    assert (out.get() == np.arange(32) * 3).all()
+
+
+def test_the_table_drives_decoding_and_the_convergence_rules():
+    from bwlab.emu.isa import table
+    assert table.lookup("mbarrier.arrive.expect_tx.shared::cta.b64").key == "mbarrier.arrive"
+    assert table.lookup("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes").key \
+        == "cp.async.bulk.tensor"
+    assert table.lookup("cp.async.bulk.commit_group").kind == "plain"
+    assert table.lookup("cp.async.bulk.wait_group.read").kind == "blocking"
+    assert table.lookup("pmevent") is None and table.lookup("match.any.sync.b32") is None
+    assert table.lookup("shfl.sync.bfly.b32").converge == "member"
+    assert table.lookup("bar.sync").converge == "aligned" and table.lookup("bar.warp.sync").converge == "member"
+    # what the decoder gives the scheduler comes from the row
+    mod = emu.RawModule(code="""extern "C" __global__ void k(unsigned* o) {
+        unsigned v = __shfl_xor_sync(0xffffffffu, threadIdx.x, 1); __syncthreads(); o[threadIdx.x] = v; }""",
+                        name="table.cu")
+    code = mod.program.code
+    shfl = next(c for c in code if c.instr.op.startswith("shfl.sync"))
+    bar = next(c for c in code if c.instr.op.startswith("bar"))
+    assert (shfl.converge, shfl.row.key) == (2, "shfl.sync") and (bar.converge, bar.row.converge) == (1, "aligned")
+    rows = table.listing().splitlines()
+    assert len(rows) == len(table.ROWS) + 2 and all(r.section for r in table.ROWS)
+
+
+def test_the_emulator_package_stays_small_and_imports_models_not_runners():
+    import ast
+    root = os.path.join(os.path.dirname(__file__), "..", "bwlab", "emu")
+    for dp, _, fs in os.walk(root):
+        for f in fs:
+            if f.endswith(".py"):
+                text = open(os.path.join(dp, f)).read()
+                assert text.count("\n") <= 600, f"{f} has more than 600 lines"
+                for node in ast.walk(ast.parse(text)):
+                    if isinstance(node, ast.ImportFrom) and node.module:
+                        last = node.module.split(".")[-1]
+                        names = {a.name for a in node.names}
+                        assert last not in ("runner", "case", "results", "runtime") and \
+                            not names & {"runner", "case", "results", "runtime"}, (f, node.module)
+
+
+def test_shared_atomic_adds_of_a_warp_return_what_the_lanes_before_them_left():
+    """atom.shared.add by 32 lanes on 4 addresses: lane order, each lane sees the earlier lanes' sums (the
+    emulator's whole-warp path must give what one lane at a time gives)."""
+    mod = emu.RawModule(code="""extern "C" __global__ void k(unsigned* old, unsigned* total) {
+        __shared__ unsigned s[4];
+        if (threadIdx.x < 4) s[threadIdx.x] = 100u * threadIdx.x;
+        __syncthreads();
+        old[threadIdx.x] = atomicAdd(&s[threadIdx.x % 4], threadIdx.x + 1u);
+        __syncthreads();
+        if (threadIdx.x < 4) total[threadIdx.x] = s[threadIdx.x]; }""", name="atomics.cu")
+    old, total = emu.zeros(64, np.uint32), emu.zeros(4, np.uint32)
+    mod.get_function("k")((1,), (64,), (old, total))
+    s = [100 * i for i in range(4)]
+    got = old.get()             # within a warp, lanes in order; the two warps in either order
+    for warp in range(2):
+        lanes = range(32 * warp, 32 * warp + 32)
+        by_addr = {}
+        for t in lanes:
+            by_addr.setdefault(t % 4, []).append(t)
+        for a, ts in by_addr.items():
+            olds = [int(got[t]) for t in ts]
+            assert olds == sorted(olds) and all(olds[i + 1] - olds[i] == ts[i] + 1 for i in range(len(ts) - 1))
+    assert total.get().tolist() == [s[a] + sum(t + 1 for t in range(64) if t % 4 == a) for a in range(4)]
+
+
+def test_a_seed_gives_one_interleaving():
+    from bwlab.checks.emu import ORDINARY_KERNELS
+    mod = emu.RawModule(code=ORDINARY_KERNELS, name="ordinary.cu")
+    x = np.random.default_rng(3).random(4096, dtype=np.float32)
+    runs = []
+    for seed in (5, 5, 6):
+        out = emu.zeros(8, np.float32)
+        run = mod.get_function("reduce_sum")((8,), (128,), (emu.asarray(x), out, np.int32(x.size)), seed=seed)
+        runs.append((run.steps, run.clock, out.get().tobytes()))
+    assert runs[0] == runs[1]

@@ -1,4 +1,4 @@
-"""The sm_100a kernels executed in the PTX emulator (bwlab.emu.tcgen05), compared with the models, and
+"""The sm_100a kernels executed in the PTX emulator (bwlab.emu.isa.asynchronous.tcgen05), compared with the models, and
 the tcgen05 protocol: one deliberately broken kernel per rule, each raising the named error.
 
 No GPU is needed (the emulated tier runs the sm_100a PTX that NVRTC emits). Blackwell's accumulation
@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 
 from bwlab import emu, umma
-from bwlab.emu import ProtocolError, ProxyFenceMissing
-from bwlab.emu.tcgen05 import (PeerExited, TcgenFenceMissing, TmemAllocError, TmemAllocHang, TmemLaneQuarter,
-                               TmemLeak)
+from bwlab.emu import (PeerExited, ProtocolError, ProxyFenceMissing, TcgenFenceMissing, TmemAllocError, TmemAllocHang,
+                       TmemLaneQuarter, TmemLeak)
 from bwlab.runtime import EMULATED, MbarrierTimeout, launch
 from bwlab.source import source_text
 from bwlab.umma.runner import UMMA_BARRIERS

@@ -11,10 +11,13 @@ random boxes, random epilogues, every wgmma layout, the teaching kernels, the Ho
 each Hopper ladder step at small shapes. A case passes when both produce the same bytes (and the same
 MbarrierTimeout, where the case expects one). The emulator is correct when every case passes.
 
-`bench emu` times the emulator on the teaching kernels, the full flow and the ladder (one process;
-NumPy may use more than one core for the wgmma model's matrix products) and reports warp-instructions
-per second. Goals: each teaching kernel < 1 s, full_flow_sm90 < 5 s, each ladder step at 256 x 512 x 192
-< 20 s. Time is virtual inside the emulator; these are the host's seconds.
+`bench emu` times the emulator on the teaching kernels, the full flow, the ladder and a few ordinary CUDA
+kernels a learner writes (a 128^3 SGEMM with shared-memory tiles, a shuffle reduction, a shared-memory
+histogram with atomics, a saxpy), each checked against NumPy (one process; NumPy may use more than one
+core for the wgmma model's matrix products), and reports warp-instructions per second and their median
+over the kernels. Goals: each teaching kernel < 1 s, full_flow_sm90 < 5 s, each ladder step at
+256 x 512 x 192 < 20 s, the 128^3 SGEMM < 5 s. Time is virtual inside the emulator; these are the host's
+seconds.
 """
 from __future__ import annotations
 
@@ -26,7 +29,105 @@ import numpy as np
 
 from ..device import using_backend
 
-__all__ = ["validate_main", "bench_main", "compare_all"]
+__all__ = ["validate_main", "bench_main", "compare_all", "ORDINARY_KERNELS", "ordinary_benches"]
+
+# Ordinary CUDA as a learner writes it: no TMA, no tensor cores.
+ORDINARY_KERNELS = r"""
+#define TILE 16
+extern "C" __global__ void sgemm_tiled(const float* A, const float* B, float* C, int n) {
+    __shared__ float As[TILE][TILE];
+    __shared__ float Bs[TILE][TILE];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int row = blockIdx.y * TILE + ty, col = blockIdx.x * TILE + tx;
+    float acc = 0.0f;
+    for (int k0 = 0; k0 < n; k0 += TILE) {
+        As[ty][tx] = A[row * n + k0 + tx];
+        Bs[ty][tx] = B[(k0 + ty) * n + col];
+        __syncthreads();
+        #pragma unroll
+        for (int k = 0; k < TILE; ++k) acc += As[ty][k] * Bs[k][tx];
+        __syncthreads();
+    }
+    C[row * n + col] = acc;
+}
+
+extern "C" __global__ void reduce_sum(const float* x, float* out, int n) {
+    __shared__ float partial[32];
+    float v = 0.0f;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) v += x[i];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = v;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        v = threadIdx.x < (blockDim.x >> 5) ? partial[threadIdx.x] : 0.0f;
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+        if (threadIdx.x == 0) out[blockIdx.x] = v;
+    }
+}
+
+extern "C" __global__ void histogram(const unsigned char* x, unsigned* hist, int n) {
+    __shared__ unsigned h[256];
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) h[i] = 0;
+    __syncthreads();
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) atomicAdd(&h[x[i]], 1u);
+    __syncthreads();
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) atomicAdd(&hist[i], h[i]);
+}
+
+extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+"""
+
+
+def ordinary_benches():
+    """[(name, goal in s, run)]: each run launches one ordinary kernel in the emulator and checks it."""
+    from .. import emu
+    mod = emu.RawModule(code=ORDINARY_KERNELS, name="ordinary.cu")
+    rng = np.random.default_rng(0)
+    n = 128
+    a = rng.random((n, n), dtype=np.float32) - 0.5
+    b = rng.random((n, n), dtype=np.float32) - 0.5
+    da, db = emu.asarray(a), emu.asarray(b)
+    dc = emu.zeros((n, n), np.float32)
+
+    def sgemm():
+        mod.get_function("sgemm_tiled")((n // 16, n // 16), (16, 16), (da, db, dc, np.int32(n)))
+        if not np.allclose(dc.get(), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4):
+            raise AssertionError("sgemm_tiled differs from NumPy")
+
+    m = 1 << 15
+    x = rng.random(m, dtype=np.float32)
+    dx, dsum = emu.asarray(x), emu.zeros(64, np.float32)
+
+    def reduce():
+        mod.get_function("reduce_sum")((64,), (256,), (dx, dsum, np.int32(m)))
+        if not np.isclose(float(dsum.get().astype(np.float64).sum()), float(x.astype(np.float64).sum()), rtol=1e-5):
+            raise AssertionError("reduce_sum differs from NumPy")
+
+    bytes_ = rng.integers(0, 256, 1 << 14, dtype=np.uint8)
+    dbytes, dhist = emu.asarray(bytes_), emu.zeros(256, np.uint32)
+
+    def hist():
+        dhist.fill(0)
+        mod.get_function("histogram")((16,), (256,), (dbytes, dhist, np.int32(bytes_.size)))
+        if not np.array_equal(dhist.get(), np.bincount(bytes_, minlength=256)):
+            raise AssertionError("histogram differs from NumPy")
+
+    y = rng.random(m, dtype=np.float32)
+    dxs, dys = emu.asarray(x), emu.zeros(m, np.float32)
+
+    def saxpy():
+        dys.set(y)
+        mod.get_function("saxpy")((m // 256,), (256,), (np.float32(2.0), dxs, dys, np.int32(m)))
+        if not np.array_equal(dys.get(), np.float32(2.0) * x + y):
+            raise AssertionError("saxpy differs from NumPy")
+
+    return [("sgemm_tiled 128^3 (16 x 16 SMEM tiles)", 5.0, sgemm),
+            ("reduce_sum 32768 (shfl_down_sync)", 2.0, reduce),
+            ("histogram 16384 bytes (shared atomics)", 2.0, hist),
+            ("saxpy 32768", 2.0, saxpy)]
 
 
 
@@ -83,7 +184,7 @@ class Tally:
         return groups
 
 
-def compare_all(say=print, n_tma: int = 1000, n_store: int = 200, quick: bool = False) -> int:
+def compare_all(say=print, n_tma: int = 1000, n_store: int = 200, quick: bool = False, seed: int = 0) -> int:
     from .. import device
     info = device.gpu_info()
     if info is None or not info.has_wgmma:
@@ -96,7 +197,7 @@ def compare_all(say=print, n_tma: int = 1000, n_store: int = 200, quick: bool = 
     # TMA loads: the harness, random cases in batches (one CTA each)
     from ..tma.runner import run_cases
     from .tma import random_cases
-    cases = random_cases(n_tma, seed=2026)
+    cases = random_cases(n_tma, seed=2026 + seed)
     for i in range(0, len(cases), 50):
         batch = cases[i:i + 50]
 
@@ -116,7 +217,7 @@ def compare_all(say=print, n_tma: int = 1000, n_store: int = 200, quick: bool = 
     # the teaching kernel, a wrong expect_tx included
     from ..lab import TeachingKernel
     from ..tma import TensorMap, run_teach
-    rng = np.random.default_rng(5)
+    rng = np.random.default_rng(5 + seed)
     g = rng.integers(0, 2 ** 16, (96, 80), dtype=np.uint16)
     for sw, inner in (("none", 64), ("32B", 16), ("64B", 32), ("128B", 64)):
         tm = TensorMap("uint16", (80, 96), (inner, 24), swizzle=sw)
@@ -131,12 +232,12 @@ def compare_all(say=print, n_tma: int = 1000, n_store: int = 200, quick: bool = 
     from ..multicast.runner import launch_multicast, run_teach as mc_teach
     from .multicast import validation_configs
     for cfg in validation_configs(quick=quick):
-        ops = make_operands(cfg, seed=1)
+        ops = make_operands(cfg, seed=1 + seed)
         t.case("TMA multicast (harness)", str(cfg.cluster),
                lambda cfg=cfg, ops=ops: (launch_multicast(cfg, ops).smem,))
     for cl in ((2, 1), (2, 2), (1, 4), (2, 4)):
         cfg = teach_config(cluster=cl, grid_clusters=(2, 1))
-        case = MulticastLoad(cfg, seed=5)
+        case = MulticastLoad(cfg, seed=5 + seed)
         t.case("teach_multicast.cu", str(cl), lambda cfg=cfg, case=case: mc_teach(cfg, case.operands))
     say(f"multicast compared ({time.perf_counter() - t0:.0f} s so far)")
 
@@ -145,9 +246,9 @@ def compare_all(say=print, n_tma: int = 1000, n_store: int = 200, quick: bool = 
     from ..epilogue.runner import run_epilogue, run_teach as st_teach
     from .store import random_epilogue_problem, random_store_cases
     for op in ("store", "reduce_add"):
-        for k, c in enumerate(random_store_cases(n_store if op == "store" else n_store // 2, seed=7, op=op)):
+        for k, c in enumerate(random_store_cases(n_store if op == "store" else n_store // 2, seed=7 + seed, op=op)):
             t.case(f"TMA {op} (random boxes)", str(k), lambda c=c: c.run())
-    rng = np.random.default_rng(9)
+    rng = np.random.default_rng(9 + seed)
     for k in range(10 if quick else 40):
         p = random_epilogue_problem(rng)
         acc = rng.standard_normal(p.acc_shape).astype(np.float32)
@@ -164,26 +265,26 @@ def compare_all(say=print, n_tma: int = 1000, n_store: int = 200, quick: bool = 
 
     # wgmma: every layout of the validator, the teaching kernel
     from .. import umma
-    regular, _ = umma.wgmma_cases(seed=3)
+    regular, _ = umma.wgmma_cases(seed=3 + seed)
     for case in regular:
         t.case("wgmma (every layout)", case.label(), lambda case=case: umma.launch_wgmma(case)[0])
-    tc = umma.WgmmaCase("f16", 64, 32, "K", "none", "K", "none", seed=1)
+    tc = umma.WgmmaCase("f16", 64, 32, "K", "none", "K", "none", seed=1 + seed)
     t.case("teach_wgmma.cu", tc.label(), lambda: umma.run_teach_wgmma(tc))
 
     # the Hopper full flow and the ladder
     from ..flow import FlowProblem
     from ..flow.runner import run_hopper, run_hybrid
-    for seed in (0, 1):
-        p = FlowProblem(seed)
-        t.case("full_flow_sm90 (full_flow_hopper)", f"seed {seed}", lambda p=p: run_hopper(p, repeat=1)[0])
-        t.case("full_flow_sm90 (load dump + store)", f"seed {seed}",
+    for fs in (seed, seed + 1):
+        p = FlowProblem(fs)
+        t.case("full_flow_sm90 (full_flow_hopper)", f"seed {fs}", lambda p=p: run_hopper(p, repeat=1)[0])
+        t.case("full_flow_sm90 (load dump + store)", f"seed {fs}",
                lambda p=p: tuple(run_hybrid(p)[k] for k in ("smem_a", "smem_b", "smem_d", "gmem_d")))
     from ..gemm import runner as gr
     from ..gemm.ladder import STEPS
     from ..hw.dtypes import from_float
     shapes = [(256, 512, 192)] + ([] if quick else [(512, 512, 256)])
     for (m, n, k) in shapes:
-        rng = np.random.default_rng(m + n + k)
+        rng = np.random.default_rng(m + n + k + seed)
         a = from_float(rng.random((m, k), dtype=np.float32) * 2 - 1, "bf16")
         b = from_float(rng.random((n, k), dtype=np.float32) * 2 - 1, "bf16")
         for s in STEPS:
@@ -224,12 +325,17 @@ def validate_main(argv=None) -> int:
     ap.add_argument("--store", type=int, default=200, help="random TMA store cases (and half as many reduce-adds)")
     ap.add_argument("--quick", action="store_true", help="fewer shapes")
     ap.add_argument("--out", help="also write the report here")
+    ap.add_argument("--seed", type=int, default=0, help="new inputs (every case's seed plus this) and, for the "
+                    "emulator, this scheduler seed (BWLAB_EMU_SEED): other interleavings")
     a = ap.parse_args(argv)
+    if a.seed:
+        os.environ["BWLAB_EMU_SEED"] = str(a.seed)
     say, lines = _report(a.out)
     from .. import device
     info = device.gpu_info()
     say(f"{info.name if info else 'no GPU'}: every sm_90a kernel on this GPU and in bwlab.emu, byte for byte")
-    rc = compare_all(say, a.tma, a.store, a.quick)
+    say(f"inputs seed offset {a.seed}, emulator scheduler seed {os.environ.get('BWLAB_EMU_SEED', '0')}")
+    rc = compare_all(say, a.tma, a.store, a.quick, a.seed)
     if a.out:
         with open(a.out, "w") as f:
             f.write("\n".join(lines) + "\n")
@@ -246,22 +352,24 @@ def bench_main(argv=None) -> int:
     import platform
     from .sustained import NOT_APPLICABLE
     say(NOT_APPLICABLE)
-    say(f"bwlab.emu on {platform.processor() or platform.machine()}, {os.cpu_count()} CPU(s) visible; "
-        "host seconds per launch (module decode excluded, median of 3), warp-instructions per second")
+    say(f"bwlab.emu on {platform.processor() or platform.machine()}, {os.cpu_count()} CPU(s) visible, load average "
+        f"{' '.join(f'{x:.1f}' for x in os.getloadavg())} at the start; host seconds per launch (module decode "
+        "excluded, median of 3; CPU = this process's CPU seconds), warp-instructions per second")
     rows = []
 
     def timed(name, goal, fn):
         fn()   # compile and decode once
-        ts, steps = [], 0
+        ts, cs, steps = [], [], 0
         for _ in range(3):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             fn()
             ts.append(time.perf_counter() - t0)
+            cs.append(time.process_time() - c0)
             steps = emu.last_launch().steps
-        t = sorted(ts)[1]
-        rows.append((name, t, steps, goal))
-        say(f"  {name:<40} {t:7.3f} s  {steps:>8} warp-instr  {steps / t:>9.0f}/s  goal < {goal:g} s  "
-            f"{'ok' if t < goal else 'OVER'}")
+        t, cpu = sorted(ts)[1], sorted(cs)[1]
+        rows.append((name, t, steps, goal, cpu))
+        say(f"  {name:<40} {t:7.3f} s  (CPU {cpu:7.3f} s)  {steps:>8} warp-instr  {steps / t:>9.0f}/s  "
+            f"{steps / max(cpu, 1e-9):>9.0f}/CPU-s  goal < {goal:g} s  {'ok' if t < goal else 'OVER'}")
 
     with using_backend("emulated"):
         from ..tma import TensorMap, run_teach
@@ -293,8 +401,15 @@ def bench_main(argv=None) -> int:
         b = from_float(rng.random((512, 192), dtype=np.float32) * 2 - 1, "bf16")
         for s in STEPS:
             timed(f"{s.name} 256 x 512 x 192", 20.0, lambda s=s: gr.run_step_emulated(s.name, a, b))
+        for name, goal, fn in ordinary_benches():
+            timed(name, goal, fn)
     _ = EMULATED
     over = [r for r in rows if r[1] >= r[3]]
+    rates = sorted(r[2] / r[1] for r in rows)
+    crates = sorted(r[2] / max(r[4], 1e-9) for r in rows)
+    say(f"median over the {len(rows)} kernels: {rates[len(rates) // 2]:.0f} warp-instructions/s, "
+        f"{crates[len(crates) // 2]:.0f} per CPU second; load average at the end "
+        f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     say(f"{len(rows) - len(over)} of {len(rows)} within their goals")
     if args.out:
         with open(args.out, "w") as f:

@@ -13,9 +13,11 @@ parameter, or the call raises before anything runs.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
-from .errors import EmuError
+from .errors import EmuError, UnsupportedInstruction
 from .machine import Launch
 from .memory import device_memory
 from .program import Program
@@ -186,6 +188,9 @@ class RawModule:
         name = self.lowered.get(name, name)
         if name not in self.program.entry_pc:
             raise AttributeError(f"the module has no kernel {name!r} (it has {', '.join(self.kernels)})")
+        refused = self.program.unsupported.get(name)
+        if refused is not None:
+            raise UnsupportedInstruction(str(refused))
         return Function(self, name)
 
     def get_global(self, name: str) -> Global:
@@ -200,7 +205,8 @@ class Function:
     def __init__(self, module: RawModule, name: str):
         self.module, self.name = module, name
         self.max_dynamic_shared_size_bytes = 48 * 1024
-        self.seed = 0
+        # the scheduler's seed: 0, or BWLAB_EMU_SEED (validate emu --seed runs the suite under other interleavings)
+        self.seed = int(os.environ.get("BWLAB_EMU_SEED", "0"))
         self.trace = False
 
     def params(self) -> bytes:

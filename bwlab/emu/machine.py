@@ -21,25 +21,47 @@ import itertools
 
 import numpy as np
 
-from ..hw.mbarrier import Mbarrier, MbarrierError
+from ..hw.mbarrier import MbarrierError
 from ..util import ceil_div
-from .errors import DivergenceError, EmuError, EmuFault, EmuHang, EmuTimeout, ProtocolError, ProxyFenceMissing
-from .memory import (GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, RANK_SHIFT, SHARED_WINDOW, WINDOW_SIZE)
+from . import order
+from .barriers import Synchronisation
+from .errors import DivergenceError, EmuError, EmuFault, EmuHang, EmuTimeout, ProtocolError
+from .isa import Code
+from .isa.operands import ALL, all_lanes
+from .isa.asynchronous.tcgen05 import cta_exits
+from .memory import RANK_SHIFT
+from .diagnosis import diagnose
+from .memsys import MemorySystem
 from .program import SMEM_RESERVED
 
 __all__ = ["Launch", "MAX_SMEM_PER_CTA", "TIME_JUMP_NS"]
 
 MAX_SMEM_PER_CTA = 227 * 1024      # sm_90 / sm_100 opt-in maximum per CTA
-TIME_JUMP_NS = 1 << 32             # ~4.3 s: past every bounded wait's budget (default 200 ms)
+TIME_JUMP_NS = 1 << 32             # ~4.3 s: past every bounded wait's budget
+FIRST_JUMP_NS = 201_000_000        # the first move: just past the suite's default budget (200 ms), so a timeout
+                                   # reports the time a GPU would; a longer budget gets the next, larger move
 MAX_JUMPS = 6
 IDLE_STEPS = 50_000                # warp-instructions with no store, arrival, completion or exit: a spin
 U64 = np.uint64
+_PC_NONE = np.iinfo(np.int64).max
+_UNIFORM = {}
+
+
+def _uniform(pc: int) -> bytes:
+    """The bytes of a warp's pc vector with every lane at `pc`."""
+    b = _UNIFORM.get(pc)
+    if b is None:
+        b = _UNIFORM[pc] = np.full(32, pc, np.int64).tobytes()
+    return b
+_CHANGING_SPECIALS = ("%globaltimer", "%clock")   # the special registers whose value changes during a launch
 
 
 class Warp:
-    __slots__ = ("machine", "cta", "wid", "R", "pc", "exited", "valid", "inflight", "cparam", "local",
+    __slots__ = ("alive", "full", "finished", "specials",
+                 "machine", "cta", "wid", "R", "pc", "exited", "valid", "inflight", "cparam", "local",
                  "stack", "blocked", "spin_epoch", "wait_info", "tid", "nthreads", "parked", "steps",
-                 "wg_seq", "wg_groups", "wg_open", "sleep_until", "last_pc", "spin_lanes", "tc_last", "tc_pending")
+                 "wg_seq", "wg_groups", "wg_open", "sleep_until", "last_pc", "spin_lanes", "tc_last", "tc_pending",
+                 "known", "arrivals", "releases")
 
     def __init__(self, machine, cta, wid: int):
         prog = machine.prog
@@ -51,6 +73,10 @@ class Warp:
         self.valid = self.tid < cta.nthreads
         self.nthreads = int(self.valid.sum())
         self.exited = ~self.valid
+        self.alive = self.valid.copy()            # ~exited, kept by Launch.exit_lanes
+        self.full = bool(self.valid.all())        # every lane live
+        self.finished = not self.valid.any()      # every lane exited
+        self.specials = {}                        # the special registers that do not change, once read
         self.inflight = {}
         self.cparam = np.zeros((32, prog.callparam_size), np.uint8)
         self.local = np.zeros((32, max(prog.local_size, 1)), np.uint8)
@@ -68,6 +94,9 @@ class Warp:
         self.last_pc = machine.entry
         self.tc_last = None       # (where, fenced): this warp's latest tcgen05 op since its last thread sync
         self.tc_pending = None    # [entries, barrier, after-fenced]: other warps' tcgen05 ops ordered before a sync
+        self.known = {}           # completion key -> highest sequence observed complete (bwlab.emu.order)
+        self.arrivals = 0         # barrier.cluster.arrive executed by this warp
+        self.releases = 0         # barrier / mbarrier arrivals of this warp (its stores happen before the next)
 
     # -- lanes ---------------------------------------------------------------------------------
     @property
@@ -85,6 +114,14 @@ class Warp:
         return f"CTA {c.ctaid}{rank} warp {self.wid} {span}"
 
     def special(self, name: str) -> np.ndarray:
+        v = self.specials.get(name)
+        if v is None:
+            v = self._special(name)
+            if not name.startswith(_CHANGING_SPECIALS):
+                self.specials[name] = v
+        return v
+
+    def _special(self, name: str) -> np.ndarray:
         c = self.cta
         m = self.machine
         t = self.tid
@@ -180,6 +217,9 @@ class CTA:
         # generic-proxy writers of each SMEM byte not yet fenced for the async proxy: -1 = none
         self.smem_writer = np.full(machine.smem_bytes, -1, np.int32)
         self.smem_writer_pc = np.zeros(machine.smem_bytes, np.int32)
+        # the warp that last stored each byte through the generic proxy, and its release count then (order.py)
+        self.smem_wwarp = np.full(machine.smem_bytes, -1, np.int16)
+        self.smem_wrel = np.zeros(machine.smem_bytes, np.int32)
         self.mbarriers = {}       # offset -> Mbarrier
         self.mbar_info = {}       # offset -> (init line, init who)
         self.mbar_unfenced = {}   # offset -> (initialising warp, line): init not yet fenced for the async proxy
@@ -233,11 +273,16 @@ class Launch:
         self.trace = []            # (time, cta, warp, what)
         self.wgmma = {}            # (cta linear, warpgroup) -> {seq: [per-warp issue records]}
         self.cluster = None
+        self._where = {}                    # id(instruction) -> (instruction, where it is, in words)
+        self.mem = MemorySystem(self)       # address spaces, bounds, proxies
+        self.sync = Synchronisation(self)   # named barriers, the cluster barrier, mbarriers
 
     # ---- where things are --------------------------------------------------------------------
     def where(self, ins) -> str:
-        from .program import Code
-        return Code(None, ins, "").where(self.prog.files)
+        got = self._where.get(id(ins))
+        if got is None or got[0] is not ins:
+            got = self._where[id(ins)] = (ins, Code(None, ins, "").where(self.prog.files))
+        return got[1]
 
     def note(self, w, what):
         if self.trace_on:
@@ -245,6 +290,11 @@ class Launch:
 
     # ---- running -----------------------------------------------------------------------------
     def run(self):
+        # IEEE results, never NumPy's warnings about them: for the whole launch, not per instruction
+        with np.errstate(all="ignore"):
+            self._run()
+
+    def _run(self):
         gx, gy, gz = self.grid
         cx, cy, cz = self.cluster_dims
         for axis, (g, c) in enumerate(zip(self.grid, self.cluster_dims)):
@@ -275,7 +325,7 @@ class Launch:
         jumps = 0
         progress_at_jump = -1
         while True:
-            live = [w for w in warps if not w.exited.all()]
+            live = [w for w in warps if not w.finished]
             if not live:
                 break
             self._complete_due()
@@ -297,7 +347,7 @@ class Launch:
                                   f"(virtual time {self.clock} ns):", report)
                 jumps += 1
                 progress_at_jump = self.epoch
-                self.clock += TIME_JUMP_NS
+                self.clock += FIRST_JUMP_NS if jumps == 1 else TIME_JUMP_NS
                 self.epoch += 1   # the clock moved: waits that look at the time may now go on
                 continue
             if self.steps - self.progress_step > IDLE_STEPS and not self.events:
@@ -310,14 +360,12 @@ class Launch:
                                   "after the clock was moved past every bounded wait — a wait nothing bounds:",
                                   report)
                 jumps += 1
-                self.clock += TIME_JUMP_NS
+                self.clock += FIRST_JUMP_NS if jumps == 1 else TIME_JUMP_NS
                 self.progress()
                 progress_at_jump = self.epoch
                 continue
             w = runnable[int(self.rng.integers(len(runnable)))] if len(runnable) > 1 else runnable[0]
             self._run_warp(w, int(self.rng.integers(4, 33)))
-        for c in cl.ctas:
-            self._cta_done(c)
 
     def _candidates(self, w):
         live = ~w.exited
@@ -329,6 +377,8 @@ class Launch:
         return live, cand
 
     def _ready(self, w) -> bool:
+        if w.parked is None and w.spin_epoch != self.epoch:
+            return not w.finished
         live, cand = self._candidates(w)
         if cand.any():
             return True
@@ -338,30 +388,52 @@ class Launch:
     def _run_warp(self, w, quantum: int):
         code = self.prog.code
         for _ in range(quantum):
-            if w.blocked is not None or w.exited.all() or w.sleep_until > self.clock:
+            if w.blocked is not None or w.finished or w.sleep_until > self.clock:
                 return
-            live, cand = self._candidates(w)
-            if not cand.any():
-                if w.parked is not None and not (live & ~w.parked).any():
-                    # every live lane is parked at a convergence point: are they together?
-                    self._release_parked(w)
-                    continue
-                return
-            pc = int(np.where(cand, w.pc, np.iinfo(np.int64).max).min())
-            group = cand & (w.pc == pc)
+            live = w.alive
+            pcs = w.pc
+            if w.parked is None and w.spin_epoch != self.epoch:
+                # the common case: every live lane may run
+                if w.full:
+                    # after a whole-warp step the lanes are most likely together at the next pc
+                    hint = w.last_pc + 1
+                    if pcs.tobytes() == _uniform(hint):
+                        pc, group = hint, ALL
+                    else:
+                        pc = min(pcs.tolist())
+                        group = pcs == pc
+                        if all_lanes(group):
+                            group = ALL
+                else:
+                    pc = int(np.where(live, pcs, _PC_NONE).min())
+                    group = live & (pcs == pc)
+            else:
+                live, cand = self._candidates(w)
+                if not cand.any():
+                    if w.parked is not None and not (live & ~w.parked).any():
+                        # every live lane is parked at a convergence point: are they together?
+                        self._release_parked(w)
+                        continue
+                    return
+                pc = int(np.where(cand, pcs, _PC_NONE).min())
+                group = cand & (pcs == pc)
             c = code[pc]
             if c.converge:
-                need = live if c.converge == 1 else self._members(w, c, group)
-                together = live & (w.pc == pc)
-                if not (need & ~together).any():
-                    group = together
-                    if w.parked is not None:
-                        w.parked &= ~group
-                        if not w.parked.any():
-                            w.parked = None
+                if group is ALL:   # the whole warp is here: only the member mask's own rules remain
+                    if c.converge == 2:
+                        self._members(w, c, group)
                 else:
-                    w.parked = (w.parked if w.parked is not None else np.zeros(32, bool)) | group
-                    continue
+                    need = live if c.converge == 1 else self._members(w, c, group)
+                    together = live & (pcs == pc)
+                    if not (need & ~together).any():
+                        group = together
+                        if w.parked is not None:
+                            w.parked &= ~group
+                            if not w.parked.any():
+                                w.parked = None
+                    else:
+                        w.parked = (w.parked if w.parked is not None else np.zeros(32, bool)) | group
+                        continue
             self.steps += 1
             w.steps += 1
             self.clock += 1
@@ -380,6 +452,8 @@ class Launch:
 
     def _members(self, w, c, group):
         mask = c.member(w)
+        if group is ALL and mask == 0xFFFFFFFF:
+            return ALL   # the whole warp, every lane live, names every lane: nothing to check
         members = (mask >> np.arange(32, dtype=np.int64)) & 1 == 1
         missing = members & w.exited & w.valid
         if missing.any():
@@ -448,275 +522,22 @@ class Launch:
     # ---- exits ---------------------------------------------------------------------------------
     def exit_lanes(self, w, m):
         w.exited |= m
+        w.alive = ~w.exited
+        w.full = False if m.any() else w.full
+        w.finished = bool(w.exited.all())
         self.progress()
         self.note(w, "exit")
-        if w.exited.all():
+        if w.finished:
             c = w.cta
             # whole-warp exit counts as arrival at pending named barriers (the hardware counts warps)
-            for bid, b in list(c.barriers.items()):
-                self._check_barrier(c, bid)
+            for bid in list(c.barriers):
+                self.sync.complete_if_ready(c, bid)
             if all(x.exited.all() for x in c.warps):
                 c.exited = True
-                from .tcgen05 import cta_exits
-                cta_exits(self, c)
-            self._check_cluster_barrier(c.cluster)
-
-    def _cta_done(self, c):
-        pass
-
-    # ---- memory ----------------------------------------------------------------------------------
-    def cvta(self, space: str, v: np.ndarray, to: bool) -> np.ndarray:
-        base = {"global": U64(0), "shared": U64(SHARED_WINDOW), "param": U64(PARAM_WINDOW),
-                "local": U64(LOCAL_WINDOW), "const": U64(0)}[space]
-        return v - base if to else v + base
-
-    def isspacep(self, space, v):
-        v = v.astype(U64)
-        if space == "global":
-            return (v >= U64(GLOBAL_BASE)) & (v < U64(GLOBAL_BASE + WINDOW_SIZE))
-        if space.startswith("shared"):
-            return (v >= U64(SHARED_WINDOW)) & (v < U64(SHARED_WINDOW + WINDOW_SIZE))
-        if space == "local":
-            return (v >= U64(LOCAL_WINDOW)) & (v < U64(LOCAL_WINDOW + WINDOW_SIZE))
-        if space == "param":
-            return (v >= U64(PARAM_WINDOW)) & (v < U64(PARAM_WINDOW + WINDOW_SIZE))
-        return np.zeros(32, bool)
-
-    def cta_of_cluster_addr(self, w, addr: int, what: str, ins=None, own: bool = False):
-        """(CTA, offset) of a shared address: rank << 24 | offset, as the GPU numbers them (a CTA's own
-        shared::cta addresses carry its rank too). `own`: a shared::cta access, which must stay in the
-        executing CTA's window."""
-        rank = addr >> RANK_SHIFT
-        off = addr & ((1 << RANK_SHIFT) - 1)
-        cl = w.cta.cluster
-        at = f" ({self.where(ins)})" if ins else ""
-        if not 0 <= rank < cl.size:
-            raise EmuFault(f"{w.who()}: {what} at shared address 0x{addr:x} names CTA rank {rank}, "
-                           f"but the cluster has {cl.size} CTAs{at}")
-        if own and rank != w.cta.rank:
-            raise EmuFault(f"{w.who()}: {what} at shared::cta address 0x{addr:x} is in the window of cluster rank "
-                           f"{rank}, not this CTA's ({w.cta.rank}); a peer's shared memory is reached through "
-                           f"shared::cluster addresses (mapa){at}")
-        if off < SMEM_RESERVED:
-            raise EmuFault(f"{w.who()}: {what} at shared offset 0x{off:x}: the first {SMEM_RESERVED} bytes of a "
-                           f"CTA's shared window are reserved for the system{at}")
-        return cl.ctas[rank], off
-
-    def mapa(self, w, a, rank, generic, m, ins):
-        out = np.zeros(32, U64)
-        cl = w.cta.cluster
-        for lane in np.nonzero(m)[0]:
-            r = int(rank[lane])
-            if not 0 <= r < cl.size:
-                raise EmuFault(f"{w.who(m)}: mapa to CTA rank {r} at {self.where(ins)}, but the cluster has "
-                               f"{cl.size} CTAs (ranks 0..{cl.size - 1})")
-            x = int(a[lane])
-            if generic:
-                x -= SHARED_WINDOW
-            off = x & ((1 << RANK_SHIFT) - 1)
-            v = (r << RANK_SHIFT) | off
-            out[lane] = v + SHARED_WINDOW if generic else v
-        return out
-
-    def ctarank_of(self, w, a, generic):
-        out = np.zeros(32, U64)
-        for lane in range(32):
-            x = int(a[lane]) - (SHARED_WINDOW if generic else 0)
-            out[lane] = x >> RANK_SHIFT
-        return out
-
-    def _classify(self, w, space, addr, m):
-        """Resolve each lane's address to (kind, value): kind one of 'global', 'shared' (own or
-        cluster address), 'kparam', 'cparam', 'local'."""
-        if space != "generic":
-            if space == "shared":
-                return "shared_cta", addr
-            if space == "shared::cluster":
-                return "shared", addr
-            if space == "const":
-                return "global", addr
-            return space, addr
-        a = addr[m]
-        if (a >= U64(GLOBAL_BASE)).all() and (a < U64(GLOBAL_BASE + WINDOW_SIZE)).all():
-            return "global", addr
-        if (a >= U64(SHARED_WINDOW)).all() and (a < U64(SHARED_WINDOW + WINDOW_SIZE)).all():
-            return "shared", addr - U64(SHARED_WINDOW)
-        if (a >= U64(PARAM_WINDOW)).all() and (a < U64(PARAM_WINDOW + WINDOW_SIZE)).all():
-            return "kparam", addr - U64(PARAM_WINDOW)
-        if (a >= U64(LOCAL_WINDOW)).all() and (a < U64(LOCAL_WINDOW + WINDOW_SIZE)).all():
-            return "local", addr - U64(LOCAL_WINDOW)
-        return "mixed", addr
-
-    def _fault(self, w, lane, ins, msg):
-        return EmuFault(f"{w.who(np.arange(32) == lane)} at {self.where(ins)}: {msg}")
-
-    def mem_read(self, w, space, addr, n, m, ins) -> np.ndarray:
-        kind, a = self._classify(w, space, addr, m)
-        out = np.zeros((32, n), np.uint8)
-        lanes = np.nonzero(m)[0]
-        if kind == "mixed":
-            for lane in lanes:
-                one = np.arange(32) == lane
-                out[lane] = self.mem_read(w, "generic", addr, n, one, ins)[lane]
-            return out
-        for lane in lanes:
-            x = int(a[lane])
-            if x % n and n <= 16 and n in (1, 2, 4, 8, 16):
-                raise self._fault(w, lane, ins, f"misaligned {n}-byte access at address 0x{x:x}")
-        if kind == "global":
-            return self._global_rw(w, a, n, m, ins, None)
-        if kind in ("shared", "shared_cta"):
-            for lane in lanes:
-                c, off = self.cta_of_cluster_addr(w, int(a[lane]), "load", ins, own=kind == "shared_cta")
-                self._check_smem(w, c, off, n, lane, ins)
-                out[lane] = c.smem[off:off + n]
-            return out
-        if kind == "kparam":
-            for lane in lanes:
-                x = int(a[lane])
-                if x + n > self.params.size:
-                    raise self._fault(w, lane, ins, f"parameter bytes [{x}, {x + n}) are past the kernel's "
-                                                    f"{self.params.size} parameter bytes")
-                out[lane] = self.params[x:x + n]
-            return out
-        if kind == "cparam":
-            for lane in lanes:
-                x = int(a[lane])
-                out[lane] = w.cparam[lane, x:x + n]
-            return out
-        if kind == "local":
-            for lane in lanes:
-                x = int(a[lane])
-                self._check_local(w, x, n, lane, ins)
-                out[lane] = w.local[lane, x:x + n]
-            return out
-        raise EmuError(f"cannot read from {kind}")
-
-    def mem_write(self, w, space, addr, data, m, ins):
-        n = data.shape[1]
-        kind, a = self._classify(w, space, addr, m)
-        lanes = np.nonzero(m)[0]
-        if kind == "mixed":
-            for lane in lanes:
-                one = np.arange(32) == lane
-                self.mem_write(w, "generic", addr, data, one, ins)
-            return
-        for lane in lanes:
-            x = int(a[lane])
-            if x % n and n in (1, 2, 4, 8, 16):
-                raise self._fault(w, lane, ins, f"misaligned {n}-byte access at address 0x{x:x}")
-        self.progress()
-        if kind == "global":
-            self._global_rw(w, a, n, m, ins, data)
-            return
-        if kind in ("shared", "shared_cta"):
-            pc = int(w.last_pc)
-            for lane in lanes:
-                c, off = self.cta_of_cluster_addr(w, int(a[lane]), "store", ins, own=kind == "shared_cta")
-                self._check_smem(w, c, off, n, lane, ins)
-                c.smem[off:off + n] = data[lane]
-                if c is w.cta:
-                    c.smem_writer[off:off + n] = int(w.tid[lane])
-                    c.smem_writer_pc[off:off + n] = pc
-            return
-        if kind == "cparam":
-            for lane in lanes:
-                x = int(a[lane])
-                w.cparam[lane, x:x + n] = data[lane]
-            return
-        if kind == "local":
-            for lane in lanes:
-                x = int(a[lane])
-                self._check_local(w, x, n, lane, ins)
-                w.local[lane, x:x + n] = data[lane]
-            return
-        raise self._fault(w, lanes[0], ins, f"a store to the {kind} state space is not allowed")
-
-    def _check_local(self, w, x, n, lane, ins):
-        if x + n > w.local.shape[1]:
-            raise self._fault(w, lane, ins, f"local bytes [{x}, {x + n}) are past the thread's "
-                                            f"{w.local.shape[1]} local bytes")
-
-    def _check_smem(self, w, c, off, n, lane, ins):
-        if c.exited:
-            raise ProtocolError(f"{w.who(np.arange(32) == lane)} at {self.where(ins)}: accesses the shared memory "
-                                f"of cluster rank {c.rank}, which has exited (PTX ISA: a CTA's shared memory must "
-                                "not be accessed by its cluster peers after it exits)")
-        if off + n > c.smem.size:
-            raise self._fault(w, lane, ins, f"shared bytes [{off}, {off + n}) are past the CTA's {c.smem.size} "
-                                            f"bytes of shared memory ({self.prog.shared_size} static + "
-                                            f"{self.dynamic_smem} dynamic)")
-
-    def _global_rw(self, w, a, n, m, ins, data):
-        mem = self.memory
-        out = np.zeros((32, n), np.uint8) if data is None else None
-        lanes = np.nonzero(m)[0]
-        first = mem.find(int(a[lanes[0]]))
-        if first is not None:
-            off = a[lanes].astype(np.int64) - first.base
-            if (off >= 0).all() and (off + n <= first.size).all():
-                idx = off[:, None] + np.arange(n)
-                if data is None:
-                    out[lanes] = first.buf[idx]
-                    return out
-                # lanes write in order: the highest lane wins where two write the same byte
-                first.buf[idx] = data[lanes]
-                return None
-        for lane in lanes:
-            x = int(a[lane])
-            al = mem.find(x)
-            if al is None or x + n > al.base + al.size:
-                raise self._fault(w, lane, ins, f"{'load' if data is None else 'store'} of {n} bytes at global "
-                                                f"address 0x{x:x} is outside every allocation ({mem.nearest(x)})")
-            o = x - al.base
-            if data is None:
-                out[lane] = al.buf[o:o + n]
-            else:
-                al.buf[o:o + n] = data[lane]
-        return out
-
-    # ---- proxies -----------------------------------------------------------------------------------
-    def fence_proxy_async(self, w, m):
-        c = w.cta
-        tids = w.tid[m]
-        if c.smem_writer.max() >= 0:
-            hit = np.isin(c.smem_writer, tids)
-            c.smem_writer[hit] = -1
-
-    def fence_mbarrier_init(self, w):
-        """fence.mbarrier_init / fence.proxy.async by warp w: its mbarrier.init are visible to the async proxy."""
-        c = w.cta
-        for off in [o for o, (wid, _) in c.mbar_unfenced.items() if wid == w.wid]:
-            del c.mbar_unfenced[off]
-
-    def async_uses_mbarrier(self, w, c, off: int, what: str, ins):
-        """The async proxy (TMA complete_tx, tcgen05.commit) will signal the mbarrier at `off` of CTA c: its
-        initialisation must have been fenced."""
-        if not self.check_proxy or off not in c.mbar_unfenced:
-            return
-        wid, where = c.mbar_unfenced[off]
-        raise ProtocolError(
-            f"{w.who()} at {self.where(ins)}: {what} signals the mbarrier '{self.prog.shared_name(off)}' of CTA {c.ctaid}, "
-            f"initialised at {where} by warp {wid} without fence.mbarrier_init.release.cluster (or fence.proxy.async) "
-            "after it: the async proxy may not see the initialisation (PTX ISA: mbarrier.init, memory consistency "
-            "model, proxies)")
-
-    def async_reads_smem(self, c, off: int, n: int, what: str, issuer=None):
-        """The async proxy reads SMEM [off, off+n) of CTA c: every byte must be fenced."""
-        if not self.check_proxy:
-            return
-        seg = c.smem_writer[off:off + n]
-        bad = np.nonzero(seg >= 0)[0]
-        if bad.size:
-            b = int(bad[0])
-            pc = int(c.smem_writer_pc[off + b])
-            wi = self.prog.code[pc].where(self.prog.files)
-            raise ProxyFenceMissing(
-                f"{what} reads shared byte 0x{off + b:x} ({self.prog.shared_name(off + b)}) of CTA {c.ctaid}, "
-                f"written by thread {int(seg[b])} with a generic-proxy store at {wi} and not made visible to the "
-                f"async proxy: that thread must execute fence.proxy.async.shared::cta after its stores and before "
-                f"the async operation is issued (PTX ISA: memory consistency model, proxies)"
-                + (f"; issued by {issuer}" if issuer else "") + f" [{bad.size} such bytes]")
+                cta_exits(self, c)            # TMEM first: a leak is the clearer report
+                order.check_exit(self, c)
+                order.check_cluster_exit(self, c)
+            self.sync.complete_cluster_if_ready(c.cluster)
 
     def inflight_read(self, w, idx, write=False):
         seq, line = w.inflight[idx]
@@ -730,183 +551,7 @@ class Launch:
             f"({line}) before wgmma.wait_group has retired it (PTX ISA: accessing the accumulator registers "
             f"before the wait is undefined behaviour)")
 
-    # ---- barriers ----------------------------------------------------------------------------------
-    def cta_barrier(self, w, group, em, bid, count, arrive_only, red):
-        c = w.cta
-        if not 0 <= bid < 16:
-            raise EmuError(f"{w.who(group)}: barrier id {bid} (PTX ISA: 0..15)")
-        if count is not None and (count % 32 or count <= 0):
-            raise EmuError(f"{w.who(group)}: bar with thread count {count}: it must be a positive multiple of 32")
-        b = c.barriers.setdefault(bid, {"arrived": 0, "expected": None, "waiters": [], "red": [], "warps": []})
-        exp = count if count is not None else c.nthreads
-        if b["expected"] is not None and b["expected"] != exp and b["arrived"]:
-            raise EmuError(f"{w.who(group)}: barrier {bid} is used with thread count {exp} while {b['arrived']} "
-                           f"threads arrived expecting {b['expected']}")
-        b["expected"] = exp
-        b["arrived"] += w.nthreads
-        b["warps"].append(w.wid)
-        if w.tc_last is not None:
-            b.setdefault("tc", []).append((w, w.who(), *w.tc_last))
-            w.tc_last = None
-        redop, rc, wd = red
-        if redop is not None:
-            b["red"].append((w, em, rc(w) & em, wd, redop))
-        self.progress()
-        self.note(w, f"bar {bid}")
-        if arrive_only:
-            w.pc[group] += 1
-        else:
-            w.blocked = f"bar.sync {bid} ({b['arrived']} of {exp} threads arrived)"
-            w.wait_info = ("bar", bid)
-            b["waiters"].append((w, group))
-        self._check_barrier(c, bid)
-
-    def _check_barrier(self, c, bid):
-        b = c.barriers.get(bid)
-        if b is None:
-            return
-        exp = b["expected"]
-        # whole warps that have exited count as arrived (the hardware counts warps)
-        if exp == c.nthreads:
-            gone = sum(x.nthreads for x in c.warps if x.exited.all() and x.wid not in b["warps"])
-        else:
-            gone = 0
-        if b["arrived"] + gone < exp:
-            for w, _ in b["waiters"]:
-                w.blocked = f"bar.sync {bid} ({b['arrived']} of {exp} threads arrived)"
-            return
-        if gone and b["arrived"] < exp:
-            self.warnings.append(
-                f"CTA {c.ctaid}: barrier {bid} completed with {b['arrived']} of {exp} threads arriving, the rest "
-                "counted because their warps had exited (what the GPU does; the PTX ISA leaves a barrier that "
-                "not every thread reaches undefined)")
-        red = b["red"]
-        del c.barriers[bid]
-        from .tcgen05 import thread_synced
-        for w, group in b["waiters"]:
-            w.blocked = None
-            w.wait_info = None
-            w.pc[group] += 1
-            thread_synced(w, b.get("tc", ()), f"bar.sync {bid}")
-        if red:
-            total = np.concatenate([p[em] for _, em, p, _, _ in red])
-            for w, em, p, wd, redop in red:
-                if redop == "popc":
-                    v = np.full(32, np.uint32(int(total.sum())))
-                else:
-                    v = np.full(32, bool(total.all()) if redop == "and" else bool(total.any()))
-                wd(w, v, em)
-        self.progress()
-
-    def cluster_barrier(self, w, group, em, arrive, ins):
-        cl = w.cta.cluster
-        key = (w.cta.rank, w.wid)
-        if arrive:
-            if key in cl.bar_arrived:
-                raise ProtocolError(f"{w.who(group)} at {self.where(ins)}: barrier.cluster.arrive twice without "
-                                    "barrier.cluster.wait in between")
-            cl.bar_arrived.add(key)
-            if w.tc_last is not None:
-                cl.__dict__.setdefault("tc", []).append((w, w.who(), *w.tc_last))
-                w.tc_last = None
-            w.pc[group] += 1
-            self.progress()
-            self._check_cluster_barrier(cl)
-            return
-        # wait: for the phase this warp arrived in
-        if key in cl.bar_arrived:
-            w.blocked = f"barrier.cluster.wait ({len(cl.bar_arrived)} warps of the cluster arrived)"
-            w.wait_info = ("cluster", group.copy())
-            self._check_cluster_barrier(cl)
-            return
-        w.pc[group] += 1
-
-    def _check_cluster_barrier(self, cl):
-        if not cl.bar_arrived:
-            return
-        need = {(c.rank, x.wid) for c in cl.ctas for x in c.warps if not x.exited.all()}
-        if need <= cl.bar_arrived:
-            cl.bar_arrived = set()
-            cl.bar_phase += 1
-            tc = cl.__dict__.pop("tc", ())
-            from .tcgen05 import thread_synced
-            for c in cl.ctas:
-                for x in c.warps:
-                    if not x.exited.all():
-                        thread_synced(x, tc, "barrier.cluster")
-                    if x.wait_info is not None and x.wait_info[0] == "cluster":
-                        x.pc[x.wait_info[1]] += 1
-                        x.blocked = None
-                        x.wait_info = None
-            self.progress()
-
-    # ---- mbarriers ---------------------------------------------------------------------------------
-    def mbarrier(self, w, addr: int, what: str, ins, create_count=None):
-        c, off = self.cta_of_cluster_addr(w, addr, what, ins)
-        if c.exited:
-            raise ProtocolError(f"{w.who()} at {self.where(ins)}: {what} on an mbarrier of cluster rank {c.rank}, "
-                                "which has exited")
-        if create_count is not None:
-            if off % 8:
-                raise EmuFault(f"{w.who()} at {self.where(ins)}: mbarrier at shared offset 0x{off:x} is not "
-                               "8-byte aligned (PTX ISA: an mbarrier object is a .b64 aligned to 8 bytes)")
-            if off + 8 > c.smem.size:
-                raise EmuFault(f"{w.who()} at {self.where(ins)}: mbarrier at 0x{off:x} is outside the CTA's "
-                               f"{c.smem.size} bytes of shared memory")
-            c.mbarriers[off] = Mbarrier(create_count)
-            c.mbar_info[off] = (self.where(ins), w.who())
-            c.mbar_unfenced[off] = (int(w.tid[0]) // 32, self.where(ins))
-            return c, off, c.mbarriers[off]
-        bar = c.mbarriers.get(off)
-        if bar is None:
-            raise ProtocolError(f"{w.who()} at {self.where(ins)}: {what} on shared offset 0x{off:x} "
-                                f"({self.prog.shared_name(off)}) of CTA rank {c.rank}, where no mbarrier was "
-                                "initialised (mbarrier.init must come first, made visible by a fence and a barrier)")
-        return c, off, bar
-
     # ---- diagnosis ---------------------------------------------------------------------------------
     def diagnose(self, live, spinning: bool = False) -> str:
         """One line per distinct wait; warps of a CTA that wait on the same thing share the line."""
-        lines = self._diagnose_lines(live, spinning)
-        groups = {}
-        for w, text in zip(live, lines):
-            groups.setdefault((w.cta.linear, text), []).append(w)
-        out = []
-        for (_, text), ws in groups.items():
-            if len(ws) == 1:
-                head = ws[0].who()
-            else:
-                c = ws[0].cta
-                rank = f" (cluster rank {c.rank})" if c.cluster.size > 1 else ""
-                first, last = ws[0].tid[0], ws[-1].tid[ws[-1].valid][-1]
-                head = f"CTA {c.ctaid}{rank} warps {', '.join(str(w.wid) for w in ws)} (threads {first}..{last})"
-            out.append(f"  {head} {text}")
-        return "\n".join(out)
-
-    def _diagnose_lines(self, live, spinning: bool) -> list:
-        lines = []
-        for w in live:
-            info = w.wait_info
-            head = ""
-            if spinning and w.blocked is None:
-                lines.append(f"{head} loops at {self.prog.code[w.last_pc].where(self.prog.files)}")
-                continue
-            if w.blocked is not None:
-                lines.append(f"{head} waits at {w.blocked}")
-                continue
-            if info is None:
-                lines.append(f"{head} at {self.prog.code[w.last_pc].where(self.prog.files)}")
-                continue
-            if info[0] == "mbarrier":
-                _, c, off, parity, ins = info
-                bar = c.mbarriers.get(off)
-                name = self.prog.shared_name(off)
-                state = (f"phase {bar.phase} (parity {bar.phase & 1}), {bar.pending} of {bar.count} arrivals "
-                         f"still missing, {bar.tx} transaction bytes still expected" if bar else "never initialised")
-                pend = [d for d in self.inflight_ops.values() if f"@{c.rank}:{off}" in d]
-                lines.append(f"{head} spins in mbarrier.try_wait.parity {parity} on '{name}' of CTA rank {c.rank} "
-                             f"at {self.where(ins)} — the barrier is in {state}; "
-                             + (f"in flight to it: {', '.join(pend)}" if pend else "nothing in flight can arrive on it"))
-            else:
-                lines.append(f"{head} waits: {info[1] if len(info) > 1 else info}")
-        return [x.lstrip() for x in lines]
+        return diagnose(self, live, spinning)

@@ -16,6 +16,8 @@ import bisect
 
 import numpy as np
 
+from .errors import EmuFault
+
 __all__ = ["GLOBAL_BASE", "SHARED_WINDOW", "PARAM_WINDOW", "LOCAL_WINDOW", "WINDOW_SIZE",
            "DeviceMemory", "Allocation", "EmuFault", "device_memory", "is_emu_pointer", "RANK_SHIFT"]
 
@@ -29,11 +31,6 @@ WINDOW_SIZE = 0x0010_0000_0000_0000
 RANK_SHIFT = 24
 GUARD = 4096          # bytes left unmapped after every allocation
 ALLOC_ALIGN = 512     # what cudaMalloc guarantees at least (256) and a bit more
-
-
-class EmuFault(RuntimeError):
-    """An access the GPU would fault on (out of bounds, misaligned, unmapped); the message names the
-    thread, the instruction, the address and the nearest allocation."""
 
 
 class Allocation:

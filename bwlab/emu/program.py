@@ -8,14 +8,12 @@ the warps, the CTAs and the asynchronous units the closures call into.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-
-import numpy as np
 
 from ..util import round_up
 from . import ptx
 from .errors import UnsupportedInstruction
-from .values import WIDTH, from_bits, imm_value
+from .isa import Code, decode_instruction
+from .values import WIDTH
 
 __all__ = ["Program", "Code", "SMEM_RESERVED"]
 
@@ -23,28 +21,6 @@ __all__ = ["Program", "Code", "SMEM_RESERVED"]
 # variables start at 0x400 (on the H100 a tile placed at the first 1024-byte boundary of dynamic shared
 # memory after a few static barriers sits at 0x800: docs/results/emu_validate_h100.txt, multicast).
 SMEM_RESERVED = 1024
-
-
-@dataclass
-class Code:
-    """One decoded instruction."""
-    run: object            # callable(warp, mask)
-    instr: ptx.Instr
-    func: str
-    converge: int = 0      # 0: per-thread; 1: .aligned (whole warp together); 2: .sync with a member mask
-    member: object = None  # for converge == 2: callable(warp) -> uint32 member mask
-
-    def where(self, files) -> str:
-        i = self.instr
-        src = ""
-
-        def name(k):
-            return files[k].replace("\\", "/").rsplit("/", 1)[-1]
-        if i.loc and i.loc[0] in files:
-            src = f"{name(i.loc[0])}:{i.loc[1]}, "
-            if len(i.loc) == 4 and i.loc[2] in files:
-                src = f"{name(i.loc[2])}:{i.loc[3]} (in {name(i.loc[0])}:{i.loc[1]}), "
-        return f"{src}PTX line {i.line} `{i.text}`"
 
 
 def demangle_local(name: str) -> str:
@@ -136,7 +112,7 @@ class Program:
 
     # ---- decoding ------------------------------------------------------------------------------
     def _decode(self):
-        from .isa import decode_instruction
+        self.unsupported = {}     # function name -> the first UnsupportedInstruction in its body
         for f in self.module.functions.values():
             for name, typ in f.regs.items():
                 self.reg_index[(f.name, name)] = len(self.reg_width)
@@ -158,8 +134,11 @@ class Program:
             for k, ins in enumerate(f.body):
                 try:
                     self.code.append(decode_instruction(ctx, ins))
-                except UnsupportedInstruction:
-                    raise
+                except UnsupportedInstruction as e:
+                    # refused where it matters: getting this kernel (its own body), or executing it (a
+                    # function it calls); the other kernels of the module still run
+                    self.unsupported.setdefault(f.name, e)
+                    self.code.append(Code(_refuse(e), ins, f.name))
                 except Exception as e:  # pragma: no cover - a decoder bug shows the instruction
                     raise UnsupportedInstruction(
                         f"cannot decode PTX line {ins.line} `{ins.text}`: {type(e).__name__}: {e}") from e
@@ -223,55 +202,8 @@ class _Ctx:
         raise UnsupportedInstruction(f"symbol {name} is not known in {self.func.name}")
 
 
-def typed_const(text: str, ty: str) -> np.ndarray:
-    return imm_value(text, ty)
-
-
-def bits_reader(ctx: _Ctx, op, ty: str):
-    """A callable(warp) -> typed 32-lane values of operand `op` read as `ty`."""
-    kind = op[0]
-    if kind == "reg":
-        name = op[1]
-        if name.startswith("%") and _special(name):
-            return _special(name)(ty)
-        idx = ctx.reg(name)
-
-        def read(w, idx=idx, ty=ty):
-            if w.inflight and idx in w.inflight:
-                w.machine.inflight_read(w, idx)
-            return from_bits(w.R[idx], ty)
-        return read
-    if kind == "imm":
-        v = typed_const(op[1], ty)
-        return lambda w, v=v: v
-    if kind == "sym":
-        space, val = ctx.symbol(op[1])
-        if space == "func":
-            raise UnsupportedInstruction(f"function {op[1]} used as a value")
-        if space == "shared":   # a shared variable's address carries the CTA's rank (bits 24 and up)
-            return lambda w, val=val, ty=ty: from_bits(np.full(32, w.cta.shared_base + val, np.uint64), ty)
-        v = from_bits(np.full(32, val, np.uint64), ty)
-        return lambda w, v=v: v
-    if kind == "neg":
-        r = bits_reader(ctx, op[1], "pred")
-        return lambda w: ~r(w)
-    raise UnsupportedInstruction(f"operand {op!r} cannot be read as a value")
-
-
-_SPECIAL = {}
-
-
-def _special(name: str):
-    base = name.split(".")[0]
-    if base in ("%tid", "%ntid", "%ctaid", "%nctaid", "%clusterid", "%nclusterid", "%cluster_ctaid",
-                "%cluster_nctaid", "%laneid", "%warpid", "%nwarpid", "%smid", "%nsmid", "%gridid",
-                "%cluster_ctarank", "%cluster_nctarank", "%is_explicit_cluster", "%globaltimer",
-                "%globaltimer_lo", "%globaltimer_hi", "%clock", "%clock64", "%clock_hi", "%lanemask_eq",
-                "%lanemask_lt", "%lanemask_le", "%lanemask_gt", "%lanemask_ge", "%dynamic_smem_size",
-                "%total_smem_size", "%aggr_smem_size"):
-        def make(ty, name=name):
-            def read(w):
-                return from_bits(w.special(name), ty)
-            return read
-        return make
-    return None
+def _refuse(error):
+    """The body of an instruction the emulator does not execute: executing it raises the refusal."""
+    def run(w, group):
+        raise UnsupportedInstruction(str(error))
+    return run

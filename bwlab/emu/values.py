@@ -100,13 +100,15 @@ def fma_f32(a, b, c) -> np.ndarray:
     with np.errstate(all="ignore"):
         p = a64 * b64
         s = p + c64
-        bb = s - p
-        err = (p - (s - bb)) + (c64 - bb)
         r = s.astype(np.float32)
         # halfway between two float32 values: the float64 bits below float32's mantissa are 100..0
-        sb = s.view(np.uint64)
-        low = sb & np.uint64((1 << 29) - 1)
-        half = (low == np.uint64(1 << 28)) & np.isfinite(s) & (err != 0)
+        low = s.view(np.uint64) & np.uint64((1 << 29) - 1)
+        maybe = low == np.uint64(1 << 28)
+        if not maybe.any():
+            return r
+        bb = s - p
+        err = (p - (s - bb)) + (c64 - bb)
+        half = maybe & np.isfinite(s) & (err != 0)
         if half.any():
             nudged = np.where(err > 0, np.nextafter(s, np.inf), np.nextafter(s, -np.inf))
             r = np.where(half, nudged.astype(np.float32), r)

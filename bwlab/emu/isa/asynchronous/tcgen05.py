@@ -41,55 +41,27 @@ import warnings
 
 import numpy as np
 
-from .errors import EmuError, EmuFault, ProtocolError, UnsupportedInstruction
-from .program import bits_reader
+from ...errors import (EmuError, EmuFault, PeerExited, ProtocolError, TcgenFenceMissing, TmemAllocError,  # noqa: F401
+                       TmemAllocHang, TmemLaneQuarter, TmemLeak, TmemStoreNotWaited, UnsupportedInstruction)
+from ... import order
+from ..operands import address, advancing, bits_reader
 
-__all__ = ["decode", "tmem_of"]
+__all__ = ["alloc", "dealloc", "relinquish_alloc_permit", "mma", "commit", "fence_before", "fence_after", "tmem_of",
+           "thread_synced", "cta_exits"]
 
 _SEC_ALLOC = "PTX ISA 9.7.16.7.1 tcgen05.alloc/dealloc"
 _SEC_ACCESS = "PTX ISA 9.7.16.2.2 Tensor Memory access restrictions"
-
-
-class TmemLeak(ProtocolError):
-    """A CTA exited with TMEM columns still allocated."""
-
-
-class TmemAllocHang(ProtocolError):
-    """A tcgen05.alloc that can never be satisfied (it would block forever on the GPU)."""
-
-
-class TmemAllocError(ProtocolError):
-    """An allocator rule broken: dealloc of columns not allocated, rising nCols, alloc after relinquish."""
-
-
-class TmemLaneQuarter(ProtocolError):
-    """tcgen05.ld/st by a warp outside its lane quarter (warp w may access lanes 32*(w%4) .. +31)."""
-
-
-class TcgenFenceMissing(ProtocolError):
-    """tcgen05 operations of two warps ordered by a thread synchronisation (bar.sync, barrier.cluster) without
-    tcgen05.fence::before_thread_sync before it (in the warp that issued the first) or
-    tcgen05.fence::after_thread_sync after it (in the warp that issues the second)."""
-
-
-class PeerExited(ProtocolError):
-    """A .cta_group::2 operation while the peer CTA of the pair has exited."""
 
 
 def tmem_of(c):
     """The TMEM (allocator + image) of CTA `c`, created on first use."""
     tm = getattr(c, "tmem", None)
     if tm is None:
-        from ..tmem.alloc import TensorMemory
+        from ....tmem.alloc import TensorMemory
         tm = c.tmem = TensorMemory()
         c.tmem_inflight = []      # (first column, last column + 1, description) of MMAs not yet complete
         c.tmem_alloc_at = {}      # column -> where the allocation was made
     return tm
-
-
-def _addr(ctx, op):
-    from .isa import _addr_reader
-    return _addr_reader(ctx, op)[1]
 
 
 def _lane0(m):
@@ -152,7 +124,7 @@ def _pair_collective(body, ins, name):
         w.blocked = (f"{name}.cta_group::2 at {M.where(ins)} (one warp of each CTA of the pair performs it "
                      f"collectively: waiting for a warp of the peer CTA {p.ctaid})")
         w.wait_info = ("tcgen05", w.blocked)
-    return run, "control"
+    return run
 
 
 # ---------------------------------------------------------------------------------------------
@@ -161,11 +133,19 @@ def _pair_collective(body, ins, name):
 _SEC_FENCE = "PTX ISA 9.7.16.6.4: tcgen05.fence::before_thread_sync / after_thread_sync"
 
 
-def thread_synced(w, entries, barrier):
+def thread_synced(w, entries, barrier, via_mbarrier=False):
     """Warp `w` passed a thread synchronisation; `entries` are the tcgen05 operations other warps issued
     before arriving at it: (warp, who, where, fenced)."""
     others = [e for e in entries if e[0] is not w]
-    w.tc_pending = [others, barrier, False] if others else None
+    if not others:
+        return      # nothing of another warp's tcgen05 work is ordered by it: what was pending stays pending
+    if w.tc_pending is not None:
+        others = w.tc_pending[0] + others
+        via_mbarrier = via_mbarrier or w.tc_pending[3]
+    w.tc_pending = [others, barrier, False, via_mbarrier]
+
+
+_ALLOCATOR = ("tcgen05.alloc", "tcgen05.dealloc")
 
 
 def _ordered(w, ins, what):
@@ -173,8 +153,13 @@ def _ordered(w, ins, what):
     operations, both fences must be there. Then it becomes this warp's latest unfenced operation."""
     M = w.machine
     pend = w.tc_pending
+    if pend is not None and pend[3] and what in _ALLOCATOR:
+        # an mbarrier wait orders the allocator instruction after the other warps' work: what it needs is that
+        # work's completion (checked by tcgen05.dealloc itself); the fences stay owed by the next async operation
+        w.tc_last = (M.where(ins), False)
+        return
     if pend is not None:
-        others, barrier, after = pend
+        others, barrier, after, _ = pend
         w.tc_pending = None
         bad = [e for e in others if not e[3]]
         if bad:
@@ -199,48 +184,58 @@ def _fence(ins, kind):
                 w.tc_last = (w.tc_last[0], True)
         elif w.tc_pending is not None:
             w.tc_pending[2] = True
-    return body, "plain"
+    return body
 
 
-def decode(ctx, ins, base, mods):
-    what = mods[0]
-    if what == "alloc":
-        return _alloc(ctx, ins, mods)
-    if what == "dealloc":
-        return _dealloc(ctx, ins, mods)
-    if what == "relinquish_alloc_permit":
-        return _relinquish(ctx, ins, mods)
-    if what == "mma":
-        return _mma(ctx, ins, mods)
-    if what == "commit":
-        return _commit(ctx, ins, mods)
-    if what in ("ld", "st"):
-        return _ldst(ctx, ins, mods, what)
-    if what == "wait::ld":
-        return _wait_ld(ctx, ins)
-    if what == "wait::st":
-        return (lambda w, m: None), "plain"   # a store writes TMEM when it is issued here
-    if what == "fence::before_thread_sync":
-        return _fence(ins, "before")
-    if what == "fence::after_thread_sync":
-        return _fence(ins, "after")
-    raise UnsupportedInstruction(f"the emulator does not execute `{ins.op}` (PTX line {ins.line}: {ins.text})")
+def alloc(ctx, ins, base, mods):
+    """tcgen05.alloc (the allocator's rules: `bwlab.tmem.alloc.TensorMemory`); .cta_group::2 is collective."""
+    return _alloc(ctx, ins, mods)
+
+
+def dealloc(ctx, ins, base, mods):
+    """tcgen05.dealloc (refused while an MMA still writes the columns)."""
+    return _dealloc(ctx, ins, mods)
+
+
+def relinquish_alloc_permit(ctx, ins, base, mods):
+    """tcgen05.relinquish_alloc_permit."""
+    return _relinquish(ctx, ins, mods)
+
+
+def mma(ctx, ins, base, mods):
+    """tcgen05.mma kind::f16 / kind::tf32 (`bwlab.umma.model.tcgen05_mma`), completing after a latency."""
+    return _mma(ctx, ins, mods)
+
+
+def commit(ctx, ins, base, mods):
+    """tcgen05.commit: arrives on the mbarrier(s) once the thread's earlier MMAs have completed."""
+    return _commit(ctx, ins, mods)
+
+
+def fence_before(ctx, ins, base, mods):
+    """tcgen05.fence::before_thread_sync."""
+    return _fence(ins, "before")
+
+
+def fence_after(ctx, ins, base, mods):
+    """tcgen05.fence::after_thread_sync."""
+    return _fence(ins, "after")
 
 
 # ---------------------------------------------------------------------------------------------
 # the allocator (PTX ISA 9.7.16.7.1)
 # ---------------------------------------------------------------------------------------------
 def _alloc(ctx, ins, mods):
-    from ..hw.tmem import TmemError
+    from ....hw.tmem import TmemError
     group = _cta_group(mods)
-    dst, rn = _addr(ctx, ins.args[0]), bits_reader(ctx, ins.args[1], "u32")
+    dst, rn = address(ctx, ins.args[0]), bits_reader(ctx, ins.args[1], "u32")
 
     def body(w, m):
         M = w.machine
         _same_group(w, ins, group)
         lane = _lane0(m)
         a, n = int(dst(w)[lane]), int(rn(w)[lane])
-        c, off = M.cta_of_cluster_addr(w, a, "tcgen05.alloc destination", ins, own=True)
+        c, off = M.mem.cta_of_cluster_addr(w, a, "tcgen05.alloc destination", ins, own=True)
         if off % 4 or off + 4 > c.smem.size:
             raise EmuFault(f"{w.who()} at {M.where(ins)}: the tcgen05.alloc destination 0x{off:x} must be a 4-byte "
                            f"aligned slot inside the CTA's {c.smem.size} bytes of shared memory")
@@ -261,6 +256,15 @@ def _alloc(ctx, ins, mods):
                 ) from None
             raise TmemAllocError(f"{w.who()} at {M.where(ins)}: {msg}") from None
         w.cta.tmem_alloc_at[taddr & 0xFFFF] = M.where(ins)
+        # the address is written by the allocator, not by a generic store: other warps may read it only after a
+        # barrier orders them after this warp (the allocating warp knows it at once)
+        n_alloc = M.__dict__.setdefault("tc_allocs", {}).get((c.linear, w.wid), 0) + 1
+        M.tc_allocs[(c.linear, w.wid)] = n_alloc
+        akey = ("tmem.alloc", c.linear, w.wid)
+        order.learn(w, akey, n_alloc)
+        aop = ("alloc", c.linear, w.wid, n_alloc)
+        order.add_async_write(c, off, off + 4, aop, "the tcgen05.alloc", M.where(ins), w.who())
+        c.async_writes[aop][2] = (akey, n_alloc)
         # the address lands in SMEM (written by the tensor core's allocator, not a generic store)
         c.smem[off:off + 4] = np.frombuffer(np.uint32(taddr).tobytes(), np.uint8)
         c.smem_writer[off:off + 4] = -1
@@ -268,12 +272,12 @@ def _alloc(ctx, ins, mods):
         M.progress()
     if group == 2:
         return _pair_collective(body, ins, "tcgen05.alloc")
-    return body, "plain"
+    return advancing(body)
 
 
 def _dealloc(ctx, ins, mods):
-    from ..hw.tmem import TmemError
-    from ..tmem.alloc import TmemNote
+    from ....hw.tmem import TmemError
+    from ....tmem.alloc import TmemNote
     group = _cta_group(mods)
     ra, rn = bits_reader(ctx, ins.args[0], "u32"), bits_reader(ctx, ins.args[1], "u32")
 
@@ -292,6 +296,28 @@ def _dealloc(ctx, ins, mods):
                     f"{w.who()} at {M.where(ins)}: tcgen05.dealloc of columns {col}..{col + n - 1} while {desc} "
                     f"still writes columns {lo}..{hi - 1}: wait for its tcgen05.commit before freeing the columns "
                     f"({_SEC_ALLOC}: the columns must not be in use)")
+        for lo, hi, key, seq, desc in c.__dict__.get("tmem_writes", ()):
+            if lo < col + n and col < hi and w.known.get(key, -1) < seq:
+                raise TmemAllocError(
+                    f"{w.who()} at {M.where(ins)}: tcgen05.dealloc of columns {col}..{col + n - 1}, which {desc} "
+                    f"writes (columns {lo}..{hi - 1}), and this warp has not observed its completion: wait on the "
+                    f"mbarrier its tcgen05.commit arrives on (directly, or through a barrier after a thread that did) "
+                    f"before freeing the columns — the MMA may still be writing them ({_SEC_ALLOC})")
+        for lo, hi, sw, where, *_ in c.__dict__.get("tmem_st_pending", ()):
+            if lo < col + n and col < hi:
+                raise TmemStoreNotWaited(
+                    f"{w.who()} at {M.where(ins)}: tcgen05.dealloc of columns {col}..{col + n - 1} while the tcgen05.st "
+                    f"of {sw} at {where} to columns {lo}..{hi - 1} has not been waited for (tcgen05.wait::st)")
+        for lo, hi, key, seq, rwho, rwhere in c.__dict__.get("tmem_reads", ()):
+            if lo < col + n and col < hi and w.known.get(key, -1) < seq:
+                raise TmemAllocError(
+                    f"{w.who()} at {M.where(ins)}: tcgen05.dealloc of columns {col}..{col + n - 1}, which the tcgen05.ld of "
+                    f"{rwho} at {rwhere} reads (columns {lo}..{hi - 1}), and this warp is not ordered after that load's "
+                    f"tcgen05.wait::ld: the load may still be reading. Let it finish (tcgen05.wait::ld), then order the "
+                    f"dealloc after it: tcgen05.fence::before_thread_sync, a barrier, tcgen05.fence::after_thread_sync "
+                    f"({_SEC_ALLOC})")
+        c.tmem_writes = [x for x in c.__dict__.get("tmem_writes", ()) if not (x[0] < col + n and col < x[1])]
+        c.tmem_reads = [x for x in c.__dict__.get("tmem_reads", ()) if not (x[0] < col + n and col < x[1])]
         with warnings.catch_warnings(record=True) as notes:
             warnings.simplefilter("always", TmemNote)
             try:
@@ -304,7 +330,7 @@ def _dealloc(ctx, ins, mods):
         M.progress()
     if group == 2:
         return _pair_collective(body, ins, "tcgen05.dealloc")
-    return body, "plain"
+    return advancing(body)
 
 
 def _relinquish(ctx, ins, mods):
@@ -315,7 +341,7 @@ def _relinquish(ctx, ins, mods):
         tmem_of(w.cta).relinquish_alloc_permit(w.cta.linear)
     if group == 2:
         return _pair_collective(body, ins, "tcgen05.relinquish_alloc_permit")
-    return body, "plain"
+    return advancing(body)
 
 
 def cta_exits(M, c):
@@ -359,7 +385,7 @@ def _mma(ctx, ins, mods):
     if len(args) != 5 or args[1][0] == "addr":
         raise UnsupportedInstruction(f"`{ins.op}` (PTX line {ins.line}): only [d_tmem], a_desc, b_desc, idesc, "
                                      "enable_input_d (A from SMEM) is modelled")
-    rd = _addr(ctx, args[0])
+    rd = address(ctx, args[0])
     ra, rb = bits_reader(ctx, args[1], "u64"), bits_reader(ctx, args[2], "u64")
     ri, rp = bits_reader(ctx, args[3], "u32"), bits_reader(ctx, args[4], "pred")
 
@@ -368,24 +394,38 @@ def _mma(ctx, ins, mods):
         d, a, b, i, p = rd(w), ra(w), rb(w), ri(w), rp(w)
         _same_group(w, ins, group)
         _ordered(w, ins, "tcgen05.mma")
+        _one_issuer(w, m, ins, "tcgen05.mma")
         for lane in np.nonzero(m)[0]:
             _issue_mma(w, ins, kind, group, int(d[lane]) & 0xFFFFFFFF, int(a[lane]), int(b[lane]),
                        int(i[lane]), bool(p[lane]), int(w.tid[lane]))
         M.progress()
-    return body, "plain"
+    return body
+
+
+def _one_issuer(w, m, ins, what):
+    """tcgen05.mma and tcgen05.commit are issued by one thread (CUTLASS elects one); executed by n lanes they
+    issue n operations. Legal, so a warning with the count, once per instruction."""
+    n = int(m.sum())
+    M = w.machine
+    seen = M.__dict__.setdefault("tc_multi", set())
+    if n > 1 and (id(ins), w.cta.linear) not in seen:
+        seen.add((id(ins), w.cta.linear))
+        M.warnings.append(f"{w.who(m)} at {M.where(ins)}: {what} executed by {n} threads of the warp issues {n} "
+                          f"separate operations (one per thread; PTX ISA 9.7.16.10 issue granularity). Issue it from "
+                          "one elected thread (elect.sync), as CUTLASS does")
 
 
 def _operand_bytes(desc, major, dtype, mn):
-    from ..umma.canonical import instr_k
-    from ..umma.descriptors import decode_smem_desc, descriptor_addresses, elem_bytes
+    from ....umma.canonical import instr_k
+    from ....umma.descriptors import decode_smem_desc, descriptor_addresses, elem_bytes
     addrs = descriptor_addresses(decode_smem_desc(desc, "sm100"), major, dtype, mn, instr_k(dtype))
     eb = elem_bytes(dtype)
     return np.unique((addrs[..., None] + np.arange(eb)).reshape(-1))
 
 
 def _issue_mma(w, ins, kind, group, d_tmem, adesc, bdesc, idesc, accumulate, tid):
-    from ..umma.idesc import decode_instr_desc
-    from ..umma.model import CtaState, d_tmem_layout, mma_operands, tcgen05_mma
+    from ....umma.idesc import decode_instr_desc
+    from ....umma.model import CtaState, d_tmem_layout, mma_operands, tcgen05_mma
     M = w.machine
     where = M.where(ins)
     # either CTA of the pair may issue (CUTLASS issues from the even one, a convention); the even CTA holds
@@ -416,8 +456,33 @@ def _issue_mma(w, ins, kind, group, d_tmem, adesc, bdesc, idesc, accumulate, tid
                 flat = flat[flat < c.smem.size]
                 bad = flat[c.smem_writer[flat] >= 0]
                 if bad.size:
-                    M.async_reads_smem(c, int(bad[0]), 1, f"tcgen05.mma operand {name} at {where}", w.who())
+                    M.mem.async_reads_smem(c, int(bad[0]), 1, f"tcgen05.mma operand {name} at {where}", w.who())
     desc = f"tcgen05.mma of {w.who()} at {where}"
+    seqs = M.__dict__.setdefault("tc_seq", {})
+    key = ("tcgen05.mma", w.cta.linear, tid)
+    seq = seqs[key] = seqs.get(key, -1) + 1
+    who = w.who(w.tid == tid)
+    for c in ctas:
+        for dsc, major, dt, mn, name in ((adesc, f.a_major, f.a_type, f.M // group, "A"),
+                                         (bdesc, f.b_major, f.b_type, f.N // group, "B")):
+            flat = _operand_bytes(dsc, major, dt, mn)
+            flat = flat[flat < c.smem.size]
+            if flat.size:
+                lo_b, hi_b = int(flat.min()), int(flat.max()) + 1
+                op = f"tcgen05.mma operand {name}"
+                order.check_async_read(M, c, lo_b, hi_b, w.known, {w.wid} if c is w.cta else set(), op, where, who,
+                                       flat=flat)
+                order.check_read(M, c, lo_b, hi_b, w.known, f"{op} of {who}", where)
+                order.add_region(c, lo_b, hi_b, key, seq, op, where, who)
+        c.__dict__.setdefault("tmem_writes", []).append((lo, hi, key, seq, desc))
+        pend = [p for p in c.__dict__.get("tmem_st_pending", ()) if p[0] < hi and lo < p[1]]
+        if pend:
+            raise TmemStoreNotWaited(
+                f"{w.who()} at {where}: tcgen05.mma {'accumulates into' if accumulate else 'writes'} TMEM columns "
+                f"{lo}..{hi - 1}, which the tcgen05.st of {pend[0][2]} at {pend[0][3]} writes, and that warp has not "
+                "executed tcgen05.wait::st (PTX ISA 9.7.16.8.5: a tcgen05.st is complete only after tcgen05.wait::st; "
+                "then order it before the MMA with tcgen05.fence::before_thread_sync, a thread sync and "
+                "tcgen05.fence::after_thread_sync)")
     recs = []
     for c in ctas:
         rec = (lo, hi, desc)
@@ -443,7 +508,7 @@ def _issue_mma(w, ins, kind, group, d_tmem, adesc, bdesc, idesc, accumulate, tid
 def _commit(ctx, ins, mods):
     group = _cta_group(mods)
     multicast = any(m.startswith("multicast") for m in mods)
-    addr = _addr(ctx, ins.args[0])
+    addr = address(ctx, ins.args[0])
     rmask = bits_reader(ctx, ins.args[1], "u16") if multicast else None
 
     def body(w, m):
@@ -452,10 +517,11 @@ def _commit(ctx, ins, mods):
         mk = rmask(w) if rmask is not None else None
         pipe = M.__dict__.setdefault("tc_pipe", {})
         _same_group(w, ins, group)
+        _one_issuer(w, m, ins, "tcgen05.commit")
         if w.tc_last is not None:   # tcgen05.commit is an implicit tcgen05.fence::before_thread_sync (PTX ISA)
             w.tc_last = (w.tc_last[0], True)
         for lane in np.nonzero(m)[0]:
-            bcta, boff = M.cta_of_cluster_addr(w, int(a[lane]), "tcgen05.commit mbarrier", ins)
+            bcta, boff = M.mem.cta_of_cluster_addr(w, int(a[lane]), "tcgen05.commit mbarrier", ins)
             if group == 2:
                 _peer(w, ins, "tcgen05.commit")
             cl = w.cta.cluster
@@ -468,15 +534,24 @@ def _commit(ctx, ins, mods):
             else:
                 targets = [bcta]
             for c in targets:
-                M.async_uses_mbarrier(w, c, boff, "tcgen05.commit", ins)
+                M.sync.async_uses_mbarrier(w, c, boff, "tcgen05.commit", ins)
                 if c.mbarriers.get(boff) is None:
                     raise ProtocolError(f"{w.who()} at {M.where(ins)}: tcgen05.commit to shared offset 0x{boff:x} "
                                         f"({M.prog.shared_name(boff)}) of CTA rank {c.rank}, where no mbarrier is "
                                         "initialised")
             key = (w.cta.linear, int(w.tid[lane]))
             due = max(M.clock + 1, pipe.get(key, 0) + 1)
+            mkey = ("tcgen05.mma",) + key
+            last = M.__dict__.setdefault("tc_seq", {}).get(mkey, -1)
+            carried = order.snapshot(w)
+            if last >= 0:
+                order.merge(carried, {mkey: last})   # every MMA this thread issued before the commit
+            entry = (w, w.who(), M.where(ins), True)  # a commit is an implicit tcgen05.fence::before_thread_sync
+            for c in targets:
+                if c is not w.cta:
+                    order.remote_access(w, c, "commits to its mbarrier", M.where(ins))
 
-            def arrive(targets=targets, boff=boff):
+            def arrive(targets=targets, boff=boff, carried=carried, entry=entry):
                 for c in targets:
                     if c.exited:
                         raise ProtocolError(f"the tcgen05.commit of {w.who()} at {M.where(ins)} arrives on an mbarrier "
@@ -487,97 +562,12 @@ def _commit(ctx, ins, mods):
                         raise ProtocolError(f"the tcgen05.commit of {w.who()} at {M.where(ins)} arrives on shared "
                                             f"offset 0x{boff:x} of CTA rank {c.rank}, where the mbarrier was "
                                             "invalidated")
-                    bar.arrive(1)
+                    order.signal(c, boff, bar, carried, entry, lambda bar=bar: bar.arrive(1))
             names = " ".join(f"@{c.rank}:{boff}" for c in targets)
             M.schedule(due - M.clock, arrive, f"tcgen05.commit arrival {names}")
             M.note(w, "tcgen05.commit")
         M.progress()
-    return body, "plain"
+    return body
 
 
 # ---------------------------------------------------------------------------------------------
-# tcgen05.ld / tcgen05.st / tcgen05.wait (PTX ISA 9.7.16.8)
-# ---------------------------------------------------------------------------------------------
-def _access(ins, mods):
-    from ..tmem.forms import TmemAccess
-    shape = next((m for m in mods if m in ("32x32b", "16x64b", "16x128b", "16x256b", "16x32bx2")), None)
-    num = next((int(m[1:]) for m in mods if m.startswith("x") and m[1:].isdigit()), None)
-    if shape is None or num is None:
-        raise UnsupportedInstruction(f"`{ins.op}`: no .shape/.num")
-    pack = "pack::16b" in mods or "unpack::16b" in mods
-    return shape, num, pack
-
-
-def _ldst(ctx, ins, mods, op):
-    from ..tmem.forms import TmemAccess
-    shape, num, pack = _access(ins, mods)
-    args = ins.args
-    if op == "ld":
-        regs, taddr = args[0], args[1]
-    else:
-        taddr, regs = args[0], args[-1]
-    off_arg = None
-    if shape == "16x32bx2":
-        off_arg = args[2] if op == "ld" else args[1]
-    half = int(off_arg[1], 0) if off_arg is not None else None
-    acc = TmemAccess(shape, num, pack, half)
-    vec = regs[1] if regs[0] == "vec" else [regs]
-    if len(vec) != acc.registers:
-        raise EmuError(f"PTX line {ins.line}: {ins.op} takes {acc.registers} registers, got {len(vec)}")
-    idx = [ctx.reg(r[1]) for r in vec]
-    rt = _addr(ctx, taddr)
-    readers = [bits_reader(ctx, r, "u32") for r in vec] if op == "st" else None
-
-    def body(w, m):
-        from ..hw.tmem import TmemError
-        from ..tmem.model import tcgen05_ld, tcgen05_st
-        M = w.machine
-        t = rt(w)
-        lane = _lane0(m)
-        ta = int(t[lane]) & 0xFFFFFFFF
-        if (t[m] & 0xFFFFFFFF != ta).any():
-            raise EmuError(f"{w.who(m)} at {M.where(ins)}: tcgen05.{op} with different TMEM addresses in one warp "
-                           "(.sync.aligned: every thread passes the same taddr)")
-        c = w.cta
-        _ordered(w, ins, f"tcgen05.{op}")
-        tm = tmem_of(c)
-        lane0, col0 = ta >> 16, ta & 0xFFFF
-        qlo = 32 * (w.wid % 4)
-        if not (qlo <= lane0 and lane0 + acc.lanes <= qlo + 32):
-            raise TmemLaneQuarter(
-                f"{w.who()} at {M.where(ins)}: tcgen05.{op}{acc.label()} at TMEM lane {lane0} touches lanes "
-                f"{lane0}..{lane0 + acc.lanes - 1}, but warp {w.wid} may access lanes {qlo}..{qlo + 31} only "
-                f"(warp w reaches lanes 32*(w%4) .. +31; {_SEC_ACCESS})")
-        owner = tm.owner_map()[col0:col0 + acc.width]
-        if owner.size < acc.width or (owner != c.linear).any():
-            raise TmemAllocError(f"{w.who()} at {M.where(ins)}: tcgen05.{op}{acc.label()} touches TMEM columns "
-                                 f"{col0}..{col0 + acc.width - 1}, not all allocated by this CTA ({_SEC_ALLOC})")
-        for lo, hi, desc in c.tmem_inflight:
-            if lo < col0 + acc.width and col0 < hi:
-                raise ProtocolError(f"{w.who()} at {M.where(ins)}: tcgen05.{op} of columns {col0}.."
-                                    f"{col0 + acc.width - 1} while {desc} still writes columns {lo}..{hi - 1}: wait "
-                                    "for its tcgen05.commit's mbarrier, then tcgen05.fence::after_thread_sync "
-                                    "(PTX ISA 9.7.16.6: ordering of tcgen05 operations)")
-        try:
-            if op == "ld":
-                vals = tcgen05_ld(tm.image, ta, acc, warp=w.wid)
-                where = M.where(ins)
-                for k, ix in enumerate(idx):
-                    w.inflight.pop(ix, None)
-                    row = w.R[ix]
-                    row[m] = vals[m, k]
-                    w.inflight[ix] = ("tcgen05.ld", where)
-            else:
-                regs_v = np.stack([r(w) for r in readers], axis=1).astype(np.uint32)
-                tcgen05_st(tm.image, ta, regs_v, acc, warp=w.wid)
-        except TmemError as e:
-            raise EmuError(f"{w.who()} at {M.where(ins)}: {e}") from None
-        M.note(w, f"tcgen05.{op} lane {lane0} column {col0}")
-    return body, "plain"
-
-
-def _wait_ld(ctx, ins):
-    def body(w, m):
-        for ix in [i for i, v in w.inflight.items() if v[0] == "tcgen05.ld"]:
-            del w.inflight[ix]
-    return body, "plain"

@@ -1,0 +1,208 @@
+"""Data movement (PTX ISA, "Data Movement and Conversion Instructions"): mov, ld, ldu, st, cvta, prmt,
+isspacep, mapa, getctarank."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import UnsupportedInstruction
+from ..values import WIDTH, from_bits
+from .operands import addr_reader, bits_reader, state_space, types, value_dtype, writer
+
+_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def mov(ctx, ins, base, mods):
+    """Data Movement and Conversion: mov (registers, symbols' addresses, packing and unpacking vectors)."""
+    ty = types(mods)[0]
+    d, a = ins.args
+    if a[0] == "sym":
+        space, val = ctx.symbol(a[1])
+        if space == "func":
+            raise UnsupportedInstruction("function addresses are not modelled")
+        wr = writer(ctx, d, "u64")
+        if space == "shared":
+            return (lambda w, m: wr(w, np.full(32, w.cta.shared_base + val, np.uint64), m))
+        v = np.full(32, val, np.uint64)
+        return (lambda w, m: wr(w, v, m))
+    if a[0] == "vec":   # mov.b64 %rd, {%r1, %r2}: pack
+        parts = [bits_reader(ctx, x, "b32" if ty == "b64" else "b16") for x in a[1]]
+        sh = 64 // len(parts)
+        wr = writer(ctx, d, ty)
+
+        def pack(w, m):
+            out = np.zeros(32, np.uint64)
+            for k, p in enumerate(parts):
+                out |= p(w).astype(np.uint64) << np.uint64(sh * k)
+            wr(w, from_bits(out, ty), m)
+        return pack
+    if d[0] == "vec":   # mov.b64 {%r1, %r2}, %rd: unpack
+        src = bits_reader(ctx, a, ty)
+        n = len(d[1])
+        sh = WIDTH[ty] // n
+        pty = {16: "b16", 32: "b32", 8: "b8"}[sh]
+        wrs = [writer(ctx, x, pty) for x in d[1]]
+
+        def unpack(w, m):
+            v = src(w).astype(np.uint64)
+            for k, wr in enumerate(wrs):
+                wr(w, (v >> np.uint64(sh * k)) & np.uint64((1 << sh) - 1), m)
+        return unpack
+    src = bits_reader(ctx, a, ty)
+    wr = writer(ctx, d, ty)
+    return (lambda w, m: wr(w, src(w), m))
+
+
+def ld(ctx, ins, base, mods):
+    """Data Movement and Conversion: ld / ldu (every state space, .v2/.v4/.v8)."""
+    tys = types(mods)
+    ty = tys[0]
+    vec = next((int(m[1:]) for m in mods if m in ("v2", "v4", "v8")), 1)
+    space = state_space(mods)
+    d, a = ins.args
+    sym_space, addr = addr_reader(ctx, a)
+    if space == "param" and sym_space in ("kparam", "cparam"):
+        space = sym_space
+    elif space == "param":
+        space = "kparam" if ctx.func.entry else "cparam"
+    n = WIDTH[ty] // 8
+    dst = d[1] if d[0] == "vec" else [d]
+    wrs = [writer(ctx, x, ty) for x in dst]
+    dt = value_dtype(ty)
+    sign = ty[0] == "s"
+
+    fast = n in (1, 2, 4, 8) and space in ("shared", "global")
+    own_shared = space == "shared"
+    if space == "kparam" and sym_space == "kparam" and vec == 1:
+        # a kernel parameter by name: one address for every lane, read once and given to all
+        poff = int(addr(None)[0]) if a[1][0] == "sym" else None
+        if poff is not None and poff % n == 0:
+            def param(w, m):
+                params = w.machine.params
+                if poff + n > params.size:
+                    return general(w, m)
+                v = params[poff:poff + n].view(dt)
+                wrs[0](w, np.full(32, v[0].astype(np.int64) if sign else v[0]), m)
+            general = _ld_body(ins, space, addr, n, vec, wrs, dt, sign, False, False)
+            return param
+    return _ld_body(ins, space, addr, n, vec, wrs, dt, sign, fast, own_shared)
+
+
+def _ld_body(ins, space, addr, n, vec, wrs, dt, sign, fast, own_shared):
+    def body(w, m):
+        a = addr(w)
+        vals = None
+        if fast:
+            mem = w.machine.mem
+            vals = mem.load_own_shared(w, a, n, vec, m) if own_shared else mem.load_global(w, a, n, vec, m)
+        if vals is None:
+            vals = w.machine.mem.read(w, space, a, n * vec, m, ins).view(dt).reshape(32, vec)
+        else:
+            vals = vals.view(dt)
+        for k, wr in enumerate(wrs):
+            v = vals[:, k]
+            wr(w, v.astype(np.int64) if sign else v, m)
+    return body
+
+
+def st(ctx, ins, base, mods):
+    """Data Movement and Conversion: st."""
+    ty = types(mods)[0]
+    vec = next((int(m[1:]) for m in mods if m in ("v2", "v4", "v8")), 1)
+    space = state_space(mods)
+    a, s = ins.args
+    sym_space, addr = addr_reader(ctx, a)
+    if space == "param":
+        space = sym_space if sym_space in ("kparam", "cparam") else "cparam"
+    n = WIDTH[ty] // 8
+    srcs = [bits_reader(ctx, x, ty) for x in (s[1] if s[0] == "vec" else [s])]
+    dt = value_dtype(ty)
+
+    fast = n in (1, 2, 4, 8) and space in ("shared", "global")
+    own_shared = space == "shared"
+
+    def body(w, m):
+        data = np.empty((32, vec), dt)
+        for k, r in enumerate(srcs):
+            data[:, k] = r(w)
+        a = addr(w)
+        if fast:
+            mem = w.machine.mem
+            words = data.view(_UINT[n])
+            if (mem.store_own_shared(w, a, words, n, vec, m) if own_shared else
+                    mem.store_global(w, a, words, n, vec, m)):
+                return
+        w.machine.mem.write(w, space, a, data.view(np.uint8).reshape(32, n * vec), m, ins)
+    return body
+
+
+def cvta(ctx, ins, base, mods):
+    """Data Movement and Conversion: cvta (generic <-> state-space addresses)."""
+    to = "to" in mods
+    space = next(m for m in mods if m in ("global", "shared", "param", "local", "const") or m.startswith("shared"))
+    space = "shared" if space.startswith("shared") else space
+    ty = types(mods)[0]
+    d, a = ins.args
+    src = bits_reader(ctx, a, ty)
+    wr = writer(ctx, d, ty)
+
+    def body(w, m):
+        v = src(w).astype(np.uint64)
+        wr(w, w.machine.mem.cvta(space, v, to), m)
+    return body
+
+
+def prmt(ctx, ins, base, mods):
+    """Data Movement and Conversion: prmt.b32 (the default byte-permute mode)."""
+    mode = next((m for m in mods if m in ("f4e", "b4e", "rc8", "ecl", "ecr", "rc16")), None)
+    if mode:
+        raise UnsupportedInstruction(f"`{ins.op}` (prmt modes other than the default)")
+    d, a, b, c = ins.args
+    ra, rb, rc = bits_reader(ctx, a, "b32"), bits_reader(ctx, b, "b32"), bits_reader(ctx, c, "b32")
+    wr = writer(ctx, d, "b32")
+
+    def body(w, m):
+        x = (rb(w).astype(np.uint64) << np.uint64(32)) | ra(w).astype(np.uint64)
+        sel = rc(w).astype(np.uint64)
+        out = np.zeros(32, np.uint64)
+        for k in range(4):
+            s = (sel >> np.uint64(4 * k)) & np.uint64(0xF)
+            byte = (x >> ((s & np.uint64(7)) * np.uint64(8))) & np.uint64(0xFF)
+            byte = np.where(s & np.uint64(8), np.where(byte & np.uint64(0x80), np.uint64(0xFF), np.uint64(0)), byte)
+            out |= byte << np.uint64(8 * k)
+        wr(w, out.astype(np.uint32), m)
+    return body
+
+
+def isspacep(ctx, ins, base, mods):
+    """Data Movement and Conversion: isspacep."""
+    space = mods[0]
+    d, a = ins.args
+    ra = bits_reader(ctx, a, "u64")
+    wr = writer(ctx, d, "pred")
+    return (lambda w, m: wr(w, w.machine.mem.isspacep(space, ra(w)), m))
+
+
+def mapa(ctx, ins, base, mods):
+    """Data Movement and Conversion: mapa (a shared address in a peer CTA of the cluster)."""
+    ty = types(mods)[-1]
+    d, a, b = ins.args
+    ra, rb = bits_reader(ctx, a, ty), bits_reader(ctx, b, "u32")
+    wr = writer(ctx, d, ty)
+    generic = not any(m.startswith("shared") for m in mods)
+
+    def body(w, m):
+        wr(w, w.machine.mem.mapa(w, ra(w).astype(np.uint64), rb(w), generic, m, ins), m)
+    return body
+
+
+def getctarank(ctx, ins, base, mods):
+    """Data Movement and Conversion: getctarank."""
+    ty = types(mods)[-1]
+    d, a = ins.args
+    ra = bits_reader(ctx, a, ty)
+    wr = writer(ctx, d, "u32")
+    generic = not any(m.startswith("shared") for m in mods)
+
+    def body(w, m):
+        wr(w, w.machine.mem.ctarank_of(w, ra(w).astype(np.uint64), generic), m)
+    return body

@@ -1,0 +1,325 @@
+"""What each warp has observed: the happens-before order of asynchronous work, and the hazards it names.
+
+PTX ISA, "Memory Consistency Model" (the async proxy, release/acquire through mbarriers and barriers) and
+the completion mechanisms of each asynchronous unit: an asynchronous operation that reads shared memory
+(a TMA store or bulk copy, `wgmma.mma_async`, `tcgen05.mma`) may read it at any moment until its
+completion is *observed*: by `cp.async.bulk.wait_group(.read)` in the issuing thread, by the
+`wgmma.wait_group` that retires it, or by a wait on the mbarrier its `tcgen05.commit` arrives on. That
+observation travels from thread to thread only through synchronisation: mbarrier arrive -> wait of the
+same phase, `bar.sync`, `barrier.cluster`.
+
+The emulator keeps that order explicitly, so a kernel that breaks it fails even when the timing of this
+run (or of a GPU) happened to hide the race:
+
+* every warp has a `known` map: completion key -> the highest sequence number it has observed complete
+  (keys: ("wgmma", cta, warpgroup), ("tcgen05.mma", cta, thread), ("bulk", cta, thread), and the count of
+  ("cluster.arrive", cta, warp) arrivals, for the cluster-exit rule);
+* an mbarrier phase, a named barrier and the cluster barrier carry the union of what their arrivers
+  knew to the warps that wait on them;
+* every in-flight asynchronous read of shared memory is a `Region`; a write to its bytes (a generic
+  store, a TMA load or bulk copy landing) by a thread that has not observed its completion is an
+  `AsyncReadHazard`, naming both source lines; a CTA that exits while a region of its shared memory is
+  not known complete is `AsyncInFlightAtExit`;
+* a CTA that a cluster peer reached (a remote mbarrier arrive, a DSMEM access, a commit to its barrier)
+  must not exit before that peer's later `barrier.cluster.arrive` is observed (`ClusterPeerMayAccess`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import (AsyncInFlightAtExit, AsyncReadHazard, AsyncWriteNotObserved, ClusterPeerMayAccess,
+                     GenericWriteNotOrdered, MbarrierPhaseOverrun)
+
+__all__ = ["Region", "learn", "merge", "snapshot", "add_region", "check_write", "check_exit", "completion_hint",
+           "PhaseOrder", "phase_of", "signal", "observed", "remote_access", "check_cluster_exit", "release",
+           "record_stores", "check_async_read", "add_async_write", "landed", "check_read"]
+
+_SEC = "PTX ISA, Memory Consistency Model (async proxy; completion of asynchronous operations)"
+
+
+@dataclass
+class Region:
+    lo: int
+    hi: int
+    key: tuple
+    seq: int
+    what: str        # "the TMA store", "wgmma.mma_async operand A", ...
+    where: str       # the issuing instruction's source line
+    who: str         # the issuing thread(s)
+
+
+def completion_hint(key) -> str:
+    kind = key[0]
+    if kind == "wgmma":
+        return "a wgmma.wait_group that retires it (then release the buffer)"
+    if kind == "tcgen05.mma":
+        return "a wait on the mbarrier its tcgen05.commit arrives on"
+    if kind == "bulk":
+        return "cp.async.bulk.wait_group.read (or wait_group) in the issuing thread"
+    if kind == "tcgen05.ld":
+        return "tcgen05.wait::ld in the loading warp"
+    return "its completion"
+
+
+def learn(w, key, seq: int) -> None:
+    k = w.known
+    if k.get(key, -1) < seq:
+        k[key] = seq
+
+
+def merge(dst: dict, src) -> None:
+    for key, seq in src.items():
+        if dst.get(key, -1) < seq:
+            dst[key] = seq
+
+
+def snapshot(w) -> dict:
+    return dict(w.known)
+
+
+def knows(known: dict, r: Region) -> bool:
+    return known.get(r.key, -1) >= r.seq
+
+
+# ---------------------------------------------------------------------------------------------
+# in-flight asynchronous reads of shared memory
+# ---------------------------------------------------------------------------------------------
+def add_region(c, lo: int, hi: int, key, seq: int, what: str, where: str, who: str) -> None:
+    regions = c.__dict__.setdefault("async_reads", [])
+    regions.append(Region(int(lo), int(hi), key, int(seq), what, where, who))
+    if len(regions) > 64:
+        _prune(c)
+
+
+def _prune(c) -> None:
+    """Drop the regions every live warp of the CTA knows complete (nothing can race with them any more)."""
+    live = [w for w in c.warps if not w.exited.all()]
+    c.async_reads = [r for r in c.async_reads if not all(knows(w.known, r) for w in live)]
+
+
+def _hit(lo, hi, n, a, b):
+    """The first byte of [a, b) the access touches: [lo, hi) when n is None, else n bytes at each offset in lo."""
+    if n is None:
+        return max(lo, a) if a < hi and lo < b else None
+    sel = (lo + n > a) & (lo < b)
+    if not sel.any():
+        return None
+    return max(int(lo[sel].min()), a)
+
+
+def check_write(M, c, lo, hi, known: dict, writer: str, where: str, how: str, n=None) -> None:
+    """A write into shared bytes [lo, hi) of CTA c by `writer` (what it knew: `known`); with `n`, `lo` is an array
+    of offsets each written n bytes wide."""
+    regions = c.__dict__.get("async_reads")
+    if not regions:
+        return
+    for r in regions:
+        if knows(known, r):
+            continue
+        b = _hit(lo, hi, n, r.lo, r.hi)
+        if b is not None:
+            raise AsyncReadHazard(
+                f"{writer} at {where} {how} shared byte 0x{b:x} ({M.prog.shared_name(b)}) of CTA {c.ctaid}, which "
+                f"{r.what} issued by {r.who} at {r.where} may still be reading: the writer has not observed that "
+                f"operation's completion. Wait for it first — {completion_hint(r.key)} — and let that reach the "
+                f"writer through an mbarrier or a barrier ({_SEC})")
+
+
+def check_exit(M, c) -> None:
+    """CTA c exits: every asynchronous read of its shared memory must be known complete by one of its warps."""
+    regions = c.__dict__.get("async_reads")
+    if not regions:
+        return
+    for r in regions:
+        if not any(knows(w.known, r) for w in c.warps):
+            raise AsyncInFlightAtExit(
+                f"CTA {c.ctaid} exits while {r.what} issued by {r.who} at {r.where} may still read its shared memory: "
+                f"no thread of the CTA observed its completion ({completion_hint(r.key)}) before exiting. A CTA's "
+                f"shared memory is released when it exits; asynchronous operations that read it must be complete "
+                f"({_SEC})")
+
+
+# ---------------------------------------------------------------------------------------------
+# what a synchronisation carries
+# ---------------------------------------------------------------------------------------------
+class PhaseOrder:
+    """What one mbarrier carries: the arrivals of the current phase, and what each completed phase carried
+    (by parity, the way waits name phases)."""
+    __slots__ = ("known", "tc", "done", "seen")
+
+    def __init__(self):
+        self.known, self.tc = {}, []
+        self.done = {0: ({}, ()), 1: ({}, ())}
+        self.seen = {}      # (cta, warp) -> the phase number that warp last observed complete
+
+
+def phase_of(c, off: int) -> PhaseOrder:
+    table = c.__dict__.setdefault("mbar_order", {})
+    po = table.get(off)
+    if po is None:
+        po = table[off] = PhaseOrder()
+    return po
+
+
+def signal(c, off: int, bar, known=None, tc_entry=None, act=None) -> None:
+    """An arrival, expect_tx or complete_tx on the mbarrier at `off` of CTA c: `act()` performs it on the
+    model; what the signaller knew joins the phase, and a phase that completes keeps it for its waiters."""
+    po = phase_of(c, off)
+    if known:
+        merge(po.known, known)
+    if tc_entry is not None:
+        po.tc.append(tc_entry)
+    before = bar.phase
+    act()
+    if bar.phase != before:
+        po.done[before & 1] = (po.known, tuple(po.tc))
+        po.known, po.tc = {}, []
+
+
+def observed(w, c, off: int, parity: int, barrier: str, bar=None, where: str = "") -> None:
+    """Warp w's wait on the phase of parity `parity` of the mbarrier at `off` of CTA c succeeded."""
+    from .isa.asynchronous.tcgen05 import thread_synced
+    po = phase_of(c, off)
+    known, tc = po.done[parity & 1]
+    merge(w.known, known)
+    if tc:
+        thread_synced(w, tc, barrier, via_mbarrier=True)
+    if bar is None:
+        return
+    # which phase it saw: the latest completed phase of that parity
+    now = bar.phase - 1 if (bar.phase - 1) & 1 == parity & 1 else bar.phase - 2
+    learn(w, ("mbarrier", c.linear, off), now)
+    key = (w.cta.linear, w.wid)
+    last = po.seen.get(key)
+    po.seen[key] = now if last is None else max(now, last)
+    if last is not None and now >= last + 2:
+        raise MbarrierPhaseOverrun(
+            f"{w.who()} at {where}: {barrier} (parity {parity & 1}) passes on phase {now}, but the last phase this "
+            f"warp observed was {last}: phase {last + 1} completed and the next one began before it waited. A parity "
+            f"wait sees only the latest completed phase of that parity, so the barrier ran a whole phase ahead of "
+            f"this warp: whoever signals it did not wait for this warp to release the buffer (PTX ISA, mbarrier: "
+            f"phase completion and parity; a producer waits on the consumer's 'empty' barrier before reusing a "
+            f"stage)")
+
+
+# ---------------------------------------------------------------------------------------------
+# cluster peers: a CTA must outlive every access its peers make to it
+# ---------------------------------------------------------------------------------------------
+def remote_access(w, target, what: str, where: str) -> None:
+    """Warp w (of another CTA of the cluster) reaches CTA `target`'s shared memory or barriers."""
+    if target is w.cta:
+        return
+    key = ("cluster.arrive", w.cta.linear, w.wid)
+    acc = target.__dict__.setdefault("remote_access", {})
+    acc[key] = (w.arrivals, w, what, where)
+
+
+def check_cluster_exit(M, c) -> None:
+    """CTA c exits: every running peer that reached it must have arrived at the cluster barrier after its last
+    access, and c must have observed that arrival (barrier.cluster.arrive / wait by both)."""
+    acc = c.__dict__.get("remote_access")
+    if not acc:
+        return
+    for key, (n, pw, what, where) in acc.items():
+        if pw.exited.all():     # the warp that reached this CTA is gone: it can reach it no more
+            continue
+        if not any(x.known.get(key, 0) >= n + 1 for x in c.warps):
+            raise ClusterPeerMayAccess(
+                f"CTA {c.ctaid} (cluster rank {c.rank}) exits while its cluster peer CTA {pw.cta.ctaid} (rank "
+                f"{pw.cta.rank}) may still access it: {pw.who()} {what} at {where}, and no barrier.cluster.arrive of "
+                f"that warp after it was observed by this CTA before exiting. PTX ISA (Cluster of CTAs; distributed "
+                f"shared memory): a CTA's shared memory and mbarriers must not be accessed after it exits — end the "
+                f"kernel with barrier.cluster.arrive + barrier.cluster.wait in every CTA")
+
+
+# ---------------------------------------------------------------------------------------------
+# generic stores read by an asynchronous operation: the issuing thread must be ordered after them
+# ---------------------------------------------------------------------------------------------
+def release(w) -> None:
+    """Warp w arrives at a barrier (bar, barrier.cluster, mbarrier): its earlier stores happen before that."""
+    w.releases += 1
+    learn(w, ("release", w.cta.linear, w.wid), w.releases)
+
+
+def record_stores(c, off: int, n: int, w) -> None:
+    """Warp w stored [off, off+n) of CTA c's shared memory before its next release."""
+    c.smem_wwarp[off:off + n] = w.wid
+    c.smem_wrel[off:off + n] = w.releases
+
+
+def check_async_read(M, c, lo: int, hi: int, known: dict, issuers, what: str, where: str, who: str,
+                     flat=None) -> None:
+    """An asynchronous read of CTA c's shared bytes [lo, hi) (or the byte list `flat`) issued by warps `issuers`
+    (what they knew: `known`): every generic store of another warp to those bytes must be ordered before it by a
+    barrier the issuer passed after that warp's release."""
+    if flat is None:
+        wr, rel = c.smem_wwarp[lo:hi], c.smem_wrel[lo:hi]
+        base = lo
+    else:
+        wr, rel = c.smem_wwarp[flat], c.smem_wrel[flat]
+        base = None
+    bad = (wr >= 0) & ~np.isin(wr, list(issuers))
+    if not bad.any():
+        return
+    for wid in np.unique(wr[bad]).tolist():
+        sel = bad & (wr == wid)
+        need = int(rel[sel].max()) + 1
+        if known.get(("release", c.linear, wid), 0) < need:
+            i = int(np.nonzero(sel)[0][0])
+            b = base + i if base is not None else int(flat[i])
+            x = c.warps[wid]
+            raise GenericWriteNotOrdered(
+                f"{what} issued by {who} at {where} reads shared byte 0x{b:x} ({M.prog.shared_name(b)}) of CTA "
+                f"{c.ctaid}, which warp {wid} ({x.who()}) stored with no barrier between its store and this issue: "
+                f"the stores of other threads must be made visible to the async proxy (fence.proxy.async by the "
+                f"writers) and ordered before the asynchronous operation by a barrier both pass (__syncthreads, an "
+                f"mbarrier arrive/wait) (PTX ISA, Memory Consistency Model: proxies and synchronisation)")
+
+
+# ---------------------------------------------------------------------------------------------
+# asynchronous writes into shared memory (TMA loads, bulk copies): read only after their phase is observed
+# ---------------------------------------------------------------------------------------------
+def add_async_write(c, lo: int, hi: int, op: int, what: str, where: str, who: str) -> None:
+    writes = c.__dict__.setdefault("async_writes", {})
+    writes[op] = [int(lo), int(hi), None, what, where, who]     # [lo, hi, (barrier key, phase) once landed, ...]
+    retire_writes(c)
+
+
+def landed(c, op: int, bcta, boff: int, phase: int) -> None:
+    rec = c.__dict__.get("async_writes", {}).get(op)
+    if rec is not None:
+        rec[2] = (("mbarrier", bcta.linear, boff), phase)
+
+
+def check_read(M, c, lo, hi, known: dict, reader: str, where: str, what: str = "reads", n=None) -> None:
+    """A read of CTA c's shared bytes [lo, hi) by a thread (or the issue of an async read) that knew `known`;
+    with `n`, `lo` is an array of offsets each read n bytes wide."""
+    writes = c.__dict__.get("async_writes")
+    if not writes:
+        return
+    for op, (a, b, done, wwhat, wwhere, wwho) in list(writes.items()):
+        if done is not None and known.get(done[0], -1) >= done[1]:
+            continue
+        first = _hit(lo, hi, n, a, b)
+        if first is not None:
+            state = ("is still in flight" if done is None else
+                     f"landed, but this thread has not observed the completion of the mbarrier phase it completed "
+                     f"(phase {done[1]})")
+            raise AsyncWriteNotObserved(
+                f"{reader} at {where} {what} shared byte 0x{first:x} ({M.prog.shared_name(first)}) of CTA "
+                f"{c.ctaid}, which {wwhat} issued by {wwho} at {wwhere} writes and which {state}: wait on its mbarrier "
+                f"first (PTX ISA: the bytes of an asynchronous copy are visible only after the mbarrier phase it "
+                f"completes is observed)")
+
+
+def retire_writes(c) -> None:
+    """Drop the landed writes every live warp of the CTA has observed."""
+    writes = c.__dict__.get("async_writes")
+    if not writes or len(writes) < 32:
+        return
+    live = [w for w in c.warps if not w.exited.all()]
+    for op in [op for op, r in writes.items()
+               if r[2] is not None and all(w.known.get(r[2][0], -1) >= r[2][1] for w in live)]:
+        del writes[op]

@@ -1,0 +1,27 @@
+"""The strict asynchronous rules of the emulator (bwlab.emu.order) as a learner meets them: a broken kernel's
+error names both source lines, long register lists are cut, and a recording of the same broken kernel that
+happened to equal the model is not shown as if it proved the kernel right."""
+import numpy as np
+
+from bwlab.case import CheckResult, Result, Results, _rule_broken
+from bwlab.emu.errors import AsyncReadHazard, EmuFault, ProtocolError
+from bwlab.emu.isa import short_text
+
+
+def test_long_register_lists_are_cut_short_ones_kept():
+    regs = ", ".join(f"%f{i}" for i in range(128))
+    text = f"wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{{regs}}}, %rd1, %rd2, p, 1, 1, 0, 0;"
+    short = short_text(text)
+    assert "{%f0, %f1, %f2, %f3, ... 128 registers}" in short and "%f100" not in short
+    assert short_text("tcgen05.ld.sync.aligned.32x32b.x2.b32 {%r1, %r2}, [%r3];").count("%r") == 3
+
+
+def test_a_rule_broken_live_marks_a_lucky_recording():
+    assert _rule_broken(AsyncReadHazard("x")) and _rule_broken(ProtocolError("x"))
+    assert not _rule_broken(EmuFault("out of bounds"))
+    ok = CheckResult("epilogue", "a store", 10, 0, source="recorded on an NVIDIA H100")
+    ok.note = "that GPU got lucky: the kernel breaks the rule named above all the same"
+    text = str(Results([ok]))
+    assert text.splitlines()[0].endswith("equal the model (recorded on an NVIDIA H100)")
+    assert "got lucky" in text.splitlines()[1]
+    assert Result(np.zeros(1), "this GPU", True).live
