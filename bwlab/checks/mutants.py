@@ -716,7 +716,13 @@ _DRAINED = ("the epilogue (or, in step 1, the MMA thread) has already waited for
             "last MMA, so every MMA has completed before the teardown; without the `drained` commit, with it "
             "issued early or with its count one higher, tcgen05_wait_drained only runs out its bounded budget "
             "before freeing TMEM: slower, no rule broken on this path")
+_DRAINED_WAIT = ("on the normal path the epilogue waited for the commit issued after the last MMA, and the "
+                 "teardown's barrier (__syncthreads / pair_sync) orders the dealloc after that wait, so the "
+                 "freeing warp has observed every MMA's completion without `drained` (the emulator checks exactly "
+                 "that: a dealloc before the MMAs' completion is observed is a TmemAllocError); the wait matters "
+                 "only when a bounded wait gave up")
 NOT_RULE_BREAKING = {
+    ("sm100/", "remove", "tcgen05_wait_drained", None): _DRAINED_WAIT,
     ("sm100/", "remove", "tcgen05_commit(&drained)", None): _DRAINED,
     ("sm100/", "early", "tcgen05_commit(&drained)", None): _DRAINED,
     ("sm100/", "remove", "tcgen05_commit_multicast_cta_group2(&drained", None): _DRAINED,

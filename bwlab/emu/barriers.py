@@ -12,7 +12,7 @@ import numpy as np
 
 from ..hw.mbarrier import Mbarrier
 from . import order
-from .errors import EmuError, EmuFault, ProtocolError
+from .errors import EmuError, EmuFault, MbarrierInitNotOrdered, ProtocolError
 from .isa.asynchronous.tcgen05 import thread_synced
 
 __all__ = ["Synchronisation"]
@@ -155,17 +155,35 @@ class Synchronisation:
                                f"{c.smem.size} bytes of shared memory")
             c.mbarriers[off] = Mbarrier(create_count)
             c.mbar_info[off] = (self.launch.where(ins), w.who())
+            c.__dict__.setdefault("mbar_init_by", {})[off] = (w.wid, w.releases, self.launch.where(ins), w.who())
             c.mbar_unfenced[off] = (int(w.tid[0]) // 32, self.launch.where(ins))
             return c, off, c.mbarriers[off]
         if c is not w.cta:
             order.remote_access(w, c, f"executes {what} on its mbarrier '{self.launch.prog.shared_name(off)}'",
                                 self.launch.where(ins))
+        self.init_ordered(w, c, off, what, ins)
         bar = c.mbarriers.get(off)
         if bar is None:
             raise ProtocolError(f"{w.who()} at {self.launch.where(ins)}: {what} on shared offset 0x{off:x} "
                                 f"({self.launch.prog.shared_name(off)}) of CTA rank {c.rank}, where no mbarrier was "
                                 "initialised (mbarrier.init must come first, made visible by a fence and a barrier)")
         return c, off, bar
+
+    def init_ordered(self, w, c, off: int, what: str, ins):
+        """A warp that uses an mbarrier another warp initialised must be ordered after the init: a barrier
+        (__syncthreads, barrier.cluster) that the initialising warp arrived at after mbarrier.init."""
+        ib = c.__dict__.get("mbar_init_by", {}).get(off)
+        if ib is None or (c is w.cta and ib[0] == w.wid):
+            return
+        wid, rel, where, who = ib
+        if w.known.get(("release", c.linear, wid), 0) >= rel + 1:
+            return
+        raise MbarrierInitNotOrdered(
+            f"{w.who()} at {self.launch.where(ins)}: {what} on the mbarrier '{self.launch.prog.shared_name(off)}' of "
+            f"CTA {c.ctaid}, which {who} initialised at {where}, with no barrier between the init and this use: "
+            "make the init visible (fence.mbarrier_init.release.cluster or fence.proxy.async) and order it before "
+            "every other thread's use with __syncthreads (or barrier.cluster for peers) (PTX ISA: mbarrier.init; "
+            "memory consistency model)")
 
     def fence_mbarrier_init(self, w):
         """fence.mbarrier_init / fence.proxy.async by warp w: its mbarrier.init are visible to the async proxy."""
@@ -176,6 +194,8 @@ class Synchronisation:
     def async_uses_mbarrier(self, w, c, off: int, what: str, ins):
         """The async proxy (TMA complete_tx, tcgen05.commit) will signal the mbarrier at `off` of CTA c: its
         initialisation must have been fenced."""
+        if c.mbarriers.get(off) is not None:
+            self.init_ordered(w, c, off, what, ins)
         if not self.launch.check_proxy or off not in c.mbar_unfenced:
             return
         wid, where = c.mbar_unfenced[off]

@@ -5,7 +5,7 @@ __all__ = ["EmuError", "EmuFault", "DivergenceError", "ProtocolError", "ProxyFen
            "UnsupportedInstruction", "EmuTimeout", "TmemLeak", "TmemAllocHang", "TmemAllocError", "TmemLaneQuarter",
            "TcgenFenceMissing", "PeerExited", "AsyncReadHazard", "AsyncInFlightAtExit",
            "ClusterPeerMayAccess", "TmemStoreNotWaited", "GenericWriteNotOrdered", "AsyncWriteNotObserved",
-           "MbarrierPhaseOverrun", "WgmmaFenceMissing"]
+           "MbarrierPhaseOverrun", "WgmmaFenceMissing", "MbarrierInitNotOrdered"]
 
 
 class EmuError(RuntimeError):
@@ -116,3 +116,7 @@ class MbarrierPhaseOverrun(ProtocolError):
 
 class WgmmaFenceMissing(ProtocolError):
     """wgmma.mma_async whose accumulator registers were written since the warp's last wgmma.fence."""
+
+
+class MbarrierInitNotOrdered(ProtocolError):
+    """An mbarrier used by a thread that no barrier orders after the mbarrier.init of another warp."""
