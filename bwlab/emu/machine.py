@@ -93,7 +93,7 @@ class Warp:
         self.sleep_until = 0
         self.last_pc = machine.entry
         self.tc_last = None       # (where, fenced): this warp's latest tcgen05 op since its last thread sync
-        self.tc_pending = None    # [entries, barrier, after-fenced]: other warps' tcgen05 ops ordered before a sync
+        self.tc_pending = None    # other warps' tcgen05 ops a sync ordered before this warp's next (tcgen05._ordered)
         self.known = {}           # completion key -> highest sequence observed complete (bwlab.emu.order)
         self.arrivals = 0         # barrier.cluster.arrive executed by this warp
         self.releases = 0         # barrier / mbarrier arrivals of this warp (its stores happen before the next)

@@ -135,14 +135,13 @@ _SEC_FENCE = "PTX ISA 9.7.16.6.4: tcgen05.fence::before_thread_sync / after_thre
 
 def thread_synced(w, entries, barrier, via_mbarrier=False):
     """Warp `w` passed a thread synchronisation; `entries` are the tcgen05 operations other warps issued
-    before arriving at it: (warp, who, where, fenced)."""
-    others = [e for e in entries if e[0] is not w]
+    before arriving at it: (warp, who, where, fenced). Each is kept with the barrier that ordered it and
+    whether that was an mbarrier wait."""
+    # [warp, who, where, fenced before the sync, via an mbarrier, the sync, this warp fenced after it]
+    others = [[e[0], e[1], e[2], e[3], via_mbarrier, barrier, False] for e in entries if e[0] is not w]
     if not others:
         return      # nothing of another warp's tcgen05 work is ordered by it: what was pending stays pending
-    if w.tc_pending is not None:
-        others = w.tc_pending[0] + others
-        via_mbarrier = via_mbarrier or w.tc_pending[3]
-    w.tc_pending = [others, barrier, False, via_mbarrier]
+    w.tc_pending = (w.tc_pending or []) + others
 
 
 _ALLOCATOR = ("tcgen05.alloc", "tcgen05.dealloc")
@@ -150,29 +149,30 @@ _ALLOCATOR = ("tcgen05.alloc", "tcgen05.dealloc")
 
 def _ordered(w, ins, what):
     """Warp `w` issues tcgen05 operation `what`: if a thread sync ordered it after other warps' tcgen05
-    operations, both fences must be there. Then it becomes this warp's latest unfenced operation."""
+    operations, both fences must be there. Then it becomes this warp's latest unfenced operation.
+
+    An mbarrier wait that orders an allocator instruction (dealloc after the wait for the last commit) needs the
+    awaited work's completion, which tcgen05.dealloc checks itself; the fences those entries owe stay owed by
+    the warp's next asynchronous tcgen05 operation."""
     M = w.machine
     pend = w.tc_pending
-    if pend is not None and pend[3] and what in _ALLOCATOR:
-        # an mbarrier wait orders the allocator instruction after the other warps' work: what it needs is that
-        # work's completion (checked by tcgen05.dealloc itself); the fences stay owed by the next async operation
-        w.tc_last = (M.where(ins), False)
-        return
-    if pend is not None:
-        others, barrier, after, _ = pend
-        w.tc_pending = None
-        bad = [e for e in others if not e[3]]
+    if pend:
+        now = [e for e in pend if not (e[4] and what in _ALLOCATOR)]
+        later = [e for e in pend if e[4] and what in _ALLOCATOR]
+        w.tc_pending = later or None
+        bad = [e for e in now if not e[3]]
         if bad:
-            _, who, where, _ = bad[0]
+            _, who, where, _, _, by, _ = bad[0]
             raise TcgenFenceMissing(
-                f"{w.who()} at {M.where(ins)}: {what} is ordered by {barrier} after the tcgen05 operation of {who} at "
-                f"{where}, which did not execute tcgen05.fence::before_thread_sync before the {barrier} ({_SEC_FENCE}: "
+                f"{w.who()} at {M.where(ins)}: {what} is ordered by {by} after the tcgen05 operation of {who} at "
+                f"{where}, which did not execute tcgen05.fence::before_thread_sync before the {by} ({_SEC_FENCE}: "
                 "tcgen05 operations are asynchronous; a thread sync orders them only between the two fences)")
-        if not after:
-            _, who, where, _ = others[0]
+        unfenced = [e for e in now if not e[6]]
+        if unfenced:
+            _, who, where, _, _, by, _ = unfenced[0]
             raise TcgenFenceMissing(
-                f"{w.who()} at {M.where(ins)}: {what} comes after {barrier}, which orders it after the tcgen05 operation "
-                f"of {who} at {where}, but this warp executed no tcgen05.fence::after_thread_sync after the {barrier} "
+                f"{w.who()} at {M.where(ins)}: {what} comes after {by}, which orders it after the tcgen05 operation "
+                f"of {who} at {where}, but this warp executed no tcgen05.fence::after_thread_sync after the {by} "
                 f"({_SEC_FENCE})")
     w.tc_last = (M.where(ins), False)
 
@@ -182,8 +182,9 @@ def _fence(ins, kind):
         if kind == "before":
             if w.tc_last is not None:
                 w.tc_last = (w.tc_last[0], True)
-        elif w.tc_pending is not None:
-            w.tc_pending[2] = True
+        elif w.tc_pending:
+            for e in w.tc_pending:
+                e[6] = True
     return body
 
 
