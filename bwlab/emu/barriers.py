@@ -38,6 +38,7 @@ class Synchronisation:
         b["expected"] = exp
         b["arrived"] += w.nthreads
         b["warps"].append(w.wid)
+        order.warp_synced(w)
         order.release(w)
         order.merge(b.setdefault("known", {}), w.known)
         if w.tc_last is not None:
@@ -102,6 +103,7 @@ class Synchronisation:
                                     "barrier.cluster.wait in between")
             cl.bar_arrived.add(key)
             w.arrivals += 1
+            order.warp_synced(w)
             order.release(w)
             known = cl.__dict__.setdefault("known", {})
             order.merge(known, w.known)

@@ -213,7 +213,7 @@ class MemorySystem:
             pc = int(w.last_pc)
             c, off = self._smem_span(w, a, lanes, n, kind == "shared_cta")
             if c is not None:
-                self._ordered_write(w, c, off, n)
+                self._ordered_write(w, c, off, n, lanes)
                 # lanes write in order: the highest lane wins where two write the same byte
                 idx = off[:, None] + _ar(n)
                 c.smem[idx] = data[lanes]
@@ -222,13 +222,14 @@ class MemorySystem:
                     c.smem_writer_pc[idx] = pc
                     c.smem_wwarp[idx] = w.wid
                     c.smem_wrel[idx] = w.releases
+                    order.record_lane_stores(c, w, idx, lanes)
                 return
             for lane in lanes:
                 c, off = self.cta_of_cluster_addr(w, int(a[lane]), "store", ins, own=kind == "shared_cta")
                 self._check_smem(w, c, off, n, lane, ins)
                 if c.__dict__.get("async_reads"):
                     order.check_write(self.launch, c, off, off + n, w.known, w.who(np.arange(32) == lane),
-                                      self.launch.where(ins), "writes (generic proxy)")
+                                      self.launch.where(ins), "writes (generic proxy)", w=w, lanes=[lane])
                 if c is not w.cta:
                     order.remote_access(w, c, "stores to its shared memory", self.launch.where(ins))
                 c.smem[off:off + n] = data[lane]
@@ -237,6 +238,7 @@ class MemorySystem:
                     c.smem_writer_pc[off:off + n] = pc
                     c.smem_wwarp[off:off + n] = w.wid
                     c.smem_wrel[off:off + n] = w.releases
+                    order.record_lane_stores(c, w, slice(off, off + n), lane)
             return
         if kind == "cparam":
             for lane in lanes:
@@ -293,7 +295,7 @@ class MemorySystem:
         view = _view(c, n)
         self.launch.progress()
         if c.__dict__.get("async_reads"):
-            self._ordered_write(w, c, off[lanes].astype(np.int64), n * vec)
+            self._ordered_write(w, c, off[lanes].astype(np.int64), n * vec, lanes)
         # lanes write in order: the highest lane wins where two write the same bytes
         if vec > 1:
             view[idx[:, None] + _ar(vec)] = data[lanes]
@@ -304,6 +306,7 @@ class MemorySystem:
         c.smem_writer_pc[byte] = int(w.last_pc)
         c.smem_wwarp[byte] = w.wid
         c.smem_wrel[byte] = w.releases
+        order.record_lane_stores(c, w, byte, lanes)
         return True
 
     # ---- the fast paths of ld.global / st.global (every active lane inside one allocation, aligned) ----
@@ -367,8 +370,8 @@ class MemorySystem:
         lanes = np.nonzero(m)[0] if m is not _FULL else _LANES
         idx = (off[lanes] >> U64(_LOG2[n])).astype(np.intp)
         view = _view(c, n).view(vals.dtype)
-        order = np.argsort(idx, kind="stable")          # lanes of one address stay in lane order
-        sidx, sv = idx[order], vals[lanes][order]
+        perm = np.argsort(idx, kind="stable")          # lanes of one address stay in lane order
+        sidx, sv = idx[perm], vals[lanes][perm]
         incl = np.cumsum(sv, dtype=vals.dtype)
         excl = incl - sv
         first = np.r_[True, sidx[1:] != sidx[:-1]]
@@ -376,15 +379,16 @@ class MemorySystem:
         old_sorted = view[sidx] + (excl - excl[start])
         view[sidx] = old_sorted + sv                   # the last lane of each address leaves the total
         old = np.zeros(32, vals.dtype)
-        old[lanes[order]] = old_sorted
+        old[lanes[perm]] = old_sorted
         self.launch.progress()
         if c.__dict__.get("async_reads"):
-            self._ordered_write(w, c, off[lanes].astype(np.int64), n)
+            self._ordered_write(w, c, off[lanes].astype(np.int64), n, lanes)
         byte = off[lanes].astype(np.intp)[:, None] + _ar(n)
         c.smem_writer[byte] = w.tid[lanes][:, None]
         c.smem_writer_pc[byte] = int(w.last_pc)
         c.smem_wwarp[byte] = w.wid
         c.smem_wrel[byte] = w.releases
+        order.record_lane_stores(c, w, byte, lanes)
         return old
 
     # ---- the order of asynchronous work (bwlab.emu.order) on the fast paths ----
@@ -398,10 +402,11 @@ class MemorySystem:
         if c is not w.cta:
             order.remote_access(w, c, "loads from its shared memory", self._here(w))
 
-    def _ordered_write(self, w, c, off, n):
-        """A generic-proxy store to c's shared bytes at `off`."""
+    def _ordered_write(self, w, c, off, n, lanes=None):
+        """A generic-proxy store to c's shared bytes at `off` (by `lanes`, an index array, when known)."""
         if c.__dict__.get("async_reads"):
-            order.check_write(self.launch, c, off, None, w.known, w.who(), self._here(w), "writes (generic proxy)", n=n)
+            order.check_write(self.launch, c, off, None, w.known, w.who(), self._here(w), "writes (generic proxy)", n=n,
+                              w=w, lanes=lanes)
         if c is not w.cta:
             order.remote_access(w, c, "stores to its shared memory", self._here(w))
 

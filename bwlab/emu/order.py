@@ -109,7 +109,7 @@ def _hit(lo, hi, n, a, b):
     return max(int(lo[sel].min()), a)
 
 
-def check_write(M, c, lo, hi, known: dict, writer: str, where: str, how: str, n=None) -> None:
+def check_write(M, c, lo, hi, known: dict, writer: str, where: str, how: str, n=None, w=None, lanes=None) -> None:
     """A write into shared bytes [lo, hi) of CTA c by `writer` (what it knew: `known`); with `n`, `lo` is an array
     of offsets each written n bytes wide."""
     regions = c.__dict__.get("async_reads")
@@ -119,6 +119,8 @@ def check_write(M, c, lo, hi, known: dict, writer: str, where: str, how: str, n=
         if knows(known, r):
             continue
         b = _hit(lo, hi, n, r.lo, r.hi)
+        if b is not None and w is not None and lanes is not None and lane_knows(w, lanes, r):
+            continue
         if b is not None:
             raise AsyncReadHazard(
                 f"{writer} at {where} {how} shared byte 0x{b:x} ({M.prog.shared_name(b)}) of CTA {c.ctaid}, which "
@@ -323,3 +325,71 @@ def retire_writes(c) -> None:
     for op in [op for op, r in writes.items()
                if r[2] is not None and all(w.known.get(r[2][0], -1) >= r[2][1] for w in live)]:
         del writes[op]
+
+
+# ---------------------------------------------------------------------------------------------
+# inside a warp: lanes are ordered by __syncwarp (bar.warp.sync) or a CTA barrier, not by being one warp
+# ---------------------------------------------------------------------------------------------
+def _syncs(c):
+    a = c.__dict__.get("warp_syncs")
+    if a is None:
+        a = c.warp_syncs = np.zeros(len(c.warps), np.int64)
+        c.smem_wlane = np.full(c.smem.size, -1, np.int8)
+        c.smem_wsync = np.zeros(c.smem.size, np.int64)
+    return a
+
+
+def warp_synced(w, lanes=None) -> None:
+    """bar.warp.sync (or a barrier) by warp w: its lanes' earlier stores and what single lanes learned are
+    now the whole warp's."""
+    _syncs(w.cta)[w.wid] += 1
+    lk = w.cta.__dict__.get("lane_known")
+    if lk:
+        for key in [k for k in lk if k[0] == w.wid]:
+            merge(w.known, lk.pop(key))
+
+
+def record_lane_stores(c, w, byte_idx, lanes) -> None:
+    """The lanes `lanes` of warp w stored the bytes `byte_idx` (one row of byte offsets per lane)."""
+    syncs = _syncs(c)
+    c.smem_wlane[byte_idx] = np.asarray(lanes, np.int8).reshape(-1, 1) if np.ndim(byte_idx) == 2 else lanes
+    c.smem_wsync[byte_idx] = syncs[w.wid]
+
+
+def check_lane_order(M, c, lo: int, hi: int, w, lane: int, what: str, where: str, who: str, flat=None) -> None:
+    """An asynchronous read issued by lane `lane` of warp w: bytes other lanes of w stored must be ordered
+    before it by a __syncwarp (or a barrier) after the store."""
+    if c is not w.cta or c.__dict__.get("warp_syncs") is None:
+        return
+    sel = slice(lo, hi) if flat is None else flat
+    wr, wl, ws = c.smem_wwarp[sel], c.smem_wlane[sel], c.smem_wsync[sel]
+    bad = (wr == w.wid) & (wl >= 0) & (wl != lane) & (ws >= c.warp_syncs[w.wid])
+    if bad.any():
+        i = int(np.nonzero(bad)[0][0])
+        b = lo + i if flat is None else int(flat[i])
+        raise GenericWriteNotOrdered(
+            f"{what} issued by {who} at {where} reads shared byte 0x{b:x} ({M.prog.shared_name(b)}) of CTA {c.ctaid}, "
+            f"which lane {int(wl[i])} of the same warp stored with no __syncwarp() between that store and this issue: "
+            f"lanes of a warp are not ordered by being one warp (independent thread scheduling); the issuing lane must "
+            f"be ordered after the others' stores (and their fence.proxy.async) by __syncwarp() or a barrier")
+
+
+def learn_lanes(w, lanes, key, seq: int) -> None:
+    """Only the lanes `lanes` of warp w observed this completion (e.g. lane 0's cp.async.bulk.wait_group)."""
+    live = ~w.exited
+    if not (live & ~lanes).any():
+        learn(w, key, seq)
+        return
+    lk = w.cta.__dict__.setdefault("lane_known", {})
+    for lane in np.nonzero(lanes)[0].tolist():
+        d = lk.setdefault((w.wid, lane), {})
+        if d.get(key, -1) < seq:
+            d[key] = seq
+
+
+def lane_knows(w, lanes, r) -> bool:
+    """Every lane in `lanes` (an index array) has observed region r's completion on its own."""
+    lk = w.cta.__dict__.get("lane_known")
+    if not lk:
+        return False
+    return all(lk.get((w.wid, int(x)), {}).get(r.key, -1) >= r.seq for x in lanes)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..values import WIDTH
+from .. import order
 from .operands import addr_reader, bits_reader, state_space, types, value_dtype, writer
 
 
 def bar_warp_sync(ctx, ins, base, mods):
-    """bar.warp.sync membermask: the table's member-mask rule brings the lanes together before it runs."""
-    return lambda w, m: None
+    """bar.warp.sync membermask: the table's member-mask rule brings the lanes together before it runs; it
+    orders the lanes' earlier memory accesses before their later ones (`order.warp_synced`)."""
+    return lambda w, m: order.warp_synced(w)
 
 
 def bar(ctx, ins, base, mods):

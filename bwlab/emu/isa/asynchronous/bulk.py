@@ -218,8 +218,8 @@ def _bulk_wait(ctx, ins, read):
                 learned.append((t, max(done)))
             c.bulk[t] = groups[len(older):]
         if ok:
-            for t, seq in learned:
-                order.learn(w, ("bulk", c.linear, t), seq)
+            for t, seq in learned:   # the waiting thread knows; its warp-mates learn it at a __syncwarp
+                order.learn_lanes(w, w.tid == t, ("bulk", c.linear, t), seq)
             w.pc[group] += 1
         else:
             M.spin(w, ("bulk", f"cp.async.bulk.wait_group{'.read' if read else ''} {n} at {M.where(ins)}: "
@@ -253,6 +253,8 @@ def _tma_store(ctx, ins, mods, reduce):
                                w.who())
             what = f"the TMA {'reduce-add' if reduce else 'store'}"
             order.check_async_read(M, c, soff, soff + foot, w.known, {w.wid}, what, M.where(ins),
+                                   w.who(np.arange(32) == lane))
+            order.check_lane_order(M, c, soff, soff + foot, w, int(lane), what, M.where(ins),
                                    w.who(np.arange(32) == lane))
             order.check_read(M, c, soff, soff + foot, w.known, f"{what} issued by {w.who(np.arange(32) == lane)}",
                              M.where(ins))
@@ -311,6 +313,8 @@ def _bulk_copy(ctx, ins, mods):
                 c, soff = M.mem.cta_of_cluster_addr(w, int(s[lane]), "the bulk copy's SMEM source", ins, own=True)
                 M.mem.async_reads_smem(c, soff, nb, f"the bulk copy at {M.where(ins)}", w.who())
                 order.check_async_read(M, c, soff, soff + nb, w.known, {w.wid}, "the bulk copy to global memory",
+                                       M.where(ins), w.who(np.arange(32) == lane))
+                order.check_lane_order(M, c, soff, soff + nb, w, int(lane), "the bulk copy to global memory",
                                        M.where(ins), w.who(np.arange(32) == lane))
                 gaddr = int(d[lane])
 
