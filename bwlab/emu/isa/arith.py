@@ -4,46 +4,55 @@
 are `d, a, b, ...` of the instruction's type: it builds one reader per source (of the type in `src`
 where an operand has its own, e.g. a shift count is .u32; "out" means the destination's type, as in
 `mad.wide`'s addend), one writer, and calls the semantics `make(ty, mods, out_ty) -> f(*values)`
-from the chapter module: `integer` for integer, bit and predicate types, `floating` for f32/f64.
-16-bit floats and their pairs go to `float.half_arith`. `.ftz` (f32) and `.sat` (float) are applied
-here, around the semantics, as the PTX ISA defines them for every floating-point instruction.
+from the chapter module:
+
+* `integer` for integer, bit and predicate types: `f` gets the lanes' typed values (int32, uint64, ...);
+* `floating` for f16, bf16, f32, f64 and the f16x2/bf16x2 pairs: `f` gets and returns the lanes' RAW
+  BITS (uint16/uint32/uint64) and applies every modifier itself (`bwlab.hw.floats` semantics); a
+  pair instruction runs `f` on the low and the high halves (`hw.floats.packed2`).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ...hw.floats import packed2
 from ..errors import UnsupportedInstruction
+from ..values import imm_value
 from .operands import bits_reader, types, writer
 
-__all__ = ["arithmetic", "is_float", "ftz"]
+__all__ = ["arithmetic", "is_float", "float_reader", "FLOAT_TYPES"]
 
 _WIDE = {"u16": "u32", "s16": "s32", "u32": "u64", "s32": "s64"}
+FLOAT_TYPES = {"f16": "b16", "bf16": "b16", "f32": "b32", "f64": "b64", "f16x2": "b32", "bf16x2": "b32"}
 
 
 def is_float(ty):
-    return ty in ("f32", "f64", "f16")
+    return ty in FLOAT_TYPES
 
 
-def ftz(v):
-    """.ftz: f32 subnormal inputs and results flushed to sign-preserving zero."""
-    v = np.asarray(v, np.float32)
-    return np.where(np.abs(v) < np.float32(1.1754944e-38), np.copysign(np.float32(0), v), v).astype(np.float32)
+def float_reader(ctx, op, ty):
+    """The raw bits of a float operand of type `ty` (a literal written as a decimal or 0f/0d is
+    encoded in `ty`'s format)."""
+    bty = FLOAT_TYPES[ty]
+    if op[0] == "imm" and ty in ("f32", "f64"):
+        v = imm_value(op[1], ty)
+        bits = v.view(np.uint32 if ty == "f32" else np.uint64)
+        return lambda w, bits=bits: bits
+    return bits_reader(ctx, op, bty)
 
 
 def arithmetic(integer=None, floating=None, src=()):
     def decode(ctx, ins, base, mods):
-        from .float import half_arith
+        if any(m in ("s16x2", "u16x2") for m in mods):
+            from .logic import simd16
+            return simd16(ctx, ins, base, mods)
         ty = types(mods)[-1]
-        if ty in ("f16x2", "bf16x2", "bf16") or ty == "f16":
-            return half_arith(ctx, ins, base, mods, ty)
-        make = floating if is_float(ty) else integer
-        if make is None:
+        if is_float(ty):
+            if floating is None:
+                raise UnsupportedInstruction(f"`{ins.op}`: {base} has no .{ty} form the emulator models")
+            return _float_body(ctx, ins, mods, ty, floating)
+        if integer is None:
             raise UnsupportedInstruction(f"`{ins.op}`: {base} has no .{ty} form the emulator models")
-        rnd = next((m for m in mods if m in ("rn", "rz", "rm", "rp")), None)
-        if is_float(ty) and rnd not in (None, "rn"):
-            raise UnsupportedInstruction(f"`{ins.op}`: directed rounding .{rnd} is not modelled (only .rn)")
-        flush = "ftz" in mods and ty == "f32"
-        sat = "sat" in mods and is_float(ty)
         out_ty = _WIDE[ty] if "wide" in mods else ty
         rs = []
         for k, s in enumerate(ins.args[1:]):
@@ -51,18 +60,33 @@ def arithmetic(integer=None, floating=None, src=()):
             rs.append(bits_reader(ctx, s, out_ty if sty == "out" and "wide" in mods else
                                   ty if sty == "out" else sty))
         wr = writer(ctx, ins.args[0], out_ty)
-        f = make(ty, mods, out_ty)
+        f = integer(ty, mods, out_ty)
+        if len(rs) == 1:
+            r0 = rs[0]
+            return lambda w, m: wr(w, f(r0(w)), m)
+        if len(rs) == 2:
+            r0, r1 = rs
+            return lambda w, m: wr(w, f(r0(w), r1(w)), m)
 
         def body(w, m):
-            vals = [r(w) for r in rs]
-            if flush:
-                vals = [ftz(v) for v in vals]
-            with np.errstate(all="ignore"):
-                out = f(*vals)
-            if flush:
-                out = ftz(out)
-            if sat:
-                out = np.where(np.isnan(out), 0, np.clip(out, 0, 1)).astype(out.dtype)
-            wr(w, out, m)
+            wr(w, f(*[r(w) for r in rs]), m)
         return body
     return decode
+
+
+def _float_body(ctx, ins, mods, ty, floating):
+    pair = ty.endswith("x2")
+    scalar = ty[:-2] if pair else ty
+    rs = [float_reader(ctx, s, ty) for s in ins.args[1:]]
+    wr = writer(ctx, ins.args[0], FLOAT_TYPES[ty])
+    f = floating(scalar, mods, scalar)
+    if pair:
+        g = f
+        f = (lambda *xs: packed2(g, *xs))
+    if len(rs) == 2:
+        r0, r1 = rs
+        return lambda w, m: wr(w, f(r0(w), r1(w)), m)
+
+    def body(w, m):
+        wr(w, f(*[r(w) for r in rs]), m)
+    return body
