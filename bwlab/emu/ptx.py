@@ -216,7 +216,7 @@ def _parse_decl(stmt: str):
     if "=" in stmt:
         stmt, init = stmt.split("=", 1)
         init = init.strip()
-    toks = stmt.split()
+    toks = re.sub(r"^(\s*\.\w+)(\.)", r"\1 \2", stmt).split()   # '.reg.b32 f' (cuda_fp16.hpp's asm)
     space = toks[0][1:]
     align, typ, names = None, None, []
     i = 1

@@ -59,17 +59,17 @@ def cvt(ctx, ins, base, mods):
             wr(w, hf.cvt_x2(_widen(hi, s), _widen(lo, s), "f32", d, rnd or "rn",
                             relu=kw["relu"], satfinite=kw["satfinite"]), m)
         return pair
+    if aty.endswith("x2"):                           # cvt.rn.f16x2.e4m3x2 d, a: widen a pair
+        s = aty[:-2]
+        ra = bits_reader(ctx, args[1], "b16" if s != "e2m1" else "b8")
+        wr = writer(ctx, args[0], "b32")
+        return lambda w, m: wr(w, hf.cvt_from_x2(ra(w), s, dty[:-2], relu=kw["relu"]), m)
     if dty.endswith("x2"):                           # cvt.rn.f16x2.f32 d, a, b: a -> the upper half
         d = dty[:-2]
         ra, rb = bits_reader(ctx, args[1], "b32"), bits_reader(ctx, args[2], "b32")
         wr = writer(ctx, args[0], "b32" if d in ("f16", "bf16") else "b16" if d != "e2m1" else "b8")
         return lambda w, m: wr(w, hf.cvt_x2(ra(w), rb(w), aty, d, rnd or "rn", relu=kw["relu"],
                                             satfinite=kw["satfinite"]), m)
-    if aty.endswith("x2"):                           # cvt.rn.f16x2.e4m3x2 d, a: widen a pair
-        s = aty[:-2]
-        ra = bits_reader(ctx, args[1], "b16" if s != "e2m1" else "b8")
-        wr = writer(ctx, args[0], "b32")
-        return lambda w, m: wr(w, hf.cvt_from_x2(ra(w), s, dty, relu=kw["relu"]), m)
     sw, dw = _width(aty), _width(dty)
     src = bits_reader(ctx, args[1], _REG[max(sw, 8)])
     dreg = _REG[max(dw, 8)]

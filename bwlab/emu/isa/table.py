@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from . import compare, control, conversion, data, float as fp, integer, logic, sync, warp
+from . import compare, control, conversion, data, float as fp, integer, logic, mma_sync, sync, warp
 from .arith import arithmetic
 from .asynchronous import bulk, mbarrier, tcgen05, wgmma
 from .operands import nop
@@ -66,6 +66,7 @@ TC5 = "TensorCore 5th Generation Family Instructions"
 MSC = "Miscellaneous Instructions"
 EXT = "Extended-Precision Integer Arithmetic Instructions"
 VID = "Video Instructions"
+WMM = "Warp Level Matrix Multiply-Accumulate Instructions"
 
 _SHIFT = (None, "u32")
 
@@ -164,6 +165,9 @@ ROWS = [
     Row("match", warp.match, converge="member", section=f"{SYN}: match.sync"),
     Row("redux.sync", warp.redux, converge="member", section=f"{SYN}: redux.sync"),
     Row("griddepcontrol", nop, section=f"{SYN}: griddepcontrol"),
+    # -- warp-level matrix multiply-accumulate ------------------------------------------------------
+    Row("mma.sync", mma_sync.mma, converge="aligned", section=f"{WMM}: mma"),
+    Row("ldmatrix", mma_sync.ldmatrix, converge="aligned", section=f"{WMM}: ldmatrix"),
     # -- mbarrier -------------------------------------------------------------------------------------
     Row("mbarrier.init", mbarrier.init, section=f"{SYN}: mbarrier.init"),
     Row("mbarrier.inval", mbarrier.inval, section=f"{SYN}: mbarrier.inval"),
