@@ -12,7 +12,7 @@ to the largest exponent among them, truncated to F bits below it, summed exactly
 f32 (`block_fma`, the Hopper block FMA of `bwlab.umma.model.wgmma_block_fma` with F = 25 over the
 whole K of the instruction: F and the block size are what the H200 recordings of the corpus satisfy,
 checked in tests/test_emu_semantics.py). f16 accumulators: the f32 result rounded to nearest f16.
-Integers (s8/u8 -> s32): exact, wrapping modulo 2^32.
+Integers (s8/u8 -> s32): exact, wrapping modulo 2^32 (.satfinite: clamped to the s32 range).
 """
 from __future__ import annotations
 
@@ -142,8 +142,9 @@ def mma(ctx, ins, base, mods):
     tys = [m for m in mods if m in ("f32", "f16", "bf16", "tf32", "s32", "s8", "u8", "f64")]
     if "row" not in mods or "col" not in mods or len(tys) != 4 or shape is None:
         raise UnsupportedInstruction(f"`{ins.op}`: only the .row.col forms with four types are modelled")
-    if any(m in mods for m in ("satfinite", "sp", "kind")):
-        raise UnsupportedInstruction(f"`{ins.op}`: .satfinite / sparse forms are not modelled")
+    if any(m in mods for m in ("sp", "kind")) or ("satfinite" in mods and tys[0] != "s32"):
+        raise UnsupportedInstruction(f"`{ins.op}`: sparse forms and float .satfinite are not modelled")
+    satfinite = "satfinite" in mods
     dty, aty, bty, cty = tys
     arow, acol = _a_layout(shape, aty)
     brow, bcol = _b_layout(shape, bty)
@@ -176,7 +177,9 @@ def mma(ctx, ins, base, mods):
         else:
             C[crow, ccol] = _elements(cregs, 2, 16).astype(np.uint16).view(np.float16).astype(np.float32)
         if integer:
-            D = ((A @ B + C) & 0xFFFFFFFF).astype(np.uint32)
+            D = A @ B + C
+            D = (np.clip(D, -2**31, 2**31 - 1) if satfinite else D) & 0xFFFFFFFF
+            D = D.astype(np.uint32)
             out = D[crow, ccol]
         else:
             D = block_fma(A, B, C)
