@@ -7,12 +7,16 @@ Fragments (PTX ISA "Matrix Fragments for mma.m16n8k*"): with g = lane / 4 and t 
 * A (row-major 16 x K) and B (column-major K x 8) as the ISA's tables give them per shape/type
   (`_A_LAYOUT`, `_B_LAYOUT` below: (row, column) of element i of lane (g, t)).
 
-Accumulation (floating point): the products of one k-block and the incoming accumulator are aligned
-to the largest exponent among them, truncated to F bits below it, summed exactly and truncated to
-f32 (`block_fma`, the Hopper block FMA of `bwlab.umma.model.wgmma_block_fma` with F = 25 over the
-whole K of the instruction: F and the block size are what the H200 recordings of the corpus satisfy,
-checked in tests/test_emu_semantics.py). f16 accumulators: the f32 result rounded to nearest f16.
-Integers (s8/u8 -> s32): exact, wrapping modulo 2^32 (.satfinite: clamped to the s32 range).
+Accumulation (floating point), the rule the H200 recordings of the corpus satisfy bit for bit (every
+mma kernel of cuda_src/corpus/mma.cu: f16/bf16 k16 and f16/tf32 k8 into f32, f16 into f16, and a
+ldmatrix-fed GEMM): Hopper's block FMA, as wgmma's (`bwlab.umma.model.wgmma_block_fma`, branch
+mmanum's `bwlab.umma.numerics`): per block of 32 bytes of K (16 f16/bf16, 8 tf32 elements: the whole
+K of these shapes), every product takes the sum of its operands' exponents (before normalising; a
+subnormal operand the smallest normal exponent), C its own, a zero term -133; all are aligned to the
+largest, cut toward zero to F = 25 fraction bits below it, summed exactly, and the sum truncated to
+f32 (f16 D: rounded to nearest f16, zero terms at -21). Measured alternatives: F = 24..30 with each
+product's normalised exponent, blocks of 2/4/8, round-to-nearest sums: 8 to 110 of 128 accumulators
+differ. Integers (s8/u8 -> s32): exact, wrapping modulo 2^32 (.satfinite: clamped to the s32 range).
 """
 from __future__ import annotations
 
@@ -24,8 +28,8 @@ from .operands import addr_reader, bits_reader, writer
 
 __all__ = ["mma", "ldmatrix", "block_fma", "ALIGN_BITS"]
 
-ALIGN_BITS = 26      # F: fraction bits kept below the block's largest exponent
-_NEG_BIG = -(1 << 30)
+ALIGN_BITS = 25      # F: fraction bits kept below the block's largest exponent
+BLOCK = None          # k per block (None: 32 bytes of K)
 
 _G = np.arange(32) // 4
 _T = np.arange(32) % 4
@@ -74,8 +78,15 @@ def _b_layout(shape, ab):
     raise UnsupportedInstruction(f"mma.sync.{shape} with .{ab} operands is not modelled")
 
 
-def _exp(x):
-    return np.where(x != 0, np.frexp(x)[1] - 1, _NEG_BIG)
+# Each operand type's smallest normal exponent: a subnormal operand is aligned as if it had it.
+_SUBNORMAL_EXPONENT = {"f16": -14, "bf16": -126, "tf32": -126, "f32": -126}
+E_ZERO = -133         # the exponent a zero term takes (f32 D)
+
+
+def _exp(x, ty):
+    """floor(log2 |x|) per element, at least the type's smallest normal exponent; zeros: E_ZERO."""
+    e = np.frexp(x)[1] - 1
+    return np.where(x != 0, np.maximum(e, _SUBNORMAL_EXPONENT[ty]), E_ZERO)
 
 
 def _rz_f32(x):
@@ -85,35 +96,42 @@ def _rz_f32(x):
         return np.where(over, np.nextafter(r, np.float32(0)), r).astype(np.float32)
 
 
-BLOCK = None          # k per block (None: all of the instruction's K)
-ROUND = "rz"          # how a block's exact sum becomes f32
-
-
-def block_fma(a, b, c, F=None, block=None):
-    """D = A (M x K) @ B (K x N) + C (M x N, float32) in blocks of `block` k (all of K by default): per
-    block, the products and the accumulator aligned to their largest exponent, truncated to F bits
-    below it, summed exactly, truncated to f32. Non-finite terms follow IEEE arithmetic."""
+def block_fma(a, b, c, ty, F=None, block=None, f16_out=False):
+    """D = A (M x K) @ B (K x N) + C (M x N, float32), A and B of type `ty`, in blocks of `block` k
+    (32 bytes of K: 16 f16/bf16, 8 tf32): per block, every product takes the sum of its operands'
+    exponents (before normalising) and C its own; all are aligned to the largest, cut toward zero to
+    F bits below it, summed exactly, and the sum truncated to f32 (`f16_out`: rounded to nearest f16,
+    zero terms at exponent -21; returns float16 values). A NaN gives the canonical NaN; infinities
+    follow IEEE arithmetic."""
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     acc = np.asarray(c, np.float32)
     K = a.shape[1]
     F = ALIGN_BITS if F is None else F
-    block = block or BLOCK or K
+    block = block or BLOCK or (8 if ty == "tf32" else 16)
+    ea, eb = _exp(a, ty), _exp(b, ty)
     for k0 in range(0, K, block):
         t = a[:, None, k0:k0 + block] * b.T[None, :, k0:k0 + block]          # (M, N, kb), exact
+        et = ea[:, None, k0:k0 + block] + eb.T[None, :, k0:k0 + block]
+        ez = -21 if f16_out else E_ZERO
+        et = np.where(t != 0, et, ez)
         cc = acc.astype(np.float64)
-        terms = np.concatenate([t, cc[:, :, None]], axis=2)
-        e = _exp(terms)
-        emax = e.max(axis=2)
-        live = emax > _NEG_BIG // 2
-        scale = np.exp2(np.where(live, emax - F, 0).astype(np.float64))
+        ec = np.where(cc != 0, _exp(cc, "f16" if f16_out else "f32"), ez)
+        emax = np.maximum(et.max(axis=2), ec)
+        scale = np.exp2((emax - F).astype(np.float64))
         with np.errstate(invalid="ignore", over="ignore"):
-            q = np.trunc(terms / scale[:, :, None])
-            s = q.sum(axis=2) * scale
-            out = np.where(live, _rz_f32(s) if ROUND == "rz" else s.astype(np.float32), np.float32(0))
-            finite = np.isfinite(terms).all(axis=2)
-            if not finite.all():
-                out = np.where(finite, out, terms.sum(axis=2).astype(np.float32))
-        acc = out.astype(np.float32)
+            q = np.trunc(t / scale[:, :, None]).sum(axis=2) + np.trunc(cc / scale)
+            finite = np.isfinite(t).all(axis=2) & np.isfinite(cc)
+            if f16_out:
+                out = hf.from_f64(q * scale, "f16", "rn").view(np.float16)
+                if not finite.all():
+                    out = np.where(finite, out, (t.sum(axis=2) + cc).astype(np.float16))
+                out = np.where(np.isnan(out), np.uint16(0x7FFF).view(np.float16), out)
+            else:
+                out = _rz_f32(q * scale)
+                if not finite.all():
+                    out = np.where(finite, out, (t.sum(axis=2) + cc).astype(np.float32))
+                out = np.where(np.isnan(out), np.uint32(0x7FFFFFFF).view(np.float32), out)
+        acc = np.where(out == 0, out.dtype.type(0), out)
     return acc
 
 
@@ -171,22 +189,23 @@ def mma(ctx, ins, base, mods):
         A[arow, acol] = ea
         B[brow, bcol] = eb
         cregs = np.stack([r(w) for r in rc], 1).astype(np.uint32)
-        C = np.zeros((16, 8), np.int64 if integer else np.float32)
+        C = np.zeros((16, 8), np.int64 if integer else np.float32 if cf else np.float16)
         if cf:
             C[crow, ccol] = cregs.view(np.int32) if integer else cregs.view(np.float32)
         else:
-            C[crow, ccol] = _elements(cregs, 2, 16).astype(np.uint16).view(np.float16).astype(np.float32)
+            C[crow, ccol] = _elements(cregs, 2, 16).astype(np.uint16).view(np.float16)
         if integer:
             D = A @ B + C
             D = (np.clip(D, -2**31, 2**31 - 1) if satfinite else D) & 0xFFFFFFFF
             D = D.astype(np.uint32)
             out = D[crow, ccol]
         else:
-            D = block_fma(A, B, C)
-            out = D[crow, ccol].view(np.uint32)
+            D = block_fma(A, B, C, aty, f16_out=dty == "f16")
             if dty == "f16":
-                h = hf.cvt(out, "f32", "f16", "rn").astype(np.uint32).reshape(32, 2, 2)
+                h = D[crow, ccol].view(np.uint16).astype(np.uint32).reshape(32, 2, 2)
                 out = h[:, :, 0] | (h[:, :, 1] << np.uint32(16))
+            else:
+                out = D[crow, ccol].view(np.uint32)
         for k, wr in enumerate(wd):
             wr(w, out[:, k], m)
     return body
