@@ -491,8 +491,8 @@ def test_an_instruction_the_table_has_no_row_for_is_refused_at_decode_by_name_li
     cases = {
         "extern \"C\" __global__ void k() { asm volatile(\"pmevent 1;\"); }": ("`pmevent`", "__prof_trigger()"),
         "extern \"C\" __global__ void k() { __brkpt(); }": ("`brkpt`", "__brkpt()"),
-        "extern \"C\" __global__ void k(float* o, const float* a) { o[threadIdx.x] = roundf(a[threadIdx.x]); }":
-            ("`add.rz.f32`", "roundf()"),
+        "extern \"C\" __global__ void k(float* o) { asm volatile(\"cp.async.ca.shared.global [%0], [%1], 4;\" "
+        ":: \"r\"(0), \"l\"(o)); }": ("`cp.async.ca.shared.global`", "__pipeline_memcpy_async"),
     }
     for code, (op, construct) in cases.items():
         with pytest.raises(emu.UnsupportedInstruction) as e:
@@ -508,7 +508,7 @@ def test_the_table_drives_decoding_and_the_convergence_rules():
         == "cp.async.bulk.tensor"
     assert table.lookup("cp.async.bulk.commit_group").kind == "plain"
     assert table.lookup("cp.async.bulk.wait_group.read").kind == "blocking"
-    assert table.lookup("pmevent") is None and table.lookup("match.any.sync.b32") is None
+    assert table.lookup("pmevent") is None and table.lookup("wmma.load.a.sync.aligned.row.m16n16k16.f16") is None
     assert table.lookup("shfl.sync.bfly.b32").converge == "member"
     assert table.lookup("bar.sync").converge == "aligned" and table.lookup("bar.warp.sync").converge == "member"
     # what the decoder gives the scheduler comes from the row

@@ -74,7 +74,71 @@ def arithmetic(integer=None, floating=None, src=()):
     return decode
 
 
+def _writers(func):
+    """{register name: [body indices of the instructions that write it]} of a function (cached)."""
+    cache = _WRITERS.get(id(func))
+    if cache is None or cache[0] is not func:
+        out = {}
+        for k, i in enumerate(func.body):
+            if i.args and i.args[0][0] == "reg":
+                out.setdefault(i.args[0][1], []).append(k)
+            elif i.args and i.args[0][0] == "vec":
+                for x in i.args[0][1]:
+                    if x[0] == "reg":
+                        out.setdefault(x[1], []).append(k)
+        cache = _WRITERS[id(func)] = (func, out)
+    return cache[1]
+
+
+_WRITERS: dict = {}
+_RND = ("rn", "rz", "rm", "rp")
+
+
+def _contraction(ctx, ins, base, mods, ty):
+    """ptxas's contraction (PTX ISA, mul/add: "mul/add sequences with no rounding modifiers may be
+    optimized to use fused-multiply-add instructions"; ptxas does so by default): an add/sub.f32/f64
+    without a rounding modifier whose operand is the product of a mul without one, written once, in
+    the same basic block and from registers written once, is computed as one fma. Returns the body,
+    or None where the instruction is not contracted."""
+    if base not in ("add", "sub") or ty not in ("f32", "f64") or any(m in _RND or m == "sat" for m in mods):
+        return None
+    func = ctx.func
+    if ins not in func.body:
+        return None
+    here = func.body.index(ins)
+    writes = _writers(func)
+    for k, op in enumerate(ins.args[1:3]):
+        if op[0] != "reg" or len(writes.get(op[1], ())) != 1:
+            continue
+        j = writes[op[1]][0]
+        mul = func.body[j]
+        mbase, *mmods = mul.op.split(".")
+        if (mbase != "mul" or j >= here or mul.guard or ins.guard or ty not in mmods
+                or any(m in _RND or m == "sat" for m in mmods) or ("ftz" in mmods) != ("ftz" in mods)):
+            continue
+        if any(j < idx <= here for idx in func.labels.values()):
+            continue
+        srcs = mul.args[1:3]
+        if any(x[0] == "reg" and len(writes.get(x[1], ())) > 1 for x in srcs):
+            continue
+        other = ins.args[2 - k]
+        ra, rb, rc = (float_reader(ctx, x, ty) for x in (*srcs, other))
+        wr = writer(ctx, ins.args[0], FLOAT_TYPES[ty])
+        from ...hw import floats as hf
+        ftz = "ftz" in mods
+        sbit = np.uint32(1 << 31) if ty == "f32" else np.uint64(1 << 63)
+        if base == "add":
+            return lambda w, m: wr(w, hf.fma(ra(w), rb(w), rc(w), ty, ftz=ftz), m)
+        if k == 0:    # a*b - c
+            return lambda w, m: wr(w, hf.fma(ra(w), rb(w), rc(w) ^ sbit, ty, ftz=ftz), m)
+        return lambda w, m: wr(w, hf.fma(ra(w) ^ sbit, rb(w), rc(w), ty, ftz=ftz), m)   # c - a*b
+    return None
+
+
 def _float_body(ctx, ins, mods, ty, floating):
+    fused = _contraction(ctx, ins, ins.op.split(".")[0], mods, ty)
+    if fused is not None:
+        return fused
     pair = ty.endswith("x2")
     scalar = ty[:-2] if pair else ty
     rs = [float_reader(ctx, s, ty) for s in ins.args[1:]]
