@@ -135,8 +135,41 @@ def _contraction(ctx, ins, base, mods, ty):
     return None
 
 
+def _folded_sign(ctx, ins, base, mods, ty):
+    """neg/abs.f32/f64 whose result only selp reads: ptxas folds it into the select's operand modifier,
+    a pure sign-bit operation that keeps a NaN's payload (H200: `x >= 0 ? b : -b` with a NaN b gives
+    the flipped NaN, while a stored -b gives the canonical NaN). Returns the body, or None."""
+    if base not in ("neg", "abs") or ty not in ("f32", "f64") or "ftz" in mods or ins.args[0][0] != "reg":
+        return None
+    func, name = ctx.func, ins.args[0][1]
+    if len(_writers(func).get(name, ())) != 1:
+        return None
+    readers = [i for i in func.body if i is not ins and any(_names(a, name) for a in i.args[1:])]
+    if not readers or any(not i.op.startswith("selp.") for i in readers):
+        return None
+    ra = float_reader(ctx, ins.args[1], ty)
+    wr = writer(ctx, ins.args[0], FLOAT_TYPES[ty])
+    sbit = np.uint32(1 << 31) if ty == "f32" else np.uint64(1 << 63)
+    if base == "neg":
+        return lambda w, m: wr(w, ra(w) ^ sbit, m)
+    return lambda w, m: wr(w, ra(w) & ~sbit, m)
+
+
+def _names(op, name):
+    if op[0] == "reg":
+        return op[1] == name
+    if op[0] in ("vec",):
+        return any(_names(x, name) for x in op[1])
+    if op[0] in ("neg",):
+        return _names(op[1], name)
+    if op[0] == "addr":
+        return _names(op[1], name)
+    return False
+
+
 def _float_body(ctx, ins, mods, ty, floating):
-    fused = _contraction(ctx, ins, ins.op.split(".")[0], mods, ty)
+    base = ins.op.split(".")[0]
+    fused = _contraction(ctx, ins, base, mods, ty) or _folded_sign(ctx, ins, base, mods, ty)
     if fused is not None:
         return fused
     pair = ty.endswith("x2")
