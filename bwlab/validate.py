@@ -44,6 +44,8 @@ COMMANDS = {
                             "the model, one report to send back"),
     "emu": Subcommand("bwlab.checks.emu", "validate_main",
                       "every sm_90a kernel on this GPU and in the PTX emulator, compared byte for byte"),
+    "emu-corpus": Subcommand("bwlab.checks.emu_corpus", "validate_main",
+                             "record the corpus of ordinary CUDA kernels on this GPU; --compare: the emulator vs them"),
 }
 
 
