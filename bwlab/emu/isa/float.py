@@ -179,3 +179,23 @@ def testp(ctx, ins, base, mods):
     ra = bits_reader(ctx, ins.args[1], BITS[ty])
     wr = writer(ctx, ins.args[0], "pred")
     return lambda w, m: wr(w, hf.testp(ra(w), ty, what), m)
+
+
+def atomic_add(ty, mods):
+    """The arithmetic of atom/red.add on a float type: f(old, b) -> new, NumPy scalars of the memory's
+    dtype. atom.add.f32 rounds to nearest and flushes subnormal inputs and results (PTX ISA, atom);
+    .f64 rounds to nearest; .noftz.f16/.bf16 and their x2 pairs keep subnormals (each half separately)."""
+    scalar = ty[:-2] if ty.endswith("x2") else ty
+    bits = {"f16": np.uint16, "bf16": np.uint16, "f32": np.uint32, "f64": np.uint64}[scalar]
+    ftz = ty == "f32"
+
+    def f(old, b):
+        dt = np.asarray(old).dtype
+        x = np.asarray([old], dt).view(bits if not ty.endswith("x2") else np.uint32)
+        y = np.asarray([b]).astype(dt).view(x.dtype)
+        if ty.endswith("x2"):
+            r = hf.packed2(hf.add, x, y, typ=scalar)
+        else:
+            r = hf.add(x, y, scalar, ftz=ftz)
+        return np.asarray(r).astype(x.dtype).view(dt)[0]
+    return f
