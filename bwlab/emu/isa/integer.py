@@ -19,7 +19,7 @@ from ..values import WIDTH, from_bits
 from .operands import bits_reader, types, writer
 
 __all__ = ["add", "sub", "mul", "mad", "div", "rem", "minimum", "maximum", "abs_", "neg", "popc", "clz",
-           "brev", "bfe", "bfi", "bfind", "sad", "mul24", "mad24", "dp4a", "dp2a", "carry"]
+           "brev", "bfe", "bfi", "bfind", "sad", "mul24", "mad24", "dp4a", "dp2a", "carry", "fns"]
 
 
 def _t(out, ty):
@@ -213,4 +213,28 @@ def carry(ctx, ins, base, mods):
         if write_cc:
             row = w.R[cc]
             row[m] = np.asarray(cout, bool).astype(np.uint64)[m]
+    return body
+
+
+def fns(ctx, ins, base, mods):
+    """Integer Arithmetic: fns.b32 d, mask, base, offset: the position of the |offset|-th set bit of
+    mask counting from bit `base` (inclusive) upward for offset > 0, downward for offset < 0;
+    offset 0: base itself if that bit is set; 0xffffffff when there is none (PTX ISA pseudocode)."""
+    (rm, rb, ro), wr = _ops(ctx, ins, ["b32", "u32", "s32"], "b32")
+
+    def one(mask, b, off):
+        if off == 0:
+            return b if b < 32 and (mask >> b) & 1 else 0xFFFFFFFF
+        pos, count, inc = b, abs(off) - 1, 1 if off > 0 else -1
+        while 0 <= pos < 32:
+            if (mask >> pos) & 1:
+                if count == 0:
+                    return pos
+                count -= 1
+            pos += inc
+        return 0xFFFFFFFF
+
+    def body(w, m):
+        ms, bs, os_ = rm(w), rb(w), ro(w)
+        wr(w, np.array([one(int(x), int(y), int(z)) for x, y, z in zip(ms, bs, os_)], np.uint32), m)
     return body

@@ -104,6 +104,7 @@ ROWS = [
     Row("mad24", integer.mad24, section=f"{INT}: mad24"),
     Row("dp4a", integer.dp4a, section=f"{INT}: dp4a"),
     Row("dp2a", integer.dp2a, section=f"{INT}: dp2a"),
+    Row("fns", integer.fns, section=f"{INT}: fns"),
     Row("add.cc", integer.carry, section=f"{EXT}: add.cc"),
     Row("addc", integer.carry, section=f"{EXT}: addc"),
     Row("sub.cc", integer.carry, section=f"{EXT}: sub.cc"),
