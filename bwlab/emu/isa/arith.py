@@ -74,23 +74,36 @@ def arithmetic(integer=None, floating=None, src=()):
     return decode
 
 
-def _writers(func):
-    """{register name: [body indices of the instructions that write it]} of a function (cached)."""
-    cache = _WRITERS.get(id(func))
+def _uses(ctx):
+    """(position of each instruction by id, {register: [indices writing it]}, {register: [indices
+    reading it]}) of the function being decoded, computed once per function (kept on its context)."""
+    func = ctx.func
+    cache = getattr(ctx, "_bwlab_uses", None)
     if cache is None or cache[0] is not func:
-        out = {}
+        pos, writes, reads = {}, {}, {}
         for k, i in enumerate(func.body):
-            if i.args and i.args[0][0] == "reg":
-                out.setdefault(i.args[0][1], []).append(k)
-            elif i.args and i.args[0][0] == "vec":
-                for x in i.args[0][1]:
-                    if x[0] == "reg":
-                        out.setdefault(x[1], []).append(k)
-        cache = _WRITERS[id(func)] = (func, out)
-    return cache[1]
+            pos[id(i)] = k
+            if not i.args:
+                continue
+            for x in _regs(i.args[0]):
+                writes.setdefault(x, []).append(k)
+            for a in i.args[1:]:
+                for x in _regs(a):
+                    reads.setdefault(x, []).append(k)
+        cache = (func, pos, writes, reads)
+        ctx._bwlab_uses = cache
+    return cache[1:]
 
 
-_WRITERS: dict = {}
+def _regs(op):
+    if op[0] == "reg":
+        return [op[1]]
+    if op[0] == "vec":
+        return [x for o in op[1] for x in _regs(o)]
+    if op[0] in ("neg", "addr"):
+        return _regs(op[1])
+    return []
+
 _RND = ("rn", "rz", "rm", "rp")
 
 
@@ -103,10 +116,10 @@ def _contraction(ctx, ins, base, mods, ty):
     if base not in ("add", "sub") or ty not in ("f32", "f64") or any(m in _RND or m == "sat" for m in mods):
         return None
     func = ctx.func
-    if ins not in func.body:
+    pos, writes, _ = _uses(ctx)
+    if id(ins) not in pos:
         return None
-    here = func.body.index(ins)
-    writes = _writers(func)
+    here = pos[id(ins)]
     for k, op in enumerate(ins.args[1:3]):
         if op[0] != "reg" or len(writes.get(op[1], ())) != 1:
             continue
@@ -142,9 +155,10 @@ def _folded_sign(ctx, ins, base, mods, ty):
     if base not in ("neg", "abs") or ty not in ("f32", "f64") or "ftz" in mods or ins.args[0][0] != "reg":
         return None
     func, name = ctx.func, ins.args[0][1]
-    if len(_writers(func).get(name, ())) != 1:
+    pos, writes, reads = _uses(ctx)
+    if len(writes.get(name, ())) != 1 or id(ins) not in pos:
         return None
-    readers = [i for i in func.body if i is not ins and any(_names(a, name) for a in i.args[1:])]
+    readers = [func.body[k] for k in reads.get(name, ())]
     if not readers or any(not i.op.startswith("selp.") for i in readers):
         return None
     ra = float_reader(ctx, ins.args[1], ty)
@@ -153,18 +167,6 @@ def _folded_sign(ctx, ins, base, mods, ty):
     if base == "neg":
         return lambda w, m: wr(w, ra(w) ^ sbit, m)
     return lambda w, m: wr(w, ra(w) & ~sbit, m)
-
-
-def _names(op, name):
-    if op[0] == "reg":
-        return op[1] == name
-    if op[0] in ("vec",):
-        return any(_names(x, name) for x in op[1])
-    if op[0] in ("neg",):
-        return _names(op[1], name)
-    if op[0] == "addr":
-        return _names(op[1], name)
-    return False
 
 
 def _float_body(ctx, ins, mods, ty, floating):
