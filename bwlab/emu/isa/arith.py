@@ -138,13 +138,19 @@ def _contraction(ctx, ins, base, mods, ty):
         ra, rb, rc = (float_reader(ctx, x, ty) for x in (*srcs, other))
         wr = writer(ctx, ins.args[0], FLOAT_TYPES[ty])
         from ...hw import floats as hf
+        from .float import _fma_f32_rn
         ftz = "ftz" in mods
+        if ty == "f32" and not ftz:
+            f = _fma_f32_rn
+        else:
+            def f(a, b, c):
+                return hf.fma(a, b, c, ty, ftz=ftz)
         sbit = np.uint32(1 << 31) if ty == "f32" else np.uint64(1 << 63)
         if base == "add":
-            return lambda w, m: wr(w, hf.fma(ra(w), rb(w), rc(w), ty, ftz=ftz), m)
+            return lambda w, m: wr(w, f(ra(w), rb(w), rc(w)), m)
         if k == 0:    # a*b - c
-            return lambda w, m: wr(w, hf.fma(ra(w), rb(w), rc(w) ^ sbit, ty, ftz=ftz), m)
-        return lambda w, m: wr(w, hf.fma(ra(w) ^ sbit, rb(w), rc(w), ty, ftz=ftz), m)   # c - a*b
+            return lambda w, m: wr(w, f(ra(w), rb(w), rc(w) ^ sbit), m)
+        return lambda w, m: wr(w, f(ra(w) ^ sbit, rb(w), rc(w)), m)   # c - a*b
     return None
 
 

@@ -71,10 +71,28 @@ def mul(ty, mods, out_ty):
     return _fast(np.multiply, hf.mul, ty, mods, 2)
 
 
+_M29, _H28, _TINY = np.uint64((1 << 29) - 1), np.uint64(1 << 28), 2.0 ** -126
+
+
+def _fma_f32_rn(a, b, c):
+    """fma.rn.f32 through float64: the product of two f32 is exact, the sum rounds once to f64, and
+    rounding that to f32 is the single rounding of the exact value unless the f64 sum sits exactly on an
+    f32 midpoint (or in f32's subnormal range, or is a NaN): those vectors take the exact path."""
+    with np.errstate(all="ignore"):
+        s = a.view(np.float32).astype(np.float64) * b.view(np.float32) + c.view(np.float32)
+        r = s.astype(np.float32)
+    u = s.view(np.uint64)
+    if ((u & _M29) == _H28).any() or np.isnan(r).any() or (np.abs(s) < _TINY).any():
+        return hf.fma(a, b, c, "f32")
+    return r.view(np.uint32)
+
+
 def fma(ty, mods, out_ty):
     """Floating-Point: fma.rnd{.ftz}{.sat}{.relu} (one rounding)."""
     rnd, ftz, sat = _flags(ty, mods)
     relu = "relu" in mods
+    if ty == "f32" and rnd == "rn" and not (ftz or sat or relu):
+        return _fma_f32_rn
     return lambda a, b, c: hf.fma(a, b, c, ty, rnd=rnd, ftz=ftz, sat=sat, relu=relu)
 
 
