@@ -83,9 +83,51 @@ def cvt(ctx, ins, base, mods):
             out = hf.cvt(src(w), aty, dty, rnd, **kw)
             wr(w, from_bits(np.asarray(out).astype(np.uint64), dty), m)
         return body
-    if aty in _INTS and dty in _INTS and not kw["sat"]:
-        return lambda w, m: wr(w, hf.cvt(src(w), aty, dty), m)
+    fast = _fast(ctx, args, aty, dty, rnd, kw)
+    if fast is not None:
+        return fast
     return lambda w, m: wr(w, hf.cvt(src(w), aty, dty, rnd, **kw), m)
+
+
+_NP = {"f32": np.float32, "f64": np.float64}
+_IRND = {"rzi": np.trunc, "rni": np.rint, "rmi": np.floor, "rpi": np.ceil, None: np.trunc}
+
+
+def _fast(ctx, args, aty, dty, rnd, kw):
+    """The common conversions straight through NumPy where its one rounding is the GPU's: integer
+    widening/narrowing (wrap), integers of up to 32 bits (or 64 into f64) to f32/f64 by .rn, f32/f64
+    to 32/64-bit integers with .rzi/.rni/.rmi/.rpi when every lane is in range (else the exact path)."""
+    if any(kw.values()):
+        return None
+    from ..values import from_bits
+    if aty in _INTS and dty in _INTS:
+        src, wr = bits_reader(ctx, args[1], aty), writer(ctx, args[0], dty)
+        signed = aty[0] == "s"
+
+        def widen(w, m):
+            v = src(w)
+            wr(w, from_bits(v.astype(np.int64).view(np.uint64) if signed else v.astype(np.uint64), dty), m)
+        return widen
+    if aty in _INTS and dty in _NP and rnd in ("rn", None) and (int(aty[1:]) <= 32 or dty == "f64"):
+        src, wr = bits_reader(ctx, args[1], aty), writer(ctx, args[0], dty)
+        return lambda w, m: wr(w, src(w).astype(np.float64).astype(_NP[dty]), m)
+    if aty in _NP and dty in _INTS and int(dty[1:]) >= 32 and rnd in _IRND:
+        src, wr = bits_reader(ctx, args[1], aty), writer(ctx, args[0], dty)
+        signed, width = dty[0] == "s", int(dty[1:])
+        lo, hi = (-2.0 ** (width - 1), 2.0 ** (width - 1)) if signed else (0.0, 2.0 ** width)
+        fn, idt = _IRND[rnd], (np.int64 if signed else np.uint64)
+        raw = bits_reader(ctx, args[1], _REG[_width(aty)])
+
+        def toint(w, m):
+            with np.errstate(invalid="ignore"):
+                v = fn(src(w).astype(np.float64))
+                ok = (v >= lo) & (v < hi)
+            if not ok.all():
+                wr(w, from_bits(hf.cvt(raw(w), aty, dty, rnd).astype(np.uint64), dty), m)
+                return
+            wr(w, v.astype(idt), m)
+        return toint
+    return None
 
 
 def _widen(bits16, s):
