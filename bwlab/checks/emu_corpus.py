@@ -52,9 +52,11 @@ __all__ = ["KERNELS", "BY_NAME", "CHAPTERS", "KNOWN_DIFFERENCES", "Kernel", "In"
            "Bytes", "Within", "Printf", "Sorted", "Check", "AnyOf", "RECORDINGS", "run_kernel", "compare",
            "load_recording", "emulator_result", "validate_main", "cuda_include_dirs"]
 
+from ..compile import CUDA_SRC  # noqa: E402 - the checkout's cuda_src/ or the wheel's copy
+
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = ROOT / "cuda_src" / "corpus"
-RECORDINGS = ROOT / "tests" / "data" / "emu_corpus"
+SOURCES = Path(CUDA_SRC) / "corpus"
+RECORDINGS = ROOT / "tests" / "data" / "emu_corpus"  # a checkout's; a wheel carries no recordings
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -79,6 +81,10 @@ CHAPTERS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Chapters that include cuda_fp16.h/cuda_bf16.h: they need a CUDA toolkit's include directory.
+NEEDS_CUDA_HEADERS = frozenset({"half", "conversion", "atomics", "approx"})
+
+
 def cuda_include_dirs() -> list[str]:
     """Where cuda_fp16.h and cuda_bf16.h are (NVRTC does not carry them): $CUDA_PATH/$CUDA_HOME, then
     /usr/local/cuda. CuPy adds the same directory when it compiles."""
@@ -89,8 +95,9 @@ def cuda_include_dirs() -> list[str]:
     for sp in sys.path:  # the CUDA pip wheels: site-packages/nvidia/<component>/include
         for h in sorted(Path(sp or ".").glob("nvidia/*/include/cuda_fp16.h")):
             return [str(h.parent)]
-    raise FileNotFoundError("the corpus includes cuda_fp16.h/cuda_bf16.h: set CUDA_PATH to a CUDA toolkit "
-                            "(looked in $CUDA_PATH, $CUDA_HOME, /usr/local/cuda)")
+    raise FileNotFoundError("the corpus chapters " + ", ".join(sorted(NEEDS_CUDA_HEADERS)) + " include cuda_fp16.h/"
+                            "cuda_bf16.h: set CUDA_PATH to a CUDA toolkit or pip install nvidia-cuda-runtime-cu12 "
+                            "(looked in $CUDA_PATH, $CUDA_HOME, /usr/local/cuda, site-packages/nvidia/*/include)")
 
 
 def compiled(chapter: str):
@@ -98,7 +105,7 @@ def compiled(chapter: str):
     from ..compile import compile_cuda
     if chapter not in CHAPTERS:
         raise KeyError(f"no corpus chapter {chapter!r} (chapters: {', '.join(CHAPTERS)})")
-    opts = tuple(f"-I{d}" for d in cuda_include_dirs()) + CHAPTERS[chapter]
+    opts = (tuple(f"-I{d}" for d in cuda_include_dirs()) if chapter in NEEDS_CUDA_HEADERS else ()) + CHAPTERS[chapter]
     return compile_cuda(SOURCES / f"{chapter}.cu", arch="sm_90a", extra_options=opts)
 
 
@@ -460,6 +467,7 @@ def _float():
     elem("dbl_nan_results", c, [d, e], "f8", 4)
     elem("dbl_fmod_trunc", c, [d, e], "f8", 3)
     elem("mixed_float_double", c, [u, np.resize(F64_EDGES, len(u))], "f8", 3)
+    elem("flt_zero_sign_modes", c, [a, b], "f4", 8)
 
 
 def _float_ftz():
@@ -554,6 +562,8 @@ def _conversion():
     elem("cvt_tf32", c, [np.concatenate([fu, f32(np.array([0x3F801000, 0x3F800FFF, 0x3F803000, 0x7F7FF000,
                                                            0x7F7FFFFF, 0x00001000], np.uint32))])], "u4", 2)
     elem("cvt_bits", c, [fu], "i4", 3)
+    elem("cvt_c_casts_specials", c, [fu, np.resize(du, len(fu))], "i8", 8)
+    elem("cvt_half2_pairs", c, [pa, pb], "u4", 4)
 
 
 def _compare():
@@ -616,6 +626,9 @@ def _memory():
     elem("mem_ldg_hints", c, [rand_f32(r, 128, 2)], "f4", 2)
     elem("mem_struct_copy", c, [unary_i32("struct", 96)], "i4", 3)
     elem("mem_globals_const", c, [unary_i32("glob", 64)], "f4", 1)
+    K("mem_vec_char4_uchar2", c, [In(r.integers(-128, 128, 256).astype(np.int8)),
+                                  In(r.integers(0, 256, 128).astype(np.uint8)), Out("i1", 256), Out("u2", 128),
+                                  Val(np.int32(64))], block=(64, 1, 1))
 
 
 def _control():
@@ -663,6 +676,9 @@ def _warp():
     K("warp_partial_shfl", c, [In(v), Out("i4", 64)], block=(64, 1, 1))
     K("warp_block_votes", c, [In(r.integers(-50, 100, 128).astype(np.int32)), Out("i4", 128)], block=(128, 1, 1))
     K("warp_lanemask_elect", c, [In(v), Out("u4", 256)], block=(64, 1, 1))
+    ex = r.integers(-5, 20, 64).astype(np.int32)
+    ex[[0, 1, 31, 32, 40]] = -1
+    K("warp_ballot_after_exit", c, [In(ex), Out("u4", 128)], block=(64, 1, 1))
     K("warp_syncwarp_masks", c, [In(r.integers(-1000, 1000, 128).astype(np.int32)), Out("i4", 128)],
       block=(128, 1, 1))
 
@@ -703,6 +719,13 @@ def _check_float_order(outs, k):
     init = k.args[0].data[0:1]
     ok = _chain(init, old, lambda cur, t: (cur + v[t:t + 1]).astype(np.float32), acc[0:1])
     return None if ok else "no order of the float atomicAdds gives these old values and this sum"
+
+
+def _check_double_order(outs, k):
+    acc, old = outs[0], outs[1]
+    v = k.args[1].data
+    ok = _chain(k.args[0].data[0:1], old, lambda cur, t: cur + v[t:t + 1], acc[0:1])
+    return None if ok else "no order of the double atomicAdds gives these old values and this sum"
 
 
 def _check_exch_chain(outs, k):
@@ -768,6 +791,12 @@ def _atomics():
     ev = np.resize(np.array([1, 2, 0.5, 0.25, 3, 4, 1024, 0.125], np.float32), 128)
     K("atom_add_float_sum_exact", c, [InOut(np.array([0.0, 0.0], np.float32)), In(ev)], block=(64, 1, 1),
       grid=(2, 1, 1))
+    sub = f32([0x00000001, 0x80000001, 0x007FFFFF, 0x807FFFFF, 0x00400000, 0x00800000, 0x80800000, 0x00000003])
+    K("atom_shared_float_subnormal", c, [In(np.concatenate([sub, sub[::-1], F32_SMALL, rand_f32(r, 32, 30)])),
+                                         Out("f4", 128)], block=(64, 1, 1), note="shared float atomics and .ftz")
+    dv2 = np.array([1e16, 1.0, 0.5, -3e15, 2.0 ** -30, 7.25, -1e16, 3.0] * 8) + r.standard_normal(64)
+    K("atom_double_order", c, [InOut(np.array([1.0])), In(dv2), Out("f8", 64)], block=(32, 1, 1), grid=(2, 1, 1),
+      cmp=Check(_check_double_order, "the old values form one order of the double adds, which gives the final sum"))
     K("atom_block_scope", c, [InOut(np.zeros(2, np.int32)), Out("i4", 128)], block=(64, 1, 1), grid=(2, 1, 1),
       cmp=Sorted((1,)))
 
@@ -799,6 +828,7 @@ def _printf():
     K("printf_diverged_warps", c, [In(np.resize(ia, 128))], block=(128, 1, 1),
       cmp=Printf())
     K("printf_special_floats", c, [In(F32_EDGES[:32])], block=(32, 1, 1), cmp=Printf())
+    K("printf_more_formats", c, [In(ia), In(np.resize(F64_EDGES, 64))], block=(64, 1, 1), cmp=Printf())
 
 
 def _mma():
@@ -918,6 +948,11 @@ KNOWN_DIFFERENCES: dict[str, str] = {
         "differs: DivergenceError: redux.sync's member mask read from lane 0, which is in the other branch",
     'warp_partial_shfl':
         "differs: DivergenceError: shfl.sync.bfly's member mask read from lane 0, which is in the other branch",
+    'warp_ballot_after_exit':
+        "differs: DivergenceError: vote.sync.ballot's member mask read from lane 0, which has exited",
+    'printf_more_formats':
+        "differs: after %hd the GPU's printf formatter reads the later arguments at other offsets than "
+        "NVRTC's buffer holds them (its line shifts; the emulator prints the arguments)",
     'sched_two_block_handshake':
         'differs: EmuHang: block 0 spins on a flag block 1 sets; CTAs outside a cluster run one after another',
 }
@@ -1132,6 +1167,26 @@ def load_recording(chapter: str, where: Path = RECORDINGS) -> dict:
     return out
 
 
+def _inputs_of(k: Kernel, detail: str) -> str:
+    """For an element-wise kernel (inputs of n elements, outputs of `per` values each): the inputs of
+    the first differing element, so that a difference reads as `op(inputs) -> GPU vs emu`."""
+    import re
+    m = re.match(r"output (\d+): \[(\d+)\]", detail)
+    if not m or not k.args or not isinstance(k.args[-1], Val):
+        return ""
+    n = int(k.args[-1].value)
+    outs = k.outputs()
+    j, idx = int(m.group(1)), int(m.group(2))
+    if j >= len(outs) or not isinstance(outs[j], Out) or n <= 0 or outs[j].n % n:
+        return ""
+    per = outs[j].n // n
+    i = idx // per
+    ins = [a.data for a in k.args if isinstance(a, In) and len(a.data) == n]
+    if not ins:
+        return ""
+    return f"; element {i} (result {idx % per} of {per}), inputs " + ", ".join(_hex(x[i]) for x in ins)
+
+
 def emulator_result(k: Kernel, rec: dict) -> tuple[str, str]:
     """Run k in the emulator against its recording: ("match" | "differ" | "unsupported" | "error" |
     "stale", detail)."""
@@ -1151,7 +1206,7 @@ def emulator_result(k: Kernel, rec: dict) -> tuple[str, str]:
             return "differ", f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
         d = compare(k, rec, got)
         if d:
-            return "differ", (f"seed {s}: " if len(seeds) > 1 else "") + d
+            return "differ", (f"seed {s}: " if len(seeds) > 1 else "") + d + _inputs_of(k, d)
         if isinstance(k.cmp, AnyOf):
             seen.add(int(got["outputs"][0].ravel()[0]))
     return "match", (f"outcomes over {len(seeds)} seeds: {sorted(seen)}" if seen else "")
@@ -1352,6 +1407,8 @@ def validate_main(argv=None) -> int:
         say.save(args.out)
         return EXIT_MISMATCH if unexpected else EXIT_PASS
     if args.dry_run_emulator:
+        if Path(args.out_dir).resolve() == RECORDINGS.resolve():
+            ap.error("--dry-run-emulator needs --out-dir elsewhere: it must not overwrite the GPU recordings")
         failed = record(Path(args.out_dir), args.only, say, backend="emu")
         say.save(args.out)
         return EXIT_MISMATCH if failed else EXIT_PASS

@@ -116,3 +116,20 @@ extern "C" __global__ void atom_block_scope(int* c, int* old) {
     int t = threadIdx.x;
     old[blockIdx.x * blockDim.x + t] = atomicAdd_block(&c[blockIdx.x], 2) + 1000 * blockIdx.x;
 }
+
+extern "C" __global__ void atom_shared_float_subnormal(const float* v, float* out) {
+    // shared-memory float atomics on subnormal operands and results
+    __shared__ float s[64];
+    int t = threadIdx.x;
+    s[t] = v[t];
+    __syncthreads();
+    float old = atomicAdd(&s[t], v[(t + 7) & 63]);
+    __syncthreads();
+    out[2 * t] = old;
+    out[2 * t + 1] = s[t];
+}
+
+extern "C" __global__ void atom_double_order(double* acc, const double* v, double* old) {
+    int t = threadIdx.x + blockIdx.x * blockDim.x;
+    old[t] = atomicAdd(acc, v[t]);
+}

@@ -239,3 +239,25 @@ extern "C" __global__ void cvt_bits(const float* a, int* out, int n) {
         out[3 * i + 2] = __float_as_int(__int_as_float(__float_as_int(a[i]) ^ 0x80000000));
     }
 }
+
+// Plain C casts on values outside the destination's range and on NaN: cvt.rzi with saturation.
+extern "C" __global__ void cvt_c_casts_specials(const float* a, const double* d, long long* out, int n) {
+    LOOP(i, n) {
+        long long* o = out + 8 * i;
+        o[0] = (int)a[i]; o[1] = (unsigned)a[i]; o[2] = (long long)a[i]; o[3] = (long long)(unsigned long long)a[i];
+        o[4] = (int)d[i]; o[5] = (unsigned)d[i]; o[6] = (long long)d[i]; o[7] = (short)(int)a[i];
+    }
+}
+
+extern "C" __global__ void cvt_half2_pairs(const float* a, const float* b, unsigned* out, int n) {
+    LOOP(i, n) {
+        __half2 h = __float22half2_rn(make_float2(a[i], b[i]));
+        __half2 g = __halves2half2(__float2half_rz(a[i]), __float2half_rd(b[i]));
+        float2 back = __half22float2(h);
+        __nv_bfloat162 bf = __float22bfloat162_rn(make_float2(b[i], a[i]));
+        out[4 * i] = *reinterpret_cast<unsigned*>(&h);
+        out[4 * i + 1] = *reinterpret_cast<unsigned*>(&g);
+        out[4 * i + 2] = __float_as_uint(back.x) ^ __float_as_uint(back.y);
+        out[4 * i + 3] = *reinterpret_cast<unsigned*>(&bf);
+    }
+}

@@ -199,3 +199,14 @@ extern "C" __global__ void mixed_float_double(const float* a, const double* b, d
         o[0] = a[i] * b[i]; o[1] = (double)(a[i] * (float)b[i]); o[2] = a[i] + 1e-30;
     }
 }
+
+// The sign of an exact zero result depends on the rounding mode: x - x is -0 only when rounding down.
+extern "C" __global__ void flt_zero_sign_modes(const float* a, const float* b, float* out, int n) {
+    LOOP(i, n) {
+        float p = a[i] * b[i];
+        float* o = out + 8 * i;
+        o[0] = __fsub_rn(a[i], a[i]); o[1] = __fsub_rd(a[i], a[i]); o[2] = __fadd_ru(a[i], -a[i]);
+        o[3] = __fmaf_rd(a[i], b[i], -p); o[4] = __fmaf_rn(a[i], b[i], -p); o[5] = __fmul_rd(a[i], 0.0f);
+        o[6] = __fadd_rd(-0.0f, 0.0f); o[7] = __fmaf_rz(-a[i], 0.0f, -0.0f);
+    }
+}

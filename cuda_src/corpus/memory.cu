@@ -125,3 +125,11 @@ extern "C" __global__ void mem_globals_const(const int* a, float* out, int n) {
         out[i] = c_coeffs[j & 7] * g_counter_table[j] + c_coeffs[(j + 1) & 7];
     }
 }
+
+extern "C" __global__ void mem_vec_char4_uchar2(const char4* a, const uchar2* b, char4* out, ushort2* out2, int n) {
+    LOOP(i, n) {
+        char4 c = a[i]; uchar2 u = b[i];
+        out[i] = make_char4(c.w, (signed char)(c.z + 1), c.y, (signed char)-c.x);
+        out2[i] = make_ushort2((unsigned short)(u.x * 257), (unsigned short)(u.y + c.x));
+    }
+}

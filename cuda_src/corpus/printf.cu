@@ -38,3 +38,9 @@ extern "C" __global__ void printf_special_floats(const float* a) {
     int t = threadIdx.x;
     printf("w%d [%f] [%e] [%g] [%8.1f] [%a]\n", WARP, a[t], a[t], a[t], a[t], (double)a[t]);
 }
+
+extern "C" __global__ void printf_more_formats(const int* a, const double* d) {
+    int t = threadIdx.x;
+    printf("w%d %i %o %E %G %lu %hhd %hd %5.1E %-+8.3G| %.3d %x%%\n", WARP, a[t], (unsigned)a[t] & 07777, d[t], d[t],
+           (unsigned long)(unsigned)a[t], (signed char)a[t], (short)a[t], d[t], d[t], a[t] & 0xff, a[t]);
+}

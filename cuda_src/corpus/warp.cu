@@ -135,3 +135,13 @@ extern "C" __global__ void warp_syncwarp_masks(const int* a, int* out) {
         out[t] = s[t] * 2;
     }
 }
+
+extern "C" __global__ void warp_ballot_after_exit(const int* a, unsigned* out) {
+    // lanes whose value is negative leave; the rest vote with the mask of who is still here
+    int t = threadIdx.x;
+    out[2 * t] = 0xdead; out[2 * t + 1] = 0xbeef;
+    if (a[t] < 0) return;
+    unsigned m = __activemask();
+    out[2 * t] = __ballot_sync(m, a[t] & 1);
+    out[2 * t + 1] = m;
+}

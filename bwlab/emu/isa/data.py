@@ -26,8 +26,8 @@ def mov(ctx, ins, base, mods):
         v = np.full(32, val, np.uint64)
         return (lambda w, m: wr(w, v, m))
     if a[0] == "vec":   # mov.b64 %rd, {%r1, %r2}: pack
-        parts = [bits_reader(ctx, x, "b32" if ty == "b64" else "b16") for x in a[1]]
-        sh = 64 // len(parts)
+        sh = WIDTH[ty] // len(a[1])          # mov.b32 {h0, h1}: 16-bit parts; mov.b64 {r0, r1}: 32-bit
+        parts = [bits_reader(ctx, x, {8: "b8", 16: "b16", 32: "b32"}[sh]) for x in a[1]]
         wr = writer(ctx, d, ty)
 
         def pack(w, m):

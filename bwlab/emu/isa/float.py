@@ -201,11 +201,12 @@ def testp(ctx, ins, base, mods):
 
 def atomic_add(ty, mods):
     """The arithmetic of atom/red.add on a float type: f(old, b) -> new, NumPy scalars of the memory's
-    dtype. atom.add.f32 rounds to nearest and flushes subnormal inputs and results (PTX ISA, atom);
-    .f64 rounds to nearest; .noftz.f16/.bf16 and their x2 pairs keep subnormals (each half separately)."""
+    dtype. atom.add.f32 rounds to nearest and flushes subnormal inputs and results in global memory
+    (PTX ISA, atom; H200) but keeps them in shared memory (H200: atom.shared.add.f32); .f64 rounds to
+    nearest; .noftz.f16/.bf16 and their x2 pairs keep subnormals (each half separately)."""
     scalar = ty[:-2] if ty.endswith("x2") else ty
     bits = {"f16": np.uint16, "bf16": np.uint16, "f32": np.uint32, "f64": np.uint64}[scalar]
-    ftz = ty == "f32"
+    ftz = ty == "f32" and not any(m.startswith("shared") for m in mods)
 
     def f(old, b):
         dt = np.asarray(old).dtype
