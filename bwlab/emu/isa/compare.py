@@ -101,7 +101,8 @@ def set_(ctx, ins, base, mods):
         if comb is not None:
             r = comb(r, rc(w))
         if sty.endswith("x2"):
-            out = np.where(r[0], np.uint32(one), np.uint32(0)) | (np.where(r[1], np.uint32(one), np.uint32(0)) << np.uint32(16))
+            lo, hi = (np.where(x, np.uint32(one), np.uint32(0)) for x in r)
+            out = lo | (hi << np.uint32(16))
         else:
             out = np.where(r, np.uint32(one), np.uint32(0))
         wr(w, out, m)
