@@ -175,3 +175,27 @@ def test_printf_from_a_kernel_reaches_stdout_in_lane_order_per_warp(capfd):
     for w in (0, 1):
         mine = [ln for ln in lines if ("lo" if w == 0 else "hi") in ln]
         assert mine == [f"t{t} {'lo' if w == 0 else 'hi'} {3 * t} {1.5 * t:.1f}" for t in range(32 * w, 32 * w + 32, 2)]
+
+
+def test_sm100a_fp4_and_ue8m0_pair_conversions_run_as_hw_floats_defines_them():
+    """sm_100a-only conversions (unmeasured on a GPU: hw.floats checks them against ml_dtypes): the
+    packed .b8/.b16 destinations, the b8 pair moves around them, and the widening back to f16x2."""
+    from bwlab.hw import floats as hf
+    code = r'''extern "C" __global__ void k(const float* a, unsigned* o) { int t = threadIdx.x;
+      unsigned short r, u; unsigned h;
+      asm("{ .reg .b8 x, z; mov.b16 {z, z}, 0; cvt.rn.satfinite.e2m1x2.f32 x, %1, %2; mov.b16 %0, {x, z}; }"
+          : "=h"(r) : "f"(a[t]), "f"(a[t] * -0.5f));
+      asm("cvt.rp.satfinite.ue8m0x2.f32 %0, %1, %2;" : "=h"(u) : "f"(a[t]), "f"(a[t] * 3.0f));
+      asm("{ .reg .b8 x, z; mov.b16 {x, z}, %1; cvt.rn.f16x2.e2m1x2 %0, x; }" : "=r"(h) : "h"(r));
+      o[3*t] = r; o[3*t+1] = u; o[3*t+2] = h; }'''
+    mod = emu.RawModule(code=code, arch="sm_100a", name="cvt100.cu")
+    a = np.linspace(-7, 7, N).astype(np.float32)
+    o = emu.zeros(3 * N, np.uint32)
+    mod.get_function("k")((1,), (N, 1, 1), (emu.asarray(a), o))
+    g = o.get().reshape(N, 3)
+    ab, bb, cb = (x.view(np.uint32) for x in (a, a * np.float32(-0.5), a * np.float32(3.0)))
+    w1 = hf.cvt_x2(ab, bb, "f32", "e2m1", "rn", satfinite=True)
+    assert np.array_equal(g[:, 0], w1)
+    assert np.array_equal(g[:, 1], hf.cvt_x2(ab, cb, "f32", "ue8m0", "rp", satfinite=True))
+    assert np.array_equal(g[:, 2], hf.cvt_from_x2(w1, "e2m1", "f16"))
+    assert len(set(w1.tolist())) > 8
