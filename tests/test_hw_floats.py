@@ -632,6 +632,7 @@ def _corpus():
         name = f"_emu_corpus_for_{Path(__file__).stem}"
         spec = importlib.util.spec_from_file_location(name, mod)
         C = importlib.util.module_from_spec(spec)
+        C.__package__ = "bwlab.checks"     # its relative imports (bwlab.compile) resolve in this package
         sys.modules[name] = C
         spec.loader.exec_module(C)
         _CORPUS["C"] = C

@@ -240,7 +240,14 @@ class Function:
                         seed=self.seed if seed is None else seed, trace=self.trace if trace is None else trace,
                         max_steps=max_steps)
         _LAST[0] = launch
-        launch.run()
+        try:
+            launch.run()
+        finally:   # printf: the device's buffer is flushed at synchronisation (here: the launch's end)
+            lines = getattr(launch, "printf", None)
+            if lines:
+                import sys
+                sys.stdout.write("".join(lines))
+                sys.stdout.flush()
         return launch
 
 

@@ -149,6 +149,8 @@ def _inside_vector(buf) -> bool:
     """True while `buf` is an instruction whose operand list is open (a '{' of a vector operand
     follows an opcode): a statement that already has an opcode and a space."""
     s = "".join(buf).lstrip()
+    if s.startswith(".") and s.rstrip().endswith("="):   # '.global .b8 $str[48] = {119, 37, ...}'
+        return True
     if not s or s.startswith("."):
         return False
     # '{' right after an opcode and operands, e.g. 'st.shared.v4.b32 [%r1], {' or '[%rd7, {'
@@ -216,7 +218,7 @@ def _parse_decl(stmt: str):
     if "=" in stmt:
         stmt, init = stmt.split("=", 1)
         init = init.strip()
-    toks = stmt.split()
+    toks = re.sub(r"^(\s*\.\w+)(\.)", r"\1 \2", stmt).split()   # '.reg.b32 f' (cuda_fp16.hpp's asm)
     space = toks[0][1:]
     align, typ, names = None, None, []
     i = 1

@@ -1,4 +1,4 @@
-"""Register bits <-> typed lane vectors, and the arithmetic that needs care (fma, bf16, shuffles).
+"""Register bits <-> typed lane vectors (the arithmetic itself is bwlab.hw.floats / bwlab.hw.ints).
 
 Every register of a warp is a row of 32 uint64 bit patterns (one per lane); an instruction reads
 its operands as the type it names and writes bits back, truncated to the register's width (signed
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["from_bits", "to_bits", "imm_value", "fma_f32", "bf16_bits", "f16_bits", "WIDTH"]
+__all__ = ["from_bits", "to_bits", "imm_value", "WIDTH"]
 
 WIDTH = {"pred": 1, "b8": 8, "u8": 8, "s8": 8, "b16": 16, "u16": 16, "s16": 16, "f16": 16, "bf16": 16,
          "b32": 32, "u32": 32, "s32": 32, "f32": 32, "f16x2": 32, "bf16x2": 32,
@@ -86,42 +86,3 @@ def imm_value(text: str, ty: str) -> np.ndarray:
     w = WIDTH[ty]
     x &= (1 << w) - 1
     return from_bits(np.full(32, x, np.uint64), ty)
-
-
-def fma_f32(a, b, c) -> np.ndarray:
-    """a * b + c rounded once to float32 (a true fused multiply-add, as `fma.rn.f32`).
-
-    The product of two floats is exact in float64; the sum is computed with its rounding error
-    (TwoSum), and a float64 result that sits exactly halfway between two float32 values is
-    nudged towards the error's sign before the final rounding, so the result is rounded once."""
-    a64 = np.asarray(a, np.float32).astype(np.float64)
-    b64 = np.asarray(b, np.float32).astype(np.float64)
-    c64 = np.asarray(c, np.float32).astype(np.float64)
-    with np.errstate(all="ignore"):
-        p = a64 * b64
-        s = p + c64
-        r = s.astype(np.float32)
-        # halfway between two float32 values: the float64 bits below float32's mantissa are 100..0
-        low = s.view(np.uint64) & np.uint64((1 << 29) - 1)
-        maybe = low == np.uint64(1 << 28)
-        if not maybe.any():
-            return r
-        bb = s - p
-        err = (p - (s - bb)) + (c64 - bb)
-        half = maybe & np.isfinite(s) & (err != 0)
-        if half.any():
-            nudged = np.where(err > 0, np.nextafter(s, np.inf), np.nextafter(s, -np.inf))
-            r = np.where(half, nudged.astype(np.float32), r)
-    return r
-
-
-def bf16_bits(x) -> np.ndarray:
-    """float32 -> bfloat16 bits, round to nearest even, NaN -> 0x7FFF (as `cvt.rn.bf16.f32`)."""
-    from ..hw.dtypes import from_float
-    return from_float(np.asarray(x, np.float32), "bf16")
-
-
-def f16_bits(x) -> np.ndarray:
-    """float32 -> half bits, round to nearest even, NaN -> 0x7FFF (as `cvt.rn.f16.f32`)."""
-    from ..hw.dtypes import from_float
-    return from_float(np.asarray(x, np.float32), "f16")

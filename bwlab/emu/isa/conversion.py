@@ -1,106 +1,135 @@
-"""Conversion (PTX ISA, "Data Movement and Conversion Instructions: cvt")."""
+"""Conversion (PTX ISA, "Data Movement and Conversion Instructions: cvt").
+
+Every form runs through `bwlab.hw.floats.cvt` on raw bits: float <-> float (f64 f32 tf32 f16 bf16 and
+the 8-bit e4m3/e5m2, the 6- and 4-bit formats of sm_100a), float <-> integer (saturating, NaN as the
+GPU gives it), integer <-> integer (wrap, or clamp with .sat), every rounding modifier, .ftz, .sat,
+.relu, .satfinite; the packed forms `cvt.{f16x2,bf16x2,e4m3x2,...}.f32 d, a, b` (a to the upper
+half), `cvt.*x2.f16x2` (two 16-bit values) and `cvt.f16x2.{e4m3x2,...}` (widening a pair).
+"""
 from __future__ import annotations
 
 import numpy as np
 
+from ...hw import floats as hf
 from ..errors import UnsupportedInstruction
-from ..values import WIDTH, bf16_bits, f16_bits, from_bits
-from .operands import bits_reader, types, writer
+from .operands import bits_reader, writer
+
+__all__ = ["cvt"]
+
+_INTS = {f"{k}{w}" for k in "su" for w in (8, 16, 32, 64)}
+_FLOATS = {"f16", "bf16", "f32", "f64", "tf32", "e4m3", "e5m2", "e2m1", "e2m3", "e3m2", "ue8m0"}
+_WIDTH = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64, "tf32": 32, "e4m3": 8, "e5m2": 8, "e2m1": 4,
+          "e2m3": 8, "e3m2": 8, "ue8m0": 8}
+_REG = {8: "b8", 16: "b16", 32: "b32", 64: "b64"}
+_RND = ("rn", "rna", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi", "rs")
 
 
-_INT_RANGE = {"u8": (0, 255), "s8": (-128, 127), "u16": (0, 65535), "s16": (-32768, 32767),
-              "u32": (0, 2**32 - 1), "s32": (-2**31, 2**31 - 1), "u64": (0, 2**64 - 1), "s64": (-2**63, 2**63 - 1)}
+def _cvt_types(mods):
+    out = [m for m in mods if m in _INTS or m in _FLOATS or m.endswith("x2") or m in ("b8", "b16", "b32", "b64")]
+    if len(out) != 2:
+        raise UnsupportedInstruction(f"cvt with types {out}: expected a destination and a source type")
+    return out
+
+
+def _width(t):
+    if t in _WIDTH:
+        return _WIDTH[t]
+    return int(t[1:])
 
 
 def cvt(ctx, ins, base, mods):
-    """Data Movement and Conversion: cvt (float <-> float, float <-> int, int <-> int, packed bf16x2/f16x2)."""
-    tys = types(mods)
-    rnd = next((m for m in mods if m in ("rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi", "rna", "rs")), None)
-    sat = "sat" in mods or "satfinite" in mods
-    dty, aty = tys[0], tys[-1]
+    """Data Movement and Conversion: cvt{.rnd}{.ftz}{.sat}{.relu}{.satfinite}.dtype.atype."""
+    dty, aty = _cvt_types(mods)
+    rnd = next((m for m in mods if m in _RND), None)
+    if rnd == "rs":
+        raise UnsupportedInstruction(f"`{ins.op}`: stochastic rounding (.rs, random bits) is not modelled")
+    kw = dict(sat="sat" in mods, ftz="ftz" in mods, relu="relu" in mods, satfinite="satfinite" in mods)
     args = ins.args
-    if dty in ("bf16x2", "f16x2"):   # cvt.rn.bf16x2.f32 d, a, b: a -> upper half, b -> lower
-        if rnd != "rn" or aty != "f32":
-            raise UnsupportedInstruction(f"`{ins.op}` (only .rn from two f32 values is modelled)")
-        ra, rb = bits_reader(ctx, args[1], "f32"), bits_reader(ctx, args[2], "f32")
-        conv = bf16_bits if dty == "bf16x2" else f16_bits
+    if aty.startswith("b") and aty[1:].isdigit():   # cvt.f32.b16 and friends: the bits as the other type
+        aty = {"b16": "f16", "b32": "f32", "b64": "f64"}.get(aty, aty)
+    if dty.endswith("x2") and aty in ("f16x2", "bf16x2"):    # cvt.rn.satfinite.e4m3x2.f16x2 d, a (a pair of halves)
+        d, s = dty[:-2], aty[:-2]
+        ra = bits_reader(ctx, args[1], "b32")
+        wr = writer(ctx, args[0], "b16" if d != "e2m1" else "b8")
+
+        def pair(w, m):
+            v = ra(w).astype(np.uint32)
+            hi = (v >> np.uint32(16)).astype(np.uint16)
+            lo = (v & np.uint32(0xFFFF)).astype(np.uint16)
+            wr(w, hf.cvt_x2(_widen(hi, s), _widen(lo, s), "f32", d, rnd or "rn",
+                            relu=kw["relu"], satfinite=kw["satfinite"]), m)
+        return pair
+    if aty.endswith("x2"):                           # cvt.rn.f16x2.e4m3x2 d, a: widen a pair
+        s = aty[:-2]
+        ra = bits_reader(ctx, args[1], "b16" if s != "e2m1" else "b8")
         wr = writer(ctx, args[0], "b32")
+        return lambda w, m: wr(w, hf.cvt_from_x2(ra(w), s, dty[:-2], relu=kw["relu"]), m)
+    if dty.endswith("x2"):                           # cvt.rn.f16x2.f32 d, a, b: a -> the upper half
+        d = dty[:-2]
+        ra, rb = bits_reader(ctx, args[1], "b32"), bits_reader(ctx, args[2], "b32")
+        wr = writer(ctx, args[0], "b32" if d in ("f16", "bf16") else "b16" if d != "e2m1" else "b8")
+        return lambda w, m: wr(w, hf.cvt_x2(ra(w), rb(w), aty, d, rnd or "rn", relu=kw["relu"],
+                                            satfinite=kw["satfinite"]), m)
+    sw, dw = _width(aty), _width(dty)
+    src = bits_reader(ctx, args[1], _REG[max(sw, 8)])
+    dreg = _REG[max(dw, 8)]
+    sext = dty in _INTS and dty[0] == "s" and ctx.prog.reg_width[ctx.reg(args[0][1])] > dw \
+        if args[0][0] == "reg" else False
+    wr = writer(ctx, args[0], dty if sext else dreg)
+    if sext:   # cvt.s8.s32 into a 32-bit register: the narrow signed result sign-extended
+        from ..values import from_bits
 
-        def pack(w, m):
-            hi = conv(ra(w)).astype(np.uint32)
-            lo = conv(rb(w)).astype(np.uint32)
-            wr(w, (hi << np.uint32(16)) | lo, m)
-        return pack
-    src = bits_reader(ctx, args[1], aty if aty != "bf16" else "b16")
-    wr_ty = dty if dty not in ("bf16", "f16") else "b16"
-    wr = writer(ctx, args[0], wr_ty)
-    dfloat, afloat = dty[0] in "f" or dty == "bf16", aty[0] in "f" or aty == "bf16"
-
-    def to_f32(v):
-        if aty == "bf16":
-            return (v.astype(np.uint32) << np.uint32(16)).view(np.float32)
-        return v
-
-    if dfloat and afloat:
         def body(w, m):
-            v = to_f32(src(w))
-            if dty == "bf16":
-                if rnd not in ("rn", None) and aty != "bf16":
-                    raise UnsupportedInstruction(f"`{ins.op}`: only .rn to bf16 is modelled")
-                out = bf16_bits(np.asarray(v, np.float32)) if aty in ("f32", "f64") else v
-            elif dty == "f16":
-                out = f16_bits(np.asarray(v, np.float32)) if aty != "f16" else v.view(np.uint16)
-            elif dty == "f32":
-                out = np.asarray(v, np.float64).astype(np.float32)
-            else:
-                out = np.asarray(v, np.float64)
-            if sat and dty in ("f32", "f16", "f64"):
-                out = np.clip(np.nan_to_num(out, nan=0.0), 0, 1).astype(out.dtype)
-            wr(w, out, m)
+            out = hf.cvt(src(w), aty, dty, rnd, **kw)
+            wr(w, from_bits(np.asarray(out).astype(np.uint64), dty), m)
         return body
-    if dfloat and not afloat:
-        def body(w, m):
+    fast = _fast(ctx, args, aty, dty, rnd, kw)
+    if fast is not None:
+        return fast
+    return lambda w, m: wr(w, hf.cvt(src(w), aty, dty, rnd, **kw), m)
+
+
+_NP = {"f32": np.float32, "f64": np.float64}
+_IRND = {"rzi": np.trunc, "rni": np.rint, "rmi": np.floor, "rpi": np.ceil, None: np.trunc}
+
+
+def _fast(ctx, args, aty, dty, rnd, kw):
+    """The common conversions straight through NumPy where its one rounding is the GPU's: integer
+    widening/narrowing (wrap), integers of up to 32 bits (or 64 into f64) to f32/f64 by .rn, f32/f64
+    to 32/64-bit integers with .rzi/.rni/.rmi/.rpi when every lane is in range (else the exact path)."""
+    if any(kw.values()):
+        return None
+    from ..values import from_bits
+    if aty in _INTS and dty in _INTS:
+        src, wr = bits_reader(ctx, args[1], aty), writer(ctx, args[0], dty)
+        signed = aty[0] == "s"
+
+        def widen(w, m):
             v = src(w)
-            if dty == "f32":
-                out = v.astype(np.float64).astype(np.float32) if WIDTH[aty] < 64 else _int_to_f32(v)
-            elif dty == "f64":
-                out = v.astype(np.float64)
-            elif dty == "f16":
-                out = f16_bits(v.astype(np.float64).astype(np.float32))
-            else:
-                out = bf16_bits(v.astype(np.float64).astype(np.float32))
-            wr(w, out, m)
-        return body
-    if afloat and not dfloat:
-        lo, hi = _INT_RANGE[dty]
+            wr(w, from_bits(v.astype(np.int64).view(np.uint64) if signed else v.astype(np.uint64), dty), m)
+        return widen
+    if aty in _INTS and dty in _NP and rnd in ("rn", None) and (int(aty[1:]) <= 32 or dty == "f64"):
+        src, wr = bits_reader(ctx, args[1], aty), writer(ctx, args[0], dty)
+        return lambda w, m: wr(w, src(w).astype(np.float64).astype(_NP[dty]), m)
+    if aty in _NP and dty in _INTS and int(dty[1:]) >= 32 and rnd in _IRND:
+        src, wr = bits_reader(ctx, args[1], aty), writer(ctx, args[0], dty)
+        signed, width = dty[0] == "s", int(dty[1:])
+        lo, hi = (-2.0 ** (width - 1), 2.0 ** (width - 1)) if signed else (0.0, 2.0 ** width)
+        fn, idt = _IRND[rnd], (np.int64 if signed else np.uint64)
+        raw = bits_reader(ctx, args[1], _REG[_width(aty)])
 
-        def body(w, m):
-            v = np.asarray(to_f32(src(w)), np.float64)
-            f = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil, None: np.trunc}[rnd]
+        def toint(w, m):
             with np.errstate(invalid="ignore"):
-                r = np.nan_to_num(f(v), nan=0.0, posinf=hi, neginf=lo)
-                r = np.clip(r, lo, hi)
-            out = np.array([int(x) for x in r], dtype=object)
-            wr(w, np.array([x & ((1 << 64) - 1) for x in out], np.uint64) if dty[0] == "s" and WIDTH[dty] == 64
-               else (r.astype(np.int64) if dty[0] == "s" else np.array([int(x) for x in r], np.uint64)), m)
-        return body
-    # integer -> integer: truncate or extend by the source type's signedness; .sat clamps
-    lo, hi = _INT_RANGE[dty] if dty in _INT_RANGE else (0, (1 << WIDTH[dty]) - 1)
-
-    def body(w, m):
-        v = src(w)
-        if sat:
-            v = np.clip(v.astype(np.float64), lo, hi).astype(np.int64) if WIDTH[aty] < 64 else v
-        if aty[0] == "s":
-            out = v.astype(np.int64).view(np.uint64)
-        else:
-            out = v.astype(np.uint64)
-        wd = WIDTH[dty]
-        out = out & np.uint64((1 << wd) - 1) if wd < 64 else out
-        wr(w, from_bits(out, dty) if dty[0] == "s" else out, m)
-    return body
+                v = fn(src(w).astype(np.float64))
+                ok = (v >= lo) & (v < hi)
+            if not ok.all():
+                wr(w, from_bits(hf.cvt(raw(w), aty, dty, rnd).astype(np.uint64), dty), m)
+                return
+            wr(w, v.astype(idt), m)
+        return toint
+    return None
 
 
-def _int_to_f32(v):
-    # 64-bit integers round to nearest even when they do not fit float32's mantissa
-    return np.array([np.float32(float(int(x))) for x in v], np.float32)
+def _widen(bits16, s):
+    """A 16-bit float of a pair as f32 bits, exactly (f16/bf16 -> f32 is exact)."""
+    return hf.cvt(bits16, s, "f32")

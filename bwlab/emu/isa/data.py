@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...hw import ints as hw_ints
 from ..errors import UnsupportedInstruction
 from ..values import WIDTH, from_bits
 from .operands import addr_reader, bits_reader, state_space, types, value_dtype, writer
@@ -15,6 +16,8 @@ def mov(ctx, ins, base, mods):
     """Data Movement and Conversion: mov (registers, symbols' addresses, packing and unpacking vectors)."""
     ty = types(mods)[0]
     d, a = ins.args
+    if ty == "b128":
+        return mov128(ctx, ins, base, mods)
     if a[0] == "sym":
         space, val = ctx.symbol(a[1])
         if space == "func":
@@ -25,8 +28,8 @@ def mov(ctx, ins, base, mods):
         v = np.full(32, val, np.uint64)
         return (lambda w, m: wr(w, v, m))
     if a[0] == "vec":   # mov.b64 %rd, {%r1, %r2}: pack
-        parts = [bits_reader(ctx, x, "b32" if ty == "b64" else "b16") for x in a[1]]
-        sh = 64 // len(parts)
+        sh = WIDTH[ty] // len(a[1])          # mov.b32 {h0, h1}: 16-bit parts; mov.b64 {r0, r1}: 32-bit
+        parts = [bits_reader(ctx, x, {8: "b8", 16: "b16", 32: "b32"}[sh]) for x in a[1]]
         wr = writer(ctx, d, ty)
 
         def pack(w, m):
@@ -64,6 +67,16 @@ def ld(ctx, ins, base, mods):
         space = sym_space
     elif space == "param":
         space = "kparam" if ctx.func.entry else "cparam"
+    if ty == "b128":
+        if vec != 1 or d[0] == "vec":
+            raise UnsupportedInstruction(f"`{ins.op}`: vectors of .b128 are not modelled")
+        lo, hi_ = _b128(ctx, d)
+
+        def load128(w, m):
+            raw = w.machine.mem.read(w, space, addr(w), 16, m, ins).view(np.uint64).reshape(32, 2)
+            w.R[lo][m] = raw[m, 0]
+            w.R[hi_][m] = raw[m, 1]
+        return load128
     n = WIDTH[ty] // 8
     dst = d[1] if d[0] == "vec" else [d]
     wrs = [writer(ctx, x, ty) for x in dst]
@@ -113,6 +126,15 @@ def st(ctx, ins, base, mods):
     sym_space, addr = addr_reader(ctx, a)
     if space == "param":
         space = sym_space if sym_space in ("kparam", "cparam") else "cparam"
+    if ty == "b128":
+        if vec != 1 or s[0] == "vec":
+            raise UnsupportedInstruction(f"`{ins.op}`: vectors of .b128 are not modelled")
+        lo, hi_ = _b128(ctx, s)
+
+        def store128(w, m):
+            data = np.stack([w.R[lo], w.R[hi_]], axis=1).astype(np.uint64)
+            w.machine.mem.write(w, space, addr(w), data.view(np.uint8).reshape(32, 16), m, ins)
+        return store128
     n = WIDTH[ty] // 8
     srcs = [bits_reader(ctx, x, ty) for x in (s[1] if s[0] == "vec" else [s])]
     dt = value_dtype(ty)
@@ -152,25 +174,50 @@ def cvta(ctx, ins, base, mods):
 
 
 def prmt(ctx, ins, base, mods):
-    """Data Movement and Conversion: prmt.b32 (the default byte-permute mode)."""
+    """Data Movement and Conversion: prmt.b32{.f4e,.b4e,.rc8,.ecl,.ecr,.rc16} (byte permute)."""
     mode = next((m for m in mods if m in ("f4e", "b4e", "rc8", "ecl", "ecr", "rc16")), None)
-    if mode:
-        raise UnsupportedInstruction(f"`{ins.op}` (prmt modes other than the default)")
     d, a, b, c = ins.args
     ra, rb, rc = bits_reader(ctx, a, "b32"), bits_reader(ctx, b, "b32"), bits_reader(ctx, c, "b32")
     wr = writer(ctx, d, "b32")
+    return lambda w, m: wr(w, hw_ints.prmt(ra(w), rb(w), rc(w), mode), m)
 
-    def body(w, m):
-        x = (rb(w).astype(np.uint64) << np.uint64(32)) | ra(w).astype(np.uint64)
-        sel = rc(w).astype(np.uint64)
-        out = np.zeros(32, np.uint64)
-        for k in range(4):
-            s = (sel >> np.uint64(4 * k)) & np.uint64(0xF)
-            byte = (x >> ((s & np.uint64(7)) * np.uint64(8))) & np.uint64(0xFF)
-            byte = np.where(s & np.uint64(8), np.where(byte & np.uint64(0x80), np.uint64(0xFF), np.uint64(0)), byte)
-            out |= byte << np.uint64(8 * k)
-        wr(w, out.astype(np.uint32), m)
-    return body
+
+def _b128(ctx, op):
+    """(low, high) register indices of a .b128 register: a register row holds 64 bits per lane, so
+    the high half lives in a companion register added to the program at decode."""
+    if op[0] != "reg":
+        raise UnsupportedInstruction(f"a .b128 operand must be a register, got {op!r}")
+    lo = ctx.reg(op[1])
+    prog, key = ctx.prog, (ctx.func.name, op[1] + ".b128hi")
+    if key not in prog.reg_index:
+        prog.reg_index[key] = len(prog.reg_width)
+        prog.reg_width.append(64)
+        prog.reg_type.append("b64")
+        prog.nregs = len(prog.reg_width)
+    return lo, prog.reg_index[key]
+
+
+def mov128(ctx, ins, base, mods):
+    """mov.b128: pack {lo, hi} 64-bit registers into a .b128 register, unpack one, or copy one."""
+    d, a = ins.args
+    if a[0] == "vec":
+        lo, hi_ = _b128(ctx, d)
+        ra, rb = (bits_reader(ctx, x, "b64") for x in a[1])
+
+        def pack(w, m):
+            w.R[lo][m] = ra(w)[m]
+            w.R[hi_][m] = rb(w)[m]
+        return pack
+    slo, shi = _b128(ctx, a)
+    if d[0] == "vec":
+        wa, wb = (writer(ctx, x, "b64") for x in d[1])
+        return lambda w, m: (wa(w, w.R[slo].copy(), m), wb(w, w.R[shi].copy(), m))
+    lo, hi_ = _b128(ctx, d)
+
+    def copy(w, m):
+        w.R[lo][m] = w.R[slo][m]
+        w.R[hi_][m] = w.R[shi][m]
+    return copy
 
 
 def isspacep(ctx, ins, base, mods):

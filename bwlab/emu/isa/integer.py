@@ -1,164 +1,240 @@
-"""Integer arithmetic (PTX ISA, "Integer Arithmetic Instructions").
+"""Integer arithmetic (PTX ISA, "Integer Arithmetic Instructions" and "Extended-Precision Integer
+Arithmetic Instructions").
 
-Each function is the semantics `make(ty, mods, out_ty) -> f(*lane_values)` that
-`arith.arithmetic(integer=...)` calls once at decode; `f` runs on NumPy vectors of the 32 lanes.
+The functions named like instructions are semantics `make(ty, mods, out_ty) -> f(*lane_values)` that
+`arith.arithmetic(integer=...)` calls once at decode; `f` runs on NumPy vectors of the 32 lanes and
+computes bit for bit through `bwlab.hw.ints` (wrap-around, .sat, truncating division with the
+GPU's x/0 = all ones, 64-bit fields without Python integers). The wrap-around add/sub/mul.lo of the
+hot paths stay plain NumPy. The carry chain (`add.cc`, `addc`, `sub.cc`, `subc`, `mad.cc`, `madc`)
+and the instructions with operands of their own types (`dp4a`, `dp2a`, `bfind`, `sad`, `mul24`,
+`mad24`) are decoders.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ...hw import ints as hi
+from ..errors import UnsupportedInstruction
 from ..values import WIDTH, from_bits
-from .operands import value_dtype
+from .operands import bits_reader, types, writer
 
 __all__ = ["add", "sub", "mul", "mad", "div", "rem", "minimum", "maximum", "abs_", "neg", "popc", "clz",
-           "brev", "bfe", "bfi"]
+           "brev", "bfe", "bfi", "bfind", "sad", "mul24", "mad24", "dp4a", "dp2a", "carry", "fns"]
+
+
+def _t(out, ty):
+    """hw.ints raw bits -> the lanes' values of type ty."""
+    return from_bits(np.asarray(out).astype(np.uint64), ty)
 
 
 def add(ty, mods, out_ty):
-    """Integer Arithmetic: add (wraps modulo 2^n)."""
+    """Integer Arithmetic: add{.sat} (wraps modulo 2^n; .sat.s32 clamps)."""
+    if "sat" in mods:
+        return lambda a, b: _t(hi.add(a, b, ty, sat=True), ty)
+    if ty == "pred":
+        raise UnsupportedInstruction("add on predicates")
     return lambda a, b: (a + b).astype(a.dtype)
 
 
 def sub(ty, mods, out_ty):
-    """Integer Arithmetic: sub."""
+    """Integer Arithmetic: sub{.sat}."""
+    if "sat" in mods:
+        return lambda a, b: _t(hi.sub(a, b, ty, sat=True), ty)
     return lambda a, b: (a - b).astype(a.dtype)
 
 
-def mulhi(ty):
-    w = WIDTH[ty]
-    if w <= 32:
-        big = np.int64 if ty[0] == "s" else np.uint64
-
-        def f(a, b):
-            return ((a.astype(big) * b.astype(big)) >> big(w)).astype(a.dtype)
-        return f
-
-    def f(a, b):
-        out = [((int(x) * int(y)) >> 64) for x, y in zip(a, b)]
-        return np.array([o & ((1 << 64) - 1) for o in out], np.uint64).view(a.dtype)
-    return f
+def _mode(mods):
+    return next((m for m in mods if m in ("lo", "hi", "wide")), "lo")
 
 
 def mul(ty, mods, out_ty):
     """Integer Arithmetic: mul{.hi,.lo,.wide}."""
-    if "hi" in mods:
-        return mulhi(ty)
-    if "wide" in mods:
-        odt = value_dtype(out_ty)
-        return lambda a, b: a.astype(odt) * b.astype(odt)
-    return lambda a, b: a * b
+    mode = _mode(mods)
+    if mode == "lo":
+        return lambda a, b: (a * b).astype(a.dtype)
+    return lambda a, b: _t(hi.mul(a, b, ty, mode), out_ty)
 
 
 def mad(ty, mods, out_ty):
-    """Integer Arithmetic: mad{.hi,.lo,.wide}."""
-    if "hi" in mods:
-        h = mulhi(ty)
-        return lambda a, b, c: h(a, b) + c
-    if "wide" in mods:
-        odt = value_dtype(out_ty)
-        return lambda a, b, c: a.astype(odt) * b.astype(odt) + c.astype(odt)
-    return lambda a, b, c: a * b + c
+    """Integer Arithmetic: mad{.hi,.lo,.wide}{.sat}."""
+    mode, sat = _mode(mods), "sat" in mods
+    if mode == "lo" and not sat:
+        return lambda a, b, c: (a * b + c).astype(a.dtype)
+    return lambda a, b, c: _t(hi.mad(a, b, c, ty, mode, sat=sat), out_ty)
 
 
 def div(ty, mods, out_ty):
-    """Integer Arithmetic: div (division by zero gives all ones, as the GPU does)."""
-    if ty[0] == "s":
-        def f(a, b):
-            bb = np.where(b == 0, 1, b)
-            q = np.abs(a.astype(np.int64)) // np.abs(bb.astype(np.int64))
-            q = np.where((a < 0) ^ (bb < 0), -q, q)
-            return np.where(b == 0, -1, q).astype(a.dtype)
-        return f
-    return lambda a, b: np.where(b == 0, a.dtype.type(~0 & ((1 << (8 * a.dtype.itemsize)) - 1)),
-                                 a // np.where(b == 0, 1, b)).astype(a.dtype)
+    """Integer Arithmetic: div (truncating; x/0 gives all ones, as the GPU does)."""
+    return lambda a, b: _t(hi.div(a, b, ty), ty)
 
 
 def rem(ty, mods, out_ty):
-    """Integer Arithmetic: rem (the sign of the dividend)."""
-    if ty[0] == "s":
-        def f(a, b):
-            bb = np.where(b == 0, 1, b).astype(np.int64)
-            r = np.abs(a.astype(np.int64)) % np.abs(bb)
-            return np.where(a < 0, -r, r).astype(a.dtype)
-        return f
-    return lambda a, b: np.where(b == 0, a, a % np.where(b == 0, 1, b)).astype(a.dtype)
+    """Integer Arithmetic: rem (the sign of the dividend; x%0 gives all ones)."""
+    return lambda a, b: _t(hi.rem(a, b, ty), ty)
 
 
 def minimum(ty, mods, out_ty):
-    """Integer Arithmetic: min."""
-    return np.minimum
+    """Integer Arithmetic: min{.relu}."""
+    relu = "relu" in mods
+    if ty == "pred" or not relu:
+        return np.minimum
+    return lambda a, b: _t(hi.imin(a, b, ty, relu=True), ty)
 
 
 def maximum(ty, mods, out_ty):
-    """Integer Arithmetic: max."""
-    return np.maximum
+    """Integer Arithmetic: max{.relu}."""
+    relu = "relu" in mods
+    if ty == "pred" or not relu:
+        return np.maximum
+    return lambda a, b: _t(hi.imax(a, b, ty, relu=True), ty)
 
 
 def abs_(ty, mods, out_ty):
-    """Integer Arithmetic: abs."""
-    return lambda a: np.abs(a).astype(a.dtype)
+    """Integer Arithmetic: abs (INT_MIN stays INT_MIN)."""
+    return lambda a: _t(hi.abs_(a, ty), ty)
 
 
 def neg(ty, mods, out_ty):
     """Integer Arithmetic: neg."""
-    return lambda a: (-a).astype(a.dtype)
+    return lambda a: _t(hi.neg(a, ty), ty)
 
 
 def popc(ty, mods, out_ty):
-    """Integer Arithmetic: popc."""
-    return lambda a: np.array([bin(int(x)).count("1") for x in a.astype(np.uint64)], np.uint32)
+    """Integer Arithmetic: popc (-> u32)."""
+    return lambda a: hi.popc(a, ty)
 
 
 def clz(ty, mods, out_ty):
-    """Integer Arithmetic: clz."""
-    w = WIDTH[ty]
-    return lambda a: np.array([w - int(x).bit_length() for x in a.astype(np.uint64)], np.uint32)
+    """Integer Arithmetic: clz (-> u32)."""
+    return lambda a: hi.clz(a, ty)
 
 
 def brev(ty, mods, out_ty):
     """Integer Arithmetic: brev."""
-    w = WIDTH[ty]
-    return lambda a: from_bits(np.array([int(format(int(x), f"0{w}b")[::-1], 2) for x in a.astype(np.uint64)],
-                                        np.uint64), ty)
+    return lambda a: _t(hi.brev(a, ty), ty)
 
 
 def bfe(ty, mods, out_ty):
     """Integer Arithmetic: bfe (bit field extract; .s types sign-extend from the field's last bit)."""
-    w = WIDTH[ty]
-
-    def f(a, b, c):
-        out = []
-        for x, pos, ln in zip(a.astype(np.uint64) & np.uint64((1 << w) - 1 if w < 64 else ~0), b, c):
-            x, pos, ln = int(x), int(pos) & 0xFF, int(ln) & 0xFF
-            msb = w - 1
-            sbit = 0
-            if ty[0] == "s":
-                sbit = (x >> msb) & 1 if pos >= w or ln == 0 else (x >> min(pos + ln - 1, msb)) & 1
-                if ln == 0:
-                    sbit = 0
-            v = 0
-            for i in range(w):
-                if i < ln and pos + i <= msb:
-                    v |= ((x >> (pos + i)) & 1) << i
-                elif i >= ln or pos + i > msb:
-                    v |= sbit << i
-            out.append(v)
-        return from_bits(np.array(out, np.uint64), ty)
-    return f
+    return lambda a, b, c: _t(hi.bfe(a, b, c, ty), ty)
 
 
 def bfi(ty, mods, out_ty):
     """Integer Arithmetic: bfi (bit field insert)."""
-    w = WIDTH[ty]
+    return lambda a, b, c, d: _t(hi.bfi(a, b, c, d, ty), ty)
 
-    def f(a, b, c, d):
-        out = []
-        for x, y, pos, ln in zip(a, b, c, d):
-            x, y, pos, ln = int(x) & ((1 << w) - 1), int(y) & ((1 << w) - 1), int(pos) & 0xFF, int(ln) & 0xFF
-            for i in range(ln):
-                if pos + i >= w:
-                    break
-                y = (y & ~(1 << (pos + i))) | (((x >> i) & 1) << (pos + i))
-            out.append(y)
-        return from_bits(np.array(out, np.uint64), ty)
-    return f
+
+# ---------------------------------------------------------------- decoders with operands of their own types
+
+
+def _ops(ctx, ins, tys, dty):
+    rs = [bits_reader(ctx, s, t) for s, t in zip(ins.args[1:], tys)]
+    return rs, writer(ctx, ins.args[0], dty)
+
+
+def bfind(ctx, ins, base, mods):
+    """Integer Arithmetic: bfind{.shiftamt}.type d, a (-> u32; 0xffffffff when no such bit)."""
+    ty = types(mods)[-1]
+    (ra,), wr = _ops(ctx, ins, [ty], "u32")
+    sh = "shiftamt" in mods
+    return lambda w, m: wr(w, hi.bfind(ra(w), ty, shiftamt=sh), m)
+
+
+def sad(ctx, ins, base, mods):
+    """Integer Arithmetic: sad.type d, a, b, c = |a - b| + c."""
+    ty = types(mods)[-1]
+    (ra, rb, rc), wr = _ops(ctx, ins, [ty] * 3, ty)
+    return lambda w, m: wr(w, _t(hi.sad(ra(w), rb(w), rc(w), ty), ty), m)
+
+
+def mul24(ctx, ins, base, mods):
+    """Integer Arithmetic: mul24.{lo,hi}.{s32,u32} (24-bit operands; .hi = bits 47..16 of the product)."""
+    ty, mode = types(mods)[-1], _mode(mods)
+    (ra, rb), wr = _ops(ctx, ins, [ty] * 2, ty)
+    return lambda w, m: wr(w, _t(hi.mul24(ra(w), rb(w), ty, mode), ty), m)
+
+
+def mad24(ctx, ins, base, mods):
+    """Integer Arithmetic: mad24.{lo,hi}.{s32,u32}."""
+    ty, mode = types(mods)[-1], _mode(mods)
+    (ra, rb, rc), wr = _ops(ctx, ins, [ty] * 3, ty)
+    return lambda w, m: wr(w, _t(hi.mad24(ra(w), rb(w), rc(w), ty, mode), ty), m)
+
+
+def _dot(fn):
+    def dec(ctx, ins, base, mods):
+        at, bt = types(mods)[-2:]
+        (ra, rb, rc), wr = _ops(ctx, ins, ["b32", "b32", "b32"], "b32")
+        part = {"part": "hi"} if "hi" in mods else ({"part": "lo"} if fn is hi.dp2a else {})
+        return lambda w, m: wr(w, fn(ra(w), rb(w), rc(w), at, bt, **part), m)
+    dec.__doc__ = f"Integer Arithmetic: {fn.__name__}.atype.btype d, a, b, c (byte / half-word dot product into c)."
+    return dec
+
+
+dp4a = _dot(hi.dp4a)
+dp2a = _dot(hi.dp2a)
+
+
+def _cc_register(ctx):
+    """The index of the function's condition-code register (CC.CF, one bit per lane), added to the
+    program's registers the first time a carry instruction of the function is decoded."""
+    prog, key = ctx.prog, (ctx.func.name, "%cc.cf")
+    if key not in prog.reg_index:
+        prog.reg_index[key] = len(prog.reg_width)
+        prog.reg_width.append(1)
+        prog.reg_type.append("pred")
+        prog.nregs = len(prog.reg_width)
+    return prog.reg_index[key]
+
+
+def carry(ctx, ins, base, mods):
+    """Extended-Precision Integer Arithmetic: add.cc, addc{.cc}, sub.cc, subc{.cc}, mad{c}.{lo,hi}{.cc}
+    (32- and 64-bit): the carry (borrow for sub) in CC.CF, a per-lane bit of the function's state."""
+    ty = types(mods)[-1]
+    if WIDTH[ty] not in (32, 64):
+        raise UnsupportedInstruction(f"`{ins.op}`: carry instructions take 32- or 64-bit types")
+    cc = _cc_register(ctx)
+    write_cc = "cc" in mods
+    use_cc = base in ("addc", "subc", "madc")
+    n = 3 if base in ("mad", "madc") else 2
+    rs, wr = _ops(ctx, ins, ["b" + ty[1:]] * n, "b" + ty[1:])
+    mode = _mode(mods)
+
+    def body(w, m):
+        cin = w.R[cc] if use_cc else 0
+        v = [r(w) for r in rs]
+        if base in ("add", "addc"):
+            out, cout = hi.addc(v[0], v[1], cin, ty)
+        elif base in ("sub", "subc"):
+            out, cout = hi.subc(v[0], v[1], cin, ty)
+        else:
+            out, cout = hi.mad_cc(v[0], v[1], v[2], ty, mode, carry_in=cin)
+        wr(w, out, m)
+        if write_cc:
+            row = w.R[cc]
+            row[m] = np.asarray(cout, bool).astype(np.uint64)[m]
+    return body
+
+
+def fns(ctx, ins, base, mods):
+    """Integer Arithmetic: fns.b32 d, mask, base, offset: the position of the |offset|-th set bit of
+    mask counting from bit `base` (inclusive) upward for offset > 0, downward for offset < 0;
+    offset 0: base itself if that bit is set; 0xffffffff when there is none (PTX ISA pseudocode)."""
+    (rm, rb, ro), wr = _ops(ctx, ins, ["b32", "u32", "s32"], "b32")
+
+    def one(mask, b, off):
+        if off == 0:
+            return b if b < 32 and (mask >> b) & 1 else 0xFFFFFFFF
+        pos, count, inc = b, abs(off) - 1, 1 if off > 0 else -1
+        while 0 <= pos < 32:
+            if (mask >> pos) & 1:
+                if count == 0:
+                    return pos
+                count -= 1
+            pos += inc
+        return 0xFFFFFFFF
+
+    def body(w, m):
+        ms, bs, os_ = rm(w), rb(w), ro(w)
+        wr(w, np.array([one(int(x), int(y), int(z)) for x, y, z in zip(ms, bs, os_)], np.uint32), m)
+    return body

@@ -1,12 +1,19 @@
-"""Logic and shift (PTX ISA, "Logic and Shift Instructions"): and, or, xor, not, lop3, shf, shl, shr.
+"""Logic and shift (PTX ISA, "Logic and Shift Instructions"): and, or, xor, not, cnot, lop3, shf, shl,
+shr, bmsk, szext; and the 16x2 SIMD forms NVRTC emits for the CUDA SIMD intrinsics (add.u16x2 ...)
+and the video instructions (vadd4, vabsdiff4, ...; PTX ISA "Video Instructions").
 
-and/or/xor/not/shl/shr are semantics for `arith.arithmetic`; lop3 and shf are decoders."""
+and/or/xor/not/cnot/shl/shr are semantics for `arith.arithmetic`; the rest are decoders. Bit-exact
+through `bwlab.hw.ints` (shift counts of the width or more, clamp/wrap modes)."""
 from __future__ import annotations
 
 import numpy as np
 
-from ..values import WIDTH, from_bits
-from .operands import bits_reader, writer
+from ...hw import ints as hi
+from ..errors import UnsupportedInstruction
+from ..values import from_bits
+from .operands import bits_reader, types, writer
+
+__all__ = ["and_", "or_", "xor", "not_", "cnot", "shl", "shr", "lop3", "shf", "bmsk", "szext", "simd16", "video"]
 
 
 def and_(ty, mods, out_ty):
@@ -29,31 +36,19 @@ def not_(ty, mods, out_ty):
     return lambda a: ~a
 
 
+def cnot(ty, mods, out_ty):
+    """Logic and Shift: cnot (1 if a == 0, else 0)."""
+    return lambda a: (a == 0).astype(a.dtype)
+
+
 def shl(ty, mods, out_ty):
     """Logic and Shift: shl (a count of the width or more gives 0)."""
-    w = WIDTH[ty]
-
-    def f(a, b):
-        b = b.astype(np.uint64)
-        a64 = a.astype(np.uint64)
-        out = np.where(b >= w, np.uint64(0), a64 << np.minimum(b, np.uint64(w - 1)))
-        return from_bits(out & np.uint64((1 << w) - 1) if w < 64 else out, ty)
-    return f
+    return lambda a, b: from_bits(hi.shl(a, b, ty).astype(np.uint64), ty)
 
 
 def shr(ty, mods, out_ty):
-    """Logic and Shift: shr (arithmetic for .s types; counts clamp to the width)."""
-    w = WIDTH[ty]
-    if ty[0] == "s":
-        def f(a, b):
-            b = np.minimum(b.astype(np.int64), w - 1)
-            return (a.astype(np.int64) >> b).astype(a.dtype)
-        return f
-
-    def f(a, b):
-        b = b.astype(np.uint64)
-        return np.where(b >= w, 0, a.astype(np.uint64) >> np.minimum(b, np.uint64(w - 1))).astype(a.dtype)
-    return f
+    """Logic and Shift: shr (arithmetic for .s types; counts of the width or more give 0 or the sign)."""
+    return lambda a, b: from_bits(hi.shr(a, b, ty).astype(np.uint64), ty)
 
 
 def lop3(ctx, ins, base, mods):
@@ -62,35 +57,60 @@ def lop3(ctx, ins, base, mods):
     ra, rb, rc = (bits_reader(ctx, x, "b32") for x in (a, b, c))
     lut = int(imm[1], 0)
     wr = writer(ctx, d, "b32")
-
-    def body(w, m):
-        x, y, z = ra(w), rb(w), rc(w)
-        out = np.zeros(32, np.uint32)
-        for k in range(8):
-            if lut >> k & 1:
-                tx = x if k & 4 else ~x
-                ty_ = y if k & 2 else ~y
-                tz = z if k & 1 else ~z
-                out |= tx & ty_ & tz
-        wr(w, out, m)
-    return body
+    return lambda w, m: wr(w, hi.lop3(ra(w), rb(w), rc(w), lut), m)
 
 
 def shf(ctx, ins, base, mods):
     """Logic and Shift: shf.{l,r}.{wrap,clamp}.b32 (funnel shift)."""
-    left = "l" in mods
-    wrap = "wrap" in mods
+    direction = "l" if "l" in mods else "r"
+    mode = "wrap" if "wrap" in mods else "clamp"
     d, a, b, c = ins.args
     ra, rb, rc = (bits_reader(ctx, x, "b32") for x in (a, b, c))
     wr = writer(ctx, d, "b32")
+    return lambda w, m: wr(w, hi.shf(ra(w), rb(w), rc(w), direction, mode), m)
 
-    def body(w, m):
-        n = rc(w).astype(np.uint64)
-        n = n & np.uint64(31) if wrap else np.minimum(n, np.uint64(32))
-        x = (rb(w).astype(np.uint64) << np.uint64(32)) | ra(w).astype(np.uint64)
-        if left:
-            out = (x << n) >> np.uint64(32)
-        else:
-            out = x >> n
-        wr(w, (out & np.uint64(0xFFFFFFFF)).astype(np.uint32), m)
-    return body
+
+def bmsk(ctx, ins, base, mods):
+    """Logic and Shift: bmsk.{clamp,wrap}.b32 d, a, b (b ones from bit a)."""
+    mode = "wrap" if "wrap" in mods else "clamp"
+    d, a, b = ins.args
+    ra, rb = bits_reader(ctx, a, "b32"), bits_reader(ctx, b, "b32")
+    wr = writer(ctx, d, "b32")
+    return lambda w, m: wr(w, hi.bmsk(ra(w), rb(w), mode), m)
+
+
+def szext(ctx, ins, base, mods):
+    """Logic and Shift: szext.{clamp,wrap}.{s32,u32} d, a, b (sign- or zero-extend a's low b bits)."""
+    mode = "wrap" if "wrap" in mods else "clamp"
+    ty = types(mods)[-1]
+    d, a, b = ins.args
+    ra, rb = bits_reader(ctx, a, "b32"), bits_reader(ctx, b, "b32")
+    wr = writer(ctx, d, "b32")
+    return lambda w, m: wr(w, hi.szext(ra(w), rb(w), ty, mode), m)
+
+
+def simd16(ctx, ins, base, mods):
+    """The 16x2 SIMD forms: add/sub/min/max{.relu}.{s16x2,u16x2}, neg.s16x2 (each half wraps)."""
+    ty = next(m for m in mods if m in ("s16x2", "u16x2"))
+    relu = "relu" in mods
+    rs = [bits_reader(ctx, x, "b32") for x in ins.args[1:]]
+    wr = writer(ctx, ins.args[0], "b32")
+    if base not in ("add", "sub", "min", "max", "neg"):
+        raise UnsupportedInstruction(f"`{ins.op}`: {base} has no .{ty} form the emulator models")
+    return lambda w, m: wr(w, hi.simd16(base, *[r(w) for r in rs], typ=ty[:3], relu=relu), m)
+
+
+def video(ctx, ins, base, mods):
+    """Video Instructions: vadd2/4, vsub2/4, vavrg2/4, vabsdiff2/4, vmin2/4, vmax2/4, vset2/4
+    (d, a, b, c; .sat; .add accumulates into c; the merge form keeps c's lanes outside d's mask)."""
+    op, lanes = base[1:-1], int(base[-1])
+    tys = [m for m in mods if m in ("u32", "s32")]
+    if len(tys) != 3:
+        raise UnsupportedInstruction(f"`{ins.op}`: expected dtype.atype.btype")
+    cmp = next((m for m in mods if m in ("eq", "ne", "lt", "le", "gt", "ge")), None)
+    if ins.args[0][0] != "reg" or any(x[0] not in ("reg", "imm") for x in ins.args[1:]):
+        raise UnsupportedInstruction(f"`{ins.text}`: lane selectors and masks on video operands are not modelled")
+    rs = [bits_reader(ctx, x, "b32") for x in ins.args[1:]]
+    wr = writer(ctx, ins.args[0], "b32")
+    kw = dict(dtype=tys[0], atype=tys[1], btype=tys[2], sat="sat" in mods, accumulate="add" in mods, cmp=cmp)
+    return lambda w, m: wr(w, hi.vop(op, lanes, *[r(w) for r in rs], **kw), m)

@@ -74,6 +74,8 @@ def atom(ctx, ins, base, mods):
     wr = writer(ctx, dst, ty) if dst is not None else None
     n = WIDTH[ty] // 8
     dt = value_dtype(ty)
+    from .float import atomic_add   # float add: the GPU's rounding and subnormal rules (isa/float.py)
+    fadd = atomic_add(ty, mods) if opname == "add" and ty in ("f16", "bf16", "f32", "f64", "f16x2", "bf16x2") else None
 
     fast = opname == "add" and space == "shared" and ty in ("u32", "s32", "u64", "s64", "b32", "b64")
 
@@ -94,7 +96,7 @@ def atom(ctx, ins, base, mods):
             b = vals[0][lane]
             with np.errstate(all="ignore"):
                 if opname == "add":
-                    new = dt(old + b) if ty != "f32" else np.float32(np.float32(old) + np.float32(b))
+                    new = fadd(old, b) if fadd else dt(old + b)
                 elif opname == "cas":
                     new = vals[1][lane] if old == b else old
                 elif opname == "exch":

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from . import compare, control, conversion, data, float as fp, integer, logic, sync, warp
+from . import compare, control, conversion, data, float as fp, integer, logic, mma_sync, sync, warp
 from .arith import arithmetic
 from .asynchronous import bulk, mbarrier, tcgen05, tmem_access, wgmma
 from .operands import nop
@@ -64,13 +64,16 @@ SYN = "Parallel Synchronization and Communication Instructions"
 WGM = "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions"
 TC5 = "TensorCore 5th Generation Family Instructions"
 MSC = "Miscellaneous Instructions"
+EXT = "Extended-Precision Integer Arithmetic Instructions"
+VID = "Video Instructions"
+WMM = "Warp Level Matrix Multiply-Accumulate Instructions"
 
 _SHIFT = (None, "u32")
 
 ROWS = [
     # -- integer and floating-point arithmetic ----------------------------------------------------
-    Row("add", arithmetic(integer.add, integer.add), section=f"{INT}: add; {FLT}: add; {HLF}: add"),
-    Row("sub", arithmetic(integer.sub, integer.sub), section=f"{INT}: sub; {FLT}: sub; {HLF}: sub"),
+    Row("add", arithmetic(integer.add, fp.add), section=f"{INT}: add; {FLT}: add; {HLF}: add"),
+    Row("sub", arithmetic(integer.sub, fp.sub), section=f"{INT}: sub; {FLT}: sub; {HLF}: sub"),
     Row("mul", arithmetic(integer.mul, fp.mul), section=f"{INT}: mul; {FLT}: mul; {HLF}: mul"),
     Row("mad", arithmetic(integer.mad, fp.mad, src=(None, None, "out")), section=f"{INT}: mad; {FLT}: mad"),
     Row("fma", arithmetic(None, fp.fma), section=f"{FLT}: fma; {HLF}: fma"),
@@ -78,8 +81,8 @@ ROWS = [
     Row("rem", arithmetic(integer.rem), section=f"{INT}: rem"),
     Row("min", arithmetic(integer.minimum, fp.minimum), section=f"{INT}: min; {FLT}: min; {HLF}: min"),
     Row("max", arithmetic(integer.maximum, fp.maximum), section=f"{INT}: max; {FLT}: max; {HLF}: max"),
-    Row("abs", arithmetic(integer.abs_, integer.abs_), section=f"{INT}: abs; {FLT}: abs; {HLF}: abs"),
-    Row("neg", arithmetic(integer.neg, integer.neg), section=f"{INT}: neg; {FLT}: neg; {HLF}: neg"),
+    Row("abs", arithmetic(integer.abs_, fp.abs_), section=f"{INT}: abs; {FLT}: abs; {HLF}: abs"),
+    Row("neg", arithmetic(integer.neg, fp.neg), section=f"{INT}: neg; {FLT}: neg; {HLF}: neg"),
     Row("popc", arithmetic(integer.popc), section=f"{INT}: popc"),
     Row("clz", arithmetic(integer.clz), section=f"{INT}: clz"),
     Row("brev", arithmetic(integer.brev), section=f"{INT}: brev"),
@@ -95,9 +98,24 @@ ROWS = [
     Row("cos", arithmetic(None, fp.cos), section=f"{FLT}: cos"),
     Row("tanh", arithmetic(None, fp.tanh), section=f"{FLT}: tanh"),
     Row("testp", fp.testp, section=f"{FLT}: testp"),
+    Row("bfind", integer.bfind, section=f"{INT}: bfind"),
+    Row("sad", integer.sad, section=f"{INT}: sad"),
+    Row("mul24", integer.mul24, section=f"{INT}: mul24"),
+    Row("mad24", integer.mad24, section=f"{INT}: mad24"),
+    Row("dp4a", integer.dp4a, section=f"{INT}: dp4a"),
+    Row("dp2a", integer.dp2a, section=f"{INT}: dp2a"),
+    Row("fns", integer.fns, section=f"{INT}: fns"),
+    Row("add.cc", integer.carry, section=f"{EXT}: add.cc"),
+    Row("addc", integer.carry, section=f"{EXT}: addc"),
+    Row("sub.cc", integer.carry, section=f"{EXT}: sub.cc"),
+    Row("subc", integer.carry, section=f"{EXT}: subc"),
+    Row("mad.lo.cc", integer.carry, section=f"{EXT}: mad.cc"),
+    Row("mad.hi.cc", integer.carry, section=f"{EXT}: mad.cc"),
+    Row("madc", integer.carry, section=f"{EXT}: madc"),
     # -- comparison and selection -----------------------------------------------------------------
     Row("setp", compare.setp, section=f"{CMP}: setp"),
     Row("selp", compare.selp, section=f"{CMP}: selp"),
+    Row("set", compare.set_, section=f"{CMP}: set"),
     # -- logic and shift ----------------------------------------------------------------------------
     Row("and", arithmetic(logic.and_), section=f"{LOG}: and"),
     Row("or", arithmetic(logic.or_), section=f"{LOG}: or"),
@@ -107,6 +125,11 @@ ROWS = [
     Row("shr", arithmetic(logic.shr, src=_SHIFT), section=f"{LOG}: shr"),
     Row("lop3", logic.lop3, section=f"{LOG}: lop3"),
     Row("shf", logic.shf, section=f"{LOG}: shf"),
+    Row("cnot", arithmetic(logic.cnot), section=f"{LOG}: cnot"),
+    Row("bmsk", logic.bmsk, section=f"{LOG}: bmsk"),
+    Row("szext", logic.szext, section=f"{LOG}: szext"),
+    *[Row(f"v{op}{n}", logic.video, section=f"{VID}: v{op}2, v{op}4")
+      for op in ("add", "sub", "avrg", "absdiff", "min", "max", "set") for n in (2, 4)],
     # -- data movement and conversion ---------------------------------------------------------------
     Row("mov", data.mov, section=f"{DAT}: mov"),
     Row("ld", data.ld, section=f"{DAT}: ld"),
@@ -140,7 +163,12 @@ ROWS = [
     Row("vote.sync", warp.vote, converge="member", section=f"{SYN}: vote.sync"),
     Row("activemask", warp.activemask, section=f"{SYN}: activemask"),
     Row("elect.sync", warp.elect, converge="member", section=f"{SYN}: elect.sync"),
+    Row("match", warp.match, converge="member", section=f"{SYN}: match.sync"),
+    Row("redux.sync", warp.redux, converge="member", section=f"{SYN}: redux.sync"),
     Row("griddepcontrol", nop, section=f"{SYN}: griddepcontrol"),
+    # -- warp-level matrix multiply-accumulate ------------------------------------------------------
+    Row("mma.sync", mma_sync.mma, converge="aligned", section=f"{WMM}: mma"),
+    Row("ldmatrix", mma_sync.ldmatrix, converge="aligned", section=f"{WMM}: ldmatrix"),
     # -- mbarrier -------------------------------------------------------------------------------------
     Row("mbarrier.init", mbarrier.init, section=f"{SYN}: mbarrier.init"),
     Row("mbarrier.inval", mbarrier.inval, section=f"{SYN}: mbarrier.inval"),

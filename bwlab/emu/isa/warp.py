@@ -89,3 +89,60 @@ def elect(ctx, ins, base, mods):
         if wp is not None:
             wp(w, np.arange(32) == leader, m)
     return body
+
+
+def match(ctx, ins, base, mods):
+    """Parallel Synchronization and Communication: match.{any,all}.sync.{b32,b64} d{|p}, a, membermask.
+    .any: d = the lanes of the mask holding the same value as this lane; .all: d = the mask if all its
+    lanes hold the same value (else 0), p = whether they do."""
+    mode = "all" if "all" in mods else "any"
+    ty = next(m for m in mods if m in ("b32", "b64"))
+    d = ins.args[0]
+    dd, dp = (d[1][0], d[1][1]) if d[0] == "vec" else (d, None)
+    ra = bits_reader(ctx, ins.args[1], ty)
+    wr = writer(ctx, dd, "b32")
+    wp = writer(ctx, dp, "pred") if dp is not None else None
+
+    def body(w, m):
+        v = ra(w)
+        same = (v[:, None] == v[None, :]) & m[None, :]          # [lane, other lane]
+        bits = (same.astype(np.uint64) << LANES[None, :]).sum(axis=1).astype(np.uint32)
+        if mode == "any":
+            wr(w, bits, m)
+            return
+        mask = np.uint32(int(np.sum(m.astype(np.uint64) << LANES)))
+        allsame = bool(np.all(v[m] == v[m][0])) if m.any() else True
+        wr(w, np.full(32, mask if allsame else 0, np.uint32), m)
+        if wp is not None:
+            wp(w, np.full(32, allsame), m)
+    return body
+
+
+def redux(ctx, ins, base, mods):
+    """Parallel Synchronization and Communication: redux.sync.{add,min,max}.{u32,s32},
+    redux.sync.{and,or,xor}.b32 d, a, membermask: the reduction over the mask's lanes (add wraps)."""
+    op = next(m for m in mods if m in ("add", "min", "max", "and", "or", "xor"))
+    ty = next((m for m in mods if m in ("u32", "s32", "b32")), None)
+    if ty is None:
+        from ..errors import UnsupportedInstruction
+        raise UnsupportedInstruction(f"`{ins.op}`: redux.sync on floats (sm_100a) is not modelled")
+    ra = bits_reader(ctx, ins.args[1], ty)
+    wr = writer(ctx, ins.args[0], ty)
+
+    def body(w, m):
+        v = ra(w)[m]
+        if op == "add":
+            r = np.uint64(int(v.astype(np.int64).sum()) & 0xFFFFFFFF)
+        elif op == "min":
+            r = v.min()
+        elif op == "max":
+            r = v.max()
+        elif op == "and":
+            r = np.bitwise_and.reduce(v)
+        elif op == "or":
+            r = np.bitwise_or.reduce(v)
+        else:
+            r = np.bitwise_xor.reduce(v)
+        wr(w, np.full(32, np.asarray(r).astype(np.uint64) & np.uint64(0xFFFFFFFF), np.uint64).astype(np.uint32)
+           .view(np.int32) if ty == "s32" else np.full(32, r, np.uint32), m)
+    return body
