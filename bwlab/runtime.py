@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["MbarrierTimeout", "LaunchConfigError", "launch", "bench", "BenchResult", "STATUS_DTYPE",
-           "tensor_map_arg", "Backend", "backend_for", "GPU", "EMULATED", "runs_on"]
+           "tensor_map_arg", "encode_tensor_map", "Backend", "backend_for", "GPU", "EMULATED", "runs_on"]
 
 # Mirrors struct BwStatus in cuda_src/ptx/common.cuh (its static_asserts; tests/test_struct_mirrors.py compares).
 STATUS_DTYPE = np.dtype([
@@ -154,6 +154,28 @@ def tensor_map_arg(encoded: bytes | np.ndarray):
         raise ValueError(f"a CUtensorMap is 128 bytes, got {raw.size * 8}")
     dt = np.dtype({"names": [f"v{i}" for i in range(16)], "formats": [np.uint64] * 16})
     return np.frombuffer(raw.tobytes(), dtype=dt)[0]
+
+
+def encode_tensor_map(tmap, global_address: int) -> bytes:
+    """The 128-byte CUtensorMap of `tmap` (a `bwlab.tma.TensorMap`) for a tensor at `global_address`:
+    the emulator's map for an emulator pointer, else cuTensorMapEncodeTiled through cuda.bindings with
+    the arguments of `tmap.encode_args` (which refuses an illegal map before any driver call)."""
+    from .emu import is_emu_pointer
+    if is_emu_pointer(global_address):
+        from .emu.tensormap import encode
+        return encode(tmap, global_address)
+    a = tmap.encode_args(global_address)
+    from cuda.bindings import driver as drv
+    err, cmap = drv.cuTensorMapEncodeTiled(
+        getattr(drv.CUtensorMapDataType, a["tensorDataType"]), a["tensorRank"], a["globalAddress"],
+        [drv.cuuint64_t(v) for v in a["globalDim"]], [drv.cuuint64_t(v) for v in a["globalStrides"]],
+        [drv.cuuint32_t(v) for v in a["boxDim"]], [drv.cuuint32_t(v) for v in a["elementStrides"]],
+        getattr(drv.CUtensorMapInterleave, a["interleave"]), getattr(drv.CUtensorMapSwizzle, a["swizzle"]),
+        getattr(drv.CUtensorMapL2promotion, a["l2Promotion"]),
+        getattr(drv.CUtensorMapFloatOOBfill, a["oobFill"]))
+    if int(err) != 0:
+        raise RuntimeError(f"cuTensorMapEncodeTiled rejected {tmap!r}: {err!r}")
+    return np.array([int(v) for v in cmap.opaque], dtype=np.uint64).tobytes()
 
 
 def _validate(grid, block, shared_mem, cluster):

@@ -128,8 +128,8 @@ def test_forced_timeout_in_full_flow_frees_tmem():
 
 
 def test_teach_tmem_equals_model():
-    from bwlab.tmem import runner, teach
-    assert np.array_equal(runner.run_teach(), teach.teach_model())
+    from bwlab.tmem import case, teach
+    assert np.array_equal(case.run_teach(), teach.teach_model())
 
 
 def _forms():

@@ -20,12 +20,12 @@ import sys
 import numpy as np
 
 from ..hw.dtypes import element_type
-from ..tma import TensorMap
+from ..tma.tensor_map import TensorMap
 from ..tma.runner import LoadCase, background, run_cases
 from ..tma.tensor_map import NARROW_SWIZZLE_PITCH, NARROW_SWIZZLE_TX, TMAP_DTYPES, swizzle_width
 from ..util import round_up
 from ..validate import Subcommand, dispatch
-from .tma import child_json, describe_case, diagnose_window, random_cases
+from .tma_cases import child_json, describe_case, diagnose_window, random_cases
 
 THIS_MODULE = "bwlab.checks.tma_diagnose"
 _UINT = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}

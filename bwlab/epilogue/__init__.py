@@ -41,13 +41,13 @@ or as the H100 recorded them), `pictures`. Validation and benchmarks:
 """
 from __future__ import annotations
 
-from .case import Epilogue, TmaStore
+from .case import Epilogue, TmaStore, run_teach
 from .demos import teach_case
 from .model import epilogue_model
 from .ordering import EpilogueOrdering
 from .problem import EpilogueProblem, teach_problem
 from .rules import PROXY_FENCE_RULE
-from .runner import run_epilogue, run_teach, run_tma_store
+from .runner import run_epilogue, run_tma_store
 from .store import tma_store_model
 
 # The teaching names: what a notebook of this stage reaches for first.

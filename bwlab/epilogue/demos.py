@@ -27,7 +27,7 @@ GPU_VS_MODEL = (           # (dtype, swizzle, beta, reduce_add), seed = position
 def edge_store_case():
     """A 16 x 8 fp32 box stored at (16, 16) into a 27 x 20 tensor (row pitch 28 elements, one guard
     row below): rows 20..23 of the box lie past the last row, columns 27..31 past the last column."""
-    from ..tma import TensorMap
+    from ..tma.tensor_map import TensorMap
     from .case import TmaStore
     t = TensorMap("float32", (27, 20), (16, 8), global_strides=(112,))
     gmem = np.full((21, 28), -1.0, np.float32)

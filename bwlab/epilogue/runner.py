@@ -1,4 +1,4 @@
-"""The epilogue on the GPU: the teaching kernel `cuda_src/teach_store.cu` (`run_teach`, or a learner's
+"""The epilogue on the GPU: the teaching kernel `cuda_src/teach_store.cu` (`launch_teach`, or a learner's
 edit of it) and the harness `cuda_src/tma_store.cu` (`run_epilogue`, `run_tma_store`, the bank timing):
 the same arguments as the models, the same results. The only file of the package that imports CuPy
 (inside the functions).
@@ -13,7 +13,7 @@ from .problem import EpilogueProblem, teach_problem
 from .rules import require_reduce_add_dtype, raw_dtype
 from .store import _op, _store_targets, _window, store_geometry
 
-__all__ = ["run_teach", "launch_teach", "require_teach_args", "TEACH_EDITS", "run_epilogue", "run_tma_store", "measure_store_cycles", "EPI_FLAGS", "DT_CODES",
+__all__ = ["launch_teach", "require_teach_args", "TEACH_EDITS", "run_epilogue", "run_tma_store", "measure_store_cycles", "EPI_FLAGS", "DT_CODES",
            "EPILOGUE_BARRIERS"]
 
 # enum EPI_* and DT_* in cuda_src/tma_store.cu (tests/test_epilogue.py reads them from the source).
@@ -52,24 +52,17 @@ def require_teach_args(p: EpilogueProblem, acc, d_init=None) -> tuple:
     return acc, d0.view(np.uint32)
 
 
-def run_teach(p: EpilogueProblem, acc, d_init=None, kernel=None) -> np.ndarray:
-    """`Epilogue(p, acc, None, d_init, kernel=kernel or "teach_store.cu").run()`: the D buffer after the
-    teaching kernel. Kept for code written against it; a notebook builds the case."""
-    from .case import Epilogue
-    return Epilogue(p, acc, None, d_init, kernel=kernel or "teach_store.cu").run()
-
-
 def launch_teach(p: EpilogueProblem, acc, d_init=None, kernel=None) -> np.ndarray:
     """Run the teaching kernel `teach_store` (one CTA per 128 x 32 tile) on the GPU and return the D
     buffer afterwards: the same arguments and the same result as `epilogue_model(p, acc, None,
-    d_init)`, so `Epilogue(p, acc, None, d_init).check(run_teach(p, acc, d_init))` compares them.
+    d_init)`, so `Epilogue(p, acc, None, d_init).check(launch_teach(p, acc, d_init))` compares them.
 
     `kernel` is a `bwlab.lab.TeachingKernel` (a learner's edit); default: the %%cuda version if there
     is one, else cuda_src/teach_store.cu.
     """
     acc, d0 = require_teach_args(p, acc, d_init)
     from ..lab import edited, isolate, run_edited
-    from ..runtime import backend_for, launch, tensor_map_arg
+    from ..runtime import backend_for, launch, encode_tensor_map, tensor_map_arg
     be = backend_for("store")   # this GPU, or the PTX emulator where there is none
     cp = be.xp
     kernel = kernel or edited("teach_store.cu")
@@ -78,7 +71,7 @@ def launch_teach(p: EpilogueProblem, acc, d_init=None, kernel=None) -> np.ndarra
     d_dev = cp.asarray(d0)
     acc_dev = cp.asarray(acc)
     launch(be.load(kernel), "teach_store", (p.tiles[1], p.tiles[0]), (p.bm,),
-           (tensor_map_arg(p.tensor_map().encode(d_dev.data.ptr)), acc_dev, np.uint32(p.acc_shape[1])))
+           (tensor_map_arg(encode_tensor_map(p.tensor_map(), d_dev.data.ptr)), acc_dev, np.uint32(p.acc_shape[1])))
     return cp.asnumpy(d_dev)
 
 
@@ -95,7 +88,7 @@ def run_epilogue(p: EpilogueProblem, acc, c_bits=None, d_init=None, fence: bool 
     `extra_tx=True` announces 16 bytes too many on the C barrier, so the bounded wait gives up
     and MbarrierTimeout is raised (needs beta != 0).
     """
-    from ..runtime import backend_for, launch, tensor_map_arg
+    from ..runtime import backend_for, launch, encode_tensor_map, tensor_map_arg
     be = backend_for("store")   # this GPU, or the PTX emulator where there is none
     cp = be.xp
     raw = raw_dtype(p.dtype)
@@ -118,7 +111,7 @@ def run_epilogue(p: EpilogueProblem, acc, c_bits=None, d_init=None, fence: bool 
     t = p.tile
     mod = be.load("tma_store.cu")
     launch(mod, "epilogue_tile", (p.tiles[1], p.tiles[0]), (128,),
-           (tensor_map_arg(tmap.encode(d_dev.data.ptr)), tensor_map_arg(tmap.encode(c_dev.data.ptr)),
+           (tensor_map_arg(encode_tensor_map(tmap, d_dev.data.ptr)), tensor_map_arg(encode_tensor_map(tmap, c_dev.data.ptr)),
             acc_dev, np.uint32(p.acc_shape[1]), np.float32(p.alpha), np.float32(p.beta),
             np.uint32(flags), np.uint32(_DT_CODE[p.dtype]), np.uint32(swizzle_bits(p.swizzle)),
             np.uint32(p.bm), np.uint32(p.bn), np.uint32(t.box_cols), np.uint32(p.smem_offset)),
@@ -134,7 +127,7 @@ def run_tma_store(gmem, tmap, coords, smem, smem_address: int = 0, window_start=
     included, so untouched bytes are checked too). On the device the buffer sits between two
     256-byte guard zones, `gmem_offset` (a multiple of 16 below 256) bytes into the first;
     RuntimeError if anything changed in a guard."""
-    from ..runtime import backend_for, launch, tensor_map_arg
+    from ..runtime import backend_for, launch, encode_tensor_map, tensor_map_arg
     be = backend_for("store")   # this GPU, or the PTX emulator where there is none
     cp = be.xp
     op = _op(op)
@@ -163,7 +156,7 @@ def run_tma_store(gmem, tmap, coords, smem, smem_address: int = 0, window_start=
     c = list(int(x) for x in coords) + [0] * (5 - len(tmap.global_shape))
     mod = be.load("tma_store.cu")
     launch(mod, "tma_store_box", (1,), (128,),
-           (tensor_map_arg(tmap.encode(g_dev.data.ptr)), img_dev, np.uint32(image.size),
+           (tensor_map_arg(encode_tensor_map(tmap, g_dev.data.ptr)), img_dev, np.uint32(image.size),
             np.uint32(smem_address), np.uint32(len(tmap.global_shape)), *[np.int32(x) for x in c],
             np.uint32((EPI_REDUCE_ADD if op == "reduce_add" else 0) | (0 if fence else EPI_SKIP_FENCE))),
            shared_mem=image.size + 1024)

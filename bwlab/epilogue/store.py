@@ -18,7 +18,8 @@ import numpy as np
 from ..hw.dtypes import element_type
 from ..hw.swizzle import SWIZZLES, row_bytes
 from ..util import ceil_div, round_up
-from .rules import STORE_GRANULE, TF32_ROUNDS_ON_STORE, require_reduce_add_dtype, raw_dtype, refuse
+from .rules import (STORE_GRANULE, TF32_ROUNDS_ON_STORE, bits_to_float32, float32_to_bits, raw_dtype, refuse,
+                    require_reduce_add_dtype)
 
 __all__ = ["smem_box_pitch", "smem_box_footprint", "tma_store_writes", "tma_store_model",
            "tma_reduce_add_model", "store_geometry", "STORE_FATES", "store_fates"]
@@ -28,7 +29,7 @@ class _Geometry:
     """What the store model needs of a tensor map, computed from its fields."""
 
     def __init__(self, tmap):
-        from ..tma import TensorMap
+        from ..tma.tensor_map import TensorMap
         if not isinstance(tmap, TensorMap):
             raise ValueError("tmap must be a bwlab.tma.TensorMap")
         self.tmap = tmap
@@ -96,7 +97,7 @@ def _store_targets(tmap, coords, smem_address: int):
     global element coords + j. In bounds means: below the tensor's extent in every dimension, with
     dimension 0's extent rounded up to STORE_GRANULE bytes.
     """
-    from ..tma import SMEM_ALIGNMENT
+    from ..tma.tensor_map import SMEM_ALIGNMENT
     g = _Geometry(tmap)
     if tmap.interleave != "none":
         refuse("store-model-scope", "the store model covers interleave='none' (as the load model does)")
@@ -197,7 +198,6 @@ def _op(op: str) -> str:
 
 def add_elements(old_bits: np.ndarray, new_bits: np.ndarray, dtype) -> np.ndarray:
     """Element-wise old + new on raw bits, as the .add reduction of that type computes it."""
-    from .model import bits_to_float32, float32_to_bits
     t = element_type(dtype)
     if not t.is_float:
         return old_bits + new_bits  # two's complement wrap-around, the same bits for s32 and u32

@@ -65,15 +65,15 @@ class Flow(Case):
             raise ValueError(f"tier must be one of {TIERS}, got {tier!r}")
         if tier == "model":
             return flow_model(self.problem)
-        from . import runner
+        from .runner import run_hardware, run_hybrid
         if tier == "hybrid":
             if self._kernel is not None:
                 from ..device import UnsupportedGPU
                 raise UnsupportedGPU("an edit of full_flow_sm100.cu runs on an sm_100 GPU or in the emulator "
                                      "(BWLAB_BACKEND=emulated); the hybrid tier runs the sm_90 harness")
-            arrays = runner.run_hybrid(self.problem)
+            arrays = run_hybrid(self.problem)
         else:
-            arrays = runner.run_hardware(self.problem, kernel=self.kernel, emulated=tier == "emulated")
+            arrays = run_hardware(self.problem, kernel=self.kernel, emulated=tier == "emulated")
         return Trace(tier, self.problem, arrays, _GPU_SOURCES[tier])
 
     def model(self) -> Trace:

@@ -21,9 +21,9 @@ N_EVENTS = 10          # EV_COUNT in cuda_src/full_flow_sm90.cu
 
 
 def _maps(p: FlowProblem, a_dev, b_dev, d_dev):
-    from ..runtime import tensor_map_arg
-    return (tensor_map_arg(p.tmap_a.encode(a_dev.data.ptr)), tensor_map_arg(p.tmap_b.encode(b_dev.data.ptr)),
-            tensor_map_arg(p.tmap_d.encode(d_dev.data.ptr)))
+    from ..runtime import encode_tensor_map, tensor_map_arg
+    return (tensor_map_arg(encode_tensor_map(p.tmap_a, a_dev.data.ptr)), tensor_map_arg(encode_tensor_map(p.tmap_b, b_dev.data.ptr)),
+            tensor_map_arg(encode_tensor_map(p.tmap_d, d_dev.data.ptr)))
 
 
 def _inputs(p: FlowProblem, xp=None):

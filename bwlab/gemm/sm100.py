@@ -212,12 +212,12 @@ def run_sm100(step, A, B, stamps: bool = False):
     import cupy as cp
 
     from ..compile import load_module
-    from ..runtime import launch, tensor_map_arg
+    from ..runtime import launch, encode_tensor_map, tensor_map_arg
     s = step_info(step)
     a, b, M, N, K = _operands(A, B)
     maps = tensor_maps(step, M, N, K)
     d_a, d_b, d_c = cp.asarray(a), cp.asarray(b), cp.zeros((M, N), cp.uint16)
-    tmaps = [tensor_map_arg(t.encode(d.data.ptr)) for t, d in zip(maps, (d_a, d_b, d_c))]
+    tmaps = [tensor_map_arg(encode_tensor_map(t, d.data.ptr)) for t, d in zip(maps, (d_a, d_b, d_c))]
     err = cp.zeros(1, cp.uint32)
     d_st = cp.zeros(len(STAMP_TRACKS) * STAMP_SPANS * 2, cp.uint64) if stamps else None
     launch(load_module(s["file"]), "gemm", launch_grid(step, M, N, info.sm_count), (s["threads"],),
@@ -243,12 +243,12 @@ def run_step_emulated(step, A, B, sms: int = EMULATED_SMS, seed: int = 0, trace:
     `defines` (e.g. {"BW_WAIT_TIMEOUT_NS": "0"}) are passed to NVRTC. Raises MbarrierTimeout, or
     RuntimeError naming the barrier when the kernel's error word is set."""
     from .. import emu
-    from ..runtime import EMULATED, launch, tensor_map_arg
+    from ..runtime import EMULATED, launch, encode_tensor_map, tensor_map_arg
     s = step_info(step)
     a, b, M, N, K = _operands(A, B)
     maps = tensor_maps(step, M, N, K)
     d_a, d_b, d_c = emu.asarray(a), emu.asarray(b), emu.zeros((M, N), np.uint16)
-    tmaps = [tensor_map_arg(t.encode(d.data.ptr)) for t, d in zip(maps, (d_a, d_b, d_c))]
+    tmaps = [tensor_map_arg(encode_tensor_map(t, d.data.ptr)) for t, d in zip(maps, (d_a, d_b, d_c))]
     err = emu.zeros(1, np.uint32)
     d_st = emu.zeros(len(STAMP_TRACKS) * STAMP_SPANS * 2, np.uint64) if stamps else None
     module = EMULATED.load(s["file"], defines=defines, arch="sm_100a")

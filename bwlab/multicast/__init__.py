@@ -19,9 +19,9 @@ Files:
 * `params`    — `MulticastConfig`, one experiment, checked on construction;
 * `model`     — `multicast_model`, the NumPy image of every CTA's tile area; the teaching kernel's
   configuration, masks and `barrier_outcome` (which CTA's mbarrier completes, given the masks);
-* `runner`    — `run_multicast` over the harness kernel `cuda_src/tma_multicast.cu`, `run_teach` over
+* `runner`    — `run_multicast` over the harness kernel `cuda_src/tma_multicast.cu`, `launch_teach` over
   the teaching kernel `cuda_src/teach_multicast.cu` (CuPy);
-* `case`      — `MulticastLoad` (model / run / check / show) and `compare_run`;
+* `case`      — `MulticastLoad` (model / run / check / show), `compare_run` and `run_teach`;
 * `pictures`  — the `plot_*` pictures and the notebook's widget (matplotlib);
 * `exercises` — the checks of notebook 02's graded exercises (`masked_multicast_model` in `model`
   executes a learner's masks).
@@ -34,12 +34,12 @@ tma_partition, make_tma_copy_desc's box truncation), examples/cute/tutorial/blac
 04_*.cu (cluster layout, masks, transaction bytes).
 """
 
-from .case import ClusterRanks, MulticastLoad
+from .case import ClusterRanks, MulticastLoad, run_teach
 from .cluster import cluster_layout_vmnk, create_tma_multicast_mask
 from .model import multicast_model, teach_config, teach_masks
 from .params import MulticastConfig
 from .partition import plan
-from .runner import run_multicast, run_teach
+from .runner import run_multicast
 
 # The teaching names: what a notebook of this stage reaches for first.
 __all__ = ["MulticastConfig", "MulticastLoad", "ClusterRanks", "multicast_model", "run_multicast", "run_teach",

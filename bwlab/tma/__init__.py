@@ -14,11 +14,12 @@ The package, file by file:
   `expect_tx` must announce) and `smem_footprint` (the SMEM the box takes).
 * `model`      — `tma_load_model(gmem, tmap, coords, smem_address)`: which bytes land at which SMEM
   address (NumPy and bwlab.hw only); the handshake through bwlab.hw.mbarrier.
-* `runner`     — `run_teach(gmem, tmap, coords, kernel=None)`: one 2D box through the teaching kernel
+* `runner`     — `launch_teach(gmem, tmap, coords, kernel=None)`: one 2D box through the teaching kernel
   `cuda_src/teach_tma.cu` (or a learner's edit of it); `run_tma_load(gmem, tmap, coords,
   smem_address)`: any load through the validation harness (`cuda_src/tma_load.cu`, kernel
   `tma_load_dump`); the only file that imports CuPy / cuda.bindings.
-* `case`       — `TmaLoad(gmem, tmap, coords, smem_address)`: model() / run() / check() / show().
+* `case`       — `TmaLoad(gmem, tmap, coords, smem_address)`: model() / run() / check() / show();
+  `run_teach(gmem, tmap, coords, kernel=None)`, the `TmaLoad` of the teaching kernel, run.
 * `pictures`   — the figures and the explorer of notebook 01 (matplotlib, ipywidgets).
 * `exercises`  — the checks of notebook 01's graded exercises (`from bwlab.tma import exercises`), each
   computing its expected value from the model above.
@@ -33,9 +34,9 @@ Conventions: shapes and coordinates are innermost-first, as the driver and PTX n
 is the contiguous one); `global_strides` are the byte strides of dims 1..rank-1.
 """
 
-from .case import TmaLoad
+from .case import TmaLoad, run_teach
 from .model import oob_fill_bits, smem_chunks, tma_load_model
-from .runner import run_teach, run_tma_load
+from .runner import run_tma_load
 from .tensor_map import TensorMap, TensorMapError
 
 # The teaching names: what a notebook of this stage reaches for first.

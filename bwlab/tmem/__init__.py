@@ -22,10 +22,11 @@ Files:
   alloc.py        `TensorMemory`: an image plus the allocator, raising `TmemError` naming the rule
   accumulator.py  the epilogue's view: `accumulator_owners`, `read_accumulator` (on UMMA's layout)
   runner.py       `run_ld_roundtrip` / `run_st_roundtrip`: cuda_src/tmem_sm100.cu on an sm_100 GPU;
-                  `run_teach`: cuda_src/teach_tmem.cu
-  case.py         `TmemLoad`, `TmemStore`: model() / run() / check() / show()
+                  `launch_teach`: cuda_src/teach_tmem.cu
   teach.py        the teaching kernel cuda_src/teach_tmem.cu as the model sees it: `teach_plan`,
-                  `teach_model`, `teach_case` (its GPU run: `runner.run_teach`)
+                  `teach_model`
+  case.py         `TmemLoad`, `TmemStore`: model() / run() / check() / show(); the teaching kernel's
+                  `teach_case`, `run_teach` (its run) and `try_teach`
   pictures.py     `plot_*`, `ld_widget`
 Validation (`python -m bwlab.validate tmem`) and the generator of cuda_src/ptx/tcgen05_ldst.cuh
 (`python -m bwlab.tmem header`) live in `bwlab/checks/`.
@@ -36,11 +37,10 @@ from __future__ import annotations
 
 from ..hw.tmem import decode_address, encode_address, TmemError
 from .alloc import TensorMemory
-from .case import TmemLoad, TmemStore
+from .case import TmemLoad, TmemStore, run_teach, teach_case
 from .forms import SHAPES, TmemAccess
 from .model import ld_roundtrip_model
-from .runner import run_ld_roundtrip, run_teach
-from .teach import teach_case
+from .runner import run_ld_roundtrip
 from . import tables  # noqa: F401
 
 # The teaching names: what a notebook of this stage reaches for first.
@@ -77,7 +77,7 @@ _ELSEWHERE = {
     "register_pattern": "bwlab.tmem.model", "run_st_roundtrip": "bwlab.tmem.runner",
     "st_cells_mask": "bwlab.tmem.model", "st_roundtrip_model": "bwlab.tmem.model",
     "tcgen05_ld": "bwlab.tmem.model", "tcgen05_st": "bwlab.tmem.model", "teach_model": "bwlab.tmem.teach",
-    "teach_plan": "bwlab.tmem.teach", "teach_sass": "bwlab.tmem.teach", "try_teach": "bwlab.tmem.teach",
+    "teach_plan": "bwlab.tmem.teach", "teach_sass": "bwlab.tmem.teach", "try_teach": "bwlab.tmem.case",
     "warp_lane_range": "bwlab.hw.tmem",
 }
 

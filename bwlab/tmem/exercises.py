@@ -140,7 +140,7 @@ def check_wide_load(num, columns, hidden=()) -> None:
     from ..compile import CompileError
     from .alloc import brief
     from .case import TmemLoad
-    from .teach import _compile_report, address_image, teach_model
+    from .teach import address_image, teach_model, compile_report as _compile_report
     wide = wide_columns()
     name = f"teach_tmem.cu with {wide} column{'s' if wide > 1 else ''} per thread"
     rule = (f"kNum is the .num of tcgen05.ld/st.32x32b: one register per column per thread, a power of two "
