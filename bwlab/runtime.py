@@ -222,7 +222,6 @@ def launch(module, kernel: str, grid, block, args, shared_mem: int = 0, barrier_
             bid = int(rec["barrier_id"][0])
             err = MbarrierTimeout(kernel, (barrier_names or {}).get(bid, f"#{bid}"), rec[0])
             if run.stall_reports:
-                err.emulator_report = run.stall_reports[0]
                 err.args = (err.args[0] + " (In the emulator that time is virtual.)\nIn the emulator, when every "
                             "thread was waiting (before the bounded waits ran out of time):\n" + run.stall_reports[0],)
             raise err
@@ -294,9 +293,3 @@ def bench(name: str, fn, warmup: int = 3, repeat: int = 20, bytes_moved: int | N
     cp.cuda.Device().synchronize()
     times = [time_ms(fn) for _ in range(repeat)]
     return BenchResult(name, statistics.median(times), min(times), max(times), repeat, bytes_moved)
-
-
-# The name it had before `check` meant a comparison with the model (one release).
-from .util import deprecated_alias as _deprecated  # noqa: E402
-
-check_status = _deprecated(raise_on_status, "check_status")

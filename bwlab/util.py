@@ -32,8 +32,9 @@ def names_elsewhere(namespace: dict, elsewhere: dict):
 
 
 def deprecated_alias(fn, old: str):
-    """The function `fn` under `old`, a name it had before (a picture's `draw_*`, a rule validator's
-    `check_*`): calls `fn` after a DeprecationWarning that names the new name. Kept for one release."""
+    """The function `fn` under `old`, a name it had before: calls `fn` after a DeprecationWarning that
+    names the new name. Kept for one release, then deleted (docs/CONTRIBUTING.md, "Renames and
+    deprecation")."""
     import functools
     import warnings
 

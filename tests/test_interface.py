@@ -247,20 +247,13 @@ def test_a_stage_package_shows_its_teaching_names_and_reaches_the_rest(pkg):
         getattr(mod, "no_such_name")
 
 
-def test_pictures_are_plot_and_the_old_names_warn():
-    from bwlab import multicast, tmem
-    from bwlab.datapath import draw_data_path, plot_data_path
-    assert multicast.draw_landing.__wrapped__ is multicast.plot_landing
-    assert tmem.draw_ld_map.__wrapped__ is tmem.plot_ld_map
-    assert draw_data_path.__wrapped__ is plot_data_path
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    with pytest.warns(DeprecationWarning, match="plot_data_path"):
-        draw_data_path()
-    plt.close("all")
+def test_pictures_are_plot_and_the_old_names_are_gone():
+    from bwlab import datapath, multicast, plotting, tmem
+    for mod, old in ((multicast, "draw_landing"), (tmem, "draw_ld_map"), (datapath, "draw_data_path"),
+                     (plotting, "draw_grid")):
+        assert not hasattr(mod, old), f"{mod.__name__}.{old}: the draw_* aliases were deleted on 2026-11-28"
     for path in (ROOT / "bwlab").rglob("*.py"):
-        defs = re.findall(r"^def (draw_\w+)", path.read_text(), flags=re.M)
+        defs = re.findall(r"^(?:def )?(draw_\w+)\b", path.read_text(), flags=re.M)
         assert not defs, f"{path}: pictures are plot_*: {defs}"
 
 
@@ -356,7 +349,8 @@ def test_umma_case_gives_the_kernel_your_idesc(emulated_tier):
 # ---- one verb per meaning -------------------------------------------------------------------------
 # `check` compares something with the model and reports (a CheckResult, or a *Check of the same kind);
 # `require_*` refuses illegal input with an error naming the rule; the exercise graders keep the
-# check_* names the notebooks call. (module, old name, new name) of every rename:
+# check_* names the notebooks call. (module, old name, new name) of every rename (the old names were
+# deleted on 2026-11-28):
 RENAMED = [
     ("bwlab.tma.rules", "check_tensor_map", "require_tensor_map"),
     ("bwlab.tma.rules", "check_global_address", "require_global_address"),
@@ -446,29 +440,18 @@ def test_the_verb_test_finds_a_validator_named_check(tmp_path):
 
 
 @pytest.mark.parametrize("module,old,new", RENAMED, ids=[f"{m}.{o}" for m, o, _ in RENAMED])
-def test_old_names_still_work_and_warn(module, old, new):
+def test_old_names_are_gone(module, old, new):
+    """The renamed validators' old names were deleted on 2026-11-28, their one release over
+    (docs/CONTRIBUTING.md, "Renames and deprecation")."""
     import importlib
     mod = importlib.import_module(module)
-    alias, fn = getattr(mod, old), getattr(mod, new)
-    assert alias.__wrapped__ is fn and alias.__name__ == old
-    with pytest.warns(DeprecationWarning, match=f"{old} is now called {new}"):
-        try:
-            alias()                      # no arguments: the warning comes first, then fn's TypeError
-        except TypeError:
-            pass
-
-
-def test_a_deprecated_validator_still_validates():
-    from bwlab.umma import rules
-    with pytest.warns(DeprecationWarning, match="require_mma"):
-        assert rules.check_mma("f16", "f16", "f32", 128, 64) == "f16"
-    with pytest.warns(DeprecationWarning), pytest.raises(rules.MmaRuleError, match="M = 96"):
-        rules.check_mma("f16", "f16", "f32", 96, 64)
+    assert callable(getattr(mod, new))
+    assert not hasattr(mod, old), f"{module}.{old} is back: call {new}"
 
 
 def test_nothing_of_bwlab_calls_an_old_name():
-    """The old names are for learners' code only: the package, the notebooks' sources and the scripts call
-    the new ones (a renamed method has no alias at all, so an old call there fails only on a GPU)."""
+    """The package, the notebooks' sources and the scripts call the new names (an old call in code that
+    runs only on a GPU would fail only there)."""
     import re
     old = sorted({o for _, o, _ in RENAMED} | {"check_status", "check_numpy", "check_cells"})
     call = re.compile(r"(?<![\w\"'])(?:\w+\.)*(" + "|".join(map(re.escape, old)) + r")\s*\(")
@@ -476,8 +459,6 @@ def test_nothing_of_bwlab_calls_an_old_name():
     for path in [*(ROOT / "bwlab").rglob("*.py"), *(ROOT / "notebooks" / "src").glob("*.py"),
                  *(ROOT / "docs" / "results").glob("*.py")]:
         for n, line in enumerate(path.read_text().splitlines(), 1):
-            if "deprecated" in line or "_deprecated(" in line:
-                continue
             for m in call.finditer(line.split("#")[0]):
                 if not line.lstrip().startswith(("def ", "class ")) and m.group(1) not in _grader_names():
                     found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")

@@ -84,9 +84,4 @@ _ELSEWHERE = {
     "wavefronts": "bwlab.hw.banks",
 }
 
-# The validators' names before `check` meant a comparison with the model (deprecated aliases,
-# kept for one release).
-_ELSEWHERE.update({"check_teach_args": "bwlab.epilogue.runner"})
-
-
 __getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)

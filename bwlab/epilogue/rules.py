@@ -139,9 +139,3 @@ def float32_to_bits(x, dtype) -> np.ndarray:
     ``cvt.rn.bf16.f32`` do (PTX ISA 9.7.9.21 cvt; NaN becomes 0x7fff): `bwlab.hw.dtypes.from_float`."""
     t = element_type(dtype)
     return np.ascontiguousarray(from_float(np.asarray(x, dtype=np.float32), t)).view(raw_dtype(t))
-
-
-# The names these validators had before `check` meant a comparison with the model (one release).
-from ..util import deprecated_alias as _deprecated  # noqa: E402
-
-check_reduce_add_dtype = _deprecated(require_reduce_add_dtype, "check_reduce_add_dtype")

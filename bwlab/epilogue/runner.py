@@ -187,9 +187,3 @@ def measure_store_cycles(lane_offsets, iters: int = 256) -> float:
     launch(mod, "smem_store_cycles", (1,), (128,), (d_off, np.uint32(iters), d_cyc),
            shared_mem=4 * 16384 + 1024)
     return float(cp.asnumpy(d_cyc)[0]) / (iters * 16 * 4)
-
-
-# The names these validators had before `check` meant a comparison with the model (one release).
-from ..util import deprecated_alias as _deprecated  # noqa: E402
-
-check_teach_args = _deprecated(require_teach_args, "check_teach_args")

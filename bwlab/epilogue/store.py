@@ -261,12 +261,6 @@ def granule_of(tmap, byte_offset: int) -> dict:
             "written_by_granule": upper_ok and not inside and coords[0] < g.row_limit}
 
 
-def last_row_granule(tmap) -> int:
-    """Index of the 16-byte granule that holds the last column of a row."""
-    g = _Geometry(tmap)
-    return ceil_div(g.shape[0] * g.elem, STORE_GRANULE) - 1
-
-
 STORE_FATES = ("written, inside the tensor",
                "written into the row padding: shares the row's last 16-byte granule",
                "dropped: past the last column's granule",

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..hw.dtypes import from_float
-from ..util import deprecated_alias
 from ..tma.runner import encode_tensor_map
 from ..tma.tensor_map import TensorMap
 from .ladder import BK, Step, require_shape, step
@@ -323,8 +322,3 @@ def _check_on_host(a, b, c, name: str = "") -> GemmCheck:
     m, n = c.shape
     return GemmCheck(name, (m, n, a.shape[1]), float(np.nanmax(err)), divmod(worst, n),
                      float(ratio.ravel()[worst]), int(np.count_nonzero(~(ratio <= 1))))
-
-
-# The names these had before `check` meant a comparison with the model (one release).
-check_status = deprecated_alias(raise_on_status, "check_status")
-check_numpy = deprecated_alias(check, "check_numpy")

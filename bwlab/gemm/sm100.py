@@ -359,9 +359,3 @@ def model_step1(A, B, *, source=None, idesc: int | None = None, desc_hi: int | N
             tm.dealloc(0, 0, tmem, k["TMEM_COLS"])
             tm.exit(0)
     return Step1Model(C, reference(a, b), k, idesc, hi, mmas, loads)
-
-
-# The names these validators had before `check` meant a comparison with the model (one release).
-from ..util import deprecated_alias as _deprecated  # noqa: E402
-
-check_problem = _deprecated(require_problem, "check_problem")

@@ -62,11 +62,7 @@ _ELSEWHERE = {
     "barrier_outcome": "bwlab.multicast.model", "barrier_table": "bwlab.multicast.model",
     "block_of_rank": "bwlab.multicast.partition", "require_teach_config": "bwlab.multicast.model",
     "compare_run": "bwlab.multicast.case", "cta_coord": "bwlab.multicast.cluster",
-    "cta_masks": "bwlab.multicast.cluster", "draw_cluster": "bwlab.multicast.pictures",
-    "draw_every_mask": "bwlab.multicast.pictures", "draw_landing": "bwlab.multicast.pictures",
-    "draw_mask": "bwlab.multicast.pictures", "draw_masks_of": "bwlab.multicast.pictures",
-    "draw_savings": "bwlab.multicast.pictures", "draw_slice_swizzle": "bwlab.multicast.pictures",
-    "draw_smem_check": "bwlab.multicast.pictures", "expected_smem": "bwlab.multicast.model",
+    "cta_masks": "bwlab.multicast.cluster", "expected_smem": "bwlab.multicast.model",
     "explain_cta": "bwlab.multicast.pictures", "explorer_choices": "bwlab.multicast.pictures",
     "format_mask": "bwlab.multicast.cluster", "l2_read_bytes": "bwlab.multicast.partition",
     "launch_multicast": "bwlab.multicast.runner", "make_operands": "bwlab.multicast.model",
@@ -80,10 +76,5 @@ _ELSEWHERE = {
     "plot_slice_swizzle": "bwlab.multicast.pictures", "plot_smem_check": "bwlab.multicast.pictures",
     "slice_chunks": "bwlab.multicast.model", "tma_partition": "bwlab.multicast.partition",
 }
-
-# The validators' names before `check` meant a comparison with the model (deprecated aliases,
-# kept for one release).
-_ELSEWHERE.update({"check_teach_config": "bwlab.multicast.model"})
-
 
 __getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)

@@ -201,10 +201,3 @@ def barrier_table(outcomes) -> str:
         lines.append(f"CTA rank {o['rank']}: expects {o['expect_tx']} B, receives {o['arrived']} B "
                      f"({senders}): {verdict}")
     return "\n".join(lines)
-
-
-# The names these validators had before `check` meant a comparison with the model (one release).
-from ..util import deprecated_alias as _deprecated  # noqa: E402
-
-check_smem_address = _deprecated(require_smem_address, "check_smem_address")
-check_teach_config = _deprecated(require_teach_config, "check_teach_config")

@@ -63,9 +63,4 @@ _ELSEWHERE = {
     "tma_load_writes": "bwlab.tma.model",
 }
 
-# The validators' names before `check` meant a comparison with the model (deprecated aliases,
-# kept for one release).
-_ELSEWHERE.update({"check_modelled": "bwlab.tma.model", "check_teach_args": "bwlab.tma.runner"})
-
-
 __getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)

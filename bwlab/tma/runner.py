@@ -212,9 +212,3 @@ def launch_teach(gmem, tmap: TensorMap, coords, kernel=None, block: int = 128) -
            (tmap_arg, np.int32(coords[0]), np.int32(coords[1]), np.uint32(tmap.box_bytes), d_out),
            barrier_names=TEACH_BARRIERS)
     return xp.asnumpy(d_out)
-
-
-# The names these validators had before `check` meant a comparison with the model (one release).
-from ..util import deprecated_alias as _deprecated  # noqa: E402
-
-check_teach_args = _deprecated(require_teach_args, "check_teach_args")

@@ -64,9 +64,7 @@ _ELSEWHERE = {
     "require_alloc": "bwlab.tmem.tables", "require_configurations": "bwlab.tmem.runner",
     "require_cp": "bwlab.tmem.tables", "require_ldst": "bwlab.tmem.tables", "compare_st_images": "bwlab.tmem.model",
     "compile_kernels": "bwlab.tmem.runner", "defined_st_bits": "bwlab.tmem.model",
-    "draw_accumulator_owners": "bwlab.tmem.pictures", "draw_gallery": "bwlab.tmem.pictures",
-    "draw_ld_map": "bwlab.tmem.pictures", "draw_tmem": "bwlab.tmem.pictures",
-    "draw_warp_quarters": "bwlab.tmem.pictures", "epilogue_loads": "bwlab.tmem.accumulator",
+    "epilogue_loads": "bwlab.tmem.accumulator",
     "example_accumulator": "bwlab.tmem.accumulator", "format_address": "bwlab.hw.tmem",
     "instructions_per_warp": "bwlab.tmem.forms", "kernel_name": "bwlab.tmem.runner",
     "ld_fragment_map": "bwlab.tmem.forms", "ld_widget": "bwlab.tmem.pictures", "legal_nums": "bwlab.tmem.forms",
@@ -80,13 +78,5 @@ _ELSEWHERE = {
     "teach_plan": "bwlab.tmem.teach", "teach_sass": "bwlab.tmem.teach", "try_teach": "bwlab.tmem.case",
     "warp_lane_range": "bwlab.hw.tmem",
 }
-
-# The validators' names before `check` meant a comparison with the model (deprecated aliases,
-# kept for one release).
-_ELSEWHERE.update({
-    "check_alloc": "bwlab.tmem.tables", "check_configurations": "bwlab.tmem.runner",
-    "check_cp": "bwlab.tmem.tables", "check_ldst": "bwlab.tmem.tables"
-})
-
 
 __getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)

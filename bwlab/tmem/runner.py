@@ -145,9 +145,3 @@ def launch_teach(kernel=None) -> np.ndarray:
     out = cp.full((4, 1, 32, plan.num), 0xFFFFFFFF, dtype=np.uint32)
     launch(be.load(k, arch="sm_100a"), "teach_tmem", (1,), (128,), (out,))
     return cp.asnumpy(out)
-
-
-# The names these validators had before `check` meant a comparison with the model (one release).
-from ..util import deprecated_alias as _deprecated  # noqa: E402
-
-check_configurations = _deprecated(require_configurations, "check_configurations")

@@ -82,12 +82,4 @@ _ELSEWHERE = {
     "fused_mma": "bwlab.umma.numerics",
 }
 
-# The validators' names before `check` meant a comparison with the model (deprecated aliases,
-# kept for one release).
-_ELSEWHERE.update({
-    "check_mma": "bwlab.umma.rules", "check_mma_cute": "bwlab.umma.rules",
-    "check_mma_shape": "bwlab.umma.rules"
-})
-
-
 __getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)

@@ -177,10 +177,3 @@ def run_teach_umma(case, kernel=None, descriptors=None, idesc=None) -> np.ndarra
             np.uint32(idesc), out, np.uint32(cols)),
            barrier_names=UMMA_BARRIERS)
     return cp.asnumpy(out)
-
-
-# The names these validators had before `check` meant a comparison with the model (one release).
-from ..util import deprecated_alias as _deprecated  # noqa: E402
-
-check_teach_wgmma = _deprecated(require_teach_wgmma, "check_teach_wgmma")
-check_teach_umma = _deprecated(require_teach_umma, "check_teach_umma")
