@@ -7,6 +7,7 @@
 * it defines at least one bwlab.case.Case subclass speaking model / run / check / show.
 """
 import ast
+import re
 import importlib
 import inspect
 from pathlib import Path
@@ -91,3 +92,15 @@ def test_the_circle_finder_finds_circles():
     g = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e2"}, "e2": {"e"}, "f": {"f"}}
     assert circles(g) == [["a", "b", "c"], ["e", "e2"]]
     assert circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_house_map_names_every_package_and_top_level_module():
+    """docs/CONTRIBUTING.md's house map covers every subpackage of bwlab and every module directly in it."""
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "docs" / "CONTRIBUTING.md").read_text()
+    house = text[text.index("## The house"):text.index("Inside a stage package")]
+    pkgs = [d.name + "/" for d in sorted((root / "bwlab").iterdir()) if (d / "__init__.py").is_file()]
+    mods = [f.name for f in sorted((root / "bwlab").glob("*.py")) if f.name != "__init__.py"]
+    missing = [n for n in pkgs + mods if not re.search(rf"(?<![\w/]){re.escape(n)}", house)]
+    assert not missing, f"the house map in docs/CONTRIBUTING.md leaves out {missing}"
+    assert (root / "docs" / "house.svg").is_file(), "python -m bwlab.tools.house svg docs/house.svg"

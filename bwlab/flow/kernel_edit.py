@@ -22,7 +22,8 @@ import numpy as np
 from ..case import compare
 from ..exercises import NotYet, course_cases, unanswered
 from ..lab import TeachingKernel
-from ..umma import decode_smem_desc, descriptor_addresses, elem_bytes, instr_k
+from ..umma.canonical import elem_bytes, instr_k
+from ..umma.descriptors import decode_smem_desc, descriptor_addresses
 from .case import _GPU_SOURCES, Flow, flow_tier
 from .model import flow_model
 from .problem import SMEM_B

@@ -36,9 +36,11 @@ from ..case import CheckResult, compare
 from ..compile import CUDA_SRC
 from ..hw.dtypes import from_float, to_float
 from ..hw.mbarrier import Mbarrier
-from ..tma import TensorMap, tma_load_model
-from ..tmem import TensorMemory, TmemAccess
-from ..umma import CtaState, tcgen05_commit, tcgen05_mma
+from ..tma.model import tma_load_model
+from ..tma.tensor_map import TensorMap
+from ..tmem.alloc import TensorMemory
+from ..tmem.forms import TmemAccess
+from ..umma.model import CtaState, tcgen05_commit, tcgen05_mma
 
 __all__ = ["STEPS_SM100", "GEMM_BARRIERS", "STAMP_TRACKS", "STAMP_SPANS", "step_info", "kernel_constants",
            "tensor_maps", "require_problem", "launch_grid", "run_sm100", "run_step_emulated", "EMULATED_SMS", "model_step1", "Step1Model",
