@@ -229,13 +229,65 @@ def test_no_notebook_writes_its_own_live_or_recorded_branch(src):
 STAGE_PACKAGES = ("tma", "multicast", "umma", "tmem", "epilogue", "flow")
 
 
+def _stage_submodules(stage):
+    d = ROOT / "bwlab" / stage
+    return {f.stem for f in d.glob("*.py")} | {x.name for x in d.iterdir() if x.is_dir()}
+
+
+def _names_used_in_code(path: Path, stage: str) -> set:
+    """The names of bwlab.<stage>'s top that a Python file uses: `from bwlab.<stage> import X`, and `S.X`
+    where S is the package (`from bwlab import <stage> [as S]`, `import bwlab.<stage> as S`, `bwlab.<stage>`)."""
+    import ast
+    tree = ast.parse(path.read_text())
+    aliases, used = set(), set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ImportFrom) and n.level == 0:
+            if n.module == "bwlab":
+                aliases |= {a.asname or a.name for a in n.names if a.name == stage}
+            elif n.module == f"bwlab.{stage}":
+                used |= {a.name for a in n.names}
+        elif isinstance(n, ast.Import):
+            aliases |= {a.asname for a in n.names if a.name == f"bwlab.{stage}" and a.asname}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Attribute):
+            v = n.value
+            if isinstance(v, ast.Name) and v.id in aliases:
+                used.add(n.attr)
+            elif isinstance(v, ast.Attribute) and v.attr == stage and getattr(v.value, "id", "") == "bwlab":
+                used.add(n.attr)
+    return used - _stage_submodules(stage) - {"__doc__", "__file__", "__name__"}
+
+
+def _names_used_in_docs(path: Path, stage: str, mod) -> set:
+    """`<stage>.X` / `bwlab.<stage>.X` / `from bwlab.<stage> import X` in a Markdown file, X a name of the package."""
+    text = path.read_text()
+    used = set(re.findall(rf"(?<![\w/.])(?:bwlab\.)?{stage}\.([A-Za-z_]\w*)", text))
+    for m in re.finditer(rf"from bwlab\.{stage} import ([\w, ]+)", text):
+        used |= {x.strip() for x in m.group(1).split(",") if x.strip()}
+    return {n for n in used - _stage_submodules(stage) if not n.startswith("_") and hasattr(mod, n)}
+
+
+def names_used(stage: str) -> set:
+    """What the notebooks' sources, the docs and the command lines (bwlab/checks, validate, bench) use from
+    the top of bwlab.<stage>."""
+    import importlib
+    mod = importlib.import_module(f"bwlab.{stage}")
+    code = [*sorted(NB_SRC.glob("*.py")), *sorted((ROOT / "bwlab" / "checks").glob("*.py")),
+            ROOT / "bwlab" / "validate.py", ROOT / "bwlab" / "bench.py"]
+    docs = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
+    return set().union(*(_names_used_in_code(p, stage) for p in code),
+                       *(_names_used_in_docs(p, stage, mod) for p in docs if p.is_file()))
+
+
 @pytest.mark.parametrize("pkg", STAGE_PACKAGES)
-def test_a_stage_package_shows_its_teaching_names_and_reaches_the_rest(pkg):
-    """About 10-15 names at the top (`__all__`, `dir`); every other name still resolves, from the module
-    that defines it."""
+def test_a_stage_package_lists_exactly_what_is_used(pkg):
+    """`__all__` is what the notebooks, the docs and the command lines use from the package's top: every
+    such name is in it, and every name in it is used. The rest resolves lazily, from its module."""
     import importlib
     mod = importlib.import_module(f"bwlab.{pkg}")
-    assert 10 <= len(mod.__all__) <= 15, mod.__all__
+    used = names_used(pkg)
+    assert not used - set(mod.__all__), f"used but not in bwlab.{pkg}.__all__: {sorted(used - set(mod.__all__))}"
+    assert not set(mod.__all__) - used, f"in bwlab.{pkg}.__all__ but used nowhere: {sorted(set(mod.__all__) - used)}"
     for name in mod.__all__:
         assert getattr(mod, name) is not None
     for name, where in mod._ELSEWHERE.items():
@@ -245,6 +297,13 @@ def test_a_stage_package_shows_its_teaching_names_and_reaches_the_rest(pkg):
     assert set(public) <= set(mod.__all__), sorted(set(public) - set(mod.__all__))
     with pytest.raises(AttributeError):
         getattr(mod, "no_such_name")
+
+
+def test_the_used_names_reader_sees_every_form(tmp_path):
+    src = tmp_path / "nb.py"
+    src.write_text("from bwlab import tma as T\nimport bwlab.tma as U\nfrom bwlab.tma import TensorMap, model\n"
+                   "import bwlab\nT.cta_tiles(1)\nU.TmaLoad\nbwlab.tma.run_teach\nT.model.smem_chunks\n")
+    assert _names_used_in_code(src, "tma") == {"cta_tiles", "TmaLoad", "run_teach", "TensorMap"}
 
 
 def test_pictures_are_plot_and_the_old_names_are_gone():

@@ -35,46 +35,50 @@ tma_partition, make_tma_copy_desc's box truncation), examples/cute/tutorial/blac
 """
 
 from .case import ClusterRanks, MulticastLoad, run_teach
-from .cluster import cluster_layout_vmnk, create_tma_multicast_mask
+from .cluster import cluster_layout_vmnk
 from .model import multicast_model, teach_config, teach_masks
 from .params import MulticastConfig
-from .partition import plan
-from .runner import run_multicast
 
-# The teaching names: what a notebook of this stage reaches for first.
-__all__ = ["MulticastConfig", "MulticastLoad", "ClusterRanks", "multicast_model", "run_multicast", "run_teach",
-           "teach_config", "teach_masks", "plan", "cluster_layout_vmnk", "create_tma_multicast_mask",
-           "plot_cluster", "plot_landing", "mask_explorer"]
+# What the notebooks, the docs and the command lines use from the package's top, and nothing else
+# (tests/test_interface.py reads them).
+__all__ = ["barrier_outcome", "barrier_table", "cluster_layout_vmnk", "ClusterRanks", "cta_masks",
+           "expected_smem", "explain_cta", "l2_read_bytes", "make_operands", "mask_explorer", "mask_ranks",
+           "mask_steps", "mask_table", "multicast_model", "MulticastConfig", "MulticastLoad", "plot_cluster",
+           "plot_every_mask", "plot_landing", "plot_savings", "plot_slice_swizzle", "run_teach", "teach_config",
+           "teach_masks"]
 
-# Every other name lives in its module (bwlab.multicast.<module>, or bwlab.hw); the package's top still
-# reaches it, importing that submodule on first use (the pictures load matplotlib only then).
+# The one lazy mechanism: the names of __all__ not imported above, and the other names code written
+# against the package's top still reaches, are imported from their module on first use (the
+# pictures load matplotlib only then). New code imports a name from its module.
 from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
 
 _ELSEWHERE = {
-    "BARRIERS": "bwlab.multicast.runner", "CtaMasks": "bwlab.multicast.cluster",
-    "CtaPlan": "bwlab.multicast.partition", "FILL_BYTE": "bwlab.multicast.model",
-    "Issue": "bwlab.multicast.partition", "MAX_CLUSTER_CTAS": "bwlab.multicast.cluster",
-    "MODE_NAMES": "bwlab.multicast.cluster", "MaskSteps": "bwlab.multicast.cluster",
-    "MulticastCheck": "bwlab.multicast.case", "MulticastRun": "bwlab.multicast.runner",
-    "PORTABLE_CLUSTER_CTAS": "bwlab.multicast.cluster", "TEACH_BARRIERS": "bwlab.multicast.runner",
-    "TEACH_KERNEL": "bwlab.multicast.model", "THREADS": "bwlab.multicast.runner",
-    "TMA_ISSUE_DTYPE": "bwlab.multicast.partition", "TmaSlice": "bwlab.multicast.partition",
     "barrier_outcome": "bwlab.multicast.model", "barrier_table": "bwlab.multicast.model",
-    "block_of_rank": "bwlab.multicast.partition", "require_teach_config": "bwlab.multicast.model",
-    "compare_run": "bwlab.multicast.case", "cta_coord": "bwlab.multicast.cluster",
-    "cta_masks": "bwlab.multicast.cluster", "expected_smem": "bwlab.multicast.model",
-    "explain_cta": "bwlab.multicast.pictures", "explorer_choices": "bwlab.multicast.pictures",
-    "format_mask": "bwlab.multicast.cluster", "l2_read_bytes": "bwlab.multicast.partition",
-    "launch_multicast": "bwlab.multicast.runner", "make_operands": "bwlab.multicast.model",
-    "mask_explorer": "bwlab.multicast.pictures", "mask_ranks": "bwlab.multicast.cluster",
-    "mask_steps": "bwlab.multicast.cluster", "mask_table": "bwlab.multicast.cluster",
-    "masked_multicast_model": "bwlab.multicast.model", "multicast_box": "bwlab.multicast.partition",
-    "plan_arrays": "bwlab.multicast.partition", "plot_cluster": "bwlab.multicast.pictures",
-    "plot_every_mask": "bwlab.multicast.pictures", "plot_landing": "bwlab.multicast.pictures",
-    "plot_mask": "bwlab.multicast.pictures", "plot_masks_of": "bwlab.multicast.pictures",
-    "plot_ranks": "bwlab.multicast.pictures", "plot_savings": "bwlab.multicast.pictures",
-    "plot_slice_swizzle": "bwlab.multicast.pictures", "plot_smem_check": "bwlab.multicast.pictures",
-    "slice_chunks": "bwlab.multicast.model", "tma_partition": "bwlab.multicast.partition",
+    "BARRIERS": "bwlab.multicast.runner", "block_of_rank": "bwlab.multicast.partition",
+    "compare_run": "bwlab.multicast.case", "create_tma_multicast_mask": "bwlab.multicast.cluster",
+    "cta_coord": "bwlab.multicast.cluster", "cta_masks": "bwlab.multicast.cluster",
+    "CtaMasks": "bwlab.multicast.cluster", "CtaPlan": "bwlab.multicast.partition",
+    "expected_smem": "bwlab.multicast.model", "explain_cta": "bwlab.multicast.pictures",
+    "explorer_choices": "bwlab.multicast.pictures", "FILL_BYTE": "bwlab.multicast.model",
+    "format_mask": "bwlab.multicast.cluster", "Issue": "bwlab.multicast.partition",
+    "l2_read_bytes": "bwlab.multicast.partition", "launch_multicast": "bwlab.multicast.runner",
+    "make_operands": "bwlab.multicast.model", "mask_explorer": "bwlab.multicast.pictures",
+    "mask_ranks": "bwlab.multicast.cluster", "mask_steps": "bwlab.multicast.cluster",
+    "mask_table": "bwlab.multicast.cluster", "masked_multicast_model": "bwlab.multicast.model",
+    "MaskSteps": "bwlab.multicast.cluster", "MAX_CLUSTER_CTAS": "bwlab.multicast.cluster",
+    "MODE_NAMES": "bwlab.multicast.cluster", "multicast_box": "bwlab.multicast.partition",
+    "MulticastCheck": "bwlab.multicast.case", "MulticastRun": "bwlab.multicast.runner",
+    "plan": "bwlab.multicast.partition", "plan_arrays": "bwlab.multicast.partition",
+    "plot_cluster": "bwlab.multicast.pictures", "plot_every_mask": "bwlab.multicast.pictures",
+    "plot_landing": "bwlab.multicast.pictures", "plot_mask": "bwlab.multicast.pictures",
+    "plot_masks_of": "bwlab.multicast.pictures", "plot_ranks": "bwlab.multicast.pictures",
+    "plot_savings": "bwlab.multicast.pictures", "plot_slice_swizzle": "bwlab.multicast.pictures",
+    "plot_smem_check": "bwlab.multicast.pictures", "PORTABLE_CLUSTER_CTAS": "bwlab.multicast.cluster",
+    "require_teach_config": "bwlab.multicast.model", "run_multicast": "bwlab.multicast.runner",
+    "slice_chunks": "bwlab.multicast.model", "TEACH_BARRIERS": "bwlab.multicast.runner",
+    "TEACH_KERNEL": "bwlab.multicast.model", "THREADS": "bwlab.multicast.runner",
+    "TMA_ISSUE_DTYPE": "bwlab.multicast.partition", "tma_partition": "bwlab.multicast.partition",
+    "TmaSlice": "bwlab.multicast.partition",
 }
 
 __getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)

@@ -37,46 +37,50 @@ from __future__ import annotations
 
 from ..hw.tmem import decode_address, encode_address, TmemError
 from .alloc import TensorMemory
-from .case import TmemLoad, TmemStore, run_teach, teach_case
+from .case import teach_case, TmemLoad
 from .forms import SHAPES, TmemAccess
-from .model import ld_roundtrip_model
-from .runner import run_ld_roundtrip
 from . import tables  # noqa: F401
 
-# The teaching names: what a notebook of this stage reaches for first.
-__all__ = ["TmemAccess", "TensorMemory", "TmemLoad", "TmemStore", "TmemError", "ld_roundtrip_model",
-           "run_ld_roundtrip", "run_teach", "teach_case", "encode_address", "decode_address", "SHAPES",
-           "plot_ld_map", "plot_tmem", "ld_widget"]
+# What the notebooks, the docs and the command lines use from the package's top, and nothing else
+# (tests/test_interface.py reads them).
+__all__ = ["accumulator_layout", "accumulator_owners", "attempt", "COLUMNS", "compile_kernels",
+           "decode_address", "encode_address", "epilogue_loads", "example_accumulator", "format_address",
+           "kernel_name", "LANES", "ld_widget", "NUMS", "pattern_image", "plot_accumulator_owners",
+           "plot_gallery", "plot_ld_map", "plot_tmem", "plot_warp_quarters", "read_accumulator", "SHAPES",
+           "tcgen05_ld", "teach_case", "teach_model", "teach_plan", "teach_sass", "TensorMemory", "TmemAccess",
+           "TmemError", "TmemLoad", "try_teach"]
 
-# Every other name lives in its module (bwlab.tmem.<module>, or bwlab.hw); the package's top still
-# reaches it, importing that submodule on first use (the pictures load matplotlib only then).
+# The one lazy mechanism: the names of __all__ not imported above, and the other names code written
+# against the package's top still reaches, are imported from their module on first use (the
+# pictures load matplotlib only then). New code imports a name from its module.
 from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
 
 _ELSEWHERE = {
-    "Allocation": "bwlab.tmem.alloc", "COLUMNS": "bwlab.hw.tmem", "COLUMNS_PER_NUM": "bwlab.tmem.forms",
-    "CP_TABLE": "bwlab.tmem.tables", "LANES": "bwlab.hw.tmem", "LANES_PER_SHAPE": "bwlab.tmem.forms",
-    "LoadStep": "bwlab.tmem.accumulator", "MAX_REGS_PER_THREAD": "bwlab.tmem.forms", "NUMS": "bwlab.tmem.forms",
-    "REGS_PER_NUM": "bwlab.tmem.forms", "SHAPE_CODE": "bwlab.tmem.forms", "TEACH_FILE": "bwlab.tmem.teach",
-    "TeachPlan": "bwlab.tmem.teach", "TmemNote": "bwlab.tmem.alloc",
     "accumulator_layout": "bwlab.tmem.accumulator", "accumulator_owners": "bwlab.tmem.accumulator",
     "address_image": "bwlab.tmem.teach", "all_accesses": "bwlab.tmem.forms",
-    "all_kernel_names": "bwlab.tmem.runner", "attempt": "bwlab.tmem.alloc", "brief": "bwlab.tmem.alloc",
-    "require_alloc": "bwlab.tmem.tables", "require_configurations": "bwlab.tmem.runner",
-    "require_cp": "bwlab.tmem.tables", "require_ldst": "bwlab.tmem.tables", "compare_st_images": "bwlab.tmem.model",
-    "compile_kernels": "bwlab.tmem.runner", "defined_st_bits": "bwlab.tmem.model",
-    "epilogue_loads": "bwlab.tmem.accumulator",
-    "example_accumulator": "bwlab.tmem.accumulator", "format_address": "bwlab.hw.tmem",
-    "instructions_per_warp": "bwlab.tmem.forms", "kernel_name": "bwlab.tmem.runner",
-    "ld_fragment_map": "bwlab.tmem.forms", "ld_widget": "bwlab.tmem.pictures", "legal_nums": "bwlab.tmem.forms",
-    "new_image": "bwlab.hw.tmem", "pattern_image": "bwlab.tmem.model",
-    "plot_accumulator_owners": "bwlab.tmem.pictures", "plot_gallery": "bwlab.tmem.pictures",
-    "plot_ld_map": "bwlab.tmem.pictures", "plot_tmem": "bwlab.tmem.pictures",
-    "plot_warp_quarters": "bwlab.tmem.pictures", "read_accumulator": "bwlab.tmem.accumulator",
-    "register_pattern": "bwlab.tmem.model", "run_st_roundtrip": "bwlab.tmem.runner",
+    "all_kernel_names": "bwlab.tmem.runner", "Allocation": "bwlab.tmem.alloc", "attempt": "bwlab.tmem.alloc",
+    "brief": "bwlab.tmem.alloc", "COLUMNS": "bwlab.hw.tmem", "COLUMNS_PER_NUM": "bwlab.tmem.forms",
+    "compare_st_images": "bwlab.tmem.model", "compile_kernels": "bwlab.tmem.runner",
+    "CP_TABLE": "bwlab.tmem.tables", "defined_st_bits": "bwlab.tmem.model",
+    "epilogue_loads": "bwlab.tmem.accumulator", "example_accumulator": "bwlab.tmem.accumulator",
+    "format_address": "bwlab.hw.tmem", "instructions_per_warp": "bwlab.tmem.forms",
+    "kernel_name": "bwlab.tmem.runner", "LANES": "bwlab.hw.tmem", "LANES_PER_SHAPE": "bwlab.tmem.forms",
+    "ld_fragment_map": "bwlab.tmem.forms", "ld_roundtrip_model": "bwlab.tmem.model",
+    "ld_widget": "bwlab.tmem.pictures", "legal_nums": "bwlab.tmem.forms", "LoadStep": "bwlab.tmem.accumulator",
+    "MAX_REGS_PER_THREAD": "bwlab.tmem.forms", "new_image": "bwlab.hw.tmem", "NUMS": "bwlab.tmem.forms",
+    "pattern_image": "bwlab.tmem.model", "plot_accumulator_owners": "bwlab.tmem.pictures",
+    "plot_gallery": "bwlab.tmem.pictures", "plot_ld_map": "bwlab.tmem.pictures",
+    "plot_tmem": "bwlab.tmem.pictures", "plot_warp_quarters": "bwlab.tmem.pictures",
+    "read_accumulator": "bwlab.tmem.accumulator", "register_pattern": "bwlab.tmem.model",
+    "REGS_PER_NUM": "bwlab.tmem.forms", "require_alloc": "bwlab.tmem.tables",
+    "require_configurations": "bwlab.tmem.runner", "require_cp": "bwlab.tmem.tables",
+    "require_ldst": "bwlab.tmem.tables", "run_ld_roundtrip": "bwlab.tmem.runner",
+    "run_st_roundtrip": "bwlab.tmem.runner", "run_teach": "bwlab.tmem.case", "SHAPE_CODE": "bwlab.tmem.forms",
     "st_cells_mask": "bwlab.tmem.model", "st_roundtrip_model": "bwlab.tmem.model",
-    "tcgen05_ld": "bwlab.tmem.model", "tcgen05_st": "bwlab.tmem.model", "teach_model": "bwlab.tmem.teach",
-    "teach_plan": "bwlab.tmem.teach", "teach_sass": "bwlab.tmem.teach", "try_teach": "bwlab.tmem.case",
-    "warp_lane_range": "bwlab.hw.tmem",
+    "tcgen05_ld": "bwlab.tmem.model", "tcgen05_st": "bwlab.tmem.model", "TEACH_FILE": "bwlab.tmem.teach",
+    "teach_model": "bwlab.tmem.teach", "teach_plan": "bwlab.tmem.teach", "teach_sass": "bwlab.tmem.teach",
+    "TeachPlan": "bwlab.tmem.teach", "TmemNote": "bwlab.tmem.alloc", "TmemStore": "bwlab.tmem.case",
+    "try_teach": "bwlab.tmem.case", "warp_lane_range": "bwlab.hw.tmem",
 }
 
 __getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)
