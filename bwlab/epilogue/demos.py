@@ -114,7 +114,7 @@ def fence_experiment(nofence_kernel, on_gpu: bool | None = None) -> FenceExperim
     if on_gpu is None:
         on_gpu = device.tier("store") == "hardware"
     if on_gpu:
-        from .runner import run_teach
+        from .case import run_teach
         case = teach_case(2048, 2048, 3)
         want = case.model()
         fx = FenceExperiment("this GPU", case, {True: [], False: []})

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..hw.dtypes import from_float
-from ..tma.runner import encode_tensor_map
+from ..runtime import encode_tensor_map
 from ..tma.tensor_map import TensorMap
 from .ladder import BK, Step, require_shape, step
 

@@ -20,7 +20,7 @@ from .model import require_coords, require_modelled, tma_load_window
 from .tensor_map import SMEM_ALIGNMENT, TensorMap, TensorMapError
 
 __all__ = ["launch_teach", "require_teach_args", "TEACH_BARRIERS", "TEACH_SMEM_BYTES", "run_tma_load", "run_cases", "LoadCase", "RunResult", "TMA_CASE_DTYPE", "LOAD_BARRIERS",
-           "SMEM_SLACK", "PREFETCH_TENSORMAP", "PREFETCH_BOX", "background", "encode_tensor_map"]
+           "SMEM_SLACK", "PREFETCH_TENSORMAP", "PREFETCH_BOX", "background"]
 
 # Mirrors struct TmaCase in cuda_src/tma_load.cu (its static_asserts; tests/test_struct_mirrors.py compares).
 TMA_CASE_DTYPE = np.dtype({

@@ -121,7 +121,7 @@ def _gpu_line(kernel, case) -> tuple[bool, str]:
     from .. import device
     if device.tier("tmem") != "hardware":
         return True, "GPU: not run here (tcgen05 and TMEM need an sm_100-family GPU; the model ran your kernel)"
-    from .runner import run_teach
+    from .case import run_teach
     try:
         res = case.check(run_teach(kernel), source=f"{device.gpu_info().name}, your kernel")
     except Exception as e:       # a fault or hang in the worker comes back as an exception
