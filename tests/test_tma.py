@@ -409,7 +409,7 @@ def test_validation_pins_a_fault_to_its_case_and_classifies_the_rest(monkeypatch
 
     real_mkdtemp = tempfile.mkdtemp
     monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
-    monkeypatch.setattr(ct, "run_cases", fake_run_cases)
+    monkeypatch.setattr(ct, "launch_cases", fake_run_cases)
     monkeypatch.setattr(ct, "child_json", fake_child)
     said = []
     res = ct.validate_isolated(n, 0, say=said.append, group=16, dump=str(tmp_path / "f.npz"))

@@ -94,14 +94,14 @@ def compare_all(say=print, n_tma: int = 1000, n_store: int = 200, quick: bool = 
     t0 = time.perf_counter()
 
     # TMA loads: the harness, random cases in batches (one CTA each)
-    from ..tma.runner import run_cases
+    from ..tma.runner import launch_cases
     from .tma import random_cases
     cases = random_cases(n_tma, seed=2026)
     for i in range(0, len(cases), 50):
         batch = cases[i:i + 50]
 
         def run(batch=batch):
-            r = run_cases(batch)
+            r = launch_cases(batch)
             return (r.windows, [bool(x) for x in r.done], [e is None for e in r.errors],
                     None if r.timeout is None else type(r.timeout).__name__)
         gpu, em = _both(run)

@@ -27,7 +27,7 @@ from collections import Counter
 import numpy as np
 
 from ..tma.tensor_map import is_narrow_swizzle
-from ..tma.runner import LoadCase, run_cases
+from ..tma.runner import LoadCase, launch_cases
 from .common import Command
 from .tma_cases import child_json, describe_case, diagnose_window, is_oob, random_cases
 from .tma_copy import CopyConfig, bench_main, make_tma_copy  # noqa: F401  (python -m bwlab.bench tma_copy)
@@ -59,14 +59,14 @@ def run_and_classify(cases, say=None, batch: int = 512, rerun_limit: int = 32):
     out = []
     for start in range(0, len(cases), batch):
         chunk = cases[start:start + batch]
-        r = run_cases(chunk)
+        r = launch_cases(chunk)
         if r.timeout is not None:
             again = [i for i in range(len(chunk)) if not r.done[i] and not r.errors[i]]
             if say:
                 say(f"  launch of cases {start}..{start + len(chunk) - 1}: {r.timeout}; re-running "
                     f"{min(len(again), rerun_limit)} of {len(again)} unfinished case(s) one per launch")
             for i in again[:rerun_limit]:
-                one = run_cases([chunk[i]])
+                one = launch_cases([chunk[i]])
                 r.windows[i], r.done[i] = one.windows[0], one.done[0]
         for c, w, ok, err in zip(chunk, r.windows, r.done, r.errors):
             out.append(classify(c, w, bool(ok), err) + (w,))

@@ -4,7 +4,7 @@
 The only file of the stage that talks to the GPU (CuPy, cuda.bindings; imported inside the
 functions, so the model side imports without them). `launch_teach` runs the teaching kernel (or a
 learner's edit of it) on one 2D box; `run_tma_load` takes the arguments of `tma_load_model` in the
-same order and returns the same bytes; `run_cases` runs many loads (one CTA each) in one launch,
+same order and returns the same bytes; `launch_cases` runs many loads (one CTA each) in one launch,
 each into an SMEM window painted with a known background, for the validation.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ..util import round_up
 from .model import require_coords, require_modelled, tma_load_window
 from .tensor_map import SMEM_ALIGNMENT, TensorMap, TensorMapError
 
-__all__ = ["launch_teach", "require_teach_args", "TEACH_BARRIERS", "TEACH_SMEM_BYTES", "run_tma_load", "run_cases", "LoadCase", "RunResult", "TMA_CASE_DTYPE", "LOAD_BARRIERS",
+__all__ = ["launch_teach", "require_teach_args", "TEACH_BARRIERS", "TEACH_SMEM_BYTES", "run_tma_load", "launch_cases", "LoadCase", "RunResult", "TMA_CASE_DTYPE", "LOAD_BARRIERS",
            "SMEM_SLACK", "PREFETCH_TENSORMAP", "PREFETCH_BOX", "background"]
 
 # Mirrors struct TmaCase in cuda_src/tma_load.cu (its static_asserts; tests/test_struct_mirrors.py compares).
@@ -81,7 +81,7 @@ class RunResult:
     errors: list           # per case: the driver's refusal to encode the tensor map, or None
 
 
-def run_cases(cases, block: int = 128) -> RunResult:
+def launch_cases(cases, block: int = 128) -> RunResult:
     """Run many TMA loads in one launch of tma_load_dump, one CTA each.
 
     A bounded wait that gives up makes bwlab.runtime.launch raise MbarrierTimeout after the
@@ -166,7 +166,7 @@ def run_tma_load(gmem, tmap: TensorMap, coords, smem_address: int = 0, prefetch:
     smem_address = int(smem_address)
     case = LoadCase(tmap, np.asarray(gmem), tuple(coords), smem_offset=smem_address, prefetch=prefetch,
                     zero_background=True)
-    r = run_cases([case])
+    r = launch_cases([case])
     if r.errors[0]:
         raise RuntimeError(r.errors[0])
     if r.timeout is not None:
