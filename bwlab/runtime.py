@@ -178,7 +178,9 @@ def encode_tensor_map(tmap, global_address: int) -> bytes:
     return np.array([int(v) for v in cmap.opaque], dtype=np.uint64).tobytes()
 
 
-def _validate(grid, block, shared_mem, cluster):
+def require_launch_config(grid, block, shared_mem, cluster):
+    """Refuse a launch the GPU would refuse (threads per block, cluster size and shape, SMEM); returns
+    grid and block as 3-tuples. Raises LaunchConfigError naming the limit."""
     grid = tuple(grid) + (1,) * (3 - len(tuple(grid)))
     block = tuple(block) + (1,) * (3 - len(tuple(block)))
     if any(g < 1 for g in grid) or any(b < 1 for b in block):
@@ -210,7 +212,7 @@ def launch(module, kernel: str, grid, block, args, shared_mem: int = 0, barrier_
     `barrier_names` maps the barrier ids the kernel passes to `mbarrier_wait` to names for the
     error message. `cluster` is the kernel's compile-time cluster shape (checked against the grid).
     """
-    grid, block = _validate(grid, block, shared_mem, cluster)
+    grid, block = require_launch_config(grid, block, shared_mem, cluster)
     fn = module.get_function(kernel)
     if _is_emu(module):
         status = module.get_global("bw_status")

@@ -475,7 +475,7 @@ def bench_main(argv=None) -> int:
 
     from .. import device
     from ..compile import load_module
-    from ..epilogue.runner import EPILOGUE_BARRIERS, _DT_CODE, swizzle_bits
+    from ..epilogue.runner import EPILOGUE_BARRIERS, DT_CODE_OF, swizzle_bits
     from ..runtime import bench, launch, encode_tensor_map, tensor_map_arg
     from ..tma import TensorMap
     info = device.gpu_info()
@@ -527,7 +527,7 @@ def bench_main(argv=None) -> int:
         tm = p.tensor_map()
         a = (tensor_map_arg(encode_tensor_map(tm, d.data.ptr)), tensor_map_arg(encode_tensor_map(tm, d.data.ptr)), acc,
              np.uint32(p.acc_shape[1]), np.float32(1.0), np.float32(0.0), np.uint32(0),
-             np.uint32(_DT_CODE[dtype]), np.uint32(swizzle_bits("128B")), np.uint32(p.bm), np.uint32(p.bn),
+             np.uint32(DT_CODE_OF[dtype]), np.uint32(swizzle_bits("128B")), np.uint32(p.bm), np.uint32(p.bn),
              np.uint32(p.tile.box_cols), np.uint32(0))
         g = (p.tiles[1], p.tiles[0])
         launch(mod, "epilogue_tile", g, (128,), a, shared_mem=p.tile_smem_bytes() + 1024,

@@ -18,7 +18,7 @@ from ..util import round_up
 from .model import epilogue_model
 from .problem import EpilogueProblem
 from .rules import STORE_GRANULE, raw_dtype
-from .store import _op, granule_of, tma_store_model
+from .store import store_op, granule_of, tma_store_model
 
 __all__ = ["TmaStore", "Epilogue", "describe_gmem_byte", "run_teach"]
 
@@ -84,7 +84,7 @@ class TmaStore(Case):
                              "Epilogue with kernel= (E.teach_case()); TmaStore runs the harness")
         self.gmem, self.tmap, self.coords = gmem, tmap, tuple(int(c) for c in coords)
         self.smem, self.smem_address = smem, int(smem_address)
-        self.op, self.window_start, self.gmem_offset = _op(op), window_start, int(gmem_offset)
+        self.op, self.window_start, self.gmem_offset = store_op(op), window_start, int(gmem_offset)
 
     @property
     def what(self) -> str:

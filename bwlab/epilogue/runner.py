@@ -11,7 +11,7 @@ from ..hw.swizzle import MODES
 from ..util import round_up
 from .problem import EpilogueProblem, teach_problem
 from .rules import require_reduce_add_dtype, raw_dtype
-from .store import _op, _store_targets, _window, store_geometry
+from .store import store_op, store_targets, smem_window, store_geometry
 
 __all__ = ["launch_teach", "require_teach_args", "TEACH_EDITS", "run_epilogue", "run_tma_store", "measure_store_cycles", "EPI_FLAGS", "DT_CODES",
            "EPILOGUE_BARRIERS"]
@@ -20,7 +20,7 @@ __all__ = ["launch_teach", "require_teach_args", "TEACH_EDITS", "run_epilogue", 
 EPI_FLAGS = {"EPI_USE_C": 1, "EPI_REDUCE_ADD": 2, "EPI_SKIP_FENCE": 4, "EPI_EXTRA_TX": 8}
 EPI_USE_C, EPI_REDUCE_ADD, EPI_SKIP_FENCE, EPI_EXTRA_TX = EPI_FLAGS.values()
 DT_CODES = {"DT_F32": 0, "DT_F16": 1, "DT_BF16": 2}
-_DT_CODE = {"float32": DT_CODES["DT_F32"], "float16": DT_CODES["DT_F16"], "bfloat16": DT_CODES["DT_BF16"]}
+DT_CODE_OF = {"float32": DT_CODES["DT_F32"], "float16": DT_CODES["DT_F16"], "bfloat16": DT_CODES["DT_BF16"]}
 EPILOGUE_BARRIERS = {0: "c_full (C tile brought in by TMA load)"}
 
 
@@ -113,7 +113,7 @@ def run_epilogue(p: EpilogueProblem, acc, c_bits=None, d_init=None, fence: bool 
     launch(mod, "epilogue_tile", (p.tiles[1], p.tiles[0]), (128,),
            (tensor_map_arg(encode_tensor_map(tmap, d_dev.data.ptr)), tensor_map_arg(encode_tensor_map(tmap, c_dev.data.ptr)),
             acc_dev, np.uint32(p.acc_shape[1]), np.float32(p.alpha), np.float32(p.beta),
-            np.uint32(flags), np.uint32(_DT_CODE[p.dtype]), np.uint32(swizzle_bits(p.swizzle)),
+            np.uint32(flags), np.uint32(DT_CODE_OF[p.dtype]), np.uint32(swizzle_bits(p.swizzle)),
             np.uint32(p.bm), np.uint32(p.bn), np.uint32(t.box_cols), np.uint32(p.smem_offset)),
            shared_mem=p.tile_smem_bytes() + 1024, barrier_names=EPILOGUE_BARRIERS)
     return cp.asnumpy(d_dev)
@@ -130,14 +130,14 @@ def run_tma_store(gmem, tmap, coords, smem, smem_address: int = 0, window_start=
     from ..runtime import backend_for, launch, encode_tensor_map, tensor_map_arg
     be = backend_for("store")   # this GPU, or the PTX emulator where there is none
     cp = be.xp
-    op = _op(op)
+    op = store_op(op)
     if op == "reduce_add":
         require_reduce_add_dtype(tmap.dtype)
-    addr, _, _ = _store_targets(tmap, coords, smem_address)
+    addr, _, _ = store_targets(tmap, coords, smem_address)
     start = int(smem_address if window_start is None else window_start)
     if start % 128:
         raise ValueError("window_start must be a multiple of 128")
-    _window(smem, smem_address, window_start, addr)  # checks coverage
+    smem_window(smem, smem_address, window_start, addr)  # checks coverage
     body = np.ascontiguousarray(smem).reshape(-1).view(np.uint8)
     image = np.zeros(round_up(start + body.size, 16), np.uint8)
     image[start:start + body.size] = body

@@ -89,7 +89,7 @@ def _check_coords(g: _Geometry, coords) -> tuple:
     return coords
 
 
-def _store_targets(tmap, coords, smem_address: int):
+def store_targets(tmap, coords, smem_address: int):
     """For every byte of the box: its SMEM address (swizzled), its GMEM byte offset, in bounds?
 
     The same element order and address arithmetic as bwlab.tma's load, read backwards: box element
@@ -126,7 +126,7 @@ def _store_targets(tmap, coords, smem_address: int):
     return addr, gbyte, inb_byte
 
 
-def _window(smem, smem_address, window_start, addr):
+def smem_window(smem, smem_address, window_start, addr):
     smem = np.ascontiguousarray(smem).reshape(-1).view(np.uint8)
     start = int(smem_address if window_start is None else window_start)
     rel = addr - start
@@ -148,8 +148,8 @@ def tma_store_writes(tmap, coords, smem, smem_address: int = 0, window_start=Non
     listed here); anything past that granule, and every row or plane outside the tensor, is not.
     docs/results/store_validate_h100.txt checks all of it on every case.
     """
-    addr, gbyte, inb = _store_targets(tmap, coords, smem_address)
-    vals = _window(smem, smem_address, window_start, addr)
+    addr, gbyte, inb = store_targets(tmap, coords, smem_address)
+    vals = smem_window(smem, smem_address, window_start, addr)
     return gbyte[inb], vals[inb]
 
 
@@ -175,7 +175,7 @@ def tma_store_model(gmem, tmap, coords, smem, smem_address: int = 0, window_star
     same dtype and shape is returned. tf32 maps are refused until hardware says whether the store
     rounds (TF32_ROUNDS_ON_STORE).
     """
-    op = _op(op)
+    op = store_op(op)
     if op == "reduce_add":
         return tma_reduce_add_model(gmem, tmap, coords, smem, smem_address, window_start)
     if element_type(tmap.dtype).name == "tf32" and TF32_ROUNDS_ON_STORE is None:
@@ -187,7 +187,7 @@ def tma_store_model(gmem, tmap, coords, smem, smem_address: int = 0, window_star
     return g
 
 
-def _op(op: str) -> str:
+def store_op(op: str) -> str:
     """'store' or 'reduce_add' ('add' is taken for the latter)."""
     if op in ("add", "reduce_add"):
         return "reduce_add"
@@ -272,7 +272,7 @@ def store_fates(tmap, coords, smem_address: int = 0):
     (fate, gmem element offset), fate indexing STORE_FATES, computed from the store's own targets
     (`tma_store_writes`' address map); the offset is meaningful where the element is written."""
     g = _Geometry(tmap)
-    _, gbyte, inb = _store_targets(tmap, coords, smem_address)
+    _, gbyte, inb = store_targets(tmap, coords, smem_address)
     written = inb[::g.elem].reshape(g.box[::-1])
     x = np.asarray(coords[0]) + np.arange(g.box[0])           # broadcasts over the box's last axis
     past_row = np.zeros(written.shape, bool)

@@ -23,7 +23,7 @@ from .trace import HOP_NAMES, Trace, TraceCheck
 __all__ = ["Flow", "TIERS", "flow_tier"]
 
 TIERS = ("model", "emulated", "hybrid", "hardware")
-_GPU_SOURCES = {
+GPU_SOURCES = {
     "hybrid": {"gmem": "GPU", "tma_load": "GPU", "mma": "model", "commit": "model", "tmem_ld": "model",
                "st_shared": "GPU", "fence": "GPU", "tma_store": "GPU"},
     "hardware": {h: "GPU" for h in HOP_NAMES},
@@ -74,7 +74,7 @@ class Flow(Case):
             arrays = run_hybrid(self.problem)
         else:
             arrays = run_hardware(self.problem, kernel=self.kernel, emulated=tier == "emulated")
-        return Trace(tier, self.problem, arrays, _GPU_SOURCES[tier])
+        return Trace(tier, self.problem, arrays, GPU_SOURCES[tier])
 
     def model(self) -> Trace:
         return self.trace("model")

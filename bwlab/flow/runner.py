@@ -50,9 +50,9 @@ def run_hardware(p: FlowProblem, kernel=None, emulated: bool | None = None) -> d
     kernel's sm_100a PTX in bwlab.emu (None: where the UMMA stage's tier is 'emulated')."""
     from ..lab import isolate, run_edited
     from ..runtime import launch
-    from ..umma.runner import _umma_backend
+    from ..umma.runner import umma_backend
     from ..runtime import EMULATED
-    be = EMULATED if emulated else _umma_backend()   # an sm_100 GPU, or the PTX emulator (its sm_100a PTX)
+    be = EMULATED if emulated else umma_backend()   # an sm_100 GPU, or the PTX emulator (its sm_100a PTX)
     cp = be.xp
     if kernel is not None and not be.emulated and isolate(kernel):
         return run_edited(run_hardware, p, kernel=kernel, limit=30.0)
@@ -103,8 +103,8 @@ def run_hopper(p: FlowProblem, repeat: int = 5, kernel=None):
     `kernel`: a learner's edit of full_flow_sm90.cu, run in a worker process."""
     from ..lab import isolate, run_edited
     from ..runtime import launch
-    from ..umma.runner import _wgmma_backend
-    be = _wgmma_backend()   # an sm_90a GPU, or the PTX emulator in the emulated tier
+    from ..umma.runner import wgmma_backend
+    be = wgmma_backend()   # an sm_90a GPU, or the PTX emulator in the emulated tier
     cp = be.xp
     if kernel is not None and not be.emulated and isolate(kernel):
         return run_edited(run_hopper, p, repeat, kernel=kernel, limit=30.0)

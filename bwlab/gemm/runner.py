@@ -84,7 +84,7 @@ def prepare(name, a, b, stamps=None, c=None, kernel=None, splits=None) -> Launch
     split-K's piece count instead of ladder.split_count's choice)."""
     cp = _cp()
     from ..device import gpu_info
-    from ..runtime import _validate, tensor_map_arg
+    from ..runtime import require_launch_config, tensor_map_arg
     s = step(name)
     m, k = a.shape
     n, kb = b.shape
@@ -97,7 +97,7 @@ def prepare(name, a, b, stamps=None, c=None, kernel=None, splits=None) -> Launch
     c = cp.empty((m, n), dtype=cp.uint16) if c is None else c
     info = gpu_info()
     grid, block = s.grid(m, n, info.sm_count, k, splits), (s.threads, 1, 1)
-    _validate(grid, block, s.smem_bytes, (s.cluster, 1, 1) if s.cluster > 1 else None)
+    require_launch_config(grid, block, s.smem_bytes, (s.cluster, 1, 1) if s.cluster > 1 else None)
     maps = [encode_tensor_map(TensorMap("bfloat16", (k, m), (BK, s.bm), swizzle="128B"), a.data.ptr),
             encode_tensor_map(TensorMap("bfloat16", (k, n), (BK, s.b_rows), swizzle="128B"), b.data.ptr),
             encode_tensor_map(TensorMap("bfloat16", (n, m), (64, 64), swizzle="128B"), c.data.ptr)]

@@ -23,7 +23,7 @@ def run_umma(case, module=None) -> np.ndarray:
     """Run `case` (an UmmaCase) on an sm_100 GPU (cuda_src/umma_sm100.cu); returns the TMEM image
     (128 lanes x case.tmem_columns) that tcgen05.ld read back after the K loop."""
     from ..runtime import launch
-    be = _umma_backend()              # raises UnsupportedGPU (before any driver call) off sm_100
+    be = umma_backend()              # raises UnsupportedGPU (before any driver call) off sm_100
     cp = be.xp
     module = module or be.load("umma_sm100.cu", arch="sm_100a")
     img = case.smem_image()
@@ -42,7 +42,7 @@ def launch_wgmma(case, module=None):
     """Run `case` (a WgmmaCase) on a Hopper GPU (cuda_src/wgmma_sm90.cu). Returns (D 64 x N float32,
     the SMEM address where the operand image started)."""
     from ..runtime import launch
-    be = _wgmma_backend()
+    be = wgmma_backend()
     cp = be.xp
     module = module or be.load("wgmma_sm90.cu")
     img = case.smem_image()
@@ -62,7 +62,7 @@ def launch_wgmma(case, module=None):
     return regs[frag_t, frag_r], int(cp.asnumpy(base)[0])
 
 
-def _umma_backend():
+def umma_backend():
     """tcgen05.mma runs on an sm_100 GPU, or in the PTX emulator (its sm_100a PTX) in the emulated tier."""
     from .. import device
     from ..runtime import EMULATED, GPU
@@ -72,7 +72,7 @@ def _umma_backend():
     return GPU
 
 
-def _wgmma_backend():
+def wgmma_backend():
     """Hopper's wgmma runs on an sm_90a GPU, or in the PTX emulator in the emulated tier."""
     from .. import device
     from ..runtime import EMULATED, GPU
@@ -141,7 +141,7 @@ def run_teach_wgmma(case, kernel=None, descriptors=None) -> np.ndarray:
     ad, bd = require_teach_wgmma(case, descriptors)
     from ..lab import edited, isolate, run_edited
     from ..runtime import launch
-    be = _wgmma_backend()
+    be = wgmma_backend()
     cp = be.xp
     kernel = kernel or edited("teach_wgmma.cu")
     if not be.emulated and isolate(kernel):
@@ -163,7 +163,7 @@ def run_teach_umma(case, kernel=None, descriptors=None, idesc=None) -> np.ndarra
     (ad, bd), idesc = require_teach_umma(case, descriptors, idesc)
     from ..lab import edited, isolate, run_edited
     from ..runtime import launch
-    be = _umma_backend()
+    be = umma_backend()
     cp = be.xp
     kernel = kernel or edited("teach_umma.cu")
     if not be.emulated and isolate(kernel):
