@@ -290,8 +290,9 @@ def test_a_stage_package_lists_exactly_what_is_used(pkg):
     assert not set(mod.__all__) - used, f"in bwlab.{pkg}.__all__ but used nowhere: {sorted(set(mod.__all__) - used)}"
     for name in mod.__all__:
         assert getattr(mod, name) is not None
-    for name, where in mod._ELSEWHERE.items():
-        assert getattr(mod, name) is getattr(importlib.import_module(where), name), name
+    for where, names in mod._ELSEWHERE.items():
+        for name in names.split():
+            assert getattr(mod, name) is getattr(importlib.import_module(where), name), name
     public = [n for n in dir(mod) if not n.startswith("_") and not isinstance(getattr(mod, n), type(mod))
               and n != "annotations"]
     assert set(public) <= set(mod.__all__), sorted(set(public) - set(mod.__all__))

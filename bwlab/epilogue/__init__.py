@@ -61,29 +61,20 @@ __all__ = ["bank_patterns", "edge_store_case", "Epilogue", "epilogue_alpha_beta"
 from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
 
 _ELSEWHERE = {
-    "BANK_BYTES": "bwlab.hw.banks", "bank_patterns": "bwlab.epilogue.tile", "BANK_RULE": "bwlab.hw.banks",
-    "BankReport": "bwlab.hw.banks", "bits_to_float32": "bwlab.epilogue.model",
-    "BulkAsyncGroups": "bwlab.epilogue.ordering", "D_DTYPES": "bwlab.epilogue.rules",
-    "describe_gmem_byte": "bwlab.epilogue.case", "edge_store_case": "bwlab.epilogue.demos",
-    "epilogue_alpha_beta": "bwlab.epilogue.model", "epilogue_case": "bwlab.epilogue.demos",
-    "fence_experiment": "bwlab.epilogue.demos", "FenceExperiment": "bwlab.epilogue.demos",
-    "float32_to_bits": "bwlab.epilogue.model", "GPU_VS_MODEL": "bwlab.epilogue.demos",
-    "gpu_vs_model": "bwlab.epilogue.demos", "granule_of": "bwlab.epilogue.store",
-    "MAPPINGS": "bwlab.epilogue.tile", "measure_store_cycles": "bwlab.epilogue.runner",
-    "NOFENCE_RUNS": "bwlab.epilogue.demos", "OrderingError": "bwlab.epilogue.ordering",
-    "plot_bank_phases": "bwlab.epilogue.pictures", "plot_edge_tiles": "bwlab.epilogue.pictures",
-    "plot_store_box": "bwlab.epilogue.pictures", "plot_writer_map": "bwlab.epilogue.pictures",
-    "PROXY_FENCE_RULE": "bwlab.epilogue.rules", "REDUCE_ADD_DTYPES": "bwlab.epilogue.rules",
-    "RegisterStorePlan": "bwlab.epilogue.tile", "require_teach_args": "bwlab.epilogue.runner",
-    "run_epilogue": "bwlab.epilogue.runner", "run_tma_store": "bwlab.epilogue.runner",
-    "smem_bank": "bwlab.hw.banks", "SMEM_BANKS": "bwlab.hw.banks", "smem_box_footprint": "bwlab.epilogue.store",
-    "smem_box_pitch": "bwlab.epilogue.store", "SmemTile": "bwlab.epilogue.tile",
-    "store_coverage": "bwlab.epilogue.model", "STORE_GRANULE": "bwlab.epilogue.rules",
-    "STORE_RULES": "bwlab.epilogue.rules", "StoreRule": "bwlab.epilogue.rules",
-    "StoreRuleError": "bwlab.epilogue.rules", "SWIZZLES": "bwlab.hw.swizzle",
-    "teach_case": "bwlab.epilogue.demos", "TEACH_EDITS": "bwlab.epilogue.runner",
-    "TF32_ROUNDS_ON_STORE": "bwlab.epilogue.rules", "tma_reduce_add_model": "bwlab.epilogue.store",
-    "tma_store_writes": "bwlab.epilogue.store", "WARP": "bwlab.hw.banks", "wavefronts": "bwlab.hw.banks",
+    "bwlab.epilogue.case": "describe_gmem_byte",
+    "bwlab.epilogue.demos": ("edge_store_case epilogue_case fence_experiment FenceExperiment GPU_VS_MODEL "
+                             "gpu_vs_model NOFENCE_RUNS teach_case"),
+    "bwlab.epilogue.model": "bits_to_float32 epilogue_alpha_beta float32_to_bits store_coverage",
+    "bwlab.epilogue.ordering": "BulkAsyncGroups OrderingError",
+    "bwlab.epilogue.pictures": "plot_bank_phases plot_edge_tiles plot_store_box plot_writer_map",
+    "bwlab.epilogue.rules": ("D_DTYPES PROXY_FENCE_RULE REDUCE_ADD_DTYPES STORE_GRANULE STORE_RULES StoreRule "
+                             "StoreRuleError TF32_ROUNDS_ON_STORE"),
+    "bwlab.epilogue.runner": "measure_store_cycles require_teach_args run_epilogue run_tma_store TEACH_EDITS",
+    "bwlab.epilogue.store": ("granule_of smem_box_footprint smem_box_pitch tma_reduce_add_model "
+                             "tma_store_writes"),
+    "bwlab.epilogue.tile": "bank_patterns MAPPINGS RegisterStorePlan SmemTile",
+    "bwlab.hw.banks": "BANK_BYTES BANK_RULE BankReport smem_bank SMEM_BANKS WARP wavefronts",
+    "bwlab.hw.swizzle": "SWIZZLES",
 }
 
 __getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)

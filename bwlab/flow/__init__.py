@@ -45,20 +45,14 @@ __all__ = ["Flow", "flow_tier", "format_ptx_by_hop", "HOP_NAMES", "kernel_ptx", 
 from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
 
 _ELSEWHERE = {
-    "flow_model": "bwlab.flow.model", "FlowProblem": "bwlab.flow.problem",
-    "format_ptx_by_hop": "bwlab.flow.listing", "Hop": "bwlab.flow.trace", "hop_of": "bwlab.flow.trace",
-    "HOPS": "bwlab.flow.trace", "kernel_ptx": "bwlab.flow.listing", "LD_ACCESS": "bwlab.flow.problem",
-    "load_model": "bwlab.flow.model", "mma_from_smem": "bwlab.flow.model", "mma_k_steps": "bwlab.flow.model",
-    "Ordering": "bwlab.flow.ordering", "ORDERING_NAMES": "bwlab.flow.ordering",
-    "ORDERINGS": "bwlab.flow.ordering", "piece_color": "bwlab.flow.pictures",
-    "plot_grid": "bwlab.flow.pictures", "plot_hop": "bwlab.flow.pictures",
-    "plot_timeline": "bwlab.flow.pictures", "plot_trip": "bwlab.flow.pictures",
-    "ptx_by_hop": "bwlab.flow.listing", "registers_from_tmem": "bwlab.flow.model",
-    "SMEM_A": "bwlab.flow.problem", "SMEM_B": "bwlab.flow.problem", "SMEM_BYTES": "bwlab.flow.problem",
-    "SMEM_D": "bwlab.flow.problem", "st_shared_model": "bwlab.flow.model",
-    "store_from_smem": "bwlab.flow.model", "THREADS": "bwlab.flow.problem", "TIERS": "bwlab.flow.case",
-    "Trace": "bwlab.flow.trace", "trace_without": "bwlab.flow.ordering", "TraceCheck": "bwlab.flow.trace",
-    "trip_widget": "bwlab.flow.pictures",
+    "bwlab.flow.case": "TIERS",
+    "bwlab.flow.listing": "format_ptx_by_hop kernel_ptx ptx_by_hop",
+    "bwlab.flow.model": ("flow_model load_model mma_from_smem mma_k_steps registers_from_tmem st_shared_model "
+                         "store_from_smem"),
+    "bwlab.flow.ordering": "Ordering ORDERING_NAMES ORDERINGS trace_without",
+    "bwlab.flow.pictures": "piece_color plot_grid plot_hop plot_timeline plot_trip trip_widget",
+    "bwlab.flow.problem": "FlowProblem LD_ACCESS SMEM_A SMEM_B SMEM_BYTES SMEM_D THREADS",
+    "bwlab.flow.trace": "Hop hop_of HOPS Trace TraceCheck",
 }
 
 __getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)

@@ -53,32 +53,18 @@ __all__ = ["barrier_outcome", "barrier_table", "cluster_layout_vmnk", "ClusterRa
 from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
 
 _ELSEWHERE = {
-    "barrier_outcome": "bwlab.multicast.model", "barrier_table": "bwlab.multicast.model",
-    "BARRIERS": "bwlab.multicast.runner", "block_of_rank": "bwlab.multicast.partition",
-    "compare_run": "bwlab.multicast.case", "create_tma_multicast_mask": "bwlab.multicast.cluster",
-    "cta_coord": "bwlab.multicast.cluster", "cta_masks": "bwlab.multicast.cluster",
-    "CtaMasks": "bwlab.multicast.cluster", "CtaPlan": "bwlab.multicast.partition",
-    "expected_smem": "bwlab.multicast.model", "explain_cta": "bwlab.multicast.pictures",
-    "explorer_choices": "bwlab.multicast.pictures", "FILL_BYTE": "bwlab.multicast.model",
-    "format_mask": "bwlab.multicast.cluster", "Issue": "bwlab.multicast.partition",
-    "l2_read_bytes": "bwlab.multicast.partition", "launch_multicast": "bwlab.multicast.runner",
-    "make_operands": "bwlab.multicast.model", "mask_explorer": "bwlab.multicast.pictures",
-    "mask_ranks": "bwlab.multicast.cluster", "mask_steps": "bwlab.multicast.cluster",
-    "mask_table": "bwlab.multicast.cluster", "masked_multicast_model": "bwlab.multicast.model",
-    "MaskSteps": "bwlab.multicast.cluster", "MAX_CLUSTER_CTAS": "bwlab.multicast.cluster",
-    "MODE_NAMES": "bwlab.multicast.cluster", "multicast_box": "bwlab.multicast.partition",
-    "MulticastCheck": "bwlab.multicast.case", "MulticastRun": "bwlab.multicast.runner",
-    "plan": "bwlab.multicast.partition", "plan_arrays": "bwlab.multicast.partition",
-    "plot_cluster": "bwlab.multicast.pictures", "plot_every_mask": "bwlab.multicast.pictures",
-    "plot_landing": "bwlab.multicast.pictures", "plot_mask": "bwlab.multicast.pictures",
-    "plot_masks_of": "bwlab.multicast.pictures", "plot_ranks": "bwlab.multicast.pictures",
-    "plot_savings": "bwlab.multicast.pictures", "plot_slice_swizzle": "bwlab.multicast.pictures",
-    "plot_smem_check": "bwlab.multicast.pictures", "PORTABLE_CLUSTER_CTAS": "bwlab.multicast.cluster",
-    "require_teach_config": "bwlab.multicast.model", "run_multicast": "bwlab.multicast.runner",
-    "slice_chunks": "bwlab.multicast.model", "TEACH_BARRIERS": "bwlab.multicast.runner",
-    "TEACH_KERNEL": "bwlab.multicast.model", "THREADS": "bwlab.multicast.runner",
-    "TMA_ISSUE_DTYPE": "bwlab.multicast.partition", "tma_partition": "bwlab.multicast.partition",
-    "TmaSlice": "bwlab.multicast.partition",
+    "bwlab.multicast.case": "compare_run MulticastCheck",
+    "bwlab.multicast.cluster": ("create_tma_multicast_mask cta_coord cta_masks CtaMasks format_mask mask_ranks "
+                                "mask_steps mask_table MaskSteps MAX_CLUSTER_CTAS MODE_NAMES "
+                                "PORTABLE_CLUSTER_CTAS"),
+    "bwlab.multicast.model": ("barrier_outcome barrier_table expected_smem FILL_BYTE make_operands "
+                              "masked_multicast_model require_teach_config slice_chunks TEACH_KERNEL"),
+    "bwlab.multicast.partition": ("block_of_rank CtaPlan Issue l2_read_bytes multicast_box plan plan_arrays "
+                                  "TMA_ISSUE_DTYPE tma_partition TmaSlice"),
+    "bwlab.multicast.pictures": ("explain_cta explorer_choices mask_explorer plot_cluster plot_every_mask "
+                                 "plot_landing plot_mask plot_masks_of plot_ranks plot_savings "
+                                 "plot_slice_swizzle plot_smem_check"),
+    "bwlab.multicast.runner": "BARRIERS launch_multicast MulticastRun run_multicast TEACH_BARRIERS THREADS",
 }
 
 __getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)

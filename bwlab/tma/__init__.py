@@ -51,19 +51,12 @@ __all__ = ["bank_conflict_table", "cta_tiles", "handshake_events", "oob_fill_bit
 from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
 
 _ELSEWHERE = {
-    "bank_conflict_table": "bwlab.tma.model", "column_read_addresses": "bwlab.tma.model",
-    "cta_tiles": "bwlab.tma.model", "handshake_events": "bwlab.tma.model",
-    "is_narrow_swizzle": "bwlab.tma.tensor_map", "MAX_BOX": "bwlab.tma.tensor_map",
-    "MAX_RANK": "bwlab.tma.tensor_map", "plot_bank_conflicts": "bwlab.tma.pictures",
-    "plot_cta_tiles": "bwlab.tma.pictures", "plot_handshake": "bwlab.tma.pictures",
-    "plot_oob_box": "bwlab.tma.pictures", "plot_smem_image": "bwlab.tma.pictures",
-    "plot_swizzle_modes": "bwlab.tma.pictures", "PREFETCH_BOX": "bwlab.tma.runner",
-    "PREFETCH_TENSORMAP": "bwlab.tma.runner", "require_modelled": "bwlab.tma.model",
-    "require_teach_args": "bwlab.tma.runner", "run_tma_load": "bwlab.tma.runner",
-    "SMEM_ALIGNMENT": "bwlab.tma.tensor_map", "swizzle_explorer": "bwlab.tma.pictures",
-    "TEACH_BARRIERS": "bwlab.tma.runner", "TF32_ROUNDS_ON_LOAD": "bwlab.tma.model",
-    "tma_load_window": "bwlab.tma.model", "tma_load_writes": "bwlab.tma.model",
-    "TMAP_DTYPES": "bwlab.tma.tensor_map",
+    "bwlab.tma.model": ("bank_conflict_table column_read_addresses cta_tiles handshake_events require_modelled "
+                        "TF32_ROUNDS_ON_LOAD tma_load_window tma_load_writes"),
+    "bwlab.tma.pictures": ("plot_bank_conflicts plot_cta_tiles plot_handshake plot_oob_box plot_smem_image "
+                           "plot_swizzle_modes swizzle_explorer"),
+    "bwlab.tma.runner": "PREFETCH_BOX PREFETCH_TENSORMAP require_teach_args run_tma_load TEACH_BARRIERS",
+    "bwlab.tma.tensor_map": "is_narrow_swizzle MAX_BOX MAX_RANK SMEM_ALIGNMENT TMAP_DTYPES",
 }
 
 __getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)

@@ -56,31 +56,21 @@ __all__ = ["accumulator_layout", "accumulator_owners", "attempt", "COLUMNS", "co
 from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
 
 _ELSEWHERE = {
-    "accumulator_layout": "bwlab.tmem.accumulator", "accumulator_owners": "bwlab.tmem.accumulator",
-    "address_image": "bwlab.tmem.teach", "all_accesses": "bwlab.tmem.forms",
-    "all_kernel_names": "bwlab.tmem.runner", "Allocation": "bwlab.tmem.alloc", "attempt": "bwlab.tmem.alloc",
-    "brief": "bwlab.tmem.alloc", "COLUMNS": "bwlab.hw.tmem", "COLUMNS_PER_NUM": "bwlab.tmem.forms",
-    "compare_st_images": "bwlab.tmem.model", "compile_kernels": "bwlab.tmem.runner",
-    "CP_TABLE": "bwlab.tmem.tables", "defined_st_bits": "bwlab.tmem.model",
-    "epilogue_loads": "bwlab.tmem.accumulator", "example_accumulator": "bwlab.tmem.accumulator",
-    "format_address": "bwlab.hw.tmem", "instructions_per_warp": "bwlab.tmem.forms",
-    "kernel_name": "bwlab.tmem.runner", "LANES": "bwlab.hw.tmem", "LANES_PER_SHAPE": "bwlab.tmem.forms",
-    "ld_fragment_map": "bwlab.tmem.forms", "ld_roundtrip_model": "bwlab.tmem.model",
-    "ld_widget": "bwlab.tmem.pictures", "legal_nums": "bwlab.tmem.forms", "LoadStep": "bwlab.tmem.accumulator",
-    "MAX_REGS_PER_THREAD": "bwlab.tmem.forms", "new_image": "bwlab.hw.tmem", "NUMS": "bwlab.tmem.forms",
-    "pattern_image": "bwlab.tmem.model", "plot_accumulator_owners": "bwlab.tmem.pictures",
-    "plot_gallery": "bwlab.tmem.pictures", "plot_ld_map": "bwlab.tmem.pictures",
-    "plot_tmem": "bwlab.tmem.pictures", "plot_warp_quarters": "bwlab.tmem.pictures",
-    "read_accumulator": "bwlab.tmem.accumulator", "register_pattern": "bwlab.tmem.model",
-    "REGS_PER_NUM": "bwlab.tmem.forms", "require_alloc": "bwlab.tmem.tables",
-    "require_configurations": "bwlab.tmem.runner", "require_cp": "bwlab.tmem.tables",
-    "require_ldst": "bwlab.tmem.tables", "run_ld_roundtrip": "bwlab.tmem.runner",
-    "run_st_roundtrip": "bwlab.tmem.runner", "run_teach": "bwlab.tmem.case", "SHAPE_CODE": "bwlab.tmem.forms",
-    "st_cells_mask": "bwlab.tmem.model", "st_roundtrip_model": "bwlab.tmem.model",
-    "tcgen05_ld": "bwlab.tmem.model", "tcgen05_st": "bwlab.tmem.model", "TEACH_FILE": "bwlab.tmem.teach",
-    "teach_model": "bwlab.tmem.teach", "teach_plan": "bwlab.tmem.teach", "teach_sass": "bwlab.tmem.teach",
-    "TeachPlan": "bwlab.tmem.teach", "TmemNote": "bwlab.tmem.alloc", "TmemStore": "bwlab.tmem.case",
-    "try_teach": "bwlab.tmem.case", "warp_lane_range": "bwlab.hw.tmem",
+    "bwlab.hw.tmem": "COLUMNS format_address LANES new_image warp_lane_range",
+    "bwlab.tmem.accumulator": ("accumulator_layout accumulator_owners epilogue_loads example_accumulator "
+                               "LoadStep read_accumulator"),
+    "bwlab.tmem.alloc": "Allocation attempt brief TmemNote",
+    "bwlab.tmem.case": "run_teach TmemStore try_teach",
+    "bwlab.tmem.forms": ("all_accesses COLUMNS_PER_NUM instructions_per_warp LANES_PER_SHAPE ld_fragment_map "
+                         "legal_nums MAX_REGS_PER_THREAD NUMS REGS_PER_NUM SHAPE_CODE"),
+    "bwlab.tmem.model": ("compare_st_images defined_st_bits ld_roundtrip_model pattern_image register_pattern "
+                         "st_cells_mask st_roundtrip_model tcgen05_ld tcgen05_st"),
+    "bwlab.tmem.pictures": ("ld_widget plot_accumulator_owners plot_gallery plot_ld_map plot_tmem "
+                            "plot_warp_quarters"),
+    "bwlab.tmem.runner": ("all_kernel_names compile_kernels kernel_name require_configurations "
+                          "run_ld_roundtrip run_st_roundtrip"),
+    "bwlab.tmem.tables": "CP_TABLE require_alloc require_cp require_ldst",
+    "bwlab.tmem.teach": "address_image TEACH_FILE teach_model teach_plan teach_sass TeachPlan",
 }
 
 __getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)

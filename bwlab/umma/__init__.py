@@ -60,38 +60,25 @@ __all__ = ["canonical_layout", "cta_pair_mma", "d_tmem_layout", "decode_instr_de
 from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
 
 _ELSEWHERE = {
-    "ARCHS": "bwlab.umma.descriptors", "atom_shape": "bwlab.umma.canonical",
-    "CanonicalLayout": "bwlab.umma.canonical", "cta_pair_mma": "bwlab.umma.hybrid",
-    "CtaState": "bwlab.umma.model", "d_from_words": "bwlab.umma.model", "d_tmem_layout": "bwlab.umma.model",
-    "descriptor_addresses": "bwlab.umma.descriptors", "descriptor_widget": "bwlab.umma.pictures",
-    "edit_descs": "bwlab.umma.descriptors", "elem_bytes": "bwlab.umma.canonical",
-    "format_fields": "bwlab.umma.descriptors", "fused_mma": "bwlab.umma.numerics",
-    "gmma_desc_for_tile": "bwlab.umma.descriptors", "instr_desc_widget": "bwlab.umma.pictures",
-    "instr_k": "bwlab.umma.canonical", "InstrDesc": "bwlab.umma.idesc", "kind_of": "bwlab.umma.idesc",
-    "KINDS": "bwlab.umma.idesc", "launch_wgmma": "bwlab.umma.runner",
-    "LAYOUT_CODES_SM100": "bwlab.umma.descriptors", "LAYOUT_CODES_SM90": "bwlab.umma.descriptors",
-    "layout_survey": "bwlab.umma.survey", "LAYOUTS": "bwlab.umma.rules", "LayoutSurvey": "bwlab.umma.survey",
-    "legal_mma_configs": "bwlab.umma.rules", "MAJORS": "bwlab.umma.canonical",
-    "mma_numerics": "bwlab.umma.numerics", "mma_operands": "bwlab.umma.model",
-    "MmaInstr": "bwlab.umma.numerics", "MmaRuleError": "bwlab.umma.idesc", "operand_hint": "bwlab.umma.case",
-    "OPERAND_LAYOUTS": "bwlab.umma.survey", "OPERAND_TYPES": "bwlab.umma.canonical",
-    "operand_values": "bwlab.umma.model", "parse_instr": "bwlab.umma.numerics",
-    "plot_canonical_layouts": "bwlab.umma.pictures", "plot_case": "bwlab.umma.pictures",
-    "plot_core_matrices": "bwlab.umma.pictures", "plot_d_tmem_layout": "bwlab.umma.pictures",
-    "plot_d_tmem_layouts": "bwlab.umma.pictures", "plot_k_steps": "bwlab.umma.pictures",
-    "plot_smem_layout": "bwlab.umma.pictures", "read_operand": "bwlab.umma.descriptors",
-    "require_mma": "bwlab.umma.rules", "require_mma_cute": "bwlab.umma.rules",
-    "require_mma_shape": "bwlab.umma.idesc", "run_teach_umma": "bwlab.umma.runner",
-    "run_umma": "bwlab.umma.runner", "run_wgmma": "bwlab.umma.runner", "SMEM_BYTES": "bwlab.umma.model",
-    "smem_chunk_map": "bwlab.umma.pictures", "smem_desc_for_tile": "bwlab.umma.descriptors",
-    "SmemDesc": "bwlab.umma.descriptors", "swizzle_with_base_offset": "bwlab.umma.canonical",
-    "tcgen05_commit": "bwlab.umma.model", "tcgen05_mma": "bwlab.umma.model",
-    "TEACH_SMEM_BYTES": "bwlab.umma.runner", "tile_desc": "bwlab.umma.descriptors",
-    "tma_fed_mma": "bwlab.umma.hybrid", "TmaFedMma": "bwlab.umma.hybrid", "TmemLayout": "bwlab.umma.model",
-    "UMMA_BARRIERS": "bwlab.umma.runner", "umma_model": "bwlab.umma.case",
-    "WGMMA_BARRIERS": "bwlab.umma.runner", "wgmma_cases": "bwlab.umma.survey",
-    "wgmma_d_fragment": "bwlab.umma.model", "wgmma_mma_async": "bwlab.umma.model",
-    "wgmma_model": "bwlab.umma.case", "WGMMA_NS": "bwlab.umma.model", "words_from_d": "bwlab.umma.model",
+    "bwlab.umma.canonical": ("atom_shape CanonicalLayout elem_bytes instr_k MAJORS OPERAND_TYPES "
+                             "swizzle_with_base_offset"),
+    "bwlab.umma.case": "operand_hint umma_model wgmma_model",
+    "bwlab.umma.descriptors": ("ARCHS descriptor_addresses edit_descs format_fields gmma_desc_for_tile "
+                               "LAYOUT_CODES_SM100 LAYOUT_CODES_SM90 read_operand smem_desc_for_tile SmemDesc "
+                               "tile_desc"),
+    "bwlab.umma.hybrid": "cta_pair_mma tma_fed_mma TmaFedMma",
+    "bwlab.umma.idesc": "InstrDesc kind_of KINDS MmaRuleError require_mma_shape",
+    "bwlab.umma.model": ("CtaState d_from_words d_tmem_layout mma_operands operand_values SMEM_BYTES "
+                         "tcgen05_commit tcgen05_mma TmemLayout wgmma_d_fragment wgmma_mma_async WGMMA_NS "
+                         "words_from_d"),
+    "bwlab.umma.numerics": "fused_mma mma_numerics MmaInstr parse_instr",
+    "bwlab.umma.pictures": ("descriptor_widget instr_desc_widget plot_canonical_layouts plot_case "
+                            "plot_core_matrices plot_d_tmem_layout plot_d_tmem_layouts plot_k_steps "
+                            "plot_smem_layout smem_chunk_map"),
+    "bwlab.umma.rules": "LAYOUTS legal_mma_configs require_mma require_mma_cute",
+    "bwlab.umma.runner": ("launch_wgmma run_teach_umma run_umma run_wgmma TEACH_SMEM_BYTES UMMA_BARRIERS "
+                          "WGMMA_BARRIERS"),
+    "bwlab.umma.survey": "layout_survey LayoutSurvey OPERAND_LAYOUTS wgmma_cases",
 }
 
 __getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)
