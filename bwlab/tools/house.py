@@ -131,7 +131,7 @@ def floors(graph) -> dict[str, int]:
         members.setdefault(k, []).append(m)
     level: dict[object, int] = {}
 
-    def depth(k, seen=()):
+    def depth(k):
         if k not in level:
             below = {key[b] for m in members[k] for b in graph[m] if key.get(b) is not None} - {k}
             level[k] = 1 + max((depth(b) for b in below), default=-1)
