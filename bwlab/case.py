@@ -34,6 +34,8 @@ from typing import Callable
 
 import numpy as np
 
+from .results import Result
+
 __all__ = ["Case", "CheckResult", "Mismatch", "compare", "CheckFailed", "Result", "Results", "NoResult",
            "digest"]
 
@@ -158,24 +160,6 @@ def compare(expected, got, *, stage: str, what: str, unit: str = "element",
 
 class NoResult(RuntimeError):
     """Neither this machine nor a recording can give the case's result."""
-
-
-@dataclass
-class Result:
-    """What a case produced and where: `value` (the array `model()` also returns), `source` in words —
-    this GPU, the PTX emulator, or a recording's 'recorded on an NVIDIA H100 ... on DATE' — and `live`
-    (run now, here). Unpacks as `(value, source)`; `recording` is the `bwlab.results.Recording` a recorded
-    result came from, `error` the exception a live run raised (then `value` is None)."""
-
-    value: object
-    source: str
-    live: bool
-    recording: object = field(default=None, repr=False)
-    error: object = None              # the exception (or, recorded, its message) instead of a value
-    seconds: float | None = None      # how long the call took (shown with an error)
-
-    def __iter__(self):
-        return iter((self.value, self.source))
 
 
 class Results(list):

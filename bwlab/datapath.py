@@ -119,9 +119,3 @@ def capacities():
              else "none (TMEM exists on sm_100 only)", "PTX ISA"),
         ]
     return out
-
-
-# The names these pictures had before every picture was called plot_*.
-from .plotting import deprecated_alias as _alias  # noqa: E402
-
-draw_data_path = _alias(plot_data_path, "draw_data_path")

@@ -15,7 +15,7 @@ import colorsys
 import numpy as np
 
 __all__ = ["cta_color", "warp_color", "thread_color", "BYTE_COLORS", "MEMORY_COLORS", "add_legend", "plot_grid",
-           "new_figure", "figure_at", "deprecated_alias", "draw_grid"]
+           "new_figure", "figure_at"]
 
 # tab10 first (so small clusters keep the familiar colours), then the lighter tab20 partners.
 _CTA_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
@@ -101,9 +101,3 @@ def figure_at(ax, figsize):
     fig = ax.figure.add_subfigure(ax.get_subplotspec())
     ax.remove()
     return fig
-
-
-from .util import deprecated_alias  # noqa: E402  (the pictures' draw_* names, kept importable here)
-
-
-draw_grid = deprecated_alias(plot_grid, "draw_grid")

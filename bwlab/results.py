@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import importlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable
@@ -35,7 +35,8 @@ import numpy as np
 from .package_data import data_dir
 
 __all__ = ["RESULTS", "RECORDINGS", "recorded", "show_recorded", "Recording", "save_recording",
-           "load_recording", "recording_names", "Recorded", "recorded_cases", "find_recorded", "STAGE_PACKAGES"]
+           "load_recording", "recording_names", "Recorded", "recorded_cases", "find_recorded",
+           "STAGE_PACKAGES", "Result"]
 
 # The checkout's docs/results/, or the copy a wheel carries (bwlab.package_data).
 RESULTS = data_dir("results")
@@ -152,6 +153,24 @@ def _identities(package: str) -> dict:
     return out
 
 
+@dataclass
+class Result:
+    """What a case produced and where: `value` (the array `model()` also returns), `source` in words —
+    this GPU, the PTX emulator, or a recording's 'recorded on an NVIDIA H100 ... on DATE' — and `live`
+    (run now, here). Unpacks as `(value, source)`; `recording` is the `bwlab.results.Recording` a recorded
+    result came from, `error` the exception a live run raised (then `value` is None)."""
+
+    value: object
+    source: str
+    live: bool
+    recording: object = field(default=None, repr=False)
+    error: object = None              # the exception (or, recorded, its message) instead of a value
+    seconds: float | None = None      # how long the call took (shown with an error)
+
+    def __iter__(self):
+        return iter((self.value, self.source))
+
+
 @lru_cache(maxsize=32)
 def _load_cached(name: str) -> Recording:
     return load_recording(name)
@@ -160,7 +179,6 @@ def _load_cached(name: str) -> Recording:
 def find_recorded(case, recording: str | None = None):
     """The recorded `bwlab.case.Result` of `case` (same parameters, inputs and kernel), or None; where
     several recordings hold the case, the first listed, or the one named `recording`."""
-    from .case import Result
     package = type(case).__module__.split(".")[1]
     found = [r for r in _identities(package).get(case.identity(), ())
              if recording is None or r.recording == recording]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["MbarrierTimeout", "LaunchConfigError", "launch", "bench", "BenchResult", "STATUS_DTYPE",
-           "tensor_map_arg", "Backend", "backend_for", "GPU", "EMULATED", "runs_on"]
+           "tensor_map_arg", "encode_tensor_map", "Backend", "backend_for", "GPU", "EMULATED", "runs_on"]
 
 # Mirrors struct BwStatus in cuda_src/ptx/common.cuh (its static_asserts; tests/test_struct_mirrors.py compares).
 STATUS_DTYPE = np.dtype([
@@ -229,7 +229,31 @@ def tensor_map_arg(encoded: bytes | np.ndarray):
     return np.frombuffer(raw.tobytes(), dtype=dt)[0]
 
 
-def _validate(grid, block, shared_mem, cluster):
+def encode_tensor_map(tmap, global_address: int) -> bytes:
+    """The 128-byte CUtensorMap of `tmap` (a `bwlab.tma.TensorMap`) for a tensor at `global_address`:
+    the emulator's map for an emulator pointer, else cuTensorMapEncodeTiled through cuda.bindings with
+    the arguments of `tmap.encode_args` (which refuses an illegal map before any driver call)."""
+    from .emu import is_emu_pointer
+    if is_emu_pointer(global_address):
+        from .emu.tensormap import encode
+        return encode(tmap, global_address)
+    a = tmap.encode_args(global_address)
+    from cuda.bindings import driver as drv
+    err, cmap = drv.cuTensorMapEncodeTiled(
+        getattr(drv.CUtensorMapDataType, a["tensorDataType"]), a["tensorRank"], a["globalAddress"],
+        [drv.cuuint64_t(v) for v in a["globalDim"]], [drv.cuuint64_t(v) for v in a["globalStrides"]],
+        [drv.cuuint32_t(v) for v in a["boxDim"]], [drv.cuuint32_t(v) for v in a["elementStrides"]],
+        getattr(drv.CUtensorMapInterleave, a["interleave"]), getattr(drv.CUtensorMapSwizzle, a["swizzle"]),
+        getattr(drv.CUtensorMapL2promotion, a["l2Promotion"]),
+        getattr(drv.CUtensorMapFloatOOBfill, a["oobFill"]))
+    if int(err) != 0:
+        raise RuntimeError(f"cuTensorMapEncodeTiled rejected {tmap!r}: {err!r}")
+    return np.array([int(v) for v in cmap.opaque], dtype=np.uint64).tobytes()
+
+
+def require_launch_config(grid, block, shared_mem, cluster):
+    """Refuse a launch the GPU would refuse (threads per block, cluster size and shape, SMEM); returns
+    grid and block as 3-tuples. Raises LaunchConfigError naming the limit."""
     grid = tuple(grid) + (1,) * (3 - len(tuple(grid)))
     block = tuple(block) + (1,) * (3 - len(tuple(block)))
     if any(g < 1 for g in grid) or any(b < 1 for b in block):
@@ -261,7 +285,7 @@ def launch(module, kernel: str, grid, block, args, shared_mem: int = 0, barrier_
     `barrier_names` maps the barrier ids the kernel passes to `mbarrier_wait` to names for the
     error message. `cluster` is the kernel's compile-time cluster shape (checked against the grid).
     """
-    grid, block = _validate(grid, block, shared_mem, cluster)
+    grid, block = require_launch_config(grid, block, shared_mem, cluster)
     fn = module.get_function(kernel)
     if _is_emu(module):
         status = module.get_global("bw_status")
@@ -346,9 +370,3 @@ def bench(name: str, fn, warmup: int = 3, repeat: int = 20, bytes_moved: int | N
     cp.cuda.Device().synchronize()
     times = [time_ms(fn) for _ in range(repeat)]
     return BenchResult(name, statistics.median(times), min(times), max(times), repeat, bytes_moved)
-
-
-# The name it had before `check` meant a comparison with the model (one release).
-from .util import deprecated_alias as _deprecated  # noqa: E402
-
-check_status = _deprecated(raise_on_status, "check_status")

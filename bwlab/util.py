@@ -15,11 +15,14 @@ def round_up(x: int, m: int) -> int:
 
 
 def names_elsewhere(namespace: dict, elsewhere: dict):
-    """`__getattr__` and `__dir__` for a stage package whose top lists only its teaching names (`__all__`):
-    every other name in `elsewhere` ({name: module}) is imported from its module on first use, so
-    `bwlab.<stage>.<name>` still reaches it. `namespace` is the package's globals()."""
+    """`__getattr__` and `__dir__` for a stage package (the one lazy mechanism, after scikit-image's
+    `lazy.attach`): `elsewhere` is {module: "name name ..."}, and `bwlab.<stage>.<name>` imports that
+    module on first use and returns its `name`. `namespace` is the package's globals(); its `__all__`
+    and what it imports plainly make up `dir()`."""
+    where = {name: module for module, names in elsewhere.items() for name in names.split()}
+
     def __getattr__(name):
-        module = elsewhere.get(name)
+        module = where.get(name)
         if module is None:
             raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
         import importlib
@@ -32,8 +35,9 @@ def names_elsewhere(namespace: dict, elsewhere: dict):
 
 
 def deprecated_alias(fn, old: str):
-    """The function `fn` under `old`, a name it had before (a picture's `draw_*`, a rule validator's
-    `check_*`): calls `fn` after a DeprecationWarning that names the new name. Kept for one release."""
+    """The function `fn` under `old`, a name it had before: calls `fn` after a DeprecationWarning that
+    names the new name. Kept for one release, then deleted (docs/CONTRIBUTING.md, "Renames and
+    deprecation")."""
     import functools
     import warnings
 

@@ -71,13 +71,13 @@ def test_require_names_the_rule(monkeypatch):
 
 
 def test_launch_config_rules():
-    from bwlab.runtime import LaunchConfigError, _validate
+    from bwlab.runtime import LaunchConfigError, require_launch_config
     with pytest.raises(LaunchConfigError, match="1024"):
-        _validate((1,), (33, 32), 0, None)
+        require_launch_config((1,), (33, 32), 0, None)
     with pytest.raises(LaunchConfigError, match="portable maximum is 8"):
-        _validate((16,), (32,), 0, (16, 1, 1))
+        require_launch_config((16,), (32,), 0, (16, 1, 1))
     with pytest.raises(LaunchConfigError, match="not a multiple"):
-        _validate((6,), (32,), 0, (4, 1, 1))
+        require_launch_config((6,), (32,), 0, (4, 1, 1))
 
 
 def test_hello_rejects_bad_size_before_the_driver():

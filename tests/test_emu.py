@@ -8,6 +8,7 @@ import pytest
 
 from bwlab import emu
 from bwlab.emu import tensormap
+from bwlab.runtime import encode_tensor_map
 
 pytestmark = pytest.mark.usefixtures("emulated_tier")
 
@@ -166,7 +167,7 @@ def test_a_tensor_map_for_an_emulator_pointer_round_trips():
     from bwlab.tma import TensorMap
     t = TensorMap("bfloat16", (64, 32, 5), (32, 8, 2), swizzle="64B", oob_fill="nan", l2_promotion="128B")
     d = emu.zeros(64 * 32 * 5, np.uint16)
-    raw = t.encode(d.data.ptr)
+    raw = encode_tensor_map(t, d.data.ptr)
     assert len(raw) == 128 and tensormap.is_emu_map(raw)
     assert tensormap.decode(raw) == (t, d.data.ptr)
 
@@ -333,7 +334,7 @@ def test_the_schedule_is_seeded_and_the_result_does_not_depend_on_it():
     clocks = []
     for seed in (0, 0, 1, 2):
         out = emu.zeros(t.box_bytes, np.uint8)
-        run = mod.get_function("teach_tma_load")((1,), (128,), (tensor_map_arg(t.encode(d.data.ptr)), np.int32(0),
+        run = mod.get_function("teach_tma_load")((1,), (128,), (tensor_map_arg(encode_tensor_map(t, d.data.ptr)), np.int32(0),
                                                               np.int32(16), np.uint32(t.box_bytes), out), seed=seed)
         assert np.array_equal(out.get(), tma_load_model(g, t, (0, 16)))
         clocks.append(run.clock)
@@ -467,8 +468,8 @@ def test_the_tma_streaming_copy_copies():
     rows, tile_rows, stages = 96, 16, 3
     src = (np.arange(rows * COPY_ROW_BYTES // 4, dtype=np.uint64) * 2654435761 % (1 << 32)).astype(np.uint32)
     d_src, d_dst = emu.asarray(src), emu.zeros(src.size, np.uint32)
-    maps = [tensor_map_arg(TensorMap("uint32", (COPY_ROW_BYTES // 4, rows), (COPY_ROW_BYTES // 4, tile_rows))
-                           .encode(a.data.ptr)) for a in (d_src, d_dst)]
+    tmap = TensorMap("uint32", (COPY_ROW_BYTES // 4, rows), (COPY_ROW_BYTES // 4, tile_rows))
+    maps = [tensor_map_arg(encode_tensor_map(tmap, a.data.ptr)) for a in (d_src, d_dst)]
     tile_bytes = tile_rows * COPY_ROW_BYTES
     launch(EMULATED.load("tma_load.cu"), "tma_copy_stream", (2,), (32,),
            (*maps, np.uint32(1), np.uint32(rows // tile_rows), np.uint32(COPY_ROW_BYTES // 4), np.uint32(tile_rows),

@@ -9,7 +9,7 @@ from bwlab.exercises import hidden_cases
 from bwlab.hw import element_type
 from bwlab.tma import TensorMap, TmaLoad
 from bwlab.tma import exercises as ex
-from bwlab.tma import runner
+from bwlab.tma import case as tma_case, runner
 
 from test_exercises_orient import not_yet, run_student_version
 
@@ -136,7 +136,7 @@ def _fake_gpu(monkeypatch, result):
         assert tmap == ex.EDIT_TMAP and coords == ex.EDIT_COORDS and kernel.edited
         return result(gmem)
     monkeypatch.setattr(device, "tier", lambda stage: "hardware")
-    monkeypatch.setattr(runner, "run_teach", fake_run_teach)
+    monkeypatch.setattr(tma_case, "run_teach", fake_run_teach)
     return seen
 
 

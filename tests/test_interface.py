@@ -229,17 +229,70 @@ def test_no_notebook_writes_its_own_live_or_recorded_branch(src):
 STAGE_PACKAGES = ("tma", "multicast", "umma", "tmem", "epilogue", "flow")
 
 
+def _stage_submodules(stage):
+    d = ROOT / "bwlab" / stage
+    return {f.stem for f in d.glob("*.py")} | {x.name for x in d.iterdir() if x.is_dir()}
+
+
+def _names_used_in_code(path: Path, stage: str) -> set:
+    """The names of bwlab.<stage>'s top that a Python file uses: `from bwlab.<stage> import X`, and `S.X`
+    where S is the package (`from bwlab import <stage> [as S]`, `import bwlab.<stage> as S`, `bwlab.<stage>`)."""
+    import ast
+    tree = ast.parse(path.read_text())
+    aliases, used = set(), set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ImportFrom) and n.level == 0:
+            if n.module == "bwlab":
+                aliases |= {a.asname or a.name for a in n.names if a.name == stage}
+            elif n.module == f"bwlab.{stage}":
+                used |= {a.name for a in n.names}
+        elif isinstance(n, ast.Import):
+            aliases |= {a.asname for a in n.names if a.name == f"bwlab.{stage}" and a.asname}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Attribute):
+            v = n.value
+            if isinstance(v, ast.Name) and v.id in aliases:
+                used.add(n.attr)
+            elif isinstance(v, ast.Attribute) and v.attr == stage and getattr(v.value, "id", "") == "bwlab":
+                used.add(n.attr)
+    return used - _stage_submodules(stage) - {"__doc__", "__file__", "__name__"}
+
+
+def _names_used_in_docs(path: Path, stage: str, mod) -> set:
+    """`<stage>.X` / `bwlab.<stage>.X` / `from bwlab.<stage> import X` in a Markdown file, X a name of the package."""
+    text = path.read_text()
+    used = set(re.findall(rf"(?<![\w/.])(?:bwlab\.)?{stage}\.([A-Za-z_]\w*)", text))
+    for m in re.finditer(rf"from bwlab\.{stage} import ([\w, ]+)", text):
+        used |= {x.strip() for x in m.group(1).split(",") if x.strip()}
+    return {n for n in used - _stage_submodules(stage) if not n.startswith("_") and hasattr(mod, n)}
+
+
+def names_used(stage: str) -> set:
+    """What the notebooks' sources, the docs and the command lines (bwlab/checks, validate, bench) use from
+    the top of bwlab.<stage>."""
+    import importlib
+    mod = importlib.import_module(f"bwlab.{stage}")
+    code = [*sorted(NB_SRC.glob("*.py")), *sorted((ROOT / "bwlab" / "checks").glob("*.py")),
+            ROOT / "bwlab" / "validate.py", ROOT / "bwlab" / "bench.py"]
+    docs = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
+    return set().union(*(_names_used_in_code(p, stage) for p in code),
+                       *(_names_used_in_docs(p, stage, mod) for p in docs if p.is_file()))
+
+
 @pytest.mark.parametrize("pkg", STAGE_PACKAGES)
-def test_a_stage_package_shows_its_teaching_names_and_reaches_the_rest(pkg):
-    """About 10-15 names at the top (`__all__`, `dir`); every other name still resolves, from the module
-    that defines it."""
+def test_a_stage_package_lists_exactly_what_is_used(pkg):
+    """`__all__` is what the notebooks, the docs and the command lines use from the package's top: every
+    such name is in it, and every name in it is used. The rest resolves lazily, from its module."""
     import importlib
     mod = importlib.import_module(f"bwlab.{pkg}")
-    assert 10 <= len(mod.__all__) <= 15, mod.__all__
+    used = names_used(pkg)
+    assert not used - set(mod.__all__), f"used but not in bwlab.{pkg}.__all__: {sorted(used - set(mod.__all__))}"
+    assert not set(mod.__all__) - used, f"in bwlab.{pkg}.__all__ but used nowhere: {sorted(set(mod.__all__) - used)}"
     for name in mod.__all__:
         assert getattr(mod, name) is not None
-    for name, where in mod._ELSEWHERE.items():
-        assert getattr(mod, name) is getattr(importlib.import_module(where), name), name
+    for where, names in mod._ELSEWHERE.items():
+        for name in names.split():
+            assert getattr(mod, name) is getattr(importlib.import_module(where), name), name
     public = [n for n in dir(mod) if not n.startswith("_") and not isinstance(getattr(mod, n), type(mod))
               and n != "annotations"]
     assert set(public) <= set(mod.__all__), sorted(set(public) - set(mod.__all__))
@@ -247,20 +300,20 @@ def test_a_stage_package_shows_its_teaching_names_and_reaches_the_rest(pkg):
         getattr(mod, "no_such_name")
 
 
-def test_pictures_are_plot_and_the_old_names_warn():
-    from bwlab import multicast, tmem
-    from bwlab.datapath import draw_data_path, plot_data_path
-    assert multicast.draw_landing.__wrapped__ is multicast.plot_landing
-    assert tmem.draw_ld_map.__wrapped__ is tmem.plot_ld_map
-    assert draw_data_path.__wrapped__ is plot_data_path
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    with pytest.warns(DeprecationWarning, match="plot_data_path"):
-        draw_data_path()
-    plt.close("all")
+def test_the_used_names_reader_sees_every_form(tmp_path):
+    src = tmp_path / "nb.py"
+    src.write_text("from bwlab import tma as T\nimport bwlab.tma as U\nfrom bwlab.tma import TensorMap, model\n"
+                   "import bwlab\nT.cta_tiles(1)\nU.TmaLoad\nbwlab.tma.run_teach\nT.model.smem_chunks\n")
+    assert _names_used_in_code(src, "tma") == {"cta_tiles", "TmaLoad", "run_teach", "TensorMap"}
+
+
+def test_pictures_are_plot_and_the_old_names_are_gone():
+    from bwlab import datapath, multicast, plotting, tmem
+    for mod, old in ((multicast, "draw_landing"), (tmem, "draw_ld_map"), (datapath, "draw_data_path"),
+                     (plotting, "draw_grid")):
+        assert not hasattr(mod, old), f"{mod.__name__}.{old}: the draw_* aliases were deleted on 2026-11-28"
     for path in (ROOT / "bwlab").rglob("*.py"):
-        defs = re.findall(r"^def (draw_\w+)", path.read_text(), flags=re.M)
+        defs = re.findall(r"^(?:def )?(draw_\w+)\b", path.read_text(), flags=re.M)
         assert not defs, f"{path}: pictures are plot_*: {defs}"
 
 
@@ -356,7 +409,8 @@ def test_umma_case_gives_the_kernel_your_idesc(emulated_tier):
 # ---- one verb per meaning -------------------------------------------------------------------------
 # `check` compares something with the model and reports (a CheckResult, or a *Check of the same kind);
 # `require_*` refuses illegal input with an error naming the rule; the exercise graders keep the
-# check_* names the notebooks call. (module, old name, new name) of every rename:
+# check_* names the notebooks call. (module, old name, new name) of every rename (the old names were
+# deleted on 2026-11-28):
 RENAMED = [
     ("bwlab.tma.rules", "check_tensor_map", "require_tensor_map"),
     ("bwlab.tma.rules", "check_global_address", "require_global_address"),
@@ -446,29 +500,18 @@ def test_the_verb_test_finds_a_validator_named_check(tmp_path):
 
 
 @pytest.mark.parametrize("module,old,new", RENAMED, ids=[f"{m}.{o}" for m, o, _ in RENAMED])
-def test_old_names_still_work_and_warn(module, old, new):
+def test_old_names_are_gone(module, old, new):
+    """The renamed validators' old names were deleted on 2026-11-28, their one release over
+    (docs/CONTRIBUTING.md, "Renames and deprecation")."""
     import importlib
     mod = importlib.import_module(module)
-    alias, fn = getattr(mod, old), getattr(mod, new)
-    assert alias.__wrapped__ is fn and alias.__name__ == old
-    with pytest.warns(DeprecationWarning, match=f"{old} is now called {new}"):
-        try:
-            alias()                      # no arguments: the warning comes first, then fn's TypeError
-        except TypeError:
-            pass
-
-
-def test_a_deprecated_validator_still_validates():
-    from bwlab.umma import rules
-    with pytest.warns(DeprecationWarning, match="require_mma"):
-        assert rules.check_mma("f16", "f16", "f32", 128, 64) == "f16"
-    with pytest.warns(DeprecationWarning), pytest.raises(rules.MmaRuleError, match="M = 96"):
-        rules.check_mma("f16", "f16", "f32", 96, 64)
+    assert callable(getattr(mod, new))
+    assert not hasattr(mod, old), f"{module}.{old} is back: call {new}"
 
 
 def test_nothing_of_bwlab_calls_an_old_name():
-    """The old names are for learners' code only: the package, the notebooks' sources and the scripts call
-    the new ones (a renamed method has no alias at all, so an old call there fails only on a GPU)."""
+    """The package, the notebooks' sources and the scripts call the new names (an old call in code that
+    runs only on a GPU would fail only there)."""
     import re
     old = sorted({o for _, o, _ in RENAMED} | {"check_status", "check_numpy", "check_cells"})
     call = re.compile(r"(?<![\w\"'])(?:\w+\.)*(" + "|".join(map(re.escape, old)) + r")\s*\(")
@@ -476,8 +519,6 @@ def test_nothing_of_bwlab_calls_an_old_name():
     for path in [*(ROOT / "bwlab").rglob("*.py"), *(ROOT / "notebooks" / "src").glob("*.py"),
                  *(ROOT / "docs" / "results").glob("*.py")]:
         for n, line in enumerate(path.read_text().splitlines(), 1):
-            if "deprecated" in line or "_deprecated(" in line:
-                continue
             for m in call.finditer(line.split("#")[0]):
                 if not line.lstrip().startswith(("def ", "class ")) and m.group(1) not in _grader_names():
                     found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")

@@ -107,7 +107,7 @@ def test_forced_timeout_in_full_flow_frees_tmem():
     (no MMA issued), then, with the load waited for without a budget, on `mma_done` (MMAs in flight). Both
     report MbarrierTimeout and free TMEM; the next launch equals the model."""
     from bwlab.flow import runner
-    from bwlab.flow.case import _GPU_SOURCES
+    from bwlab.flow.case import GPU_SOURCES
     from bwlab.flow.model import flow_model
     from bwlab.flow.problem import FlowProblem
     from bwlab.flow.trace import Trace
@@ -121,14 +121,14 @@ def test_forced_timeout_in_full_flow_frees_tmem():
                    "while (!mbarrier_try_wait_parity(&full, 0)) {}\n    const bool loaded = true;")
     with pytest.raises(MbarrierTimeout, match="mma_done"):
         runner.run_hardware(p, kernel=k2)
-    got = Trace("hardware", p, runner.run_hardware(p), _GPU_SOURCES["hardware"])
+    got = Trace("hardware", p, runner.run_hardware(p), GPU_SOURCES["hardware"])
     assert flow_model(p).compare(got, "emulator").ok
 
 
 
 def test_teach_tmem_equals_model():
-    from bwlab.tmem import runner, teach
-    assert np.array_equal(runner.run_teach(), teach.teach_model())
+    from bwlab.tmem import case, teach
+    assert np.array_equal(case.run_teach(), teach.teach_model())
 
 
 def _forms():
@@ -149,12 +149,12 @@ def test_tmem_sm100_roundtrips_equal_model(access):
 
 def test_full_flow_sm100_taps_equal_the_model_hop_by_hop():
     from bwlab.flow import runner
-    from bwlab.flow.case import _GPU_SOURCES
+    from bwlab.flow.case import GPU_SOURCES
     from bwlab.flow.model import flow_model
     from bwlab.flow.problem import FlowProblem
     from bwlab.flow.trace import Trace
     p = FlowProblem(3)
-    got = Trace("hardware", p, runner.run_hardware(p), _GPU_SOURCES["hardware"])
+    got = Trace("hardware", p, runner.run_hardware(p), GPU_SOURCES["hardware"])
     res = flow_model(p).compare(got, "emulator")
     assert res.ok, str(res)
     assert len(res.results) == 9

@@ -13,6 +13,7 @@ from bwlab.hw.dtypes import element_type, tf32_round
 from bwlab.hw.mbarrier import Mbarrier
 from bwlab.tma import TensorMap, TensorMapError, TmaLoad, tma_load_model
 from bwlab.tma.runner import RunResult, background
+from bwlab.runtime import encode_tensor_map
 
 
 def ok(**kw):
@@ -79,12 +80,12 @@ def test_limits_themselves_are_accepted():
 def test_encode_rejects_misaligned_base_before_any_driver_call():
     t = ok()
     with pytest.raises(TensorMapError, match=r"\[global-address-alignment\].*0x1008"):
-        t.encode(0x1008)
+        encode_tensor_map(t, 0x1008)
     with pytest.raises(TensorMapError, match="global-address-alignment"):
-        t.encode(0)
+        encode_tensor_map(t, 0)
     il = TensorMap("uint16", (16, 4, 4), (16, 4, 4), interleave="32B", swizzle="32B")
     with pytest.raises(TensorMapError, match="32-byte aligned"):
-        il.encode(0x1010)
+        encode_tensor_map(il, 0x1010)
 
 
 def test_encode_args_are_what_the_driver_receives():
@@ -408,7 +409,7 @@ def test_validation_pins_a_fault_to_its_case_and_classifies_the_rest(monkeypatch
 
     real_mkdtemp = tempfile.mkdtemp
     monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
-    monkeypatch.setattr(ct, "run_cases", fake_run_cases)
+    monkeypatch.setattr(ct, "launch_cases", fake_run_cases)
     monkeypatch.setattr(ct, "child_json", fake_child)
     said = []
     res = ct.validate_isolated(n, 0, say=said.append, group=16, dump=str(tmp_path / "f.npz"))

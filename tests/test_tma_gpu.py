@@ -9,7 +9,7 @@ from bwlab.checks import tma as ct
 from bwlab.checks.tma_copy import CopyConfig, make_tma_copy
 from bwlab.hw.swizzle import row_bytes as swizzle_row_bytes
 from bwlab.tma import TensorMap, TmaLoad, tma_load_model
-from bwlab.tma.runner import LoadCase, run_cases
+from bwlab.tma.runner import LoadCase, launch_cases
 
 pytestmark = [pytest.mark.sm90, pytest.mark.emulated]
 
@@ -62,7 +62,7 @@ def test_narrow_swizzled_boxes_sit_one_span_apart(swizzle, row_bytes, offset):
     t = TensorMap("uint16", (96, 40), (row_bytes // 2, 9), swizzle=swizzle)
     assert t.smem_pitch == swizzle_row_bytes(swizzle) and t.tx_bytes == t.box_bytes
     cases = [LoadCase(t, g, coords, smem_offset=offset) for coords in ((8, 5), (88, 36), (-8, -4))]
-    r = run_cases(cases)
+    r = launch_cases(cases)
     assert r.timeout is None and r.done.all()
     for c, w in zip(cases, r.windows):
         np.testing.assert_array_equal(w, c.model_window())
@@ -75,7 +75,7 @@ def test_a_wrong_expect_tx_is_reported_not_hung(extra):
     from bwlab.runtime import MbarrierTimeout
     g = np.arange(64 * 64, dtype=np.uint16)
     t = TensorMap("uint16", (64, 64), (64, 16))
-    r = run_cases([LoadCase(t, g, (0, 0), expect_tx=t.box_bytes + extra)])
+    r = launch_cases([LoadCase(t, g, (0, 0), expect_tx=t.box_bytes + extra)])
     assert isinstance(r.timeout, MbarrierTimeout) and not r.done[0]
     # Too many bytes announced: phase 0 never completes. Too few: phase 0 completes early and the
     # leftover bytes keep phase 1 from completing -> the exactness barrier reports it.

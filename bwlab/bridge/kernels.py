@@ -72,14 +72,16 @@ KERNELS = {
 }
 
 
-def _kernel(name: str) -> BridgeKernel:
+def bridge_kernel(name: str) -> BridgeKernel:
+    """The bridge kernel `name` ('full_flow', 'gemm_s1'); KeyError naming the ones there are."""
     if name not in KERNELS:
         raise KeyError(f"no bridge kernel {name!r}; there are {sorted(KERNELS)}")
     return KERNELS[name]
 
 
-def _twin(name: str, tool: str) -> str:
-    k = _kernel(name)
+def twin_stem(name: str, tool: str) -> str:
+    """The module name (in bwlab/bridge/) of kernel `name` written with `tool`; KeyError naming what there is."""
+    k = bridge_kernel(name)
     if tool not in TOOLS:
         raise KeyError(f"no tool {tool!r}; there are {sorted(TOOLS)}")
     if tool not in k.twins:
@@ -88,7 +90,7 @@ def _twin(name: str, tool: str) -> str:
 
 
 def _source_path(name: str, tool: str = "gluon") -> Path:
-    return HERE / f"{_twin(name, tool)}.py"
+    return HERE / f"{twin_stem(name, tool)}.py"
 
 
 def _sha256(text: str) -> str:
@@ -186,7 +188,7 @@ CALLS = {
 
 def compile_live(name: str, tool: str = "gluon") -> PtxRecord:
     """Compile the kernel `name` written with `tool` for sm_100a here (needs the tool; no GPU, no driver)."""
-    module = _twin(name, tool)
+    module = twin_stem(name, tool)
     version = tool_version(tool)
     t = TOOLS[tool]
     if version is None:
@@ -209,7 +211,7 @@ def compile_live(name: str, tool: str = "gluon") -> PtxRecord:
 
 def recorded(name: str, tool: str = "gluon") -> PtxRecord:
     """The recorded PTX of the kernel `name` written with `tool` (bwlab/bridge/recorded/<twin>.ptx, .json)."""
-    stem = _twin(name, tool)
+    stem = twin_stem(name, tool)
     ptx_path, meta_path = RECORDED / f"{stem}.ptx", RECORDED / f"{stem}.json"
     if not ptx_path.exists() or not meta_path.exists():
         raise FileNotFoundError(f"no recording of {name!r} in {TOOLS[tool].label} in {RECORDED}: make it with "
@@ -234,7 +236,7 @@ def practitioner_ptx(name: str, tool: str = "gluon", live: bool | None = None) -
 def bwlab_ptx(name: str) -> str:
     """The PTX of bwlab's own kernel for the same job (NVRTC, sm_100a, no GPU)."""
     from ..compile import compile_cuda
-    k = _kernel(name)
+    k = bridge_kernel(name)
     return compile_cuda(k.bwlab_source, arch="sm_100a").ptx_of(k.bwlab_kernel)
 
 
@@ -247,7 +249,7 @@ def record(name: str, tool: str = "gluon", out_dir: Path | None = None) -> Path:
     """Compile `name` with `tool` live and write <twin>.ptx and <twin>.json (package, version, date, command,
     checksums) into bwlab/bridge/recorded/ (or `out_dir`)."""
     rec = compile_live(name, tool)
-    stem = _twin(name, tool)
+    stem = twin_stem(name, tool)
     out = Path(out_dir) if out_dir is not None else RECORDED
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{stem}.ptx").write_text(rec.ptx)

@@ -285,7 +285,7 @@ def mma_operands(text: str, kernel: str | None = None) -> list[MmaOperands]:
     return out
 
 
-def _k_steps(mmas: list[MmaOperands], which: str) -> list | None:
+def mma_k_steps(mmas: list[MmaOperands], which: str) -> list | None:
     """Bytes between the start addresses of consecutive MMAs (None where they cannot be related)."""
     starts = [m.a_start if which == "A" else m.b_start for m in mmas]
     if not starts or any(s is None for s in starts) or len({s[0] for s in starts}) != 1:
@@ -293,7 +293,7 @@ def _k_steps(mmas: list[MmaOperands], which: str) -> list | None:
     return [b[1] - a[1] for a, b in zip(starts, starts[1:])]
 
 
-def _usual_step(steps: list | None) -> int | None:
+def usual_step(steps: list | None) -> int | None:
     """The step between consecutive MMAs that occurs most often (a compiler that unrolls the K loop also
     steps back to the stage's start between k-blocks)."""
     if not steps:
@@ -302,7 +302,7 @@ def _usual_step(steps: list | None) -> int | None:
     return max(counts, key=lambda v: (counts[v], -abs(v)))
 
 
-def _b_minus_a(m: MmaOperands) -> int | None:
+def b_minus_a(m: MmaOperands) -> int | None:
     """Bytes from the A tile to the B tile in SMEM, where both start from the same root."""
     if m.a_start is None or m.b_start is None or m.a_start[0] != m.b_start[0]:
         return None

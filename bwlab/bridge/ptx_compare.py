@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from .mma_operands import (IDESC_FIELDS, SMEM_DESC_FIELDS, _b_minus_a, _k_steps, _usual_step, function_of,
+from .mma_operands import (IDESC_FIELDS, SMEM_DESC_FIELDS, b_minus_a, mma_k_steps, usual_step, function_of,
                            mma_operands)
 
 __all__ = ["DATA_PATH", "instruction_classes", "mma_operands", "compare_ptx", "PtxComparison",
@@ -207,9 +207,9 @@ class PtxComparison:
             fa, fb = ma[0].smem_fields(which), mb[0].smem_fields(which)
             for _, name in SMEM_DESC_FIELDS:
                 rows.append((f"{which} desc {name}", fa[name], fb[name], fa[name] == fb[name] and fa[name] is not None))
-            sa, sb = _usual_step(_k_steps(ma, which)), _usual_step(_k_steps(mb, which))
+            sa, sb = usual_step(mma_k_steps(ma, which)), usual_step(mma_k_steps(mb, which))
             rows.append((f"{which} start: step per MMA (bytes)", sa, sb, sa == sb and sa is not None))
-        da, db = _b_minus_a(ma[0]), _b_minus_a(mb[0])
+        da, db = b_minus_a(ma[0]), b_minus_a(mb[0])
         rows.append(("B start - A start (bytes)", da, db, da == db and da is not None))
         return rows
 
@@ -218,7 +218,7 @@ class PtxComparison:
         next, where the PTX relates them (None where it does not)."""
         if which not in ("A", "B"):
             raise ValueError(f"which must be 'A' or 'B', got {which!r}")
-        return tuple(None if (st := _k_steps(m, which)) is None else sorted(set(st)) for m in self.mmas)
+        return tuple(None if (st := mma_k_steps(m, which)) is None else sorted(set(st)) for m in self.mmas)
 
     def descriptor_table(self) -> str:
         a, b = self.names

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 
-from .kernels import TOOLS, _kernel, _twin, practitioner_source
+from .kernels import TOOLS, bridge_kernel, twin_stem, practitioner_source
 
 __all__ = ["SideBySide", "side_by_side"]
 
@@ -43,11 +43,11 @@ def side_by_side(name: str, tool: str = "gluon", replace: dict | None = None) ->
     """bwlab's kernel (cuda_src/...) beside its twin written with `tool` (bwlab/bridge/<tool>_*.py).
     `replace`: text of bwlab's listing to show otherwise ({old: new}), e.g. a value an exercise asks for."""
     from ..source import function_source, source_text
-    k = _kernel(name)
+    k = bridge_kernel(name)
     left = function_source(source_text(k.bwlab_source), k.bwlab_kernel)
     for old, new in (replace or {}).items():
         if old not in left:
             raise ValueError(f"{old!r} does not occur in {k.bwlab_source}'s {k.bwlab_kernel}")
         left = left.replace(old, new)
     return SideBySide(left, practitioner_source(name, tool), f"bwlab: cuda_src/{k.bwlab_source}",
-                      f"{TOOLS[tool].label}: bwlab/bridge/{_twin(name, tool)}.py")
+                      f"{TOOLS[tool].label}: bwlab/bridge/{twin_stem(name, tool)}.py")

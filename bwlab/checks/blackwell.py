@@ -136,7 +136,7 @@ def _timeout_on_gpu(step, A, B):
     from ..compile import load_module
     from ..device import gpu_info
     from ..gemm import sm100
-    from ..runtime import launch, tensor_map_arg
+    from ..runtime import launch, encode_tensor_map, tensor_map_arg
     s = sm100.step_info(step)
     a, b, M, N, K = sm100._operands(A, B)
     maps = sm100.tensor_maps(step, M, N, K)
@@ -144,7 +144,7 @@ def _timeout_on_gpu(step, A, B):
     err = cp.zeros(1, cp.uint32)
     mod = load_module(s["file"], defines={"BW_WAIT_TIMEOUT_NS": "0"})
     launch(mod, "gemm", sm100.launch_grid(step, M, N, gpu_info().sm_count), (s["threads"],),
-           (*[tensor_map_arg(t.encode(x.data.ptr)) for t, x in zip(maps, d)], d[2], np.int32(M), np.int32(N),
+           (*[tensor_map_arg(encode_tensor_map(t, x.data.ptr)) for t, x in zip(maps, d)], d[2], np.int32(M), np.int32(N),
             np.int32(K), err, np.uint64(0)), shared_mem=s["smem_bytes"], barrier_names=sm100.GEMM_BARRIERS,
            cluster=(s["cluster"], 1, 1) if s["cluster"] > 1 else None)
     if int(cp.asnumpy(err)[0]):

@@ -195,14 +195,14 @@ def compare_all(say=print, n_tma: int = 1000, n_store: int = 200, quick: bool = 
     t0 = time.perf_counter()
 
     # TMA loads: the harness, random cases in batches (one CTA each)
-    from ..tma.runner import run_cases
+    from ..tma.runner import launch_cases
     from .tma import random_cases
     cases = random_cases(n_tma, seed=2026 + seed)
     for i in range(0, len(cases), 50):
         batch = cases[i:i + 50]
 
         def run(batch=batch):
-            r = run_cases(batch)
+            r = launch_cases(batch)
             return (r.windows, [bool(x) for x in r.done], [e is None for e in r.errors],
                     None if r.timeout is None else type(r.timeout).__name__)
         gpu, em = _both(run)
@@ -229,7 +229,8 @@ def compare_all(say=print, n_tma: int = 1000, n_store: int = 200, quick: bool = 
 
     # multicast: the harness on every validation shape, the teaching kernel
     from ..multicast import MulticastLoad, make_operands, teach_config
-    from ..multicast.runner import launch_multicast, run_teach as mc_teach
+    from ..multicast.case import run_teach as mc_teach
+    from ..multicast.runner import launch_multicast
     from .multicast import validation_configs
     for cfg in validation_configs(quick=quick):
         ops = make_operands(cfg, seed=1 + seed)
@@ -243,7 +244,8 @@ def compare_all(say=print, n_tma: int = 1000, n_store: int = 200, quick: bool = 
 
     # TMA store / reduce-add (random boxes), epilogues, the teaching kernel
     from ..epilogue.problem import teach_problem
-    from ..epilogue.runner import run_epilogue, run_teach as st_teach
+    from ..epilogue.case import run_teach as st_teach
+    from ..epilogue.runner import run_epilogue
     from .store import random_epilogue_problem, random_store_cases
     for op in ("store", "reduce_add"):
         for k, c in enumerate(random_store_cases(n_store if op == "store" else n_store // 2, seed=7 + seed, op=op)):
@@ -377,12 +379,12 @@ def bench_main(argv=None) -> int:
         timed("teach_tma.cu (64 x 24 box, 128B)", 1.0, lambda: run_teach(g, TensorMap("uint16", (80, 96), (64, 24),
                                                                                          swizzle="128B"), (16, 8)))
         from ..multicast import MulticastLoad, teach_config
-        from ..multicast.runner import run_teach as mc_teach
+        from ..multicast.case import run_teach as mc_teach
         cfg = teach_config(cluster=(2, 2))
         case = MulticastLoad(cfg, seed=5)
         timed("teach_multicast.cu (cluster 2 x 2)", 1.0, lambda: mc_teach(cfg, case.operands))
         from ..epilogue.problem import teach_problem
-        from ..epilogue.runner import run_teach as st_teach
+        from ..epilogue.case import run_teach as st_teach
         p = teach_problem(150, 70)
         acc = np.ones(p.acc_shape, np.float32)
         timed("teach_store.cu (150 x 70)", 1.0, lambda: st_teach(p, acc))

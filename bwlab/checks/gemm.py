@@ -227,12 +227,12 @@ def _prepare_sm100(info, s, a, b) -> _Timed:
     import cupy as cp
     from ..compile import load_module
     from ..gemm import sm100
-    from ..runtime import tensor_map_arg
+    from ..runtime import encode_tensor_map, tensor_map_arg
     m, k = a.shape
     n = b.shape[0]
     maps = sm100.tensor_maps(s["name"], m, n, k)
     c, err = cp.zeros((m, n), cp.uint16), cp.zeros(1, cp.uint32)
-    args = (*[tensor_map_arg(t.encode(d.data.ptr)) for t, d in zip(maps, (a, b, c))], c, np.int32(m),
+    args = (*[tensor_map_arg(encode_tensor_map(t, d.data.ptr)) for t, d in zip(maps, (a, b, c))], c, np.int32(m),
             np.int32(n), np.int32(k), err, np.uint64(0))
     fn = load_module(s["file"]).get_function("gemm")
     fn.max_dynamic_shared_size_bytes = s["smem_bytes"]

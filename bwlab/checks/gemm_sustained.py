@@ -51,7 +51,7 @@ def _library(sets, torch_ok):
     return "cuBLAS bf16 (cupy.cuda.cublas.gemmEx)", calls, outs[0]
 
 
-def _block(calls, seconds, per_sample, start=0):
+def time_block(calls, seconds, per_sample, start=0):
     """Launch calls[(start + i) % len] back to back for `seconds` of host time; CUDA events every
     `per_sample` launches (one chain, no gap between samples). Returns per-launch ms of each sample."""
     import cupy as cp
@@ -71,7 +71,9 @@ def _block(calls, seconds, per_sample, start=0):
     return [cp.cuda.get_elapsed_time(a, b) / per_sample for a, b in zip(events, events[1:])]
 
 
-def _launch_ms(calls, n=3):
+def launch_time_ms(calls, n=3):
+    """Milliseconds per launch of `calls`: one warm-up round, then `n` rounds timed together with CUDA
+    events (their mean per launch)."""
     import cupy as cp
     for c in calls:
         c()
@@ -151,11 +153,11 @@ def _shape(m, n, k, proto, steps, torch_ok, clocks, say, table, dump, runner) ->
     del ref
     # warm-up: library windows until the SM clock settles
     t_start, mhz = time.perf_counter(), []
-    per_lib = P.samples_per_launch(_launch_ms(lib_calls), proto.sample_ms)
+    per_lib = P.samples_per_launch(launch_time_ms(lib_calls), proto.sample_ms)
     while True:
         t0 = time.perf_counter()
         clocks.mark(("warm-up", shape))
-        _block(lib_calls, proto.window_s, per_lib)
+        time_block(lib_calls, proto.window_s, per_lib)
         win = clocks.window(t0)
         if win:
             mhz.append(sorted(win)[len(win) // 2])
@@ -163,18 +165,18 @@ def _shape(m, n, k, proto, steps, torch_ok, clocks, say, table, dump, runner) ->
         if spent >= proto.warmup_max_s or (spent >= proto.warmup_min_s and (not win or P.settled(mhz, proto.settle_mhz))):
             break
     say(f"  warm-up {spent:.1f} s; window medians (MHz): {', '.join(f'{x:.0f}' for x in mhz[-4:]) or 'no clock reading'}")
-    per = {s.name: P.samples_per_launch(_launch_ms(t), proto.sample_ms) for s, t, _ in cands}
+    per = {s.name: P.samples_per_launch(launch_time_ms(t), proto.sample_ms) for s, t, _ in cands}
     lib_blocks, cand_blocks = [], {s.name: [] for s, _, _ in cands}
     for r in range(proto.rounds):
         for s, timed, _ in cands:
             clocks.mark(("library", shape, r, s.name))
-            lib_blocks.append(_block(lib_calls, proto.block_s, per_lib))
+            lib_blocks.append(time_block(lib_calls, proto.block_s, per_lib))
             clocks.mark((s.name, shape, r))
-            cand_blocks[s.name].append((len(lib_blocks) - 1, _block(timed, proto.block_s, per[s.name])))
+            cand_blocks[s.name].append((len(lib_blocks) - 1, time_block(timed, proto.block_s, per[s.name])))
         for s, timed, _ in cands:
             timed[0].after()    # a bounded wait that gave up during the timed launches
     clocks.mark(("library", shape, proto.rounds, "end"))
-    lib_blocks.append(_block(lib_calls, proto.block_s, per_lib))
+    lib_blocks.append(time_block(lib_calls, proto.block_s, per_lib))
     clocks.mark(None)
     lib_all = [x for blk in lib_blocks for x in blk]
     lib_med = P.block_stats(lib_all)

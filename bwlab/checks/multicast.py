@@ -188,13 +188,13 @@ def _bench_setup(cfg: BenchConfig):
     a 128B-swizzled uint8 tensor of `tiles_in_source` tiles, which the caller keeps alive while it launches)."""
     import cupy as cp
     from ..compile import load_module
-    from ..runtime import tensor_map_arg
+    from ..runtime import encode_tensor_map, tensor_map_arg
     from ..tma import TensorMap
     device.require("multicast")
     rows = cfg.tiles_in_source * cfg.boxes_per_tile * cfg.box_rows
     src = cp.asarray(np.random.default_rng(0).integers(0, 256, size=rows * cfg.row_bytes, dtype=np.uint8))
     tmap = TensorMap("uint8", (cfg.row_bytes, rows), (cfg.row_bytes, cfg.box_rows), swizzle="128B")
-    targ = tensor_map_arg(tmap.encode(src.data.ptr))
+    targ = tensor_map_arg(encode_tensor_map(tmap, src.data.ptr))
     mod = load_module("tma_multicast", defines={"CLUSTER_X": cfg.cluster, "CLUSTER_Y": 1,
                                                 "MC_STAGES": cfg.stages})
     return mod, targ, cp.zeros(cfg.ctas * 2, dtype=cp.uint64), src

@@ -393,13 +393,13 @@ STORE_GOAL = 0.95   # TMA store / cupy fill
 def store_stream_launch(mod, dst, per_sm: int, sm_count: int):
     """tma_store_stream over all of `dst` (R x C float32): every CTA stores one 32 KiB box (32 fp32 x
     256 rows, 128B swizzle) to every gridDim-th box position. Returns (call, box bytes)."""
-    from ..runtime import launch, tensor_map_arg
+    from ..runtime import launch, encode_tensor_map, tensor_map_arg
     from ..tma import TensorMap
     R, C = dst.shape
     box_w, box_h = 32, 256
     tmap = TensorMap("float32", (C, R), (box_w, box_h), swizzle="128B")
     box_bytes = box_w * box_h * 4
-    a = (tensor_map_arg(tmap.encode(dst.data.ptr)), np.uint32(box_bytes), np.uint32(box_w), np.uint32(box_h),
+    a = (tensor_map_arg(encode_tensor_map(tmap, dst.data.ptr)), np.uint32(box_bytes), np.uint32(box_w), np.uint32(box_h),
          np.uint32(C // box_w), np.uint32((C // box_w) * (R // box_h)))
     grid, smem = sm_count * per_sm, box_bytes + 1024
     launch(mod, "tma_store_stream", (grid,), (128,), a, shared_mem=smem)   # once, bounded waits checked
@@ -475,8 +475,8 @@ def bench_main(argv=None) -> int:
 
     from .. import device
     from ..compile import load_module
-    from ..epilogue.runner import EPILOGUE_BARRIERS, _DT_CODE, swizzle_bits
-    from ..runtime import bench, launch, tensor_map_arg
+    from ..epilogue.runner import EPILOGUE_BARRIERS, DT_CODE_OF, swizzle_bits
+    from ..runtime import bench, launch, encode_tensor_map, tensor_map_arg
     from ..tma import TensorMap
     info = device.gpu_info()
     R, C = args.rows, args.cols
@@ -496,7 +496,7 @@ def bench_main(argv=None) -> int:
     # TMA store: every CTA stores one 32 KiB box (32 fp32 x 256 rows, 128B swizzle) over and over.
     box_w, box_h = 32, 256
     tmap = TensorMap("float32", (C, R), (box_w, box_h), swizzle="128B")
-    arg = tensor_map_arg(tmap.encode(dst.data.ptr))
+    arg = tensor_map_arg(encode_tensor_map(tmap, dst.data.ptr))
     boxes_x, boxes_total = C // box_w, (C // box_w) * (R // box_h)
     box_bytes = box_w * box_h * 4
     smem = box_bytes + 1024
@@ -525,9 +525,9 @@ def bench_main(argv=None) -> int:
         acc = cp.ones(p.acc_shape, cp.float32)
         d = cp.zeros(p.buffer_shape, cp.uint32 if dtype == "float32" else cp.uint16)
         tm = p.tensor_map()
-        a = (tensor_map_arg(tm.encode(d.data.ptr)), tensor_map_arg(tm.encode(d.data.ptr)), acc,
+        a = (tensor_map_arg(encode_tensor_map(tm, d.data.ptr)), tensor_map_arg(encode_tensor_map(tm, d.data.ptr)), acc,
              np.uint32(p.acc_shape[1]), np.float32(1.0), np.float32(0.0), np.uint32(0),
-             np.uint32(_DT_CODE[dtype]), np.uint32(swizzle_bits("128B")), np.uint32(p.bm), np.uint32(p.bn),
+             np.uint32(DT_CODE_OF[dtype]), np.uint32(swizzle_bits("128B")), np.uint32(p.bm), np.uint32(p.bn),
              np.uint32(p.tile.box_cols), np.uint32(0))
         g = (p.tiles[1], p.tiles[0])
         launch(mod, "epilogue_tile", g, (128,), a, shared_mem=p.tile_smem_bytes() + 1024,

@@ -120,17 +120,17 @@ def run(baseline: Candidate, candidates: list, proto: P.Protocol, say, clocks=No
         tag="") -> list:
     """The protocol on this GPU: each call's time measured once to size the samples, then `alternate`
     with CUDA-event blocks (bwlab.checks.gemm_sustained's), NVML clocks logged; prints the table."""
-    from .gemm_sustained import _block, _launch_ms
+    from .gemm_sustained import time_block, launch_time_ms
     own = clocks is None
     if own:
         import cupy as cp
         clocks = P.ClockLog(cp.cuda.Device().pci_bus_id).start()
     try:
-        per = {c.name: P.samples_per_launch(_launch_ms(c.calls), proto.sample_ms) for c in [baseline, *candidates]}
+        per = {c.name: P.samples_per_launch(launch_time_ms(c.calls), proto.sample_ms) for c in [baseline, *candidates]}
         calls_of = {id(c.calls): c.name for c in [baseline, *candidates]}
 
         def block(calls, seconds):
-            return _block(calls, seconds, per[calls_of[id(calls)]])
+            return time_block(calls, seconds, per[calls_of[id(calls)]])
         base_blocks, cand_blocks, spent, mhz = alternate(baseline, candidates, proto, block, clocks.mark,
                                                          clocks.window if clocks._read else None, tag=tag)
     finally:

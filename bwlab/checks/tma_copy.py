@@ -41,7 +41,7 @@ def make_tma_copy(src, dst, cfg: CopyConfig = CopyConfig()):
 
     from .. import device
     from ..compile import load_module
-    from ..runtime import STATUS_DTYPE, LaunchConfigError, MbarrierTimeout, launch, tensor_map_arg
+    from ..runtime import STATUS_DTYPE, LaunchConfigError, MbarrierTimeout, encode_tensor_map, launch, tensor_map_arg
     nbytes = src.nbytes
     if dst.nbytes != nbytes or nbytes % cfg.tile_bytes:
         raise ValueError(f"src and dst must have the same size, a multiple of the {cfg.tile_bytes}-byte tile")
@@ -49,8 +49,9 @@ def make_tma_copy(src, dst, cfg: CopyConfig = CopyConfig()):
         raise ValueError(f"stages must be 1..8 (TMA_MAX_STAGES), got {cfg.stages}")
     info = device.require("tma")
     rows = nbytes // COPY_ROW_BYTES
-    maps = [TensorMap("uint32", (COPY_ROW_BYTES // 4, rows), (COPY_ROW_BYTES // 4, cfg.tile_rows),
-                      l2_promotion=cfg.l2_promotion).encode(a.data.ptr) for a in (src, dst)]
+    tmap = TensorMap("uint32", (COPY_ROW_BYTES // 4, rows), (COPY_ROW_BYTES // 4, cfg.tile_rows),
+                     l2_promotion=cfg.l2_promotion)
+    maps = [encode_tensor_map(tmap, a.data.ptr) for a in (src, dst)]
     tiles = rows // cfg.tile_rows
     smem = cfg.stages * cfg.tile_bytes + SMEM_SLACK
     if smem > info.smem_per_block_optin or (smem + 1024) * cfg.ctas_per_sm > info.smem_per_sm:

@@ -20,12 +20,12 @@ import sys
 import numpy as np
 
 from ..hw.dtypes import element_type
-from ..tma import TensorMap
-from ..tma.runner import LoadCase, background, run_cases
+from ..tma.tensor_map import TensorMap
+from ..tma.runner import LoadCase, background, launch_cases
 from ..tma.tensor_map import NARROW_SWIZZLE_PITCH, NARROW_SWIZZLE_TX, TMAP_DTYPES, swizzle_width
 from ..util import round_up
 from ..validate import Subcommand, dispatch
-from .tma import child_json, describe_case, diagnose_window, random_cases
+from .tma_cases import child_json, describe_case, diagnose_window, random_cases
 
 THIS_MODULE = "bwlab.checks.tma_diagnose"
 _UINT = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
@@ -104,7 +104,7 @@ def subset_main(argv) -> int:
             c.prefetch = int(a.prefetch)
         sel.append(c)
     try:
-        r = run_cases(sel)
+        r = launch_cases(sel)
         bad = [(i, "driver-refused" if err else "incomplete" if not ok else "mismatch")
                for i, c, w, ok, err in zip(idx, sel, r.windows, r.done, r.errors)
                if err or not ok or not np.array_equal(w, c.model_window())]
@@ -196,7 +196,7 @@ def narrow_child(argv) -> int:
         c = cases[i]
         c.expect_tx = c.tmap.box_bytes if mode == "box" else math.prod(c.tmap.box_counts[1:]) * max(
             swizzle_width(c.tmap.swizzle), c.tmap.inner_box_bytes)
-        r = run_cases([c])
+        r = launch_cases([c])
         w = r.windows[0]
         changed = np.flatnonzero(w != background(w.size))
         out.append({"i": i, "done": bool(r.done[0]), "err": r.errors[0],

@@ -41,52 +41,40 @@ or as the H100 recorded them), `pictures`. Validation and benchmarks:
 """
 from __future__ import annotations
 
-from .case import Epilogue, TmaStore
-from .demos import teach_case
+from .case import Epilogue, run_teach, TmaStore
 from .model import epilogue_model
 from .ordering import EpilogueOrdering
 from .problem import EpilogueProblem, teach_problem
-from .rules import PROXY_FENCE_RULE
-from .runner import run_epilogue, run_teach, run_tma_store
 from .store import tma_store_model
 
-# The teaching names: what a notebook of this stage reaches for first.
-__all__ = ["EpilogueProblem", "Epilogue", "TmaStore", "epilogue_model", "run_epilogue", "tma_store_model",
-           "run_tma_store", "run_teach", "teach_problem", "teach_case", "EpilogueOrdering", "PROXY_FENCE_RULE",
-           "plot_edge_tiles", "plot_writer_map"]
+# What the notebooks, the docs and the command lines use from the package's top, and nothing else
+# (tests/test_interface.py reads them).
+__all__ = ["bank_patterns", "edge_store_case", "Epilogue", "epilogue_alpha_beta", "epilogue_model",
+           "EpilogueOrdering", "EpilogueProblem", "fence_experiment", "gpu_vs_model", "OrderingError",
+           "plot_bank_phases", "plot_edge_tiles", "plot_writer_map", "RegisterStorePlan", "run_teach",
+           "smem_box_footprint", "smem_box_pitch", "SmemTile", "store_coverage", "STORE_RULES", "teach_problem",
+           "tma_reduce_add_model", "tma_store_model", "TmaStore", "wavefronts"]
 
-# Every other name lives in its module (bwlab.epilogue.<module>, or bwlab.hw); the package's top still
-# reaches it, importing that submodule on first use (the pictures load matplotlib only then).
+# The one lazy mechanism: the names of __all__ not imported above, and the other names code written
+# against the package's top still reaches, are imported from their module on first use (the
+# pictures load matplotlib only then). New code imports a name from its module.
 from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
 
 _ELSEWHERE = {
-    "BANK_BYTES": "bwlab.hw.banks", "BANK_RULE": "bwlab.hw.banks", "BankReport": "bwlab.hw.banks",
-    "BulkAsyncGroups": "bwlab.epilogue.ordering", "D_DTYPES": "bwlab.epilogue.rules",
-    "FenceExperiment": "bwlab.epilogue.demos", "GPU_VS_MODEL": "bwlab.epilogue.demos",
-    "MAPPINGS": "bwlab.epilogue.tile", "NOFENCE_RUNS": "bwlab.epilogue.demos",
-    "OrderingError": "bwlab.epilogue.ordering", "REDUCE_ADD_DTYPES": "bwlab.epilogue.rules",
-    "RegisterStorePlan": "bwlab.epilogue.tile", "SMEM_BANKS": "bwlab.hw.banks",
-    "STORE_GRANULE": "bwlab.epilogue.rules", "STORE_RULES": "bwlab.epilogue.rules", "SWIZZLES": "bwlab.hw.swizzle",
-    "SmemTile": "bwlab.epilogue.tile", "StoreRule": "bwlab.epilogue.rules",
-    "StoreRuleError": "bwlab.epilogue.rules", "TEACH_EDITS": "bwlab.epilogue.runner",
-    "TF32_ROUNDS_ON_STORE": "bwlab.epilogue.rules", "WARP": "bwlab.hw.banks",
-    "bank_patterns": "bwlab.epilogue.tile", "bits_to_float32": "bwlab.epilogue.model",
-    "require_teach_args": "bwlab.epilogue.runner", "describe_gmem_byte": "bwlab.epilogue.case",
-    "edge_store_case": "bwlab.epilogue.demos", "epilogue_alpha_beta": "bwlab.epilogue.model",
-    "epilogue_case": "bwlab.epilogue.demos", "fence_experiment": "bwlab.epilogue.demos",
-    "float32_to_bits": "bwlab.epilogue.model", "gpu_vs_model": "bwlab.epilogue.demos",
-    "granule_of": "bwlab.epilogue.store", "measure_store_cycles": "bwlab.epilogue.runner",
-    "plot_bank_phases": "bwlab.epilogue.pictures", "plot_edge_tiles": "bwlab.epilogue.pictures",
-    "plot_store_box": "bwlab.epilogue.pictures", "plot_writer_map": "bwlab.epilogue.pictures",
-    "smem_bank": "bwlab.hw.banks", "smem_box_footprint": "bwlab.epilogue.store",
-    "smem_box_pitch": "bwlab.epilogue.store", "store_coverage": "bwlab.epilogue.model",
-    "tma_reduce_add_model": "bwlab.epilogue.store", "tma_store_writes": "bwlab.epilogue.store",
-    "wavefronts": "bwlab.hw.banks",
+    "bwlab.epilogue.case": "describe_gmem_byte",
+    "bwlab.epilogue.demos": ("edge_store_case epilogue_case fence_experiment FenceExperiment GPU_VS_MODEL "
+                             "gpu_vs_model NOFENCE_RUNS teach_case"),
+    "bwlab.epilogue.model": "bits_to_float32 epilogue_alpha_beta float32_to_bits store_coverage",
+    "bwlab.epilogue.ordering": "BulkAsyncGroups OrderingError",
+    "bwlab.epilogue.pictures": "plot_bank_phases plot_edge_tiles plot_store_box plot_writer_map",
+    "bwlab.epilogue.rules": ("D_DTYPES PROXY_FENCE_RULE REDUCE_ADD_DTYPES STORE_GRANULE STORE_RULES StoreRule "
+                             "StoreRuleError TF32_ROUNDS_ON_STORE"),
+    "bwlab.epilogue.runner": "measure_store_cycles require_teach_args run_epilogue run_tma_store TEACH_EDITS",
+    "bwlab.epilogue.store": ("granule_of smem_box_footprint smem_box_pitch tma_reduce_add_model "
+                             "tma_store_writes"),
+    "bwlab.epilogue.tile": "bank_patterns MAPPINGS RegisterStorePlan SmemTile",
+    "bwlab.hw.banks": "BANK_BYTES BANK_RULE BankReport smem_bank SMEM_BANKS WARP wavefronts",
+    "bwlab.hw.swizzle": "SWIZZLES",
 }
-
-# The validators' names before `check` meant a comparison with the model (deprecated aliases,
-# kept for one release).
-_ELSEWHERE.update({"check_teach_args": "bwlab.epilogue.runner"})
-
 
 __getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)

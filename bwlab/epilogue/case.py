@@ -18,9 +18,9 @@ from ..util import round_up
 from .model import epilogue_model
 from .problem import EpilogueProblem
 from .rules import STORE_GRANULE, raw_dtype
-from .store import _op, granule_of, tma_store_model
+from .store import store_op, granule_of, tma_store_model
 
-__all__ = ["TmaStore", "Epilogue", "describe_gmem_byte"]
+__all__ = ["TmaStore", "Epilogue", "describe_gmem_byte", "run_teach"]
 
 GRANULE_HINT = ("a TMA store writes dimension 0 in whole 16-byte granules: padding that shares the "
                 "granule holding a row's last element is written too (STORE_GRANULE), and nothing "
@@ -84,7 +84,7 @@ class TmaStore(Case):
                              "Epilogue with kernel= (E.teach_case()); TmaStore runs the harness")
         self.gmem, self.tmap, self.coords = gmem, tmap, tuple(int(c) for c in coords)
         self.smem, self.smem_address = smem, int(smem_address)
-        self.op, self.window_start, self.gmem_offset = _op(op), window_start, int(gmem_offset)
+        self.op, self.window_start, self.gmem_offset = store_op(op), window_start, int(gmem_offset)
 
     @property
     def what(self) -> str:
@@ -246,3 +246,9 @@ class Epilogue(Case):
         return compare(e, g, stage=self.stage, what=self.what, source=source,
                        hex_digits=2 * raw.itemsize, where=self.where,
                        hint=lambda m: self._hint(m, e, g, d0))
+
+
+def run_teach(p: EpilogueProblem, acc, d_init=None, kernel=None) -> np.ndarray:
+    """`Epilogue(p, acc, None, d_init, kernel=kernel or "teach_store.cu").run()`: the D buffer after the
+    teaching kernel. Kept for code written against it; a notebook builds the case."""
+    return Epilogue(p, acc, None, d_init, kernel=kernel or "teach_store.cu").run()

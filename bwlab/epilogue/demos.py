@@ -27,7 +27,7 @@ GPU_VS_MODEL = (           # (dtype, swizzle, beta, reduce_add), seed = position
 def edge_store_case():
     """A 16 x 8 fp32 box stored at (16, 16) into a 27 x 20 tensor (row pitch 28 elements, one guard
     row below): rows 20..23 of the box lie past the last row, columns 27..31 past the last column."""
-    from ..tma import TensorMap
+    from ..tma.tensor_map import TensorMap
     from .case import TmaStore
     t = TensorMap("float32", (27, 20), (16, 8), global_strides=(112,))
     gmem = np.full((21, 28), -1.0, np.float32)
@@ -114,7 +114,7 @@ def fence_experiment(nofence_kernel, on_gpu: bool | None = None) -> FenceExperim
     if on_gpu is None:
         on_gpu = device.tier("store") == "hardware"
     if on_gpu:
-        from .runner import run_teach
+        from .case import run_teach
         case = teach_case(2048, 2048, 3)
         want = case.model()
         fx = FenceExperiment("this GPU", case, {True: [], False: []})

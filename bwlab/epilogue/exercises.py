@@ -320,7 +320,7 @@ def _gpu_line(p, acc, d0, kernel, case) -> tuple[bool, str]:
     tier = device.tier("store")
     if tier not in ("hardware", "emulated"):
         return True, "GPU: not run here (the TMA store needs an sm_90 GPU; the model ran your coordinates)"
-    from .runner import run_teach
+    from .case import run_teach
     where = "the PTX emulator" if tier == "emulated" else device.gpu_info().name
     label = "emulator" if tier == "emulated" else "GPU"
     try:

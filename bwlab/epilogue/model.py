@@ -7,27 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..hw.dtypes import element_type, from_float, to_float
 from .problem import EpilogueProblem
-from .rules import d_dtype, raw_dtype
+from .rules import bits_to_float32, d_dtype, float32_to_bits, raw_dtype
 from .store import tma_reduce_add_model, tma_store_model, tma_store_writes
 
 __all__ = ["bits_to_float32", "float32_to_bits", "epilogue_alpha_beta", "epilogue_model",
            "store_coverage"]
-
-
-def bits_to_float32(bits, dtype) -> np.ndarray:
-    """Raw element bits -> float32 values (exact for f16 and bf16): `bwlab.hw.dtypes.to_float`."""
-    t = element_type(dtype)
-    raw = np.asarray(bits).astype(raw_dtype(t), copy=False)
-    return to_float(raw.view(t.storage), t).astype(np.float32)
-
-
-def float32_to_bits(x, dtype) -> np.ndarray:
-    """float32 values -> raw bits of `dtype` rounded to nearest even, as ``cvt.rn.f16.f32`` /
-    ``cvt.rn.bf16.f32`` do (PTX ISA 9.7.9.21 cvt; NaN becomes 0x7fff): `bwlab.hw.dtypes.from_float`."""
-    t = element_type(dtype)
-    return np.ascontiguousarray(from_float(np.asarray(x, dtype=np.float32), t)).view(raw_dtype(t))
 
 
 def epilogue_alpha_beta(acc: np.ndarray, alpha: float, beta: float = 0.0, c_bits=None,
@@ -70,7 +55,7 @@ def epilogue_model(p: EpilogueProblem, acc, c_bits=None, d_init=None,
     `box_coords(tm, tn)` says where tile (tm, tn)'s stores go: [((x, y), SMEM address), ...] as
     `p.box_coords` gives them (the default). Another function models a kernel that passes other
     coordinates to its TMA stores (a store the rules refuse raises `StoreRuleError`)."""
-    from ..tma import tma_load_model
+    from ..tma.model import tma_load_model
     from .tile import SmemTile
     raw = raw_dtype(p.dtype)
     acc = np.asarray(acc, dtype=np.float32)

@@ -355,18 +355,16 @@ def plot_bulk_groups(e, ax=None):
     return ax
 
 
-def plot_edge_store(case=None, fig=None):
-    """One rank-2, unswizzled TMA store at the matrix's edge (default: `edge_store_case()`): above, the
-    box as it sits in SMEM, each element coloured by what the store does with it (`store_fates`);
+def plot_edge_store(case, fig=None):
+    """One rank-2, unswizzled TMA store at the matrix's edge (a `TmaStore`, e.g. `edge_store_case()`):
+    above, the box as it sits in SMEM, each element coloured by what the store does with it (`store_fates`);
     below, the GMEM around the edge after the store (`case.model()`), each cell showing the value
     there, so that with SMEM values 1, 2, 3, ... a number names the box element it came from."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
     from ..plotting import BYTE_COLORS, plot_grid
-    from .demos import edge_store_case
     from .store import STORE_FATES, store_fates, store_geometry
-    case = case if case is not None else edge_store_case()
     tmap, (x0, y0), g = case.tmap, case.coords, store_geometry(case.tmap)
     if g.rank != 2 or tmap.swizzle != "none":
         raise ValueError("plot_edge_store draws a rank-2 store without a swizzle (the box then sits in "

@@ -92,7 +92,7 @@ class EpilogueProblem:
 
     def tensor_map(self):
         """The D (and C) tensor map: dims (N, M) innermost first, box (box_cols, bm)."""
-        from ..tma import TensorMap
+        from ..tma.tensor_map import TensorMap
         t = self.tile
         return TensorMap(self.dtype, (self.N, self.M), (t.box_cols, self.bm),
                          global_strides=(self.ld * self.elem_bytes,), swizzle=self.swizzle)

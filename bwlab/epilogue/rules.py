@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..hw.dtypes import ElementType, element_type
+from ..hw.dtypes import ElementType, element_type, from_float, to_float
 
-__all__ = ["StoreRule", "STORE_RULES", "StoreRuleError", "refuse", "D_DTYPES", "d_dtype", "raw_dtype",
+__all__ = ["bits_to_float32", "float32_to_bits", "StoreRule", "STORE_RULES", "StoreRuleError", "refuse", "D_DTYPES", "d_dtype", "raw_dtype",
            "REDUCE_ADD_DTYPES", "STORE_GRANULE", "TF32_ROUNDS_ON_STORE", "PROXY_FENCE_RULE",
            "require_reduce_add_dtype"]
 
@@ -127,7 +127,15 @@ def require_reduce_add_dtype(dtype) -> ElementType:
     return t
 
 
-# The names these validators had before `check` meant a comparison with the model (one release).
-from ..util import deprecated_alias as _deprecated  # noqa: E402
+def bits_to_float32(bits, dtype) -> np.ndarray:
+    """Raw element bits -> float32 values (exact for f16 and bf16): `bwlab.hw.dtypes.to_float`."""
+    t = element_type(dtype)
+    raw = np.asarray(bits).astype(raw_dtype(t), copy=False)
+    return to_float(raw.view(t.storage), t).astype(np.float32)
 
-check_reduce_add_dtype = _deprecated(require_reduce_add_dtype, "check_reduce_add_dtype")
+
+def float32_to_bits(x, dtype) -> np.ndarray:
+    """float32 values -> raw bits of `dtype` rounded to nearest even, as ``cvt.rn.f16.f32`` /
+    ``cvt.rn.bf16.f32`` do (PTX ISA 9.7.9.21 cvt; NaN becomes 0x7fff): `bwlab.hw.dtypes.from_float`."""
+    t = element_type(dtype)
+    return np.ascontiguousarray(from_float(np.asarray(x, dtype=np.float32), t)).view(raw_dtype(t))

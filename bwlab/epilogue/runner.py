@@ -1,4 +1,4 @@
-"""The epilogue on the GPU: the teaching kernel `cuda_src/teach_store.cu` (`run_teach`, or a learner's
+"""The epilogue on the GPU: the teaching kernel `cuda_src/teach_store.cu` (`launch_teach`, or a learner's
 edit of it) and the harness `cuda_src/tma_store.cu` (`run_epilogue`, `run_tma_store`, the bank timing):
 the same arguments as the models, the same results. The only file of the package that imports CuPy
 (inside the functions).
@@ -11,16 +11,16 @@ from ..hw.swizzle import MODES
 from ..util import round_up
 from .problem import EpilogueProblem, teach_problem
 from .rules import require_reduce_add_dtype, raw_dtype
-from .store import _op, _store_targets, _window, store_geometry
+from .store import store_op, store_targets, smem_window, store_geometry
 
-__all__ = ["run_teach", "launch_teach", "require_teach_args", "TEACH_EDITS", "run_epilogue", "run_tma_store", "measure_store_cycles", "EPI_FLAGS", "DT_CODES",
+__all__ = ["launch_teach", "require_teach_args", "TEACH_EDITS", "run_epilogue", "run_tma_store", "measure_store_cycles", "EPI_FLAGS", "DT_CODES",
            "EPILOGUE_BARRIERS"]
 
 # enum EPI_* and DT_* in cuda_src/tma_store.cu (tests/test_epilogue.py reads them from the source).
 EPI_FLAGS = {"EPI_USE_C": 1, "EPI_REDUCE_ADD": 2, "EPI_SKIP_FENCE": 4, "EPI_EXTRA_TX": 8}
 EPI_USE_C, EPI_REDUCE_ADD, EPI_SKIP_FENCE, EPI_EXTRA_TX = EPI_FLAGS.values()
 DT_CODES = {"DT_F32": 0, "DT_F16": 1, "DT_BF16": 2}
-_DT_CODE = {"float32": DT_CODES["DT_F32"], "float16": DT_CODES["DT_F16"], "bfloat16": DT_CODES["DT_BF16"]}
+DT_CODE_OF = {"float32": DT_CODES["DT_F32"], "float16": DT_CODES["DT_F16"], "bfloat16": DT_CODES["DT_BF16"]}
 EPILOGUE_BARRIERS = {0: "c_full (C tile brought in by TMA load)"}
 
 
@@ -52,24 +52,17 @@ def require_teach_args(p: EpilogueProblem, acc, d_init=None) -> tuple:
     return acc, d0.view(np.uint32)
 
 
-def run_teach(p: EpilogueProblem, acc, d_init=None, kernel=None) -> np.ndarray:
-    """`Epilogue(p, acc, None, d_init, kernel=kernel or "teach_store.cu").run()`: the D buffer after the
-    teaching kernel. Kept for code written against it; a notebook builds the case."""
-    from .case import Epilogue
-    return Epilogue(p, acc, None, d_init, kernel=kernel or "teach_store.cu").run()
-
-
 def launch_teach(p: EpilogueProblem, acc, d_init=None, kernel=None) -> np.ndarray:
     """Run the teaching kernel `teach_store` (one CTA per 128 x 32 tile) on the GPU and return the D
     buffer afterwards: the same arguments and the same result as `epilogue_model(p, acc, None,
-    d_init)`, so `Epilogue(p, acc, None, d_init).check(run_teach(p, acc, d_init))` compares them.
+    d_init)`, so `Epilogue(p, acc, None, d_init).check(launch_teach(p, acc, d_init))` compares them.
 
     `kernel` is a `bwlab.lab.TeachingKernel` (a learner's edit); default: the %%cuda version if there
     is one, else cuda_src/teach_store.cu.
     """
     acc, d0 = require_teach_args(p, acc, d_init)
     from ..lab import edited, isolate, run_edited
-    from ..runtime import backend_for, launch, tensor_map_arg
+    from ..runtime import backend_for, launch, encode_tensor_map, tensor_map_arg
     be = backend_for("store")   # this GPU, or the PTX emulator where there is none
     cp = be.xp
     kernel = kernel or edited("teach_store.cu")
@@ -78,7 +71,7 @@ def launch_teach(p: EpilogueProblem, acc, d_init=None, kernel=None) -> np.ndarra
     d_dev = cp.asarray(d0)
     acc_dev = cp.asarray(acc)
     launch(be.load(kernel), "teach_store", (p.tiles[1], p.tiles[0]), (p.bm,),
-           (tensor_map_arg(p.tensor_map().encode(d_dev.data.ptr)), acc_dev, np.uint32(p.acc_shape[1])))
+           (tensor_map_arg(encode_tensor_map(p.tensor_map(), d_dev.data.ptr)), acc_dev, np.uint32(p.acc_shape[1])))
     return cp.asnumpy(d_dev)
 
 
@@ -95,7 +88,7 @@ def run_epilogue(p: EpilogueProblem, acc, c_bits=None, d_init=None, fence: bool 
     `extra_tx=True` announces 16 bytes too many on the C barrier, so the bounded wait gives up
     and MbarrierTimeout is raised (needs beta != 0).
     """
-    from ..runtime import backend_for, launch, tensor_map_arg
+    from ..runtime import backend_for, launch, encode_tensor_map, tensor_map_arg
     be = backend_for("store")   # this GPU, or the PTX emulator where there is none
     cp = be.xp
     raw = raw_dtype(p.dtype)
@@ -118,9 +111,9 @@ def run_epilogue(p: EpilogueProblem, acc, c_bits=None, d_init=None, fence: bool 
     t = p.tile
     mod = be.load("tma_store.cu")
     launch(mod, "epilogue_tile", (p.tiles[1], p.tiles[0]), (128,),
-           (tensor_map_arg(tmap.encode(d_dev.data.ptr)), tensor_map_arg(tmap.encode(c_dev.data.ptr)),
+           (tensor_map_arg(encode_tensor_map(tmap, d_dev.data.ptr)), tensor_map_arg(encode_tensor_map(tmap, c_dev.data.ptr)),
             acc_dev, np.uint32(p.acc_shape[1]), np.float32(p.alpha), np.float32(p.beta),
-            np.uint32(flags), np.uint32(_DT_CODE[p.dtype]), np.uint32(swizzle_bits(p.swizzle)),
+            np.uint32(flags), np.uint32(DT_CODE_OF[p.dtype]), np.uint32(swizzle_bits(p.swizzle)),
             np.uint32(p.bm), np.uint32(p.bn), np.uint32(t.box_cols), np.uint32(p.smem_offset)),
            shared_mem=p.tile_smem_bytes() + 1024, barrier_names=EPILOGUE_BARRIERS)
     return cp.asnumpy(d_dev)
@@ -134,17 +127,17 @@ def run_tma_store(gmem, tmap, coords, smem, smem_address: int = 0, window_start=
     included, so untouched bytes are checked too). On the device the buffer sits between two
     256-byte guard zones, `gmem_offset` (a multiple of 16 below 256) bytes into the first;
     RuntimeError if anything changed in a guard."""
-    from ..runtime import backend_for, launch, tensor_map_arg
+    from ..runtime import backend_for, launch, encode_tensor_map, tensor_map_arg
     be = backend_for("store")   # this GPU, or the PTX emulator where there is none
     cp = be.xp
-    op = _op(op)
+    op = store_op(op)
     if op == "reduce_add":
         require_reduce_add_dtype(tmap.dtype)
-    addr, _, _ = _store_targets(tmap, coords, smem_address)
+    addr, _, _ = store_targets(tmap, coords, smem_address)
     start = int(smem_address if window_start is None else window_start)
     if start % 128:
         raise ValueError("window_start must be a multiple of 128")
-    _window(smem, smem_address, window_start, addr)  # checks coverage
+    smem_window(smem, smem_address, window_start, addr)  # checks coverage
     body = np.ascontiguousarray(smem).reshape(-1).view(np.uint8)
     image = np.zeros(round_up(start + body.size, 16), np.uint8)
     image[start:start + body.size] = body
@@ -163,7 +156,7 @@ def run_tma_store(gmem, tmap, coords, smem, smem_address: int = 0, window_start=
     c = list(int(x) for x in coords) + [0] * (5 - len(tmap.global_shape))
     mod = be.load("tma_store.cu")
     launch(mod, "tma_store_box", (1,), (128,),
-           (tensor_map_arg(tmap.encode(g_dev.data.ptr)), img_dev, np.uint32(image.size),
+           (tensor_map_arg(encode_tensor_map(tmap, g_dev.data.ptr)), img_dev, np.uint32(image.size),
             np.uint32(smem_address), np.uint32(len(tmap.global_shape)), *[np.int32(x) for x in c],
             np.uint32((EPI_REDUCE_ADD if op == "reduce_add" else 0) | (0 if fence else EPI_SKIP_FENCE))),
            shared_mem=image.size + 1024)
@@ -194,9 +187,3 @@ def measure_store_cycles(lane_offsets, iters: int = 256) -> float:
     launch(mod, "smem_store_cycles", (1,), (128,), (d_off, np.uint32(iters), d_cyc),
            shared_mem=4 * 16384 + 1024)
     return float(cp.asnumpy(d_cyc)[0]) / (iters * 16 * 4)
-
-
-# The names these validators had before `check` meant a comparison with the model (one release).
-from ..util import deprecated_alias as _deprecated  # noqa: E402
-
-check_teach_args = _deprecated(require_teach_args, "check_teach_args")

@@ -18,7 +18,8 @@ import numpy as np
 from ..hw.dtypes import element_type
 from ..hw.swizzle import SWIZZLES, row_bytes
 from ..util import ceil_div, round_up
-from .rules import STORE_GRANULE, TF32_ROUNDS_ON_STORE, require_reduce_add_dtype, raw_dtype, refuse
+from .rules import (STORE_GRANULE, TF32_ROUNDS_ON_STORE, bits_to_float32, float32_to_bits, raw_dtype, refuse,
+                    require_reduce_add_dtype)
 
 __all__ = ["smem_box_pitch", "smem_box_footprint", "tma_store_writes", "tma_store_model",
            "tma_reduce_add_model", "store_geometry", "STORE_FATES", "store_fates"]
@@ -28,7 +29,7 @@ class _Geometry:
     """What the store model needs of a tensor map, computed from its fields."""
 
     def __init__(self, tmap):
-        from ..tma import TensorMap
+        from ..tma.tensor_map import TensorMap
         if not isinstance(tmap, TensorMap):
             raise ValueError("tmap must be a bwlab.tma.TensorMap")
         self.tmap = tmap
@@ -88,7 +89,7 @@ def _check_coords(g: _Geometry, coords) -> tuple:
     return coords
 
 
-def _store_targets(tmap, coords, smem_address: int):
+def store_targets(tmap, coords, smem_address: int):
     """For every byte of the box: its SMEM address (swizzled), its GMEM byte offset, in bounds?
 
     The same element order and address arithmetic as bwlab.tma's load, read backwards: box element
@@ -96,7 +97,7 @@ def _store_targets(tmap, coords, smem_address: int):
     global element coords + j. In bounds means: below the tensor's extent in every dimension, with
     dimension 0's extent rounded up to STORE_GRANULE bytes.
     """
-    from ..tma import SMEM_ALIGNMENT
+    from ..tma.tensor_map import SMEM_ALIGNMENT
     g = _Geometry(tmap)
     if tmap.interleave != "none":
         refuse("store-model-scope", "the store model covers interleave='none' (as the load model does)")
@@ -125,7 +126,7 @@ def _store_targets(tmap, coords, smem_address: int):
     return addr, gbyte, inb_byte
 
 
-def _window(smem, smem_address, window_start, addr):
+def smem_window(smem, smem_address, window_start, addr):
     smem = np.ascontiguousarray(smem).reshape(-1).view(np.uint8)
     start = int(smem_address if window_start is None else window_start)
     rel = addr - start
@@ -147,8 +148,8 @@ def tma_store_writes(tmap, coords, smem, smem_address: int = 0, window_start=Non
     listed here); anything past that granule, and every row or plane outside the tensor, is not.
     docs/results/store_validate_h100.txt checks all of it on every case.
     """
-    addr, gbyte, inb = _store_targets(tmap, coords, smem_address)
-    vals = _window(smem, smem_address, window_start, addr)
+    addr, gbyte, inb = store_targets(tmap, coords, smem_address)
+    vals = smem_window(smem, smem_address, window_start, addr)
     return gbyte[inb], vals[inb]
 
 
@@ -174,7 +175,7 @@ def tma_store_model(gmem, tmap, coords, smem, smem_address: int = 0, window_star
     same dtype and shape is returned. tf32 maps are refused until hardware says whether the store
     rounds (TF32_ROUNDS_ON_STORE).
     """
-    op = _op(op)
+    op = store_op(op)
     if op == "reduce_add":
         return tma_reduce_add_model(gmem, tmap, coords, smem, smem_address, window_start)
     if element_type(tmap.dtype).name == "tf32" and TF32_ROUNDS_ON_STORE is None:
@@ -186,7 +187,7 @@ def tma_store_model(gmem, tmap, coords, smem, smem_address: int = 0, window_star
     return g
 
 
-def _op(op: str) -> str:
+def store_op(op: str) -> str:
     """'store' or 'reduce_add' ('add' is taken for the latter)."""
     if op in ("add", "reduce_add"):
         return "reduce_add"
@@ -197,7 +198,6 @@ def _op(op: str) -> str:
 
 def add_elements(old_bits: np.ndarray, new_bits: np.ndarray, dtype) -> np.ndarray:
     """Element-wise old + new on raw bits, as the .add reduction of that type computes it."""
-    from .model import bits_to_float32, float32_to_bits
     t = element_type(dtype)
     if not t.is_float:
         return old_bits + new_bits  # two's complement wrap-around, the same bits for s32 and u32
@@ -261,12 +261,6 @@ def granule_of(tmap, byte_offset: int) -> dict:
             "written_by_granule": upper_ok and not inside and coords[0] < g.row_limit}
 
 
-def last_row_granule(tmap) -> int:
-    """Index of the 16-byte granule that holds the last column of a row."""
-    g = _Geometry(tmap)
-    return ceil_div(g.shape[0] * g.elem, STORE_GRANULE) - 1
-
-
 STORE_FATES = ("written, inside the tensor",
                "written into the row padding: shares the row's last 16-byte granule",
                "dropped: past the last column's granule",
@@ -278,7 +272,7 @@ def store_fates(tmap, coords, smem_address: int = 0):
     (fate, gmem element offset), fate indexing STORE_FATES, computed from the store's own targets
     (`tma_store_writes`' address map); the offset is meaningful where the element is written."""
     g = _Geometry(tmap)
-    _, gbyte, inb = _store_targets(tmap, coords, smem_address)
+    _, gbyte, inb = store_targets(tmap, coords, smem_address)
     written = inb[::g.elem].reshape(g.box[::-1])
     x = np.asarray(coords[0]) + np.arange(g.box[0])           # broadcasts over the box's last axis
     past_row = np.zeros(written.shape, bool)

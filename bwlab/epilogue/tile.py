@@ -259,7 +259,7 @@ def chunk_path(tile: SmemTile, rows: int = 8) -> tuple:
     row * chunks + chunk, packed into SMEM by `SmemTile.pack` (the swizzle) and stored to GMEM by
     `tma_store_model` through the tensor map's swizzle. Returns the tags of the first `rows` rows
     as (registers: thread t's row t, SMEM: one 128-byte line per row of 16-byte slots, GMEM)."""
-    from ..tma import TensorMap
+    from ..tma.tensor_map import TensorMap
     from .store import tma_store_model
     if tile.n_boxes != 1 or tile.box_row_bytes != 128:
         raise ValueError("chunk_path follows a tile of one TMA box with 128-byte rows (cols x elem_bytes "

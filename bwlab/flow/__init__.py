@@ -32,31 +32,27 @@ Validation and recordings: `python -m bwlab.checks.flow --out DIR`, `bwlab/check
 """
 
 from .case import Flow, flow_tier
-from .model import flow_model
-from .problem import FlowProblem
-from .trace import HOP_NAMES, HOPS, Trace, TraceCheck
+from .trace import HOP_NAMES
 
-# The teaching names: what a notebook of this stage reaches for first.
-__all__ = ["Flow", "FlowProblem", "Trace", "TraceCheck", "HOPS", "HOP_NAMES", "flow_model", "flow_tier",
-           "plot_hop", "plot_trip", "trip_widget", "plot_timeline"]
+# What the notebooks, the docs and the command lines use from the package's top, and nothing else
+# (tests/test_interface.py reads them).
+__all__ = ["Flow", "flow_tier", "format_ptx_by_hop", "HOP_NAMES", "kernel_ptx", "plot_grid", "plot_hop",
+           "plot_timeline", "trip_widget"]
 
-# Every other name lives in its module (bwlab.flow.<module>, or bwlab.hw); the package's top still
-# reaches it, importing that submodule on first use (the pictures load matplotlib only then).
+# The one lazy mechanism: the names of __all__ not imported above, and the other names code written
+# against the package's top still reaches, are imported from their module on first use (the
+# pictures load matplotlib only then). New code imports a name from its module.
 from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
 
 _ELSEWHERE = {
-    "Hop": "bwlab.flow.trace", "LD_ACCESS": "bwlab.flow.problem", "ORDERINGS": "bwlab.flow.ordering",
-    "ORDERING_NAMES": "bwlab.flow.ordering", "Ordering": "bwlab.flow.ordering", "SMEM_A": "bwlab.flow.problem",
-    "SMEM_B": "bwlab.flow.problem", "SMEM_BYTES": "bwlab.flow.problem", "SMEM_D": "bwlab.flow.problem",
-    "THREADS": "bwlab.flow.problem", "TIERS": "bwlab.flow.case", "format_ptx_by_hop": "bwlab.flow.listing",
-    "hop_of": "bwlab.flow.trace", "kernel_ptx": "bwlab.flow.listing", "load_model": "bwlab.flow.model",
-    "mma_from_smem": "bwlab.flow.model", "mma_k_steps": "bwlab.flow.model", "piece_color": "bwlab.flow.pictures",
-    "plot_grid": "bwlab.flow.pictures", "plot_hop": "bwlab.flow.pictures", "plot_timeline": "bwlab.flow.pictures",
-    "plot_trip": "bwlab.flow.pictures", "ptx_by_hop": "bwlab.flow.listing",
-    "registers_from_tmem": "bwlab.flow.model", "st_shared_model": "bwlab.flow.model",
-    "store_from_smem": "bwlab.flow.model", "trace_without": "bwlab.flow.ordering",
-    "trip_widget": "bwlab.flow.pictures",
+    "bwlab.flow.case": "TIERS",
+    "bwlab.flow.listing": "format_ptx_by_hop kernel_ptx ptx_by_hop",
+    "bwlab.flow.model": ("flow_model load_model mma_from_smem mma_k_steps registers_from_tmem st_shared_model "
+                         "store_from_smem"),
+    "bwlab.flow.ordering": "Ordering ORDERING_NAMES ORDERINGS trace_without",
+    "bwlab.flow.pictures": "piece_color plot_grid plot_hop plot_timeline plot_trip trip_widget",
+    "bwlab.flow.problem": "FlowProblem LD_ACCESS SMEM_A SMEM_B SMEM_BYTES SMEM_D THREADS",
+    "bwlab.flow.trace": "Hop hop_of HOPS Trace TraceCheck",
 }
-
 
 __getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)

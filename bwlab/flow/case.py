@@ -23,7 +23,7 @@ from .trace import HOP_NAMES, Trace, TraceCheck
 __all__ = ["Flow", "TIERS", "flow_tier"]
 
 TIERS = ("model", "emulated", "hybrid", "hardware")
-_GPU_SOURCES = {
+GPU_SOURCES = {
     "hybrid": {"gmem": "GPU", "tma_load": "GPU", "mma": "model", "commit": "model", "tmem_ld": "model",
                "st_shared": "GPU", "fence": "GPU", "tma_store": "GPU"},
     "hardware": {h: "GPU" for h in HOP_NAMES},
@@ -65,16 +65,16 @@ class Flow(Case):
             raise ValueError(f"tier must be one of {TIERS}, got {tier!r}")
         if tier == "model":
             return flow_model(self.problem)
-        from . import runner
+        from .runner import run_hardware, run_hybrid
         if tier == "hybrid":
             if self._kernel is not None:
                 from ..device import UnsupportedGPU
                 raise UnsupportedGPU("an edit of full_flow_sm100.cu runs on an sm_100 GPU or in the emulator "
                                      "(BWLAB_BACKEND=emulated); the hybrid tier runs the sm_90 harness")
-            arrays = runner.run_hybrid(self.problem)
+            arrays = run_hybrid(self.problem)
         else:
-            arrays = runner.run_hardware(self.problem, kernel=self.kernel, emulated=tier == "emulated")
-        return Trace(tier, self.problem, arrays, _GPU_SOURCES[tier])
+            arrays = run_hardware(self.problem, kernel=self.kernel, emulated=tier == "emulated")
+        return Trace(tier, self.problem, arrays, GPU_SOURCES[tier])
 
     def model(self) -> Trace:
         return self.trace("model")

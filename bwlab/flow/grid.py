@@ -18,9 +18,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..hw.dtypes import from_float
-from ..multicast import cluster_layout_vmnk, create_tma_multicast_mask, cta_coord, tma_partition
-from ..tma import TensorMap, tma_load_model
-from ..umma import CtaState, d_tmem_layout, make_instr_desc, smem_desc_for_tile, tcgen05_mma
+from ..multicast.cluster import cluster_layout_vmnk, create_tma_multicast_mask, cta_coord
+from ..multicast.partition import tma_partition
+from ..tma.model import tma_load_model
+from ..tma.tensor_map import TensorMap
+from ..umma.descriptors import smem_desc_for_tile
+from ..umma.idesc import make_instr_desc
+from ..umma.model import CtaState, d_tmem_layout, tcgen05_mma
 
 __all__ = ["FlowGrid", "VARIANTS", "CtaLoads"]
 

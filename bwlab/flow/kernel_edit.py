@@ -22,8 +22,9 @@ import numpy as np
 from ..case import compare
 from ..exercises import NotYet, course_cases, unanswered
 from ..lab import TeachingKernel
-from ..umma import decode_smem_desc, descriptor_addresses, elem_bytes, instr_k
-from .case import _GPU_SOURCES, Flow, flow_tier
+from ..umma.canonical import elem_bytes, instr_k
+from ..umma.descriptors import decode_smem_desc, descriptor_addresses
+from .case import GPU_SOURCES, Flow, flow_tier
 from .model import flow_model
 from .problem import SMEM_B
 from .trace import Trace, TraceCheck
@@ -155,7 +156,7 @@ def try_k_step(step: int, tier: str | None = None, seed: int = 0) -> KStepRun:
     from . import runner
     if run.tier in ("hardware", "emulated"):
         emulated = run.tier == "emulated"
-        got = Trace(run.tier, p, runner.run_hardware(p, kernel=k100, emulated=emulated), _GPU_SOURCES[run.tier])
+        got = Trace(run.tier, p, runner.run_hardware(p, kernel=k100, emulated=emulated), GPU_SOURCES[run.tier])
         where = "the PTX emulator" if emulated else "this GPU"
         run.ran = (f"your full_flow_sm100.cu ran in the PTX emulator (its sm_100a PTX), every hop tapped"
                    if emulated else "your full_flow_sm100.cu ran on this GPU (in a worker process), every hop tapped")

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..epilogue import RegisterStorePlan, tma_store_model
+from ..epilogue.store import tma_store_model
+from ..epilogue.tile import RegisterStorePlan
 from ..hw.mbarrier import Mbarrier
 from ..hw.tmem import encode_address, new_image
-from ..tma import tma_load_model
-from ..tmem import tcgen05_ld
-from ..umma import CtaState, tcgen05_commit, tcgen05_mma
+from ..tma.model import tma_load_model
+from ..tmem.model import tcgen05_ld
+from ..umma.model import CtaState, tcgen05_commit, tcgen05_mma
 from .problem import LD_ACCESS, SMEM_A, SMEM_B, SMEM_D, FlowProblem
 from .trace import Trace
 

@@ -16,7 +16,7 @@ from matplotlib.colors import to_rgba
 from matplotlib.patches import Patch, Rectangle
 
 from ..plotting import MEMORY_COLORS, cta_color, figure_at, thread_color, warp_color
-from ..tma import smem_chunks
+from ..tma.model import smem_chunks
 from .problem import SMEM_D
 from .trace import HOP_NAMES, HOPS, hop_of
 

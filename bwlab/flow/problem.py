@@ -18,11 +18,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..epilogue import EpilogueProblem, SmemTile
+from ..epilogue.problem import EpilogueProblem
+from ..epilogue.tile import SmemTile
 from ..hw.dtypes import from_float
-from ..tma import TensorMap
-from ..tmem import TmemAccess
-from ..umma import UmmaCase, decode_smem_desc, make_instr_desc, smem_desc_for_tile
+from ..tma.tensor_map import TensorMap
+from ..tmem.forms import TmemAccess
+from ..umma.case import UmmaCase
+from ..umma.descriptors import decode_smem_desc, smem_desc_for_tile
+from ..umma.idesc import make_instr_desc
 
 __all__ = ["FlowProblem", "SMEM_A", "SMEM_B", "SMEM_D", "SMEM_BYTES", "THREADS", "LD_ACCESS"]
 

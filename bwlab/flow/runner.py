@@ -21,9 +21,9 @@ N_EVENTS = 10          # EV_COUNT in cuda_src/full_flow_sm90.cu
 
 
 def _maps(p: FlowProblem, a_dev, b_dev, d_dev):
-    from ..runtime import tensor_map_arg
-    return (tensor_map_arg(p.tmap_a.encode(a_dev.data.ptr)), tensor_map_arg(p.tmap_b.encode(b_dev.data.ptr)),
-            tensor_map_arg(p.tmap_d.encode(d_dev.data.ptr)))
+    from ..runtime import encode_tensor_map, tensor_map_arg
+    return (tensor_map_arg(encode_tensor_map(p.tmap_a, a_dev.data.ptr)), tensor_map_arg(encode_tensor_map(p.tmap_b, b_dev.data.ptr)),
+            tensor_map_arg(encode_tensor_map(p.tmap_d, d_dev.data.ptr)))
 
 
 def _inputs(p: FlowProblem, xp=None):
@@ -51,10 +51,10 @@ def run_hardware(p: FlowProblem, kernel=None, emulated: bool | None = None) -> d
     kernel's sm_100a PTX in bwlab.emu (None: where the UMMA stage's tier is 'emulated')."""
     from ..lab import isolate, run_edited
     from ..runtime import launch
-    from ..umma.runner import _umma_backend
+    from ..umma.runner import umma_backend
     from ..runtime import EMULATED
     from ..lab import kept
-    be = EMULATED if emulated else _umma_backend()   # an sm_100 GPU, or the PTX emulator (its sm_100a PTX)
+    be = EMULATED if emulated else umma_backend()   # an sm_100 GPU, or the PTX emulator (its sm_100a PTX)
     cp = be.xp
     kernel = kernel if kernel is not None else kept("full_flow_sm100.cu")   # the learner's %%cuda edit
     if kernel is not None and not be.emulated and isolate(kernel):
@@ -111,9 +111,9 @@ def run_hopper(p: FlowProblem, repeat: int = 5, kernel=None):
     of the file if one is kept, else the file)."""
     from ..lab import isolate, run_edited
     from ..runtime import launch
-    from ..umma.runner import _wgmma_backend
+    from ..umma.runner import wgmma_backend
     from ..lab import kept
-    be = _wgmma_backend()   # an sm_90a GPU, or the PTX emulator in the emulated tier
+    be = wgmma_backend()   # an sm_90a GPU, or the PTX emulator in the emulated tier
     cp = be.xp
     kernel = kernel if kernel is not None else kept("full_flow_sm90.cu")   # the learner's %%cuda edit
     if kernel is not None and not be.emulated and isolate(kernel):

@@ -167,7 +167,7 @@ class Trace:
     # ---- where one element is --------------------------------------------------------------------
     def locate(self, m: int, n: int) -> list:
         """Where D[m][n] (and what it is made of) sits after each hop: [(hop, place, raw value)]."""
-        from ..tma import tma_load_writes
+        from ..tma.model import tma_load_writes
         p = self.problem
         m, n = int(m), int(n)
         if not (0 <= m < p.M and 0 <= n < p.N):
@@ -203,7 +203,7 @@ class Trace:
         t = p.d_tile
 
         def smem(base, tmap, gm):
-            from ..tma import TmaLoad
+            from ..tma.case import TmaLoad
             case = TmaLoad(gm, tmap, (0, 0), base)
             return lambda idx: case.where(idx)
 

@@ -86,9 +86,9 @@ class GemmCase(Case):
         """C (uint16 bf16 bits) from the step's kernel: on a Hopper GPU, or in the PTX emulator (small
         shapes run in seconds there)."""
         from .. import device
-        from . import runner
+        from .runner import run_step_emulated
         if device.tier("tma") == "emulated":
-            return runner.run_step_emulated(self.step.name, self.a, self.b, seed=self.seed,
+            return run_step_emulated(self.step.name, self.a, self.b, seed=self.seed,
                                             kernel=self._teaching())[0]
         device.require("tma")
         from ..lab import kept
@@ -133,6 +133,6 @@ class GemmCase(Case):
 
 def _run_on_gpu(name, a, b, kernel=None):
     from ..runtime import GPU
-    from . import runner
+    from .runner import run_step
     xp = GPU.xp
-    return xp.asnumpy(runner.run_step(name, xp.asarray(a), xp.asarray(b), kernel=kernel))
+    return xp.asnumpy(run_step(name, xp.asarray(a), xp.asarray(b), kernel=kernel))

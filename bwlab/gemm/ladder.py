@@ -177,9 +177,3 @@ def require_shape(s: Step, m: int, n: int, k: int) -> None:
             raise ShapeError(f"{s.name}: {name} = {v} must be a positive multiple of {mult} ({why}); "
                              f"the ladder's kernels compute whole tiles only (next valid: "
                              f"{max(mult, ceil_div(v, mult) * mult)})")
-
-
-# The names these validators had before `check` meant a comparison with the model (one release).
-from ..util import deprecated_alias as _deprecated  # noqa: E402
-
-check_shape = _deprecated(require_shape, "check_shape")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..plotting import MEMORY_COLORS, cta_color
-from . import report
+from .report import PREDICTED_SHAPE, rows as report_rows, shapes as report_shapes
 from .ladder import STEPS
 from .timeline import timeline
 
@@ -24,14 +24,14 @@ def plot_ladder(rec, order=None):
     library's TFLOP/s in the launches interleaved with that step (the GPU's clock moves between
     launches, so a step is drawn only against its own library run); on the right the fraction of that
     library each step reached, beside the fraction predicted before measuring (only at the shape the
-    predictions were made for, report.PREDICTED_SHAPE). 10 inches wide, no text under 8 points: legible
+    predictions were made for, PREDICTED_SHAPE). 10 inches wide, no text under 8 points: legible
     at the ~1000 px a notebook shows."""
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
-    shapes = order or sorted(report.shapes(rec), key=lambda s: (s != "8192x8192x8192", s != "4096x4096x4096"))
+    shapes = order or sorted(report_shapes(rec), key=lambda s: (s != "8192x8192x8192", s != "4096x4096x4096"))
     fig, axes = plt.subplots(len(shapes), 2, figsize=(10, 2.9 * len(shapes) + 0.9), squeeze=False)
-    rows = report.rows(rec)
+    rows = report_rows(rec)
     x = np.arange(len(STEPS))
     colors = [cta_color(i) for i in range(len(STEPS))]
     for row, shape in enumerate(shapes):
@@ -47,7 +47,7 @@ def plot_ladder(rec, order=None):
         left.set_ylim(0, max(max(tf), max(lib)) * 1.12)
         left.set_title(f"{shape.replace('x', ' x ')}: TFLOP/s", fontsize=10)
         ratio = [steps[s.name].ratio if s.name in steps else 0 for s in STEPS]
-        predicted = shape == report.PREDICTED_SHAPE
+        predicted = shape == PREDICTED_SHAPE
         width, shift = (0.4, -0.2) if predicted else (0.7, 0.0)
         right.bar(x + shift, ratio, width, color=colors, edgecolor="black", linewidth=0.5)
         for i, m in enumerate(ratio):
@@ -67,7 +67,7 @@ def plot_ladder(rec, order=None):
                                label="best library, timed alongside the step (left)"),
                         Patch(facecolor=colors[0], edgecolor="black", label="measured fraction (right)"),
                         Patch(facecolor="white", edgecolor="gray", hatch="//",
-                              label=f"predicted before measuring ({report.PREDICTED_SHAPE.replace('x', ' x ')})")],
+                              label=f"predicted before measuring ({PREDICTED_SHAPE.replace('x', ' x ')})")],
                fontsize=8, loc="lower center", ncol=3, frameon=False)
     fig.suptitle(f"The Hopper GEMM ladder, C = A·Bᵀ (bf16 in, f32 accumulation, bf16 out)\n{rec.label}",
                  fontsize=11)

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..hw.dtypes import from_float
-from ..util import deprecated_alias
-from ..tma.runner import encode_tensor_map
+from ..runtime import encode_tensor_map
 from ..tma.tensor_map import TensorMap
 from .ladder import BK, Step, require_shape, step
 
@@ -88,7 +87,7 @@ def prepare(name, a, b, stamps=None, c=None, kernel=None, splits=None) -> Launch
     split-K's piece count instead of ladder.split_count's choice)."""
     cp = _cp()
     from ..device import gpu_info
-    from ..runtime import _validate, tensor_map_arg
+    from ..runtime import require_launch_config, tensor_map_arg
     s = step(name)
     m, k = a.shape
     n, kb = b.shape
@@ -101,7 +100,7 @@ def prepare(name, a, b, stamps=None, c=None, kernel=None, splits=None) -> Launch
     c = cp.empty((m, n), dtype=cp.uint16) if c is None else c
     info = gpu_info()
     grid, block = s.grid(m, n, info.sm_count, k, splits), (s.threads, 1, 1)
-    _validate(grid, block, s.smem_bytes, (s.cluster, 1, 1) if s.cluster > 1 else None)
+    require_launch_config(grid, block, s.smem_bytes, (s.cluster, 1, 1) if s.cluster > 1 else None)
     maps = [encode_tensor_map(TensorMap("bfloat16", (k, m), (BK, s.bm), swizzle="128B"), a.data.ptr),
             encode_tensor_map(TensorMap("bfloat16", (k, n), (BK, s.b_rows), swizzle="128B"), b.data.ptr),
             encode_tensor_map(TensorMap("bfloat16", (n, m), (64, 64), swizzle="128B"), c.data.ptr)]
@@ -329,8 +328,3 @@ def _check_on_host(a, b, c, name: str = "") -> GemmCheck:
     m, n = c.shape
     return GemmCheck(name, (m, n, a.shape[1]), float(np.nanmax(err)), divmod(worst, n),
                      float(ratio.ravel()[worst]), int(np.count_nonzero(~(ratio <= 1))))
-
-
-# The names these had before `check` meant a comparison with the model (one release).
-check_status = deprecated_alias(raise_on_status, "check_status")
-check_numpy = deprecated_alias(check, "check_numpy")

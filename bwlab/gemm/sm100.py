@@ -36,9 +36,11 @@ from ..case import CheckResult, compare
 from ..compile import CUDA_SRC
 from ..hw.dtypes import from_float, to_float
 from ..hw.mbarrier import Mbarrier
-from ..tma import TensorMap, tma_load_model
-from ..tmem import TensorMemory, TmemAccess
-from ..umma import CtaState, tcgen05_commit, tcgen05_mma
+from ..tma.model import tma_load_model
+from ..tma.tensor_map import TensorMap
+from ..tmem.alloc import TensorMemory
+from ..tmem.forms import TmemAccess
+from ..umma.model import CtaState, tcgen05_commit, tcgen05_mma
 
 __all__ = ["STEPS_SM100", "GEMM_BARRIERS", "STAMP_TRACKS", "STAMP_SPANS", "step_info", "kernel_constants",
            "tensor_maps", "require_problem", "launch_grid", "run_sm100", "run_step_emulated", "EMULATED_SMS", "model_step1", "Step1Model",
@@ -212,12 +214,12 @@ def run_sm100(step, A, B, stamps: bool = False):
     import cupy as cp
 
     from ..compile import load_module
-    from ..runtime import launch, tensor_map_arg
+    from ..runtime import launch, encode_tensor_map, tensor_map_arg
     s = step_info(step)
     a, b, M, N, K = _operands(A, B)
     maps = tensor_maps(step, M, N, K)
     d_a, d_b, d_c = cp.asarray(a), cp.asarray(b), cp.zeros((M, N), cp.uint16)
-    tmaps = [tensor_map_arg(t.encode(d.data.ptr)) for t, d in zip(maps, (d_a, d_b, d_c))]
+    tmaps = [tensor_map_arg(encode_tensor_map(t, d.data.ptr)) for t, d in zip(maps, (d_a, d_b, d_c))]
     err = cp.zeros(1, cp.uint32)
     d_st = cp.zeros(len(STAMP_TRACKS) * STAMP_SPANS * 2, cp.uint64) if stamps else None
     from ..lab import kept
@@ -246,12 +248,12 @@ def run_step_emulated(step, A, B, sms: int = EMULATED_SMS, seed: int = 0, trace:
     `defines` (e.g. {"BW_WAIT_TIMEOUT_NS": "0"}) are passed to NVRTC. Raises MbarrierTimeout, or
     RuntimeError naming the barrier when the kernel's error word is set."""
     from .. import emu
-    from ..runtime import EMULATED, launch, tensor_map_arg
+    from ..runtime import EMULATED, launch, encode_tensor_map, tensor_map_arg
     s = step_info(step)
     a, b, M, N, K = _operands(A, B)
     maps = tensor_maps(step, M, N, K)
     d_a, d_b, d_c = emu.asarray(a), emu.asarray(b), emu.zeros((M, N), np.uint16)
-    tmaps = [tensor_map_arg(t.encode(d.data.ptr)) for t, d in zip(maps, (d_a, d_b, d_c))]
+    tmaps = [tensor_map_arg(encode_tensor_map(t, d.data.ptr)) for t, d in zip(maps, (d_a, d_b, d_c))]
     err = emu.zeros(1, np.uint32)
     d_st = emu.zeros(len(STAMP_TRACKS) * STAMP_SPANS * 2, np.uint64) if stamps else None
     from ..lab import kept
@@ -364,9 +366,3 @@ def model_step1(A, B, *, source=None, idesc: int | None = None, desc_hi: int | N
             tm.dealloc(0, 0, tmem, k["TMEM_COLS"])
             tm.exit(0)
     return Step1Model(C, reference(a, b), k, idesc, hi, mmas, loads)
-
-
-# The names these validators had before `check` meant a comparison with the model (one release).
-from ..util import deprecated_alias as _deprecated  # noqa: E402
-
-check_problem = _deprecated(require_problem, "check_problem")

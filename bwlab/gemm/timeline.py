@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .ladder import BK, STEPS, Step, step as _step
+from .ladder import BK, Step, step as _step
 
 __all__ = ["TRACKS", "StepTimeline", "timeline"]
 
@@ -127,7 +127,3 @@ def timeline(rec, name) -> StepTimeline:
         bars.append(b[: last[-1] + 1] if len(last) else b[:0])
     k = int(rec.params["stamp_shape"][2]) // BK
     return StepTimeline(s, bars, st[..., 0][used].astype(np.float64), st[..., 1][used].astype(np.float64), k)
-
-
-def all_timelines(rec) -> list:
-    return [timeline(rec, s.name) for s in STEPS]

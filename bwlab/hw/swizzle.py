@@ -74,9 +74,3 @@ def row_bytes(mode: str) -> int:
     this wide when swizzled; the MMA descriptors call it the swizzle width."""
     sw = swizzle_of(mode)
     return 16 << sw.bits
-
-
-# The names these validators had before `check` meant a comparison with the model (one release).
-from ..util import deprecated_alias as _deprecated  # noqa: E402
-
-check_mode = _deprecated(require_mode, "check_mode")

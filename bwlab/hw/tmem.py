@@ -71,9 +71,3 @@ def require_image(image) -> np.ndarray:
         raise TmemError(f"a TMEM image is a uint32 array of shape ({LANES}, {COLUMNS}); got "
                         f"{type(image).__name__} {getattr(image, 'shape', '')} {getattr(image, 'dtype', '')}")
     return image
-
-
-# The names these validators had before `check` meant a comparison with the model (one release).
-from ..util import deprecated_alias as _deprecated  # noqa: E402
-
-check_image = _deprecated(require_image, "check_image")

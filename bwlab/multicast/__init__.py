@@ -19,9 +19,9 @@ Files:
 * `params`    — `MulticastConfig`, one experiment, checked on construction;
 * `model`     — `multicast_model`, the NumPy image of every CTA's tile area; the teaching kernel's
   configuration, masks and `barrier_outcome` (which CTA's mbarrier completes, given the masks);
-* `runner`    — `run_multicast` over the harness kernel `cuda_src/tma_multicast.cu`, `run_teach` over
+* `runner`    — `run_multicast` over the harness kernel `cuda_src/tma_multicast.cu`, `launch_teach` over
   the teaching kernel `cuda_src/teach_multicast.cu` (CuPy);
-* `case`      — `MulticastLoad` (model / run / check / show) and `compare_run`;
+* `case`      — `MulticastLoad` (model / run / check / show), `compare_run` and `run_teach`;
 * `pictures`  — the `plot_*` pictures and the notebook's widget (matplotlib);
 * `exercises` — the checks of notebook 02's graded exercises (`masked_multicast_model` in `model`
   executes a learner's masks).
@@ -34,56 +34,37 @@ tma_partition, make_tma_copy_desc's box truncation), examples/cute/tutorial/blac
 04_*.cu (cluster layout, masks, transaction bytes).
 """
 
-from .case import ClusterRanks, MulticastLoad
-from .cluster import cluster_layout_vmnk, create_tma_multicast_mask
+from .case import ClusterRanks, MulticastLoad, run_teach
+from .cluster import cluster_layout_vmnk
 from .model import multicast_model, teach_config, teach_masks
 from .params import MulticastConfig
-from .partition import plan
-from .runner import run_multicast, run_teach
 
-# The teaching names: what a notebook of this stage reaches for first.
-__all__ = ["MulticastConfig", "MulticastLoad", "ClusterRanks", "multicast_model", "run_multicast", "run_teach",
-           "teach_config", "teach_masks", "plan", "cluster_layout_vmnk", "create_tma_multicast_mask",
-           "plot_cluster", "plot_landing", "mask_explorer"]
+# What the notebooks, the docs and the command lines use from the package's top, and nothing else
+# (tests/test_interface.py reads them).
+__all__ = ["barrier_outcome", "barrier_table", "cluster_layout_vmnk", "ClusterRanks", "cta_masks",
+           "expected_smem", "explain_cta", "l2_read_bytes", "make_operands", "mask_explorer", "mask_ranks",
+           "mask_steps", "mask_table", "multicast_model", "MulticastConfig", "MulticastLoad", "plot_cluster",
+           "plot_every_mask", "plot_landing", "plot_savings", "plot_slice_swizzle", "run_teach", "teach_config",
+           "teach_masks"]
 
-# Every other name lives in its module (bwlab.multicast.<module>, or bwlab.hw); the package's top still
-# reaches it, importing that submodule on first use (the pictures load matplotlib only then).
+# The one lazy mechanism: the names of __all__ not imported above, and the other names code written
+# against the package's top still reaches, are imported from their module on first use (the
+# pictures load matplotlib only then). New code imports a name from its module.
 from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
 
 _ELSEWHERE = {
-    "BARRIERS": "bwlab.multicast.runner", "CtaMasks": "bwlab.multicast.cluster",
-    "CtaPlan": "bwlab.multicast.partition", "FILL_BYTE": "bwlab.multicast.model",
-    "Issue": "bwlab.multicast.partition", "MAX_CLUSTER_CTAS": "bwlab.multicast.cluster",
-    "MODE_NAMES": "bwlab.multicast.cluster", "MaskSteps": "bwlab.multicast.cluster",
-    "MulticastCheck": "bwlab.multicast.case", "MulticastRun": "bwlab.multicast.runner",
-    "PORTABLE_CLUSTER_CTAS": "bwlab.multicast.cluster", "TEACH_BARRIERS": "bwlab.multicast.runner",
-    "TEACH_KERNEL": "bwlab.multicast.model", "THREADS": "bwlab.multicast.runner",
-    "TMA_ISSUE_DTYPE": "bwlab.multicast.partition", "TmaSlice": "bwlab.multicast.partition",
-    "barrier_outcome": "bwlab.multicast.model", "barrier_table": "bwlab.multicast.model",
-    "block_of_rank": "bwlab.multicast.partition", "require_teach_config": "bwlab.multicast.model",
-    "compare_run": "bwlab.multicast.case", "cta_coord": "bwlab.multicast.cluster",
-    "cta_masks": "bwlab.multicast.cluster", "draw_cluster": "bwlab.multicast.pictures",
-    "draw_every_mask": "bwlab.multicast.pictures", "draw_landing": "bwlab.multicast.pictures",
-    "draw_mask": "bwlab.multicast.pictures", "draw_masks_of": "bwlab.multicast.pictures",
-    "draw_savings": "bwlab.multicast.pictures", "draw_slice_swizzle": "bwlab.multicast.pictures",
-    "draw_smem_check": "bwlab.multicast.pictures", "expected_smem": "bwlab.multicast.model",
-    "explain_cta": "bwlab.multicast.pictures", "explorer_choices": "bwlab.multicast.pictures",
-    "format_mask": "bwlab.multicast.cluster", "l2_read_bytes": "bwlab.multicast.partition",
-    "launch_multicast": "bwlab.multicast.runner", "make_operands": "bwlab.multicast.model",
-    "mask_explorer": "bwlab.multicast.pictures", "mask_ranks": "bwlab.multicast.cluster",
-    "mask_steps": "bwlab.multicast.cluster", "mask_table": "bwlab.multicast.cluster",
-    "masked_multicast_model": "bwlab.multicast.model", "multicast_box": "bwlab.multicast.partition",
-    "plan_arrays": "bwlab.multicast.partition", "plot_cluster": "bwlab.multicast.pictures",
-    "plot_every_mask": "bwlab.multicast.pictures", "plot_landing": "bwlab.multicast.pictures",
-    "plot_mask": "bwlab.multicast.pictures", "plot_masks_of": "bwlab.multicast.pictures",
-    "plot_ranks": "bwlab.multicast.pictures", "plot_savings": "bwlab.multicast.pictures",
-    "plot_slice_swizzle": "bwlab.multicast.pictures", "plot_smem_check": "bwlab.multicast.pictures",
-    "slice_chunks": "bwlab.multicast.model", "tma_partition": "bwlab.multicast.partition",
+    "bwlab.multicast.case": "compare_run MulticastCheck",
+    "bwlab.multicast.cluster": ("create_tma_multicast_mask cta_coord cta_masks CtaMasks format_mask mask_ranks "
+                                "mask_steps mask_table MaskSteps MAX_CLUSTER_CTAS MODE_NAMES "
+                                "PORTABLE_CLUSTER_CTAS"),
+    "bwlab.multicast.model": ("barrier_outcome barrier_table expected_smem FILL_BYTE make_operands "
+                              "masked_multicast_model require_teach_config slice_chunks TEACH_KERNEL"),
+    "bwlab.multicast.partition": ("block_of_rank CtaPlan Issue l2_read_bytes multicast_box plan plan_arrays "
+                                  "TMA_ISSUE_DTYPE tma_partition TmaSlice"),
+    "bwlab.multicast.pictures": ("explain_cta explorer_choices mask_explorer plot_cluster plot_every_mask "
+                                 "plot_landing plot_mask plot_masks_of plot_ranks plot_savings "
+                                 "plot_slice_swizzle plot_smem_check"),
+    "bwlab.multicast.runner": "BARRIERS launch_multicast MulticastRun run_multicast TEACH_BARRIERS THREADS",
 }
-
-# The validators' names before `check` meant a comparison with the model (deprecated aliases,
-# kept for one release).
-_ELSEWHERE.update({"check_teach_config": "bwlab.multicast.model"})
-
 
 __getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)

@@ -14,7 +14,7 @@ from .params import MulticastConfig, TILE_AREA_ALIGN
 from .partition import plan
 from .runner import MulticastRun, launch_multicast, launch_teach, run_multicast
 
-__all__ = ["MulticastLoad", "ClusterRanks", "MulticastCheck", "compare_run"]
+__all__ = ["MulticastLoad", "ClusterRanks", "MulticastCheck", "compare_run", "run_teach"]
 
 
 class MulticastLoad(Case):
@@ -199,3 +199,11 @@ def compare_run(run: MulticastRun) -> MulticastCheck:
     diff = run.smem != model
     bad = [int(i) for i in np.flatnonzero(diff.any(axis=1))]
     return MulticastCheck(cfg, ranks_ok, aligned, bad, int(diff.sum()), bool(np.array_equal(model, expect)))
+
+
+def run_teach(cfg, operands: dict, masks=None, kernel=None) -> np.ndarray:
+    """`MulticastLoad(cfg, operands, kernel=kernel or "teach_multicast.cu").run()` (with `masks`: the
+    launch itself). Kept for code written against it; a notebook builds the case."""
+    if masks is not None:
+        return launch_teach(cfg, operands, masks, kernel)
+    return MulticastLoad(cfg, operands, kernel=kernel or TEACH_KERNEL).run()

@@ -372,7 +372,7 @@ def check_teach_a_mask(expr, hidden=()) -> None:
         if on_gpu:
             from ..runtime import MbarrierTimeout
             from ..sandbox import KernelFault, KernelHang
-            from .runner import run_teach
+            from .case import run_teach
             try:
                 got, source = run_teach(cfg, case.operands, masks, kernel=mine), f"your kernel {runs_on}"
             except (MbarrierTimeout, KernelFault, KernelHang) as e:

@@ -34,7 +34,7 @@ def make_operands(cfg, seed: int = 0) -> dict:
 
 def require_smem_address(smem_address: int) -> int:
     """A TMA destination must be 128-byte aligned (bwlab.tma.SMEM_ALIGNMENT)."""
-    from ..tma import SMEM_ALIGNMENT
+    from ..tma.tensor_map import SMEM_ALIGNMENT
     a = int(smem_address)
     if a < 0 or a % SMEM_ALIGNMENT:
         raise ValueError(f"the tile area's SMEM address 0x{a:x} must be a non-negative multiple of "
@@ -53,7 +53,7 @@ def masked_multicast_model(cfg, operands: dict, masks, smem_address: int = 0) ->
     """`multicast_model` with other masks: `masks`, uint16 [cluster rank][A, B] (a learner's, a
     broken one; None: the plan's), replaces the mask each rank multicasts with. Each slice then lands
     in the CTAs those masks name, the later sender's bytes over the earlier's where they meet."""
-    from ..tma import tma_load_model
+    from ..tma.model import tma_load_model
     base = require_smem_address(smem_address)
     if masks is not None:
         masks = np.asarray(masks)
@@ -77,7 +77,7 @@ def masked_multicast_model(cfg, operands: dict, masks, smem_address: int = 0) ->
 def expected_smem(cfg, operands: dict, smem_address: int = 0) -> np.ndarray:
     """What every CTA must end up holding, computed without masks or slices: its whole A and/or B
     tile, loaded with one box the size of the tile. `multicast_model` must equal this."""
-    from ..tma import tma_load_model
+    from ..tma.model import tma_load_model
     base = require_smem_address(smem_address)
     out = np.full((cfg.n_ctas, cfg.smem_bytes), FILL_BYTE, dtype=np.uint8)
     gx, gy = cfg.grid
@@ -97,7 +97,8 @@ def slice_chunks(cfg, op: str, index: int, dst: int | None = None) -> np.ndarray
     the TMA writes nothing). The slice is slice `index` of operand `op`; `dst` is the SMEM address
     it is loaded to (default: where it lands in a tile area at address 0). The swizzle is that of
     each line's absolute address."""
-    from ..tma import TensorMap, tma_load_model
+    from ..tma.model import tma_load_model
+    from ..tma.tensor_map import TensorMap
     s = cfg.slice_of(op, index)
     dst = require_smem_address(cfg.smem_base(op) + s.smem_offset if dst is None else dst)
     eb = cfg.elem_bytes
@@ -201,10 +202,3 @@ def barrier_table(outcomes) -> str:
         lines.append(f"CTA rank {o['rank']}: expects {o['expect_tx']} B, receives {o['arrived']} B "
                      f"({senders}): {verdict}")
     return "\n".join(lines)
-
-
-# The names these validators had before `check` meant a comparison with the model (one release).
-from ..util import deprecated_alias as _deprecated  # noqa: E402
-
-check_smem_address = _deprecated(require_smem_address, "check_smem_address")
-check_teach_config = _deprecated(require_teach_config, "check_teach_config")

@@ -48,7 +48,8 @@ class MulticastConfig:
     grid_clusters: tuple = (1, 1)
 
     def __post_init__(self):
-        from ..tma import MAX_BOX, SMEM_ALIGNMENT
+        from ..tma.rules import MAX_BOX
+        from ..tma.tensor_map import SMEM_ALIGNMENT
         cluster = tuple(int(c) for c in self.cluster)
         if len(cluster) != 2:
             raise ValueError(f"cluster is (M, N) in CTAs, got {self.cluster!r}")
@@ -146,7 +147,7 @@ class MulticastConfig:
 
     def tensor_map(self, op: str, box=None):
         """The tensor map each CTA issues its slice through (box = the slice's box)."""
-        from ..tma import TensorMap
+        from ..tma.tensor_map import TensorMap
         box = self.slice_of(op, 0).box if box is None else box
         return TensorMap(self.dtype, self.global_shape(op), box, swizzle=self.swizzle)
 

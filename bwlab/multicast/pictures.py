@@ -301,15 +301,3 @@ def plot_ranks(cfg: MulticastConfig, ax=None):
         _, ax = plt.subplots(figsize=(4, 3))
     plot_cluster(ax, cfg.layout, title=f"cluster {cfg.cluster[0]}x{cfg.cluster[1]}: the rank of every CTA")
     return ax.figure
-
-# The names these pictures had before every picture was called plot_*.
-from ..plotting import deprecated_alias as _alias  # noqa: E402
-
-draw_cluster = _alias(plot_cluster, "draw_cluster")
-draw_mask = _alias(plot_mask, "draw_mask")
-draw_masks_of = _alias(plot_masks_of, "draw_masks_of")
-draw_every_mask = _alias(plot_every_mask, "draw_every_mask")
-draw_landing = _alias(plot_landing, "draw_landing")
-draw_smem_check = _alias(plot_smem_check, "draw_smem_check")
-draw_savings = _alias(plot_savings, "draw_savings")
-draw_slice_swizzle = _alias(plot_slice_swizzle, "draw_slice_swizzle")

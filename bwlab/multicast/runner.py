@@ -1,5 +1,5 @@
 """The GPU runners: `run_multicast` over the harness kernel cuda_src/tma_multicast.cu
-(`tma_multicast_tile`), `run_teach` over the teaching kernel cuda_src/teach_multicast.cu (or a
+(`tma_multicast_tile`), `launch_teach` over the teaching kernel cuda_src/teach_multicast.cu (or a
 learner's edit of it). The only file of the stage that imports CuPy and the CUDA bindings (inside the
 functions, so the package imports anywhere).
 """
@@ -14,8 +14,7 @@ from .model import TEACH_KERNEL, require_smem_address, require_teach_config, tea
 from .params import TILE_AREA_ALIGN
 from .partition import plan_arrays
 
-__all__ = ["THREADS", "BARRIERS", "MulticastRun", "launch_multicast", "run_multicast", "launch_teach", "TEACH_BARRIERS",
-           "run_teach"]
+__all__ = ["THREADS", "BARRIERS", "MulticastRun", "launch_multicast", "run_multicast", "launch_teach", "TEACH_BARRIERS"]
 
 THREADS = 128                # MC_THREADS in the .cu
 BARRIERS = {0: "tile_full"}  # barrier ids of the kernel's bounded waits, for MbarrierTimeout
@@ -37,7 +36,7 @@ def launch_multicast(cfg, operands: dict, *, extra_tx: int = 0) -> MulticastRun:
     """Launch tma_multicast_tile for `cfg` on this GPU and return everything it reports. `extra_tx`
     > 0 announces more bytes than arrive, on purpose: the bounded wait then raises MbarrierTimeout
     instead of hanging."""
-    from ..runtime import backend_for, launch, tensor_map_arg
+    from ..runtime import backend_for, launch, encode_tensor_map, tensor_map_arg
     if cfg.cluster_size > PORTABLE_CLUSTER_CTAS:
         raise ValueError(f"the GPU runner launches portable clusters of at most {PORTABLE_CLUSTER_CTAS} "
                          f"CTAs; {cfg.cluster} has {cfg.cluster_size}")
@@ -49,7 +48,7 @@ def launch_multicast(cfg, operands: dict, *, extra_tx: int = 0) -> MulticastRun:
     maps = {}
     for op in ("A", "B"):
         use = op if op in cfg.operands else cfg.operands[0]
-        maps[op] = tensor_map_arg(cfg.tensor_map(use).encode(dev[use].data.ptr))
+        maps[op] = tensor_map_arg(encode_tensor_map(cfg.tensor_map(use), dev[use].data.ptr))
     issues, tx = plan_arrays(cfg, extra_tx)
     d_issues = cp.asarray(issues.view(np.int32))
     d_tx = cp.asarray(tx)
@@ -78,15 +77,6 @@ def run_multicast(cfg, operands: dict, smem_address: int = 0, *, extra_tx: int =
 TEACH_BARRIERS = {0: "full"}  # teach_multicast.cu's one barrier
 
 
-def run_teach(cfg, operands: dict, masks=None, kernel=None) -> np.ndarray:
-    """`MulticastLoad(cfg, operands, kernel=kernel or "teach_multicast.cu").run()` (with `masks`: the
-    launch itself). Kept for code written against it; a notebook builds the case."""
-    if masks is not None:
-        return launch_teach(cfg, operands, masks, kernel)
-    from .case import MulticastLoad
-    return MulticastLoad(cfg, operands, kernel=kernel or TEACH_KERNEL).run()
-
-
 def launch_teach(cfg, operands: dict, masks=None, kernel=None) -> np.ndarray:
     """Run the teaching kernel (`kernel`, a bwlab.lab.TeachingKernel, default: the learner's %%cuda
     edit of teach_multicast.cu or the original) for `cfg` (see `teach_config`) and return what
@@ -103,14 +93,14 @@ def launch_teach(cfg, operands: dict, masks=None, kernel=None) -> np.ndarray:
     from .. import lab
     if kernel is not None and not isinstance(kernel, lab.TeachingKernel):
         raise ValueError(f"kernel must be a bwlab.lab.TeachingKernel, got {type(kernel).__name__}")
-    from ..runtime import backend_for, launch, tensor_map_arg
+    from ..runtime import backend_for, launch, encode_tensor_map, tensor_map_arg
     be = backend_for("multicast")   # this GPU, or the PTX emulator where there is none
     cp = be.xp
     kernel = kernel or lab.edited(TEACH_KERNEL)
     if not be.emulated and lab.isolate(kernel):
         return lab.run_edited(launch_teach, cfg, operands, masks, kernel=kernel)
     dev = {op: cp.asarray(np.ascontiguousarray(operands[op])) for op in "AB"}
-    maps = [tensor_map_arg(cfg.tensor_map(op).encode(dev[op].data.ptr)) for op in "AB"]
+    maps = [tensor_map_arg(encode_tensor_map(cfg.tensor_map(op), dev[op].data.ptr)) for op in "AB"]
     out = cp.zeros(cfg.n_ctas * cfg.smem_bytes, dtype=np.uint8)
     mod = be.load(kernel, defines={"CLUSTER_X": cfg.cluster[0], "CLUSTER_Y": cfg.cluster[1], "TILE_M": cfg.tile_m,
                                "TILE_N": cfg.tile_n, "TILE_K": cfg.tile_k})

@@ -14,11 +14,12 @@ The package, file by file:
   `expect_tx` must announce) and `smem_footprint` (the SMEM the box takes).
 * `model`      — `tma_load_model(gmem, tmap, coords, smem_address)`: which bytes land at which SMEM
   address (NumPy and bwlab.hw only); the handshake through bwlab.hw.mbarrier.
-* `runner`     — `run_teach(gmem, tmap, coords, kernel=None)`: one 2D box through the teaching kernel
+* `runner`     — `launch_teach(gmem, tmap, coords, kernel=None)`: one 2D box through the teaching kernel
   `cuda_src/teach_tma.cu` (or a learner's edit of it); `run_tma_load(gmem, tmap, coords,
   smem_address)`: any load through the validation harness (`cuda_src/tma_load.cu`, kernel
   `tma_load_dump`); the only file that imports CuPy / cuda.bindings.
-* `case`       — `TmaLoad(gmem, tmap, coords, smem_address)`: model() / run() / check() / show().
+* `case`       — `TmaLoad(gmem, tmap, coords, smem_address)`: model() / run() / check() / show();
+  `run_teach(gmem, tmap, coords, kernel=None)`, the `TmaLoad` of the teaching kernel, run.
 * `pictures`   — the figures and the explorer of notebook 01 (matplotlib, ipywidgets).
 * `exercises`  — the checks of notebook 01's graded exercises (`from bwlab.tma import exercises`), each
   computing its expected value from the model above.
@@ -33,38 +34,29 @@ Conventions: shapes and coordinates are innermost-first, as the driver and PTX n
 is the contiguous one); `global_strides` are the byte strides of dims 1..rank-1.
 """
 
-from .case import TmaLoad
+from .case import run_teach, TmaLoad
 from .model import oob_fill_bits, smem_chunks, tma_load_model
-from .runner import run_teach, run_tma_load
 from .tensor_map import TensorMap, TensorMapError
 
-# The teaching names: what a notebook of this stage reaches for first.
-__all__ = ["TensorMap", "TensorMapError", "TmaLoad", "tma_load_model", "run_tma_load", "run_teach", "smem_chunks",
-           "oob_fill_bits", "plot_smem_image", "plot_swizzle_modes", "plot_handshake", "plot_oob_box",
-           "swizzle_explorer"]
+# What the notebooks, the docs and the command lines use from the package's top, and nothing else
+# (tests/test_interface.py reads them).
+__all__ = ["bank_conflict_table", "cta_tiles", "handshake_events", "oob_fill_bits", "plot_bank_conflicts",
+           "plot_cta_tiles", "plot_handshake", "plot_oob_box", "plot_smem_image", "plot_swizzle_modes",
+           "run_teach", "smem_chunks", "swizzle_explorer", "TensorMap", "TensorMapError", "tma_load_model",
+           "TmaLoad"]
 
-# Every other name lives in its module (bwlab.tma.<module>, or bwlab.hw); the package's top still
-# reaches it, importing that submodule on first use (the pictures load matplotlib only then).
+# The one lazy mechanism: the names of __all__ not imported above, and the other names code written
+# against the package's top still reaches, are imported from their module on first use (the
+# pictures load matplotlib only then). New code imports a name from its module.
 from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
 
 _ELSEWHERE = {
-    "MAX_BOX": "bwlab.tma.tensor_map", "MAX_RANK": "bwlab.tma.tensor_map", "PREFETCH_BOX": "bwlab.tma.runner",
-    "PREFETCH_TENSORMAP": "bwlab.tma.runner", "SMEM_ALIGNMENT": "bwlab.tma.tensor_map",
-    "TEACH_BARRIERS": "bwlab.tma.runner", "TF32_ROUNDS_ON_LOAD": "bwlab.tma.model",
-    "TMAP_DTYPES": "bwlab.tma.tensor_map", "bank_conflict_table": "bwlab.tma.model",
-    "require_modelled": "bwlab.tma.model", "require_teach_args": "bwlab.tma.runner",
-    "column_read_addresses": "bwlab.tma.model", "cta_tiles": "bwlab.tma.model",
-    "handshake_events": "bwlab.tma.model", "is_narrow_swizzle": "bwlab.tma.tensor_map",
-    "plot_bank_conflicts": "bwlab.tma.pictures", "plot_cta_tiles": "bwlab.tma.pictures",
-    "plot_handshake": "bwlab.tma.pictures", "plot_oob_box": "bwlab.tma.pictures",
-    "plot_smem_image": "bwlab.tma.pictures", "plot_swizzle_modes": "bwlab.tma.pictures",
-    "swizzle_explorer": "bwlab.tma.pictures", "tma_load_window": "bwlab.tma.model",
-    "tma_load_writes": "bwlab.tma.model",
+    "bwlab.tma.model": ("bank_conflict_table column_read_addresses cta_tiles handshake_events require_modelled "
+                        "TF32_ROUNDS_ON_LOAD tma_load_window tma_load_writes"),
+    "bwlab.tma.pictures": ("plot_bank_conflicts plot_cta_tiles plot_handshake plot_oob_box plot_smem_image "
+                           "plot_swizzle_modes swizzle_explorer"),
+    "bwlab.tma.runner": "PREFETCH_BOX PREFETCH_TENSORMAP require_teach_args run_tma_load TEACH_BARRIERS",
+    "bwlab.tma.tensor_map": "is_narrow_swizzle MAX_BOX MAX_RANK SMEM_ALIGNMENT TMAP_DTYPES",
 }
-
-# The validators' names before `check` meant a comparison with the model (deprecated aliases,
-# kept for one release).
-_ELSEWHERE.update({"check_modelled": "bwlab.tma.model", "check_teach_args": "bwlab.tma.runner"})
-
 
 __getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)

@@ -15,7 +15,7 @@ from ..hw.swizzle import MODES as SWIZZLE_MODES
 from .model import box_targets, require_coords, oob_fill_bits, tma_load_model, tma_load_writes
 from .tensor_map import TensorMap
 
-__all__ = ["TmaLoad"]
+__all__ = ["TmaLoad", "run_teach"]
 
 
 class TmaLoad(Case):
@@ -145,3 +145,13 @@ class TmaLoad(Case):
         return compare(expected, got, stage=self.stage, what=self.what, unit="byte", where=self.where,
                        hint=lambda m: self.hint(np.asarray(expected), np.asarray(got)), hex_digits=2,
                        source=source)
+
+
+def run_teach(gmem, tmap: TensorMap, coords, kernel=None, block: int = 128) -> np.ndarray:
+    """`TmaLoad(gmem, tmap, coords, kernel=kernel or "teach_tma.cu").run()`: the teaching kernel on one 2D
+    box, the `box_bytes` SMEM bytes it loaded (the same as `tma_load_model(gmem, tmap, coords)`). Kept
+    for code written against it; a notebook builds the case."""
+    if block != 128:
+        from .runner import launch_teach
+        return launch_teach(gmem, tmap, coords, kernel, block)
+    return TmaLoad(gmem, tmap, coords, kernel=kernel or "teach_tma.cu").run()

@@ -240,7 +240,7 @@ def _run_edit_on_gpu(mine, tmap) -> tuple:
     from ..runtime import MbarrierTimeout
     from ..sandbox import KernelFault, KernelHang
     from .case import TmaLoad
-    from .runner import run_teach
+    from .case import run_teach
     gmem = _edit_gmem()
     try:
         got = run_teach(gmem, tmap, EDIT_COORDS, kernel=mine)

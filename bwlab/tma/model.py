@@ -241,10 +241,3 @@ def bank_conflict_table(dtype: str = "float16"):
                 row.append(wavefronts(column_read_addresses(t, 0, access), access).wavefronts)
             out.append((mode, inner, access, row[0], row[1]))
     return out
-
-
-# The names these validators had before `check` meant a comparison with the model (one release).
-from ..util import deprecated_alias as _deprecated  # noqa: E402
-
-check_modelled = _deprecated(require_modelled, "check_modelled")
-check_coords = _deprecated(require_coords, "check_coords")

@@ -336,10 +336,3 @@ def require_global_address(address: int, interleave: str) -> int:
         raise TensorMapError(ADDRESS_RULE.name, f"globalAddress 0x{address:x} must be non-zero and {align}-byte aligned",
                              ADDRESS_RULE.limit)
     return address
-
-
-# The names these validators had before `check` meant a comparison with the model (one release).
-from ..util import deprecated_alias as _deprecated  # noqa: E402
-
-check_tensor_map = _deprecated(require_tensor_map, "check_tensor_map")
-check_global_address = _deprecated(require_global_address, "check_global_address")

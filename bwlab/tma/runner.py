@@ -2,9 +2,9 @@
 `cuda_src/tma_load.cu` (kernel `tma_load_dump`).
 
 The only file of the stage that talks to the GPU (CuPy, cuda.bindings; imported inside the
-functions, so the model side imports without them). `run_teach` runs the teaching kernel (or a
+functions, so the model side imports without them). `launch_teach` runs the teaching kernel (or a
 learner's edit of it) on one 2D box; `run_tma_load` takes the arguments of `tma_load_model` in the
-same order and returns the same bytes; `run_cases` runs many loads (one CTA each) in one launch,
+same order and returns the same bytes; `launch_cases` runs many loads (one CTA each) in one launch,
 each into an SMEM window painted with a known background, for the validation.
 """
 from __future__ import annotations
@@ -14,12 +14,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..hw.mbarrier import MAX_TX_BYTES
+from ..runtime import encode_tensor_map
 from ..util import round_up
 from .model import require_coords, require_modelled, tma_load_window
 from .tensor_map import SMEM_ALIGNMENT, TensorMap, TensorMapError
 
-__all__ = ["run_teach", "launch_teach", "require_teach_args", "TEACH_BARRIERS", "TEACH_SMEM_BYTES", "run_tma_load", "run_cases", "LoadCase", "RunResult", "TMA_CASE_DTYPE", "LOAD_BARRIERS",
-           "SMEM_SLACK", "PREFETCH_TENSORMAP", "PREFETCH_BOX", "background", "encode_tensor_map"]
+__all__ = ["launch_teach", "require_teach_args", "TEACH_BARRIERS", "TEACH_SMEM_BYTES", "run_tma_load", "launch_cases", "LoadCase", "RunResult", "TMA_CASE_DTYPE", "LOAD_BARRIERS",
+           "SMEM_SLACK", "PREFETCH_TENSORMAP", "PREFETCH_BOX", "background"]
 
 # Mirrors struct TmaCase in cuda_src/tma_load.cu (its static_asserts; tests/test_struct_mirrors.py compares).
 TMA_CASE_DTYPE = np.dtype({
@@ -32,27 +33,6 @@ SMEM_SLACK = 1024  # the kernel rounds its window up to a 1024-byte boundary
 PREFETCH_TENSORMAP, PREFETCH_BOX = 1, 2  # TmaCase.flags bits 0 and 1
 TEACH_BARRIERS = {0: "smem_full"}
 TEACH_SMEM_BYTES = 16384  # TEACH_SMEM_BYTES in cuda_src/teach_tma.cu
-
-
-def encode_tensor_map(tmap: TensorMap, global_address: int) -> bytes:
-    """The 128-byte CUtensorMap for a tensor at `global_address`: cuTensorMapEncodeTiled through
-    cuda.bindings, with the arguments of `tmap.encode_args`."""
-    from ..emu import is_emu_pointer
-    if is_emu_pointer(global_address):
-        from ..emu.tensormap import encode
-        return encode(tmap, global_address)
-    a = tmap.encode_args(global_address)
-    from cuda.bindings import driver as drv
-    err, cmap = drv.cuTensorMapEncodeTiled(
-        getattr(drv.CUtensorMapDataType, a["tensorDataType"]), a["tensorRank"], a["globalAddress"],
-        [drv.cuuint64_t(v) for v in a["globalDim"]], [drv.cuuint64_t(v) for v in a["globalStrides"]],
-        [drv.cuuint32_t(v) for v in a["boxDim"]], [drv.cuuint32_t(v) for v in a["elementStrides"]],
-        getattr(drv.CUtensorMapInterleave, a["interleave"]), getattr(drv.CUtensorMapSwizzle, a["swizzle"]),
-        getattr(drv.CUtensorMapL2promotion, a["l2Promotion"]),
-        getattr(drv.CUtensorMapFloatOOBfill, a["oobFill"]))
-    if int(err) != 0:
-        raise RuntimeError(f"cuTensorMapEncodeTiled rejected {tmap!r}: {err!r}")
-    return np.array([int(v) for v in cmap.opaque], dtype=np.uint64).tobytes()
 
 
 def background(n: int) -> np.ndarray:
@@ -101,7 +81,7 @@ class RunResult:
     errors: list           # per case: the driver's refusal to encode the tensor map, or None
 
 
-def run_cases(cases, block: int = 128) -> RunResult:
+def launch_cases(cases, block: int = 128) -> RunResult:
     """Run many TMA loads in one launch of tma_load_dump, one CTA each.
 
     A bounded wait that gives up makes bwlab.runtime.launch raise MbarrierTimeout after the
@@ -145,7 +125,7 @@ def run_cases(cases, block: int = 128) -> RunResult:
     encoded, errors = [], [None] * len(cases)
     for i, (c, o) in enumerate(zip(cases, offs)):
         try:
-            encoded.append(c.tmap.encode(base + o))
+            encoded.append(encode_tensor_map(c.tmap, base + o))
         except RuntimeError as e:  # the driver refused what TensorMap accepted: report, skip
             errors[i] = str(e)
             encoded.append(bytes(128))
@@ -186,7 +166,7 @@ def run_tma_load(gmem, tmap: TensorMap, coords, smem_address: int = 0, prefetch:
     smem_address = int(smem_address)
     case = LoadCase(tmap, np.asarray(gmem), tuple(coords), smem_offset=smem_address, prefetch=prefetch,
                     zero_background=True)
-    r = run_cases([case])
+    r = launch_cases([case])
     if r.errors[0]:
         raise RuntimeError(r.errors[0])
     if r.timeout is not None:
@@ -211,16 +191,6 @@ def require_teach_args(gmem, tmap: TensorMap, coords) -> tuple:
     return require_coords(tmap, coords)
 
 
-def run_teach(gmem, tmap: TensorMap, coords, kernel=None, block: int = 128) -> np.ndarray:
-    """`TmaLoad(gmem, tmap, coords, kernel=kernel or "teach_tma.cu").run()`: the teaching kernel on one 2D
-    box, the `box_bytes` SMEM bytes it loaded (the same as `tma_load_model(gmem, tmap, coords)`). Kept
-    for code written against it; a notebook builds the case."""
-    if block != 128:
-        return launch_teach(gmem, tmap, coords, kernel, block)
-    from .case import TmaLoad
-    return TmaLoad(gmem, tmap, coords, kernel=kernel or "teach_tma.cu").run()
-
-
 def launch_teach(gmem, tmap: TensorMap, coords, kernel=None, block: int = 128) -> np.ndarray:
     """Launch the teaching kernel `teach_tma_load` (`kernel`, a `bwlab.lab.TeachingKernel`; default: the
     %%cuda version if there is one, else cuda_src/teach_tma.cu) on one 2D box, on this GPU or in the PTX
@@ -237,14 +207,8 @@ def launch_teach(gmem, tmap: TensorMap, coords, kernel=None, block: int = 128) -
     xp = be.xp
     d_gmem = xp.asarray(np.ascontiguousarray(gmem))
     d_out = xp.zeros(tmap.box_bytes, np.uint8)
-    tmap_arg = tensor_map_arg(tmap.encode(d_gmem.data.ptr))
+    tmap_arg = tensor_map_arg(encode_tensor_map(tmap, d_gmem.data.ptr))
     launch(be.load(kernel), "teach_tma_load", (1,), (block,),
            (tmap_arg, np.int32(coords[0]), np.int32(coords[1]), np.uint32(tmap.box_bytes), d_out),
            barrier_names=TEACH_BARRIERS)
     return xp.asnumpy(d_out)
-
-
-# The names these validators had before `check` meant a comparison with the model (one release).
-from ..util import deprecated_alias as _deprecated  # noqa: E402
-
-check_teach_args = _deprecated(require_teach_args, "check_teach_args")

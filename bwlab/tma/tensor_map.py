@@ -167,11 +167,6 @@ class TensorMap:
             "oobFill": OOB_ENUM[self.oob_fill],
         }
 
-    def encode(self, global_address: int) -> bytes:
-        """The 128-byte CUtensorMap for a tensor at `global_address` (needs the CUDA driver)."""
-        from .runner import encode_tensor_map
-        return encode_tensor_map(self, global_address)
-
     def describe(self) -> str:
         """The fields of the tensor map as the driver receives them, one per line."""
         a = self.encode_args(1 << 20)

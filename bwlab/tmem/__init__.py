@@ -22,10 +22,11 @@ Files:
   alloc.py        `TensorMemory`: an image plus the allocator, raising `TmemError` naming the rule
   accumulator.py  the epilogue's view: `accumulator_owners`, `read_accumulator` (on UMMA's layout)
   runner.py       `run_ld_roundtrip` / `run_st_roundtrip`: cuda_src/tmem_sm100.cu on an sm_100 GPU;
-                  `run_teach`: cuda_src/teach_tmem.cu
-  case.py         `TmemLoad`, `TmemStore`: model() / run() / check() / show()
+                  `launch_teach`: cuda_src/teach_tmem.cu
   teach.py        the teaching kernel cuda_src/teach_tmem.cu as the model sees it: `teach_plan`,
-                  `teach_model`, `teach_case` (its GPU run: `runner.run_teach`)
+                  `teach_model`
+  case.py         `TmemLoad`, `TmemStore`: model() / run() / check() / show(); the teaching kernel's
+                  `teach_case`, `run_teach` (its run) and `try_teach`
   pictures.py     `plot_*`, `ld_widget`
 Validation (`python -m bwlab.validate tmem`) and the generator of cuda_src/ptx/tcgen05_ldst.cuh
 (`python -m bwlab.tmem header`) live in `bwlab/checks/`.
@@ -36,57 +37,40 @@ from __future__ import annotations
 
 from ..hw.tmem import decode_address, encode_address, TmemError
 from .alloc import TensorMemory
-from .case import TmemLoad, TmemStore
+from .case import teach_case, TmemLoad
 from .forms import SHAPES, TmemAccess
-from .model import ld_roundtrip_model
-from .runner import run_ld_roundtrip, run_teach
-from .teach import teach_case
 from . import tables  # noqa: F401
 
-# The teaching names: what a notebook of this stage reaches for first.
-__all__ = ["TmemAccess", "TensorMemory", "TmemLoad", "TmemStore", "TmemError", "ld_roundtrip_model",
-           "run_ld_roundtrip", "run_teach", "teach_case", "encode_address", "decode_address", "SHAPES",
-           "plot_ld_map", "plot_tmem", "ld_widget"]
+# What the notebooks, the docs and the command lines use from the package's top, and nothing else
+# (tests/test_interface.py reads them).
+__all__ = ["accumulator_layout", "accumulator_owners", "attempt", "COLUMNS", "compile_kernels",
+           "decode_address", "encode_address", "epilogue_loads", "example_accumulator", "format_address",
+           "kernel_name", "LANES", "ld_widget", "NUMS", "pattern_image", "plot_accumulator_owners",
+           "plot_gallery", "plot_ld_map", "plot_tmem", "plot_warp_quarters", "read_accumulator", "SHAPES",
+           "tcgen05_ld", "teach_case", "teach_model", "teach_plan", "teach_sass", "TensorMemory", "TmemAccess",
+           "TmemError", "TmemLoad", "try_teach"]
 
-# Every other name lives in its module (bwlab.tmem.<module>, or bwlab.hw); the package's top still
-# reaches it, importing that submodule on first use (the pictures load matplotlib only then).
+# The one lazy mechanism: the names of __all__ not imported above, and the other names code written
+# against the package's top still reaches, are imported from their module on first use (the
+# pictures load matplotlib only then). New code imports a name from its module.
 from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
 
 _ELSEWHERE = {
-    "Allocation": "bwlab.tmem.alloc", "COLUMNS": "bwlab.hw.tmem", "COLUMNS_PER_NUM": "bwlab.tmem.forms",
-    "CP_TABLE": "bwlab.tmem.tables", "LANES": "bwlab.hw.tmem", "LANES_PER_SHAPE": "bwlab.tmem.forms",
-    "LoadStep": "bwlab.tmem.accumulator", "MAX_REGS_PER_THREAD": "bwlab.tmem.forms", "NUMS": "bwlab.tmem.forms",
-    "REGS_PER_NUM": "bwlab.tmem.forms", "SHAPE_CODE": "bwlab.tmem.forms", "TEACH_FILE": "bwlab.tmem.teach",
-    "TeachPlan": "bwlab.tmem.teach", "TmemNote": "bwlab.tmem.alloc",
-    "accumulator_layout": "bwlab.tmem.accumulator", "accumulator_owners": "bwlab.tmem.accumulator",
-    "address_image": "bwlab.tmem.teach", "all_accesses": "bwlab.tmem.forms",
-    "all_kernel_names": "bwlab.tmem.runner", "attempt": "bwlab.tmem.alloc", "brief": "bwlab.tmem.alloc",
-    "require_alloc": "bwlab.tmem.tables", "require_configurations": "bwlab.tmem.runner",
-    "require_cp": "bwlab.tmem.tables", "require_ldst": "bwlab.tmem.tables", "compare_st_images": "bwlab.tmem.model",
-    "compile_kernels": "bwlab.tmem.runner", "defined_st_bits": "bwlab.tmem.model",
-    "draw_accumulator_owners": "bwlab.tmem.pictures", "draw_gallery": "bwlab.tmem.pictures",
-    "draw_ld_map": "bwlab.tmem.pictures", "draw_tmem": "bwlab.tmem.pictures",
-    "draw_warp_quarters": "bwlab.tmem.pictures", "epilogue_loads": "bwlab.tmem.accumulator",
-    "example_accumulator": "bwlab.tmem.accumulator", "format_address": "bwlab.hw.tmem",
-    "instructions_per_warp": "bwlab.tmem.forms", "kernel_name": "bwlab.tmem.runner",
-    "ld_fragment_map": "bwlab.tmem.forms", "ld_widget": "bwlab.tmem.pictures", "legal_nums": "bwlab.tmem.forms",
-    "new_image": "bwlab.hw.tmem", "pattern_image": "bwlab.tmem.model",
-    "plot_accumulator_owners": "bwlab.tmem.pictures", "plot_gallery": "bwlab.tmem.pictures",
-    "plot_ld_map": "bwlab.tmem.pictures", "plot_tmem": "bwlab.tmem.pictures",
-    "plot_warp_quarters": "bwlab.tmem.pictures", "read_accumulator": "bwlab.tmem.accumulator",
-    "register_pattern": "bwlab.tmem.model", "run_st_roundtrip": "bwlab.tmem.runner",
-    "st_cells_mask": "bwlab.tmem.model", "st_roundtrip_model": "bwlab.tmem.model",
-    "tcgen05_ld": "bwlab.tmem.model", "tcgen05_st": "bwlab.tmem.model", "teach_model": "bwlab.tmem.teach",
-    "teach_plan": "bwlab.tmem.teach", "teach_sass": "bwlab.tmem.teach", "try_teach": "bwlab.tmem.teach",
-    "warp_lane_range": "bwlab.hw.tmem",
+    "bwlab.hw.tmem": "COLUMNS format_address LANES new_image warp_lane_range",
+    "bwlab.tmem.accumulator": ("accumulator_layout accumulator_owners epilogue_loads example_accumulator "
+                               "LoadStep read_accumulator"),
+    "bwlab.tmem.alloc": "Allocation attempt brief TmemNote",
+    "bwlab.tmem.case": "run_teach TmemStore try_teach",
+    "bwlab.tmem.forms": ("all_accesses COLUMNS_PER_NUM instructions_per_warp LANES_PER_SHAPE ld_fragment_map "
+                         "legal_nums MAX_REGS_PER_THREAD NUMS REGS_PER_NUM SHAPE_CODE"),
+    "bwlab.tmem.model": ("compare_st_images defined_st_bits ld_roundtrip_model pattern_image register_pattern "
+                         "st_cells_mask st_roundtrip_model tcgen05_ld tcgen05_st"),
+    "bwlab.tmem.pictures": ("ld_widget plot_accumulator_owners plot_gallery plot_ld_map plot_tmem "
+                            "plot_warp_quarters"),
+    "bwlab.tmem.runner": ("all_kernel_names compile_kernels kernel_name require_configurations "
+                          "run_ld_roundtrip run_st_roundtrip"),
+    "bwlab.tmem.tables": "CP_TABLE require_alloc require_cp require_ldst",
+    "bwlab.tmem.teach": "address_image TEACH_FILE teach_model teach_plan teach_sass TeachPlan",
 }
-
-# The validators' names before `check` meant a comparison with the model (deprecated aliases,
-# kept for one release).
-_ELSEWHERE.update({
-    "check_alloc": "bwlab.tmem.tables", "check_configurations": "bwlab.tmem.runner",
-    "check_cp": "bwlab.tmem.tables", "check_ldst": "bwlab.tmem.tables"
-})
-
 
 __getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)

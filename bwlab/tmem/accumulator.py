@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..hw.tmem import COLUMNS, LANES, TmemError, require_image, decode_address, encode_address, new_image
-from ..umma import UmmaCase, d_tmem_layout
+from ..umma.case import UmmaCase
+from ..umma.model import d_tmem_layout
 from .forms import TmemAccess, instructions_per_warp
 from .model import tcgen05_ld
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..case import Case, CheckResult, Mismatch, compare, digest
-from ..hw.tmem import COLUMNS, LANES, warp_lane_range
+from ..hw.tmem import COLUMNS, LANES, TmemError, warp_lane_range
 from .forms import TmemAccess, instructions_per_warp
 from .model import require_roundtrip, defined_st_bits, ld_roundtrip_model, st_roundtrip_model
-from .runner import run_ld_roundtrip, run_st_roundtrip
+from .runner import require_teach_num, run_ld_roundtrip, run_st_roundtrip
+from .teach import address_image, compile_report, teach_kernel, teach_model, teach_plan
 
-__all__ = ["TmemLoad", "TmemStore"]
+__all__ = ["TmemLoad", "TmemStore", "teach_case", "run_teach", "try_teach"]
 
 
 def _cells_of(access: TmemAccess, warp: int, half: int, col0: int) -> np.ndarray:
@@ -62,7 +63,6 @@ class TmemLoad(Case):
         self.what = f"tcgen05.ld{access.label()} at column {self.col0}"
         self._set_kernel(kernel)
         if kernel is not None:
-            from .teach import address_image, teach_plan
             plan = teach_plan(self.kernel)
             if plan.access != access or self.col0 != 0 or not np.array_equal(image, address_image()):
                 raise ValueError(f"{self.teaching_file} loads address_image() at column 0 with "
@@ -203,3 +203,61 @@ class TmemStore(Case):
         """Which thread and register of `warp` holds which TMEM cell."""
         from .pictures import plot_ld_map
         return plot_ld_map(self.access, warp, ax=ax, **kwargs)
+
+
+def teach_case(kernel=None) -> TmemLoad:
+    """The case the teaching kernel's result is checked against: its .32x32b.x<kNum> load of
+    `address_image()` at column 0 (`.check(run_teach(kernel))`)."""
+    return TmemLoad(teach_plan(kernel).access, address_image(), 0, kernel=teach_kernel(kernel))
+
+
+def run_teach(kernel=None) -> np.ndarray:
+    """`tmem.teach_case(kernel).run()`: the registers the teaching kernel loaded. Kept for code written
+    against it; a notebook builds the case."""
+    require_teach_num(teach_plan(teach_kernel(kernel)))
+    return teach_case(kernel).run()
+
+
+def try_teach(kernel=None, warp: int = 1, thread: int = 3, force: bool = False) -> np.ndarray | None:
+    """What an edit of the teaching kernel does here: compile it for sm_100a (errors on your line),
+    read its plan, replay it on the model (or name the rule it breaks), and run it where the TMEM stage
+    runs here (an sm_100 GPU, or bwlab's PTX emulator) and check it against the model. Returns the
+    model's registers (None if the model refuses).
+
+    On the GPU an edit the model refuses is not launched unless `force`: the ISA leaves such an access
+    undefined, and a fault loses the CUDA context until the process restarts."""
+    from .. import device
+    from ..compile import CompileError
+    k = teach_kernel(kernel)
+    try:
+        k.compile("sm_100a")
+    except CompileError as e:
+        print(compile_report(e))
+        print(f"\n{k.file} did not compile for sm_100a: nothing runs.")
+        return None
+    print(f"{k.file}{' (edited)' if k.edited else ''}: compiles for sm_100a")
+    plan = teach_plan(k)
+    print("plan:", plan)
+    want = None
+    try:
+        want = teach_model(k)
+        r = want[warp, 0, thread]
+        shown = ", ".join(f"{v:#010x}" for v in r[:4]) + (", ..." if r.size > 4 else "")
+        print(f"model: warp {warp}, thread {thread} holds {r.size} registers [{shown}] = lane "
+              f"{r[0] >> 16}, columns {r[0] & 0xFFFF}..{r[-1] & 0xFFFF}")
+    except TmemError as e:
+        print(f"model: refuses the kernel -- {e}")
+    t = device.tier("tmem")
+    if t == "emulated":
+        print(device.where("tmem"))
+        try:
+            print(teach_case(k).check(run_teach(k), source="the PTX emulator, your kernel"))
+        except Exception as e:      # the emulator names what the ISA leaves undefined
+            print(f"the PTX emulator stopped your kernel: {type(e).__name__}: {e}")
+    elif t != "hardware":
+        print(device.where("tmem"))
+    elif want is None and not force:
+        print("GPU: not launched, the model refuses it (try_teach(..., force=True) launches it anyway).")
+    else:
+        print(teach_case(k).check(run_teach(k), source=device.gpu_info().name))
+    return want

@@ -133,7 +133,7 @@ def _gpu_line(kernel, case) -> tuple[bool, str]:
     from .. import device
     if device.tier("tmem") != "hardware":
         return True, "GPU: not run here (tcgen05 and TMEM need an sm_100-family GPU; the model ran your kernel)"
-    from .runner import run_teach
+    from .case import run_teach
     try:
         res = case.check(run_teach(kernel), source=f"{device.gpu_info().name}, your kernel")
     except Exception as e:       # a fault or hang in the worker comes back as an exception
@@ -152,7 +152,7 @@ def check_wide_load(num, columns, hidden=()) -> None:
     from ..compile import CompileError
     from .alloc import brief
     from .case import TmemLoad
-    from .teach import _compile_report, address_image, teach_model
+    from .teach import address_image, teach_model, compile_report as _compile_report
     wide = wide_columns()
     name = f"teach_tmem.cu with {wide} column{'s' if wide > 1 else ''} per thread"
     rule = (f"kNum is the .num of tcgen05.ld/st.32x32b: one register per column per thread, a power of two "

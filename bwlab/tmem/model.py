@@ -162,9 +162,3 @@ def compare_st_images(access: TmemAccess, model: np.ndarray, gpu: np.ndarray, co
     """Number of mismatching cells. For unpack::16b only the low 16 bits of written cells count
     (the ISA does not define the upper halves); everything else must be identical."""
     return int((defined_st_bits(access, model, col0) != defined_st_bits(access, gpu, col0)).sum())
-
-
-# The names these validators had before `check` meant a comparison with the model (one release).
-from ..util import deprecated_alias as _deprecated  # noqa: E402
-
-check_roundtrip = _deprecated(require_roundtrip, "check_roundtrip")

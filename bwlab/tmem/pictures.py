@@ -198,13 +198,3 @@ def ld_widget():
     box = W.VBox([W.HBox([shape, num, pack, warp], layout=W.Layout(flex_flow="row wrap")), out])
     redraw()
     return box
-
-
-# The names these pictures had before every picture was called plot_*.
-from ..plotting import deprecated_alias as _alias  # noqa: E402
-
-draw_tmem = _alias(plot_tmem, "draw_tmem")
-draw_warp_quarters = _alias(plot_warp_quarters, "draw_warp_quarters")
-draw_ld_map = _alias(plot_ld_map, "draw_ld_map")
-draw_gallery = _alias(plot_gallery, "draw_gallery")
-draw_accumulator_owners = _alias(plot_accumulator_owners, "draw_accumulator_owners")

@@ -14,7 +14,7 @@ from .model import require_roundtrip
 from .tables import LDST_PACK, require_alloc, require_ldst
 
 __all__ = ["KERNEL_SOURCE", "launch_teach", "kernel_name", "all_kernel_names", "compile_kernels", "run_ld_roundtrip",
-           "run_st_roundtrip", "require_configurations", "kernel_allocation_columns", "run_teach"]
+           "run_st_roundtrip", "require_configurations", "kernel_allocation_columns", "require_teach_num"]
 
 KERNEL_SOURCE = "tmem_sm100"
 
@@ -120,15 +120,8 @@ def run_st_roundtrip(access: TmemAccess, image: np.ndarray, regs: np.ndarray,
     return cp.asnumpy(out)
 
 
-def run_teach(kernel=None) -> np.ndarray:
-    """`tmem.teach_case(kernel).run()`: the registers the teaching kernel loaded. Kept for code written
-    against it; a notebook builds the case."""
-    from .teach import teach_case, teach_kernel, teach_plan
-    _check_num(teach_plan(teach_kernel(kernel)))
-    return teach_case(kernel).run()
-
-
-def _check_num(plan) -> None:
+def require_teach_num(plan) -> None:
+    """Refuse a teaching kernel whose kNum is not a .num of tcgen05.ld .32x32b (x1 .. x128)."""
     if not 1 <= plan.num <= 128:
         raise TmemError(f"kNum = {plan.num}: .32x32b takes .num x1 .. x128")
 
@@ -142,7 +135,7 @@ def launch_teach(kernel=None) -> np.ndarray:
     from .teach import teach_kernel, teach_plan
     k = teach_kernel(kernel)
     plan = teach_plan(k)
-    _check_num(plan)
+    require_teach_num(plan)
     be = _backend()
     from ..lab import isolate, run_edited
     if not be.emulated and isolate(k):
@@ -152,9 +145,3 @@ def launch_teach(kernel=None) -> np.ndarray:
     out = cp.full((4, 1, 32, plan.num), 0xFFFFFFFF, dtype=np.uint32)
     launch(be.load(k, arch="sm_100a"), "teach_tmem", (1,), (128,), (out,))
     return cp.asnumpy(out)
-
-
-# The names these validators had before `check` meant a comparison with the model (one release).
-from ..util import deprecated_alias as _deprecated  # noqa: E402
-
-check_configurations = _deprecated(require_configurations, "check_configurations")

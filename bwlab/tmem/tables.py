@@ -234,12 +234,3 @@ def require_cp(shape: str, multicast: str | None = None, fmt: str | None = None,
     if cta_group not in ALLOC_CTA_GROUPS:
         raise TmemError(f".cta_group must be ::1 or ::2, got ::{cta_group} ({SEC_CP})")
     return next(f for f in CP_TABLE if f.shape == shape and f.multicast == multicast)
-
-
-# The names these validators had before `check` meant a comparison with the model (one release).
-from ..util import deprecated_alias as _deprecated  # noqa: E402
-
-check_alloc = _deprecated(require_alloc, "check_alloc")
-check_ldst = _deprecated(require_ldst, "check_ldst")
-check_lanes = _deprecated(require_lanes, "check_lanes")
-check_cp = _deprecated(require_cp, "check_cp")

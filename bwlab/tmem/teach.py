@@ -7,9 +7,10 @@ text, read by `teach_plan`: `kColumns` (the allocation), `kNum` (the .num of the
 line `const u32 lane0 = ...;` (the lane each warp addresses), and replays the kernel on
 `TensorMemory`, so an illegal edit comes back as the `TmemError` of the rule it breaks.
 
-`teach_model(kernel)` and `run_teach(kernel)` (runner.py, an sm_100 GPU) return the same thing:
-uint32 (4 warps, 1 load, 32 threads, kNum registers), what `TmemLoad(...).model()` returns for the
-`.32x32b.x<kNum>` load of `address_image()`; `teach_case(kernel).check(got)` compares them.
+`teach_model(kernel)` and `run_teach(kernel)` (case.py; on an sm_100 GPU or in the emulator) return
+the same thing: uint32 (4 warps, 1 load, 32 threads, kNum registers), what `TmemLoad(...).model()`
+returns for the `.32x32b.x<kNum>` load of `address_image()`; `teach_case(kernel).check(got)` (case.py)
+compares them.
 """
 from __future__ import annotations
 
@@ -22,11 +23,10 @@ import numpy as np
 
 from ..hw.tmem import COLUMNS, LANES, TmemError
 from .alloc import TensorMemory
-from .case import TmemLoad
 from .forms import TmemAccess
 
-__all__ = ["TEACH_FILE", "TeachPlan", "teach_plan", "address_image", "teach_model", "teach_case",
-           "teach_kernel", "teach_sass", "try_teach"]
+__all__ = ["TEACH_FILE", "TeachPlan", "teach_plan", "address_image", "teach_model", "teach_kernel",
+           "teach_sass", "compile_report"]
 
 TEACH_FILE = "teach_tmem.cu"
 _WARPS = 4  # one warpgroup: 128 threads
@@ -145,13 +145,7 @@ def teach_model(kernel=None) -> np.ndarray:
     return out
 
 
-def teach_case(kernel=None) -> TmemLoad:
-    """The case the teaching kernel's result is checked against: its .32x32b.x<kNum> load of
-    `address_image()` at column 0 (`.check(run_teach(kernel))`)."""
-    return TmemLoad(teach_plan(kernel).access, address_image(), 0, kernel=teach_kernel(kernel))
-
-
-def _compile_report(err) -> str:
+def compile_report(err) -> str:
     """A CompileError as a learner reads it: each error on its line of the kernel, else the log."""
     from ..compile import CUDA_SRC
     text = str(err)
@@ -167,50 +161,3 @@ def teach_sass(kernel=None, ops=("STTM", "LDTM", "UTC", "BAR.SYNC", "SHFL", "NAN
         return None
     return "\n".join(re.sub(r"\s*/\* 0x[0-9a-f]+ \*/", "", line).strip()
                      for line in sass.splitlines() if any(op in line for op in ops))
-
-
-def try_teach(kernel=None, warp: int = 1, thread: int = 3, force: bool = False) -> np.ndarray | None:
-    """What an edit of the teaching kernel does here: compile it for sm_100a (errors on your line),
-    read its plan, replay it on the model (or name the rule it breaks), and run it where the TMEM stage
-    runs here (an sm_100 GPU, or bwlab's PTX emulator) and check it against the model. Returns the
-    model's registers (None if the model refuses).
-
-    On the GPU an edit the model refuses is not launched unless `force`: the ISA leaves such an access
-    undefined, and a fault loses the CUDA context until the process restarts."""
-    from .. import device
-    from ..compile import CompileError
-    k = teach_kernel(kernel)
-    try:
-        k.compile("sm_100a")
-    except CompileError as e:
-        print(_compile_report(e))
-        print(f"\n{k.file} did not compile for sm_100a: nothing runs.")
-        return None
-    print(f"{k.file}{' (edited)' if k.edited else ''}: compiles for sm_100a")
-    plan = teach_plan(k)
-    print("plan:", plan)
-    want = None
-    try:
-        want = teach_model(k)
-        r = want[warp, 0, thread]
-        shown = ", ".join(f"{v:#010x}" for v in r[:4]) + (", ..." if r.size > 4 else "")
-        print(f"model: warp {warp}, thread {thread} holds {r.size} registers [{shown}] = lane "
-              f"{r[0] >> 16}, columns {r[0] & 0xFFFF}..{r[-1] & 0xFFFF}")
-    except TmemError as e:
-        print(f"model: refuses the kernel -- {e}")
-    t = device.tier("tmem")
-    if t == "emulated":
-        from .runner import run_teach
-        print(device.where("tmem"))
-        try:
-            print(teach_case(k).check(run_teach(k), source="the PTX emulator, your kernel"))
-        except Exception as e:      # the emulator names what the ISA leaves undefined
-            print(f"the PTX emulator stopped your kernel: {type(e).__name__}: {e}")
-    elif t != "hardware":
-        print(device.where("tmem"))
-    elif want is None and not force:
-        print("GPU: not launched, the model refuses it (try_teach(..., force=True) launches it anyway).")
-    else:
-        from .runner import run_teach
-        print(teach_case(k).check(run_teach(k), source=device.gpu_info().name))
-    return want

@@ -756,11 +756,6 @@ def main(argv=None) -> int:
     return 0
 
 
-# The name it had before `check` meant a comparison with the model (one release).
-from ..util import deprecated_alias as _deprecated  # noqa: E402
-
-check_cells = _deprecated(validate_cells, "check_cells")
-
-
 if __name__ == "__main__":
     raise SystemExit(main())
+

@@ -36,58 +36,49 @@ Validation and benchmarks live in `bwlab/checks/umma.py` (`python -m bwlab.valid
 """
 
 from .canonical import canonical_layout
-from .case import umma_model, UmmaCase, WgmmaCase
-from .descriptors import decode_smem_desc, make_smem_desc, SmemDesc
+from .case import UmmaCase, WgmmaCase
+from .descriptors import decode_smem_desc, make_smem_desc
 from .idesc import decode_instr_desc, make_instr_desc
-from .runner import run_teach_umma, run_teach_wgmma, run_umma
+from .runner import run_teach_wgmma
+from . import canonical, descriptors, idesc, model, rules  # noqa: F401
+from . import canonical, descriptors, idesc, model, rules  # noqa: F401
+from . import canonical, descriptors, idesc, model, rules  # noqa: F401
+from . import canonical, descriptors, idesc, model, rules  # noqa: F401
 from . import canonical, descriptors, idesc, model, rules  # noqa: F401
 
-# The teaching names: what a notebook of this stage reaches for first.
-__all__ = ["UmmaCase", "WgmmaCase", "SmemDesc", "make_smem_desc", "decode_smem_desc", "make_instr_desc",
-           "decode_instr_desc", "canonical_layout", "umma_model", "run_umma", "run_teach_umma", "run_teach_wgmma",
-           "plot_canonical_layouts", "plot_smem_layout", "descriptor_widget"]
+# What the notebooks, the docs and the command lines use from the package's top, and nothing else
+# (tests/test_interface.py reads them).
+__all__ = ["canonical_layout", "cta_pair_mma", "d_tmem_layout", "decode_instr_desc", "decode_smem_desc",
+           "descriptor_widget", "edit_descs", "format_fields", "instr_desc_widget", "layout_survey",
+           "make_instr_desc", "make_smem_desc", "plot_canonical_layouts", "plot_core_matrices",
+           "plot_d_tmem_layouts", "plot_k_steps", "plot_smem_layout", "run_teach_wgmma", "smem_desc_for_tile",
+           "swizzle_with_base_offset", "tile_desc", "tma_fed_mma", "UmmaCase", "wgmma_d_fragment", "WgmmaCase"]
 
-# Every other name lives in its module (bwlab.umma.<module>, or bwlab.hw); the package's top still
-# reaches it, importing that submodule on first use (the pictures load matplotlib only then).
+# The one lazy mechanism: the names of __all__ not imported above, and the other names code written
+# against the package's top still reaches, are imported from their module on first use (the
+# pictures load matplotlib only then). New code imports a name from its module.
 from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
 
 _ELSEWHERE = {
-    "ARCHS": "bwlab.umma.descriptors", "CanonicalLayout": "bwlab.umma.canonical", "CtaState": "bwlab.umma.model",
-    "InstrDesc": "bwlab.umma.idesc", "KINDS": "bwlab.umma.idesc", "LAYOUTS": "bwlab.umma.rules",
-    "LAYOUT_CODES_SM100": "bwlab.umma.descriptors", "LAYOUT_CODES_SM90": "bwlab.umma.descriptors",
-    "LayoutSurvey": "bwlab.umma.survey", "MAJORS": "bwlab.umma.canonical", "MmaRuleError": "bwlab.umma.idesc",
-    "OPERAND_LAYOUTS": "bwlab.umma.survey", "OPERAND_TYPES": "bwlab.umma.canonical",
-    "SMEM_BYTES": "bwlab.umma.model", "TEACH_SMEM_BYTES": "bwlab.umma.runner", "TmaFedMma": "bwlab.umma.hybrid",
-    "TmemLayout": "bwlab.umma.model", "UMMA_BARRIERS": "bwlab.umma.runner", "WGMMA_BARRIERS": "bwlab.umma.runner",
-    "WGMMA_NS": "bwlab.umma.model", "atom_shape": "bwlab.umma.canonical", "require_mma": "bwlab.umma.rules",
-    "require_mma_cute": "bwlab.umma.rules", "require_mma_shape": "bwlab.umma.idesc",
-    "cta_pair_mma": "bwlab.umma.hybrid", "d_from_words": "bwlab.umma.model", "d_tmem_layout": "bwlab.umma.model",
-    "descriptor_addresses": "bwlab.umma.descriptors", "descriptor_widget": "bwlab.umma.pictures",
-    "edit_descs": "bwlab.umma.descriptors", "elem_bytes": "bwlab.umma.canonical",
-    "format_fields": "bwlab.umma.descriptors", "gmma_desc_for_tile": "bwlab.umma.descriptors",
-    "instr_desc_widget": "bwlab.umma.pictures", "instr_k": "bwlab.umma.canonical", "kind_of": "bwlab.umma.idesc",
-    "launch_wgmma": "bwlab.umma.runner", "layout_survey": "bwlab.umma.survey",
-    "legal_mma_configs": "bwlab.umma.rules", "mma_operands": "bwlab.umma.model", "operand_hint": "bwlab.umma.case",
-    "operand_values": "bwlab.umma.model", "plot_canonical_layouts": "bwlab.umma.pictures",
-    "plot_case": "bwlab.umma.pictures", "plot_core_matrices": "bwlab.umma.pictures",
-    "plot_d_tmem_layout": "bwlab.umma.pictures", "plot_d_tmem_layouts": "bwlab.umma.pictures",
-    "plot_k_steps": "bwlab.umma.pictures", "plot_smem_layout": "bwlab.umma.pictures",
-    "read_operand": "bwlab.umma.descriptors", "run_wgmma": "bwlab.umma.runner",
-    "smem_chunk_map": "bwlab.umma.pictures", "smem_desc_for_tile": "bwlab.umma.descriptors",
-    "swizzle_with_base_offset": "bwlab.umma.canonical", "tcgen05_commit": "bwlab.umma.model",
-    "tcgen05_mma": "bwlab.umma.model", "tile_desc": "bwlab.umma.descriptors", "tma_fed_mma": "bwlab.umma.hybrid",
-    "wgmma_cases": "bwlab.umma.survey", "wgmma_d_fragment": "bwlab.umma.model",
-    "wgmma_mma_async": "bwlab.umma.model", "wgmma_model": "bwlab.umma.case", "words_from_d": "bwlab.umma.model",
-    "mma_numerics": "bwlab.umma.numerics", "MmaInstr": "bwlab.umma.numerics", "parse_instr": "bwlab.umma.numerics",
-    "fused_mma": "bwlab.umma.numerics",
+    "bwlab.umma.canonical": ("atom_shape CanonicalLayout elem_bytes instr_k MAJORS OPERAND_TYPES "
+                             "swizzle_with_base_offset"),
+    "bwlab.umma.case": "operand_hint umma_model wgmma_model",
+    "bwlab.umma.descriptors": ("ARCHS descriptor_addresses edit_descs format_fields gmma_desc_for_tile "
+                               "LAYOUT_CODES_SM100 LAYOUT_CODES_SM90 read_operand smem_desc_for_tile SmemDesc "
+                               "tile_desc"),
+    "bwlab.umma.hybrid": "cta_pair_mma tma_fed_mma TmaFedMma",
+    "bwlab.umma.idesc": "InstrDesc kind_of KINDS MmaRuleError require_mma_shape",
+    "bwlab.umma.model": ("CtaState d_from_words d_tmem_layout mma_operands operand_values SMEM_BYTES "
+                         "tcgen05_commit tcgen05_mma TmemLayout wgmma_d_fragment wgmma_mma_async WGMMA_NS "
+                         "words_from_d"),
+    "bwlab.umma.numerics": "fused_mma mma_numerics MmaInstr parse_instr",
+    "bwlab.umma.pictures": ("descriptor_widget instr_desc_widget plot_canonical_layouts plot_case "
+                            "plot_core_matrices plot_d_tmem_layout plot_d_tmem_layouts plot_k_steps "
+                            "plot_smem_layout smem_chunk_map"),
+    "bwlab.umma.rules": "LAYOUTS legal_mma_configs require_mma require_mma_cute",
+    "bwlab.umma.runner": ("launch_wgmma run_teach_umma run_umma run_wgmma TEACH_SMEM_BYTES UMMA_BARRIERS "
+                          "WGMMA_BARRIERS"),
+    "bwlab.umma.survey": "layout_survey LayoutSurvey OPERAND_LAYOUTS wgmma_cases",
 }
-
-# The validators' names before `check` meant a comparison with the model (deprecated aliases,
-# kept for one release).
-_ELSEWHERE.update({
-    "check_mma": "bwlab.umma.rules", "check_mma_cute": "bwlab.umma.rules",
-    "check_mma_shape": "bwlab.umma.rules"
-})
-
 
 __getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)

@@ -213,9 +213,3 @@ class CanonicalLayout:
 def canonical_layout(major: str, swizzle: str, dtype: str, tile, base_address: int = 0) -> CanonicalLayout:
     """The canonical layout (element (mn, k) -> SMEM byte address) of a tile; see CanonicalLayout."""
     return CanonicalLayout(major, swizzle, dtype, tuple(tile), int(base_address))
-
-
-# The names these validators had before `check` meant a comparison with the model (one release).
-from ..util import deprecated_alias as _deprecated  # noqa: E402
-
-check_choice = _deprecated(require_choice, "check_choice")

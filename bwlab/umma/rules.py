@@ -239,13 +239,3 @@ def legal_mma_configs(all_types: bool = False):
                         continue
                     for al, bl in product(MAJOR_LAYOUTS[(kind, am)][0], MAJOR_LAYOUTS[(kind, bm)][0]):
                         yield kind, a, b, d, row.cta_group, M, N, am, bm, al, bl
-
-
-# The names these validators had before `check` meant a comparison with the model (one release).
-from ..util import deprecated_alias as _deprecated  # noqa: E402
-
-check_mma_types = _deprecated(require_mma_types, "check_mma_types")
-check_mma_shape = _deprecated(require_mma_shape, "check_mma_shape")
-check_mma_majors = _deprecated(require_mma_majors, "check_mma_majors")
-check_mma = _deprecated(require_mma, "check_mma")
-check_mma_cute = _deprecated(require_mma_cute, "check_mma_cute")

@@ -23,7 +23,7 @@ def run_umma(case, module=None) -> np.ndarray:
     """Run `case` (an UmmaCase) on an sm_100 GPU (cuda_src/umma_sm100.cu); returns the TMEM image
     (128 lanes x case.tmem_columns) that tcgen05.ld read back after the K loop."""
     from ..runtime import launch
-    be = _umma_backend()              # raises UnsupportedGPU (before any driver call) off sm_100
+    be = umma_backend()              # raises UnsupportedGPU (before any driver call) off sm_100
     cp = be.xp
     module = module or be.load("umma_sm100.cu", arch="sm_100a")
     img = case.smem_image()
@@ -42,7 +42,7 @@ def launch_wgmma(case, module=None):
     """Run `case` (a WgmmaCase) on a Hopper GPU (cuda_src/wgmma_sm90.cu). Returns (D 64 x N float32,
     the SMEM address where the operand image started)."""
     from ..runtime import launch
-    be = _wgmma_backend()
+    be = wgmma_backend()
     cp = be.xp
     module = module or be.load("wgmma_sm90.cu")
     img = case.smem_image()
@@ -62,7 +62,7 @@ def launch_wgmma(case, module=None):
     return regs[frag_t, frag_r], int(cp.asnumpy(base)[0])
 
 
-def _umma_backend():
+def umma_backend():
     """tcgen05.mma runs on an sm_100 GPU, or in the PTX emulator (its sm_100a PTX) in the emulated tier."""
     from .. import device
     from ..runtime import EMULATED, GPU
@@ -72,7 +72,7 @@ def _umma_backend():
     return GPU
 
 
-def _wgmma_backend():
+def wgmma_backend():
     """Hopper's wgmma runs on an sm_90a GPU, or in the PTX emulator in the emulated tier."""
     from .. import device
     from ..runtime import EMULATED, GPU
@@ -111,8 +111,7 @@ def _teach_descriptors(case, descriptors):
 def require_teach_wgmma(case, descriptors=None):
     """What teach_wgmma.cu can run (m64n64k16, f16, both operands K-major), before any GPU call;
     returns the descriptors to use."""
-    from .case import WgmmaCase
-    if not isinstance(case, WgmmaCase):
+    if getattr(case, "teaching_file", None) != "teach_wgmma.cu":   # a WgmmaCase (case.py builds on this file)
         raise TypeError(f"run_teach_wgmma takes a WgmmaCase, got {type(case).__name__}")
     if (case.dtype, case.N, case.a_major, case.b_major, case.accumulate) != ("f16", 64, "K", "K", False):
         raise ValueError("teach_wgmma.cu issues wgmma.mma_async.m64n64k16.f32.f16.f16 with both operands "
@@ -123,8 +122,7 @@ def require_teach_wgmma(case, descriptors=None):
 def require_teach_umma(case, descriptors=None, idesc=None):
     """What teach_umma.cu can run (kind::f16, cta_group::1, D starting at zero), before any GPU call;
     returns (descriptors, idesc)."""
-    from .case import UmmaCase
-    if not isinstance(case, UmmaCase):
+    if getattr(case, "teaching_file", None) != "teach_umma.cu":    # an UmmaCase (case.py builds on this file)
         raise TypeError(f"run_teach_umma takes an UmmaCase, got {type(case).__name__}")
     if case.kind != "f16" or case.accumulate:
         raise ValueError("teach_umma.cu issues tcgen05.mma.cta_group::1.kind::f16 with D starting at zero; "
@@ -143,7 +141,7 @@ def run_teach_wgmma(case, kernel=None, descriptors=None) -> np.ndarray:
     ad, bd = require_teach_wgmma(case, descriptors)
     from ..lab import edited, isolate, run_edited
     from ..runtime import launch
-    be = _wgmma_backend()
+    be = wgmma_backend()
     cp = be.xp
     kernel = kernel or edited("teach_wgmma.cu")
     if not be.emulated and isolate(kernel):
@@ -165,7 +163,7 @@ def run_teach_umma(case, kernel=None, descriptors=None, idesc=None) -> np.ndarra
     (ad, bd), idesc = require_teach_umma(case, descriptors, idesc)
     from ..lab import edited, isolate, run_edited
     from ..runtime import launch
-    be = _umma_backend()
+    be = umma_backend()
     cp = be.xp
     kernel = kernel or edited("teach_umma.cu")
     if not be.emulated and isolate(kernel):
@@ -179,10 +177,3 @@ def run_teach_umma(case, kernel=None, descriptors=None, idesc=None) -> np.ndarra
             np.uint32(idesc), out, np.uint32(cols)),
            barrier_names=UMMA_BARRIERS)
     return cp.asnumpy(out)
-
-
-# The names these validators had before `check` meant a comparison with the model (one release).
-from ..util import deprecated_alias as _deprecated  # noqa: E402
-
-check_teach_wgmma = _deprecated(require_teach_wgmma, "check_teach_wgmma")
-check_teach_umma = _deprecated(require_teach_umma, "check_teach_umma")
