@@ -42,7 +42,7 @@ U64 = np.uint64
 
 class Warp:
     __slots__ = ("machine", "cta", "wid", "R", "pc", "exited", "valid", "inflight", "cparam", "local",
-                 "stack", "blocked", "spin_epoch", "wait_info", "tid", "nthreads", "parked", "steps",
+                 "frames", "blocked", "spin_epoch", "wait_info", "tid", "nthreads", "parked", "steps",
                  "wg_seq", "wg_groups", "wg_open", "sleep_until", "last_pc", "spin_lanes", "tc_last", "tc_pending")
 
     def __init__(self, machine, cta, wid: int):
@@ -58,7 +58,7 @@ class Warp:
         self.inflight = {}
         self.cparam = np.zeros((32, prog.callparam_size), np.uint8)
         self.local = np.zeros((32, max(prog.local_size, 1)), np.uint8)
-        self.stack = []           # [(lanes mask, return pc, copies)]
+        self.frames = None        # per lane: [Frame] of its active calls, innermost last (made at the first call)
         self.blocked = None       # a description while waiting at a CTA/cluster barrier
         self.spin_epoch = -1      # machine.epoch when a wait last failed
         self.spin_lanes = np.zeros(32, bool)   # the lanes whose wait failed at that epoch
@@ -148,21 +148,56 @@ class Warp:
         raise EmuError(f"special register {name} is not modelled")
 
     # -- calls ---------------------------------------------------------------------------------
-    def push_call(self, mask, call_pc, copies_out):
-        self.stack.append((mask.copy(), call_pc + 1, copies_out))
+    def push_call(self, lanes, frame):
+        """`lanes` enter a call: `frame` keeps what the callee's activation will overwrite."""
+        if self.frames is None:
+            self.frames = [[] for _ in range(32)]
+        for lane in np.flatnonzero(lanes):
+            self.frames[lane].append(frame)
 
-    def pop_call(self, mask):
-        if not self.stack:
-            raise EmuError(f"{self.who(mask)}: ret with no caller")
-        lanes, ret_pc, copies = self.stack[-1]
-        for src, dst, n in copies:
-            self.cparam[mask, dst:dst + n] = self.cparam[mask, src:src + n]
-        self.pc[mask] = ret_pc - 1   # the ret's own pc advance is done by the caller of run
-        lanes &= ~mask
-        if not lanes.any():
-            self.stack.pop()
-        # the lanes that returned continue right after the call
-        self.pc[mask] = ret_pc
+    def pop_call(self, lanes):
+        """`lanes` return: each goes back to its own innermost caller (lanes of one warp may be at
+        different depths: a recursion that ends sooner for some lanes), the return values are
+        copied out, and the callee's registers, parameters and local depot are restored to what
+        they held before the call (so a recursive activation does not clobber its caller)."""
+        fr = self.frames
+        idx = np.flatnonzero(lanes)
+        if not len(idx):
+            return
+        if fr is None or any(not fr[lane] for lane in idx):
+            raise EmuError(f"{self.who(lanes)}: ret with no caller")
+        tops = {}
+        for lane in idx:
+            f = fr[lane].pop()
+            tops.setdefault(id(f), (f, []))[1].append(lane)
+        for f, ls in tops.values():
+            f.leave(self, np.array(ls, np.int64))
+
+
+class Frame:
+    """One activation of a called function, shared by the lanes that made the call together: the
+    return pc, the callee's registers / call-parameter bytes / local depot as they were before the
+    call, and the copies that move the callee's return values to the caller's."""
+    __slots__ = ("ret_pc", "regs", "saved_r", "cp", "saved_cp", "loc", "saved_loc", "copies_out")
+
+    def __init__(self, w, ret_pc, callee, copies_out):
+        regs, cp, loc = callee
+        self.ret_pc, self.regs, self.cp, self.loc, self.copies_out = ret_pc, regs, cp, loc, copies_out
+        self.saved_r = w.R[regs] if len(regs) else None
+        self.saved_cp = w.cparam[:, cp[0]:cp[1]].copy() if cp[1] > cp[0] else None
+        self.saved_loc = w.local[:, loc[0]:loc[1]].copy() if loc[1] > loc[0] else None
+
+    def leave(self, w, lanes):
+        outs = [(dst, w.cparam[lanes, src:src + n].copy()) for src, dst, n in self.copies_out]
+        if self.saved_r is not None:
+            w.R[np.ix_(self.regs, lanes)] = self.saved_r[:, lanes]
+        if self.saved_cp is not None:
+            w.cparam[lanes, self.cp[0]:self.cp[1]] = self.saved_cp[lanes]
+        if self.saved_loc is not None:
+            w.local[lanes, self.loc[0]:self.loc[1]] = self.saved_loc[lanes]
+        for dst, v in outs:
+            w.cparam[lanes, dst:dst + v.shape[1]] = v
+        w.pc[lanes] = self.ret_pc
 
 
 class Cluster:
