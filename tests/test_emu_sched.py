@@ -82,3 +82,97 @@ def test_lanes_return_from_a_call_at_different_times():
     pos = {int(v): i for i, v in enumerate(a)}
     r = [pos.get(t * 3 % 50, -1) for t in range(32)]
     assert list(o.get()) == [r[t] + r[(t + 1) & 31] * 1000 for t in range(32)]
+
+
+# ---- member masks per lane ---------------------------------------------------------------------------
+def test_a_ballot_over_the_active_mask_in_a_branch_lane_0_skips_runs():
+    src = r'''extern "C" __global__ void k(const int* a, unsigned* o) {
+        int t = threadIdx.x, x = a[t];
+        unsigned r = 0xdeadu;
+        if (t % 32 != 0 && x > 0) {                      // lane 0 never gets here
+            unsigned m = __activemask();
+            r = __ballot_sync(m, x > 50) ^ (m << 1);
+        }
+        o[t] = r;
+    }'''
+    rng = np.random.default_rng(5)
+    a = rng.integers(-100, 100, 64).astype(np.int32)
+    o = emu.zeros(64, np.uint32)
+    _run(src, "k", (1,), (64,), (emu.asarray(a), o))
+    for wbase in (0, 32):
+        act = [l for l in range(1, 32) if a[wbase + l] > 0]
+        m = sum(1 << l for l in act)
+        ballot = sum(1 << l for l in act if a[wbase + l] > 50)
+        exp = [(ballot ^ (m << 1)) & 0xFFFFFFFF if l in act else 0xdead for l in range(32)]
+        assert list(o.get()[wbase:wbase + 32]) == exp
+
+
+def test_two_halves_of_a_warp_shuffle_within_their_own_masks():
+    src = r'''extern "C" __global__ void k(const int* a, int* o) {
+        int l = threadIdx.x;
+        unsigned m = a[l] ? 0x0000ffffu : 0xffff0000u;      // one instruction, two member masks
+        o[l] = __shfl_xor_sync(m, l * 10, 1) + (int)__ballot_sync(m, l % 3 == 0);
+    }'''
+    a = (np.arange(32) < 16).astype(np.int32)
+    o = emu.zeros(32, np.int32)
+    _run(src, "k", (1,), (32,), (emu.asarray(a), o))
+    lo = sum(1 << l for l in range(16) if l % 3 == 0)
+    hi = sum(1 << l for l in range(16, 32) if l % 3 == 0)
+    exp = [(l ^ 1) * 10 + np.uint32(lo if l < 16 else hi).view(np.int32) for l in range(32)]
+    assert list(o.get()) == exp
+
+
+def test_a_member_mask_naming_an_exited_lane_is_reported():
+    src = r'''extern "C" __global__ void k(int* o) {
+        int l = threadIdx.x;
+        if (l == 5) return;
+        o[l] = __shfl_sync(0xffffffffu, l, 0);
+    }'''
+    with pytest.raises(emu.DivergenceError) as e:
+        _run(src, "k", (1,), (32,), (emu.zeros(32, np.int32),))
+    assert "0xffffffff" in str(e.value) and "[5]" in str(e.value) and "exited" in str(e.value)
+
+
+# ---- independent thread scheduling ----------------------------------------------------------------
+def test_an_intra_warp_spin_lock_completes():
+    """Every lane takes one lock in turn: the lane that holds it must run on while its warp-mates spin
+    (they are at a lower pc, so lowest-pc-first alone would spin forever)."""
+    src = r'''extern "C" __global__ void k(int* lock, int* total, int* order) {
+        int t = threadIdx.x;
+        if (t % 2 == 0) {                                   // a divergent branch: half the warp takes part
+            while (atomicCAS(lock, 0, 1) != 0) { }           // spin until the lock is free
+            int n = *(volatile int*)total;                   // critical section: a non-atomic increment
+            order[n] = t;
+            *(volatile int*)total = n + 1;
+            __threadfence();
+            atomicExch(lock, 0);
+        }
+    }'''
+    lock, total, order = emu.zeros(1, np.int32), emu.zeros(1, np.int32), emu.full(64, -1, np.int32)
+    _run(src, "k", (1,), (64,), (lock, total, order))
+    assert total.get()[0] == 32 and sorted(order.get()[:32]) == list(range(0, 64, 2))
+
+
+def test_syncthreads_inside_a_per_thread_branch_is_a_named_error():
+    src = r'''extern "C" __global__ void k(int* o) {
+        if (threadIdx.x == 0) __syncthreads();
+        o[threadIdx.x] = 1;
+    }'''
+    with pytest.raises(emu.DivergentBarrier) as e:
+        _run(src, "k", (1,), (64,), (emu.zeros(64, np.int32),))
+    assert "bar.sync" in str(e.value) and "threadIdx.x == 0" in str(e.value)
+    assert isinstance(e.value, emu.DivergenceError)
+
+
+def test_a_whole_warp_may_skip_syncthreads():
+    """Diverged lanes of one warp are an error; whole warps skipping the barrier are what the GPU counts
+    as arrived (the warning), and a warp-uniform branch around it is fine."""
+    src = r'''extern "C" __global__ void k(int* o) {
+        __shared__ int s[64];
+        s[threadIdx.x] = threadIdx.x;
+        if (threadIdx.x / 32 < 2) __syncthreads();          // every warp of the block, whole
+        o[threadIdx.x] = s[63 - threadIdx.x];
+    }'''
+    o = emu.zeros(64, np.int32)
+    _run(src, "k", (1,), (64,), (o,))
+    assert list(o.get()) == list(range(63, -1, -1))

@@ -23,8 +23,9 @@ import numpy as np
 
 from ..hw.mbarrier import MbarrierError
 from ..util import ceil_div
+from . import convergence
 from .barriers import Synchronisation
-from .errors import DivergenceError, EmuError, EmuFault, EmuHang, EmuTimeout, ProtocolError
+from .errors import EmuError, EmuFault, EmuHang, EmuTimeout, ProtocolError
 from .isa import Code
 from .isa.asynchronous.tcgen05 import cta_exits
 from .memory import RANK_SHIFT
@@ -43,7 +44,8 @@ U64 = np.uint64
 class Warp:
     __slots__ = ("machine", "cta", "wid", "R", "pc", "exited", "valid", "inflight", "cparam", "local",
                  "frames", "blocked", "spin_epoch", "wait_info", "tid", "nthreads", "parked", "steps",
-                 "wg_seq", "wg_groups", "wg_open", "sleep_until", "last_pc", "spin_lanes", "tc_last", "tc_pending")
+                 "wg_seq", "wg_groups", "wg_open", "sleep_until", "last_pc", "spin_lanes", "tc_last", "tc_pending",
+                 "favour", "fav_last", "turn", "aligned_live")
 
     def __init__(self, machine, cta, wid: int):
         prog = machine.prog
@@ -72,6 +74,13 @@ class Warp:
         self.last_pc = machine.entry
         self.tc_last = None       # (where, fenced): this warp's latest tcgen05 op since its last thread sync
         self.tc_pending = None    # [entries, barrier, after-fenced]: other warps' tcgen05 ops ordered before a sync
+        # independent thread scheduling: while the warp is diverged, the lowest-pc group runs (so paths that
+        # split meet again), but no group runs more than FAIR_TURN warp-instructions while another waits:
+        # then the group of lane `favour` (the next waiting lane after `fav_last`) has a turn of its own
+        self.favour = -1
+        self.fav_last = -1
+        self.turn = 0
+        self.aligned_live = None  # the live lanes when lanes first waited at an .aligned instruction
 
     # -- lanes ---------------------------------------------------------------------------------
     @property
@@ -172,32 +181,6 @@ class Warp:
             tops.setdefault(id(f), (f, []))[1].append(lane)
         for f, ls in tops.values():
             f.leave(self, np.array(ls, np.int64))
-
-
-class Frame:
-    """One activation of a called function, shared by the lanes that made the call together: the
-    return pc, the callee's registers / call-parameter bytes / local depot as they were before the
-    call, and the copies that move the callee's return values to the caller's."""
-    __slots__ = ("ret_pc", "regs", "saved_r", "cp", "saved_cp", "loc", "saved_loc", "copies_out")
-
-    def __init__(self, w, ret_pc, callee, copies_out):
-        regs, cp, loc = callee
-        self.ret_pc, self.regs, self.cp, self.loc, self.copies_out = ret_pc, regs, cp, loc, copies_out
-        self.saved_r = w.R[regs] if len(regs) else None
-        self.saved_cp = w.cparam[:, cp[0]:cp[1]].copy() if cp[1] > cp[0] else None
-        self.saved_loc = w.local[:, loc[0]:loc[1]].copy() if loc[1] > loc[0] else None
-
-    def leave(self, w, lanes):
-        outs = [(dst, w.cparam[lanes, src:src + n].copy()) for src, dst, n in self.copies_out]
-        if self.saved_r is not None:
-            w.R[np.ix_(self.regs, lanes)] = self.saved_r[:, lanes]
-        if self.saved_cp is not None:
-            w.cparam[lanes, self.cp[0]:self.cp[1]] = self.saved_cp[lanes]
-        if self.saved_loc is not None:
-            w.local[lanes, self.loc[0]:self.loc[1]] = self.saved_loc[lanes]
-        for dst, v in outs:
-            w.cparam[lanes, dst:dst + v.shape[1]] = v
-        w.pc[lanes] = self.ret_pc
 
 
 class Cluster:
@@ -385,20 +368,34 @@ class Launch:
                     self._release_parked(w)
                     continue
                 return
-            pc = int(np.where(cand, w.pc, np.iinfo(np.int64).max).min())
-            group = cand & (w.pc == pc)
+            pcs = w.pc
+            fav = w.favour
+            if fav >= 0 and cand[fav]:
+                pc = int(pcs[fav])
+            else:
+                pc = int(np.where(cand, pcs, np.iinfo(np.int64).max).min())
+            group = cand & (pcs == pc)
+            if fav >= 0 or (cand & ~group).any():
+                convergence.take_turns(w, cand, group)
             c = code[pc]
             if c.converge:
-                need = live if c.converge == 1 else self._members(w, c, group)
-                together = live & (w.pc == pc)
+                together = live & (pcs == pc)
+                if c.converge == 1:
+                    need = live
+                else:
+                    need, together = self._members(w, c, group, together)
                 if not (need & ~together).any():
                     group = together
                     if w.parked is not None:
                         w.parked &= ~group
                         if not w.parked.any():
                             w.parked = None
+                    if c.converge == 1 and w.aligned_live is not None:
+                        convergence.aligned_exits(self, w, c)
                 else:
-                    w.parked = (w.parked if w.parked is not None else np.zeros(32, bool)) | group
+                    if c.converge == 1 and w.aligned_live is None:
+                        w.aligned_live = live.copy()
+                    w.parked = (w.parked if w.parked is not None else np.zeros(32, bool)) | (group & together)
                     continue
             self.steps += 1
             w.steps += 1
@@ -416,34 +413,11 @@ class Launch:
             if self.events and self.events[0][0] <= self.clock:
                 self._complete_due()
 
-    def _members(self, w, c, group):
-        mask = c.member(w)
-        members = (mask >> np.arange(32, dtype=np.int64)) & 1 == 1
-        missing = members & w.exited & w.valid
-        if missing.any():
-            raise DivergenceError(
-                f"{w.who(group)} at {c.where(self.prog.files)}: the member mask 0x{mask:08x} names lanes "
-                f"{np.nonzero(missing)[0].tolist()} that have exited (PTX ISA: every lane in membermask must "
-                "execute the same .sync instruction)")
-        if (group & ~members).any():
-            raise DivergenceError(
-                f"{w.who(group)} at {c.where(self.prog.files)}: lanes {np.nonzero(group & ~members)[0].tolist()} "
-                f"execute it but are not in its member mask 0x{mask:08x}")
-        return members & ~w.exited
+    def _members(self, w, c, group, at):
+        return convergence.members(self, w, c, group, at)
 
     def _release_parked(self, w) -> bool:
-        live = ~w.exited
-        pcs = set(w.pc[live].tolist())
-        if len(pcs) == 1:
-            w.parked = None   # together again: the next pick runs them as one group
-            return True
-        c0 = self.prog.code
-        where = "; ".join(f"lanes {np.nonzero(live & (w.pc == p))[0].tolist()} at {c0[p].where(self.prog.files)}"
-                          for p in sorted(pcs))
-        raise DivergenceError(
-            f"{w.who()}: a .sync/.aligned instruction is reached by a diverged warp — {where}. "
-            "PTX ISA: all threads of the warp must execute the same .aligned instruction (and every lane of "
-            "a .sync instruction's member mask must reach the same one).")
+        return convergence.release_parked(self, w)
 
     # ---- async events --------------------------------------------------------------------------
     def schedule(self, delay: int, fn, desc: str):

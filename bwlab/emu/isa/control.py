@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import EmuError, UnsupportedInstruction
+from ..convergence import Frame
 from .operands import bits_reader
 
 
@@ -61,7 +62,6 @@ def _linkage(ctx, target, rets, args, ins):
 
 
 def _enter(w, lanes, ret_pc, link):
-    from ..machine import Frame
     start, callee, copies_in, copies_out = link
     frame = Frame(w, ret_pc, callee, copies_out)    # before the arguments overwrite the callee's params
     for src, dst, n in copies_in:
