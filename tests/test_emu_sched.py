@@ -176,3 +176,51 @@ def test_a_whole_warp_may_skip_syncthreads():
     o = emu.zeros(64, np.int32)
     _run(src, "k", (1,), (64,), (o,))
     assert list(o.get()) == list(range(63, -1, -1))
+
+
+# ---- residency ---------------------------------------------------------------------------------------
+HANDSHAKE = r'''extern "C" __global__ void k(volatile int* flag, int* o) {
+    // every block but the last waits for a flag the LAST block sets: only works while they are resident together
+    if (blockIdx.x < gridDim.x - 1) { if (threadIdx.x == 0) { while (flag[0] == 0) { } o[blockIdx.x] = flag[0]; } }
+    else if (threadIdx.x == 0) { o[blockIdx.x] = 7; __threadfence(); flag[0] = 42; }
+}'''
+
+
+def test_blocks_resident_together_complete_a_flag_handshake():
+    from bwlab.emu.residency import current_gpu
+    f, o = emu.zeros(1, np.int32), emu.zeros(8, np.int32)
+    run = _run(HANDSHAKE, "k", (8,), (64,), (f, o))
+    assert list(o.get()) == [42] * 7 + [7] and not run.warnings
+    assert current_gpu().sms == 132 and run.gpu.name == "H100"
+
+
+def test_a_grid_larger_than_the_gpu_holds_runs_in_waves_with_a_warning():
+    from bwlab.emu.residency import emulated_gpu
+    src = r'''extern "C" __global__ void k(int* o, unsigned* sm) {
+        o[blockIdx.x * blockDim.x + threadIdx.x] = blockIdx.x;
+        if (threadIdx.x == 0) asm volatile("mov.u32 %0, %%smid;" : "=r"(sm[blockIdx.x]));
+    }'''
+    o, sm = emu.zeros(10 * 64, np.int32), emu.zeros(10, np.uint32)
+    with emulated_gpu(sms=2, ctas_per_sm=2):
+        run = _run(src, "k", (10,), (64,), (o, sm))
+    assert np.array_equal(o.get(), np.repeat(np.arange(10), 64))
+    assert set(sm.get().tolist()) == {0, 1}
+    assert any("at most 4 are resident at once" in w and "2 CTA(s) per SM, limited by 2 CTAs" in w and "waves" in w
+               for w in run.warnings)
+    # shared memory limits residency too: 100 KiB per CTA -> 2 per SM of 228 KiB
+    src2 = r'''extern "C" __global__ void k(int* o) {
+        extern __shared__ int s[]; s[threadIdx.x] = threadIdx.x; __syncthreads(); o[blockIdx.x] = s[5]; }'''
+    mod = emu.RawModule(code=src2)
+    fn = mod.get_function("k")
+    fn.max_dynamic_shared_size_bytes = 100 * 1024
+    with emulated_gpu(sms=3):
+        run = fn((7,), (32,), (emu.zeros(7, np.int32),), shared_mem=100 * 1024)
+    assert any("at most 6 are resident" in w and "KiB of shared memory" in w for w in run.warnings)
+
+
+def test_a_handshake_across_waves_hangs_as_on_a_gpu():
+    from bwlab.emu.residency import emulated_gpu
+    f, o = emu.zeros(1, np.int32), emu.zeros(3, np.int32)
+    with emulated_gpu(sms=2, ctas_per_sm=1), pytest.raises(emu.EmuHang) as e:
+        _run(HANDSHAKE, "k", (3,), (32,), (f, o))
+    assert "not resident yet" in str(e.value)

@@ -25,12 +25,13 @@ from ..hw.mbarrier import MbarrierError
 from ..util import ceil_div
 from . import convergence
 from .barriers import Synchronisation
-from .errors import EmuError, EmuFault, EmuHang, EmuTimeout, ProtocolError
+from .errors import EmuError, EmuFault, EmuHang, EmuTimeout, ProtocolError, TmemAllocHang
 from .isa import Code
 from .isa.asynchronous.tcgen05 import cta_exits
 from .memory import RANK_SHIFT
 from .memsys import MemorySystem
 from .program import SMEM_RESERVED
+from .residency import Placement, admit, current_gpu, register_estimate, retire
 
 __all__ = ["Launch", "MAX_SMEM_PER_CTA", "TIME_JUMP_NS"]
 
@@ -133,10 +134,12 @@ class Warp:
             return np.full(32, self.wid, U64)
         if name == "%nwarpid":
             return np.full(32, 64, U64)
-        if name in ("%smid", "%gridid"):
+        if name == "%smid":
+            return np.full(32, c.sm, U64)
+        if name == "%gridid":
             return np.full(32, c.linear % 132, U64)
         if name == "%nsmid":
-            return np.full(32, 132, U64)
+            return np.full(32, m.gpu.sms, U64)
         if name in ("%globaltimer", "%clock64"):
             return np.full(32, m.clock + m.time_offset, U64)
         if name == "%globaltimer_lo" or name == "%clock":
@@ -209,6 +212,7 @@ class CTA:
         self.bulk = {}            # thread -> [[op ids]] committed bulk groups not yet complete
         self.bulk_open = {}       # thread -> [op ids]
         self.exited = False
+        self.sm = 0               # the SM it is resident on (Launch._admit)
         self.shared_base = rank << RANK_SHIFT   # shared::cta and shared::cluster addresses: rank << 24 | offset
         self.warps = [Warp(machine, self, k) for k in range(ceil_div(self.nthreads, 32))]
 
@@ -254,7 +258,8 @@ class Launch:
         self.trace_on = trace
         self.trace = []            # (time, cta, warp, what)
         self.wgmma = {}            # (cta linear, warpgroup) -> {seq: [per-warp issue records]}
-        self.cluster = None
+        self.cluster = None       # the latest cluster placed
+        self.gpu = current_gpu()  # the emulated machine (residency.GPU): its SMs hold the resident CTAs
         self.mem = MemorySystem(self)       # address spaces, bounds, proxies
         self.sync = Synchronisation(self)   # named barriers, the cluster barrier, mbarriers
 
@@ -274,36 +279,46 @@ class Launch:
             if g % c:
                 raise EmuError(f"grid dimension {'xyz'[axis]} = {g} is not a multiple of the cluster's {c} "
                                "(CUDA launch rule: the grid is made of whole clusters)")
-        for kz in range(gz // cz):
-            for ky in range(gy // cy):
-                for kx in range(gx // cx):
-                    self._run_cluster((kx, ky, kz))
+        size = cx * cy * cz
+        gpu = self.gpu
+        if size > gpu.sms:
+            raise EmuError(f"a cluster of {size} CTAs does not fit on the emulated {gpu.name} ({gpu.sms} SMs)")
+        bx, by, bz = self.block
+        self.placement = Placement(gpu, bx * by * bz, self.smem_bytes, register_estimate(self.prog, self.kernel))
+        pending = [(kx, ky, kz) for kz in range(gz // cz) for ky in range(gy // cy) for kx in range(gx // cx)]
+        pending.reverse()
+        self.resident = []       # clusters on the GPU now
+        admit(self, pending)
+        if pending:
+            n = len(self.resident) * size
+            self.warnings.append(
+                f"{self.kernel}: the grid has {gx * gy * gz} CTAs but at most {n} are resident at once on the emulated "
+                f"{gpu.name} ({gpu.sms} SMs; {self.placement.why()}): the others start as resident ones finish, in "
+                "waves — a handshake between CTAs of different waves can hang, as on a GPU")
+        self._schedule(pending)
         # bulk stores still in flight complete before the launch is over (the stream syncs)
         while self.events:
             self._complete_next()
 
-    def _run_cluster(self, cid):
-        cx, cy, cz = self.cluster_dims
-        cl = Cluster(cid, cx * cy * cz)
-        gx, gy, _ = self.grid
-        for rz in range(cz):
-            for ry in range(cy):
-                for rx in range(cx):
-                    ctaid = (cid[0] * cx + rx, cid[1] * cy + ry, cid[2] * cz + rz)
-                    rank = rx + cx * (ry + cy * rz)
-                    linear = ctaid[0] + gx * (ctaid[1] + gy * ctaid[2])
-                    cl.ctas.append(CTA(self, ctaid, linear, cl, rank, (rx, ry, rz)))
-        self.cluster = cl
-        warps = [w for c in cl.ctas for w in c.warps]
+    def _schedule(self, pending):
+        warps = [w for cl in self.resident for c in cl.ctas for w in c.warps]
         jumps = 0
         progress_at_jump = -1
+        n_live = -1
         while True:
             live = [w for w in warps if not w.exited.all()]
-            if not live:
-                break
+            if len(live) != n_live:   # a warp finished: maybe a whole cluster, whose SMs take the next ones
+                n_live = len(live)
+                if retire(self, pending):
+                    warps = [w for cl in self.resident for c in cl.ctas for w in c.warps]
+                    n_live = -1
+                    continue
+                if not live:
+                    break
             self._complete_due()
-            runnable = [w for w in live if w.blocked is None and w.sleep_until <= self.clock
-                        and self._ready(w)]
+            epoch, clock = self.epoch, self.clock
+            runnable = [w for w in live if w.blocked is None and w.sleep_until <= clock
+                        and ((w.parked is None and w.spin_epoch != epoch) or self._ready(w))]
             if not runnable:
                 sleepers = [w for w in live if w.blocked is None and w.sleep_until > self.clock]
                 if self.events:
@@ -313,9 +328,10 @@ class Launch:
                     self.clock = min(w.sleep_until for w in sleepers)
                     continue
                 # stuck: everybody waits and nothing is in flight
-                report = self.diagnose(live)
+                report = self.diagnose(live) + _not_resident(pending)
                 self.stall_reports.append(report)
                 if self.epoch == progress_at_jump or jumps >= MAX_JUMPS or all(w.blocked for w in live):
+                    self._tmem_hang(live, report)
                     raise EmuHang(f"{self.kernel}: every live thread waits and nothing can wake it "
                                   f"(virtual time {self.clock} ns):", report)
                 jumps += 1
@@ -325,9 +341,10 @@ class Launch:
                 continue
             if self.steps - self.progress_step > IDLE_STEPS and not self.events:
                 # warps run but nothing changes: loops that poll memory nobody writes
-                report = self.diagnose(live, spinning=True)
+                report = self.diagnose(live, spinning=True) + _not_resident(pending)
                 self.stall_reports.append(report)
                 if jumps >= 1 and self.epoch == progress_at_jump:
+                    self._tmem_hang(live, report)
                     raise EmuHang(f"{self.kernel}: for {IDLE_STEPS} warp-instructions no thread stored to memory, "
                                   "arrived on a barrier, finished, or saw an asynchronous operation complete, even "
                                   "after the clock was moved past every bounded wait — a wait nothing bounds:",
@@ -339,6 +356,12 @@ class Launch:
                 continue
             w = runnable[int(self.rng.integers(len(runnable)))] if len(runnable) > 1 else runnable[0]
             self._run_warp(w, int(self.rng.integers(4, 33)))
+
+    def _tmem_hang(self, live, report):
+        tm = [w for w in live if w.wait_info and w.wait_info[0] == "tmem" and w.spin_epoch >= self.epoch - 1]
+        if tm:
+            raise TmemAllocHang(f"{self.kernel}: {tm[0].wait_info[1]}; nothing that still runs can free columns, "
+                                f"so it would wait forever (virtual time {self.clock} ns):\n" + report)
 
     def _candidates(self, w):
         live = ~w.exited
@@ -530,6 +553,11 @@ class Launch:
             else:
                 lines.append(f"{head} waits: {info[1] if len(info) > 1 else info}")
         return [x.lstrip() for x in lines]
+
+
+def _not_resident(pending) -> str:
+    return (f"\n  ({len(pending)} cluster(s) of the grid are not resident yet: they start when resident CTAs "
+            "finish, so nothing they would do can end these waits)") if pending else ""
 
 
 def _mbarrier_state(bar) -> str:

@@ -53,13 +53,17 @@ _SEC_ACCESS = "PTX ISA 9.7.16.2.2 Tensor Memory access restrictions"
 
 
 def tmem_of(c):
-    """The TMEM (allocator + image) of CTA `c`, created on first use."""
+    """The TMEM (allocator + image) of the SM CTA `c` is resident on, created on first use: CTAs
+    co-resident on one SM share it (`bwlab.emu.residency`), so an allocation may wait for another's."""
     tm = getattr(c, "tmem", None)
     if tm is None:
         from ....tmem.alloc import TensorMemory
-        tm = c.tmem = TensorMemory()
+        per_sm = c.machine.__dict__.setdefault("sm_tmem", {})
+        if c.sm not in per_sm:
+            per_sm[c.sm] = (TensorMemory(), {})
+        tm, c.tmem_alloc_at = per_sm[c.sm]   # column -> where the allocation was made (the SM's)
+        c.tmem = tm
         c.tmem_inflight = []      # (first column, last column + 1, description) of MMAs not yet complete
-        c.tmem_alloc_at = {}      # column -> where the allocation was made
     return tm
 
 
@@ -252,6 +256,14 @@ def _alloc(ctx, ins, mods):
             taddr = tm.alloc(w.cta.linear, w.wid, n)
         except TmemError as e:
             msg = str(e)
+            others = sorted({x.cta for x in tm.allocations if x.cta != w.cta.linear})
+            if msg.startswith("TMEM exhausted") and others and group == 1:
+                # CTAs co-resident on this SM hold columns: wait (the GPU blocks) until one deallocates;
+                # the scheduler reports TmemAllocHang if nothing that runs can ever free them
+                M.spin(w, ("tmem", f"{w.who()} at {M.where(ins)} waits in tcgen05.alloc of {n} columns: {free} of "
+                                   f"512 columns are free on SM {w.cta.sm}, the rest held by co-resident CTA(s) "
+                                   + ", ".join(map(str, others)) + f" ({_SEC_ALLOC})"))
+                return _WAIT
             if msg.startswith("TMEM exhausted"):
                 raise TmemAllocHang(
                     f"{w.who()} at {M.where(ins)}: tcgen05.alloc of {n} columns can never be satisfied: {free} of "
@@ -269,7 +281,15 @@ def _alloc(ctx, ins, mods):
         M.progress()
     if group == 2:
         return _pair_collective(body, ins, "tcgen05.alloc")
-    return advancing(body)
+
+    def run(w, group_, em):
+        if em.any() and body(w, em) is _WAIT:
+            return            # the pcs stay: the warp tries again once something has changed
+        w.pc[group_] += 1
+    return run
+
+
+_WAIT = object()
 
 
 def _dealloc(ctx, ins, mods):
@@ -329,10 +349,11 @@ def cta_exits(M, c):
                                  f"performs collectively, but the peer CTA {c.ctaid} (cluster rank {c.rank}) exited "
                                  f"without performing it (PTX ISA 9.7.16.7.1)")
     tm = getattr(c, "tmem", None)
-    if tm is None or not tm.allocations:
+    mine = [a for a in tm.allocations if a.cta == c.linear] if tm is not None else []   # the SM's TMEM is shared
+    if not mine:
         return
     held = ", ".join(f"{a.ncols} columns at column {a.column} (allocated by warp {a.warp} at "
-                     f"{c.tmem_alloc_at.get(a.column, '?')})" for a in tm.allocations)
+                     f"{c.tmem_alloc_at.get(a.column, '?')})" for a in mine)
     timeout = ""
     try:
         status = M.module.get_global("bw_status")._alloc.buf[:4]

@@ -1,0 +1,150 @@
+"""Which CTAs of a launch are resident on the emulated GPU at once, and on which SM.
+
+The GPU keeps as many CTAs resident as its SMs can hold and starts the next one when a resident CTA
+exits, so CTAs that are resident together interleave (a flag one block sets and another spins on
+completes), while a CTA that is not yet resident cannot help one that is (a handshake across "waves"
+hangs, on the GPU as here). `GPU` describes the machine (an H100 by default: 132 SMs and its per-SM
+limits); `emulated_gpu(...)` changes it for the launches made inside a `with` block.
+
+Per SM a CTA takes its threads (whole warps), one of the CTA slots, its shared memory (the 1 KiB the
+system reserves per CTA included) and its registers. Registers are an ESTIMATE: the emulator sees
+PTX, whose virtual registers ptxas later allocates; it counts the kernel's declared 32-bit registers
+(64-bit ones twice, predicates not at all), rounded up to a multiple of 8 and capped at 255 per thread.
+A cluster is placed whole, its CTAs on distinct SMs (the GPC a cluster must fit in is not modelled).
+CTAs on one SM share its Tensor Memory (`tmem_of` in `isa.asynchronous.tcgen05`).
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, replace
+
+__all__ = ["GPU", "H100", "current_gpu", "emulated_gpu", "Placement", "admit", "retire"]
+
+
+@dataclass(frozen=True)
+class GPU:
+    name: str = "H100"
+    sms: int = 132
+    threads_per_sm: int = 2048
+    ctas_per_sm: int = 32
+    smem_per_sm: int = 228 * 1024
+    smem_per_cta: int = 227 * 1024
+    regs_per_sm: int = 64 * 1024
+    regs_per_thread: int = 255
+
+
+H100 = GPU()
+_CURRENT = [H100]
+
+
+def current_gpu() -> GPU:
+    return _CURRENT[-1]
+
+
+@contextlib.contextmanager
+def emulated_gpu(gpu: GPU | None = None, **changes):
+    """`with emulated_gpu(sms=1): ...` — launches inside run on that machine (H100 limits otherwise)."""
+    _CURRENT.append(replace(gpu or current_gpu(), **changes))
+    try:
+        yield _CURRENT[-1]
+    finally:
+        _CURRENT.pop()
+
+
+def register_estimate(prog, kernel: str) -> int:
+    """32-bit registers per thread the kernel's PTX declares (see the module's note: an estimate)."""
+    f = prog.module.functions[kernel]
+    n = 0
+    for _, typ in f.regs.items():
+        if typ == "pred":
+            continue
+        n += 2 if typ.endswith("64") else 1
+    return n
+
+
+class Placement:
+    """The SMs' free resources during one launch; places clusters whole, releases exited CTAs."""
+
+    def __init__(self, gpu: GPU, threads: int, smem: int, regs_per_thread: int):
+        self.gpu = gpu
+        warps = -(-threads // 32)
+        r = min(gpu.regs_per_thread, -(-max(regs_per_thread, 1) // 8) * 8)
+        self.need = {"threads": warps * 32, "ctas": 1, "smem": smem, "regs": r * warps * 32}
+        self.cap = {"threads": gpu.threads_per_sm, "ctas": gpu.ctas_per_sm, "smem": gpu.smem_per_sm,
+                    "regs": gpu.regs_per_sm}
+        self.used = [dict.fromkeys(self.need, 0) for _ in range(gpu.sms)]
+        self.regs_per_thread = r
+        if self.need["regs"] > self.cap["regs"]:
+            # the estimate says one CTA alone would not fit: PTX declares more virtual registers than ptxas
+            # allocates, so the estimate is not enforced below one CTA per SM
+            self.need["regs"] = self.cap["regs"]
+        fits = {k: self.cap[k] // self.need[k] for k in self.need}
+        self.per_sm = min(fits.values())
+        self.limit = min(fits, key=lambda k: fits[k])
+
+    def _fits(self, sm: int) -> bool:
+        u = self.used[sm]
+        return all(u[k] + self.need[k] <= self.cap[k] for k in self.need)
+
+    def place(self, size: int):
+        """SMs for a cluster of `size` CTAs (distinct, least loaded first), or None when it does not fit."""
+        free = [s for s in range(self.gpu.sms) if self._fits(s)]
+        if len(free) < size:
+            return None
+        free.sort(key=lambda s: self.used[s]["ctas"])
+        sms = free[:size]
+        for s in sms:
+            for k in self.need:
+                self.used[s][k] += self.need[k]
+        return sms
+
+    def release(self, sm: int):
+        for k in self.need:
+            self.used[sm][k] -= self.need[k]
+
+    def why(self) -> str:
+        words = {"threads": f"{self.cap['threads']} threads", "ctas": f"{self.cap['ctas']} CTAs",
+                 "smem": f"{self.cap['smem'] // 1024} KiB of shared memory",
+                 "regs": f"{self.cap['regs'] // 1024} K registers (estimated {self.regs_per_thread} per thread "
+                         "from the PTX)"}
+        return f"{self.per_sm} CTA(s) per SM, limited by {words[self.limit]}"
+
+
+def admit(launch, pending) -> bool:
+    """Place waiting clusters, in launch order, while they fit (each CTA on an SM of its own)."""
+    from .machine import CTA, Cluster
+    cx, cy, cz = launch.cluster_dims
+    gx, gy, _ = launch.grid
+    added = False
+    while pending:
+        sms = launch.placement.place(cx * cy * cz)
+        if sms is None:
+            break
+        cid = pending.pop()
+        cl = Cluster(cid, cx * cy * cz)
+        for rz in range(cz):
+            for ry in range(cy):
+                for rx in range(cx):
+                    ctaid = (cid[0] * cx + rx, cid[1] * cy + ry, cid[2] * cz + rz)
+                    rank = rx + cx * (ry + cy * rz)
+                    linear = ctaid[0] + gx * (ctaid[1] + gy * ctaid[2])
+                    cta = CTA(launch, ctaid, linear, cl, rank, (rx, ry, rz))
+                    cta.sm = sms[rank]
+                    cl.ctas.append(cta)
+        launch.resident.append(cl)
+        launch.cluster = cl
+        added = True
+    return added
+
+
+def retire(launch, pending) -> bool:
+    """Clusters whose CTAs have all exited leave their SMs; waiting ones take their place."""
+    done = [cl for cl in launch.resident if all(c.exited for c in cl.ctas)]
+    if not done:
+        return False
+    for cl in done:
+        launch.resident.remove(cl)
+        for c in cl.ctas:
+            launch.placement.release(c.sm)
+    admit(launch, pending)
+    return True
