@@ -224,3 +224,48 @@ def test_a_handshake_across_waves_hangs_as_on_a_gpu():
     with emulated_gpu(sms=2, ctas_per_sm=1), pytest.raises(emu.EmuHang) as e:
         _run(HANDSHAKE, "k", (3,), (32,), (f, o))
     assert "not resident yet" in str(e.value)
+
+
+TMEM_PAIR = r'''
+#include "ptx.cuh"
+extern "C" __global__ void k(int* holders, int* seen, unsigned* sm, int handshake) {
+    __shared__ u32 slot;
+    if (threadIdx.x < 32) {                                     // warp 0 allocates all 512 columns
+        tcgen05_alloc(&slot, 512);
+        if (threadIdx.x == 0) {
+            int n = atomicAdd(holders, 1) + 1;                  // CTAs holding TMEM right now
+            if (handshake) {                                    // wait for the other CTA to hold TMEM too
+                atomicAdd(holders + 1, 1);
+                while (*(volatile int*)(holders + 1) < 2) { }
+            }
+            seen[blockIdx.x] = n;
+            asm volatile("mov.u32 %0, %%smid;" : "=r"(sm[blockIdx.x]));
+            atomicSub(holders, 1);
+        }
+        __syncwarp();
+        tcgen05_dealloc(slot, 512);
+        tcgen05_relinquish_alloc_permit();
+    }
+}'''
+
+
+def test_ctas_on_one_sm_share_its_tmem_and_an_allocation_waits():
+    from bwlab.emu.residency import emulated_gpu
+    mod = emu.RawModule(code=TMEM_PAIR, arch="sm_100a")
+    holders, seen, sm = emu.zeros(2, np.int32), emu.zeros(2, np.int32), emu.full(2, 99, np.uint32)
+    with emulated_gpu(sms=1):
+        mod.get_function("k")((2,), (64,), (holders, seen, sm, np.int32(0)))
+    assert list(sm.get()) == [0, 0] and list(seen.get()) == [1, 1]   # never both holding the 512 columns
+    with emulated_gpu(sms=2):                                    # one SM each: TMEM of their own
+        holders.set(np.zeros(2, np.int32))
+        mod.get_function("k")((2,), (64,), (holders, seen, sm, np.int32(1)))
+    assert sorted(sm.get()) == [0, 1] and sorted(seen.get()) in ([1, 2], [2, 2])
+
+
+def test_an_allocation_that_can_never_be_satisfied_is_tmem_alloc_hang():
+    from bwlab.emu.residency import emulated_gpu
+    mod = emu.RawModule(code=TMEM_PAIR, arch="sm_100a")
+    args = (emu.zeros(2, np.int32), emu.zeros(2, np.int32), emu.zeros(2, np.uint32), np.int32(1))
+    with emulated_gpu(sms=1), pytest.raises(emu.TmemAllocHang) as e:
+        mod.get_function("k")((2,), (64,), args)
+    assert "waits in tcgen05.alloc of 512 columns" in str(e.value) and "co-resident CTA" in str(e.value)
