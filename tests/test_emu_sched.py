@@ -269,3 +269,39 @@ def test_an_allocation_that_can_never_be_satisfied_is_tmem_alloc_hang():
     with emulated_gpu(sms=1), pytest.raises(emu.TmemAllocHang) as e:
         mod.get_function("k")((2,), (64,), args)
     assert "waits in tcgen05.alloc of 512 columns" in str(e.value) and "co-resident CTA" in str(e.value)
+
+
+# ---- nanosleep -----------------------------------------------------------------------------------------
+def test_nanosleep_is_time_and_a_cluster_handshake_with_back_off_completes():
+    """Rank 1 computes (~80 000 warp-instructions, no store) before raising a flag; rank 0 polls it with
+    nanosleep back-off and gives up after 1 ms of %globaltimer. On the GPU the work takes well under
+    1 ms, so the handshake completes: the emulator must neither take the polling for a hang nor the
+    computation for a spin."""
+    src = r'''
+    extern "C" __global__ void __cluster_dims__(2, 1, 1) k(int* flag, unsigned long long* t, int* o, int n) {
+        unsigned r; asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+        if (threadIdx.x != 0) return;
+        unsigned long long t0, t1; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+        if (r == 1) {
+            int acc = 0;
+            for (int i = 0; i < n; ++i) acc = acc * 7 + (i ^ o[1]);
+            o[1] = acc; __threadfence(); atomicExch(flag, 1);
+        } else {
+            unsigned ns = 32; int ok = 0;
+            for (;;) {
+                if (*(volatile int*)flag) { ok = 1; break; }
+                asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+                if (t1 - t0 > 1000000ull) break;
+                __nanosleep(ns); if (ns < 4096) ns *= 2;
+            }
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+            o[0] = ok; t[0] = t1 - t0;
+            __nanosleep(200000);                                 // a long sleep: 200 us pass
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+            t[1] = t0 - t1;
+        }
+    }'''
+    f, t, o = emu.zeros(1, np.int32), emu.zeros(2, np.uint64), emu.zeros(2, np.int32)
+    _run(src, "k", (2,), (32,), (f, t, o, np.int32(20000)))
+    assert o.get()[0] == 1 and 20000 < t.get()[0] < 1000000
+    assert t.get()[1] >= 200000

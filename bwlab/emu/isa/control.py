@@ -12,13 +12,40 @@ from .operands import bits_reader
 
 
 def bra(ctx, ins, base, mods):
-    """Control Flow: bra (lanes whose guard fails fall through)."""
+    """Control Flow: bra (lanes whose guard fails fall through).
+
+    A conditional backward branch closing a loop that reads no memory, no clock and calls nothing is
+    computation, not a wait: each time it is taken it tells the launch that the kernel is working, so
+    a long compute loop is not mistaken for a spin (whose clock jump would fire other warps' timeouts)."""
     target = ctx.label(ins.label)
+    here = next(k for k, x in enumerate(ctx.func.body) if x is ins)
+    computes = ins.guard is not None and _computing_loop(ctx.func.body[target - ctx.base:here])
+
+    if computes:
+        def body(w, group, em):
+            w.pc[em] = target
+            w.pc[group & ~em] += 1
+            if em.any():
+                w.machine.progress_step = w.machine.steps
+        return body
 
     def body(w, group, em):
         w.pc[em] = target
         w.pc[group & ~em] += 1
     return body
+
+
+_WAITS = ("ld", "ldu", "atom", "red", "mbarrier", "cp", "call", "nanosleep", "bar", "barrier", "tcgen05", "wgmma",
+          "vote", "shfl", "elect", "activemask", "match", "redux")
+
+
+def _computing_loop(body) -> bool:
+    """True for a loop body of plain computation: something besides branches, and nothing that reads
+    memory, the clock or another thread's state (any of which could be a wait)."""
+    ops = [x.op.split(".")[0] for x in body]
+    if not any(o != "bra" for o in ops):
+        return False
+    return not any(o in _WAITS for o in ops) and not any("%globaltimer" in x.text or "%clock" in x.text for x in body)
 
 
 # A function's address (`mov.u64 %rd, func`, a function pointer): FUNC_BASE + 16 * its index in the
