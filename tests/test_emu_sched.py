@@ -305,3 +305,26 @@ def test_nanosleep_is_time_and_a_cluster_handshake_with_back_off_completes():
     _run(src, "k", (2,), (32,), (f, t, o, np.int32(20000)))
     assert o.get()[0] == 1 and 20000 < t.get()[0] < 1000000
     assert t.get()[1] >= 200000
+
+
+# ---- the seeded scheduler explores interleavings ---------------------------------------------------------
+def test_a_racy_kernel_gives_different_results_under_different_seeds():
+    src = r'''extern "C" __global__ void k(volatile int* last, volatile int* count) {
+        if (threadIdx.x % 32 == 0) {
+            *last = threadIdx.x / 32 + 1;                       // four warps write one word: the last one wins
+            for (int i = 0; i < 5; ++i) { int v = *count; *count = v + 1; }   // a non-atomic increment
+        }
+    }'''
+    mod = emu.RawModule(code=src)
+    lasts, counts = [], []
+    for seed in range(12):
+        last, count = emu.zeros(1, np.int32), emu.zeros(1, np.int32)
+        mod.get_function("k")((1,), (128,), (last, count), seed=seed)
+        lasts.append(int(last.get()[0]))
+        counts.append(int(count.get()[0]))
+        if seed < 2:                                            # one seed, one interleaving
+            again_l, again_c = emu.zeros(1, np.int32), emu.zeros(1, np.int32)
+            mod.get_function("k")((1,), (128,), (again_l, again_c), seed=seed)
+            assert (int(again_l.get()[0]), int(again_c.get()[0])) == (lasts[-1], counts[-1])
+    assert len(set(lasts)) >= 2 and set(lasts) <= {1, 2, 3, 4}
+    assert len(set(counts)) >= 2 and all(5 <= c <= 20 for c in counts) and min(counts) < 20
