@@ -54,20 +54,35 @@ class Frame:
 
 
 def take_turns(w, cand, group):
-    """The warp is diverged (or a group has the turn): count the running group's turn; at its end,
-    hand the turn to the group of the next waiting lane (in lane order, cyclically), so every group
-    of a diverged warp makes progress (a lock one lane holds while its warp-mates spin is released,
-    as under the GPU's independent thread scheduling since Volta)."""
+    """The warp is diverged (or a group has the turn). The running group keeps running while it works;
+    once it has run FAIR_TURN warp-instructions while others wait, its state (pc and registers) is
+    noted, and if it comes back to that pc with the same registers it is spinning (a loop that waits
+    on something its own lanes cannot change): the turn goes to the group of the next waiting lane
+    (in lane order, cyclically). So a lock one lane holds while its warp-mates spin is released, as
+    under the GPU's independent thread scheduling since Volta, while groups doing real work are not
+    interrupted (they meet the others again where their paths join, as the compiler arranges)."""
     others = cand & ~group
     if w.favour >= 0 and (not cand[w.favour] or not others.any()):
-        w.favour, w.turn = -1, 0   # the favoured lanes wait, left, or have rejoined the others
+        w.favour, w.turn, w.snap = -1, 0, None   # the favoured lanes wait, left, or rejoined the others
     w.turn += 1
     if w.turn <= FAIR_TURN or not others.any():
+        return
+    lanes = np.flatnonzero(group)
+    pc = int(w.pc[lanes[0]])
+    snap = w.snap
+    if snap is None or not np.array_equal(snap[1], group):
+        w.snap = (pc, group.copy(), w.R[:, lanes].copy())
+        return
+    if snap[0] != pc:
+        return
+    if not np.array_equal(snap[2], w.R[:, lanes]):
+        w.turn, w.snap = 0, None      # the loop's state changed: it works
         return
     idx = np.flatnonzero(others)
     after = idx[idx > w.fav_last]
     w.favour = w.fav_last = int(after[0] if len(after) else idx[0])
-    w.turn = 0
+    w.turn, w.snap = 0, None
+
 
 def members(launch, w, c, group, at):
     """The lanes a `.sync` instruction with a member mask needs, and the lanes at the pc that run it

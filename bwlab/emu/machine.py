@@ -46,7 +46,7 @@ class Warp:
     __slots__ = ("machine", "cta", "wid", "R", "pc", "exited", "valid", "inflight", "cparam", "local",
                  "frames", "blocked", "spin_epoch", "wait_info", "tid", "nthreads", "parked", "steps",
                  "wg_seq", "wg_groups", "wg_open", "sleep_until", "last_pc", "spin_lanes", "tc_last", "tc_pending",
-                 "favour", "fav_last", "turn", "aligned_live")
+                 "favour", "fav_last", "turn", "snap", "aligned_live")
 
     def __init__(self, machine, cta, wid: int):
         prog = machine.prog
@@ -81,6 +81,7 @@ class Warp:
         self.favour = -1
         self.fav_last = -1
         self.turn = 0
+        self.snap = None          # (pc, lanes, registers) of the running group, to tell a spin from work
         self.aligned_live = None  # the live lanes when lanes first waited at an .aligned instruction
 
     # -- lanes ---------------------------------------------------------------------------------

@@ -18,7 +18,8 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, replace
 
-__all__ = ["GPU", "H100", "current_gpu", "emulated_gpu", "Placement", "admit", "retire"]
+__all__ = ["GPU", "H100", "current_gpu", "emulated_gpu", "Placement", "admit", "retire", "sm_tmem", "alloc_waits",
+           "waiting", "WAIT"]
 
 
 @dataclass(frozen=True)
@@ -148,3 +149,44 @@ def retire(launch, pending) -> bool:
             launch.placement.release(c.sm)
     admit(launch, pending)
     return True
+
+
+# ---- Tensor Memory: one per SM, shared by the CTAs resident there ---------------------------------------
+def sm_tmem(c):
+    """The TensorMemory of the SM CTA `c` is on (made on first use), with the SM's record of where
+    each allocation was made; sets c.tmem, c.tmem_alloc_at, c.tmem_inflight."""
+    from ..tmem.alloc import TensorMemory
+    per_sm = c.machine.__dict__.setdefault("sm_tmem", {})
+    if c.sm not in per_sm:
+        per_sm[c.sm] = (TensorMemory(), {})
+    c.tmem, c.tmem_alloc_at = per_sm[c.sm]   # column -> where the allocation was made
+    c.tmem_inflight = []      # (first column, last column + 1, description) of MMAs not yet complete
+    return c.tmem
+
+
+WAIT = object()   # what an allocation body returns when it must wait
+
+
+def alloc_waits(w, tm, n: int, ins, section: str) -> bool:
+    """A tcgen05.alloc that does not fit: while other CTAs co-resident on the SM hold columns it waits
+    (the GPU blocks until one deallocates) and the scheduler reports TmemAllocHang if nothing that
+    still runs can free them; if only this CTA holds them it can never fit (False: the caller raises)."""
+    others = sorted({x.cta for x in tm.allocations if x.cta != w.cta.linear})
+    if not others:
+        return False
+    M = w.machine
+    M.spin(w, ("tmem", f"{w.who()} at {M.where(ins)} waits in tcgen05.alloc of {n} columns: {tm.free_columns} of "
+                       f"512 columns are free on SM {w.cta.sm}, the rest held by co-resident CTA(s) "
+                       + ", ".join(map(str, others)) + f" ({section})"))
+    return True
+
+
+def waiting(body):
+    """A plain body(w, mask) as a control body that leaves the pcs in place when it returns WAIT (the
+    warp tries again once something has changed) and advances them otherwise."""
+    def run(w, group, em):
+        if em.any() and body(w, em) is WAIT:
+            return
+        w.pc[group] += 1
+    return run
+

@@ -43,6 +43,7 @@ import numpy as np
 
 from ...errors import (EmuError, EmuFault, PeerExited, ProtocolError, TcgenFenceMissing, TmemAllocError,  # noqa: F401
                        TmemAllocHang, TmemLaneQuarter, TmemLeak, UnsupportedInstruction)
+from ...residency import WAIT, alloc_waits, sm_tmem, waiting
 from ..operands import address, advancing, bits_reader
 
 __all__ = ["alloc", "dealloc", "relinquish_alloc_permit", "mma", "commit", "ld", "st", "wait_ld", "wait_st",
@@ -53,17 +54,11 @@ _SEC_ACCESS = "PTX ISA 9.7.16.2.2 Tensor Memory access restrictions"
 
 
 def tmem_of(c):
-    """The TMEM (allocator + image) of the SM CTA `c` is resident on, created on first use: CTAs
-    co-resident on one SM share it (`bwlab.emu.residency`), so an allocation may wait for another's."""
+    """The TMEM (allocator + image) of the SM CTA `c` is resident on (`residency.sm_tmem`: shared by
+    the CTAs co-resident there, so an allocation may wait for another CTA's dealloc)."""
     tm = getattr(c, "tmem", None)
     if tm is None:
-        from ....tmem.alloc import TensorMemory
-        per_sm = c.machine.__dict__.setdefault("sm_tmem", {})
-        if c.sm not in per_sm:
-            per_sm[c.sm] = (TensorMemory(), {})
-        tm, c.tmem_alloc_at = per_sm[c.sm]   # column -> where the allocation was made (the SM's)
-        c.tmem = tm
-        c.tmem_inflight = []      # (first column, last column + 1, description) of MMAs not yet complete
+        tm = sm_tmem(c)
     return tm
 
 
@@ -256,14 +251,8 @@ def _alloc(ctx, ins, mods):
             taddr = tm.alloc(w.cta.linear, w.wid, n)
         except TmemError as e:
             msg = str(e)
-            others = sorted({x.cta for x in tm.allocations if x.cta != w.cta.linear})
-            if msg.startswith("TMEM exhausted") and others and group == 1:
-                # CTAs co-resident on this SM hold columns: wait (the GPU blocks) until one deallocates;
-                # the scheduler reports TmemAllocHang if nothing that runs can ever free them
-                M.spin(w, ("tmem", f"{w.who()} at {M.where(ins)} waits in tcgen05.alloc of {n} columns: {free} of "
-                                   f"512 columns are free on SM {w.cta.sm}, the rest held by co-resident CTA(s) "
-                                   + ", ".join(map(str, others)) + f" ({_SEC_ALLOC})"))
-                return _WAIT
+            if msg.startswith("TMEM exhausted") and group == 1 and alloc_waits(w, tm, n, ins, _SEC_ALLOC):
+                return WAIT
             if msg.startswith("TMEM exhausted"):
                 raise TmemAllocHang(
                     f"{w.who()} at {M.where(ins)}: tcgen05.alloc of {n} columns can never be satisfied: {free} of "
@@ -281,15 +270,7 @@ def _alloc(ctx, ins, mods):
         M.progress()
     if group == 2:
         return _pair_collective(body, ins, "tcgen05.alloc")
-
-    def run(w, group_, em):
-        if em.any() and body(w, em) is _WAIT:
-            return            # the pcs stay: the warp tries again once something has changed
-        w.pc[group_] += 1
-    return run
-
-
-_WAIT = object()
+    return waiting(body)
 
 
 def _dealloc(ctx, ins, mods):
