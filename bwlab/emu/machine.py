@@ -46,7 +46,7 @@ class Warp:
     __slots__ = ("machine", "cta", "wid", "R", "pc", "exited", "valid", "inflight", "cparam", "local",
                  "frames", "blocked", "spin_epoch", "wait_info", "tid", "nthreads", "parked", "steps",
                  "wg_seq", "wg_groups", "wg_open", "sleep_until", "last_pc", "spin_lanes", "tc_last", "tc_pending",
-                 "favour", "fav_last", "turn", "snap", "aligned_live")
+                 "favour", "fav_last", "turn", "snap", "aligned_live", "done")
 
     def __init__(self, machine, cta, wid: int):
         prog = machine.prog
@@ -83,6 +83,7 @@ class Warp:
         self.turn = 0
         self.snap = None          # (pc, lanes, registers) of the running group, to tell a spin from work
         self.aligned_live = None  # the live lanes when lanes first waited at an .aligned instruction
+        self.done = not self.valid.any()   # every lane exited (set by Launch.exit_lanes)
 
     # -- lanes ---------------------------------------------------------------------------------
     @property
@@ -248,6 +249,7 @@ class Launch:
         self.clock = 0
         self.time_offset = 1_000_000_000   # %globaltimer does not start at 0 on a GPU either
         self.steps = 0
+        self.exits = 0             # whole-warp exits (the scheduler drops finished warps when it changes)
         self.epoch = 0
         self.progress_step = 0     # self.steps when something last changed
         self.events = []           # async completions: heap of (due, seq, fn, desc)
@@ -305,22 +307,34 @@ class Launch:
         warps = [w for cl in self.resident for c in cl.ctas for w in c.warps]
         jumps = 0
         progress_at_jump = -1
-        n_live = -1
+        n_live = exits = -1
         while True:
-            live = [w for w in warps if not w.exited.all()]
-            if len(live) != n_live:   # a warp finished: maybe a whole cluster, whose SMs take the next ones
-                n_live = len(live)
-                if retire(self, pending):
-                    warps = [w for cl in self.resident for c in cl.ctas for w in c.warps]
-                    n_live = -1
-                    continue
-                if not live:
-                    break
+            if exits != self.exits:
+                live = ([w for w in warps if not w.exited.all()] if exits < 0 else
+                        [w for w in live if not w.done])
+                exits = self.exits
+                if len(live) != n_live:   # a warp finished: maybe a whole cluster, whose SMs take the next ones
+                    n_live = len(live)
+                    if retire(self, pending):
+                        warps = [w for cl in self.resident for c in cl.ctas for w in c.warps]
+                        n_live = exits = -1
+                        continue
+                    if not live:
+                        break
             self._complete_due()
             epoch, clock = self.epoch, self.clock
-            runnable = [w for w in live if w.blocked is None and w.sleep_until <= clock
-                        and ((w.parked is None and w.spin_epoch != epoch) or self._ready(w))]
-            if not runnable:
+            w = runnable = None
+            if n_live > 16:   # many resident warps: a few random draws find a runnable one without a full scan
+                for _ in range(6):
+                    x = live[int(self.rng.integers(n_live))]
+                    if (x.blocked is None and x.sleep_until <= clock and not x.exited.all()
+                            and ((x.parked is None and x.spin_epoch != epoch) or self._ready(x))):
+                        w = x
+                        break
+            if w is None:
+                runnable = [w for w in live if w.blocked is None and w.sleep_until <= clock
+                            and ((w.parked is None and w.spin_epoch != epoch) or self._ready(w))]
+            if w is None and not runnable:
                 sleepers = [w for w in live if w.blocked is None and w.sleep_until > self.clock]
                 if self.events:
                     self._complete_next()
@@ -355,7 +369,8 @@ class Launch:
                 self.progress()
                 progress_at_jump = self.epoch
                 continue
-            w = runnable[int(self.rng.integers(len(runnable)))] if len(runnable) > 1 else runnable[0]
+            if w is None:
+                w = runnable[int(self.rng.integers(len(runnable)))] if len(runnable) > 1 else runnable[0]
             self._run_warp(w, int(self.rng.integers(4, 33)))
 
     def _tmem_hang(self, live, report):
@@ -487,6 +502,8 @@ class Launch:
         self.progress()
         self.note(w, "exit")
         if w.exited.all():
+            w.done = True
+            self.exits += 1
             c = w.cta
             # whole-warp exit counts as arrival at pending named barriers (the hardware counts warps)
             for bid in list(c.barriers):
