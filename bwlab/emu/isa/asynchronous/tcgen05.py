@@ -5,8 +5,8 @@ relinquish_alloc_permit (9.7.16.7.1), tcgen05.mma (9.7.16.10), tcgen05.commit (9
 tcgen05.ld / st / wait (9.7.16.8), tcgen05.fence (9.7.16.6.4). CuTe: include/cute/arch/tmem_allocator_sm100.hpp,
 include/cute/arch/mma_sm100_umma.hpp, include/cute/arch/copy_sm100.hpp.
 
-Each CTA runs on its own SM here, so each CTA has its own TMEM: a `bwlab.tmem.alloc.TensorMemory`
-(the allocator's rules and the 128 x 512 image). The instructions call the one model of each
+Each SM has its TMEM, shared by the CTAs resident on it (`bwlab.emu.residency`): a
+`bwlab.tmem.alloc.TensorMemory` (the allocator's rules and the 128 x 512 image). The instructions call the one model of each
 mechanism the notebooks use: `TensorMemory.alloc/dealloc` for the allocator, `bwlab.umma.model.tcgen05_mma`
 for the MMA (reading A and B through the SM100 descriptors), `bwlab.tmem.model.tcgen05_ld/st` for
 the data movement shapes. The MMA is asynchronous: it computes when it completes (after a seeded
@@ -30,8 +30,8 @@ operation while the peer CTA has exited (`PeerExited`); two .cta_group values in
 mbarrier a tcgen05.commit signals must have had its init fenced (`machine.async_uses_mbarrier`).
 
 Not modelled: tcgen05.cp, tcgen05.shift, sparse / block-scaled / .ws MMAs (none of bwlab's kernels use
-them: UnsupportedInstruction); TMEM shared by several CTAs of one SM, or kept across launches (each CTA
-has an SM of its own, so a leak is reported when the CTA exits instead of as the next launch's hang).
+them: UnsupportedInstruction); TMEM kept across launches (a leak is reported when the CTA exits instead
+of as the next launch's hang).
 Freeing from another warp than the allocating one is a warning (`Launch.warnings`), as bwlab's allocator
 model has it (tables.ALLOC_RULES['dealloc_warp']: the ISA does not require the same warp).
 """
