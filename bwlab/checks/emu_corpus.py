@@ -1018,19 +1018,9 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     'logic_not_cnot': 'not modelled: `cnot.b32`',
     'mem_b128_asm': "not modelled: cannot decode `ld.global.b128 t, [%rd5]`: KeyError: 'b128'",
     'mem_globals_const': 'differs: output 0: [0] GPU 0x3e800000 emu 0x00000000 (64 of 64 differ)',
-    'ctl_fib_recursive': 'differs: output 0: [0] GPU 0x00000000 emu 0xfffffc02 (32 of 32 differ)',
-    'ctl_deep_recursion':
-        'differs: EmuTimeout (150000 warp-instructions): recursion without a frame per activation never returns',
-    'ctl_function_pointers': 'not modelled: function addresses are not modelled',
-    'warp_ballot_in_branch':
-        "differs: DivergenceError: vote.sync.ballot's member mask read from lane 0, which skipped the branch",
     'warp_match': 'not modelled: `match.any.sync.b32`',
     'warp_redux': 'not modelled: `redux.sync.add.u32`',
     'warp_redux_partial': 'not modelled: `redux.sync.add.s32`',
-    'warp_partial_shfl':
-        "differs: DivergenceError: shfl.sync.bfly's member mask read from lane 0, which is in the other branch",
-    'warp_ballot_after_exit':
-        "differs: DivergenceError: vote.sync.ballot's member mask read from lane 0, which has exited",
     'atom_add_float_slots': 'differs: output 0: [0] GPU 0x00000000 emu 0x00000001 (10 of 64 differ)',
     'atom_add_half2_slots': 'differs: output 0: [0] GPU 0xa595ae73 emu 0x2595ae73 (64 of 64 differ)',
     'atom_shared_float_subnormal': 'differs: output 0: [41] GPU 0x7fffffff emu 0x7fc12345 (4 of 128 differ)',
@@ -1050,8 +1040,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     'mma_ldmatrix_forms': 'not modelled: `ldmatrix.sync.aligned.m8n8.x1.shared.b16`',
     'mma_ldmatrix_gemm': 'not modelled: `ldmatrix.sync.aligned.m8n8.x4.shared.b16`',
     'apx_half_ex2_tanh': 'not modelled: `ex2.approx.f16x2` on f16x2 is not modelled',
-    'sched_two_block_handshake':
-        'differs: EmuHang: block 0 spins on a flag block 1 sets; CTAs outside a cluster run one after another',
 }
 
 
