@@ -938,23 +938,11 @@ BY_NAME = {k.name: k for k in KERNELS}
 # Kernels today's emulator does not reproduce: kernel -> why. The only such list; the test checks it
 # strictly (a listed kernel that now matches fails, so the list only shrinks).
 KNOWN_DIFFERENCES: dict[str, str] = {
-    'ctl_fib_recursive': 'differs: output 0: [0] GPU 0x00000000 emu 0xfffffc02 (32 of 32 differ)',
-    'ctl_deep_recursion':
-        'differs: EmuTimeout (150000 warp-instructions): recursion without a frame per activation never returns',
-    'ctl_function_pointers': 'not modelled: function addresses are not modelled',
-    'warp_ballot_in_branch':
-        "differs: DivergenceError: vote.sync.ballot's member mask read from lane 0, which skipped the branch",
     'warp_redux_partial':
         "differs: DivergenceError: redux.sync's member mask read from lane 0, which is in the other branch",
-    'warp_partial_shfl':
-        "differs: DivergenceError: shfl.sync.bfly's member mask read from lane 0, which is in the other branch",
-    'warp_ballot_after_exit':
-        "differs: DivergenceError: vote.sync.ballot's member mask read from lane 0, which has exited",
     'printf_more_formats':
         "differs: after %hd the GPU's printf formatter reads the later arguments at other offsets than "
         "NVRTC's buffer holds them (its line shifts; the emulator prints the arguments)",
-    'sched_two_block_handshake':
-        'differs: EmuHang: block 0 spins on a flag block 1 sets; CTAs outside a cluster run one after another',
 }
 
 

@@ -5,7 +5,7 @@ __all__ = ["EmuError", "EmuFault", "DivergenceError", "ProtocolError", "ProxyFen
            "UnsupportedInstruction", "EmuTimeout", "TmemLeak", "TmemAllocHang", "TmemAllocError", "TmemLaneQuarter",
            "TcgenFenceMissing", "PeerExited", "AsyncReadHazard", "AsyncInFlightAtExit",
            "ClusterPeerMayAccess", "TmemStoreNotWaited", "GenericWriteNotOrdered", "AsyncWriteNotObserved",
-           "MbarrierPhaseOverrun", "WgmmaFenceMissing", "MbarrierInitNotOrdered"]
+           "MbarrierPhaseOverrun", "WgmmaFenceMissing", "MbarrierInitNotOrdered", "DivergentBarrier"]
 
 
 class EmuError(RuntimeError):
@@ -21,6 +21,13 @@ class EmuFault(EmuError):
 
 class DivergenceError(EmuError):
     """A `.sync`/`.aligned` instruction reached by a warp whose lanes are not together."""
+
+
+class DivergentBarrier(DivergenceError):
+    """`bar.sync` / `__syncthreads()` (or another `.aligned` instruction) reached by some lanes of a warp
+    while others of that warp go elsewhere or exit without reaching it — e.g. `__syncthreads()` inside
+    `if (threadIdx.x == 0)`. The PTX ISA leaves it undefined (every thread of the warp must execute the
+    same `.aligned` instruction)."""
 
 
 class ProtocolError(EmuError):

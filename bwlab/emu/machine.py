@@ -23,9 +23,9 @@ import numpy as np
 
 from ..hw.mbarrier import MbarrierError
 from ..util import ceil_div
-from . import order
+from . import convergence, order
 from .barriers import Synchronisation
-from .errors import DivergenceError, EmuError, EmuFault, EmuHang, EmuTimeout, ProtocolError
+from .errors import EmuError, EmuFault, EmuHang, EmuTimeout, ProtocolError
 from .isa import Code
 from .isa.operands import ALL, all_lanes
 from .isa.asynchronous.tcgen05 import cta_exits
@@ -33,6 +33,7 @@ from .memory import RANK_SHIFT
 from .diagnosis import diagnose
 from .memsys import MemorySystem
 from .program import SMEM_RESERVED
+from .residency import Placement, admit, current_gpu, not_resident, register_estimate, retire, tmem_hang
 
 __all__ = ["Launch", "MAX_SMEM_PER_CTA", "TIME_JUMP_NS"]
 
@@ -54,14 +55,20 @@ def _uniform(pc: int) -> bytes:
         b = _UNIFORM[pc] = np.full(32, pc, np.int64).tobytes()
     return b
 _CHANGING_SPECIALS = ("%globaltimer", "%clock")   # the special registers whose value changes during a launch
+_FULL_MASK = 0xFFFFFFFF
+
+
+def _full_masks(c, w) -> bool:
+    """Every lane's member mask of a `.sync` instruction names all 32 lanes."""
+    return bool(((c.member(w).astype(np.int64) & _FULL_MASK) == _FULL_MASK).all())
 
 
 class Warp:
     __slots__ = ("alive", "full", "finished", "specials",
                  "machine", "cta", "wid", "R", "pc", "exited", "valid", "inflight", "cparam", "local",
-                 "stack", "blocked", "spin_epoch", "wait_info", "tid", "nthreads", "parked", "steps",
+                 "frames", "blocked", "spin_epoch", "wait_info", "tid", "nthreads", "parked", "steps",
                  "wg_seq", "wg_groups", "wg_open", "sleep_until", "last_pc", "spin_lanes", "tc_last", "tc_pending",
-                 "known", "arrivals", "releases")
+                 "known", "arrivals", "releases", "favour", "fav_last", "turn", "snap", "aligned_live")
 
     def __init__(self, machine, cta, wid: int):
         prog = machine.prog
@@ -80,7 +87,7 @@ class Warp:
         self.inflight = {}
         self.cparam = np.zeros((32, prog.callparam_size), np.uint8)
         self.local = np.zeros((32, max(prog.local_size, 1)), np.uint8)
-        self.stack = []           # [(lanes mask, return pc, copies)]
+        self.frames = None        # per lane: [Frame] of its active calls, innermost last (made at the first call)
         self.blocked = None       # a description while waiting at a CTA/cluster barrier
         self.spin_epoch = -1      # machine.epoch when a wait last failed
         self.spin_lanes = np.zeros(32, bool)   # the lanes whose wait failed at that epoch
@@ -97,6 +104,14 @@ class Warp:
         self.known = {}           # completion key -> highest sequence observed complete (bwlab.emu.order)
         self.arrivals = 0         # barrier.cluster.arrive executed by this warp
         self.releases = 0         # barrier / mbarrier arrivals of this warp (its stores happen before the next)
+        # independent thread scheduling: while the warp is diverged, the lowest-pc group runs (so paths that
+        # split meet again), but no group runs more than FAIR_TURN warp-instructions while another waits:
+        # then the group of lane `favour` (the next waiting lane after `fav_last`) has a turn of its own
+        self.favour = -1
+        self.fav_last = -1
+        self.turn = 0
+        self.snap = None          # (pc, lanes, registers) of the running group, to tell a spin from work
+        self.aligned_live = None  # the live lanes when lanes first waited at an .aligned instruction
 
     # -- lanes ---------------------------------------------------------------------------------
     @property
@@ -157,10 +172,12 @@ class Warp:
             return np.full(32, self.wid, U64)
         if name == "%nwarpid":
             return np.full(32, 64, U64)
-        if name in ("%smid", "%gridid"):
+        if name == "%smid":
+            return np.full(32, c.sm, U64)
+        if name == "%gridid":
             return np.full(32, c.linear % 132, U64)
         if name == "%nsmid":
-            return np.full(32, 132, U64)
+            return np.full(32, m.gpu.sms, U64)
         if name in ("%globaltimer", "%clock64"):
             return np.full(32, m.clock + m.time_offset, U64)
         if name == "%globaltimer_lo" or name == "%clock":
@@ -181,21 +198,16 @@ class Warp:
         raise EmuError(f"special register {name} is not modelled")
 
     # -- calls ---------------------------------------------------------------------------------
-    def push_call(self, mask, call_pc, copies_out):
-        self.stack.append((mask.copy(), call_pc + 1, copies_out))
+    def push_call(self, lanes, frame):
+        """`lanes` enter a call: `frame` keeps what the callee's activation will overwrite."""
+        if self.frames is None:
+            self.frames = [[] for _ in range(32)]
+        for lane in np.flatnonzero(lanes):
+            self.frames[lane].append(frame)
 
-    def pop_call(self, mask):
-        if not self.stack:
-            raise EmuError(f"{self.who(mask)}: ret with no caller")
-        lanes, ret_pc, copies = self.stack[-1]
-        for src, dst, n in copies:
-            self.cparam[mask, dst:dst + n] = self.cparam[mask, src:src + n]
-        self.pc[mask] = ret_pc - 1   # the ret's own pc advance is done by the caller of run
-        lanes &= ~mask
-        if not lanes.any():
-            self.stack.pop()
-        # the lanes that returned continue right after the call
-        self.pc[mask] = ret_pc
+    def pop_call(self, lanes):
+        """`lanes` return, each to its own innermost caller (convergence.pop_frames)."""
+        convergence.pop_frames(self, lanes)
 
 
 class Cluster:
@@ -227,6 +239,7 @@ class CTA:
         self.bulk = {}            # thread -> [[op ids]] committed bulk groups not yet complete
         self.bulk_open = {}       # thread -> [op ids]
         self.exited = False
+        self.sm = 0               # the SM it is resident on (Launch._admit)
         self.shared_base = rank << RANK_SHIFT   # shared::cta and shared::cluster addresses: rank << 24 | offset
         self.warps = [Warp(machine, self, k) for k in range(ceil_div(self.nthreads, 32))]
 
@@ -261,6 +274,7 @@ class Launch:
         self.clock = 0
         self.time_offset = 1_000_000_000   # %globaltimer does not start at 0 on a GPU either
         self.steps = 0
+        self.exits = 0             # whole-warp exits (the scheduler drops finished warps when it changes)
         self.epoch = 0
         self.progress_step = 0     # self.steps when something last changed
         self.events = []           # async completions: heap of (due, seq, fn, desc)
@@ -272,8 +286,9 @@ class Launch:
         self.trace_on = trace
         self.trace = []            # (time, cta, warp, what)
         self.wgmma = {}            # (cta linear, warpgroup) -> {seq: [per-warp issue records]}
-        self.cluster = None
-        self._where = {}                    # id(instruction) -> (instruction, where it is, in words)
+        self.cluster = None       # the latest cluster placed
+        self._where = {}          # id(instruction) -> (instruction, where it is, in words)
+        self.gpu = current_gpu()  # the emulated machine (residency.GPU): its SMs hold the resident CTAs
         self.mem = MemorySystem(self)       # address spaces, bounds, proxies
         self.sync = Synchronisation(self)   # named barriers, the cluster barrier, mbarriers
 
@@ -301,37 +316,59 @@ class Launch:
             if g % c:
                 raise EmuError(f"grid dimension {'xyz'[axis]} = {g} is not a multiple of the cluster's {c} "
                                "(CUDA launch rule: the grid is made of whole clusters)")
-        for kz in range(gz // cz):
-            for ky in range(gy // cy):
-                for kx in range(gx // cx):
-                    self._run_cluster((kx, ky, kz))
+        size = cx * cy * cz
+        gpu = self.gpu
+        if size > gpu.sms:
+            raise EmuError(f"a cluster of {size} CTAs does not fit on the emulated {gpu.name} ({gpu.sms} SMs)")
+        bx, by, bz = self.block
+        self.placement = Placement(gpu, bx * by * bz, self.smem_bytes, register_estimate(self.prog, self.kernel))
+        pending = [(kx, ky, kz) for kz in range(gz // cz) for ky in range(gy // cy) for kx in range(gx // cx)]
+        pending.reverse()
+        self.resident = []       # clusters on the GPU now
+        admit(self, pending)
+        if pending:
+            n = len(self.resident) * size
+            self.warnings.append(
+                f"{self.kernel}: the grid has {gx * gy * gz} CTAs but at most {n} are resident at once on the emulated "
+                f"{gpu.name} ({gpu.sms} SMs; {self.placement.why()}): the others start as resident ones finish, in "
+                "waves — a handshake between CTAs of different waves can hang, as on a GPU")
+        self._schedule(pending)
         # bulk stores still in flight complete before the launch is over (the stream syncs)
         while self.events:
             self._complete_next()
 
-    def _run_cluster(self, cid):
-        cx, cy, cz = self.cluster_dims
-        cl = Cluster(cid, cx * cy * cz)
-        gx, gy, _ = self.grid
-        for rz in range(cz):
-            for ry in range(cy):
-                for rx in range(cx):
-                    ctaid = (cid[0] * cx + rx, cid[1] * cy + ry, cid[2] * cz + rz)
-                    rank = rx + cx * (ry + cy * rz)
-                    linear = ctaid[0] + gx * (ctaid[1] + gy * ctaid[2])
-                    cl.ctas.append(CTA(self, ctaid, linear, cl, rank, (rx, ry, rz)))
-        self.cluster = cl
-        warps = [w for c in cl.ctas for w in c.warps]
+    def _schedule(self, pending):
+        warps = [w for cl in self.resident for c in cl.ctas for w in c.warps]
         jumps = 0
         progress_at_jump = -1
+        n_live = exits = -1
         while True:
-            live = [w for w in warps if not w.finished]
-            if not live:
-                break
+            if exits != self.exits:
+                live = ([w for w in warps if not w.finished] if exits < 0 else
+                        [w for w in live if not w.finished])
+                exits = self.exits
+                if len(live) != n_live:   # a warp finished: maybe a whole cluster, whose SMs take the next ones
+                    n_live = len(live)
+                    if retire(self, pending):
+                        warps = [w for cl in self.resident for c in cl.ctas for w in c.warps]
+                        n_live = exits = -1
+                        continue
+                    if not live:
+                        break
             self._complete_due()
-            runnable = [w for w in live if w.blocked is None and w.sleep_until <= self.clock
-                        and self._ready(w)]
-            if not runnable:
+            epoch, clock = self.epoch, self.clock
+            w = runnable = None
+            if n_live > 16:   # many resident warps: a few random draws find a runnable one without a full scan
+                for _ in range(6):
+                    x = live[int(self.rng.integers(n_live))]
+                    if (x.blocked is None and x.sleep_until <= clock and not x.finished
+                            and ((x.parked is None and x.spin_epoch != epoch) or self._ready(x))):
+                        w = x
+                        break
+            if w is None:
+                runnable = [w for w in live if w.blocked is None and w.sleep_until <= clock
+                            and ((w.parked is None and w.spin_epoch != epoch) or self._ready(w))]
+            if w is None and not runnable:
                 sleepers = [w for w in live if w.blocked is None and w.sleep_until > self.clock]
                 if self.events:
                     self._complete_next()
@@ -340,9 +377,10 @@ class Launch:
                     self.clock = min(w.sleep_until for w in sleepers)
                     continue
                 # stuck: everybody waits and nothing is in flight
-                report = self.diagnose(live)
+                report = self.diagnose(live) + not_resident(pending)
                 self.stall_reports.append(report)
                 if self.epoch == progress_at_jump or jumps >= MAX_JUMPS or all(w.blocked for w in live):
+                    tmem_hang(self, live, report)
                     raise EmuHang(f"{self.kernel}: every live thread waits and nothing can wake it "
                                   f"(virtual time {self.clock} ns):", report)
                 jumps += 1
@@ -352,9 +390,10 @@ class Launch:
                 continue
             if self.steps - self.progress_step > IDLE_STEPS and not self.events:
                 # warps run but nothing changes: loops that poll memory nobody writes
-                report = self.diagnose(live, spinning=True)
+                report = self.diagnose(live, spinning=True) + not_resident(pending)
                 self.stall_reports.append(report)
                 if jumps >= 1 and self.epoch == progress_at_jump:
+                    tmem_hang(self, live, report)
                     raise EmuHang(f"{self.kernel}: for {IDLE_STEPS} warp-instructions no thread stored to memory, "
                                   "arrived on a barrier, finished, or saw an asynchronous operation complete, even "
                                   "after the clock was moved past every bounded wait — a wait nothing bounds:",
@@ -364,7 +403,8 @@ class Launch:
                 self.progress()
                 progress_at_jump = self.epoch
                 continue
-            w = runnable[int(self.rng.integers(len(runnable)))] if len(runnable) > 1 else runnable[0]
+            if w is None:
+                w = runnable[int(self.rng.integers(len(runnable)))] if len(runnable) > 1 else runnable[0]
             self._run_warp(w, int(self.rng.integers(4, 33)))
 
     def _candidates(self, w):
@@ -392,8 +432,10 @@ class Launch:
                 return
             live = w.alive
             pcs = w.pc
-            if w.parked is None and w.spin_epoch != self.epoch:
-                # the common case: every live lane may run
+            fav = w.favour
+            if w.parked is None and w.spin_epoch != self.epoch and fav < 0:
+                # the common case: every live lane may run and no diverged group has a turn of its own
+                cand = live
                 if w.full:
                     # after a whole-warp step the lanes are most likely together at the next pc
                     hint = w.last_pc + 1
@@ -415,24 +457,39 @@ class Launch:
                         self._release_parked(w)
                         continue
                     return
-                pc = int(np.where(cand, pcs, _PC_NONE).min())
+                if fav >= 0 and cand[fav]:
+                    pc = int(pcs[fav])
+                else:
+                    pc = int(np.where(cand, pcs, _PC_NONE).min())
                 group = cand & (pcs == pc)
+            if group is not ALL and (fav >= 0 or (cand & ~group).any()):
+                convergence.take_turns(w, cand, group)   # diverged: independent thread scheduling's fair turns
             c = code[pc]
             if c.converge:
-                if group is ALL:   # the whole warp is here: only the member mask's own rules remain
-                    if c.converge == 2:
-                        self._members(w, c, group)
+                if group is ALL and (c.converge == 1 or _full_masks(c, w)):
+                    # the whole warp is here and every lane's member mask names every lane: nothing to wait for
+                    if w.aligned_live is not None:
+                        convergence.aligned_exits(self, w, c)
                 else:
-                    need = live if c.converge == 1 else self._members(w, c, group)
+                    if group is ALL:
+                        group = live.copy()
                     together = live & (pcs == pc)
+                    if c.converge == 1:
+                        need = live
+                    else:
+                        need, together = self._members(w, c, group, together)
                     if not (need & ~together).any():
                         group = together
                         if w.parked is not None:
                             w.parked &= ~group
                             if not w.parked.any():
                                 w.parked = None
+                        if c.converge == 1 and w.aligned_live is not None:
+                            convergence.aligned_exits(self, w, c)
                     else:
-                        w.parked = (w.parked if w.parked is not None else np.zeros(32, bool)) | group
+                        if c.converge == 1 and w.aligned_live is None:
+                            w.aligned_live = live.copy()
+                        w.parked = (w.parked if w.parked is not None else np.zeros(32, bool)) | (group & together)
                         continue
             self.steps += 1
             w.steps += 1
@@ -450,36 +507,11 @@ class Launch:
             if self.events and self.events[0][0] <= self.clock:
                 self._complete_due()
 
-    def _members(self, w, c, group):
-        mask = c.member(w)
-        if group is ALL and mask == 0xFFFFFFFF:
-            return ALL   # the whole warp, every lane live, names every lane: nothing to check
-        members = (mask >> np.arange(32, dtype=np.int64)) & 1 == 1
-        missing = members & w.exited & w.valid
-        if missing.any():
-            raise DivergenceError(
-                f"{w.who(group)} at {c.where(self.prog.files)}: the member mask 0x{mask:08x} names lanes "
-                f"{np.nonzero(missing)[0].tolist()} that have exited (PTX ISA: every lane in membermask must "
-                "execute the same .sync instruction)")
-        if (group & ~members).any():
-            raise DivergenceError(
-                f"{w.who(group)} at {c.where(self.prog.files)}: lanes {np.nonzero(group & ~members)[0].tolist()} "
-                f"execute it but are not in its member mask 0x{mask:08x}")
-        return members & ~w.exited
+    def _members(self, w, c, group, at):
+        return convergence.members(self, w, c, group, at)
 
     def _release_parked(self, w) -> bool:
-        live = ~w.exited
-        pcs = set(w.pc[live].tolist())
-        if len(pcs) == 1:
-            w.parked = None   # together again: the next pick runs them as one group
-            return True
-        c0 = self.prog.code
-        where = "; ".join(f"lanes {np.nonzero(live & (w.pc == p))[0].tolist()} at {c0[p].where(self.prog.files)}"
-                          for p in sorted(pcs))
-        raise DivergenceError(
-            f"{w.who()}: a .sync/.aligned instruction is reached by a diverged warp — {where}. "
-            "PTX ISA: all threads of the warp must execute the same .aligned instruction (and every lane of "
-            "a .sync instruction's member mask must reach the same one).")
+        return convergence.release_parked(self, w)
 
     # ---- async events --------------------------------------------------------------------------
     def schedule(self, delay: int, fn, desc: str):
@@ -528,6 +560,7 @@ class Launch:
         self.progress()
         self.note(w, "exit")
         if w.finished:
+            self.exits += 1
             c = w.cta
             # whole-warp exit counts as arrival at pending named barriers (the hardware counts warps)
             for bid in list(c.barriers):
@@ -555,3 +588,4 @@ class Launch:
     def diagnose(self, live, spinning: bool = False) -> str:
         """One line per distinct wait; warps of a CTA that wait on the same thing share the line."""
         return diagnose(self, live, spinning)
+

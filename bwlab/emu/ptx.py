@@ -466,6 +466,10 @@ def _parse_body(stmts, i: int, fn: Function) -> int:
             fn.labels[s[:-1].strip()] = len(fn.body)
             i += 1
             continue
+        if re.match(r"[$\w]+\s*:\s*\.callprototype", s):
+            # the prototype an indirect call names: the callee's own declaration is what the call checks
+            i += 1
+            continue
         fn.body.append(_instruction(s, lineno, map_operand))
         fn.body[-1].loc = loc[0]
         i += 1

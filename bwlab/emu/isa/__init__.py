@@ -32,7 +32,7 @@ class Code:
     instr: object          # the parsed ptx.Instr
     func: str
     converge: int = 0      # 0: per-thread; 1: .aligned (whole warp together); 2: .sync with a member mask
-    member: object = None  # for converge == 2: callable(warp) -> uint32 member mask
+    member: object = None  # for converge == 2: callable(warp) -> the 32 lanes' member masks (uint32)
     row: object = None     # its row of the table
 
     def where(self, files) -> str:
@@ -92,7 +92,7 @@ def decode_instruction(ctx, ins) -> Code:
     member = None
     if converge == 2:
         r = bits_reader(ctx, ins.args[-1], "u32")
-        member = lambda w, r=r: int(r(w)[0])  # noqa: E731
+        member = r   # per lane: each lane's own member mask (the scheduler reads them for the lanes at the pc)
     guard = None
     if ins.guard is not None:
         g = bits_reader(ctx, ("reg", ins.guard[0]), "pred")

@@ -20,8 +20,9 @@ def mov(ctx, ins, base, mods):
         return mov128(ctx, ins, base, mods)
     if a[0] == "sym":
         space, val = ctx.symbol(a[1])
-        if space == "func":
-            raise UnsupportedInstruction("function addresses are not modelled")
+        if space == "func":   # a function pointer (control.func_address; `call` through a register)
+            from .control import func_address
+            val = func_address(ctx.prog, val)
         wr = writer(ctx, d, "u64")
         if space == "shared":
             return (lambda w, m: wr(w, np.full(32, w.cta.shared_base + val, np.uint64), m))

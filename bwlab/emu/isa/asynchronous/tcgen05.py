@@ -5,8 +5,8 @@ relinquish_alloc_permit (9.7.16.7.1), tcgen05.mma (9.7.16.10), tcgen05.commit (9
 tcgen05.ld / st / wait (9.7.16.8), tcgen05.fence (9.7.16.6.4). CuTe: include/cute/arch/tmem_allocator_sm100.hpp,
 include/cute/arch/mma_sm100_umma.hpp, include/cute/arch/copy_sm100.hpp.
 
-Each CTA runs on its own SM here, so each CTA has its own TMEM: a `bwlab.tmem.alloc.TensorMemory`
-(the allocator's rules and the 128 x 512 image). The instructions call the one model of each
+Each SM has its TMEM, shared by the CTAs resident on it (`bwlab.emu.residency`): a
+`bwlab.tmem.alloc.TensorMemory` (the allocator's rules and the 128 x 512 image). The instructions call the one model of each
 mechanism the notebooks use: `TensorMemory.alloc/dealloc` for the allocator, `bwlab.umma.model.tcgen05_mma`
 for the MMA (reading A and B through the SM100 descriptors), `bwlab.tmem.model.tcgen05_ld/st` for
 the data movement shapes. The MMA is asynchronous: it computes when it completes (after a seeded
@@ -30,8 +30,8 @@ operation while the peer CTA has exited (`PeerExited`); two .cta_group values in
 mbarrier a tcgen05.commit signals must have had its init fenced (`machine.async_uses_mbarrier`).
 
 Not modelled: tcgen05.cp, tcgen05.shift, sparse / block-scaled / .ws MMAs (none of bwlab's kernels use
-them: UnsupportedInstruction); TMEM shared by several CTAs of one SM, or kept across launches (each CTA
-has an SM of its own, so a leak is reported when the CTA exits instead of as the next launch's hang).
+them: UnsupportedInstruction); TMEM kept across launches (a leak is reported when the CTA exits instead
+of as the next launch's hang).
 Freeing from another warp than the allocating one is a warning (`Launch.warnings`), as bwlab's allocator
 model has it (tables.ALLOC_RULES['dealloc_warp']: the ISA does not require the same warp).
 """
@@ -44,6 +44,7 @@ import numpy as np
 from ...errors import (EmuError, EmuFault, PeerExited, ProtocolError, TcgenFenceMissing, TmemAllocError,  # noqa: F401
                        TmemAllocHang, TmemLaneQuarter, TmemLeak, TmemStoreNotWaited, UnsupportedInstruction)
 from ... import order
+from ...residency import WAIT, alloc_waits, sm_tmem, waiting
 from ..operands import address, advancing, bits_reader
 
 __all__ = ["alloc", "dealloc", "relinquish_alloc_permit", "mma", "commit", "fence_before", "fence_after", "tmem_of",
@@ -54,13 +55,11 @@ _SEC_ACCESS = "PTX ISA 9.7.16.2.2 Tensor Memory access restrictions"
 
 
 def tmem_of(c):
-    """The TMEM (allocator + image) of CTA `c`, created on first use."""
+    """The TMEM (allocator + image) of the SM CTA `c` is resident on (`residency.sm_tmem`: shared by
+    the CTAs co-resident there, so an allocation may wait for another CTA's dealloc)."""
     tm = getattr(c, "tmem", None)
     if tm is None:
-        from ....tmem.alloc import TensorMemory
-        tm = c.tmem = TensorMemory()
-        c.tmem_inflight = []      # (first column, last column + 1, description) of MMAs not yet complete
-        c.tmem_alloc_at = {}      # column -> where the allocation was made
+        tm = sm_tmem(c)
     return tm
 
 
@@ -247,6 +246,8 @@ def _alloc(ctx, ins, mods):
             taddr = tm.alloc(w.cta.linear, w.wid, n)
         except TmemError as e:
             msg = str(e)
+            if msg.startswith("TMEM exhausted") and group == 1 and alloc_waits(w, tm, n, ins, _SEC_ALLOC):
+                return WAIT
             if msg.startswith("TMEM exhausted"):
                 raise TmemAllocHang(
                     f"{w.who()} at {M.where(ins)}: tcgen05.alloc of {n} columns can never be satisfied: {free} of "
@@ -273,7 +274,7 @@ def _alloc(ctx, ins, mods):
         M.progress()
     if group == 2:
         return _pair_collective(body, ins, "tcgen05.alloc")
-    return advancing(body)
+    return waiting(body)
 
 
 def _dealloc(ctx, ins, mods):
@@ -355,10 +356,11 @@ def cta_exits(M, c):
                                  f"performs collectively, but the peer CTA {c.ctaid} (cluster rank {c.rank}) exited "
                                  f"without performing it (PTX ISA 9.7.16.7.1)")
     tm = getattr(c, "tmem", None)
-    if tm is None or not tm.allocations:
+    mine = [a for a in tm.allocations if a.cta == c.linear] if tm is not None else []   # the SM's TMEM is shared
+    if not mine:
         return
     held = ", ".join(f"{a.ncols} columns at column {a.column} (allocated by warp {a.warp} at "
-                     f"{c.tmem_alloc_at.get(a.column, '?')})" for a in tm.allocations)
+                     f"{c.tmem_alloc_at.get(a.column, '?')})" for a in mine)
     timeout = ""
     try:
         status = M.module.get_global("bw_status")._alloc.buf[:4]
