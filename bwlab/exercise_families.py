@@ -5,6 +5,8 @@ ones that would lengthen a stage's exercise file past its limit (tests/test_pack
 """
 from __future__ import annotations
 
+from .hw.swizzle import MODES as SWIZZLE_MODES
+
 __all__ = ["legal_box", "occupancy_family", "occupancy_formula"]
 
 
@@ -14,7 +16,7 @@ def legal_box(rng) -> tuple:
     from .tma.tensor_map import TensorMap
     while True:
         dtype = ("uint8", "bfloat16", "float16", "float32", "int32", "float64")[int(rng.integers(6))]
-        swizzle = ("none", "32B", "64B", "128B")[int(rng.integers(4))]
+        swizzle = SWIZZLE_MODES[int(rng.integers(len(SWIZZLE_MODES)))]
         box = tuple(int(rng.integers(1, 33)) * (16 if i == 0 else 1) for i in range(int(rng.integers(1, 6))))
         try:
             TensorMap(dtype, box, box, swizzle=swizzle)
@@ -43,7 +45,7 @@ def occupancy_formula(unit=True, caps=True, smem_sm=None):
 
     def f(smem, regs, threads):
         warps = ceil_div(threads, 32)
-        per_warp = -(-regs * 32 // occ.REG_UNIT_PER_WARP) * occ.REG_UNIT_PER_WARP if unit else regs * 32
+        per_warp = ceil_div(regs * 32, occ.REG_UNIT_PER_WARP) * occ.REG_UNIT_PER_WARP if unit else regs * 32
         n = min((smem_sm or occ.SMEM_PER_SM) // smem, occ.REGS_PER_SM // (per_warp * warps))
         return min(n, occ.MAX_CTAS_PER_SM, occ.MAX_WARPS_PER_SM // warps) if caps else n
     return f

@@ -143,7 +143,7 @@ def test_a_visible_check_takes_no_cases_of_its_callers(tmp_path, monkeypatch, ca
     got = exercises.hidden_cases("orient_tile_bytes")        # the instructor's own copy: taken
     assert list(got) == [((1, 1, "bf16"), 12345)]
     right = (lambda r, c, d: r * c * 2 if d == "bf16" else r * c // 2)
-    with pytest.raises(exercises.NotYet, match="expected 12345"):
+    with pytest.raises(exercises.NotYet, match="expected: 12345"):
         ex.check_tile_bytes(lambda r, c, d: right(r, c, d) if r > 1 else 0, hidden=got)
 
 

@@ -938,8 +938,6 @@ BY_NAME = {k.name: k for k in KERNELS}
 # Kernels today's emulator does not reproduce: kernel -> why. The only such list; the test checks it
 # strictly (a listed kernel that now matches fails, so the list only shrinks).
 KNOWN_DIFFERENCES: dict[str, str] = {
-    'warp_redux_partial':
-        "differs: DivergenceError: redux.sync's member mask read from lane 0, which is in the other branch",
     'printf_more_formats':
         "differs: after %hd the GPU's printf formatter reads the later arguments at other offsets than "
         "NVRTC's buffer holds them (its line shifts; the emulator prints the arguments)",

@@ -547,25 +547,25 @@ def _run_flow_sm90(t: Target, shape=None):
     flow_store_registers (the model's MMA between them)."""
     import numpy as np
     from ..flow import FlowProblem
-    from ..flow.case import _GPU_SOURCES
+    from ..flow.case import GPU_SOURCES
     from ..flow.model import flow_model
     from ..flow.runner import run_hopper, run_hybrid
     from ..flow.trace import Trace
     p = FlowProblem(0)
     d, _ = run_hopper(p, repeat=1)
-    hybrid = Trace("hybrid", p, run_hybrid(p), _GPU_SOURCES["hybrid"])
+    hybrid = Trace("hybrid", p, run_hybrid(p), GPU_SOURCES["hybrid"])
     return np.array_equal(d[:p.M], p.reference()) and not d[p.M:].any() and \
         flow_model(p).compare(hybrid, "emulator").ok, None
 
 
 def _run_flow_sm100(t: Target, shape=None):
     from ..flow import runner
-    from ..flow.case import _GPU_SOURCES
+    from ..flow.case import GPU_SOURCES
     from ..flow.model import flow_model
     from ..flow.problem import FlowProblem
     from ..flow.trace import Trace
     p = FlowProblem(3)
-    got = Trace("hardware", p, runner.run_hardware(p, emulated=True), _GPU_SOURCES["hardware"])
+    got = Trace("hardware", p, runner.run_hardware(p, emulated=True), GPU_SOURCES["hardware"])
     return flow_model(p).compare(got, "emulator").ok, None
 
 

@@ -568,8 +568,8 @@ class Launch:
             if all(x.exited.all() for x in c.warps):
                 c.exited = True
                 cta_exits(self, c)            # TMEM first: a leak is the clearer report
-                order.check_exit(self, c)
-                order.check_cluster_exit(self, c)
+                order.require_exit_ordered(self, c)
+                order.require_cluster_exit_ordered(self, c)
             self.sync.complete_cluster_if_ready(c.cluster)
 
     def inflight_read(self, w, idx, write=False):

@@ -159,8 +159,8 @@ class MemorySystem:
                 c, off = self.cta_of_cluster_addr(w, int(a[lane]), "load", ins, own=kind == "shared_cta")
                 self._check_smem(w, c, off, n, lane, ins)
                 if c.__dict__.get("async_writes"):
-                    order.check_read(self.launch, c, off, off + n, w.known, w.who(np.arange(32) == lane),
-                                     self.launch.where(ins))
+                    order.require_read_ordered(self.launch, c, off, off + n, w.known, w.who(np.arange(32) == lane),
+                                     self.launch.where(ins), w=w)
                 out[lane] = c.smem[off:off + n]
                 if c is not w.cta:
                     order.remote_access(w, c, "loads from its shared memory", self.launch.where(ins))
@@ -228,7 +228,7 @@ class MemorySystem:
                 c, off = self.cta_of_cluster_addr(w, int(a[lane]), "store", ins, own=kind == "shared_cta")
                 self._check_smem(w, c, off, n, lane, ins)
                 if c.__dict__.get("async_reads"):
-                    order.check_write(self.launch, c, off, off + n, w.known, w.who(np.arange(32) == lane),
+                    order.require_write_ordered(self.launch, c, off, off + n, w.known, w.who(np.arange(32) == lane),
                                       self.launch.where(ins), "writes (generic proxy)", w=w, lanes=[lane])
                 if c is not w.cta:
                     order.remote_access(w, c, "stores to its shared memory", self.launch.where(ins))
@@ -398,14 +398,14 @@ class MemorySystem:
     def _ordered_read(self, w, c, off, n):
         """A thread read of c's shared bytes at `off` (lanes' offsets, n bytes each)."""
         if c.__dict__.get("async_writes"):
-            order.check_read(self.launch, c, off, None, w.known, w.who(), self._here(w), n=n)
+            order.require_read_ordered(self.launch, c, off, None, w.known, w.who(), self._here(w), n=n, w=w)
         if c is not w.cta:
             order.remote_access(w, c, "loads from its shared memory", self._here(w))
 
     def _ordered_write(self, w, c, off, n, lanes=None):
         """A generic-proxy store to c's shared bytes at `off` (by `lanes`, an index array, when known)."""
         if c.__dict__.get("async_reads"):
-            order.check_write(self.launch, c, off, None, w.known, w.who(), self._here(w), "writes (generic proxy)", n=n,
+            order.require_write_ordered(self.launch, c, off, None, w.known, w.who(), self._here(w), "writes (generic proxy)", n=n,
                               w=w, lanes=lanes)
         if c is not w.cta:
             order.remote_access(w, c, "stores to its shared memory", self._here(w))

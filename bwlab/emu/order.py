@@ -32,9 +32,9 @@ import numpy as np
 from .errors import (AsyncInFlightAtExit, AsyncReadHazard, AsyncWriteNotObserved, ClusterPeerMayAccess,
                      GenericWriteNotOrdered, MbarrierPhaseOverrun)
 
-__all__ = ["Region", "learn", "merge", "snapshot", "add_region", "check_write", "check_exit", "completion_hint",
-           "PhaseOrder", "phase_of", "signal", "observed", "remote_access", "check_cluster_exit", "release",
-           "record_stores", "check_async_read", "add_async_write", "landed", "check_read"]
+__all__ = ["Region", "learn", "merge", "snapshot", "add_region", "require_write_ordered", "require_exit_ordered", "completion_hint",
+           "PhaseOrder", "phase_of", "signal", "observed", "remote_access", "require_cluster_exit_ordered", "release",
+           "record_stores", "require_async_read_ordered", "add_async_write", "landed", "require_read_ordered"]
 
 _SEC = "PTX ISA, Memory Consistency Model (async proxy; completion of asynchronous operations)"
 
@@ -109,7 +109,7 @@ def _hit(lo, hi, n, a, b):
     return max(int(lo[sel].min()), a)
 
 
-def check_write(M, c, lo, hi, known: dict, writer: str, where: str, how: str, n=None, w=None, lanes=None) -> None:
+def require_write_ordered(M, c, lo, hi, known: dict, writer: str, where: str, how: str, n=None, w=None, lanes=None) -> None:
     """A write into shared bytes [lo, hi) of CTA c by `writer` (what it knew: `known`); with `n`, `lo` is an array
     of offsets each written n bytes wide."""
     regions = c.__dict__.get("async_reads")
@@ -129,7 +129,7 @@ def check_write(M, c, lo, hi, known: dict, writer: str, where: str, how: str, n=
                 f"writer through an mbarrier or a barrier ({_SEC})")
 
 
-def check_exit(M, c) -> None:
+def require_exit_ordered(M, c) -> None:
     """CTA c exits: every asynchronous read of its shared memory must be known complete by one of its warps."""
     regions = c.__dict__.get("async_reads")
     if not regions:
@@ -149,12 +149,13 @@ def check_exit(M, c) -> None:
 class PhaseOrder:
     """What one mbarrier carries: the arrivals of the current phase, and what each completed phase carried
     (by parity, the way waits name phases)."""
-    __slots__ = ("known", "tc", "done", "seen")
+    __slots__ = ("known", "tc", "done", "seen", "tried")
 
     def __init__(self):
         self.known, self.tc = {}, []
         self.done = {0: ({}, ()), 1: ({}, ())}
         self.seen = {}      # (cta, warp) -> the phase number that warp last observed complete
+        self.tried = set()  # (cta, warp) that ever waited on it (a read after a wait that gave up: a clue, not a bug)
 
 
 def phase_of(c, off: int) -> PhaseOrder:
@@ -218,7 +219,7 @@ def remote_access(w, target, what: str, where: str) -> None:
     acc[key] = (w.arrivals, w, what, where)
 
 
-def check_cluster_exit(M, c) -> None:
+def require_cluster_exit_ordered(M, c) -> None:
     """CTA c exits: every running peer that reached it must have arrived at the cluster barrier after its last
     access, and c must have observed that arrival (barrier.cluster.arrive / wait by both)."""
     acc = c.__dict__.get("remote_access")
@@ -251,7 +252,7 @@ def record_stores(c, off: int, n: int, w) -> None:
     c.smem_wrel[off:off + n] = w.releases
 
 
-def check_async_read(M, c, lo: int, hi: int, known: dict, issuers, what: str, where: str, who: str,
+def require_async_read_ordered(M, c, lo: int, hi: int, known: dict, issuers, what: str, where: str, who: str,
                      flat=None) -> None:
     """An asynchronous read of CTA c's shared bytes [lo, hi) (or the byte list `flat`) issued by warps `issuers`
     (what they knew: `known`): every generic store of another warp to those bytes must be ordered before it by a
@@ -283,9 +284,10 @@ def check_async_read(M, c, lo: int, hi: int, known: dict, issuers, what: str, wh
 # ---------------------------------------------------------------------------------------------
 # asynchronous writes into shared memory (TMA loads, bulk copies): read only after their phase is observed
 # ---------------------------------------------------------------------------------------------
-def add_async_write(c, lo: int, hi: int, op: int, what: str, where: str, who: str) -> None:
+def add_async_write(c, lo: int, hi: int, op: int, what: str, where: str, who: str, bar=None) -> None:
+    """An asynchronous write into [lo, hi) of CTA c; `bar` = (CTA, offset) of the mbarrier it completes on."""
     writes = c.__dict__.setdefault("async_writes", {})
-    writes[op] = [int(lo), int(hi), None, what, where, who]     # [lo, hi, (barrier key, phase) once landed, ...]
+    writes[op] = [int(lo), int(hi), None, what, where, who, bar]   # [2]: (barrier key, phase) once landed
     retire_writes(c)
 
 
@@ -295,16 +297,25 @@ def landed(c, op: int, bcta, boff: int, phase: int) -> None:
         rec[2] = (("mbarrier", bcta.linear, boff), phase)
 
 
-def check_read(M, c, lo, hi, known: dict, reader: str, where: str, what: str = "reads", n=None) -> None:
+def require_read_ordered(M, c, lo, hi, known: dict, reader: str, where: str, what: str = "reads", n=None, w=None) -> None:
     """A read of CTA c's shared bytes [lo, hi) by a thread (or the issue of an async read) that knew `known`;
     with `n`, `lo` is an array of offsets each read n bytes wide."""
     writes = c.__dict__.get("async_writes")
     if not writes:
         return
-    for op, (a, b, done, wwhat, wwhere, wwho) in list(writes.items()):
+    for op, (a, b, done, wwhat, wwhere, wwho, bar) in list(writes.items()):
         if done is not None and known.get(done[0], -1) >= done[1]:
             continue
         first = _hit(lo, hi, n, a, b)
+        if first is not None and w is not None and bar is not None and \
+                (w.cta.linear, w.wid) in phase_of(bar[0], bar[1]).tried:
+            # the thread did wait on that barrier (and gave up, or the bytes come late): reading what has
+            # arrived is how a kernel reports a timeout; noted, not raised
+            note = (f"{reader} at {where} reads shared bytes that {wwhat} issued at {wwhere} writes, before the "
+                    f"mbarrier phase it completes was observed (after a wait that did not see it)")
+            if note not in M.warnings:
+                M.warnings.append(note)
+            continue
         if first is not None:
             state = ("is still in flight" if done is None else
                      f"landed, but this thread has not observed the completion of the mbarrier phase it completed "
@@ -356,7 +367,7 @@ def record_lane_stores(c, w, byte_idx, lanes) -> None:
     c.smem_wsync[byte_idx] = syncs[w.wid]
 
 
-def check_lane_order(M, c, lo: int, hi: int, w, lane: int, what: str, where: str, who: str, flat=None) -> None:
+def require_lane_order(M, c, lo: int, hi: int, w, lane: int, what: str, where: str, who: str, flat=None) -> None:
     """An asynchronous read issued by lane `lane` of warp w: bytes other lanes of w stored must be ordered
     before it by a __syncwarp (or a barrier) after the store."""
     if c is not w.cta or c.__dict__.get("warp_syncs") is None:

@@ -19,6 +19,7 @@ import contextlib
 from dataclasses import dataclass, replace
 
 from .errors import TmemAllocHang
+from ..util import ceil_div
 
 __all__ = ["GPU", "H100", "current_gpu", "emulated_gpu", "Placement", "admit", "retire", "not_resident", "sm_tmem",
            "alloc_waits", "tmem_hang", "waiting", "WAIT"]
@@ -70,8 +71,8 @@ class Placement:
 
     def __init__(self, gpu: GPU, threads: int, smem: int, regs_per_thread: int):
         self.gpu = gpu
-        warps = -(-threads // 32)
-        r = min(gpu.regs_per_thread, -(-max(regs_per_thread, 1) // 8) * 8)
+        warps = ceil_div(threads, 32)
+        r = min(gpu.regs_per_thread, ceil_div(max(regs_per_thread, 1), 8) * 8)
         self.need = {"threads": warps * 32, "ctas": 1, "smem": smem, "regs": r * warps * 32}
         self.cap = {"threads": gpu.threads_per_sm, "ctas": gpu.ctas_per_sm, "smem": gpu.smem_per_sm,
                     "regs": gpu.regs_per_sm}

@@ -7,6 +7,7 @@ from ..plotting import add_legend, cta_color, plot_grid, thread_color
 from .machine import H100, H200
 from .steps import STEPS, step
 from .memtraffic import SECTOR, accesses, traffic
+from ..util import ceil_div
 
 __all__ = ["plot_warp_loads", "plot_tiles", "plot_roofline"]
 
@@ -24,7 +25,7 @@ def _panel(ax, s, operand, M, N, K):
     per_sector = SECTOR // size
     r0, r1 = rows.min(), min(rows.max(), rows.min() + 31)
     c0 = (cols.min() // per_sector) * per_sector
-    c1 = min(-(-(cols.max() + 1) // per_sector) * per_sector, c0 + 64)
+    c1 = min(ceil_div(int(cols.max()) + 1, per_sector) * per_sector, c0 + 64)
     colors = np.full((r1 - r0 + 1, c1 - c0), _NONE, dtype=object)
     text = np.full(colors.shape, "", dtype=object)
     sectors = {(int(r), int(c) // per_sector) for r, c in zip(rows, cols)}

@@ -168,7 +168,7 @@ def _autograde_preprocessors() -> list[str]:
 @lru_cache(maxsize=None)
 def _headless_execute():
     from nbgrader.preprocessors import Execute
-    from .notebooks import headless
+    from .headless import headless
     return headless(Execute)
 
 

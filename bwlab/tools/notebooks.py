@@ -70,6 +70,8 @@ import re
 import sys
 from pathlib import Path
 
+from .headless import headless
+
 ROOT = Path(__file__).resolve().parents[2]
 NB_DIR = ROOT / "notebooks"
 
@@ -456,21 +458,6 @@ def _scrub(nb):
     # What JupyterLab's widget manager (saveState on) writes for a notebook with no live widgets.
     nb.metadata["widgets"] = {STATE_MIME: {"state": {}, "version_major": 2, "version_minor": 0}}
     return nb
-
-
-def headless(base):
-    """A subclass of `base` (nbclient's NotebookClient, or one built on it such as nbgrader's Execute
-    preprocessor) that plays no front end for widgets (see the module docstring)."""
-
-    class Headless(base):
-        def on_comm_open_jupyter_widget(self, msg):
-            # nbclient's handler for a widget's comm_open: returning no object leaves every widget,
-            # Output widgets included, without a front-end double, so nothing is sent back to the kernel
-            # and what a widget draws goes to the cell's outputs.
-            return None
-
-    Headless.__name__ = Headless.__qualname__ = f"Headless{base.__name__}"
-    return Headless
 
 
 def _client_class():

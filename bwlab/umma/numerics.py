@@ -24,10 +24,8 @@ Block-scaled kinds multiply each product by its two scale factors. kind::mxf4 an
 | tcgen05 kind::mxf8f6f4 (block32, ue8m0)  | 32      | 25 | RZ f32              | -133                   |
 | tcgen05 kind::mxf4, mxf4nvf4             | 64      | 35 | RZ f32 (groups 16)  | -139                   |
 
-(K block: what one fused step adds; the instruction's own K. 6- and 4-bit elements count as one byte each
-in kind::f8f6f4 and mxf8f6f4, as the tensor core holds them there.)
-
-What is measured on silicon and what is not:
+(K block: what one fused step adds. 6- and 4-bit elements count as one byte each in kind::f8f6f4 and
+mxf8f6f4, as the tensor core holds them there.) What is measured on silicon and what is not:
 
 * **Hopper (measured).** wgmma bf16/f16: an H100 equals this rule on 98,304 of 98,304 accumulators
   (operands spread over 2^±12, K = 16 and 32, with and without an incoming D) and on every element of a
@@ -35,13 +33,12 @@ What is measured on silicon and what is not:
   result: an H200 equals this rule on 786,432 of 786,432 accumulators (m64n64k32, all four e4m3/e5m2 pairings;
   random, cancelling, small, large-C sets, K = 32, 64, 128 chained), where F = 25 or an exact sum rounded once
   match under 0.1 % of a random set and at most 38 % of a cancelling one (cuda_src/wgmma_fp8_probe.cu,
-  bwlab/checks/wgmma_fp8.py, docs/results/wgmma_fp8_h200.txt). Not measured: f16 D, and NaN/inf codes (the
-  probe's operands are finite). The H100 bf16 data never reach the two rules added since from MMA-Sim (an
-  operand's subnormal range aligned at the smallest normal exponent; zero terms at e_zero).
+  bwlab/checks/wgmma_fp8.py, docs/results/wgmma_fp8_h200.txt). Not measured: f16 D, NaN/inf codes; nor the
+  two MMA-Sim rules the H100 bf16 data never reach (subnormals aligned at the smallest normal exponent;
+  zero terms at e_zero).
 * **Blackwell (not measured here: no sm_100 GPU was available).** tcgen05 follows MMA-Sim (Microsoft
-  Research's bit-accurate models, arXiv 2511.10909, `pip install mmasim`, version 2.1.1), which its authors
-  built from probe kernels run on each architecture (sm_100a for Blackwell). This module was written from that model's description and
-  checked against it bit for bit (tests/test_mma_numerics.py, vectors in tests/data/mmasim/). The
+  Research's bit-accurate models, arXiv 2511.10909, `pip install mmasim` 2.1.1, built from probe kernels on
+  each architecture), checked bit for bit (tests/test_mma_numerics.py, vectors in tests/data/mmasim/); the
   fp6/fp4 decoding, the scale-factor rules and the f16-D bounds come from it, not from a GPU.
 * Edge rules that are MMA-Sim's reading and unmeasured anywhere here: infinity (not the largest finite
   value) when a round-toward-zero result passes f32's range; ue4m3's bit 7 ignored; NaN canonical.

@@ -148,7 +148,7 @@ def _tma_load(ctx, ins, mods):
                             "which has already exited (every CTA a multicast names must still be running when the "
                             "bytes land: it has to wait on its barrier before it exits)")
                     if a2.size and c.__dict__.get("async_reads"):
-                        order.check_write(M, c, int(a2.min()), int(a2.max()) + 1, known, f"the TMA load issued by {who}",
+                        order.require_write_ordered(M, c, int(a2.min()), int(a2.max()) + 1, known, f"the TMA load issued by {who}",
                                           where, "lands in")
                     c.smem[a2] = v2
                     c.smem_writer[a2] = -1
@@ -176,7 +176,8 @@ def _tma_load(ctx, ins, mods):
             op_box.append(op)
             if addrs.size:
                 for c in targets:
-                    order.add_async_write(c, int(addrs.min()), int(addrs.max()) + 1, op, "the TMA load", where, who)
+                    order.add_async_write(c, int(addrs.min()), int(addrs.max()) + 1, op, "the TMA load", where, who,
+                                          bar=(bcta if pair and not multicast else c, boff))
             M.note(w, f"TMA load {coords}")
     return body
 
@@ -252,11 +253,11 @@ def _tma_store(ctx, ins, mods, reduce):
             M.mem.async_reads_smem(c, soff, foot, f"the TMA {'reduce-add' if reduce else 'store'} at {M.where(ins)}",
                                w.who())
             what = f"the TMA {'reduce-add' if reduce else 'store'}"
-            order.check_async_read(M, c, soff, soff + foot, w.known, {w.wid}, what, M.where(ins),
+            order.require_async_read_ordered(M, c, soff, soff + foot, w.known, {w.wid}, what, M.where(ins),
                                    w.who(np.arange(32) == lane))
-            order.check_lane_order(M, c, soff, soff + foot, w, int(lane), what, M.where(ins),
+            order.require_lane_order(M, c, soff, soff + foot, w, int(lane), what, M.where(ins),
                                    w.who(np.arange(32) == lane))
-            order.check_read(M, c, soff, soff + foot, w.known, f"{what} issued by {w.who(np.arange(32) == lane)}",
+            order.require_read_ordered(M, c, soff, soff + foot, w.known, f"{what} issued by {w.who(np.arange(32) == lane)}",
                              M.where(ins))
             try:
                 tma_store_writes(tmap, coords, c.smem, soff, 0)   # the rules, checked at issue
@@ -312,9 +313,9 @@ def _bulk_copy(ctx, ins, mods):
             if to_global:
                 c, soff = M.mem.cta_of_cluster_addr(w, int(s[lane]), "the bulk copy's SMEM source", ins, own=True)
                 M.mem.async_reads_smem(c, soff, nb, f"the bulk copy at {M.where(ins)}", w.who())
-                order.check_async_read(M, c, soff, soff + nb, w.known, {w.wid}, "the bulk copy to global memory",
+                order.require_async_read_ordered(M, c, soff, soff + nb, w.known, {w.wid}, "the bulk copy to global memory",
                                        M.where(ins), w.who(np.arange(32) == lane))
-                order.check_lane_order(M, c, soff, soff + nb, w, int(lane), "the bulk copy to global memory",
+                order.require_lane_order(M, c, soff, soff + nb, w, int(lane), "the bulk copy to global memory",
                                        M.where(ins), w.who(np.arange(32) == lane))
                 gaddr = int(d[lane])
 
@@ -344,7 +345,7 @@ def _bulk_copy(ctx, ins, mods):
                 if dcta.exited:
                     raise ProtocolError(f"a bulk copy issued by {w.who()} at {M.where(ins)} writes into cluster rank "
                                         f"{dcta.rank}, which has exited")
-                order.check_write(M, dcta, doff, doff + nb, known, f"the bulk copy issued by {who}", M.where(ins),
+                order.require_write_ordered(M, dcta, doff, doff + nb, known, f"the bulk copy issued by {who}", M.where(ins),
                                   "lands in")
                 dcta.smem[doff:doff + nb] = data
                 dcta.smem_writer[doff:doff + nb] = -1

@@ -110,6 +110,7 @@ def wait(ctx, ins, base, mods):
         seen = False
         for lane in np.nonzero(m)[0]:
             c, off, bar = w.machine.sync.mbarrier(w, int(a[lane]), ins.op, ins)
+            order.phase_of(c, off).tried.add((w.cta.linear, w.wid))
             ok = bar.try_wait_parity(int(p[lane])) if parity else bar.phase > int(p[lane])
             done[lane] = ok
             if ok and not seen:

@@ -473,11 +473,11 @@ def _issue_mma(w, ins, kind, group, d_tmem, adesc, bdesc, idesc, accumulate, tid
             if flat.size:
                 lo_b, hi_b = int(flat.min()), int(flat.max()) + 1
                 op = f"tcgen05.mma operand {name}"
-                order.check_async_read(M, c, lo_b, hi_b, w.known, {w.wid} if c is w.cta else set(), op, where, who,
+                order.require_async_read_ordered(M, c, lo_b, hi_b, w.known, {w.wid} if c is w.cta else set(), op, where, who,
                                        flat=flat)
-                order.check_lane_order(M, c, lo_b, hi_b, w, int(np.nonzero(w.tid == tid)[0][0]), op, where, who,
+                order.require_lane_order(M, c, lo_b, hi_b, w, int(np.nonzero(w.tid == tid)[0][0]), op, where, who,
                                        flat=flat)
-                order.check_read(M, c, lo_b, hi_b, w.known, f"{op} of {who}", where)
+                order.require_read_ordered(M, c, lo_b, hi_b, w.known, f"{op} of {who}", where)
                 order.add_region(c, lo_b, hi_b, key, seq, op, where, who)
         c.__dict__.setdefault("tmem_writes", []).append((lo, hi, key, seq, desc))
         pend = [p for p in c.__dict__.get("tmem_st_pending", ()) if p[0] < hi and lo < p[1]]
