@@ -42,14 +42,12 @@ mxf8f6f4, as the tensor core holds them there.) What is measured on silicon and 
   fp6/fp4 decoding, the scale-factor rules and the f16-D bounds come from it, not from a GPU.
 * Edge rules that are MMA-Sim's reading and unmeasured anywhere here: infinity (not the largest finite
   value) when a round-toward-zero result passes f32's range; ue4m3's bit 7 ignored; NaN canonical.
-
 Element codes (what `mma_numerics` takes): one code per element, in the low bits of its container:
 uint16 for f16/bf16, uint32 for tf32 (its 13 low bits are ignored), uint8 for e4m3/e5m2/e3m2/e2m3/e2m1
 (a 6-bit code in bits 5..0, a 4-bit code in bits 3..0: `bwlab.hw.dtypes.pack_fp4` / `pack_fp6` make the
 packed SMEM forms). Scale factors: uint8 ue8m0 (2^(code - 127), 0xff NaN) or ue4m3 (unsigned e4m3: bit 7
 ignored, 0x7f NaN). C and D: float32 values for f32 (C may also be its uint32 bits), float16 values for f16
 (or uint16 bits); D comes back as float32 / float16 values — `.view(np.uint32)` gives the bits.
-
 PTX ISA: wgmma.mma_async ("Matrix shape", "Matrix data types"), tcgen05.mma ("Matrix shape",
 "Instruction descriptor", "Block scaling": kind::mxf8f6f4 .scale_vec::1X, kind::mxf4 ::2X, kind::mxf4nvf4 ::2X
 and ::4X). CuTe: include/cute/arch/mma_sm100_desc.hpp (UMMA::ScaleIn, the block-scaled kinds).
