@@ -25,3 +25,17 @@ def test_a_rule_broken_live_marks_a_lucky_recording():
     assert text.splitlines()[0].endswith("equal the model (recorded on an NVIDIA H100)")
     assert "got lucky" in text.splitlines()[1]
     assert Result(np.zeros(1), "this GPU", True).live
+
+
+def test_one_lanes_wait_group_read_before_exit_is_enough(monkeypatch):
+    """The TMA store's issuing thread (lane 0) waits with cp.async.bulk.wait_group.read 0 and the CTA exits:
+    that lane's own observation covers the exit (no whole-warp wait is needed)."""
+    from bwlab.emu.errors import AsyncInFlightAtExit  # noqa: F401  (what a missing wait raises)
+    from bwlab.epilogue.model import epilogue_model
+    from bwlab.epilogue.problem import EpilogueProblem
+    from bwlab.epilogue.runner import run_epilogue
+    monkeypatch.setenv("BWLAB_BACKEND", "emulated")
+    p = EpilogueProblem(M=40, N=66, dtype="bfloat16", bm=16, bn=32, swizzle="none", smem_offset=896, ld=80)
+    acc = np.random.default_rng(1).standard_normal(p.acc_shape).astype(np.float32)
+    got = run_epilogue(p, acc)
+    assert np.array_equal(got, epilogue_model(p, acc))

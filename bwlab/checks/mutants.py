@@ -607,8 +607,8 @@ def _run_teach_umma(t: Target, shape=None):
 
 def _run_teach_tmem(t: Target, shape=None):
     import numpy as np
-    from ..tmem import runner, teach
-    return np.array_equal(runner.run_teach(), teach.teach_model()), None
+    from ..tmem import case, teach
+    return np.array_equal(case.run_teach(), teach.teach_model()), None
 
 
 # ---- classification ----------------------------------------------------------------------------------------

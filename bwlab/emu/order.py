@@ -134,8 +134,10 @@ def require_exit_ordered(M, c) -> None:
     regions = c.__dict__.get("async_reads")
     if not regions:
         return
+    lk = c.__dict__.get("lane_known") or {}
     for r in regions:
-        if not any(knows(w.known, r) for w in c.warps):
+        if not any(knows(w.known, r) for w in c.warps) and \
+                not any(d.get(r.key, -1) >= r.seq for d in lk.values()):   # one lane's own wait counts too
             raise AsyncInFlightAtExit(
                 f"CTA {c.ctaid} exits while {r.what} issued by {r.who} at {r.where} may still read its shared memory: "
                 f"no thread of the CTA observed its completion ({completion_hint(r.key)}) before exiting. A CTA's "
