@@ -26,14 +26,14 @@ __all__ = ["ScratchGemm", "STEPS", "Step", "step", "EMU_SHAPE", "where_steps_run
 from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
 
 _ELSEWHERE = {
-    "traffic": "bwlab.scratch.memtraffic", "Traffic": "bwlab.scratch.memtraffic",
-    "warp_sectors": "bwlab.scratch.memtraffic", "compulsory_bytes": "bwlab.scratch.memtraffic",
-    "measured": "bwlab.scratch.recorded", "RECORDED": "bwlab.scratch.recorded",
-    "plot_roofline": "bwlab.scratch.pictures", "plot_warp_loads": "bwlab.scratch.pictures",
-    "plot_tiles": "bwlab.scratch.pictures", "random_operands": "bwlab.scratch.model",
-    "reference": "bwlab.scratch.model", "s5_model": "bwlab.scratch.fragments",
-    "a_fragment": "bwlab.scratch.fragments", "H100": "bwlab.scratch.machine", "H200": "bwlab.scratch.machine",
-    "require_shape": "bwlab.scratch.steps", "emulator_runs": "bwlab.scratch.runner", "bench": "bwlab.scratch.runner",
+    "bwlab.scratch.memtraffic": "traffic Traffic warp_sectors compulsory_bytes",
+    "bwlab.scratch.recorded": "measured RECORDED",
+    "bwlab.scratch.pictures": "plot_roofline plot_warp_loads plot_tiles",
+    "bwlab.scratch.model": "random_operands reference",
+    "bwlab.scratch.fragments": "s5_model a_fragment",
+    "bwlab.scratch.machine": "H100 H200",
+    "bwlab.scratch.steps": "require_shape",
+    "bwlab.scratch.runner": "emulator_runs bench",
 }
 
 __getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)
