@@ -52,12 +52,12 @@ _LADDER_SM90 = ("gemm.GemmCase(step, M, N, K).run()/check() and every run of tha
 _LADDER_SM100 = "every run of that Blackwell step (gemm.sm100.run_sm100, run_step_emulated)"
 RUNS: dict[str, str] = {
     "hello_bulk.cu": "hello_roundtrip() and HelloCopy().run()/check()/results()",
-    "teach_tma.cu": "tma.TmaLoad(..., kernel='teach_tma.cu') and tma.runner.run_teach",
-    "teach_multicast.cu": "multicast.MulticastLoad(..., kernel='teach_multicast.cu') and multicast.runner.run_teach",
+    "teach_tma.cu": "tma.TmaLoad(..., kernel='teach_tma.cu') and tma.case.run_teach",
+    "teach_multicast.cu": "multicast.MulticastLoad(..., kernel='teach_multicast.cu') and multicast.case.run_teach",
     "teach_wgmma.cu": "umma.WgmmaCase(..., kernel='teach_wgmma.cu') and umma.runner.run_teach_wgmma",
     "teach_umma.cu": "umma.UmmaCase(..., kernel='teach_umma.cu') and umma.runner.run_teach_umma",
-    "teach_tmem.cu": "tmem.try_teach(), tmem.teach_case() and tmem.runner.run_teach",
-    "teach_store.cu": "epilogue.Epilogue(..., kernel='teach_store.cu') and epilogue.runner.run_teach",
+    "teach_tmem.cu": "tmem.try_teach(), tmem.teach_case() and tmem.case.run_teach",
+    "teach_store.cu": "epilogue.Epilogue(..., kernel='teach_store.cu') and epilogue.case.run_teach",
     "full_flow_sm100.cu": "Flow(...).run()/check()/trace('hardware' or 'emulated'), with or without kernel=",
     "full_flow_sm90.cu": "Flow(...).trace('hybrid') and the Hopper twin (flow.runner.run_hopper)",
 }

@@ -104,7 +104,7 @@ def test_umma_teaching_kernel_runs_the_edit(capsys):
 
 def test_tmem_teaching_kernel_runs_the_edit(capsys):
     from bwlab import tmem
-    from bwlab.tmem.runner import run_teach
+    from bwlab.tmem.case import run_teach
     _magic("teach_tmem.cu", _xor("teach_tmem.cu", "out[(warp * 32 + t) * kNum + j] = r[j];",
                                  "out[(warp * 32 + t) * kNum + j] = r[j] ^ 1u;"), capsys)
     got = run_teach()                                   # no kernel given: the %%cuda version
