@@ -203,15 +203,8 @@ def call_sites(text: str, path: str = ""):
 
 def _if_head(masked: str, close_paren: int) -> bool:
     """Whether the ')' at `close_paren` ends the condition of an if/for/while."""
-    depth = 0
-    for j in range(close_paren, -1, -1):
-        if masked[j] == ")":
-            depth += 1
-        elif masked[j] == "(":
-            depth -= 1
-            if depth == 0:
-                return re.search(r"\b(if|for|while)\s*$", masked[:j]) is not None
-    return False
+    j = _open_paren(masked, close_paren)
+    return j >= 0 and re.search(r"\b(if|for|while)\s*$", masked[:j]) is not None
 
 
 def _line(text: str, offset: int) -> int:
@@ -388,6 +381,7 @@ def _early(text: str, masked: str, s: Site):
 
 
 def _open_paren(masked: str, close_paren: int) -> int:
+    """Where the '(' matching the ')' at `close_paren` is (-1: none)."""
     depth = 0
     for j in range(close_paren, -1, -1):
         if masked[j] == ")":
