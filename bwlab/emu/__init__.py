@@ -13,13 +13,13 @@ protocol (TMEM still allocated at exit, lane quarters, fences around thread sync
 What it is not: a performance model. Time is virtual (one nanosecond per warp-instruction, seeded
 latencies for the asynchronous units), deterministic for a given seed.
 """
-from .errors import (DivergenceError, DivergentBarrier, EmuError, EmuFault, EmuHang, EmuTimeout, PeerExited, ProtocolError,  # noqa: F401
+from .errors import (ApproxNote, DivergenceError, DivergentBarrier, EmuError, EmuFault, EmuHang, EmuTimeout, PeerExited, ProtocolError,  # noqa: F401
                      ProxyFenceMissing, TcgenFenceMissing, TmemAllocError, TmemAllocHang, TmemLaneQuarter, TmemLeak,
                      UnsupportedInstruction)
 from .host import Function, RawModule, asarray, asnumpy, empty, full, last_launch, ndarray, zeros  # noqa: F401
 from .memory import is_emu_pointer  # noqa: F401
 
-__all__ = ["RawModule", "Function", "ndarray", "asarray", "asnumpy", "zeros", "empty", "full", "last_launch",
+__all__ = ["ApproxNote", "RawModule", "Function", "ndarray", "asarray", "asnumpy", "zeros", "empty", "full", "last_launch",
            "is_emu_pointer", "EmuError", "EmuFault", "EmuHang", "EmuTimeout", "DivergenceError", "ProtocolError",
            "ProxyFenceMissing", "UnsupportedInstruction", "TmemLeak", "TmemAllocHang", "TmemAllocError",
            "TmemLaneQuarter", "TcgenFenceMissing", "PeerExited", "DivergentBarrier"]

@@ -5,7 +5,12 @@ __all__ = ["EmuError", "EmuFault", "DivergenceError", "ProtocolError", "ProxyFen
            "UnsupportedInstruction", "EmuTimeout", "TmemLeak", "TmemAllocHang", "TmemAllocError", "TmemLaneQuarter",
            "TcgenFenceMissing", "PeerExited", "AsyncReadHazard", "AsyncInFlightAtExit",
            "ClusterPeerMayAccess", "TmemStoreNotWaited", "GenericWriteNotOrdered", "AsyncWriteNotObserved",
-           "MbarrierPhaseOverrun", "WgmmaFenceMissing", "MbarrierInitNotOrdered", "DivergentBarrier"]
+           "MbarrierPhaseOverrun", "WgmmaFenceMissing", "MbarrierInitNotOrdered", "DivergentBarrier", "ApproxNote"]
+
+
+class ApproxNote(UserWarning):
+    """A kernel uses approximate instructions (`ex2.approx.f32`, `div.full.f32`, ...): the emulator's results
+    of those are not bit-identical to a GPU's; the note says how far they may be (bwlab.hw.approx)."""
 
 
 class EmuError(RuntimeError):

@@ -14,10 +14,11 @@ parameter, or the call raises before anything runs.
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 
-from .errors import EmuError, UnsupportedInstruction
+from .errors import ApproxNote, EmuError, UnsupportedInstruction
 from .machine import Launch
 from .memory import device_memory
 from .program import Program
@@ -191,12 +192,33 @@ class RawModule:
         refused = self.program.unsupported.get(name)
         if refused is not None:
             raise UnsupportedInstruction(str(refused))
+        _note_approximate(self.program, name)
         return Function(self, name)
 
     def get_global(self, name: str) -> Global:
         if name not in self._globals:
             raise AttributeError(f"the module has no __device__ variable {name!r}")
         return Global(self._globals[name])
+
+
+def _note_approximate(program, name):
+    """Never silently exact: a kernel using approximate instructions (in its body or a function of the
+    module) is told, once per kernel and instruction, how close the emulator's results of those are."""
+    ops = {}
+    for fname, found in program.approximate.items():
+        if fname == name or fname not in program.entry_pc:
+            for op, line in found.items():
+                ops.setdefault(op, line)
+    if not ops:
+        return
+    from ..hw.approx import bound_words
+    lines = []
+    for op, line in sorted(ops.items()):
+        parts = op.split(".")
+        lines.append(f"  PTX line {line}: " + bound_words(parts[0], parts[-1], tuple(parts[1:-1])))
+    warnings.warn(ApproxNote(f"kernel {name} uses approximate instructions; the emulator computes them as "
+                             "bwlab.hw.approx models an H200's multi-function unit:\n" + "\n".join(lines)),
+                  stacklevel=3)
 
 
 class Function:

@@ -113,6 +113,7 @@ class Program:
     # ---- decoding ------------------------------------------------------------------------------
     def _decode(self):
         self.unsupported = {}     # function name -> the first UnsupportedInstruction in its body
+        self.approximate = {}     # function name -> {approximate instruction: its first PTX line}
         for f in self.module.functions.values():
             for name, typ in f.regs.items():
                 self.reg_index[(f.name, name)] = len(self.reg_width)
@@ -132,6 +133,8 @@ class Program:
                 self.entry_pc[f.name] = base
             ctx = _Ctx(self, f, base)
             for k, ins in enumerate(f.body):
+                if ".approx" in ins.op or ins.op.startswith("div.full"):
+                    self.approximate.setdefault(f.name, {}).setdefault(ins.op, ins.line)
                 try:
                     self.code.append(decode_instruction(ctx, ins))
                 except UnsupportedInstruction as e:

@@ -10,18 +10,18 @@ modifiers - runs through NumPy's IEEE arithmetic directly, and only a vector who
 NaN goes the exact way (for the GPU's NaN rules).
 
 The `.approx` instructions (`ex2 lg2 rcp rsqrt sqrt sin cos tanh .approx`, `div.approx`,
-`div.full`) are NOT bit-exact: the GPU's approximations are not published, so the emulator computes
-the mathematically exact function in float64 and rounds it once to the destination; the GPU's
-result differs by at most the error bound the PTX ISA / CUDA Programming Guide documents (the
-corpus compares those kernels within that bound; measured against the H200 recordings: ex2, rcp,
-rsqrt, sqrt .approx within 1 ulp, __expf and __fdividef 2, tanh.approx.f32 114 ulp, lg2/sin/cos
-within their absolute bounds). NaN results are the GPU's canonical NaN, `.ftz` is applied to the
-inputs and the result.
+`div.full`) run as `bwlab.hw.approx` models them: ptxas's SASS around one MUFU operation, the wrapper
+exact and the MUFU operation the exact function rounded once. The 16-bit forms (ex2/tanh .f16/.bf16)
+are bit-identical (the H200's result for every input, recorded); the f32/f64 forms are not, and their
+distance from an H200, measured over every input, is in docs/results/approx_h200.txt (ex2 2 ulp, rcp and
+sqrt 1, rsqrt 2, lg2/sin/cos 2 ulp or 2^-22 / 2^-21.4 absolute, tanh 134 ulp, div 2 ulp). A kernel that
+uses one is told so when it is loaded (`bwlab.emu.ApproxNote`).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ...hw import approx as ha
 from ...hw import floats as hf
 from ..errors import UnsupportedInstruction
 from .operands import types, writer, bits_reader
@@ -106,7 +106,11 @@ def mad(ty, mods, out_ty):
 def div(ty, mods, out_ty):
     """Floating-Point: div.rnd (IEEE, bit-exact); div.approx / div.full: see the module docstring."""
     if "approx" in mods or "full" in mods:
-        return _approx(lambda a, b: a / b, ty, mods)
+        if ty != "f32":
+            raise UnsupportedInstruction(f"div.{'full' if 'full' in mods else 'approx'}.{ty}: the PTX ISA has "
+                                         "these for .f32 only")
+        full, ftz = "full" in mods, "ftz" in mods
+        return lambda a, b: ha.div(a, b, full=full, ftz=ftz)
     return _fast(np.divide, hf.div, ty, mods, 2)
 
 
@@ -143,7 +147,7 @@ def copysign(ty, mods, out_ty):
 def rcp(ty, mods, out_ty):
     """Floating-Point: rcp.rnd (IEEE, bit-exact); rcp.approx: see the module docstring."""
     if "approx" in mods:
-        return _approx(lambda a: 1.0 / a, ty, mods)
+        return _approx("rcp", ty, mods)
     rnd, ftz, _ = _flags(ty, mods)
     return lambda a: hf.rcp(a, ty, rnd=rnd, ftz=ftz)
 
@@ -151,45 +155,45 @@ def rcp(ty, mods, out_ty):
 def sqrt(ty, mods, out_ty):
     """Floating-Point: sqrt.rnd (IEEE, bit-exact); sqrt.approx: see the module docstring."""
     if "approx" in mods:
-        return _approx(np.sqrt, ty, mods)
+        return _approx("sqrt", ty, mods)
     rnd, ftz, sat = _flags(ty, mods)
     return lambda a: hf.sqrt(a, ty, rnd=rnd, ftz=ftz, sat=sat)
 
 
-def _approx(fn, ty, mods):
-    """An .approx instruction: the exact function in float64, rounded once (within the GPU's bound)."""
-    ftz = "ftz" in mods or ty == "f16"
-    if ty not in ("f32", "f64", "f16", "bf16"):
-        raise UnsupportedInstruction(f".approx on .{ty} is not modelled")
-
-    def f(*xs):
-        if ftz and ty == "f32":
-            xs = [hf._ftz(x.astype(np.uint32), hf.FORMATS["f32"]) for x in xs]
-        vals = [hf.to_f64(x, ty) for x in xs]
-        with np.errstate(all="ignore"):
-            r = np.asarray(fn(*vals), np.float64)
-        out = hf.from_f64(r, ty, "rn")
-        if ftz and ty == "f32":
-            out = hf._ftz(out, hf.FORMATS["f32"])
-        if ty in _CANON:
-            out = np.where(np.isnan(r), _CANON[ty], out)
-        return out.astype(hf.FORMATS[ty].storage)
-    return f
+# the PTX ISA's approximate forms: instruction -> the types it has
+_APPROX_TYPES = {"ex2": ("f32", "f16", "bf16"), "tanh": ("f32", "f16", "bf16"), "rcp": ("f32", "f64"),
+                 "rsqrt": ("f32", "f64"), "sqrt": ("f32",), "lg2": ("f32",), "sin": ("f32",), "cos": ("f32",)}
 
 
-def _approx_unary(fn, name):
+def _approx(op, ty, mods):
+    """`<op>.approx` as bwlab.hw.approx models it (see the module docstring)."""
+    if ty not in _APPROX_TYPES[op]:
+        raise UnsupportedInstruction(f"{op}.approx.{ty}: the PTX ISA has {op}.approx for "
+                                     f"{', '.join('.' + t for t in _APPROX_TYPES[op])} only")
+    ftz = "ftz" in mods
+    if ty == "f32":
+        return lambda a: ha.f32(op, a, ftz=ftz)
+    if ty == "f64":
+        return lambda a: ha.f64(op, a)
+    if ha.table16(op, ty, np.zeros(1, np.uint16)) is None:
+        raise UnsupportedInstruction(f"{op}.approx.{ty}: the H200's table (docs/results/approx/approx16_h200.npz) "
+                                     "is missing")
+    return lambda a: ha.table16(op, ty, a)
+
+
+def _approx_unary(op):
     def make(ty, mods, out_ty):
-        return _approx(fn, ty, mods)
-    make.__doc__ = f"Floating-Point: {name}.approx (within the documented bound; see the module docstring)."
+        return _approx(op, ty, mods)
+    make.__doc__ = f"Floating-Point: {op}.approx (bwlab.hw.approx: see the module docstring)."
     return make
 
 
-rsqrt = _approx_unary(lambda a: 1.0 / np.sqrt(a), "rsqrt")
-ex2 = _approx_unary(np.exp2, "ex2")
-lg2 = _approx_unary(np.log2, "lg2")
-sin = _approx_unary(np.sin, "sin")
-cos = _approx_unary(np.cos, "cos")
-tanh = _approx_unary(np.tanh, "tanh")
+rsqrt = _approx_unary("rsqrt")
+ex2 = _approx_unary("ex2")
+lg2 = _approx_unary("lg2")
+sin = _approx_unary("sin")
+cos = _approx_unary("cos")
+tanh = _approx_unary("tanh")
 
 
 def testp(ctx, ins, base, mods):
