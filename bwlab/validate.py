@@ -48,6 +48,9 @@ COMMANDS = {
                           "the emulator's strictness: each kernel with one synchronisation point broken"),
     "emu-corpus": Subcommand("bwlab.checks.emu_corpus", "validate_main",
                              "record the corpus of ordinary CUDA kernels on this GPU; --compare: the emulator vs them"),
+    "approx": Subcommand("bwlab.checks.approx", "main",
+                         "the .approx instructions on every input vs the emulator's rule (--record DIR on a GPU; "
+                         "without it: the rule vs the recordings)"),
 }
 
 
