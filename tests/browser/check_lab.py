@@ -237,8 +237,26 @@ WRONG_ANSWERS = {
     "00_orientation.ipynb": ("orient_tile_bytes", "from bwlab.hw import element_type\n\n"
                              "def my_tile_bytes(rows, cols, dtype):\n    return rows * cols",
                              "the number of elements, not of bytes"),
+    "00a_gemm_from_scratch.ipynb": ("scratch_tile_load_bytes", "def tile_load_bytes(M, N, K, T):\n"
+                                    "    return (M // T) * (N // T) * (T * K + K * T)", "that counts elements"),
+    "01_tma_load.ipynb": ("tma_tx_bytes", "def my_tx_bytes(dtype, box_shape, swizzle=\"none\"):\n    n = 1\n"
+                          "    for b in box_shape:\n        n *= b\n    return n", "the number of elements, not of bytes"),
+    "02_multicast.ipynb": ("mc_expect_tx", "def expect_tx_of(cluster_m, cluster_n, tile_m, tile_n, tile_k):\n"
+                           "    return tile_m * tile_k * 2", "the A tile only"),
+    "03a_umma_descriptors.ipynb": ("mma_lbo_sbo", "def lbo_sbo_of(swizzle, rows):\n"
+                                   "    width = {\"none\": 16, \"32B\": 32, \"64B\": 64, \"128B\": 128}[swizzle]\n"
+                                   "    lbo = (rows // 8) * 128 if swizzle == \"none\" else 16\n"
+                                   "    return 8 * width, lbo", "LBO and SBO swapped"),
+    "03b_umma_mma.ipynb": ("mma_legal_shape", "def legal_shape(M, N, cta_group):\n"
+                           "    return M == 64 and N % 8 == 0 and N <= 256", "cta_group::1 takes M in (64, 128)"),
+    "04_tmem_load.ipynb": ("tmem_address", "def my_taddr(base, lane, column):\n    return base + (column << 16) + lane",
+                           "swapped"),
     "05_tma_store.ipynb": ("store_wait_ring", "def my_max_read_wait(stages):\n    return stages",
                            "may be among the N still reading it"),
+    "06_full_flow.ipynb": ("flow_mma_count", "def mma_count(m, k, ab=\"f16\"):\n"
+                           "    return k // 16, (m // 64) * (k // 16)", "steps K by 16 elements"),
+    "07_gemm_ladder.ipynb": ("gemm_stage_bytes", "def stage_bytes(bm, bn):\n    return (bm + bn) * 64",
+                             "that counts elements"),
 }
 
 
