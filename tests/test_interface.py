@@ -226,7 +226,7 @@ def test_no_notebook_writes_its_own_live_or_recorded_branch(src):
 
 
 # ---- one name for each thing ------------------------------------------------------------------------
-STAGE_PACKAGES = ("tma", "multicast", "umma", "tmem", "epilogue", "flow")
+STAGE_PACKAGES = ("tma", "multicast", "umma", "tmem", "epilogue", "flow", "gemm")
 
 
 def _stage_submodules(stage):
@@ -272,7 +272,7 @@ def names_used(stage: str) -> set:
     the top of bwlab.<stage>."""
     import importlib
     mod = importlib.import_module(f"bwlab.{stage}")
-    code = [*sorted(NB_SRC.glob("*.py")), *sorted((ROOT / "bwlab" / "checks").glob("*.py")),
+    code = [*sorted(NB_SRC.glob("*.py")), *sorted((ROOT / "bwlab" / "checks").rglob("*.py")),
             ROOT / "bwlab" / "validate.py", ROOT / "bwlab" / "bench.py"]
     docs = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
     return set().union(*(_names_used_in_code(p, stage) for p in code),

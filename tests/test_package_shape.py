@@ -16,7 +16,7 @@ import pytest
 
 from bwlab.case import Case
 
-STAGES = ("tma", "multicast", "umma", "tmem", "epilogue", "flow")
+STAGES = ("tma", "multicast", "umma", "tmem", "epilogue", "flow", "gemm")
 ONLY_IN = {"cupy": "runner.py", "cuda": "runner.py", "matplotlib": "pictures.py", "ipywidgets": "pictures.py"}
 NEVER = {"argparse", "subprocess", "tempfile"}
 # `python -m bwlab.tmem header` forwards to the generator in bwlab.checks.
