@@ -110,12 +110,12 @@ def test_committed_reports_parse_and_agree_with_their_summary():
     summary table prints, and the ratio of the medians sits near the round-by-round range."""
     import re
     from bwlab.gemm import report
-    from bwlab.results import RESULTS, recorded
+    from bwlab.results import RESULTS, report_text
     names = sorted(p.name for p in RESULTS.glob("gemm_protocol*_h100.txt"))
     assert "gemm_protocol_h100.txt" in names
     for name in names:
         rows = report.protocol_rows(name)
-        text = recorded(name)
+        text = report_text(name)
         summary = text[text.index("== summary"):]
         shapes = re.findall(r"^== (\d+) x (\d+) x (\d+) ", text, re.M)
         for r in rows:

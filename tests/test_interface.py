@@ -523,3 +523,12 @@ def test_nothing_of_bwlab_calls_an_old_name():
                 if not line.lstrip().startswith(("def ", "class ")) and m.group(1) not in _grader_names():
                     found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
     assert not found, "calls of old names:\n" + "\n".join(found)
+
+
+def test_a_report_is_read_by_one_name():
+    """`recorded` means a recorded case (`bwlab/<stage>/recorded.py`, `Recorded`, `case.recorded()`); a
+    committed report's text is `report_text` (renamed on 2026-11-28 from `results.recorded`, which had
+    both meanings; every caller changed with it)."""
+    from bwlab import results
+    assert callable(results.report_text) and callable(results.show_report)
+    assert not hasattr(results, "recorded") and not hasattr(results, "show_recorded")

@@ -469,8 +469,8 @@ def bench_summary(name: str = "multicast_bench_h100.txt", ctas: int = 120) -> st
     """The key numbers of a committed benchmark report, as a short table: per cluster size c, ns per
     64 KiB tile for `own` and `multicast`, the speed-up, and the L2 bytes Nsight Compute measured
     against the naive count (own: c tiles per cluster; multicast: 1)."""
-    from ..results import recorded
-    text = recorded(name)
+    from ..results import report_text
+    text = report_text(name)
     main = text.split("pipeline depth:")[0]
     ncu = text.split("Nsight Compute")[1] if "Nsight Compute" in text else ""
 

@@ -674,8 +674,8 @@ if HARDWARE:
     from bwlab.checks.store import bench_main
     bench_main(["--rows", "8192", "--cols", "8192", "--repeat", "10"])
 else:
-    from bwlab.results import recorded
-    report = recorded("store_bench_h100.txt").splitlines()
+    from bwlab.results import report_text
+    report = report_text("store_bench_h100.txt").splitlines()
     print("recorded on an NVIDIA H100 80GB HBM3 (docs/results/store_bench_h100.txt):")
     print("\n".join(report[1:12] + [""] + report[-7:-5]))
 

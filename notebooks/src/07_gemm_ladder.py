@@ -45,7 +45,7 @@ import matplotlib.pyplot as plt
 from bwlab.gemm import ladder, report, occupancy
 from bwlab.gemm import pictures as GP
 from bwlab.gemm.timeline import timeline
-from bwlab.results import load_recording, recorded
+from bwlab.results import load_recording
 from bwlab.source import show_source
 from bwlab.util import ceil_div
 from bwlab.lab import fold      # a long output: its head, the rest folded
