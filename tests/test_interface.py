@@ -225,6 +225,27 @@ def test_no_notebook_writes_its_own_live_or_recorded_branch(src):
     assert not hits, "\n".join(hits)
 
 
+TIER_BY_HAND = re.compile(r"\btier\([^)]*\)\s*(==|!=|not in\b|in\b)|^\s*(TIER|HARDWARE|LIVE)\s*=|"
+                          r"\.tier\s*(==|!=|not in\b|in\b)", re.M)
+
+
+@pytest.mark.parametrize("src", sorted(NB_SRC.glob("*.py")), ids=lambda p: p.name)
+def test_no_notebook_branches_on_a_tier_by_hand(src):
+    """A notebook asks the case (`results()` says where each result came from) or the device
+    (`device.on_gpu(stage)`, `device.where(stage)`); it never compares tier names itself or keeps its own
+    TIER / HARDWARE flag."""
+    hits = [f"{src.name}:{text[:m.start()].count(chr(10)) + 1}: {m.group(0).strip()}"
+            for text in [src.read_text()] for m in TIER_BY_HAND.finditer(text)]
+    assert not hits, "\n".join(hits)
+
+
+def test_the_tier_by_hand_reader_sees_every_form():
+    for bad in ('if bwlab.tier("tmem") == "emulated":', 'x = device.tier("tma") != "model"',
+                'if tier("umma") not in ("hardware",):', "HARDWARE = True", "if gpu.tier in ('model',):"):
+        assert TIER_BY_HAND.search(bad), bad
+    assert not TIER_BY_HAND.search('print(bwlab.device.where("tmem"))\nif device.on_gpu("store"):')
+
+
 # ---- one name for each thing ------------------------------------------------------------------------
 STAGE_PACKAGES = ("tma", "multicast", "umma", "tmem", "epilogue", "flow", "gemm")
 
