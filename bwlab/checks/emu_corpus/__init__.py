@@ -5,7 +5,7 @@
 
 The kernels live in `cuda_src/corpus/<chapter>.cu`, written as an outside author writes CUDA (the
 math API, cuda_fp16.h/cuda_bf16.h, warp intrinsics, atomics, printf, a little inline PTX where
-ordinary code reaches an instruction only that way). This module is their manifest: for each kernel
+ordinary code reaches an instruction only that way). This package is their manifest: for each kernel
 its chapter, launch shape, inputs (seeded NumPy plus explicit edge values: ties, subnormals, NaN
 payloads, signed zeros, infinities, INT_MIN/LLONG_MIN, shift counts past the width, diverged
 warps), its outputs, and how a run is compared with the recording:
