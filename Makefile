@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml setup.py
 ROOTFLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 LABFLAGS ?=
 
-# JupyterLab on notebooks/ (src/ hidden), widget state saved with the notebook (see bwlab/tools/notebooks.py).
+# JupyterLab on notebooks/ (src/ hidden), widget state saved with the notebook (see bwlab/tools/notebooks/lab.py).
 # make lab STUDENT=1: the student versions (answers removed) copied into $(WORK)/, yours to change; a later
 # run never overwrites a notebook you changed (a newer edition goes to $(WORK)/updates/); no nbgrader UI.
 STUDENT ?=

@@ -22,8 +22,8 @@ import functools
 import os
 from dataclasses import dataclass
 
-__all__ = ["GpuInfo", "gpu_info", "backend", "tier", "tiers", "tiers_for", "tier_table", "banner", "native_arch",
-           "where", "TIERS", "TIER_WORDS",
+__all__ = ["GpuInfo", "gpu_info", "backend", "tier", "tiers", "on_gpu", "tiers_for", "tier_table", "banner",
+           "native_arch", "where", "TIERS", "TIER_WORDS",
            "has_gpu", "require", "using_backend", "STAGES", "STAGE_ALIASES", "stage_name", "UnsupportedGPU"]
 
 # stage -> (title, what it needs for hardware, notebook)
@@ -164,6 +164,13 @@ def tier(stage: str) -> str:
     if t == "hardware" and STAGES[stage][1] == "tcgen05" and b == "hybrid":
         return "hybrid"
     return t
+
+
+def on_gpu(stage: str) -> bool:
+    """Whether this machine's GPU itself runs (part of) `stage`: the hardware and hybrid tiers. Where it
+    does not, a notebook shows what a GPU recorded (the emulated and model tiers); timings and
+    measurements mean something only where it does."""
+    return tier(stage) in ("hardware", "hybrid")
 
 
 def tiers() -> dict[str, str]:

@@ -3,7 +3,7 @@
 Two kinds:
 
 * reports — the text a `python -m bwlab.validate|bench ...` command printed (each file ends with the
-  command that produced it): `recorded(name)`, `show_recorded(name)`;
+  command that produced it): `report_text(name)`, `show_report(name)`;
 * recordings — the raw bytes a GPU cell of a notebook produced (SMEM windows, GMEM results, registers,
   timings) with the inputs that produced them, in `docs/results/recordings/<name>.npz`. On a machine
   that cannot run the stage, the notebook loads the recording, labels it with where and when it was
@@ -34,7 +34,7 @@ import numpy as np
 
 from .package_data import data_dir
 
-__all__ = ["RESULTS", "RECORDINGS", "recorded", "show_recorded", "Recording", "save_recording",
+__all__ = ["RESULTS", "RECORDINGS", "report_text", "show_report", "Recording", "save_recording",
            "load_recording", "recording_names", "Recorded", "recorded_cases", "find_recorded",
            "STAGE_PACKAGES", "Result"]
 
@@ -43,17 +43,17 @@ RESULTS = data_dir("results")
 RECORDINGS = RESULTS / "recordings"
 
 
-def recorded(name: str) -> str:
-    """The text of `docs/results/<name>`."""
+def report_text(name: str) -> str:
+    """The text of the report `docs/results/<name>` (a command's output, ending with the command)."""
     p = RESULTS / name
     if not p.is_file():
         raise FileNotFoundError(f"no recorded result {name!r} under docs/results/")
     return p.read_text()
 
 
-def show_recorded(name: str) -> None:
+def show_report(name: str) -> None:
     """Print `docs/results/<name>` as it was committed."""
-    print(recorded(name))
+    print(report_text(name))
 
 
 @dataclass

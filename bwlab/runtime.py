@@ -94,7 +94,6 @@ class MbarrierTimeout(RuntimeError):
         arrived) and missing arrivals in the headline, the whole report as details."""
         import re
         self.emulated = True
-        self.emulator_report = report
         m = re.search(rf"on '{re.escape(self.barrier.split(' ')[0])}' of CTA rank {self.cta_rank} .*?"
                       r"(\d+) of \d+ arrivals still missing, (-?\d+) transaction bytes still expected", report)
         if m:

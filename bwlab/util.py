@@ -1,7 +1,7 @@
-"""Small helpers used by every stage: integer rounding, the stage packages' lazy names, old names."""
+"""Small helpers used by every stage: integer rounding and the stage packages' lazy names."""
 from __future__ import annotations
 
-__all__ = ["ceil_div", "round_up", "names_elsewhere", "deprecated_alias"]
+__all__ = ["ceil_div", "round_up", "names_elsewhere"]
 
 
 def ceil_div(x: int, m: int) -> int:
@@ -32,19 +32,3 @@ def names_elsewhere(namespace: dict, elsewhere: dict):
         return sorted(set(namespace.get("__all__", ())) | set(namespace))
 
     return __getattr__, __dir__
-
-
-def deprecated_alias(fn, old: str):
-    """The function `fn` under `old`, a name it had before: calls `fn` after a DeprecationWarning that
-    names the new name. Kept for one release, then deleted (docs/CONTRIBUTING.md, "Renames and
-    deprecation")."""
-    import functools
-    import warnings
-
-    @functools.wraps(fn)
-    def alias(*args, **kwargs):
-        warnings.warn(f"{old} is now called {fn.__name__}", DeprecationWarning, stacklevel=2)
-        return fn(*args, **kwargs)
-
-    alias.__name__ = alias.__qualname__ = old
-    return alias

@@ -15,15 +15,16 @@ def _corpus():
     import sys
     from pathlib import Path
     root = Path(os.environ.get("BWLAB_CORPUS_ROOT", Path(__file__).resolve().parents[1]))
-    mod = root / "bwlab" / "checks" / "emu_corpus.py"
+    pkg = root / "bwlab" / "checks" / "emu_corpus"
     rec = root / "tests" / "data" / "emu_corpus"
-    if not mod.exists() or not rec.exists():
+    if not (pkg / "__init__.py").exists() or not rec.exists():
         pytest.skip("no GPU corpus recordings in this checkout")
     if "C" not in _CORPUS:
-        name = f"_emu_corpus_for_{Path(__file__).stem}"
-        spec = importlib.util.spec_from_file_location(name, mod)
+        # that checkout's corpus package, loaded under a name inside bwlab.checks: its own modules come from its
+        # folder, its relative imports of bwlab (bwlab.compile) from the bwlab being tested
+        name = f"bwlab.checks._emu_corpus_for_{Path(__file__).stem}"
+        spec = importlib.util.spec_from_file_location(name, pkg / "__init__.py", submodule_search_locations=[str(pkg)])
         C = importlib.util.module_from_spec(spec)
-        C.__package__ = "bwlab.checks"     # its relative imports (bwlab.compile) resolve in this package
         sys.modules[name] = C
         spec.loader.exec_module(C)
         _CORPUS["C"] = C

@@ -195,3 +195,19 @@ def test_where_says_what_runs_a_stage(monkeypatch, backend, cc, words):
     line = device.where("umma")
     assert line.startswith("UMMA (tcgen05.mma) — ") and words in line
     assert device.where().count("\n") == len(device.STAGES) - 1
+
+
+@pytest.mark.parametrize("backend,cc,on", [
+    ("auto", None, {"tma": False, "umma": False}),          # the emulator
+    ("auto", (9, 0), {"tma": True, "umma": True}),          # an H100: TMA on the GPU, tcgen05 hybrid
+    ("auto", (10, 0), {"tma": True, "umma": True}),         # a B200: everything on the GPU
+    ("model", (10, 0), {"tma": False, "umma": False}),      # BWLAB_BACKEND=model: nothing runs
+    ("emulated", (9, 0), {"tma": False, "umma": False}),    # a GPU, but the emulator asked for
+])
+def test_on_gpu_is_the_hardware_and_hybrid_tiers(monkeypatch, backend, cc, on):
+    """What a notebook asks instead of comparing tier names (tests/test_interface.py keeps them out)."""
+    monkeypatch.setenv("BWLAB_BACKEND", backend)
+    monkeypatch.setattr(device, "_probe", lambda: None if cc is None else fake(cc, "B200"))
+    for stage, want in on.items():
+        assert device.on_gpu(stage) is want, (stage, device.tier(stage))
+        assert want == (device.tier(stage) in ("hardware", "hybrid"))

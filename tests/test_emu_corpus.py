@@ -1,4 +1,4 @@
-"""The emulator against the GPU: every kernel of the corpus (bwlab/checks/emu_corpus.py, sources in
+"""The emulator against the GPU: every kernel of the corpus (bwlab/checks/emu_corpus/, sources in
 cuda_src/corpus/) runs in bwlab.emu with the inputs it had on the GPU, and must reproduce the
 recording in its comparison kind — or be listed in KNOWN_DIFFERENCES, which is checked strictly both
 ways (a listed kernel that now matches fails here, so the list only shrinks).

@@ -14,7 +14,7 @@ from bwlab.compile import _find_tool, compile_cuda
 from bwlab.gemm import occupancy, report
 from bwlab.gemm.ladder import STEPS, step
 from bwlab.gemm.timeline import timeline
-from bwlab.results import load_recording, recorded
+from bwlab.results import load_recording, report_text
 from bwlab.source import source_text
 
 
@@ -93,7 +93,7 @@ def test_rows_match_the_printed_report(rec):
 
 
 def test_library_alongside_matches_the_printed_report(rec):
-    alongside = [int(m[1]) for m in re.finditer(r"library (\d+) alongside", recorded("gemm_h100.txt"))]
+    alongside = [int(m[1]) for m in re.finditer(r"library (\d+) alongside", report_text("gemm_h100.txt"))]
     ours = [round(r.library_alongside) for r in report.rows(rec) if r.is_step]
     assert ours == alongside
 

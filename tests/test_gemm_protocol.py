@@ -1,6 +1,7 @@
 """The sustained measurement protocol's rules and statistics (bwlab.gemm.protocol), without a GPU."""
 import pytest
 
+from bwlab.checks import clocks as C
 from bwlab.gemm import protocol as P
 
 
@@ -62,19 +63,19 @@ def test_compare_faster_candidate_is_above_one():
 
 
 def test_throttle_reasons_named_from_the_mask():
-    assert P.reasons(0x4) == ["SW power cap"]
-    assert P.reasons(0x4 | 0x20) == ["SW power cap", "SW thermal slowdown"]
-    assert P.reasons(0) == []
-    assert P.reasons(0x1000) == ["0x1000"]
+    assert C.reasons(0x4) == ["SW power cap"]
+    assert C.reasons(0x4 | 0x20) == ["SW power cap", "SW thermal slowdown"]
+    assert C.reasons(0) == []
+    assert C.reasons(0x1000) == ["0x1000"]
 
 
 def test_summarize_clock_samples():
     samples = [(0.0, "x", 1410.0, 690.0, 0x4), (0.1, "x", 1350.0, 700.0, 0x0), (0.2, "x", 1380.0, 695.0, 0x4)]
-    s = P.summarize(samples)
+    s = C.summarize(samples)
     assert (s.sm_mhz, s.sm_min, s.sm_max, s.watts, s.n) == (1380.0, 1350.0, 1410.0, 695.0, 3)
     assert s.reasons == ["SW power cap"]
     assert "SW power cap" in str(s) and "1380 MHz" in str(s)
-    assert P.summarize([]).n == 0 and str(P.summarize([])) == "no clock samples"
+    assert C.summarize([]).n == 0 and str(C.summarize([])) == "no clock samples"
 
 
 def test_protocol_rules_are_checked_and_stated():
@@ -97,7 +98,7 @@ def test_clock_log_without_nvml_or_smi_says_so(monkeypatch):
         return real_import(name, *a, **kw)
     monkeypatch.setattr(builtins, "__import__", no_pynvml)
     monkeypatch.setattr(shutil, "which", lambda name: None)
-    log = P.ClockLog().start()
+    log = C.ClockLog().start()
     log.mark("block")
     log.stop()
     assert log.source.startswith("none (ImportError: no pynvml here; no nvidia-smi)")
@@ -109,12 +110,12 @@ def test_committed_reports_parse_and_agree_with_their_summary():
     summary table prints, and the ratio of the medians sits near the round-by-round range."""
     import re
     from bwlab.gemm import report
-    from bwlab.results import RESULTS, recorded
+    from bwlab.results import RESULTS, report_text
     names = sorted(p.name for p in RESULTS.glob("gemm_protocol*_h100.txt"))
     assert "gemm_protocol_h100.txt" in names
     for name in names:
         rows = report.protocol_rows(name)
-        text = recorded(name)
+        text = report_text(name)
         summary = text[text.index("== summary"):]
         shapes = re.findall(r"^== (\d+) x (\d+) x (\d+) ", text, re.M)
         for r in rows:

@@ -12,7 +12,7 @@ import pytest
 
 from bwlab import compile as bc
 from bwlab import device
-from bwlab.gemm import sm100
+from bwlab.gemm import runner, sm100
 from bwlab.umma import edit_descs, make_instr_desc, smem_desc_for_tile
 
 LADDER = bc.CUDA_SRC / "gemm_sm100"
@@ -214,14 +214,14 @@ def test_run_refuses_without_tcgen05(monkeypatch):
     monkeypatch.setenv("BWLAB_BACKEND", "model")
     A, B = sm100.example_inputs(128, 256, 64)
     with pytest.raises(device.UnsupportedGPU, match="sm_100"):
-        sm100.run_sm100(1, A, B)
+        runner.run_sm100(1, A, B)
 
 
 @pytest.mark.sm100
 @pytest.mark.parametrize("step", [s["step"] for s in sm100.STEPS_SM100])
 def test_step_on_the_gpu_equals_the_reference(step):
     A, B = sm100.example_inputs(512, 1024, 512, seed=step)
-    C, stamps = sm100.run_sm100(step, A, B, stamps=True)
+    C, stamps = runner.run_sm100(step, A, B, stamps=True)
     assert np.array_equal(C, sm100.reference(A, B))
     assert stamps.shape == (len(sm100.STAMP_TRACKS), sm100.STAMP_SPANS, 2)
     assert (stamps[0, 0] > 0).all() and (stamps[2, 0] > 0).all()

@@ -612,7 +612,7 @@ def test_setp_testp_copysign_abs_neg():
 # Each listed kernel's outputs are recomputed here from its inputs with this module's functions, the
 # PTX instruction each output comes from spelled out (checked against NVRTC's PTX for sm_90a); None
 # marks an output made by a longer sequence (roundf, __hdiv, fdimf...), left to the emulator's corpus
-# test. Skipped where the corpus (bwlab/checks/emu_corpus.py and tests/data/emu_corpus) is absent;
+# test. Skipped where the corpus (bwlab/checks/emu_corpus/ and tests/data/emu_corpus) is absent;
 # BWLAB_CORPUS_ROOT points at another checkout that has it.
 
 from corpus_truth import _check_against_gpu, _corpus, low, sext, u16, u32, u64  # noqa: E402,F401  (the H200's truth)

@@ -225,8 +225,29 @@ def test_no_notebook_writes_its_own_live_or_recorded_branch(src):
     assert not hits, "\n".join(hits)
 
 
+TIER_BY_HAND = re.compile(r"\btier\([^)]*\)\s*(==|!=|not in\b|in\b)|^\s*(TIER|HARDWARE|LIVE)\s*=|"
+                          r"\.tier\s*(==|!=|not in\b|in\b)", re.M)
+
+
+@pytest.mark.parametrize("src", sorted(NB_SRC.glob("*.py")), ids=lambda p: p.name)
+def test_no_notebook_branches_on_a_tier_by_hand(src):
+    """A notebook asks the case (`results()` says where each result came from) or the device
+    (`device.on_gpu(stage)`, `device.where(stage)`); it never compares tier names itself or keeps its own
+    TIER / HARDWARE flag."""
+    hits = [f"{src.name}:{text[:m.start()].count(chr(10)) + 1}: {m.group(0).strip()}"
+            for text in [src.read_text()] for m in TIER_BY_HAND.finditer(text)]
+    assert not hits, "\n".join(hits)
+
+
+def test_the_tier_by_hand_reader_sees_every_form():
+    for bad in ('if bwlab.tier("tmem") == "emulated":', 'x = device.tier("tma") != "model"',
+                'if tier("umma") not in ("hardware",):', "HARDWARE = True", "if gpu.tier in ('model',):"):
+        assert TIER_BY_HAND.search(bad), bad
+    assert not TIER_BY_HAND.search('print(bwlab.device.where("tmem"))\nif device.on_gpu("store"):')
+
+
 # ---- one name for each thing ------------------------------------------------------------------------
-STAGE_PACKAGES = ("tma", "multicast", "umma", "tmem", "epilogue", "flow")
+STAGE_PACKAGES = ("tma", "multicast", "umma", "tmem", "epilogue", "flow", "gemm")
 
 
 def _stage_submodules(stage):
@@ -272,7 +293,7 @@ def names_used(stage: str) -> set:
     the top of bwlab.<stage>."""
     import importlib
     mod = importlib.import_module(f"bwlab.{stage}")
-    code = [*sorted(NB_SRC.glob("*.py")), *sorted((ROOT / "bwlab" / "checks").glob("*.py")),
+    code = [*sorted(NB_SRC.glob("*.py")), *sorted((ROOT / "bwlab" / "checks").rglob("*.py")),
             ROOT / "bwlab" / "validate.py", ROOT / "bwlab" / "bench.py"]
     docs = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
     return set().union(*(_names_used_in_code(p, stage) for p in code),
@@ -523,3 +544,12 @@ def test_nothing_of_bwlab_calls_an_old_name():
                 if not line.lstrip().startswith(("def ", "class ")) and m.group(1) not in _grader_names():
                     found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
     assert not found, "calls of old names:\n" + "\n".join(found)
+
+
+def test_a_report_is_read_by_one_name():
+    """`recorded` means a recorded case (`bwlab/<stage>/recorded.py`, `Recorded`, `case.recorded()`); a
+    committed report's text is `report_text` (renamed on 2026-11-28 from `results.recorded`, which had
+    both meanings; every caller changed with it)."""
+    from bwlab import results
+    assert callable(results.report_text) and callable(results.show_report)
+    assert not hasattr(results, "recorded") and not hasattr(results, "show_recorded")

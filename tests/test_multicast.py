@@ -474,7 +474,7 @@ def test_validate_report_lines_are_those_recorded_on_the_h100(monkeypatch, capsy
     """`python -m bwlab.validate multicast` with the GPU replaced by the model prints, line for line,
     what docs/results/multicast_validate_h100.txt recorded (banner and the timeout's message aside)."""
     from bwlab import device
-    from bwlab.results import recorded
+    from bwlab.results import report_text
     from bwlab.runtime import MbarrierTimeout
 
     def fake_launch(cfg, operands, *, extra_tx=0):
@@ -502,7 +502,7 @@ def test_validate_report_lines_are_those_recorded_on_the_h100(monkeypatch, capsy
             out.append(line.split("MbarrierTimeout: tma_multicast_tile:")[0] if in_timeout else line)
         return out
     got = capsys.readouterr().out.splitlines()[1:]
-    want = recorded("multicast_validate_h100.txt").split("\n\n# command")[0].splitlines()[1:]
+    want = report_text("multicast_validate_h100.txt").split("\n\n# command")[0].splitlines()[1:]
     assert aside(got) == aside(want) and any("MbarrierTimeout: tma_multicast_tile:" in line for line in got)
 
 
@@ -512,8 +512,8 @@ def test_bench_report_lines_are_those_recorded_on_the_h100(monkeypatch, capsys):
     from types import SimpleNamespace
 
     from bwlab import device
-    from bwlab.results import recorded
-    text = recorded("multicast_bench_h100.txt").split("\n\n\nNsight")[0]
+    from bwlab.results import report_text
+    text = report_text("multicast_bench_h100.txt").split("\n\n\nNsight")[0]
     want = text.splitlines()[1:]
     measured = {}
     for line in want:

@@ -16,7 +16,7 @@ LOADED = re.compile(r"""load_recording\(\s*["']([A-Za-z0-9_.-]+)["']""")
 
 def _used():
     """Recordings loaded by a notebook, by a stage package's function a notebook calls (e.g.
-    bwlab/epilogue/demos.py), or holding a case a stage lists in its `recorded.RECORDED` (what
+    bwlab/epilogue/recorded.py), or holding a case a stage lists in its `recorded.RECORDED` (what
     `case.result()` finds); the recorders in bwlab/checks do not count."""
     from bwlab.results import recorded_cases
     files = sorted(NB_SRC.glob("*.py")) + sorted(p for p in (ROOT / "bwlab").glob("*/*.py") if p.parent.name != "checks")
@@ -93,7 +93,7 @@ def test_epilogue_recordings_rerun_in_the_emulator(emulated_tier):
     import numpy as np
     from bwlab import emu
     from bwlab.epilogue import TEACH_EDITS, run_teach
-    from bwlab.epilogue.demos import GPU_VS_MODEL, edge_store_case, epilogue_case, teach_case
+    from bwlab.epilogue.recorded import GPU_VS_MODEL, edge_store_case, epilogue_case, teach_case
     from bwlab.lab import TeachingKernel
     bad = _same_arrays("epilogue_edge_store", {"gmem": edge_store_case().run()}, load_recording("epilogue_edge_store"))
     bad += _same_arrays("epilogue_gpu_vs_model", {f"d{i}": epilogue_case(i).run() for i in range(len(GPU_VS_MODEL))},

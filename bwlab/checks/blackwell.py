@@ -87,7 +87,7 @@ def cases(quick: bool = False) -> list:
 def run_case(kind: str, arg):
     """One case in this process, in whatever tier BWLAB_BACKEND selects (GPU or emulator): its bytes."""
     from .. import tmem, umma
-    from ..gemm import sm100
+    from ..gemm import runner, sm100
     if kind == "umma":
         return _umma_cases()[arg].run()
     if kind == "teach_umma":
@@ -113,7 +113,7 @@ def run_case(kind: str, arg):
             return sm100.run_step_emulated(arg, A, B, defines=defines)[0]
         if defines:
             raise ValueError("defines are applied in the emulator only")
-        return sm100.run_sm100(arg, A, B)
+        return runner.run_sm100(arg, A, B)
     if kind in ("gemm", "gemm_reuse"):
         return step()
     if kind == "timeout_then_again":
@@ -154,7 +154,7 @@ def _timeout_on_gpu(step, A, B):
 def model_of(kind: str, arg):
     """What the model says the case produces (None where the model has no direct counterpart)."""
     from .. import tmem, umma
-    from ..gemm import sm100
+    from ..gemm import runner, sm100
     if kind == "umma":
         return _umma_cases()[arg].model()
     if kind == "teach_umma":

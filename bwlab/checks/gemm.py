@@ -223,7 +223,7 @@ def _steps(info, wanted):
 
 
 def _prepare_sm100(info, s, a, b) -> _Timed:
-    """A Blackwell step launched on device operands (sm100.run_sm100 copies from the host each call)."""
+    """A Blackwell step launched on device operands (runner.run_sm100 copies from the host each call)."""
     import cupy as cp
     from ..compile import load_module
     from ..gemm import sm100

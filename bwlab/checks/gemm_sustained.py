@@ -13,6 +13,7 @@ import json
 import time
 
 from ..gemm import protocol as P
+from .clocks import ClockLog, summarize
 
 __all__ = ["sustained"]
 
@@ -91,7 +92,7 @@ def sustained(args, say, info, steps, shapes, torch_ok) -> int:
     import cupy as cp
     from ..gemm import runner
     proto = P.Protocol(block_s=args.block_s, rounds=args.rounds)
-    clocks = P.ClockLog(cp.cuda.Device().pci_bus_id).start()
+    clocks = ClockLog(cp.cuda.Device().pci_bus_id).start()
     say(f"GPU {info.name}, {info.sm_count} SMs, L2 {info.l2_bytes / 2**20:.0f} MiB, CuPy {cp.__version__}; "
         f"clock log: {clocks.source}")
     say(proto.describe())
@@ -180,7 +181,7 @@ def _shape(m, n, k, proto, steps, torch_ok, clocks, say, table, dump, runner) ->
     clocks.mark(None)
     lib_all = [x for blk in lib_blocks for x in blk]
     lib_med = P.block_stats(lib_all)
-    lib_clock = P.summarize([c for c in clocks.samples if c[1] and c[1][0] == "library" and c[1][1] == shape])
+    lib_clock = summarize([c for c in clocks.samples if c[1] and c[1][0] == "library" and c[1][1] == shape])
     say(f"  {'library':<22s} {lib_med.median:8.4f} ms {flop / lib_med.median / 1e9:7.1f} TFLOP/s  "
         f"(all {len(lib_blocks)} blocks, IQR {100 * lib_med.iqr_rel:.1f} %)  {lib_clock}")
     say(f"  {'step':<22s} {'ms':>8s}    {'TFLOP/s':>7s}  {'lib/step':>8s} {'rounds':>13s}  {'IQR':>5s}  "
@@ -191,7 +192,7 @@ def _shape(m, n, k, proto, steps, torch_ok, clocks, say, table, dump, runner) ->
         summ = P.compare([b for _, b in blocks], [lib_blocks[i] for i, _ in blocks],
                          [lib_blocks[i + 1] for i, _ in blocks])
         st = P.block_stats([x for _, b in blocks for x in b])
-        ck = P.summarize([c for c in clocks.samples if c[1] and c[1][0] == s.name and c[1][1] == shape])
+        ck = summarize([c for c in clocks.samples if c[1] and c[1][0] == s.name and c[1][1] == shape])
         lo, hi = summ.spread
         pred = f"{s.predicted:.2f}" if s.predicted else "-"
         say(f"  {s.name:<22s} {summ.candidate_ms:8.4f} ms {flop / summ.candidate_ms / 1e9:7.1f}  {summ.ratio:8.3f} "

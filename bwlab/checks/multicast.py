@@ -257,9 +257,10 @@ def _sustained(args, say, clusters, ctas) -> int:
     sustained protocol; the source is L2-resident by design (it measures L2 -> SMEM), so no rotation."""
     import cupy as cp
     from ..gemm import protocol as P
+    from .clocks import ClockLog
     from . import sustained as S
     proto = P.Protocol(block_s=args.block_s, rounds=args.rounds)
-    clocks = P.ClockLog(cp.cuda.Device().pci_bus_id).start()
+    clocks = ClockLog(cp.cuda.Device().pci_bus_id).start()
     say(proto.describe().replace("library", "baseline").replace(
         "operands rotated through sets holding >= 2 x L2 of A and B", "source L2-resident by design (not rotated)"))
     say(f"baseline: own (every CTA loads the whole tile itself); candidate: multicast; {ctas} CTAs, "
@@ -468,8 +469,8 @@ def bench_summary(name: str = "multicast_bench_h100.txt", ctas: int = 120) -> st
     """The key numbers of a committed benchmark report, as a short table: per cluster size c, ns per
     64 KiB tile for `own` and `multicast`, the speed-up, and the L2 bytes Nsight Compute measured
     against the naive count (own: c tiles per cluster; multicast: 1)."""
-    from ..results import recorded
-    text = recorded(name)
+    from ..results import report_text
+    text = report_text(name)
     main = text.split("pipeline depth:")[0]
     ncu = text.split("Nsight Compute")[1] if "Nsight Compute" in text else ""
 

@@ -24,8 +24,8 @@ __all__ = ["record", "replay", "edge_store_case", "GPU_VS_MODEL", "epilogue_case
            "NOFENCE_RUNS", "NOFENCE_KEEP", "nofence_result"]
 
 # The cases are defined once, in the package (notebook 05 builds the same ones).
-from ..epilogue.demos import (GPU_VS_MODEL, NOFENCE_KEEP, NOFENCE_RUNS, edge_store_case,  # noqa: E402
-                              epilogue_case, nofence_result, teach_case)
+from ..epilogue.recorded import (GPU_VS_MODEL, NOFENCE_KEEP, NOFENCE_RUNS, edge_store_case,  # noqa: E402
+                                 epilogue_case, nofence_result, teach_case)
 
 
 def record(out_dir, meta) -> list:

@@ -415,13 +415,14 @@ def _store_sustained(args, say) -> int:
     from .. import device
     from ..compile import load_module
     from ..gemm import protocol as P
+    from .clocks import ClockLog
     from . import sustained as S
     info = device.gpu_info()
     R, C = args.rows, args.cols
     nbytes = R * C * 4
     proto = P.Protocol(block_s=args.block_s, rounds=args.rounds)
     sets = P.operand_sets(nbytes, info.l2_bytes, proto.l2_multiple, at_least=1)
-    clocks = P.ClockLog(cp.cuda.Device().pci_bus_id).start()
+    clocks = ClockLog(cp.cuda.Device().pci_bus_id).start()
     say(f"GPU {info.name}, {info.sm_count} SMs, L2 {info.l2_bytes >> 20} MiB; D = {R} x {C} float32 = "
         f"{nbytes / 2**20:.0f} MiB, {sets} buffer(s) rotated; clock log: {clocks.source}")
     say(proto.describe().replace("library", "baseline").replace("of A and B", "of D"))

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 
 from ..gemm import protocol as P
+from .clocks import ClockLog, ClockSummary, summarize
 
 __all__ = ["Candidate", "Row", "alternate", "rows", "table", "run", "NOT_APPLICABLE"]
 
@@ -40,7 +41,7 @@ class Row:
     rate: float            # units per second / 1e9 (GB/s for bytes)
     summary: P.RatioSummary | None   # None for the baseline's own row
     iqr: float
-    clock: P.ClockSummary
+    clock: ClockSummary
 
 
 def alternate(baseline: Candidate, candidates: list, proto: P.Protocol, block, mark=lambda label: None,
@@ -84,7 +85,7 @@ def rows(baseline: Candidate, candidates: list, base_blocks: list, cand_blocks: 
     """The baseline's row, then one per candidate: its median ms, rate, ratio against the baseline blocks
     on either side of each of its blocks (protocol.compare), IQR and the clocks during its blocks."""
     def clocks(pred):
-        return P.summarize([s for s in clock_samples if s[1] and s[1][1] == tag and pred(s[1])])
+        return summarize([s for s in clock_samples if s[1] and s[1][1] == tag and pred(s[1])])
     all_base = P.block_stats([x for b in base_blocks for x in b])
     out = [Row(baseline.name, all_base.median, _rate(baseline.units, all_base.median), None, all_base.iqr_rel,
                clocks(lambda lab: lab[0] == "baseline"))]
@@ -124,7 +125,7 @@ def run(baseline: Candidate, candidates: list, proto: P.Protocol, say, clocks=No
     own = clocks is None
     if own:
         import cupy as cp
-        clocks = P.ClockLog(cp.cuda.Device().pci_bus_id).start()
+        clocks = ClockLog(cp.cuda.Device().pci_bus_id).start()
     try:
         per = {c.name: P.samples_per_launch(launch_time_ms(c.calls), proto.sample_ms) for c in [baseline, *candidates]}
         calls_of = {id(c.calls): c.name for c in [baseline, *candidates]}

@@ -168,11 +168,12 @@ def _sustained(args, say) -> int:
 
     from .. import device
     from ..gemm import protocol as P
+    from .clocks import ClockLog
     from . import sustained as S
     info = device.gpu_info()
     proto = P.Protocol(block_s=args.block_s, rounds=args.rounds)
     cfg = CopyConfig(*[int(x) for x in args.config.split(",")])
-    clocks = P.ClockLog(cp.cuda.Device().pci_bus_id).start()
+    clocks = ClockLog(cp.cuda.Device().pci_bus_id).start()
     say(f"GPU: {info.name} ({info.sm}, {info.sm_count} SMs, L2 {info.l2_bytes >> 20} MiB); clock log: {clocks.source}")
     say(proto.describe().replace("library", "baseline").replace("of A and B", "of (src, dst)"))
     say(f"baseline: cupy device-to-device copy (cudaMemcpyAsync); candidate: tma_copy_stream {cfg}; GB/s counts "

@@ -35,8 +35,8 @@ SM90_TMA_REDUCE_ADD, ``tma_store_fence``, ``tma_store_arrive`` = commit_group, `
 The package: `rules` (element types, the store granule, the proxy-fence rule), `tile` (the SMEM D
 tile and the st.shared.v4 plan), `ordering` (bulk groups and the fence, step by step), `store` (the
 TMA store / reduce-add model), `problem` + `model` (a whole epilogue), `runner` (the same on the GPU),
-`case` (`TmaStore`, `Epilogue`: model / run / check / show), `demos` (notebook 05's GPU cases, on a GPU
-or as the H100 recorded them), `pictures`. Validation and benchmarks:
+`case` (`TmaStore`, `Epilogue`: model / run / check / show), `recorded` (notebook 05's GPU cases, on a
+GPU or as the H100 recorded them), `pictures`. Validation and benchmarks:
 `bwlab.checks.store` (`python -m bwlab.validate store`, `python -m bwlab.bench tma_store`).
 """
 from __future__ import annotations
@@ -62,7 +62,7 @@ from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
 
 _ELSEWHERE = {
     "bwlab.epilogue.case": "describe_gmem_byte",
-    "bwlab.epilogue.demos": ("edge_store_case epilogue_case fence_experiment FenceExperiment GPU_VS_MODEL "
+    "bwlab.epilogue.recorded": ("edge_store_case epilogue_case fence_experiment FenceExperiment GPU_VS_MODEL "
                              "gpu_vs_model NOFENCE_RUNS teach_case"),
     "bwlab.epilogue.model": "bits_to_float32 epilogue_alpha_beta float32_to_bits store_coverage",
     "bwlab.epilogue.ordering": "BulkAsyncGroups OrderingError",

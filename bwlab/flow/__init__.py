@@ -31,12 +31,12 @@ Files:
 Validation and recordings: `python -m bwlab.checks.flow --out DIR`, `bwlab/checks/record_flow.py`.
 """
 
-from .case import Flow, flow_tier
+from .case import Flow
 from .trace import HOP_NAMES
 
 # What the notebooks, the docs and the command lines use from the package's top, and nothing else
 # (tests/test_interface.py reads them).
-__all__ = ["Flow", "flow_tier", "format_ptx_by_hop", "HOP_NAMES", "kernel_ptx", "plot_grid", "plot_hop",
+__all__ = ["Flow", "format_ptx_by_hop", "HOP_NAMES", "kernel_ptx", "plot_grid", "plot_hop",
            "plot_timeline", "trip_widget"]
 
 # The one lazy mechanism: the names of __all__ not imported above, and the other names code written
@@ -45,7 +45,7 @@ __all__ = ["Flow", "flow_tier", "format_ptx_by_hop", "HOP_NAMES", "kernel_ptx", 
 from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
 
 _ELSEWHERE = {
-    "bwlab.flow.case": "TIERS",
+    "bwlab.flow.case": "flow_tier TIERS",
     "bwlab.flow.listing": "format_ptx_by_hop kernel_ptx ptx_by_hop",
     "bwlab.flow.model": ("flow_model load_model mma_from_smem mma_k_steps registers_from_tmem st_shared_model "
                          "store_from_smem"),

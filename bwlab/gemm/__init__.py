@@ -1,4 +1,4 @@
-"""The GEMM ladder: from the data path to speed.
+"""The GEMM ladder — the stages put together, from the data path to speed (notebooks 07 and 08).
 
 Each step of the ladder is one kernel that adds exactly one mechanism of the stage notebooks to the
 step before it. `cuda_src/gemm_sm90/` holds the Hopper ladder (TMA + wgmma, runs on an H100/H200);
@@ -6,16 +6,51 @@ step before it. `cuda_src/gemm_sm90/` holds the Hopper ladder (TMA + wgmma, runs
 runs on a B200). `python -m bwlab.bench gemm` builds, checks and times every step against the best
 library GEMM measured in the same process.
 
-* `case`    — `GemmCase(step, M, N, K)`: one step on one problem, model() / run() / check() / show();
-* `ladder`  — the steps of both ladders: file, what changed, the tile, the launch shape;
-* `runner`  — builds and launches a Hopper step (CuPy; the only file here that touches the GPU for sm_90);
-* `sm100`   — the Blackwell twin's launch description and its model-tier check of step 1.
+What this package mirrors (each step's kernel composes instructions the stage packages model):
+* PTX ISA "Data Movement and Conversion Instructions: cp.async.bulk.tensor" (the TMA loads of A and B
+  and, from step 6 on, the store of C; `bwlab.tma`) and "mbarrier" (the ring of full/empty barriers,
+  their phases and tx-counts; `bwlab.hw.mbarrier`);
+* PTX ISA "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions" (wgmma.mma_async,
+  wgmma.fence / commit_group / wait_group: the Hopper ladder) and "TensorCore 5th Generation Family
+  Instructions" (tcgen05.alloc / mma / commit / ld, the instruction and shared memory descriptors: the
+  Blackwell twin; `bwlab.umma`, `bwlab.tmem`);
+* PTX ISA "Special Registers" %globaltimer and %clock64 (the per-warp stamps of `timeline`) and
+  "Miscellaneous Instructions: setmaxnreg" (the producer / consumer register split of steps 3 on);
+* CUTLASS: include/cutlass/gemm/collective/sm90_mma_tma_gmma_ss_warpspecialized.hpp (the producer /
+  consumer ring of steps 3-6), include/cute/arch/mma_sm100_umma.hpp and the Blackwell tutorial
+  examples/cute/tutorial/blackwell/ (the sm_100 twin), include/cutlass/gemm/kernel/
+  tile_scheduler_params.h (the persistent scheduler's raster order and swizzle: `order`'s counterpart).
+
+The package, file by file:
+* `case`      — `GemmCase(step, M, N, K)`: one step on one problem, model() / run() / check() / show();
+* `ladder`    — the steps of the Hopper ladder and the rungs beyond it: file, what changed, the tile,
+  the launch shape, the written prediction;
+* `runner`    — builds, launches, checks and times a Hopper step, and launches a Blackwell step on an sm_100
+  GPU (`run_sm100`); the only file here that imports CuPy;
+* `sm100`     — the Blackwell twin's steps and launch description, step 1 in the model tier, the
+  emulated run;
 * `occupancy` — how many CTAs of a step fit on an SM, from its cubin's registers and SMEM;
-* `timeline` — CTA 0's per-warp stamps in the recording `gemm_ladder`, as bars and rates;
-* `report`  — the recorded table, each step's card and diff, the PTX of every step (notebook 07);
-* `pictures` — the bar chart of the table and the timeline charts (matplotlib).
+* `order`     — the persistent steps' tile orders (grouped, Hilbert) and their L2 footprint;
+* `timeline`  — CTA 0's per-warp stamps in the recording `gemm_ladder`, as bars and rates;
+* `protocol`  — the sustained measurement protocol's rules and statistics (bwlab/checks runs it on a GPU);
+* `report`    — the recorded tables, each step's card and diff, the PTX features of every step;
+* `pictures`  — the bar chart of the table, the timelines, the tile orders, the clock log (matplotlib);
+* `exercises` — the checks of notebook 07's graded exercises (`from bwlab.gemm import exercises`).
+Notebooks 07 and 08 import these modules by name (`from bwlab.gemm import ladder, report`); the
+package's top holds the case.
 """
 from .case import GemmCase
-from .ladder import STEPS, Step, step
 
-__all__ = ["GemmCase", "STEPS", "Step", "step"]
+# What the notebooks, the docs and the command lines use from the package's top, and nothing else
+# (tests/test_interface.py reads them).
+__all__ = ["GemmCase"]
+
+# The one lazy mechanism: names code written against the package's top still reaches, imported from
+# their module on first use. New code imports a name from its module.
+from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
+
+_ELSEWHERE = {
+    "bwlab.gemm.ladder": "STEPS Step step",
+}
+
+__getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)

@@ -2,16 +2,14 @@
 comes from bwlab's models of the ladder, never from a literal:
 
 * `check_stage_bytes(fn)`  — the SMEM bytes of one pipeline stage, for any tile (`ladder.Step.stage_bytes`);
-* `check_ctas_per_sm(fn)`  — how many CTAs fit on one H100 SM, from SMEM, registers and threads
-  (`occupancy.fit`; the cases are the ladder's compiled kernels, read from their cubins);
-* `check_producer_parity(fn)` — the parity the producer's wait on a ring buffer's `empty` mbarrier passes
-  on, for any k-slice and ring depth (the mbarrier model, `bwlab.hw.mbarrier`; a test holds it to the
-  expression in cuda_src/gemm_sm90/s3_warp_specialized.cu);
-* `check_flop_per_sm_cycle(fn)` — the math an SM does per cycle from one CTA's cycles per k-slice and the
-  CTAs per SM: where step 2 loses to step 1 (`report.flop_per_sm_cycle`, the recorded timelines);
-* `check_handshake(full_parity, empty_parity)` — the kernel edit: the parities of step 3's two ring waits
-  as C expressions, compiled into cuda_src/gemm_sm90/s3_warp_specialized.cu, the ring run on the mbarrier
-  model, and on a Hopper GPU the edited kernel run on a small GEMM (checked, timed) in a worker process.
+* `check_ctas_per_sm(fn)`  — how many CTAs fit on one H100 SM, from SMEM, registers and threads (`occupancy.fit`;
+  the cases are the ladder's compiled kernels, read from their cubins);
+* `check_producer_parity(fn)` — the parity the producer's wait on a ring buffer's `empty` mbarrier passes on, for
+  any k-slice and ring depth (`bwlab.hw.mbarrier`; a test holds it to gemm_sm90/s3_warp_specialized.cu's);
+* `check_flop_per_sm_cycle(fn)` — the math an SM does per cycle from one CTA's cycles per k-slice and the CTAs per
+  SM: where step 2 loses to step 1 (`report.flop_per_sm_cycle`, the recorded timelines);
+* `check_handshake(full_parity, empty_parity)` — the kernel edit: step 3's two ring-wait parities as C expressions
+  in s3_warp_specialized.cu, run on the mbarrier model and, on a Hopper GPU, in a worker on a small GEMM (timed).
 """
 from __future__ import annotations
 

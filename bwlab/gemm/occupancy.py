@@ -153,9 +153,9 @@ DRIVER_REPORT = "gemm_occupancy_h100.txt"
 def recorded_driver(name: str = DRIVER_REPORT) -> dict:
     """{(step name, stages): (CTAs per SM, registers, static SMEM bytes)} as the CUDA driver reported
     them on an H100 (docs/results/gemm_occupancy_h100.txt)."""
-    from ..results import recorded
+    from ..results import report_text
     out = {}
-    for line in recorded(name).splitlines():
+    for line in report_text(name).splitlines():
         f = line.split()
         if len(f) == 8 and f[2] == "ctas/SM":
             out[(f[0], int(f[1]))] = (int(f[3]), int(f[5]), int(f[7]))

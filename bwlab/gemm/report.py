@@ -97,9 +97,9 @@ _SHAPE = re.compile(r"^== (\d+) x (\d+) x (\d+)")
 
 def report_rows(name: str) -> list:
     """(shape, step, ms, TFLOP/s, fraction of the best library) of every step row in docs/results/NAME."""
-    from ..results import recorded
+    from ..results import report_text
     out, shape = [], None
-    for line in recorded(name).splitlines():
+    for line in report_text(name).splitlines():
         if m := _SHAPE.match(line):
             shape = "x".join(m.groups())
         elif (m := _ROW.match(line)) and shape:
@@ -111,8 +111,8 @@ def report_rows(name: str) -> list:
 
 def recorded_checks(name: str = "gemm_h100.txt") -> list:
     """The check lines ('s1_one_warpgroup 4096x4096x4096: PASS; ...') a recorded bench run printed."""
-    from ..results import recorded
-    return [line.split(": ", 1)[1] for line in recorded(name).splitlines() if line.strip().startswith("stamps of ")]
+    from ..results import report_text
+    return [line.split(": ", 1)[1] for line in report_text(name).splitlines() if line.strip().startswith("stamps of ")]
 
 
 def _split(path: str):
@@ -189,9 +189,9 @@ _EXPLORE = re.compile(r"^(?P<name>s\d)(?: stages=(?P<stages>\d+))?: (?P<tf>[\d.]
 
 def explore_rows(name: str = "gemm_explore_h100.txt") -> list:
     """(step, stages or None, TFLOP/s, correct) of docs/results/gemm_explore_h100.txt (8192^3)."""
-    from ..results import recorded
+    from ..results import report_text
     out = []
-    for line in recorded(name).splitlines():
+    for line in report_text(name).splitlines():
         if m := _EXPLORE.match(line.strip()):
             out.append((m["name"], int(m["stages"]) if m["stages"] else None, float(m["tf"]), m["ok"] == "True"))
     return out
@@ -291,9 +291,9 @@ _STEP = re.compile(r"^  (?P<name>s\w+)\s+(?P<ms>[\d.]+) ms\s+(?P<tf>[\d.]+)\s+(?
 
 def protocol_rows(name: str) -> list:
     """The rows of a committed `python -m bwlab.bench gemm --protocol sustained` report (docs/results/NAME)."""
-    from ..results import recorded
+    from ..results import report_text
     out, shape = [], None
-    for line in recorded(name).splitlines():
+    for line in report_text(name).splitlines():
         m = _SHAPE.match(line)
         if m:
             shape = "x".join(m.groups())
@@ -315,8 +315,8 @@ def protocol_rows(name: str) -> list:
 def protocol_summary(name: str) -> str:
     """The protocol line, each shape's library (time, TFLOP/s, clocks) and the summary table of a
     committed sustained-protocol report, with the command that made it."""
-    from ..results import recorded
-    lines = recorded(name).splitlines()
+    from ..results import report_text
+    lines = report_text(name).splitlines()
     keep = [x for x in lines if x.startswith("protocol ")]
     keep += [f"library at {r.shape}: {r.ms:.4f} ms, {r.tflops:.1f} TFLOP/s; {r.clocks}"
              for r in protocol_rows(name) if r.name == "library"]

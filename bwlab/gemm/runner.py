@@ -1,4 +1,5 @@
-"""Build, launch, check and time the Hopper ladder's steps (the only file here that uses CuPy).
+"""Build, launch, check and time the Hopper ladder's steps, and launch the Blackwell twin's (`run_sm100`)
+on an sm_100 GPU: the only file here that uses CuPy.
 
     from bwlab.gemm import runner
     a, b = runner.random_operands(4096, 4096, 4096)
@@ -18,9 +19,11 @@ from ..hw.dtypes import from_float
 from ..runtime import encode_tensor_map
 from ..tma.tensor_map import TensorMap
 from .ladder import BK, Step, require_shape, step
+from .sm100 import (GEMM_BARRIERS, STAMP_SPANS, STAMP_TRACKS, _operands, launch_grid, step_info,
+                    tensor_maps)
 
 __all__ = ["random_operands", "build", "run_step", "reference", "check", "GemmCheck", "Launch",
-           "raise_on_status", "clear_status", "prepare", "run_stamps", "try_kernel", "BARRIERS"]
+           "raise_on_status", "clear_status", "prepare", "run_stamps", "try_kernel", "BARRIERS", "run_sm100"]
 
 BARRIERS = {1: "full (a stage's bytes have landed)", 2: "empty (every consumer warp is done with a stage)"}
 STAMP_SHAPE = (4, 512, 2, 2)   # gemm_common.cuh: [track][event][begin/end][globaltimer ns, clock64]
@@ -328,3 +331,36 @@ def _check_on_host(a, b, c, name: str = "") -> GemmCheck:
     m, n = c.shape
     return GemmCheck(name, (m, n, a.shape[1]), float(np.nanmax(err)), divmod(worst, n),
                      float(ratio.ravel()[worst]), int(np.count_nonzero(~(ratio <= 1))))
+
+
+# ---- the Blackwell twin (bwlab.gemm.sm100 describes it; its step 1 also runs in the model tier there)
+
+def run_sm100(step, A, B, stamps: bool = False):
+    """Run a step on an sm_100 GPU: C as bf16 bits (uint16, M x N), and with `stamps` also the timeline
+    (uint64 array: track x span x edge, see STAMP_TRACKS). Raises UnsupportedGPU without tcgen05 (the
+    model tier runs step 1: `model_step1`), MbarrierTimeout when a bounded wait gave up."""
+    from .. import device
+    info = device.require("umma")
+    import cupy as cp
+
+    from ..compile import load_module
+    from ..runtime import launch, encode_tensor_map, tensor_map_arg
+    s = step_info(step)
+    a, b, M, N, K = _operands(A, B)
+    maps = tensor_maps(step, M, N, K)
+    d_a, d_b, d_c = cp.asarray(a), cp.asarray(b), cp.zeros((M, N), cp.uint16)
+    tmaps = [tensor_map_arg(encode_tensor_map(t, d.data.ptr)) for t, d in zip(maps, (d_a, d_b, d_c))]
+    err = cp.zeros(1, cp.uint32)
+    d_st = cp.zeros(len(STAMP_TRACKS) * STAMP_SPANS * 2, cp.uint64) if stamps else None
+    from ..lab import kept
+    mine = kept(s["file"])   # the learner's %%cuda edit of the step, if one is kept
+    module = mine.load() if mine is not None else load_module(s["file"])
+    launch(module, "gemm", launch_grid(step, M, N, info.sm_count), (s["threads"],),
+           (*tmaps, d_c, np.int32(M), np.int32(N), np.int32(K), err, d_st if stamps else np.uint64(0)),
+           shared_mem=s["smem_bytes"], barrier_names=GEMM_BARRIERS,
+           cluster=(s["cluster"], 1, 1) if s["cluster"] > 1 else None)
+    code = int(cp.asnumpy(err)[0])
+    if code:
+        raise RuntimeError(f"step {s['step']}: a bounded wait on {GEMM_BARRIERS.get(code - 1, code)} gave up")
+    c = cp.asnumpy(d_c)
+    return (c, cp.asnumpy(d_st).reshape(len(STAMP_TRACKS), STAMP_SPANS, 2)) if stamps else c

@@ -2,7 +2,7 @@
 
 Every step computes C[M x N] = A[M x K] · B[N x K]ᵀ: bf16 in (A and B row-major, K contiguous), f32
 accumulation in Tensor Memory, bf16 out (row-major). bf16 arrays are NumPy uint16 holding the raw bits
-(`bwlab.hw.dtypes.to_float` / `from_float`); float arrays given to `run_sm100` / `model_step1` are
+(`bwlab.hw.dtypes.to_float` / `from_float`); float arrays given to `runner.run_sm100` / `model_step1` are
 rounded to bf16 first (cvt.rn).
 
 * `STEPS_SM100`   — one dict per step: step, name, file, what_changed, tile (of C per CTA or CTA pair),
@@ -10,9 +10,10 @@ rounded to bf16 first (cvt.rn).
 * `kernel_constants(step)` — the `constexpr` integers a step's file declares, evaluated from its text
   (the tile, the SMEM offsets, IDESC, DESC_HI, the tcgen05.ld width): what the model and the table
   test read, so that they follow the kernel rather than a copy of it.
-* `tensor_maps(step, M, N, K)` — the three tensor maps: `run_sm100` encodes them for the GPU,
+* `tensor_maps(step, M, N, K)` — the three tensor maps: `runner.run_sm100` encodes them for the GPU,
   `model_step1` hands them to the TMA model.
-* `run_sm100(step, A, B)` — builds and launches a step on an sm_100 GPU (`UnsupportedGPU` elsewhere).
+* `launch_grid(step, M, N, sm_count)` — the grid a step launches with (`runner.run_sm100` launches it on an
+  sm_100 GPU: bwlab.gemm.runner is the package's one file that uses CuPy).
 * `model_step1(A, B)` — step 1 end to end in the model tier: `bwlab.tma.tma_load_model` builds each
   stage's SMEM image from the tensor maps, `bwlab.umma.tcgen05_mma` multiplies from the kernel's own
   descriptor bits, `bwlab.tmem` allocates and reads the accumulator as the kernel's
@@ -43,7 +44,7 @@ from ..tmem.forms import TmemAccess
 from ..umma.model import CtaState, tcgen05_commit, tcgen05_mma
 
 __all__ = ["STEPS_SM100", "GEMM_BARRIERS", "STAMP_TRACKS", "STAMP_SPANS", "step_info", "kernel_constants",
-           "tensor_maps", "require_problem", "launch_grid", "run_sm100", "run_step_emulated", "EMULATED_SMS", "model_step1", "Step1Model",
+           "tensor_maps", "require_problem", "launch_grid", "run_step_emulated", "EMULATED_SMS", "model_step1", "Step1Model",
            "reference", "example_inputs", "smem_desc"]
 
 LADDER_HEADER = "gemm_sm100/ladder.cuh"
@@ -205,37 +206,6 @@ def launch_grid(step, M: int, N: int, sm_count: int) -> tuple:
     return (k["CLUSTER"] * max(1, min(tiles, sm_count // k["CLUSTER"])), 1, 1)
 
 
-def run_sm100(step, A, B, stamps: bool = False):
-    """Run a step on an sm_100 GPU: C as bf16 bits (uint16, M x N), and with `stamps` also the timeline
-    (uint64 array: track x span x edge, see STAMP_TRACKS). Raises UnsupportedGPU without tcgen05 (the
-    model tier runs step 1: `model_step1`), MbarrierTimeout when a bounded wait gave up."""
-    from .. import device
-    info = device.require("umma")
-    import cupy as cp
-
-    from ..compile import load_module
-    from ..runtime import launch, encode_tensor_map, tensor_map_arg
-    s = step_info(step)
-    a, b, M, N, K = _operands(A, B)
-    maps = tensor_maps(step, M, N, K)
-    d_a, d_b, d_c = cp.asarray(a), cp.asarray(b), cp.zeros((M, N), cp.uint16)
-    tmaps = [tensor_map_arg(encode_tensor_map(t, d.data.ptr)) for t, d in zip(maps, (d_a, d_b, d_c))]
-    err = cp.zeros(1, cp.uint32)
-    d_st = cp.zeros(len(STAMP_TRACKS) * STAMP_SPANS * 2, cp.uint64) if stamps else None
-    from ..lab import kept
-    mine = kept(s["file"])   # the learner's %%cuda edit of the step, if one is kept
-    module = mine.load() if mine is not None else load_module(s["file"])
-    launch(module, "gemm", launch_grid(step, M, N, info.sm_count), (s["threads"],),
-           (*tmaps, d_c, np.int32(M), np.int32(N), np.int32(K), err, d_st if stamps else np.uint64(0)),
-           shared_mem=s["smem_bytes"], barrier_names=GEMM_BARRIERS,
-           cluster=(s["cluster"], 1, 1) if s["cluster"] > 1 else None)
-    code = int(cp.asnumpy(err)[0])
-    if code:
-        raise RuntimeError(f"step {s['step']}: a bounded wait on {GEMM_BARRIERS.get(code - 1, code)} gave up")
-    c = cp.asnumpy(d_c)
-    return (c, cp.asnumpy(d_st).reshape(len(STAMP_TRACKS), STAMP_SPANS, 2)) if stamps else c
-
-
 EMULATED_SMS = 2     # the "SM count" the emulator launches persistent steps with: each CTA walks several tiles
 
 
@@ -243,7 +213,7 @@ def run_step_emulated(step, A, B, sms: int = EMULATED_SMS, seed: int = 0, trace:
                       stamps: bool = False):
     """Run a step's kernel in bwlab.emu (its sm_100a PTX, instruction by instruction): returns (C as bf16
     bits, the emulator's Launch with its trace, stall reports and warnings), and with `stamps` also the
-    kernel's own timeline in virtual %globaltimer ns (track x span x edge, as `run_sm100` returns it). Persistent steps launch
+    kernel's own timeline in virtual %globaltimer ns (track x span x edge, as `runner.run_sm100` returns it). Persistent steps launch
     min(`sms`, tiles) CTAs (pairs), so each walks several tiles and both TMEM accumulators as on the GPU.
     `defines` (e.g. {"BW_WAIT_TIMEOUT_NS": "0"}) are passed to NVRTC. Raises MbarrierTimeout, or
     RuntimeError naming the barrier when the kernel's error word is set."""

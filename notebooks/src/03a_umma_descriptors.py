@@ -312,8 +312,8 @@ for row in range(3):
 # their pattern boundary, with base offset 0 and with (start >> 7) & 7, to pin this reading down:
 
 # %%
-from bwlab.results import recorded
-report = recorded("wgmma_validate_h100.txt").splitlines()
+from bwlab.results import report_text
+report = report_text("wgmma_validate_h100.txt").splitlines()
 print("\n".join(l for l in report if l.startswith(("regular", "wgmma validation", "NVIDIA"))))
 off = next(l for l in report if l.startswith("exploratory: model exact on"))
 print(f"tiles off their pattern boundary, base offset 0 or (start >> 7) & 7: the model's reading exact on "

@@ -244,8 +244,6 @@ print("expected:        ", " ".join(f"{(35 << 16) | j:#010x}" for j in range(8))
 print(tmem.teach_case(k).check(regs, source="the kernel replayed on the model"))
 built = k.compile("sm_100a")
 print("compiled for sm_100a:", built.kernels(), "  (expected ['teach_tmem'])")
-if bwlab.tier("tmem") not in ("hardware", "emulated"):
-    print("The GPU result needs an sm_100-family GPU: this machine has no TMEM.")
 
 # %% tags=["nbval-ignore-output"]
 print(tmem.teach_case(k).results())   # an sm_100 GPU, or the kernel's PTX in bwlab's emulator
@@ -554,10 +552,6 @@ for acc in forms:
     print(f"{acc.label():16s} {str(got.shape):15s} r0 = {got[1, 0, t, 0]:#010x} = lane {lane}, column {col}  "
           f"(expected lane {el}, column {ec}: D[{el}][{ec}] = {np.float32(D[el, ec]).view(np.uint32):#010x}); "
           f"PTX: {n_ld} x tcgen05.ld")
-if bwlab.tier("tmem") == "emulated":
-    print("No sm_100 GPU here: the next cell runs each form's kernel in bwlab's PTX emulator.")
-elif bwlab.tier("tmem") != "hardware":
-    print("The GPU result needs an sm_100-family GPU: this machine has no TMEM.")
 
 # %% tags=["nbval-ignore-output"]
 for acc in forms:

@@ -44,7 +44,6 @@ from bwlab.epilogue import (SmemTile, RegisterStorePlan, EpilogueOrdering, Epilo
                             OrderingError, tma_store_model, tma_reduce_add_model, epilogue_model)
 from bwlab.tma import TensorMap, tma_load_model
 from bwlab.lab import TeachingKernel, CompileError
-HARDWARE = device.tier("store") == "hardware"   # timings need the GPU itself
 
 # %% [markdown]
 # ## 1. The kernel, top to bottom
@@ -670,12 +669,12 @@ print("expected: all equal. The H100 validation (>= 500 random stores and reduce
 # H100's report, with the command that made it.
 
 # %% tags=["nbval-ignore-output"]
-if HARDWARE:
+if device.on_gpu("store"):   # timings need the GPU itself
     from bwlab.checks.store import bench_main
     bench_main(["--rows", "8192", "--cols", "8192", "--repeat", "10"])
 else:
-    from bwlab.results import recorded
-    report = recorded("store_bench_h100.txt").splitlines()
+    from bwlab.results import report_text
+    report = report_text("store_bench_h100.txt").splitlines()
     print("recorded on an NVIDIA H100 80GB HBM3 (docs/results/store_bench_h100.txt):")
     print("\n".join(report[1:12] + [""] + report[-7:-5]))
 

@@ -30,7 +30,6 @@
 
 # %% tags=["nbval-ignore-output"]
 import bwlab
-from bwlab.flow import flow_tier
 bwlab.banner()
 bwlab.device.where("umma", print_it=True);   # the trip runs where its tcgen05 stage does
 
@@ -40,7 +39,6 @@ import matplotlib.pyplot as plt
 from bwlab import flow as F
 from bwlab.lab import fold     # a long output: its head, the rest folded
 from bwlab.flow import Flow, plot_hop
-TIER = flow_tier()
 
 flow = Flow(seed=0)
 p = flow.problem
@@ -214,7 +212,7 @@ for src in ("GPU", "emulator", "model"):
         print(f"  from the {src:<8s}: " + ", ".join(hops))
 print(gpu.table())
 print(flow.check(gpu))
-if TIER in ("model", "emulated"):   # Hopper's own kernel, as an H100 ran it
+if not bwlab.device.on_gpu(flow.device_stage):   # Hopper's own kernel, as an H100 ran it
     rec = flow.recorded().recording
     native = np.asarray(rec["native_d"])[:p.M]
     print("Hopper's own TMA + wgmma kernel (full_flow_hopper), D == NumPy:",

@@ -45,7 +45,7 @@ import matplotlib.pyplot as plt
 from bwlab.gemm import ladder, report, occupancy
 from bwlab.gemm import pictures as GP
 from bwlab.gemm.timeline import timeline
-from bwlab.results import load_recording, recorded
+from bwlab.results import load_recording
 from bwlab.source import show_source
 from bwlab.util import ceil_div
 from bwlab.lab import fold      # a long output: its head, the rest folded
@@ -589,7 +589,7 @@ plt.show()
 # lines the H100 printed at 4096³ when the recording was made.
 
 # %% tags=["nbval-ignore-output"]
-small = device.tier("tma") == "emulated"
+small = not device.on_gpu("tma")   # the emulator (or the model): a small problem
 shape, steps = ((256, 256, 64), ladder.STEPS[::5]) if small else ((1024, 1024, 1024), ladder.STEPS)
 for s in steps:
     print(GemmCase(s, *shape, seed=1).results())

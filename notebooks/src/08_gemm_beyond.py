@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt
 from bwlab.gemm import ladder, report
 from bwlab.gemm import pictures as GP
 from bwlab.lab import fold      # a long output: its head, the rest folded
-from bwlab.results import recorded
+from bwlab.results import report_text
 
 # %% [markdown]
 # ## 1. A protocol that holds under the power cap
@@ -154,8 +154,8 @@ print(report.predictions(["sk_split_k"], REPORTS))
 # run 3's kernel) and with Nsight Compute (DRAM bytes and DRAM throughput over the kernel's duration):
 
 # %%
-print("\n".join(line for line in recorded("skinny_probe_h100.txt").splitlines() if "PASS" not in line))
-for line in recorded("skinny_ncu_h100.txt").splitlines():
+print("\n".join(line for line in report_text("skinny_probe_h100.txt").splitlines() if "PASS" not in line))
+for line in report_text("skinny_ncu_h100.txt").splitlines():
     if line.strip().startswith(("gemm (", "dram__bytes_read", "dram__throughput", "gpu__time")):
         print(line.rstrip())
 
@@ -224,7 +224,7 @@ probe = re.compile(r"(\S+)\s+(\S+): C ok (\w+);.*inside a tile: median (\d+); pe
                    r"\(median (\d+), \d+ x 1024 = (\d+) at peak\); at the tile boundary: ([\d, ]+)")
 print(f"{'step':<20s} {'shape':>15s} {'C ok':>5s} {'slice':>6s} {'tile (median)':>14s} {'at peak':>8s} "
       f"{'tile / peak':>11s}  boundary steps")
-for line in recorded("s8_tile_cycles_h100.txt").splitlines():
+for line in report_text("s8_tile_cycles_h100.txt").splitlines():
     m = probe.match(line)
     if m:
         name, shape, ok, sl, _, tile, peak, bnd = m.groups()
@@ -248,7 +248,7 @@ for line in recorded("s8_tile_cycles_h100.txt").splitlines():
 # four an H100 keeps resident with about 193 KB of SMEM per CTA:
 
 # %%
-mc = [line.split() for line in recorded("multicast_bench_h100.txt").splitlines()
+mc = [line.split() for line in report_text("multicast_bench_h100.txt").splitlines()
       if line.split()[:3] in (["120", "2", "own"], ["120", "4", "own"])]
 for f in mc[:2]:
     c, clusters = int(f[1]), int(f[-1])
