@@ -11,9 +11,9 @@ payloads, signed zeros, infinities, INT_MIN/LLONG_MIN, shift counts past the wid
 warps), its outputs, and how a run is compared with the recording:
 
 * `Bytes`     - every output byte for byte;
-* `Within`    - an `.approx` result: within the bound the CUDA Programming Guide / PTX ISA documents
-                for the GPU's instruction (the emulator may compute the exact value), special values
-                (NaN, infinities, zero sign) exactly;
+* `Within`    - an `.approx` result: within the distance measured between the emulator's rule and an
+                H200 over every input of the instruction (docs/results/approx_h200.txt; composed for
+                a chain of them), special values (NaN, infinities, zero sign) exactly;
 * `Printf`    - the same printf lines per warp (lines start with "w<warp> "), in any order across warps;
 * `Sorted`    - outputs that are a per-thread view of an order-independent multiset (tickets,
                 inc/dec wrap sequences) compared after sorting, the rest byte for byte;
