@@ -206,7 +206,11 @@ def carry(ctx, ins, base, mods):
         if base in ("add", "addc"):
             out, cout = hi.addc(v[0], v[1], cin, ty)
         elif base in ("sub", "subc"):
-            out, cout = hi.subc(v[0], v[1], cin, ty)
+            # CC.CF after a subtraction is the carry of a + ~b + 1, i.e. NOT the borrow, and subc reads it so
+            # (a - b - (1 - CF)): the hardware's, and what NVVM's own code relies on when it reads the flag
+            # of a sub.cc with addc (unsigned __int128 division); a plain sub.cc/subc chain is the same either way
+            out, borrow = hi.subc(v[0], v[1], (1 - np.asarray(cin, np.uint64)) if use_cc else 0, ty)
+            cout = ~np.asarray(borrow, bool)
         else:
             out, cout = hi.mad_cc(v[0], v[1], v[2], ty, mode, carry_in=cin)
         wr(w, out, m)
