@@ -4,6 +4,7 @@
     python outside/run.py gpu    BUILD_DIR OUT_DIR   # load the cubins with CuPy, run, save OUT_DIR/<kernel>.npz
     python outside/run.py emu    BUILD_DIR OUT_DIR [names...]   # the same kernels in bwlab.emu
     python outside/run.py compare GPU_DIR EMU_DIR BUILD_DIR      # the table
+    python outside/run.py pack GPU_DIR BUILD_DIR DEST.npz HEADER # the recording tests/test_emu_outside.py reads
 
 Inputs are generated here from fixed seeds and explicit edge values (NaN payloads, infinities, subnormals,
 ties, INT_MIN, LLONG_MIN, shift counts past the width); every output buffer is prefilled with 0xA5.
@@ -516,6 +517,27 @@ def compare_all(gdir: Path, edir: Path, bdir: Path):
     print(counts)
 
 
+def pack(gdir: Path, bdir: Path, dest: Path, header: Path):
+    """One compressed file for the tests: every kernel's GPU outputs and printf text, the PTX each source
+    compiled to (what the emulator runs; the GPU ran the cubin of the same build) and the GPU's header."""
+    z = {}
+    for src in SOURCES:
+        z[f"ptx/{src}"] = np.frombuffer((bdir / f"{src}.ptx").read_bytes(), np.uint8)
+    status = json.loads((gdir / "status.json").read_text())
+    for kd in kernels():
+        if status.get(kd["name"]) != "ok":
+            continue
+        with np.load(gdir / f"{kd['name']}.npz") as r:
+            for key in r.files:
+                if key.startswith("out"):
+                    z[f"{kd['name']}/{key}"] = r[key]
+            z[f"{kd['name']}/printf"] = np.frombuffer(str(r["printf"]).encode(), np.uint8)
+    z["header"] = np.frombuffer(header.read_bytes(), np.uint8)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(dest, **z)
+    print(f"wrote {dest}: {dest.stat().st_size} bytes, {len(z)} arrays")
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "build":
@@ -527,5 +549,7 @@ if __name__ == "__main__":
     elif cmd == "compare":
         sys.path.insert(0, str(HERE.parent))
         compare_all(Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]))
+    elif cmd == "pack":
+        pack(Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]), Path(sys.argv[5]))
     elif cmd == "list":
         print(len(kernels()), "kernels")
