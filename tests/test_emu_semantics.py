@@ -232,3 +232,21 @@ def test_carry_flag_after_a_subtraction_is_the_carry_and_int128_division_is_exac
         X = int(x[t, 0]) | int(x[t, 1]) << 64
         Y = int(y[t, 0]) | int(y[t, 1]) << 64
         assert (int(got[t, 0]) | int(got[t, 1]) << 64, int(got[t, 2]) | int(got[t, 3]) << 64) == divmod(X, Y), t
+
+
+def test_device_variables_initialised_with_addresses():
+    """A __device__ table of function pointers and a __device__ pointer to another variable: their PTX
+    initializers name symbols (`= {_Z3twoi, ...}`, `= generic(g)+8`), placed as relocations (the reader
+    raised a bare ValueError on them before)."""
+    code = """__device__ int g[4] = {10, 20, 30, 40};
+    __device__ int* p = &g[2];
+    __device__ __noinline__ int two(int x) { return 2 * x; }
+    __device__ __noinline__ int sq(int x) { return x * x; }
+    typedef int (*fn)(int);
+    __device__ fn table[2] = {two, sq};
+    extern "C" __global__ void k(int* o) { int t = threadIdx.x; o[t] = table[t & 1](t) + *p + p[1]; }"""
+    out = emu.zeros(N, np.int32)
+    mod = emu.RawModule(code=code, name="relocs.cu")
+    mod.get_function("k")((1,), (N, 1, 1), (out,))
+    t = np.arange(N)
+    assert np.array_equal(out.get(), np.where(t & 1, t * t, 2 * t) + 70)
