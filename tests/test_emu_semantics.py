@@ -250,3 +250,16 @@ def test_device_variables_initialised_with_addresses():
     mod.get_function("k")((1,), (N, 1, 1), (out,))
     t = np.arange(N)
     assert np.array_equal(out.get(), np.where(t & 1, t * t, 2 * t) + 70)
+
+
+def test_device_assert():
+    """assert() in device code calls __assertfail: a kernel whose assertions hold runs; a failing one prints
+    CUDA's line per thread and aborts (a GPU's cudaErrorAssert) with an EmuError naming the assertion."""
+    ok = emu.zeros(N, np.int32)
+    _run("""extern "C" __global__ void k(int* o) { int t = threadIdx.x; assert(t < 1000); o[t] = t; }""", "k", (ok,))
+    assert np.array_equal(ok.get(), np.arange(N))
+    mod = emu.RawModule(code="""extern "C" __global__ void k(int* o) { int t = threadIdx.x; assert(t != 5); o[t] = t; }""",
+                        name="asserts.cu")
+    with pytest.raises(emu.EmuError, match=r"device-side assert failed[\s\S]*asserts.cu:1: void k\(int \*\): "
+                                           r"block: \[0,0,0\], thread: \[5,0,0\] Assertion `t != 5` failed\."):
+        mod.get_function("k")((1,), (N, 1, 1), (emu.zeros(N, np.int32),))
