@@ -522,7 +522,8 @@ def test_the_table_drives_decoding_and_the_convergence_rules():
         == "cp.async.bulk.tensor"
     assert table.lookup("cp.async.bulk.commit_group").kind == "plain"
     assert table.lookup("cp.async.bulk.wait_group.read").kind == "blocking"
-    assert table.lookup("pmevent") is None and table.lookup("wmma.load.a.sync.aligned.row.m16n16k16.f16") is None
+    assert table.lookup("pmevent") is None and table.lookup("brkpt") is None
+    assert table.lookup("wmma.load.a.sync.aligned.row.m16n16k16.f16").converge == "aligned"
     assert table.lookup("shfl.sync.bfly.b32").converge == "member"
     assert table.lookup("bar.sync").converge == "aligned" and table.lookup("bar.warp.sync").converge == "member"
     # what the decoder gives the scheduler comes from the row

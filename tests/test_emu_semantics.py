@@ -199,3 +199,67 @@ def test_sm100a_fp4_and_ue8m0_pair_conversions_run_as_hw_floats_defines_them():
     assert np.array_equal(g[:, 1], hf.cvt_x2(ab, cb, "f32", "ue8m0", "rp", satfinite=True))
     assert np.array_equal(g[:, 2], hf.cvt_from_x2(w1, "e2m1", "f16"))
     assert len(set(w1.tolist())) > 8
+
+
+def test_carry_flag_after_a_subtraction_is_the_carry_and_int128_division_is_exact():
+    """CC.CF after sub.cc is 1 when nothing was borrowed (what NVVM's __int128 division relies on when it
+    reads the flag with addc; an H200 agrees: tests/test_emu_outside.py, int128_arith), and subc subtracts
+    1 - CF (add.cc then subc below: the same rule read the other way, not measured on a GPU); unsigned
+    __int128 division and remainder then come out exact."""
+    a = np.array([5, 1, 0, 0xFFFFFFFF] * 8, np.uint32)
+    b = np.array([3, 2, 0, 1] * 8, np.uint32)
+    flags = emu.zeros(2 * N, np.uint32)
+    _run("""extern "C" __global__ void k(const unsigned* a, const unsigned* b, unsigned* o) { int t = threadIdx.x;
+        unsigned d, cf, d2;
+        asm("sub.cc.u32 %0, %2, %3;\\n\\taddc.u32 %1, 0, 0;" : "=r"(d), "=r"(cf) : "r"(a[t]), "r"(b[t]));
+        asm("add.cc.u32 %0, %1, %2;\\n\\tsubc.u32 %0, %1, %2;" : "=r"(d2) : "r"(a[t]), "r"(b[t]));
+        o[2*t] = cf; o[2*t+1] = d2; }""", "k", (emu.asarray(a), emu.asarray(b), flags))
+    got = flags.get().reshape(N, 2)
+    assert np.array_equal(got[:, 0], (a >= b).astype(np.uint32))
+    carry = (a.astype(np.uint64) + b) >> 32
+    assert np.array_equal(got[:, 1], ((a.astype(np.int64) - b - (1 - carry.astype(np.int64))) & 0xFFFFFFFF))
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 2**64, (N, 2), dtype=np.uint64)
+    y = rng.integers(1, 2**64, (N, 2), dtype=np.uint64)
+    y[: N // 2, 1] = 0                                    # 64-bit divisors take the other path
+    q = emu.zeros(4 * N, np.uint64)
+    _run("""extern "C" __global__ void k(const unsigned __int128* x, const unsigned __int128* y,
+                                           unsigned __int128* o) { int t = threadIdx.x;
+        o[2*t] = x[t] / y[t]; o[2*t+1] = x[t] % y[t]; }""", "k", (emu.asarray(x), emu.asarray(y), q),
+         options=("--device-int128",))
+    got = q.get().reshape(N, 4)
+    for t in range(N):
+        X = int(x[t, 0]) | int(x[t, 1]) << 64
+        Y = int(y[t, 0]) | int(y[t, 1]) << 64
+        assert (int(got[t, 0]) | int(got[t, 1]) << 64, int(got[t, 2]) | int(got[t, 3]) << 64) == divmod(X, Y), t
+
+
+def test_device_variables_initialised_with_addresses():
+    """A __device__ table of function pointers and a __device__ pointer to another variable: their PTX
+    initializers name symbols (`= {_Z3twoi, ...}`, `= generic(g)+8`), placed as relocations (the reader
+    raised a bare ValueError on them before)."""
+    code = """__device__ int g[4] = {10, 20, 30, 40};
+    __device__ int* p = &g[2];
+    __device__ __noinline__ int two(int x) { return 2 * x; }
+    __device__ __noinline__ int sq(int x) { return x * x; }
+    typedef int (*fn)(int);
+    __device__ fn table[2] = {two, sq};
+    extern "C" __global__ void k(int* o) { int t = threadIdx.x; o[t] = table[t & 1](t) + *p + p[1]; }"""
+    out = emu.zeros(N, np.int32)
+    mod = emu.RawModule(code=code, name="relocs.cu")
+    mod.get_function("k")((1,), (N, 1, 1), (out,))
+    t = np.arange(N)
+    assert np.array_equal(out.get(), np.where(t & 1, t * t, 2 * t) + 70)
+
+
+def test_device_assert():
+    """assert() in device code calls __assertfail: a kernel whose assertions hold runs; a failing one prints
+    CUDA's line per thread and aborts (a GPU's cudaErrorAssert) with an EmuError naming the assertion."""
+    ok = emu.zeros(N, np.int32)
+    _run("""extern "C" __global__ void k(int* o) { int t = threadIdx.x; assert(t < 1000); o[t] = t; }""", "k", (ok,))
+    assert np.array_equal(ok.get(), np.arange(N))
+    mod = emu.RawModule(code="""extern "C" __global__ void k(int* o) { int t = threadIdx.x; assert(t != 5); o[t] = t; }""",
+                        name="asserts.cu")
+    with pytest.raises(emu.EmuError, match=r"device-side assert failed[\s\S]*asserts.cu:1: void k\(int \*\): "
+                                           r"block: \[0,0,0\], thread: \[5,0,0\] Assertion `t != 5` failed\."):
+        mod.get_function("k")((1,), (N, 1, 1), (emu.zeros(N, np.int32),))

@@ -201,12 +201,32 @@ class RawModule:
         return Global(self._globals[name])
 
 
+def _reachable(program, name) -> set:
+    """The functions kernel `name` may execute: itself and what its calls reach, transitively; a call
+    through a register (a function pointer) may reach any function of the module."""
+    funcs = program.module.functions
+    seen, todo = {name}, [name]
+    while todo:
+        f = funcs.get(todo.pop())
+        for ins in (f.body if f is not None else ()):
+            if not ins.op.startswith("call"):
+                continue
+            target = getattr(ins, "label", None) or ""
+            if target.startswith("%"):
+                return {n for n, g in funcs.items() if not g.entry} | {name}
+            if target in funcs and target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
 def _note_approximate(program, name):
-    """Never silently exact: a kernel using approximate instructions (in its body or a function of the
-    module) is told, once per kernel and instruction, how close the emulator's results of those are."""
+    """Never silently exact: a kernel using approximate instructions (in its body or a function it may
+    call) is told, once per kernel and instruction, how close the emulator's results of those are."""
     ops = {}
+    reach = _reachable(program, name)
     for fname, found in program.approximate.items():
-        if fname == name or fname not in program.entry_pc:
+        if fname in reach:
             for op, line in found.items():
                 ops.setdefault(op, line)
     if not ops:

@@ -80,9 +80,7 @@ class Program:
         for v in ext:
             self.shared[v.name] = self.dynamic_offset
             self.dynamic_shared = v.name
-        for v in self.module.variables:
-            if v.space in ("global", "const"):
-                self.global_addr[v.name] = global_address(v)
+        self._place_globals(global_address)
         loff = 0
         for f in self.module.functions.values():
             for v in f.variables:
@@ -109,6 +107,36 @@ class Program:
                 self.callparam[(f.name, p.name)] = coff
                 coff += p.size
         self.callparam_size = max(coff, 8)
+
+    def _place_globals(self, global_address):
+        """Allocate the module's .global/.const variables; an initializer that names a function (a table of
+        function pointers) or another variable gets that symbol's address, so a variable is placed after
+        the variables its initializer names."""
+        from .isa.control import func_address
+        pending = [v for v in self.module.variables if v.space in ("global", "const")]
+        while pending:
+            later = []
+            for v in pending:
+                syms = {s for _, _, s, _ in v.relocs}
+                unknown = [s for s in syms if s not in self.module.functions and s not in self.global_addr
+                           and s not in {u.name for u in pending}]
+                if unknown:
+                    raise ptx.PtxError(f"the initializer of {v.name} names {', '.join(sorted(unknown))}, which is "
+                                       "neither a function nor a .global/.const variable of this module")
+                if any(s not in self.module.functions and s not in self.global_addr for s in syms):
+                    later.append(v)
+                    continue
+                if v.relocs:
+                    data = bytearray(v.init)
+                    for off, n, sym, add in v.relocs:
+                        a = func_address(self, sym) if sym in self.module.functions else self.global_addr[sym]
+                        data[off:off + n] = ((a + add) & ((1 << (8 * n)) - 1)).to_bytes(n, "little")
+                    v.init = bytes(data)
+                self.global_addr[v.name] = global_address(v)
+            if len(later) == len(pending):
+                raise ptx.PtxError("the initializers of " + ", ".join(v.name for v in later) + " name each other "
+                                   "in a cycle; the emulator places a variable after those its initializer names")
+            pending = later
 
     # ---- decoding ------------------------------------------------------------------------------
     def _decode(self):

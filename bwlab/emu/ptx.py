@@ -45,6 +45,9 @@ class Variable:
     size: int               # bytes (0 for extern .shared: the dynamic shared memory)
     init: bytes | None = None
     extern: bool = False
+    # initializer entries that name a symbol (`= {func, generic(var)+8}`): (byte offset, width, symbol, addend),
+    # resolved to addresses when the program places its variables (Program._layout)
+    relocs: tuple = ()
 
 
 @dataclass
@@ -242,19 +245,32 @@ def _parse_decl(stmt: str):
     return space, typ, align, " ".join(names).strip(), init, extern
 
 
-def _init_bytes(init: str, typ: str, size: int) -> bytes:
+_SYM_INIT = re.compile(r"(generic\()?\s*([A-Za-z_$%][\w$]*)\s*\)?\s*(?:\+\s*(\d+))?")
+
+
+def _init_bytes(init: str, typ: str, size: int) -> tuple[bytes, tuple]:
+    """An initializer's bytes, and its entries that name a symbol (a function: a function pointer table;
+    a variable, plain or `generic(var)`, with an optional `+ offset`) as relocations, left 0 here."""
     vals = [v.strip() for v in init.strip().strip("{}").split(",") if v.strip()]
     n = type_bytes(typ)
     out = bytearray(size)
+    relocs = []
     for k, v in enumerate(vals):
         if re.fullmatch(r"0[fF][0-9a-fA-F]{8}", v):
             x = int(v[2:], 16)
         elif re.fullmatch(r"0[dD][0-9a-fA-F]{16}", v):
             x = int(v[2:], 16)
-        else:
+        elif re.fullmatch(r"[-+]?(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9]\d*|0[bB][01]+)[uU]?", v):
             x = int(v.rstrip("uU"), 0)
+        else:
+            m = _SYM_INIT.fullmatch(v)
+            if not m:
+                raise PtxError(f"cannot read the initializer entry {v!r} (a number, a symbol, generic(symbol), "
+                               "each with an optional + offset)")
+            relocs.append((k * n, n, m.group(2), int(m.group(3) or 0)))
+            x = 0
         out[k * n:(k + 1) * n] = (x & ((1 << (8 * n)) - 1)).to_bytes(n, "little")
-    return bytes(out)
+    return bytes(out), tuple(relocs)
 
 
 def _variable(stmt: str, space: str) -> Variable:
@@ -268,8 +284,8 @@ def _variable(stmt: str, space: str) -> Variable:
     size = n * (int(count) if count else (0 if brk else 1))
     if brk and not count:
         extern = True
-    return Variable(name, space, align or n, size,
-                    _init_bytes(init, typ, size) if init else None, extern)
+    data, relocs = _init_bytes(init, typ, size) if init else (None, ())
+    return Variable(name, space, align or n, size, data, extern, relocs)
 
 
 _REGS = re.compile(r"^(%?[$\w]+)\s*(?:<\s*(\d+)\s*>)?$")

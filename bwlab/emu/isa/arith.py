@@ -110,18 +110,20 @@ _RND = ("rn", "rz", "rm", "rp")
 def _contraction(ctx, ins, base, mods, ty):
     """ptxas's contraction (PTX ISA, mul/add: "mul/add sequences with no rounding modifiers may be
     optimized to use fused-multiply-add instructions"; ptxas does so by default): an add/sub.f32/f64
-    without a rounding modifier whose operand is the product of a mul without one, written once, in
-    the same basic block and from registers written once, is computed as one fma. Returns the body,
+    without a rounding modifier whose operand is the product of a mul without one, written once, read by
+    this instruction alone, in the same basic block and from registers written once, is computed as one fma. Returns the body,
     or None where the instruction is not contracted."""
     if base not in ("add", "sub") or ty not in ("f32", "f64") or any(m in _RND or m == "sat" for m in mods):
         return None
     func = ctx.func
-    pos, writes, _ = _uses(ctx)
+    pos, writes, reads = _uses(ctx)
     if id(ins) not in pos:
         return None
     here = pos[id(ins)]
     for k, op in enumerate(ins.args[1:3]):
-        if op[0] != "reg" or len(writes.get(op[1], ())) != 1:
+        # the product must have no other reader: ptxas keeps FMUL + FADD when the product is used again
+        # (H200: a layernorm's d*d both shuffled to other lanes and added gave the unfused sum)
+        if op[0] != "reg" or len(writes.get(op[1], ())) != 1 or len(reads.get(op[1], ())) != 1:
             continue
         j = writes[op[1]][0]
         mul = func.body[j]

@@ -107,6 +107,9 @@ def call(ctx, ins, base, mods):
     if target == "vprintf" and target not in ctx.prog.module.functions:   # printf (isa/printf.py)
         from .printf import vprintf
         return vprintf(ctx, ins)
+    if target == "__assertfail" and target not in ctx.prog.module.functions:   # assert() (isa/printf.py)
+        from .printf import assertfail
+        return assertfail(ctx, ins)
     here = ctx.base + next(k for k, x in enumerate(ctx.func.body) if x is ins)
     if target.startswith("%"):
         rt = bits_reader(ctx, ("reg", target), "u64")

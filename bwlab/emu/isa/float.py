@@ -173,12 +173,40 @@ def _approx(op, ty, mods):
     ftz = "ftz" in mods
     if ty == "f32":
         return lambda a: ha.f32(op, a, ftz=ftz)
+    if ty == "f64" and op == "rsqrt" and not ftz:
+        return _rsqrt_f64_exact
     if ty == "f64":
         return lambda a: ha.f64(op, a)
     if ha.table16(op, ty, np.zeros(1, np.uint16)) is None:
         raise UnsupportedInstruction(f"{op}.approx.{ty}: the H200's table (docs/results/approx/approx16_h200.npz) "
                                      "is missing")
     return lambda a: ha.table16(op, ty, a)
+
+
+def _rsqrt_f64_exact(a):
+    """rsqrt.approx.f64 (without .ftz; what CUDA's rsqrt(double) compiles to): ptxas refines the unit's
+    high-word estimate to the full f64 result. An H200 gave 1/sqrt(x) correctly rounded for every one of
+    66 positive inputs (subnormals to 1e300) of the outside corpus's math_double, and for the rest: +-0 ->
+    +-inf, +inf -> +0, x < 0 and -inf -> 0xfff8000000000000, a NaN -> itself quieted. Computed exactly
+    (80 decimal digits, one rounding to f64: 1/sqrt of an f64 is never an f64 midpoint)."""
+    from decimal import Decimal, localcontext
+    bits = np.asarray(a, np.uint64)
+    x = bits.view(np.float64)
+    out = np.empty_like(bits)
+    with localcontext() as c:
+        c.prec = 80
+        for i, (b, v) in enumerate(zip(bits.tolist(), x.tolist())):
+            if v != v:
+                out[i] = b | (1 << 51)
+            elif v == 0:
+                out[i] = 0xFFF0000000000000 if b >> 63 else 0x7FF0000000000000
+            elif v < 0:
+                out[i] = 0xFFF8000000000000
+            elif v == float("inf"):
+                out[i] = 0
+            else:
+                out[i] = np.float64(float(1 / Decimal(v).sqrt())).view(np.uint64)
+    return out
 
 
 def _approx_unary(op):
@@ -209,7 +237,7 @@ def atomic_add(ty, mods):
     """The arithmetic of atom/red.add on a float type: f(old, b) -> new, NumPy scalars of the memory's
     dtype. atom.add.f32 rounds to nearest and flushes subnormal inputs and results in global memory
     (PTX ISA, atom; H200) but keeps them in shared memory (H200: atom.shared.add.f32); .f64 rounds to
-    nearest; .noftz.f16/.bf16 and their x2 pairs keep subnormals (each half separately)."""
+    nearest and returns a NaN operand as it is (not quieted); .noftz.f16/.bf16 and their x2 pairs keep subnormals (each half separately)."""
     scalar = ty[:-2] if ty.endswith("x2") else ty
     bits = {"f16": np.uint16, "bf16": np.uint16, "f32": np.uint32, "f64": np.uint64}[scalar]
     ftz = ty == "f32" and not any(m.startswith("shared") for m in mods)
@@ -220,6 +248,10 @@ def atomic_add(ty, mods):
         y = np.asarray([b]).astype(dt).view(x.dtype)
         if ty.endswith("x2"):
             r = hf.packed2(hf.add, x, y, typ=scalar)
+        elif scalar == "f64" and (np.isnan(x.view(np.float64)) | np.isnan(y.view(np.float64))).any():
+            # a NaN operand comes back unchanged, a signaling one not quieted (H200: memory sNaN + 1.5 and
+            # 1.5 + operand sNaN both left 0x7ff0000000000001); two NaNs: the memory's (not measured)
+            r = x if np.isnan(x.view(np.float64)).any() else y
         else:
             r = hf.add(x, y, scalar, ftz=ftz)
         return np.asarray(r).astype(x.dtype).view(dt)[0]

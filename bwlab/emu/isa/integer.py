@@ -189,7 +189,10 @@ def _cc_register(ctx):
 
 def carry(ctx, ins, base, mods):
     """Extended-Precision Integer Arithmetic: add.cc, addc{.cc}, sub.cc, subc{.cc}, mad{c}.{lo,hi}{.cc}
-    (32- and 64-bit): the carry (borrow for sub) in CC.CF, a per-lane bit of the function's state."""
+    (32- and 64-bit): CC.CF, a per-lane bit of the function's state, holds the carry out of an addition and,
+    after a subtraction, the carry of a + ~b + 1 (1 when nothing was borrowed; subc computes a - b - (1 - CF)).
+    The ISA's text calls it a borrow; the H200 and NVVM's own __int128 division (a sub.cc read by addc) agree
+    on the carry (outside corpus, int128_arith)."""
     ty = types(mods)[-1]
     if WIDTH[ty] not in (32, 64):
         raise UnsupportedInstruction(f"`{ins.op}`: carry instructions take 32- or 64-bit types")
@@ -206,7 +209,11 @@ def carry(ctx, ins, base, mods):
         if base in ("add", "addc"):
             out, cout = hi.addc(v[0], v[1], cin, ty)
         elif base in ("sub", "subc"):
-            out, cout = hi.subc(v[0], v[1], cin, ty)
+            # CC.CF after a subtraction is the carry of a + ~b + 1, i.e. NOT the borrow, and subc reads it so
+            # (a - b - (1 - CF)): the hardware's, and what NVVM's own code relies on when it reads the flag
+            # of a sub.cc with addc (unsigned __int128 division); a plain sub.cc/subc chain is the same either way
+            out, borrow = hi.subc(v[0], v[1], (1 - np.asarray(cin, np.uint64)) if use_cc else 0, ty)
+            cout = ~np.asarray(borrow, bool)
         else:
             out, cout = hi.mad_cc(v[0], v[1], v[2], ty, mode, carry_in=cin)
         wr(w, out, m)

@@ -194,3 +194,48 @@ def vprintf(ctx, ins):
         out.extend(lines)
         w.pc[group] += 1
     return body
+
+
+def assertfail(ctx, ins):
+    """The body of `call __assertfail, (message, file, line, function, charSize)`: what a failed `assert()`
+    in device code calls. Like a GPU, each asserting thread's line is printed as CUDA formats it
+    ("file:line: function: block: [x,y,z], thread: [x,y,z] Assertion `expr` failed.") and the kernel
+    aborts (the GPU's cudaErrorAssert): an EmuError naming the threads and the assertion."""
+    rets, args = ins.args
+    if len(args) != 5:
+        raise UnsupportedInstruction("__assertfail takes five parameters (message, file, line, function, charSize)")
+    cp = ctx.prog.callparam
+    offs = [cp[(ctx.func.name, a[1])] for a in args]
+
+    def cstring(w, lane, addr, limit=4096):
+        one = np.arange(32) == lane
+        out = bytearray()
+        while len(out) < limit:
+            b = int(w.machine.mem.read(w, "generic", np.full(32, addr + len(out), np.uint64), 1, one, ins)[lane, 0])
+            if b == 0:
+                break
+            out.append(b)
+        return out.decode("utf-8", errors="replace")
+
+    def body(w, group, em):
+        if not em.any():
+            w.pc[group] += 1
+            return
+        ptr = [w.cparam[:, o:o + 8].copy().view(np.uint64)[:, 0] for o in offs]
+        lines = []
+        tid = [w.special(f"%tid.{a}") for a in "xyz"]
+        cta = tuple(w.cta.ctaid)
+        for lane in _lanes(em):
+            msg, file, func = (cstring(w, lane, int(ptr[k][lane])) for k in (0, 1, 3))
+            line = int(ptr[2][lane]) & 0xFFFFFFFF
+            t = ",".join(str(int(v[lane])) for v in tid)
+            lines.append(f"{file}:{line}: {func}: block: [{','.join(map(str, cta))}], thread: [{t}] "
+                         f"Assertion `{msg}` failed.")
+        out = getattr(w.machine, "printf", None)
+        if out is None:
+            out = w.machine.printf = []
+        out.extend(ln + "\n" for ln in lines)
+        from ..errors import EmuError
+        raise EmuError(f"{w.who(em)} at {w.machine.where(ins)}: device-side assert failed (a GPU aborts the "
+                       f"kernel: cudaErrorAssert):\n" + "\n".join(lines[:8]) + ("\n..." if len(lines) > 8 else ""))
+    return body

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from . import compare, control, conversion, data, float as fp, integer, logic, mma_sync, sync, warp
+from . import compare, control, conversion, data, float as fp, integer, logic, mma_sync, sync, warp, wmma
 from .arith import arithmetic
 from .asynchronous import bulk, mbarrier, tcgen05, tmem_access, wgmma
 from .operands import nop
@@ -169,6 +169,9 @@ ROWS = [
     # -- warp-level matrix multiply-accumulate ------------------------------------------------------
     Row("mma.sync", mma_sync.mma, converge="aligned", section=f"{WMM}: mma"),
     Row("ldmatrix", mma_sync.ldmatrix, converge="aligned", section=f"{WMM}: ldmatrix"),
+    Row("wmma.load", wmma.load, converge="aligned", section=f"{WMM}: wmma.load"),
+    Row("wmma.mma", wmma.mma, converge="aligned", section=f"{WMM}: wmma.mma"),
+    Row("wmma.store", wmma.store, converge="aligned", section=f"{WMM}: wmma.store"),
     # -- mbarrier -------------------------------------------------------------------------------------
     Row("mbarrier.init", mbarrier.init, section=f"{SYN}: mbarrier.init"),
     Row("mbarrier.inval", mbarrier.inval, section=f"{SYN}: mbarrier.inval"),
