@@ -1,12 +1,12 @@
-"""The outside corpus (outside/*.cu: 73 ordinary kernels written without reading the project's own corpus)
+"""The outside corpus (tests/outside/*.cu: 73 ordinary kernels written without reading the project's own corpus)
 against its H200 recording: the emulator runs the PTX the GPU's cubin was built from, with the inputs
-outside/run.py generates, and every output must equal the GPU's byte for byte (printf: the same lines per
+tests/outside/run.py generates, and every output must equal the GPU's byte for byte (printf: the same lines per
 warp; order-independent multisets sorted). Kernels whose results go through approximate instructions
 (MUFU: expf, rsqrtf, __sinf, powf's reciprocal, ...) are held to the distance from the H200 the emulator
 showed when this recording was made; `KNOWN` lists what the emulator does not yet reproduce.
 wmma_gemm (nvcuda::wmma, f32 and f16 accumulators) checks bwlab/emu/isa/wmma.py.
 
-Re-record on a GPU: python outside/run.py build B && python outside/run.py gpu B G && python outside/run.py
+Re-record on a GPU: python tests/outside/run.py build B && python tests/outside/run.py gpu B G && python tests/outside/run.py
 pack G B tests/data/emu_outside/h200.npz HEADER (docs/results/emu_outside_h200.txt).
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from bwlab import emu
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "emu_outside" / "h200.npz"
 
-_spec = importlib.util.spec_from_file_location("outside_run", ROOT / "outside" / "run.py")
+_spec = importlib.util.spec_from_file_location("outside_run", ROOT / "tests" / "outside" / "run.py")
 run = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(run)
 
@@ -44,12 +44,7 @@ APPROX = {
 }
 
 # kernel -> why the emulator does not reproduce it yet (the test expects the difference: strict xfail)
-KNOWN = {
-    "nan_payloads": "add.f64/min.f64 of two NaNs: the H200 returns the second operand's NaN (quieted); "
-                    "bwlab.hw.floats returns the first",
-    "vector_loads": "sub.f64 of a quiet NaN and a signaling NaN: the H200 returns the second (quieted); "
-                    "bwlab.hw.floats returns the first",
-}
+KNOWN: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ So load -> mma -> store, fill_fragment and element-wise loops over `frag.x[i]` g
 that reads a particular element position of a fragment depends on a layout the ISA does not fix.
 
 wmma.mma accumulates as mma.sync does on Hopper (mma_sync.block_fma: one block of the whole K = 16); an
-H200 recording (outside/warp.cu's wmma_gemm: two k-steps into f32 and into f16) agrees bit for bit.
+H200 recording (tests/outside/warp.cu's wmma_gemm: two k-steps into f32 and into f16) agrees bit for bit.
 """
 from __future__ import annotations
 

@@ -26,9 +26,10 @@ Rules we follow (PTX ISA 8.x/9.x section numbers; CUDA 13 headers where the ISA 
 * `.sat` clamps a float result to [0.0, 1.0]; a NaN result becomes +0.0. `.relu` (f16/bf16 fma,
   cvt): negative results and -0 become +0 (H200), NaN results the canonical NaN.
 * NaN results of f32, f16 and bf16 arithmetic are canonical: 0x7fffffff, 0x7fff, 0x7fff; so are
-  `abs`/`neg` of a NaN (H200). f64 arithmetic returns its first NaN operand, quieted, and a NaN it
+  `abs`/`neg` of a NaN (H200). f64 arithmetic returns its NaN operand, quieted (of two, the one whose quieted
+  payload is larger: what both H200 recordings fit, the corpus and the outside one), and a NaN it
   generates (0*inf, inf-inf, 0/0, sqrt(-1)) is F64_NAN = 0xfff8000000000000; `neg.f64` leaves a
-  NaN as it is; `min/max.f64` of two NaNs return the first (H200).
+  NaN as it is; `min/max.f64` of two NaNs the same choice (H200).
 * NaNs through `cvt` (H200; see `_cvt_nan`): f64 -> f32/f16/bf16 keep the sign and the payload's
   top bits; f32 -> f64 keeps them too, but `cvt.ftz.f64.f32` gives 0x7fffffffe0000000; f16 -> f32
   gives 0x7fffffff, bf16 -> f32 shifts the bits; f32 -> f16/bf16 gives 0x7fff; f32 -> tf32 rounds

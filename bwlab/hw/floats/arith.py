@@ -98,12 +98,19 @@ def _fast_f32(op, bs, ftz):
 
 
 def _f64_nan(out, r, operands):
-    """NaN results of f64 arithmetic: the first NaN operand, quieted; else the generated F64_NAN."""
+    """NaN results of f64 arithmetic: the NaN operand with the larger quieted payload (the first on a tie),
+    quieted; else the generated F64_NAN."""
     quiet = _U64(1 << 51)
+    mant = _U64((1 << 52) - 1)
     nan_out = np.full(out.shape, _U64(F64_NAN))
-    for b in reversed(operands):
-        b = np.asarray(b, np.uint64)
-        nan_out = np.where(np.isnan(b.view(np.float64)), b | quiet, nan_out)
+    best = np.full(out.shape, -1, np.int64)
+    for b in operands:
+        b = np.asarray(b, np.uint64) | np.zeros(out.shape, np.uint64)
+        q = b | quiet
+        pay = (q & mant).astype(np.int64)
+        take = np.isnan(b.view(np.float64)) & (pay > best)
+        nan_out = np.where(take, q, nan_out)
+        best = np.where(take, pay, best)
     return np.where(np.isnan(r), nan_out, out).astype(np.uint64)
 
 
@@ -289,8 +296,10 @@ def _minmax(a, b, typ, want_max, nan=False, xorsign_abs=False, ftz=False):
         pick_a = (va < vb) | ((va == vb) & np.signbit(va))
     out = np.where(pick_a, a, b)
     canon = f.storage(_special(f, "nan"))
-    if typ == "f64":          # f64 keeps NaN payloads (H200): both NaN -> a, quieted
-        canon = a | f.storage(1 << 51)
+    if typ == "f64":          # f64 keeps NaN payloads (H200): both NaN -> the larger quieted payload
+        qa, qb = a | f.storage(1 << 51), b | f.storage(1 << 51)
+        m = f.storage((1 << 52) - 1)
+        canon = np.where((qb & m) > (qa & m), qb, qa)
     if nan:
         out = np.where(na | nb, canon, out)
     else:

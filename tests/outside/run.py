@@ -1,10 +1,10 @@
-"""Run the outside corpus (outside/*.cu) on a GPU (CuPy) or in bwlab.emu, save every output, compare.
+"""Run the outside corpus (tests/outside/*.cu) on a GPU (CuPy) or in bwlab.emu, save every output, compare.
 
-    python outside/run.py build  BUILD_DIR           # NVRTC sm_90a: PTX + cubin per source file (no GPU needed)
-    python outside/run.py gpu    BUILD_DIR OUT_DIR   # load the cubins with CuPy, run, save OUT_DIR/<kernel>.npz
-    python outside/run.py emu    BUILD_DIR OUT_DIR [names...]   # the same kernels in bwlab.emu
-    python outside/run.py compare GPU_DIR EMU_DIR BUILD_DIR      # the table
-    python outside/run.py pack GPU_DIR BUILD_DIR DEST.npz HEADER # the recording tests/test_emu_outside.py reads
+    python tests/outside/run.py build  BUILD_DIR           # NVRTC sm_90a: PTX + cubin per source file (no GPU needed)
+    python tests/outside/run.py gpu    BUILD_DIR OUT_DIR   # load the cubins with CuPy, run, save OUT_DIR/<kernel>.npz
+    python tests/outside/run.py emu    BUILD_DIR OUT_DIR [names...]   # the same kernels in bwlab.emu
+    python tests/outside/run.py compare GPU_DIR EMU_DIR BUILD_DIR      # the table
+    python tests/outside/run.py pack GPU_DIR BUILD_DIR DEST.npz HEADER # the recording tests/test_emu_outside.py reads
 
 Inputs are generated here from fixed seeds and explicit edge values (NaN payloads, infinities, subnormals,
 ties, INT_MIN, LLONG_MIN, shift counts past the width); every output buffer is prefilled with 0xA5.
