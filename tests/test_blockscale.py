@@ -348,3 +348,28 @@ def test_a_wrong_scale_factor_id_is_named(_emulated):
                 "const u32 s = i * BS_SCALES_PER_MMA, atom = s / 4, id = s % 4 + 1;")
     with pytest.raises(EmuError, match=r"scale factor A ID with .scale_vec::4X is one of \(0,\) .*, got 1 .*Scale Factor A ID"):
         run_teach_blockscaled(BlockScaledCase("nvfp4", 64), kernel=k)
+
+
+# ---- ptxas agrees with the scale_vec table ---------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", list(bs.BLOCK_KINDS))
+def test_ptxas_accepts_exactly_the_scale_vec_forms_of_the_table(kind):
+    """Each kind with each .scale_vectorsize qualifier (or none): ptxas (sm_100a) assembles it exactly when
+    `scale_vec_of` accepts it (PTX ISA Tables 54 and 55; the scale type is in the idesc, not checked here)."""
+    from bwlab.compile import CompileError, compile_text
+    for q in (None, "scale_vec::1X", "scale_vec::2X", "scale_vec::4X", "block16", "block32"):
+        form = f"tcgen05.mma.cta_group::1.kind::{kind}.block_scale" + (f".{q}" if q else "")
+        src = ('extern "C" __global__ void k(unsigned t, unsigned long long d, unsigned i, unsigned s, unsigned c) {\n'
+               '  asm volatile("{\\n\\t.reg .pred p;\\n\\tsetp.ne.b32 p, %4, 0;\\n\\t' + form +
+               ' [%0], %1, %1, %2, [%3], [%3], p;\\n\\t}" :: "r"(t), "l"(d), "r"(i), "r"(s), "r"(c) : "memory");\n}\n')
+        try:
+            compile_text(src, "forms.cu", arch="sm_100a")
+            assembled = True
+        except CompileError:
+            assembled = False
+        try:
+            bs.scale_vec_of(kind, q)
+            legal = True
+        except MmaRuleError:
+            legal = False
+        assert assembled == legal, form
