@@ -373,3 +373,17 @@ def test_ptxas_accepts_exactly_the_scale_vec_forms_of_the_table(kind):
         except MmaRuleError:
             legal = False
         assert assembled == legal, form
+
+
+def test_scale_smem_reused_before_the_commit_is_named_and_after_it_is_fine(_emulated):
+    """tcgen05.cp reads its source asynchronously, like the MMA its operands: SMEM it reads may be written
+    again only once the commit's mbarrier phase completed and reached the writer."""
+    from bwlab.emu.errors import AsyncReadHazard
+    reuse = "    if (warp == 1) sfa_smem[lane] = make_uint4(0, 0, 0, 0);  // the scale buffer reused\n"
+    wait = "    // 4. Wait for the MMAs, read D back.\n"
+    k = _edited(wait, "    __syncthreads();\n" + reuse + wait)
+    with pytest.raises(AsyncReadHazard, match=r"tcgen05.cp.32x128b.warpx4 source .* may still be reading"):
+        run_teach_blockscaled(BlockScaledCase("mxfp8", 64), kernel=k)
+    after = "    const bool mma_complete = __syncthreads_or(done) != 0;\n"
+    case = BlockScaledCase("mxfp8", 64)
+    assert np.array_equal(run_teach_blockscaled(case, kernel=_edited(after, after + reuse)), case.model())
