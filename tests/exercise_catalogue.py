@@ -437,11 +437,6 @@ def _bs_idesc(a, b, N, i, j, m_at=27, m_shift=7, st=1, swap=False):
         | (i << 29)
 
 
-def _scale_b_edit(line):
-    from bwlab.umma import exercises as ex
-    return ex.scale_b_missing_kernel().replace(ex.SCALE_B_TODO, line)
-
-
 CATALOGUE += [
     ("lowp_mx_scale", "ceil instead of floor", lambda: (lambda a: int(np.ceil(np.log2(a))) - 8 + 127), "ceil where the rule floors"),
     ("lowp_mx_scale", "e4m3's range left out", lambda: (lambda a: int(np.floor(np.log2(a))) + 127), "subtract 8"),
@@ -454,12 +449,11 @@ CATALOGUE += [
     ("lowp_bs_idesc", "M >> 7 at bit 24", lambda: (lambda *a: _bs_idesc(*a, m_at=24)), "bits 27-28"),
     ("lowp_bs_idesc", "scale type ue4m3", lambda: (lambda *a: _bs_idesc(*a, st=0)), "bit 23"),
     ("lowp_bs_idesc", "the IDs swapped", lambda: (lambda *a: _bs_idesc(*a, swap=True)), "swapped"),
-    ("lowp_scale_b_copy", "the TODO left in", lambda: _scale_b_edit(
-        __import__("bwlab.umma.exercises", fromlist=["x"]).SCALE_B_TODO), "whatever those columns held"),
-    ("lowp_scale_b_copy", "a plain 128-row copy", lambda: _scale_b_edit(
-        '                asm volatile("tcgen05.cp.cta_group::1.128x128b [%0], %1;" ::"r"(tsfb + 4 * a), '
-        '"l"(scale_atom_desc(sfb_smem + 32 * a)) : "memory");\n'), "the emulator stopped it"),
-    ("lowp_scale_b_copy", "over scale_A's columns", lambda: _scale_b_edit(
-        "                tcgen05_cp_32x128b_warpx4(tsfa + 4 * a, scale_atom_desc(sfb_smem + 32 * a));\n"),
-     "differ from the model"),
+    ("lowp_scale_b_copy", "nothing copied", lambda: ";", "whatever those columns held"),
+    ("lowp_scale_b_copy", "a plain 128-row copy", lambda: 'asm volatile("tcgen05.cp.cta_group::1.128x128b [%0], %1;" '
+     '::"r"(tsfb + 4 * a), "l"(scale_atom_desc(sfb_smem + 32 * a)) : "memory");', "the emulator stopped"),
+    ("lowp_scale_b_copy", "over scale_A's columns",
+     lambda: "tcgen05_cp_32x128b_warpx4(tsfa + 4 * a, scale_atom_desc(sfb_smem + 32 * a));", "differ from the model"),
+    ("lowp_scale_b_copy", "scale_A's atom copied", lambda: "tcgen05_cp_32x128b_warpx4(tsfb + 4 * a, "
+     "scale_atom_desc(sfa_smem + 32 * a));", "differ from the model"),
 ]

@@ -1,4 +1,4 @@
-"""bwlab.umma.lowprec: quantising drawn, the scales' trip drawn, Hopper FP8's promotion to f32 computed on the
+"""bwlab.lowprec.pictures: quantising drawn, the scales' trip drawn, Hopper FP8's promotion to f32 computed on the
 measured accumulator rule."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import matplotlib
 import numpy as np
 import pytest
 
-from bwlab.umma import lowprec as lp
+from bwlab.lowprec import pictures as lp
 from bwlab.umma.scales import sf_gmem_offsets
 
 matplotlib.use("Agg")
@@ -43,3 +43,12 @@ def test_the_pictures_draw_and_state_their_lesson():
     assert "promote to f32" in ax.get_title()
     plt.close("all")
     assert sf_gmem_offsets(128, 4)[33, 2] == 16 * 1 + 4 * 1 + 2
+
+
+def test_the_fp8_measurement_quoted_is_the_committed_recording():
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[1] / "docs" / "results" / "wgmma_fp8_h200.txt").read_text()
+    first, m = text.splitlines()[0], lp.FP8_ACCUMULATOR_MEASURED
+    assert first.startswith(m["date"]) and f"GPU {m['gpu']}," in first and f"driver {m['driver']}," in first
+    assert f"total: {m['equal']} of {m['accumulators']} accumulators equal" in text
+    assert m["command"].split(" --out")[0] in text.splitlines()[-1]

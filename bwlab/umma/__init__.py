@@ -26,8 +26,8 @@ The files, in the order of the data path:
 * `blockscale`  — the block-scaled kinds (kind::mxf8f6f4, mxf4, mxf4nvf4): their instruction descriptor and
   rules (PTX ISA Tables 46, 47, 54, 55), the operands' SMEM forms, `tcgen05_mma_block_scaled`.
 * `scales`      — the scale factors' trip: CUTLASS's GMEM/SMEM layouts, `tcgen05_cp` into TMEM, where the
-  MMA reads them; `blockscaled_case` — quantising to MXFP8/NVFP4 and cuda_src/teach_blockscaled.cu;
-  `lowprec` — quantising and the scales' trip drawn, Hopper FP8's promotion to f32 computed.
+  MMA reads them; `blockscaled_case` — quantising to MXFP8/NVFP4 and cuda_src/teach_blockscaled.cu
+  (notebook 09 draws them: `bwlab.lowprec`).
 * `case`        — `UmmaCase` (sm_100) and `WgmmaCase` (sm_90): `model()`, `run()`, `check()`, `show()`.
 * `runner`      — the GPU side: the teaching kernels cuda_src/teach_umma.cu and teach_wgmma.cu, and the
   validation kernels cuda_src/umma_sm100.cu and wgmma_sm90.cu.

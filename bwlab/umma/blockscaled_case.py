@@ -27,7 +27,8 @@ from .canonical import canonical_layout
 from .descriptors import make_smem_desc, smem_desc_for_tile
 from .numerics import mma_numerics
 
-__all__ = ["FORMATS", "quantize", "dequantize", "BlockScaledCase", "run_teach_blockscaled", "BS_BARRIERS"]
+__all__ = ["FORMATS", "quantize", "dequantize", "BlockScaledCase", "run_teach_blockscaled", "run_where_possible",
+           "BS_BARRIERS"]
 
 # fmt -> (kind, element type, scale type, block, scale_vec, K of the case)
 FORMATS = {"mxfp8": ("mxf8f6f4", "e4m3", "ue8m0", 32, "1X", 128),
@@ -196,3 +197,14 @@ def run_teach_blockscaled(case: BlockScaledCase, kernel=None) -> np.ndarray:
             cp.asarray(ad), cp.asarray(bd), np.uint32(case.n_mma), np.uint32(idesc), out, np.uint32(case.N)),
            barrier_names=BS_BARRIERS)
     return cp.asnumpy(out)
+
+
+def run_where_possible(case: BlockScaledCase, kernel=None):
+    """(D words, where it ran): on the sm_100 GPU where the umma stage runs on hardware, else in bwlab's PTX
+    emulator, which executes the same sm_100a PTX (so the kernel runs on every machine)."""
+    from ..device import tier, using_backend, where
+    here = where("umma")
+    if tier("umma") in ("hardware", "emulated"):
+        return run_teach_blockscaled(case, kernel), here
+    with using_backend("emulated"):
+        return run_teach_blockscaled(case, kernel), here + " (this kernel: bwlab's PTX emulator, its sm_100a PTX)"

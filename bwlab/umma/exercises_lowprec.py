@@ -127,7 +127,7 @@ def check_bs_idesc(fn, hidden=()) -> None:
                              hint="the field table printed above")
 
 
-# -- Exercise: the scale_B copy in the teaching kernel --------------------------------------------------------
+# -- Exercise: the scale_B copy in the teaching kernel (the answer is the statement, a string) ------------------
 SCALE_B_LINE = "                tcgen05_cp_32x128b_warpx4(tsfb + 4 * a, scale_atom_desc(sfb_smem + 32 * a));\n"
 SCALE_B_TODO = "                // TODO: copy scale_B's atom a into TMEM\n"
 
@@ -139,26 +139,34 @@ def scale_b_missing_kernel():
 
 
 @course_cases("lowp_scale_b_copy")
-def check_scale_b_copy(kernel, hidden=()) -> None:
-    """`kernel`: the edited teaching kernel (a TeachingKernel). Runs an MXFP8 and an NVFP4 tile through it in the
-    PTX emulator and compares D with the model; `hidden`: more (fmt, N, seed)."""
+def check_scale_b_copy(line, hidden=()) -> None:
+    """`line`: the CUDA statement that goes where `scale_b_missing_kernel()` has its TODO (inside the loop over
+    the atoms `a`). Runs an MXFP8 and an NVFP4 tile through the edited kernel in the PTX emulator and compares D
+    with the model; `hidden`: more (fmt, N, seed)."""
     from ..device import using_backend
     from ..emu import EmuError
+    from ..lab import CompileError
     from .blockscaled_case import BlockScaledCase, run_teach_blockscaled
-    if kernel is None or kernel is Ellipsis:
-        raise NotYet("the edited kernel: no answer yet — replace None with scale_b_missing_kernel().replace(...)\n"
+    if line is None or line is Ellipsis:
+        raise NotYet("the scale_B copy: no answer yet — replace None with the statement (a string) that copies "
+                     "scale_B's atom a into TMEM\n"
                      "  rule: every scale the MMA reads must be in TMEM first: one tcgen05.cp.32x128b.warpx4 per "
                      "scale_B atom, to tsfb + 4 * a")
-    if not hasattr(kernel, "text") or getattr(kernel, "file", None) != "teach_blockscaled.cu":
-        raise NotYet("the edited kernel: give the TeachingKernel that scale_b_missing_kernel().replace(...) returns")
+    if not isinstance(line, str):
+        raise NotYet("the scale_B copy: give the statement as a string, e.g. \"tcgen05_cp_32x128b_warpx4(...);\"")
+    kernel = scale_b_missing_kernel().replace(SCALE_B_TODO, "                " + line.strip() + "\n")
     cases = [("mxfp8", 64, 0), ("nvfp4", 32, 1)] + [tuple(c) for c in hidden]
     for fmt, N, seed in cases:
         case = BlockScaledCase(fmt, N, seed)
         try:
             with using_backend("emulated"):
                 got = run_teach_blockscaled(case, kernel=kernel)
+        except CompileError as e:
+            raise NotYet(f"the scale_B copy: the edited kernel does not compile\n"
+                         "  hint: one statement ending in ';', e.g. a call of tcgen05_cp_32x128b_warpx4(taddr, desc)\n"
+                         f"  {str(e)[:600]}") from None
         except EmuError as e:
-            raise NotYet(f"the edited kernel, {case.label()}: the emulator stopped it\n"
+            raise NotYet(f"the scale_B copy, {case.label()}: the emulator stopped the edited kernel\n"
                          "  hint: the emulator's report below names the instruction and the rule it breaks\n"
                          f"  {str(e)[:700]}\n"
                          "  rule: the scales are copied with tcgen05.cp.32x128b.warpx4 (every lane quarter gets "
@@ -167,11 +175,12 @@ def check_scale_b_copy(kernel, hidden=()) -> None:
         bad = np.argwhere(got != want)
         if bad.size:
             m, n = (int(x) for x in bad[0])
-            raise NotYet(f"the edited kernel, {case.label()}: {len(bad)} of {want.size} accumulators differ from "
+            raise NotYet(f"the scale_B copy, {case.label()}: {len(bad)} of {want.size} accumulators differ from "
                          f"the model; first D[{m}][{n}]: got {got[m, n]:#010x} "
                          f"({np.float32(got[m, n:n + 1].view(np.float32)[0]):.6g}), model {want[m, n]:#010x}\n"
                          "  hint: the MMA of atom a reads scale_B at [tsfb + 4 * a]; a column the copy did not write "
                          "holds whatever those columns held before\n"
                          "  rule: every scale the MMA reads must be in TMEM first: scale_B's atom a goes to TMEM "
                          "column tsfb + 4 * a with tcgen05.cp.32x128b.warpx4")
-    print(f"correct: the edited kernel equals the model bit for bit on {len(cases)} tiles (MXFP8 and NVFP4)")
+    print(f"correct: the scale_B copy — the edited kernel equals the model bit for bit on {len(cases)} tiles "
+          "(MXFP8 and NVFP4)")

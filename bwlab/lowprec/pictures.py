@@ -18,12 +18,22 @@ from __future__ import annotations
 import numpy as np
 
 from ..hw.dtypes import scale_to_float, to_float
-from .blockscaled_case import FORMATS, dequantize, quantize
-from .numerics import mma_numerics, parse_instr
-from .scales import sf_atom_offset
+from ..umma.blockscaled_case import FORMATS, dequantize, quantize
+from ..umma.numerics import mma_numerics, parse_instr
+from ..umma.scales import sf_atom_offset
 
 __all__ = ["plot_quantization", "plot_scale_trip", "fp8_promotion_errors", "plot_fp8_promotion",
-           "quantization_losses"]
+           "quantization_losses", "FP8_ACCUMULATOR_MEASURED"]
+
+# What the committed recording docs/results/wgmma_fp8_h200.txt says (tests/test_lowprec.py reads the file and
+# compares): where and when Hopper's FP8 accumulator was measured, and how much of it equals bwlab's rule.
+FP8_ACCUMULATOR_MEASURED = {
+    "gpu": "NVIDIA H200", "date": "2026-11-28", "driver": "580.159.04",
+    "instruction": "wgmma.mma_async.m64n64k32.f32.{e4m3,e5m2}.{e4m3,e5m2}",
+    "equal": 786432, "accumulators": 786432,
+    "rule": "13 fraction bits below the largest exponent of each instruction's terms, the sum cut to e8m13",
+    "command": "python3 -m bwlab.checks.wgmma_fp8 --out docs/results/wgmma_fp8_h200.txt",
+}
 
 
 def quantization_losses(x, fmt: str) -> dict:
