@@ -28,6 +28,7 @@ import numpy as np
 
 from ..hw.dtypes import unpack_fp4, unpack_fp6
 from ..hw.tmem import COLUMNS, decode_address
+from ..util import ceil_div
 from .descriptors import decode_smem_desc, descriptor_addresses
 from .rules import MmaRuleError
 
@@ -64,7 +65,7 @@ def sf_atom_offset(row, j):
 def _atoms(MN, n_sf):
     if MN <= 0 or n_sf <= 0:
         raise ValueError(f"a scale-factor matrix has MN > 0 rows and n_sf > 0 scales per row, got {MN} x {n_sf}")
-    return -(-MN // 128), -(-n_sf // 4)
+    return ceil_div(MN, 128), ceil_div(n_sf, 4)
 
 
 def sf_gmem_offsets(MN: int, n_sf: int) -> np.ndarray:
@@ -212,7 +213,7 @@ def read_tmem_scales(image, taddr: int, MN: int, n: int, sf_id: int, operand: st
     lane0, col0 = decode_address(taddr)
     _rule(lane0 == 0, f"the scale_{operand} address must be at lane 0 (the scales are duplicated to every lane "
           f"quarter), got lane {lane0}", SEC_SF_TMEM)
-    ncols = -(-MN // 32)
+    ncols = ceil_div(MN, 32)
     _rule(col0 + ncols <= COLUMNS, f"scale_{operand} of {MN} rows takes columns {col0}..{col0 + ncols - 1}, past "
           f"TMEM's {COLUMNS}", SEC_SF_TMEM)
     r = np.arange(MN)
