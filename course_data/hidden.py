@@ -317,3 +317,28 @@ def scratch_attainable():
 def scratch_a_fragment():
     """(lane, element)."""
     return [(31, 7), (5, 3), (18, 4), (9, 6)]
+
+
+# ---- 09 low precision ------------------------------------------------------------------------------
+def lowp_mx_scale():
+    """(amax,): powers of two and their neighbours over 2^-100..2^100, and e4m3's edges."""
+    rng = np.random.default_rng(9)
+    cases = [(2.0 ** e,) for e in (-100, -9, 0, 8, 9, 100)] + [(448.0,), (449.0,), (255.9,), (2.0 ** -3 * 0.999,)]
+    return cases + [(float(m * 2.0 ** e),) for m, e in zip(rng.random(20) + 0.5, rng.integers(-100, 100, 20))]
+
+
+def lowp_sf_offset():
+    """(row, j): every row with every scale."""
+    return [(r, j) for r in range(128) for j in range(4)]
+
+
+def lowp_bs_idesc():
+    """(a, b, N, sf_a_id, sf_b_id): every e4m3/e5m2 pairing, N over 8..256, every pair of IDs."""
+    ns = (8, 16, 72, 128, 200, 256)
+    return [(a, b, ns[(i + j) % len(ns)], i, j) for a in ("e4m3", "e5m2") for b in ("e4m3", "e5m2")
+            for i in range(4) for j in range(4)]
+
+
+def lowp_scale_b_copy():
+    """(fmt, N, seed) of one more tile each."""
+    return [("mxfp8", 128, 7), ("nvfp4", 96, 8)]

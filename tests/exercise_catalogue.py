@@ -379,6 +379,8 @@ def check_of(exercise: str):
         "flow_k_step": flow.check_k_step, "flow_mma_count": flow.check_mma_count, "flow_l2_reads": flow.check_l2_reads,
         "gemm_stage_bytes": gemm.check_stage_bytes, "gemm_ctas_per_sm": gemm.check_ctas_per_sm,
         "gemm_flop_per_sm_cycle": gemm.check_flop_per_sm_cycle, "gemm_producer_parity": gemm.check_producer_parity,
+        "lowp_mx_scale": umma.check_mx_scale, "lowp_sf_offset": umma.check_sf_offset,
+        "lowp_bs_idesc": umma.check_bs_idesc, "lowp_scale_b_copy": umma.check_scale_b_copy,
     }
     several = {"mc_slice_receivers": mc.check_slice_receivers, "tmem_kernel_columns": tmem.check_wide_load,
                "flow_orderings": flow.check_orderings, "gemm_handshake": gemm.check_handshake}
@@ -423,4 +425,35 @@ CATALOGUE += [
     ("mc_slice_receivers", "the sender left out", lambda: _receivers("own missing"), "itself is missing"),
     ("mc_slice_receivers", "the slice numbered by n", lambda: _receivers("slice n"), "numbered by the sender's m"),
     ("mc_slice_receivers", "the offset in elements", lambda: _receivers("elements"), "elements, not bytes"),
+]
+
+
+# ---- 09 low precision -----------------------------------------------------------------------------------
+def _bs_idesc(a, b, N, i, j, m_at=27, m_shift=7, st=1, swap=False):
+    code = {"e4m3": 0, "e5m2": 1}
+    if swap:
+        i, j = j, i
+    return (j << 4) | (code[a] << 7) | (code[b] << 10) | ((N >> 3) << 17) | (st << 23) | ((128 >> m_shift) << m_at) \
+        | (i << 29)
+
+
+CATALOGUE += [
+    ("lowp_mx_scale", "ceil instead of floor", lambda: (lambda a: int(np.ceil(np.log2(a))) - 8 + 127), "ceil where the rule floors"),
+    ("lowp_mx_scale", "e4m3's range left out", lambda: (lambda a: int(np.floor(np.log2(a))) + 127), "subtract 8"),
+    ("lowp_mx_scale", "no bias", lambda: (lambda a: int(np.floor(np.log2(a))) - 8), "bias (127) is missing"),
+    ("lowp_mx_scale", "amax / 448 rounded up", lambda: (lambda a: int(np.ceil(np.log2(a / 448))) + 127), "not the OCP MX one"),
+    ("lowp_sf_offset", "row-major", lambda: (lambda r, j: 4 * r + j), "16 bytes apart"),
+    ("lowp_sf_offset", "strides swapped", lambda: (lambda r, j: 4 * (r % 32) + 16 * (r // 32) + j), "16 bytes apart"),
+    ("lowp_sf_offset", "scales 128 bytes apart", lambda: (lambda r, j: 16 * (r % 32) + 4 * (r // 32) + 128 * j),
+     "consecutive bytes of one word"),
+    ("lowp_bs_idesc", "M >> 7 at bit 24", lambda: (lambda *a: _bs_idesc(*a, m_at=24)), "bits 27-28"),
+    ("lowp_bs_idesc", "scale type ue4m3", lambda: (lambda *a: _bs_idesc(*a, st=0)), "bit 23"),
+    ("lowp_bs_idesc", "the IDs swapped", lambda: (lambda *a: _bs_idesc(*a, swap=True)), "swapped"),
+    ("lowp_scale_b_copy", "nothing copied", lambda: ";", "whatever those columns held"),
+    ("lowp_scale_b_copy", "a plain 128-row copy", lambda: 'asm volatile("tcgen05.cp.cta_group::1.128x128b [%0], %1;" '
+     '::"r"(tsfb + 4 * a), "l"(scale_atom_desc(sfb_smem + 32 * a)) : "memory");', "the emulator stopped"),
+    ("lowp_scale_b_copy", "over scale_A's columns",
+     lambda: "tcgen05_cp_32x128b_warpx4(tsfa + 4 * a, scale_atom_desc(sfb_smem + 32 * a));", "differ from the model"),
+    ("lowp_scale_b_copy", "scale_A's atom copied", lambda: "tcgen05_cp_32x128b_warpx4(tsfb + 4 * a, "
+     "scale_atom_desc(sfa_smem + 32 * a));", "differ from the model"),
 ]

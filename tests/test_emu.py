@@ -484,7 +484,7 @@ def test_blackwell_first_contact_dry_run(tmp_path):
     out = tmp_path / "report.txt"
     assert validate_main(["--emulator-only", "--quick", "--out", str(out)]) == 0
     text = out.read_text()
-    assert "26 cases, 0 with a difference or a failure: PASS" in text and "forced timeout, then a normal launch" in text
+    assert "28 cases, 0 with a difference or a failure: PASS" in text and "forced timeout, then a normal launch" in text
     assert validate_main(["--out", str(out)]) == 3    # no sm_100 GPU here: it says so and exits 3
 
 

@@ -12,7 +12,9 @@ the command, and per case what agreed and where the first difference is).
 
 The cases: tcgen05.mma on the validation UmmaCases (f16, bf16, tf32; K- and MN-major; every swizzle; M 64
 and 128; an f16 accumulator), the teaching kernels teach_umma.cu and teach_tmem.cu, every tcgen05.ld
-shape of tmem_sm100.cu, the whole trip of full_flow_sm100.cu, each step of the sm_100 GEMM ladder at a
+shape of tmem_sm100.cu, the whole trip of full_flow_sm100.cu, the block-scaled teaching kernel
+teach_blockscaled.cu (MXFP8 and NVFP4: scale factors through SMEM and tcgen05.cp into TMEM, kind::mxf8f6f4 /
+kind::mxf4nvf4; its numerics follow MMA-Sim, never measured), each step of the sm_100 GEMM ladder at a
 small shape and each pipelined or persistent step (2-6) again at a shape where, in the emulator, every
 stage, TMEM accumulator and barrier phase is reused (`reuse_shape`; not with --quick), and each ladder
 step with a forced timeout followed by a normal launch (the kernels must free TMEM on their error path,
@@ -46,6 +48,12 @@ def _umma_cases():
             umma.UmmaCase("tf32", "f32", 64, 64, 16, "MN", "128B_base32B", "K", "32B", 512, 16384, accumulate=True)]
 
 
+def _blockscaled_cases():
+    from ..umma.blockscaled_case import BlockScaledCase
+    return [BlockScaledCase("mxfp8", 128), BlockScaledCase("nvfp4", 128), BlockScaledCase("mxfp8", 8, seed=2),
+            BlockScaledCase("nvfp4", 72, seed=3, swizzle="none")]
+
+
 def _gemm_inputs(shape=(256, 512, 192)):
     from ..gemm import sm100
     return sm100.example_inputs(*shape, seed=1)
@@ -71,6 +79,9 @@ def cases(quick: bool = False) -> list:
     from ..tmem.forms import all_accesses
     out = [("umma", i, c.label()) for i, c in enumerate(_umma_cases())]
     out += [("teach_umma", 0, "teach_umma.cu, f16 128 x 64 x 64"), ("teach_tmem", 0, "teach_tmem.cu")]
+    bsc = _blockscaled_cases()
+    out += [("blockscaled", i, bsc[i].label() + f", seed {bsc[i].seed}, {bsc[i].swizzle}")
+            for i in (range(2) if quick else range(len(bsc)))]
     acc = all_accesses()
     picks = range(0, len(acc), max(1, len(acc) // 8)) if quick else range(len(acc))
     out += [("tmem_ld", i, f"tcgen05.ld {acc[i].label()}") for i in picks]
@@ -94,6 +105,8 @@ def run_case(kind: str, arg):
         return umma.run_teach_umma(umma.UmmaCase("f16", "f32", M=128, N=64, K=64, b_base=16384))
     if kind == "teach_tmem":
         return tmem.run_teach()
+    if kind == "blockscaled":
+        return _blockscaled_cases()[arg].run()
     if kind == "tmem_ld":
         from ..tmem import model
         from ..tmem.forms import all_accesses
@@ -161,6 +174,8 @@ def model_of(kind: str, arg):
         return umma.UmmaCase("f16", "f32", M=128, N=64, K=64, b_base=16384).model()
     if kind == "teach_tmem":
         return tmem.teach_case(None).model()
+    if kind == "blockscaled":
+        return _blockscaled_cases()[arg].model()
     if kind == "tmem_ld":
         from ..tmem import model
         from ..tmem.forms import all_accesses

@@ -23,6 +23,11 @@ The files, in the order of the data path:
   register fragment.
 * `numerics`    — one MMA instruction's arithmetic, bit for bit (`mma_numerics`): the fused block step
   shared by wgmma and every tcgen05.mma kind, block-scaled ones included (docs/numerics.md).
+* `blockscale`  — the block-scaled kinds (kind::mxf8f6f4, mxf4, mxf4nvf4): their instruction descriptor and
+  rules (PTX ISA Tables 46, 47, 54, 55), the operands' SMEM forms, `tcgen05_mma_block_scaled`.
+* `scales`      — the scale factors' trip: CUTLASS's GMEM/SMEM layouts, `tcgen05_cp` into TMEM, where the
+  MMA reads them; `blockscaled_case` — quantising to MXFP8/NVFP4 and cuda_src/teach_blockscaled.cu
+  (notebook 09 draws them: `bwlab.lowprec`).
 * `case`        — `UmmaCase` (sm_100) and `WgmmaCase` (sm_90): `model()`, `run()`, `check()`, `show()`.
 * `runner`      — the GPU side: the teaching kernels cuda_src/teach_umma.cu and teach_wgmma.cu, and the
   validation kernels cuda_src/umma_sm100.cu and wgmma_sm90.cu.

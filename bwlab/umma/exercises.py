@@ -20,8 +20,14 @@ from .descriptors import (LAYOUT_CODES_SM100, decode_smem_desc, descriptor_addre
 from .idesc import KINDS, make_instr_desc
 from .rules import SHAPES, MmaRuleError, require_mma_shape
 
+from .exercises_lowprec import (SCALE_B_TODO, check_bs_idesc, check_mx_scale, check_scale_b_copy,  # noqa: F401
+                                check_sf_offset, scale_b_missing_kernel)
+
 __all__ = ["check_lbo_sbo", "check_smem_desc", "check_instr_desc", "check_legal_shape", "TEACH_SBO_CASE",
-           "TEACH_SBO_VARIANTS", "teach_sbo_case", "teach_sbo_text", "A_DESC_TEXT", "sbo_kernel", "check_teach_sbo"]
+           "TEACH_SBO_VARIANTS", "teach_sbo_case", "teach_sbo_text", "A_DESC_TEXT", "sbo_kernel", "check_teach_sbo",
+           # notebook 09 (low precision): exercises_lowprec.py
+           "check_mx_scale", "check_sf_offset", "check_bs_idesc", "check_scale_b_copy", "scale_b_missing_kernel",
+           "SCALE_B_TODO"]
 
 
 # -- Exercise: LBO and SBO of a K-major tile ---------------------------------------------------------

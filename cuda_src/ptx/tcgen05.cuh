@@ -107,6 +107,34 @@ __device__ __forceinline__ void tcgen05_cp_128x256b(u32 taddr, u64 s_desc) {
     asm volatile("tcgen05.cp.cta_group::1.128x256b [%0], %1;" ::"r"(taddr), "l"(s_desc) : "memory");
 }
 
+// tcgen05.cp.cta_group::1.32x128b.warpx4: 32 rows x 128 bits from SMEM, each row written to the same lane of
+// all four lane quarters (lanes r, 32 + r, 64 + r, 96 + r), 4 columns from `taddr`. With CUTLASS's 512-byte
+// scale-factor atom this leaves row m's 4 scales at lane m % 32 (every quarter), column m / 32: where a
+// block-scaled tcgen05.mma reads them.
+__device__ __forceinline__ void tcgen05_cp_32x128b_warpx4(u32 taddr, u64 s_desc) {
+    asm volatile("tcgen05.cp.cta_group::1.32x128b.warpx4 [%0], %1;" ::"r"(taddr), "l"(s_desc) : "memory");
+}
+
+// Block-scaled tcgen05.mma.cta_group::1: D[tmem] (+)= (A * scale_A) * (B * scale_B)^T, the scale factors read
+// from TMEM at scale_a / scale_b. The instruction descriptor carries the scale type (bit 23) and which byte of
+// each TMEM word holds this instruction's scales (scale factor A ID bits 29-30, B ID bits 4-5).
+#define BW_TCGEN05_MMA_BLOCK_SCALED(NAME, FORM)                                                              \
+    __device__ __forceinline__ void NAME(u32 d_tmem, u64 a_desc, u64 b_desc, u32 idesc, u32 scale_a,       \
+                                         u32 scale_b, u32 accumulate) {                                     \
+        asm volatile(                                                                                       \
+            "{\n\t.reg .pred p;\n\t"                                                                        \
+            "setp.ne.b32 p, %6, 0;\n\t"                                                                     \
+            "tcgen05.mma.cta_group::1." FORM " [%0], %1, %2, %3, [%4], [%5], p;\n\t}"                         \
+            ::"r"(d_tmem), "l"(a_desc), "l"(b_desc), "r"(idesc), "r"(scale_a), "r"(scale_b), "r"(accumulate)  \
+            : "memory");                                                                                    \
+    }
+// MXFP8 (and MXFP6 / MXFP4 in 8-bit containers): one ue8m0 scale per 32 elements of K, K = 32.
+BW_TCGEN05_MMA_BLOCK_SCALED(tcgen05_mma_mxf8f6f4_block32, "kind::mxf8f6f4.block_scale.scale_vec::1X")
+// MXFP4 (dense e2m1): one ue8m0 scale per 32 elements, K = 64.
+BW_TCGEN05_MMA_BLOCK_SCALED(tcgen05_mma_mxf4_block32, "kind::mxf4.block_scale.scale_vec::2X")
+// NVFP4 (dense e2m1): one ue4m3 (or ue8m0) scale per 16 elements, K = 64.
+BW_TCGEN05_MMA_BLOCK_SCALED(tcgen05_mma_mxf4nvf4_block16, "kind::mxf4nvf4.block_scale.scale_vec::4X")
+
 #ifndef BW_DRAIN_TIMEOUT_NS
 // Budget of tcgen05_wait_drained, in nanoseconds of %globaltimer (default 200 ms).
 #define BW_DRAIN_TIMEOUT_NS 200000000ull

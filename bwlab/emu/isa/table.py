@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from . import compare, control, conversion, data, float as fp, integer, logic, mma_sync, sync, warp, wmma
 from .arith import arithmetic
-from .asynchronous import bulk, mbarrier, tcgen05, tmem_access, wgmma
+from .asynchronous import bulk, mbarrier, tcgen05, tcgen05_cp, tmem_access, wgmma
 from .operands import nop
 
 __all__ = ["Row", "ROWS", "TABLE", "KINDS", "CONVERGE", "CUDA_CONSTRUCTS", "lookup", "construct_of", "listing"]
@@ -202,6 +202,7 @@ ROWS = [
         section=f"{TC5}: tcgen05.relinquish_alloc_permit"),
     Row("tcgen05.mma", tcgen05.mma, "async", section=f"{TC5}: tcgen05.mma"),
     Row("tcgen05.commit", tcgen05.commit, "async", section=f"{TC5}: tcgen05.commit"),
+    Row("tcgen05.cp", tcgen05_cp.cp, "async", section=f"{TC5}: tcgen05.cp"),
     Row("tcgen05.ld", tmem_access.ld, "async", section=f"{TC5}: tcgen05.ld"),
     Row("tcgen05.st", tmem_access.st, "async", section=f"{TC5}: tcgen05.st"),
     Row("tcgen05.wait::ld", tmem_access.wait_ld, section=f"{TC5}: tcgen05.wait"),
@@ -256,7 +257,7 @@ CUDA_CONSTRUCTS = [
     (r"^(ld|st)\.\S*b128", "a 128-bit load or store (__int128, a 16-byte struct)"),
     (r"^cvt\.\S*(e4m3|e5m2|e2m1|e2m3|e3m2|ue8m0)", "a cuda_fp8.h / cuda_fp6.h / cuda_fp4.h conversion"),
     (r"^cvt\.rz\.\S*bf16", "__float2bfloat16_rz"),
-    (r"^tcgen05\.(cp|shift)", "tcgen05.cp / tcgen05.shift (CUTLASS SM100 UTCCP copies, scale-factor shifts)"),
+    (r"^tcgen05\.shift", "tcgen05.shift (CUTLASS's scale-factor shifts)"),
 ]
 
 

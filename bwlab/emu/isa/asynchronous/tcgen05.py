@@ -29,8 +29,8 @@ operation while the peer CTA has exited (`PeerExited`); two .cta_group values in
 .cta_group::2 allocator instructions are collective: each warp waits for the peer CTA's. The
 mbarrier a tcgen05.commit signals must have had its init fenced (`machine.async_uses_mbarrier`).
 
-Not modelled: tcgen05.cp, tcgen05.shift, sparse / block-scaled / .ws MMAs (none of bwlab's kernels use
-them: UnsupportedInstruction); TMEM kept across launches (a leak is reported when the CTA exits instead
+Block-scaled MMAs and tcgen05.cp: `tcgen05_cp.py` (this module's `_issue_mma` takes their scale operands).
+Not modelled: tcgen05.shift, sparse / .ws MMAs (UnsupportedInstruction); TMEM kept across launches (a leak is reported when the CTA exits instead
 of as the next launch's hang).
 Freeing from another warp than the allocating one is a warning (`Launch.warnings`), as bwlab's allocator
 model has it (tables.ALLOC_RULES['dealloc_warp']: the ISA does not require the same warp).
@@ -203,7 +203,8 @@ def relinquish_alloc_permit(ctx, ins, base, mods):
 
 
 def mma(ctx, ins, base, mods):
-    """tcgen05.mma kind::f16 / kind::tf32 (`bwlab.umma.model.tcgen05_mma`), completing after a latency."""
+    """tcgen05.mma kind::f16 / kind::tf32 (`bwlab.umma.model.tcgen05_mma`), completing after a latency; the
+    block-scaled kinds through `tcgen05_cp.mma_block_scaled`."""
     return _mma(ctx, ins, mods)
 
 
@@ -379,6 +380,9 @@ def cta_exits(M, c):
 # ---------------------------------------------------------------------------------------------
 def _mma(ctx, ins, mods):
     kind = next((m[6:] for m in mods if m.startswith("kind::")), None)
+    if "block_scale" in mods:          # kind::mxf8f6f4 / mxf4 / mxf4nvf4: tcgen05_cp.py decodes them
+        from .tcgen05_cp import mma_block_scaled
+        return mma_block_scaled(ctx, ins, mods, kind)
     if kind not in ("f16", "tf32"):
         raise UnsupportedInstruction(f"`{ins.op}`: bwlab models tcgen05.mma kind::f16 and kind::tf32")
     if any(m in ("sp", "ws", "block_scale") or m.startswith("collector") for m in mods):
@@ -426,7 +430,8 @@ def _operand_bytes(desc, major, dtype, mn):
     return np.unique((addrs[..., None] + np.arange(eb)).reshape(-1))
 
 
-def _issue_mma(w, ins, kind, group, d_tmem, adesc, bdesc, idesc, accumulate, tid):
+def _issue_mma(w, ins, kind, group, d_tmem, adesc, bdesc, idesc, accumulate, tid, scaled=None):
+    """`scaled`: (scale_A address, scale_B address, scale_vec) of a block-scaled MMA (tcgen05_cp.py), else None."""
     from ....umma.idesc import decode_instr_desc
     from ....umma.model import CtaState, d_tmem_layout, mma_operands, tcgen05_mma
     M = w.machine
@@ -436,11 +441,16 @@ def _issue_mma(w, ins, kind, group, d_tmem, adesc, bdesc, idesc, accumulate, tid
     ctas = [w.cta] + ([_peer(w, ins, "tcgen05.mma")] if group == 2 else [])
     ctas.sort(key=lambda c: c.rank)
     try:
-        f = decode_instr_desc(idesc, kind)
-        lay = d_tmem_layout(f.M, f.N, group)
-        # the operands and shape, checked at issue (the values are read when the MMA executes)
         states = [CtaState(smem=c.smem, tmem=tmem_of(c).image) for c in ctas]
-        mma_operands(states, adesc, bdesc, idesc, kind, group)
+        obytes = _operand_bytes
+        if scaled is None:
+            f = decode_instr_desc(idesc, kind)
+            lay = d_tmem_layout(f.M, f.N, group)
+            # the operands and shape, checked at issue (the values are read when the MMA executes)
+            mma_operands(states, adesc, bdesc, idesc, kind, group)
+        else:
+            from .tcgen05_cp import require_block_scaled_issue
+            f, lay, obytes = require_block_scaled_issue(states[0], adesc, bdesc, idesc, kind, scaled)
     except (ValueError, IndexError) as e:
         raise EmuError(f"{w.who()} at {where}: tcgen05.mma idesc 0x{idesc:08x}, a_desc 0x{adesc:016x}, "
                        f"b_desc 0x{bdesc:016x}: {e}") from None
@@ -455,7 +465,7 @@ def _issue_mma(w, ins, kind, group, d_tmem, adesc, bdesc, idesc, accumulate, tid
         if M.check_proxy:
             for desc, major, dt, mn, name in ((adesc, f.a_major, f.a_type, f.M // group, "A"),
                                               (bdesc, f.b_major, f.b_type, f.N // group, "B")):
-                flat = _operand_bytes(desc, major, dt, mn)
+                flat = obytes(desc, major, dt, mn)
                 flat = flat[flat < c.smem.size]
                 bad = flat[c.smem_writer[flat] >= 0]
                 if bad.size:
@@ -468,7 +478,7 @@ def _issue_mma(w, ins, kind, group, d_tmem, adesc, bdesc, idesc, accumulate, tid
     for c in ctas:
         for dsc, major, dt, mn, name in ((adesc, f.a_major, f.a_type, f.M // group, "A"),
                                          (bdesc, f.b_major, f.b_type, f.N // group, "B")):
-            flat = _operand_bytes(dsc, major, dt, mn)
+            flat = obytes(dsc, major, dt, mn)
             flat = flat[flat < c.smem.size]
             if flat.size:
                 lo_b, hi_b = int(flat.min()), int(flat.max()) + 1
@@ -503,7 +513,11 @@ def _issue_mma(w, ins, kind, group, d_tmem, adesc, bdesc, idesc, accumulate, tid
             if c.exited:
                 raise ProtocolError(f"{desc} completes after CTA {c.ctaid} exited: it writes that CTA's TMEM "
                                     "(wait for its tcgen05.commit before the CTA exits)")
-        tcgen05_mma(states, d_tmem, adesc, bdesc, idesc, accumulate, kind, group)
+        if scaled is None:
+            tcgen05_mma(states, d_tmem, adesc, bdesc, idesc, accumulate, kind, group)
+        else:
+            from .tcgen05_cp import execute_block_scaled
+            execute_block_scaled(states[0], d_tmem, adesc, bdesc, idesc, accumulate, kind, scaled, desc)
         for c, rec in recs:
             c.tmem_inflight.remove(rec)
     M.schedule(due - M.clock, complete, desc)

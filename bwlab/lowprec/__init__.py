@@ -1,0 +1,8 @@
+"""Notebook 09, low precision: MXFP8 and NVFP4, the block-scaled tcgen05.mma, Hopper's FP8 accumulator.
+
+The models are the UMMA stage's: `bwlab.umma.blockscale` (the block-scaled kinds, their instruction
+descriptor and rules, the MMA), `bwlab.umma.scales` (the scale factors' layouts and `tcgen05.cp`) and
+`bwlab.umma.blockscaled_case` (quantising, cuda_src/teach_blockscaled.cu); the numerics are
+`bwlab.umma.numerics`. This package holds what the notebook draws and computes on top of them:
+`pictures` (quantising drawn, the scales' trip drawn, Hopper FP8's error against its promotion interval).
+"""
