@@ -50,8 +50,8 @@ def fixed(value, unit, source) -> Param:
 
 @dataclass(frozen=True)
 class Machine:
-    """The numbers the timing model reads. Cycles are SM cycles; bandwidths that a clock does not scale
-    (DRAM) are in bytes per second, the others in bytes per SM cycle."""
+    """The numbers the timing model reads. Cycles are SM cycles; bandwidths that the SM clock does not
+    scale (DRAM, L2) are in bytes per second, the others in bytes per SM cycle."""
     name: str
     arch: str                 # sm_90a / sm_100a
     sms: Param
@@ -59,7 +59,7 @@ class Machine:
     smem_per_sm: Param        # bytes
     l2_bytes: Param
     dram_bw: Param            # bytes/s, the whole chip (reads; what a streaming kernel reaches)
-    l2_bw: Param              # bytes per SM cycle, the whole chip (L2 -> SMs, hits)
+    l2_bw: Param              # bytes/s, the whole chip (L2 -> SMs, hits; the L2 keeps its clock when the SMs slow down)
     sm_l2_port: Param         # bytes per SM cycle one SM can take in from L2
     smem_bw: Param            # bytes per cycle per SM
     mma_flops: Param          # dense bf16 FLOP per cycle per SM (the tensor pipes of the 4 sub-partitions together)

@@ -90,7 +90,7 @@ def replay(trace, m: dict, env: Env, sm_of=None, keep_log: bool = True) -> Timel
     sms = {c: sm_of(c, cid, rank) for c, (cid, rank, _) in trace.ctas.items()}
     cpi = m["alu_cpi"]
     per_sub_flops = m["mma_flops"] / 4.0
-    l2_rate = min(m["sm_l2_port"], m["l2_bw"] / env.active_sms)
+    l2_rate = min(m["sm_l2_port"], m["l2_bw"] / (env.clock_mhz * 1e6) / env.active_sms)
     dram_rate = m["dram_bw"] / (env.clock_mhz * 1e6) / env.active_sms
     miss = env.miss
     free = {}                      # resource -> next free cycle

@@ -15,7 +15,13 @@ Sources, cited by key in each number:
   [OWN]  this project's measurements: docs/results/foundation_h100.txt (228 KiB = 233472 bytes per SM),
          docs/results/gemm_protocol_h100.txt (SM clock up to 1980 MHz when not power-capped).
   [CAL]  docs/results/timing_calibrate_h200.txt: measured on an H200 (same GH100 SM, same L2; only the
-         HBM differs), by docs/results/timing_calibrate.py.
+         HBM differs), by docs/results/timing_calibrate.py (2026-11-28, SM clock 1967-1980 MHz):
+         TMA box load, one in flight, L2 hit: 388 / 466 / 615 cycles for 8 / 16 / 32 KiB (a fixed ~310
+         plus the bytes at ~108 B/cycle); from DRAM 896 / 1078 / 1184; mbarrier round trip 103 cycles
+         (one hop ~52); wgmma m64n256k16: 128.5 cycles each with 1, 2 or 3 warpgroups (4080-4089 FLOP per
+         SM-cycle), 203 cycles from issue to wait_group 0 for one alone; TMA streaming of L2-resident
+         boxes: 107.8 B/cycle for one SM alone, 36.0 B/cycle per SM with all 132 (9.20 TB/s); DRAM
+         streaming 4.58 TB/s (H200).
 """
 from ..machine import Machine, Param, fixed
 
@@ -28,18 +34,20 @@ MACHINE = Machine(
     max_clock_mhz=fixed(1980, "MHz", "[OWN] gemm_protocol_h100.txt, highest SM clock seen"),
     smem_per_sm=fixed(233472, "bytes", "[PG], [OWN] foundation_h100.txt"),
     l2_bytes=fixed(50 * 2**20, "bytes", "[DS]"),
-    dram_bw=Param(3.0e12, 2.8e12, 3.35e12, "bytes/s",
-                  "[DS] 3.35 TB/s peak; [OWN] REFERENCE.md: a device-to-device copy reaches ~3.0 TB/s"),
-    l2_bw=Param(5500, 3000, 8000, "bytes/SM-cycle, chip",
-                "[CNC] ~5.5 TB/s (H100 PCIe, ordinary loads) is the low end; TMA reaches more: " + CAL),
-    sm_l2_port=Param(64, 32, 128, "bytes/SM-cycle", "not published; " + CAL),
+    dram_bw=Param(3.0e12, 2.8e12, 3.2e12, "bytes/s",
+                  "[DS] 3.35 TB/s peak; [OWN] REFERENCE.md: a device-to-device copy reaches ~3.0 TB/s; [CAL] TMA streaming "
+                  "reached 4.58 of the H200's 4.8 (95 %): 0.95 x 3.35 = 3.2 is hi"),
+    l2_bw=Param(9.2e12, 6.4e12, 9.2e12, "bytes/s",
+                "[CAL] 9.20 TB/s (4755 B per SM-cycle at 1980 MHz) with TMA from all SMs; lo: the same bytes per "
+                "SM-cycle at a power-capped 1350 MHz, if the L2 slowed with the SMs; [CNC] ~5.5 TB/s with ordinary loads"),
+    sm_l2_port=Param(108, 90, 128, "bytes/SM-cycle", "[CAL] 107.8 B/cycle, one SM streaming alone"),
     smem_bw=fixed(128, "bytes/SM-cycle", "[PG] 32 banks x 4 bytes per cycle"),
     mma_flops=fixed(4096, "FLOP/SM-cycle", "[WP], [DS]: 989.4e12 / (132 x 1.83e9)"),
-    mma_latency=Param(128, 64, 256, "cycles", "not published; " + CAL),
-    tma_latency=Param(700, 400, 1200, "cycles", "not published; [LUO] L2 latency ~260 is the floor; " + CAL),
-    tma_issue=Param(16, 4, 64, "cycles", "not published; " + CAL),
-    dram_latency=Param(250, 150, 500, "cycles", "[LUO] global minus L2 latency"),
-    mbar_wake=Param(60, 20, 200, "cycles", "not published; " + CAL),
+    mma_latency=Param(75, 60, 100, "cycles", "[CAL] 203 cycles issue-to-wait for one m64n256k16, minus its 128 of pipe"),
+    tma_latency=Param(310, 280, 380, "cycles", "[CAL] 388 - 8 KiB / 108 B/cycle; [LUO] L2 latency ~260 is the floor"),
+    tma_issue=Param(8, 2, 32, "cycles", "not published and not measured; small next to a box's transfer"),
+    dram_latency=Param(500, 400, 600, "cycles", "[CAL] DRAM minus L2-hit latency of one box (508, 612, 569); [LUO] ~220-250 for one load"),
+    mbar_wake=Param(52, 40, 80, "cycles", "[CAL] half the 103-cycle round trip"),
     mbar_remote=Param(150, 50, 400, "cycles", "not published; DSMEM latency ~ L2's order ([LUO] reports ~180 for DSMEM)"),
     bar_sync=Param(30, 20, 80, "cycles", "[LUO]-style microbenchmarks of __syncthreads: tens of cycles"),
     cluster_sync=Param(300, 150, 600, "cycles", "not published; a round trip over DSMEM, ~2 x mbar_remote"),

@@ -15,5 +15,5 @@ MACHINE = dataclasses.replace(
     name="H200",
     sms=fixed(132, "SMs", "[DS200]; [OWN] REFERENCE.md (device query)"),
     max_clock_mhz=fixed(1980, "MHz", "[OWN] REFERENCE.md (device query)"),
-    dram_bw=Param(4.3e12, 3.8e12, 4.8e12, "bytes/s", "[DS200] 4.8 TB/s peak; [CAL] measured streaming read"),
+    dram_bw=Param(4.58e12, 4.3e12, 4.8e12, "bytes/s", "[DS200] 4.8 TB/s peak; [CAL] 4.58 TB/s TMA streaming read"),
 )
