@@ -74,6 +74,8 @@ class Machine:
     alu_cpi: Param            # mean cycles between two instructions of one warp (dependences included)
     smem_latency: Param       # ld.shared, cycles
     gmem_latency: Param       # ld.global L2 hit, cycles
+    gst_sector: Param         # cycles of the SM's load/store path per 32-byte sector of a global access
+    lsu_queue: Param          # cycles of queued global-store work before a storing warp stalls
     launch_us: Param          # microseconds a kernel launch adds (grid start and drain)
     notes: str = ""
 

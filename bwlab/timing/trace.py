@@ -100,7 +100,8 @@ class Trace:
     warps: {(cta, warp): [(class, a, b), ...]}; for `mma` a = FLOP of this warp's share; for `tma_load`
     a = op id, b = bytes; for `tma_store` a = op id, b = bytes; for `mwait` a = barrier serial, b = the
     phase index waited for (-1: none); for `marrive` a = 1 when it is on a peer CTA's barrier; for
-    `mma_wait` / `bulk_wait*` a = N; for `ld_global` / `st_global` / `ld_shared` / `st_shared` a = bytes;
+    `mma_wait` / `bulk_wait*` a = N; for `ld_global` / `st_global` a = bytes, b = 32-byte sectors
+    touched; for `ld_shared` / `st_shared` a = bytes;
     for `bar` / `bar_arrive` a = barrier id; for `carrive` / `cwait` a = cluster id.
     ops: {op id: (issuing event, kind, bytes, targets)}; contrib: {(serial, phase): [event, ...]} where an
     event is ('i', (cta, warp), index) or ('c', op id); ctas: {cta: (cluster id, rank, sm)}.
@@ -248,6 +249,7 @@ class Recorder:
                 c = w.cta
                 rec.trace.ctas.setdefault(c.linear, (c.cluster.cid, c.rank, c.sm))
             M = w.machine
+            sectors = _sectors(code, w, group) if cls in ("ld_global", "st_global") else 0
             prev_info, pc_before = w.wait_info, int(w.pc[group].min()) if group is not None else pc
             rec._touched, rec._new_ops = {}, []
             try:
@@ -296,7 +298,9 @@ class Recorder:
                     item = ("alu", 0, 0)
             elif cls in ("mma_wait", "bulk_wait", "bulk_wait_read"):
                 item = (cls, _imm(code, w), 0)
-            elif cls in ("ld_global", "st_global", "ld_shared", "st_shared"):
+            elif cls in ("ld_global", "st_global"):
+                item = (cls, width * lanes, sectors)
+            elif cls in ("ld_shared", "st_shared"):
                 item = (cls, width * lanes, 0)
             elif cls in ("bar", "bar_arrive"):
                 item = (cls, _imm(code, w), 0)
@@ -311,6 +315,22 @@ class Recorder:
                 if o[0] not in rec.trace.ops:
                     rec.trace.ops[o[0]] = (event,) + o[1:]
         return dataclasses.replace(code, run=traced)
+
+
+def _sectors(code, w, group) -> int:
+    """The distinct 32-byte sectors a global access of the lanes in `group` touches (its cost in the
+    SM's load/store path and the L2 is per sector, not per byte)."""
+    for a in code.instr.args:
+        if a[0] == "addr":
+            base = a[1]
+            if base[0] != "reg":
+                return 1
+            idx = w.machine.prog.reg_index.get((code.func, base[1]))
+            if idx is None:
+                return 1
+            addr = w.R[idx][group].astype(np.int64) + int(a[2] or 0)
+            return max(1, len(np.unique(addr >> 5)))
+    return 1
 
 
 def _imm(code, w) -> int:

@@ -54,5 +54,9 @@ MACHINE = Machine(
     alu_cpi=Param(2.0, 1.0, 4.0, "cycles/instruction", "[LUO] dependent ALU latency ~4-6 cycles; independent ~1"),
     smem_latency=Param(30, 23, 40, "cycles", "[LUO]"),
     gmem_latency=Param(260, 200, 300, "cycles", "[LUO] L2 hit"),
+    gst_sector=Param(2.8, 1.0, 4.0, "cycles/sector",
+                     "[OWN] docs/results/recordings/gemm_ladder.npz (H100, GEMM_STAMPS, 4096^3): step 4's epilogue, 64 "
+                     "st.global.u32 per thread of 8 warps, each touching 8 sectors, took 11,505 cycles: 11505 / (8 x 64 x 8)"),
+    lsu_queue=Param(256, 64, 1024, "cycles", "not published; a few dozen stores in flight per SM"),
     launch_us=Param(2.0, 0.5, 4.0, "us", "not published; back-to-back launches on one stream overlap their set-up"),
 )
