@@ -108,7 +108,8 @@ def dram_bytes(s, m: int, n: int, k: int, concurrent: int) -> tuple:
 def predict(step, m: int, n: int, k: int, machine="h100_sxm", clock_mhz: float | None = None,
             which: str = "value", seed: int = 0) -> Prediction:
     """Predicted time of ladder step `step` at m x n x k on `machine` (a name or a Machine) at SM clock
-    `clock_mhz` (default: the machine's highest); `which` picks the machine's numbers ('value', 'lo', 'hi')."""
+    `clock_mhz` (default: the machine's highest); `which` picks the machine's numbers ('value', or 'fast' /
+    'slow': every uncertain number at the end of its range that makes the kernel faster / slower)."""
     s = ladder.step(step)
     ladder.require_shape(s, m, n, k)
     mach = machines.load(machine) if isinstance(machine, str) else machine

@@ -19,6 +19,9 @@ from dataclasses import dataclass
 __all__ = ["Param", "Machine", "load", "NAMES"]
 
 NAMES = ("h100_sxm", "h200", "b200")
+# the numbers for which more is faster (the others, latencies and costs, are faster when smaller)
+FASTER_WHEN_HIGHER = {"sms", "max_clock_mhz", "smem_per_sm", "l2_bytes", "dram_bw", "l2_bw", "sm_l2_port",
+                      "smem_bw", "mma_flops", "lsu_queue"}
 
 
 @dataclass(frozen=True)
@@ -40,7 +43,12 @@ class Param:
     def known(self) -> bool:
         return self.lo == self.hi
 
-    def pick(self, which: str) -> float:
+    def pick(self, which: str, faster_when_higher: bool = True) -> float:
+        """'value', 'lo', 'hi', or 'fast' / 'slow': the end of the range that makes a kernel faster / slower."""
+        if which in ("fast", "slow"):
+            which = "hi" if (which == "fast") == faster_when_higher else "lo"
+        if which not in ("value", "lo", "hi"):
+            raise ValueError(f"a machine number is picked by 'value', 'lo', 'hi', 'fast' or 'slow', not {which!r}")
         return {"value": self.value, "lo": self.lo, "hi": self.hi}[which]
 
 
@@ -75,16 +83,18 @@ class Machine:
     smem_latency: Param       # ld.shared, cycles
     gmem_latency: Param       # ld.global L2 hit, cycles
     gst_sector: Param         # cycles of the SM's load/store path per 32-byte sector of a global access
+    gst_warp: Param           # cycles one warp's global store of one 32-byte sector holds that warp
     lsu_queue: Param          # cycles of queued global-store work before a storing warp stalls
     launch_us: Param          # microseconds a kernel launch adds (grid start and drain)
     notes: str = ""
 
     def at(self, which: str = "value") -> dict:
-        """{field: number} with every Param at `which` ('value', 'lo', 'hi')."""
+        """{field: number} with every Param at `which`: 'value', 'lo', 'hi', or 'fast' / 'slow' (every
+        uncertain number at the end of its range that makes a kernel faster / slower: the prediction's range)."""
         out = {}
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
-            out[f.name] = v.pick(which) if isinstance(v, Param) else v
+            out[f.name] = v.pick(which, f.name in FASTER_WHEN_HIGHER) if isinstance(v, Param) else v
         return out
 
     def params(self):

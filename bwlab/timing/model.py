@@ -18,8 +18,9 @@ its SM sub-partition's scheduler (warp w sits on sub-partition w % 4) has a free
   tma_store, bulk groups    the bytes queue on the SM's share of L2 write bandwidth
   st/ld shared              SMEM bytes on the SM's SMEM port
   st/ld global              each 32-byte sector the warp's lanes touch takes `gst_sector` cycles of the SM's
-                            load/store path; a store holds its warp only when the path has more than
-                            `lsu_queue` cycles of work queued; a load holds it `gmem_latency`
+                            load/store path; a store holds its warp `gst_warp` cycles per sector, or longer
+                            while the path has more than `lsu_queue` cycles of work queued; a load holds it
+                            `gmem_latency`
   mwait (mbarrier wait)     holds the warp until the phase it observed in the emulator has completed here:
                             when the last of the events that contributed to that phase (arrivals,
                             expect-tx, TMA byte completions) has happened, + `mbar_wake`
@@ -221,9 +222,10 @@ def replay(trace, m: dict, env: Env, sm_of=None, keep_log: bool = True) -> Timel
             nxt = max(take(("smem", w.sm), ti, a / m["smem_bw"]), ti + m["smem_latency"])
             done = nxt
         elif cls == "st_global":
-            # the SM's load/store path takes a store per 32-byte sector; the warp waits only when it is full
+            # the SM's load/store path takes a store per 32-byte sector; the warp waits while its own stores
+            # drain (gst_warp per sector) and when the SM's path has more than lsu_queue cycles queued
             fin = take(("lsu", w.sm), ti, b * m["gst_sector"])
-            nxt = max(nxt, fin - m["lsu_queue"])
+            nxt = max(nxt, ti + b * m["gst_warp"], fin - m["lsu_queue"])
         elif cls == "ld_global":
             fin = take(("lsu", w.sm), ti, b * m["gst_sector"])
             nxt = max(take(("l2", w.sm), ti, a / l2_rate), fin, ti + m["gmem_latency"])

@@ -121,3 +121,24 @@ extern "C" __global__ void stream(const __grid_constant__ TmaDescriptor tmap, u6
     out[4 * blockIdx.x + 2] = g0;
     out[4 * blockIdx.x + 3] = g1;
 }
+
+// The ladder's direct epilogue (gemm_common.cuh store_rows<256>): each of the CTA's 2 warpgroups writes a
+// 64 x 256 bf16 part of a 128 x 256 tile with 64 st.global.u32 per thread (each warp instruction: 8 rows
+// x 16 bytes = 8 sectors). `reps` tiles per CTA, tile t of CTA b at rows 128 (b + gridDim.x t).
+extern "C" __global__ void store_epilogue(u16* C, int ldc, int reps, u64* out) {
+    float d[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) d[i] = float(threadIdx.x + i);
+    __syncthreads();
+    const u64 t0 = clock64(), g0 = globaltimer_ns();
+    for (int t = 0; t < reps; ++t) {
+        const int row0 = 128 * (blockIdx.x + gridDim.x * t) + 64 * (threadIdx.x / 128);
+        store_rows<256>(d, C, ldc, row0, 0);
+    }
+    __syncthreads();
+    const u64 t1 = clock64(), g1 = globaltimer_ns();
+    if (threadIdx.x == 0) {
+        out[4 * blockIdx.x + 0] = t1 - t0;
+        out[4 * blockIdx.x + 1] = g1 - g0;
+    }
+}

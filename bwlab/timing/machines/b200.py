@@ -37,7 +37,8 @@ MACHINE = Machine(
     alu_cpi=Param(2.0, 1.0, 4.0, "cycles/instruction", "[H]"),
     smem_latency=Param(30, 23, 40, "cycles", "[H]"),
     gmem_latency=Param(300, 200, 400, "cycles", "[H], [JIA]"),
-    gst_sector=Param(2.8, 1.0, 4.0, "cycles/sector", "[H]"),
+    gst_sector=Param(2.0, 1.0, 4.0, "cycles/sector", "[H]"),
+    gst_warp=Param(16.0, 8.0, 24.0, "cycles/sector", "[H]"),
     lsu_queue=Param(256, 64, 1024, "cycles", "[H]"),
     launch_us=Param(2.0, 0.5, 4.0, "us", "[H]"),
 )

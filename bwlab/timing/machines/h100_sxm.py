@@ -12,6 +12,7 @@ Sources, cited by key in each number:
          (DRAM) ~ 480-500 cycles, shared ~ 30 cycles.
   [CNC]  Chips and Cheese, "Nvidia's H100: Funny L2, and Tons of Bandwidth" (2023): L2 read bandwidth of
          an H100 PCIe ~ 5.5 TB/s with ordinary loads (a lower bound for TMA).
+  [PROBE] docs/results/timing_probe_h200.txt, by docs/results/timing_probe.py on the same H200.
   [OWN]  this project's measurements: docs/results/foundation_h100.txt (228 KiB = 233472 bytes per SM),
          docs/results/gemm_protocol_h100.txt (SM clock up to 1980 MHz when not power-capped).
   [CAL]  docs/results/timing_calibrate_h200.txt: measured on an H200 (same GH100 SM, same L2; only the
@@ -37,9 +38,10 @@ MACHINE = Machine(
     dram_bw=Param(3.0e12, 2.8e12, 3.2e12, "bytes/s",
                   "[DS] 3.35 TB/s peak; [OWN] REFERENCE.md: a device-to-device copy reaches ~3.0 TB/s; [CAL] TMA streaming "
                   "reached 4.58 of the H200's 4.8 (95 %): 0.95 x 3.35 = 3.2 is hi"),
-    l2_bw=Param(9.2e12, 6.4e12, 9.2e12, "bytes/s",
-                "[CAL] 9.20 TB/s (4755 B per SM-cycle at 1980 MHz) with TMA from all SMs; lo: the same bytes per "
-                "SM-cycle at a power-capped 1350 MHz, if the L2 slowed with the SMs; [CNC] ~5.5 TB/s with ordinary loads"),
+    l2_bw=Param(9.0e12, 8.79e12, 9.2e12, "bytes/s",
+                "[CAL] 9.20 TB/s (4755 B per SM-cycle at 1980 MHz) with TMA from all SMs; [PROBE] 8.79 TB/s at a "
+                "power-capped 1470 MHz (45.6 B per SM-cycle: the L2 keeps its pace when the SMs slow); "
+                "[CNC] ~5.5 TB/s with ordinary loads"),
     sm_l2_port=Param(108, 90, 128, "bytes/SM-cycle", "[CAL] 107.8 B/cycle, one SM streaming alone"),
     smem_bw=fixed(128, "bytes/SM-cycle", "[PG] 32 banks x 4 bytes per cycle"),
     mma_flops=fixed(4096, "FLOP/SM-cycle", "[WP], [DS]: 989.4e12 / (132 x 1.83e9)"),
@@ -54,9 +56,13 @@ MACHINE = Machine(
     alu_cpi=Param(2.0, 1.0, 4.0, "cycles/instruction", "[LUO] dependent ALU latency ~4-6 cycles; independent ~1"),
     smem_latency=Param(30, 23, 40, "cycles", "[LUO]"),
     gmem_latency=Param(260, 200, 300, "cycles", "[LUO] L2 hit"),
-    gst_sector=Param(2.8, 1.0, 4.0, "cycles/sector",
-                     "[OWN] docs/results/recordings/gemm_ladder.npz (H100, GEMM_STAMPS, 4096^3): step 4's epilogue, 64 "
-                     "st.global.u32 per thread of 8 warps, each touching 8 sectors, took 11,505 cycles: 11505 / (8 x 64 x 8)"),
+    gst_sector=Param(2.0, 2.0, 3.72, "cycles/sector",
+                     "[PROBE] the ladder's epilogue stores (8 sectors per warp instruction), one SM alone: 2.00; every "
+                     "SM at once: 3.72"),
+    gst_warp=Param(16.0, 14.0, 21.0, "cycles/sector",
+                   "[PROBE] one CTA alone: 8,178 cycles for 64 stores of 8 sectors per warp (8 warps); "
+                   "[OWN] GEMM_STAMPS epilogues on the H200 (probe) 8,014-10,744 cycles and on the H100 "
+                   "(recordings/gemm_ladder.npz) 9,768-12,644"),
     lsu_queue=Param(256, 64, 1024, "cycles", "not published; a few dozen stores in flight per SM"),
     launch_us=Param(2.0, 0.5, 4.0, "us", "not published; back-to-back launches on one stream overlap their set-up"),
 )

@@ -1,0 +1,53 @@
+"""python -m bwlab.timing: predictions from the command line.
+
+    python -m bwlab.timing predict s6 8192 8192 8192 --clock 1350          # one rung, one shape
+    python -m bwlab.timing machine h100_sxm                                 # a machine description
+    python -m bwlab.timing hopper --out docs/results/timing_hopper.txt      # the ladder vs its measurements
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bwlab.timing", description="speed without a GPU")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("predict", help="predict one ladder rung at one shape")
+    p.add_argument("step")
+    p.add_argument("m", type=int)
+    p.add_argument("n", type=int)
+    p.add_argument("k", type=int)
+    p.add_argument("--machine", default="h100_sxm")
+    p.add_argument("--clock", type=float, default=None, help="SM clock in MHz (default: the machine's highest)")
+    q = sub.add_parser("machine", help="print a machine description with its sources")
+    q.add_argument("name")
+    h = sub.add_parser("hopper", help="the Hopper ladder's predictions against the recorded measurements")
+    h.add_argument("--steps", nargs="*", default=None)
+    h.add_argument("--out", default=None)
+    a = ap.parse_args(argv)
+    if a.cmd == "predict":
+        from .gemm import predict
+        for which in ("value", "fast", "slow"):
+            print(f"{which:5s}", predict(a.step, a.m, a.n, a.k, a.machine, a.clock, which))
+        return 0
+    if a.cmd == "machine":
+        from .machine import load
+        print(load(a.name).describe())
+        return 0
+    from .hopper import table
+    t0 = time.time()
+    text = table(a.steps)
+    cmd = "python -m bwlab.timing hopper" + (f" --steps {' '.join(a.steps)}" if a.steps else "") + \
+          (f" --out {a.out}" if a.out else "")
+    text += f"\n({time.time() - t0:.0f} s of CPU here)\n# command: {cmd}\n"
+    print(text)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
