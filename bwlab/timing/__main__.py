@@ -3,6 +3,7 @@
     python -m bwlab.timing predict s6 8192 8192 8192 --clock 1350          # one rung, one shape
     python -m bwlab.timing machine h100_sxm                                 # a machine description
     python -m bwlab.timing hopper --out docs/results/timing_hopper.txt      # the ladder vs its measurements
+    python -m bwlab.timing blackwell --out docs/results/timing_b200.txt     # the sm_100a ladder, predicted
 """
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ def main(argv=None) -> int:
     p.add_argument("--clock", type=float, default=None, help="SM clock in MHz (default: the machine's highest)")
     q = sub.add_parser("machine", help="print a machine description with its sources")
     q.add_argument("name")
+    bl = sub.add_parser("blackwell", help="predict the sm_100a ladder on a B200, beside published ladders")
+    bl.add_argument("--out", default=None)
     h = sub.add_parser("hopper", help="the Hopper ladder's predictions against the recorded measurements")
     h.add_argument("--steps", nargs="*", default=None)
     h.add_argument("--out", default=None)
@@ -35,6 +38,16 @@ def main(argv=None) -> int:
     if a.cmd == "machine":
         from .machine import load
         print(load(a.name).describe())
+        return 0
+    if a.cmd == "blackwell":
+        from .blackwell import table as btable
+        t0 = time.time()
+        text = btable() + f"\n({time.time() - t0:.0f} s here)\n# command: python -m bwlab.timing blackwell" + \
+            (f" --out {a.out}" if a.out else "") + "\n"
+        print(text)
+        if a.out:
+            with open(a.out, "w") as f:
+                f.write(text)
         return 0
     from .hopper import table
     t0 = time.time()

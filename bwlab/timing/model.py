@@ -11,6 +11,9 @@ its SM sub-partition's scheduler (warp w sits on sub-partition w % 4) has a free
   mma (wgmma)               the warp's share (16 rows) queues on its sub-partition's tensor pipe, which
                             does mma_flops / 4 FLOP per cycle; it completes `mma_latency` after its slot
   mma_commit / mma_wait N   groups of mma; the wait holds the warp until all but the newest N are done
+  umma (tcgen05.mma)        the SM's whole tensor pipe (mma_flops per cycle); tcgen05.commit's mbarrier arrival
+                            happens when the CTA's earlier tcgen05.mma are done; tcgen05.ld / wait::ld:
+                            `smem_latency`
   tma_load                  the SM's TMA unit takes it (one box per `tma_issue` cycles); its bytes queue
                             on the SM's share of L2 bandwidth and, for the fraction `miss` that misses
                             L2, on the SM's share of DRAM bandwidth; it lands `tma_latency` (+ miss x
@@ -131,6 +134,7 @@ def replay(trace, m: dict, env: Env, sm_of=None, keep_log: bool = True) -> Timel
                 g = (r[1], k)
                 expected_cl[g] = expected_cl.get(g, 0) + 1
     bar_state = {}                 # generation -> [arrived, latest time, [parked warps]]
+    umma_fin = {}                  # cta -> completion of its latest tcgen05.mma
     cl_state = {}
 
     warps = {key: _Warp(key, recs, sms[key[0]]) for key, recs in trace.warps.items()}
@@ -177,6 +181,24 @@ def replay(trace, m: dict, env: Env, sm_of=None, keep_log: bool = True) -> Timel
             fin = take(("tensor", w.sm, w.sub), ti, a / per_sub_flops) + m["mma_latency"]
             w.open.append(fin)
             done = fin
+        elif cls == "umma":
+            # tcgen05.mma: one thread issues it; the SM's whole tensor pipe computes it (each SM of a pair its half)
+            fin = take(("tensor", w.sm, "all"), ti, a / m["mma_flops"]) + m["mma_latency"]
+            umma_fin[key[0]] = max(umma_fin.get(key[0], 0.0), fin)
+            done = fin
+        elif cls == "umma_commit":
+            # tcgen05.commit: its mbarrier arrival happens when every earlier tcgen05.mma of the CTA is done
+            fin = max(umma_fin.get(key[0], ti), ti)
+            for op in a:
+                event_time(("c", op), fin)
+            done = fin
+        elif cls == "tmem_ld":
+            w.open.append(ti + m["smem_latency"])
+        elif cls == "tmem_wait":
+            if w.open:
+                nxt = max(nxt, max(w.open))
+            w.open = []
+            done = nxt
         elif cls == "mma_commit":
             w.groups.append(max(w.open) if w.open else ti)
             w.open = []

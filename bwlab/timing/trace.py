@@ -51,13 +51,22 @@ def classify(op: str) -> str:
     """The timing class of a PTX instruction (its op text): what resource it costs."""
     if op.startswith("wgmma.mma_async"):
         return "mma"
+    if op.startswith("tcgen05.mma"):
+        return "umma"
+    if op.startswith("tcgen05.commit"):
+        return "umma_commit"
+    if op.startswith("tcgen05.ld"):
+        return "tmem_ld"
+    if op.startswith("tcgen05.wait::ld"):
+        return "tmem_wait"
     if op.startswith("wgmma.commit_group"):
         return "mma_commit"
     if op.startswith("wgmma.wait_group"):
         return "mma_wait"
     if op.startswith("cp.async.bulk.tensor") or op.startswith("cp.async.bulk.shared") or \
             op.startswith("cp.async.bulk.global"):
-        dst = op.split(".")[4] if op.startswith("cp.async.bulk.tensor") else op.split(".")[3]
+        parts = op.split(".")
+        dst = parts[5] if op.startswith("cp.async.bulk.tensor") else parts[3]   # cp.async.bulk.tensor.2d.<dst>
         return "tma_store" if dst.startswith("global") else "tma_load"
     if op.startswith("cp.reduce.async.bulk"):
         return "tma_store"
@@ -287,6 +296,10 @@ class Recorder:
                 item = (cls, int(remote), 0)
             elif cls == "mma":
                 item = (cls, flops, 0)
+            elif cls == "umma":
+                item = (cls, _umma_flops(code, w, group), 0)
+            elif cls == "umma_commit":
+                item = (cls, tuple(o[0] for o in ops), 0)
             elif cls in ("tma_load", "tma_store"):
                 if ops:
                     for o in ops:
@@ -315,6 +328,25 @@ class Recorder:
                 if o[0] not in rec.trace.ops:
                     rec.trace.ops[o[0]] = (event,) + o[1:]
         return dataclasses.replace(code, run=traced)
+
+
+def _umma_flops(code, w, group) -> int:
+    """FLOP one SM computes for a tcgen05.mma: M and N from its instruction descriptor (PTX ISA, Instruction
+    descriptor: bits 17-22 N >> 3, bits 24-28 M >> 4), K = 32 bytes of operand; cta_group::2 splits M over
+    the pair's two SMs."""
+    args = code.instr.args
+    reg = args[3] if len(args) > 3 else None
+    if reg is None or reg[0] not in ("reg", "imm"):
+        return 0
+    if reg[0] == "imm":
+        idesc = int(reg[1], 0)
+    else:
+        lane = int(np.flatnonzero(group)[0])
+        idesc = int(w.R[w.machine.prog.reg_index[(code.func, reg[1])], lane])
+    n, m = ((idesc >> 17) & 0x3F) << 3, ((idesc >> 24) & 0x1F) << 4
+    k = 32 if ("kind::f8f6f4" in code.instr.op or "kind::i8" in code.instr.op) else 16
+    pair = 2 if "cta_group::2" in code.instr.op else 1
+    return 2 * (m // pair) * n * k
 
 
 def _sectors(code, w, group) -> int:
