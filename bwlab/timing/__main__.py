@@ -42,7 +42,7 @@ def main(argv=None) -> int:
     if a.cmd == "blackwell":
         from .blackwell import table as btable
         t0 = time.time()
-        text = btable() + f"\n({time.time() - t0:.0f} s here)\n# command: python -m bwlab.timing blackwell" + \
+        text = btable() + f"\n({time.time() - t0:.0f} s wall on a shared 2-core machine)\n# command: python -m bwlab.timing blackwell" + \
             (f" --out {a.out}" if a.out else "") + "\n"
         print(text)
         if a.out:
@@ -54,7 +54,7 @@ def main(argv=None) -> int:
     text = table(a.steps)
     cmd = "python -m bwlab.timing hopper" + (f" --steps {' '.join(a.steps)}" if a.steps else "") + \
           (f" --out {a.out}" if a.out else "")
-    text += f"\n({time.time() - t0:.0f} s of CPU here)\n# command: {cmd}\n"
+    text += f"\n({time.time() - t0:.0f} s wall on a shared 2-core machine, the emulations included)\n# command: {cmd}\n"
     print(text)
     if a.out:
         with open(a.out, "w") as f:

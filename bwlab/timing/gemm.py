@@ -9,9 +9,10 @@ one SM does is periodic, so the prediction runs a few small problems in the emul
 the machine description (`bwlab.timing.model`) with the bandwidth shares and L2 miss rate of the full
 problem, and extrapolates (docs/timing.md):
 
-* non-persistent steps (s1-s3): the CTAs that fit on one SM at once (`occupancy.ctas_per_sm`) run one
-  tile each, side by side on one simulated SM, at two depths K1 < K2; the time of a round is linear in
-  K (the K-loop repeats), and the launch takes ceil(tiles / (SMs x CTAs per SM)) rounds;
+* non-persistent steps (s1-s3): the CTAs that fit on one SM at once (`occupancy.ctas_per_sm`; fewer when
+  the launch has fewer CTAs than the GPU has slots: the block scheduler spreads them over every SM first)
+  run one tile each, side by side on one simulated SM, at two depths K1 < K2; the time of a round is
+  linear in K (the K-loop repeats), and the launch takes ceil(tiles / (SMs x CTAs per SM)) rounds;
 * persistent steps (s4-s8, split-K): one CTA (one cluster) walks 1 tile at K1 and K2, and 2 tiles at K1;
   T(t, K) = a + t (b + c K) through those three points, at the real K and the real number of tiles of
   the busiest CTA.
@@ -122,10 +123,13 @@ def predict(step, m: int, n: int, k: int, machine="h100_sxm", clock_mhz: float |
     parts = {}
     if not s.persistent:
         from ..gemm.occupancy import ctas_per_sm
-        occ = ctas_per_sm(s).ctas
-        slots = sms * occ
+        fit = ctas_per_sm(s).ctas
+        # the block scheduler spreads a launch over every SM before it doubles up: a launch of fewer CTAs
+        # than slots runs ceil(tiles / SMs) per SM, on min(tiles, SMs) SMs
+        occ = min(fit, math.ceil(tiles / sms))
+        slots = sms * fit
         rounds = math.ceil(tiles / slots)
-        active = min(sms, math.ceil(tiles / occ))
+        active = min(sms, tiles)
         dram, l2 = dram_bytes(s, m, n, k, min(slots, tiles))
         env = Env(clock, active, min(1.0, dram / l2))
         one_sm = (lambda cta, cid, rank: 0)
