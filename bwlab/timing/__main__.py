@@ -26,6 +26,8 @@ def main(argv=None) -> int:
     q.add_argument("name")
     bl = sub.add_parser("blackwell", help="predict the sm_100a ladder on a B200, beside published ladders")
     bl.add_argument("--out", default=None)
+    ph = sub.add_parser("phases", help="one tile's phases in the model vs GEMM_STAMPS timelines measured on GPUs")
+    ph.add_argument("--out", default=None)
     h = sub.add_parser("hopper", help="the Hopper ladder's predictions against the recorded measurements")
     h.add_argument("--steps", nargs="*", default=None)
     h.add_argument("--out", default=None)
@@ -38,6 +40,14 @@ def main(argv=None) -> int:
     if a.cmd == "machine":
         from .machine import load
         print(load(a.name).describe())
+        return 0
+    if a.cmd == "phases":
+        from .phases import table as ptable
+        text = ptable() + "\n# command: python -m bwlab.timing phases" + (f" --out {a.out}" if a.out else "") + "\n"
+        print(text)
+        if a.out:
+            with open(a.out, "w") as f:
+                f.write(text)
         return 0
     if a.cmd == "blackwell":
         from .blackwell import table as btable
