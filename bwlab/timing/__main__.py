@@ -31,6 +31,7 @@ def main(argv=None) -> int:
     h = sub.add_parser("hopper", help="the Hopper ladder's predictions against the recorded measurements")
     h.add_argument("--steps", nargs="*", default=None)
     h.add_argument("--out", default=None)
+    h.add_argument("--h200", action="store_true", help="the H200 probe's measurements instead")
     a = ap.parse_args(argv)
     if a.cmd == "predict":
         from .gemm import predict
@@ -59,10 +60,11 @@ def main(argv=None) -> int:
             with open(a.out, "w") as f:
                 f.write(text)
         return 0
-    from .hopper import table
+    from .hopper import h200_check, table
     t0 = time.time()
-    text = table(a.steps)
-    cmd = "python -m bwlab.timing hopper" + (f" --steps {' '.join(a.steps)}" if a.steps else "") + \
+    text = h200_check() if a.h200 else table(a.steps)
+    cmd = "python -m bwlab.timing hopper" + (" --h200" if a.h200 else "") + \
+        (f" --steps {' '.join(a.steps)}" if a.steps else "") + \
           (f" --out {a.out}" if a.out else "")
     text += f"\n({time.time() - t0:.0f} s wall on a shared 2-core machine, the emulations included)\n# command: {cmd}\n"
     print(text)

@@ -130,6 +130,23 @@ def order_report(rs, margin: float = 0.03) -> str:
     return s
 
 
+def h200_check() -> str:
+    """The model on the H200 description against the probe's direct measurements on an H200 (8192^3, 5
+    back-to-back launches after one warm-up, CUDA events; SM clock from clock64 / globaltimer of CTA 0)."""
+    pat = re.compile(r"^\s+(s\w+)\s+([\d.]+) ms\s+SM clock\s+(\d+) MHz")
+    lines = ["Hopper ladder on an H200 (docs/results/timing_probe_h200.txt: 5 launches at 8192^3, not the sustained "
+             "protocol) vs bwlab.timing on the 'h200' description at the clock CTA 0 measured",
+             f"{'step':22s} {'MHz':>5s} {'measured':>9s} {'predicted':>9s} {'pred/meas':>9s}"]
+    for line in (RESULTS / "timing_probe_h200.txt").read_text().splitlines():
+        g = pat.match(line)
+        if not g:
+            continue
+        name, ms, mhz = g.group(1), float(g.group(2)), float(g.group(3))
+        p = gemm.predict(name, 8192, 8192, 8192, machine="h200", clock_mhz=mhz)
+        lines.append(f"{name:22s} {mhz:5.0f} {ms:9.4f} {p.ms:9.4f} {p.ms / ms:9.3f}")
+    return "\n".join(lines)
+
+
 def parse_table(text: str) -> dict:
     """{(step, shape): predicted ms} from a table this module wrote."""
     out = {}
