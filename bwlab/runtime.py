@@ -278,11 +278,12 @@ def require_launch_config(grid, block, shared_mem, cluster):
 
 
 def launch(module, kernel: str, grid, block, args, shared_mem: int = 0, barrier_names=None,
-           cluster=None, sync: bool = True):
+           cluster=None, sync: bool = True, timing=None):
     """Launch `kernel` of a loaded `bwlab.compile.Module`, then check its mbarrier status record.
 
     `barrier_names` maps the barrier ids the kernel passes to `mbarrier_wait` to names for the
     error message. `cluster` is the kernel's compile-time cluster shape (checked against the grid).
+    `timing`: in the emulator, a `bwlab.timing.trace.Recorder` that records the launch.
     """
     grid, block = require_launch_config(grid, block, shared_mem, cluster)
     fn = module.get_function(kernel)
@@ -290,7 +291,7 @@ def launch(module, kernel: str, grid, block, args, shared_mem: int = 0, barrier_
         status = module.get_global("bw_status")
         status._alloc.buf[:STATUS_DTYPE.itemsize] = 0
         fn.max_dynamic_shared_size_bytes = max(shared_mem, fn.max_dynamic_shared_size_bytes)
-        run = fn(grid, block, tuple(args), shared_mem=shared_mem, cluster=cluster)
+        run = fn(grid, block, tuple(args), shared_mem=shared_mem, cluster=cluster, timing=timing)
         rec = np.frombuffer(status._alloc.buf[:STATUS_DTYPE.itemsize].tobytes(), STATUS_DTYPE)
         if rec["code"][0] != 0:
             bid = int(rec["barrier_id"][0])

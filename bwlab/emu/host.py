@@ -268,7 +268,7 @@ class Function:
         return bytes(buf)
 
     def __call__(self, grid, block, args, shared_mem: int = 0, *, cluster=None, seed=None, trace=None,
-                 max_steps: int = 20_000_000):
+                 max_steps: int = 20_000_000, timing=None):
         grid = tuple(grid) + (1,) * (3 - len(tuple(grid)))
         block = tuple(block) + (1,) * (3 - len(tuple(block)))
         if any(int(g) < 1 for g in grid) or any(int(b) < 1 for b in block):
@@ -280,7 +280,7 @@ class Function:
                            "first (cudaFuncSetAttribute), as on the GPU")
         launch = Launch(self.module, self.name, grid, block, self._marshal(tuple(args)), shared_mem, cluster,
                         seed=self.seed if seed is None else seed, trace=self.trace if trace is None else trace,
-                        max_steps=max_steps)
+                        max_steps=max_steps, timing=timing)
         _LAST[0] = launch
         try:
             launch.run()

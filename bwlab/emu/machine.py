@@ -249,7 +249,7 @@ class Launch:
 
     def __init__(self, module, kernel: str, grid, block, params: bytes, dynamic_smem: int = 0,
                  cluster=None, seed: int = 0, max_steps: int = 20_000_000, trace: bool = False,
-                 check_proxy: bool = True):
+                 check_proxy: bool = True, timing=None):
         prog = module.program
         self.module, self.prog, self.kernel = module, prog, kernel
         self.memory = module.memory
@@ -291,6 +291,8 @@ class Launch:
         self.gpu = current_gpu()  # the emulated machine (residency.GPU): its SMs hold the resident CTAs
         self.mem = MemorySystem(self)       # address spaces, bounds, proxies
         self.sync = Synchronisation(self)   # named barriers, the cluster barrier, mbarriers
+        if timing is not None:              # bwlab.timing.trace.Recorder: wraps this launch's code (off: no cost)
+            timing(self)
 
     # ---- where things are --------------------------------------------------------------------
     def where(self, ins) -> str:

@@ -251,7 +251,7 @@ EMULATED_SMS = 2   # the persistent steps launch this many CTAs (clusters) in th
 
 
 def run_step_emulated(name, a, b, sms: int = EMULATED_SMS, seed: int = 0, trace: bool = False,
-                      stamps: bool = False, kernel=None):
+                      stamps: bool = False, kernel=None, timing=None):
     """C = A * B^T by one step's kernel executed in bwlab.emu (its sm_90a PTX, instruction by
     instruction). `a` (M x K) and `b` (N x K) are NumPy uint16 arrays of bf16 bits; returns (C bits,
     the emulator's Launch: its trace, stall reports and counts). Persistent steps launch
@@ -285,7 +285,7 @@ def run_step_emulated(name, a, b, sms: int = EMULATED_SMS, seed: int = 0, trace:
                      (*[tensor_map_arg(t) for t in maps], dc, np.int32(m), np.int32(n), np.int32(k),
                       st if stamps else np.uint64(0), *extra),
                      shared_mem=s.smem_bytes, barrier_names=BARRIERS,
-                     cluster=(s.cluster, 1, 1) if s.cluster > 1 else None)
+                     cluster=(s.cluster, 1, 1) if s.cluster > 1 else None, timing=timing)
     if stamps:
         run.stamps = st.get()
     run.extra = _keep

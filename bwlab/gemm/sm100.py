@@ -210,7 +210,7 @@ EMULATED_SMS = 2     # the "SM count" the emulator launches persistent steps wit
 
 
 def run_step_emulated(step, A, B, sms: int = EMULATED_SMS, seed: int = 0, trace: bool = False, defines=None,
-                      stamps: bool = False):
+                      stamps: bool = False, timing=None):
     """Run a step's kernel in bwlab.emu (its sm_100a PTX, instruction by instruction): returns (C as bf16
     bits, the emulator's Launch with its trace, stall reports and warnings), and with `stamps` also the
     kernel's own timeline in virtual %globaltimer ns (track x span x edge, as `runner.run_sm100` returns it). Persistent steps launch
@@ -234,7 +234,7 @@ def run_step_emulated(step, A, B, sms: int = EMULATED_SMS, seed: int = 0, trace:
     run = launch(module, "gemm", launch_grid(step, M, N, sms * s["cluster"]), (s["threads"],),
                  (*tmaps, d_c, np.int32(M), np.int32(N), np.int32(K), err, d_st if stamps else np.uint64(0)),
                  shared_mem=s["smem_bytes"], barrier_names=GEMM_BARRIERS,
-                 cluster=(s["cluster"], 1, 1) if s["cluster"] > 1 else None)
+                 cluster=(s["cluster"], 1, 1) if s["cluster"] > 1 else None, timing=timing)
     code = int(err.get()[0])
     if code:
         raise RuntimeError(f"step {s['step']}: a bounded wait on {GEMM_BARRIERS.get(code - 1, code)} gave up")

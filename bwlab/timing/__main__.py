@@ -1,0 +1,78 @@
+"""python -m bwlab.timing: predictions from the command line.
+
+    python -m bwlab.timing predict s6 8192 8192 8192 --clock 1350          # one rung, one shape
+    python -m bwlab.timing machine h100_sxm                                 # a machine description
+    python -m bwlab.timing hopper --out docs/results/timing_hopper.txt      # the ladder vs its measurements
+    python -m bwlab.timing blackwell --out docs/results/timing_b200.txt     # the sm_100a ladder, predicted
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bwlab.timing", description="speed without a GPU")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("predict", help="predict one ladder rung at one shape")
+    p.add_argument("step")
+    p.add_argument("m", type=int)
+    p.add_argument("n", type=int)
+    p.add_argument("k", type=int)
+    p.add_argument("--machine", default="h100_sxm")
+    p.add_argument("--clock", type=float, default=None, help="SM clock in MHz (default: the machine's highest)")
+    q = sub.add_parser("machine", help="print a machine description with its sources")
+    q.add_argument("name")
+    bl = sub.add_parser("blackwell", help="predict the sm_100a ladder on a B200, beside published ladders")
+    bl.add_argument("--out", default=None)
+    ph = sub.add_parser("phases", help="one tile's phases in the model vs GEMM_STAMPS timelines measured on GPUs")
+    ph.add_argument("--out", default=None)
+    h = sub.add_parser("hopper", help="the Hopper ladder's predictions against the recorded measurements")
+    h.add_argument("--steps", nargs="*", default=None)
+    h.add_argument("--out", default=None)
+    h.add_argument("--h200", action="store_true", help="the H200 probe's measurements instead")
+    a = ap.parse_args(argv)
+    if a.cmd == "predict":
+        from .gemm import predict
+        for which in ("value", "fast", "slow"):
+            print(f"{which:5s}", predict(a.step, a.m, a.n, a.k, a.machine, a.clock, which))
+        return 0
+    if a.cmd == "machine":
+        from .machine import load
+        print(load(a.name).describe())
+        return 0
+    if a.cmd == "phases":
+        from .phases import table as ptable
+        text = ptable() + "\n# command: python -m bwlab.timing phases" + (f" --out {a.out}" if a.out else "") + "\n"
+        print(text)
+        if a.out:
+            with open(a.out, "w") as f:
+                f.write(text)
+        return 0
+    if a.cmd == "blackwell":
+        from .blackwell import table as btable
+        t0 = time.time()
+        text = btable() + f"\n({time.time() - t0:.0f} s wall on a shared 2-core machine)\n# command: python -m bwlab.timing blackwell" + \
+            (f" --out {a.out}" if a.out else "") + "\n"
+        print(text)
+        if a.out:
+            with open(a.out, "w") as f:
+                f.write(text)
+        return 0
+    from .hopper import h200_check, table
+    t0 = time.time()
+    text = h200_check() if a.h200 else table(a.steps)
+    cmd = "python -m bwlab.timing hopper" + (" --h200" if a.h200 else "") + \
+        (f" --steps {' '.join(a.steps)}" if a.steps else "") + \
+          (f" --out {a.out}" if a.out else "")
+    text += f"\n({time.time() - t0:.0f} s wall on a shared 2-core machine, the emulations included)\n# command: {cmd}\n"
+    print(text)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

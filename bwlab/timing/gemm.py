@@ -1,0 +1,165 @@
+"""Predicting a Hopper ladder rung's time at a full GEMM shape from a few emulated tiles.
+
+    from bwlab.timing import gemm
+    p = gemm.predict("s6", 8192, 8192, 8192, "h100_sxm", clock_mhz=1350)
+    print(p)            # cycles, ms, TFLOP/s, and how they were put together
+
+A full 8192^3 GEMM is 2,048 tiles of 128 K-slices each: too much to run instruction by instruction. What
+one SM does is periodic, so the prediction runs a few small problems in the emulator, replays them on
+the machine description (`bwlab.timing.model`) with the bandwidth shares and L2 miss rate of the full
+problem, and extrapolates (docs/timing.md):
+
+* non-persistent steps (s1-s3): the CTAs that fit on one SM at once (`occupancy.ctas_per_sm`; fewer when
+  the launch has fewer CTAs than the GPU has slots: the block scheduler spreads them over every SM first)
+  run one tile each, side by side on one simulated SM, at two depths K1 < K2; the time of a round is
+  linear in K (the K-loop repeats), and the launch takes ceil(tiles / (SMs x CTAs per SM)) rounds;
+* persistent steps (s4-s8, split-K): one CTA (one cluster) walks 1 tile at K1 and K2, and 2 tiles at K1;
+  T(t, K) = a + t (b + c K) through those three points, at the real K and the real number of tiles of
+  the busiest CTA.
+
+The rest of the GPU enters through `model.Env`: every SM running at once takes an equal share of L2 and
+DRAM bandwidth, and the fraction of TMA-loaded bytes that miss L2 comes from the tile order
+(`dram_bytes`: the A and B slabs each wave of tiles running together touches, read once per wave).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..gemm import ladder
+from ..gemm import order as tile_order
+from . import machine as machines
+from .model import Env, replay
+from .trace import Recorder
+
+__all__ = ["Prediction", "predict", "dram_bytes", "emulated_trace", "K1", "K2"]
+
+K1, K2 = 8 * ladder.BK, 16 * ladder.BK      # the two emulated depths: 8 and 16 K-slices (past any ring's fill)
+_TRACES: dict = {}
+
+
+@dataclass
+class Prediction:
+    step: str
+    shape: tuple
+    machine: str
+    clock_mhz: float
+    cycles: float
+    ms: float
+    tflops: float
+    parts: dict = field(default_factory=dict)
+
+    def __str__(self):
+        m, n, k = self.shape
+        p = self.parts
+        return (f"{self.step} {m}x{n}x{k} on {self.machine} at {self.clock_mhz:.0f} MHz: {self.cycles:,.0f} cycles = "
+                f"{self.ms:.4f} ms, {self.tflops:.1f} TFLOP/s ({p.get('how', '')})")
+
+
+def emulated_trace(step, m: int, n: int, k: int, seed: int = 0):
+    """The recorded trace of `step` run in the emulator on an m x n x k problem (cached per process)."""
+    from ..gemm import runner
+    from ..hw.dtypes import from_float
+    s = ladder.step(step)
+    key = (s.name, m, n, k, seed)
+    tr = _TRACES.get(key)
+    if tr is None:
+        rng = np.random.default_rng(seed)
+        a = from_float(rng.random((m, k), dtype=np.float32) * 2 - 1, "bf16")
+        b = from_float(rng.random((n, k), dtype=np.float32) * 2 - 1, "bf16")
+        rec = Recorder()
+        runner.run_step_emulated(s.name, a, b, sms=1, seed=seed, timing=rec)
+        tr = _TRACES[key] = rec.trace
+    return tr
+
+
+def _order(s, tiles_m: int, tiles_n: int) -> np.ndarray:
+    """(row, col) of each tile in the order the CTAs take them."""
+    if not s.persistent:
+        rows, cols = np.divmod(np.arange(tiles_m * tiles_n), tiles_n)    # blockIdx.x over N fastest
+        return np.stack([rows, cols], axis=1)
+    if s.cluster > 1:
+        pairs_m = tiles_m // s.cluster
+        po = tile_order.hilbert_order(pairs_m, tiles_n) if s.tile_order == "hilbert" else \
+            tile_order.grouped_order(pairs_m, tiles_n, 16 // s.cluster)
+        out = np.repeat(po, s.cluster, axis=0)
+        out[:, 0] = out[:, 0] * s.cluster + np.tile(np.arange(s.cluster), len(po))
+        return out
+    return tile_order.grouped_order(tiles_m, tiles_n, 16)
+
+
+def dram_bytes(s, m: int, n: int, k: int, concurrent: int) -> tuple:
+    """(DRAM bytes, L2 bytes) the TMA loads of step `s` read at m x n x k when `concurrent` tiles run at
+    once: each wave reads the A row-slabs and B column-slabs it touches once from DRAM (the L2 keeps
+    nothing from the wave before: a wave's slabs are K deep and the next wave starts at K = 0 again);
+    the L2 serves every tile's loads (a multicast B slice once per cluster)."""
+    tiles_m, tiles_n = m // s.bm, n // s.bn
+    order = _order(s, tiles_m, tiles_n)
+    dram = 0
+    for i in range(0, len(order), concurrent):
+        w = order[i:i + concurrent]
+        dram += len(np.unique(w[:, 0])) * s.bm * k * 2 + len(np.unique(w[:, 1])) * s.bn * k * 2
+    tiles = tiles_m * tiles_n
+    l2 = tiles * s.bm * k * 2 + (tiles // s.cluster) * s.bn * k * 2
+    return dram, l2
+
+
+def predict(step, m: int, n: int, k: int, machine="h100_sxm", clock_mhz: float | None = None,
+            which: str = "value", seed: int = 0) -> Prediction:
+    """Predicted time of ladder step `step` at m x n x k on `machine` (a name or a Machine) at SM clock
+    `clock_mhz` (default: the machine's highest); `which` picks the machine's numbers ('value', or 'fast' /
+    'slow': every uncertain number at the end of its range that makes the kernel faster / slower)."""
+    s = ladder.step(step)
+    ladder.require_shape(s, m, n, k)
+    mach = machines.load(machine) if isinstance(machine, str) else machine
+    if mach.arch != "sm_90a":
+        raise ValueError(f"the ladder of bwlab.gemm.ladder is sm_90a; {mach.name} is {mach.arch}")
+    mp = mach.at(which)
+    clock = float(clock_mhz or mp["max_clock_mhz"])
+    sms = int(mp["sms"])
+    tiles = (m // s.bm) * (n // s.bn)
+    parts = {}
+    if not s.persistent:
+        from ..gemm.occupancy import ctas_per_sm
+        fit = ctas_per_sm(s).ctas
+        # the block scheduler spreads a launch over every SM before it doubles up: a launch of fewer CTAs
+        # than slots runs ceil(tiles / SMs) per SM, on min(tiles, SMs) SMs
+        occ = min(fit, math.ceil(tiles / sms))
+        slots = sms * fit
+        rounds = math.ceil(tiles / slots)
+        active = min(sms, tiles)
+        dram, l2 = dram_bytes(s, m, n, k, min(slots, tiles))
+        env = Env(clock, active, min(1.0, dram / l2))
+        one_sm = (lambda cta, cid, rank: 0)
+        t1 = replay(emulated_trace(s, s.bm, s.bn * occ, K1, seed), mp, env, one_sm, keep_log=False).cycles
+        t2 = replay(emulated_trace(s, s.bm, s.bn * occ, K2, seed), mp, env, one_sm, keep_log=False).cycles
+        per_round = t1 + (k - K1) * (t2 - t1) / (K2 - K1)
+        cycles = rounds * per_round
+        parts.update(how=f"{rounds} rounds of {occ} CTA(s) per SM, {per_round:,.0f} cycles each; "
+                         f"L2 miss {env.miss:.2f}", rounds=rounds, per_round=per_round, ctas_per_sm=occ)
+    else:
+        grid = s.grid(m, n, sms, k)[0]
+        splits = ladder.split_count(m, n, k, sms, s.bm, s.bn) if s.split_k else 1
+        units = tiles * splits
+        per_cta = math.ceil(units / grid)
+        k_unit = k // splits
+        dram, l2 = dram_bytes(s, m, n, k, min(grid, tiles))
+        env = Env(clock, min(sms, grid), min(1.0, dram / l2))
+        mm, nn = s.bm * s.cluster, s.bn
+        r11 = replay(emulated_trace(s, mm, nn, K1, seed), mp, env, keep_log=False).cycles
+        r12 = replay(emulated_trace(s, mm, nn, K2, seed), mp, env, keep_log=False).cycles
+        r21 = replay(emulated_trace(s, mm, 2 * nn, K1, seed), mp, env, keep_log=False).cycles
+        c = (r12 - r11) / (K2 - K1)
+        b = r21 - r11 - c * K1
+        a = r11 - (b + c * K1)
+        per_tile = b + c * k_unit
+        cycles = a + per_cta * per_tile
+        parts.update(how=f"{per_cta} tiles on the busiest of {grid} CTAs, {per_tile:,.0f} cycles each + {a:,.0f}; "
+                         f"L2 miss {env.miss:.2f}" + (f"; {splits} K pieces" if splits > 1 else ""),
+                     per_cta=per_cta, per_tile=per_tile, fixed=a, splits=splits)
+    cycles += mp["launch_us"] * clock
+    ms = cycles / (clock * 1e3)
+    parts.update(miss=env.miss, active_sms=env.active_sms)
+    return Prediction(s.name, (m, n, k), mach.name, clock, cycles, ms, 2.0 * m * n * k / (ms * 1e-3) / 1e12, parts)

@@ -1,0 +1,160 @@
+"""The Hopper ladder's predictions against its sustained-protocol measurements (docs/results/timing_hopper.txt).
+
+    python -m bwlab.timing hopper --out docs/results/timing_hopper.txt
+
+For every rung (s1-s8, split-K) and shape (4096^3, 8192^3, 512 x 8192 x 8192) it predicts the time at the
+SM clock NVML measured during that rung's own blocks (the power cap sets it; the prediction is in cycles,
+so the clock converts it, and the DRAM and L2 shares per cycle depend on it) and sets it beside the
+measured median. The range is the prediction with every uncertain number of the machine description at
+the end of its range that makes the kernel faster, and at the end that makes it slower (a bound of what
+the description allows, not a confidence interval).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..gemm import ladder
+from . import gemm
+
+__all__ = ["Measured", "measured", "SHAPES", "SOURCES", "table", "parse_table"]
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "docs" / "results"
+SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (512, 8192, 8192))
+# the file each rung's measurement is read from (its first sustained-protocol run)
+SOURCES = {"s1": "gemm_protocol_h100.txt", "s2": "gemm_protocol_h100.txt", "s3": "gemm_protocol_h100.txt",
+           "s4": "gemm_protocol_h100.txt", "s5": "gemm_protocol_h100.txt", "s6": "gemm_protocol_h100.txt",
+           "s7": "gemm_protocol_beyond_h100.txt", "sk": "gemm_protocol_beyond_h100.txt",
+           "s8": "gemm_protocol_s8_h100.txt"}
+TOLERANCE = 0.15
+_HEAD = re.compile(r"^== (\d+) x (\d+) x (\d+) ")
+_ROW = re.compile(r"^\s+(s\w+)\s+([\d.]+) ms\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)-\s*([\d.]+)\s+([\d.]+)%\s+[\d.]+\s+SM (\d+) MHz")
+
+
+@dataclass(frozen=True)
+class Measured:
+    step: str
+    shape: tuple
+    ms: float
+    mhz: float
+    spread: tuple       # the ratio library/step round by round (lo, hi)
+    source: str
+
+
+def measured(path) -> dict:
+    """{(step name, shape): Measured} from a sustained-protocol report (bwlab.bench gemm --protocol sustained)."""
+    out = {}
+    shape = None
+    path = Path(path)
+    for line in path.read_text().splitlines():
+        h = _HEAD.match(line)
+        if h:
+            shape = tuple(int(x) for x in h.groups())
+            continue
+        r = _ROW.match(line)
+        if r and shape is not None:
+            name = r.group(1)
+            out[(name, shape)] = Measured(name, shape, float(r.group(2)), float(r.group(8)),
+                                          (float(r.group(5)), float(r.group(6))), path.name)
+    return out
+
+
+def rows(steps=None, shapes=SHAPES, machine="h100_sxm"):
+    """(Measured, Prediction at 'value', 'fast', 'slow') for every rung and shape measured."""
+    out = []
+    cache = {}
+    for short, fname in SOURCES.items():
+        if steps is not None and short not in steps:
+            continue
+        s = ladder.step(short)
+        meas = cache.setdefault(fname, measured(RESULTS / fname))
+        for shape in shapes:
+            m = meas.get((s.name, shape))
+            if m is None:
+                continue
+            preds = [gemm.predict(s.name, *shape, machine=machine, clock_mhz=m.mhz, which=w)
+                     for w in ("value", "fast", "slow")]
+            out.append((m, *preds))
+    return out
+
+
+def table(steps=None, shapes=SHAPES, machine="h100_sxm") -> str:
+    rs = rows(steps, shapes, machine)
+    lines = [f"Hopper ladder: predicted (bwlab.timing, machine '{machine}') vs measured (sustained protocol, H100 SXM)",
+             "predicted ms = predicted cycles / the SM clock NVML measured during the rung's own blocks; "
+             "range: the machine's uncertain numbers at the ends of their ranges",
+             f"{'step':22s} {'shape':>16s} {'MHz':>5s} {'measured':>9s} {'predicted':>9s} {'range':>17s} "
+             f"{'pred/meas':>9s}  {'within 15 %':11s} how",
+             ]
+    misses = []
+    for m, p, lo, hi in rs:
+        r = p.ms / m.ms
+        a, b = sorted((lo.ms, hi.ms))
+        ok = abs(r - 1) <= TOLERANCE
+        shape = "x".join(map(str, m.shape))
+        lines.append(f"{m.step:22s} {shape:>16s} {m.mhz:5.0f} {m.ms:9.4f} {p.ms:9.4f} {a:8.4f}-{b:8.4f} {r:9.3f}  "
+                     f"{'yes' if ok else 'NO':11s} {p.parts['how']}")
+        if not ok:
+            misses.append((m, p, r))
+    n_ok = len(rs) - len(misses)
+    lines.append(f"\nwithin +-{TOLERANCE:.0%}: {n_ok} of {len(rs)}")
+    lines.append(order_report(rs))
+    lines.append("sources of the measurements: " + ", ".join(sorted({m.source for m, *_ in rs})))
+    return "\n".join(lines)
+
+
+def order_report(rs, margin: float = 0.03) -> str:
+    """Pairs of rungs at one shape whose measured times differ by more than `margin` (3 %: the protocol's
+    round-to-round spreads are <= 2 %): is the faster one predicted faster?"""
+    by_shape = {}
+    for m, p, *_ in rs:
+        by_shape.setdefault(m.shape, []).append((m, p))
+    agree = total = 0
+    wrong = []
+    for shape, xs in by_shape.items():
+        for i in range(len(xs)):
+            for j in range(i + 1, len(xs)):
+                (m1, p1), (m2, p2) = xs[i], xs[j]
+                if abs(m1.ms / m2.ms - 1) <= margin:
+                    continue
+                total += 1
+                if (m1.ms < m2.ms) == (p1.ms < p2.ms):
+                    agree += 1
+                else:
+                    wrong.append(f"{m1.step.split('_')[0]} vs {m2.step.split('_')[0]} at {'x'.join(map(str, shape))}")
+    s = f"measured order (pairs differing by > {margin:.0%}): {agree} of {total} reproduced"
+    if wrong:
+        s += "; reversed: " + ", ".join(wrong)
+    return s
+
+
+def h200_check() -> str:
+    """The model on the H200 description against the probe's direct measurements on an H200 (8192^3, 5
+    back-to-back launches after one warm-up, CUDA events; SM clock from clock64 / globaltimer of CTA 0)."""
+    pat = re.compile(r"^\s+(s\w+)\s+([\d.]+) ms\s+SM clock\s+(\d+) MHz")
+    lines = ["Hopper ladder on an H200 (docs/results/timing_probe_h200.txt: 5 launches at 8192^3, not the sustained "
+             "protocol) vs bwlab.timing on the 'h200' description at the clock CTA 0 measured",
+             f"{'step':22s} {'MHz':>5s} {'measured':>9s} {'predicted':>9s} {'pred/meas':>9s}"]
+    for line in (RESULTS / "timing_probe_h200.txt").read_text().splitlines():
+        g = pat.match(line)
+        if not g:
+            continue
+        name, ms, mhz = g.group(1), float(g.group(2)), float(g.group(3))
+        p = gemm.predict(name, 8192, 8192, 8192, machine="h200", clock_mhz=mhz)
+        lines.append(f"{name:22s} {mhz:5.0f} {ms:9.4f} {p.ms:9.4f} {p.ms / ms:9.3f}")
+    return "\n".join(lines)
+
+
+def parse_table(text: str) -> dict:
+    """{(step, shape): predicted ms} from a table this module wrote."""
+    out = {}
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) > 6 and f[0].startswith("s") and "x" in f[1] and f[1].count("x") == 2:
+            try:
+                out[(f[0], tuple(int(x) for x in f[1].split("x")))] = float(f[4])
+            except ValueError:
+                continue
+    return out

@@ -1,0 +1,1 @@
+"""One module per GPU, each defining MACHINE (a `bwlab.timing.machine.Machine`)."""

@@ -1,0 +1,150 @@
+"""bwlab.timing: machine descriptions, the discrete-event replay on toy traces whose timeline is known by
+construction, the emulator's recording, determinism, and the committed Hopper table."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bwlab.timing import gemm, hopper, machine, model
+from bwlab.timing.trace import Trace, classify
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def simple_machine(**over):
+    """Round numbers so that a toy's timeline can be computed by hand."""
+    m = machine.load("h100_sxm").at()
+    m.update(alu_cpi=1.0, tma_issue=0.0, sm_l2_port=100.0, l2_bw=1e18, dram_bw=1e18, tma_latency=300.0,
+             mbar_wake=50.0, mma_flops=4096.0, mma_latency=70.0, bar_sync=30.0, launch_us=0.0)
+    m.update(over)
+    return m
+
+
+ENV = model.Env(clock_mhz=1000, active_sms=1, miss=0.0)
+
+
+# ---- machine descriptions -----------------------------------------------------------------------------
+@pytest.mark.parametrize("name", machine.NAMES)
+def test_every_number_has_a_source_and_lies_in_its_range(name):
+    m = machine.load(name)
+    for field, p in m.params():
+        assert p.source, field
+        assert p.lo <= p.value <= p.hi, field
+    fast, slow = m.at("fast"), m.at("slow")
+    assert fast["dram_bw"] >= slow["dram_bw"] and fast["tma_latency"] <= slow["tma_latency"]
+
+
+def test_bad_numbers_and_names_are_refused():
+    with pytest.raises(ValueError, match="must lie in its range"):
+        machine.Param(5, 1, 2, "cycles", "x")
+    with pytest.raises(ValueError, match="names its source"):
+        machine.Param(1, 1, 1, "cycles", "")
+    with pytest.raises(KeyError, match="no machine description"):
+        machine.load("h300")
+    with pytest.raises(ValueError, match="fraction"):
+        model.Env(1000, 132, miss=1.5)
+    with pytest.raises(ValueError, match="clock_mhz"):
+        model.Env(0, 132)
+    with pytest.raises(ValueError, match="sm_90a"):
+        gemm.predict("s1", 4096, 4096, 4096, "b200")
+
+
+# ---- the replay on toys ---------------------------------------------------------------------------------
+def tma_toy(n, nbytes, pipelined):
+    """One warp loads n boxes; each completes phase i of mbarrier 0. Serial: load, wait, load, wait ...;
+    pipelined: n loads, then n waits."""
+    tr = Trace(ctas={0: ((0, 0, 0), 0, 0)})
+    loads = [("tma_load", i + 1, nbytes) for i in range(n)]
+    waits = [("mwait", 0, i) for i in range(n)]
+    recs = [x for pair in zip(loads, waits) for x in pair] if not pipelined else loads + waits
+    tr.warps[(0, 0)] = recs + [("exit", 0, 0)]
+    tr.contrib = {(0, i): [("c", i + 1)] for i in range(n)}
+    return tr
+
+
+def test_a_serial_tma_toy_costs_transfer_latency_and_wake_per_load():
+    m = simple_machine()
+    tl = model.replay(tma_toy(10, 10_000, pipelined=False), m, ENV)
+    # per load: 10,000 B at 100 B/cycle + 300 latency + 50 wake; the first load issues at 0
+    assert tl.cycles == pytest.approx(10 * (100 + 300 + 50), abs=2)
+
+
+def test_a_pipelined_tma_toy_is_bound_by_bandwidth():
+    m = simple_machine()
+    tl = model.replay(tma_toy(10, 10_000, pipelined=True), m, ENV)
+    assert tl.cycles == pytest.approx(10 * 100 + 300 + 50, abs=12)
+    # half the port: twice the transfer
+    tl2 = model.replay(tma_toy(10, 10_000, pipelined=True), simple_machine(sm_l2_port=50.0), ENV)
+    assert tl2.cycles == pytest.approx(10 * 200 + 300 + 50, abs=12)
+
+
+def mma_toy(warps, n, flops):
+    tr = Trace(ctas={0: ((0, 0, 0), 0, 0)})
+    for w in range(warps):
+        tr.warps[(0, w)] = [("mma", flops, 0)] * n + [("mma_commit", 0, 0), ("mma_wait", 0, 0), ("exit", 0, 0)]
+    return tr
+
+
+def test_a_tensor_bound_toy_runs_at_the_pipe_rate():
+    m = simple_machine()
+    # a warp's 16-row share of m64n256k16: 131,072 FLOP at 1,024 FLOP/cycle per sub-partition: 128 cycles
+    one = model.replay(mma_toy(4, 20, 131_072), m, ENV)
+    assert one.cycles == pytest.approx(20 * 128 + 70, abs=3)
+    # two warpgroups share the four sub-partitions' pipes: twice as long
+    two = model.replay(mma_toy(8, 20, 131_072), m, ENV)
+    assert two.cycles == pytest.approx(40 * 128 + 70, abs=3)
+    assert one.busy[("tensor", 0, 0)] == pytest.approx(20 * 128)
+
+
+def test_a_named_barrier_releases_after_the_last_arrival():
+    m = simple_machine()
+    tr = Trace(ctas={0: ((0, 0, 0), 0, 0)})
+    tr.warps[(0, 0)] = [("alu", 0, 0)] * 100 + [("bar", 0, 0), ("exit", 0, 0)]
+    tr.warps[(0, 1)] = [("bar", 0, 0), ("exit", 0, 0)]
+    tl = model.replay(tr, m, ENV)
+    bar1 = [x for x in tl.warps[(0, 1)] if x[1] == "bar"][0]
+    assert bar1[3] == pytest.approx(100 + 30, abs=2)
+
+
+def test_a_wait_nothing_completes_is_reported():
+    tr = tma_toy(2, 1000, pipelined=True)
+    tr.contrib[(0, 1)] = [("c", 99)]          # an op the trace never issues
+    with pytest.raises(model.ModelError, match="no recorded event completes"):
+        model.replay(tr, simple_machine(), ENV)
+
+
+def test_classes_of_instructions():
+    assert classify("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16") == "mma"
+    assert classify("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes") == "tma_load"
+    assert classify("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == "tma_store"
+    assert classify("mbarrier.try_wait.parity.shared::cta.b64") == "mwait"
+    assert classify("st.global.v2.u32") == "st_global"
+    assert classify("add.s32") == "alu"
+
+
+# ---- the emulator's recording ------------------------------------------------------------------------------
+def test_recording_a_ladder_step_and_determinism():
+    gemm._TRACES.clear()
+    tr = gemm.emulated_trace("s1", 128, 128, 128, seed=0)
+    mma = [r for r in tr.warps[(0, 0)] if r[0] == "mma"]
+    assert len(mma) == 2 * 8                         # 2 k-slices x (2 slabs x 4 k16 steps)
+    assert all(r[1] == 2 * 16 * 128 * 16 for r in mma)
+    m = machine.load("h100_sxm").at()
+    env = model.Env(1500, 132, 0.1)
+    a = model.replay(tr, m, env).cycles
+    assert model.replay(tr, m, env).cycles == a       # the replay is deterministic
+    gemm._TRACES.clear()
+    tr2 = gemm.emulated_trace("s1", 128, 128, 128, seed=0)
+    assert tr2.warps == tr.warps and tr2.contrib == tr.contrib      # one seed, one trace
+    assert model.replay(tr2, m, env).cycles == a
+
+
+def test_the_committed_hopper_table_is_what_the_code_computes():
+    text = (ROOT / "docs" / "results" / "timing_hopper.txt").read_text()
+    table = hopper.parse_table(text)
+    meas = hopper.measured(ROOT / "docs" / "results" / "gemm_protocol_h100.txt")
+    name, shape = "s1_one_warpgroup", (4096, 4096, 4096)      # the cheapest row
+    assert (name, shape) in table
+    p = gemm.predict(name, *shape, machine="h100_sxm", clock_mhz=meas[(name, shape)].mhz)
+    assert round(p.ms, 4) == pytest.approx(table[(name, shape)], abs=1e-4)
