@@ -317,3 +317,26 @@ def scratch_attainable():
 def scratch_a_fragment():
     """(lane, element)."""
     return [(31, 7), (5, 3), (18, 4), (9, 6)]
+
+
+# ---- 10 the capstone: (M, N, K, persistent CTAs, the emulator's scheduler seed) beyond the shown run ----
+def cap_producer():
+    """One CTA walking 2 tiles of 6 k-slices (each stage filled 3 times), another scheduler seed."""
+    return [(256, 256, 384, 1, 3)]
+
+
+def cap_consumer():
+    return [(256, 256, 384, 1, 5)]
+
+
+def cap_bw_ring():
+    """One CTA walking 4 tiles of 3 k-blocks (each stage filled 3 times, each accumulator used twice)."""
+    return [(256, 512, 192, 1, 3)]
+
+
+def cap_acc_phases():
+    return [(256, 512, 192, 1, 5)]
+
+
+def cap_acc_handoff():
+    return [(256, 512, 192, 1, 7)]
