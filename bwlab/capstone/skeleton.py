@@ -102,13 +102,15 @@ class Assembled:
     file: str
     text: str
     origin: dict
+    edited: bool = False     # the learner's whole kernel (a %%cuda edit), not a skeleton with fills
 
     def where(self, line: int) -> str:
         """A line of the kernel in the learner's words."""
         if line in self.origin:
             name, n = self.origin[line]
             return f"line {n} of your {name}"
-        return f"line {line} of {self.file.rsplit('/', 1)[-1]} (given)"
+        name = self.file.rsplit('/', 1)[-1]
+        return f"line {line} of your {name}" if self.edited else f"line {line} of {name} (given)"
 
 
 def _clean(name: str, fill) -> list[str]:
