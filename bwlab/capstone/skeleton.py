@@ -109,6 +109,9 @@ class Assembled:
         if line in self.origin:
             name, n = self.origin[line]
             return f"line {n} of your {name}"
+        if line - 1 in self.origin:        # a missing ';' is reported on the statement after it
+            name, n = self.origin[line - 1]
+            return f"line {line} of {self.file.rsplit('/', 1)[-1]} (given), just after line {n} of your {name}"
         name = self.file.rsplit('/', 1)[-1]
         return f"line {line} of your {name}" if self.edited else f"line {line} of {name} (given)"
 
@@ -116,9 +119,14 @@ class Assembled:
 def _clean(name: str, fill) -> list[str]:
     if not isinstance(fill, str):
         raise FillError(f"{name}: a fill is C++ statements in a string; got {type(fill).__name__}")
-    if fill.count("{") != fill.count("}"):
-        raise FillError(f"{name}: {fill.count('{')} '{{' and {fill.count('}')} '}}': a fill closes every brace "
-                        "it opens (it may not end the loop or the function around it)")
+    depth = 0
+    for ch in re.sub(r"//[^\n]*|\"(?:\\.|[^\"\\])*\"", "", fill):
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if depth < 0:
+            break
+    if depth:
+        raise FillError(f"{name}: a fill closes every brace it opens, and only those (it may not end the loop "
+                        "or the function around it)")
     lines = fill.strip("\n").splitlines()
     while lines and not lines[-1].strip():
         lines.pop()
