@@ -76,6 +76,9 @@ except AssertionError as e:
 # %% [markdown]
 # ## 2. The Hopper pipeline
 #
+# Two exercises, one per side of the ring: the producer thread's, then the consumer warpgroups'.
+
+# %% [markdown]
 # ### Exercise 10.1 — the producer's acquire (3 points)
 #
 # Write `producer_acquire`: before the two TMA loads into stage `s`, wait until the consumers have
