@@ -441,7 +441,7 @@ def _cap(exercise, **wrong):
     return answer[0] if len(answer) == 1 else answer
 
 
-_H_WAIT = "if (it >= STAGES && !mbarrier_wait(&empty[s], {}, BAR_EMPTY, 0)) return;\n"
+_H_WAIT = "if (it >= STAGES && !mbarrier_wait(&empty[s], {}, BAR_EMPTY, 0)) return; "
 _TX = "mbarrier_arrive_expect_tx(&full[s], {});"
 CATALOGUE += [
     ("cap_producer", "the consumers' parity on empty", lambda: _cap("cap_producer", producer_acquire=_H_WAIT.format(
@@ -449,7 +449,7 @@ CATALOGUE += [
     ("cap_producer", "no wait at all", lambda: _cap("cap_producer", producer_acquire=_TX.format("STAGE_BYTES")),
      "never waits on empty[s]"),
     ("cap_producer", "parity 0 on the first pass, no guard", lambda: _cap("cap_producer", producer_acquire=(
-        "if (!mbarrier_wait(&empty[s], (it / STAGES) & 1, BAR_EMPTY, 0)) return;\n" + _TX.format("STAGE_BYTES"))),
+        "if (!mbarrier_wait(&empty[s], (it / STAGES) & 1, BAR_EMPTY, 0)) return; " + _TX.format("STAGE_BYTES"))),
      "of a fresh barrier"),
     ("cap_producer", "A's bytes only", lambda: _cap("cap_producer", producer_acquire=_H_WAIT.format(
         "(it / STAGES + 1) & 1") + _TX.format("A_BYTES")), "A's box alone"),
@@ -467,7 +467,7 @@ CATALOGUE += [
     ("cap_consumer", "the stage still being read", lambda: _cap("cap_consumer", consumer_release=(
         "if (laneid() == 0) mbarrier_arrive(&empty[it % STAGES]);")), "may still be running"),
     ("cap_bw_ring", "this fill's parity for the TMA warp", lambda: _cap("cap_bw_ring", tma_acquire=(
-        "if (!(ok = wait(&empty[s], phase, BAR_EMPTY, 0, error))) break;\n" + _TX.format("STAGE_BYTES"))),
+        "if (!(ok = wait(&empty[s], phase, BAR_EMPTY, 0, error))) break; " + _TX.format("STAGE_BYTES"))),
      "of a fresh barrier"),
     ("cap_bw_ring", "the stage released by an arrive", lambda: _cap("cap_bw_ring", mma_release_stage=(
         "mbarrier_arrive(&empty[s]);")), "runs asynchronously"),
@@ -476,10 +476,10 @@ CATALOGUE += [
     ("cap_bw_ring", "the MMA warp on the producer's parity", lambda: _cap("cap_bw_ring", mma_wait_full=(
         "if (!(ok = wait(&full[s], phase ^ 1, BAR_FULL, STAGE_BYTES, error))) break;")), "the phase before"),
     ("cap_acc_phases", "the MMA warp on this use's parity", lambda: _cap("cap_acc_phases", mma_acc_acquire=(
-        "if (!(ok = wait(&tmem_empty[buf], acc_phase, BAR_TMEM_EMPTY, 0, error))) break;\n"
+        "if (!(ok = wait(&tmem_empty[buf], acc_phase, BAR_TMEM_EMPTY, 0, error))) break; "
         "tcgen05_fence_after_thread_sync();")), "of a fresh barrier"),
     ("cap_acc_phases", "the epilogue on the phase before", lambda: _cap("cap_acc_phases", epi_acc_wait=(
-        "if (!(ok = wait(&tmem_full[buf], acc_phase ^ 1, BAR_TMEM_FULL, 0, error))) break;\n"
+        "if (!(ok = wait(&tmem_full[buf], acc_phase ^ 1, BAR_TMEM_FULL, 0, error))) break; "
         "tcgen05_fence_after_thread_sync();")), "the phase before"),
     ("cap_acc_phases", "no fence after the epilogue's wait", lambda: _cap("cap_acc_phases", epi_acc_wait=(
         "if (!(ok = wait(&tmem_full[buf], acc_phase, BAR_TMEM_FULL, 0, error))) break;")), "fence::after_thread_sync"),
@@ -490,11 +490,11 @@ CATALOGUE += [
     ("cap_acc_handoff", "an arrive instead of the commit", lambda: _cap("cap_acc_handoff", mma_acc_commit=(
         "if (ok) mbarrier_arrive(&tmem_full[buf]);")), "not that they completed"),
     ("cap_acc_handoff", "no fence before the release", lambda: _cap("cap_acc_handoff", epi_acc_release=(
-        "__syncwarp();\nif (lane == 0) mbarrier_arrive(&tmem_empty[buf]);")), "no tcgen05.fence::before_thread_sync"),
+        "__syncwarp(); if (lane == 0) mbarrier_arrive(&tmem_empty[buf]);")), "no tcgen05.fence::before_thread_sync"),
     ("cap_acc_handoff", "the after-fence before the release", lambda: _cap("cap_acc_handoff", epi_acc_release=(
-        "tcgen05_fence_after_thread_sync();\n__syncwarp();\nif (lane == 0) mbarrier_arrive(&tmem_empty[buf]);")),
+        "tcgen05_fence_after_thread_sync(); __syncwarp(); if (lane == 0) mbarrier_arrive(&tmem_empty[buf]);")),
      "the fence is the other one"),
     ("cap_acc_handoff", "every lane releases", lambda: _cap("cap_acc_handoff", epi_acc_release=(
-        "tcgen05_fence_before_thread_sync();\n__syncwarp();\nmbarrier_arrive(&tmem_empty[buf]);")),
+        "tcgen05_fence_before_thread_sync(); __syncwarp(); mbarrier_arrive(&tmem_empty[buf]);")),
      "every thread arrives on tmem_empty"),
 ]

@@ -116,6 +116,11 @@ def test_a_compile_error_is_told_on_the_learners_line():
     assert "does not compile" in text and "your consumer_release" in text
 
 
+def test_a_fill_on_several_lines_is_refused_as_the_grader_refuses_it():
+    text = _not_yet(cx.check_consumer, "if (1)\n;", "")
+    assert "on one line" in text and "line breaks, '#' or" in text
+
+
 def test_an_unanswered_exercise_says_no_answer_yet():
     assert "no answer yet" in _not_yet(cx.check_consumer, None, "")
     assert "no answer yet" in _not_yet(cx.check_producer, ...)
@@ -139,9 +144,9 @@ def test_the_student_edition_holds_no_answer():
     key = _key()
     text = student(NOTEBOOK.read_text())
     for fill in key.values():
-        for line in fill.strip().splitlines():
-            if len(line.strip()) > 12:
-                assert line.strip() not in text, line
+        for statement in re.split(r";|\n", fill):
+            if len(statement.strip()) > 12:
+                assert statement.strip() not in text, statement
     assert "### BEGIN SOLUTION" not in text and "hidden_cases(" not in text
 
 

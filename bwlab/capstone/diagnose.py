@@ -125,10 +125,10 @@ def _parity(fill: str, barrier: str, producer: bool, per: int, what: str):
 def _arrivals(fill: str, barrier: str, fn: str = "mbarrier_arrive") -> list[str]:
     """The condition guarding each `fn` call on `barrier` ('' when none)."""
     out = []
-    for line in fill.splitlines():
-        for a in calls(line, fn):
+    for statement in re.split(r";|\n", fill):
+        for a in calls(statement, fn):
             if a and barrier_of(a[0]) == barrier:
-                m = re.search(r"if\s*\((.*)\)\s*" + fn, line)
+                m = re.search(r"if\s*\((.*)\)\s*" + fn, statement)
                 out.append(m.group(1) if m else "")
     return out
 

@@ -98,6 +98,11 @@ def grade(exercise: str, fills: dict, cases=None, name: str | None = None) -> li
         if unanswered(fills.get(region)):
             raise NotYet(f"{name}: no answer yet — write {region} as C++ statements (a string) in the cell above.\n"
                          f"  rule: {RULES[exercise]}")
+        text = fills[region]
+        if isinstance(text, str) and re.search(r"[\r\n#\\]", text):
+            raise NotYet(f"{name}: write {region} on one line (several statements may share it): the grader "
+                         "compiles a text answer only without line breaks, '#' or '\\'.\n"
+                         f"  rule: {RULES[exercise]}")
     all_fills = {**ladder_fills(kernel), **{r: fills[r] for r in regions}}
     try:
         asm = assemble(kernel, all_fills)

@@ -166,7 +166,7 @@ def _strip(line: str) -> str:
 
 def ladder_fill(kernel: str, name: str) -> str:
     """What the ladder's step writes in the place of region `name` (timeline stamps and comment lines
-    left out), read from the step's file."""
+    left out), read from the step's file, on one line."""
     sk = skeleton(kernel)
     r = sk.regions[name]
     lines = source_text(sk.ladder).splitlines()
@@ -181,9 +181,9 @@ def ladder_fill(kernel: str, name: str) -> str:
     s = find(r.start, c)
     e = find(r.end, s + 1)
     given = {_strip(g) for g in r.given}
-    keep = [x.strip() for x in lines[s + 1:e]
+    keep = [re.sub(r"\s*//.*$", "", x.strip()) for x in lines[s + 1:e]
             if x.strip() and not x.strip().startswith("//") and "stamp(" not in x and _strip(x) not in given]
-    return "\n".join(keep)
+    return " ".join(keep)      # one line, as a graded answer is written
 
 
 def ladder_fills(kernel: str) -> dict:

@@ -14,7 +14,8 @@
 #   `tcgen05.commit`, four epilogue warps reading TMEM, and two accumulators handed back and forth
 #   through `tmem_full` / `tmem_empty`.
 #
-# Each `// TODO(name)` region is one exercise's answer: a few C++ statements, written as a string.
+# Each `// TODO(name)` region is one exercise's answer: a few C++ statements, written as a string on
+# one line (no line break, `#` or `\`: the grader compiles text answers only in that form).
 # The check puts them into the kernel, compiles it and runs it in bwlab's **strict PTX emulator**,
 # which names the rule your code breaks (a wait that passes before its phase, a missing fence, a
 # hang) instead of a GPU's silent wrong answer or fault.
@@ -88,12 +89,10 @@ except AssertionError as e:
 # released yet.
 
 # %% nbgrader={"grade": false, "grade_id": "cap_producer", "locked": false, "schema_version": 3, "solution": true}
-producer_acquire = None   # C++ statements, as a string
+producer_acquire = None   # C++ statements on one line, as a string
 ### BEGIN SOLUTION
-producer_acquire = """
-if (it >= STAGES && !mbarrier_wait(&empty[s], (it / STAGES + 1) & 1, BAR_EMPTY, 0)) return;
-mbarrier_arrive_expect_tx(&full[s], STAGE_BYTES);
-"""
+producer_acquire = ("if (it >= STAGES && !mbarrier_wait(&empty[s], (it / STAGES + 1) & 1, BAR_EMPTY, 0)) return; "
+                    "mbarrier_arrive_expect_tx(&full[s], STAGE_BYTES);")
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "cap_producer_check", "locked": true, "points": 3, "schema_version": 3, "solution": false} tags=["raises-exception"]
@@ -114,8 +113,8 @@ cap_ex.check_producer(producer_acquire, hidden=hidden_cases("cap_producer"))
 # the tile's last `wgmma_wait_group<0>()`.
 
 # %% nbgrader={"grade": false, "grade_id": "cap_consumer", "locked": false, "schema_version": 3, "solution": true}
-consumer_wait = None      # C++ statements, as a string
-consumer_release = None   # C++ statements, as a string
+consumer_wait = None      # C++ statements on one line, as a string
+consumer_release = None   # C++ statements on one line, as a string
 ### BEGIN SOLUTION
 consumer_wait = "if (!mbarrier_wait(&full[s], (it / STAGES) & 1, BAR_FULL, STAGE_BYTES)) return;"
 consumer_release = "if (laneid() == 0) mbarrier_arrive(&empty[(it - 1) % STAGES]);"
@@ -177,14 +176,12 @@ TeachingKernel("capstone/blackwell_ws.cu").show(head=30)
 # just issued have read it).
 
 # %% nbgrader={"grade": false, "grade_id": "cap_bw_ring", "locked": false, "schema_version": 3, "solution": true}
-tma_acquire = None         # C++ statements, as a string
+tma_acquire = None         # C++ statements on one line, as a string
 mma_wait_full = None
 mma_release_stage = None
 ### BEGIN SOLUTION
-tma_acquire = """
-if (!(ok = wait(&empty[s], phase ^ 1, BAR_EMPTY, 0, error))) break;
-mbarrier_arrive_expect_tx(&full[s], STAGE_BYTES);
-"""
+tma_acquire = ("if (!(ok = wait(&empty[s], phase ^ 1, BAR_EMPTY, 0, error))) break; "
+               "mbarrier_arrive_expect_tx(&full[s], STAGE_BYTES);")
 mma_wait_full = "if (!(ok = wait(&full[s], phase, BAR_FULL, STAGE_BYTES, error))) break;"
 mma_release_stage = "tcgen05_commit(&empty[s]);"
 ### END SOLUTION
@@ -206,17 +203,13 @@ cap_ex.check_bw_ring(tma_acquire, mma_wait_full, mma_release_stage, hidden=hidde
 # (`BAR_TMEM_FULL`), then fences so its `tcgen05.ld` comes after. Waits that give up: `ok = false`, `break`.
 
 # %% nbgrader={"grade": false, "grade_id": "cap_acc_phases", "locked": false, "schema_version": 3, "solution": true}
-mma_acc_acquire = None     # C++ statements, as a string
+mma_acc_acquire = None     # C++ statements on one line, as a string
 epi_acc_wait = None
 ### BEGIN SOLUTION
-mma_acc_acquire = """
-if (!(ok = wait(&tmem_empty[buf], acc_phase ^ 1, BAR_TMEM_EMPTY, 0, error))) break;
-tcgen05_fence_after_thread_sync();
-"""
-epi_acc_wait = """
-if (!(ok = wait(&tmem_full[buf], acc_phase, BAR_TMEM_FULL, 0, error))) break;
-tcgen05_fence_after_thread_sync();
-"""
+mma_acc_acquire = ("if (!(ok = wait(&tmem_empty[buf], acc_phase ^ 1, BAR_TMEM_EMPTY, 0, error))) break; "
+                   "tcgen05_fence_after_thread_sync();")
+epi_acc_wait = ("if (!(ok = wait(&tmem_full[buf], acc_phase, BAR_TMEM_FULL, 0, error))) break; "
+                "tcgen05_fence_after_thread_sync();")
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "cap_acc_phases_check", "locked": true, "points": 3, "schema_version": 3, "solution": false} tags=["raises-exception"]
@@ -236,15 +229,11 @@ cap_ex.check_acc_phases(mma_acc_acquire, epi_acc_wait, hidden=hidden_cases("cap_
 # TMEM reads ordered before that arrival.
 
 # %% nbgrader={"grade": false, "grade_id": "cap_acc_handoff", "locked": false, "schema_version": 3, "solution": true}
-mma_acc_commit = None      # C++ statements, as a string
+mma_acc_commit = None      # C++ statements on one line, as a string
 epi_acc_release = None
 ### BEGIN SOLUTION
 mma_acc_commit = "if (ok) tcgen05_commit(&tmem_full[buf]);"
-epi_acc_release = """
-tcgen05_fence_before_thread_sync();
-__syncwarp();
-if (lane == 0) mbarrier_arrive(&tmem_empty[buf]);
-"""
+epi_acc_release = "tcgen05_fence_before_thread_sync(); __syncwarp(); if (lane == 0) mbarrier_arrive(&tmem_empty[buf]);"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "cap_acc_handoff_check", "locked": true, "points": 3, "schema_version": 3, "solution": false} tags=["raises-exception"]
