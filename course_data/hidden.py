@@ -320,23 +320,25 @@ def scratch_a_fragment():
 
 
 # ---- 10 the capstone: (M, N, K, persistent CTAs, the emulator's scheduler seed) beyond the shown run ----
+# Each fills every stage of the ring at least four times in every CTA (each parity of its barriers completes
+# twice or more), and on Blackwell uses each accumulator four times.
 def cap_producer():
-    """One CTA walking 2 tiles of 6 k-slices (each stage filled 3 times), another scheduler seed."""
-    return [(256, 256, 384, 1, 3)]
+    """One CTA walking 2 tiles of 14 k-slices (each stage filled 7 times), another scheduler seed."""
+    return [(256, 256, 896, 1, 3)]
 
 
 def cap_consumer():
-    return [(256, 256, 384, 1, 5)]
+    return [(256, 256, 896, 1, 5)]
 
 
 def cap_bw_ring():
-    """One CTA walking 4 tiles of 3 k-blocks (each stage filled 3 times, each accumulator used twice)."""
-    return [(256, 512, 192, 1, 3)]
+    """One CTA walking 8 tiles of 5 k-blocks (each stage filled 10 times, each accumulator used 4 times)."""
+    return [(512, 512, 320, 1, 3)]
 
 
 def cap_acc_phases():
-    return [(256, 512, 192, 1, 5)]
+    return [(512, 512, 320, 1, 5)]
 
 
 def cap_acc_handoff():
-    return [(256, 512, 192, 1, 7)]
+    return [(512, 512, 320, 1, 7)]
