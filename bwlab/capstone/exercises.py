@@ -114,8 +114,12 @@ def grade(exercise: str, fills: dict, cases=None, name: str | None = None) -> li
         raise NotYet(f"{name}: the kernel with your fills does not compile.\n{_compile_report(e, asm)}") from None
     done = []
     for M, N, K, sms, seed in (cases or [SHOWN[kernel]]):
-        a, b = random_operands(M, N, K, seed)
         run = f"{kernel}, {M} x {N} x {K}, {sms} persistent CTAs, scheduler seed {seed}"
+        key = (asm.text, M, N, K, sms, seed)
+        if key in _PASSED:                # the emulator is deterministic: the same kernel and launch, the same run
+            done.append(_PASSED[key])
+            continue
+        a, b = random_operands(M, N, K, seed)
         try:
             c, _ = run_emulated(asm, a, b, sms=sms, seed=seed)
         except Exception as e:          # the emulator's verdict: a rule broken, a hang, a fault
@@ -136,7 +140,13 @@ def grade(exercise: str, fills: dict, cases=None, name: str | None = None) -> li
             lines += [f"  hint: {hint}", f"  run: {run}", f"  rule: {RULES[exercise]}"]
             raise NotYet("\n".join(lines))
         done.append(f"{run}: C within tolerance, no rule broken")
+        _PASSED[key] = done[-1]
     return done
+
+
+# The launches that passed in this process (an assembled kernel's text and its launch): a graded cell runs
+# the shown case in its visible part and again before the hidden ones; the second time is this look-up.
+_PASSED: dict = {}
 
 
 def _finish(exercise: str, fills: dict, hidden) -> None:
