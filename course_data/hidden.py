@@ -342,3 +342,28 @@ def lowp_bs_idesc():
 def lowp_scale_b_copy():
     """(fmt, N, seed) of one more tile each."""
     return [("mxfp8", 128, 7), ("nvfp4", 96, 8)]
+
+
+# ---- 10 the capstone: (M, N, K, persistent CTAs, the emulator's scheduler seed) beyond the shown run ----
+# Each fills every stage of the ring at least four times in every CTA (each parity of its barriers completes
+# twice or more), and on Blackwell uses each accumulator four times.
+def cap_producer():
+    """One CTA walking 2 tiles of 14 k-slices (each stage filled 7 times), another scheduler seed."""
+    return [(256, 256, 896, 1, 3)]
+
+
+def cap_consumer():
+    return [(256, 256, 896, 1, 5)]
+
+
+def cap_bw_ring():
+    """One CTA walking 8 tiles of 5 k-blocks (each stage filled 10 times, each accumulator used 4 times)."""
+    return [(512, 512, 320, 1, 3)]
+
+
+def cap_acc_phases():
+    return [(512, 512, 320, 1, 5)]
+
+
+def cap_acc_handoff():
+    return [(512, 512, 320, 1, 7)]

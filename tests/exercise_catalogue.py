@@ -355,6 +355,7 @@ def _staged(r, c, e, s):
 
 def check_of(exercise: str):
     """The visible check of `exercise` (its graded cell without the hidden part), taking the answer."""
+    from bwlab.capstone import exercises as cap
     from bwlab.epilogue import exercises as store
     from bwlab.flow import exercises as flow
     from bwlab.gemm import exercises as gemm
@@ -381,9 +382,12 @@ def check_of(exercise: str):
         "gemm_flop_per_sm_cycle": gemm.check_flop_per_sm_cycle, "gemm_producer_parity": gemm.check_producer_parity,
         "lowp_mx_scale": umma.check_mx_scale, "lowp_sf_offset": umma.check_sf_offset,
         "lowp_bs_idesc": umma.check_bs_idesc, "lowp_scale_b_copy": umma.check_scale_b_copy,
+        "cap_producer": cap.check_producer,
     }
     several = {"mc_slice_receivers": mc.check_slice_receivers, "tmem_kernel_columns": tmem.check_wide_load,
-               "flow_orderings": flow.check_orderings, "gemm_handshake": gemm.check_handshake}
+               "flow_orderings": flow.check_orderings, "gemm_handshake": gemm.check_handshake,
+               "cap_consumer": cap.check_consumer, "cap_bw_ring": cap.check_bw_ring,
+               "cap_acc_phases": cap.check_acc_phases, "cap_acc_handoff": cap.check_acc_handoff}
     if exercise in one:
         return one[exercise]
     return lambda answer: several[exercise](*answer)
@@ -456,4 +460,74 @@ CATALOGUE += [
      lambda: "tcgen05_cp_32x128b_warpx4(tsfa + 4 * a, scale_atom_desc(sfb_smem + 32 * a));", "differ from the model"),
     ("lowp_scale_b_copy", "scale_A's atom copied", lambda: "tcgen05_cp_32x128b_warpx4(tsfb + 4 * a, "
      "scale_atom_desc(sfa_smem + 32 * a));", "differ from the model"),
+]
+
+
+# ---- 10 the capstone: one region's fill wrong, the exercise's other regions as the ladder writes them --------
+def _cap(exercise, **wrong):
+    """The answer of a capstone exercise (its regions' fills, in order) with `wrong` in place of some."""
+    from bwlab.capstone.exercises import EXERCISES
+    from bwlab.capstone.skeleton import ladder_fills
+    kernel, regions, _ = EXERCISES[exercise]
+    right = ladder_fills(kernel)
+    answer = tuple(wrong.get(r, right[r]) for r in regions)
+    return answer[0] if len(answer) == 1 else answer
+
+
+_H_WAIT = "if (it >= STAGES && !mbarrier_wait(&empty[s], {}, BAR_EMPTY, 0)) return; "
+_TX = "mbarrier_arrive_expect_tx(&full[s], {});"
+CATALOGUE += [
+    ("cap_producer", "the consumers' parity on empty", lambda: _cap("cap_producer", producer_acquire=_H_WAIT.format(
+        "(it / STAGES) & 1") + _TX.format("STAGE_BYTES")), "the phase this very use will complete"),
+    ("cap_producer", "no wait at all", lambda: _cap("cap_producer", producer_acquire=_TX.format("STAGE_BYTES")),
+     "never waits on empty[s]"),
+    ("cap_producer", "parity 0 on the first pass, no guard", lambda: _cap("cap_producer", producer_acquire=(
+        "if (!mbarrier_wait(&empty[s], (it / STAGES) & 1, BAR_EMPTY, 0)) return; " + _TX.format("STAGE_BYTES"))),
+     "of a fresh barrier"),
+    ("cap_producer", "A's bytes only", lambda: _cap("cap_producer", producer_acquire=_H_WAIT.format(
+        "(it / STAGES + 1) & 1") + _TX.format("A_BYTES")), "A's box alone"),
+    ("cap_producer", "an arrive without expect_tx", lambda: _cap("cap_producer", producer_acquire=_H_WAIT.format(
+        "(it / STAGES + 1) & 1") + "mbarrier_arrive(&full[s]);"), "without announcing any bytes"),
+    ("cap_consumer", "no wait on full", lambda: _cap("cap_consumer", consumer_wait=""), "never wait on full[s]"),
+    ("cap_consumer", "the producer's parity", lambda: _cap("cap_consumer", consumer_wait=(
+        "if (!mbarrier_wait(&full[s], (it / STAGES + 1) & 1, BAR_FULL, STAGE_BYTES)) return;")), "the phase before"),
+    ("cap_consumer", "kt, not it", lambda: _cap("cap_consumer", consumer_wait=(
+        "if (!mbarrier_wait(&full[s], (kt / STAGES) & 1, BAR_FULL, STAGE_BYTES)) return;")), "counts kt"),
+    ("cap_consumer", "every thread releases", lambda: _cap("cap_consumer", consumer_release=(
+        "mbarrier_arrive(&empty[(it - 1) % STAGES]);")), "every thread arrives"),
+    ("cap_consumer", "one release per warpgroup", lambda: _cap("cap_consumer", consumer_release=(
+        "if (threadIdx.x % 128 == 0) mbarrier_arrive(&empty[(it - 1) % STAGES]);")), "per warpgroup"),
+    ("cap_consumer", "the stage still being read", lambda: _cap("cap_consumer", consumer_release=(
+        "if (laneid() == 0) mbarrier_arrive(&empty[it % STAGES]);")), "may still be running"),
+    ("cap_bw_ring", "this fill's parity for the TMA warp", lambda: _cap("cap_bw_ring", tma_acquire=(
+        "if (!(ok = wait(&empty[s], phase, BAR_EMPTY, 0, error))) break; " + _TX.format("STAGE_BYTES"))),
+     "of a fresh barrier"),
+    ("cap_bw_ring", "the stage released by an arrive", lambda: _cap("cap_bw_ring", mma_release_stage=(
+        "mbarrier_arrive(&empty[s]);")), "runs asynchronously"),
+    ("cap_bw_ring", "the stage never released", lambda: _cap("cap_bw_ring", mma_release_stage=""),
+     "nothing releases stage s"),
+    ("cap_bw_ring", "the MMA warp on the producer's parity", lambda: _cap("cap_bw_ring", mma_wait_full=(
+        "if (!(ok = wait(&full[s], phase ^ 1, BAR_FULL, STAGE_BYTES, error))) break;")), "the phase before"),
+    ("cap_acc_phases", "the MMA warp on this use's parity", lambda: _cap("cap_acc_phases", mma_acc_acquire=(
+        "if (!(ok = wait(&tmem_empty[buf], acc_phase, BAR_TMEM_EMPTY, 0, error))) break; "
+        "tcgen05_fence_after_thread_sync();")), "of a fresh barrier"),
+    ("cap_acc_phases", "the epilogue on the phase before", lambda: _cap("cap_acc_phases", epi_acc_wait=(
+        "if (!(ok = wait(&tmem_full[buf], acc_phase ^ 1, BAR_TMEM_FULL, 0, error))) break; "
+        "tcgen05_fence_after_thread_sync();")), "the phase before"),
+    ("cap_acc_phases", "no fence after the epilogue's wait", lambda: _cap("cap_acc_phases", epi_acc_wait=(
+        "if (!(ok = wait(&tmem_full[buf], acc_phase, BAR_TMEM_FULL, 0, error))) break;")), "fence::after_thread_sync"),
+    ("cap_acc_phases", "no wait before the MMAs", lambda: _cap("cap_acc_phases",
+                                                               mma_acc_acquire="tcgen05_fence_after_thread_sync();"),
+     "never waits on tmem_empty"),
+    ("cap_acc_handoff", "no commit", lambda: _cap("cap_acc_handoff", mma_acc_commit=""), "nothing ever arrives"),
+    ("cap_acc_handoff", "an arrive instead of the commit", lambda: _cap("cap_acc_handoff", mma_acc_commit=(
+        "if (ok) mbarrier_arrive(&tmem_full[buf]);")), "not that they completed"),
+    ("cap_acc_handoff", "no fence before the release", lambda: _cap("cap_acc_handoff", epi_acc_release=(
+        "__syncwarp(); if (lane == 0) mbarrier_arrive(&tmem_empty[buf]);")), "no tcgen05.fence::before_thread_sync"),
+    ("cap_acc_handoff", "the after-fence before the release", lambda: _cap("cap_acc_handoff", epi_acc_release=(
+        "tcgen05_fence_after_thread_sync(); __syncwarp(); if (lane == 0) mbarrier_arrive(&tmem_empty[buf]);")),
+     "the fence is the other one"),
+    ("cap_acc_handoff", "every lane releases", lambda: _cap("cap_acc_handoff", epi_acc_release=(
+        "tcgen05_fence_before_thread_sync(); __syncwarp(); mbarrier_arrive(&tmem_empty[buf]);")),
+     "every thread arrives on tmem_empty"),
 ]

@@ -9,7 +9,7 @@ import pytest
 from bwlab.exercises import NotYet
 from exercise_cells import exercise_cells, student
 
-SOURCES = sorted((Path(__file__).resolve().parent.parent / "notebooks" / "src").glob("0*.py"))
+SOURCES = sorted((Path(__file__).resolve().parent.parent / "notebooks" / "src").glob("[0-9]*.py"))
 CASES = [(src.stem, *cell) for src in SOURCES for cell in exercise_cells(src)]
 
 

@@ -1,3 +1,4 @@
+// bwlab-targets: sm_90a
 // bwlab timing model: what the H100/H200 datasheets do not give, measured on the GPU itself
 // (docs/results/timing_calibrate.py launches these kernels and prints the numbers; the same kernels
 // run in the emulator first, which proves the script, not the numbers).

@@ -257,6 +257,8 @@ WRONG_ANSWERS = {
                            "    return k // 16, (m // 64) * (k // 16)", "steps K by 16 elements"),
     "07_gemm_ladder.ipynb": ("gemm_stage_bytes", "def stage_bytes(bm, bn):\n    return (bm + bn) * 64",
                              "that counts elements"),
+    "10_capstone.ipynb": ("cap_producer", 'producer_acquire = "mbarrier_arrive_expect_tx(&full[s], STAGE_BYTES);"',
+                          "never waits on empty[s]"),
 }
 
 
