@@ -313,6 +313,8 @@ print(run_parity_steps())
 # | `06_full_flow` | the whole trip as one traced GEMM, its Hopper twin, a grid with clusters | `bwlab.flow` | `full_flow_sm100.cu` |
 # | `07_gemm_ladder` | one GEMM made fast step by step on Hopper, measured against cuBLAS, with one CTA's timeline | `bwlab.gemm` | `gemm_sm90/s1_one_warpgroup.cu` … `s6_tma_store.cu` |
 # | `08_gemm_beyond` | the appendix to 07: a measurement protocol under the power cap, and rungs past cuBLAS (Hilbert order, split-K, an overlapped epilogue) | `bwlab.gemm` | `gemm_sm90/s7_hilbert_order.cu`, `sk_split_k.cu`, `s8_epilogue_overlap.cu` |
+# | `09_low_precision` | FP8, FP6, FP4: block scales (MXFP8, NVFP4), the block-scaled `tcgen05.mma`, scale factors into TMEM by `tcgen05.cp`, Hopper FP8's measured accumulator | `bwlab.umma`, `bwlab.lowprec` | `teach_blockscaled.cu` |
+# | `10_capstone` | you write the pipeline of a persistent, warp-specialised GEMM (Hopper and Blackwell), graded in the strict emulator | `bwlab.capstone` | `capstone/hopper_ws.cu`, `capstone/blackwell_ws.cu` |
 #
 # * Each notebook is narrative plus short calls into one `bwlab` package; read the package for the details.
 # * Each stage has a short **teaching kernel** shown whole; change it (`%cuda --load teach_tma.cu` after
