@@ -148,8 +148,8 @@ print(cap.try_kernel("hopper", mine))
 # one runs is what notebook 07 measured (its steps 3 and 4); no timing model predicts it here.
 
 # %%
-from bwlab.results import show_recorded
-show_recorded("capstone_h200.txt")
+from bwlab.results import show_report
+show_report("capstone_h200.txt")
 
 # %% [markdown]
 # ## 4. The Blackwell twin
