@@ -115,8 +115,10 @@ def require_write_ordered(M, c, lo, hi, known: dict, writer: str, where: str, ho
     regions = c.__dict__.get("async_reads")
     if not regions:
         return
+    # the bytes the access spans, once: a region outside them is not touched (the common case, checked with ints)
+    span_lo, span_hi = (lo, hi) if n is None else (int(lo.min()), int(lo.max()) + n)
     for r in regions:
-        if knows(known, r):
+        if r.hi <= span_lo or r.lo >= span_hi or knows(known, r):
             continue
         b = _hit(lo, hi, n, r.lo, r.hi)
         if b is not None and w is not None and lanes is not None and lane_knows(w, lanes, r):
