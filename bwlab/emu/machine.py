@@ -275,6 +275,8 @@ class Launch:
         self.time_offset = 1_000_000_000   # %globaltimer does not start at 0 on a GPU either
         self.steps = 0
         self.exits = 0             # whole-warp exits (the scheduler drops finished warps when it changes)
+        self.finished_warps = []   # warps finished since the scheduler last dropped them
+        self.exited_clusters = []  # clusters one of whose CTAs exited since residency.retire last looked
         self.epoch = 0
         self.progress_step = 0     # self.steps when something last changed
         self.events = []           # async completions: heap of (due, seq, fn, desc)
@@ -344,8 +346,13 @@ class Launch:
         n_live = exits = -1
         while True:
             if exits != self.exits:
-                live = ([w for w in warps if not w.finished] if exits < 0 else
-                        [w for w in live if not w.finished])
+                if exits < 0:
+                    live = [w for w in warps if not w.finished]
+                else:   # drop the warps that finished (the list keeps its order: the same draws pick the same warp)
+                    for x in self.finished_warps:
+                        if x in live:
+                            live.remove(x)
+                self.finished_warps.clear()
                 exits = self.exits
                 if len(live) != n_live:   # a warp finished: maybe a whole cluster, whose SMs take the next ones
                     n_live = len(live)
@@ -561,12 +568,14 @@ class Launch:
         self.note(w, "exit")
         if w.finished:
             self.exits += 1
+            self.finished_warps.append(w)
             c = w.cta
             # whole-warp exit counts as arrival at pending named barriers (the hardware counts warps)
             for bid in list(c.barriers):
                 self.sync.complete_if_ready(c, bid)
             if all(x.exited.all() for x in c.warps):
                 c.exited = True
+                self.exited_clusters.append(c.cluster)
                 cta_exits(self, c)            # TMEM first: a leak is the clearer report
                 order.require_exit_ordered(self, c)
                 order.require_cluster_exit_ordered(self, c)

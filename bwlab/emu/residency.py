@@ -143,7 +143,12 @@ def admit(launch, pending) -> bool:
 
 def retire(launch, pending) -> bool:
     """Clusters whose CTAs have all exited leave their SMs; waiting ones take their place."""
-    done = [cl for cl in launch.resident if all(c.exited for c in cl.ctas)]
+    # only a cluster one of whose CTAs exited since the last look can have finished
+    maybe = {id(cl) for cl in launch.exited_clusters}
+    launch.exited_clusters.clear()
+    if not maybe:
+        return False
+    done = [cl for cl in launch.resident if id(cl) in maybe and all(c.exited for c in cl.ctas)]
     if not done:
         return False
     for cl in done:

@@ -78,13 +78,24 @@ _M29, _H28, _TINY = np.uint64((1 << 29) - 1), np.uint64(1 << 28), 2.0 ** -126
 
 def _fma_f32_rn(a, b, c):
     """fma.rn.f32 through float64: the product of two f32 is exact, the sum rounds once to f64, and
-    rounding that to f32 is the single rounding of the exact value unless the f64 sum sits exactly on an
-    f32 midpoint (or in f32's subnormal range, or is a NaN): those vectors take the exact path."""
+    rounding that to f32 is the single rounding of the exact value unless the f64 sum was itself rounded
+    and sits exactly on an f32 midpoint (or lies in f32's subnormal range, or is a NaN): those vectors take
+    the exact path. An f64 sum on a midpoint that is exact (TwoSum's error is 0, as when the addends'
+    exponents are close) rounds once, correctly; an exact zero keeps IEEE's sign rule in f64 as in f32."""
     with np.errstate(all="ignore"):
-        s = a.view(np.float32).astype(np.float64) * b.view(np.float32) + c.view(np.float32)
+        p = a.view(np.float32).astype(np.float64) * b.view(np.float32)
+        cc = c.view(np.float32).astype(np.float64)
+        s = p + cc
         r = s.astype(np.float32)
     u = s.view(np.uint64)
-    if ((u & _M29) == _H28).any() or np.isnan(r).any() or (np.abs(s) < _TINY).any():
+    mid = (u & _M29) == _H28
+    if mid.any():
+        with np.errstate(all="ignore"):
+            bb = s - p
+            err = (p - (s - bb)) + (cc - bb)          # TwoSum: s + err == p + cc exactly
+        if (mid & (err != 0)).any():
+            return hf.fma(a, b, c, "f32")
+    if np.isnan(r).any() or ((np.abs(s) < _TINY) & (s != 0)).any():
         return hf.fma(a, b, c, "f32")
     return r.view(np.uint32)
 

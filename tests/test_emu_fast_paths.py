@@ -1,0 +1,45 @@
+"""The emulator's fast paths give the bits of its exact paths (bwlab.hw.floats) on inputs chosen to part them."""
+import numpy as np
+
+from bwlab.emu.isa.float import _fma_f32_rn
+from bwlab.hw import floats as hf
+
+
+def _f32_bits(x):
+    return np.asarray(x, np.float32).view(np.uint32)
+
+
+def test_fma_f32_rn_fast_path_equals_the_exact_one():
+    rng = np.random.default_rng(0)
+    sets = []
+    # random bit patterns (NaNs, infinities, subnormals included)
+    sets += [tuple(rng.integers(0, 2**32, 32, dtype=np.uint64).astype(np.uint32) for _ in range(3)) for _ in range(300)]
+    # a*b + c with close exponents: exact f64 sums that sit on f32 midpoints (the fast path's new case)
+    for _ in range(300):
+        a = rng.random(32, dtype=np.float32) * 2 - 1
+        b = np.full(32, rng.choice([1.0, 2.0, 0.5, 3.0, -1.5]), np.float32)
+        c = rng.random(32, dtype=np.float32) * 2 - 1
+        sets.append((_f32_bits(a), _f32_bits(b), _f32_bits(c)))
+    # far-apart exponents (the f64 sum rounds: double rounding possible), cancellation, exact zeros of either sign
+    for _ in range(300):
+        a = (rng.standard_normal(32) * np.exp2(rng.integers(-60, 60, 32))).astype(np.float32)
+        b = (rng.standard_normal(32) * np.exp2(rng.integers(-60, 60, 32))).astype(np.float32)
+        c = (rng.standard_normal(32) * np.exp2(rng.integers(-140, 100, 32))).astype(np.float32)
+        k = rng.random(32) < 0.2
+        c[k] = -(a[k].astype(np.float64) * b[k]).astype(np.float32)
+        z = rng.random(32) < 0.1
+        a[z] = np.copysign(0.0, rng.standard_normal(z.sum()))
+        c[z] = np.copysign(0.0, rng.standard_normal(z.sum()))
+        sets.append((_f32_bits(a), _f32_bits(b), _f32_bits(c)))
+    # double rounding on purpose: a*b = 2^-24 - 2^-60 exactly, c = 1 + 2^-23: the f64 sum drops 2^-60 and lands on
+    # the f32 midpoint 1 + 2^-23 + 2^-24, which ties to even (1 + 2^-22); the exact value rounds to 1 + 2^-23
+    a = np.full(32, 2.0 ** -24 * (1 + 2.0 ** -18), np.float32)
+    b = np.full(32, 1 - 2.0 ** -18, np.float32)
+    c = np.full(32, 1 + 2.0 ** -23, np.float32)
+    c[::2] = 1.0 + 2.0 ** -22          # some lanes on an exact f64 midpoint (fast), the others not
+    sets.append((_f32_bits(a), _f32_bits(b), _f32_bits(c)))
+    assert _fma_f32_rn(*sets[-1])[1] == _f32_bits(np.float32(1 + 2.0 ** -23))
+    for a, b, c in sets:
+        want = np.asarray(hf.fma(a, b, c, "f32"), np.uint64)
+        got = np.asarray(_fma_f32_rn(a, b, c), np.uint64)
+        assert np.array_equal(got, want), (a, b, c)
