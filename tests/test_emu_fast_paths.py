@@ -43,3 +43,24 @@ def test_fma_f32_rn_fast_path_equals_the_exact_one():
         want = np.asarray(hf.fma(a, b, c, "f32"), np.uint64)
         got = np.asarray(_fma_f32_rn(a, b, c), np.uint64)
         assert np.array_equal(got, want), (a, b, c)
+
+
+def test_shl_shr_native_paths_equal_hw_ints():
+    from bwlab.emu.isa import logic
+    from bwlab.emu.values import from_bits
+    from bwlab.hw import ints as hi
+    rng = np.random.default_rng(1)
+    for ty, dt in (("b32", np.uint32), ("u32", np.uint32), ("s32", np.int32), ("b64", np.uint64),
+                   ("u64", np.uint64), ("s64", np.int64)):
+        w = np.dtype(dt).itemsize * 8
+        for counts in (rng.integers(0, w, 32), rng.integers(0, 2 * w + 3, 32), np.full(32, w - 1), np.zeros(32)):
+            a = from_bits(rng.integers(0, 2**63, 32, dtype=np.uint64) * 2 + rng.integers(0, 2, 32, dtype=np.uint64), ty)
+            b = counts.astype(np.uint32)
+            for name, ref in (("shl", hi.shl), ("shr", hi.shr)):
+                if name == "shl" and ty[0] != "b":
+                    continue
+                if name == "shr" and ty[0] == "b" and ty != "b32" and ty != "b64":
+                    continue
+                got = getattr(logic, name)(ty, [ty], ty)(a, b)
+                want = from_bits(ref(a, b, ty).astype(np.uint64), ty)
+                assert got.dtype == want.dtype and np.array_equal(got, want), (name, ty, counts)

@@ -391,6 +391,31 @@ class MemorySystem:
         order.record_lane_stores(c, w, byte, lanes)
         return old
 
+    def add_global(self, w, a, vals, m):
+        """atom/red.global.add on integers: as `add_own_shared`, for lanes whose words all lie, aligned, in one
+        allocation. The lanes' old values, or None when the general path must do it."""
+        n = vals.dtype.itemsize
+        got = self._global_words(w, a, m, n, 1)
+        if got is None:
+            return None
+        view, idx = got
+        view = view.view(vals.dtype)
+        lanes = np.nonzero(m)[0] if m is not _FULL else _LANES
+        idx = idx[lanes]
+        perm = np.argsort(idx, kind="stable")          # lanes of one address stay in lane order
+        sidx, sv = idx[perm], vals[lanes][perm]
+        incl = np.cumsum(sv, dtype=vals.dtype)
+        excl = incl - sv
+        first = np.r_[True, sidx[1:] != sidx[:-1]]
+        start = np.maximum.accumulate(np.where(first, np.arange(sidx.size), 0))
+        old_sorted = view[sidx] + (excl - excl[start])
+        view[sidx] = old_sorted + sv                   # the last lane of each address leaves the total
+        old = np.zeros(32, vals.dtype)
+        old[lanes[perm]] = old_sorted
+        for _ in range(lanes.size):                    # one store per lane, as the lane-by-lane path counts them
+            self.launch.progress()
+        return old
+
     # ---- the order of asynchronous work (bwlab.emu.order) on the fast paths ----
     def _here(self, w) -> str:
         return self.launch.prog.code[w.last_pc].where(self.launch.prog.files)

@@ -96,7 +96,12 @@ def add_region(c, lo: int, hi: int, key, seq: int, what: str, where: str, who: s
 def _prune(c) -> None:
     """Drop the regions every live warp of the CTA knows complete (nothing can race with them any more)."""
     live = [w for w in c.warps if not w.exited.all()]
-    c.async_reads = [r for r in c.async_reads if not all(knows(w.known, r) for w in live)]
+    # every live warp knows r iff the least sequence they know for r.key reaches r.seq: one minimum per key
+    least = {}
+    for r in c.async_reads:
+        if r.key not in least:
+            least[r.key] = min((w.known.get(r.key, -1) for w in live), default=None)
+    c.async_reads = [r for r in c.async_reads if not (least[r.key] is None or least[r.key] >= r.seq)]
 
 
 def _hit(lo, hi, n, a, b):
@@ -267,7 +272,8 @@ def require_async_read_ordered(M, c, lo: int, hi: int, known: dict, issuers, wha
     else:
         wr, rel = c.smem_wwarp[flat], c.smem_wrel[flat]
         base = None
-    bad = (wr >= 0) & ~np.isin(wr, list(issuers))
+    iss = list(issuers)
+    bad = (wr >= 0) & ((wr != iss[0]) if len(iss) == 1 else ~np.isin(wr, iss))
     if not bad.any():
         return
     for wid in np.unique(wr[bad]).tolist():

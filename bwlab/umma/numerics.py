@@ -337,15 +337,24 @@ def _block_finite(ins, d, a, b, ta, tb, za, zb):
     c = d.astype(np.float64)
     sc, ec = _split(c, SUBNORMAL_EXPONENT[ins.d_type])
     ec = np.where(sc == 0, ins.e_zero, ec)
-    # L x M x N (K outermost: the reductions over K add whole M x N planes)
-    te = ta.T[:, :, None] + tb.T[:, None, :]                   # int16: exponents stay within +-600
-    emax = np.maximum(te.max(axis=0), ec)
+    # one M x N plane per k (NumPy's reductions over a short axis cost more than these in-place steps)
+    L = a.shape[1]
+    ta, tb, a, b = ta.T.copy(), tb.T.copy(), a.T.copy(), b.T.copy()
+    te = ta[0][:, None] + tb[0][None, :]                        # int16: exponents stay within +-600
+    tmp = np.empty_like(te)
+    for k in range(1, L):
+        np.add(ta[k][:, None], tb[k][None, :], out=tmp)
+        np.maximum(te, tmp, out=te)
+    emax = np.maximum(te, ec)
     emax = np.where(za[:, None] | zb[None, :], np.maximum(emax, ins.e_zero), emax)
     scale = _pow2(ins.F - emax)                                 # M x N
-    t = a.T[:, :, None] * scale
-    t *= b.T[:, None, :]
-    np.trunc(t, out=t)
-    total = t.sum(axis=0) + np.trunc(c * scale)
+    total = np.trunc(c * scale)
+    t = np.empty_like(total)
+    for k in range(L):
+        np.multiply(scale, a[k][:, None], out=t)
+        t *= b[k]
+        np.trunc(t, out=t)
+        total += t
     return _round(total * _pow2(emax - ins.F), ins.rounding)
 
 
