@@ -100,3 +100,37 @@ def test_products_below_e_zero(name):
     if ins.d_type == "f32":
         exact = (a @ b.T + c.astype(np.float64)).astype(dt)
         assert not np.array_equal(got.view(bits), exact.view(bits))   # the cut is visible here
+
+
+def _round_general(v, rounding):
+    """`_round`'s general path (shift, cut, scale back) for any rounding, the rz-f32 fast path bypassed."""
+    saved = nm._round_rz_f32
+    try:
+        nm._round_rz_f32 = None
+        bits, e_min, top, out_t = 23, -126, 2.0 ** 128, np.float32
+        fin = np.isfinite(v)
+        vf = np.where(fin, v, 0.0)
+        e = np.maximum(np.frexp(vf)[1].astype(np.int64) - 1, e_min)
+        r = np.ldexp(np.trunc(np.ldexp(vf, bits - e)), e - bits)
+        r = np.where(np.abs(r) >= top, np.copysign(np.inf, r), r)
+        r = np.where(fin, r, v)
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = (r + 0.0).astype(out_t)
+        out = out.view(np.uint32).copy()
+        out[np.isnan(v)] = 0x7FFFFFFF
+        return out
+    finally:
+        nm._round_rz_f32 = saved
+
+
+def test_round_rz_f32_equals_cut_and_scale():
+    rng = np.random.default_rng(5)
+    v = np.concatenate([
+        rng.standard_normal(4000) * np.exp2(rng.integers(-160, 140, 4000)),          # every range, past f32's too
+        np.exp2(rng.integers(-155, -120, 500)) * (1 + rng.random(500)),               # subnormals, ties of them
+        [0.0, -0.0, np.inf, -np.inf, np.nan, 2.0 ** 128, -(2.0 ** 128), 2.0 ** 128 * (1 - 2.0 ** -30),
+         float(np.finfo(np.float32).max), 2.0 ** -149, 2.0 ** -150, -(2.0 ** -149) * 1.5, 1 + 2.0 ** -24],
+        (rng.integers(-2**40, 2**40, 2000) * np.exp2(rng.integers(-190, 90, 2000))).astype(np.float64),
+    ])
+    got = nm._round(v, "rz-f32").view(np.uint32)
+    assert np.array_equal(got, _round_general(v, "rz-f32"))

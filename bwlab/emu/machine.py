@@ -119,6 +119,15 @@ class Warp:
         return ~self.exited
 
     def who(self, mask=None) -> str:
+        if mask is None:   # the live lanes: the same words until a lane exits
+            key = self.exited.tobytes()
+            got = self.machine.who_cache.get((self, key))
+            if got is None:
+                got = self.machine.who_cache[(self, key)] = self._who(None)
+            return got
+        return self._who(mask)
+
+    def _who(self, mask) -> str:
         c = self.cta
         lanes = np.nonzero(mask)[0] if mask is not None else np.nonzero(self.live)[0]
         thr = self.tid[lanes]
@@ -290,6 +299,7 @@ class Launch:
         self.wgmma = {}            # (cta linear, warpgroup) -> {seq: [per-warp issue records]}
         self.cluster = None       # the latest cluster placed
         self._where = {}          # id(instruction) -> (instruction, where it is, in words)
+        self.who_cache = {}       # (warp, its exited lanes' bytes) -> Warp.who() of its live lanes
         self.gpu = current_gpu()  # the emulated machine (residency.GPU): its SMs hold the resident CTAs
         self.mem = MemorySystem(self)       # address spaces, bounds, proxies
         self.sync = Synchronisation(self)   # named barriers, the cluster barrier, mbarriers

@@ -418,7 +418,7 @@ class MemorySystem:
 
     # ---- the order of asynchronous work (bwlab.emu.order) on the fast paths ----
     def _here(self, w) -> str:
-        return self.launch.prog.code[w.last_pc].where(self.launch.prog.files)
+        return self.launch.where(self.launch.prog.code[w.last_pc].instr)   # cached per instruction
 
     def _ordered_read(self, w, c, off, n):
         """A thread read of c's shared bytes at `off` (lanes' offsets, n bytes each)."""

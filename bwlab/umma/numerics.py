@@ -235,6 +235,8 @@ def _split(x: np.ndarray, e_sub: int):
 def _round(v: np.ndarray, rounding: str) -> np.ndarray:
     """Exact float64 values -> D (float32 or float16) by `rounding`: RZ to 23 or 13 fraction bits with the
     f32 subnormal range, or RNE to f16 with its subnormals. Past the range: infinity."""
+    if rounding == "rz-f32":
+        return _round_rz_f32(v)
     if rounding == "rne-f16":
         bits, e_min, top, out_t = 10, -14, 2.0 ** 16, np.float16
     else:
@@ -256,6 +258,27 @@ def _round(v: np.ndarray, rounding: str) -> np.ndarray:
         out[nan] = ui(0x7FFF) if out_t is np.float16 else ui(0x7FFFFFFF)
         out = out.view(out_t)
     return out
+
+
+def _round_rz_f32(v: np.ndarray) -> np.ndarray:
+    """`_round(v, "rz-f32")` by NumPy's conversion: float64 -> float32 rounds to nearest once; where that
+    went away from zero, the next float32 toward zero is the value cut toward zero (subnormals included).
+    From 2^128 up: infinity; NaN: the canonical one; a zero: +0."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = v.astype(np.float32)
+        away = np.abs(r.astype(np.float64)) > np.abs(v)
+        if away.any():
+            r = np.where(away, np.nextafter(r, np.float32(0)), r)
+        big = np.abs(v) >= 2.0 ** 128
+        if big.any():
+            r = np.where(big, np.copysign(np.float32(np.inf), r), r)
+        r = r + np.float32(0)                           # a zero result is +0
+    nan = np.isnan(r)
+    if nan.any():
+        r = r.view(np.uint32).copy()
+        r[nan] = np.uint32(0x7FFFFFFF)
+        r = r.view(np.float32)
+    return r
 
 
 def _pow2(k: np.ndarray) -> np.ndarray:
@@ -294,26 +317,28 @@ def fused_mma(ins: MmaInstr, a: np.ndarray, b: np.ndarray, c: np.ndarray, alpha=
     d = np.asarray(c, np.float16 if ins.d_type == "f16" else np.float32)
     K = a.shape[1]
     L = min(K, ins.k_block)
+    if not ins.scaled and np.isfinite(a).all() and np.isfinite(b).all():
+        # the common case (finite operands, no scale factors): the same arithmetic in fewer, cheaper passes
+        za, zb = a == 0, b == 0
+        ta = _exponents(a, za, SUBNORMAL_EXPONENT[ins.a_type])
+        tb = _exponents(b, zb, SUBNORMAL_EXPONENT[ins.b_type])
+        for k0 in range(0, K, L):
+            if not np.isfinite(d).all():               # an infinite D from an earlier block: the general step
+                sa, ea = _split(a, SUBNORMAL_EXPONENT[ins.a_type])
+                sb, eb = _split(b, SUBNORMAL_EXPONENT[ins.b_type])
+                with np.errstate(invalid="ignore"):
+                    d = _block(ins, d, k0, L, a, b, sa, ea, sb, eb, None, None, None, None)
+                continue
+            ks = slice(k0, k0 + L)
+            d = _block_finite(ins, d, a[:, ks], b[:, ks], ta[:, ks], tb[:, ks], za[:, ks].any(axis=1),
+                              zb[:, ks].any(axis=1))
+        return d
     sa, ea = _split(a, SUBNORMAL_EXPONENT[ins.a_type])
     sb, eb = _split(b, SUBNORMAL_EXPONENT[ins.b_type])
     s_al = e_al = s_be = e_be = None
     if ins.scaled:
         s_al, e_al = _split(np.asarray(alpha, np.float64), SUBNORMAL_EXPONENT[ins.scale_type])
         s_be, e_be = _split(np.asarray(beta, np.float64), SUBNORMAL_EXPONENT[ins.scale_type])
-    if not ins.scaled and np.isfinite(a).all() and np.isfinite(b).all():
-        # the common case (finite operands, no scale factors): the same arithmetic in fewer, cheaper passes
-        za, zb = a == 0, b == 0
-        ta = np.where(za, _ZERO_E, ea).astype(np.int16)
-        tb = np.where(zb, _ZERO_E, eb).astype(np.int16)
-        for k0 in range(0, K, L):
-            if not np.isfinite(d).all():
-                with np.errstate(invalid="ignore"):
-                    d = _block(ins, d, k0, L, a, b, sa, ea, sb, eb, s_al, e_al, s_be, e_be)
-                continue
-            ks = slice(k0, k0 + L)
-            d = _block_finite(ins, d, a[:, ks], b[:, ks], ta[:, ks], tb[:, ks], za[:, ks].any(axis=1),
-                              zb[:, ks].any(axis=1))
-        return d
     for k0 in range(0, K, L):
         with np.errstate(invalid="ignore"):             # inf * 0 is NaN, as it should be
             d = _block(ins, d, k0, L, a, b, sa, ea, sb, eb, s_al, e_al, s_be, e_be)
@@ -323,6 +348,13 @@ def fused_mma(ins: MmaInstr, a: np.ndarray, b: np.ndarray, c: np.ndarray, alpha=
 # the exponent `_block_finite` gives a zero operand element: every product with it lies far below e_zero (so it
 # never sets the block's largest exponent) and its scaled value stays inside float64's normal range
 _ZERO_E = -300
+
+
+def _exponents(x, zero, e_sub):
+    """`_split`'s e of finite values x, as int16, with `_ZERO_E` where x is zero."""
+    e = np.maximum(np.frexp(x)[1] - 1, e_sub)
+    e[zero] = _ZERO_E
+    return e.astype(np.int16)
 
 
 def _block_finite(ins, d, a, b, ta, tb, za, zb):
@@ -335,8 +367,8 @@ def _block_finite(ins, d, a, b, ta, tb, za, zb):
     ta, tb: the operands' exponents (`_split`'s e; `_ZERO_E` for a zero element) as int16; za, zb: per row of A
     and of B, whether any of its L elements is zero (then some term of every accumulator in that row is)."""
     c = d.astype(np.float64)
-    sc, ec = _split(c, SUBNORMAL_EXPONENT[ins.d_type])
-    ec = np.where(sc == 0, ins.e_zero, ec)
+    ec = np.maximum(np.frexp(c)[1] - 1, SUBNORMAL_EXPONENT[ins.d_type])
+    ec[c == 0] = ins.e_zero
     # one M x N plane per k (NumPy's reductions over a short axis cost more than these in-place steps)
     L = a.shape[1]
     ta, tb, a, b = ta.T.copy(), tb.T.copy(), a.T.copy(), b.T.copy()
