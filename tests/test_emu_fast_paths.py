@@ -38,10 +38,12 @@ def test_fma_f32_rn_fast_path_equals_the_exact_one():
     c = np.full(32, 1 + 2.0 ** -23, np.float32)
     c[::2] = 1.0 + 2.0 ** -22          # some lanes on an exact f64 midpoint (fast), the others not
     sets.append((_f32_bits(a), _f32_bits(b), _f32_bits(c)))
-    assert _fma_f32_rn(*sets[-1])[1] == _f32_bits(np.float32(1 + 2.0 ** -23))
+    with np.errstate(all="ignore"):
+        assert _fma_f32_rn(*sets[-1])[1] == _f32_bits(np.float32(1 + 2.0 ** -23))
     for a, b, c in sets:
         want = np.asarray(hf.fma(a, b, c, "f32"), np.uint64)
-        got = np.asarray(_fma_f32_rn(a, b, c), np.uint64)
+        with np.errstate(all="ignore"):      # as inside a launch
+            got = np.asarray(_fma_f32_rn(a, b, c), np.uint64)
         assert np.array_equal(got, want), (a, b, c)
 
 
@@ -64,3 +66,18 @@ def test_shl_shr_native_paths_equal_hw_ints():
                 got = getattr(logic, name)(ty, [ty], ty)(a, b)
                 want = from_bits(ref(a, b, ty).astype(np.uint64), ty)
                 assert got.dtype == want.dtype and np.array_equal(got, want), (name, ty, counts)
+
+
+def test_register_writes_of_signed_values_equal_to_bits():
+    from bwlab.emu.isa.operands import _bits_converter
+    from bwlab.emu.values import to_bits
+    rng = np.random.default_rng(2)
+    for ty, dt in (("s32", np.int32), ("s64", np.int64)):
+        v = rng.integers(np.iinfo(dt).min, np.iinfo(dt).max, 32, dtype=dt, endpoint=True)
+        v[:3] = [np.iinfo(dt).min, -1, 0]
+        for width in (32, 64):
+            if width < np.dtype(dt).itemsize * 8:
+                continue
+            got = np.zeros(32, np.uint64)
+            got[:] = _bits_converter(ty, width)(v)
+            assert np.array_equal(got, to_bits(v, ty, width)), (ty, width)

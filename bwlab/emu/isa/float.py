@@ -82,17 +82,16 @@ def _fma_f32_rn(a, b, c):
     and sits exactly on an f32 midpoint (or lies in f32's subnormal range, or is a NaN): those vectors take
     the exact path. An f64 sum on a midpoint that is exact (TwoSum's error is 0, as when the addends'
     exponents are close) rounds once, correctly; an exact zero keeps IEEE's sign rule in f64 as in f32."""
-    with np.errstate(all="ignore"):
-        p = a.view(np.float32).astype(np.float64) * b.view(np.float32)
-        cc = c.view(np.float32).astype(np.float64)
-        s = p + cc
-        r = s.astype(np.float32)
+    # (no errstate here: a launch runs under errstate(all="ignore") already, and the values do not depend on it)
+    p = a.view(np.float32).astype(np.float64) * b.view(np.float32)
+    cc = c.view(np.float32).astype(np.float64)
+    s = p + cc
+    r = s.astype(np.float32)
     u = s.view(np.uint64)
     mid = (u & _M29) == _H28
     if mid.any():
-        with np.errstate(all="ignore"):
-            bb = s - p
-            err = (p - (s - bb)) + (cc - bb)          # TwoSum: s + err == p + cc exactly
+        bb = s - p
+        err = (p - (s - bb)) + (cc - bb)              # TwoSum: s + err == p + cc exactly
         if (mid & (err != 0)).any():
             return hf.fma(a, b, c, "f32")
     if np.isnan(r).any() or ((np.abs(s) < _TINY) & (s != 0)).any():
