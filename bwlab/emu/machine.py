@@ -256,6 +256,8 @@ class CTA:
 class Launch:
     """One kernel launch on the emulated GPU."""
 
+    CTA, Cluster = CTA, Cluster   # what residency.admit builds when clusters become resident
+
     def __init__(self, module, kernel: str, grid, block, params: bytes, dynamic_smem: int = 0,
                  cluster=None, seed: int = 0, max_steps: int = 20_000_000, trace: bool = False,
                  check_proxy: bool = True):

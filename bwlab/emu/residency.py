@@ -116,7 +116,7 @@ class Placement:
 
 def admit(launch, pending) -> bool:
     """Place waiting clusters, in launch order, while they fit (each CTA on an SM of its own)."""
-    from .machine import CTA, Cluster
+    CTA, Cluster = launch.CTA, launch.Cluster   # the launch's own classes (this module does not import the machine)
     cx, cy, cz = launch.cluster_dims
     gx, gy, _ = launch.grid
     added = False

@@ -60,6 +60,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..hw.dtypes import element_type, scale_to_float, to_float
+from .blocksum import finite_mma, pow2 as _pow2
 from .rules import MmaRuleError, kind_of_types, require_mma_types
 
 __all__ = ["MmaInstr", "parse_instr", "mma_numerics", "fused_mma", "SUBNORMAL_EXPONENT"]
@@ -235,8 +236,6 @@ def _split(x: np.ndarray, e_sub: int):
 def _round(v: np.ndarray, rounding: str) -> np.ndarray:
     """Exact float64 values -> D (float32 or float16) by `rounding`: RZ to 23 or 13 fraction bits with the
     f32 subnormal range, or RNE to f16 with its subnormals. Past the range: infinity."""
-    if rounding == "rz-f32":
-        return _round_rz_f32(v)
     if rounding == "rne-f16":
         bits, e_min, top, out_t = 10, -14, 2.0 ** 16, np.float16
     else:
@@ -258,32 +257,6 @@ def _round(v: np.ndarray, rounding: str) -> np.ndarray:
         out[nan] = ui(0x7FFF) if out_t is np.float16 else ui(0x7FFFFFFF)
         out = out.view(out_t)
     return out
-
-
-def _round_rz_f32(v: np.ndarray) -> np.ndarray:
-    """`_round(v, "rz-f32")` by NumPy's conversion: float64 -> float32 rounds to nearest once; where that
-    went away from zero, the next float32 toward zero is the value cut toward zero (subnormals included).
-    From 2^128 up: infinity; NaN: the canonical one; a zero: +0."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        r = v.astype(np.float32)
-        away = np.abs(r.astype(np.float64)) > np.abs(v)
-        if away.any():
-            r = np.where(away, np.nextafter(r, np.float32(0)), r)
-        big = np.abs(v) >= 2.0 ** 128
-        if big.any():
-            r = np.where(big, np.copysign(np.float32(np.inf), r), r)
-        r = r + np.float32(0)                           # a zero result is +0
-    nan = np.isnan(r)
-    if nan.any():
-        r = r.view(np.uint32).copy()
-        r[nan] = np.uint32(0x7FFFFFFF)
-        r = r.view(np.float32)
-    return r
-
-
-def _pow2(k: np.ndarray) -> np.ndarray:
-    """2.0 ** k for integer k in float64's normal range, exactly (built from the exponent bits)."""
-    return ((np.asarray(k, np.int64) + 1023) << 52).view(np.float64)
 
 
 def _fused_sum(ts: np.ndarray, te: np.ndarray, sc: np.ndarray, ec: np.ndarray, F: int, rounding: str) -> np.ndarray:
@@ -317,22 +290,8 @@ def fused_mma(ins: MmaInstr, a: np.ndarray, b: np.ndarray, c: np.ndarray, alpha=
     d = np.asarray(c, np.float16 if ins.d_type == "f16" else np.float32)
     K = a.shape[1]
     L = min(K, ins.k_block)
-    if not ins.scaled and np.isfinite(a).all() and np.isfinite(b).all():
-        # the common case (finite operands, no scale factors): the same arithmetic in fewer, cheaper passes
-        za, zb = a == 0, b == 0
-        ta = _exponents(a, za, SUBNORMAL_EXPONENT[ins.a_type])
-        tb = _exponents(b, zb, SUBNORMAL_EXPONENT[ins.b_type])
-        for k0 in range(0, K, L):
-            if not np.isfinite(d).all():               # an infinite D from an earlier block: the general step
-                sa, ea = _split(a, SUBNORMAL_EXPONENT[ins.a_type])
-                sb, eb = _split(b, SUBNORMAL_EXPONENT[ins.b_type])
-                with np.errstate(invalid="ignore"):
-                    d = _block(ins, d, k0, L, a, b, sa, ea, sb, eb, None, None, None, None)
-                continue
-            ks = slice(k0, k0 + L)
-            d = _block_finite(ins, d, a[:, ks], b[:, ks], ta[:, ks], tb[:, ks], za[:, ks].any(axis=1),
-                              zb[:, ks].any(axis=1))
-        return d
+    if not ins.scaled and np.isfinite(a).all() and np.isfinite(b).all():   # the common case: blocksum.py
+        return finite_mma(ins, SUBNORMAL_EXPONENT, a, b, d, L, _round, _block, _split)
     sa, ea = _split(a, SUBNORMAL_EXPONENT[ins.a_type])
     sb, eb = _split(b, SUBNORMAL_EXPONENT[ins.b_type])
     s_al = e_al = s_be = e_be = None
@@ -343,51 +302,6 @@ def fused_mma(ins: MmaInstr, a: np.ndarray, b: np.ndarray, c: np.ndarray, alpha=
         with np.errstate(invalid="ignore"):             # inf * 0 is NaN, as it should be
             d = _block(ins, d, k0, L, a, b, sa, ea, sb, eb, s_al, e_al, s_be, e_be)
     return d
-
-
-# the exponent `_block_finite` gives a zero operand element: every product with it lies far below e_zero (so it
-# never sets the block's largest exponent) and its scaled value stays inside float64's normal range
-_ZERO_E = -300
-
-
-def _exponents(x, zero, e_sub):
-    """`_split`'s e of finite values x, as int16, with `_ZERO_E` where x is zero."""
-    e = np.maximum(np.frexp(x)[1] - 1, e_sub)
-    e[zero] = _ZERO_E
-    return e.astype(np.int16)
-
-
-def _block_finite(ins, d, a, b, ta, tb, za, zb):
-    """`_block` + `_fused_sum` for finite operands and C, no scale factors, in fewer passes over M x N x L.
-
-    A term's aligned, cut value trunc(s * 2^(e + F - emax)) is trunc(a * b * 2^(F - emax)): the split into
-    s and e only matters for emax, the largest exponent of a non-zero term (or e_zero where a term or C is
-    zero, C's own exponent otherwise). Every product here is exact in float64 (at most 22 significant bits,
-    exponents within +-600), so each cut value, and their integer sum (below 2^40), is the one `_block` makes.
-    ta, tb: the operands' exponents (`_split`'s e; `_ZERO_E` for a zero element) as int16; za, zb: per row of A
-    and of B, whether any of its L elements is zero (then some term of every accumulator in that row is)."""
-    c = d.astype(np.float64)
-    ec = np.maximum(np.frexp(c)[1] - 1, SUBNORMAL_EXPONENT[ins.d_type])
-    ec[c == 0] = ins.e_zero
-    # one M x N plane per k (NumPy's reductions over a short axis cost more than these in-place steps)
-    L = a.shape[1]
-    ta, tb, a, b = ta.T.copy(), tb.T.copy(), a.T.copy(), b.T.copy()
-    te = ta[0][:, None] + tb[0][None, :]                        # int16: exponents stay within +-600
-    tmp = np.empty_like(te)
-    for k in range(1, L):
-        np.add(ta[k][:, None], tb[k][None, :], out=tmp)
-        np.maximum(te, tmp, out=te)
-    emax = np.maximum(te, ec)
-    emax = np.where(za[:, None] | zb[None, :], np.maximum(emax, ins.e_zero), emax)
-    scale = _pow2(ins.F - emax)                                 # M x N
-    total = np.trunc(c * scale)
-    t = np.empty_like(total)
-    for k in range(L):
-        np.multiply(scale, a[k][:, None], out=t)
-        t *= b[k]
-        np.trunc(t, out=t)
-        total += t
-    return _round(total * _pow2(emax - ins.F), ins.rounding)
 
 
 def _block(ins, d, k0, L, a, b, sa, ea, sb, eb, s_al, e_al, s_be, e_be):
