@@ -119,15 +119,6 @@ class Warp:
         return ~self.exited
 
     def who(self, mask=None) -> str:
-        if mask is None:   # the live lanes: the same words until a lane exits
-            key = self.exited.tobytes()
-            got = self.machine.who_cache.get((self, key))
-            if got is None:
-                got = self.machine.who_cache[(self, key)] = self._who(None)
-            return got
-        return self._who(mask)
-
-    def _who(self, mask) -> str:
         c = self.cta
         lanes = np.nonzero(mask)[0] if mask is not None else np.nonzero(self.live)[0]
         thr = self.tid[lanes]
@@ -286,8 +277,7 @@ class Launch:
         self.time_offset = 1_000_000_000   # %globaltimer does not start at 0 on a GPU either
         self.steps = 0
         self.exits = 0             # whole-warp exits (the scheduler drops finished warps when it changes)
-        self.finished_warps = []   # warps finished since the scheduler last dropped them
-        self.exited_clusters = []  # clusters one of whose CTAs exited since residency.retire last looked
+        self.finished_warps, self.exited_clusters = [], []   # since the scheduler / residency.retire last looked
         self.epoch = 0
         self.progress_step = 0     # self.steps when something last changed
         self.events = []           # async completions: heap of (due, seq, fn, desc)
@@ -301,7 +291,6 @@ class Launch:
         self.wgmma = {}            # (cta linear, warpgroup) -> {seq: [per-warp issue records]}
         self.cluster = None       # the latest cluster placed
         self._where = {}          # id(instruction) -> (instruction, where it is, in words)
-        self.who_cache = {}       # (warp, its exited lanes' bytes) -> Warp.who() of its live lanes
         self.gpu = current_gpu()  # the emulated machine (residency.GPU): its SMs hold the resident CTAs
         self.mem = MemorySystem(self)       # address spaces, bounds, proxies
         self.sync = Synchronisation(self)   # named barriers, the cluster barrier, mbarriers
@@ -360,10 +349,9 @@ class Launch:
             if exits != self.exits:
                 if exits < 0:
                     live = [w for w in warps if not w.finished]
-                else:   # drop the warps that finished (the list keeps its order: the same draws pick the same warp)
-                    for x in self.finished_warps:
-                        if x in live:
-                            live.remove(x)
+                for x in self.finished_warps:   # dropped in place: the same draws pick the same warps
+                    if x in live:
+                        live.remove(x)
                 self.finished_warps.clear()
                 exits = self.exits
                 if len(live) != n_live:   # a warp finished: maybe a whole cluster, whose SMs take the next ones
