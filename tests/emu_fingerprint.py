@@ -9,6 +9,7 @@ warp-instructions, the virtual clock at the end, the scheduler
 generator's final state (it draws once per scheduling decision and per latency: the same state after the same
 count means the same draws), a hash of every byte of device memory after the launch and of what the run
 returned, or the error it raised (type and message, hashed). Equal lines: the same interleaving, the same bytes.
+(The memory hash covers every allocation the process made so far: compare it between runs of the same kernels.)
 """
 from __future__ import annotations
 
