@@ -81,3 +81,19 @@ def test_register_writes_of_signed_values_equal_to_bits():
             got = np.zeros(32, np.uint64)
             got[:] = _bits_converter(ty, width)(v)
             assert np.array_equal(got, to_bits(v, ty, width)), (ty, width)
+
+
+def test_mul_wide_native_equals_hw_ints():
+    from bwlab.emu.isa import integer
+    from bwlab.emu.values import from_bits
+    from bwlab.hw import ints as hi
+    rng = np.random.default_rng(3)
+    for ty, out in (("s32", "s64"), ("u32", "u64"), ("s16", "s32"), ("u16", "u32")):
+        w = int(ty[1:])
+        edges = np.array([0, 1, (1 << w) - 1, 1 << (w - 1), (1 << (w - 1)) - 1], np.uint64)
+        for _ in range(20):
+            bits = np.concatenate([edges, rng.integers(0, 1 << w, 32 - edges.size, dtype=np.uint64)])
+            a, b = from_bits(bits, ty), from_bits(rng.permutation(bits), ty)
+            got = integer.mul(ty, ["wide", ty], out)(a, b)
+            want = integer._t(hi.mul(a, b, ty, "wide"), out)
+            assert got.dtype == want.dtype and np.array_equal(got, want), ty

@@ -25,6 +25,8 @@ _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _LANES = np.arange(32)
 _FULL = ALL
 _ZERO_WORDS = bytes(32 * 8)
+_CVTA_BASE = {"global": U64(0), "shared": U64(SHARED_WINDOW), "param": U64(PARAM_WINDOW),
+              "local": U64(LOCAL_WINDOW), "const": U64(0)}
 # the offsets of 32 lanes that each take nb bytes right after the previous lane's, from the first one's
 _STRIDES = {nb: (np.arange(32, dtype=np.intp) * nb).tobytes() for nb in (1, 2, 4, 8, 16, 32, 64)}
 
@@ -56,8 +58,9 @@ class MemorySystem:
         self._whos = {}            # (warp, its exited lanes' bytes) -> Warp.who() of its live lanes
 
     def cvta(self, space: str, v: np.ndarray, to: bool) -> np.ndarray:
-        base = {"global": U64(0), "shared": U64(SHARED_WINDOW), "param": U64(PARAM_WINDOW),
-                "local": U64(LOCAL_WINDOW), "const": U64(0)}[space]
+        base = _CVTA_BASE[space]
+        if base == 0:      # global and const addresses are generic addresses as they are
+            return v.copy()
         return v - base if to else v + base
 
     def isspacep(self, space, v):

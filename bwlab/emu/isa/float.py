@@ -74,6 +74,7 @@ def mul(ty, mods, out_ty):
 
 
 _M29, _H28, _TINY = np.uint64((1 << 29) - 1), np.uint64(1 << 28), 2.0 ** -126
+_U52, _E11, _E897, _E1149 = np.uint64(52), np.uint64(0x7FF), np.uint64(897), np.uint64(2046 - 897)
 
 
 def _fma_f32_rn(a, b, c):
@@ -89,6 +90,10 @@ def _fma_f32_rn(a, b, c):
     r = s.astype(np.float32)
     u = s.view(np.uint64)
     mid = (u & _M29) == _H28
+    # s's exponent field outside [897, 2046]: below 2^-126 (zero included), or infinite or NaN
+    odd = ((u >> _U52) & _E11) - _E897 > _E1149
+    if not (mid | odd).any():
+        return r.view(np.uint32)                      # the common case: every lane an ordinary number
     if mid.any():
         bb = s - p
         err = (p - (s - bb)) + (cc - bb)              # TwoSum: s + err == p + cc exactly
