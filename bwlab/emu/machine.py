@@ -247,6 +247,8 @@ class CTA:
 class Launch:
     """One kernel launch on the emulated GPU."""
 
+    CTA, Cluster = CTA, Cluster   # what residency.admit builds when clusters become resident
+
     def __init__(self, module, kernel: str, grid, block, params: bytes, dynamic_smem: int = 0,
                  cluster=None, seed: int = 0, max_steps: int = 20_000_000, trace: bool = False,
                  check_proxy: bool = True, timing=None):
@@ -275,6 +277,7 @@ class Launch:
         self.time_offset = 1_000_000_000   # %globaltimer does not start at 0 on a GPU either
         self.steps = 0
         self.exits = 0             # whole-warp exits (the scheduler drops finished warps when it changes)
+        self.finished_warps, self.exited_clusters = [], []   # since the scheduler / residency.retire last looked
         self.epoch = 0
         self.progress_step = 0     # self.steps when something last changed
         self.events = []           # async completions: heap of (due, seq, fn, desc)
@@ -346,8 +349,12 @@ class Launch:
         n_live = exits = -1
         while True:
             if exits != self.exits:
-                live = ([w for w in warps if not w.finished] if exits < 0 else
-                        [w for w in live if not w.finished])
+                if exits < 0:
+                    live = [w for w in warps if not w.finished]
+                for x in self.finished_warps:   # dropped in place: the same draws pick the same warps
+                    if x in live:
+                        live.remove(x)
+                self.finished_warps.clear()
                 exits = self.exits
                 if len(live) != n_live:   # a warp finished: maybe a whole cluster, whose SMs take the next ones
                     n_live = len(live)
@@ -563,12 +570,14 @@ class Launch:
         self.note(w, "exit")
         if w.finished:
             self.exits += 1
+            self.finished_warps.append(w)
             c = w.cta
             # whole-warp exit counts as arrival at pending named barriers (the hardware counts warps)
             for bid in list(c.barriers):
                 self.sync.complete_if_ready(c, bid)
             if all(x.exited.all() for x in c.warps):
                 c.exited = True
+                self.exited_clusters.append(c.cluster)
                 cta_exits(self, c)            # TMEM first: a leak is the clearer report
                 order.require_exit_ordered(self, c)
                 order.require_cluster_exit_ordered(self, c)

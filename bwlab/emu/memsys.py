@@ -25,6 +25,10 @@ _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _LANES = np.arange(32)
 _FULL = ALL
 _ZERO_WORDS = bytes(32 * 8)
+_CVTA_BASE = {"global": U64(0), "shared": U64(SHARED_WINDOW), "param": U64(PARAM_WINDOW),
+              "local": U64(LOCAL_WINDOW), "const": U64(0)}
+# the offsets of 32 lanes that each take nb bytes right after the previous lane's, from the first one's
+_STRIDES = {nb: (np.arange(32, dtype=np.intp) * nb).tobytes() for nb in (1, 2, 4, 8, 16, 32, 64)}
 
 
 def _view(c, n):
@@ -51,10 +55,12 @@ class MemorySystem:
     def __init__(self, launch):
         self.launch = launch
         self._alloc_views = {}     # id(allocation) -> (allocation, {n: its buffer as n-byte words})
+        self._whos = {}            # (warp, its exited lanes' bytes) -> Warp.who() of its live lanes
 
     def cvta(self, space: str, v: np.ndarray, to: bool) -> np.ndarray:
-        base = {"global": U64(0), "shared": U64(SHARED_WINDOW), "param": U64(PARAM_WINDOW),
-                "local": U64(LOCAL_WINDOW), "const": U64(0)}[space]
+        base = _CVTA_BASE[space]
+        if base == 0:      # global and const addresses are generic addresses as they are
+            return v.copy()
         return v - base if to else v + base
 
     def isspacep(self, space, v):
@@ -296,12 +302,24 @@ class MemorySystem:
         self.launch.progress()
         if c.__dict__.get("async_reads"):
             self._ordered_write(w, c, off[lanes].astype(np.int64), n * vec, lanes)
+        nb = n * vec
+        o = off[lanes].astype(np.intp)
+        byte = o[:, None] + _ar(nb)
+        if (o - o[0]).tobytes() == _STRIDES[nb][:8 * lanes.size]:
+            # the lanes' bytes follow one another in lane order (the usual layout): one span, no overlap
+            lo, hi = int(o[0]), int(o[0]) + nb * lanes.size
+            view[lo // n:hi // n] = data[lanes].reshape(-1)
+            c.smem_writer[lo:hi].reshape(lanes.size, nb)[:] = w.tid[lanes][:, None]
+            c.smem_writer_pc[lo:hi] = int(w.last_pc)
+            c.smem_wwarp[lo:hi] = w.wid
+            c.smem_wrel[lo:hi] = w.releases
+            order.record_lane_stores(c, w, byte, lanes)
+            return True
         # lanes write in order: the highest lane wins where two write the same bytes
         if vec > 1:
             view[idx[:, None] + _ar(vec)] = data[lanes]
         else:
             view[idx] = data[lanes, 0]
-        byte = off[lanes].astype(np.intp)[:, None] + _ar(n * vec)
         c.smem_writer[byte] = w.tid[lanes][:, None]
         c.smem_writer_pc[byte] = int(w.last_pc)
         c.smem_wwarp[byte] = w.wid
@@ -391,21 +409,54 @@ class MemorySystem:
         order.record_lane_stores(c, w, byte, lanes)
         return old
 
+    def add_global(self, w, a, vals, m):
+        """atom/red.global.add on integers: as `add_own_shared`, for lanes whose words all lie, aligned, in one
+        allocation. The lanes' old values, or None when the general path must do it."""
+        n = vals.dtype.itemsize
+        got = self._global_words(w, a, m, n, 1)
+        if got is None:
+            return None
+        view, idx = got
+        view = view.view(vals.dtype)
+        lanes = np.nonzero(m)[0] if m is not _FULL else _LANES
+        idx = idx[lanes]
+        perm = np.argsort(idx, kind="stable")          # lanes of one address stay in lane order
+        sidx, sv = idx[perm], vals[lanes][perm]
+        incl = np.cumsum(sv, dtype=vals.dtype)
+        excl = incl - sv
+        first = np.r_[True, sidx[1:] != sidx[:-1]]
+        start = np.maximum.accumulate(np.where(first, np.arange(sidx.size), 0))
+        old_sorted = view[sidx] + (excl - excl[start])
+        view[sidx] = old_sorted + sv                   # the last lane of each address leaves the total
+        old = np.zeros(32, vals.dtype)
+        old[lanes[perm]] = old_sorted
+        for _ in range(lanes.size):                    # one store per lane, as the lane-by-lane path counts them
+            self.launch.progress()
+        return old
+
     # ---- the order of asynchronous work (bwlab.emu.order) on the fast paths ----
+    def _who(self, w) -> str:
+        """w.who() (its live lanes), made once per warp and set of exited lanes."""
+        key = (w, w.exited.tobytes())
+        got = self._whos.get(key)
+        if got is None:
+            got = self._whos[key] = w.who()
+        return got
+
     def _here(self, w) -> str:
-        return self.launch.prog.code[w.last_pc].where(self.launch.prog.files)
+        return self.launch.where(self.launch.prog.code[w.last_pc].instr)   # cached per instruction
 
     def _ordered_read(self, w, c, off, n):
         """A thread read of c's shared bytes at `off` (lanes' offsets, n bytes each)."""
         if c.__dict__.get("async_writes"):
-            order.require_read_ordered(self.launch, c, off, None, w.known, w.who(), self._here(w), n=n, w=w)
+            order.require_read_ordered(self.launch, c, off, None, w.known, self._who(w), self._here(w), n=n, w=w)
         if c is not w.cta:
             order.remote_access(w, c, "loads from its shared memory", self._here(w))
 
     def _ordered_write(self, w, c, off, n, lanes=None):
         """A generic-proxy store to c's shared bytes at `off` (by `lanes`, an index array, when known)."""
         if c.__dict__.get("async_reads"):
-            order.require_write_ordered(self.launch, c, off, None, w.known, w.who(), self._here(w), "writes (generic proxy)", n=n,
+            order.require_write_ordered(self.launch, c, off, None, w.known, self._who(w), self._here(w), "writes (generic proxy)", n=n,
                               w=w, lanes=lanes)
         if c is not w.cta:
             order.remote_access(w, c, "stores to its shared memory", self._here(w))
@@ -479,7 +530,11 @@ class MemorySystem:
     def fence_proxy_async(self, w, m):
         c = w.cta
         tids = w.tid[m]
-        if c.smem_writer.max() >= 0:
+        if tids.size and int(tids[-1]) - int(tids[0]) == tids.size - 1:   # consecutive threads (the usual case)
+            sw = c.smem_writer
+            hit = (sw >= tids[0]) & (sw <= tids[-1])
+            sw[hit] = -1
+        elif c.smem_writer.max() >= 0:
             hit = np.isin(c.smem_writer, tids)
             c.smem_writer[hit] = -1
 

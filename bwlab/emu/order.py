@@ -89,6 +89,11 @@ def knows(known: dict, r: Region) -> bool:
 def add_region(c, lo: int, hi: int, key, seq: int, what: str, where: str, who: str) -> None:
     regions = c.__dict__.setdefault("async_reads", [])
     regions.append(Region(int(lo), int(hi), key, int(seq), what, where, who))
+    least = c.__dict__.setdefault("async_reads_min", {})   # key -> the least seq of its regions in the list
+    if least.get(key, seq + 1) > seq:
+        least[key] = int(seq)
+    span = c.__dict__.get("async_reads_span")              # [first byte, last byte + 1) of all the regions
+    c.async_reads_span = (int(lo), int(hi)) if span is None else (min(span[0], int(lo)), max(span[1], int(hi)))
     if len(regions) > 64:
         _prune(c)
 
@@ -96,7 +101,19 @@ def add_region(c, lo: int, hi: int, key, seq: int, what: str, where: str, who: s
 def _prune(c) -> None:
     """Drop the regions every live warp of the CTA knows complete (nothing can race with them any more)."""
     live = [w for w in c.warps if not w.exited.all()]
-    c.async_reads = [r for r in c.async_reads if not all(knows(w.known, r) for w in live)]
+    # every live warp knows r iff the least sequence they know for r.key reaches r.seq: one minimum per key;
+    # when no key's minimum reaches its oldest region, nothing goes (the list is left as it is)
+    known = {key: min((w.known.get(key, -1) for w in live), default=None) for key in c.async_reads_min}
+    if not any(k is None or k >= c.async_reads_min[key] for key, k in known.items()):
+        return
+    c.async_reads = [r for r in c.async_reads if not (known[r.key] is None or known[r.key] >= r.seq)]
+    least = {}
+    for r in c.async_reads:
+        if least.get(r.key, r.seq + 1) > r.seq:
+            least[r.key] = r.seq
+    c.async_reads_min = least
+    c.async_reads_span = ((min(r.lo for r in c.async_reads), max(r.hi for r in c.async_reads))
+                          if c.async_reads else None)
 
 
 def _hit(lo, hi, n, a, b):
@@ -115,8 +132,13 @@ def require_write_ordered(M, c, lo, hi, known: dict, writer: str, where: str, ho
     regions = c.__dict__.get("async_reads")
     if not regions:
         return
+    # the bytes the access spans, once: a region outside them is not touched (the common case, checked with ints)
+    span_lo, span_hi = (lo, hi) if n is None else (int(lo.min()), int(lo.max()) + n)
+    every = c.__dict__.get("async_reads_span")
+    if every is not None and (every[1] <= span_lo or every[0] >= span_hi):
+        return                                              # outside every region
     for r in regions:
-        if knows(known, r):
+        if r.hi <= span_lo or r.lo >= span_hi or knows(known, r):
             continue
         b = _hit(lo, hi, n, r.lo, r.hi)
         if b is not None and w is not None and lanes is not None and lane_knows(w, lanes, r):
@@ -265,7 +287,8 @@ def require_async_read_ordered(M, c, lo: int, hi: int, known: dict, issuers, wha
     else:
         wr, rel = c.smem_wwarp[flat], c.smem_wrel[flat]
         base = None
-    bad = (wr >= 0) & ~np.isin(wr, list(issuers))
+    iss = list(issuers)
+    bad = (wr >= 0) & ((wr != iss[0]) if len(iss) == 1 else ~np.isin(wr, iss))
     if not bad.any():
         return
     for wid in np.unique(wr[bad]).tolist():

@@ -18,6 +18,8 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from .errors import TmemAllocHang
 from ..util import ceil_div
 
@@ -76,7 +78,8 @@ class Placement:
         self.need = {"threads": warps * 32, "ctas": 1, "smem": smem, "regs": r * warps * 32}
         self.cap = {"threads": gpu.threads_per_sm, "ctas": gpu.ctas_per_sm, "smem": gpu.smem_per_sm,
                     "regs": gpu.regs_per_sm}
-        self.used = [dict.fromkeys(self.need, 0) for _ in range(gpu.sms)]
+        self._keys = list(self.need)
+        self.used = np.zeros((gpu.sms, len(self._keys)), np.int64)   # per SM: threads, ctas, smem, regs in use
         self.regs_per_thread = r
         if self.need["regs"] > self.cap["regs"]:
             # the estimate says one CTA alone would not fit: PTX declares more virtual registers than ptxas
@@ -86,25 +89,25 @@ class Placement:
         self.per_sm = min(fits.values())
         self.limit = min(fits, key=lambda k: fits[k])
 
-    def _fits(self, sm: int) -> bool:
-        u = self.used[sm]
-        return all(u[k] + self.need[k] <= self.cap[k] for k in self.need)
+    def _need(self):
+        return np.array([self.need[k] for k in self._keys], np.int64)
+
+    def _cap(self):
+        return np.array([self.cap[k] for k in self._keys], np.int64)
 
     def place(self, size: int):
         """SMs for a cluster of `size` CTAs (distinct, least loaded first), or None when it does not fit."""
-        free = [s for s in range(self.gpu.sms) if self._fits(s)]
+        need = self._need()
+        free = np.nonzero((self.used + need <= self._cap()).all(axis=1))[0]
         if len(free) < size:
             return None
-        free.sort(key=lambda s: self.used[s]["ctas"])
-        sms = free[:size]
-        for s in sms:
-            for k in self.need:
-                self.used[s][k] += self.need[k]
+        ctas = self.used[free, self._keys.index("ctas")]
+        sms = free[np.argsort(ctas, kind="stable")][:size].tolist()   # stable: equal loads keep SM order
+        self.used[sms] += need
         return sms
 
     def release(self, sm: int):
-        for k in self.need:
-            self.used[sm][k] -= self.need[k]
+        self.used[sm] -= self._need()
 
     def why(self) -> str:
         words = {"threads": f"{self.cap['threads']} threads", "ctas": f"{self.cap['ctas']} CTAs",
@@ -116,7 +119,7 @@ class Placement:
 
 def admit(launch, pending) -> bool:
     """Place waiting clusters, in launch order, while they fit (each CTA on an SM of its own)."""
-    from .machine import CTA, Cluster
+    CTA, Cluster = launch.CTA, launch.Cluster   # the launch's own classes (this module does not import the machine)
     cx, cy, cz = launch.cluster_dims
     gx, gy, _ = launch.grid
     added = False
@@ -143,7 +146,12 @@ def admit(launch, pending) -> bool:
 
 def retire(launch, pending) -> bool:
     """Clusters whose CTAs have all exited leave their SMs; waiting ones take their place."""
-    done = [cl for cl in launch.resident if all(c.exited for c in cl.ctas)]
+    # only a cluster one of whose CTAs exited since the last look can have finished
+    maybe = {id(cl) for cl in launch.exited_clusters}
+    launch.exited_clusters.clear()
+    if not maybe:
+        return False
+    done = [cl for cl in launch.resident if id(cl) in maybe and all(c.exited for c in cl.ctas)]
     if not done:
         return False
     for cl in done:

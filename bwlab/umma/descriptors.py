@@ -234,6 +234,20 @@ def descriptor_addresses(desc: SmemDesc, major: str, dtype: str, mn: int, k: int
                                            r*16 + g*LBO + (b//16)*SBO + b%16   (no swizzle)
     then start address + that, through the swizzle with the descriptor's base offset.
     """
+    key = (desc, major, dtype, mn, k)
+    got = _ADDRESSES.get(key)
+    if got is None:
+        if len(_ADDRESSES) > 4096:
+            _ADDRESSES.clear()
+        got = _ADDRESSES[key] = _addresses(desc, major, dtype, mn, k)
+        got.flags.writeable = False
+    return got.copy()
+
+
+_ADDRESSES = {}   # (desc, major, dtype, mn, k) -> addresses: a kernel's wgmma/tcgen05.mma reread the same slices
+
+
+def _addresses(desc: SmemDesc, major: str, dtype: str, mn: int, k: int | None) -> np.ndarray:
     require_choice("major", major, MAJORS)
     if desc.swizzle == BASE32B and major == "K":
         raise ValueError("the 128B swizzle with 32B atomicity (SM100 layout type 1) describes MN-major "

@@ -19,6 +19,7 @@ tcgen05 it follows MMA-Sim's Blackwell model (not measured here). See that modul
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -207,6 +208,12 @@ def tcgen05_commit(cta: CtaState, *mbarriers: Mbarrier) -> None:
 WGMMA_NS = (8, 16, 32, 64, 128, 256)   # the N values cuda_src/wgmma_sm90.cu instantiates
 
 
+@lru_cache(maxsize=64)
+def _wgmma_instr(name: str):
+    """parse_instr, once per instruction name (an emulated kernel issues the same wgmma many times)."""
+    return parse_instr(name)
+
+
 def wgmma_mma_async(smem: np.ndarray, a_descs, b_descs, N: int, dtype: str, a_major: str = "K",
                     b_major: str = "K", d_init: np.ndarray | None = None,
                     accumulate: bool = False, b_dtype: str | None = None) -> np.ndarray:
@@ -221,7 +228,7 @@ def wgmma_mma_async(smem: np.ndarray, a_descs, b_descs, N: int, dtype: str, a_ma
     for name, t in (("A", dtype), ("B", b_dtype)):
         if t not in ("f16", "bf16", "tf32", "e4m3", "e5m2"):
             raise ValueError(f"wgmma's {name} is f16, bf16, tf32, e4m3 or e5m2, got {t!r}")
-    ins = parse_instr(f"m64n{N}k{instr_k(dtype)}.f32.{dtype}.{b_dtype}")      # the type rules, named
+    ins = _wgmma_instr(f"m64n{N}k{instr_k(dtype)}.f32.{dtype}.{b_dtype}")     # the type rules, named
     if dtype not in ("f16", "bf16") and (a_major, b_major) != ("K", "K"):
         raise ValueError(f"wgmma with {dtype} operands reads A and B K-major only (the transpose immediates are "
                          f"for f16/bf16; PTX ISA wgmma.mma_async), got A {a_major}, B {b_major}")

@@ -60,6 +60,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..hw.dtypes import element_type, scale_to_float, to_float
+from .blocksum import finite_mma, pow2 as _pow2
 from .rules import MmaRuleError, kind_of_types, require_mma_types
 
 __all__ = ["MmaInstr", "parse_instr", "mma_numerics", "fused_mma", "SUBNORMAL_EXPONENT"]
@@ -258,11 +259,6 @@ def _round(v: np.ndarray, rounding: str) -> np.ndarray:
     return out
 
 
-def _pow2(k: np.ndarray) -> np.ndarray:
-    """2.0 ** k for integer k in float64's normal range, exactly (built from the exponent bits)."""
-    return ((np.asarray(k, np.int64) + 1023) << 52).view(np.float64)
-
-
 def _fused_sum(ts: np.ndarray, te: np.ndarray, sc: np.ndarray, ec: np.ndarray, F: int, rounding: str) -> np.ndarray:
     """The block step on the terms ts * 2^te (last axis) and C = sc * 2^ec: align to the largest exponent, cut
     toward zero F bits below it, add exactly, round once. Non-finite terms make the IEEE result (inf or NaN).
@@ -294,6 +290,8 @@ def fused_mma(ins: MmaInstr, a: np.ndarray, b: np.ndarray, c: np.ndarray, alpha=
     d = np.asarray(c, np.float16 if ins.d_type == "f16" else np.float32)
     K = a.shape[1]
     L = min(K, ins.k_block)
+    if not ins.scaled and np.isfinite(a).all() and np.isfinite(b).all():   # the common case: blocksum.py
+        return finite_mma(ins, SUBNORMAL_EXPONENT, a, b, d, L, _round, _block, _split)
     sa, ea = _split(a, SUBNORMAL_EXPONENT[ins.a_type])
     sb, eb = _split(b, SUBNORMAL_EXPONENT[ins.b_type])
     s_al = e_al = s_be = e_be = None

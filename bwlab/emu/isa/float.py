@@ -74,17 +74,32 @@ def mul(ty, mods, out_ty):
 
 
 _M29, _H28, _TINY = np.uint64((1 << 29) - 1), np.uint64(1 << 28), 2.0 ** -126
+_U52, _E11, _E897, _E1149 = np.uint64(52), np.uint64(0x7FF), np.uint64(897), np.uint64(2046 - 897)
 
 
 def _fma_f32_rn(a, b, c):
     """fma.rn.f32 through float64: the product of two f32 is exact, the sum rounds once to f64, and
-    rounding that to f32 is the single rounding of the exact value unless the f64 sum sits exactly on an
-    f32 midpoint (or in f32's subnormal range, or is a NaN): those vectors take the exact path."""
-    with np.errstate(all="ignore"):
-        s = a.view(np.float32).astype(np.float64) * b.view(np.float32) + c.view(np.float32)
-        r = s.astype(np.float32)
+    rounding that to f32 is the single rounding of the exact value unless the f64 sum was itself rounded
+    and sits exactly on an f32 midpoint (or lies in f32's subnormal range, or is a NaN): those vectors take
+    the exact path. An f64 sum on a midpoint that is exact (TwoSum's error is 0, as when the addends'
+    exponents are close) rounds once, correctly; an exact zero keeps IEEE's sign rule in f64 as in f32."""
+    # (no errstate here: a launch runs under errstate(all="ignore") already, and the values do not depend on it)
+    p = a.view(np.float32).astype(np.float64) * b.view(np.float32)
+    cc = c.view(np.float32).astype(np.float64)
+    s = p + cc
+    r = s.astype(np.float32)
     u = s.view(np.uint64)
-    if ((u & _M29) == _H28).any() or np.isnan(r).any() or (np.abs(s) < _TINY).any():
+    mid = (u & _M29) == _H28
+    # s's exponent field outside [897, 2046]: below 2^-126 (zero included), or infinite or NaN
+    odd = ((u >> _U52) & _E11) - _E897 > _E1149
+    if not (mid | odd).any():
+        return r.view(np.uint32)                      # the common case: every lane an ordinary number
+    if mid.any():
+        bb = s - p
+        err = (p - (s - bb)) + (cc - bb)              # TwoSum: s + err == p + cc exactly
+        if (mid & (err != 0)).any():
+            return hf.fma(a, b, c, "f32")
+    if np.isnan(r).any() or ((np.abs(s) < _TINY) & (s != 0)).any():
         return hf.fma(a, b, c, "f32")
     return r.view(np.uint32)
 

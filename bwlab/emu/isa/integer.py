@@ -47,11 +47,17 @@ def _mode(mods):
     return next((m for m in mods if m in ("lo", "hi", "wide")), "lo")
 
 
+_WIDE_NATIVE = {"s32": np.int64, "u32": np.uint64, "s16": np.int32, "u16": np.uint32}
+
+
 def mul(ty, mods, out_ty):
     """Integer Arithmetic: mul{.hi,.lo,.wide}."""
     mode = _mode(mods)
     if mode == "lo":
         return lambda a, b: (a * b).astype(a.dtype)
+    wide = _WIDE_NATIVE.get(ty) if mode == "wide" else None
+    if wide is not None:   # the full product of two N-bit values fits the 2N-bit type: NumPy's is exact
+        return lambda a, b: a.astype(wide) * b.astype(wide)
     return lambda a, b: _t(hi.mul(a, b, ty, mode), out_ty)
 
 

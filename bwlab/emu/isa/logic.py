@@ -41,14 +41,39 @@ def cnot(ty, mods, out_ty):
     return lambda a: (a == 0).astype(a.dtype)
 
 
+_NATIVE = {"b32": np.uint32, "u32": np.uint32, "s32": np.int32, "b64": np.uint64, "u64": np.uint64, "s64": np.int64}
+
+
 def shl(ty, mods, out_ty):
     """Logic and Shift: shl (a count of the width or more gives 0)."""
-    return lambda a, b: from_bits(hi.shl(a, b, ty).astype(np.uint64), ty)
+    def general(a, b):
+        return from_bits(hi.shl(a, b, ty).astype(np.uint64), ty)
+    dt = _NATIVE.get(ty)
+    if dt is None:
+        return general
+    width = np.dtype(dt).itemsize * 8
+
+    def native(a, b):   # every count below the width: NumPy's shift of the lanes' values is the PTX one
+        if a.dtype == dt and int(b.max()) < width:
+            return (a << b.astype(dt)).astype(dt, copy=False)
+        return general(a, b)
+    return native
 
 
 def shr(ty, mods, out_ty):
     """Logic and Shift: shr (arithmetic for .s types; counts of the width or more give 0 or the sign)."""
-    return lambda a, b: from_bits(hi.shr(a, b, ty).astype(np.uint64), ty)
+    def general(a, b):
+        return from_bits(hi.shr(a, b, ty).astype(np.uint64), ty)
+    dt = _NATIVE.get(ty)
+    if dt is None:
+        return general
+    width = np.dtype(dt).itemsize * 8
+
+    def native(a, b):   # counts below the width: NumPy's >> (arithmetic on signed lanes) is the PTX one
+        if a.dtype == dt and int(b.max()) < width:
+            return (a >> b.astype(dt)).astype(dt, copy=False)
+        return general(a, b)
+    return native
 
 
 def lop3(ctx, ins, base, mods):

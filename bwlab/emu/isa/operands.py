@@ -121,6 +121,16 @@ def _bits_converter(ty, width):
                 return vals
             return general(vals)
         return unsigned
+    if ty in ("s32", "s64") and width >= WIDTH[ty]:
+        sdt = np.int32 if ty == "s32" else np.int64
+        same = width == WIDTH[ty]
+
+        def signed(vals):   # to_bits: the value sign-extended to 64 bits, cut to the register's width
+            if isinstance(vals, np.ndarray) and vals.dtype == sdt and vals.shape == (32,):
+                return vals.view(np.uint32 if ty == "s32" else np.uint64) if same else \
+                    vals.astype(np.int64).view(np.uint64)
+            return general(vals)
+        return signed
     if ty == "pred":
         def pred(vals):
             if isinstance(vals, np.ndarray) and vals.dtype == np.bool_ and vals.shape == (32,):

@@ -77,13 +77,16 @@ def atom(ctx, ins, base, mods):
     from .float import atomic_add   # float add: the GPU's rounding and subnormal rules (isa/float.py)
     fadd = atomic_add(ty, mods) if opname == "add" and ty in ("f16", "bf16", "f32", "f64", "f16x2", "bf16x2") else None
 
-    fast = opname == "add" and space == "shared" and ty in ("u32", "s32", "u64", "s64", "b32", "b64")
+    fast = opname == "add" and space in ("shared", "global") and ty in ("u32", "s32", "u64", "s64", "b32", "b64")
+    shared = space == "shared"
 
     def body(w, m):
         ad = addr(w)
         vals = [r(w) for r in rs]
         if fast:
-            old = w.machine.mem.add_own_shared(w, ad, vals[0].astype(dt), m)
+            mem = w.machine.mem
+            add = mem.add_own_shared if shared else mem.add_global
+            old = add(w, ad, vals[0].astype(dt), m)
             if old is not None:
                 if wr is not None:
                     wr(w, old, m)

@@ -108,7 +108,11 @@ def wait(ctx, ins, base, mods):
         done = np.zeros(32, bool)
         info = None
         seen = False
-        for lane in np.nonzero(m)[0]:
+        lanes = np.nonzero(m)[0]
+        al, pl = a[lanes], p[lanes]
+        uniform = lanes.size > 1 and (al == al[0]).all() and (pl == pl[0]).all()
+        # every lane on one barrier and one phase (the usual case): the first lane's wait is every lane's
+        for lane in (lanes[:1] if uniform else lanes):
             c, off, bar = w.machine.sync.mbarrier(w, int(a[lane]), ins.op, ins)
             order.phase_of(c, off).tried.add((w.cta.linear, w.wid))
             ok = bar.try_wait_parity(int(p[lane])) if parity else bar.phase > int(p[lane])
@@ -119,6 +123,8 @@ def wait(ctx, ins, base, mods):
                                f"the wait on mbarrier '{w.machine.prog.shared_name(off)}'", bar, w.machine.where(ins))
             if not ok:
                 info = ("mbarrier", c, off, int(p[lane]) if parity else f"state {int(p[lane])}", ins)
+        if uniform:
+            done[lanes] = done[lanes[0]]
         wd(w, done, m)
         if info is not None and not done[m].any():
             w.machine.spin(w, info, m)

@@ -156,6 +156,23 @@ def _fragment(N):
     return _FRAG[N]
 
 
+_PARTS = {}
+
+
+def _fragment_parts(N, d_idx):
+    """Per warp q of the warpgroup: (its rows of D, the register index and the lane of each of their elements)."""
+    key = (N, tuple(d_idx))
+    got = _PARTS.get(key)
+    if got is None:
+        if len(_PARTS) > 256:
+            _PARTS.clear()
+        thread, reg = _fragment(N)
+        idx = np.array(d_idx)
+        got = _PARTS[key] = [(slice(16 * q, 16 * q + 16), idx[reg[16 * q:16 * q + 16]],
+                              thread[16 * q:16 * q + 16] - 32 * q) for q in range(4)]
+    return got
+
+
 def _operand_ranges(M, w, rec, N, dtype, tnsp_a, tnsp_b, ins, b_dtype):
     """[(first byte, last byte + 1, 'A'/'B')] of SMEM the wgmma reads (checked at issue, like the proxy fence)."""
     from ....umma.descriptors import decode_smem_desc, descriptor_addresses
@@ -208,20 +225,12 @@ def _wgmma_compute(M, w, rec, N, dtype, tnsp_a, tnsp_b, d_idx, ins, b_dtype=None
         bad = flat[c.smem_writer[flat] >= 0]
         if bad.size and M.check_proxy:
             M.mem.async_reads_smem(c, int(bad[0]), 1, f"wgmma.mma_async operand {what} at {M.where(ins)}", w.who())
-    thread, reg = _fragment(N)
+    parts = _fragment_parts(N, d_idx)
     warps = [rec[q][0] for q in range(4)]
     d_in = np.zeros((64, N), np.float32)
-    for q, wq in enumerate(warps):
-        rows = slice(16 * q, 16 * q + 16)
-        t = thread[rows] - 32 * q
-        r = reg[rows]
-        regs = np.array(d_idx)[r]
+    for (rows, regs, t), wq in zip(parts, warps):
         d_in[rows] = from_bits(wq.R[regs, t], "f32")
     d = wgmma_mma_async(c.smem, [adesc], [bdesc], N, dtype, a_major, b_major, d_init=d_in, accumulate=scale_d,
                         b_dtype=b_dtype)
-    for q, wq in enumerate(warps):
-        rows = slice(16 * q, 16 * q + 16)
-        t = thread[rows] - 32 * q
-        r = reg[rows]
-        regs = np.array(d_idx)[r]
+    for (rows, regs, t), wq in zip(parts, warps):
         wq.R[regs, t] = to_bits(d[rows], "f32", 32)
