@@ -174,3 +174,18 @@ def test_a_ring_too_deep_for_the_smem_is_a_clear_error():
     s = dataclasses.replace(ladder.step("s3"), stages=5)
     with pytest.raises(ValueError, match="SMEM"):
         gemm.predict(s, 8192, 8192, 8192)
+
+
+def test_the_blackwell_summary_is_the_committed_table():
+    """Notebook 07 prints blackwell.committed_summary(): every sm_100a step at both shapes, with a range that
+    holds the point value, and the published ladders beside them; labelled a prediction, no machine path."""
+    from bwlab.timing import blackwell
+    text = (ROOT / "docs" / "results" / blackwell.COMMITTED).read_text()
+    pred = blackwell.parse_table(text)
+    assert len(pred) == 12
+    for (step, size), (tf, lo, hi) in pred.items():
+        assert lo <= tf <= hi, (step, size)
+    out = blackwell.committed_summary(text)
+    assert "PREDICTED" in out and "not measured" in out and "/work/" not in out
+    assert all(name in out for _, _, _, steps in blackwell.PUBLISHED for name, *_ in steps)
+    assert "\n".join(blackwell.beside_published(pred)) in text      # the same comparison the table holds

@@ -34,10 +34,11 @@ from . import machine as machines
 from .model import Env, replay
 from .trace import Recorder
 
-__all__ = ["Prediction", "predict", "dram_bytes", "emulated_trace", "K1", "K2"]
+__all__ = ["Prediction", "predict", "dram_bytes", "emulated_trace", "emulated_check", "K1", "K2"]
 
 K1, K2 = 8 * ladder.BK, 16 * ladder.BK      # the two emulated depths: 8 and 16 K-slices (past any ring's fill)
 _TRACES: dict = {}
+_CHECKS: dict = {}     # the same key: the emulated run's C checked against the f32 reference
 
 
 @dataclass
@@ -71,9 +72,16 @@ def emulated_trace(step, m: int, n: int, k: int, seed: int = 0, kernel=None):
         a = from_float(rng.random((m, k), dtype=np.float32) * 2 - 1, "bf16")
         b = from_float(rng.random((n, k), dtype=np.float32) * 2 - 1, "bf16")
         rec = Recorder()
-        runner.run_step_emulated(s, a, b, sms=1, seed=seed, timing=rec, kernel=kernel)
+        c, _ = runner.run_step_emulated(s, a, b, sms=1, seed=seed, timing=rec, kernel=kernel)
+        _CHECKS[key] = runner.check(a, b, c, s.name)
         tr = _TRACES[key] = rec.trace
     return tr
+
+
+def emulated_check(step, m: int, n: int, k: int, seed: int = 0, kernel=None):
+    """The C check (`runner.check`, against the f32 reference) of the run `emulated_trace` recorded."""
+    emulated_trace(step, m, n, k, seed, kernel)
+    return _CHECKS[(ladder.step(step), m, n, k, seed, kernel.text if kernel is not None else None)]
 
 
 def _order(s, tiles_m: int, tiles_n: int) -> np.ndarray:

@@ -28,10 +28,11 @@
 # an sm_90 GPU (compute capability 9.x) section 5 runs every step live; elsewhere it
 # shows what an H100 printed.
 #
-# **Exercises:** this notebook holds 5 graded exercises (13 points), each where its topic comes up:
+# **Exercises:** this notebook holds 6 graded exercises (16 points), each where its topic comes up:
 # 7.1 the bytes of one pipeline stage (section 1); in step 2 of section 3, 7.2 how many CTAs share an
 # SM, 7.3 where step 2 loses to step 1, 7.4 the parity the producer of a ring waits on, and 7.5 the
-# ring's two waits written into step 3's kernel, which is compiled and, on a Hopper GPU, run and timed.
+# ring's two waits written into step 3's kernel; in step 3, 7.6 makes a kernel faster: the ring depth,
+# graded on the emulator's run and the timing model's predicted time.
 
 # %% tags=["nbval-ignore-output"]
 import bwlab
@@ -415,6 +416,34 @@ for st in (s2_, s3_):
 print(f"s3 / s2: {flop_per_byte(s3_) / flop_per_byte(s2_):.2f}x the FLOP per byte")
 print(occupancy.describe("s3"))
 print(f"cycles per k-slice at 4096^3: s1 {timeline(rec, 's1').slice_period:.0f}, s3 {timeline(rec, 's3').slice_period:.0f}")
+
+# %% [markdown]
+# ### Exercise 7.6 — speed by doing: the shortest ring at full speed (3 points)
+#
+# Step 3's ring holds 4 stages of 48 KiB: 192 KiB of the SM's 228. With too few, the producer cannot
+# load far enough ahead and the tensor cores wait; each stage more costs 48 KiB that later steps use
+# (step 6 stages C in 32 KiB). Set `stages` to the **fewest** stages that the timing model predicts as
+# fast as the deepest ring that fits (within 1 %). Try depths first: `gemm_ex.ring_prediction(n)`
+# predicts step 3 with a ring of `n` at 8192³ (about 10 s the first time).
+#
+# The check writes `STAGES = stages` into the kernel, runs it in the emulator on a 128 × 256 × 512 GEMM
+# (C checked against A·Bᵀ) and grades the time `bwlab.timing` predicts for it (H100 SXM description):
+# the same on every machine, no GPU needed, under a minute. On a Hopper GPU your kernel is also run and
+# timed, shown beside the grade.
+
+# %% nbgrader={"grade": false, "grade_id": "gemm_ring_depth", "locked": false, "schema_version": 3, "solution": true}
+stages = None   # the ring depth of step 3: an int
+### BEGIN SOLUTION
+stages = 3
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "gemm_ring_depth_check", "locked": true, "points": 3, "schema_version": 3, "solution": false} tags=["nbval-ignore-output", "raises-exception"]
+from bwlab.gemm import exercises as gemm_ex
+gemm_ex.check_ring_depth(stages)
+### BEGIN HIDDEN TESTS
+from bwlab.exercises import hidden_cases
+gemm_ex.check_ring_depth(stages, hidden=hidden_cases("gemm_ring_depth"))
+### END HIDDEN TESTS
 
 # %% [markdown]
 # ### Step 4: persistent CTAs
