@@ -692,12 +692,9 @@ print(s6.ptx_excerpt("gemm", patterns=("mbarrier", "cp.async.bulk", "wgmma", "se
 #   measured.
 # * **Measure against a library timed alongside**, and predict before measuring: where a timing model
 #   misses (step 2), the miss points at what it leaves out.
-# * **State the protocol with the number.** At the power cap the clock follows the power, and a ratio
-#   moves with how it was timed; sustained alternating blocks with the clocks logged beside them
-#   (notebook 08) give a ratio whose rounds agree, and runs that agree to about two percent.
-# * **A model before a rung.** Counting the slabs a wave touches said the Hilbert order would not help
-#   step 6, and it did not; the split-K rung's miss came from something the prediction left out (the
-#   fix-up's latency, at the end of the kernel), found by measuring where the time went.
+# * **A model before a GPU.** The timing model predicts a kernel's time from its emulated run and a
+#   machine description: within 0.04 of the measured fraction for every step but step 2, and it
+#   grades a change for speed (exercise 7.6) on any machine.
 #
 # ## The Blackwell twin
 #
@@ -786,14 +783,12 @@ plt.show()
 # %% [markdown]
 # ### The twin's speed: predicted, not measured
 #
-# The timing model that predicted the Hopper fractions in section 2 also has a description of a B200
-# (`bwlab/timing/machines/b200.py`): it replays the emulated sm_100a kernels on it. Nothing here was
-# measured on a B200. Many of the B200's numbers are unpublished, so each prediction is a range: the
-# description's uncertain numbers (the L2 bandwidth above all) at their fast and slow ends. Below them,
-# three published Blackwell ladders, measured by their authors on B200s, each step beside the bwlab step
-# it resembles, as fractions of that source's own cuBLAS (their cuBLAS figures differ by ~30 %). The
-# table takes minutes to compute, so it is read from `docs/results/timing_b200.txt`, written by
-# `python -m bwlab.timing blackwell`.
+# The timing model of section 2 also describes a B200 (`bwlab/timing/machines/b200.py`) and replays
+# the emulated sm_100a kernels on it; no B200 ran them. Many B200 numbers are unpublished, so each
+# prediction is a range (the uncertain ones, the L2 bandwidth above all, at their fast and slow ends).
+# Below: three published ladders, measured by their authors on B200s, each step beside the bwlab step
+# it resembles, as fractions of that source's own cuBLAS. The table is read from
+# `docs/results/timing_b200.txt` (`python -m bwlab.timing blackwell` takes minutes).
 
 # %%
 from bwlab.timing import blackwell
