@@ -8,8 +8,8 @@ timing model (H100 SXM description): bwlab.timing, read from bwlab/gemm/model_fr
 numbers are in docs/results/gemm_h100.txt and gemm_protocol*_h100.txt).
 
 `BEYOND` holds the rungs after the recorded ladder (a tile-order table, the epilogue overlapped with
-the next tile's main loop, split-K for skinny shapes),
-each naming the step it builds on and carrying the prediction written before its first measurement; they are measured under the
+the next tile's main loop, split-K for skinny shapes), each naming the step it builds on and carrying
+the prediction written before its first measurement (`prediction`); they are measured under the
 sustained protocol (bwlab.gemm.protocol; docs/results/gemm_protocol*_h100.txt). `ALL_STEPS` is both.
 """
 from __future__ import annotations

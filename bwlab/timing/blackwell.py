@@ -141,7 +141,8 @@ def beside_published(pred: dict) -> list:
     each as a fraction of its source's own cuBLAS."""
     lines = ["Beside published ladders, as fractions of each source's own cuBLAS (the bwlab prediction divided by "
              "the source's cuBLAS figure at the same shape: the sources' cuBLAS differ by ~30 %)",
-             f"{'source step':44s} {'TFLOP/s':>8s} {'/cuBLAS':>8s}   {'bwlab step':10s} {'predicted/cuBLAS (range)':>26s}"]
+             f"{'source step':44s} {'TFLOP/s':>8s} {'/cuBLAS':>8s}   {'bwlab step':10s} "
+             f"{'predicted/cuBLAS (range)':>26s}"]
     for src, size, cublas, steps in PUBLISHED:
         lines.append(f"{src} (cuBLAS {cublas:.0f} at {size}^3)")
         for name, tf, ours in steps:
