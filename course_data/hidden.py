@@ -294,6 +294,11 @@ def gemm_handshake():
     return [2, 3, 6]
 
 
+def gemm_ring_depth():
+    """Shapes (M, N, K) the timing model also predicts the learner's ring at, after 8192^3."""
+    return [(4096, 4096, 4096), (512, 8192, 8192)]
+
+
 # ---- 00a GEMM from scratch (each a member of the family the visible check tries: bwlab.scratch.exercises) ----
 def scratch_warp_sectors():
     """Warp address patterns, by their place in the visible family."""

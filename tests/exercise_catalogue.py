@@ -343,6 +343,10 @@ CATALOGUE += [
     ("gemm_handshake", "parities swapped", lambda: ("(kt / STAGES + 1) & 1", "(kt / STAGES) & 1"), "passes before the TMA has landed it"),
     ("gemm_handshake", "k-slices, not fills", lambda: ("kt & 1", "(kt + 1) & 1"), "passes before"),
     ("gemm_handshake", "the same parity for both", lambda: ("(kt / STAGES) & 1", "(kt / STAGES) & 1"), "the producer's wait on empty[0]"),
+    ("gemm_ring_depth", "the ring as written", lambda: 4, "a ring one stage shorter is predicted as fast"),
+    ("gemm_ring_depth", "two stages", lambda: 2, "cannot stay far enough ahead"),
+    ("gemm_ring_depth", "one buffer", lambda: 1, "wrong before it is slow"),
+    ("gemm_ring_depth", "one stage more than the file's", lambda: 5, "more than an H100 SM"),
 ]
 
 
@@ -380,6 +384,7 @@ def check_of(exercise: str):
         "flow_k_step": flow.check_k_step, "flow_mma_count": flow.check_mma_count, "flow_l2_reads": flow.check_l2_reads,
         "gemm_stage_bytes": gemm.check_stage_bytes, "gemm_ctas_per_sm": gemm.check_ctas_per_sm,
         "gemm_flop_per_sm_cycle": gemm.check_flop_per_sm_cycle, "gemm_producer_parity": gemm.check_producer_parity,
+        "gemm_ring_depth": gemm.check_ring_depth,
         "lowp_mx_scale": umma.check_mx_scale, "lowp_sf_offset": umma.check_sf_offset,
         "lowp_bs_idesc": umma.check_bs_idesc, "lowp_scale_b_copy": umma.check_scale_b_copy,
         "cap_producer": cap.check_producer,

@@ -119,3 +119,29 @@ def test_check_handshake(model_tier, capsys):
     assert "does not compile" in not_yet(ex.check_handshake, "(kt / STAGS) & 1", RIGHT[1])
     msg = not_yet(ex.check_handshake, RIGHT[0], "kt & 1")
     assert "producer's wait on empty" in msg
+
+
+# ---- 7.6 the shortest ring at full speed (bwlab.timing grades) ---------------------------------------------
+def test_ring_kernel_edits_the_depth_alone():
+    k = ex.ring_kernel(3)
+    assert k.text.count("STAGES = 3,") == 1 and "STAGES = 4," not in k.text
+    assert ex.ring_kernel(4).text == k.original                  # the file as written has 4
+    assert ex.ring_step(3).smem_bytes == ladder.step("s3").smem_bytes - ladder.step("s3").stage_bytes
+    assert ex.ring_deepest() == 4          # a fifth 48 KiB stage takes the CTA past the SM's 228 KiB
+    assert occupancy.ctas_per_sm(ex.ring_step(5)).ctas == 0
+
+
+def test_ring_depth_predictions_and_the_grade(capsys):
+    """The model's verdict the grade rests on, at the graded shapes: 2 stages slower by far, 3 as fast as 4
+    (within the 1 % the check allows); the answer key passes, a wrong type and a ring too deep are named."""
+    for shape in (ex.RING_SHAPE, *hidden_cases("gemm_ring_depth")):
+        two, three, four = (ex.ring_prediction(n, shape).ms for n in (2, 3, 4))
+        assert two > 1.3 * four and three <= four * (1 + ex.RING_TOLERANCE), shape
+    ex.check_ring_depth(3, hidden=hidden_cases("gemm_ring_depth"))
+    out = capsys.readouterr().out
+    assert out.startswith("correct: the shortest ring at full speed") and "1.57x slower" in out
+    assert "an int" in not_yet(ex.check_ring_depth, "3")
+    assert "an int" in not_yet(ex.check_ring_depth, 3.0)
+    assert "no answer yet" in not_yet(ex.check_ring_depth, None)
+    assert "242 KiB" in not_yet(ex.check_ring_depth, 5)
+    assert "at least one buffer" in not_yet(ex.check_ring_depth, -1)

@@ -148,3 +148,44 @@ def test_the_committed_hopper_table_is_what_the_code_computes():
     assert (name, shape) in table
     p = gemm.predict(name, *shape, machine="h100_sxm", clock_mhz=meas[(name, shape)].mhz)
     assert round(p.ms, 4) == pytest.approx(table[(name, shape)], abs=1e-4)
+
+
+def test_step_predicted_is_the_model_fraction_the_code_computes():
+    """ladder.Step.predicted comes from bwlab/gemm/model_fractions.py, which `python -m bwlab.timing
+    fractions --write` writes from the committed Hopper table; the cheapest rung's 8192^3 row of that
+    table is recomputed here (its traces are the 4096^3 test's: only replays)."""
+    from bwlab.gemm import ladder, model_fractions
+    assert model_fractions.FRACTIONS == {k: round(v, 3) for k, v in hopper.fractions().items()}
+    assert (ROOT / "bwlab" / "gemm" / "model_fractions.py").read_text() == hopper.fractions_module()
+    for s in ladder.ALL_STEPS:
+        assert s.predicted == model_fractions.FRACTIONS[s.name], s.name
+    name, shape = "s1_one_warpgroup", hopper.FRACTION_SHAPE
+    meas = hopper.measured(ROOT / "docs" / "results" / "gemm_protocol_h100.txt")
+    p = gemm.predict(name, *shape, machine="h100_sxm", clock_mhz=meas[(name, shape)].mhz)
+    table = hopper.parse_table((ROOT / "docs" / "results" / "timing_hopper.txt").read_text())
+    assert round(p.ms, 4) == pytest.approx(table[(name, shape)], abs=1e-4)
+    lib = hopper.library_ms(ROOT / "docs" / "results" / "gemm_protocol_h100.txt")[shape]
+    assert ladder.step("s1").predicted == pytest.approx(lib / p.ms, abs=1e-3)
+
+
+def test_a_ring_too_deep_for_the_smem_is_a_clear_error():
+    import dataclasses
+    from bwlab.gemm import ladder
+    s = dataclasses.replace(ladder.step("s3"), stages=5)
+    with pytest.raises(ValueError, match="SMEM"):
+        gemm.predict(s, 8192, 8192, 8192)
+
+
+def test_the_blackwell_summary_is_the_committed_table():
+    """Notebook 07 prints blackwell.committed_summary(): every sm_100a step at both shapes, with a range that
+    holds the point value, and the published ladders beside them; labelled a prediction, no machine path."""
+    from bwlab.timing import blackwell
+    text = (ROOT / "docs" / "results" / blackwell.COMMITTED).read_text()
+    pred = blackwell.parse_table(text)
+    assert len(pred) == 12
+    for (step, size), (tf, lo, hi) in pred.items():
+        assert lo <= tf <= hi, (step, size)
+    out = blackwell.committed_summary(text)
+    assert "PREDICTED" in out and "not measured" in out and "/work/" not in out
+    assert all(name in out for _, _, _, steps in blackwell.PUBLISHED for name, *_ in steps)
+    assert "\n".join(blackwell.beside_published(pred)) in text      # the same comparison the table holds

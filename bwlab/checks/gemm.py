@@ -166,7 +166,8 @@ def bench_main(argv=None) -> int:
             lib_ms, ms = paired(lib_fns[best_name][0], launch, args.warmup, args.repeat)
             launch.after()
             tf = flop / (ms * 1e-3) / 1e12
-            guess = f"predicted {s.predicted:.2f} at 8192^3" if s.predicted else "no prediction"
+            guess = (f"the timing model (H100 SXM) predicts {s.predicted:.2f} at 8192^3" if s.predicted
+                     else "no prediction")
             say(f"  {s.name:<24s} {ms:8.3f} ms  {tf:7.1f} TFLOP/s  {lib_ms / ms:5.2f} of best (library "
                 f"{flop / (lib_ms * 1e-3) / 1e12:.0f} alongside; {guess})  "
                 f"check: worst {res.worst_ratio:.2f} of tolerance")

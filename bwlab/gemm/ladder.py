@@ -3,12 +3,13 @@
 Every step computes C[M x N] = A[M x K] * B[N x K]^T (bf16 in, f32 accumulation, bf16 out, row-major)
 with the kernel signature `gemm(tma_a, tma_b, tma_c, C, M, N, K, stamps)`. A step's entry says what
 its kernel needs from the host (tile, threads, cluster, SMEM, B's box rows), what it adds to the step
-before, and what we predicted it would reach, as a fraction of the best library GEMM at 8192^3,
-before it was first measured (the measured numbers are in docs/results/gemm_h100.txt).
+before, and the fraction of the best library GEMM at 8192^3 it is predicted to reach, predicted by the
+timing model (H100 SXM description): bwlab.timing, read from bwlab/gemm/model_fractions.py (the measured
+numbers are in docs/results/gemm_h100.txt and gemm_protocol*_h100.txt).
 
 `BEYOND` holds the rungs after the recorded ladder (a tile-order table, the epilogue overlapped with
-the next tile's main loop, split-K for skinny shapes),
-each naming the step it builds on and carrying its written prediction; they are measured under the
+the next tile's main loop, split-K for skinny shapes), each naming the step it builds on and carrying
+the prediction written before its first measurement (`prediction`); they are measured under the
 sustained protocol (bwlab.gemm.protocol; docs/results/gemm_protocol*_h100.txt). `ALL_STEPS` is both.
 """
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..util import ceil_div
+from .model_fractions import FRACTIONS as _MODEL
 
 __all__ = ["Step", "STEPS", "BEYOND", "ALL_STEPS", "step", "require_shape", "ShapeError", "split_count"]
 
@@ -40,7 +42,7 @@ class Step:
     cluster: int = 1      # CTAs per cluster (along M)
     b_box_rows: int = 0   # rows of B one TMA box brings (default: bn)
     staging: int = 0      # SMEM bytes of the epilogue's staging buffers
-    predicted: float = 0.0  # fraction of the best library GEMM at 8192^3, predicted before measuring
+    predicted: float = 0.0  # fraction of the best library GEMM at 8192^3, predicted by the timing model (H100 SXM)
     base: str = ""        # the step this one adds its mechanism to (default: the one before it)
     split_k: bool = False  # takes (partial, arrivals, splits) after `stamps`: see split_count
     tile_order: str = ""  # "hilbert": takes the host's tile-order table after `stamps`
@@ -79,23 +81,24 @@ class Step:
 STEPS = [
     Step("s1_one_warpgroup", "s1_one_warpgroup.cu",
          "one warpgroup, one SMEM buffer: TMA load, wait, wgmma, wait — nothing overlaps",
-         bm=128, bn=128, threads=128, stages=1, predicted=0.35),
+         bm=128, bn=128, threads=128, stages=1, predicted=_MODEL["s1_one_warpgroup"]),
     Step("s2_pipeline", "s2_pipeline.cu",
          "a ring of 3 buffers with full/empty mbarriers: TMA runs 2 k-slices ahead of the math",
-         bm=128, bn=128, threads=128, stages=3, predicted=0.55),
+         bm=128, bn=128, threads=128, stages=3, predicted=_MODEL["s2_pipeline"]),
     Step("s3_warp_specialized", "s3_warp_specialized.cu",
          "a producer warpgroup (setmaxnreg.dec 40) and two consumers (setmaxnreg.inc 232), 128 x 256 tile",
-         bm=128, bn=256, threads=384, stages=4, predicted=0.70),
+         bm=128, bn=256, threads=384, stages=4, predicted=_MODEL["s3_warp_specialized"]),
     Step("s4_persistent", "s4_persistent.cu",
          "one CTA per SM walking tiles in a grouped order; the ring never drains between tiles",
-         bm=128, bn=256, threads=384, stages=4, persistent=True, predicted=0.78),
+         bm=128, bn=256, threads=384, stages=4, persistent=True, predicted=_MODEL["s4_persistent"]),
     Step("s5_cluster_multicast", "s5_cluster_multicast.cu",
          "clusters of 2 CTAs share each B slice by TMA multicast; empty barriers count both CTAs",
-         bm=128, bn=256, threads=384, stages=4, persistent=True, cluster=2, b_box_rows=128, predicted=0.83),
+         bm=128, bn=256, threads=384, stages=4, persistent=True, cluster=2, b_box_rows=128,
+         predicted=_MODEL["s5_cluster_multicast"]),
     Step("s6_tma_store", "s6_tma_store.cu",
          "the epilogue through 128B-swizzled SMEM pieces and TMA stores, double-buffered",
          bm=128, bn=256, threads=384, stages=4, persistent=True, cluster=2, b_box_rows=128,
-         staging=2 * 2 * 64 * 64 * 2, predicted=0.88),
+         staging=2 * 2 * 64 * 64 * 2, predicted=_MODEL["s6_tma_store"]),
 ]
 
 # Beyond the recorded ladder: rungs measured under the sustained protocol (bwlab.gemm.protocol), each
@@ -104,7 +107,7 @@ BEYOND = [
     Step("s7_hilbert_order", "s7_hilbert_order.cu",
          "the tile order as a host-computed table: the Hilbert curve over the cluster tiles",
          bm=128, bn=256, threads=384, stages=4, persistent=True, cluster=2, b_box_rows=128,
-         staging=2 * 2 * 64 * 64 * 2, tile_order="hilbert", base="s6_tma_store", predicted=1.00,
+         staging=2 * 2 * 64 * 64 * 2, tile_order="hilbert", base="s6_tma_store", predicted=_MODEL["s7_hilbert_order"],
          prediction="no gain: bwlab.gemm.order.footprint counts the A row- and B column-slabs each wave of "
                     "66 clusters touches; the Hilbert order touches 19.6 per wave at 8192^3 against step 6's "
                     "18.3 (16 waves: 313 vs 292 slabs, +7 % DRAM reads), 19.0 vs 18.2 at 6144^3 and 18.0 vs "
@@ -114,7 +117,7 @@ BEYOND = [
          "the epilogue of tile i overlapped with the main loop of tile i+1: C kept as bf16 pairs in "
          "registers, one piece stored per k-slice while that slice's wgmma run",
          bm=128, bn=256, threads=384, stages=4, persistent=True, cluster=2, b_box_rows=128,
-         staging=2 * 2 * 64 * 64 * 2, base="s6_tma_store", predicted=1.02,
+         staging=2 * 2 * 64 * 64 * 2, base="s6_tma_store", predicted=_MODEL["s8_epilogue_overlap"],
          prediction="step 6's consumers idle the tensor cores for ~2,000 cycles per tile in the epilogue "
                     "(4 pieces of 16 cvt + 16 st.shared.b32 per thread, 2 bar.sync and a proxy fence each, the "
                     "wgmma pipe drained and refilled); a tile's main loop is K/64 x 1,024 cycles: ~3.0 % at "
@@ -125,7 +128,7 @@ BEYOND = [
          "split-K for skinny shapes: (tile, K piece) work units fill the SMs; the last unit of a tile "
          "adds the pieces' f32 partials in piece order (an arrival counter per tile, no waiting)",
          bm=128, bn=256, threads=384, stages=4, persistent=True, split_k=True, base="s4_persistent",
-         predicted=0.96,
+         predicted=_MODEL["sk_split_k"],
          prediction="128x8192x8192: 4 pieces x 32 tiles = 128 units on 132 SMs instead of 32; B (128 MiB) "
                     "streams at ~3 TB/s: ~45 us + ~3 us for the last units' fix-up (384 KiB of partials "
                     "each from L2) -> ~48 us, 1.08x cuBLAS's 52 us (step 4: 81 us, 0.64x). 512x8192x8192: "

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..plotting import MEMORY_COLORS, cta_color
-from .report import PREDICTED_SHAPE, rows as report_rows, shapes as report_shapes
+from .report import PREDICTED_BY, PREDICTED_SHAPE, rows as report_rows, shapes as report_shapes
 from .ladder import STEPS
 from .timeline import timeline
 
@@ -23,8 +23,8 @@ def plot_ladder(rec, order=None):
     """One row per recorded shape: on the left the TFLOP/s of each step, each with a tick at the best
     library's TFLOP/s in the launches interleaved with that step (the GPU's clock moves between
     launches, so a step is drawn only against its own library run); on the right the fraction of that
-    library each step reached, beside the fraction predicted before measuring (only at the shape the
-    predictions were made for, PREDICTED_SHAPE). 10 inches wide, no text under 8 points: legible
+    library each step reached, beside the fraction predicted by the timing model (H100 SXM description;
+    only at the shape the predictions were made for, PREDICTED_SHAPE). 10 inches wide, no text under 8 points: legible
     at the ~1000 px a notebook shows."""
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
@@ -67,7 +67,7 @@ def plot_ladder(rec, order=None):
                                label="best library, timed alongside the step (left)"),
                         Patch(facecolor=colors[0], edgecolor="black", label="measured fraction (right)"),
                         Patch(facecolor="white", edgecolor="gray", hatch="//",
-                              label=f"predicted before measuring ({PREDICTED_SHAPE.replace('x', ' x ')})")],
+                              label=f"{PREDICTED_BY} ({PREDICTED_SHAPE.replace('x', ' x ')})")],
                fontsize=8, loc="lower center", ncol=3, frameon=False)
     fig.suptitle(f"The Hopper GEMM ladder, C = A·Bᵀ (bf16 in, f32 accumulation, bf16 out)\n{rec.label}",
                  fontsize=11)

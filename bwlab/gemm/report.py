@@ -2,7 +2,7 @@
 
 * `rows(rec)` — the recording `gemm_ladder`'s benchmark table as `Row`s (library GEMMs and steps);
 * `format_table(rec)` — that table as text, each step's measured fraction of the best library beside
-  the fraction predicted before it was first measured;
+  the fraction predicted by the timing model (H100 SXM description, `Step.predicted`);
 * `report_rows(name)` — the step rows of a committed `python -m bwlab.bench gemm` report
   (docs/results/NAME), for the variants that exist only as a report;
 * `recorded_checks(name)` — the correctness lines of such a report;
@@ -24,7 +24,7 @@ from .ladder import BK, STEPS, step as _step
 
 __all__ = ["rung_diff", "ProtocolRow", "protocol_rows", "protocol_summary", "predictions", "Row", "rows", "shapes", "format_table", "report_rows", "recorded_checks", "step_diff", "flop_per_sm_cycle",
            "header_comment", "step_card", "explore_rows", "ptx_features", "timeline_table",
-           "sm_flop_per_cycle", "H100_PEAK_FLOP_PER_SM_CYCLE", "PREDICTED_SHAPE"]
+           "sm_flop_per_cycle", "H100_PEAK_FLOP_PER_SM_CYCLE", "PREDICTED_SHAPE", "PREDICTED_BY"]
 
 
 @dataclass(frozen=True)
@@ -65,11 +65,13 @@ def _pretty(shape: str) -> str:
 
 
 PREDICTED_SHAPE = "8192x8192x8192"   # the shape the predictions (Step.predicted) were made for
+PREDICTED_BY = "predicted by the timing model (H100 SXM description)"
 
 
 def format_table(rec) -> str:
-    """The benchmark table; the predicted fraction is printed only in the rows of the shape it was
-    made for (PREDICTED_SHAPE) and left blank at the other shapes."""
+    """The benchmark table; the predicted fraction (`Step.predicted`, predicted by the timing model) is
+    printed only in the rows of the shape it was made for (PREDICTED_SHAPE) and left blank at the other
+    shapes."""
     lines = []
     for shape in shapes(rec):
         here = [r for r in rows(rec) if r.shape == shape]
@@ -84,9 +86,11 @@ def format_table(rec) -> str:
             lines.append(f"  {r.name:<38s} {r.ms:7.3f} {r.tflops:8.1f}{mark}")
         for r in here:
             if r.is_step:
-                pred = f"{r.predicted:9.2f}" if shape == PREDICTED_SHAPE else f"{'':9s}"
+                pred = f"{_step(r.name).predicted:9.2f}" if shape == PREDICTED_SHAPE else f"{'':9s}"
                 lines.append(f"  {r.name:<38s} {r.ms:7.3f} {r.tflops:8.1f}   {r.ratio:15.2f}  {pred}  "
                              f"{r.library_alongside:6.0f} TFLOP/s")
+        if head:
+            lines.append(f"  (predicted: the fraction of the library {PREDICTED_BY}; bwlab.timing)")
         lines.append("")
     return "\n".join(lines).rstrip()
 
@@ -178,9 +182,10 @@ def step_card(rec, i: int) -> str:
               f"({smem}), " + ("one CTA per SM walking tiles" if s.persistent else "one CTA per tile")
               + (f", clusters of {s.cluster}" if s.cluster > 1 else ""))
     out = [f"{s.name}  (cuda_src/{s.path})", f"  adds: {s.added}", f"  {launch}",
-           f"  of the best library: {_pretty_ratio(rec, s.name)}   (predicted {s.predicted:.2f} at 8192^3)"]
+           f"  of the best library: {_pretty_ratio(rec, s.name)}"]
     if i > 1:
         out.append(f"  step {i - 1} reached:       {_pretty_ratio(rec, STEPS[i - 2].name)}")
+    out.append(f"  {PREDICTED_BY}: {s.predicted:.2f} of the library at 8192^3")
     return "\n".join(out)
 
 

@@ -4,6 +4,7 @@
     python -m bwlab.timing machine h100_sxm                                 # a machine description
     python -m bwlab.timing hopper --out docs/results/timing_hopper.txt      # the ladder vs its measurements
     python -m bwlab.timing blackwell --out docs/results/timing_b200.txt     # the sm_100a ladder, predicted
+    python -m bwlab.timing fractions --write     # Step.predicted from the Hopper table (bwlab/gemm/model_fractions.py)
 """
 from __future__ import annotations
 
@@ -32,7 +33,17 @@ def main(argv=None) -> int:
     h.add_argument("--steps", nargs="*", default=None)
     h.add_argument("--out", default=None)
     h.add_argument("--h200", action="store_true", help="the H200 probe's measurements instead")
+    fr = sub.add_parser("fractions", help="the ladder steps' predicted fractions of the library at 8192^3 "
+                        "(bwlab/gemm/model_fractions.py, read by ladder.Step.predicted)")
+    fr.add_argument("--write", action="store_true", help="write bwlab/gemm/model_fractions.py")
     a = ap.parse_args(argv)
+    if a.cmd == "fractions":
+        from .hopper import FRACTIONS_FILE, fractions_module
+        text = fractions_module()
+        print(text)
+        if a.write:
+            FRACTIONS_FILE.write_text(text)
+        return 0
     if a.cmd == "predict":
         from .gemm import predict
         for which in ("value", "fast", "slow"):

@@ -23,7 +23,7 @@ from .gemm import K1, K2, Prediction
 from .model import Env, replay
 from .trace import Recorder
 
-__all__ = ["predict_sm100", "PUBLISHED", "table"]
+__all__ = ["predict_sm100", "PUBLISHED", "table", "beside_published", "parse_table", "committed_summary", "COMMITTED"]
 
 _TRACES: dict = {}
 CLOCK_MHZ = 1850     # a B200 under a bf16 GEMM's sustained load: the datasheet's 2.25 PF / (148 x 8192) = 1.86 GHz
@@ -31,7 +31,7 @@ CLOCK_MHZ = 1850     # a B200 under a bf16 GEMM's sustained load: the datasheet'
 # Published B200 bf16/fp16 GEMM ladders: (source, shape, cuBLAS TFLOP/s, [(step, TFLOP/s)], the bwlab step
 # each is closest to). Ratios to each source's own cuBLAS are what can be compared.
 PUBLISHED = [
-    ("gau-nernst, learn-cuda 02e tcgen05 ladder (B200, bf16; via /work/shared/REFERENCE.md)", 4096, 1358.7,
+    ("gau-nernst, learn-cuda 02e tcgen05 ladder (B200, bf16; github.com/gau-nernst/learn-cuda)", 4096, 1358.7,
      [("128B swizzle, one stage", 699.0, "s1"), ("pipelining", 914.0, "s2"), ("warp specialisation", 1054.0, "s3"),
       ("2-SM MMA", 1170.0, "s5"), ("persistent", 1273.0, "s4"), ("last version", 1326.0, "s6")]),
     ("Modular, Matrix Multiplication on Blackwell part 4 (B200; modular.com/blog)", 4096, 1772.0 / 1.006,
@@ -131,13 +131,57 @@ def table(shapes=((4096, 4096, 4096), (8192, 8192, 8192))) -> str:
             lo, hi = sorted((s.tflops, f.tflops))
             pred[(f"s{st}", shape[0])] = (p.tflops, lo, hi)
             lines.append(f"{p.step:16s} {'x'.join(map(str, shape)):>16s} {p.tflops:8.0f} {lo:6.0f}-{hi:6.0f}  {p.parts['how']}")
-    lines.append("\nBeside published ladders, as fractions of each source's own cuBLAS (the bwlab prediction divided by "
-                 "the source's cuBLAS figure at the same shape: the sources' cuBLAS differ by ~30 %)")
-    lines.append(f"{'source step':44s} {'TFLOP/s':>8s} {'/cuBLAS':>8s}   {'bwlab step':10s} {'predicted/cuBLAS (range)':>26s}")
+    lines.append("")
+    lines += beside_published(pred)
+    return "\n".join(lines)
+
+
+def beside_published(pred: dict) -> list:
+    """Lines setting the predictions {("sN", size): (TFLOP/s, lo, hi)} beside the published ladders (PUBLISHED),
+    each as a fraction of its source's own cuBLAS."""
+    lines = ["Beside published ladders, as fractions of each source's own cuBLAS (the bwlab prediction divided by "
+             "the source's cuBLAS figure at the same shape: the sources' cuBLAS differ by ~30 %)",
+             f"{'source step':44s} {'TFLOP/s':>8s} {'/cuBLAS':>8s}   {'bwlab step':10s} "
+             f"{'predicted/cuBLAS (range)':>26s}"]
     for src, size, cublas, steps in PUBLISHED:
         lines.append(f"{src} (cuBLAS {cublas:.0f} at {size}^3)")
         for name, tf, ours in steps:
             got = pred.get((ours, size))
             mine = (f"{got[0] / cublas:5.2f} ({got[1] / cublas:4.2f}-{got[2] / cublas:4.2f})" if got else "n/a")
             lines.append(f"  {name:42s} {tf:8.0f} {tf / cublas:8.2f}   {ours:10s} {mine:>26s}")
+    return lines
+
+
+COMMITTED = "timing_b200.txt"      # docs/results/: `python -m bwlab.timing blackwell --out docs/results/timing_b200.txt`
+
+
+def parse_table(text: str) -> dict:
+    """{("sN", size): (TFLOP/s, lo, hi)} from a table `table()` wrote (its square shapes)."""
+    out = {}
+    for line in text.splitlines():
+        f = line.replace("-", " ").split()
+        if len(f) > 5 and f[0][:1] == "s" and f[0][1:2].isdigit() and f[1].count("x") == 2:
+            size = int(f[1].split("x")[0])
+            out[(f[0].split("_")[0], size)] = (float(f[2]), float(f[3]), float(f[4]))
+    return out
+
+
+def committed_summary(text: str | None = None) -> str:
+    """The committed B200 predictions (docs/results/timing_b200.txt) as a short table per step, with their
+    ranges, and beside the published ladders: what notebook 07 prints (the table takes minutes to compute)."""
+    if text is None:
+        from ..results import report_text
+        text = report_text(COMMITTED)
+    pred = parse_table(text)
+    sizes = sorted({size for _, size in pred})
+    names = {f"s{i}": sm100.step_info(i)["name"] for i in range(1, 7)}
+    lines = [f"PREDICTED by the timing model (B200 description) at an SM clock of {CLOCK_MHZ} MHz, not measured:",
+             "TFLOP/s (range: the description's uncertain numbers at their fast / slow ends)",
+             f"{'step':16s}" + "".join(f"{f'{s}^3':>22s}" for s in sizes)]
+    for short, name in names.items():
+        cells = "".join(f"{'%.0f (%.0f-%.0f)' % pred[(short, s)]:>22s}" if (short, s) in pred else f"{'n/a':>22s}"
+                        for s in sizes)
+        lines.append(f"{name:16s}{cells}")
+    lines.append("")
+    lines += beside_published(pred)
     return "\n".join(lines)

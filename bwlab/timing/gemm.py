@@ -34,10 +34,11 @@ from . import machine as machines
 from .model import Env, replay
 from .trace import Recorder
 
-__all__ = ["Prediction", "predict", "dram_bytes", "emulated_trace", "K1", "K2"]
+__all__ = ["Prediction", "predict", "dram_bytes", "emulated_trace", "emulated_check", "K1", "K2"]
 
 K1, K2 = 8 * ladder.BK, 16 * ladder.BK      # the two emulated depths: 8 and 16 K-slices (past any ring's fill)
 _TRACES: dict = {}
+_CHECKS: dict = {}     # the same key: the emulated run's C checked against the f32 reference
 
 
 @dataclass
@@ -58,21 +59,29 @@ class Prediction:
                 f"{self.ms:.4f} ms, {self.tflops:.1f} TFLOP/s ({p.get('how', '')})")
 
 
-def emulated_trace(step, m: int, n: int, k: int, seed: int = 0):
-    """The recorded trace of `step` run in the emulator on an m x n x k problem (cached per process)."""
+def emulated_trace(step, m: int, n: int, k: int, seed: int = 0, kernel=None):
+    """The recorded trace of `step` run in the emulator on an m x n x k problem (cached per process).
+    `kernel`: an edit of the step's file (`bwlab.lab.TeachingKernel`) to run instead of the file."""
     from ..gemm import runner
     from ..hw.dtypes import from_float
     s = ladder.step(step)
-    key = (s.name, m, n, k, seed)
+    key = (s, m, n, k, seed, kernel.text if kernel is not None else None)
     tr = _TRACES.get(key)
     if tr is None:
         rng = np.random.default_rng(seed)
         a = from_float(rng.random((m, k), dtype=np.float32) * 2 - 1, "bf16")
         b = from_float(rng.random((n, k), dtype=np.float32) * 2 - 1, "bf16")
         rec = Recorder()
-        runner.run_step_emulated(s.name, a, b, sms=1, seed=seed, timing=rec)
+        c, _ = runner.run_step_emulated(s, a, b, sms=1, seed=seed, timing=rec, kernel=kernel)
+        _CHECKS[key] = runner.check(a, b, c, s.name)
         tr = _TRACES[key] = rec.trace
     return tr
+
+
+def emulated_check(step, m: int, n: int, k: int, seed: int = 0, kernel=None):
+    """The C check (`runner.check`, against the f32 reference) of the run `emulated_trace` recorded."""
+    emulated_trace(step, m, n, k, seed, kernel)
+    return _CHECKS[(ladder.step(step), m, n, k, seed, kernel.text if kernel is not None else None)]
 
 
 def _order(s, tiles_m: int, tiles_n: int) -> np.ndarray:
@@ -107,10 +116,12 @@ def dram_bytes(s, m: int, n: int, k: int, concurrent: int) -> tuple:
 
 
 def predict(step, m: int, n: int, k: int, machine="h100_sxm", clock_mhz: float | None = None,
-            which: str = "value", seed: int = 0) -> Prediction:
+            which: str = "value", seed: int = 0, kernel=None) -> Prediction:
     """Predicted time of ladder step `step` at m x n x k on `machine` (a name or a Machine) at SM clock
     `clock_mhz` (default: the machine's highest); `which` picks the machine's numbers ('value', or 'fast' /
-    'slow': every uncertain number at the end of its range that makes the kernel faster / slower)."""
+    'slow': every uncertain number at the end of its range that makes the kernel faster / slower).
+    `step` may be a `ladder.Step` changed with `dataclasses.replace` (e.g. another ring depth) and `kernel`
+    an edit of its file (`bwlab.lab.TeachingKernel`) that the emulator runs instead of the file."""
     s = ladder.step(step)
     ladder.require_shape(s, m, n, k)
     mach = machines.load(machine) if isinstance(machine, str) else machine
@@ -122,8 +133,13 @@ def predict(step, m: int, n: int, k: int, machine="h100_sxm", clock_mhz: float |
     tiles = (m // s.bm) * (n // s.bn)
     parts = {}
     if not s.persistent:
-        from ..gemm.occupancy import ctas_per_sm
-        fit = ctas_per_sm(s).ctas
+        from ..gemm.occupancy import SMEM_PER_SM, ctas_per_sm
+        occ_ = ctas_per_sm(s)
+        fit = occ_.ctas
+        if fit == 0:
+            raise ValueError(f"{s.name} with {s.stages} stages takes {occ_.smem_per_cta / 1024:.1f} KiB of SMEM per "
+                             f"CTA (launch and static block): more than an SM's {SMEM_PER_SM / 1024:.0f} KiB, so "
+                             "no CTA fits on an SM")
         # the block scheduler spreads a launch over every SM before it doubles up: a launch of fewer CTAs
         # than slots runs ceil(tiles / SMs) per SM, on min(tiles, SMs) SMs
         occ = min(fit, math.ceil(tiles / sms))
@@ -133,8 +149,8 @@ def predict(step, m: int, n: int, k: int, machine="h100_sxm", clock_mhz: float |
         dram, l2 = dram_bytes(s, m, n, k, min(slots, tiles))
         env = Env(clock, active, min(1.0, dram / l2))
         one_sm = (lambda cta, cid, rank: 0)
-        t1 = replay(emulated_trace(s, s.bm, s.bn * occ, K1, seed), mp, env, one_sm, keep_log=False).cycles
-        t2 = replay(emulated_trace(s, s.bm, s.bn * occ, K2, seed), mp, env, one_sm, keep_log=False).cycles
+        t1 = replay(emulated_trace(s, s.bm, s.bn * occ, K1, seed, kernel), mp, env, one_sm, keep_log=False).cycles
+        t2 = replay(emulated_trace(s, s.bm, s.bn * occ, K2, seed, kernel), mp, env, one_sm, keep_log=False).cycles
         per_round = t1 + (k - K1) * (t2 - t1) / (K2 - K1)
         cycles = rounds * per_round
         parts.update(how=f"{rounds} rounds of {occ} CTA(s) per SM, {per_round:,.0f} cycles each; "
@@ -148,9 +164,9 @@ def predict(step, m: int, n: int, k: int, machine="h100_sxm", clock_mhz: float |
         dram, l2 = dram_bytes(s, m, n, k, min(grid, tiles))
         env = Env(clock, min(sms, grid), min(1.0, dram / l2))
         mm, nn = s.bm * s.cluster, s.bn
-        r11 = replay(emulated_trace(s, mm, nn, K1, seed), mp, env, keep_log=False).cycles
-        r12 = replay(emulated_trace(s, mm, nn, K2, seed), mp, env, keep_log=False).cycles
-        r21 = replay(emulated_trace(s, mm, 2 * nn, K1, seed), mp, env, keep_log=False).cycles
+        r11 = replay(emulated_trace(s, mm, nn, K1, seed, kernel), mp, env, keep_log=False).cycles
+        r12 = replay(emulated_trace(s, mm, nn, K2, seed, kernel), mp, env, keep_log=False).cycles
+        r21 = replay(emulated_trace(s, mm, 2 * nn, K1, seed, kernel), mp, env, keep_log=False).cycles
         c = (r12 - r11) / (K2 - K1)
         b = r21 - r11 - c * K1
         a = r11 - (b + c * K1)

@@ -18,7 +18,8 @@ from pathlib import Path
 from ..gemm import ladder
 from . import gemm
 
-__all__ = ["Measured", "measured", "SHAPES", "SOURCES", "table", "parse_table"]
+__all__ = ["Measured", "measured", "SHAPES", "SOURCES", "table", "parse_table", "library_ms", "fractions",
+           "fractions_module", "FRACTION_SHAPE", "FRACTIONS_FILE"]
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results"
@@ -29,6 +30,9 @@ SOURCES = {"s1": "gemm_protocol_h100.txt", "s2": "gemm_protocol_h100.txt", "s3":
            "s7": "gemm_protocol_beyond_h100.txt", "sk": "gemm_protocol_beyond_h100.txt",
            "s8": "gemm_protocol_s8_h100.txt"}
 TOLERANCE = 0.15
+FRACTION_SHAPE = (8192, 8192, 8192)     # the shape Step.predicted speaks of
+FRACTIONS_FILE = ROOT / "bwlab" / "gemm" / "model_fractions.py"
+_LIB = re.compile(r"^\s+library\s+([\d.]+) ms")
 _HEAD = re.compile(r"^== (\d+) x (\d+) x (\d+) ")
 _ROW = re.compile(r"^\s+(s\w+)\s+([\d.]+) ms\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)-\s*([\d.]+)\s+([\d.]+)%\s+[\d.]+\s+SM (\d+) MHz")
 
@@ -158,3 +162,51 @@ def parse_table(text: str) -> dict:
             except ValueError:
                 continue
     return out
+
+
+def library_ms(path) -> dict:
+    """{shape: the library's median ms} from a sustained-protocol report."""
+    out, shape = {}, None
+    for line in Path(path).read_text().splitlines():
+        h = _HEAD.match(line)
+        if h:
+            shape = tuple(int(x) for x in h.groups())
+            continue
+        r = _LIB.match(line)
+        if r and shape is not None:
+            out[shape] = float(r.group(1))
+    return out
+
+
+def fractions(text: str | None = None, shape=FRACTION_SHAPE) -> dict:
+    """{step name: predicted fraction of the best library} at `shape`: the library's median time in the
+    sustained-protocol report the step was measured in, over the step's time predicted by the timing
+    model (H100 SXM description) at the SM clock measured during the step's own blocks, read from the
+    committed table (docs/results/timing_hopper.txt, or `text`)."""
+    text = (RESULTS / "timing_hopper.txt").read_text() if text is None else text
+    pred = parse_table(text)
+    out = {}
+    for short, fname in SOURCES.items():
+        name = ladder.step(short).name
+        if (name, shape) not in pred:
+            raise ValueError(f"the timing table has no row for {name} at {'x'.join(map(str, shape))}: "
+                             "run `python -m bwlab.timing hopper --out docs/results/timing_hopper.txt`")
+        out[name] = library_ms(RESULTS / fname)[shape] / pred[(name, shape)]
+    return out
+
+
+def fractions_module(text: str | None = None) -> str:
+    """The text of bwlab/gemm/model_fractions.py (`python -m bwlab.timing fractions --write`)."""
+    fr = fractions(text)
+    lines = ['"""Each Hopper ladder rung\'s fraction of the best library GEMM at 8192^3, predicted by the timing model',
+             "(H100 SXM description): the library's median time in the rung's sustained-protocol report over the",
+             "rung's time that bwlab.timing predicts at the SM clock measured during the rung's own blocks",
+             "(docs/results/timing_hopper.txt; docs/timing.md). `ladder.Step.predicted` reads it.",
+             "",
+             "Written by `python -m bwlab.timing fractions --write`; tests/test_timing.py checks it is what the code",
+             'computes from the committed table. Do not edit by hand."""',
+             "",
+             "FRACTIONS = {"]
+    lines += [f'    "{k}": {v:.3f},' for k, v in fr.items()]
+    lines += ["}", ""]
+    return "\n".join(lines)

@@ -1,0 +1,19 @@
+"""Each Hopper ladder rung's fraction of the best library GEMM at 8192^3, predicted by the timing model
+(H100 SXM description): the library's median time in the rung's sustained-protocol report over the
+rung's time that bwlab.timing predicts at the SM clock measured during the rung's own blocks
+(docs/results/timing_hopper.txt; docs/timing.md). `ladder.Step.predicted` reads it.
+
+Written by `python -m bwlab.timing fractions --write`; tests/test_timing.py checks it is what the code
+computes from the committed table. Do not edit by hand."""
+
+FRACTIONS = {
+    "s1_one_warpgroup": 0.764,
+    "s2_pipeline": 0.830,
+    "s3_warp_specialized": 0.963,
+    "s4_persistent": 0.972,
+    "s5_cluster_multicast": 0.985,
+    "s6_tma_store": 1.041,
+    "s7_hilbert_order": 1.017,
+    "sk_split_k": 0.973,
+    "s8_epilogue_overlap": 1.043,
+}
