@@ -30,11 +30,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import (AsyncInFlightAtExit, AsyncReadHazard, AsyncWriteNotObserved, ClusterPeerMayAccess,
-                     GenericWriteNotOrdered, MbarrierPhaseOverrun)
+                     GenericWriteNotOrdered, MbarrierArrivalUnordered, MbarrierPhaseOverrun)
 
 __all__ = ["Region", "learn", "merge", "snapshot", "add_region", "require_write_ordered", "require_exit_ordered", "completion_hint",
            "PhaseOrder", "phase_of", "signal", "observed", "remote_access", "require_cluster_exit_ordered", "release",
-           "record_stores", "require_async_read_ordered", "add_async_write", "landed", "require_read_ordered"]
+           "record_stores", "require_async_read_ordered", "add_async_write", "landed", "require_read_ordered",
+           "require_arrival_ordered", "note_arrival"]
 
 _SEC = "PTX ISA, Memory Consistency Model (async proxy; completion of asynchronous operations)"
 
@@ -151,13 +152,14 @@ def require_exit_ordered(M, c) -> None:
 class PhaseOrder:
     """What one mbarrier carries: the arrivals of the current phase, and what each completed phase carried
     (by parity, the way waits name phases)."""
-    __slots__ = ("known", "tc", "done", "seen", "tried")
+    __slots__ = ("known", "tc", "done", "seen", "tried", "ended")
 
     def __init__(self):
         self.known, self.tc = {}, []
         self.done = {0: ({}, ()), 1: ({}, ())}
         self.seen = {}      # (cta, warp) -> the phase number that warp last observed complete
         self.tried = set()  # (cta, warp) that ever waited on it (a read after a wait that gave up: a clue, not a bug)
+        self.ended = {}     # (cta, warp) -> (phase, where, tx) its last arrival was the last one that phase expected
 
 
 def phase_of(c, off: int) -> PhaseOrder:
@@ -207,6 +209,44 @@ def observed(w, c, off: int, parity: int, barrier: str, bar=None, where: str = "
             f"this warp: whoever signals it did not wait for this warp to release the buffer (PTX ISA, mbarrier: "
             f"phase completion and parity; a producer waits on the consumer's 'empty' barrier before reusing a "
             f"stage)")
+
+
+_SEC_ARRIVE = ("PTX ISA, mbarrier: an arrive-on operation decrements the pending arrival count of the current phase, "
+               "and the pending arrival count stays within [0, 2^20 - 1]")
+
+
+def require_arrival_ordered(w, c, off: int, bar, where: str, who: str = "") -> None:
+    """Warp w arrives on the mbarrier at `off` of CTA c. If its previous arrival there was the last one a phase
+    expected and that phase then waited only for its tx-count (bytes of a TMA in flight), this warp must have
+    observed that phase complete first: the bytes may land at any time, and had they landed after this arrival, it
+    would count in that phase, whose pending arrival count is already 0."""
+    po = phase_of(c, off)
+    rec = po.ended.get((w.cta.linear, w.wid))
+    if rec is None:
+        return
+    phase, prev, tx = rec
+    if w.known.get(("mbarrier", c.linear, off), -1) >= phase:
+        del po.ended[(w.cta.linear, w.wid)]
+        return
+    name = w.machine.prog.shared_name(off)
+    raise MbarrierArrivalUnordered(
+        f"{who or w.who()} at {where} arrives on mbarrier '{name}' of CTA {c.ctaid} again, but its previous arrival at {prev} "
+        f"was the last one phase {phase} expected, and that phase still waited for {tx} bytes of tx-count (an "
+        f"asynchronous copy in flight). This thread has not observed phase {phase} complete: if those bytes land "
+        f"after this arrival, it counts in phase {phase}, whose pending arrival count is already 0, and the next "
+        f"phase misses it. Arrive for the next phase only after the current one is observed complete — a producer "
+        f"re-arms a stage after its wait on the consumer's 'empty' barrier ({_SEC_ARRIVE})")
+
+
+def note_arrival(w, c, off: int, bar, phase_before: int, where: str) -> None:
+    """After warp w's arrival on the mbarrier at `off` of CTA c: remember it when it ended the phase's arrivals while
+    the phase still waits for tx-count (`require_arrival_ordered`)."""
+    key = (w.cta.linear, w.wid)
+    po = phase_of(c, off)
+    if bar.phase == phase_before and bar.pending == 0 and bar.tx != 0:
+        po.ended[key] = (phase_before, where, bar.tx)
+    else:
+        po.ended.pop(key, None)
 
 
 # ---------------------------------------------------------------------------------------------
