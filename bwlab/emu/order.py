@@ -396,6 +396,11 @@ def warp_synced(w, lanes=None) -> None:
     """bar.warp.sync (or a barrier) by warp w: its lanes' earlier stores and what single lanes learned are
     now the whole warp's."""
     _syncs(w.cta)[w.wid] += 1
+    tl = w.cta.__dict__.get("tc_lanes")
+    if tl and (w.tc_last is None or w.tc_last[1]):
+        # the lanes' tcgen05 work, fenced (tcgen05.fence::before_thread_sync) before this sync, is now ordered
+        # before whatever a single lane does next; work not yet fenced stays each lane's own
+        tl.pop(w.wid, None)
     lk = w.cta.__dict__.get("lane_known")
     if lk:
         for key in [k for k in lk if k[0] == w.wid]:

@@ -9,6 +9,7 @@ import numpy as np
 
 from ... import order
 from ..operands import address, bits_reader, writer
+from .tcgen05 import sync_entry
 
 __all__ = ["init", "inval", "arrive", "tx", "wait", "pending_count"]
 
@@ -60,10 +61,9 @@ def arrive(ctx, ins, base, mods):
         out = np.zeros(32, np.uint64)
         order.release(w)
         tc_entry = None
-        if w.tc_last is not None:   # the warp's tcgen05 work, ordered by this arrival (tcgen05.fence rules)
-            tc_entry = (w, w.who(), *w.tc_last)
-            w.tc_last = None
         where = w.machine.where(ins)
+        if w.tc_last is not None:   # the warp's tcgen05 work, ordered by this arrival (tcgen05.fence rules)
+            tc_entry = sync_entry(w, m, where)
         for lane in np.nonzero(m)[0]:
             c, off, bar = w.machine.sync.mbarrier(w, int(a[lane]), ins.op, ins)
             out[lane] = bar.phase
