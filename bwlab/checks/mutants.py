@@ -66,6 +66,41 @@ _DRAINED_WAIT = ("on the normal path the epilogue waited for the commit issued a
                  "freeing warp has observed every MMA's completion without `drained` (the emulator checks exactly "
                  "that: a dealloc before the MMAs' completion is observed is a TmemAllocError); the wait matters "
                  "only when a bounded wait gave up")
+_ISA_TC = "PTX ISA 9.7.16.6"
+_SETUP_AFTER = (
+    "tcgen05.alloc is a synchronous tcgen05 instruction, ordered with every other tcgen05 operation of its own "
+    f"thread ({_ISA_TC}.1), and the warp that allocates is the warp whose elected thread issues the MMAs; every "
+    "other thread's first asynchronous tcgen05 operation (an epilogue's tcgen05.ld, the pair's MMA into the peer's "
+    "columns) comes after a later tcgen05.fence::after_thread_sync (after its mbarrier wait or CTA barrier), and "
+    "'an asynchronous tcgen05 operation subsequent to a tcgen05.fence::after_thread_sync is ordered after all "
+    f"prior tcgen05 and execution ordering operations' of that thread ({_ISA_TC}.3), the setup barrier included. "
+    "The emulator checks that: an asynchronous tcgen05 operation ordered after another warp's by a barrier with "
+    "no fence::after_thread_sync between them is TcgenFenceMissing")
+_COMMIT_FENCED = (
+    "the only asynchronous tcgen05 operations before this barrier are the MMA thread's, and each batch of them "
+    "is followed by a tcgen05.commit, which performs tcgen05.fence::before_thread_sync implicitly "
+    f"({_ISA_TC}.4.2); the other warps issued none (tcgen05.alloc is synchronous)")
+_LOOP_FENCED = (
+    "every tcgen05.ld of an epilogue warp is followed in its loop by tcgen05.wait::ld and "
+    "tcgen05.fence::before_thread_sync, and 'an asynchronous tcgen05 operation prior to a "
+    "tcgen05.fence::before_thread_sync is ordered before all subsequent tcgen05 and execution ordering "
+    f"operations' of that thread ({_ISA_TC}.3): this teardown barrier too; the MMA thread's last operation is a "
+    "tcgen05.commit (an implicit fence::before_thread_sync)")
+_FIRST_CLUSTER_SYNC = (
+    "the second cluster barrier (after tcgen05.alloc) comes before anything crosses the pair (the first TMA "
+    "completing on the even CTA's barrier, remote arrivals, multicast commits), and every mbarrier.init is "
+    "fenced (fence.mbarrier_init.release.cluster) before it, so it alone orders each init before every use from "
+    "the peer; between the two only tcgen05.alloc.cta_group::2 runs, collective on its own (the CTAs of a "
+    "cluster are launched together)")
+_CLOSING_SYNCWARP = (
+    "this __syncwarp() only closes a branch one elected lane took (issuing TMA loads or MMAs, a bulk wait, a "
+    "copy): no lane reads shared memory another lane of the warp wrote, and no lane hands tcgen05 work to "
+    "another through it. What follows is an instruction every lane executes — a .sync.aligned one, whose "
+    ".sync makes each thread wait until all threads of the warp execute it, or a barrier (bar.sync, "
+    "barrier.cluster, .aligned) reached with every enclosing condition evaluated identically (PTX ISA: "
+    ".aligned; 'in conditionally executed code ... only if all threads evaluate the condition identically'), "
+    "or the thread's exit. Where __syncwarp() does order lanes (the epilogue's fence::before_thread_sync "
+    "before lane 0's arrive, st.shared before lane 0's TMA store) its removal is named")
 NOT_RULE_BREAKING = {
     ("sm100/", "remove", "tcgen05_wait_drained", None): _DRAINED_WAIT,
     ("sm100/", "remove", "tcgen05_commit(&drained)", None): _DRAINED,
@@ -79,6 +114,29 @@ NOT_RULE_BREAKING = {
         "the bar.sync after the TMA store: what follows only reads SMEM (the taps) and the elected thread "
         "has waited for the store's reads (wait_group.read 0); the TMEM reads were ordered before the "
         "dealloc by the fence::before_thread_sync / bar.sync pair above it",
+    ("full_flow_sm100", "remove", "tcgen05_fence_after_thread_sync();", 1): _TIMEOUT_PATH.replace(
+        "the wait runs", "this fence (before the dealloc when the TMA load timed out) runs"),
+    ("full_flow_sm90", "remove", "__syncthreads();", 4):
+        "the bar.sync after the TMA store: what follows only reads the staged tile (a read beside the store's "
+        "read is no hazard), and the thread that issued the store waits for its reads (wait_group.read 0) "
+        "before it exits, so the CTA's shared memory outlives them",
+    # the setup's tcgen05.fence::after_thread_sync (after tcgen05.alloc and the barrier)
+    ("sm100/", "remove", "tcgen05_fence_after_thread_sync();", 0): _SETUP_AFTER,
+    ("teach_umma", "remove", "tcgen05_fence_after_thread_sync();", 0): _SETUP_AFTER,
+    # a tcgen05.fence::before_thread_sync whose work an earlier fence (or a commit) already ordered
+    ("sm100/s1_one_stage", "remove", "tcgen05_fence_before_thread_sync();", 1): _COMMIT_FENCED,
+    ("sm100/s4_persistent", "remove", "tcgen05_fence_before_thread_sync();", 2): _LOOP_FENCED,
+    ("sm100/s5_cta_pair", "remove", "tcgen05_fence_before_thread_sync();", 2): _LOOP_FENCED,
+    ("sm100/s6_tma_store", "remove", "tcgen05_fence_before_thread_sync();", 2): _LOOP_FENCED,
+    # the first of two cluster barriers before anything crosses the CTA pair
+    ("sm100/s5_cta_pair", "remove", "cluster_sync();", 0): _FIRST_CLUSTER_SYNC,
+    ("sm100/s6_tma_store", "remove", "cluster_sync();", 0): _FIRST_CLUSTER_SYNC,
+    # __syncwarp() closing a branch one lane took, before an instruction every lane executes
+    **{(t, "remove", "__syncwarp();", n): _CLOSING_SYNCWARP for t, n in (
+        ("sm100/s1_one_stage", 0), ("sm100/s2_ring", 0), ("sm100/s3_warp_roles", 0), ("sm100/s3_warp_roles", 1),
+        ("sm100/s4_persistent", 0), ("sm100/s4_persistent", 1), ("sm100/s5_cta_pair", 0), ("sm100/s5_cta_pair", 1),
+        ("sm100/s6_tma_store", 0), ("sm100/s6_tma_store", 1), ("sm100/s6_tma_store", 5), ("full_flow_sm90", 0),
+        ("teach_multicast", 0), ("teach_umma", 0))},
 }
 
 

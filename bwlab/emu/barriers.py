@@ -13,7 +13,7 @@ import numpy as np
 from ..hw.mbarrier import Mbarrier
 from . import order
 from .errors import EmuError, EmuFault, MbarrierInitNotOrdered, ProtocolError
-from .isa.asynchronous.tcgen05 import sync_entry, thread_synced
+from .isa.asynchronous.tcgen05 import thread_synced
 
 __all__ = ["Synchronisation"]
 
@@ -42,7 +42,7 @@ class Synchronisation:
         order.release(w)
         order.merge(b.setdefault("known", {}), w.known)
         if w.tc_last is not None:
-            b.setdefault("tc", []).append(sync_entry(w))
+            b.setdefault("tc", []).append(order.sync_entry(w))
         redop, rc, wd = red
         if redop is not None:
             b["red"].append((w, em, rc(w) & em, wd, redop))
@@ -108,7 +108,7 @@ class Synchronisation:
             order.merge(known, w.known)
             order.merge(known, {("cluster.arrive", w.cta.linear, w.wid): w.arrivals})
             if w.tc_last is not None:
-                cl.__dict__.setdefault("tc", []).append(sync_entry(w))
+                cl.__dict__.setdefault("tc", []).append(order.sync_entry(w))
             w.pc[group] += 1
             self.launch.progress()
             self.complete_cluster_if_ready(cl)

@@ -35,7 +35,7 @@ from .errors import (AsyncInFlightAtExit, AsyncReadHazard, AsyncWriteNotObserved
 __all__ = ["Region", "learn", "merge", "snapshot", "add_region", "require_write_ordered", "require_exit_ordered", "completion_hint",
            "PhaseOrder", "phase_of", "signal", "observed", "remote_access", "require_cluster_exit_ordered", "release",
            "record_stores", "require_async_read_ordered", "add_async_write", "landed", "require_read_ordered",
-           "require_arrival_ordered", "note_arrival"]
+           "require_arrival_ordered", "note_arrival", "sync_entry", "tc_lanes_did", "lane_bits", "lanes_of"]
 
 _SEC = "PTX ISA, Memory Consistency Model (async proxy; completion of asynchronous operations)"
 
@@ -451,3 +451,33 @@ def lane_knows(w, lanes, r) -> bool:
     if not lk:
         return False
     return all(lk.get((w.wid, int(x)), {}).get(r.key, -1) >= r.seq for x in lanes)
+
+
+# ---------------------------------------------------------------------------------------------
+# tcgen05 work handed to another thread: each lane's share goes only through a sync that lane reaches
+# ---------------------------------------------------------------------------------------------
+def lanes_of(mask: int):
+    return np.array([(mask >> i) & 1 for i in range(32)], bool)
+
+
+def lane_bits(m) -> int:
+    """A lane mask (32 booleans) as an int, bit i for lane i."""
+    return int(sum(1 << int(i) for i in np.nonzero(m)[0]))
+
+
+def tc_lanes_did(w, lanes) -> None:
+    """The lanes `lanes` of warp w executed a warp-collective tcgen05 operation (each thread its share)."""
+    tl = w.cta.__dict__.setdefault("tc_lanes", {})
+    tl[w.wid] = tl.get(w.wid, 0) | lane_bits(lanes)
+
+
+def sync_entry(w, m=None, where: str = ""):
+    """Warp w's latest tcgen05 operation, handed to a thread synchronisation that the lanes `m` reach (None: the
+    whole warp, as bar.sync does): (warp, who, where, fenced, parted). `parted` = (the lanes that executed it since
+    the warp last synchronised after fencing it and do not reach this sync, the sync's line), or None."""
+    tl = w.cta.__dict__.get("tc_lanes")
+    did = tl.pop(w.wid, 0) if tl else 0
+    missing = did & ~lane_bits(m) if m is not None else 0
+    entry = (w, w.who(), *w.tc_last, (missing, where) if missing else None)
+    w.tc_last = None
+    return entry

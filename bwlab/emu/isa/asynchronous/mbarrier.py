@@ -9,7 +9,6 @@ import numpy as np
 
 from ... import order
 from ..operands import address, bits_reader, writer
-from .tcgen05 import sync_entry
 
 __all__ = ["init", "inval", "arrive", "tx", "wait", "pending_count"]
 
@@ -63,7 +62,7 @@ def arrive(ctx, ins, base, mods):
         tc_entry = None
         where = w.machine.where(ins)
         if w.tc_last is not None:   # the warp's tcgen05 work, ordered by this arrival (tcgen05.fence rules)
-            tc_entry = sync_entry(w, m, where)
+            tc_entry = order.sync_entry(w, m, where)
         for lane in np.nonzero(m)[0]:
             c, off, bar = w.machine.sync.mbarrier(w, int(a[lane]), ins.op, ins)
             out[lane] = bar.phase

@@ -48,7 +48,7 @@ from ...residency import WAIT, alloc_waits, sm_tmem, waiting
 from ..operands import address, advancing, bits_reader
 
 __all__ = ["alloc", "dealloc", "relinquish_alloc_permit", "mma", "commit", "fence_before", "fence_after", "tmem_of",
-           "thread_synced", "cta_exits", "sync_entry", "lane_bits"]
+           "thread_synced", "cta_exits"]
 
 _SEC_ALLOC = "PTX ISA 9.7.16.7.1 tcgen05.alloc/dealloc"
 _SEC_ACCESS = "PTX ISA 9.7.16.2.2 Tensor Memory access restrictions"
@@ -148,27 +148,6 @@ def thread_synced(w, entries, barrier, via_mbarrier=False):
 _ALLOCATOR = ("tcgen05.alloc", "tcgen05.dealloc")
 
 
-def _lanes_of(mask: int):
-    return np.array([(mask >> i) & 1 for i in range(32)], bool)
-
-
-def lane_bits(m) -> int:
-    """A lane mask (32 booleans) as an int, bit i for lane i."""
-    return int(sum(1 << int(i) for i in np.nonzero(m)[0]))
-
-
-def sync_entry(w, m=None, where: str = ""):
-    """Warp w's latest tcgen05 operation, handed to a thread synchronisation that the lanes `m` reach (None: the
-    whole warp, as bar.sync does): (warp, who, where, fenced, parted). `parted` = (the lanes that executed it since
-    the warp last synchronised and do not reach this sync, the sync's line), or None."""
-    tl = w.cta.__dict__.get("tc_lanes")
-    did = tl.pop(w.wid, 0) if tl else 0
-    missing = did & ~lane_bits(m) if m is not None else 0
-    entry = (w, w.who(), *w.tc_last, (missing, where) if missing else None)
-    w.tc_last = None
-    return entry
-
-
 def _ordered(w, ins, what, lanes=None):
     """Warp `w` issues tcgen05 operation `what`: if a thread sync ordered it after other warps' tcgen05
     operations, both fences must be there. Then it becomes this warp's latest unfenced operation.
@@ -187,8 +166,8 @@ def _ordered(w, ins, what, lanes=None):
             x, who, where, _, _, by, _, (missing, at) = apart[0]
             raise TcgenFenceMissing(
                 f"{w.who()} at {M.where(ins)}: {what} is ordered by {by} after the tcgen05 operation of {who} at "
-                f"{where}, but that warp arrived from {x.who(_lanes_of(~missing & 0xFFFFFFFF))} only, at {at}: "
-                f"{x.who(_lanes_of(missing))} executed the operation too, and no thread synchronisation (__syncwarp, "
+                f"{where}, but that warp arrived from {x.who(order.lanes_of(~missing))} only, at {at}: "
+                f"{x.who(order.lanes_of(missing))} executed the operation too, and no thread synchronisation (__syncwarp, "
                 f"a barrier) orders their part before that arrive. A thread's tcgen05.fence::before_thread_sync "
                 f"orders its tcgen05 operations before its own later synchronisation only: let the lanes meet at "
                 f"__syncwarp() after the fence, then arrive ({_SEC_FENCE})")
@@ -208,8 +187,7 @@ def _ordered(w, ins, what, lanes=None):
                 f"({_SEC_FENCE})")
     w.tc_last = (M.where(ins), False)
     if lanes is not None:    # the lanes of a warp-collective operation (tcgen05.ld/st): each thread's share
-        tl = w.cta.__dict__.setdefault("tc_lanes", {})
-        tl[w.wid] = tl.get(w.wid, 0) | lane_bits(lanes)
+        order.tc_lanes_did(w, lanes)
 
 
 def _fence(ins, kind):
