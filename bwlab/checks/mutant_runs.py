@@ -202,6 +202,7 @@ class Outcome:
     cpu_s: float = 0.0
     rule_breaking: bool = True
     why_not: str = ""
+    message: str = ""  # the whole error message (the report keeps its first line, `detail`)
 
 
 def classify(exc: BaseException | None, ok: bool | None) -> tuple:
@@ -230,18 +231,25 @@ def _worker(target: str, shape) -> None:
     """In the worker process (BWLAB_CUDA_SRC: the mutated copy): run, classify, print one JSON line."""
     t0 = time.process_time()
     t = TARGETS[target]
+    message = ""
     try:
         ok, run = globals()[t.run](t, tuple(shape) if shape else None)
+        if run is None:     # a case's runner: what the emulator warned of in its launch
+            from ..emu import last_launch
+            run = last_launch()
         warnings = list(getattr(run, "warnings", None) or [])
         res, detail = classify(None, ok)
         if res == "pass" and warnings:
             detail = "warnings: " + "; ".join(str(w).splitlines()[0][:200] for w in warnings[:2])
         elif res == "wrong" and warnings:
             detail += "; warnings: " + "; ".join(str(w).splitlines()[0][:200] for w in warnings[:2])
+        if warnings:
+            message = "\n".join(str(w) for w in warnings)
     except BaseException as e:  # noqa: BLE001 - every exception is a result of the mutant
         res, detail = classify(e, None)
-    print("\nMUTANT-RESULT " + json.dumps({"result": res, "detail": detail, "cpu_s": time.process_time() - t0}),
-          flush=True)
+        message = str(e)
+    print("\nMUTANT-RESULT " + json.dumps({"result": res, "detail": detail, "cpu_s": time.process_time() - t0,
+                                           "message": message[:8000]}), flush=True)
 
 
 def run_mutant(m: Mutant | None, target: str | None = None, cpu_limit: float = CPU_LIMIT_S, shape=None) -> Outcome:
@@ -277,4 +285,4 @@ def run_mutant(m: Mutant | None, target: str | None = None, cpu_limit: float = C
                            f"{why} ({cpu_limit:g} s){': ' + tail[0][:200] if tail else ''}",
                            time.perf_counter() - t0)
         r = json.loads(line[len("MUTANT-RESULT "):])
-        return Outcome(mid, r["result"], r["detail"], r["cpu_s"])
+        return Outcome(mid, r["result"], r["detail"], r["cpu_s"], message=r.get("message", ""))

@@ -257,7 +257,8 @@ def validate_main(argv=None) -> int:
             flag = "" if o.rule_breaking else "  [not rule-breaking]"
             say(f"{o.result:6s} {o.cpu_s:6.1f}s  {m.target} {m.describe()}{flag}\n         {o.detail}")
             if jf:
-                jf.write(json.dumps({**asdict(o), "file": m.file, "line": m.line, "op": m.op, "kind": m.kind,
+                rec = {k: v for k, v in asdict(o).items() if k != "message"}   # the report's line is enough here
+                jf.write(json.dumps({**rec, "file": m.file, "line": m.line, "op": m.op, "kind": m.kind,
                                      "before": m.before, "after": m.after, "target": m.target}) + "\n")
                 jf.flush()
     if jf:
