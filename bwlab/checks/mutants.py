@@ -93,9 +93,9 @@ _FIRST_CLUSTER_SYNC = (
     "the peer; between the two only tcgen05.alloc.cta_group::2 runs, collective on its own (the CTAs of a "
     "cluster are launched together)")
 _CLOSING_SYNCWARP = (
-    "this __syncwarp() only closes a branch one elected lane took (issuing TMA loads or MMAs, a bulk wait, a "
-    "copy): no lane reads shared memory another lane of the warp wrote, and no lane hands tcgen05 work to "
-    "another through it. What follows is an instruction every lane executes — a .sync.aligned one, whose "
+    "this __syncwarp() only closes a branch some lanes took (an elected lane issuing TMA loads or MMAs, or "
+    "waiting for its bulk stores; the threads that saw the barrier copying their share): no lane reads shared "
+    "memory another lane of the warp wrote since, and no lane hands tcgen05 work to another through it. What follows is an instruction every lane executes — a .sync.aligned one, whose "
     ".sync makes each thread wait until all threads of the warp execute it, or a barrier (bar.sync, "
     "barrier.cluster, .aligned) reached with every enclosing condition evaluated identically (PTX ISA: "
     ".aligned; 'in conditionally executed code ... only if all threads evaluate the condition identically'), "
