@@ -21,7 +21,12 @@ run (or of a GPU) happened to hide the race:
   `AsyncReadHazard`, naming both source lines; a CTA that exits while a region of its shared memory is
   not known complete is `AsyncInFlightAtExit`;
 * a CTA that a cluster peer reached (a remote mbarrier arrive, a DSMEM access, a commit to its barrier)
-  must not exit before that peer's later `barrier.cluster.arrive` is observed (`ClusterPeerMayAccess`).
+  must not exit before that peer's later `barrier.cluster.arrive` is observed (`ClusterPeerMayAccess`);
+* a thread whose arrival ended a phase's expected arrivals while the phase still waited for tx-count must
+  observe that phase complete before it arrives there again (`MbarrierArrivalUnordered`);
+* a warp-collective tcgen05 operation (`tcgen05.ld/st`) is each lane's own: a sync only some lanes reach
+  (lane 0's arrive) hands on only theirs, unless the warp met at a `__syncwarp()` after the fence
+  (`sync_entry`; the receiving side raises `TcgenFenceMissing`).
 """
 from __future__ import annotations
 
