@@ -16,10 +16,11 @@ the two full flows, the teaching kernels) is mutated one point at a time, on its
     depth+1    each wait_group depth grown by one (wgmma.wait_group 1 -> 2, bulk wait_group.read 1 -> 2 ...)
 
 A small C-aware locator finds the call sites (comments and strings masked; definitions skipped); each
-mutant records file, line, the text before and after. Each is compiled by NVRTC and run in bwlab.emu in a
-worker process of its own (a private copy of cuda_src with the one file changed, BWLAB_CUDA_SRC; a CPU
-time limit: a hang the emulator does not diagnose costs that mutant, never the run), at a shape where
-every pipeline stage, accumulator buffer and barrier phase is reused (`reuse_shape`), and classified:
+mutant records file, line, the text before and after (`bwlab.checks.mutation`). Each is compiled by NVRTC
+and run in bwlab.emu in a worker process of its own (a private copy of cuda_src with the one file changed,
+BWLAB_CUDA_SRC; a CPU time limit: a hang the emulator does not diagnose costs that mutant, never the run),
+at a shape where every pipeline stage, accumulator buffer and barrier phase is reused (`reuse_shape`), and
+classified (`bwlab.checks.mutant_runs`):
 
     named      an emulator error naming the broken rule (ProtocolError, ProxyFenceMissing, DivergenceError ...)
     hang       a hang the emulator diagnosed (EmuHang with its report, MbarrierTimeout, a bounded wait's
@@ -30,8 +31,9 @@ every pipeline stage, accumulator buffer and barrier phase is reused (`reuse_sha
     error      another exception (UnsupportedInstruction, an emulator budget, a Python error)
     n/a        the mutant does not compile (not applicable)
 
-Some mutants break no rule of the ISA (a fence that something else already orders, a wait made stricter):
-`NOT_RULE_BREAKING` lists them with the reason. The goal metric counts only the rule-breaking mutants:
+Some mutants break no rule of the ISA (a fence that something else already orders, a wait made stricter, a
+__syncwarp() that only closes an elected lane's branch): `NOT_RULE_BREAKING` below lists them with the reason,
+in the ISA's words. This module holds that table and the command. The goal metric counts only the rule-breaking mutants:
 the share that ends loudly, `named` or `hang` (not a wrong result, not a pass).
 """
 from __future__ import annotations
