@@ -97,7 +97,8 @@ _FIRST_CLUSTER_SYNC = (
 _CLOSING_SYNCWARP = (
     "this __syncwarp() only closes a branch some lanes took (an elected lane issuing TMA loads or MMAs, or "
     "waiting for its bulk stores; the threads that saw the barrier copying their share): no lane reads shared "
-    "memory another lane of the warp wrote since, and no lane hands tcgen05 work to another through it. What follows is an instruction every lane executes — a .sync.aligned one, whose "
+    "memory another lane of the warp wrote since, and no lane hands tcgen05 work to another through it. "
+    "What follows is an instruction every lane executes — a .sync.aligned one, whose "
     ".sync makes each thread wait until all threads of the warp execute it, or a barrier (bar.sync, "
     "barrier.cluster, .aligned) reached with every enclosing condition evaluated identically (PTX ISA: "
     ".aligned; 'in conditionally executed code ... only if all threads evaluate the condition identically'), "
