@@ -39,3 +39,30 @@ def test_one_lanes_wait_group_read_before_exit_is_enough(monkeypatch):
     acc = np.random.default_rng(1).standard_normal(p.acc_shape).astype(np.float32)
     got = run_epilogue(p, acc)
     assert np.array_equal(got, epilogue_model(p, acc))
+
+
+
+def test_after_a_failed_edit_the_live_error_is_the_result_not_the_unedited_recording(monkeypatch):
+    """A %%cuda edit without the proxy fence: results() shows the emulator's error, naming the line that broke
+    the rule (the st.shared) and the one it raced with (the TMA store); the recording of the unedited kernel
+    (same problem and inputs) is not shown as if it were this kernel's result."""
+    from bwlab import lab
+    from bwlab.emu.errors import ProxyFenceMissing
+    from bwlab.epilogue import TEACH_EDITS
+    from bwlab.epilogue.demos import teach_case
+    from bwlab.lab import TeachingKernel
+    monkeypatch.setenv("BWLAB_BACKEND", "emulated")
+    assert teach_case().recorded() is not None          # the unedited kernel's recording exists
+    lab.EDITS["teach_store.cu"] = TeachingKernel("teach_store.cu").replace(*TEACH_EDITS["no fence"])
+    try:
+        case = teach_case()
+        assert case.recorded() is None
+        results = case.results()
+    finally:
+        lab.reset("teach_store.cu")
+    (line,), (got,) = list(results), results.results
+    assert isinstance(got.error, ProxyFenceMissing) and got.live
+    text = str(line)
+    assert not line.ok and "recorded on" not in text and "equal the model" not in text
+    raced, broke = text.split("written by")
+    assert "the TMA store at teach_store.cu:" in raced and "store at teach_store.cu:" in broke

@@ -108,6 +108,10 @@ NAMED = [
     ("sm90/s2_pipeline", "remove", "wgmma_wait_group<1>();", 0, "AsyncReadHazard"),
     ("sm90/s2_pipeline", "remove", "mbarrier_wait(&empty[ps]", 0, "AsyncReadHazard"),
     ("sm90/s2_pipeline", "early", "mbarrier_arrive(&empty[ps])", 0, "AsyncReadHazard"),
+    # an arrival before the phase its previous arrival ended was observed; a lane's tcgen05.ld handed on by
+    # lane 0 alone (no __syncwarp after the fence)
+    ("sm90/sk_split_k", "early", "mbarrier_arrive_expect_tx", 0, "MbarrierArrivalUnordered"),
+    ("sm100/s4_persistent", "remove", "__syncwarp();", 2, "TcgenFenceMissing"),
 ]
 
 
@@ -121,9 +125,9 @@ def test_mutant_stays_named(target, op, before, nth, error):
 # rule the emulator should name. Strict xfails: when the emulator learns a rule, its line goes (the list
 # only shrinks). Only the cheap kernels are here; the whole list is in docs/results/mutants_baseline.txt.
 SURVIVORS = [
-    ("teach_umma", "remove", "tcgen05_fence_after_thread_sync();", 0, "tcgen05.mma after the bar.sync without "
-                                                                     "fence::after_thread_sync (alloc -> mma; the "
-                                                                     "same warp allocates and issues)"),
+    ("sm90/sk_split_k", "remove", "__threadfence();", 1, "the partial sums' stores are not ordered before the "
+                                                        "counter's atomicAdd at GPU scope (a release fence); the "
+                                                        "emulator keeps no order of global memory between CTAs"),
 ]
 
 
@@ -137,3 +141,55 @@ def test_known_survivor(target, op, before, nth, rule):
     if o.result not in ("pass", "wrong") + M.LOUD:      # a crash of the tool is no expected failure
         pytest.fail(f"{m.describe()}: {o.result} {o.detail}")
     assert o.result in M.LOUD, f"{m.describe()}: {o.result} {o.detail} (the rule: {rule})"
+
+
+# ---- the table of mutants that break no rule -------------------------------------------------------------------
+def test_every_not_rule_breaking_entry_names_mutants_that_exist():
+    """An entry that no longer matches (the kernel changed) would silently stop excusing anything, or, with a
+    shifted `nth`, excuse another line: each names an existing mutant of every kernel its prefix covers (or, for
+    a text matching every equal line, of at least one)."""
+    every = {t: M.mutants_of(t) for t in M.TARGETS}
+    for (prefix, op, before, nth), why in M.NOT_RULE_BREAKING.items():
+        assert len(why) > 80, (prefix, before)
+        hits = {t: [m for m in ms if m.op == op and before in m.before] for t, ms in every.items()
+                if t.startswith(prefix)}
+        assert any(hits.values()), (prefix, op, before)
+        if nth is not None:
+            for t, found in hits.items():
+                assert len(found) > nth, (t, op, before, nth)    # the line is gone, or one fewer of them
+    setup = M.find_mutant("sm100/s4_persistent", "remove", "tcgen05_fence_after_thread_sync();", 0)
+    assert M._not_rule_breaking(setup) and "tcgen05_alloc" in "".join(setup.new_text.split("\n")[setup.line - 20:
+                                                                                                 setup.line])
+    handoff = M.find_mutant("sm100/s4_persistent", "remove", "__syncwarp();", 2)   # orders the lanes: not excused
+    assert M._not_rule_breaking(handoff) is None and "mbarrier_arrive(&tmem_empty" in \
+        handoff.new_text.split("\n")[handoff.line]
+
+
+# ---- what a learner reads ---------------------------------------------------------------------------------------
+def test_the_new_rules_name_the_line_that_broke_them_and_the_other_one():
+    o = M.run_mutant(M.find_mutant("sm90/sk_split_k", "early", "mbarrier_arrive_expect_tx"))
+    assert o.detail.startswith("MbarrierArrivalUnordered"), o.detail
+    assert o.message.count("sk_split_k.cu:") >= 2 and "previous arrival at sk_split_k.cu:" in o.message
+    assert "pending arrival count" in o.message and "tx-count" in o.message
+    o = M.run_mutant(M.find_mutant("sm100/s4_persistent", "remove", "__syncwarp();", 2))
+    assert o.detail.startswith("TcgenFenceMissing"), o.detail
+    msg = o.message
+    assert "tcgen05.mma" in msg and "s4_persistent.cu:" in msg and "__syncwarp" in msg
+    assert "only, at s4_persistent.cu:" in msg                              # the arrive of lane 0
+    assert "tcgen05_ldst.cuh" in msg or "ladder.cuh" in msg                 # the tcgen05.ld of the other lanes
+
+
+def test_an_mma_and_commit_issued_by_every_lane_warn_with_the_count():
+    """All 32 lanes of the MMA warp issue the MMAs and the commits (elect_one_sync() dropped; the barrier
+    counts the 32 commits): legal PTX that issues 32 MMAs per instruction — a warning with the count."""
+    from bwlab.compile import CUDA_SRC
+    text = (CUDA_SRC / "teach_umma.cu").read_text()
+    assert text.count("if (elect_one_sync()) {") == 1 and text.count("mbarrier_init(&mma_done, 1);") == 1
+    new = text.replace("if (elect_one_sync()) {", "if (true) {").replace("mbarrier_init(&mma_done, 1);",
+                                                                       "mbarrier_init(&mma_done, 32);")
+    line = text[:text.index("if (elect_one_sync()) {")].count("\n") + 1
+    o = M.run_mutant(M.Mutant("teach_umma", "teach_umma.cu", line, "edit", "issue", "if (elect_one_sync()) {",
+                              "if (true) {", new))
+    assert o.result in ("wrong", "pass"), (o.result, o.detail)
+    assert "tcgen05.mma executed by 32 threads of the warp issues 32 separate operations" in o.message
+    assert "tcgen05.commit executed by 32 threads" in o.message

@@ -42,8 +42,7 @@ class Synchronisation:
         order.release(w)
         order.merge(b.setdefault("known", {}), w.known)
         if w.tc_last is not None:
-            b.setdefault("tc", []).append((w, w.who(), *w.tc_last))
-            w.tc_last = None
+            b.setdefault("tc", []).append(order.sync_entry(w))
         redop, rc, wd = red
         if redop is not None:
             b["red"].append((w, em, rc(w) & em, wd, redop))
@@ -109,8 +108,7 @@ class Synchronisation:
             order.merge(known, w.known)
             order.merge(known, {("cluster.arrive", w.cta.linear, w.wid): w.arrivals})
             if w.tc_last is not None:
-                cl.__dict__.setdefault("tc", []).append((w, w.who(), *w.tc_last))
-                w.tc_last = None
+                cl.__dict__.setdefault("tc", []).append(order.sync_entry(w))
             w.pc[group] += 1
             self.launch.progress()
             self.complete_cluster_if_ready(cl)

@@ -132,3 +132,9 @@ class WgmmaFenceMissing(ProtocolError):
 
 class MbarrierInitNotOrdered(ProtocolError):
     """An mbarrier used by a thread that no barrier orders after the mbarrier.init of another warp."""
+
+
+class MbarrierArrivalUnordered(ProtocolError):
+    """A thread arrives on an mbarrier again before it observed the completion of the phase its previous arrival
+    ended (the last expected arrival, the phase still waiting for tx-count): on another schedule this arrival
+    counts in that phase, whose pending arrival count is already 0."""

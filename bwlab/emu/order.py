@@ -21,7 +21,12 @@ run (or of a GPU) happened to hide the race:
   `AsyncReadHazard`, naming both source lines; a CTA that exits while a region of its shared memory is
   not known complete is `AsyncInFlightAtExit`;
 * a CTA that a cluster peer reached (a remote mbarrier arrive, a DSMEM access, a commit to its barrier)
-  must not exit before that peer's later `barrier.cluster.arrive` is observed (`ClusterPeerMayAccess`).
+  must not exit before that peer's later `barrier.cluster.arrive` is observed (`ClusterPeerMayAccess`);
+* a thread whose arrival ended a phase's expected arrivals while the phase still waited for tx-count must
+  observe that phase complete before it arrives there again (`MbarrierArrivalUnordered`);
+* a warp-collective tcgen05 operation (`tcgen05.ld/st`) is each lane's own: a sync only some lanes reach
+  (lane 0's arrive) hands on only theirs, unless the warp met at a `__syncwarp()` after the fence
+  (`sync_entry`; the receiving side raises `TcgenFenceMissing`).
 """
 from __future__ import annotations
 
@@ -30,11 +35,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import (AsyncInFlightAtExit, AsyncReadHazard, AsyncWriteNotObserved, ClusterPeerMayAccess,
-                     GenericWriteNotOrdered, MbarrierPhaseOverrun)
+                     GenericWriteNotOrdered, MbarrierArrivalUnordered, MbarrierPhaseOverrun)
 
 __all__ = ["Region", "learn", "merge", "snapshot", "add_region", "require_write_ordered", "require_exit_ordered", "completion_hint",
            "PhaseOrder", "phase_of", "signal", "observed", "remote_access", "require_cluster_exit_ordered", "release",
-           "record_stores", "require_async_read_ordered", "add_async_write", "landed", "require_read_ordered"]
+           "record_stores", "require_async_read_ordered", "add_async_write", "landed", "require_read_ordered",
+           "require_arrival_ordered", "note_arrival", "sync_entry", "tc_lanes_did", "lane_bits", "lanes_of"]
 
 _SEC = "PTX ISA, Memory Consistency Model (async proxy; completion of asynchronous operations)"
 
@@ -173,13 +179,14 @@ def require_exit_ordered(M, c) -> None:
 class PhaseOrder:
     """What one mbarrier carries: the arrivals of the current phase, and what each completed phase carried
     (by parity, the way waits name phases)."""
-    __slots__ = ("known", "tc", "done", "seen", "tried")
+    __slots__ = ("known", "tc", "done", "seen", "tried", "ended")
 
     def __init__(self):
         self.known, self.tc = {}, []
         self.done = {0: ({}, ()), 1: ({}, ())}
         self.seen = {}      # (cta, warp) -> the phase number that warp last observed complete
         self.tried = set()  # (cta, warp) that ever waited on it (a read after a wait that gave up: a clue, not a bug)
+        self.ended = {}     # (cta, warp) -> (phase, where, tx) its last arrival was the last one that phase expected
 
 
 def phase_of(c, off: int) -> PhaseOrder:
@@ -229,6 +236,44 @@ def observed(w, c, off: int, parity: int, barrier: str, bar=None, where: str = "
             f"this warp: whoever signals it did not wait for this warp to release the buffer (PTX ISA, mbarrier: "
             f"phase completion and parity; a producer waits on the consumer's 'empty' barrier before reusing a "
             f"stage)")
+
+
+_SEC_ARRIVE = ("PTX ISA, mbarrier: an arrive-on operation decrements the pending arrival count of the current phase, "
+               "and the pending arrival count stays within [0, 2^20 - 1]")
+
+
+def require_arrival_ordered(w, c, off: int, bar, where: str, who: str = "") -> None:
+    """Warp w arrives on the mbarrier at `off` of CTA c. If its previous arrival there was the last one a phase
+    expected and that phase then waited only for its tx-count (bytes of a TMA in flight), this warp must have
+    observed that phase complete first: the bytes may land at any time, and had they landed after this arrival, it
+    would count in that phase, whose pending arrival count is already 0."""
+    po = phase_of(c, off)
+    rec = po.ended.get((w.cta.linear, w.wid))
+    if rec is None:
+        return
+    phase, prev, tx = rec
+    if w.known.get(("mbarrier", c.linear, off), -1) >= phase:
+        del po.ended[(w.cta.linear, w.wid)]
+        return
+    name = w.machine.prog.shared_name(off)
+    raise MbarrierArrivalUnordered(
+        f"{who or w.who()} at {where} arrives on mbarrier '{name}' of CTA {c.ctaid} again, but its previous arrival at {prev} "
+        f"was the last one phase {phase} expected, and that phase still waited for {tx} bytes of tx-count (an "
+        f"asynchronous copy in flight). This thread has not observed phase {phase} complete: if those bytes land "
+        f"after this arrival, it counts in phase {phase}, whose pending arrival count is already 0, and the next "
+        f"phase misses it. Arrive for the next phase only after the current one is observed complete — a producer "
+        f"re-arms a stage after its wait on the consumer's 'empty' barrier ({_SEC_ARRIVE})")
+
+
+def note_arrival(w, c, off: int, bar, phase_before: int, where: str) -> None:
+    """After warp w's arrival on the mbarrier at `off` of CTA c: remember it when it ended the phase's arrivals while
+    the phase still waits for tx-count (`require_arrival_ordered`)."""
+    key = (w.cta.linear, w.wid)
+    po = phase_of(c, off)
+    if bar.phase == phase_before and bar.pending == 0 and bar.tx != 0:
+        po.ended[key] = (phase_before, where, bar.tx)
+    else:
+        po.ended.pop(key, None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -379,6 +424,11 @@ def warp_synced(w, lanes=None) -> None:
     """bar.warp.sync (or a barrier) by warp w: its lanes' earlier stores and what single lanes learned are
     now the whole warp's."""
     _syncs(w.cta)[w.wid] += 1
+    tl = w.cta.__dict__.get("tc_lanes")
+    if tl and (w.tc_last is None or w.tc_last[1]):
+        # the lanes' tcgen05 work, fenced (tcgen05.fence::before_thread_sync) before this sync, is now ordered
+        # before whatever a single lane does next; work not yet fenced stays each lane's own
+        tl.pop(w.wid, None)
     lk = w.cta.__dict__.get("lane_known")
     if lk:
         for key in [k for k in lk if k[0] == w.wid]:
@@ -429,3 +479,33 @@ def lane_knows(w, lanes, r) -> bool:
     if not lk:
         return False
     return all(lk.get((w.wid, int(x)), {}).get(r.key, -1) >= r.seq for x in lanes)
+
+
+# ---------------------------------------------------------------------------------------------
+# tcgen05 work handed to another thread: each lane's share goes only through a sync that lane reaches
+# ---------------------------------------------------------------------------------------------
+def lanes_of(mask: int):
+    return np.array([(mask >> i) & 1 for i in range(32)], bool)
+
+
+def lane_bits(m) -> int:
+    """A lane mask (32 booleans) as an int, bit i for lane i."""
+    return int(sum(1 << int(i) for i in np.nonzero(m)[0]))
+
+
+def tc_lanes_did(w, lanes) -> None:
+    """The lanes `lanes` of warp w executed a warp-collective tcgen05 operation (each thread its share)."""
+    tl = w.cta.__dict__.setdefault("tc_lanes", {})
+    tl[w.wid] = tl.get(w.wid, 0) | lane_bits(lanes)
+
+
+def sync_entry(w, m=None, where: str = ""):
+    """Warp w's latest tcgen05 operation, handed to a thread synchronisation that the lanes `m` reach (None: the
+    whole warp, as bar.sync does): (warp, who, where, fenced, parted). `parted` = (the lanes that executed it since
+    the warp last synchronised after fencing it and do not reach this sync, the sync's line), or None."""
+    tl = w.cta.__dict__.get("tc_lanes")
+    did = tl.pop(w.wid, 0) if tl else 0
+    missing = did & ~lane_bits(m) if m is not None else 0
+    entry = (w, w.who(), *w.tc_last, (missing, where) if missing else None)
+    w.tc_last = None
+    return entry

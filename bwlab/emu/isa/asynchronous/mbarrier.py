@@ -60,12 +60,14 @@ def arrive(ctx, ins, base, mods):
         out = np.zeros(32, np.uint64)
         order.release(w)
         tc_entry = None
+        where = w.machine.where(ins)
         if w.tc_last is not None:   # the warp's tcgen05 work, ordered by this arrival (tcgen05.fence rules)
-            tc_entry = (w, w.who(), *w.tc_last)
-            w.tc_last = None
+            tc_entry = order.sync_entry(w, m, where)
         for lane in np.nonzero(m)[0]:
             c, off, bar = w.machine.sync.mbarrier(w, int(a[lane]), ins.op, ins)
             out[lane] = bar.phase
+            order.require_arrival_ordered(w, c, off, bar, where, w.who(m))
+            before = bar.phase
 
             def act(bar=bar, lane=lane):
                 if drop:
@@ -74,6 +76,7 @@ def arrive(ctx, ins, base, mods):
                     bar.expect_tx(int(tx[lane]))
                 bar.arrive(int(cnt[lane]) if cnt is not None else 1)
             order.signal(c, off, bar, w.known, tc_entry, act)
+            order.note_arrival(w, c, off, bar, before, where)
             w.machine.note(w, f"arrive {w.machine.prog.shared_name(off)}")
         w.machine.progress()
         if wst is not None:

@@ -136,8 +136,10 @@ def thread_synced(w, entries, barrier, via_mbarrier=False):
     """Warp `w` passed a thread synchronisation; `entries` are the tcgen05 operations other warps issued
     before arriving at it: (warp, who, where, fenced). Each is kept with the barrier that ordered it and
     whether that was an mbarrier wait."""
-    # [warp, who, where, fenced before the sync, via an mbarrier, the sync, this warp fenced after it]
-    others = [[e[0], e[1], e[2], e[3], via_mbarrier, barrier, False] for e in entries if e[0] is not w]
+    # [warp, who, where, fenced before the sync, via an mbarrier, the sync, this warp fenced after it,
+    #  (lanes of that warp that executed the operation but did not reach the sync, the arrive's line) or None]
+    others = [[e[0], e[1], e[2], e[3], via_mbarrier, barrier, False, e[4] if len(e) > 4 else None]
+              for e in entries if e[0] is not w]
     if not others:
         return      # nothing of another warp's tcgen05 work is ordered by it: what was pending stays pending
     w.tc_pending = (w.tc_pending or []) + others
@@ -146,7 +148,7 @@ def thread_synced(w, entries, barrier, via_mbarrier=False):
 _ALLOCATOR = ("tcgen05.alloc", "tcgen05.dealloc")
 
 
-def _ordered(w, ins, what):
+def _ordered(w, ins, what, lanes=None):
     """Warp `w` issues tcgen05 operation `what`: if a thread sync ordered it after other warps' tcgen05
     operations, both fences must be there. Then it becomes this warp's latest unfenced operation.
 
@@ -159,21 +161,33 @@ def _ordered(w, ins, what):
         now = [e for e in pend if not (e[4] and what in _ALLOCATOR)]
         later = [e for e in pend if e[4] and what in _ALLOCATOR]
         w.tc_pending = later or None
+        apart = [e for e in now if e[7]]
+        if apart:
+            x, who, where, _, _, by, _, (missing, at) = apart[0]
+            raise TcgenFenceMissing(
+                f"{w.who()} at {M.where(ins)}: {what} is ordered by {by} after the tcgen05 operation of {who} at "
+                f"{where}, but that warp arrived from {x.who(order.lanes_of(~missing))} only, at {at}: "
+                f"{x.who(order.lanes_of(missing))} executed the operation too, and no thread synchronisation (__syncwarp, "
+                f"a barrier) orders their part before that arrive. A thread's tcgen05.fence::before_thread_sync "
+                f"orders its tcgen05 operations before its own later synchronisation only: let the lanes meet at "
+                f"__syncwarp() after the fence, then arrive ({_SEC_FENCE})")
         bad = [e for e in now if not e[3]]
         if bad:
-            _, who, where, _, _, by, _ = bad[0]
+            _, who, where, _, _, by, *_ = bad[0]
             raise TcgenFenceMissing(
                 f"{w.who()} at {M.where(ins)}: {what} is ordered by {by} after the tcgen05 operation of {who} at "
                 f"{where}, which did not execute tcgen05.fence::before_thread_sync before the {by} ({_SEC_FENCE}: "
                 "tcgen05 operations are asynchronous; a thread sync orders them only between the two fences)")
         unfenced = [e for e in now if not e[6]]
         if unfenced:
-            _, who, where, _, _, by, _ = unfenced[0]
+            _, who, where, _, _, by, *_ = unfenced[0]
             raise TcgenFenceMissing(
                 f"{w.who()} at {M.where(ins)}: {what} comes after {by}, which orders it after the tcgen05 operation "
                 f"of {who} at {where}, but this warp executed no tcgen05.fence::after_thread_sync after the {by} "
                 f"({_SEC_FENCE})")
     w.tc_last = (M.where(ins), False)
+    if lanes is not None:    # the lanes of a warp-collective operation (tcgen05.ld/st): each thread's share
+        order.tc_lanes_did(w, lanes)
 
 
 def _fence(ins, kind):

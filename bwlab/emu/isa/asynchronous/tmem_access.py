@@ -85,7 +85,7 @@ def _ldst(ctx, ins, mods, op):
             raise EmuError(f"{w.who(m)} at {M.where(ins)}: tcgen05.{op} with different TMEM addresses in one warp "
                            "(.sync.aligned: every thread passes the same taddr)")
         c = w.cta
-        _ordered(w, ins, f"tcgen05.{op}")
+        _ordered(w, ins, f"tcgen05.{op}", m)
         tm = tmem_of(c)
         lane0, col0 = ta >> 16, ta & 0xFFFF
         qlo = 32 * (w.wid % 4)
