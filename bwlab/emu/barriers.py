@@ -4,7 +4,7 @@
 `Launch.sync` (one per launch). A warp that waits at a barrier is `blocked` (the scheduler skips it)
 until the barrier completes; then its pcs advance. Whole warps that have exited count as arrived at
 CTA barriers, as on the GPU. Passing a barrier is a thread synchronisation for the tcgen05 ordering
-rules (`asynchronous.tcgen05.thread_synced`).
+rules (`order.thread_synced`).
 """
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import numpy as np
 from ..hw.mbarrier import Mbarrier
 from . import order
 from .errors import EmuError, EmuFault, MbarrierInitNotOrdered, ProtocolError
-from .isa.asynchronous.tcgen05 import thread_synced
 
 __all__ = ["Synchronisation"]
 
@@ -82,7 +81,7 @@ class Synchronisation:
             w.wait_info = None
             w.pc[group] += 1
             order.merge(w.known, b.get("known", {}))
-            thread_synced(w, b.get("tc", ()), f"bar.sync {bid}")
+            order.thread_synced(w, b.get("tc", ()), f"bar.sync {bid}")
         if red:
             total = np.concatenate([p[em] for _, em, p, _, _ in red])
             for w, em, p, wd, redop in red:
@@ -134,7 +133,7 @@ class Synchronisation:
                 for x in c.warps:
                     if not x.exited.all():
                         order.merge(x.known, known)
-                        thread_synced(x, tc, "barrier.cluster")
+                        order.thread_synced(x, tc, "barrier.cluster")
                     if x.wait_info is not None and x.wait_info[0] == "cluster":
                         x.pc[x.wait_info[1]] += 1
                         x.blocked = None

@@ -1,11 +1,10 @@
 """Executing a launch: clusters of CTAs of warps, a seeded scheduler, virtual time, diagnosis.
 
 SIMT as the hardware defines it since Volta: every lane has its own program counter; a warp runs the
-lanes that share the lowest program counter among those able to run, so lanes that split at a
-branch run apart and meet again where their paths join. A `.aligned` instruction (bar.sync,
-wgmma.*, barrier.cluster.*, setmaxnreg) waits until every live lane of the warp has reached it; if
-the lanes can only meet at different instructions, the warp is diverged and that is reported,
-naming the lanes and where each one is.
+lanes that share the lowest program counter among those able to run, so lanes that split at a branch
+run apart and meet again where their paths join. A `.aligned` instruction (bar.sync, wgmma.*,
+barrier.cluster.*, setmaxnreg) waits until every live lane of the warp has reached it; if the lanes can
+only meet at different instructions, the warp is diverged, reported with the lanes and where each is.
 
 Time is virtual: each executed warp-instruction is one nanosecond of `%globaltimer` and one cycle of
 `%clock64`. Asynchronous operations (TMA, bulk stores, wgmma) complete after a latency drawn from
@@ -294,8 +293,7 @@ class Launch:
         self.gpu = current_gpu()  # the emulated machine (residency.GPU): its SMs hold the resident CTAs
         self.mem = MemorySystem(self)       # address spaces, bounds, proxies
         self.sync = Synchronisation(self)   # named barriers, the cluster barrier, mbarriers
-        if timing is not None:              # bwlab.timing.trace.Recorder: wraps this launch's code (off: no cost)
-            timing(self)
+        timing and timing(self)             # bwlab.timing.trace.Recorder: wraps this launch's code (off: no cost)
 
     # ---- where things are --------------------------------------------------------------------
     def where(self, ins) -> str:

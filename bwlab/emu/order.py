@@ -40,7 +40,8 @@ from .errors import (AsyncInFlightAtExit, AsyncReadHazard, AsyncWriteNotObserved
 __all__ = ["Region", "learn", "merge", "snapshot", "add_region", "require_write_ordered", "require_exit_ordered", "completion_hint",
            "PhaseOrder", "phase_of", "signal", "observed", "remote_access", "require_cluster_exit_ordered", "release",
            "record_stores", "require_async_read_ordered", "add_async_write", "landed", "require_read_ordered",
-           "require_arrival_ordered", "note_arrival", "sync_entry", "tc_lanes_did", "lane_bits", "lanes_of"]
+           "require_arrival_ordered", "note_arrival", "sync_entry", "tc_lanes_did", "lane_bits", "lanes_of",
+           "thread_synced"]
 
 _SEC = "PTX ISA, Memory Consistency Model (async proxy; completion of asynchronous operations)"
 
@@ -212,9 +213,21 @@ def signal(c, off: int, bar, known=None, tc_entry=None, act=None) -> None:
         po.known, po.tc = {}, []
 
 
+def thread_synced(w, entries, barrier, via_mbarrier=False):
+    """Warp `w` passed a thread synchronisation; `entries` are the tcgen05 operations other warps issued
+    before arriving at it: (warp, who, where, fenced). Each is kept with the barrier that ordered it and
+    whether that was an mbarrier wait."""
+    # [warp, who, where, fenced before the sync, via an mbarrier, the sync, this warp fenced after it,
+    #  (lanes of that warp that executed the operation but did not reach the sync, the arrive's line) or None]
+    others = [[e[0], e[1], e[2], e[3], via_mbarrier, barrier, False, e[4] if len(e) > 4 else None]
+              for e in entries if e[0] is not w]
+    if not others:
+        return      # nothing of another warp's tcgen05 work is ordered by it: what was pending stays pending
+    w.tc_pending = (w.tc_pending or []) + others
+
+
 def observed(w, c, off: int, parity: int, barrier: str, bar=None, where: str = "") -> None:
     """Warp w's wait on the phase of parity `parity` of the mbarrier at `off` of CTA c succeeded."""
-    from .isa.asynchronous.tcgen05 import thread_synced
     po = phase_of(c, off)
     known, tc = po.done[parity & 1]
     merge(w.known, known)

@@ -200,7 +200,7 @@ ROWS = [
     Row("tcgen05.dealloc", tcgen05.dealloc, "blocking", section=f"{TC5}: tcgen05.dealloc"),
     Row("tcgen05.relinquish_alloc_permit", tcgen05.relinquish_alloc_permit, "blocking",
         section=f"{TC5}: tcgen05.relinquish_alloc_permit"),
-    Row("tcgen05.mma", tcgen05.mma, "async", section=f"{TC5}: tcgen05.mma"),
+    Row("tcgen05.mma", tcgen05_cp.mma, "async", section=f"{TC5}: tcgen05.mma"),
     Row("tcgen05.commit", tcgen05.commit, "async", section=f"{TC5}: tcgen05.commit"),
     Row("tcgen05.cp", tcgen05_cp.cp, "async", section=f"{TC5}: tcgen05.cp"),
     Row("tcgen05.ld", tmem_access.ld, "async", section=f"{TC5}: tcgen05.ld"),

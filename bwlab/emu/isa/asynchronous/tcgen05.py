@@ -48,7 +48,7 @@ from ...residency import WAIT, alloc_waits, sm_tmem, waiting
 from ..operands import address, advancing, bits_reader
 
 __all__ = ["alloc", "dealloc", "relinquish_alloc_permit", "mma", "commit", "fence_before", "fence_after", "tmem_of",
-           "thread_synced", "cta_exits"]
+           "cta_exits"]
 
 _SEC_ALLOC = "PTX ISA 9.7.16.7.1 tcgen05.alloc/dealloc"
 _SEC_ACCESS = "PTX ISA 9.7.16.2.2 Tensor Memory access restrictions"
@@ -132,19 +132,6 @@ def _pair_collective(body, ins, name):
 _SEC_FENCE = "PTX ISA 9.7.16.6.4: tcgen05.fence::before_thread_sync / after_thread_sync"
 
 
-def thread_synced(w, entries, barrier, via_mbarrier=False):
-    """Warp `w` passed a thread synchronisation; `entries` are the tcgen05 operations other warps issued
-    before arriving at it: (warp, who, where, fenced). Each is kept with the barrier that ordered it and
-    whether that was an mbarrier wait."""
-    # [warp, who, where, fenced before the sync, via an mbarrier, the sync, this warp fenced after it,
-    #  (lanes of that warp that executed the operation but did not reach the sync, the arrive's line) or None]
-    others = [[e[0], e[1], e[2], e[3], via_mbarrier, barrier, False, e[4] if len(e) > 4 else None]
-              for e in entries if e[0] is not w]
-    if not others:
-        return      # nothing of another warp's tcgen05 work is ordered by it: what was pending stays pending
-    w.tc_pending = (w.tc_pending or []) + others
-
-
 _ALLOCATOR = ("tcgen05.alloc", "tcgen05.dealloc")
 
 
@@ -217,8 +204,8 @@ def relinquish_alloc_permit(ctx, ins, base, mods):
 
 
 def mma(ctx, ins, base, mods):
-    """tcgen05.mma kind::f16 / kind::tf32 (`bwlab.umma.model.tcgen05_mma`), completing after a latency; the
-    block-scaled kinds through `tcgen05_cp.mma_block_scaled`."""
+    """tcgen05.mma kind::f16 / kind::tf32 (`bwlab.umma.model.tcgen05_mma`), completing after a latency (the
+    table's row goes through `tcgen05_cp.mma`, which takes the block-scaled kinds)."""
     return _mma(ctx, ins, mods)
 
 
@@ -394,9 +381,6 @@ def cta_exits(M, c):
 # ---------------------------------------------------------------------------------------------
 def _mma(ctx, ins, mods):
     kind = next((m[6:] for m in mods if m.startswith("kind::")), None)
-    if "block_scale" in mods:          # kind::mxf8f6f4 / mxf4 / mxf4nvf4: tcgen05_cp.py decodes them
-        from .tcgen05_cp import mma_block_scaled
-        return mma_block_scaled(ctx, ins, mods, kind)
     if kind not in ("f16", "tf32"):
         raise UnsupportedInstruction(f"`{ins.op}`: bwlab models tcgen05.mma kind::f16 and kind::tf32")
     if any(m in ("sp", "ws", "block_scale") or m.startswith("collector") for m in mods):
@@ -445,7 +429,7 @@ def _operand_bytes(desc, major, dtype, mn):
 
 
 def _issue_mma(w, ins, kind, group, d_tmem, adesc, bdesc, idesc, accumulate, tid, scaled=None):
-    """`scaled`: (scale_A address, scale_B address, scale_vec) of a block-scaled MMA (tcgen05_cp.py), else None."""
+    """`scaled`: a block-scaled MMA's scale operands with its issue and execute steps (tcgen05_cp.Scaled), else None."""
     from ....umma.idesc import decode_instr_desc
     from ....umma.model import CtaState, d_tmem_layout, mma_operands, tcgen05_mma
     M = w.machine
@@ -463,8 +447,7 @@ def _issue_mma(w, ins, kind, group, d_tmem, adesc, bdesc, idesc, accumulate, tid
             # the operands and shape, checked at issue (the values are read when the MMA executes)
             mma_operands(states, adesc, bdesc, idesc, kind, group)
         else:
-            from .tcgen05_cp import require_block_scaled_issue
-            f, lay, obytes = require_block_scaled_issue(states[0], adesc, bdesc, idesc, kind, scaled)
+            f, lay, obytes = scaled.issue(states[0], adesc, bdesc, idesc, kind)
     except (ValueError, IndexError) as e:
         raise EmuError(f"{w.who()} at {where}: tcgen05.mma idesc 0x{idesc:08x}, a_desc 0x{adesc:016x}, "
                        f"b_desc 0x{bdesc:016x}: {e}") from None
@@ -530,8 +513,7 @@ def _issue_mma(w, ins, kind, group, d_tmem, adesc, bdesc, idesc, accumulate, tid
         if scaled is None:
             tcgen05_mma(states, d_tmem, adesc, bdesc, idesc, accumulate, kind, group)
         else:
-            from .tcgen05_cp import execute_block_scaled
-            execute_block_scaled(states[0], d_tmem, adesc, bdesc, idesc, accumulate, kind, scaled, desc)
+            scaled.execute(states[0], d_tmem, adesc, bdesc, idesc, accumulate, kind, desc)
         for c, rec in recs:
             c.tmem_inflight.remove(rec)
     M.schedule(due - M.clock, complete, desc)

@@ -28,7 +28,8 @@ import numpy as np
 from ...errors import EmuError, ProtocolError, TmemAllocError, UnsupportedInstruction
 from ... import order
 from ..operands import address, bits_reader
-from .tcgen05 import _SEC_ALLOC, _cta_group, _one_issuer, _ordered, _same_group, tmem_of
+from .tcgen05 import _SEC_ALLOC, _cta_group, _issue_mma, _one_issuer, _ordered, _same_group, tmem_of
+from .tcgen05 import mma as plain_mma
 
 __all__ = ["cp", "mma_block_scaled", "require_block_scaled_issue", "execute_block_scaled"]
 
@@ -128,11 +129,28 @@ def _issue_cp(w, ins, shape, multicast, fmt, taddr, s_desc, tid):
 # ---------------------------------------------------------------------------------------------
 # the block-scaled MMA (issued through tcgen05._issue_mma with `scaled`)
 # ---------------------------------------------------------------------------------------------
+def mma(ctx, ins, base, mods):
+    """tcgen05.mma: the block-scaled kinds here, every other kind in tcgen05.py (the table's one row)."""
+    if "block_scale" in mods:
+        return mma_block_scaled(ctx, ins, mods, next((m[6:] for m in mods if m.startswith("kind::")), None))
+    return plain_mma(ctx, ins, base, mods)
+
+
+class Scaled(tuple):
+    """(scale_A address, scale_B address, scale_vec) of one block-scaled MMA, with the two steps
+    tcgen05._issue_mma takes from it: the checks at issue and the arithmetic at completion."""
+
+    def issue(self, state, adesc, bdesc, idesc, kind):
+        return require_block_scaled_issue(state, adesc, bdesc, idesc, kind, self)
+
+    def execute(self, state, d_tmem, adesc, bdesc, idesc, accumulate, kind, desc):
+        execute_block_scaled(state, d_tmem, adesc, bdesc, idesc, accumulate, kind, self, desc)
+
+
 def mma_block_scaled(ctx, ins, mods, kind):
     """tcgen05.mma.cta_group::1.kind::{mxf8f6f4,mxf4,mxf4nvf4}.block_scale{.scale_vec::NX|.blockN}
     [d], a_desc, b_desc, idesc, [scale_A], [scale_B], enable_input_d."""
     from ....umma.blockscale import BLOCK_KINDS, scale_vec_of
-    from .tcgen05 import _issue_mma
     if kind not in BLOCK_KINDS:
         raise UnsupportedInstruction(f"`{ins.op}`: .block_scale goes with kind::{', kind::'.join(BLOCK_KINDS)}")
     if any(m in ("sp", "ws") or m.startswith("collector") for m in mods):
@@ -164,7 +182,7 @@ def mma_block_scaled(ctx, ins, mods, kind):
         for lane in np.nonzero(m)[0]:
             _issue_mma(w, ins, kind, group, int(d[lane]) & 0xFFFFFFFF, int(a[lane]), int(b[lane]), int(i[lane]),
                        bool(p[lane]), int(w.tid[lane]),
-                       scaled=(int(sa[lane]) & 0xFFFFFFFF, int(sb[lane]) & 0xFFFFFFFF, vec))
+                       scaled=Scaled((int(sa[lane]) & 0xFFFFFFFF, int(sb[lane]) & 0xFFFFFFFF, vec)))
         M.progress()
     return body
 
