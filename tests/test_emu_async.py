@@ -49,7 +49,7 @@ def test_after_a_failed_edit_the_live_error_is_the_result_not_the_unedited_recor
     from bwlab import lab
     from bwlab.emu.errors import ProxyFenceMissing
     from bwlab.epilogue import TEACH_EDITS
-    from bwlab.epilogue.demos import teach_case
+    from bwlab.epilogue.recorded import teach_case
     from bwlab.lab import TeachingKernel
     monkeypatch.setenv("BWLAB_BACKEND", "emulated")
     assert teach_case().recorded() is not None          # the unedited kernel's recording exists
