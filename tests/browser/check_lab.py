@@ -257,6 +257,8 @@ WRONG_ANSWERS = {
                            "    return k // 16, (m // 64) * (k // 16)", "steps K by 16 elements"),
     "07_gemm_ladder.ipynb": ("gemm_stage_bytes", "def stage_bytes(bm, bn):\n    return (bm + bn) * 64",
                              "that counts elements"),
+    "09_low_precision.ipynb": ("lowp_sf_offset", "def sf_offset(row, j):\n    return 4 * row + j",
+                               "rows r and r + 1 are 16 bytes apart"),
     "10_capstone.ipynb": ("cap_producer", 'producer_acquire = "mbarrier_arrive_expect_tx(&full[s], STAGE_BYTES);"',
                           "never waits on empty[s]"),
 }
