@@ -88,7 +88,7 @@ def test_assemble_names_the_learners_lines_and_refuses_what_cannot_fit():
 # typical wrong fills: (exercise, fills, the emulator's name for what broke, words of the hint)
 WRONG = [
     ("cap_producer", {"producer_acquire": "mbarrier_arrive_expect_tx(&full[s], STAGE_BYTES);"},
-     "ProtocolError", "never waits on empty[s]"),                                                  # a missing wait
+     "MbarrierArrivalUnordered", "never waits on empty[s]"),                                                # a missing wait
     ("cap_consumer", {"consumer_wait": "if (!mbarrier_wait(&full[s], (it / STAGES + 1) & 1, BAR_FULL, STAGE_BYTES)) "
                                        "return;"}, "MbarrierTimeout", "the phase before"),         # a wrong phase
     ("cap_acc_phases", {"epi_acc_wait": "if (!(ok = wait(&tmem_full[buf], acc_phase, BAR_TMEM_FULL, 0, error))) break;"},
@@ -181,3 +181,19 @@ def test_hidden_cases_reuse_the_ring():
             assert fewest * (K // k["BK"]) >= 4 * k["STAGES"], (exercise, M, N, K, sms)
             if kernel == "blackwell":
                 assert fewest >= 4 * k["ACC_BUFS"], (exercise, M, N, K, sms)
+
+
+def test_the_predicted_speed_of_the_solved_hopper_kernel_is_step_4s():
+    """The capstone's Hopper kernel with the ladder's own fills is step 4: bwlab.timing predicts it the same
+    (its trace is the same); a kernel that breaks a rule gets no prediction, only the reason."""
+    from bwlab import capstone as cap
+    from bwlab.capstone.skeleton import assemble, ladder_fills
+    from bwlab.capstone.speed import predict
+    from bwlab.timing.gemm import predict as predict_step
+    fills = ladder_fills("hopper")
+    mine = predict(assemble("hopper", fills), 4096, 4096, 4096)
+    s4 = predict_step("s4", 4096, 4096, 4096)
+    assert mine.cycles == pytest.approx(s4.cycles) and mine.tflops > 100
+    assert "not a measurement" in cap.predicted_speed("hopper", fills, shape=(4096, 4096, 4096))
+    broken = cap.predicted_speed("hopper", {**fills, "consumer_release": ";"})
+    assert broken.startswith("no prediction yet") and "AsyncInFlightAtExit" in broken

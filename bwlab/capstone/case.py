@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..source import source_text
 from .skeleton import Assembled, FillError, KERNELS, assemble, skeleton, todo_regions
 
-__all__ = ["where_it_runs", "todo_table", "ring_uses", "try_kernel", "Tried"]
+__all__ = ["where_it_runs", "todo_table", "ring_uses", "try_kernel", "Tried", "predicted_speed"]
 
 
 def where_it_runs() -> str:
@@ -121,3 +121,24 @@ def try_kernel(kernel: str, fills: dict | None = None, M: int | None = None, N: 
     return Tried(kernel, source, [f"ran: {source}, {ring_uses(kernel, M, N, K, sms)}; no rule broken; {verdict}"
                                   if got.ok else f"finished, but {verdict}"])
 
+
+
+def predicted_speed(kernel: str, fills: dict | None = None, shape=(8192, 8192, 8192)) -> str:
+    """How fast the learner's Hopper kernel (every region from `fills`, or the kept %%cuda edit) would run on an
+    H100 at `shape`, predicted by bwlab.timing from the emulator's run of it (capstone/speed.py), beside the
+    ladder's step 4 predicted the same way. A few lines; never a traceback."""
+    from ..timing.gemm import predict as predict_step
+    from .speed import predict
+    if kernel != "hopper":
+        return "no prediction: the timing model describes Hopper GPUs (the Blackwell ladder's ranges: notebook 07)"
+    tried = try_kernel(kernel, fills)
+    if not tried.ok:
+        return f"no prediction yet: the kernel must run right first ({tried.lines[0]})"
+    asm = _kept(kernel) if fills is None else assemble(kernel, {r: fills[r] for r in skeleton(kernel).regions})
+    mine, s4 = predict(asm, *shape), predict_step("s4", *shape)
+    m, n, k = shape
+    return (f"predicted for {m} x {n} x {k} on the {mine.machine} description at {mine.clock_mhz:.0f} MHz: "
+            f"{mine.ms:.3f} ms, {mine.tflops:.0f} TFLOP/s\n"
+            f"the ladder's step 4, predicted the same way: {s4.ms:.3f} ms, {s4.tflops:.0f} TFLOP/s\n"
+            "(bwlab.timing: the emulator's run of one SM replayed on the machine description; a prediction, "
+            "the same on every computer, not a measurement)")

@@ -71,10 +71,10 @@ def _args(kernel, maps, ptrs, c, M, N, K, err):
     return tuple(args + ([err] if kernel == "blackwell" else []))
 
 
-def run_emulated(asm: Assembled, a, b, sms: int = 2, seed: int = 0):
+def run_emulated(asm: Assembled, a, b, sms: int = 2, seed: int = 0, timing=None):
     """C = A * B^T by the assembled kernel in bwlab.emu: (C as bf16 bits, the emulator's Launch). Raises
     what the emulator raises (a ProtocolError naming the rule, EmuHang, MbarrierTimeout) or RuntimeError
-    when the Blackwell kernel's error word names a wait that gave up."""
+    when the Blackwell kernel's error word names a wait that gave up. `timing`: a bwlab.timing Recorder."""
     from .. import emu
     from ..runtime import EMULATED, launch
     a, b = np.ascontiguousarray(a, np.uint16), np.ascontiguousarray(b, np.uint16)
@@ -88,7 +88,7 @@ def run_emulated(asm: Assembled, a, b, sms: int = 2, seed: int = 0):
     fn.seed = seed
     grid, block, smem = launch_shape(asm.kernel, M, N, sms)
     run = launch(module, "gemm", grid, block, _args(asm.kernel, maps, (da.data.ptr, db.data.ptr), dc, M, N, K, err),
-                 shared_mem=smem, barrier_names=sk.barriers)
+                 shared_mem=smem, barrier_names=sk.barriers, timing=timing)
     code = int(err.get()[0])
     if code:
         raise RuntimeError(f"a bounded wait on {sk.barriers.get(code - 1, code)} gave up")

@@ -126,7 +126,6 @@ class Synchronisation:
         need = {(c.rank, x.wid) for c in cl.ctas for x in c.warps if not x.exited.all()}
         if need <= cl.bar_arrived:
             cl.bar_arrived = set()
-            cl.bar_phase += 1
             tc = cl.__dict__.pop("tc", ())
             known = cl.__dict__.pop("known", {})
             for c in cl.ctas:

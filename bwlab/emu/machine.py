@@ -214,7 +214,6 @@ class Cluster:
         self.cid = cid
         self.size = size
         self.ctas = []
-        self.bar_phase = 0
         self.bar_arrived = set()
 
 

@@ -136,6 +136,15 @@ mine = {"producer_acquire": producer_acquire, "consumer_wait": consumer_wait, "c
 print(cap.try_kernel("hopper", mine))
 
 # %% [markdown]
+# How fast would it be? The timing model (`bwlab.timing`, notebook 07) replays the emulator's run of your
+# kernel on an H100's machine description and scales one SM's tiles up to a full 8192³ GEMM: a
+# prediction, the same on every computer. A pipeline that waits too long or releases too late shows up
+# here as a slower time than the ladder's step 4, whose ring yours rebuilds.
+
+# %%
+print(cap.predicted_speed("hopper", mine))
+
+# %% [markdown]
 # Rather write the kernel whole? `%load_ext bwlab.lab`, then `%cuda --load capstone/hopper_ws.cu`
 # gives a `%%cuda` cell holding the skeleton; fill the TODOs in place and run the cell: once it
 # compiles, `cap.try_kernel("hopper")` runs your version (`%cuda --reset capstone/hopper_ws.cu` undoes it).
@@ -145,7 +154,7 @@ print(cap.try_kernel("hopper", mine))
 # The solved Hopper kernel, run once on an H200 at three shapes and compared with cuBLAS's f32 GEMM of
 # the same bf16 operands (`cupy.matmul`), and at the graded shape compared with the emulator's C. The
 # file's first line says where and when; its last line the command. How fast a pipeline like this
-# one runs is what notebook 07 measured (its steps 3 and 4); no timing model predicts it here.
+# one runs on the GPU is what notebook 07 measured (its steps 3 and 4).
 
 # %%
 from bwlab.results import show_report
