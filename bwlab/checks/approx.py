@@ -13,7 +13,6 @@ with `bwlab.hw.approx` (the same rule in NumPy) without a GPU.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..hw import approx as ap
+from .common import gpu_line
 
 # the probe's operation codes (enum Op in cuda_src/approx_probe.cu), in order, with the PTX each one runs
 OPS = ("ex2.approx.ftz.f32", "ex2.approx.f32", "lg2.approx.ftz.f32", "lg2.approx.f32",
@@ -97,14 +97,7 @@ def measure(record: Path, out=sys.stdout) -> int:
     from ..compile import load_module
     mod = load_module("approx_probe.cu")
     dev = cp.cuda.runtime.getDeviceProperties(0)
-    try:
-        import subprocess
-        drv = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=30).stdout.strip().splitlines()[0]
-    except (OSError, IndexError, subprocess.SubprocessError):
-        drv = f"(CUDA driver API {cp.cuda.runtime.driverGetVersion()})"
-    print(f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, GPU {dev['name'].decode()}, "
-          f"driver {drv}, cupy {cp.__version__}", file=out)
+    print(gpu_line(), file=out)
     print("each instruction against the emulator's rule (bwlab.hw.approx: ptxas's SASS wrapper, exact, around "
           "each MUFU operation taken as the exact function rounded once to nearest); distance in ulp of the result",
           file=out)

@@ -12,7 +12,7 @@ import time
 from .. import device
 from ..util import round_up
 
-__all__ = ["EXIT_PASS", "EXIT_MISMATCH", "EXIT_USAGE", "EXIT_NO_GPU", "Report", "Command", "NoSuitableGpu",
+__all__ = ["gpu_line", "EXIT_PASS", "EXIT_MISMATCH", "EXIT_USAGE", "EXIT_NO_GPU", "Report", "Command", "NoSuitableGpu",
            "run_cases", "verdict", "padded_strides"]
 
 EXIT_PASS, EXIT_MISMATCH, EXIT_USAGE, EXIT_NO_GPU = 0, 1, 2, 3
@@ -117,3 +117,18 @@ def padded_strides(rng, shape, elem: int) -> list:
         strides.append(pitch)
         pitch = pitch * shape[i] + 16 * int(rng.integers(0, 2))
     return strides
+
+
+def gpu_line() -> str:
+    """The first line of a measurement's report: the UTC time, the GPU, its driver and CuPy's version."""
+    import datetime
+    import subprocess
+    import cupy as cp
+    dev = cp.cuda.runtime.getDeviceProperties(0)
+    try:
+        drv = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30).stdout.strip().splitlines()[0]
+    except (OSError, IndexError, subprocess.SubprocessError):
+        drv = f"(CUDA driver API {cp.cuda.runtime.driverGetVersion()})"
+    return (f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, GPU {dev['name'].decode()}, "
+            f"driver {drv}, cupy {cp.__version__}")

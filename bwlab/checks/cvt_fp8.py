@@ -19,13 +19,13 @@ against ml_dtypes on the CPU (tests/test_cvt_fp8_recorded.py) and are unmeasured
 from __future__ import annotations
 
 import argparse
-import datetime
 import hashlib
 import sys
 
 import numpy as np
 
 from ..hw import floats as hf
+from .common import gpu_line
 
 SEED = 8
 TYPES = ("e4m3", "e5m2")
@@ -131,17 +131,9 @@ def run_gpu(kind, t, relu, ins, mod):
 
 def measure(out=sys.stdout) -> int:
     import cupy as cp
-    import subprocess
     from ..compile import load_module
     mod = load_module("cvt_fp8_probe.cu")
-    dev = cp.cuda.runtime.getDeviceProperties(0)
-    try:
-        drv = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=30).stdout.strip().splitlines()[0]
-    except (OSError, IndexError, subprocess.SubprocessError):
-        drv = f"(CUDA driver API {cp.cuda.runtime.driverGetVersion()})"
-    print(f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, GPU {dev['name'].decode()}, "
-          f"driver {drv}, cupy {cp.__version__}", file=out)
+    print(gpu_line(), file=out)
     print(f"cuda_src/cvt_fp8_probe.cu (one thread per element), inputs from seed {SEED}; each row: the PTX form, "
           "elements, how many equal bwlab.hw.floats bit for bit, sha256[:16] of the GPU's output bytes", file=out)
     total = same = 0

@@ -14,7 +14,6 @@ ones in A, zero C), large C (2^±30), chained K (64 and 128).
 from __future__ import annotations
 
 import argparse
-import datetime
 import sys
 
 import numpy as np
@@ -23,6 +22,7 @@ from ..hw.dtypes import to_float
 from ..umma.descriptors import decode_smem_desc, make_smem_desc, read_operand
 from ..umma.model import wgmma_d_fragment
 from ..umma.numerics import fused_mma, mma_numerics, parse_instr
+from .common import gpu_line
 
 PAIRS = (("e4m3", "e4m3"), ("e5m2", "e5m2"), ("e4m3", "e5m2"), ("e5m2", "e4m3"))
 STEP = 2048                       # one K step of one operand: 64 rows x 32 bytes
@@ -105,15 +105,7 @@ def measure(out=sys.stdout, seed=90) -> int:
     rng = np.random.default_rng(seed)
     mod = load_module("wgmma_fp8_probe.cu")
     thread, reg = wgmma_d_fragment(64)
-    dev = cp.cuda.runtime.getDeviceProperties(0)
-    try:
-        import subprocess
-        drv = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=30).stdout.strip().splitlines()[0]
-    except (OSError, IndexError, subprocess.SubprocessError):
-        drv = f"(CUDA driver API {cp.cuda.runtime.driverGetVersion()})"
-    print(f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, GPU {dev['name'].decode()}, "
-          f"driver {drv}, cupy {cp.__version__}", file=out)
+    print(gpu_line(), file=out)
     print("wgmma.mma_async.m64n64k32.f32.AT.BT, K-major, no swizzle (LBO 128 B, SBO 256 B); D compared bit for "
           "bit with: bwlab (F = 13, e8m13 RZ) | f8f6f4 rule (F = 25, RZ f32) | exact sum rounded once (RN)", file=out)
     total = same = 0

@@ -342,31 +342,7 @@ def capture_stdout(sink: list):
         sink.append(tmp.read().decode(errors="replace") + py.getvalue())
 
 
-def only_entry(ptx: str, keep: str) -> str:
-    """The module's PTX with every .entry but `keep` removed (so one kernel's missing instruction does not stop
-    the file's other kernels in the emulator, which decodes a whole module)."""
-    out, i = [], 0
-    while True:
-        j = ptx.find(".entry ", i)
-        if j < 0:
-            out.append(ptx[i:])
-            return "".join(out)
-        start = ptx.rfind("\n", 0, j) + 1
-        name = ptx[j + 7:].split("(", 1)[0].strip()
-        depth, kk, opened = 0, j, False
-        while kk < len(ptx):
-            ch = ptx[kk]
-            if ch == "{":
-                depth, opened = depth + 1, True
-            elif ch == "}":
-                depth -= 1
-                if opened and depth == 0:
-                    break
-            kk += 1
-        out.append(ptx[i:start])
-        if name == keep:
-            out.append(ptx[start:kk + 1])
-        i = kk + 1
+from bwlab.checks.emu_corpus.running import only_entry  # noqa: E402 (one kernel's PTX for the emulator)
 
 
 def run_one(kd, backend, bdir: Path, mods: dict):
