@@ -60,6 +60,7 @@ RUNS: dict[str, str] = {
     "teach_store.cu": "epilogue.Epilogue(..., kernel='teach_store.cu') and epilogue.case.run_teach",
     "full_flow_sm100.cu": "Flow(...).run()/check()/trace('hardware' or 'emulated'), with or without kernel=",
     "full_flow_sm90.cu": "Flow(...).trace('hybrid') and the Hopper twin (flow.runner.run_hopper)",
+    "teach_blockscaled.cu": "umma.blockscaled_case: BlockScaledCase(...).run() and run_where_possible(case)",
     "capstone/hopper_ws.cu": "capstone.try_kernel('hopper') (the graded exercises take their fills as strings)",
     "capstone/blackwell_ws.cu": "capstone.try_kernel('blackwell') (the graded exercises take their fills as strings)",
 }

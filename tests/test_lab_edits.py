@@ -212,3 +212,11 @@ def test_a_timeout_in_a_notebook_shows_the_headline_not_a_traceback():
     shell.run_cell("from bwlab.hello import hello_roundtrip\nhello_roundtrip(4096, 2, extra_tx=16)")
     (stb,) = seen
     assert stb[0].startswith("MbarrierTimeout: ") and len(stb) <= 8 and "Traceback" not in "\n".join(stb)
+
+
+def test_blockscaled_teaching_kernel_runs_the_edit(capsys):
+    from bwlab.umma.blockscaled_case import BlockScaledCase, run_where_possible
+    case = BlockScaledCase("mxfp8", N=32)
+    _magic("teach_blockscaled.cu", _xor("teach_blockscaled.cu", "+ col + j] = r[j];", "+ col + j] = r[j] ^ 1u;"), capsys)
+    got, _ = run_where_possible(case)                 # no kernel given: the %%cuda version
+    assert np.array_equal(np.asarray(got) ^ np.uint32(1), np.asarray(case.model()))

@@ -184,12 +184,16 @@ class BlockScaledCase:
 def run_teach_blockscaled(case: BlockScaledCase, kernel=None) -> np.ndarray:
     """Run `case` through cuda_src/teach_blockscaled.cu (or `kernel`, a path or TeachingKernel) on an sm_100
     GPU, or in the emulator in the emulated tier. Returns D words (128 x N uint32), the same array
-    `case.model()` gives."""
+    `case.model()` gives. Default kernel: the learner's %%cuda version if there is one, else the file."""
+    from ..lab import edited, isolate, run_edited
     from ..runtime import launch
     from .runner import umma_backend
     be = umma_backend()
     cp = be.xp
-    module = be.load(kernel or "teach_blockscaled.cu", defines=case.defines, arch="sm_100a")
+    kernel = kernel or edited("teach_blockscaled.cu")
+    if not isinstance(kernel, str) and not be.emulated and isolate(kernel):
+        return run_edited(run_teach_blockscaled, case, kernel=kernel)
+    module = be.load(kernel, defines=case.defines, arch="sm_100a")
     img, sfa, sfb, atoms, ad, bd, idesc = case.kernel_inputs()
     out = cp.zeros((128, case.N), np.uint32)
     launch(module, "teach_blockscaled", (1,), (128,),
