@@ -11,14 +11,10 @@ ties, INT_MIN, LLONG_MIN, shift counts past the width); every output buffer is p
 """
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import io
 import json
 import os
 import re
 import sys
-import tempfile
 import traceback
 import warnings
 from pathlib import Path
@@ -321,28 +317,7 @@ def build(bdir: Path):
         print(f"built {src}: {len(c.ptx)} chars PTX, {len(c.cubin)} bytes cubin")
 
 
-@contextlib.contextmanager
-def capture_stdout(sink: list):
-    libc = ctypes.CDLL(None)
-    sys.stdout.flush()
-    libc.fflush(None)
-    saved = os.dup(1)
-    py = io.StringIO()
-    with tempfile.TemporaryFile() as tmp:
-        os.dup2(tmp.fileno(), 1)
-        try:
-            with contextlib.redirect_stdout(py):
-                yield
-            sys.stdout.flush()
-            libc.fflush(None)
-        finally:
-            os.dup2(saved, 1)
-            os.close(saved)
-        tmp.seek(0)
-        sink.append(tmp.read().decode(errors="replace") + py.getvalue())
-
-
-from bwlab.checks.emu_corpus.running import only_entry  # noqa: E402 (one kernel's PTX for the emulator)
+from bwlab.checks.emu_corpus.running import capture_stdout, only_entry  # noqa: E402 (printf capture; one kernel's PTX)
 
 
 def run_one(kd, backend, bdir: Path, mods: dict):

@@ -60,7 +60,7 @@ def _module(k: Kernel, backend: str):
 
 
 @contextlib.contextmanager
-def _capture_stdout(sink: list):
+def capture_stdout(sink: list):
     """Everything written to file descriptor 1 (the CUDA printf buffer is flushed there by C stdio)
     and to Python's sys.stdout while the block runs."""
     libc = ctypes.CDLL(None)
@@ -105,7 +105,7 @@ def run_kernel(k: Kernel, backend: str, seed: int | None = None) -> dict:
         else:
             args.append(a.value)
     text: list = []
-    with _capture_stdout(text):
+    with capture_stdout(text):
         if backend == "gpu":
             fn(k.grid, k.block, tuple(args), shared_mem=k.shared)  # (seed: the GPU picks its own order)
             xp.cuda.Device().synchronize()
