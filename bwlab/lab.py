@@ -49,7 +49,7 @@ EDITS: dict[str, "TeachingKernel"] = {}
 # named here (a harness kernel) is only compiled: no call of the course launches an edit of it.
 _LADDER_SM90 = ("gemm.GemmCase(step, M, N, K).run()/check() and every run of that step "
                 "(gemm.runner.run_step, run_step_emulated, the ladder's timelines)")
-_LADDER_SM100 = "every run of that Blackwell step (gemm.runner.run_sm100, gemm.sm100.run_step_emulated)"
+_LADDER_SM100 = "every run of that Blackwell step (gemm.runner.run_sm100, gemm.sm100.run_sm100_emulated)"
 RUNS: dict[str, str] = {
     "hello_bulk.cu": "hello_roundtrip() and HelloCopy().run()/check()/results()",
     "teach_tma.cu": "tma.TmaLoad(..., kernel='teach_tma.cu') and tma.case.run_teach",

@@ -68,8 +68,8 @@ def kernels():
     for s in STEPS:
         out.append((s.name, lambda s=s: gr.run_step_emulated(s.name, a, b)[0]))
     A, B = sm100.example_inputs(256, 256, 128, seed=3)
-    out.append(("sm100_s2_ring", lambda: sm100.run_step_emulated("s2", A, B)[0]))
-    out.append(("sm100_s5_cta_pair", lambda: sm100.run_step_emulated("s5", A, B)[0]))
+    out.append(("sm100_s2_ring", lambda: sm100.run_sm100_emulated("s2", A, B)[0]))
+    out.append(("sm100_s5_cta_pair", lambda: sm100.run_sm100_emulated("s5", A, B)[0]))
     for name, _, fn in ordinary_benches():
         out.append((name.split()[0], fn))
     return out

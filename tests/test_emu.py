@@ -366,10 +366,10 @@ def test_the_emulated_ladder_draws_a_per_warp_timeline():
     """-DGEMM_STAMPS kernels in the emulator stamp %globaltimer/%clock64 from the virtual clock: the
     recording-shaped result feeds the same timeline code as the H100's recording."""
     from bwlab.gemm import runner
-    from bwlab.gemm.timeline import timeline
+    from bwlab.gemm.timeline import step_timeline
     rec = runner.emulated_ladder(steps=("s3",))
     assert rec["check_ok"].all()
-    tl = timeline(rec, "s3")
+    tl = step_timeline(rec, "s3")
     producer, consumer1, consumer2, epilogue = tl.bars
     assert len(producer) == len(consumer1) == 3 and len(epilogue) >= 1   # 3 k-slices of 64 in K = 192
     # each slice is consumed only after the producer issued it

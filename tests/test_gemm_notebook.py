@@ -13,7 +13,7 @@ from bwlab.checks.record_gemm import expected_events
 from bwlab.compile import _find_tool, compile_cuda
 from bwlab.gemm import occupancy, report
 from bwlab.gemm.ladder import STEPS, step
-from bwlab.gemm.timeline import timeline
+from bwlab.gemm.timeline import step_timeline
 from bwlab.results import load_recording, report_text
 from bwlab.source import source_text
 
@@ -182,7 +182,7 @@ def test_step_diff_needs_a_step_before():
 def test_timeline_walks_the_kernels_loops(rec, s):
     m, n, k = rec.params["stamp_shape"]
     slices, tiles = expected_events(s, m, n, k, rec.params["sms"])
-    tl = timeline(rec, s.name)
+    tl = step_timeline(rec, s.name)
     assert tl.slices() == slices and tl.k_tiles == k // 64
     assert len(tl.epilogue_bars()) == tiles * (1 if s.threads == 128 else 2)
     assert 1.0 < tl.clock_ghz < 1.98          # the H100's SM clock tops out at 1980 MHz
@@ -194,7 +194,7 @@ def test_timeline_walks_the_kernels_loops(rec, s):
 
 
 def test_timeline_windows(rec):
-    tl = timeline(rec, "s4")
+    tl = step_timeline(rec, "s4")
     t0, t1 = tl.window("start", slices=16)
     assert t0 == 0 and t1 == max(tl.bars[1][15, 1], tl.bars[2][15, 1])
     b0, b1 = tl.window("boundary", slices=16)
@@ -206,12 +206,12 @@ def test_timeline_windows(rec):
 
 def test_the_tma_store_epilogue_is_shorter(rec):
     """The claim notebook 07's second timeline makes, read from the stamps."""
-    assert timeline(rec, "s6").epilogue < timeline(rec, "s5").epilogue / 4
+    assert step_timeline(rec, "s6").epilogue < step_timeline(rec, "s5").epilogue / 4
 
 
 def test_timeline_of_a_step_not_recorded(rec):
     with pytest.raises(KeyError):
-        timeline(rec, "s9")
+        step_timeline(rec, "s9")
 
 
 def test_timeline_table_lists_every_step(rec):
@@ -220,7 +220,7 @@ def test_timeline_table_lists_every_step(rec):
 
 
 def test_sm_flop_per_cycle_by_hand(rec):
-    tl = timeline(rec, "s1")
+    tl = step_timeline(rec, "s1")
     assert report.sm_flop_per_cycle(rec, "s1") == pytest.approx(3 * 2 * 128 * 128 * 64 / tl.slice_period)
     assert report.H100_PEAK_FLOP_PER_SM_CYCLE == pytest.approx(4096, rel=1e-3)
     for s in STEPS:     # no step may exceed the tensor cores' peak
@@ -228,7 +228,7 @@ def test_sm_flop_per_cycle_by_hand(rec):
 
 
 def test_hold_is_the_consumer_bar_and_fits_step_1s_period(rec):
-    tl = timeline(rec, "s1")
+    tl = step_timeline(rec, "s1")
     b = tl.bars[1][~np.isnan(tl.bars[1][:, 0])]
     assert tl.hold == np.median(b[:, 1] - b[:, 0])
     assert 0 < tl.hold + tl.load_to_data < tl.slice_period     # step 1 does nothing in parallel

@@ -153,7 +153,7 @@ def test_model_step1_equals_the_reference(shape):
     assert r.check().ok, str(r.check())
     tiles = (M // 128) * (N // 256)
     assert (r.mmas, r.loads) == (tiles * (K // 64) * 4, tiles * (K // 64) * 2)
-    assert np.abs(sm100.reference(A, B).astype(np.int64)).sum() > 0       # not all zeros
+    assert np.abs(sm100.reference_bf16(A, B).astype(np.int64)).sum() > 0       # not all zeros
 
 
 def test_float_inputs_are_rounded_to_bf16():
@@ -165,9 +165,9 @@ def test_float_inputs_are_rounded_to_bf16():
 
 def test_reference_rounds_fp32_to_nearest_even_bf16():
     one = np.ones((1, 2))
-    assert sm100.reference(np.array([[1.0, 2.0 ** -8]]), one)[0, 0] == 0x3F80        # tie -> even (1.0)
-    assert sm100.reference(np.array([[1.0, 3 * 2.0 ** -8]]), one)[0, 0] == 0x3F82    # tie -> even (1 + 2^-6)
-    assert sm100.reference(np.array([[1.0, 2.0 ** -7]]), one)[0, 0] == 0x3F81        # exact
+    assert sm100.reference_bf16(np.array([[1.0, 2.0 ** -8]]), one)[0, 0] == 0x3F80        # tie -> even (1.0)
+    assert sm100.reference_bf16(np.array([[1.0, 3 * 2.0 ** -8]]), one)[0, 0] == 0x3F82    # tie -> even (1 + 2^-6)
+    assert sm100.reference_bf16(np.array([[1.0, 2.0 ** -7]]), one)[0, 0] == 0x3F81        # exact
 
 
 def test_wrong_smem_descriptor_names_the_first_difference():
@@ -222,7 +222,7 @@ def test_run_refuses_without_tcgen05(monkeypatch):
 def test_step_on_the_gpu_equals_the_reference(step):
     A, B = sm100.example_inputs(512, 1024, 512, seed=step)
     C, stamps = runner.run_sm100(step, A, B, stamps=True)
-    assert np.array_equal(C, sm100.reference(A, B))
+    assert np.array_equal(C, sm100.reference_bf16(A, B))
     assert stamps.shape == (len(sm100.STAMP_TRACKS), sm100.STAMP_SPANS, 2)
     assert (stamps[0, 0] > 0).all() and (stamps[2, 0] > 0).all()
 
@@ -249,7 +249,7 @@ def test_pipelined_step_in_the_emulator_where_every_phase_is_reused(step, monkey
     assert ("gemm_reuse", step) in [c[:2] for c in blackwell.cases()]        # validate blackwell runs it too
     monkeypatch.setenv("BWLAB_BACKEND", "emulated")
     A, B = sm100.example_inputs(*shape, seed=step)
-    c, run = sm100.run_step_emulated(step, A, B)
+    c, run = sm100.run_sm100_emulated(step, A, B)
     assert run.grid[0] * run.grid[1] == uses["ctas"]      # the launch the counts were computed for
-    assert np.array_equal(c, sm100.reference(A, B))
+    assert np.array_equal(c, sm100.reference_bf16(A, B))
     assert not run.warnings, run.warnings

@@ -175,7 +175,7 @@ def test_every_ladder_file_is_what_its_runs_load(capsys, monkeypatch):
         assert getattr(seen[-1], "file", None) == s.path and seen[-1].edited, s.name
     for st in sm100.STEPS_SM100:
         with pytest.raises(Stop):
-            sm100.run_step_emulated(st["step"], a, a)
+            sm100.run_sm100_emulated(st["step"], a, a)
         assert seen[-1].edited and seen[-1].file == st["file"], st["name"]
 
 
@@ -185,7 +185,7 @@ def test_blackwell_ladder_step_runs_the_edit(capsys):
     f = sm100.step_info(first)["file"]
     _magic(f, _too_many_bytes(f), capsys)
     with pytest.raises(HANGS):
-        sm100.run_step_emulated(first, np.zeros((128, 64), np.uint16), np.zeros((256, 64), np.uint16))
+        sm100.run_sm100_emulated(first, np.zeros((128, 64), np.uint16), np.zeros((256, 64), np.uint16))
 
 
 def test_a_timeout_report_says_bytes_announced_minus_arrived_and_the_real_limit(capsys):

@@ -168,8 +168,8 @@ LADDER = [(1, (128, 256, 128)), (2, (128, 256, 256)), (3, (128, 256, 256)), (4, 
 def test_gemm_sm100_ladder_equals_a_bt(step, shape):
     from bwlab.gemm import sm100
     A, B = sm100.example_inputs(*shape, seed=step)
-    c, run = sm100.run_step_emulated(step, A, B)
-    assert np.array_equal(c, sm100.reference(A, B))
+    c, run = sm100.run_sm100_emulated(step, A, B)
+    assert np.array_equal(c, sm100.reference_bf16(A, B))
     assert not run.warnings, run.warnings
 
 
@@ -294,9 +294,9 @@ def test_forced_timeout_in_the_ladder_frees_tmem_and_the_next_launch_runs(step, 
     from bwlab.gemm import sm100
     A, B = sm100.example_inputs(*shape, seed=step)
     with pytest.raises((MbarrierTimeout, RuntimeError), match=r"gave up|did not complete"):
-        sm100.run_step_emulated(step, A, B, defines={"BW_WAIT_TIMEOUT_NS": "0"})
-    c, _ = sm100.run_step_emulated(step, A, B)
-    assert np.array_equal(c, sm100.reference(A, B))
+        sm100.run_sm100_emulated(step, A, B, defines={"BW_WAIT_TIMEOUT_NS": "0"})
+    c, _ = sm100.run_sm100_emulated(step, A, B)
+    assert np.array_equal(c, sm100.reference_bf16(A, B))
 
 
 def test_tmem_freed_or_read_while_an_mma_still_writes_it():
@@ -328,8 +328,8 @@ def test_ladder_timeline_in_virtual_time():
     starts, and the epilogue of a tile ends after the MMA issuer finished that tile's last k-block."""
     from bwlab.gemm import sm100
     A, B = sm100.example_inputs(256, 512, 192, seed=4)
-    c, _, st = sm100.run_step_emulated(4, A, B, stamps=True)
-    assert np.array_equal(c, sm100.reference(A, B))
+    c, _, st = sm100.run_sm100_emulated(4, A, B, stamps=True)
+    assert np.array_equal(c, sm100.reference_bf16(A, B))
     reached = (st > 0).all(axis=2).sum(axis=1)
     assert reached.tolist() == [6, 6, 2, 2, 2, 2]
     live = st[(st > 0).all(axis=2)]

@@ -123,7 +123,7 @@ def run_case(kind: str, arg):
 
     def step(defines=None):
         if emulated:
-            return sm100.run_step_emulated(arg, A, B, defines=defines)[0]
+            return sm100.run_sm100_emulated(arg, A, B, defines=defines)[0]
         if defines:
             raise ValueError("defines are applied in the emulator only")
         return runner.run_sm100(arg, A, B)
@@ -187,8 +187,8 @@ def model_of(kind: str, arg):
         return np.concatenate([np.asarray(v).reshape(-1).view(np.uint8) for v in t.arrays.values()])
     A, B = _gemm_inputs(reuse_shape(arg) if kind == "gemm_reuse" else (256, 512, 192))
     if kind in ("gemm", "gemm_reuse"):
-        return sm100.reference(A, B)
-    return "timed out", sm100.reference(A, B)
+        return sm100.reference_bf16(A, B)
+    return "timed out", sm100.reference_bf16(A, B)
 
 
 

@@ -36,21 +36,40 @@ The package, file by file:
 * `report`    — the recorded tables, each step's card and diff, the PTX features of every step;
 * `pictures`  — the bar chart of the table, the timelines, the tile orders, the clock log (matplotlib);
 * `exercises` — the checks of notebook 07's graded exercises (`from bwlab.gemm import exercises`).
-Notebooks 07 and 08 import these modules by name (`from bwlab.gemm import ladder, report`); the
-package's top holds the case.
+Notebooks 07 and 08 reach every name they use at the package's top (`from bwlab import gemm`,
+`gemm.STEPS`, `gemm.step_card(rec, 2)`, `gemm.plot_ladder(rec)`); the graded exercises are the module
+`exercises`, as in every stage.
 """
 from .case import GemmCase
+from .ladder import BK, split_count, step, STEPS
+from .occupancy import ctas_per_sm, describe_occupancy
+from .order import footprint, grouped_order
+from .protocol import SUSTAINED
+from .report import (explore_rows, format_table, H100_PEAK_FLOP_PER_SM_CYCLE, header_comment, predictions,
+                     protocol_rows, protocol_summary, ptx_features, recorded_checks, report_rows, rows, rung_diff,
+                     shapes, sm_flop_per_cycle, step_card, step_diff, timeline_table)
+from .timeline import step_timeline
 
 # What the notebooks, the docs and the command lines use from the package's top, and nothing else
 # (tests/test_interface.py reads them).
-__all__ = ["GemmCase"]
+__all__ = ["BK", "check", "ctas_per_sm", "describe_occupancy", "EMULATED_SMS", "example_inputs", "explore_rows",
+           "footprint", "format_table", "GemmCase", "grouped_order", "H100_PEAK_FLOP_PER_SM_CYCLE",
+           "header_comment", "kernel_constants", "model_step1", "plot_clock_log", "plot_ladder",
+           "plot_sm100_timelines", "plot_tile_orders", "plot_timelines", "predictions", "protocol_rows",
+           "protocol_summary", "ptx_features", "recorded_checks", "reference_bf16", "report_rows", "rows",
+           "run_sm100_emulated", "run_step_emulated", "rung_diff", "shapes", "sm_flop_per_cycle", "split_count",
+           "step", "step_card", "step_diff", "step_timeline", "STEPS", "STEPS_SM100", "SUSTAINED", "timeline_table"]
 
-# The one lazy mechanism: names code written against the package's top still reaches, imported from
-# their module on first use. New code imports a name from its module.
+# The one lazy mechanism: the names of __all__ not imported above (the runners, which load the
+# emulator, and the pictures, which load matplotlib) are imported from their module on first use, and
+# so are the other names code written against the package's top still reaches. New code imports a name
+# from its module.
 from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
 
 _ELSEWHERE = {
-    "bwlab.gemm.ladder": "STEPS Step step",
+    "bwlab.gemm.pictures": "plot_clock_log plot_ladder plot_sm100_timelines plot_tile_orders plot_timelines",
+    "bwlab.gemm.runner": "check EMULATED_SMS run_step_emulated",
+    "bwlab.gemm.sm100": "example_inputs kernel_constants model_step1 reference_bf16 run_sm100_emulated STEPS_SM100",
 }
 
 __getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)

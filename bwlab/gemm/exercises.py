@@ -214,9 +214,9 @@ def ladder_period(name: str) -> tuple[int, int, float, int]:
     """(bm, bn, CTA 0's cycles per k-slice at 4096^3, CTAs per SM) of a ladder step, from the recording
     and the occupancy of the compiled kernel."""
     from ..results import load_recording
-    from .timeline import timeline
-    s = ladder.step(name)
-    return (s.bm, s.bn, timeline(load_recording("gemm_ladder"), name).slice_period, occupancy.ctas_per_sm(name).ctas)
+    from .timeline import step_timeline
+    s, rec = ladder.step(name), load_recording("gemm_ladder")
+    return (s.bm, s.bn, step_timeline(rec, name).slice_period, occupancy.ctas_per_sm(name).ctas)
 
 
 def ladder_periods(hidden=()) -> list[tuple[int, int, float, int]]:

@@ -14,7 +14,7 @@ the system reserves per CTA (the `.nv.shared.<kernel>` section: 1040 bytes for s
 static variable is one 8-byte mbarrier; the CUDA driver reports the same kernel's static SMEM as 16
 bytes and adds the reserved 1 KiB itself).
 
-`describe` adds what the CUDA driver's occupancy calculator said on an H100 for the same kernel
+`describe_occupancy` adds what the CUDA driver's occupancy calculator said on an H100 for the same kernel
 (docs/results/gemm_occupancy_h100.txt, made by docs/results/gemm_occupancy.py).
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ from ..util import ceil_div, round_up
 from .ladder import step as _step
 
 __all__ = ["SMEM_PER_SM", "REGS_PER_SM", "Resources", "Occupancy", "cubin_resources", "kernel_resources",
-           "ctas_per_sm", "fit", "recorded_driver", "describe"]
+           "ctas_per_sm", "fit", "recorded_driver", "describe_occupancy"]
 
 SMEM_PER_SM = 233472      # bytes (228 KiB), H100
 REGS_PER_SM = 65536
@@ -162,7 +162,7 @@ def recorded_driver(name: str = DRIVER_REPORT) -> dict:
     return out
 
 
-def describe(name, stages: int | None = None) -> str:
+def describe_occupancy(name, stages: int | None = None) -> str:
     """The occupancy computed here, and the CUDA driver's answer on an H100 beside it when recorded."""
     occ = ctas_per_sm(name, stages)
     drv = recorded_driver().get((occ.step, occ.stages))

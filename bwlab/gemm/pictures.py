@@ -6,7 +6,7 @@ import numpy as np
 from ..plotting import MEMORY_COLORS, cta_color
 from .report import PREDICTED_BY, PREDICTED_SHAPE, rows as report_rows, shapes as report_shapes
 from .ladder import STEPS
-from .timeline import timeline
+from .timeline import step_timeline
 
 __all__ = ["plot_ladder", "plot_timelines", "plot_sm100_timelines", "plot_tiles", "plot_tile_orders", "plot_clock_log"]
 
@@ -124,7 +124,7 @@ def plot_timelines(rec, steps=("s1", "s3"), where: str = "start", slices: int = 
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
-    tls = [timeline(rec, s) for s in steps]
+    tls = [step_timeline(rec, s) for s in steps]
     wins = [tl.window(where, slices) for tl in tls]
     span = max(t1 - t0 for t0, t1 in wins)
     # 10 inches wide and no text under 8 points: legible at the ~1000 px a notebook shows
@@ -153,7 +153,7 @@ def plot_timelines(rec, steps=("s1", "s3"), where: str = "start", slices: int = 
 
 def plot_sm100_timelines(stamps_by_step: dict, title: str = ""):
     """CTA 0's per-warp timeline of Blackwell ladder steps run in the PTX emulator: for each step (name ->
-    stamps, track x span x edge as `sm100.run_step_emulated(..., stamps=True)` returns them) one row per
+    stamps, track x span x edge as `sm100.run_sm100_emulated(..., stamps=True)` returns them) one row per
     warp role — the TMA producer, the single MMA issuer, the four epilogue warps (one TMEM lane quarter
     each) — and one bar per piece of work, from when it starts waiting for what it needs to when its work
     is issued. Time is the emulator's virtual %globaltimer: the order of events, not their duration."""

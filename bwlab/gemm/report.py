@@ -243,8 +243,8 @@ def sm_flop_per_cycle(rec, name) -> float:
     """FLOP per SM cycle if every CTA on CTA 0's SM went as fast as CTA 0 (the recorded shape):
     CTAs per SM x the FLOP of one k-slice / the cycles per k-slice."""
     from .occupancy import ctas_per_sm
-    from .timeline import timeline
-    s, tl = _step(name), timeline(rec, name)
+    from .timeline import step_timeline
+    s, tl = _step(name), step_timeline(rec, name)
     return flop_per_sm_cycle(s.bm, s.bn, tl.slice_period, ctas_per_sm(s).ctas)
 
 
@@ -260,12 +260,12 @@ def timeline_table(rec) -> str:
     SM went as fast as CTA 0 (and that as a fraction of the dense bf16 peak), the epilogue (median over
     every tile CTA 0 wrote and both consumers) and the median cycles from one tile's epilogue to the next."""
     from .occupancy import ctas_per_sm
-    from .timeline import timeline
+    from .timeline import step_timeline
     lines = [f"{'':<22s}{'clock':>9s}{'cycles per':>12s}{'CTAs':>6s}{'FLOP per':>10s}{'of':>6s}{'epilogue':>10s}"
              f"{'tile to tile':>14s}",
              f"{'':<22s}{'GHz':>9s}{'k-slice':>12s}{'/ SM':>6s}{'SM cycle':>10s}{'peak':>6s}{'cycles':>10s}{'cycles':>14s}"]
     for s in STEPS:
-        tl = timeline(rec, s.name)
+        tl = step_timeline(rec, s.name)
         n = ctas_per_sm(s).ctas
         per_sm = sm_flop_per_cycle(rec, s.name)
         tiles = [b for tile, cons, b, _ in tl.epilogue_bars() if cons == 0]

@@ -18,7 +18,7 @@ rounded to bf16 first (cvt.rn).
   stage's SMEM image from the tensor maps, `bwlab.umma.tcgen05_mma` multiplies from the kernel's own
   descriptor bits, `bwlab.tmem` allocates and reads the accumulator as the kernel's
   tcgen05.ld.32x32b.x32 does, and each thread's registers are rounded to bf16 (cvt.rn.bf16x2.f32).
-  `.check()` compares the result with `reference(A, B)`.
+  `.check()` compares the result with `reference_bf16(A, B)`.
 
 PTX ISA: cp.async.bulk.tensor, mbarrier, tcgen05.alloc / mma / commit / ld (Instruction descriptor,
 Shared Memory Descriptor, Data path layout), cp.async.bulk.tensor (store). CuTe: the Blackwell
@@ -44,8 +44,8 @@ from ..tmem.forms import TmemAccess
 from ..umma.model import CtaState, tcgen05_commit, tcgen05_mma
 
 __all__ = ["STEPS_SM100", "GEMM_BARRIERS", "STAMP_TRACKS", "STAMP_SPANS", "step_info", "kernel_constants",
-           "tensor_maps", "require_problem", "launch_grid", "run_step_emulated", "EMULATED_SMS", "model_step1", "Step1Model",
-           "reference", "example_inputs", "smem_desc"]
+           "tensor_maps", "require_problem", "launch_grid", "run_sm100_emulated", "EMULATED_SMS", "model_step1",
+           "Step1Model", "reference_bf16", "example_inputs", "smem_desc"]
 
 LADDER_HEADER = "gemm_sm100/ladder.cuh"
 
@@ -209,8 +209,8 @@ def launch_grid(step, M: int, N: int, sm_count: int) -> tuple:
 EMULATED_SMS = 2     # the "SM count" the emulator launches persistent steps with: each CTA walks several tiles
 
 
-def run_step_emulated(step, A, B, sms: int = EMULATED_SMS, seed: int = 0, trace: bool = False, defines=None,
-                      stamps: bool = False, timing=None):
+def run_sm100_emulated(step, A, B, sms: int = EMULATED_SMS, seed: int = 0, trace: bool = False, defines=None,
+                       stamps: bool = False, timing=None):
     """Run a step's kernel in bwlab.emu (its sm_100a PTX, instruction by instruction): returns (C as bf16
     bits, the emulator's Launch with its trace, stall reports and warnings), and with `stamps` also the
     kernel's own timeline in virtual %globaltimer ns (track x span x edge, as `runner.run_sm100` returns it). Persistent steps launch
@@ -244,7 +244,7 @@ def run_step_emulated(step, A, B, sms: int = EMULATED_SMS, seed: int = 0, trace:
 
 
 # ---- the reference and inputs -----------------------------------------------------------------------
-def reference(A, B) -> np.ndarray:
+def reference_bf16(A, B) -> np.ndarray:
     """A·Bᵀ computed in fp32, rounded to bf16 (nearest even): bf16 bits (uint16)."""
     a, b, *_ = _operands(A, B)
     d = to_float(a, "bf16").astype(np.float32) @ to_float(b, "bf16").astype(np.float32).T
@@ -253,7 +253,7 @@ def reference(A, B) -> np.ndarray:
 
 def example_inputs(M: int, N: int, K: int, seed: int = 0):
     """A (M x K) and B (N x K) as bf16 bits, values k/8 with |k| <= 8: every product is a multiple of
-    1/64 and every sum is exact in fp32, so the tensor core, the model and `reference` agree bit for bit
+    1/64 and every sum is exact in fp32, so the tensor core, the model and `reference_bf16` agree bit for bit
     whatever order they add in."""
     rng = np.random.default_rng(seed)
     return (from_float(rng.integers(-8, 9, (M, K)) / 8, "bf16"),
@@ -335,4 +335,4 @@ def model_step1(A, B, *, source=None, idesc: int | None = None, desc_hi: int | N
                     C[m0 + 32 * w:m0 + 32 * w + 32, n0 + c:n0 + c + lds] = from_float(regs.view(np.float32), "bf16")
             tm.dealloc(0, 0, tmem, k["TMEM_COLS"])
             tm.exit(0)
-    return Step1Model(C, reference(a, b), k, idesc, hi, mmas, loads)
+    return Step1Model(C, reference_bf16(a, b), k, idesc, hi, mmas, loads)

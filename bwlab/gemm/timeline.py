@@ -21,7 +21,7 @@ import numpy as np
 
 from .ladder import BK, Step, step as _step
 
-__all__ = ["TRACKS", "StepTimeline", "timeline"]
+__all__ = ["TRACKS", "StepTimeline", "step_timeline"]
 
 TRACKS = ("TMA producer", "consumer WG 1", "consumer WG 2", "epilogue")
 
@@ -110,7 +110,7 @@ class StepTimeline:
         return covered / (t1 - t0)
 
 
-def timeline(rec, name) -> StepTimeline:
+def step_timeline(rec, name) -> StepTimeline:
     """The timeline of one step ('s3', 3 or the full name) from the recording `gemm_ladder`."""
     s = _step(name)
     names = [str(n) for n in rec["steps"]]

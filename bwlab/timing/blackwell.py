@@ -50,7 +50,7 @@ def _trace(step, m, n, k, seed=0):
         a = from_float(rng.random((m, k), dtype=np.float32) * 2 - 1, "bf16")
         b = from_float(rng.random((n, k), dtype=np.float32) * 2 - 1, "bf16")
         rec = Recorder()
-        sm100.run_step_emulated(step, a, b, sms=1, seed=seed, timing=rec)
+        sm100.run_sm100_emulated(step, a, b, sms=1, seed=seed, timing=rec)
         tr = _TRACES[key] = rec.trace
     return tr
 

@@ -59,7 +59,7 @@ def model_phases(step, m, n, k, mach="h100_sxm", clock_mhz=1500.0) -> dict:
 
 def recorded_h100() -> dict:
     """{step name: (k-slice period, epilogue)} of CTA 0 in docs/results/recordings/gemm_ladder.npz (H100, 4096^3)."""
-    from ..gemm.timeline import timeline
+    from ..gemm.timeline import step_timeline
     z = np.load(RESULTS / "recordings" / "gemm_ladder.npz", allow_pickle=True)
 
     class Rec(dict):
@@ -67,7 +67,7 @@ def recorded_h100() -> dict:
     rec = Rec(steps=z["steps"], stamps=z["stamps"])
     out = {}
     for name in z["steps"]:
-        tl = timeline(rec, str(name))
+        tl = step_timeline(rec, str(name))
         bars = tl.bars[1]
         ok = bars[~np.isnan(bars[:, 0])]
         epi = tl.bars[3]

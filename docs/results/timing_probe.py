@@ -100,7 +100,7 @@ def main(argv=None):
     if not emu:
         import cupy as cp
         from bwlab.gemm import runner
-        from bwlab.gemm.timeline import timeline
+        from bwlab.gemm.timeline import step_timeline
         say("\n== ladder steps at 8192^3 on this GPU: 5 launches (CUDA events), CTA 0's GEMM_STAMPS timeline")
         a, b = runner.random_operands(8192, 8192, 8192)
         for name in ("s2", "s3", "s4", "s6"):
@@ -118,7 +118,7 @@ def main(argv=None):
 
             class Rec(dict):
                 params = {"stamp_shape": [8192, 8192, 8192]}
-            tl = timeline(Rec(steps=np.array([runner.step(name).name]), stamps=st[None]), name)
+            tl = step_timeline(Rec(steps=np.array([runner.step(name).name]), stamps=st[None]), name)
             bars = tl.bars[1]
             ok = ~np.isnan(bars[:, 0])
             per = np.diff(bars[ok][:, 0])

@@ -43,9 +43,7 @@ print("The ladder runs here:", GemmCase(1, 128, 128, 64).runs_on() or "no (it ne
 
 # %%
 import matplotlib.pyplot as plt
-from bwlab.gemm import ladder, report, occupancy
-from bwlab.gemm import pictures as GP
-from bwlab.gemm.timeline import timeline
+from bwlab import gemm
 from bwlab.results import load_recording
 from bwlab.source import show_source
 from bwlab.util import ceil_div
@@ -57,19 +55,19 @@ print(rec.label)
 # %% [markdown]
 # ## 1. The ladder
 #
-# `bwlab.gemm.ladder.STEPS` describes each kernel as the host needs it (tile, threads, pipeline stages,
+# `bwlab.gemm.STEPS` describes each kernel as the host needs it (tile, threads, pipeline stages,
 # SMEM, cluster) and says what it adds. The K loop of every step walks **k-slices** of 64 elements
 # (128 bytes of a row: one 128B-swizzle row, `BK` in `gemm_common.cuh`); one pipeline stage holds the
 # A and B slices of one k-slice.
 
 # %%
 print(f"{'step':<22s}{'tile':>10s}{'threads':>9s}{'stages':>8s}{'SMEM KiB':>10s}{'grid':>12s}{'cluster':>9s}")
-for s in ladder.STEPS:
+for s in gemm.STEPS:
     grid = "persistent" if s.persistent else "per tile"
     print(f"{s.name:<22s}{f'{s.bm} x {s.bn}':>10s}{s.threads:>9d}{s.stages:>8d}{s.smem_bytes / 1024:>10.0f}"
           f"{grid:>12s}{s.cluster:>9d}")
 print()
-for i, s in enumerate(ladder.STEPS, 1):
+for i, s in enumerate(gemm.STEPS, 1):
     print(f"s{i} adds: {s.added}")
 
 # %% [markdown]
@@ -131,10 +129,10 @@ gemm_ex.check_stage_bytes(stage_bytes, hidden=hidden_cases("gemm_stage_bytes"))
 
 # %%
 print(rec.label)
-print(report.format_table(rec))
+print(gemm.format_table(rec))
 
 # %%
-GP.plot_ladder(rec)
+gemm.plot_ladder(rec)
 plt.show()
 
 # %% [markdown]
@@ -154,13 +152,13 @@ plt.show()
 #   step 2 is slow). Step 6 is level with the library at every shape.
 
 # %%
-for shape in report.shapes(rec):
-    here = [r for r in report.rows(rec) if r.shape == shape]
+for shape in gemm.shapes(rec):
+    here = [r for r in gemm.rows(rec) if r.shape == shape]
     alone = max(r.tflops for r in here if not r.is_step)
     along = [r.library_alongside for r in here if r.is_step]
     print(f"{shape:>16s}: best library {alone:.0f} TFLOP/s timed alone at the start, "
           f"{min(along):.0f}-{max(along):.0f} TFLOP/s in the launches interleaved with the steps")
-clocks = [timeline(rec, s.name).clock_ghz for s in ladder.STEPS]
+clocks = [gemm.step_timeline(rec, s.name).clock_ghz for s in gemm.STEPS]
 print(f"SM clock of CTA 0 in the stamped 4096^3 launches: {min(clocks):.2f}-{max(clocks):.2f} GHz")
 
 # %% [markdown]
@@ -175,7 +173,7 @@ print(f"SM clock of CTA 0 in the stamped 4096^3 launches: {min(clocks):.2f}-{max
 
 # %%
 kernel_s1 = show_source("gemm_sm90/s1_one_warpgroup.cu", kernel="gemm", print_it=False)
-fold(report.step_card(rec, 1) + "\n\n" + kernel_s1, summary="the rest of step 1's card, and its kernel")
+fold(gemm.step_card(rec, 1) + "\n\n" + kernel_s1, summary="the rest of step 1's card, and its kernel")
 
 # %% [markdown]
 # Nothing overlaps inside a CTA: thread 0 issues the loads, every thread waits for them, the
@@ -190,18 +188,18 @@ fold(report.step_card(rec, 1) + "\n\n" + kernel_s1, summary="the rest of step 1'
 # for every kernel of this notebook: `docs/results/gemm_occupancy_h100.txt`.)
 
 # %%
-t1 = timeline(rec, "s1")
+t1 = gemm.step_timeline(rec, "s1")
 rest = t1.slice_period - t1.load_to_data - t1.hold
 print(f"s1, CTA 0 at 4096^3: {t1.slice_period:.0f} cycles per k-slice = {t1.load_to_data:.0f} loads in flight"
       f" + {t1.hold:.0f} wgmma + {rest:.0f} the rest (medians)")
 print(f"the wgmma run {t1.hold / t1.slice_period:.0%} of each k-slice's period")
-print(occupancy.describe("s1"))
+print(gemm.describe_occupancy("s1"))
 
 # %% [markdown]
 # ### Step 2: a ring of buffers, and why it is slower
 
 # %%
-fold(report.step_card(rec, 2) + "\n\n" + report.step_diff(2), summary="the rest of step 2's card, and its diff")
+fold(gemm.step_card(rec, 2) + "\n\n" + gemm.step_diff(2), summary="the rest of step 2's card, and its diff")
 
 
 # %% [markdown]
@@ -249,7 +247,7 @@ gemm_ex.check_ctas_per_sm(ctas_per_sm, hidden=hidden_cases("gemm_ctas_per_sm"))
 
 # %%
 for stages in (2, 3, 4, 6):
-    print(occupancy.describe("s2", stages=stages))
+    print(gemm.describe_occupancy("s2", stages=stages))
 
 # %% [markdown]
 # Two stages keep step 1's three CTAs per SM, three stages (the ladder's step 2) leave two, and four
@@ -259,12 +257,12 @@ for stages in (2, 3, 4, 6):
 # against step 1 of the same run:
 
 # %%
-explore = {(name, stages): tflops for name, stages, tflops, ok in report.explore_rows()}
+explore = {(name, stages): tflops for name, stages, tflops, ok in gemm.explore_rows()}
 s1_alone = explore[("s1", None)]
-for name, stages, tflops, ok in report.explore_rows():
+for name, stages, tflops, ok in gemm.explore_rows():
     if name not in ("s1", "s2"):
         continue
-    occ = occupancy.ctas_per_sm(name, stages=stages)
+    occ = gemm.ctas_per_sm(name, stages=stages)
     what = f"s2, {stages} stages" if stages else "s1, 1 stage"
     print(f"{what:<14s} {occ.ctas} CTA{'s' if occ.ctas > 1 else ' '} per SM: {tflops:6.1f} TFLOP/s"
           f"   (checked: {'PASS' if ok else 'FAIL'})   {tflops / s1_alone:5.2f} of s1")
@@ -314,9 +312,9 @@ gemm_ex.check_flop_per_sm_cycle(flop_per_sm_cycle, hidden=hidden_cases("gemm_flo
 
 # %%
 for name in ("s1", "s2"):
-    tl = timeline(rec, name)
-    print(f"{name}: {tl.slice_period:.0f} cycles per k-slice, {occupancy.ctas_per_sm(name).ctas} CTAs per SM"
-          f" -> {report.sm_flop_per_cycle(rec, name):.0f} FLOP per SM cycle")
+    tl = gemm.step_timeline(rec, name)
+    print(f"{name}: {tl.slice_period:.0f} cycles per k-slice, {gemm.ctas_per_sm(name).ctas} CTAs per SM"
+          f" -> {gemm.sm_flop_per_cycle(rec, name):.0f} FLOP per SM cycle")
 
 
 # %% [markdown]
@@ -392,7 +390,7 @@ gemm_ex.check_handshake(full_parity, empty_parity, hidden=hidden_cases("gemm_han
 # ### Step 3: warp specialisation
 
 # %%
-fold(report.step_card(rec, 3) + "\n\n" + report.step_diff(3), summary="the rest of step 3's card, and its diff")
+fold(gemm.step_card(rec, 3) + "\n\n" + gemm.step_diff(3), summary="the rest of step 3's card, and its diff")
 
 
 # %% [markdown]
@@ -407,15 +405,16 @@ fold(report.step_card(rec, 3) + "\n\n" + report.step_diff(3), summary="the rest 
 
 # %%
 def flop_per_byte(st):
-    return 2 * st.bm * st.bn * ladder.BK / st.stage_bytes
+    return 2 * st.bm * st.bn * gemm.BK / st.stage_bytes
 
-s2_, s3_ = ladder.step("s2"), ladder.step("s3")
+s2_, s3_ = gemm.step("s2"), gemm.step("s3")
 for st in (s2_, s3_):
-    print(f"{st.name}: a k-slice brings {st.stage_bytes / 1024:.0f} KiB for {2 * st.bm * st.bn * ladder.BK / 1e6:.1f}"
+    print(f"{st.name}: a k-slice brings {st.stage_bytes / 1024:.0f} KiB for {2 * st.bm * st.bn * gemm.BK / 1e6:.1f}"
           f" MFLOP: {flop_per_byte(st):.1f} FLOP per byte")
 print(f"s3 / s2: {flop_per_byte(s3_) / flop_per_byte(s2_):.2f}x the FLOP per byte")
-print(occupancy.describe("s3"))
-print(f"cycles per k-slice at 4096^3: s1 {timeline(rec, 's1').slice_period:.0f}, s3 {timeline(rec, 's3').slice_period:.0f}")
+print(gemm.describe_occupancy("s3"))
+print(f"cycles per k-slice at 4096^3: s1 {gemm.step_timeline(rec, 's1').slice_period:.0f}, "
+      f"s3 {gemm.step_timeline(rec, 's3').slice_period:.0f}")
 
 # %% [markdown]
 # ### Exercise 7.6 — speed by doing: the shortest ring at full speed (3 points)
@@ -449,7 +448,7 @@ gemm_ex.check_ring_depth(stages, hidden=hidden_cases("gemm_ring_depth"))
 # ### Step 4: persistent CTAs
 
 # %%
-fold(report.step_card(rec, 4) + "\n\n" + report.step_diff(4), summary="the rest of step 4's card, and its diff")
+fold(gemm.step_card(rec, 4) + "\n\n" + gemm.step_diff(4), summary="the rest of step 4's card, and its diff")
 
 # %% [markdown]
 # Step 3 launches one CTA per tile (2048 of them at 8192³), and each pays its set-up, fills its
@@ -469,23 +468,23 @@ fold(report.step_card(rec, 4) + "\n\n" + report.step_diff(4), summary="the rest 
 # cores busy.
 
 # %%
-t4 = timeline(rec, "s4")
+t4 = gemm.step_timeline(rec, "s4")
 print(f"s4 epilogue at 4096^3: {t4.epilogue:.0f} cycles per consumer and tile (median over the tiles CTA 0 wrote)")
-for shape in report.shapes(rec):
+for shape in gemm.shapes(rec):
     m, n, k = map(int, shape.split("x"))
-    for st in (ladder.step("s1"), ladder.step("s3")):
+    for st in (gemm.step("s1"), gemm.step("s3")):
         tiles = ceil_div(m, st.bm) * ceil_div(n, st.bn)
         print(f"{shape:>16s}, {st.bm} x {st.bn} tiles: {tiles:5d} tiles = {tiles / rec.params['sms']:5.2f} per SM"
               f" ({rec.params['sms']} SMs)")
 print("of the best library at 512 x 8192 x 8192:",
-      ", ".join(f"{r.name.split('_')[0]} {r.ratio:.2f}" for r in report.rows(rec)
+      ", ".join(f"{r.name.split('_')[0]} {r.ratio:.2f}" for r in gemm.rows(rec)
                 if r.shape == "512x8192x8192" and r.is_step))
 
 # %% [markdown]
 # ### Step 5: a cluster sharing B by multicast
 
 # %%
-fold(report.step_card(rec, 5) + "\n\n" + report.step_diff(5), summary="the rest of step 5's card, and its diff")
+fold(gemm.step_card(rec, 5) + "\n\n" + gemm.step_diff(5), summary="the rest of step 5's card, and its diff")
 
 # %% [markdown]
 # Two CTAs of a cluster compute vertically adjacent tiles, so they need the same B slice at every k;
@@ -505,10 +504,10 @@ fold(report.step_card(rec, 5) + "\n\n" + report.step_diff(5), summary="the rest 
 
 # %%
 other = {(shape, name): ratio for shape, name, _, _, ratio in
-         report.report_rows("gemm_h100_release_cluster_arrive.txt")}
+         gemm.report_rows("gemm_h100_release_cluster_arrive.txt")}
 print(f"{'':<22s}{'shape':>16s}  {'cluster scope':>14s}  {'defaults (.cta)':>16s}  {'lost':>5s}")
 lost = []
-for r in report.rows(rec):
+for r in gemm.rows(rec):
     if r.name in ("s5_cluster_multicast", "s6_tma_store"):
         lost.append(1 - other[(r.shape, r.name)] / r.ratio)
         print(f"{r.name:<22s}{r.shape:>16s}  {other[(r.shape, r.name)]:14.2f}  {r.ratio:16.2f}  {lost[-1]:5.0%}")
@@ -531,7 +530,7 @@ print("\nstep 2 with four stages in that run:",
 # ### Step 6: the epilogue through SMEM and TMA stores
 
 # %%
-fold(report.step_card(rec, 6) + "\n\n" + report.step_diff(6), summary="the rest of step 6's card, and its diff")
+fold(gemm.step_card(rec, 6) + "\n\n" + gemm.step_diff(6), summary="the rest of step 6's card, and its diff")
 
 # %% [markdown]
 # Until now each consumer wrote its 64 × 256 accumulator straight from registers: 64 `st.global` per
@@ -546,7 +545,7 @@ fold(report.step_card(rec, 6) + "\n\n" + report.step_diff(6), summary="the rest 
 # step reaches the library at every shape (the card above).
 
 # %%
-t5, t6 = timeline(rec, "s5"), timeline(rec, "s6")
+t5, t6 = gemm.step_timeline(rec, "s5"), gemm.step_timeline(rec, "s6")
 print(f"epilogue at 4096^3, cycles per consumer and tile (median over the tiles CTA 0 wrote): "
       f"s5 {t5.epilogue:.0f} -> s6 {t6.epilogue:.0f} ({t5.epilogue / t6.epilogue:.1f}x shorter)")
 
@@ -572,8 +571,8 @@ print(f"epilogue at 4096^3, cycles per consumer and tile (median over the tiles 
 
 # %%
 print(rec.label)
-print(report.timeline_table(rec))
-print(f"\ndense bf16 peak: {report.H100_PEAK_FLOP_PER_SM_CYCLE:.0f} FLOP per SM cycle (989.4 TFLOP/s / 132 SMs / 1.83 GHz)")
+print(gemm.timeline_table(rec))
+print(f"\ndense bf16 peak: {gemm.H100_PEAK_FLOP_PER_SM_CYCLE:.0f} FLOP per SM cycle (989.4 TFLOP/s / 132 SMs / 1.83 GHz)")
 
 # %% [markdown]
 # The column *FLOP per SM cycle* is the ladder in one number: step 1's three CTAs taking turns reach
@@ -591,8 +590,8 @@ print(f"\ndense bf16 peak: {report.H100_PEAK_FLOP_PER_SM_CYCLE:.0f} FLOP per SM 
 # share of a k-slice's period printed in section 3.
 
 # %%
-GP.plot_timelines(rec, ("s1", "s3"), "start", slices=16,
-                  title="Warp specialisation: the loads run ahead while both consumers compute (s1 vs s3)")
+gemm.plot_timelines(rec, ("s1", "s3"), "start", slices=16,
+                    title="Warp specialisation: the loads run ahead while both consumers compute (s1 vs s3)")
 plt.show()
 
 # %% [markdown]
@@ -605,10 +604,10 @@ plt.show()
 # on their own.
 
 # %%
-saved = timeline(rec, "s5").epilogue - timeline(rec, "s6").epilogue
-GP.plot_timelines(rec, ("s5", "s6"), "boundary", slices=16,
-                  title=f"A TMA-store epilogue gives the tensor cores back {saved:,.0f} cycles per consumer and "
-                        f"tile (medians; s5 vs s6)")
+saved = gemm.step_timeline(rec, "s5").epilogue - gemm.step_timeline(rec, "s6").epilogue
+gemm.plot_timelines(rec, ("s5", "s6"), "boundary", slices=16,
+                    title=f"A TMA-store epilogue gives the tensor cores back {saved:,.0f} cycles per consumer and "
+                          f"tile (medians; s5 vs s6)")
 plt.show()
 
 # %% [markdown]
@@ -623,11 +622,11 @@ plt.show()
 
 # %% tags=["nbval-ignore-output"]
 small = not device.on_gpu("tma")   # the emulator (or the model): a small problem
-shape, steps = ((256, 256, 64), ladder.STEPS[::5]) if small else ((1024, 1024, 1024), ladder.STEPS)
+shape, steps = ((256, 256, 64), gemm.STEPS[::5]) if small else ((1024, 1024, 1024), gemm.STEPS)
 for s in steps:
     print(GemmCase(s, *shape, seed=1).results())
 print("What the H100 printed at 4096^3 (python -m bwlab.bench gemm):")
-for line in report.recorded_checks("gemm_h100.txt"):
+for line in gemm.recorded_checks("gemm_h100.txt"):
     print(" ", line)
 
 # %% [markdown]
@@ -654,7 +653,7 @@ for line in report.recorded_checks("gemm_h100.txt"):
 # appear many times.
 
 # %%
-print(report.ptx_features())
+print(gemm.ptx_features())
 
 # %% [markdown]
 # And the last step's PTX, the first line of each instruction of interest, in program order (the
@@ -662,7 +661,7 @@ print(report.ptx_features())
 
 # %%
 from bwlab.compile import compile_cuda
-s6 = compile_cuda(ladder.step("s6").path, arch="sm_90a")
+s6 = compile_cuda(gemm.step("s6").path, arch="sm_90a")
 print(s6.ptx_excerpt("gemm", patterns=("mbarrier", "cp.async.bulk", "wgmma", "setmaxnreg", "mapa",
                                        "barrier.cluster", "fence.proxy", "bar.sync"), first_only=True, width=110))
 
@@ -709,8 +708,7 @@ print(s6.ptx_excerpt("gemm", patterns=("mbarrier", "cp.async.bulk", "wgmma", "se
 
 # %%
 import textwrap
-from bwlab.gemm import sm100
-for st in sm100.STEPS_SM100:
+for st in gemm.STEPS_SM100:
     print(f"{st['name']:<16s} tile {st['tile'][0]:>3d} x {st['tile'][1]:<3d} {st['threads']:>3d} threads"
           f"  cluster {st['cluster']}  SMEM {st['smem_bytes'] // 1024:>3d} KiB  {st['epilogue']}")
     print(textwrap.fill(st["what_changed"], width=100, initial_indent="    ", subsequent_indent="    "))
@@ -725,11 +723,11 @@ for st in sm100.STEPS_SM100:
 
 # %%
 from bwlab.compile import compile_cuda
-for st in sm100.STEPS_SM100:
+for st in gemm.STEPS_SM100:
     compiled = compile_cuda(st["file"], arch="sm_100a")
     print(f"{st['name']:<16s} compiles for sm_100a: {compiled.ptx.count('tcgen05.mma')} tcgen05.mma in its PTX")
-A, B = sm100.example_inputs(128, 256, 192, seed=1)
-step1 = sm100.model_step1(A, B)
+A, B = gemm.example_inputs(128, 256, 192, seed=1)
+step1 = gemm.model_step1(A, B)
 print(f"\nstep 1, 128 x 256 x 192, model tier: {step1.loads} TMA loads, {step1.mmas} tcgen05.mma")
 print(step1.check())
 
@@ -739,9 +737,9 @@ print(step1.check())
 # first element that differs, its TMEM lane and column, and the register of the `tcgen05.ld` that read it:
 
 # %%
-k1 = sm100.kernel_constants(1)
+k1 = gemm.kernel_constants(1)
 wrong = (k1["IDESC"] & ~(0x3F << 17)) | ((128 // 8) << 17)
-print(sm100.model_step1(A, B, idesc=wrong).check())
+print(gemm.model_step1(A, B, idesc=wrong).check())
 
 # %% [markdown]
 # ### The twin, run: every step's own kernel in the PTX emulator
@@ -755,11 +753,11 @@ print(sm100.model_step1(A, B, idesc=wrong).check())
 
 # %%
 import numpy as np
-A2, B2 = sm100.example_inputs(256, 512, 192, seed=1)
-want = sm100.reference(A2, B2)            # A·Bᵀ, bf16 bits
+A2, B2 = gemm.example_inputs(256, 512, 192, seed=1)
+want = gemm.reference_bf16(A2, B2)       # A·Bᵀ, bf16 bits
 twin = {}
-for st in sm100.STEPS_SM100:
-    c, run, stamps = sm100.run_step_emulated(st["step"], A2, B2, stamps=True)
+for st in gemm.STEPS_SM100:
+    c, run, stamps = gemm.run_sm100_emulated(st["step"], A2, B2, stamps=True)
     twin[st["name"]] = stamps
     exact = np.array_equal(c, want)
     print(f"{st['name']:<16s} emulated: C == A·Bᵀ bit for bit: {exact} (expected True); "
@@ -775,9 +773,8 @@ for st in sm100.STEPS_SM100:
 # consumer warpgroups hold the accumulator and write C themselves after the last k-slice).
 
 # %%
-from bwlab.gemm.pictures import plot_sm100_timelines
-plot_sm100_timelines({k: twin[k] for k in ("s1_one_stage", "s3_warp_roles", "s4_persistent")},
-                     title="Blackwell ladder, 256 x 512 x 192, in the PTX emulator: CTA 0 per warp role")
+gemm.plot_sm100_timelines({k: twin[k] for k in ("s1_one_stage", "s3_warp_roles", "s4_persistent")},
+                          title="Blackwell ladder, 256 x 512 x 192, in the PTX emulator: CTA 0 per warp role")
 plt.show()
 
 # %% [markdown]

@@ -20,8 +20,7 @@ bwlab.banner();
 
 # %%
 import matplotlib.pyplot as plt
-from bwlab.gemm import ladder, report
-from bwlab.gemm import pictures as GP
+from bwlab import gemm
 from bwlab.lab import fold      # a long output: its head, the rest folded
 from bwlab.results import report_text
 
@@ -36,8 +35,7 @@ from bwlab.results import report_text
 # numbers and run by `python -m bwlab.bench gemm --protocol sustained` (`bwlab.gemm.protocol`):
 
 # %%
-from bwlab.gemm import protocol
-print(protocol.SUSTAINED.describe())
+print(gemm.SUSTAINED.describe())
 
 # %% [markdown]
 # The whole ladder under it at five shapes, cuBLAS (`torch.matmul` bf16) alongside, with what NVML
@@ -47,7 +45,7 @@ print(protocol.SUSTAINED.describe())
 # cluster steps: their cluster of two CTAs along M needs M to be a multiple of 256.
 
 # %%
-print(report.protocol_summary("gemm_protocol_h100.txt"))
+print(gemm.protocol_summary("gemm_protocol_h100.txt"))
 
 # %% [markdown]
 # The same run as NVML saw it at 8192³: the SM clock (black) and the board power (red) every 50 ms, the
@@ -56,7 +54,7 @@ print(report.protocol_summary("gemm_protocol_h100.txt"))
 # turns on a GPU in the same state.
 
 # %%
-GP.plot_clock_log("gemm_protocol_h100", "8192x8192x8192", ("s1_one_warpgroup", "s6_tma_store"))
+gemm.plot_clock_log("gemm_protocol_h100", "8192x8192x8192", ("s1_one_warpgroup", "s6_tma_store"))
 plt.show()
 
 # %% [markdown]
@@ -78,7 +76,7 @@ plt.show()
 # best locality known for square grids, which other hand-written H100 GEMMs use. The change to step 6:
 
 # %%
-fold(report.header_comment("s7_hilbert_order") + "\n\n" + report.rung_diff("s7_hilbert_order"),
+fold(gemm.header_comment("s7_hilbert_order") + "\n\n" + gemm.rung_diff("s7_hilbert_order"),
      summary="the rest of the header, and the diff against step 6")
 
 # %% [markdown]
@@ -88,7 +86,7 @@ fold(report.header_comment("s7_hilbert_order") + "\n\n" + report.rung_diff("s7_h
 # controls is how many distinct slabs one wave touches. Counted for both orders on the 8192³ grid:
 
 # %%
-GP.plot_tile_orders(32, 32, 66)
+gemm.plot_tile_orders(32, 32, 66)
 plt.show()
 
 # %% [markdown]
@@ -100,9 +98,9 @@ plt.show()
 # %%
 REPORTS = {"gemm_protocol_beyond_h100.txt": "run 2", "gemm_protocol_skinny_h100.txt": "run 3",
            "gemm_protocol_skinny32_h100.txt": "run 4"}
-print(report.predictions(["s7_hilbert_order"], REPORTS))
+print(gemm.predictions(["s7_hilbert_order"], REPORTS))
 for rep, label in REPORTS.items():
-    got = {(r.name, r.shape): r.ratio for r in report.protocol_rows(rep)}
+    got = {(r.name, r.shape): r.ratio for r in gemm.protocol_rows(rep)}
     both = [sh for (n, sh) in got if n == "s7_hilbert_order" and ("s6_tma_store", sh) in got]
     if both:
             print(f"  {label}: s7 / s6 = " + ", ".join(
@@ -116,9 +114,8 @@ for rep, label in REPORTS.items():
 # DRAM bandwidth (about 3 TB/s for a large copy, reads plus writes):
 
 # %%
-from bwlab.gemm.order import footprint, grouped_order
-slabs = footprint(grouped_order(32, 32, 8), 66)["total_slabs"]
-s6_ms = next(r.ms for r in report.protocol_rows("gemm_protocol_h100.txt")
+slabs = gemm.footprint(gemm.grouped_order(32, 32, 8), 66)["total_slabs"]
+s6_ms = next(r.ms for r in gemm.protocol_rows("gemm_protocol_h100.txt")
              if r.name == "s6_tma_store" and r.shape == "8192x8192x8192")
 print(f"8192^3, step 6: {slabs} slabs x 4 MiB in {s6_ms:.3f} ms = {slabs * 4 * 2**20 / (s6_ms * 1e-3) / 1e12:.2f} TB/s "
       f"from DRAM at most")
@@ -135,7 +132,7 @@ print(f"8192^3, step 6: {slabs} slabs x 4 MiB in {s6_ms:.3f} ms = {slabs * 4 * 2
 # units each SM runs. The rung builds on step 4 (no cluster: M = 128 cannot make pairs):
 
 # %%
-fold(report.header_comment("sk_split_k") + "\n\n" + report.rung_diff("sk_split_k"),
+fold(gemm.header_comment("sk_split_k") + "\n\n" + gemm.rung_diff("sk_split_k"),
      summary="the rest of the header, and the diff against step 6")
 
 # %% [markdown]
@@ -143,7 +140,7 @@ fold(report.header_comment("sk_split_k") + "\n\n" + report.rung_diff("sk_split_k
 # time, the second with 16 loads in flight per thread (the kernel as it is now), the third with 32:
 
 # %%
-print(report.predictions(["sk_split_k"], REPORTS))
+print(gemm.predictions(["sk_split_k"], REPORTS))
 
 # %% [markdown]
 # **The prediction missed.** The first run was no faster than step 4. The pieces do fill the SMs, so
@@ -184,7 +181,7 @@ for line in report_text("skinny_ncu_h100.txt").splitlines():
 # run, stores one piece of the previous tile. The change to step 6:
 
 # %%
-fold(report.header_comment("s8_epilogue_overlap") + "\n\n" + report.rung_diff("s8_epilogue_overlap"),
+fold(gemm.header_comment("s8_epilogue_overlap") + "\n\n" + gemm.rung_diff("s8_epilogue_overlap"),
      summary="the rest of the header, and the diff against step 6")
 
 # %% [markdown]
@@ -194,7 +191,7 @@ fold(report.header_comment("s8_epilogue_overlap") + "\n\n" + report.rung_diff("s
 # cores kept busy through that time also draw its power, so only part of it comes back as speed:
 
 # %%
-print(report.predictions(["s8_epilogue_overlap"], {}))
+print(gemm.predictions(["s8_epilogue_overlap"], {}))
 
 # %% [markdown]
 # What the protocol measured, step 6 and step 8 in the same run with cuBLAS alongside, and step 8 ÷ step 6
@@ -202,8 +199,8 @@ print(report.predictions(["s8_epilogue_overlap"], {}))
 
 # %%
 S8_RUN = {"gemm_protocol_s8_h100.txt": "run 5"}
-print(report.predictions(["s8_epilogue_overlap"], S8_RUN))
-got = {(r.name, r.shape): r for r in report.protocol_rows("gemm_protocol_s8_h100.txt")}
+print(gemm.predictions(["s8_epilogue_overlap"], S8_RUN))
+got = {(r.name, r.shape): r for r in gemm.protocol_rows("gemm_protocol_s8_h100.txt")}
 for shape in [sh for (n, sh) in got if n == "s8_epilogue_overlap"]:
     s6, s8 = got[("s6_tma_store", shape)], got[("s8_epilogue_overlap", shape)]
     print(f"  {shape:>16s}: s8 / s6 = {s8.ratio / s6.ratio:.3f}   (rounds: s6 {s6.low:.3f}-{s6.high:.3f}, "
@@ -270,28 +267,27 @@ for f in mc[:2]:
 
 # %%
 import numpy as np
-from bwlab.gemm import runner
 from bwlab.hw.dtypes import from_float
 rng = np.random.default_rng(7)
 for name, (m, n, k) in (("s7_hilbert_order", (512, 768, 64)), ("sk_split_k", (128, 768, 256))):
     a = from_float(rng.random((m, k), dtype=np.float32) * 2 - 1, "bf16")
     b = from_float(rng.random((n, k), dtype=np.float32) * 2 - 1, "bf16")
-    c, run = runner.run_step_emulated(name, a, b)
-    print(runner.check(a, b, c, f"{name} (emulated)"))
+    c, run = gemm.run_step_emulated(name, a, b)
+    print(gemm.check(a, b, c, f"{name} (emulated)"))
     if name == "s7_hilbert_order":
-        print("  C equal to step 6's bit for bit:", np.array_equal(c, runner.run_step_emulated("s6_tma_store", a, b)[0]),
+        print("  C equal to step 6's bit for bit:", np.array_equal(c, gemm.run_step_emulated("s6_tma_store", a, b)[0]),
               "(expected True)")
     else:
-        print(f"  {ladder.split_count(m, n, k, runner.EMULATED_SMS)} pieces per tile; arrival counters after the "
+        print(f"  {gemm.split_count(m, n, k, gemm.EMULATED_SMS)} pieces per tile; arrival counters after the "
               f"launch: {run.extra[1].get().tolist()} (expected all 0)")
 
 # %%
 a = from_float(rng.random((512, 320), dtype=np.float32) * 2 - 1, "bf16")   # one cluster walks 2 tiles of
 b = from_float(rng.random((256, 320), dtype=np.float32) * 2 - 1, "bf16")   # five k-slices each
-c8, _ = runner.run_step_emulated("s8_epilogue_overlap", a, b, sms=1)
-print(runner.check(a, b, c8, "s8_epilogue_overlap (emulated)"))
+c8, _ = gemm.run_step_emulated("s8_epilogue_overlap", a, b, sms=1)
+print(gemm.check(a, b, c8, "s8_epilogue_overlap (emulated)"))
 print("  C equal to step 6's bit for bit:",
-      np.array_equal(c8, runner.run_step_emulated("s6_tma_store", a, b, sms=1)[0]), "(expected True)")
+      np.array_equal(c8, gemm.run_step_emulated("s6_tma_store", a, b, sms=1)[0]), "(expected True)")
 
 # %% [markdown]
 # ## 6. What the protocol measured against the goal
@@ -302,7 +298,7 @@ print("  C equal to step 6's bit for bit:",
 runs = {"gemm_protocol_h100.txt": "run 1", **REPORTS, **S8_RUN}
 best = {}
 for rep, label in runs.items():
-    for r in report.protocol_rows(rep):
+    for r in gemm.protocol_rows(rep):
         if r.name != "library" and r.ratio > best.get(r.shape, (0, "", ""))[0]:
             best[r.shape] = (r.ratio, r.name, label)
 for shape, (ratio, name, label) in best.items():
