@@ -328,6 +328,65 @@ def test_the_used_names_reader_sees_every_form(tmp_path):
     assert _names_used_in_code(src, "tma") == {"cta_tiles", "TmaLoad", "run_teach", "TensorMap"}
 
 
+def _module_reaches(path: Path) -> list:
+    """Where a Python file takes something from a module of a stage package rather than from its top:
+    `from bwlab.<stage>.<module> import X`, `import bwlab.<stage>.<module>`, `from bwlab.<stage> import
+    <module>` and `S.<module>.X` (S the package) — the graded exercises (`exercises`) aside."""
+    import ast
+    tree = ast.parse(path.read_text())
+    subs = {stage: _stage_submodules(stage) - {"exercises"} for stage in STAGE_PACKAGES}
+    aliases, hits = {}, []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ImportFrom) and n.level == 0 and n.module:
+            parts = n.module.split(".")
+            if n.module == "bwlab":
+                aliases.update({a.asname or a.name: a.name for a in n.names if a.name in subs})
+            elif parts[0] != "bwlab":
+                continue
+            elif parts[1] in subs and len(parts) > 2 and parts[2] != "exercises":
+                hits.append((n.lineno, f"from {n.module} import ..."))
+            elif parts[1] in subs and len(parts) == 2:
+                hits += [(n.lineno, f"from {n.module} import {a.name}") for a in n.names if a.name in subs[parts[1]]]
+        elif isinstance(n, ast.Import):
+            for a in n.names:
+                parts = a.name.split(".")
+                if len(parts) > 2 and parts[0] == "bwlab" and parts[1] in subs and parts[2] != "exercises":
+                    hits.append((n.lineno, f"import {a.name}"))
+                elif len(parts) == 2 and parts[0] == "bwlab" and parts[1] in subs and a.asname:
+                    aliases[a.asname] = parts[1]
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Attribute):
+            v = n.value
+            stage = aliases.get(getattr(v.value, "id", None))
+            if stage is None and isinstance(v.value, ast.Attribute) and getattr(v.value.value, "id", "") == "bwlab":
+                stage = v.value.attr if v.value.attr in subs else None
+            if stage is not None and v.attr in subs[stage]:
+                hits.append((n.lineno, f"{stage}.{v.attr}.{n.attr}"))
+    return sorted(set(hits))
+
+
+@pytest.mark.parametrize("src", sorted(NB_SRC.glob("*.py")), ids=lambda p: p.name)
+def test_a_notebook_takes_a_stages_names_from_its_top(src):
+    """What a notebook uses of a stage it takes from the package's top (`from bwlab import gemm`,
+    `gemm.step_card`, `from bwlab.umma import quantize`), never from one of the package's modules, so that
+    the package's `__all__` (read above) is everything the notebooks use; the one module of a stage a
+    notebook imports is its graded exercises (`from bwlab.gemm import exercises as gemm_ex`)."""
+    hits = [f"{src.name}:{line}: {what}" for line, what in _module_reaches(src)]
+    assert not hits, "a stage's name reached through one of its modules (use the package's top):\n" + "\n".join(hits)
+
+
+def test_the_module_reader_sees_every_form(tmp_path):
+    src = tmp_path / "nb.py"
+    src.write_text("from bwlab import tma as T, umma\nimport bwlab.flow as F\nimport bwlab\n"
+                   "from bwlab.tma.rules import RULES\nfrom bwlab.gemm import ladder, GemmCase\n"
+                   "import bwlab.umma.scales\nT.model.smem_chunks\numma.rules.SHAPES\nF.grid.FlowGrid\n"
+                   "bwlab.epilogue.recorded.bank_cycles\nfrom bwlab.gemm import exercises as ex\n"
+                   "from bwlab.tma.exercises import check_box\nT.TensorMap\nT.exercises.check_box\n")
+    assert [w for _, w in _module_reaches(src)] == [
+        "from bwlab.tma.rules import ...", "from bwlab.gemm import ladder", "import bwlab.umma.scales",
+        "tma.model.smem_chunks", "umma.rules.SHAPES", "flow.grid.FlowGrid", "epilogue.recorded.bank_cycles"]
+
+
 def test_pictures_are_plot_and_the_old_names_are_gone():
     from bwlab import datapath, multicast, plotting, tmem
     for mod, old in ((multicast, "draw_landing"), (tmem, "draw_ld_map"), (datapath, "draw_data_path"),

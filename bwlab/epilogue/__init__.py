@@ -49,11 +49,12 @@ from .store import tma_store_model
 
 # What the notebooks, the docs and the command lines use from the package's top, and nothing else
 # (tests/test_interface.py reads them).
-__all__ = ["bank_patterns", "edge_store_case", "Epilogue", "epilogue_alpha_beta", "epilogue_model",
-           "EpilogueOrdering", "EpilogueProblem", "fence_experiment", "gpu_vs_model", "OrderingError",
-           "plot_bank_phases", "plot_edge_tiles", "plot_writer_map", "RegisterStorePlan", "run_teach",
-           "smem_box_footprint", "smem_box_pitch", "SmemTile", "store_coverage", "STORE_RULES", "teach_problem",
-           "tma_reduce_add_model", "tma_store_model", "TmaStore", "wavefronts"]
+__all__ = ["bank_cycles", "bank_patterns", "edge_store_case", "Epilogue", "epilogue_alpha_beta",
+           "epilogue_model", "EpilogueOrdering", "EpilogueProblem", "fence_experiment", "gpu_vs_model",
+           "OrderingError", "plot_bank_phases", "plot_bulk_groups", "plot_edge_store", "plot_edge_tiles",
+           "plot_epilogue_path", "plot_writer_map", "RegisterStorePlan", "run_teach", "smem_box_footprint",
+           "smem_box_pitch", "SmemTile", "store_coverage", "STORE_RULES", "teach_problem", "tma_reduce_add_model",
+           "tma_store_model", "TmaStore", "wavefronts"]
 
 # The one lazy mechanism: the names of __all__ not imported above, and the other names code written
 # against the package's top still reaches, are imported from their module on first use (the
@@ -62,11 +63,12 @@ from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
 
 _ELSEWHERE = {
     "bwlab.epilogue.case": "describe_gmem_byte",
-    "bwlab.epilogue.recorded": ("edge_store_case epilogue_case fence_experiment FenceExperiment GPU_VS_MODEL "
-                             "gpu_vs_model NOFENCE_RUNS teach_case"),
     "bwlab.epilogue.model": "bits_to_float32 epilogue_alpha_beta float32_to_bits store_coverage",
     "bwlab.epilogue.ordering": "BulkAsyncGroups OrderingError",
-    "bwlab.epilogue.pictures": "plot_bank_phases plot_edge_tiles plot_store_box plot_writer_map",
+    "bwlab.epilogue.pictures": ("plot_bank_phases plot_bulk_groups plot_edge_store plot_edge_tiles "
+                                "plot_epilogue_path plot_store_box plot_writer_map"),
+    "bwlab.epilogue.recorded": ("bank_cycles edge_store_case epilogue_case fence_experiment FenceExperiment "
+                                "gpu_vs_model GPU_VS_MODEL NOFENCE_RUNS teach_case"),
     "bwlab.epilogue.rules": ("D_DTYPES PROXY_FENCE_RULE REDUCE_ADD_DTYPES STORE_GRANULE STORE_RULES StoreRule "
                              "StoreRuleError TF32_ROUNDS_ON_STORE"),
     "bwlab.epilogue.runner": "measure_store_cycles require_teach_args run_epilogue run_tma_store TEACH_EDITS",

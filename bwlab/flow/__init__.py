@@ -36,8 +36,8 @@ from .trace import HOP_NAMES
 
 # What the notebooks, the docs and the command lines use from the package's top, and nothing else
 # (tests/test_interface.py reads them).
-__all__ = ["Flow", "format_ptx_by_hop", "HOP_NAMES", "kernel_ptx", "plot_grid", "plot_hop",
-           "plot_timeline", "trip_widget"]
+__all__ = ["Flow", "FlowGrid", "format_events", "format_ptx_by_hop", "HOP_NAMES", "K_STEP_TEXT", "kernel_ptx",
+           "measured_segments", "model_events", "plot_grid", "plot_hop", "plot_timeline", "trip_widget"]
 
 # The one lazy mechanism: the names of __all__ not imported above, and the other names code written
 # against the package's top still reaches, are imported from their module on first use (the
@@ -46,12 +46,15 @@ from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
 
 _ELSEWHERE = {
     "bwlab.flow.case": "flow_tier TIERS",
+    "bwlab.flow.grid": "FlowGrid",
+    "bwlab.flow.kernel_edit": "K_STEP_TEXT",
     "bwlab.flow.listing": "format_ptx_by_hop kernel_ptx ptx_by_hop",
     "bwlab.flow.model": ("flow_model load_model mma_from_smem mma_k_steps registers_from_tmem st_shared_model "
                          "store_from_smem"),
     "bwlab.flow.ordering": "Ordering ORDERING_NAMES ORDERINGS trace_without",
     "bwlab.flow.pictures": "piece_color plot_grid plot_hop plot_timeline plot_trip trip_widget",
     "bwlab.flow.problem": "FlowProblem LD_ACCESS SMEM_A SMEM_B SMEM_BYTES SMEM_D THREADS",
+    "bwlab.flow.timeline": "format_events measured_segments model_events",
     "bwlab.flow.trace": "Hop hop_of HOPS Trace TraceCheck",
 }
 

@@ -41,7 +41,7 @@ from .tensor_map import TensorMap, TensorMapError
 # What the notebooks, the docs and the command lines use from the package's top, and nothing else
 # (tests/test_interface.py reads them).
 __all__ = ["bank_conflict_table", "cta_tiles", "handshake_events", "oob_fill_bits", "plot_bank_conflicts",
-           "plot_cta_tiles", "plot_handshake", "plot_oob_box", "plot_smem_image", "plot_swizzle_modes",
+           "plot_cta_tiles", "plot_handshake", "plot_oob_box", "plot_smem_image", "plot_swizzle_modes", "RULES",
            "run_teach", "smem_chunks", "swizzle_explorer", "TensorMap", "TensorMapError", "tma_load_model",
            "TmaLoad"]
 
@@ -55,6 +55,7 @@ _ELSEWHERE = {
                         "TF32_ROUNDS_ON_LOAD tma_load_window tma_load_writes"),
     "bwlab.tma.pictures": ("plot_bank_conflicts plot_cta_tiles plot_handshake plot_oob_box plot_smem_image "
                            "plot_swizzle_modes swizzle_explorer"),
+    "bwlab.tma.rules": "RULES",
     "bwlab.tma.runner": "PREFETCH_BOX PREFETCH_TENSORMAP require_teach_args run_tma_load TEACH_BARRIERS",
     "bwlab.tma.tensor_map": "is_narrow_swizzle MAX_BOX MAX_RANK SMEM_ALIGNMENT TMAP_DTYPES",
 }

@@ -46,18 +46,17 @@ from .descriptors import decode_smem_desc, make_smem_desc
 from .idesc import decode_instr_desc, make_instr_desc
 from .runner import run_teach_wgmma
 from . import canonical, descriptors, idesc, model, rules  # noqa: F401
-from . import canonical, descriptors, idesc, model, rules  # noqa: F401
-from . import canonical, descriptors, idesc, model, rules  # noqa: F401
-from . import canonical, descriptors, idesc, model, rules  # noqa: F401
-from . import canonical, descriptors, idesc, model, rules  # noqa: F401
 
 # What the notebooks, the docs and the command lines use from the package's top, and nothing else
 # (tests/test_interface.py reads them).
-__all__ = ["canonical_layout", "cta_pair_mma", "d_tmem_layout", "decode_instr_desc", "decode_smem_desc",
-           "descriptor_widget", "edit_descs", "format_fields", "instr_desc_widget", "layout_survey",
-           "make_instr_desc", "make_smem_desc", "plot_canonical_layouts", "plot_core_matrices",
-           "plot_d_tmem_layouts", "plot_k_steps", "plot_smem_layout", "run_teach_wgmma", "smem_desc_for_tile",
-           "swizzle_with_base_offset", "tile_desc", "tma_fed_mma", "UmmaCase", "wgmma_d_fragment", "WgmmaCase"]
+__all__ = ["BLOCK_KINDS", "block_of", "BlockScaledCase", "canonical_layout", "cta_pair_mma", "d_tmem_layout",
+           "decode_block_scaled_idesc", "decode_instr_desc", "decode_smem_desc", "dequantize", "descriptor_widget",
+           "edit_descs", "format_fields", "instr_desc_widget", "layout_cases", "layout_survey",
+           "make_block_scaled_idesc", "make_instr_desc", "make_smem_desc", "plot_canonical_layouts",
+           "plot_core_matrices", "plot_d_tmem_layouts", "plot_k_steps", "plot_smem_layout", "quantize",
+           "read_tmem_scales", "run_teach_wgmma", "run_where_possible", "sf_to_layout", "SHAPES",
+           "smem_desc_for_tile", "swizzle_with_base_offset", "tcgen05_cp", "tile_desc", "tma_fed_mma", "UmmaCase",
+           "wgmma_d_fragment", "WgmmaCase"]
 
 # The one lazy mechanism: the names of __all__ not imported above, and the other names code written
 # against the package's top still reaches, are imported from their module on first use (the
@@ -65,6 +64,8 @@ __all__ = ["canonical_layout", "cta_pair_mma", "d_tmem_layout", "decode_instr_de
 from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
 
 _ELSEWHERE = {
+    "bwlab.umma.blockscale": "BLOCK_KINDS block_of decode_block_scaled_idesc make_block_scaled_idesc",
+    "bwlab.umma.blockscaled_case": "BlockScaledCase dequantize quantize run_where_possible",
     "bwlab.umma.canonical": ("atom_shape CanonicalLayout elem_bytes instr_k MAJORS OPERAND_TYPES "
                              "swizzle_with_base_offset"),
     "bwlab.umma.case": "operand_hint umma_model wgmma_model",
@@ -80,9 +81,11 @@ _ELSEWHERE = {
     "bwlab.umma.pictures": ("descriptor_widget instr_desc_widget plot_canonical_layouts plot_case "
                             "plot_core_matrices plot_d_tmem_layout plot_d_tmem_layouts plot_k_steps "
                             "plot_smem_layout smem_chunk_map"),
-    "bwlab.umma.rules": "LAYOUTS legal_mma_configs require_mma require_mma_cute",
+    "bwlab.umma.recorded": "layout_cases",
+    "bwlab.umma.rules": "LAYOUTS legal_mma_configs require_mma require_mma_cute SHAPES",
     "bwlab.umma.runner": ("launch_wgmma run_teach_umma run_umma run_wgmma TEACH_SMEM_BYTES UMMA_BARRIERS "
                           "WGMMA_BARRIERS"),
+    "bwlab.umma.scales": "read_tmem_scales sf_to_layout tcgen05_cp",
     "bwlab.umma.survey": "layout_survey LayoutSurvey OPERAND_LAYOUTS wgmma_cases",
 }
 

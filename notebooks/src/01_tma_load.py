@@ -85,11 +85,10 @@ for kwargs in (dict(dtype="bfloat16", global_shape=(80, 48), box_shape=(12, 16))
 
 # %%
 from bwlab.tma import exercises as tma_ex
-from bwlab.tma.rules import RULES
 for key, kwargs in tma_ex.rule_candidates().items():
     print(f"{key}: {kwargs}")
 print("\nthe rules, each with its limit:")
-for r in RULES:
+for r in tma.RULES:
     print(f"  {r.name:24s} {r.limit}")
 
 # %% nbgrader={"grade": false, "grade_id": "tma_broken_rule", "locked": false, "schema_version": 3, "solution": true}

@@ -66,8 +66,7 @@ print(f"tcgen05.mma 128x256 f32: {cols} TMEM columns x 128 lanes, 0 registers (e
 # 16 in [16, 256], as the ISA's row does. The exercise follows the ISA's table.
 
 # %%
-from bwlab.umma.rules import SHAPES
-for row in SHAPES:
+for row in umma.SHAPES:
     print(f"kind::{'/'.join(row.kinds):17s} cta_group::{row.cta_group}: M in {row.Ms}, {row.limit}")
 
 
@@ -334,8 +333,7 @@ for M in (256, 128):
 # A·Bᵀ, the accumulate flag set from the first K step) instead of starting from zero:
 
 # %% tags=["nbval-ignore-output"]
-from bwlab.umma.recorded import layout_cases
-for c in layout_cases():
+for c in umma.layout_cases():
     result = c.check()            # run here (a Hopper GPU, or the emulator), else the H100's recording
     print(f"{'exact   ' if result else 'MISMATCH'}  {c.label()}")
     if not result:

@@ -69,8 +69,7 @@ k.show()
 # fence and the barrier are what stand between every thread's writes and the one thread's store.
 
 # %%
-from bwlab.epilogue.pictures import plot_epilogue_path, plot_bulk_groups, plot_edge_store
-plot_epilogue_path(SmemTile(128, 32, "float32", "128B"), rows=8)
+E.plot_epilogue_path(SmemTile(128, 32, "float32", "128B"), rows=8)
 plt.show()
 
 # %% [markdown]
@@ -209,9 +208,8 @@ ex.check_wavefronts(my_wavefronts, hidden=hidden_cases("store_wavefronts"))
 # the model's wavefronts.
 
 # %% tags=["nbval-ignore-output"]
-from bwlab.epilogue.recorded import bank_cycles
 patterns = E.bank_patterns()
-cycles, source = bank_cycles()        # measured on this GPU, else the H100's (the emulator's clock is virtual)
+cycles, source = E.bank_cycles()      # measured on this GPU, else the H100's (the emulator's clock is virtual)
 print(f"cycles per st.shared.v4, {source}")
 for (name, (addr, fronts)), cyc in zip(patterns.items(), cycles):
     print(f"{name:<46s} model {fronts:3d} wavefronts   measured {cyc:6.2f} cycles")
@@ -372,7 +370,7 @@ for it in range(4):
     ring.st_shared(buf); ring.fence_proxy_async(); ring.bar_sync()
     ring.tma_store(buf); ring.commit_group()
 ring.wait_group(0); ring.read_gmem("D1"); ring.exit()
-plot_bulk_groups(ring)
+E.plot_bulk_groups(ring)
 plt.show()
 print("hazards:", ring.hazards, "(expected [])")
 
@@ -567,7 +565,7 @@ print("expected: row 16 holds the box's values 8..12 (box row 0, columns 7..11),
 
 # %%
 edge = E.edge_store_case()
-plot_edge_store(edge)
+E.plot_edge_store(edge)
 plt.show()
 after = edge.model()
 print("GMEM elements the store writes:", int((after != edge.gmem).sum()), "of the box's", edge.tmap.box_shape[0]

@@ -225,9 +225,8 @@ if not bwlab.device.on_gpu(flow.device_stage):   # Hopper's own kernel, as an H1
 
 # %%
 from bwlab.source import show_source
-from bwlab.flow.kernel_edit import K_STEP_TEXT
 kernel_text = show_source("full_flow_sm100.cu", kernel="full_flow", print_it=False)
-fold(kernel_text.replace(K_STEP_TEXT, "K_STEP * kb"), head=36)   # K_STEP: Exercise 6.2 asks for it
+fold(kernel_text.replace(F.K_STEP_TEXT, "K_STEP * kb"), head=36)   # K_STEP: Exercise 6.2 asks for it
 
 # %% [markdown]
 # Its PTX (built here by NVRTC for sm_100a, no GPU needed), each instruction under the hop it performs.
@@ -320,9 +319,8 @@ ex.check_mma_count(mma_count, hidden=hidden_cases("flow_mma_count"))
 # or publishes what is already there (the commit, the fence) is hatched.
 
 # %%
-from bwlab.flow import timeline as TL
-events = TL.model_events(p)
-print(TL.format_events(events))
+events = F.model_events(p)
+print(F.format_events(events))
 
 # %%
 F.plot_timeline(events)
@@ -331,14 +329,15 @@ plt.show()
 # %% [markdown]
 # On an H100, `full_flow_hopper` stamps `%globaltimer` and `%clock64` in lane 0 of every warp at each
 # event; `python -m bwlab.checks.flow` records them and writes a Chrome/Perfetto trace
-# (`TL.chrome_trace(events, segments, path=...)`, open it in ui.perfetto.dev). Under the model's steps, the
-# recorded run in nanoseconds. The Hopper kernel's MMA is `wgmma`, which writes D straight into registers
-# (green), and its wait is `wgmma.wait_group`. One tile alone spends most of its time in the epilogue:
-# `st.shared` of the wgmma fragments and the TMA store, during which the tensor core idles.
+# (`chrome_trace(events, segments, path=...)` of `bwlab/flow/timeline.py`; open it in ui.perfetto.dev).
+# Under the model's steps, the recorded run in nanoseconds. The Hopper kernel's MMA is `wgmma`, which
+# writes D straight into registers (green), and its wait is `wgmma.wait_group`. One tile alone spends
+# most of its time in the epilogue: `st.shared` of the wgmma fragments and the TMA store, during which
+# the tensor core idles.
 
 # %% tags=["nbval-ignore-output"]
 rec = flow.recorded().recording        # the H100's recorded run of this flow, with its stamps
-segments = TL.measured_segments(rec["stamps"], "ns")
+segments = F.measured_segments(rec["stamps"], "ns")
 print(f"{len(segments)} measured segments over 4 warps, {rec.label}")
 F.plot_timeline(events, segments, rec.label)
 plt.show()
@@ -384,14 +383,13 @@ ex.check_orderings(first_wrong, proxies, hidden=hidden_cases("flow_orderings"))
 # its own TMEM.
 
 # %%
-from bwlab.flow.grid import FlowGrid
-mc = FlowGrid(variant="multicast", cluster=(2, 4))
+mc = F.FlowGrid(variant="multicast", cluster=(2, 4))
 F.plot_grid(mc, cta=(1, 1))
 plt.show()
 print(mc.describe(1, 1))
 print("L2 reads per K tile (32 CTAs; one tile of A or B = 16384 bytes), from the grid's model:")
 for v in ("1sm", "multicast", "2sm"):
-    g = FlowGrid(variant=v, cluster=(2, 4))
+    g = F.FlowGrid(variant=v, cluster=(2, 4))
     cm, cn = g.cluster_shape
     print(f"  {v:<9s} cluster {cm}x{cn}: {g.l2_reads_per_k_tile():8d} bytes")
 
@@ -424,7 +422,7 @@ ex.check_l2_reads(l2_reads, hidden=hidden_cases("flow_l2_reads"))
 ### END HIDDEN TESTS
 
 # %%
-pair = FlowGrid(variant="2sm")
+pair = F.FlowGrid(variant="2sm")
 F.plot_grid(pair, cta=(1, 2))
 plt.show()
 print(pair.describe(0, 2))
@@ -436,7 +434,7 @@ print(pair.describe(1, 2))
 
 # %%
 for v in ("1sm", "multicast", "2sm"):
-    g = FlowGrid(256, 512, 128, variant=v, cluster=(2, 4))
+    g = F.FlowGrid(256, 512, 128, variant=v, cluster=(2, 4))
     d_grid, _ = g.model()
     print(f"{v:<9s} D == NumPy: {np.array_equal(d_grid, g.reference())}   (expected True)")
 
@@ -464,7 +462,7 @@ except ImportError:
 
 # %%
 from bwlab import bridge
-bridge.side_by_side("full_flow", replace={K_STEP_TEXT: "K_STEP * kb"})
+bridge.side_by_side("full_flow", replace={F.K_STEP_TEXT: "K_STEP * kb"})
 
 # %% [markdown]
 # Where the Gluon PTX comes from: compiled here when `triton` is installed (`pip install 'bwlab[bridge]'`),
@@ -539,7 +537,7 @@ print("descriptor fields that differ:",
 # and D.
 
 # %%
-bridge.side_by_side("full_flow", "cute", replace={K_STEP_TEXT: "K_STEP * kb"})
+bridge.side_by_side("full_flow", "cute", replace={F.K_STEP_TEXT: "K_STEP * kb"})
 
 # %% tags=["nbval-ignore-output"]
 cute_ff = bridge.practitioner_ptx("full_flow", "cute")

@@ -29,9 +29,9 @@ bwlab.banner();
 import numpy as np
 import matplotlib.pyplot as plt
 from bwlab.hw.dtypes import to_float
-from bwlab.umma import blockscale as bs
+from bwlab import umma
 from bwlab.lowprec import pictures as lp
-from bwlab.umma.blockscaled_case import BlockScaledCase, quantize, dequantize, run_where_possible
+from bwlab.umma import BlockScaledCase, quantize, dequantize, run_where_possible
 from bwlab.umma import exercises as ex
 
 # %% [markdown]
@@ -116,9 +116,9 @@ ex.check_mx_scale(mx_scale_code, hidden=hidden_cases("lowp_mx_scale"))
 # `::4X` takes ue4m3 scales. bwlab's table, which `ptxas` agrees with form by form:
 
 # %%
-for kind, k in bs.BLOCK_KINDS.items():
+for kind, k in umma.BLOCK_KINDS.items():
     for vec, stypes in k.vecs.items():
-        print(f"kind::{kind:9s} K = {k.K:2d}  .scale_vec::{vec}: block {bs.block_of(kind, vec):2d}, "
+        print(f"kind::{kind:9s} K = {k.K:2d}  .scale_vec::{vec}: block {umma.block_of(kind, vec):2d}, "
               f"scales {' or '.join(stypes):14s} A/B {', '.join(k.types)}")
 
 # %% [markdown]
@@ -128,9 +128,9 @@ for kind, k in bs.BLOCK_KINDS.items():
 # 128 × 64, using the third byte of each scale word:
 
 # %%
-idesc = bs.make_block_scaled_idesc("mxf8f6f4", "e4m3", "e4m3", "ue8m0", N=64, sf_a_id=2, sf_b_id=2)
+idesc = umma.make_block_scaled_idesc("mxf8f6f4", "e4m3", "e4m3", "ue8m0", N=64, sf_a_id=2, sf_b_id=2)
 print(f"idesc = {idesc:#010x}")
-for bits, name, value, meaning in bs.decode_block_scaled_idesc(idesc, "mxf8f6f4").fields():
+for bits, name, value, meaning in umma.decode_block_scaled_idesc(idesc, "mxf8f6f4").fields():
     print(f"  bits {bits:6s} {name:22s} {value:3d}  {meaning}")
 
 # %% [markdown]
@@ -140,7 +140,7 @@ for bits, name, value, meaning in bs.decode_block_scaled_idesc(idesc, "mxf8f6f4"
 for kw in (dict(kind="mxf8f6f4", a_type="e4m3", b_type="e4m3", scale_type="ue4m3", N=64),
            dict(kind="mxf4nvf4", a_type="e2m1", b_type="e2m1", scale_type="ue4m3", N=64, sf_a_id=2)):
     try:
-        bs.make_block_scaled_idesc(**kw)
+        umma.make_block_scaled_idesc(**kw)
     except ValueError as e:
         print("refused:", e)
 
@@ -197,16 +197,14 @@ plt.show()
 
 # %%
 from bwlab.hw.tmem import new_image
-from bwlab.umma import scales
-from bwlab.umma.descriptors import make_smem_desc
 sf = np.arange(512, dtype=np.uint32).reshape(128, 4).astype(np.uint8)     # row r, scale j: 4 r + j (mod 256)
 smem = np.zeros(4096, np.uint8)
-smem[1024:1536] = scales.sf_to_layout(sf, "smem")
+smem[1024:1536] = umma.sf_to_layout(sf, "smem")
 tmem = new_image()
-lanes, cols = scales.tcgen05_cp(smem, tmem, 64, make_smem_desc(1024, 0, 128), "32x128b", "warpx4")
+lanes, cols = umma.tcgen05_cp(smem, tmem, 64, umma.make_smem_desc(1024, 0, 128), "32x128b", "warpx4")
 print(f"written: lanes {lanes.min()}..{lanes.max()}, columns {cols.tolist()}")
 for sid in range(4):
-    got = scales.read_tmem_scales(tmem, 64, 128, 1, sid)[:, 0]
+    got = umma.read_tmem_scales(tmem, 64, 128, 1, sid)[:, 0]
     print(f"scale factor ID {sid}: rows 0..4 read {got[:5].tolist()}, equal to scale {sid} of every row: "
           f"{np.array_equal(got, sf[:, sid])}")
 
