@@ -188,9 +188,8 @@ show_source("scratch/s5_mma_sync.cu", kernel="gemm")
 # figure; its `s5_model` runs the kernel's whole algorithm with it).
 
 # %%
-from bwlab.scratch import fragments
 for lane in (0, 5):
-    print(f"lane {lane:2d}: A elements 0-7 at (row, col)", [fragments.a_fragment(lane, i) for i in range(8)])
+    print(f"lane {lane:2d}: A elements 0-7 at (row, col)", [scratch.a_fragment(lane, i) for i in range(8)])
 
 
 # %% [markdown]
@@ -296,7 +295,7 @@ for name, ms, tf in zip(measured["steps"], measured["ms"], measured["tflops"]):
 # ridge below). A bigger tile costs, per CTA, the operands in SMEM and the accumulator in registers:
 
 # %%
-from bwlab.scratch.machine import H100
+from bwlab.scratch import H100
 print(f"H100 ridge for the f16 tensor cores: {H100.ridge('tensor'):.0f} FLOP per byte from DRAM")
 for T in (64, 128, 256):
     acc_regs = T * T // 128                      # f32 accumulators per thread, four warps per CTA

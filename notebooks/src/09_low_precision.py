@@ -30,7 +30,7 @@ import numpy as np
 import matplotlib.pyplot as plt
 from bwlab.hw.dtypes import to_float
 from bwlab import umma
-from bwlab.lowprec import pictures as lp
+from bwlab import lowprec as lp
 from bwlab.umma import BlockScaledCase, quantize, dequantize, run_where_possible
 from bwlab.umma import exercises as ex
 
