@@ -114,6 +114,15 @@ def test_no_module_imports_another_modules_private_name():
     assert not found, "private names imported across modules:\n" + "\n".join(found)
 
 
+def test_one_lazy_mechanism():
+    """A package reaches a name lazily only through bwlab.util.names_elsewhere and its `_ELSEWHERE` map
+    (docs/CONTRIBUTING.md): no module defines a module-level __getattr__ of its own."""
+    root = Path(__file__).resolve().parents[1]
+    own = [str(f.relative_to(root)) for f in sorted((root / "bwlab").rglob("*.py"))
+           if any(isinstance(n, ast.FunctionDef) and n.name == "__getattr__" for n in ast.parse(f.read_text()).body)]
+    assert not own, f"a module-level __getattr__ beside the one lazy mechanism (use names_elsewhere): {own}"
+
+
 # The most lines a module of bwlab/ (tools included) may have: a file over it is split by concern into a
 # package (bwlab/checks/emu_corpus/, bwlab/hw/floats/, bwlab/tools/grading/ show the shape). Notebook sources
 # (notebooks/src/) and kernel sources (the GPU code of bwlab/bridge/, written in the DSL it is compiled from)

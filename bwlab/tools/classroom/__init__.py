@@ -35,7 +35,6 @@ from .bench import BENCH_KINDS, bench_class
 from .command import main
 from .course import (Score, assignments, autograde, collect, config_text, ensure_secret, environment, feedback,
                      format_scores, nbgrader, scores, settings, student, submit, submitted, tokens)
-from .course import _headless_execute
 from .exercises import (BLANK, CELL_TIMEOUT_S, CODE_STUB, COURSE, COURSE_ID, HIDDEN_MARKERS, KEY, KEYS, NB_DIR, ROOT,
                         SOLUTION_MARKERS, TABLE_BEGIN, TABLE_END, ClassroomError, Exercise, exercises, notebooks, read,
                         replace_table, table, with_exercises)
@@ -43,10 +42,10 @@ from .exercises import _nbgrader  # noqa: F401 - a cell's nbgrader metadata; the
 from .selfcheck import Check, answer_key, check_all, check_notebook, default_sandbox, empty_gradebook, errors, fill_in
 
 
-def __getattr__(name):
-    # HeadlessExecute: nbgrader's Execute preprocessor without the lost wake-ups that stall nbclient on
-    # the notebooks' Output widgets (bwlab.tools.headless); made on first use, since importing nbgrader
-    # takes seconds. nbgrader finds it by its dotted name, bwlab.tools.classroom.HeadlessExecute.
-    if name == "HeadlessExecute":
-        return _headless_execute()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# The one lazy mechanism (bwlab.util.names_elsewhere): HeadlessExecute is made on first use, since
+# importing nbgrader takes seconds.
+from ...util import names_elsewhere as _names_elsewhere  # noqa: E402
+
+_ELSEWHERE = {"bwlab.tools.classroom.headless_execute": "HeadlessExecute"}
+
+__getattr__, __dir__ = _names_elsewhere(globals(), _ELSEWHERE)

@@ -10,7 +10,6 @@ import sys
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 from .exercises import CELL_TIMEOUT_S, ClassroomError, CODE_STUB, COURSE, COURSE_ID, ROOT, with_exercises
@@ -35,14 +34,6 @@ def _autograde_preprocessors() -> list[str]:
     default = Autograde.class_traits()["autograde_preprocessors"].default()
     return ["bwlab.tools.classroom.HeadlessExecute" if p is Execute else f"{p.__module__}.{p.__name__}"
             for p in default]
-
-
-@lru_cache(maxsize=None)
-def _headless_execute():
-    from nbgrader.preprocessors import Execute
-    from ..headless import headless
-    return headless(Execute)
-
 
 
 def config_text(course) -> str:
