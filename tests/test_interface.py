@@ -627,7 +627,7 @@ def test_the_gemm_ladders_renamed_names_are_gone():
         assert callable(getattr(mod, new)) and not hasattr(mod, old), f"{module}.{old} is back: call {new}"
         for path in [*(ROOT / "bwlab").rglob("*.py"), *(ROOT / "notebooks" / "src").glob("*.py"),
                      *(ROOT / "tests").rglob("*.py"), *(ROOT / "docs").rglob("*.py"), *(ROOT / "docs").glob("*.md")]:
-            if path.name != "test_interface.py":
+            if path.name not in ("test_interface.py", "CONTRIBUTING.md"):    # where the renames are recorded
                 found += [f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
                           for n, line in enumerate(path.read_text().splitlines(), 1) if re.search(reached, line)]
     assert not found, "uses of the GEMM ladder's old names:\n" + "\n".join(found)

@@ -61,9 +61,8 @@ __all__ = ["BK", "check", "ctas_per_sm", "describe_occupancy", "EMULATED_SMS", "
            "step", "step_card", "step_diff", "step_timeline", "STEPS", "STEPS_SM100", "SUSTAINED", "timeline_table"]
 
 # The one lazy mechanism: the names of __all__ not imported above (the runners, which load the
-# emulator, and the pictures, which load matplotlib) are imported from their module on first use, and
-# so are the other names code written against the package's top still reaches. New code imports a name
-# from its module.
+# emulator, and the pictures, which load matplotlib) are imported from their module on first use. Code
+# inside bwlab imports a name from its module.
 from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
 
 _ELSEWHERE = {
