@@ -1,0 +1,202 @@
+"""The decode rung of the Hopper ladder (cuda_src/gemm_sm90/sd_swap_ab.cu): C = A B^T for M <= 256 rows
+of A, where the time is reading B from HBM, not the math.
+
+    from bwlab.gemm import decode, runner
+    a, b = runner.random_operands(128, 8192, 8192)
+    launch = decode.prepare(decode.SWAP_AB, a, b)        # tensor maps, ring depth, the kernel
+    launch(); print(runner.check(a, b, launch.c))
+
+The kernel computes C^T = B A^T (swap-AB): B's rows fill wgmma's 64-row M, A's M rows are wgmma's N
+(16, 32, 64, 128 or 256, the smallest that holds M; `Rung.mt`). One CTA per 64 rows of B streams that
+slab's whole K range through a TMA ring as deep as the SMEM holds (`Rung.stages`); `cluster` CTAs side
+by side along N share A by TMA multicast. The rung is kept apart from `ladder.ALL_STEPS` (the square
+ladder, its timing-model predictions and its mutants): its launch differs (the ring depth is an
+argument, the tile a function of M), and it is measured at decode shapes under the sustained protocol
+(docs/results/gemm_protocol_decode_h200.txt, made by docs/results/decode_protocol.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..util import ceil_div
+from .ladder import BK, SMEM_SLACK, ShapeError
+
+__all__ = ["Rung", "SWAP_AB", "RUNGS", "rung", "prepare", "run_emulated", "bytes_moved", "MAX_M"]
+
+MAX_M = 256              # wgmma's largest N
+MTS = (16, 32, 64, 128, 256)
+MAX_STAGES = 32          # the kernel's barrier arrays (sd_swap_ab.cu MAX_STAGES)
+H100_SMEM_OPTIN = 232448  # dynamic SMEM a CTA may ask for on an H100 / H200 (sm_90)
+
+
+@dataclass(frozen=True)
+class Rung:
+    name: str
+    file: str
+    added: str
+    base: str              # the rung it is measured against (the ladder's skinny rung)
+    cluster: int = 2       # CTAs along N sharing A by multicast (DECODE_CLUSTER)
+    kb: int = 2            # boxes of 64 K per stage (DECODE_KB)
+    bn: int = 64           # rows of B (columns of C) per CTA: wgmma's M
+    threads: int = 256     # a producer warpgroup and one consumer warpgroup
+    prediction: str = ""
+    defines: dict = field(default_factory=dict)
+
+    @property
+    def path(self) -> str:
+        return f"gemm_sm90/{self.file}"
+
+    def build_defines(self, m: int) -> dict:
+        """The kernel's compile-time shape: wgmma's N for M, the cluster, the K boxes per stage."""
+        return {"DECODE_MT": self.mt(m), "DECODE_CLUSTER": self.cluster, "DECODE_KB": self.kb, **self.defines}
+
+    @staticmethod
+    def mt(m: int) -> int:
+        """wgmma's N for M rows of A: the smallest of 16, 32, 64, 128, 256 that holds them."""
+        if not 1 <= m <= MAX_M:
+            raise ShapeError(f"the decode rung takes 1 <= M <= {MAX_M} rows of A (wgmma's largest N), got M = {m}")
+        return next(x for x in MTS if x >= m)
+
+    def a_slice(self, m: int) -> int:
+        """Rows of A one CTA of the cluster loads and multicasts (whole 8-row swizzle atoms)."""
+        return max(8, self.mt(m) // self.cluster)
+
+    def stage_bytes(self, m: int) -> int:
+        return self.kb * (self.bn + self.mt(m)) * BK * 2
+
+    def stages(self, m: int, smem_optin: int = H100_SMEM_OPTIN) -> int:
+        """The deepest ring the SMEM holds (at most MAX_STAGES)."""
+        return min(MAX_STAGES, (smem_optin - SMEM_SLACK - 64) // self.stage_bytes(m))
+
+    def smem_bytes(self, m: int, stages: int) -> int:
+        return stages * self.stage_bytes(m) + SMEM_SLACK
+
+    def grid(self, n: int) -> tuple:
+        return (n // self.bn, 1, 1)
+
+    def require_shape(self, m: int, n: int, k: int) -> None:
+        """Raise ShapeError naming the rule when (m, n, k) is not something this kernel computes."""
+        self.mt(m)
+        for name, v, mult, why in (("N", n, self.bn * self.cluster, f"{self.bn} rows of B per CTA x cluster "
+                                                                   f"{self.cluster}"),
+                                   ("K", k, self.kb * BK, f"one stage's K: {self.kb} boxes of {BK}")):
+            if v <= 0 or v % mult:
+                raise ShapeError(f"{self.name}: {name} = {v} must be a positive multiple of {mult} ({why}); "
+                                 f"next valid: {max(mult, ceil_div(v, mult) * mult)}")
+
+
+SWAP_AB = Rung(
+    "sd_swap_ab", "sd_swap_ab.cu",
+    "swap-AB for decode shapes: C^T = B A^T, B's rows fill wgmma's M = 64 and A's M rows are its N; "
+    "one CTA per 64 rows of B streams them once through a ring as deep as the SMEM holds; a cluster of "
+    "CTAs shares A by TMA multicast; C stored transposed from the registers",
+    base="sk_split_k",
+    prediction="128x8192x8192: the time is B's 128 MiB over the read stream's bandwidth (~4.3-4.4 TB/s "
+               "on an H200: ~31 us); 128 CTAs with ~200 KiB of ring each keep far more than the "
+               "~4 MiB that latency x bandwidth asks in flight, so >= 0.90 of the stream, ~1.07 x cuBLAS "
+               "(which moves 0.84 of it). M = 256: the math (34 GFLOP) takes as long as the bytes at the "
+               "power cap; one consumer warpgroup on 128 of 132 SMs: ~0.95-1.0 x cuBLAS.")
+RUNGS = [SWAP_AB]
+
+
+def rung(name) -> Rung:
+    if isinstance(name, Rung):
+        return name
+    for r in RUNGS:
+        if name in (r.name, r.name.split("_")[0]):
+            return r
+    raise KeyError(f"no decode rung {name!r}; they are {', '.join(r.name for r in RUNGS)}")
+
+
+def bytes_moved(m: int, n: int, k: int) -> int:
+    """The bytes a decode GEMM must move at the least: A and B read once, C written once (bf16)."""
+    return 2 * (m * k + n * k + m * n)
+
+
+def _maps(r: Rung, m: int, n: int, k: int, a_ptr: int, b_ptr: int, c_ptr: int):
+    from ..runtime import encode_tensor_map
+    from ..tma.tensor_map import TensorMap
+    return [encode_tensor_map(TensorMap("bfloat16", (k, m), (BK, r.a_slice(m)), swizzle="128B"), a_ptr),
+            encode_tensor_map(TensorMap("bfloat16", (k, n), (BK, r.bn), swizzle="128B"), b_ptr),
+            encode_tensor_map(TensorMap("bfloat16", (n, m), (64, min(64, r.mt(m))), swizzle="128B"), c_ptr)]
+
+
+def _check_operands(a, b):
+    m, k = a.shape
+    n, kb = b.shape
+    if kb != k:
+        raise ValueError(f"A is {m} x {k} and B is {n} x {kb}: both must have K columns (C = A * B^T)")
+    return m, n, k
+
+
+def _stages(r: Rung, m: int, k: int, stages, optin: int) -> int:
+    most = r.stages(m, optin)
+    if stages is None:
+        return most
+    if not 2 <= stages <= most:   # a stage is released only once the next one's wgmma are issued
+        raise ValueError(f"{r.name}: a ring of {stages} stages of {r.stage_bytes(m)} bytes; between 2 and "
+                         f"{most} fit the SMEM ({optin} bytes per CTA, at most {MAX_STAGES} barriers)")
+    return stages
+
+
+def prepare(r, a, b, c=None, stages=None, stamps=None):
+    """Check the shapes, encode the tensor maps, load the kernel (with its cluster and K-per-stage
+    defines): a `runner.Launch` ready to call. `stages`: the ring depth (default: the deepest that fits)."""
+    import cupy as cp
+    from ..compile import load_module
+    from ..device import gpu_info
+    from ..runtime import require_launch_config, tensor_map_arg
+    from .runner import Launch
+    r = rung(r)
+    m, n, k = _check_operands(a, b)
+    if a.dtype != cp.uint16 or b.dtype != cp.uint16:
+        raise TypeError("A and B hold bf16 bit patterns: dtype uint16 (see runner.bf16_bits)")
+    r.require_shape(m, n, k)
+    a, b = cp.ascontiguousarray(a), cp.ascontiguousarray(b)
+    c = cp.empty((m, n), dtype=cp.uint16) if c is None else c
+    info = gpu_info()
+    stages = _stages(r, m, k, stages, info.smem_per_block_optin)
+    smem = r.smem_bytes(m, stages)
+    grid, block = r.grid(n), (r.threads, 1, 1)
+    require_launch_config(grid, block, smem, (r.cluster, 1, 1) if r.cluster > 1 else None)
+    maps = _maps(r, m, n, k, a.data.ptr, b.data.ptr, c.data.ptr)
+    defines = r.build_defines(m)
+    if stamps is not None:
+        defines["GEMM_STAMPS"] = 1
+    module = load_module(r.path, defines=defines)
+    fn = module.get_function("gemm")
+    fn.max_dynamic_shared_size_bytes = smem
+    args = (*[tensor_map_arg(t) for t in maps], c, np.int32(m), np.int32(n), np.int32(k),
+            stamps if stamps is not None else np.uint64(0), np.int32(stages))
+    launch = Launch(r, fn, grid, block, smem, args, c, module)
+    launch.keep = (a, b)
+    return launch
+
+
+def run_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False):
+    """C = A * B^T by the rung's kernel executed in bwlab.emu (its sm_90a PTX): NumPy uint16 operands of
+    bf16 bits; returns (C bits, the emulator's Launch). `stages`: the ring depth (a shallow ring makes
+    every stage and barrier phase come round several times at a small K)."""
+    from .. import emu
+    from ..runtime import EMULATED, launch as run_launch, tensor_map_arg
+    from .runner import BARRIERS
+    r = rung(r)
+    a = np.ascontiguousarray(a, np.uint16)
+    b = np.ascontiguousarray(b, np.uint16)
+    m, n, k = _check_operands(a, b)
+    r.require_shape(m, n, k)
+    stages = _stages(r, m, k, stages, H100_SMEM_OPTIN)
+    da, db, dc = emu.asarray(a), emu.asarray(b), emu.zeros((m, n), np.uint16)
+    maps = _maps(r, m, n, k, da.data.ptr, db.data.ptr, dc.data.ptr)
+    module = EMULATED.load(r.path, defines=r.build_defines(m))
+    fn = module.get_function("gemm")
+    fn.seed, fn.trace = seed, trace
+    run = run_launch(module, "gemm", r.grid(n), (r.threads, 1, 1),
+                     (*[tensor_map_arg(t) for t in maps], dc, np.int32(m), np.int32(n), np.int32(k),
+                      np.uint64(0), np.int32(stages)),
+                     shared_mem=r.smem_bytes(m, stages), barrier_names=BARRIERS,
+                     cluster=(r.cluster, 1, 1) if r.cluster > 1 else None)
+    run.stages = stages
+    return dc.get(), run
