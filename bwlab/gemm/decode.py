@@ -16,14 +16,14 @@ argument, the tile a function of M), and it is measured at decode shapes under t
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..util import ceil_div
 from .ladder import BK, SMEM_SLACK, ShapeError
 
-__all__ = ["Rung", "SWAP_AB", "RUNGS", "rung", "prepare", "run_emulated", "bytes_moved", "MAX_M"]
+__all__ = ["Config", "Rung", "SWAP_AB", "RUNGS", "rung", "prepare", "run_emulated", "bytes_moved", "MAX_M"]
 
 MAX_M = 256              # wgmma's largest N
 MTS = (16, 32, 64, 128, 256)
@@ -32,25 +32,27 @@ H100_SMEM_OPTIN = 232448  # dynamic SMEM a CTA may ask for on an H100 / H200 (sm
 
 
 @dataclass(frozen=True)
+class Config:
+    """The kernel's compile-time shape for one MT: consumer warpgroups (64 rows of B each), CTAs of a
+    cluster splitting K (1 or 2), boxes of 64 K per stage."""
+    consumers: int
+    split: int
+    kb: int
+
+
+@dataclass(frozen=True)
 class Rung:
     name: str
     file: str
     added: str
     base: str              # the rung it is measured against (the ladder's skinny rung)
-    cluster: int = 2       # CTAs along N sharing A by multicast (DECODE_CLUSTER)
-    kb: int = 2            # boxes of 64 K per stage (DECODE_KB)
-    bn: int = 64           # rows of B (columns of C) per CTA: wgmma's M
-    threads: int = 256     # a producer warpgroup and one consumer warpgroup
+    table: tuple = ()      # (MT, Config) pairs: the configuration chosen for each MT (measured)
+    bn: int = 64           # rows of B per consumer warpgroup: wgmma's M
     prediction: str = ""
-    defines: dict = field(default_factory=dict)
 
     @property
     def path(self) -> str:
         return f"gemm_sm90/{self.file}"
-
-    def build_defines(self, m: int) -> dict:
-        """The kernel's compile-time shape: wgmma's N for M, the cluster, the K boxes per stage."""
-        return {"DECODE_MT": self.mt(m), "DECODE_CLUSTER": self.cluster, "DECODE_KB": self.kb, **self.defines}
 
     @staticmethod
     def mt(m: int) -> int:
@@ -59,29 +61,50 @@ class Rung:
             raise ShapeError(f"the decode rung takes 1 <= M <= {MAX_M} rows of A (wgmma's largest N), got M = {m}")
         return next(x for x in MTS if x >= m)
 
-    def a_slice(self, m: int) -> int:
-        """Rows of A one CTA of the cluster loads and multicasts (whole 8-row swizzle atoms)."""
-        return max(8, self.mt(m) // self.cluster)
+    def config(self, m: int) -> Config:
+        return dict(self.table)[self.mt(m)]
+
+    def with_config(self, consumers: int, split: int, kb: int) -> "Rung":
+        """The same rung with one configuration for every M (the probes' variants)."""
+        return replace(self, table=tuple((mt, Config(consumers, split, kb)) for mt in MTS))
+
+    def threads(self, m: int) -> int:
+        return 128 * (1 + self.config(m).consumers)
+
+    def build_defines(self, m: int) -> dict:
+        """The kernel's compile-time shape: wgmma's N for M, consumers, K split, K boxes per stage."""
+        c = self.config(m)
+        return {"DECODE_MT": self.mt(m), "DECODE_CONSUMERS": c.consumers, "DECODE_SPLIT": c.split,
+                "DECODE_KB": c.kb}
 
     def stage_bytes(self, m: int) -> int:
-        return self.kb * (self.bn + self.mt(m)) * BK * 2
+        c = self.config(m)
+        return c.kb * (c.consumers * self.bn + self.mt(m)) * BK * 2
+
+    def exchange_bytes(self, m: int) -> int:
+        """SMEM the split-K exchange reuses from the ring: half the accumulator of every consumer, f32."""
+        c = self.config(m)
+        return 0 if c.split == 1 else c.consumers * self.bn * self.mt(m) // 2 * 4
 
     def stages(self, m: int, smem_optin: int = H100_SMEM_OPTIN) -> int:
         """The deepest ring the SMEM holds (at most MAX_STAGES)."""
         return min(MAX_STAGES, (smem_optin - SMEM_SLACK - 64) // self.stage_bytes(m))
 
     def smem_bytes(self, m: int, stages: int) -> int:
-        return stages * self.stage_bytes(m) + SMEM_SLACK
+        return max(stages * self.stage_bytes(m), self.exchange_bytes(m)) + SMEM_SLACK
 
-    def grid(self, n: int) -> tuple:
-        return (n // self.bn, 1, 1)
+    def grid(self, m: int, n: int) -> tuple:
+        c = self.config(m)
+        return (n // (self.bn * c.consumers) * c.split, 1, 1)
 
     def require_shape(self, m: int, n: int, k: int) -> None:
         """Raise ShapeError naming the rule when (m, n, k) is not something this kernel computes."""
         self.mt(m)
-        for name, v, mult, why in (("N", n, self.bn * self.cluster, f"{self.bn} rows of B per CTA x cluster "
-                                                                   f"{self.cluster}"),
-                                   ("K", k, self.kb * BK, f"one stage's K: {self.kb} boxes of {BK}")):
+        c = self.config(m)
+        for name, v, mult, why in (("N", n, self.bn * c.consumers, f"{self.bn} rows of B x {c.consumers} "
+                                                                  f"consumer warpgroups"),
+                                   ("K", k, c.kb * BK * c.split, f"{c.kb} boxes of {BK} per stage x {c.split} "
+                                                                 "K pieces")):
             if v <= 0 or v % mult:
                 raise ShapeError(f"{self.name}: {name} = {v} must be a positive multiple of {mult} ({why}); "
                                  f"next valid: {max(mult, ceil_div(v, mult) * mult)}")
@@ -90,9 +113,12 @@ class Rung:
 SWAP_AB = Rung(
     "sd_swap_ab", "sd_swap_ab.cu",
     "swap-AB for decode shapes: C^T = B A^T, B's rows fill wgmma's M = 64 and A's M rows are its N; "
-    "one CTA per 64 rows of B streams them once through a ring as deep as the SMEM holds; a cluster of "
-    "CTAs shares A by TMA multicast; C stored transposed from the registers",
+    "each CTA streams its rows of B once through a ring as deep as the SMEM holds; at larger M two "
+    "consumer warpgroups share each A tile and a cluster of 2 splits K, the partials added through "
+    "distributed shared memory; C stored transposed from the registers",
     base="sk_split_k",
+    table=((16, Config(1, 1, 4)), (32, Config(1, 1, 4)), (64, Config(1, 1, 4)), (128, Config(2, 2, 1)),
+           (256, Config(2, 2, 1))),
     prediction="128x8192x8192: the time is B's 128 MiB over the read stream's bandwidth (~4.3-4.4 TB/s "
                "on an H200: ~31 us); 128 CTAs with ~200 KiB of ring each keep far more than the "
                "~4 MiB that latency x bandwidth asks in flight, so >= 0.90 of the stream, ~1.07 x cuBLAS "
@@ -118,7 +144,7 @@ def bytes_moved(m: int, n: int, k: int) -> int:
 def _maps(r: Rung, m: int, n: int, k: int, a_ptr: int, b_ptr: int, c_ptr: int):
     from ..runtime import encode_tensor_map
     from ..tma.tensor_map import TensorMap
-    return [encode_tensor_map(TensorMap("bfloat16", (k, m), (BK, r.a_slice(m)), swizzle="128B"), a_ptr),
+    return [encode_tensor_map(TensorMap("bfloat16", (k, m), (BK, r.mt(m)), swizzle="128B"), a_ptr),
             encode_tensor_map(TensorMap("bfloat16", (k, n), (BK, r.bn), swizzle="128B"), b_ptr),
             encode_tensor_map(TensorMap("bfloat16", (n, m), (64, min(64, r.mt(m))), swizzle="128B"), c_ptr)]
 
@@ -133,6 +159,9 @@ def _check_operands(a, b):
 
 def _stages(r: Rung, m: int, k: int, stages, optin: int) -> int:
     most = r.stages(m, optin)
+    if most < 2:
+        raise ShapeError(f"{r.name}: a stage of {r.stage_bytes(m)} bytes at M = {m}; the ring needs 2 of them "
+                         f"and the SMEM ({optin} bytes per CTA) holds {most}")
     if stages is None:
         return most
     if not 2 <= stages <= most:   # a stage is released only once the next one's wgmma are issued
@@ -159,8 +188,9 @@ def prepare(r, a, b, c=None, stages=None, stamps=None):
     info = gpu_info()
     stages = _stages(r, m, k, stages, info.smem_per_block_optin)
     smem = r.smem_bytes(m, stages)
-    grid, block = r.grid(n), (r.threads, 1, 1)
-    require_launch_config(grid, block, smem, (r.cluster, 1, 1) if r.cluster > 1 else None)
+    grid, block = r.grid(m, n), (r.threads(m), 1, 1)
+    split = r.config(m).split
+    require_launch_config(grid, block, smem, (split, 1, 1) if split > 1 else None)
     maps = _maps(r, m, n, k, a.data.ptr, b.data.ptr, c.data.ptr)
     defines = r.build_defines(m)
     if stamps is not None:
@@ -193,10 +223,11 @@ def run_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False):
     module = EMULATED.load(r.path, defines=r.build_defines(m))
     fn = module.get_function("gemm")
     fn.seed, fn.trace = seed, trace
-    run = run_launch(module, "gemm", r.grid(n), (r.threads, 1, 1),
+    split = r.config(m).split
+    run = run_launch(module, "gemm", r.grid(m, n), (r.threads(m), 1, 1),
                      (*[tensor_map_arg(t) for t in maps], dc, np.int32(m), np.int32(n), np.int32(k),
                       np.uint64(0), np.int32(stages)),
                      shared_mem=r.smem_bytes(m, stages), barrier_names=BARRIERS,
-                     cluster=(r.cluster, 1, 1) if r.cluster > 1 else None)
+                     cluster=(split, 1, 1) if split > 1 else None)
     run.stages = stages
     return dc.get(), run
