@@ -38,6 +38,8 @@ class Config:
     consumers: int
     split: int
     kb: int
+    pf: int = 0            # stages of B prefetched into L2 ahead of the ring
+    hold: int = 1          # 1: a consumer keeps one stage's wgmma in flight; 0: waits for each stage
 
 
 @dataclass(frozen=True)
@@ -64,9 +66,9 @@ class Rung:
     def config(self, m: int) -> Config:
         return dict(self.table)[self.mt(m)]
 
-    def with_config(self, consumers: int, split: int, kb: int) -> "Rung":
+    def with_config(self, consumers: int, split: int, kb: int, pf: int = 0, hold: int = 1) -> "Rung":
         """The same rung with one configuration for every M (the probes' variants)."""
-        return replace(self, table=tuple((mt, Config(consumers, split, kb)) for mt in MTS))
+        return replace(self, table=tuple((mt, Config(consumers, split, kb, pf, hold)) for mt in MTS))
 
     def threads(self, m: int) -> int:
         return 128 * (1 + self.config(m).consumers)
@@ -75,7 +77,7 @@ class Rung:
         """The kernel's compile-time shape: wgmma's N for M, consumers, K split, K boxes per stage."""
         c = self.config(m)
         return {"DECODE_MT": self.mt(m), "DECODE_CONSUMERS": c.consumers, "DECODE_SPLIT": c.split,
-                "DECODE_KB": c.kb}
+                "DECODE_KB": c.kb, "DECODE_PF": c.pf, "DECODE_HOLD": c.hold}
 
     def stage_bytes(self, m: int) -> int:
         c = self.config(m)

@@ -31,10 +31,16 @@ using namespace ladder;
 #ifndef DECODE_SPLIT
 #define DECODE_SPLIT 1     // CTAs of a cluster splitting K (1 or 2)
 #endif
+#ifndef DECODE_PF
+#define DECODE_PF 0        // stages of B the producer asks L2 to prefetch ahead of the ring (0: none)
+#endif
+#ifndef DECODE_HOLD
+#define DECODE_HOLD 1      // 1: a consumer keeps one stage's wgmma in flight; 0: it waits for each stage
+#endif
 #ifndef DECODE_KB
 #define DECODE_KB 2        // boxes of 64 K per stage
 #endif
-constexpr int BN = 64, MT = DECODE_MT, CONSUMERS = DECODE_CONSUMERS, SPLIT = DECODE_SPLIT, KB = DECODE_KB;
+constexpr int HOLD = DECODE_HOLD, PF = DECODE_PF, BN = 64, MT = DECODE_MT, CONSUMERS = DECODE_CONSUMERS, SPLIT = DECODE_SPLIT, KB = DECODE_KB;
 constexpr int MAX_STAGES = 32, THREADS = WG * (1 + CONSUMERS);
 constexpr u32 B_BOX = BN * BK * 2;   // one 64-row box of B: 8 KiB
 static_assert(MT == 16 || MT == 32 || MT == 64 || MT == 128 || MT == 256, "wgmma's N");
@@ -92,8 +98,19 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     if (wg == 0) {
         if (CONSUMERS > 1) setmaxnreg_dec<40>();
         if (threadIdx.x == 0) {
+            // B's boxes of stage `it` into L2 only: the DRAM reads run PF stages ahead of what the SMEM
+            // ring holds, in flight without taking SMEM
+            auto prefetch = [&](int it) {
+#pragma unroll
+                for (int kb = 0; kb < KB; ++kb)
+#pragma unroll
+                    for (int c = 0; c < CONSUMERS; ++c)
+                        tma_prefetch_2d(&tma_b, ((it0 + it) * KB + kb) * BK, n0 + BN * c);
+            };
+            for (int it = 0; it < PF && it < k_iters; ++it) prefetch(it);
             for (int it = 0; it < k_iters; ++it) {
                 const int s = it % stages;
+                if (PF > 0 && it + PF < k_iters) prefetch(it + PF);
                 stamp(stamps, 0, it, 0);
                 if (it >= stages && !mbarrier_wait(&empty[s], (it / stages + 1) & 1, 2, 0)) break;
                 u8* sB = smem + s * STAGE_BYTES;
@@ -131,12 +148,19 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         }
         if (lead) stamp(stamps, 1 + c, it, 0);
         const u32 sB = smem_u32(smem + s * STAGE_BYTES);
+        if (HOLD == 0 && it > 0) wgmma_fence();   // the accumulator was released by the wait: fence again
         mma_stage_t<MT>(d, sB + c * B_BOX, sB + B_BYTES);
         wgmma_commit_group();
-        wgmma_wait_group<1>();
-        if (it > 0) {
-            if (lead) stamp(stamps, 1 + c, it - 1, 1);
-            if (laneid() == 0) mbarrier_arrive(&empty[(it - 1) % stages]);
+        if (HOLD == 0) {   // wait for this stage's wgmma and hand the stage back at once
+            wgmma_wait_group<0>();
+            if (lead) stamp(stamps, 1 + c, it, 1);
+            if (laneid() == 0) mbarrier_arrive(&empty[s]);
+        } else {           // keep one stage's wgmma in flight: hand back the one before
+            wgmma_wait_group<1>();
+            if (it > 0) {
+                if (lead) stamp(stamps, 1 + c, it - 1, 1);
+                if (laneid() == 0) mbarrier_arrive(&empty[(it - 1) % stages]);
+            }
         }
     }
     wgmma_wait_group<0>();

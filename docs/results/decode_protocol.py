@@ -42,9 +42,12 @@ read_stream(const uint4* __restrict__ p, unsigned long long n16, unsigned sentin
 
 SHAPES = [(16, 8192, 8192), (32, 8192, 8192), (64, 8192, 8192), (128, 8192, 8192), (256, 8192, 8192)]
 SQUARE = (4096, 4096, 4096)
+# probe variants: (consumer warpgroups, K pieces across the cluster, boxes of 64 K per stage)
+VARIANTS = [(1, 1, 2), (1, 1, 4), (2, 2, 1), (2, 2, 2), (1, 1, 2, 8), (1, 1, 4, 8), (1, 1, 2, 16), (1, 1, 4, 4, 0),
+            (1, 1, 2, 8, 0), (2, 2, 1, 8), (2, 2, 1, 16), (2, 2, 2, 8), (2, 2, 1, 8, 0), (1, 2, 2, 8)]
 
 
-def stream_calls(nbytes, nsets, sms):
+def stream_calls(nbytes, nsets, sms, per_sm=4):
     """A read-only stream of `nbytes` (rounded up to 16) per set, one buffer per set (random bytes)."""
     import cupy as cp
     kern = cp.RawKernel(STREAM_SRC, "read_stream")
@@ -52,7 +55,7 @@ def stream_calls(nbytes, nsets, sms):
     rng = cp.random.default_rng(7)
     bufs = [rng.integers(0, 2**31, size=4 * n16, dtype=cp.uint32) for _ in range(nsets)]
     out = cp.zeros(1, cp.uint32)
-    grid = (sms * 4,)
+    grid = (sms * per_sm,)
     calls = [lambda b=b: kern(grid, (512,), (b, np.uint64(n16), np.uint32(0x9E3779B9), out)) for b in bufs]
     return calls, (bufs, out)
 
@@ -101,9 +104,10 @@ def variants_for(mode):
     r = decode.SWAP_AB
     if mode == "protocol":
         return [(r.name, r)]
-    out = []
-    for cl, kb in ((1, 2), (2, 2), (4, 2), (8, 2), (2, 1), (2, 4), (4, 4)):
-        out.append((f"sd c{cl} kb{kb}", dataclasses.replace(r, cluster=cl, kb=kb)))
+    out = [(r.name, r)]
+    for v in VARIANTS:
+        label = "sd w{} s{} kb{}".format(*v) + (f" pf{v[3]}" if len(v) > 3 else "") + (" h0" if len(v) > 4 else "")
+        out.append((label, r.with_config(*v)))
     return out
 
 
@@ -123,6 +127,8 @@ def probe(say, shapes):
         st_calls, keep = stream_calls(nbytes, nsets, info.sm_count)
         t_st = event_ms(st_calls)
         t_lib = event_ms(lib_calls)
+        t_st16 = event_ms(stream_calls(nbytes, nsets, info.sm_count, 16)[0])
+        say(f"  (stream with 16 CTAs of 512 threads per SM: {t_st16 * 1e3:.1f} us)")
         say(f"\n== {m}x{n}x{k}: {nbytes / 2**20:.1f} MiB must move; {nsets} sets; stream {t_st * 1e3:.1f} us "
             f"({nbytes / t_st / 1e9:.2f} TB/s); library {t_lib * 1e3:.1f} us ({t_st / t_lib:.3f} of stream); "
             f"{runner.check(*sets[0], lib_c, 'library', ref=ref).ok}")
@@ -139,7 +145,7 @@ def probe(say, shapes):
             t = event_ms(calls)
             after()
             extra = f" stages {int(calls[0].args[-1])}" if name.startswith("sd") else ""
-            say(f"  {name:<14s} {t * 1e3:7.1f} us  {nbytes / t / 1e9:5.2f} TB/s  {t_st / t:.3f} of stream  "
+            say(f"  {name:<22s} {t * 1e3:7.1f} us  {nbytes / t / 1e9:5.2f} TB/s  {t_st / t:.3f} of stream  "
                 f"{t_lib / t:.3f} x lib  {2 * m * n * k / t / 1e9:6.1f} TFLOP/s{extra}")
         del sets, ref, keep
         cp.get_default_memory_pool().free_all_blocks()
