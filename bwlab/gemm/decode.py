@@ -38,8 +38,11 @@ class Config:
     consumers: int
     split: int
     kb: int
-    pf: int = 0            # stages of B prefetched into L2 ahead of the ring
-    hold: int = 1          # 1: a consumer keeps one stage's wgmma in flight; 0: waits for each stage
+    share: int = 1         # CTAs along N sharing each A tile by TMA multicast (1 or 2)
+
+    @property
+    def cluster(self) -> int:
+        return self.split * self.share
 
 
 @dataclass(frozen=True)
@@ -66,9 +69,13 @@ class Rung:
     def config(self, m: int) -> Config:
         return dict(self.table)[self.mt(m)]
 
-    def with_config(self, consumers: int, split: int, kb: int, pf: int = 0, hold: int = 1) -> "Rung":
+    def with_config(self, consumers: int, split: int, kb: int, share: int = 1) -> "Rung":
         """The same rung with one configuration for every M (the probes' variants)."""
-        return replace(self, table=tuple((mt, Config(consumers, split, kb, pf, hold)) for mt in MTS))
+        return replace(self, table=tuple((mt, Config(consumers, split, kb, share)) for mt in MTS))
+
+    def a_rows(self, m: int) -> int:
+        """Rows of A one TMA box brings: all MT, or one sharing CTA's slice (whole 8-row swizzle atoms)."""
+        return max(8, self.mt(m) // self.config(m).share)
 
     def threads(self, m: int) -> int:
         return 128 * (1 + self.config(m).consumers)
@@ -77,7 +84,7 @@ class Rung:
         """The kernel's compile-time shape: wgmma's N for M, consumers, K split, K boxes per stage."""
         c = self.config(m)
         return {"DECODE_MT": self.mt(m), "DECODE_CONSUMERS": c.consumers, "DECODE_SPLIT": c.split,
-                "DECODE_KB": c.kb, "DECODE_PF": c.pf, "DECODE_HOLD": c.hold}
+                "DECODE_KB": c.kb, "DECODE_SHARE": c.share}
 
     def stage_bytes(self, m: int) -> int:
         c = self.config(m)
@@ -103,8 +110,9 @@ class Rung:
         """Raise ShapeError naming the rule when (m, n, k) is not something this kernel computes."""
         self.mt(m)
         c = self.config(m)
-        for name, v, mult, why in (("N", n, self.bn * c.consumers, f"{self.bn} rows of B x {c.consumers} "
-                                                                  f"consumer warpgroups"),
+        for name, v, mult, why in (("N", n, self.bn * c.consumers * c.share,
+                                    f"{self.bn} rows of B x {c.consumers} consumer warpgroups x {c.share} "
+                                    "CTAs sharing A"),
                                    ("K", k, c.kb * BK * c.split, f"{c.kb} boxes of {BK} per stage x {c.split} "
                                                                  "K pieces")):
             if v <= 0 or v % mult:
@@ -146,7 +154,7 @@ def bytes_moved(m: int, n: int, k: int) -> int:
 def _maps(r: Rung, m: int, n: int, k: int, a_ptr: int, b_ptr: int, c_ptr: int):
     from ..runtime import encode_tensor_map
     from ..tma.tensor_map import TensorMap
-    return [encode_tensor_map(TensorMap("bfloat16", (k, m), (BK, r.mt(m)), swizzle="128B"), a_ptr),
+    return [encode_tensor_map(TensorMap("bfloat16", (k, m), (BK, r.a_rows(m)), swizzle="128B"), a_ptr),
             encode_tensor_map(TensorMap("bfloat16", (k, n), (BK, r.bn), swizzle="128B"), b_ptr),
             encode_tensor_map(TensorMap("bfloat16", (n, m), (64, min(64, r.mt(m))), swizzle="128B"), c_ptr)]
 
@@ -191,8 +199,8 @@ def prepare(r, a, b, c=None, stages=None, stamps=None):
     stages = _stages(r, m, k, stages, info.smem_per_block_optin)
     smem = r.smem_bytes(m, stages)
     grid, block = r.grid(m, n), (r.threads(m), 1, 1)
-    split = r.config(m).split
-    require_launch_config(grid, block, smem, (split, 1, 1) if split > 1 else None)
+    cl = r.config(m).cluster
+    require_launch_config(grid, block, smem, (cl, 1, 1) if cl > 1 else None)
     maps = _maps(r, m, n, k, a.data.ptr, b.data.ptr, c.data.ptr)
     defines = r.build_defines(m)
     if stamps is not None:
@@ -225,11 +233,11 @@ def run_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False):
     module = EMULATED.load(r.path, defines=r.build_defines(m))
     fn = module.get_function("gemm")
     fn.seed, fn.trace = seed, trace
-    split = r.config(m).split
+    cl = r.config(m).cluster
     run = run_launch(module, "gemm", r.grid(m, n), (r.threads(m), 1, 1),
                      (*[tensor_map_arg(t) for t in maps], dc, np.int32(m), np.int32(n), np.int32(k),
                       np.uint64(0), np.int32(stages)),
                      shared_mem=r.smem_bytes(m, stages), barrier_names=BARRIERS,
-                     cluster=(split, 1, 1) if split > 1 else None)
+                     cluster=(cl, 1, 1) if cl > 1 else None)
     run.stages = stages
     return dc.get(), run

@@ -31,21 +31,20 @@ using namespace ladder;
 #ifndef DECODE_SPLIT
 #define DECODE_SPLIT 1     // CTAs of a cluster splitting K (1 or 2)
 #endif
-#ifndef DECODE_PF
-#define DECODE_PF 0        // stages of B the producer asks L2 to prefetch ahead of the ring (0: none)
-#endif
-#ifndef DECODE_HOLD
-#define DECODE_HOLD 1      // 1: a consumer keeps one stage's wgmma in flight; 0: it waits for each stage
+#ifndef DECODE_SHARE
+#define DECODE_SHARE 1     // CTAs side by side along N sharing each A tile by TMA multicast (1 or 2)
 #endif
 #ifndef DECODE_KB
 #define DECODE_KB 2        // boxes of 64 K per stage
 #endif
-constexpr int HOLD = DECODE_HOLD, PF = DECODE_PF, BN = 64, MT = DECODE_MT, CONSUMERS = DECODE_CONSUMERS, SPLIT = DECODE_SPLIT, KB = DECODE_KB;
-constexpr int MAX_STAGES = 32, THREADS = WG * (1 + CONSUMERS);
+constexpr int BN = 64, MT = DECODE_MT, CONSUMERS = DECODE_CONSUMERS, SPLIT = DECODE_SPLIT, KB = DECODE_KB;
+constexpr int SHARE = DECODE_SHARE, CLUSTER = SPLIT * SHARE, MAX_STAGES = 32, THREADS = WG * (1 + CONSUMERS);
+constexpr int SLICE = MT / SHARE < 8 ? 8 : MT / SHARE;   // A rows one sharing CTA loads: whole 8-row atoms
 constexpr u32 B_BOX = BN * BK * 2;   // one 64-row box of B: 8 KiB
 static_assert(MT == 16 || MT == 32 || MT == 64 || MT == 128 || MT == 256, "wgmma's N");
 static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
 static_assert(SPLIT == 1 || SPLIT == 2, "K in one piece or two (a cluster of 2)");
+static_assert(SHARE == 1 || SHARE == 2, "A shared by one or two CTAs");
 
 // One stage for one consumer: KB boxes x 4 k16 steps of wgmma m64nNk16, B's 64 rows as the A operand,
 // A's N rows as the B operand, both K-major in 128B-swizzled SMEM.
@@ -74,7 +73,7 @@ __device__ __forceinline__ void pin(float (&d)[R]) {
     for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-extern "C" __global__ void __cluster_dims__(SPLIT, 1, 1) __launch_bounds__(THREADS, 1)
+extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
 gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDescriptor tma_b,
      const __grid_constant__ TmaDescriptor tma_c, u16* __restrict__ C, int M, int N, int K, u64* stamps,
      int stages) {
@@ -83,34 +82,24 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     u8* smem = align_1024(smem_raw);
     __shared__ alignas(8) u64 full[MAX_STAGES], empty[MAX_STAGES];
     constexpr u32 B_BYTES = KB * CONSUMERS * B_BOX, STAGE_BYTES = B_BYTES + KB * MT * BK * 2;
-    const int wg = threadIdx.x / WG, piece = int(cluster_ctarank());
-    const int n0 = (blockIdx.x / SPLIT) * (BN * CONSUMERS);
+    // cluster rank = piece + SPLIT * q: `piece` of K, q-th of the CTAs sharing A
+    const int wg = threadIdx.x / WG, rank = int(cluster_ctarank()), piece = rank % SPLIT, q = rank / SPLIT;
+    const int n0 = ((blockIdx.x / CLUSTER) * SHARE + q) * (BN * CONSUMERS);
     const int k_iters = K / (KB * BK * SPLIT), it0 = piece * k_iters;   // this CTA's K piece, in stages
     if (threadIdx.x == 0) {
         for (int s = 0; s < stages; ++s) {
             mbarrier_init(&full[s], 1);
-            mbarrier_init(&empty[s], CONSUMERS * 4);   // one arrival per consumer warp
+            mbarrier_init(&empty[s], SHARE * CONSUMERS * 4);   // each consumer warp of each CTA sharing A
         }
         fence_mbarrier_init_release_cluster();
     }
-    __syncthreads();
+    if (SHARE > 1) cluster_sync(); else __syncthreads();   // no multicast into a ring not yet initialised
 
     if (wg == 0) {
         if (CONSUMERS > 1) setmaxnreg_dec<40>();
         if (threadIdx.x == 0) {
-            // B's boxes of stage `it` into L2 only: the DRAM reads run PF stages ahead of what the SMEM
-            // ring holds, in flight without taking SMEM
-            auto prefetch = [&](int it) {
-#pragma unroll
-                for (int kb = 0; kb < KB; ++kb)
-#pragma unroll
-                    for (int c = 0; c < CONSUMERS; ++c)
-                        tma_prefetch_2d(&tma_b, ((it0 + it) * KB + kb) * BK, n0 + BN * c);
-            };
-            for (int it = 0; it < PF && it < k_iters; ++it) prefetch(it);
             for (int it = 0; it < k_iters; ++it) {
                 const int s = it % stages;
-                if (PF > 0 && it + PF < k_iters) prefetch(it + PF);
                 stamp(stamps, 0, it, 0);
                 if (it >= stages && !mbarrier_wait(&empty[s], (it / stages + 1) & 1, 2, 0)) break;
                 u8* sB = smem + s * STAGE_BYTES;
@@ -121,7 +110,13 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
 #pragma unroll
                     for (int c = 0; c < CONSUMERS; ++c)
                         tma_load_2d(sB + (kb * CONSUMERS + c) * B_BOX, &tma_b, &full[s], k0, n0 + BN * c);
-                    tma_load_2d(sB + B_BYTES + kb * MT * 128, &tma_a, &full[s], k0, 0);
+                    if (SHARE == 1) {
+                        tma_load_2d(sB + B_BYTES + kb * MT * 128, &tma_a, &full[s], k0, 0);
+                    } else if (q * SLICE < MT) {   // this CTA's slice of A's rows, into every sharing CTA
+                        const u16 mask = u16((1u << piece) | (1u << (piece + SPLIT)));
+                        tma_load_multicast_2d(sB + B_BYTES + kb * MT * 128 + q * SLICE * 128, &tma_a, &full[s],
+                                              mask, k0, q * SLICE);
+                    }
                 }
                 stamp(stamps, 0, it, 1);
             }
@@ -130,12 +125,26 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
             cluster_sync();
             cluster_sync();
         }
+        if (SHARE > 1) cluster_sync();   // the consumers' last one
         return;
     }
 
     if (CONSUMERS > 1) setmaxnreg_inc<232>();
     const int c = wg - 1, t = threadIdx.x % WG;
     const bool lead = t == 0;
+    // this warp is done reading stage `it`: in every ring A was multicast into, any CTA may refill it
+    auto release = [&](int it) {
+        if (laneid() == 0) {
+            const int s = it % stages;
+            if (SHARE == 1) {
+                mbarrier_arrive(&empty[s]);
+            } else {
+#pragma unroll
+                for (int r = 0; r < SHARE; ++r)
+                    mbarrier_arrive_remote(mapa_shared_cluster(smem_u32(&empty[s]), u32(piece + SPLIT * r)));
+            }
+        }
+    };
     float d[MT / 2];
     zero(d);
     wgmma_fence();
@@ -148,19 +157,12 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         }
         if (lead) stamp(stamps, 1 + c, it, 0);
         const u32 sB = smem_u32(smem + s * STAGE_BYTES);
-        if (HOLD == 0 && it > 0) wgmma_fence();   // the accumulator was released by the wait: fence again
         mma_stage_t<MT>(d, sB + c * B_BOX, sB + B_BYTES);
         wgmma_commit_group();
-        if (HOLD == 0) {   // wait for this stage's wgmma and hand the stage back at once
-            wgmma_wait_group<0>();
-            if (lead) stamp(stamps, 1 + c, it, 1);
-            if (laneid() == 0) mbarrier_arrive(&empty[s]);
-        } else {           // keep one stage's wgmma in flight: hand back the one before
-            wgmma_wait_group<1>();
-            if (it > 0) {
-                if (lead) stamp(stamps, 1 + c, it - 1, 1);
-                if (laneid() == 0) mbarrier_arrive(&empty[(it - 1) % stages]);
-            }
+        wgmma_wait_group<1>();   // keep this stage's wgmma in flight; hand back the stage before
+        if (it > 0) {
+            if (lead) stamp(stamps, 1 + c, it - 1, 1);
+            release(it - 1);
         }
     }
     wgmma_wait_group<0>();
@@ -181,7 +183,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         cluster_sync();
         // (the loops run over every j with a test, so that d is indexed by constants and stays in registers)
         if (ok) {
-            const u32 peer = mapa_shared_cluster(xbuf, u32(piece ^ 1));
+            const u32 peer = mapa_shared_cluster(xbuf, u32(rank ^ 1));
 #pragma unroll
             for (int j = 0; j < J; ++j)
                 if (j < j0 || j >= j1)   // the other CTA's columns: to its buffer, at j - its j0
@@ -224,4 +226,5 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         }
     }
     if (lead) stamp(stamps, 3, c, 1);
+    if (SHARE > 1) cluster_sync();   // the others may still arrive on this CTA's barriers until they are done
 }

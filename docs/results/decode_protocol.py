@@ -43,8 +43,9 @@ read_stream(const uint4* __restrict__ p, unsigned long long n16, unsigned sentin
 SHAPES = [(16, 8192, 8192), (32, 8192, 8192), (64, 8192, 8192), (128, 8192, 8192), (256, 8192, 8192)]
 SQUARE = (4096, 4096, 4096)
 # probe variants: (consumer warpgroups, K pieces across the cluster, boxes of 64 K per stage)
-VARIANTS = [(1, 1, 2), (1, 1, 4), (2, 2, 1), (2, 2, 2), (1, 1, 2, 8), (1, 1, 4, 8), (1, 1, 2, 16), (1, 1, 4, 4, 0),
-            (1, 1, 2, 8, 0), (2, 2, 1, 8), (2, 2, 1, 16), (2, 2, 2, 8), (2, 2, 1, 8, 0), (1, 2, 2, 8)]
+VARIANTS = [(1, 1, 2), (1, 1, 4), (1, 1, 2, 2), (1, 1, 4, 2), (2, 2, 1), (2, 2, 2), (2, 2, 1, 2), (2, 2, 2, 2),
+            (2, 1, 1, 2), (2, 1, 2, 2)]
+# (consumer warpgroups, K pieces across the cluster, boxes of 64 K per stage[, CTAs sharing A by multicast])
 
 
 def stream_calls(nbytes, nsets, sms, per_sm=4):
@@ -106,7 +107,7 @@ def variants_for(mode):
         return [(r.name, r)]
     out = [(r.name, r)]
     for v in VARIANTS:
-        label = "sd w{} s{} kb{}".format(*v) + (f" pf{v[3]}" if len(v) > 3 else "") + (" h0" if len(v) > 4 else "")
+        label = "sd w{} s{} kb{}".format(*v) + (f" share{v[3]}" if len(v) > 3 else "")
         out.append((label, r.with_config(*v)))
     return out
 
