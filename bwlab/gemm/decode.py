@@ -7,9 +7,11 @@ of A, where the time is reading B from HBM, not the math.
     launch(); print(runner.check(a, b, launch.c))
 
 The kernel computes C^T = B A^T (swap-AB): B's rows fill wgmma's 64-row M, A's M rows are wgmma's N
-(16, 32, 64, 128 or 256, the smallest that holds M; `Rung.mt`). One CTA per 64 rows of B streams that
-slab's whole K range through a TMA ring as deep as the SMEM holds (`Rung.stages`); `cluster` CTAs side
-by side along N share A by TMA multicast. The rung is kept apart from `ladder.ALL_STEPS` (the square
+(16, 32, 64, 128 or 256, the smallest that holds M; `Rung.mt`). Each CTA streams its rows of B once
+through a TMA ring as deep as the SMEM holds (`Rung.stages`). Its compile-time shape for each MT
+(`Rung.table`, a `Config`: consumer warpgroups, K pieces across a cluster of 2 added through DSMEM,
+boxes of 64 K per stage) is the fastest of the variants probed on an H200
+(docs/results/decode_probe_h200.txt). The rung is kept apart from `ladder.ALL_STEPS` (the square
 ladder, its timing-model predictions and its mutants): its launch differs (the ring depth is an
 argument, the tile a function of M), and it is measured at decode shapes under the sustained protocol
 (docs/results/gemm_protocol_decode_h200.txt, made by docs/results/decode_protocol.py).
@@ -38,11 +40,6 @@ class Config:
     consumers: int
     split: int
     kb: int
-    share: int = 1         # CTAs along N sharing each A tile by TMA multicast (1 or 2)
-
-    @property
-    def cluster(self) -> int:
-        return self.split * self.share
 
 
 @dataclass(frozen=True)
@@ -69,13 +66,9 @@ class Rung:
     def config(self, m: int) -> Config:
         return dict(self.table)[self.mt(m)]
 
-    def with_config(self, consumers: int, split: int, kb: int, share: int = 1) -> "Rung":
+    def with_config(self, consumers: int, split: int, kb: int) -> "Rung":
         """The same rung with one configuration for every M (the probes' variants)."""
-        return replace(self, table=tuple((mt, Config(consumers, split, kb, share)) for mt in MTS))
-
-    def a_rows(self, m: int) -> int:
-        """Rows of A one TMA box brings: all MT, or one sharing CTA's slice (whole 8-row swizzle atoms)."""
-        return max(8, self.mt(m) // self.config(m).share)
+        return replace(self, table=tuple((mt, Config(consumers, split, kb)) for mt in MTS))
 
     def threads(self, m: int) -> int:
         return 128 * (1 + self.config(m).consumers)
@@ -84,7 +77,7 @@ class Rung:
         """The kernel's compile-time shape: wgmma's N for M, consumers, K split, K boxes per stage."""
         c = self.config(m)
         return {"DECODE_MT": self.mt(m), "DECODE_CONSUMERS": c.consumers, "DECODE_SPLIT": c.split,
-                "DECODE_KB": c.kb, "DECODE_SHARE": c.share}
+                "DECODE_KB": c.kb}
 
     def stage_bytes(self, m: int) -> int:
         c = self.config(m)
@@ -110,9 +103,8 @@ class Rung:
         """Raise ShapeError naming the rule when (m, n, k) is not something this kernel computes."""
         self.mt(m)
         c = self.config(m)
-        for name, v, mult, why in (("N", n, self.bn * c.consumers * c.share,
-                                    f"{self.bn} rows of B x {c.consumers} consumer warpgroups x {c.share} "
-                                    "CTAs sharing A"),
+        for name, v, mult, why in (("N", n, self.bn * c.consumers, f"{self.bn} rows of B x {c.consumers} "
+                                                                  "consumer warpgroups"),
                                    ("K", k, c.kb * BK * c.split, f"{c.kb} boxes of {BK} per stage x {c.split} "
                                                                  "K pieces")):
             if v <= 0 or v % mult:
@@ -127,13 +119,13 @@ SWAP_AB = Rung(
     "consumer warpgroups share each A tile and a cluster of 2 splits K, the partials added through "
     "distributed shared memory; C stored transposed from the registers",
     base="sk_split_k",
-    table=((16, Config(1, 1, 4)), (32, Config(1, 1, 4)), (64, Config(1, 1, 4)), (128, Config(2, 2, 1)),
+    table=((16, Config(1, 1, 4)), (32, Config(1, 1, 4)), (64, Config(1, 1, 4)), (128, Config(1, 1, 2)),
            (256, Config(2, 2, 1))),
-    prediction="128x8192x8192: the time is B's 128 MiB over the read stream's bandwidth (~4.3-4.4 TB/s "
-               "on an H200: ~31 us); 128 CTAs with ~200 KiB of ring each keep far more than the "
-               "~4 MiB that latency x bandwidth asks in flight, so >= 0.90 of the stream, ~1.07 x cuBLAS "
-               "(which moves 0.84 of it). M = 256: the math (34 GFLOP) takes as long as the bytes at the "
-               "power cap; one consumer warpgroup on 128 of 132 SMs: ~0.95-1.0 x cuBLAS.")
+    prediction="written before the first measurement: 128x8192x8192: the time is B's 128 MiB over the read "
+               "stream's bandwidth (~4.3-4.4 TB/s on an H200: ~31 us); 128 CTAs with ~200 KiB of ring each "
+               "keep far more than the ~4 MiB that latency x bandwidth asks in flight, so >= 0.90 of the "
+               "stream, ~1.07 x cuBLAS (which moves 0.84 of it). M = 256: the math (34 GFLOP) takes as long "
+               "as the bytes at the power cap; one consumer warpgroup on 128 of 132 SMs: ~0.95-1.0 x cuBLAS.")
 RUNGS = [SWAP_AB]
 
 
@@ -154,7 +146,7 @@ def bytes_moved(m: int, n: int, k: int) -> int:
 def _maps(r: Rung, m: int, n: int, k: int, a_ptr: int, b_ptr: int, c_ptr: int):
     from ..runtime import encode_tensor_map
     from ..tma.tensor_map import TensorMap
-    return [encode_tensor_map(TensorMap("bfloat16", (k, m), (BK, r.a_rows(m)), swizzle="128B"), a_ptr),
+    return [encode_tensor_map(TensorMap("bfloat16", (k, m), (BK, r.mt(m)), swizzle="128B"), a_ptr),
             encode_tensor_map(TensorMap("bfloat16", (k, n), (BK, r.bn), swizzle="128B"), b_ptr),
             encode_tensor_map(TensorMap("bfloat16", (n, m), (64, min(64, r.mt(m))), swizzle="128B"), c_ptr)]
 
@@ -199,8 +191,8 @@ def prepare(r, a, b, c=None, stages=None, stamps=None):
     stages = _stages(r, m, k, stages, info.smem_per_block_optin)
     smem = r.smem_bytes(m, stages)
     grid, block = r.grid(m, n), (r.threads(m), 1, 1)
-    cl = r.config(m).cluster
-    require_launch_config(grid, block, smem, (cl, 1, 1) if cl > 1 else None)
+    split = r.config(m).split
+    require_launch_config(grid, block, smem, (split, 1, 1) if split > 1 else None)
     maps = _maps(r, m, n, k, a.data.ptr, b.data.ptr, c.data.ptr)
     defines = r.build_defines(m)
     if stamps is not None:
@@ -233,11 +225,11 @@ def run_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False):
     module = EMULATED.load(r.path, defines=r.build_defines(m))
     fn = module.get_function("gemm")
     fn.seed, fn.trace = seed, trace
-    cl = r.config(m).cluster
+    split = r.config(m).split
     run = run_launch(module, "gemm", r.grid(m, n), (r.threads(m), 1, 1),
                      (*[tensor_map_arg(t) for t in maps], dc, np.int32(m), np.int32(n), np.int32(k),
                       np.uint64(0), np.int32(stages)),
                      shared_mem=r.smem_bytes(m, stages), barrier_names=BARRIERS,
-                     cluster=(cl, 1, 1) if cl > 1 else None)
+                     cluster=(split, 1, 1) if split > 1 else None)
     run.stages = stages
     return dc.get(), run

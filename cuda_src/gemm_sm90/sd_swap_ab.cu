@@ -8,7 +8,9 @@
 // (CONSUMERS warpgroups, one 64-row slab of B each), and A's M rows are wgmma's N (MT = 16, 32, 64, 128
 // or 256, the smallest that holds M; the rows past M come in as zeros from TMA's out-of-bounds fill and
 // are never stored). Each CTA streams its slab of B once, through a ring as deep as the SMEM holds
-// (`stages`, from the host), each stage KB boxes of 64 K.
+// (`stages`, from the host), each stage KB boxes of 64 K. The host picks CONSUMERS, SPLIT and KB per MT
+// (bwlab/gemm/decode.py, from the H200 probes in docs/results/decode_probe_h200.txt): larger boxes per
+// stage read B in longer runs of each row and stream faster, as long as the ring keeps 3 or more stages.
 // SPLIT = 2: the two CTAs of a cluster take the two halves of K for the same rows of B, so twice as
 // many CTAs stream B and each reads only its half of A. Their partial sums meet through distributed
 // shared memory, not a global workspace: once both rings are drained (a cluster barrier), each CTA
@@ -31,20 +33,15 @@ using namespace ladder;
 #ifndef DECODE_SPLIT
 #define DECODE_SPLIT 1     // CTAs of a cluster splitting K (1 or 2)
 #endif
-#ifndef DECODE_SHARE
-#define DECODE_SHARE 1     // CTAs side by side along N sharing each A tile by TMA multicast (1 or 2)
-#endif
 #ifndef DECODE_KB
 #define DECODE_KB 2        // boxes of 64 K per stage
 #endif
 constexpr int BN = 64, MT = DECODE_MT, CONSUMERS = DECODE_CONSUMERS, SPLIT = DECODE_SPLIT, KB = DECODE_KB;
-constexpr int SHARE = DECODE_SHARE, CLUSTER = SPLIT * SHARE, MAX_STAGES = 32, THREADS = WG * (1 + CONSUMERS);
-constexpr int SLICE = MT / SHARE < 8 ? 8 : MT / SHARE;   // A rows one sharing CTA loads: whole 8-row atoms
+constexpr int MAX_STAGES = 32, THREADS = WG * (1 + CONSUMERS);
 constexpr u32 B_BOX = BN * BK * 2;   // one 64-row box of B: 8 KiB
 static_assert(MT == 16 || MT == 32 || MT == 64 || MT == 128 || MT == 256, "wgmma's N");
 static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
 static_assert(SPLIT == 1 || SPLIT == 2, "K in one piece or two (a cluster of 2)");
-static_assert(SHARE == 1 || SHARE == 2, "A shared by one or two CTAs");
 
 // One stage for one consumer: KB boxes x 4 k16 steps of wgmma m64nNk16, B's 64 rows as the A operand,
 // A's N rows as the B operand, both K-major in 128B-swizzled SMEM.
@@ -73,7 +70,7 @@ __device__ __forceinline__ void pin(float (&d)[R]) {
     for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
+extern "C" __global__ void __cluster_dims__(SPLIT, 1, 1) __launch_bounds__(THREADS, 1)
 gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDescriptor tma_b,
      const __grid_constant__ TmaDescriptor tma_c, u16* __restrict__ C, int M, int N, int K, u64* stamps,
      int stages) {
@@ -82,18 +79,17 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     u8* smem = align_1024(smem_raw);
     __shared__ alignas(8) u64 full[MAX_STAGES], empty[MAX_STAGES];
     constexpr u32 B_BYTES = KB * CONSUMERS * B_BOX, STAGE_BYTES = B_BYTES + KB * MT * BK * 2;
-    // cluster rank = piece + SPLIT * q: `piece` of K, q-th of the CTAs sharing A
-    const int wg = threadIdx.x / WG, rank = int(cluster_ctarank()), piece = rank % SPLIT, q = rank / SPLIT;
-    const int n0 = ((blockIdx.x / CLUSTER) * SHARE + q) * (BN * CONSUMERS);
+    const int wg = threadIdx.x / WG, piece = int(cluster_ctarank());   // this CTA's piece of K
+    const int n0 = (blockIdx.x / SPLIT) * (BN * CONSUMERS);
     const int k_iters = K / (KB * BK * SPLIT), it0 = piece * k_iters;   // this CTA's K piece, in stages
     if (threadIdx.x == 0) {
         for (int s = 0; s < stages; ++s) {
             mbarrier_init(&full[s], 1);
-            mbarrier_init(&empty[s], SHARE * CONSUMERS * 4);   // each consumer warp of each CTA sharing A
+            mbarrier_init(&empty[s], CONSUMERS * 4);   // one arrival per consumer warp
         }
         fence_mbarrier_init_release_cluster();
     }
-    if (SHARE > 1) cluster_sync(); else __syncthreads();   // no multicast into a ring not yet initialised
+    __syncthreads();
 
     if (wg == 0) {
         if (CONSUMERS > 1) setmaxnreg_dec<40>();
@@ -110,13 +106,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
 #pragma unroll
                     for (int c = 0; c < CONSUMERS; ++c)
                         tma_load_2d(sB + (kb * CONSUMERS + c) * B_BOX, &tma_b, &full[s], k0, n0 + BN * c);
-                    if (SHARE == 1) {
-                        tma_load_2d(sB + B_BYTES + kb * MT * 128, &tma_a, &full[s], k0, 0);
-                    } else if (q * SLICE < MT) {   // this CTA's slice of A's rows, into every sharing CTA
-                        const u16 mask = u16((1u << piece) | (1u << (piece + SPLIT)));
-                        tma_load_multicast_2d(sB + B_BYTES + kb * MT * 128 + q * SLICE * 128, &tma_a, &full[s],
-                                              mask, k0, q * SLICE);
-                    }
+                    tma_load_2d(sB + B_BYTES + kb * MT * 128, &tma_a, &full[s], k0, 0);
                 }
                 stamp(stamps, 0, it, 1);
             }
@@ -125,26 +115,12 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
             cluster_sync();
             cluster_sync();
         }
-        if (SHARE > 1) cluster_sync();   // the consumers' last one
         return;
     }
 
     if (CONSUMERS > 1) setmaxnreg_inc<232>();
     const int c = wg - 1, t = threadIdx.x % WG;
     const bool lead = t == 0;
-    // this warp is done reading stage `it`: in every ring A was multicast into, any CTA may refill it
-    auto release = [&](int it) {
-        if (laneid() == 0) {
-            const int s = it % stages;
-            if (SHARE == 1) {
-                mbarrier_arrive(&empty[s]);
-            } else {
-#pragma unroll
-                for (int r = 0; r < SHARE; ++r)
-                    mbarrier_arrive_remote(mapa_shared_cluster(smem_u32(&empty[s]), u32(piece + SPLIT * r)));
-            }
-        }
-    };
     float d[MT / 2];
     zero(d);
     wgmma_fence();
@@ -162,7 +138,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         wgmma_wait_group<1>();   // keep this stage's wgmma in flight; hand back the stage before
         if (it > 0) {
             if (lead) stamp(stamps, 1 + c, it - 1, 1);
-            release(it - 1);
+            if (laneid() == 0) mbarrier_arrive(&empty[(it - 1) % stages]);
         }
     }
     wgmma_wait_group<0>();
@@ -183,7 +159,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         cluster_sync();
         // (the loops run over every j with a test, so that d is indexed by constants and stays in registers)
         if (ok) {
-            const u32 peer = mapa_shared_cluster(xbuf, u32(rank ^ 1));
+            const u32 peer = mapa_shared_cluster(xbuf, u32(piece ^ 1));
 #pragma unroll
             for (int j = 0; j < J; ++j)
                 if (j < j0 || j >= j1)   // the other CTA's columns: to its buffer, at j - its j0
@@ -226,5 +202,4 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         }
     }
     if (lead) stamp(stamps, 3, c, 1);
-    if (SHARE > 1) cluster_sync();   // the others may still arrive on this CTA's barriers until they are done
 }

@@ -43,9 +43,8 @@ read_stream(const uint4* __restrict__ p, unsigned long long n16, unsigned sentin
 SHAPES = [(16, 8192, 8192), (32, 8192, 8192), (64, 8192, 8192), (128, 8192, 8192), (256, 8192, 8192)]
 SQUARE = (4096, 4096, 4096)
 # probe variants: (consumer warpgroups, K pieces across the cluster, boxes of 64 K per stage)
-VARIANTS = [(1, 1, 2), (1, 1, 4), (1, 1, 2, 2), (1, 1, 4, 2), (2, 2, 1), (2, 2, 2), (2, 2, 1, 2), (2, 2, 2, 2),
-            (2, 1, 1, 2), (2, 1, 2, 2)]
-# (consumer warpgroups, K pieces across the cluster, boxes of 64 K per stage[, CTAs sharing A by multicast])
+VARIANTS = [(1, 1, 2), (1, 1, 4), (2, 2, 1), (2, 2, 2)]
+# (consumer warpgroups, K pieces across the cluster, boxes of 64 K per stage)
 
 
 def stream_calls(nbytes, nsets, sms, per_sm=4):
@@ -107,7 +106,7 @@ def variants_for(mode):
         return [(r.name, r)]
     out = [(r.name, r)]
     for v in VARIANTS:
-        label = "sd w{} s{} kb{}".format(*v) + (f" share{v[3]}" if len(v) > 3 else "")
+        label = "sd w{} s{} kb{}".format(*v)
         out.append((label, r.with_config(*v)))
     return out
 
@@ -287,25 +286,27 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None)
     ap.add_argument("--json", default=None)
     ap.add_argument("--m", type=int, nargs="*", default=None, help="only these M (N = K = 8192)")
+    ap.add_argument("--no-square", action="store_true", help="protocol: leave out the square shape")
     args = ap.parse_args(argv)
     from bwlab.checks.common import gpu_line
-    lines = []
+    out = open(args.out, "w") if args.out else None
 
-    def say(s=""):
+    def say(s=""):   # printed and written as it comes, so a run cut short keeps what it measured
         print(s, flush=True)
-        lines.append(s)
+        if out:
+            out.write(s + "\n")
+            out.flush()
     say(gpu_line())
     shapes = [s for s in SHAPES if args.m is None or s[0] in args.m]
     dump = {}
     if args.mode == "probe":
         probe(say, shapes)
     else:
-        sustained(say, shapes + [SQUARE], dump)
+        sustained(say, shapes + ([] if args.no_square else [SQUARE]), dump)
     say("")
     say("command: python docs/results/decode_protocol.py " + " ".join(sys.argv[1:] if argv is None else argv))
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write("\n".join(lines) + "\n")
+    if out:
+        out.close()
     if args.json:
         import gzip
         import json
