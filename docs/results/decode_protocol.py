@@ -43,7 +43,7 @@ read_stream(const uint4* __restrict__ p, unsigned long long n16, unsigned sentin
 SHAPES = [(16, 8192, 8192), (32, 8192, 8192), (64, 8192, 8192), (128, 8192, 8192), (256, 8192, 8192)]
 SQUARE = (4096, 4096, 4096)
 # probe variants: (consumer warpgroups, K pieces across the cluster, boxes of 64 K per stage)
-VARIANTS = [(1, 1, 2), (1, 1, 4), (2, 2, 1), (2, 2, 2)]
+VARIANTS = [(1, 1, 2), (2, 2, 1), (2, 2, 2)]
 # (consumer warpgroups, K pieces across the cluster, boxes of 64 K per stage)
 
 
@@ -99,10 +99,10 @@ def event_ms(calls, launches=40, reps=5):
     return statistics.median(res)
 
 
-def variants_for(mode):
+def variants_for(mode, extra=False):
     from bwlab.gemm import decode
     r = decode.SWAP_AB
-    if mode == "protocol":
+    if mode == "protocol" and not extra:
         return [(r.name, r)]
     out = [(r.name, r)]
     for v in VARIANTS:
@@ -151,7 +151,7 @@ def probe(say, shapes):
         cp.get_default_memory_pool().free_all_blocks()
 
 
-def sustained(say, shapes, dump):
+def sustained(say, shapes, dump, extra=False):
     """Each shape under bwlab.gemm.protocol: checks, warm-up with the library, rounds of alternating
     sustained blocks (library, candidate, library, ...) with the stream as one more candidate."""
     import cupy as cp
@@ -184,7 +184,7 @@ def sustained(say, shapes, dump):
             if not square:
                 st_calls, keep = stream_calls(nbytes, nsets, info.sm_count)
                 cands.append(("read stream", st_calls, None))
-            for name, calls, c, after in candidates(m, n, k, sets, variants_for("protocol"), with_sk=not square,
+            for name, calls, c, after in candidates(m, n, k, sets, variants_for("protocol", extra), with_sk=not square,
                                                     with_s8=square):
                 if calls is None:
                     say(f"  {name:<20s} not run: {c}")
@@ -287,6 +287,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None)
     ap.add_argument("--m", type=int, nargs="*", default=None, help="only these M (N = K = 8192)")
     ap.add_argument("--no-square", action="store_true", help="protocol: leave out the square shape")
+    ap.add_argument("--variants", action="store_true", help="protocol: the probe's variants as candidates too")
     args = ap.parse_args(argv)
     from bwlab.checks.common import gpu_line
     out = open(args.out, "w") if args.out else None
@@ -302,7 +303,7 @@ def main(argv=None) -> int:
     if args.mode == "probe":
         probe(say, shapes)
     else:
-        sustained(say, shapes + ([] if args.no_square else [SQUARE]), dump)
+        sustained(say, shapes + ([] if args.no_square else [SQUARE]), dump, args.variants)
     say("")
     say("command: python docs/results/decode_protocol.py " + " ".join(sys.argv[1:] if argv is None else argv))
     if out:
