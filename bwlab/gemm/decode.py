@@ -18,6 +18,9 @@ argument, the tile a function of M), and it is measured at decode shapes under t
 """
 from __future__ import annotations
 
+import math
+import re
+import statistics
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -25,7 +28,8 @@ import numpy as np
 from ..util import ceil_div
 from .ladder import BK, SMEM_SLACK, ShapeError
 
-__all__ = ["Config", "Rung", "SWAP_AB", "RUNGS", "rung", "prepare", "run_emulated", "bytes_moved", "MAX_M"]
+__all__ = ["Config", "Rung", "SWAP_AB", "RUNGS", "rung", "prepare", "run_emulated", "bytes_moved", "MAX_M",
+           "DecodeRow", "report_rows", "roofline_table", "plot_roofline", "rung_diff", "header_comment"]
 
 MAX_M = 256              # wgmma's largest N
 MTS = (16, 32, 64, 128, 256)
@@ -233,3 +237,125 @@ def run_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False):
                      cluster=(split, 1, 1) if split > 1 else None)
     run.stages = stages
     return dc.get(), run
+
+
+# ---- the committed measurement: rows, the roofline picture, the rung's diff ------------------------------
+REPORT = "gemm_protocol_decode_h200.txt"
+
+
+@dataclass(frozen=True)
+class DecodeRow:
+    """One line of the decode report: a candidate on one shape under the sustained protocol."""
+    shape: str            # "MxNxK"
+    name: str             # "library (cuBLAS)", "read stream", a rung's name
+    us: float             # median time per launch
+    tflops: float
+    tbps: float           # bytes that must move / time
+    roofline: float       # read-stream time / this time (nan where the shape had no stream)
+    ratio: float          # library time / this time (1 for the library)
+    mib: float            # bytes that must move, MiB
+
+    @property
+    def m(self) -> int:
+        return int(self.shape.split("x")[0])
+
+
+_D_SHAPE = re.compile(r"^== (\d+) x (\d+) x (\d+) .*must move \(A \+ B \+ C, bf16\): ([\d.]+) MiB")
+_D_ROW = re.compile(r"^  (?P<name>\S.*?)\s+(?P<us>[\d.]+) us\s+(?P<tf>[\d.]+)\s+(?P<tb>[\d.]+)\s+(?P<roof>[\d.]+|-)\s+"
+                    r"(?P<r>[\d.]+)")
+
+
+def report_rows(name: str = REPORT) -> list:
+    """The rows of a committed decode report (docs/results/NAME, made by docs/results/decode_protocol.py)."""
+    from ..results import report_text
+    out, shape, mib = [], None, float("nan")
+    for line in report_text(name).splitlines():
+        m = _D_SHAPE.match(line)
+        if m:
+            shape, mib = "x".join(m.groups()[:3]), float(m.group(4))
+            continue
+        m = _D_ROW.match(line)
+        if m and shape:
+            roof = float("nan") if m["roof"] == "-" else float(m["roof"])
+            out.append(DecodeRow(shape, m["name"], float(m["us"]), float(m["tf"]), float(m["tb"]), roof,
+                                 float(m["r"]), mib))
+    if not out:
+        raise ValueError(f"{name}: no rows of a decode report")
+    return out
+
+
+def roofline_table(rows) -> str:
+    """Per decode shape: the bytes that must move, the read stream's bandwidth (the roofline), and each
+    candidate's time, fraction of that roofline and ratio to cuBLAS."""
+    out = [f"{'shape':>15s} {'MiB':>7s} {'stream TB/s':>11s} {'roofline us':>11s}   "
+           f"{'candidate':<18s} {'us':>7s} {'x roofline':>10s} {'x cuBLAS':>8s}"]
+    for shape in dict.fromkeys(r.shape for r in rows):
+        here = [r for r in rows if r.shape == shape]
+        st = next((r for r in here if r.name == "read stream"), None)
+        if st is None:
+            continue
+        first = True
+        for r in here:
+            if r.name == "read stream":
+                continue
+            head = (f"{shape:>15s} {r.mib:7.1f} {st.tbps:11.2f} {st.us:11.2f}" if first else " " * 48)
+            out.append(f"{head}   {r.name:<18s} {r.us:7.2f} {r.roofline:10.3f} {r.ratio:8.3f}")
+            first = False
+    return "\n".join(out)
+
+
+def plot_roofline(rows, ax=None):
+    """The roofline of the decode shapes: attainable TFLOP/s against arithmetic intensity (FLOP per byte
+    that must move), the slope the read stream's bandwidth measured in the same run, the flat roof the
+    best square GEMM of that run (the power-capped tensor cores); each shape's candidates as points."""
+    import matplotlib.pyplot as plt
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 4.6))
+    dec = [r for r in rows if not math.isnan(r.roofline)]
+    bw = statistics.median(r.tbps for r in dec if r.name == "read stream")      # TB/s
+    flat = max((r.tflops for r in rows if r.shape.split("x")[0] == r.shape.split("x")[2]
+                and len(set(r.shape.split("x"))) == 1), default=float("nan"))
+    ai = lambda r: r.tflops / r.tbps   # noqa: E731 (FLOP per byte)
+    xs = [ai(r) for r in dec]
+    lo, hi = min(xs) / 1.6, max(max(xs) * 2, (flat / bw if not math.isnan(flat) else 0) * 1.5)
+    grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
+    roof = [min(bw * x, flat) if not math.isnan(flat) else bw * x for x in grid]
+    ax.plot(grid, roof, color="0.3", lw=2, label=f"roofline: read stream {bw:.2f} TB/s, "
+                                                  f"square GEMM {flat:.0f} TFLOP/s")
+    styles = {"library (cuBLAS)": ("o", "tab:blue"), "sk_split_k": ("s", "tab:orange"),
+              SWAP_AB.name: ("D", "tab:green")}
+    for name, (mk, col) in styles.items():
+        pts = [r for r in dec if r.name == name]
+        ax.scatter([ai(r) for r in pts], [r.tflops for r in pts], marker=mk, color=col, zorder=3, label=name)
+    for r in dec:
+        if r.name == "read stream":
+            top = min(bw * ai(r), flat) if not math.isnan(flat) else bw * ai(r)
+            ax.annotate(f"M = {r.m}", (ai(r), top), textcoords="offset points", xytext=(-8, 8),
+                        fontsize=8, ha="right")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity: FLOP per byte that must move (A + B + C)")
+    ax.set_ylabel("TFLOP/s")
+    ax.set_title("M x 8192 x 8192 (bf16): the decode shapes sit on the bandwidth slope")
+    ax.legend(fontsize=8, loc="lower right")
+    return ax
+
+
+def rung_diff(r=SWAP_AB, context: int = 1) -> str:
+    """The rung's kernel against its base's (`Rung.base`), as bwlab.gemm.report.rung_diff shows the ladder's."""
+    from . import report
+    from .ladder import step
+    r = rung(r)
+    return report._diff(step(r.base), r, context)
+
+
+def header_comment(r=SWAP_AB) -> str:
+    """The comment at the top of the rung's kernel."""
+    from ..source import source_text
+    lines = source_text(rung(r).path).splitlines()
+    head = []
+    for line in lines[1:]:
+        if not line.startswith("//"):
+            break
+        head.append(line[3:] if line.startswith("// ") else line[2:])
+    return "\n".join(head)
