@@ -18,9 +18,7 @@ argument, the tile a function of M), and it is measured at decode shapes under t
 """
 from __future__ import annotations
 
-import math
 import re
-import statistics
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -29,7 +27,7 @@ from ..util import ceil_div
 from .ladder import BK, SMEM_SLACK, ShapeError
 
 __all__ = ["Config", "Rung", "SWAP_AB", "RUNGS", "rung", "prepare", "run_emulated", "bytes_moved", "MAX_M",
-           "DecodeRow", "report_rows", "roofline_table", "plot_roofline", "rung_diff", "header_comment"]
+           "DecodeRow", "report_rows", "roofline_table", "rung_diff", "header_comment"]
 
 MAX_M = 256              # wgmma's largest N
 MTS = (16, 32, 64, 128, 256)
@@ -179,14 +177,14 @@ def _stages(r: Rung, m: int, k: int, stages, optin: int) -> int:
 def prepare(r, a, b, c=None, stages=None, stamps=None):
     """Check the shapes, encode the tensor maps, load the kernel (with its cluster and K-per-stage
     defines): a `runner.Launch` ready to call. `stages`: the ring depth (default: the deepest that fits)."""
-    import cupy as cp
     from ..compile import load_module
     from ..device import gpu_info
-    from ..runtime import require_launch_config, tensor_map_arg
+    from ..runtime import GPU, require_launch_config, tensor_map_arg
     from .runner import Launch
     r = rung(r)
     m, n, k = _check_operands(a, b)
-    if a.dtype != cp.uint16 or b.dtype != cp.uint16:
+    cp = GPU.xp   # CuPy
+    if a.dtype != np.uint16 or b.dtype != np.uint16:
         raise TypeError("A and B hold bf16 bit patterns: dtype uint16 (see runner.bf16_bits)")
     r.require_shape(m, n, k)
     a, b = cp.ascontiguousarray(a), cp.ascontiguousarray(b)
@@ -302,43 +300,6 @@ def roofline_table(rows) -> str:
             out.append(f"{head}   {r.name:<18s} {r.us:7.2f} {r.roofline:10.3f} {r.ratio:8.3f}")
             first = False
     return "\n".join(out)
-
-
-def plot_roofline(rows, ax=None):
-    """The roofline of the decode shapes: attainable TFLOP/s against arithmetic intensity (FLOP per byte
-    that must move), the slope the read stream's bandwidth measured in the same run, the flat roof the
-    best square GEMM of that run (the power-capped tensor cores); each shape's candidates as points."""
-    import matplotlib.pyplot as plt
-    if ax is None:
-        _, ax = plt.subplots(figsize=(8, 4.6))
-    dec = [r for r in rows if not math.isnan(r.roofline)]
-    bw = statistics.median(r.tbps for r in dec if r.name == "read stream")      # TB/s
-    flat = max((r.tflops for r in rows if r.shape.split("x")[0] == r.shape.split("x")[2]
-                and len(set(r.shape.split("x"))) == 1), default=float("nan"))
-    ai = lambda r: r.tflops / r.tbps   # noqa: E731 (FLOP per byte)
-    xs = [ai(r) for r in dec]
-    lo, hi = min(xs) / 1.6, max(max(xs) * 2, (flat / bw if not math.isnan(flat) else 0) * 1.5)
-    grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
-    roof = [min(bw * x, flat) if not math.isnan(flat) else bw * x for x in grid]
-    ax.plot(grid, roof, color="0.3", lw=2, label=f"roofline: read stream {bw:.2f} TB/s, "
-                                                  f"square GEMM {flat:.0f} TFLOP/s")
-    styles = {"library (cuBLAS)": ("o", "tab:blue"), "sk_split_k": ("s", "tab:orange"),
-              SWAP_AB.name: ("D", "tab:green")}
-    for name, (mk, col) in styles.items():
-        pts = [r for r in dec if r.name == name]
-        ax.scatter([ai(r) for r in pts], [r.tflops for r in pts], marker=mk, color=col, zorder=3, label=name)
-    for r in dec:
-        if r.name == "read stream":
-            top = min(bw * ai(r), flat) if not math.isnan(flat) else bw * ai(r)
-            ax.annotate(f"M = {r.m}", (ai(r), top), textcoords="offset points", xytext=(-8, 8),
-                        fontsize=8, ha="right")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity: FLOP per byte that must move (A + B + C)")
-    ax.set_ylabel("TFLOP/s")
-    ax.set_title("M x 8192 x 8192 (bf16): the decode shapes sit on the bandwidth slope")
-    ax.legend(fontsize=8, loc="lower right")
-    return ax
 
 
 def rung_diff(r=SWAP_AB, context: int = 1) -> str:
