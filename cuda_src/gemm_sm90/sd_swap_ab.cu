@@ -153,8 +153,9 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         constexpr int HALF = J / 2;          // j < HALF: piece 0 stores; the rest: piece 1
         j0 = piece * HALF;
         j1 = j0 + HALF;
-        // The exchange buffer reuses the ring: [consumer][j - other's j0][thread] float4, written by the
-        // other CTA once both rings are drained (the first barrier), read here after the second.
+        // The exchange buffer reuses the ring: [consumer][j - j0][thread] float4 for the columns this CTA
+        // stores, written by the other CTA once both rings are drained (the first barrier), read here
+        // after the second.
         const u32 xbuf = smem_u32(smem) + u32(c * HALF * WG) * 16u;
         cluster_sync();
         // (the loops run over every j with a test, so that d is indexed by constants and stays in registers)
