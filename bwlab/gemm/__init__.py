@@ -41,6 +41,8 @@ Notebooks 07 and 08 reach every name they use at the package's top (`from bwlab 
 `exercises`, as in every stage.
 """
 from .case import GemmCase
+from .decode import (decode_header_comment, decode_report_rows, decode_rung_diff, roofline_table,
+                     run_decode_emulated, SWAP_AB)
 from .ladder import BK, split_count, step, STEPS
 from .occupancy import ctas_per_sm, describe_occupancy
 from .order import footprint, grouped_order
@@ -52,13 +54,15 @@ from .timeline import step_timeline
 
 # What the notebooks, the docs and the command lines use from the package's top, and nothing else
 # (tests/test_interface.py reads them).
-__all__ = ["BK", "check", "ctas_per_sm", "describe_occupancy", "EMULATED_SMS", "example_inputs", "explore_rows",
-           "footprint", "format_table", "GemmCase", "grouped_order", "H100_PEAK_FLOP_PER_SM_CYCLE",
-           "header_comment", "kernel_constants", "model_step1", "plot_clock_log", "plot_ladder",
-           "plot_sm100_timelines", "plot_tile_orders", "plot_timelines", "predictions", "protocol_rows",
-           "protocol_summary", "ptx_features", "recorded_checks", "reference_bf16", "report_rows", "rows",
+__all__ = ["BK", "check", "ctas_per_sm", "decode_header_comment", "decode_report_rows", "decode_rung_diff",
+           "describe_occupancy", "EMULATED_SMS", "example_inputs", "explore_rows", "footprint", "format_table",
+           "GemmCase", "grouped_order", "H100_PEAK_FLOP_PER_SM_CYCLE", "header_comment", "kernel_constants",
+           "model_step1", "plot_clock_log", "plot_decode_roofline", "plot_ladder", "plot_sm100_timelines",
+           "plot_tile_orders", "plot_timelines", "predictions", "protocol_rows", "protocol_summary", "ptx_features",
+           "recorded_checks", "reference_bf16", "report_rows", "roofline_table", "rows", "run_decode_emulated",
            "run_sm100_emulated", "run_step_emulated", "rung_diff", "shapes", "sm_flop_per_cycle", "split_count",
-           "step", "step_card", "step_diff", "step_timeline", "STEPS", "STEPS_SM100", "SUSTAINED", "timeline_table"]
+           "step", "step_card", "step_diff", "step_timeline", "STEPS", "STEPS_SM100", "SUSTAINED", "SWAP_AB",
+           "timeline_table"]
 
 # The one lazy mechanism: the names of __all__ not imported above (the runners, which load the
 # emulator, and the pictures, which load matplotlib) are imported from their module on first use. Code
@@ -66,7 +70,7 @@ __all__ = ["BK", "check", "ctas_per_sm", "describe_occupancy", "EMULATED_SMS", "
 from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
 
 _ELSEWHERE = {
-    "bwlab.gemm.pictures": "plot_clock_log plot_ladder plot_sm100_timelines plot_tile_orders plot_timelines",
+    "bwlab.gemm.pictures": "plot_clock_log plot_decode_roofline plot_ladder plot_sm100_timelines plot_tile_orders plot_timelines",
     "bwlab.gemm.runner": "check EMULATED_SMS run_step_emulated",
     "bwlab.gemm.sm100": "example_inputs kernel_constants model_step1 reference_bf16 run_sm100_emulated STEPS_SM100",
 }

@@ -8,7 +8,8 @@ from .report import PREDICTED_BY, PREDICTED_SHAPE, rows as report_rows, shapes a
 from .ladder import STEPS
 from .timeline import step_timeline
 
-__all__ = ["plot_ladder", "plot_timelines", "plot_sm100_timelines", "plot_tiles", "plot_tile_orders", "plot_clock_log"]
+__all__ = ["plot_ladder", "plot_timelines", "plot_sm100_timelines", "plot_tiles", "plot_tile_orders", "plot_clock_log",
+           "plot_decode_roofline"]
 
 # Each bar has the colour of the memory its warps write into (notebook 06's palette): the producer's
 # loads fill SMEM, wgmma accumulates in registers, the epilogue writes C to GMEM.
@@ -286,3 +287,45 @@ def plot_tiles(s, m: int, n: int, ax=None):
     ax.set_title(f"{s.name}: C {m} x {n} in {s.bm} x {s.bn} tiles; label = the tile's (x, y) in the grid"
                  + (" (persistent: CTAs walk the tiles)" if s.persistent else ""), fontsize=9)
     return ax.figure
+
+
+def plot_decode_roofline(rows, ax=None):
+    """The roofline of the decode shapes: attainable TFLOP/s against arithmetic intensity (FLOP per byte
+    that must move), the slope the read stream's bandwidth measured in the same run, the flat roof the
+    best square GEMM of that run (the power-capped tensor cores); each shape's candidates as points.
+    `rows`: bwlab.gemm.decode.report_rows() of a committed decode report."""
+    import math
+    import statistics
+
+    import matplotlib.pyplot as plt
+    from .decode import SWAP_AB
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 4.6))
+    dec = [r for r in rows if not math.isnan(r.roofline)]
+    bw = statistics.median(r.tbps for r in dec if r.name == "read stream")      # TB/s
+    flat = max((r.tflops for r in rows if r.shape.split("x")[0] == r.shape.split("x")[2]
+                and len(set(r.shape.split("x"))) == 1), default=float("nan"))
+    ai = lambda r: r.tflops / r.tbps   # noqa: E731 (FLOP per byte)
+    xs = [ai(r) for r in dec]
+    lo, hi = min(xs) / 1.6, max(max(xs) * 2, (flat / bw if not math.isnan(flat) else 0) * 1.5)
+    grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
+    roof = [min(bw * x, flat) if not math.isnan(flat) else bw * x for x in grid]
+    ax.plot(grid, roof, color="0.3", lw=2, label=f"roofline: read stream {bw:.2f} TB/s, "
+                                                  f"square GEMM {flat:.0f} TFLOP/s")
+    styles = {"library (cuBLAS)": ("o", "tab:blue"), "sk_split_k": ("s", "tab:orange"),
+              SWAP_AB.name: ("D", "tab:green")}
+    for name, (mk, col) in styles.items():
+        pts = [r for r in dec if r.name == name]
+        ax.scatter([ai(r) for r in pts], [r.tflops for r in pts], marker=mk, color=col, zorder=3, label=name)
+    for r in dec:
+        if r.name == "read stream":
+            top = min(bw * ai(r), flat) if not math.isnan(flat) else bw * ai(r)
+            ax.annotate(f"M = {r.m}", (ai(r), top), textcoords="offset points", xytext=(-8, 8),
+                        fontsize=8, ha="right")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity: FLOP per byte that must move (A + B + C)")
+    ax.set_ylabel("TFLOP/s")
+    ax.set_title("M x 8192 x 8192 (bf16): the decode shapes sit on the bandwidth slope")
+    ax.legend(fontsize=8, loc="lower right")
+    return ax

@@ -44,3 +44,11 @@ __device__ __forceinline__ u32 mapa_shared_cluster(u32 smem_addr, u32 rank) {
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(smem_addr), "r"(rank));
     return r;
 }
+
+// st.shared::cluster.v4.b32 (PTX ISA 9.7.9.10 "st"): 16 bytes into the SMEM of any CTA of the cluster,
+// at a shared::cluster address (from mapa_shared_cluster): distributed shared memory. Visible to that
+// CTA after a cluster barrier (barrier.cluster.arrive.release / wait.acquire).
+__device__ __forceinline__ void st_shared_cluster_v4_b32(u32 cluster_addr, u32 a, u32 b, u32 c, u32 d) {
+    asm volatile("st.shared::cluster.v4.b32 [%0], {%1, %2, %3, %4};"
+                 ::"r"(cluster_addr), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
+}

@@ -1,0 +1,322 @@
+"""The decode rung of the Hopper ladder (cuda_src/gemm_sm90/sd_swap_ab.cu): C = A B^T for M <= 256 rows
+of A, where the time is reading B from HBM, not the math.
+
+    from bwlab.gemm import decode, runner
+    a, b = runner.random_operands(128, 8192, 8192)
+    launch = decode.prepare(decode.SWAP_AB, a, b)        # tensor maps, ring depth, the kernel
+    launch(); print(runner.check(a, b, launch.c))
+
+The kernel computes C^T = B A^T (swap-AB): B's rows fill wgmma's 64-row M, A's M rows are wgmma's N
+(16, 32, 64, 128 or 256, the smallest that holds M; `Rung.mt`). Each CTA streams its rows of B once
+through a TMA ring as deep as the SMEM holds (`Rung.stages`). Its compile-time shape for each MT
+(`Rung.table`, a `Config`: consumer warpgroups, K pieces across a cluster of 2 added through DSMEM,
+boxes of 64 K per stage) is the fastest of the variants probed on an H200
+(docs/results/decode_probe_h200.txt). The rung is kept apart from `ladder.ALL_STEPS` (the square
+ladder, its timing-model predictions and its mutants): its launch differs (the ring depth is an
+argument, the tile a function of M), and it is measured at decode shapes under the sustained protocol
+(docs/results/gemm_protocol_decode_h200.txt, made by docs/results/decode_protocol.py).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..util import ceil_div
+from .ladder import BK, SMEM_SLACK, ShapeError
+
+__all__ = ["Config", "Rung", "SWAP_AB", "RUNGS", "rung", "prepare", "run_decode_emulated", "bytes_moved", "MAX_M",
+           "DecodeRow", "decode_report_rows", "roofline_table", "decode_rung_diff", "decode_header_comment"]
+
+MAX_M = 256              # wgmma's largest N
+MTS = (16, 32, 64, 128, 256)
+MAX_STAGES = 32          # the kernel's barrier arrays (sd_swap_ab.cu MAX_STAGES)
+H100_SMEM_OPTIN = 232448  # dynamic SMEM a CTA may ask for on an H100 / H200 (sm_90)
+
+
+@dataclass(frozen=True)
+class Config:
+    """The kernel's compile-time shape for one MT: consumer warpgroups (64 rows of B each), CTAs of a
+    cluster splitting K (1 or 2), boxes of 64 K per stage."""
+    consumers: int
+    split: int
+    kb: int
+
+
+@dataclass(frozen=True)
+class Rung:
+    name: str
+    file: str
+    added: str
+    base: str              # the rung it is measured against (the ladder's skinny rung)
+    table: tuple = ()      # (MT, Config) pairs: the configuration chosen for each MT (measured)
+    bn: int = 64           # rows of B per consumer warpgroup: wgmma's M
+    prediction: str = ""
+
+    @property
+    def path(self) -> str:
+        return f"gemm_sm90/{self.file}"
+
+    @staticmethod
+    def mt(m: int) -> int:
+        """wgmma's N for M rows of A: the smallest of 16, 32, 64, 128, 256 that holds them."""
+        if not 1 <= m <= MAX_M:
+            raise ShapeError(f"the decode rung takes 1 <= M <= {MAX_M} rows of A (wgmma's largest N), got M = {m}")
+        return next(x for x in MTS if x >= m)
+
+    def config(self, m: int) -> Config:
+        return dict(self.table)[self.mt(m)]
+
+    def with_config(self, consumers: int, split: int, kb: int) -> "Rung":
+        """The same rung with one configuration for every M (the probes' variants)."""
+        return replace(self, table=tuple((mt, Config(consumers, split, kb)) for mt in MTS))
+
+    def threads(self, m: int) -> int:
+        return 128 * (1 + self.config(m).consumers)
+
+    def build_defines(self, m: int) -> dict:
+        """The kernel's compile-time shape: wgmma's N for M, consumers, K split, K boxes per stage."""
+        c = self.config(m)
+        return {"DECODE_MT": self.mt(m), "DECODE_CONSUMERS": c.consumers, "DECODE_SPLIT": c.split,
+                "DECODE_KB": c.kb}
+
+    def stage_bytes(self, m: int) -> int:
+        c = self.config(m)
+        return c.kb * (c.consumers * self.bn + self.mt(m)) * BK * 2
+
+    def exchange_bytes(self, m: int) -> int:
+        """SMEM the split-K exchange reuses from the ring: half the accumulator of every consumer, f32."""
+        c = self.config(m)
+        return 0 if c.split == 1 else c.consumers * self.bn * self.mt(m) // 2 * 4
+
+    def stages(self, m: int, smem_optin: int = H100_SMEM_OPTIN) -> int:
+        """The deepest ring the SMEM holds (at most MAX_STAGES)."""
+        return min(MAX_STAGES, (smem_optin - SMEM_SLACK - 64) // self.stage_bytes(m))
+
+    def smem_bytes(self, m: int, stages: int) -> int:
+        return max(stages * self.stage_bytes(m), self.exchange_bytes(m)) + SMEM_SLACK
+
+    def grid(self, m: int, n: int) -> tuple:
+        c = self.config(m)
+        return (n // (self.bn * c.consumers) * c.split, 1, 1)
+
+    def require_shape(self, m: int, n: int, k: int) -> None:
+        """Raise ShapeError naming the rule when (m, n, k) is not something this kernel computes."""
+        self.mt(m)
+        c = self.config(m)
+        for name, v, mult, why in (("N", n, self.bn * c.consumers, f"{self.bn} rows of B x {c.consumers} "
+                                                                  "consumer warpgroups"),
+                                   ("K", k, c.kb * BK * c.split, f"{c.kb} boxes of {BK} per stage x {c.split} "
+                                                                 "K pieces")):
+            if v <= 0 or v % mult:
+                raise ShapeError(f"{self.name}: {name} = {v} must be a positive multiple of {mult} ({why}); "
+                                 f"next valid: {max(mult, ceil_div(v, mult) * mult)}")
+
+
+SWAP_AB = Rung(
+    "sd_swap_ab", "sd_swap_ab.cu",
+    "swap-AB for decode shapes: C^T = B A^T, B's rows fill wgmma's M = 64 and A's M rows are its N; "
+    "each CTA streams its rows of B once through a ring as deep as the SMEM holds; at larger M two "
+    "consumer warpgroups share each A tile and a cluster of 2 splits K, the partials added through "
+    "distributed shared memory; C stored transposed from the registers",
+    base="sk_split_k",
+    table=((16, Config(1, 1, 4)), (32, Config(1, 1, 4)), (64, Config(1, 1, 4)), (128, Config(2, 2, 2)),
+           (256, Config(2, 2, 1))),
+    prediction="written before the first measurement: 128x8192x8192: the time is B's 128 MiB over the read "
+               "stream's bandwidth (~4.3-4.4 TB/s on an H200: ~31 us); 128 CTAs with ~200 KiB of ring each "
+               "keep far more than the ~4 MiB that latency x bandwidth asks in flight, so >= 0.90 of the "
+               "stream, ~1.07 x cuBLAS (which moves 0.84 of it). M = 256: the math (34 GFLOP) takes as long "
+               "as the bytes at the power cap; one consumer warpgroup on 128 of 132 SMs: ~0.95-1.0 x cuBLAS.")
+RUNGS = [SWAP_AB]
+
+
+def rung(name) -> Rung:
+    if isinstance(name, Rung):
+        return name
+    for r in RUNGS:
+        if name in (r.name, r.name.split("_")[0]):
+            return r
+    raise KeyError(f"no decode rung {name!r}; they are {', '.join(r.name for r in RUNGS)}")
+
+
+def bytes_moved(m: int, n: int, k: int) -> int:
+    """The bytes a decode GEMM must move at the least: A and B read once, C written once (bf16)."""
+    return 2 * (m * k + n * k + m * n)
+
+
+def _maps(r: Rung, m: int, n: int, k: int, a_ptr: int, b_ptr: int, c_ptr: int):
+    from ..runtime import encode_tensor_map
+    from ..tma.tensor_map import TensorMap
+    return [encode_tensor_map(TensorMap("bfloat16", (k, m), (BK, r.mt(m)), swizzle="128B"), a_ptr),
+            encode_tensor_map(TensorMap("bfloat16", (k, n), (BK, r.bn), swizzle="128B"), b_ptr),
+            encode_tensor_map(TensorMap("bfloat16", (n, m), (64, min(64, r.mt(m))), swizzle="128B"), c_ptr)]
+
+
+def _check_operands(a, b):
+    m, k = a.shape
+    n, kb = b.shape
+    if kb != k:
+        raise ValueError(f"A is {m} x {k} and B is {n} x {kb}: both must have K columns (C = A * B^T)")
+    return m, n, k
+
+
+def _stages(r: Rung, m: int, k: int, stages, optin: int) -> int:
+    most = r.stages(m, optin)
+    if most < 2:
+        raise ShapeError(f"{r.name}: a stage of {r.stage_bytes(m)} bytes at M = {m}; the ring needs 2 of them "
+                         f"and the SMEM ({optin} bytes per CTA) holds {most}")
+    if stages is None:
+        return most
+    if not 2 <= stages <= most:   # a stage is released only once the next one's wgmma are issued
+        raise ValueError(f"{r.name}: a ring of {stages} stages of {r.stage_bytes(m)} bytes; between 2 and "
+                         f"{most} fit the SMEM ({optin} bytes per CTA, at most {MAX_STAGES} barriers)")
+    return stages
+
+
+def prepare(r, a, b, c=None, stages=None, stamps=None):
+    """Check the shapes, encode the tensor maps, load the kernel (with its cluster and K-per-stage
+    defines): a `runner.Launch` ready to call. `stages`: the ring depth (default: the deepest that fits)."""
+    from ..compile import load_module
+    from ..device import gpu_info
+    from ..runtime import GPU, require_launch_config, tensor_map_arg
+    from .runner import Launch
+    r = rung(r)
+    m, n, k = _check_operands(a, b)
+    cp = GPU.xp   # CuPy
+    if a.dtype != np.uint16 or b.dtype != np.uint16:
+        raise TypeError("A and B hold bf16 bit patterns: dtype uint16 (see runner.bf16_bits)")
+    r.require_shape(m, n, k)
+    a, b = cp.ascontiguousarray(a), cp.ascontiguousarray(b)
+    c = cp.empty((m, n), dtype=cp.uint16) if c is None else c
+    info = gpu_info()
+    stages = _stages(r, m, k, stages, info.smem_per_block_optin)
+    smem = r.smem_bytes(m, stages)
+    grid, block = r.grid(m, n), (r.threads(m), 1, 1)
+    split = r.config(m).split
+    require_launch_config(grid, block, smem, (split, 1, 1) if split > 1 else None)
+    maps = _maps(r, m, n, k, a.data.ptr, b.data.ptr, c.data.ptr)
+    defines = r.build_defines(m)
+    if stamps is not None:
+        defines["GEMM_STAMPS"] = 1
+    module = load_module(r.path, defines=defines)
+    fn = module.get_function("gemm")
+    fn.max_dynamic_shared_size_bytes = smem
+    args = (*[tensor_map_arg(t) for t in maps], c, np.int32(m), np.int32(n), np.int32(k),
+            stamps if stamps is not None else np.uint64(0), np.int32(stages))
+    launch = Launch(r, fn, grid, block, smem, args, c, module)
+    launch.keep = (a, b)
+    return launch
+
+
+def run_decode_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False):
+    """C = A * B^T by the rung's kernel executed in bwlab.emu (its sm_90a PTX): NumPy uint16 operands of
+    bf16 bits; returns (C bits, the emulator's Launch). `stages`: the ring depth (a shallow ring makes
+    every stage and barrier phase come round several times at a small K)."""
+    from .. import emu
+    from ..runtime import EMULATED, launch as run_launch, tensor_map_arg
+    from .runner import BARRIERS
+    r = rung(r)
+    a = np.ascontiguousarray(a, np.uint16)
+    b = np.ascontiguousarray(b, np.uint16)
+    m, n, k = _check_operands(a, b)
+    r.require_shape(m, n, k)
+    stages = _stages(r, m, k, stages, H100_SMEM_OPTIN)
+    da, db, dc = emu.asarray(a), emu.asarray(b), emu.zeros((m, n), np.uint16)
+    maps = _maps(r, m, n, k, da.data.ptr, db.data.ptr, dc.data.ptr)
+    module = EMULATED.load(r.path, defines=r.build_defines(m))
+    fn = module.get_function("gemm")
+    fn.seed, fn.trace = seed, trace
+    split = r.config(m).split
+    run = run_launch(module, "gemm", r.grid(m, n), (r.threads(m), 1, 1),
+                     (*[tensor_map_arg(t) for t in maps], dc, np.int32(m), np.int32(n), np.int32(k),
+                      np.uint64(0), np.int32(stages)),
+                     shared_mem=r.smem_bytes(m, stages), barrier_names=BARRIERS,
+                     cluster=(split, 1, 1) if split > 1 else None)
+    run.stages = stages
+    return dc.get(), run
+
+
+# ---- the committed measurement: rows, the roofline picture, the rung's diff ------------------------------
+REPORT = "gemm_protocol_decode_h200.txt"
+
+
+@dataclass(frozen=True)
+class DecodeRow:
+    """One line of the decode report: a candidate on one shape under the sustained protocol."""
+    shape: str            # "MxNxK"
+    name: str             # "library (cuBLAS)", "read stream", a rung's name
+    us: float             # median time per launch
+    tflops: float
+    tbps: float           # bytes that must move / time
+    roofline: float       # read-stream time / this time (nan where the shape had no stream)
+    ratio: float          # library time / this time (1 for the library)
+    mib: float            # bytes that must move, MiB
+
+    @property
+    def m(self) -> int:
+        return int(self.shape.split("x")[0])
+
+
+_D_SHAPE = re.compile(r"^== (\d+) x (\d+) x (\d+) .*must move \(A \+ B \+ C, bf16\): ([\d.]+) MiB")
+_D_ROW = re.compile(r"^  (?P<name>\S.*?)\s+(?P<us>[\d.]+) us\s+(?P<tf>[\d.]+)\s+(?P<tb>[\d.]+)\s+(?P<roof>[\d.]+|-)\s+"
+                    r"(?P<r>[\d.]+)")
+
+
+def decode_report_rows(name: str = REPORT) -> list:
+    """The rows of a committed decode report (docs/results/NAME, made by docs/results/decode_protocol.py)."""
+    from ..results import report_text
+    out, shape, mib = [], None, float("nan")
+    for line in report_text(name).splitlines():
+        m = _D_SHAPE.match(line)
+        if m:
+            shape, mib = "x".join(m.groups()[:3]), float(m.group(4))
+            continue
+        m = _D_ROW.match(line)
+        if m and shape:
+            roof = float("nan") if m["roof"] == "-" else float(m["roof"])
+            out.append(DecodeRow(shape, m["name"], float(m["us"]), float(m["tf"]), float(m["tb"]), roof,
+                                 float(m["r"]), mib))
+    if not out:
+        raise ValueError(f"{name}: no rows of a decode report")
+    return out
+
+
+def roofline_table(rows) -> str:
+    """Per decode shape: the bytes that must move, the read stream's bandwidth (the roofline), and each
+    candidate's time, fraction of that roofline and ratio to cuBLAS."""
+    out = [f"{'shape':>15s} {'MiB':>7s} {'stream TB/s':>11s} {'roofline us':>11s}   "
+           f"{'candidate':<18s} {'us':>7s} {'x roofline':>10s} {'x cuBLAS':>8s}"]
+    for shape in dict.fromkeys(r.shape for r in rows):
+        here = [r for r in rows if r.shape == shape]
+        st = next((r for r in here if r.name == "read stream"), None)
+        if st is None:
+            continue
+        first = True
+        for r in here:
+            if r.name == "read stream":
+                continue
+            head = (f"{shape:>15s} {r.mib:7.1f} {st.tbps:11.2f} {st.us:11.2f}" if first else " " * 48)
+            out.append(f"{head}   {r.name:<18s} {r.us:7.2f} {r.roofline:10.3f} {r.ratio:8.3f}")
+            first = False
+    return "\n".join(out)
+
+
+def decode_rung_diff(r=SWAP_AB, context: int = 1) -> str:
+    """The rung's kernel against its base's (`Rung.base`), as bwlab.gemm.report.rung_diff shows the ladder's."""
+    from . import report
+    from .ladder import step
+    r = rung(r)
+    return report._diff(step(r.base), r, context)
+
+
+def decode_header_comment(r=SWAP_AB) -> str:
+    """The comment at the top of the rung's kernel."""
+    from ..source import source_text
+    lines = source_text(rung(r).path).splitlines()
+    head = []
+    for line in lines[1:]:
+        if not line.startswith("//"):
+            break
+        head.append(line[3:] if line.startswith("// ") else line[2:])
+    return "\n".join(head)

@@ -1,0 +1,206 @@
+// bwlab-targets: sm_90a
+// GEMM ladder, Hopper, the decode rung — swap A and B, stream B once.
+//
+// At decode shapes (M = 16 .. 256 rows of A against N = K = 8192) the work is reading B: 128 MiB of it
+// for 2-34 GFLOP, so the time is B's bytes over the HBM bandwidth, not the math. The ladder's 128-row
+// tiles waste most of the MMA on rows A does not have, and split-K (sk) pays a round trip of f32
+// partials through a global workspace. Here the roles swap: C^T = B A^T. B's rows fill wgmma's M = 64
+// (CONSUMERS warpgroups, one 64-row slab of B each), and A's M rows are wgmma's N (MT = 16, 32, 64, 128
+// or 256, the smallest that holds M; the rows past M come in as zeros from TMA's out-of-bounds fill and
+// are never stored). Each CTA streams its slab of B once, through a ring as deep as the SMEM holds
+// (`stages`, from the host), each stage KB boxes of 64 K. The host picks CONSUMERS, SPLIT and KB per MT
+// (bwlab/gemm/decode.py, from the H200 probes in docs/results/decode_probe_h200.txt): larger boxes per
+// stage read B in longer runs of each row and stream faster, as long as the ring keeps 3 or more stages.
+// SPLIT = 2: the two CTAs of a cluster take the two halves of K for the same rows of B, so twice as
+// many CTAs stream B and each reads only its half of A. Their partial sums meet through distributed
+// shared memory, not a global workspace: once both rings are drained (a cluster barrier), each CTA
+// writes the half of the columns the other one stores into the other's SMEM (st.shared::cluster), a
+// second cluster barrier, and each adds the other's partial to its own half and stores it. The sum is
+// own + other in both CTAs, so C does not depend on which CTA stores which half.
+// The accumulator is C^T (64 rows of N x MT columns of M); the store transposes it back: lanes t and
+// t ^ 4 hold rows n, n + 1 of the same columns, swap one value (shfl) and each writes a bf16 pair of
+// one row of C.
+#include "gemm_sm90/gemm_common.cuh"
+
+using namespace ladder;
+
+#ifndef DECODE_MT
+#define DECODE_MT 128      // wgmma's N: the host builds the smallest of 16 .. 256 that holds M
+#endif
+#ifndef DECODE_CONSUMERS
+#define DECODE_CONSUMERS 1 // consumer warpgroups, 64 rows of B each
+#endif
+#ifndef DECODE_SPLIT
+#define DECODE_SPLIT 1     // CTAs of a cluster splitting K (1 or 2)
+#endif
+#ifndef DECODE_KB
+#define DECODE_KB 2        // boxes of 64 K per stage
+#endif
+constexpr int BN = 64, MT = DECODE_MT, CONSUMERS = DECODE_CONSUMERS, SPLIT = DECODE_SPLIT, KB = DECODE_KB;
+constexpr int MAX_STAGES = 32, THREADS = WG * (1 + CONSUMERS);
+constexpr u32 B_BOX = BN * BK * 2;   // one 64-row box of B: 8 KiB
+static_assert(MT == 16 || MT == 32 || MT == 64 || MT == 128 || MT == 256, "wgmma's N");
+static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
+static_assert(SPLIT == 1 || SPLIT == 2, "K in one piece or two (a cluster of 2)");
+
+// One stage for one consumer: KB boxes x 4 k16 steps of wgmma m64nNk16, B's 64 rows as the A operand,
+// A's N rows as the B operand, both K-major in 128B-swizzled SMEM.
+template <int N>
+__device__ __forceinline__ void mma_stage_t(float (&d)[N / 2], u32 b_slab, u32 a_stage) {
+#pragma unroll
+    for (int kb = 0; kb < KB; ++kb)
+#pragma unroll
+        for (int k = 0; k < BK / 16; ++k) {
+            const u64 db = desc_k128(b_slab + kb * CONSUMERS * B_BOX + 32 * k);
+            const u64 da = desc_k128(a_stage + kb * N * 128 + 32 * k);
+            if constexpr (N == 16) wgmma_mma_async_m64n16k16_f32_bf16_bf16<0, 0>(d, db, da, 1u);
+            else if constexpr (N == 32) wgmma_mma_async_m64n32k16_f32_bf16_bf16<0, 0>(d, db, da, 1u);
+            else if constexpr (N == 64) wgmma_mma_async_m64n64k16_f32_bf16_bf16<0, 0>(d, db, da, 1u);
+            else if constexpr (N == 128) wgmma_mma_async_m64n128k16_f32_bf16_bf16<0, 0>(d, db, da, 1u);
+            else wgmma_mma_async_m64n256k16_f32_bf16_bf16<0, 0>(d, db, da, 1u);
+        }
+}
+
+// After wgmma.wait_group 0: every accumulator register "rewritten" by an empty asm, so that no read of
+// it (the exchange's stores, the shuffles) is moved above the wait by the compiler (the registers are
+// not operands of the wait itself).
+template <int R>
+__device__ __forceinline__ void pin(float (&d)[R]) {
+#pragma unroll
+    for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+extern "C" __global__ void __cluster_dims__(SPLIT, 1, 1) __launch_bounds__(THREADS, 1)
+gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDescriptor tma_b,
+     const __grid_constant__ TmaDescriptor tma_c, u16* __restrict__ C, int M, int N, int K, u64* stamps,
+     int stages) {
+    extern __shared__ u8 smem_raw[];
+    // stage s: KB x (CONSUMERS boxes of B, 64 x 64 each), then KB boxes of A (MT x 64)
+    u8* smem = align_1024(smem_raw);
+    __shared__ alignas(8) u64 full[MAX_STAGES], empty[MAX_STAGES];
+    constexpr u32 B_BYTES = KB * CONSUMERS * B_BOX, STAGE_BYTES = B_BYTES + KB * MT * BK * 2;
+    const int wg = threadIdx.x / WG, piece = int(cluster_ctarank());   // this CTA's piece of K
+    const int n0 = (blockIdx.x / SPLIT) * (BN * CONSUMERS);
+    const int k_iters = K / (KB * BK * SPLIT), it0 = piece * k_iters;   // this CTA's K piece, in stages
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < stages; ++s) {
+            mbarrier_init(&full[s], 1);
+            mbarrier_init(&empty[s], CONSUMERS * 4);   // one arrival per consumer warp
+        }
+        fence_mbarrier_init_release_cluster();
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        if (CONSUMERS > 1) setmaxnreg_dec<40>();
+        if (threadIdx.x == 0) {
+            for (int it = 0; it < k_iters; ++it) {
+                const int s = it % stages;
+                stamp(stamps, 0, it, 0);
+                if (it >= stages && !mbarrier_wait(&empty[s], (it / stages + 1) & 1, 2, 0)) break;
+                u8* sB = smem + s * STAGE_BYTES;
+                mbarrier_arrive_expect_tx(&full[s], STAGE_BYTES);
+#pragma unroll
+                for (int kb = 0; kb < KB; ++kb) {
+                    const int k0 = ((it0 + it) * KB + kb) * BK;
+#pragma unroll
+                    for (int c = 0; c < CONSUMERS; ++c)
+                        tma_load_2d(sB + (kb * CONSUMERS + c) * B_BOX, &tma_b, &full[s], k0, n0 + BN * c);
+                    tma_load_2d(sB + B_BYTES + kb * MT * 128, &tma_a, &full[s], k0, 0);
+                }
+                stamp(stamps, 0, it, 1);
+            }
+        }
+        if (SPLIT > 1) {   // the consumers' two cluster barriers (every thread of the cluster meets them)
+            cluster_sync();
+            cluster_sync();
+        }
+        return;
+    }
+
+    if (CONSUMERS > 1) setmaxnreg_inc<232>();
+    const int c = wg - 1, t = threadIdx.x % WG;
+    const bool lead = t == 0;
+    float d[MT / 2];
+    zero(d);
+    wgmma_fence();
+    bool ok = true;
+    for (int it = 0; it < k_iters; ++it) {
+        const int s = it % stages;
+        if (!mbarrier_wait(&full[s], (it / stages) & 1, 1, STAGE_BYTES)) {
+            ok = false;
+            break;
+        }
+        if (lead) stamp(stamps, 1 + c, it, 0);
+        const u32 sB = smem_u32(smem + s * STAGE_BYTES);
+        mma_stage_t<MT>(d, sB + c * B_BOX, sB + B_BYTES);
+        wgmma_commit_group();
+        wgmma_wait_group<1>();   // keep this stage's wgmma in flight; hand back the stage before
+        if (it > 0) {
+            if (lead) stamp(stamps, 1 + c, it - 1, 1);
+            if (laneid() == 0) mbarrier_arrive(&empty[(it - 1) % stages]);
+        }
+    }
+    wgmma_wait_group<0>();
+    pin(d);
+    if (lead) stamp(stamps, 1 + c, k_iters - 1, 1);
+    if (lead) stamp(stamps, 3, c, 0);
+
+    // Columns j in [j0, j1) of the accumulator (8 of C's rows each) are this CTA's to store.
+    constexpr int J = MT / 8;
+    int j0 = 0, j1 = J;
+    if (SPLIT > 1) {
+        constexpr int HALF = J / 2;          // j < HALF: piece 0 stores; the rest: piece 1
+        j0 = piece * HALF;
+        j1 = j0 + HALF;
+        // The exchange buffer reuses the ring: [consumer][j - j0][thread] float4 for the columns this CTA
+        // stores, written by the other CTA once both rings are drained (the first barrier), read here
+        // after the second.
+        const u32 xbuf = smem_u32(smem) + u32(c * HALF * WG) * 16u;
+        cluster_sync();
+        // (the loops run over every j with a test, so that d is indexed by constants and stays in registers)
+        if (ok) {
+            const u32 peer = mapa_shared_cluster(xbuf, u32(piece ^ 1));
+#pragma unroll
+            for (int j = 0; j < J; ++j)
+                if (j < j0 || j >= j1)   // the other CTA's columns: to its buffer, at j - its j0
+                    st_shared_cluster_v4_b32(peer + u32((j % HALF) * WG + t) * 16u, __float_as_uint(d[4 * j]),
+                                             __float_as_uint(d[4 * j + 1]), __float_as_uint(d[4 * j + 2]),
+                                             __float_as_uint(d[4 * j + 3]));
+        }
+        cluster_sync();
+        if (ok) {
+#pragma unroll
+            for (int j = 0; j < J; ++j)
+                if (j >= j0 && j < j1) {   // add.rn: one IEEE addition, own + other, in both CTAs
+                    u32 v[4];
+                    ld_shared_v4_b32(xbuf + u32((j % HALF) * WG + t) * 16u, v);
+                    d[4 * j] = __fadd_rn(d[4 * j], __uint_as_float(v[0]));
+                    d[4 * j + 1] = __fadd_rn(d[4 * j + 1], __uint_as_float(v[1]));
+                    d[4 * j + 2] = __fadd_rn(d[4 * j + 2], __uint_as_float(v[2]));
+                    d[4 * j + 3] = __fadd_rn(d[4 * j + 3], __uint_as_float(v[3]));
+                }
+        }
+    }
+    if (ok) {
+        // d[i] = C^T[16 w + g + 8 h][8 j + 2 q + e] (w = warp, g = lane / 4, q = lane % 4, i = 4 j + 2 h + e):
+        // the lane with g even keeps column e = 0 and takes its row-(n + 1) neighbour's value there; the
+        // lane with g odd keeps column e = 1 and takes its row-(n - 1) neighbour's value
+        const int g = (t % 32) / 4, q = t % 4;
+        const bool odd = g & 1;
+        const int n = n0 + BN * c + 16 * (t / 32) + (g & ~1);
+#pragma unroll
+        for (int j = 0; j < J; ++j) {
+            if (j < j0 || j >= j1) continue;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const float lo = d[4 * j + 2 * h], hi = d[4 * j + 2 * h + 1];
+                const float got = __shfl_xor_sync(0xffffffffu, odd ? lo : hi, 4);
+                const int m = 8 * j + 2 * q + (odd ? 1 : 0);
+                const u32 pair = odd ? cvt_rn_bf16x2_f32(got, hi) : cvt_rn_bf16x2_f32(lo, got);
+                if (m < M) *reinterpret_cast<u32*>(C + size_t(m) * N + n + 8 * h) = pair;
+            }
+        }
+    }
+    if (lead) stamp(stamps, 3, c, 1);
+}

@@ -1,0 +1,112 @@
+"""The decode rung (bwlab.gemm.decode, cuda_src/gemm_sm90/sd_swap_ab.cu): its shapes are checked before any
+launch, every configuration it builds compiles for sm_90a without serialised wgmma, it computes C bit for
+bit in the PTX emulator with every stage and barrier phase reused (the split-K cluster's DSMEM exchange
+included), its committed H200 report parses, and on an sm_90 GPU it is correct at the decode shapes."""
+import numpy as np
+import pytest
+
+from bwlab.gemm import decode
+from bwlab.gemm.decode import MTS, SWAP_AB, Config
+from bwlab.gemm.ladder import ShapeError
+
+
+def test_every_mt_has_a_configuration_with_a_ring_of_three_or_more():
+    assert [mt for mt, _ in SWAP_AB.table] == list(MTS)
+    for mt in MTS:
+        assert SWAP_AB.stages(mt) >= 3, (mt, SWAP_AB.config(mt))
+        assert SWAP_AB.smem_bytes(mt, SWAP_AB.stages(mt)) <= decode.H100_SMEM_OPTIN
+        assert SWAP_AB.exchange_bytes(mt) <= SWAP_AB.stages(mt) * SWAP_AB.stage_bytes(mt)
+    assert [SWAP_AB.mt(m) for m in (1, 16, 17, 33, 64, 65, 129, 256)] == [16, 16, 32, 64, 64, 128, 256, 256]
+    # N = 8192: 128 CTAs whatever the configuration (one slab of 64 rows each, or two and K in two)
+    assert {SWAP_AB.grid(m, 8192)[0] for m in (16, 32, 64, 128, 256)} == {128}
+
+
+def test_shapes_are_checked_before_any_launch():
+    with pytest.raises(ShapeError, match=r"1 <= M <= 256"):
+        SWAP_AB.require_shape(300, 8192, 8192)
+    with pytest.raises(ShapeError, match=r"N = 96 must be a positive multiple of 64"):
+        SWAP_AB.require_shape(16, 96, 512)
+    with pytest.raises(ShapeError, match=r"K = 320 must be a positive multiple of 128 .*2 K pieces"):
+        SWAP_AB.require_shape(256, 256, 320)    # MT 256: one box of 64 K per stage, K in 2 pieces
+    SWAP_AB.require_shape(20, 256, 256)
+    with pytest.raises(ShapeError, match="ring needs 2"):
+        decode._stages(SWAP_AB.with_config(1, 1, 8), 256, 8192, None, decode.H100_SMEM_OPTIN)
+    with pytest.raises(ValueError, match="between 2 and"):
+        decode._stages(SWAP_AB, 64, 512, 1, decode.H100_SMEM_OPTIN)
+
+
+@pytest.mark.parametrize("mt", MTS)
+def test_each_configuration_compiles_without_serialised_wgmma(mt):
+    from bwlab.compile import compile_cuda
+    c = compile_cuda(SWAP_AB.path, arch="sm_90a", defines=SWAP_AB.build_defines(mt))
+    assert "gemm" in c.kernels()
+    assert "serialized" not in c.log, c.log   # ptxas C7510-C7520: the wgmma chain lost its overlap
+
+
+@pytest.mark.parametrize("m,n,k", [(16, 256, 1024), (20, 256, 1024), (64, 256, 1024), (100, 256, 1024),
+                                   (256, 256, 512)])
+def test_decode_rung_in_the_emulator(m, n, k, monkeypatch):
+    """A ring of 2 stages, so every stage and both parities of its barriers come round twice at this K;
+    M = 20 and 100 leave rows of the MT tile to TMA's zero fill and the stores' bounds; MT = 128 and 256
+    split K across a cluster of 2 and add the halves through DSMEM. Inputs k/8: every sum exact in f32,
+    so C is compared bit for bit; the emulator's strict rules leave no warning."""
+    from bwlab.gemm import sm100
+    monkeypatch.setenv("BWLAB_BACKEND", "emulated")
+    cfg = SWAP_AB.config(m)
+    iters = k // (64 * cfg.kb * cfg.split)
+    assert iters >= 4, iters                 # each of the 2 stages used at least twice
+    a, b = sm100.example_inputs(m, n, k, seed=m)
+    c, run = decode.run_decode_emulated(SWAP_AB, a, b, stages=2)
+    assert np.array_equal(c, sm100.reference_bf16(a, b))
+    assert not run.warnings, run.warnings
+    assert run.grid[0] == n // (64 * cfg.consumers) * cfg.split
+
+
+def test_the_deepest_ring_in_the_emulator(monkeypatch):
+    from bwlab.gemm import sm100
+    monkeypatch.setenv("BWLAB_BACKEND", "emulated")
+    a, b = sm100.example_inputs(64, 256, 512, seed=5)
+    c, run = decode.run_decode_emulated(SWAP_AB, a, b)
+    assert run.stages == SWAP_AB.stages(64) and np.array_equal(c, sm100.reference_bf16(a, b))
+
+
+def test_the_committed_report_parses():
+    rows = decode.decode_report_rows()
+    shapes = {r.shape for r in rows}
+    assert {f"{m}x8192x8192" for m in (16, 32, 64, 128, 256)} | {"4096x4096x4096"} == shapes
+    for m in (16, 32, 64, 128, 256):
+        here = {r.name: r for r in rows if r.shape == f"{m}x8192x8192"}
+        assert {"library (cuBLAS)", "read stream", SWAP_AB.name} <= set(here)
+        st = here["read stream"]
+        assert st.roofline == 1.0 and st.mib == pytest.approx(decode.bytes_moved(m, 8192, 8192) / 2**20, abs=0.01)
+        sd = here[SWAP_AB.name]
+        assert sd.roofline == pytest.approx(st.us / sd.us, abs=2e-3)
+    table = decode.roofline_table(rows)
+    assert "x roofline" in table and table.count(SWAP_AB.name) == 5
+
+
+def test_the_diff_and_the_comment():
+    d = decode.decode_rung_diff()
+    assert d.startswith("--- sk_split_k.cu\n+++ sd_swap_ab.cu") and "+#define DECODE_MT" in d
+    assert decode.decode_header_comment().startswith("GEMM ladder, Hopper, the decode rung")
+
+
+def test_config_is_plain_data():
+    assert SWAP_AB.with_config(2, 2, 1).config(16) == Config(2, 2, 1)
+    with pytest.raises(KeyError, match="no decode rung"):
+        decode.rung("s9")
+
+
+@pytest.mark.sm90
+@pytest.mark.parametrize("m", [16, 20, 64, 100, 128, 256])
+def test_decode_rung_is_correct_on_the_gpu(m):
+    from bwlab.gemm import runner
+    a, b = runner.random_operands(m, 1024, 2048, seed=m)
+    launch = decode.prepare(SWAP_AB, a, b)
+    for _ in range(2):          # launched twice: nothing the first launch left behind matters
+        launch.c.fill(0xFFFF)
+        runner.clear_status(launch)
+        launch()
+        runner.raise_on_status(launch)
+        res = runner.check(a, b, launch.c, SWAP_AB.name)
+        assert res.ok, str(res)
