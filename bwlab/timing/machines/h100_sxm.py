@@ -23,6 +23,10 @@ Sources, cited by key in each number:
          SM-cycle), 203 cycles from issue to wait_group 0 for one alone; TMA streaming of L2-resident
          boxes: 107.8 B/cycle for one SM alone, 36.0 B/cycle per SM with all 132 (9.20 TB/s); DRAM
          streaming 4.58 TB/s (H200).
+  [WAIT] docs/results/timing_waits_h200.txt, by docs/results/timing_waits.py on an H200 (2026-11-28): what an
+         mbarrier wait costs the waiting warp (cuda_src/timing/waits_sm90.cu), with a bare try_wait loop and
+         with the ladder's bounded wait: a round trip between two warps 100 / 110 cycles; 4 warps arriving
+         together while thread 0 waits 140 / 260; a wait on a phase already complete 72 / 79.
 """
 from ..machine import Machine, Param, fixed
 
@@ -51,6 +55,10 @@ MACHINE = Machine(
     dram_latency=Param(500, 400, 600, "cycles", "[CAL] DRAM minus L2-hit latency of one box (508, 612, 569); [LUO] ~220-250 for one load"),
     mbar_wake=Param(52, 40, 80, "cycles", "[CAL] half the 103-cycle round trip"),
     mbar_remote=Param(150, 50, 400, "cycles", "not published; DSMEM latency ~ L2's order ([LUO] reports ~180 for DSMEM)"),
+    mbar_try=Param(79, 60, 79, "cycles", "[WAIT] a wait on a phase already complete: 72 with a bare try_wait loop, "
+                   "79 with the ladder's bounded wait"),
+    mbar_arrive=Param(52, 10, 52, "cycles", "[WAIT] 4 warps arrive together, one waits: 140 cycles with a bare "
+                      "try_wait loop = 4 x 22 + mbar_wake; 260 with the ladder's bounded wait (52 per arrival) is hi"),
     bar_sync=Param(30, 20, 80, "cycles", "[LUO]-style microbenchmarks of __syncthreads: tens of cycles"),
     cluster_sync=Param(300, 150, 600, "cycles", "not published; a round trip over DSMEM, ~2 x mbar_remote"),
     alu_cpi=Param(2.0, 1.0, 4.0, "cycles/instruction", "[LUO] dependent ALU latency ~4-6 cycles; independent ~1"),
