@@ -10,8 +10,8 @@ its SM sub-partition's scheduler (warp w sits on sub-partition w % 4) has a free
                             lands `mbar_remote` cycles later)
   mma (wgmma)               the warp's share (16 rows) queues on its sub-partition's tensor pipe, which
                             does mma_flops / 4 FLOP per cycle; it completes `mma_latency` after its slot;
-                            where ptxas serialized the kernel's wgmma (Trace.wgmma_serial), the warp waits
-                            for it to complete before its next instruction
+                            where ptxas serialized the kernel's wgmma (Trace.wgmma_serial), a wgmma waits
+                            for the warp's wgmma before it to complete
   mma_commit / mma_wait N   groups of mma; the wait holds the warp until all but the newest N are done
   umma (tcgen05.mma)        the SM's whole tensor pipe (mma_flops per cycle); tcgen05.commit's mbarrier arrival
                             happens when the CTA's earlier tcgen05.mma are done; tcgen05.ld / wait::ld:
@@ -185,11 +185,14 @@ def replay(trace, m: dict, env: Env, sm_of=None, keep_log: bool = True) -> Timel
         done = nxt
         blocked = False
         if cls == "mma":
+            if serial and w.open:
+                # ptxas put a wait for the wgmma before (WARPGROUP.DEPBAR) in front of this one; the
+                # instructions between the two ran meanwhile (Trace.wgmma_serial)
+                ti = max(ti, max(w.open))
+                nxt = ti + cpi
             fin = take(("tensor", w.sm, w.sub), ti, a / per_sub_flops) + m["mma_latency"]
             w.open.append(fin)
             done = fin
-            if serial:          # ptxas put a wait for completion after every wgmma (Trace.wgmma_serial)
-                nxt = max(nxt, fin)
         elif cls == "umma":
             # tcgen05.mma: one thread issues it; the SM's whole tensor pipe computes it (each SM of a pair its half)
             fin = take(("tensor", w.sm, "all"), ti, a / m["mma_flops"]) + m["mma_latency"]

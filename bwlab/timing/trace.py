@@ -156,7 +156,7 @@ class _WarpLog:
         self.spinning = 0        # lanes in the polling loop of a wait that failed (a lane mask)
 
 
-_FULL = (1 << 32) - 1
+FULL_MASK = (1 << 32) - 1
 # records that others wait for or that synchronise: a group's run-ahead records holding one stay where they ran
 _SIGNALS = frozenset(("marrive", "tma_load", "tma_store", "bar", "bar_arrive", "carrive", "cwait", "umma",
                       "umma_commit", "mma", "mma_commit", "bulk_commit"))
@@ -358,7 +358,7 @@ class Recorder:
             sectors = _sectors(code, w, group) if cls in ("ld_global", "st_global") else 0
             prev_info, pc_before = w.wait_info, int(w.pc[group].min()) if group is not None else pc
             if group is None or all_lanes(group):
-                mark = (pc, _FULL, False)
+                mark = (pc, FULL_MASK, False)
             else:           # a diverged group: is it ahead of live lanes that still have to come this way?
                 others = ~w.exited & ~group
                 if w.parked is not None:
