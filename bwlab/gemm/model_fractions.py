@@ -15,5 +15,5 @@ FRACTIONS = {
     "s6_tma_store": 1.032,
     "s7_hilbert_order": 1.008,
     "sk_split_k": 0.968,
-    "s8_epilogue_overlap": 1.034,
+    "s8_epilogue_overlap": 1.035,
 }

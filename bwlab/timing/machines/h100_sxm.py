@@ -59,8 +59,9 @@ MACHINE = Machine(
     mbar_remote=Param(150, 50, 400, "cycles", "not published; DSMEM latency ~ L2's order ([LUO] reports ~180 for DSMEM)"),
     mbar_try=Param(79, 72, 79, "cycles", "[WAIT] a wait on a phase already complete: 79 with the ladder's bounded "
                    "wait (mbarrier_wait, what its kernels use), 72 with a bare try_wait loop (lo)"),
-    mbar_arrive=Param(52, 22, 52, "cycles", "[WAIT] 4 warps arrive together while thread 0 waits: 260 cycles with the "
-                      "ladder's bounded wait = 4 x 52 + mbar_wake; 140 with a bare try_wait loop = 4 x 22 + mbar_wake (lo)"),
+    mbar_arrive=Param(22, 22, 52, "cycles", "[WAIT] 4 warps arrive together while thread 0 waits: 140 cycles with a "
+                      "bare try_wait loop = 4 x 22 + mbar_wake; 260 with the ladder's bounded wait, 52 per arrival if "
+                      "all of the difference were the arrivals' (hi; the bounded wait's round trip costs only 10 more)"),
     bar_sync=Param(30, 20, 80, "cycles", "[LUO]-style microbenchmarks of __syncthreads: tens of cycles"),
     cluster_sync=Param(300, 150, 600, "cycles", "not published; a round trip over DSMEM, ~2 x mbar_remote"),
     alu_cpi=Param(4.0, 2.0, 6.0, "cycles/instruction",
