@@ -28,8 +28,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..emu.isa.operands import all_lanes
-
 __all__ = ["Recorder", "Trace", "classify", "wgmma_serialized"]
 
 _SHAPE = re.compile(r"\.m(\d+)n(\d+)k(\d+)")
@@ -357,12 +355,13 @@ class Recorder:
             M = w.machine
             sectors = _sectors(code, w, group) if cls in ("ld_global", "st_global") else 0
             prev_info, pc_before = w.wait_info, int(w.pc[group].min()) if group is not None else pc
-            if group is None or all_lanes(group):
+            if group is None or group.all():
                 mark = (pc, FULL_MASK, False)
             else:           # a diverged group: is it ahead of live lanes that still have to come this way?
                 others = ~w.exited & ~group
-                if w.parked is not None:
-                    others &= ~w.parked      # lanes waiting at a convergence point wait for this group
+                parked = getattr(w, "parked", None)
+                if parked is not None:
+                    others &= ~parked        # lanes waiting at a convergence point wait for this group
                 ahead = bool(others.any()) and int(w.pc[others].min()) < pc
                 mark = (pc, int(np.packbits(group, bitorder="little").view("<u4")[0]), ahead)
             rec._touched, rec._new_ops = {}, []

@@ -68,7 +68,7 @@ MACHINE = Machine(
                   "[LUO] dependent ALU latency ~4-6 cycles, independent ~1-2; [STAMPS] thread 0's own path between "
                   "two stamps (loads issued, waits on barriers long complete, the loop: no wgmma, no data to wait "
                   "for): step 1 134-160 and 88-133 cycles, step 2 200, 301 and 412, where the model gives 116, 114 / "
-                  "148, 279, 231 at 4 cycles per PTX instruction and 74, 88 / 90, 196, 173 at 2"),
+                  "148, 279, 231 at 4 cycles per PTX instruction and 74, 88 / 90, 196, 172 at 2"),
     smem_latency=Param(30, 23, 40, "cycles", "[LUO]"),
     gmem_latency=Param(260, 200, 300, "cycles", "[LUO] L2 hit"),
     gst_sector=Param(2.0, 2.0, 3.72, "cycles/sector",
