@@ -185,10 +185,10 @@ def replay(trace, m: dict, env: Env, sm_of=None, keep_log: bool = True) -> Timel
         done = nxt
         blocked = False
         if cls == "mma":
-            if serial and w.open:
-                # ptxas put a wait for the wgmma before (WARPGROUP.DEPBAR) in front of this one; the
-                # instructions between the two ran meanwhile (Trace.wgmma_serial)
-                ti = max(ti, max(w.open))
+            if serial and (w.open or w.groups):
+                # ptxas put a wait for the warp's wgmma before (WARPGROUP.DEPBAR) in front of this one,
+                # committed or not; the instructions between the two ran meanwhile (Trace.wgmma_serial)
+                ti = max(ti, max(w.open + w.groups))
                 nxt = ti + cpi
             fin = take(("tensor", w.sm, w.sub), ti, a / per_sub_flops) + m["mma_latency"]
             w.open.append(fin)
