@@ -77,6 +77,8 @@ class Machine:
     dram_latency: Param       # extra cycles of a miss that goes to DRAM
     mbar_wake: Param          # cycles from an mbarrier phase completing to a waiting warp running again
     mbar_remote: Param        # extra cycles of an arrive on a peer CTA's mbarrier (DSMEM)
+    mbar_try: Param           # cycles a try_wait costs its warp when the phase it waits for has already completed
+    mbar_arrive: Param        # cycles one mbarrier takes per arrival (arrivals on one barrier are applied one at a time)
     bar_sync: Param           # cycles from the last arrival at bar.sync to the warps running again
     cluster_sync: Param       # the same for barrier.cluster
     alu_cpi: Param            # mean cycles between two instructions of one warp (dependences included)

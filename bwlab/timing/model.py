@@ -9,7 +9,9 @@ its SM sub-partition's scheduler (warp w sits on sub-partition w % 4) has a free
   alu, fences, arrivals     the warp goes on `alu_cpi` cycles later (an arrival on a peer CTA's mbarrier
                             lands `mbar_remote` cycles later)
   mma (wgmma)               the warp's share (16 rows) queues on its sub-partition's tensor pipe, which
-                            does mma_flops / 4 FLOP per cycle; it completes `mma_latency` after its slot
+                            does mma_flops / 4 FLOP per cycle; it completes `mma_latency` after its slot;
+                            where ptxas serialized the kernel's wgmma (Trace.wgmma_serial), a wgmma waits
+                            for the warp's wgmma before it to complete
   mma_commit / mma_wait N   groups of mma; the wait holds the warp until all but the newest N are done
   umma (tcgen05.mma)        the SM's whole tensor pipe (mma_flops per cycle); tcgen05.commit's mbarrier arrival
                             happens when the CTA's earlier tcgen05.mma are done; tcgen05.ld / wait::ld:
@@ -26,7 +28,10 @@ its SM sub-partition's scheduler (warp w sits on sub-partition w % 4) has a free
                             `gmem_latency`
   mwait (mbarrier wait)     holds the warp until the phase it observed in the emulator has completed here:
                             when the last of the events that contributed to that phase (arrivals,
-                            expect-tx, TMA byte completions) has happened, + `mbar_wake`
+                            expect-tx, TMA byte completions) has happened, + `mbar_wake`; at least
+                            `mbar_try` after the wait was issued (a try_wait's own cost)
+  marrive                   an arrival takes effect `mbar_arrive` cycles on its barrier, which applies
+                            arrivals one at a time
   bar / barrier.cluster     release `bar_sync` / `cluster_sync` after the last warp of that generation arrives
 
 Shared resources are servers with a next-free time, taken in the order warps reach them (the replay
@@ -74,7 +79,7 @@ class Timeline:
 
 
 class _Warp:
-    __slots__ = ("key", "recs", "i", "t", "open", "groups", "bopen", "bgroups", "bars", "carr", "done", "log", "sm", "sub")
+    __slots__ = ("key", "recs", "i", "t", "open", "groups", "bopen", "bgroups", "bars", "carr", "done", "log", "sm", "sub", "since")
 
     def __init__(self, key, recs, sm):
         self.key, self.recs, self.sm, self.sub = key, recs, sm, key[1] % 4
@@ -84,6 +89,7 @@ class _Warp:
         self.bars, self.carr = {}, 0
         self.done = False
         self.log = []
+        self.since = None        # when a parked mbarrier wait was issued
 
 
 def replay(trace, m: dict, env: Env, sm_of=None, keep_log: bool = True) -> Timeline:
@@ -95,6 +101,7 @@ def replay(trace, m: dict, env: Env, sm_of=None, keep_log: bool = True) -> Timel
             return rank
     sms = {c: sm_of(c, cid, rank) for c, (cid, rank, _) in trace.ctas.items()}
     cpi = m["alu_cpi"]
+    serial = getattr(trace, "wgmma_serial", False)
     per_sub_flops = m["mma_flops"] / 4.0
     l2_rate = min(m["sm_l2_port"], m["l2_bw"] / (env.clock_mhz * 1e6) / env.active_sms)
     dram_rate = m["dram_bw"] / (env.clock_mhz * 1e6) / env.active_sms
@@ -178,6 +185,11 @@ def replay(trace, m: dict, env: Env, sm_of=None, keep_log: bool = True) -> Timel
         done = nxt
         blocked = False
         if cls == "mma":
+            if serial and (w.open or w.groups):
+                # ptxas put a wait for the warp's wgmma before (WARPGROUP.DEPBAR) in front of this one,
+                # committed or not; the instructions between the two ran meanwhile (Trace.wgmma_serial)
+                ti = max(ti, max(w.open + w.groups))
+                nxt = ti + cpi
             fin = take(("tensor", w.sm, w.sub), ti, a / per_sub_flops) + m["mma_latency"]
             w.open.append(fin)
             done = fin
@@ -254,13 +266,21 @@ def replay(trace, m: dict, env: Env, sm_of=None, keep_log: bool = True) -> Timel
             done = nxt
         elif cls == "marrive":
             done = ti + (m["mbar_remote"] if a else 1.0)
+            keys = by_event.get(ev)
+            if keys:          # the barrier applies its arrivals one at a time
+                done = take(("mbar", keys[0][0]), done, m["mbar_arrive"])
         elif cls == "mwait":
             k = (a, b)
             if b >= 0 and k in contrib:
                 if k in resolved:
-                    nxt = max(nxt, resolved[k] + m["mbar_wake"])
+                    # the try_wait's own cost, from when it was first issued; a sleeping wait wakes
+                    # mbar_wake after the phase completes
+                    t0 = ti if w.since is None else w.since
+                    w.since = None
+                    nxt = max(nxt, t0 + m["mbar_try"], resolved[k] + m["mbar_wake"])
                 else:
                     parked_phase.setdefault(k, []).append(w)
+                    w.since = ti if w.since is None else w.since
                     blocked = True
             done = nxt
         elif cls in ("bar", "bar_arrive"):

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Recorder", "Trace", "classify"]
+__all__ = ["Recorder", "Trace", "classify", "wgmma_serialized"]
 
 _SHAPE = re.compile(r"\.m(\d+)n(\d+)k(\d+)")
 _WIDTH = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2,
@@ -124,6 +124,7 @@ class Trace:
     block: tuple = ()
     instructions: int = 0       # warp-instructions the emulator executed
     dropped: int = 0            # of them, the failed waits and their polling loops
+    wgmma_serial: bool = False  # ptxas serialized the kernel's wgmma (its C7520 note): each waits for the last
 
     def counts(self) -> dict:
         out = {}
@@ -133,19 +134,85 @@ class Trace:
         return out
 
 
+_SERIAL = re.compile(r"\(C7520\).*wgmma\.mma_async instructions are serialized.*in the function '([^']+)'")
+
+
+def wgmma_serialized(log: str, kernel: str) -> bool:
+    """Did ptxas serialize `kernel`'s wgmma? Its note C7520 ("wgmma.mma_async instructions are serialized
+    due to ...", in the compile log) says it put a `WARPGROUP.DEPBAR.LE gsb0, 0x0` after every HGMMA: each
+    wgmma waits for the one before it to finish, whatever wait_group the PTX asks for (step 2's thread-0
+    loads inside the math loop do it: 'program dependence on compiler-inserted WG.AR in divergent path')."""
+    return any(m.group(1) == kernel for m in map(_SERIAL.search, (log or "").splitlines()) if m)
+
+
 class _WarpLog:
-    __slots__ = ("recs", "spinning")
+    __slots__ = ("recs", "marks", "spinning")
 
     def __init__(self):
         self.recs = []
-        self.spinning = False
+        self.marks = []          # per record: (pc, lane mask, ran ahead of lanes still behind it)
+        self.spinning = 0        # lanes in the polling loop of a wait that failed (a lane mask)
+
+
+FULL_MASK = (1 << 32) - 1
+# records that others wait for or that synchronise: a group's run-ahead records holding one stay where they ran
+_SIGNALS = frozenset(("marrive", "tma_load", "tma_store", "bar", "bar_arrive", "carrive", "cwait", "umma",
+                      "umma_commit", "mma", "mma_commit", "bulk_commit"))
+
+
+def _reconverge_order(recs, marks, key, events) -> list:
+    """The order of a warp's records as the GPU runs them (old indices). The emulator gives a diverged
+    group that waits long a fair turn (bwlab.emu.convergence): the others may then run past the point
+    where the paths join and on into the next loop iteration, before the waiting lane's own path. On the
+    GPU they meet there first: ptxas brackets the branch with a convergence barrier (BSSY / BSYNC), and
+    the lanes that arrive first wait at the BSYNC. So the records a group ran ahead (from the join on)
+    go to where the lagging lanes reach that join, unless they hold a signal someone waits for, or the
+    lagging lanes never get there (then they stay where the emulator ran them). From the join on, the
+    lagging lanes' records of the same instructions are dropped: the warp runs them once."""
+    pending = []                 # [mask, join pc, [indices], movable]
+    moves, moved = {}, set()
+    for i, (pc, mask, ahead) in enumerate(marks):
+        for ch in pending[:]:
+            if not mask & ch[0] and pc == ch[1]:          # the lagging lanes reach the join
+                pending.remove(ch)
+                if ch[3]:
+                    moves.setdefault(i, []).extend(ch[2])
+                    moved.update(ch[2])
+                    # from the join on the lanes run together: the lagging lanes' records of the same
+                    # instructions are the ones the group ahead ran (kept once)
+                    j = i
+                    for c in ch[2]:
+                        if j >= len(marks) or marks[j][1] != mask or marks[j][0] != marks[c][0] or \
+                                recs[j][0] != recs[c][0] or recs[j][0] in _SIGNALS or ("i", key, j) in events:
+                            break
+                        moved.add(j)
+                        j += 1
+        ok = recs[i][0] not in _SIGNALS and ("i", key, i) not in events
+        ch = next((c for c in pending if c[0] == mask), None)
+        if ch is not None:                                # the group ahead goes on with its turn
+            ch[2].append(i)
+            ch[3] = ch[3] and ok
+            continue
+        if ahead:
+            pending.append([mask, pc, [i], ok])
+            continue
+        pending = [c for c in pending if not mask & c[0]]   # they run again before the others met them
+    if not moves:
+        return list(range(len(recs)))
+    order = []
+    for i in range(len(recs)):
+        order.extend(moves.get(i, ()))
+        if i not in moved:
+            order.append(i)
+    return order
 
 
 class Recorder:
     """Attach to one emulator launch (`Launch(..., timing=Recorder())`) and record its `Trace`."""
 
     def __init__(self):
-        self.trace = Trace()
+        self._trace = Trace()
+        self._final = False
         self._logs = {}
         self._bars = {}          # id(bar) -> [serial, bar]
         self._touched = None     # during an event: {id(bar): (bar, state before, cta is remote)}
@@ -154,13 +221,41 @@ class Recorder:
         self._new_ops = None
         self.launch = None
 
+    @property
+    def trace(self) -> Trace:
+        """The recorded Trace, each warp's records in the order the GPU runs them (`_reconverge_order`)."""
+        if not self._final and self.launch is not None:
+            self._finish()
+        return self._trace
+
+    def _finish(self):
+        self._final = True
+        tr = self._trace
+        events = set()
+        for evs in tr.contrib.values():
+            events.update(evs)
+        events.update(v[0] for v in tr.ops.values())
+        remap = {}
+        for key, log in self._logs.items():
+            order = _reconverge_order(log.recs, log.marks, key, events)
+            if order == list(range(len(log.recs))):
+                continue
+            tr.dropped += len(log.recs) - len(order)
+            log.recs[:] = [log.recs[i] for i in order]
+            log.marks[:] = [log.marks[i] for i in order]
+            remap.update({("i", key, old): ("i", key, new) for new, old in enumerate(order) if old != new})
+        if remap:
+            tr.contrib = {k: [remap.get(e, e) for e in evs] for k, evs in tr.contrib.items()}
+            tr.ops = {k: (remap.get(v[0], v[0]),) + tuple(v[1:]) for k, v in tr.ops.items()}
+
     # ---- attaching ----------------------------------------------------------------------------
     def __call__(self, launch):
         if self.launch is not None:
             raise ValueError("a Recorder records one launch; make a new one for the next")
         self.launch = launch
-        tr = self.trace
+        tr = self._trace
         tr.kernel, tr.grid, tr.block = launch.kernel, launch.grid, launch.block
+        tr.wgmma_serial = wgmma_serialized(getattr(getattr(launch.module, "compiled", None), "log", ""), launch.kernel)
         launch.prog = _TracedProgram(launch.prog, self)
         sync = launch.sync
         orig_mbarrier = sync.mbarrier
@@ -215,7 +310,7 @@ class Recorder:
     def _contributions(self, touched, event):
         for bar, before, _ in touched:
             if self._state(bar) != before:
-                self.trace.contrib.setdefault((self._serial(bar), before[0]), []).append(event)
+                self._trace.contrib.setdefault((self._serial(bar), before[0]), []).append(event)
 
     # ---- async operations ---------------------------------------------------------------------
     def _issued(self, op, desc):
@@ -236,7 +331,7 @@ class Recorder:
             fn()
         finally:
             self._touched = saved
-        if op in self.trace.ops:
+        if op in self._trace.ops:
             self._contributions(before, ("c", op))
 
     # ---- instructions -------------------------------------------------------------------------
@@ -254,32 +349,41 @@ class Recorder:
             log = rec._logs.get(key)
             if log is None:
                 log = rec._logs[key] = _WarpLog()
-                rec.trace.warps[key] = log.recs
+                rec._trace.warps[key] = log.recs
                 c = w.cta
-                rec.trace.ctas.setdefault(c.linear, (c.cluster.cid, c.rank, c.sm))
+                rec._trace.ctas.setdefault(c.linear, (c.cluster.cid, c.rank, c.sm))
             M = w.machine
             sectors = _sectors(code, w, group) if cls in ("ld_global", "st_global") else 0
             prev_info, pc_before = w.wait_info, int(w.pc[group].min()) if group is not None else pc
+            if group is None or group.all():
+                mark = (pc, FULL_MASK, False)
+            else:           # a diverged group: is it ahead of live lanes that still have to come this way?
+                others = ~w.exited & ~group
+                parked = getattr(w, "parked", None)
+                if parked is not None:
+                    others &= ~parked        # lanes waiting at a convergence point wait for this group
+                ahead = bool(others.any()) and int(w.pc[others].min()) < pc
+                mark = (pc, int(np.packbits(group, bitorder="little").view("<u4")[0]), ahead)
             rec._touched, rec._new_ops = {}, []
             try:
                 run(w, group, *rest)
             finally:
                 touched, ops = rec._touched, rec._new_ops
                 rec._touched = rec._new_ops = None
-            rec.trace.instructions += 1
+            rec._trace.instructions += 1
             if cls == "mwait":
                 failed = w.spin_epoch == M.epoch and w.wait_info is not prev_info
                 if failed:
-                    log.spinning = True
-                    rec.trace.dropped += 1
+                    log.spinning |= mark[1]
+                    rec._trace.dropped += 1
                     return
-                log.spinning = False
-            elif log.spinning:
-                rec.trace.dropped += 1
+                log.spinning &= ~mark[1]
+            elif log.spinning and not mark[1] & ~log.spinning:    # only lanes that are polling
+                rec._trace.dropped += 1
                 return
             if w.blocked is None and int(w.pc[group].min()) == pc_before and pc_before == pc and \
                     code.row.kind == "blocking":
-                rec.trace.dropped += 1     # a blocking wait that must run again: kept where it goes on
+                rec._trace.dropped += 1     # a blocking wait that must run again: kept where it goes on
                 return
             idx = len(log.recs)
             event = ("i", key, idx)
@@ -303,7 +407,7 @@ class Recorder:
             elif cls in ("tma_load", "tma_store"):
                 if ops:
                     for o in ops:
-                        rec.trace.ops[o[0]] = (event,) + o[1:]
+                        rec._trace.ops[o[0]] = (event,) + o[1:]
                     item = (cls, ops[0][0], sum(o[2] for o in ops))
                     if len(ops) > 1:
                         item = (cls, tuple(o[0] for o in ops), sum(o[2] for o in ops))
@@ -322,11 +426,12 @@ class Recorder:
             else:
                 item = (cls, 0, 0)
             log.recs.append(item)
+            log.marks.append(mark)
             if touched and cls not in ("mwait",):
                 rec._contributions(touched.values(), event)
             for o in ops:
-                if o[0] not in rec.trace.ops:
-                    rec.trace.ops[o[0]] = (event,) + o[1:]
+                if o[0] not in rec._trace.ops:
+                    rec._trace.ops[o[0]] = (event,) + o[1:]
         return dataclasses.replace(code, run=traced)
 
 

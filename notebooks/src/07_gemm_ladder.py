@@ -146,10 +146,11 @@ plt.show()
 #   launches from the timed ones) found CTA 0's SM at the clocks printed below, under the H100's
 #   1.98 GHz maximum. A step's TFLOP/s depends on when it ran; its fraction of a library run alongside
 #   much less.
-# * **The model's one large miss is step 2.** At 8192³ every other step is within 0.04 of its
-#   prediction; step 2 was predicted better than step 1 and is worse at both square shapes. The model
-#   has no load latency that grows under load, and step 2's stall is exactly that (section 3 says why
-#   step 2 is slow). Step 6 is level with the library at every shape.
+# * **The model's largest miss is step 2.** At 8192³ every other step is within 0.04 of its
+#   prediction; step 2 is predicted faster than it ran here, and, as measured, behind step 1.
+#   What the model knows of step 2 it takes from the compiler (section 3 says what): its `wgmma` run
+#   one after the other, and between them warp 0 issues the loads and waits. Step 6 is level with the
+#   library at every shape.
 
 # %%
 for shape in gemm.shapes(rec):
@@ -284,6 +285,15 @@ for name, stages, tflops, ok in gemm.explore_rows():
 # `__syncthreads`, but there two other CTAs' `wgmma` fill the gap. The stamps (4096³) agree with
 # the outcome: CTA 0 of step 2 takes about as long per k-slice as step 1's, and the SM holds fewer
 # of them.
+#
+# The compiler says more. Building step 2 prints a note from ptxas: `(C7520) Potential Performance
+# Loss: wgmma.mma_async instructions are serialized due to program dependence on compiler-inserted
+# WG.AR in divergent path`. Step 2 leaves a slice's `wgmma` in flight (`wait_group 1`) while thread 0
+# takes its branch to wait and load; ptxas does not keep them in flight across that branch and puts a
+# wait for completion before every `wgmma` instead (`WARPGROUP.DEPBAR` in the SASS). A k-slice's eight
+# `wgmma` then run one after the other, each waiting out the tensor pipe's latency: about 1,100 of the
+# ~2,100 cycles CTA 0 spends per k-slice (section 4's stamps). Step 1 waits for all its `wgmma` before
+# its branch, and gets no such note.
 
 # %% [markdown]
 # ### Exercise 7.3 — where step 2 loses to step 1 (2 points)

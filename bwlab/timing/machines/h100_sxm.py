@@ -23,6 +23,12 @@ Sources, cited by key in each number:
          SM-cycle), 203 cycles from issue to wait_group 0 for one alone; TMA streaming of L2-resident
          boxes: 107.8 B/cycle for one SM alone, 36.0 B/cycle per SM with all 132 (9.20 TB/s); DRAM
          streaming 4.58 TB/s (H200).
+  [STAMPS] docs/results/recordings/gemm_ladder.npz (H100, 4096^3, -DGEMM_STAMPS): CTA 0's timeline per
+         k-slice, clock64 cycles (bwlab.gemm.timeline).
+  [WAIT] docs/results/timing_waits_h200.txt, by docs/results/timing_waits.py on an H200 (2026-11-28): what an
+         mbarrier wait costs the waiting warp (cuda_src/timing/waits_sm90.cu), with a bare try_wait loop and
+         with the ladder's bounded wait: a round trip between two warps 100 / 110 cycles; 4 warps arriving
+         together while thread 0 waits 140 / 260; a wait on a phase already complete 72 / 79.
 """
 from ..machine import Machine, Param, fixed
 
@@ -49,11 +55,20 @@ MACHINE = Machine(
     tma_latency=Param(310, 280, 380, "cycles", "[CAL] 388 - 8 KiB / 108 B/cycle; [LUO] L2 latency ~260 is the floor"),
     tma_issue=Param(8, 2, 32, "cycles", "not published and not measured; small next to a box's transfer"),
     dram_latency=Param(500, 400, 600, "cycles", "[CAL] DRAM minus L2-hit latency of one box (508, 612, 569); [LUO] ~220-250 for one load"),
-    mbar_wake=Param(52, 40, 80, "cycles", "[CAL] half the 103-cycle round trip"),
+    mbar_wake=Param(52, 40, 80, "cycles", "[CAL] half the 103-cycle round trip; [WAIT] round trips of 100 (bare) and 110 (bounded wait)"),
     mbar_remote=Param(150, 50, 400, "cycles", "not published; DSMEM latency ~ L2's order ([LUO] reports ~180 for DSMEM)"),
+    mbar_try=Param(79, 72, 79, "cycles", "[WAIT] a wait on a phase already complete: 79 with the ladder's bounded "
+                   "wait (mbarrier_wait, what its kernels use), 72 with a bare try_wait loop (lo)"),
+    mbar_arrive=Param(22, 22, 52, "cycles", "[WAIT] 4 warps arrive together while thread 0 waits: 140 cycles with a "
+                      "bare try_wait loop = 4 x 22 + mbar_wake; 260 with the ladder's bounded wait, 52 per arrival if "
+                      "all of the difference were the arrivals' (hi; the bounded wait's round trip costs only 10 more)"),
     bar_sync=Param(30, 20, 80, "cycles", "[LUO]-style microbenchmarks of __syncthreads: tens of cycles"),
     cluster_sync=Param(300, 150, 600, "cycles", "not published; a round trip over DSMEM, ~2 x mbar_remote"),
-    alu_cpi=Param(2.0, 1.0, 4.0, "cycles/instruction", "[LUO] dependent ALU latency ~4-6 cycles; independent ~1"),
+    alu_cpi=Param(4.0, 2.0, 6.0, "cycles/instruction",
+                  "[LUO] dependent ALU latency ~4-6 cycles, independent ~1-2; [STAMPS] thread 0's own path between "
+                  "two stamps (loads issued, waits on barriers long complete, the loop: no wgmma, no data to wait "
+                  "for): step 1 134-160 and 88-133 cycles, step 2 200, 301 and 412, where the model gives 116, 114 / "
+                  "148, 279, 231 at 4 cycles per PTX instruction and 74, 88 / 90, 196, 172 at 2"),
     smem_latency=Param(30, 23, 40, "cycles", "[LUO]"),
     gmem_latency=Param(260, 200, 300, "cycles", "[LUO] L2 hit"),
     gst_sector=Param(2.0, 2.0, 3.72, "cycles/sector",
