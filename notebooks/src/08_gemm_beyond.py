@@ -379,6 +379,7 @@ for r in rows:
     if r.name == "s8_epilogue_overlap":
         print(f"{r.shape}: step 8 at {r.ratio:.3f} x cuBLAS")
 
+
 # %% [markdown]
 # Where it stands, from the same report: up to M = 64 the rung is near cuBLAS, which there already
 # moves nearly all of what the stream moves; from M = 128 on it falls behind.
