@@ -42,9 +42,10 @@ read_stream(const uint4* __restrict__ p, unsigned long long n16, unsigned sentin
 
 SHAPES = [(16, 8192, 8192), (32, 8192, 8192), (64, 8192, 8192), (128, 8192, 8192), (256, 8192, 8192)]
 SQUARE = (4096, 4096, 4096)
-# probe variants: (consumer warpgroups, K pieces across the cluster, boxes of 64 K per stage)
-VARIANTS = [(1, 1, 2), (2, 2, 1), (2, 2, 2)]
-# (consumer warpgroups, K pieces across the cluster, boxes of 64 K per stage)
+# probe variants: (consumer warpgroups, K pieces across the cluster, boxes of 64 K per stage[, (producer,
+# consumer) setmaxnreg registers, (0, 0): none])
+VARIANTS = [(2, 2, 2), (2, 2, 1), (4, 4, 1), (4, 4, 1, (0, 0)), (4, 4, 1, (40, 104)), (4, 4, 2), (4, 2, 1),
+            (4, 2, 2)]
 
 
 def stream_calls(nbytes, nsets, sms, per_sm=4):
@@ -106,7 +107,7 @@ def variants_for(mode, extra=False):
         return [(r.name, r)]
     out = [(r.name, r)]
     for v in VARIANTS:
-        label = "sd w{} s{} kb{}".format(*v)
+        label = "sd w{} s{} kb{}".format(*v[:3]) + (" r{}/{}".format(*v[3]) if len(v) > 3 else "")
         out.append((label, r.with_config(*v)))
     return out
 
