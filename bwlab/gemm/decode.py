@@ -9,8 +9,8 @@ of A, where the time is reading B from HBM, not the math.
 The kernel computes C^T = B A^T (swap-AB): B's rows fill wgmma's 64-row M, A's M rows are wgmma's N
 (16, 32, 64, 128 or 256, the smallest that holds M; `Rung.mt`). Each CTA streams its rows of B once
 through a TMA ring as deep as the SMEM holds (`Rung.stages`). Its compile-time shape for each MT
-(`Rung.table`, a `Config`: consumer warpgroups, K pieces across a cluster of 2 added through DSMEM,
-boxes of 64 K per stage) is the fastest of the variants probed on an H200
+(`Rung.table`, a `Config`: consumer warpgroups (1, 2 or 4), K pieces across a cluster of 2 or 4 added
+through DSMEM, boxes of 64 K per stage) is the fastest of the variants probed on an H200
 (docs/results/decode_probe_h200.txt). The rung is kept apart from `ladder.ALL_STEPS` (the square
 ladder, its timing-model predictions and its mutants): its launch differs (the ring depth is an
 argument, the tile a function of M), and it is measured at decode shapes under the sustained protocol

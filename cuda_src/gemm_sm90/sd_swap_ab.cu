@@ -12,8 +12,10 @@
 // (bwlab/gemm/decode.py, from the H200 probes in docs/results/decode_probe_h200.txt): larger boxes per
 // stage read B in longer runs of each row and stream faster, as long as the ring keeps 3 or more stages.
 // SPLIT = 2 or 4: the CTAs of a cluster take the pieces of K for the same rows of B, so SPLIT times as
-// many CTAs stream B and each reads only its piece of A; with 4 consumers (256 rows of B sharing each
-// A tile) and 4 pieces, A's traffic out of L2 is a quarter of one consumer's. The partial sums meet
+// many CTAs stream B and each reads only its piece of A. With 4 consumers (256 rows of B sharing each
+// A tile) and 4 pieces, A's traffic out of L2 is a quarter of one consumer's, yet on the H200 that is
+// slower at M = 64 and 128 (and at N = 8192 its 32 clusters of 4 do not all fit at once): the table
+// keeps 1 or 2 consumers and SPLIT <= 2 (docs/results/decode_probe_h200.txt, 6-7). The partial sums meet
 // through distributed shared memory, not a global workspace: once every ring of the cluster is drained
 // (a cluster barrier), each CTA writes the columns each other CTA stores into that CTA's SMEM
 // (st.shared::cluster), a second cluster barrier, and each adds the partials of its columns in the

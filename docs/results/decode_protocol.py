@@ -99,21 +99,6 @@ def event_ms(calls, launches=40, reps=5):
     return statistics.median(res)
 
 
-def max_active_clusters(launch):
-    """cuOccupancyMaxActiveClusters for a prepared launch (its compile-time cluster shape, its block and
-    SMEM): how many of its clusters the GPU holds at once; None where the query fails."""
-    try:
-        from cuda.bindings import driver as drv
-        conf = drv.CUlaunchConfig()
-        conf.gridDimX, conf.gridDimY, conf.gridDimZ = launch.grid
-        conf.blockDimX, conf.blockDimY, conf.blockDimZ = launch.block
-        conf.sharedMemBytes = launch.smem
-        err, n = drv.cuOccupancyMaxActiveClusters(drv.CUfunction(launch.fn.ptr), conf)
-        return int(n) if int(err) == 0 else None
-    except Exception:
-        return None
-
-
 def variants_for(mode, extra=False, only=None):
     from bwlab.gemm import decode
     r = decode.SWAP_AB
@@ -162,9 +147,7 @@ def probe(say, shapes, only=None):
             extra = ""
             if name.startswith("sd"):
                 cfg = calls[0].step.config(m)
-                mac = max_active_clusters(calls[0])
-                extra = (f" stages {int(calls[0].args[-1])}, {calls[0].grid[0] // cfg.split} clusters of {cfg.split}"
-                         f" (at most {mac if mac is not None else '?'} resident)")
+                extra = f" stages {int(calls[0].args[-1])}, {calls[0].grid[0] // cfg.split} clusters of {cfg.split}"
             say(f"  {name:<22s} {t * 1e3:7.1f} us  {nbytes / t / 1e9:5.2f} TB/s  {t_st / t:.3f} of stream  "
                 f"{t_lib / t:.3f} x lib  {2 * m * n * k / t / 1e9:6.1f} TFLOP/s{extra}")
         del sets, ref, keep
