@@ -62,6 +62,58 @@ def test_decode_rung_in_the_emulator(m, n, k, monkeypatch):
     assert run.grid[0] == n // (64 * cfg.consumers) * cfg.split
 
 
+# Configurations beyond the table's: four consumer warpgroups sharing each A tile, K in four pieces whose
+# partials meet through DSMEM, and each with the other's neighbours (m, n, k: the smallest shapes that
+# give every CTA 4 stages or more through a ring of 2).
+WIDE = [(Config(4, 4, 1), 128, 256, 1024), (Config(4, 4, 1), 20, 256, 1024), (Config(4, 4, 1, (0, 0)), 64, 256, 1024),
+        (Config(4, 4, 2), 100, 256, 2048), (Config(4, 2, 1), 100, 256, 512), (Config(2, 4, 1), 256, 128, 1024),
+        (Config(1, 4, 2), 48, 64, 2048)]
+
+
+@pytest.mark.parametrize("cfg,m,n,k", WIDE, ids=lambda v: str(v) if isinstance(v, int) else
+                         f"w{v.consumers}s{v.split}kb{v.kb}{'r' + '-'.join(map(str, v.regs)) if v.regs else ''}")
+def test_wide_configurations_in_the_emulator(cfg, m, n, k, monkeypatch):
+    """The reduction of 4 partials (each CTA stores a quarter of the columns, sums them in the pieces'
+    order) and 4 consumers under one A tile, bit for bit with the strict rules, every barrier phase reused."""
+    from bwlab.gemm import sm100
+    monkeypatch.setenv("BWLAB_BACKEND", "emulated")
+    r = SWAP_AB.with_config(cfg.consumers, cfg.split, cfg.kb, cfg.regs)
+    assert k // (64 * cfg.kb * cfg.split) >= 4
+    a, b = sm100.example_inputs(m, n, k, seed=m + 1)
+    c, run = decode.run_decode_emulated(r, a, b, stages=2)
+    assert np.array_equal(c, sm100.reference_bf16(a, b))
+    assert not run.warnings, run.warnings
+    assert run.grid[0] == n // (64 * cfg.consumers) * cfg.split
+
+
+@pytest.mark.parametrize("cfg,mt", [(Config(4, 4, 1), 32), (Config(4, 4, 1), 64), (Config(4, 4, 1), 128),
+                                    (Config(4, 4, 1, (0, 0)), 128), (Config(4, 4, 1, (40, 104)), 128),
+                                    (Config(4, 4, 2), 128), (Config(2, 4, 1), 256), (Config(4, 2, 1), 128)])
+def test_wide_configurations_compile_without_serialised_wgmma(cfg, mt):
+    from bwlab.compile import compile_cuda
+    r = SWAP_AB.with_config(cfg.consumers, cfg.split, cfg.kb, cfg.regs)
+    c = compile_cuda(SWAP_AB.path, arch="sm_90a", defines=r.build_defines(mt))
+    assert "serialized" not in c.log, c.log
+
+
+def test_wide_configurations_are_refused_where_the_kernel_cannot_hold_them():
+    from bwlab.compile import CompileError, compile_cuda
+    with pytest.raises(ShapeError, match=r"fewer than the 4 CTAs that split K .* needs M > 16"):
+        SWAP_AB.with_config(4, 4, 1).require_shape(16, 256, 1024)
+    SWAP_AB.with_config(4, 4, 1).require_shape(17, 256, 1024)
+    with pytest.raises(ShapeError, match=r"4 consumer warpgroups .* M <= 128"):
+        SWAP_AB.with_config(4, 4, 1).require_shape(129, 256, 1024)
+    with pytest.raises(ShapeError, match=r"K = 512 must be a positive multiple of 1024 .*4 K pieces"):
+        SWAP_AB.with_config(4, 4, 4).require_shape(64, 256, 512)
+    for bad, rule in (((3, 1, 1), "1, 2 or 4 consumer"), ((1, 3, 1), "1, 2 or 4 pieces"), ((1, 1, 0), "one box"),
+                      ((4, 4, 1, (40, 0)), "both 0"), ((4, 4, 1, (20, 112)), "multiples of 8")):
+        with pytest.raises(ValueError, match=rule):
+            Config(*bad)
+    # the kernel checks the setmaxnreg budget itself: 40 + 4 x 112 registers x 128 threads > 96 x 640
+    with pytest.raises(CompileError, match="exceed the CTA's pool"):
+        compile_cuda(SWAP_AB.path, arch="sm_90a", defines=SWAP_AB.with_config(4, 4, 1, (40, 112)).build_defines(128))
+
+
 def test_the_deepest_ring_in_the_emulator(monkeypatch):
     from bwlab.gemm import sm100
     monkeypatch.setenv("BWLAB_BACKEND", "emulated")
@@ -93,6 +145,7 @@ def test_the_diff_and_the_comment():
 
 def test_config_is_plain_data():
     assert SWAP_AB.with_config(2, 2, 1).config(16) == Config(2, 2, 1)
+    assert SWAP_AB.with_config(4, 4, 1, (0, 0)).build_defines(64)["DECODE_CONSUMER_REGS"] == 0
     with pytest.raises(KeyError, match="no decode rung"):
         decode.rung("s9")
 

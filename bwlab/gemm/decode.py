@@ -9,8 +9,8 @@ of A, where the time is reading B from HBM, not the math.
 The kernel computes C^T = B A^T (swap-AB): B's rows fill wgmma's 64-row M, A's M rows are wgmma's N
 (16, 32, 64, 128 or 256, the smallest that holds M; `Rung.mt`). Each CTA streams its rows of B once
 through a TMA ring as deep as the SMEM holds (`Rung.stages`). Its compile-time shape for each MT
-(`Rung.table`, a `Config`: consumer warpgroups, K pieces across a cluster of 2 added through DSMEM,
-boxes of 64 K per stage) is the fastest of the variants probed on an H200
+(`Rung.table`, a `Config`: consumer warpgroups (1, 2 or 4), K pieces across a cluster of 2 or 4 added
+through DSMEM, boxes of 64 K per stage) is the fastest of the variants probed on an H200
 (docs/results/decode_probe_h200.txt). The rung is kept apart from `ladder.ALL_STEPS` (the square
 ladder, its timing-model predictions and its mutants): its launch differs (the ring depth is an
 argument, the tile a function of M), and it is measured at decode shapes under the sustained protocol
@@ -38,10 +38,25 @@ H100_SMEM_OPTIN = 232448  # dynamic SMEM a CTA may ask for on an H100 / H200 (sm
 @dataclass(frozen=True)
 class Config:
     """The kernel's compile-time shape for one MT: consumer warpgroups (64 rows of B each), CTAs of a
-    cluster splitting K (1 or 2), boxes of 64 K per stage."""
+    cluster splitting K (1, 2 or 4), boxes of 64 K per stage; `regs`: (producer, consumer) registers
+    per thread set by setmaxnreg, () for the kernel's default, (0, 0) for none."""
     consumers: int
     split: int
     kb: int
+    regs: tuple = ()
+
+    def __post_init__(self):
+        if self.consumers not in (1, 2, 4):
+            raise ValueError(f"Config: consumers = {self.consumers}; the kernel has 1, 2 or 4 consumer warpgroups")
+        if self.split not in (1, 2, 4):
+            raise ValueError(f"Config: split = {self.split}; K is split into 1, 2 or 4 pieces (a cluster of that "
+                             "many CTAs)")
+        if self.kb < 1:
+            raise ValueError(f"Config: kb = {self.kb}; a stage holds at least one box of 64 K")
+        if self.regs and (len(self.regs) != 2 or any(r and not (24 <= r <= 256 and r % 8 == 0) for r in self.regs)
+                          or (self.regs[0] == 0) != (self.regs[1] == 0)):
+            raise ValueError(f"Config: regs = {self.regs}; (producer, consumer) registers are both 0 (no "
+                             "setmaxnreg) or both multiples of 8 in [24, 256] (PTX ISA, setmaxnreg)")
 
 
 @dataclass(frozen=True)
@@ -68,9 +83,9 @@ class Rung:
     def config(self, m: int) -> Config:
         return dict(self.table)[self.mt(m)]
 
-    def with_config(self, consumers: int, split: int, kb: int) -> "Rung":
+    def with_config(self, consumers: int, split: int, kb: int, regs: tuple = ()) -> "Rung":
         """The same rung with one configuration for every M (the probes' variants)."""
-        return replace(self, table=tuple((mt, Config(consumers, split, kb)) for mt in MTS))
+        return replace(self, table=tuple((mt, Config(consumers, split, kb, tuple(regs))) for mt in MTS))
 
     def threads(self, m: int) -> int:
         return 128 * (1 + self.config(m).consumers)
@@ -78,17 +93,20 @@ class Rung:
     def build_defines(self, m: int) -> dict:
         """The kernel's compile-time shape: wgmma's N for M, consumers, K split, K boxes per stage."""
         c = self.config(m)
-        return {"DECODE_MT": self.mt(m), "DECODE_CONSUMERS": c.consumers, "DECODE_SPLIT": c.split,
-                "DECODE_KB": c.kb}
+        d = {"DECODE_MT": self.mt(m), "DECODE_CONSUMERS": c.consumers, "DECODE_SPLIT": c.split, "DECODE_KB": c.kb}
+        if c.regs:
+            d["DECODE_PRODUCER_REGS"], d["DECODE_CONSUMER_REGS"] = c.regs
+        return d
 
     def stage_bytes(self, m: int) -> int:
         c = self.config(m)
         return c.kb * (c.consumers * self.bn + self.mt(m)) * BK * 2
 
     def exchange_bytes(self, m: int) -> int:
-        """SMEM the split-K exchange reuses from the ring: half the accumulator of every consumer, f32."""
+        """SMEM the split-K exchange reuses from the ring: the columns a CTA stores (1 / split of every
+        consumer's accumulator, f32) once from each of the other split - 1 CTAs."""
         c = self.config(m)
-        return 0 if c.split == 1 else c.consumers * self.bn * self.mt(m) // 2 * 4
+        return c.consumers * self.bn * self.mt(m) * 4 * (c.split - 1) // c.split
 
     def stages(self, m: int, smem_optin: int = H100_SMEM_OPTIN) -> int:
         """The deepest ring the SMEM holds (at most MAX_STAGES)."""
@@ -103,8 +121,15 @@ class Rung:
 
     def require_shape(self, m: int, n: int, k: int) -> None:
         """Raise ShapeError naming the rule when (m, n, k) is not something this kernel computes."""
-        self.mt(m)
+        mt = self.mt(m)
         c = self.config(m)
+        if mt // 8 < c.split:
+            raise ShapeError(f"{self.name}: M = {m} is held by wgmma's N = {mt}: {mt // 8} groups of 8 columns, "
+                             f"fewer than the {c.split} CTAs that split K (each stores whole groups); "
+                             f"split {c.split} needs M > {4 * c.split}")
+        if c.consumers == 4 and mt > 128:
+            raise ShapeError(f"{self.name}: M = {m} needs wgmma's N = {mt}, an accumulator of {mt // 2} registers "
+                             "per thread; with 4 consumer warpgroups a consumer has 112 (N <= 128, M <= 128)")
         for name, v, mult, why in (("N", n, self.bn * c.consumers, f"{self.bn} rows of B x {c.consumers} "
                                                                   "consumer warpgroups"),
                                    ("K", k, c.kb * BK * c.split, f"{c.kb} boxes of {BK} per stage x {c.split} "

@@ -11,12 +11,16 @@
 // (`stages`, from the host), each stage KB boxes of 64 K. The host picks CONSUMERS, SPLIT and KB per MT
 // (bwlab/gemm/decode.py, from the H200 probes in docs/results/decode_probe_h200.txt): larger boxes per
 // stage read B in longer runs of each row and stream faster, as long as the ring keeps 3 or more stages.
-// SPLIT = 2: the two CTAs of a cluster take the two halves of K for the same rows of B, so twice as
-// many CTAs stream B and each reads only its half of A. Their partial sums meet through distributed
-// shared memory, not a global workspace: once both rings are drained (a cluster barrier), each CTA
-// writes the half of the columns the other one stores into the other's SMEM (st.shared::cluster), a
-// second cluster barrier, and each adds the other's partial to its own half and stores it. The sum is
-// own + other in both CTAs, so C does not depend on which CTA stores which half.
+// SPLIT = 2 or 4: the CTAs of a cluster take the pieces of K for the same rows of B, so SPLIT times as
+// many CTAs stream B and each reads only its piece of A. With 4 consumers (256 rows of B sharing each
+// A tile) and 4 pieces, A's traffic out of L2 is a quarter of one consumer's, yet on the H200 that is
+// slower at M = 64 and 128 (and at N = 8192 its 32 clusters of 4 do not all fit at once): the table
+// keeps 1 or 2 consumers and SPLIT <= 2 (docs/results/decode_probe_h200.txt, 6-7). The partial sums meet
+// through distributed shared memory, not a global workspace: once every ring of the cluster is drained
+// (a cluster barrier), each CTA writes the columns each other CTA stores into that CTA's SMEM
+// (st.shared::cluster), a second cluster barrier, and each adds the partials of its columns in the
+// order of the pieces, ((p0 + p1) + p2) + p3, and stores them: C does not depend on which CTA stores
+// which columns.
 // The accumulator is C^T (64 rows of N x MT columns of M); the store transposes it back: lanes t and
 // t ^ 4 hold rows n, n + 1 of the same columns, swap one value (shfl) and each writes a bf16 pair of
 // one row of C.
@@ -28,10 +32,10 @@ using namespace ladder;
 #define DECODE_MT 128      // wgmma's N: the host builds the smallest of 16 .. 256 that holds M
 #endif
 #ifndef DECODE_CONSUMERS
-#define DECODE_CONSUMERS 1 // consumer warpgroups, 64 rows of B each
+#define DECODE_CONSUMERS 1 // consumer warpgroups, 64 rows of B each (1, 2 or 4)
 #endif
 #ifndef DECODE_SPLIT
-#define DECODE_SPLIT 1     // CTAs of a cluster splitting K (1 or 2)
+#define DECODE_SPLIT 1     // CTAs of a cluster splitting K (1, 2 or 4)
 #endif
 #ifndef DECODE_KB
 #define DECODE_KB 2        // boxes of 64 K per stage
@@ -40,8 +44,24 @@ constexpr int BN = 64, MT = DECODE_MT, CONSUMERS = DECODE_CONSUMERS, SPLIT = DEC
 constexpr int MAX_STAGES = 32, THREADS = WG * (1 + CONSUMERS);
 constexpr u32 B_BOX = BN * BK * 2;   // one 64-row box of B: 8 KiB
 static_assert(MT == 16 || MT == 32 || MT == 64 || MT == 128 || MT == 256, "wgmma's N");
-static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
-static_assert(SPLIT == 1 || SPLIT == 2, "K in one piece or two (a cluster of 2)");
+static_assert(CONSUMERS == 1 || CONSUMERS == 2 || CONSUMERS == 4, "one, two or four consumer warpgroups");
+static_assert(SPLIT == 1 || SPLIT == 2 || SPLIT == 4, "K in one piece, two or four (a cluster of that many)");
+static_assert(MT / 8 % SPLIT == 0, "each CTA of the cluster stores whole 8-column groups of the accumulator");
+// Registers: with setmaxnreg ptxas gives every thread the most __launch_bounds__ allows (65536 / THREADS,
+// down to a multiple of 8); the producer gives some back (dec) and the consumers take them (inc) from
+// that same CTA pool, so PRODUCER_REGS x 128 + CONSUMER_REGS x 128 x CONSUMERS must fit in it (or the
+// inc waits for ever). 0 and 0: no setmaxnreg.
+#ifndef DECODE_PRODUCER_REGS
+#define DECODE_PRODUCER_REGS (CONSUMERS == 1 ? 0 : CONSUMERS == 2 ? 40 : 24)
+#endif
+#ifndef DECODE_CONSUMER_REGS
+#define DECODE_CONSUMER_REGS (CONSUMERS == 1 ? 0 : CONSUMERS == 2 ? 232 : 112)
+#endif
+constexpr int PRODUCER_REGS = DECODE_PRODUCER_REGS, CONSUMER_REGS = DECODE_CONSUMER_REGS;
+constexpr int POOL_REGS = 65536 / THREADS / 8 * 8 * THREADS;
+static_assert((PRODUCER_REGS == 0) == (CONSUMER_REGS == 0), "setmaxnreg in both roles or in neither");
+static_assert(int(WG) * (PRODUCER_REGS + CONSUMERS * CONSUMER_REGS) <= POOL_REGS,
+              "the registers the roles ask for exceed the CTA's pool");
 
 // One stage for one consumer: KB boxes x 4 k16 steps of wgmma m64nNk16, B's 64 rows as the A operand,
 // A's N rows as the B operand, both K-major in 128B-swizzled SMEM.
@@ -92,7 +112,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     __syncthreads();
 
     if (wg == 0) {
-        if (CONSUMERS > 1) setmaxnreg_dec<40>();
+        if constexpr (PRODUCER_REGS > 0) setmaxnreg_dec<PRODUCER_REGS>();
         if (threadIdx.x == 0) {
             for (int it = 0; it < k_iters; ++it) {
                 const int s = it % stages;
@@ -118,7 +138,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         return;
     }
 
-    if (CONSUMERS > 1) setmaxnreg_inc<232>();
+    if constexpr (CONSUMER_REGS > 0) setmaxnreg_inc<CONSUMER_REGS>();
     const int c = wg - 1, t = threadIdx.x % WG;
     const bool lead = t == 0;
     float d[MT / 2];
@@ -147,38 +167,49 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     if (lead) stamp(stamps, 3, c, 0);
 
     // Columns j in [j0, j1) of the accumulator (8 of C's rows each) are this CTA's to store.
-    constexpr int J = MT / 8;
-    int j0 = 0, j1 = J;
+    constexpr int J = MT / 8, Q = J / SPLIT;   // Q: the columns each CTA of the cluster stores
+    const int j0 = piece * Q, j1 = j0 + Q;
     if (SPLIT > 1) {
-        constexpr int HALF = J / 2;          // j < HALF: piece 0 stores; the rest: piece 1
-        j0 = piece * HALF;
-        j1 = j0 + HALF;
-        // The exchange buffer reuses the ring: [consumer][j - j0][thread] float4 for the columns this CTA
-        // stores, written by the other CTA once both rings are drained (the first barrier), read here
-        // after the second.
-        const u32 xbuf = smem_u32(smem) + u32(c * HALF * WG) * 16u;
+        // The exchange buffer reuses the ring: [consumer][slot][j - j0][thread] float4 for the columns
+        // this CTA stores, slot (p - piece - 1) mod SPLIT holding CTA p's partial (SPLIT - 1 slots),
+        // written by the other CTAs once every ring of the cluster is drained (the first barrier), read
+        // here after the second.
+        const u32 xbuf = smem_u32(smem) + u32(c * (SPLIT - 1) * Q * WG) * 16u;
         cluster_sync();
         // (the loops run over every j with a test, so that d is indexed by constants and stays in registers)
         if (ok) {
-            const u32 peer = mapa_shared_cluster(xbuf, u32(piece ^ 1));
 #pragma unroll
-            for (int j = 0; j < J; ++j)
-                if (j < j0 || j >= j1)   // the other CTA's columns: to its buffer, at j - its j0
-                    st_shared_cluster_v4_b32(peer + u32((j % HALF) * WG + t) * 16u, __float_as_uint(d[4 * j]),
-                                             __float_as_uint(d[4 * j + 1]), __float_as_uint(d[4 * j + 2]),
-                                             __float_as_uint(d[4 * j + 3]));
+            for (int j = 0; j < J; ++j) {
+                const int owner = j / Q;   // the CTA that stores column j
+                if (owner == piece) continue;
+                const u32 slot = u32((piece - owner - 1 + SPLIT) % SPLIT);
+                const u32 peer = mapa_shared_cluster(xbuf, u32(owner));
+                st_shared_cluster_v4_b32(peer + u32((slot * Q + j % Q) * WG + t) * 16u, __float_as_uint(d[4 * j]),
+                                         __float_as_uint(d[4 * j + 1]), __float_as_uint(d[4 * j + 2]),
+                                         __float_as_uint(d[4 * j + 3]));
+            }
         }
         cluster_sync();
         if (ok) {
 #pragma unroll
             for (int j = 0; j < J; ++j)
-                if (j >= j0 && j < j1) {   // add.rn: one IEEE addition, own + other, in both CTAs
-                    u32 v[4];
-                    ld_shared_v4_b32(xbuf + u32((j % HALF) * WG + t) * 16u, v);
-                    d[4 * j] = __fadd_rn(d[4 * j], __uint_as_float(v[0]));
-                    d[4 * j + 1] = __fadd_rn(d[4 * j + 1], __uint_as_float(v[1]));
-                    d[4 * j + 2] = __fadd_rn(d[4 * j + 2], __uint_as_float(v[2]));
-                    d[4 * j + 3] = __fadd_rn(d[4 * j + 3], __uint_as_float(v[3]));
+                if (j >= j0 && j < j1) {   // add.rn in the order of the pieces, (p0 + p1) + ..., in every CTA
+                    float s[4];
+#pragma unroll
+                    for (int p = 0; p < SPLIT; ++p) {
+                        float v[4] = {d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]};
+                        if (p != piece) {
+                            u32 w[4];
+                            const u32 slot = u32((p - piece - 1 + SPLIT) % SPLIT);
+                            ld_shared_v4_b32(xbuf + u32((slot * Q + j % Q) * WG + t) * 16u, w);
+#pragma unroll
+                            for (int e = 0; e < 4; ++e) v[e] = __uint_as_float(w[e]);
+                        }
+#pragma unroll
+                        for (int e = 0; e < 4; ++e) s[e] = p == 0 ? v[e] : __fadd_rn(s[e], v[e]);
+                    }
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) d[4 * j + e] = s[e];
                 }
         }
     }

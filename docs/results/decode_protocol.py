@@ -42,9 +42,9 @@ read_stream(const uint4* __restrict__ p, unsigned long long n16, unsigned sentin
 
 SHAPES = [(16, 8192, 8192), (32, 8192, 8192), (64, 8192, 8192), (128, 8192, 8192), (256, 8192, 8192)]
 SQUARE = (4096, 4096, 4096)
-# probe variants: (consumer warpgroups, K pieces across the cluster, boxes of 64 K per stage)
-VARIANTS = [(1, 1, 2), (2, 2, 1), (2, 2, 2)]
-# (consumer warpgroups, K pieces across the cluster, boxes of 64 K per stage)
+# probe variants: (consumer warpgroups, K pieces across the cluster, boxes of 64 K per stage[, (producer,
+# consumer) setmaxnreg registers, (0, 0): none])
+VARIANTS = [(4, 4, 1), (4, 4, 1, (0, 0)), (4, 4, 1, (40, 104)), (4, 4, 2), (4, 2, 1), (4, 2, 2), (2, 4, 1)]
 
 
 def stream_calls(nbytes, nsets, sms, per_sm=4):
@@ -99,19 +99,19 @@ def event_ms(calls, launches=40, reps=5):
     return statistics.median(res)
 
 
-def variants_for(mode, extra=False):
+def variants_for(mode, extra=False, only=None):
     from bwlab.gemm import decode
     r = decode.SWAP_AB
     if mode == "protocol" and not extra:
         return [(r.name, r)]
     out = [(r.name, r)]
-    for v in VARIANTS:
-        label = "sd w{} s{} kb{}".format(*v)
+    for v in (only or VARIANTS):
+        label = "sd w{} s{} kb{}".format(*v[:3]) + (" r{}/{}".format(*v[3]) if len(v) > 3 else "")
         out.append((label, r.with_config(*v)))
     return out
 
 
-def probe(say, shapes):
+def probe(say, shapes, only=None):
     import cupy as cp
     from bwlab.checks.gemm_sustained import _library
     from bwlab.device import gpu_info
@@ -132,7 +132,7 @@ def probe(say, shapes):
         say(f"\n== {m}x{n}x{k}: {nbytes / 2**20:.1f} MiB must move; {nsets} sets; stream {t_st * 1e3:.1f} us "
             f"({nbytes / t_st / 1e9:.2f} TB/s); library {t_lib * 1e3:.1f} us ({t_st / t_lib:.3f} of stream); "
             f"{runner.check(*sets[0], lib_c, 'library', ref=ref).ok}")
-        for name, calls, c, after in candidates(m, n, k, sets, variants_for("probe")):
+        for name, calls, c, after in candidates(m, n, k, sets, variants_for("probe", only=only)):
             if calls is None:
                 say(f"  {name:<14s} not run: {c}")
                 continue
@@ -144,7 +144,10 @@ def probe(say, shapes):
                 continue
             t = event_ms(calls)
             after()
-            extra = f" stages {int(calls[0].args[-1])}" if name.startswith("sd") else ""
+            extra = ""
+            if name.startswith("sd"):
+                cfg = calls[0].step.config(m)
+                extra = f" stages {int(calls[0].args[-1])}, {calls[0].grid[0] // cfg.split} clusters of {cfg.split}"
             say(f"  {name:<22s} {t * 1e3:7.1f} us  {nbytes / t / 1e9:5.2f} TB/s  {t_st / t:.3f} of stream  "
                 f"{t_lib / t:.3f} x lib  {2 * m * n * k / t / 1e9:6.1f} TFLOP/s{extra}")
         del sets, ref, keep
@@ -288,6 +291,9 @@ def main(argv=None) -> int:
     ap.add_argument("--m", type=int, nargs="*", default=None, help="only these M (N = K = 8192)")
     ap.add_argument("--no-square", action="store_true", help="protocol: leave out the square shape")
     ap.add_argument("--variants", action="store_true", help="protocol: the probe's variants as candidates too")
+    ap.add_argument("--n", type=int, default=None, help="probe: this N instead of 8192 (K stays 8192)")
+    ap.add_argument("--variant", type=int, nargs=3, action="append", metavar=("C", "S", "KB"),
+                    help="probe: these variants (consumers, K pieces, boxes per stage) instead of VARIANTS")
     args = ap.parse_args(argv)
     from bwlab.checks.common import gpu_line
     out = open(args.out, "w") if args.out else None
@@ -301,7 +307,9 @@ def main(argv=None) -> int:
     shapes = [s for s in SHAPES if args.m is None or s[0] in args.m]
     dump = {}
     if args.mode == "probe":
-        probe(say, shapes)
+        if args.n:
+            shapes = [(m, args.n, k) for m, _, k in shapes]
+        probe(say, shapes, [tuple(v) for v in args.variant] if args.variant else None)
     else:
         sustained(say, shapes + ([] if args.no_square else [SQUARE]), dump, args.variants)
     say("")

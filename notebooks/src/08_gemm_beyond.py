@@ -404,5 +404,8 @@ for m in (128, 256):
 # its own copy of A from L2; the rung then runs at the power cap with a lower SM clock than cuBLAS (the
 # report prints the clocks of each block). It still beats split-K at M = 128, by far; at M = 256 the
 # shape is bound by the power-capped tensor cores rather than by bytes, and the two rungs are level.
-# What the probes leave to try: more rows of B per CTA sharing one A tile (four consumer warpgroups,
-# K across a cluster of four), and the last SMs (N / 64 = 128 CTAs leave 4 of the 132 idle).
+# Sharing A more widely does not help either: four consumer warpgroups under one A tile (256 rows of B
+# per CTA) with K split across a cluster of four cut A's traffic out of L2 to a quarter, yet were
+# slower on the H200 at M = 64 and 128 even where all their clusters fit on the GPU at once (at
+# N = 8192 the 32 clusters of four do not, and the last run as a second wave). What is left to try:
+# the last SMs (N / 64 = 128 CTAs leave 4 of the 132 idle), and a lower power cost per byte of B.
