@@ -293,6 +293,7 @@ class Launch:
         self.mem = MemorySystem(self)       # address spaces, bounds, proxies
         self.sync = Synchronisation(self)   # named barriers, the cluster barrier, mbarriers
         timing and timing(self)             # bwlab.timing.trace.Recorder: wraps this launch's code (off: no cost)
+        self.straight = not timing          # runs of plain instructions bypass Code.run: not while it is wrapped
 
     # ---- where things are --------------------------------------------------------------------
     def where(self, ins) -> str:
@@ -433,7 +434,9 @@ class Launch:
 
     def _run_warp(self, w, quantum: int):
         code = self.prog.code
-        for _ in range(quantum):
+        left = quantum
+        while left > 0:
+            left -= 1
             if w.blocked is not None or w.finished or w.sleep_until > self.clock:
                 return
             live = w.alive
@@ -471,6 +474,9 @@ class Launch:
             if group is not ALL and (fav >= 0 or (cand & ~group).any()):
                 convergence.take_turns(w, cand, group)   # diverged: independent thread scheduling's fair turns
             c = code[pc]
+            if group is ALL and c.step is not None and self.straight:
+                left = self._straight(w, pc, left)
+                continue
             if c.converge:
                 if group is ALL and (c.converge == 1 or _full_masks(c, w)):
                     # the whole warp is here and every lane's member mask names every lane: nothing to wait for
@@ -512,6 +518,44 @@ class Launch:
                 raise ProtocolError(f"{w.who(group)} at {c.where(self.prog.files)}: {e}") from None
             if self.events and self.events[0][0] <= self.clock:
                 self._complete_due()
+
+    def _straight(self, w, pc: int, left: int) -> int:
+        """The whole warp, together at `pc`, runs plain instructions one after another with one scalar pc,
+        as `_run_warp` would run them one by one (the same warp-instructions, clock, checks and
+        completions, in the same order), until its quantum is used (`left`: what remains after this
+        one), an instruction that is not plain comes, or the warp must stop (a failed wait, a sleep, a
+        block). The lanes' pcs are written once, at the end. Returns what remains of the quantum."""
+        code = self.prog.code
+        end = len(code)
+        c = code[pc]
+        try:
+            while True:
+                self.steps += 1
+                w.steps += 1
+                self.clock += 1
+                if self.steps > self.max_steps:
+                    raise EmuTimeout(f"{self.kernel}: more than {self.max_steps} warp-instructions without "
+                                     f"finishing (last: {w.who()} at {c.where(self.prog.files)})")
+                w.last_pc = pc
+                c.step(w)
+                pc += 1
+                events = self.events
+                if events and events[0][0] <= self.clock:
+                    w.pc.fill(pc)
+                    self._complete_due()
+                if left <= 0 or pc >= end or w.blocked is not None or w.finished or w.spin_epoch == self.epoch \
+                        or w.sleep_until > self.clock:
+                    return left
+                c = code[pc]
+                if c.step is None:
+                    return left
+                left -= 1
+        except (EmuError, EmuFault):
+            raise
+        except MbarrierError as e:
+            raise ProtocolError(f"{w.who(ALL)} at {c.where(self.prog.files)}: {e}") from None
+        finally:
+            w.pc.fill(pc)
 
     def _members(self, w, c, group, at):
         return convergence.members(self, w, c, group, at)

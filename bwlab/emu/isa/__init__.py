@@ -34,6 +34,9 @@ class Code:
     converge: int = 0      # 0: per-thread; 1: .aligned (whole warp together); 2: .sync with a member mask
     member: object = None  # for converge == 2: callable(warp) -> the 32 lanes' member masks (uint32)
     row: object = None     # its row of the table
+    step: object = None    # plain/async rows without a convergence rule: callable(warp) running the whole
+                           # (converged, fully live) warp's instruction without touching its pcs (the
+                           # scheduler's straight-line path, `Launch._straight`); None for every other row
 
     def where(self, files) -> str:
         i = self.instr
@@ -98,7 +101,16 @@ def decode_instruction(ctx, ins) -> Code:
         g = bits_reader(ctx, ("reg", ins.guard[0]), "pred")
         guard = (lambda w, g=g: ~g(w)) if ins.guard[1] else g
 
+    step = None
     if row.kind in ADVANCING:
+        if converge == 0:
+            if guard is None:
+                step = (lambda w, body=body: body(w, ALL))
+            else:
+                def step(w, body=body, guard=guard):
+                    em = guard(w) & ALL
+                    if any_lane(em):
+                        body(w, em)
         if guard is None:
             def run(w, group, body=body):
                 if group is ALL:
@@ -121,4 +133,4 @@ def decode_instruction(ctx, ins) -> Code:
         def run(w, group, body=body, guard=guard):
             em = group if guard is None else group & guard(w)
             body(w, group, em)
-    return Code(run, ins, ctx.func.name, converge, member, row)
+    return Code(run, ins, ctx.func.name, converge, member, row, step)
