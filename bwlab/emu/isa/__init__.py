@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import UnsupportedInstruction
+from .fastalu import fast_body
 from .operands import ALL, any_lane, bits_reader, mods_of
 from .table import ADVANCING, ROWS, TABLE, construct_of, lookup
 
@@ -89,6 +90,10 @@ def decode_instruction(ctx, ins) -> Code:
         if what and what not in msg:
             msg += f"; in CUDA this comes from {what}"
         raise UnsupportedInstruction(msg) from None
+    if row.kind == "plain":
+        fast = fast_body(ctx, ins, base, mods, body)   # the commonest integer forms, straight on the rows
+        if fast is not None:
+            body = fast
     converge = _CONVERGE[row.converge]
     if converge == 0 and "aligned" in mods:   # `.aligned`: every thread of the warp executes it (PTX ISA)
         converge = 1
