@@ -21,10 +21,16 @@ FAST = """
     setp.eq.s32 %p1, %r5, %r6;   setp.ne.b32 %p1, %r5, 0;     setp.lt.s32 %p1, %r5, %r6;   setp.ge.s32 %p1, %r5, -2;
     setp.gt.u32 %p1, %r5, %r6;   setp.le.u32 %p1, %r5, 100;   setp.lo.u32 %p1, %r5, %r6;   setp.hs.u32 %p1, %r5, %r6;
     setp.lt.s64 %p1, %rd6, %rd7; setp.gt.u64 %p1, %rd6, 5;    setp.ne.s64 %p1, %rd6, %rd7; setp.le.s64 %p1, %rd6, -9;
+    mul.lo.s32 %r4, %r5, %r6;    mul.lo.u32 %r4, %r5, 77;     mad.lo.s32 %r4, %r5, %r6, %r7; mad.lo.u32 %r4, %r5, -3, %r6;
+    mul.wide.s32 %rd5, %r5, %r6; mul.wide.s32 %rd5, %r5, -4;  mul.wide.u32 %rd5, %r5, %r6; mad.wide.s32 %rd5, %r5, %r6, %rd7;
+    mad.wide.u32 %rd5, %r5, 12, %rd7;
+    selp.u32 %r4, %r5, %r6, %p2; selp.b32 %r4, 1, 0, %p2;     selp.s32 %r4, %r5, -1, %p2;  selp.f32 %f1, %f2, %f3, %p2;
+    selp.u64 %rd5, %rd6, 8, %p2; selp.b64 %rd5, %rd6, %rd7, %p2;
+    mov.u32 %r4, %tid.x;         mov.u32 %r4, %laneid;        mov.b32 %r4, %ctaid.y;       mov.u64 %rd5, %clock64;
 """
 SLOW = """
-    add.sat.s32 %r4, %r5, %r6;   shl.b32 %r4, %r5, %r6;       shr.s32 %r4, %r5, 3;         mov.u32 %r4, %tid.x;
-    add.f32 %f1, %f2, %f3;       cvt.u32.u16 %r4, %rs1;       mov.b64 %rd5, {%r5, %r6};    setp.lt.s32.and %p1, %r5, %r6, %p2;
+    add.sat.s32 %r4, %r5, %r6;   shl.b32 %r4, %r5, %r6;       shr.s32 %r4, %r5, 3;         mul.hi.s32 %r4, %r5, %r6;
+    selp.f32 %f1, 0f3F800000, %f3, %p2;                       mov.s32 %r4, %tid.x;         add.f32 %f1, %f2, %f3;       cvt.u32.u16 %r4, %rs1;       mov.b64 %rd5, {%r5, %r6};    setp.lt.s32.and %p1, %r5, %r6, %p2;
 """
 PTX = """
 .version 8.0
@@ -46,6 +52,7 @@ PTX = """
 class _Warp:
     def __init__(self, prog, rng):
         self.inflight, self.machine = {}, None
+        self._specials = {}
         self.R = np.zeros((prog.nregs, 32), np.uint64)
         for i, width in enumerate(prog.reg_width):
             self.R[i] = rng.integers(0, 2, 32, dtype=np.uint64) if width == 1 else \
@@ -56,6 +63,14 @@ class _Warp:
         for i, width in enumerate(prog.reg_width):
             if width > 1:
                 self.R[i, :4] = [0, 1 << (width - 1), (1 << width) - 1, (1 << (width - 1)) - 1]
+
+
+    def special(self, name):   # fixed per name, as Warp.special gives them (uint64, 32 lanes)
+        v = self._specials.get(name)
+        if v is None:
+            v = self._specials[name] = (np.arange(32, dtype=np.uint64) * np.uint64(0x9E3779B1) +
+                                        np.uint64(len(name) << 33)) & np.uint64((1 << 40) - 1)
+        return v
 
 
 def _bodies():

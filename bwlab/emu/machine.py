@@ -474,9 +474,11 @@ class Launch:
             if group is not ALL and (fav >= 0 or (cand & ~group).any()):
                 convergence.take_turns(w, cand, group)   # diverged: independent thread scheduling's fair turns
             c = code[pc]
-            if group is ALL and c.step is not None and self.straight:
-                left = self._straight(w, pc, left)
-                continue
+            if group is ALL and self.straight and (c.step is not None or c.jump is not None):
+                got = self._straight(w, pc, left)
+                if got is not None:
+                    left = got
+                    continue
             if c.converge:
                 if group is ALL and (c.converge == 1 or _full_masks(c, w)):
                     # the whole warp is here and every lane's member mask names every lane: nothing to wait for
@@ -519,15 +521,22 @@ class Launch:
             if self.events and self.events[0][0] <= self.clock:
                 self._complete_due()
 
-    def _straight(self, w, pc: int, left: int) -> int:
-        """The whole warp, together at `pc`, runs plain instructions one after another with one scalar pc,
-        as `_run_warp` would run them one by one (the same warp-instructions, clock, checks and
-        completions, in the same order), until its quantum is used (`left`: what remains after this
-        one), an instruction that is not plain comes, or the warp must stop (a failed wait, a sleep, a
-        block). The lanes' pcs are written once, at the end. Returns what remains of the quantum."""
+    def _straight(self, w, pc: int, left: int):
+        """The whole warp, together at `pc`, runs plain instructions and branches that every lane takes
+        alike one after another with one scalar pc, as `_run_warp` would run them one by one (the same
+        warp-instructions, clock, checks and completions, in the same order), until its quantum is used
+        (`left`: what remains after this one), an instruction of another kind comes, the lanes part at a
+        branch, or the warp must stop (a failed wait, a sleep, a block). The lanes' pcs are written once,
+        at the end. Returns what remains of the quantum; None when the first instruction is a branch the
+        lanes part at (`_run_warp` runs it)."""
         code = self.prog.code
         end = len(code)
         c = code[pc]
+        npc = -1
+        if c.step is None:
+            npc = c.jump(w)
+            if npc is None:
+                return None
         try:
             while True:
                 self.steps += 1
@@ -537,8 +546,13 @@ class Launch:
                     raise EmuTimeout(f"{self.kernel}: more than {self.max_steps} warp-instructions without "
                                      f"finishing (last: {w.who()} at {c.where(self.prog.files)})")
                 w.last_pc = pc
-                c.step(w)
-                pc += 1
+                if npc < 0:
+                    c.step(w)
+                    pc += 1
+                else:
+                    if npc == c.jtarget:
+                        self.progress_step = self.steps   # a computing loop goes round (control.bra)
+                    pc = npc
                 events = self.events
                 if events and events[0][0] <= self.clock:
                     w.pc.fill(pc)
@@ -548,7 +562,13 @@ class Launch:
                     return left
                 c = code[pc]
                 if c.step is None:
-                    return left
+                    if c.jump is None:
+                        return left
+                    npc = c.jump(w)
+                    if npc is None:
+                        return left
+                else:
+                    npc = -1
                 left -= 1
         except (EmuError, EmuFault):
             raise

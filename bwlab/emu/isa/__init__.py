@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ..errors import UnsupportedInstruction
 from .fastalu import fast_body
-from .operands import ALL, any_lane, bits_reader, mods_of
+from .operands import ALL, all_lanes, any_lane, bits_reader, mods_of
 from .table import ADVANCING, ROWS, TABLE, construct_of, lookup
 
 __all__ = ["decode_instruction", "Code", "ROWS", "TABLE", "lookup", "unsupported"]
@@ -38,6 +38,9 @@ class Code:
     step: object = None    # plain/async rows without a convergence rule: callable(warp) running the whole
                            # (converged, fully live) warp's instruction without touching its pcs (the
                            # scheduler's straight-line path, `Launch._straight`); None for every other row
+    jump: object = None    # bra: callable(warp) -> the pc every live lane of a whole warp goes to, or None
+                           # when they part (the guard differs between lanes): `Launch._straight` again
+    jtarget: int = -1      # bra closing a computing loop: its target (taking it counts as progress)
 
     def where(self, files) -> str:
         i = self.instr
@@ -138,4 +141,24 @@ def decode_instruction(ctx, ins) -> Code:
         def run(w, group, body=body, guard=guard):
             em = group if guard is None else group & guard(w)
             body(w, group, em)
-    return Code(run, ins, ctx.func.name, converge, member, row, step)
+    jump, jtarget = _jump(body, guard) if converge == 0 else (None, -1)
+    return Code(run, ins, ctx.func.name, converge, member, row, step, jump, jtarget)
+
+
+def _jump(body, guard):
+    """(Code.jump, Code.jtarget) of a branch whose body says where it goes (control.bra), else (None, -1)."""
+    got = getattr(body, "jump_to", None)
+    if got is None:
+        return None, -1
+    target, fall, computes = got
+    if guard is None:
+        return (lambda w: target), -1
+
+    def jump(w):
+        g = guard(w)
+        if all_lanes(g):
+            return target
+        if not any_lane(g):
+            return fall
+        return None
+    return jump, (target if computes else -1)

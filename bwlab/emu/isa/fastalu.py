@@ -13,6 +13,9 @@ and destination whose registers are exactly the type's width
     cvt.u64.u32         a                               cvt.u32.u64       a & 0xFFFFFFFF
     cvt.s64.s32         (a ^ 2^31) - 2^31 (sign-extended)
     setp.cmp.{u,b}T     a cmp b                         setp.cmp.sT       (a ^ 2^(T-1)) cmp (b ^ 2^(T-1))
+    mul/mad.lo.{u,s}32  (a * b [+ c]) & 0xFFFFFFFF      mul/mad.wide.u32  a * b [+ c]
+    mul/mad.wide.s32    the same on the sign-extended sources (the low 64 bits of the signed product)
+    selp.T d, a, b, p   where(p, a, b)                  mov.{u,b}32/64 d, %special   Warp.special & mask
 
 `fast_body(ctx, ins, base, mods, slow)` returns such a body, or None where the instruction is not one
 of these forms. The body falls back to `slow` (the chapter's own) while the warp has registers an
@@ -63,6 +66,9 @@ def _getter(src):
 
 def fast_body(ctx, ins, base, mods, slow):
     """A register-direct body(w, m) for `ins`, equal in effect to `slow`, or None."""
+    special = _special_move(ctx, ins, base, mods, slow)
+    if special is not None:
+        return special
     compute, d = _form(ctx, ins, base, mods)
     if compute is None or d is None:
         return None
@@ -81,6 +87,33 @@ def fast_body(ctx, ins, base, mods, slow):
     return body
 
 
+def _special_move(ctx, ins, base, mods, slow):
+    """mov.{u,b}32/64 d, %special (%tid.x, %ctaid.y, %laneid, ...): the warp's value of it (Warp.special, kept
+    per warp for the ones that do not change) into d's row, cut to 32 bits for a 32-bit move."""
+    args = ins.args
+    if base != "mov" or len(mods) != 1 or mods[0] not in _INT or mods[0][0] == "s" or len(args) != 2 \
+            or args[1][0] != "reg" or _special(args[1][1]) is None:
+        return None
+    width = WIDTH[mods[0]]
+    d = _dest(ctx, args[0], width)
+    if d is None:
+        return None
+    name = args[1][1]
+    mask = U64((1 << width) - 1)
+
+    def body(w, m):
+        if w.inflight:
+            slow(w, m)
+            return
+        v = w.special(name)
+        if m is ALL:
+            w.R[d] = v & mask
+        else:
+            np.copyto(w.R[d], v & mask, where=m)
+    body.slow = slow
+    return body
+
+
 def _form(ctx, ins, base, mods):
     """(compute(R) -> the destination row's new bits, destination register index), or (None, None)."""
     args = ins.args
@@ -90,6 +123,8 @@ def _form(ctx, ins, base, mods):
         ty = mods[0]
         if WIDTH[ty] not in (32, 64) or args[1][0] not in ("reg", "imm"):
             return None, None
+        if args[1][0] == "reg" and _special(args[1][1]) is not None and ty[0] in "ub":
+            return None, None   # special registers: Code-level (they need the warp), see fast_body
         a = _operand(ctx, args[1], ty)
         if a is None:
             return None, None
@@ -144,6 +179,49 @@ def _form(ctx, ins, base, mods):
             op = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[base]
             f = (lambda R: op(R[i], gb(R)))
         return f, _dest(ctx, args[0], width)
+    if base in ("mul", "mad") and len(mods) == 2 and mods[0] in ("lo", "wide") and mods[1] in ("u32", "s32") \
+            and len(args) == (3 if base == "mul" else 4):
+        ty, wide = mods[1], mods[0] == "wide"
+        a, b = _operand(ctx, args[1], ty), _operand(ctx, args[2], ty)
+        if a is None or b is None or a[0] != "r":
+            return None, None
+        i, gb = a[1], _getter(b)
+        if wide and ty == "s32":   # the 32-bit values sign-extended: the product's low 64 bits are the signed product
+            bias = U64(1 << 31)
+            ga = (lambda R: (R[i] ^ bias) - bias)
+            if b[0] == "k":
+                kb = U64(((int(b[1]) ^ (1 << 31)) - (1 << 31)) & ((1 << 64) - 1))
+                gb = (lambda R: kb)
+            else:
+                j = b[1]
+                gb = (lambda R: (R[j] ^ bias) - bias)
+        else:
+            ga = (lambda R: R[i])
+        if base == "mad":
+            c = _operand(ctx, args[3], ("s64" if ty == "s32" else "u64") if wide else ty)
+            if c is None:
+                return None, None
+            gc = _getter(c)
+        m32 = U64(0xFFFFFFFF)
+        if base == "mul":
+            f = (lambda R: ga(R) * gb(R)) if wide else (lambda R: (ga(R) * gb(R)) & m32)
+        else:
+            f = (lambda R: ga(R) * gb(R) + gc(R)) if wide else (lambda R: (ga(R) * gb(R) + gc(R)) & m32)
+        return f, _dest(ctx, args[0], 64 if wide else 32)
+    if base == "selp" and len(mods) == 1 and mods[0] in _INT | {"f32", "f64"} and len(args) == 4:
+        ty = mods[0]
+        bty = {"f32": "b32", "f64": "b64"}.get(ty, ty)
+        a, b = _operand(ctx, args[1], bty), _operand(ctx, args[2], bty)
+        c = args[3]
+        if a is None or b is None or c[0] != "reg" or _special(c[1]) is not None:
+            return None, None
+        if ty in ("f32", "f64") and (args[1][0] == "imm" or args[2][0] == "imm"):
+            return None, None   # float literals: the chapter's reader encodes them
+        p = ctx.reg(c[1])
+        if ctx.prog.reg_type[p] != "pred":
+            return None, None
+        ga, gb = _getter(a), _getter(b)
+        return (lambda R: np.where(R[p] != 0, ga(R), gb(R))), _dest(ctx, args[0], WIDTH[ty])
     if base == "setp" and len(mods) == 2 and mods[0] in _CMPS and mods[1] in _INT and len(args) == 3 \
             and args[0][0] == "reg":
         ty = mods[1]
