@@ -260,6 +260,7 @@ class Launch:
         cdims = tuple(f.cluster_dims or cluster or (1, 1, 1))
         self.cluster_dims = cdims + (1,) * (3 - len(cdims))
         self.params = np.frombuffer(bytes(params), np.uint8).copy()
+        self.param_rows = {}       # ld.param by name: (offset, size, signed, type) -> the 32 lanes' value (isa.data)
         self.dynamic_smem = int(dynamic_smem)
         self.smem_bytes = (prog.dynamic_offset + self.dynamic_smem) if prog.dynamic_shared else prog.shared_size
         self.smem_bytes = max(self.smem_bytes, prog.shared_size, 16)
@@ -636,7 +637,7 @@ class Launch:
             # whole-warp exit counts as arrival at pending named barriers (the hardware counts warps)
             for bid in list(c.barriers):
                 self.sync.complete_if_ready(c, bid)
-            if all(x.exited.all() for x in c.warps):
+            if all(x.finished for x in c.warps):   # (Warp.finished: every lane exited, kept here)
                 c.exited = True
                 self.exited_clusters.append(c.cluster)
                 cta_exits(self, c)            # TMEM first: a leak is the clearer report

@@ -155,8 +155,8 @@ def teach_masks(cfg) -> np.ndarray:
     """What the teaching kernel reads: uint16 [cluster rank][A mask, B mask], each from
     create_tma_multicast_mask<2> (A) and <1> (B) of the cluster layout."""
     from .cluster import cta_masks
-    return np.array([[cta_masks(cfg.layout, r).a, cta_masks(cfg.layout, r).b]
-                     for r in range(cfg.cluster_size)], dtype=np.uint16)
+    masks = [cta_masks(cfg.layout, r) for r in range(cfg.cluster_size)]
+    return np.array([[m.a, m.b] for m in masks], dtype=np.uint16)
 
 
 def barrier_outcome(cfg, masks=None, expect_tx: int | None = None) -> list:

@@ -90,12 +90,19 @@ def ld(ctx, ins, base, mods):
         # a kernel parameter by name: one address for every lane, read once and given to all
         poff = int(addr(None)[0]) if a[1][0] == "sym" else None
         if poff is not None and poff % n == 0:
+            key = (poff, n, sign, np.dtype(dt).char)
+
             def param(w, m):
-                params = w.machine.params
-                if poff + n > params.size:
-                    return general(w, m)
-                v = params[poff:poff + n].view(dt)
-                wrs[0](w, np.full(32, v[0].astype(np.int64) if sign else v[0]), m)
+                M = w.machine
+                row = M.param_rows.get(key)   # the launch's parameters do not change: one row per launch
+                if row is None:
+                    params = M.params
+                    if poff + n > params.size:
+                        return general(w, m)
+                    v = params[poff:poff + n].view(dt)
+                    row = M.param_rows[key] = np.full(32, v[0].astype(np.int64) if sign else v[0])
+                    row.flags.writeable = False
+                wrs[0](w, row, m)
             general = _ld_body(ins, space, addr, n, vec, wrs, dt, sign, False, False)
             return param
     return _ld_body(ins, space, addr, n, vec, wrs, dt, sign, fast, own_shared)
