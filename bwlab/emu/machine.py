@@ -32,6 +32,8 @@ from .memory import RANK_SHIFT
 from .diagnosis import diagnose
 from .memsys import MemorySystem
 from .program import SMEM_RESERVED
+from .specials import special_value
+from .straight import run_straight
 from .residency import Placement, admit, current_gpu, not_resident, register_estimate, retire, tmem_hang
 
 __all__ = ["Launch", "MAX_SMEM_PER_CTA", "TIME_JUMP_NS"]
@@ -136,65 +138,7 @@ class Warp:
         return v
 
     def _special(self, name: str) -> np.ndarray:
-        c = self.cta
-        m = self.machine
-        t = self.tid
-        bx, by, bz = m.block
-        if name.startswith("%tid"):
-            ax = name[-1]
-            v = {"x": t % bx, "y": (t // bx) % by, "z": t // (bx * by)}[ax]
-            return v.astype(U64)
-        if name.startswith("%ntid"):
-            return np.full(32, m.block["xyz".index(name[-1])], U64)
-        if name.startswith("%ctaid"):
-            return np.full(32, c.ctaid["xyz".index(name[-1])], U64)
-        if name.startswith("%nctaid"):
-            return np.full(32, m.grid["xyz".index(name[-1])], U64)
-        if name.startswith("%cluster_ctaid"):
-            return np.full(32, c.cluster_ctaid["xyz".index(name[-1])], U64)
-        if name.startswith("%cluster_nctaid"):
-            return np.full(32, m.cluster_dims["xyz".index(name[-1])], U64)
-        if name.startswith("%clusterid"):
-            return np.full(32, c.cluster.cid["xyz".index(name[-1])], U64)
-        if name.startswith("%nclusterid"):
-            ax = "xyz".index(name[-1])
-            return np.full(32, m.grid[ax] // m.cluster_dims[ax], U64)
-        if name == "%cluster_ctarank":
-            return np.full(32, c.rank, U64)
-        if name == "%cluster_nctarank":
-            return np.full(32, c.cluster.size, U64)
-        if name == "%is_explicit_cluster":
-            return np.full(32, int(m.explicit_cluster), U64)
-        if name == "%laneid":
-            return np.arange(32, dtype=U64)
-        if name == "%warpid":
-            return np.full(32, self.wid, U64)
-        if name == "%nwarpid":
-            return np.full(32, 64, U64)
-        if name == "%smid":
-            return np.full(32, c.sm, U64)
-        if name == "%gridid":
-            return np.full(32, c.linear % 132, U64)
-        if name == "%nsmid":
-            return np.full(32, m.gpu.sms, U64)
-        if name in ("%globaltimer", "%clock64"):
-            return np.full(32, m.clock + m.time_offset, U64)
-        if name == "%globaltimer_lo" or name == "%clock":
-            return np.full(32, (m.clock + m.time_offset) & 0xFFFFFFFF, U64)
-        if name in ("%globaltimer_hi", "%clock_hi"):
-            return np.full(32, (m.clock + m.time_offset) >> 32, U64)
-        lane = np.arange(32, dtype=U64)
-        if name.startswith("%lanemask"):
-            kind = name.split("_")[1]
-            one = U64(1) << lane
-            return {"eq": one, "lt": one - U64(1), "le": (one << U64(1)) - U64(1),
-                    "gt": (~((one << U64(1)) - U64(1))) & U64(0xFFFFFFFF),
-                    "ge": (~(one - U64(1))) & U64(0xFFFFFFFF)}[kind]
-        if name == "%dynamic_smem_size":
-            return np.full(32, m.dynamic_smem, U64)
-        if name in ("%total_smem_size", "%aggr_smem_size"):
-            return np.full(32, c.smem.size, U64)
-        raise EmuError(f"special register {name} is not modelled")
+        return special_value(self, name)
 
     # -- calls ---------------------------------------------------------------------------------
     def push_call(self, lanes, frame):
@@ -476,7 +420,7 @@ class Launch:
                 convergence.take_turns(w, cand, group)   # diverged: independent thread scheduling's fair turns
             c = code[pc]
             if group is ALL and self.straight and (c.step is not None or c.jump is not None):
-                got = self._straight(w, pc, left)
+                got = run_straight(self, w, pc, left)
                 if got is not None:
                     left = got
                     continue
@@ -521,62 +465,6 @@ class Launch:
                 raise ProtocolError(f"{w.who(group)} at {c.where(self.prog.files)}: {e}") from None
             if self.events and self.events[0][0] <= self.clock:
                 self._complete_due()
-
-    def _straight(self, w, pc: int, left: int):
-        """The whole warp, together at `pc`, runs plain instructions and branches that every lane takes
-        alike one after another with one scalar pc, as `_run_warp` would run them one by one (the same
-        warp-instructions, clock, checks and completions, in the same order), until its quantum is used
-        (`left`: what remains after this one), an instruction of another kind comes, the lanes part at a
-        branch, or the warp must stop (a failed wait, a sleep, a block). The lanes' pcs are written once,
-        at the end. Returns what remains of the quantum; None when the first instruction is a branch the
-        lanes part at (`_run_warp` runs it)."""
-        code = self.prog.code
-        end = len(code)
-        c = code[pc]
-        npc = -1
-        if c.step is None:
-            npc = c.jump(w)
-            if npc is None:
-                return None
-        try:
-            while True:
-                self.steps += 1
-                w.steps += 1
-                self.clock += 1
-                if self.steps > self.max_steps:
-                    raise EmuTimeout(f"{self.kernel}: more than {self.max_steps} warp-instructions without "
-                                     f"finishing (last: {w.who()} at {c.where(self.prog.files)})")
-                w.last_pc = pc
-                if npc < 0:
-                    c.step(w)
-                    pc += 1
-                else:
-                    if npc == c.jtarget:
-                        self.progress_step = self.steps   # a computing loop goes round (control.bra)
-                    pc = npc
-                events = self.events
-                if events and events[0][0] <= self.clock:
-                    w.pc.fill(pc)
-                    self._complete_due()
-                if left <= 0 or pc >= end or w.blocked is not None or w.finished or w.spin_epoch == self.epoch \
-                        or w.sleep_until > self.clock:
-                    return left
-                c = code[pc]
-                if c.step is None:
-                    if c.jump is None:
-                        return left
-                    npc = c.jump(w)
-                    if npc is None:
-                        return left
-                else:
-                    npc = -1
-                left -= 1
-        except (EmuError, EmuFault):
-            raise
-        except MbarrierError as e:
-            raise ProtocolError(f"{w.who(ALL)} at {c.where(self.prog.files)}: {e}") from None
-        finally:
-            w.pc.fill(pc)
 
     def _members(self, w, c, group, at):
         return convergence.members(self, w, c, group, at)

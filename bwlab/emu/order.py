@@ -107,7 +107,7 @@ def add_region(c, lo: int, hi: int, key, seq: int, what: str, where: str, who: s
 
 def _prune(c) -> None:
     """Drop the regions every live warp of the CTA knows complete (nothing can race with them any more)."""
-    live = [w for w in c.warps if not w.exited.all()]
+    live = [w for w in c.warps if not w.finished]   # (Warp.finished: every lane exited)
     # every live warp knows r iff the least sequence they know for r.key reaches r.seq: one minimum per key;
     # when no key's minimum reaches its oldest region, nothing goes (the list is left as it is)
     known = {key: min((w.known.get(key, -1) for w in live), default=None) for key in c.async_reads_min}
@@ -308,7 +308,7 @@ def require_cluster_exit_ordered(M, c) -> None:
     if not acc:
         return
     for key, (n, pw, what, where) in acc.items():
-        if pw.exited.all():     # the warp that reached this CTA is gone: it can reach it no more
+        if pw.finished:         # the warp that reached this CTA is gone: it can reach it no more
             continue
         if not any(x.known.get(key, 0) >= n + 1 for x in c.warps):
             raise ClusterPeerMayAccess(
@@ -415,7 +415,7 @@ def retire_writes(c) -> None:
     writes = c.__dict__.get("async_writes")
     if not writes or len(writes) < 32:
         return
-    live = [w for w in c.warps if not w.exited.all()]
+    live = [w for w in c.warps if not w.finished]   # (Warp.finished: every lane exited)
     for op in [op for op, r in writes.items()
                if r[2] is not None and all(w.known.get(r[2][0], -1) >= r[2][1] for w in live)]:
         del writes[op]
