@@ -148,7 +148,7 @@ def _form(ctx, ins, base, mods):
             and len(args) == 3:
         ty = mods[0]
         width = WIDTH[ty]
-        if base in ("and", "or", "xor") and ty[0] != "b" or base == "shr" and ty[0] == "s" or base == "shl" and ty[0] != "b":
+        if base in ("and", "or", "xor", "shl") and ty[0] != "b" or base == "shr" and ty[0] == "s":
             return None, None
         a = _operand(ctx, args[1], ty)
         if a is None or a[0] != "r":
