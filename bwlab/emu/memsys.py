@@ -304,17 +304,33 @@ class MemorySystem:
             self._ordered_write(w, c, off[lanes].astype(np.int64), n * vec, lanes)
         nb = n * vec
         o = off[lanes].astype(np.intp)
-        byte = o[:, None] + _ar(nb)
-        if (o - o[0]).tobytes() == _STRIDES[nb][:8 * lanes.size]:
+        stride = _STRIDES[nb][:8 * lanes.size]
+        rows = None
+        if (o - o[0]).tobytes() == stride:
             # the lanes' bytes follow one another in lane order (the usual layout): one span, no overlap
-            lo, hi = int(o[0]), int(o[0]) + nb * lanes.size
-            view[lo // n:hi // n] = data[lanes].reshape(-1)
-            c.smem_writer[lo:hi].reshape(lanes.size, nb)[:] = w.tid[lanes][:, None]
+            lo = int(o[0])
+        else:
+            so = np.sort(o)
+            if (so - so[0]).tobytes() == stride:
+                # the lanes' pieces are one span in another order (a swizzled row): still no overlap
+                lo = int(so[0])
+                rows = (o - lo) // nb
+            else:
+                lo = -1
+        if lo >= 0:
+            hi = lo + nb * lanes.size
+            if rows is None:
+                view[lo // n:hi // n] = data[lanes].reshape(-1)
+                c.smem_writer[lo:hi].reshape(lanes.size, nb)[:] = w.tid[lanes][:, None]
+            else:
+                view[lo // n:hi // n].reshape(lanes.size, vec)[rows] = data[lanes]
+                c.smem_writer[lo:hi].reshape(lanes.size, nb)[rows] = w.tid[lanes][:, None]
             c.smem_writer_pc[lo:hi] = int(w.last_pc)
             c.smem_wwarp[lo:hi] = w.wid
             c.smem_wrel[lo:hi] = w.releases
-            order.record_lane_stores(c, w, byte, lanes)
+            order.record_span_stores(c, w, lo, hi, rows, lanes)
             return True
+        byte = o[:, None] + _ar(nb)
         # lanes write in order: the highest lane wins where two write the same bytes
         if vec > 1:
             view[idx[:, None] + _ar(vec)] = data[lanes]
