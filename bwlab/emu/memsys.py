@@ -41,6 +41,11 @@ def _view(c, n):
     return v
 
 
+def _rows(a, k: int):
+    """A 1-D array as rows of k elements (the whole rows; a view)."""
+    return a[:a.size - a.size % k].reshape(-1, k)
+
+
 def _ar(n):
     """np.arange(n), made once per size."""
     r = _AR.get(n)
@@ -297,50 +302,31 @@ class MemorySystem:
             return False
         c = w.cta
         lanes = np.nonzero(m)[0] if m is not _FULL else _LANES
-        idx = (off[lanes] >> U64(_LOG2[n])).astype(np.intp)
         view = _view(c, n)
         self.launch.progress()
         if c.__dict__.get("async_reads"):
             self._ordered_write(w, c, off[lanes].astype(np.int64), n * vec, lanes)
         nb = n * vec
         o = off[lanes].astype(np.intp)
-        stride = _STRIDES[nb][:8 * lanes.size]
-        rows = None
-        if (o - o[0]).tobytes() == stride:
+        if (o - o[0]).tobytes() == _STRIDES[nb][:8 * lanes.size]:
             # the lanes' bytes follow one another in lane order (the usual layout): one span, no overlap
-            lo = int(o[0])
-        else:
-            so = np.sort(o)
-            if (so - so[0]).tobytes() == stride:
-                # the lanes' pieces are one span in another order (a swizzled row): still no overlap
-                lo = int(so[0])
-                rows = (o - lo) // nb
-            else:
-                lo = -1
-        if lo >= 0:
-            hi = lo + nb * lanes.size
-            if rows is None:
-                view[lo // n:hi // n] = data[lanes].reshape(-1)
-                c.smem_writer[lo:hi].reshape(lanes.size, nb)[:] = w.tid[lanes][:, None]
-            else:
-                view[lo // n:hi // n].reshape(lanes.size, vec)[rows] = data[lanes]
-                c.smem_writer[lo:hi].reshape(lanes.size, nb)[rows] = w.tid[lanes][:, None]
+            lo, hi = int(o[0]), int(o[0]) + nb * lanes.size
+            view[lo // n:hi // n] = data[lanes].reshape(-1)
+            c.smem_writer[lo:hi].reshape(lanes.size, nb)[:] = w.tid[lanes][:, None]
             c.smem_writer_pc[lo:hi] = int(w.last_pc)
             c.smem_wwarp[lo:hi] = w.wid
             c.smem_wrel[lo:hi] = w.releases
-            order.record_span_stores(c, w, lo, hi, rows, lanes)
+            order.record_span_stores(c, w, lo, hi, lanes)
             return True
-        byte = o[:, None] + _ar(nb)
-        # lanes write in order: the highest lane wins where two write the same bytes
-        if vec > 1:
-            view[idx[:, None] + _ar(vec)] = data[lanes]
-        else:
-            view[idx] = data[lanes, 0]
-        c.smem_writer[byte] = w.tid[lanes][:, None]
-        c.smem_writer_pc[byte] = int(w.last_pc)
-        c.smem_wwarp[byte] = w.wid
-        c.smem_wrel[byte] = w.releases
-        order.record_lane_stores(c, w, byte, lanes)
+        # each lane's piece is one aligned nb-byte row of the shared bytes (_own_offsets checked the alignment):
+        # written row by row; lanes write in order, the highest lane wins where two write the same row
+        r = o // nb
+        _rows(view, vec)[r] = data[lanes]
+        _rows(c.smem_writer, nb)[r] = w.tid[lanes][:, None]
+        _rows(c.smem_writer_pc, nb)[r] = int(w.last_pc)
+        _rows(c.smem_wwarp, nb)[r] = w.wid
+        _rows(c.smem_wrel, nb)[r] = w.releases
+        order.record_row_stores(c, w, nb, r, lanes)
         return True
 
     # ---- the fast paths of ld.global / st.global (every active lane inside one allocation, aligned) ----

@@ -455,17 +455,19 @@ def record_lane_stores(c, w, byte_idx, lanes) -> None:
     c.smem_wsync[byte_idx] = syncs[w.wid]
 
 
-def record_span_stores(c, w, lo: int, hi: int, rows, lanes) -> None:
-    """`record_lane_stores` for lanes whose pieces fill shared bytes [lo, hi) exactly, lane k's piece at row
-    rows[k] of the span (None: in lane order)."""
+def record_span_stores(c, w, lo: int, hi: int, lanes) -> None:
+    """`record_lane_stores` for lanes whose pieces fill shared bytes [lo, hi) exactly, in lane order."""
     syncs = _syncs(c)
-    seg = c.smem_wlane[lo:hi].reshape(len(lanes), -1)
-    lane8 = np.asarray(lanes, np.int8).reshape(-1, 1)
-    if rows is None:
-        seg[:] = lane8
-    else:
-        seg[rows] = lane8
+    c.smem_wlane[lo:hi].reshape(len(lanes), -1)[:] = np.asarray(lanes, np.int8).reshape(-1, 1)
     c.smem_wsync[lo:hi] = syncs[w.wid]
+
+
+def record_row_stores(c, w, nb: int, rows, lanes) -> None:
+    """`record_lane_stores` for lanes each of which stored row rows[k] of the shared bytes taken nb at a time."""
+    syncs = _syncs(c)
+    n = c.smem_wlane.size - c.smem_wlane.size % nb
+    c.smem_wlane[:n].reshape(-1, nb)[rows] = np.asarray(lanes, np.int8).reshape(-1, 1)
+    c.smem_wsync[:n].reshape(-1, nb)[rows] = syncs[w.wid]
 
 
 def require_lane_order(M, c, lo: int, hi: int, w, lane: int, what: str, where: str, who: str, flat=None) -> None:
