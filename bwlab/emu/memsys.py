@@ -437,7 +437,7 @@ class MemorySystem:
         return old
 
     # ---- the order of asynchronous work (bwlab.emu.order) on the fast paths ----
-    def _who(self, w) -> str:
+    def who(self, w) -> str:
         """w.who() (its live lanes), made once per warp and set of exited lanes."""
         key = (w, w.exited.tobytes())
         got = self._whos.get(key)
@@ -451,14 +451,14 @@ class MemorySystem:
     def _ordered_read(self, w, c, off, n):
         """A thread read of c's shared bytes at `off` (lanes' offsets, n bytes each)."""
         if c.__dict__.get("async_writes"):
-            order.require_read_ordered(self.launch, c, off, None, w.known, self._who(w), self._here(w), n=n, w=w)
+            order.require_read_ordered(self.launch, c, off, None, w.known, self.who(w), self._here(w), n=n, w=w)
         if c is not w.cta:
             order.remote_access(w, c, "loads from its shared memory", self._here(w))
 
     def _ordered_write(self, w, c, off, n, lanes=None):
         """A generic-proxy store to c's shared bytes at `off` (by `lanes`, an index array, when known)."""
         if c.__dict__.get("async_reads"):
-            order.require_write_ordered(self.launch, c, off, None, w.known, self._who(w), self._here(w), "writes (generic proxy)", n=n,
+            order.require_write_ordered(self.launch, c, off, None, w.known, self.who(w), self._here(w), "writes (generic proxy)", n=n,
                               w=w, lanes=lanes)
         if c is not w.cta:
             order.remote_access(w, c, "stores to its shared memory", self._here(w))
