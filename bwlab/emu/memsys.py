@@ -295,6 +295,15 @@ class MemorySystem:
         idx = (off >> U64(_LOG2[n])).astype(np.intp)
         return view[idx[:, None] + _ar(vec)] if vec > 1 else view[idx][:, None]
 
+    def load_own_shared1(self, w, a, n, m):
+        """`load_own_shared` of one element per lane: 32 uint{8n}, or None."""
+        off = self._own_offsets(w, a, m, n)
+        if off is None:
+            return None
+        if w.cta.__dict__.get("async_writes"):
+            self._ordered_read(w, w.cta, off[m].astype(np.int64), n)
+        return _view(w.cta, n)[(off >> U64(_LOG2[n])).astype(np.intp)]
+
     def store_own_shared(self, w, a, data, n, vec, m) -> bool:
         """st.shared of `data` ((32, vec) of uint{8n}); False when the general path must do it."""
         off = self._own_offsets(w, a, m, n * vec)
@@ -336,7 +345,7 @@ class MemorySystem:
         lane that is not)."""
         nb = n * vec
         act = a if m is _FULL else a[m]
-        if nb > 1 and (act & U64(nb - 1)).tobytes() != _ZERO_WORDS[:8 * act.size]:
+        if nb > 1 and int(np.bitwise_or.reduce(act)) & (nb - 1):   # some lane's address is not aligned
             return None
         lst = act.tolist()
         lo = min(lst)
@@ -362,6 +371,25 @@ class MemorySystem:
             return None
         view, idx = got
         return view[idx] if vec > 1 else view[idx][:, None]
+
+    def load_global1(self, w, a, n, m):
+        """`load_global` of one element per lane: 32 uint{8n}, or None."""
+        got = self._global_words(w, a, m, n, 1)
+        return None if got is None else got[0][got[1]]
+
+    def store_global1(self, w, a, words, n, m) -> bool:
+        """`store_global` of one element per lane (`words`: 32 uint{8n})."""
+        got = self._global_words(w, a, m, n, 1)
+        if got is None:
+            return False
+        view, idx = got
+        self.launch.progress()
+        if m is _FULL:
+            view[idx] = words
+        else:   # lanes write in order: the highest lane wins where two write the same bytes
+            lanes = np.nonzero(m)[0]
+            view[idx[lanes]] = words[lanes]
+        return True
 
     def store_global(self, w, a, data, n, vec, m) -> bool:
         """st.global of `data` ((32, vec) of uint{8n}); False when the general path must do it."""

@@ -109,6 +109,17 @@ def ld(ctx, ins, base, mods):
 
 
 def _ld_body(ins, space, addr, n, vec, wrs, dt, sign, fast, own_shared):
+    if fast and vec == 1:   # one element per lane: 32-lane rows throughout
+        wr0 = wrs[0]
+
+        def body1(w, m):
+            a = addr(w)
+            mem = w.machine.mem
+            words = mem.load_own_shared1(w, a, n, m) if own_shared else mem.load_global1(w, a, n, m)
+            vals = mem.read(w, space, a, n, m, ins).view(dt)[:, 0] if words is None else words.view(dt)
+            wr0(w, vals.astype(np.int64) if sign else vals, m)
+        return body1
+
     def body(w, m):
         a = addr(w)
         vals = None
@@ -162,7 +173,22 @@ def st(ctx, ins, base, mods):
                     mem.store_global(w, a, words, n, vec, m)):
                 return
         w.machine.mem.write(w, space, a, data.view(np.uint8).reshape(32, n * vec), m, ins)
-    return body
+    if not (fast and vec == 1):
+        return body
+    src0, word = srcs[0], _UINT[n]
+
+    def body1(w, m):   # one element per lane, already of the stored type: no staging array
+        v = src0(w)
+        if not (isinstance(v, np.ndarray) and v.dtype == dt and v.shape == (32,)):
+            return body(w, m)
+        a = addr(w)
+        mem = w.machine.mem
+        words = v.view(word)
+        if (mem.store_own_shared(w, a, words[:, None], n, 1, m) if own_shared else
+                mem.store_global1(w, a, words, n, m)):
+            return
+        w.machine.mem.write(w, space, a, np.ascontiguousarray(words).view(np.uint8).reshape(32, n), m, ins)
+    return body1
 
 
 def cvta(ctx, ins, base, mods):
