@@ -101,18 +101,22 @@ def add_region(c, lo: int, hi: int, key, seq: int, what: str, where: str, who: s
         least[key] = int(seq)
     span = c.__dict__.get("async_reads_span")              # [first byte, last byte + 1) of all the regions
     c.async_reads_span = (int(lo), int(hi)) if span is None else (min(span[0], int(lo)), max(span[1], int(hi)))
-    if len(regions) > 64:
+    if len(regions) > c.__dict__.get("async_reads_limit", 64):
         _prune(c)
 
 
 def _prune(c) -> None:
-    """Drop the regions every live warp of the CTA knows complete (nothing can race with them any more)."""
+    """Drop the regions every live warp of the CTA knows complete (nothing can race with them any more: every
+    check skips a region its warp knows complete, so when the pruning happens changes no result, only the cost)."""
     live = [w for w in c.warps if not w.finished]   # (Warp.finished: every lane exited)
     # every live warp knows r iff the least sequence they know for r.key reaches r.seq: one minimum per key;
-    # when no key's minimum reaches its oldest region, nothing goes (the list is left as it is)
+    # when no key's minimum reaches its oldest region, nothing goes (the list is left as it is, and the next
+    # try waits for 16 more regions: a warp that never learns a key would otherwise make every add try again)
     known = {key: min((w.known.get(key, -1) for w in live), default=None) for key in c.async_reads_min}
     if not any(k is None or k >= c.async_reads_min[key] for key, k in known.items()):
+        c.async_reads_limit = len(c.async_reads) + 16
         return
+    c.async_reads_limit = 64
     c.async_reads = [r for r in c.async_reads if not (known[r.key] is None or known[r.key] >= r.seq)]
     least = {}
     for r in c.async_reads:
