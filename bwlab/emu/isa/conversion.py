@@ -155,7 +155,8 @@ def _bf16x2_regs(ctx, args, ra, rb, wr):
     pair = [ia, ib]
 
     def body(w, m):
-        if w.inflight:
+        inf = w.inflight
+        if inf and (ia in inf or ib in inf or idst in inf):
             wr(w, bf16x2_rn(ra(w), rb(w)), m)
             return
         R = w.R

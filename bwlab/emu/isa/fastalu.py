@@ -18,7 +18,7 @@ and destination whose registers are exactly the type's width
     selp.T d, a, b, p   where(p, a, b)                  mov.{u,b}32/64 d, %special   Warp.special & mask
 
 `fast_body(ctx, ins, base, mods, slow)` returns such a body, or None where the instruction is not one
-of these forms. The body falls back to `slow` (the chapter's own) while the warp has registers an
+of these forms. The body falls back to `slow` (the chapter's own) when a register it names is one an
 asynchronous operation still owns (`w.inflight`), so every diagnosis of those reads and writes stays.
 tests/test_emu_fastalu.py checks each form against the chapter's body on random register contents.
 """
@@ -57,6 +57,19 @@ def _dest(ctx, op, width):
     return None
 
 
+def registers_of(ctx, ins):
+    """callable(inflight) -> whether an asynchronous operation owns a register `ins` names (then the chapter's
+    body runs, with its diagnosis)."""
+    regs = tuple({ctx.reg(a[1]) for a in ins.args if a[0] == "reg" and _special(a[1]) is None})
+
+    def owned(inflight):
+        for r in regs:
+            if r in inflight:
+                return True
+        return False
+    return owned
+
+
 def _getter(src):
     kind, v = src
     if kind == "k":
@@ -72,9 +85,11 @@ def fast_body(ctx, ins, base, mods, slow):
     compute, d = _form(ctx, ins, base, mods)
     if compute is None or d is None:
         return None
+    owned = registers_of(ctx, ins)
 
     def body(w, m):
-        if w.inflight:
+        inf = w.inflight
+        if inf and owned(inf):
             slow(w, m)
             return
         R = w.R
@@ -102,7 +117,7 @@ def _special_move(ctx, ins, base, mods, slow):
     mask = U64((1 << width) - 1)
 
     def body(w, m):
-        if w.inflight:
+        if w.inflight and d in w.inflight:
             slow(w, m)
             return
         v = w.special(name)
