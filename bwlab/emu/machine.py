@@ -64,6 +64,18 @@ def _full_masks(c, w) -> bool:
     return bool(((c.member(w).astype(np.int64) & _FULL_MASK) == _FULL_MASK).all())
 
 
+def _own_rows(prog, kernel: str):
+    """[first, last + 1) of the register rows of `kernel` when it calls nothing (so no other function's
+    registers can be touched: the module's other functions' rows are never read), else None."""
+    got = prog.__dict__.setdefault("_own_rows", {})
+    if kernel not in got:
+        f = prog.module.functions[kernel]
+        idx = [i for (fn, _), i in prog.reg_index.items() if fn == kernel]
+        calls = any(ins.op.split(".")[0] == "call" for ins in f.body)
+        got[kernel] = None if calls or not idx or max(idx) - min(idx) + 1 != len(idx) else (min(idx), max(idx) + 1)
+    return got[kernel]
+
+
 class Warp:
     __slots__ = ("alive", "full", "finished", "specials",
                  "machine", "cta", "wid", "R", "pc", "exited", "valid", "inflight", "cparam", "local",
@@ -74,7 +86,12 @@ class Warp:
     def __init__(self, machine, cta, wid: int):
         prog = machine.prog
         self.machine, self.cta, self.wid = machine, cta, wid
-        self.R = np.zeros((max(prog.nregs, 1), 32), U64)
+        rows = machine.kernel_rows
+        if rows is None:
+            self.R = np.zeros((max(prog.nregs, 1), 32), U64)
+        else:   # only the kernel's own registers are ever read or written: only they need zeros
+            self.R = np.empty((max(prog.nregs, 1), 32), U64)
+            self.R[rows[0]:rows[1]] = 0
         self.pc = np.full(32, machine.entry, np.int64)
         first = wid * 32
         self.tid = np.arange(first, first + 32, dtype=np.int64)
@@ -198,6 +215,7 @@ class Launch:
         self.module, self.prog, self.kernel = module, prog, kernel
         self.memory = module.memory
         self.entry = prog.entry_pc[kernel]
+        self.kernel_rows = _own_rows(prog, kernel)
         self.grid, self.block = tuple(grid), tuple(block)
         f = prog.module.functions[kernel]
         self.explicit_cluster = f.cluster_dims is not None or cluster is not None
@@ -295,8 +313,10 @@ class Launch:
                 if exits < 0:
                     live = [w for w in warps if not w.finished]
                 for x in self.finished_warps:   # dropped in place: the same draws pick the same warps
-                    if x in live:
+                    try:
                         live.remove(x)
+                    except ValueError:          # (not in the list: it had finished before it was made)
+                        pass
                 self.finished_warps.clear()
                 exits = self.exits
                 if len(live) != n_live:   # a warp finished: maybe a whole cluster, whose SMs take the next ones
