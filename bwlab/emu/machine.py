@@ -15,6 +15,7 @@ the GPU; a kernel with no such path is reported as a hang (`EmuHang`).
 """
 from __future__ import annotations
 
+import gc
 import heapq
 import itertools
 
@@ -271,9 +272,18 @@ class Launch:
 
     # ---- running -----------------------------------------------------------------------------
     def run(self):
-        # IEEE results, never NumPy's warnings about them: for the whole launch, not per instruction
-        with np.errstate(all="ignore"):
-            self._run()
+        # IEEE results, never NumPy's warnings about them: for the whole launch, not per instruction.
+        # No cyclic garbage collection during the launch: its passes over the long-lived decoded programs
+        # cost up to a tenth of a launch, and the launch itself makes only its own structures' cycles
+        # (a few thousand objects, collected after it, when the collector is on again)
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            with np.errstate(all="ignore"):
+                self._run()
+        finally:
+            if enabled:
+                gc.enable()
 
     def _run(self):
         gx, gy, gz = self.grid
