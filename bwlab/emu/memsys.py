@@ -56,6 +56,8 @@ def _ar(n):
 
 class MemorySystem:
     """Reads, writes and address arithmetic for the warps of one launch."""
+    FULL = _FULL                      # the whole-warp mask (atomics.py reads it here)
+    words, arange = staticmethod(_view), staticmethod(_ar)
 
     def __init__(self, launch):
         self.launch = launch
@@ -306,6 +308,10 @@ class MemorySystem:
 
     def store_own_shared(self, w, a, data, n, vec, m) -> bool:
         """st.shared of `data` ((32, vec) of uint{8n}); False when the general path must do it."""
+        if m is not _FULL:
+            lanes = np.flatnonzero(m)
+            if lanes.size == 1:   # one lane (`if (lane == 0) ...`): its bytes with Python integers
+                return self._store_own_shared_lane(w, a, data, n, vec, lanes)
         off = self._own_offsets(w, a, m, n * vec)
         if off is None:
             return False
@@ -336,6 +342,27 @@ class MemorySystem:
         _rows(c.smem_wwarp, nb)[r] = w.wid
         _rows(c.smem_wrel, nb)[r] = w.releases
         order.record_row_stores(c, w, nb, r, lanes)
+        return True
+
+    def _store_own_shared_lane(self, w, a, data, n, vec, lanes) -> bool:
+        """`store_own_shared` for the one lane in `lanes`: the same checks (aligned, past the reserved bytes,
+        inside the CTA's shared memory) and the same bookkeeping, on one span."""
+        c = w.cta
+        lane = int(lanes[0])
+        nb = n * vec
+        lo = (int(a[lane]) - c.shared_base) & 0xFFFFFFFFFFFFFFFF   # another CTA's window wraps to a huge offset
+        if lo % nb or lo < SMEM_RESERVED or lo + nb > c.smem.size:
+            return False
+        self.launch.progress()
+        if c.__dict__.get("async_reads"):
+            self._ordered_write(w, c, np.array([lo], np.int64), nb, lanes)
+        hi = lo + nb
+        _view(c, n)[lo // n:hi // n] = data[lane]
+        c.smem_writer[lo:hi] = w.tid[lane]
+        c.smem_writer_pc[lo:hi] = int(w.last_pc)
+        c.smem_wwarp[lo:hi] = w.wid
+        c.smem_wrel[lo:hi] = w.releases
+        order.record_span_stores(c, w, lo, hi, lanes)
         return True
 
     # ---- the fast paths of ld.global / st.global (every active lane inside one allocation, aligned) ----
@@ -405,64 +432,6 @@ class MemorySystem:
         else:
             view[idx[lanes]] = data[lanes, 0]
         return True
-
-    def add_own_shared(self, w, a, vals, m):
-        """atom/red.shared.add on integers (vals: the lanes' addends, of the element type): the lanes in
-        order, each adding to what the lanes before it left (modulo 2^n). The lanes' old values, or None
-        when the general path must do it."""
-        n = vals.dtype.itemsize
-        off = self._own_offsets(w, a, m, n)
-        if off is None:
-            return None
-        c = w.cta
-        lanes = np.nonzero(m)[0] if m is not _FULL else _LANES
-        idx = (off[lanes] >> U64(_LOG2[n])).astype(np.intp)
-        view = _view(c, n).view(vals.dtype)
-        perm = np.argsort(idx, kind="stable")          # lanes of one address stay in lane order
-        sidx, sv = idx[perm], vals[lanes][perm]
-        incl = np.cumsum(sv, dtype=vals.dtype)
-        excl = incl - sv
-        first = np.r_[True, sidx[1:] != sidx[:-1]]
-        start = np.maximum.accumulate(np.where(first, np.arange(sidx.size), 0))
-        old_sorted = view[sidx] + (excl - excl[start])
-        view[sidx] = old_sorted + sv                   # the last lane of each address leaves the total
-        old = np.zeros(32, vals.dtype)
-        old[lanes[perm]] = old_sorted
-        self.launch.progress()
-        if c.__dict__.get("async_reads"):
-            self._ordered_write(w, c, off[lanes].astype(np.int64), n, lanes)
-        byte = off[lanes].astype(np.intp)[:, None] + _ar(n)
-        c.smem_writer[byte] = w.tid[lanes][:, None]
-        c.smem_writer_pc[byte] = int(w.last_pc)
-        c.smem_wwarp[byte] = w.wid
-        c.smem_wrel[byte] = w.releases
-        order.record_lane_stores(c, w, byte, lanes)
-        return old
-
-    def add_global(self, w, a, vals, m):
-        """atom/red.global.add on integers: as `add_own_shared`, for lanes whose words all lie, aligned, in one
-        allocation. The lanes' old values, or None when the general path must do it."""
-        n = vals.dtype.itemsize
-        got = self._global_words(w, a, m, n, 1)
-        if got is None:
-            return None
-        view, idx = got
-        view = view.view(vals.dtype)
-        lanes = np.nonzero(m)[0] if m is not _FULL else _LANES
-        idx = idx[lanes]
-        perm = np.argsort(idx, kind="stable")          # lanes of one address stay in lane order
-        sidx, sv = idx[perm], vals[lanes][perm]
-        incl = np.cumsum(sv, dtype=vals.dtype)
-        excl = incl - sv
-        first = np.r_[True, sidx[1:] != sidx[:-1]]
-        start = np.maximum.accumulate(np.where(first, np.arange(sidx.size), 0))
-        old_sorted = view[sidx] + (excl - excl[start])
-        view[sidx] = old_sorted + sv                   # the last lane of each address leaves the total
-        old = np.zeros(32, vals.dtype)
-        old[lanes[perm]] = old_sorted
-        for _ in range(lanes.size):                    # one store per lane, as the lane-by-lane path counts them
-            self.launch.progress()
-        return old
 
     # ---- the order of asynchronous work (bwlab.emu.order) on the fast paths ----
     def who(self, w) -> str:
