@@ -66,8 +66,9 @@ class Synchronisation:
         else:
             gone = 0
         if b["arrived"] + gone < exp:
+            waiting = f"bar.sync {bid} ({b['arrived']} of {exp} threads arrived)"
             for w, _ in b["waiters"]:
-                w.blocked = f"bar.sync {bid} ({b['arrived']} of {exp} threads arrived)"
+                w.blocked = waiting
             return
         if gone and b["arrived"] < exp:
             self.launch.warnings.append(
