@@ -62,12 +62,13 @@ class Synchronisation:
         exp = b["expected"]
         # whole warps that have exited count as arrived (the hardware counts warps)
         if exp == c.nthreads:
-            gone = sum(x.nthreads for x in c.warps if x.exited.all() and x.wid not in b["warps"])
+            gone = sum(x.nthreads for x in c.warps if x.finished and x.wid not in b["warps"])   # finished: all exited
         else:
             gone = 0
         if b["arrived"] + gone < exp:
+            waiting = f"bar.sync {bid} ({b['arrived']} of {exp} threads arrived)"
             for w, _ in b["waiters"]:
-                w.blocked = f"bar.sync {bid} ({b['arrived']} of {exp} threads arrived)"
+                w.blocked = waiting
             return
         if gone and b["arrived"] < exp:
             self.launch.warnings.append(
@@ -123,14 +124,14 @@ class Synchronisation:
     def complete_cluster_if_ready(self, cl):
         if not cl.bar_arrived:
             return
-        need = {(c.rank, x.wid) for c in cl.ctas for x in c.warps if not x.exited.all()}
+        need = {(c.rank, x.wid) for c in cl.ctas for x in c.warps if not x.finished}
         if need <= cl.bar_arrived:
             cl.bar_arrived = set()
             tc = cl.__dict__.pop("tc", ())
             known = cl.__dict__.pop("known", {})
             for c in cl.ctas:
                 for x in c.warps:
-                    if not x.exited.all():
+                    if not x.finished:
                         order.merge(x.known, known)
                         order.thread_synced(x, tc, "barrier.cluster")
                     if x.wait_info is not None and x.wait_info[0] == "cluster":

@@ -15,6 +15,7 @@ the GPU; a kernel with no such path is reported as a hang (`EmuHang`).
 """
 from __future__ import annotations
 
+import gc
 import heapq
 import itertools
 
@@ -32,6 +33,8 @@ from .memory import RANK_SHIFT
 from .diagnosis import diagnose
 from .memsys import MemorySystem
 from .program import SMEM_RESERVED
+from .specials import special_value
+from .straight import run_straight
 from .residency import Placement, admit, current_gpu, not_resident, register_estimate, retire, tmem_hang
 
 __all__ = ["Launch", "MAX_SMEM_PER_CTA", "TIME_JUMP_NS"]
@@ -62,6 +65,18 @@ def _full_masks(c, w) -> bool:
     return bool(((c.member(w).astype(np.int64) & _FULL_MASK) == _FULL_MASK).all())
 
 
+def _own_rows(prog, kernel: str):
+    """[first, last + 1) of the register rows of `kernel` when it calls nothing (so no other function's
+    registers can be touched: the module's other functions' rows are never read), else None."""
+    got = prog.__dict__.setdefault("_own_rows", {})
+    if kernel not in got:
+        f = prog.module.functions[kernel]
+        idx = [i for (fn, _), i in prog.reg_index.items() if fn == kernel]
+        calls = any(ins.op.split(".")[0] == "call" for ins in f.body)
+        got[kernel] = None if calls or not idx or max(idx) - min(idx) + 1 != len(idx) else (min(idx), max(idx) + 1)
+    return got[kernel]
+
+
 class Warp:
     __slots__ = ("alive", "full", "finished", "specials",
                  "machine", "cta", "wid", "R", "pc", "exited", "valid", "inflight", "cparam", "local",
@@ -72,7 +87,12 @@ class Warp:
     def __init__(self, machine, cta, wid: int):
         prog = machine.prog
         self.machine, self.cta, self.wid = machine, cta, wid
-        self.R = np.zeros((max(prog.nregs, 1), 32), U64)
+        rows = machine.kernel_rows
+        if rows is None:
+            self.R = np.zeros((max(prog.nregs, 1), 32), U64)
+        else:   # only the kernel's own registers are ever read or written: only they need zeros
+            self.R = np.empty((max(prog.nregs, 1), 32), U64)
+            self.R[rows[0]:rows[1]] = 0
         self.pc = np.full(32, machine.entry, np.int64)
         first = wid * 32
         self.tid = np.arange(first, first + 32, dtype=np.int64)
@@ -136,65 +156,7 @@ class Warp:
         return v
 
     def _special(self, name: str) -> np.ndarray:
-        c = self.cta
-        m = self.machine
-        t = self.tid
-        bx, by, bz = m.block
-        if name.startswith("%tid"):
-            ax = name[-1]
-            v = {"x": t % bx, "y": (t // bx) % by, "z": t // (bx * by)}[ax]
-            return v.astype(U64)
-        if name.startswith("%ntid"):
-            return np.full(32, m.block["xyz".index(name[-1])], U64)
-        if name.startswith("%ctaid"):
-            return np.full(32, c.ctaid["xyz".index(name[-1])], U64)
-        if name.startswith("%nctaid"):
-            return np.full(32, m.grid["xyz".index(name[-1])], U64)
-        if name.startswith("%cluster_ctaid"):
-            return np.full(32, c.cluster_ctaid["xyz".index(name[-1])], U64)
-        if name.startswith("%cluster_nctaid"):
-            return np.full(32, m.cluster_dims["xyz".index(name[-1])], U64)
-        if name.startswith("%clusterid"):
-            return np.full(32, c.cluster.cid["xyz".index(name[-1])], U64)
-        if name.startswith("%nclusterid"):
-            ax = "xyz".index(name[-1])
-            return np.full(32, m.grid[ax] // m.cluster_dims[ax], U64)
-        if name == "%cluster_ctarank":
-            return np.full(32, c.rank, U64)
-        if name == "%cluster_nctarank":
-            return np.full(32, c.cluster.size, U64)
-        if name == "%is_explicit_cluster":
-            return np.full(32, int(m.explicit_cluster), U64)
-        if name == "%laneid":
-            return np.arange(32, dtype=U64)
-        if name == "%warpid":
-            return np.full(32, self.wid, U64)
-        if name == "%nwarpid":
-            return np.full(32, 64, U64)
-        if name == "%smid":
-            return np.full(32, c.sm, U64)
-        if name == "%gridid":
-            return np.full(32, c.linear % 132, U64)
-        if name == "%nsmid":
-            return np.full(32, m.gpu.sms, U64)
-        if name in ("%globaltimer", "%clock64"):
-            return np.full(32, m.clock + m.time_offset, U64)
-        if name == "%globaltimer_lo" or name == "%clock":
-            return np.full(32, (m.clock + m.time_offset) & 0xFFFFFFFF, U64)
-        if name in ("%globaltimer_hi", "%clock_hi"):
-            return np.full(32, (m.clock + m.time_offset) >> 32, U64)
-        lane = np.arange(32, dtype=U64)
-        if name.startswith("%lanemask"):
-            kind = name.split("_")[1]
-            one = U64(1) << lane
-            return {"eq": one, "lt": one - U64(1), "le": (one << U64(1)) - U64(1),
-                    "gt": (~((one << U64(1)) - U64(1))) & U64(0xFFFFFFFF),
-                    "ge": (~(one - U64(1))) & U64(0xFFFFFFFF)}[kind]
-        if name == "%dynamic_smem_size":
-            return np.full(32, m.dynamic_smem, U64)
-        if name in ("%total_smem_size", "%aggr_smem_size"):
-            return np.full(32, c.smem.size, U64)
-        raise EmuError(f"special register {name} is not modelled")
+        return special_value(self, name)
 
     # -- calls ---------------------------------------------------------------------------------
     def push_call(self, lanes, frame):
@@ -254,12 +216,14 @@ class Launch:
         self.module, self.prog, self.kernel = module, prog, kernel
         self.memory = module.memory
         self.entry = prog.entry_pc[kernel]
+        self.kernel_rows = _own_rows(prog, kernel)
         self.grid, self.block = tuple(grid), tuple(block)
         f = prog.module.functions[kernel]
         self.explicit_cluster = f.cluster_dims is not None or cluster is not None
         cdims = tuple(f.cluster_dims or cluster or (1, 1, 1))
         self.cluster_dims = cdims + (1,) * (3 - len(cdims))
         self.params = np.frombuffer(bytes(params), np.uint8).copy()
+        self.param_rows = {}       # ld.param by name: (offset, size, signed, type) -> the 32 lanes' value (isa.data)
         self.dynamic_smem = int(dynamic_smem)
         self.smem_bytes = (prog.dynamic_offset + self.dynamic_smem) if prog.dynamic_shared else prog.shared_size
         self.smem_bytes = max(self.smem_bytes, prog.shared_size, 16)
@@ -293,6 +257,7 @@ class Launch:
         self.mem = MemorySystem(self)       # address spaces, bounds, proxies
         self.sync = Synchronisation(self)   # named barriers, the cluster barrier, mbarriers
         timing and timing(self)             # bwlab.timing.trace.Recorder: wraps this launch's code (off: no cost)
+        self.straight = not timing          # runs of plain instructions bypass Code.run: not while it is wrapped
 
     # ---- where things are --------------------------------------------------------------------
     def where(self, ins) -> str:
@@ -307,9 +272,18 @@ class Launch:
 
     # ---- running -----------------------------------------------------------------------------
     def run(self):
-        # IEEE results, never NumPy's warnings about them: for the whole launch, not per instruction
-        with np.errstate(all="ignore"):
-            self._run()
+        # IEEE results, never NumPy's warnings about them: for the whole launch, not per instruction.
+        # No cyclic garbage collection during the launch: its passes over the long-lived decoded programs
+        # cost up to a tenth of a launch, and the launch itself makes only its own structures' cycles
+        # (a few thousand objects, collected after it, when the collector is on again)
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            with np.errstate(all="ignore"):
+                self._run()
+        finally:
+            if enabled:
+                gc.enable()
 
     def _run(self):
         gx, gy, gz = self.grid
@@ -349,8 +323,10 @@ class Launch:
                 if exits < 0:
                     live = [w for w in warps if not w.finished]
                 for x in self.finished_warps:   # dropped in place: the same draws pick the same warps
-                    if x in live:
+                    try:
                         live.remove(x)
+                    except ValueError:          # (not in the list: it had finished before it was made)
+                        pass
                 self.finished_warps.clear()
                 exits = self.exits
                 if len(live) != n_live:   # a warp finished: maybe a whole cluster, whose SMs take the next ones
@@ -433,7 +409,9 @@ class Launch:
 
     def _run_warp(self, w, quantum: int):
         code = self.prog.code
-        for _ in range(quantum):
+        left = quantum
+        while left > 0:
+            left -= 1
             if w.blocked is not None or w.finished or w.sleep_until > self.clock:
                 return
             live = w.alive
@@ -471,6 +449,11 @@ class Launch:
             if group is not ALL and (fav >= 0 or (cand & ~group).any()):
                 convergence.take_turns(w, cand, group)   # diverged: independent thread scheduling's fair turns
             c = code[pc]
+            if group is ALL and self.straight and (c.step is not None or c.jump is not None):
+                got = run_straight(self, w, pc, left)
+                if got is not None:
+                    left = got
+                    continue
             if c.converge:
                 if group is ALL and (c.converge == 1 or _full_masks(c, w)):
                     # the whole warp is here and every lane's member mask names every lane: nothing to wait for
@@ -572,7 +555,7 @@ class Launch:
             # whole-warp exit counts as arrival at pending named barriers (the hardware counts warps)
             for bid in list(c.barriers):
                 self.sync.complete_if_ready(c, bid)
-            if all(x.exited.all() for x in c.warps):
+            if all(x.finished for x in c.warps):   # (Warp.finished: every lane exited, kept here)
                 c.exited = True
                 self.exited_clusters.append(c.cluster)
                 cta_exits(self, c)            # TMEM first: a leak is the clearer report

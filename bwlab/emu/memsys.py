@@ -41,6 +41,11 @@ def _view(c, n):
     return v
 
 
+def _rows(a, k: int):
+    """A 1-D array as rows of k elements (the whole rows; a view)."""
+    return a[:a.size - a.size % k].reshape(-1, k)
+
+
 def _ar(n):
     """np.arange(n), made once per size."""
     r = _AR.get(n)
@@ -51,6 +56,8 @@ def _ar(n):
 
 class MemorySystem:
     """Reads, writes and address arithmetic for the warps of one launch."""
+    FULL = _FULL                      # the whole-warp mask (atomics.py reads it here)
+    words, arange = staticmethod(_view), staticmethod(_ar)
 
     def __init__(self, launch):
         self.launch = launch
@@ -290,21 +297,32 @@ class MemorySystem:
         idx = (off >> U64(_LOG2[n])).astype(np.intp)
         return view[idx[:, None] + _ar(vec)] if vec > 1 else view[idx][:, None]
 
+    def load_own_shared1(self, w, a, n, m):
+        """`load_own_shared` of one element per lane: 32 uint{8n}, or None."""
+        off = self._own_offsets(w, a, m, n)
+        if off is None:
+            return None
+        if w.cta.__dict__.get("async_writes"):
+            self._ordered_read(w, w.cta, off[m].astype(np.int64), n)
+        return _view(w.cta, n)[(off >> U64(_LOG2[n])).astype(np.intp)]
+
     def store_own_shared(self, w, a, data, n, vec, m) -> bool:
         """st.shared of `data` ((32, vec) of uint{8n}); False when the general path must do it."""
+        if m is not _FULL:
+            lanes = np.flatnonzero(m)
+            if lanes.size == 1:   # one lane (`if (lane == 0) ...`): its bytes with Python integers
+                return self._store_own_shared_lane(w, a, data, n, vec, lanes)
         off = self._own_offsets(w, a, m, n * vec)
         if off is None:
             return False
         c = w.cta
         lanes = np.nonzero(m)[0] if m is not _FULL else _LANES
-        idx = (off[lanes] >> U64(_LOG2[n])).astype(np.intp)
         view = _view(c, n)
         self.launch.progress()
         if c.__dict__.get("async_reads"):
             self._ordered_write(w, c, off[lanes].astype(np.int64), n * vec, lanes)
         nb = n * vec
         o = off[lanes].astype(np.intp)
-        byte = o[:, None] + _ar(nb)
         if (o - o[0]).tobytes() == _STRIDES[nb][:8 * lanes.size]:
             # the lanes' bytes follow one another in lane order (the usual layout): one span, no overlap
             lo, hi = int(o[0]), int(o[0]) + nb * lanes.size
@@ -313,18 +331,38 @@ class MemorySystem:
             c.smem_writer_pc[lo:hi] = int(w.last_pc)
             c.smem_wwarp[lo:hi] = w.wid
             c.smem_wrel[lo:hi] = w.releases
-            order.record_lane_stores(c, w, byte, lanes)
+            order.record_span_stores(c, w, lo, hi, lanes)
             return True
-        # lanes write in order: the highest lane wins where two write the same bytes
-        if vec > 1:
-            view[idx[:, None] + _ar(vec)] = data[lanes]
-        else:
-            view[idx] = data[lanes, 0]
-        c.smem_writer[byte] = w.tid[lanes][:, None]
-        c.smem_writer_pc[byte] = int(w.last_pc)
-        c.smem_wwarp[byte] = w.wid
-        c.smem_wrel[byte] = w.releases
-        order.record_lane_stores(c, w, byte, lanes)
+        # each lane's piece is one aligned nb-byte row of the shared bytes (_own_offsets checked the alignment):
+        # written row by row; lanes write in order, the highest lane wins where two write the same row
+        r = o // nb
+        _rows(view, vec)[r] = data[lanes]
+        _rows(c.smem_writer, nb)[r] = w.tid[lanes][:, None]
+        _rows(c.smem_writer_pc, nb)[r] = int(w.last_pc)
+        _rows(c.smem_wwarp, nb)[r] = w.wid
+        _rows(c.smem_wrel, nb)[r] = w.releases
+        order.record_row_stores(c, w, nb, r, lanes)
+        return True
+
+    def _store_own_shared_lane(self, w, a, data, n, vec, lanes) -> bool:
+        """`store_own_shared` for the one lane in `lanes`: the same checks (aligned, past the reserved bytes,
+        inside the CTA's shared memory) and the same bookkeeping, on one span."""
+        c = w.cta
+        lane = int(lanes[0])
+        nb = n * vec
+        lo = (int(a[lane]) - c.shared_base) & 0xFFFFFFFFFFFFFFFF   # another CTA's window wraps to a huge offset
+        if lo % nb or lo < SMEM_RESERVED or lo + nb > c.smem.size:
+            return False
+        self.launch.progress()
+        if c.__dict__.get("async_reads"):
+            self._ordered_write(w, c, np.array([lo], np.int64), nb, lanes)
+        hi = lo + nb
+        _view(c, n)[lo // n:hi // n] = data[lane]
+        c.smem_writer[lo:hi] = w.tid[lane]
+        c.smem_writer_pc[lo:hi] = int(w.last_pc)
+        c.smem_wwarp[lo:hi] = w.wid
+        c.smem_wrel[lo:hi] = w.releases
+        order.record_span_stores(c, w, lo, hi, lanes)
         return True
 
     # ---- the fast paths of ld.global / st.global (every active lane inside one allocation, aligned) ----
@@ -334,7 +372,7 @@ class MemorySystem:
         lane that is not)."""
         nb = n * vec
         act = a if m is _FULL else a[m]
-        if nb > 1 and (act & U64(nb - 1)).tobytes() != _ZERO_WORDS[:8 * act.size]:
+        if nb > 1 and int(np.bitwise_or.reduce(act)) & (nb - 1):   # some lane's address is not aligned
             return None
         lst = act.tolist()
         lo = min(lst)
@@ -361,6 +399,25 @@ class MemorySystem:
         view, idx = got
         return view[idx] if vec > 1 else view[idx][:, None]
 
+    def load_global1(self, w, a, n, m):
+        """`load_global` of one element per lane: 32 uint{8n}, or None."""
+        got = self._global_words(w, a, m, n, 1)
+        return None if got is None else got[0][got[1]]
+
+    def store_global1(self, w, a, words, n, m) -> bool:
+        """`store_global` of one element per lane (`words`: 32 uint{8n})."""
+        got = self._global_words(w, a, m, n, 1)
+        if got is None:
+            return False
+        view, idx = got
+        self.launch.progress()
+        if m is _FULL:
+            view[idx] = words
+        else:   # lanes write in order: the highest lane wins where two write the same bytes
+            lanes = np.nonzero(m)[0]
+            view[idx[lanes]] = words[lanes]
+        return True
+
     def store_global(self, w, a, data, n, vec, m) -> bool:
         """st.global of `data` ((32, vec) of uint{8n}); False when the general path must do it."""
         got = self._global_words(w, a, m, n, vec)
@@ -376,66 +433,8 @@ class MemorySystem:
             view[idx[lanes]] = data[lanes, 0]
         return True
 
-    def add_own_shared(self, w, a, vals, m):
-        """atom/red.shared.add on integers (vals: the lanes' addends, of the element type): the lanes in
-        order, each adding to what the lanes before it left (modulo 2^n). The lanes' old values, or None
-        when the general path must do it."""
-        n = vals.dtype.itemsize
-        off = self._own_offsets(w, a, m, n)
-        if off is None:
-            return None
-        c = w.cta
-        lanes = np.nonzero(m)[0] if m is not _FULL else _LANES
-        idx = (off[lanes] >> U64(_LOG2[n])).astype(np.intp)
-        view = _view(c, n).view(vals.dtype)
-        perm = np.argsort(idx, kind="stable")          # lanes of one address stay in lane order
-        sidx, sv = idx[perm], vals[lanes][perm]
-        incl = np.cumsum(sv, dtype=vals.dtype)
-        excl = incl - sv
-        first = np.r_[True, sidx[1:] != sidx[:-1]]
-        start = np.maximum.accumulate(np.where(first, np.arange(sidx.size), 0))
-        old_sorted = view[sidx] + (excl - excl[start])
-        view[sidx] = old_sorted + sv                   # the last lane of each address leaves the total
-        old = np.zeros(32, vals.dtype)
-        old[lanes[perm]] = old_sorted
-        self.launch.progress()
-        if c.__dict__.get("async_reads"):
-            self._ordered_write(w, c, off[lanes].astype(np.int64), n, lanes)
-        byte = off[lanes].astype(np.intp)[:, None] + _ar(n)
-        c.smem_writer[byte] = w.tid[lanes][:, None]
-        c.smem_writer_pc[byte] = int(w.last_pc)
-        c.smem_wwarp[byte] = w.wid
-        c.smem_wrel[byte] = w.releases
-        order.record_lane_stores(c, w, byte, lanes)
-        return old
-
-    def add_global(self, w, a, vals, m):
-        """atom/red.global.add on integers: as `add_own_shared`, for lanes whose words all lie, aligned, in one
-        allocation. The lanes' old values, or None when the general path must do it."""
-        n = vals.dtype.itemsize
-        got = self._global_words(w, a, m, n, 1)
-        if got is None:
-            return None
-        view, idx = got
-        view = view.view(vals.dtype)
-        lanes = np.nonzero(m)[0] if m is not _FULL else _LANES
-        idx = idx[lanes]
-        perm = np.argsort(idx, kind="stable")          # lanes of one address stay in lane order
-        sidx, sv = idx[perm], vals[lanes][perm]
-        incl = np.cumsum(sv, dtype=vals.dtype)
-        excl = incl - sv
-        first = np.r_[True, sidx[1:] != sidx[:-1]]
-        start = np.maximum.accumulate(np.where(first, np.arange(sidx.size), 0))
-        old_sorted = view[sidx] + (excl - excl[start])
-        view[sidx] = old_sorted + sv                   # the last lane of each address leaves the total
-        old = np.zeros(32, vals.dtype)
-        old[lanes[perm]] = old_sorted
-        for _ in range(lanes.size):                    # one store per lane, as the lane-by-lane path counts them
-            self.launch.progress()
-        return old
-
     # ---- the order of asynchronous work (bwlab.emu.order) on the fast paths ----
-    def _who(self, w) -> str:
+    def who(self, w) -> str:
         """w.who() (its live lanes), made once per warp and set of exited lanes."""
         key = (w, w.exited.tobytes())
         got = self._whos.get(key)
@@ -449,14 +448,14 @@ class MemorySystem:
     def _ordered_read(self, w, c, off, n):
         """A thread read of c's shared bytes at `off` (lanes' offsets, n bytes each)."""
         if c.__dict__.get("async_writes"):
-            order.require_read_ordered(self.launch, c, off, None, w.known, self._who(w), self._here(w), n=n, w=w)
+            order.require_read_ordered(self.launch, c, off, None, w.known, self.who(w), self._here(w), n=n, w=w)
         if c is not w.cta:
             order.remote_access(w, c, "loads from its shared memory", self._here(w))
 
     def _ordered_write(self, w, c, off, n, lanes=None):
         """A generic-proxy store to c's shared bytes at `off` (by `lanes`, an index array, when known)."""
         if c.__dict__.get("async_reads"):
-            order.require_write_ordered(self.launch, c, off, None, w.known, self._who(w), self._here(w), "writes (generic proxy)", n=n,
+            order.require_write_ordered(self.launch, c, off, None, w.known, self.who(w), self._here(w), "writes (generic proxy)", n=n,
                               w=w, lanes=lanes)
         if c is not w.cta:
             order.remote_access(w, c, "stores to its shared memory", self._here(w))

@@ -101,18 +101,22 @@ def add_region(c, lo: int, hi: int, key, seq: int, what: str, where: str, who: s
         least[key] = int(seq)
     span = c.__dict__.get("async_reads_span")              # [first byte, last byte + 1) of all the regions
     c.async_reads_span = (int(lo), int(hi)) if span is None else (min(span[0], int(lo)), max(span[1], int(hi)))
-    if len(regions) > 64:
+    if len(regions) > c.__dict__.get("async_reads_limit", 64):
         _prune(c)
 
 
 def _prune(c) -> None:
-    """Drop the regions every live warp of the CTA knows complete (nothing can race with them any more)."""
-    live = [w for w in c.warps if not w.exited.all()]
+    """Drop the regions every live warp of the CTA knows complete (nothing can race with them any more: every
+    check skips a region its warp knows complete, so when the pruning happens changes no result, only the cost)."""
+    live = [w for w in c.warps if not w.finished]   # (Warp.finished: every lane exited)
     # every live warp knows r iff the least sequence they know for r.key reaches r.seq: one minimum per key;
-    # when no key's minimum reaches its oldest region, nothing goes (the list is left as it is)
+    # when no key's minimum reaches its oldest region, nothing goes (the list is left as it is, and the next
+    # try waits for 16 more regions: a warp that never learns a key would otherwise make every add try again)
     known = {key: min((w.known.get(key, -1) for w in live), default=None) for key in c.async_reads_min}
     if not any(k is None or k >= c.async_reads_min[key] for key, k in known.items()):
+        c.async_reads_limit = len(c.async_reads) + 16
         return
+    c.async_reads_limit = 64
     c.async_reads = [r for r in c.async_reads if not (known[r.key] is None or known[r.key] >= r.seq)]
     least = {}
     for r in c.async_reads:
@@ -308,7 +312,7 @@ def require_cluster_exit_ordered(M, c) -> None:
     if not acc:
         return
     for key, (n, pw, what, where) in acc.items():
-        if pw.exited.all():     # the warp that reached this CTA is gone: it can reach it no more
+        if pw.finished:         # the warp that reached this CTA is gone: it can reach it no more
             continue
         if not any(x.known.get(key, 0) >= n + 1 for x in c.warps):
             raise ClusterPeerMayAccess(
@@ -415,7 +419,7 @@ def retire_writes(c) -> None:
     writes = c.__dict__.get("async_writes")
     if not writes or len(writes) < 32:
         return
-    live = [w for w in c.warps if not w.exited.all()]
+    live = [w for w in c.warps if not w.finished]   # (Warp.finished: every lane exited)
     for op in [op for op, r in writes.items()
                if r[2] is not None and all(w.known.get(r[2][0], -1) >= r[2][1] for w in live)]:
         del writes[op]
@@ -453,6 +457,21 @@ def record_lane_stores(c, w, byte_idx, lanes) -> None:
     syncs = _syncs(c)
     c.smem_wlane[byte_idx] = np.asarray(lanes, np.int8).reshape(-1, 1) if np.ndim(byte_idx) == 2 else lanes
     c.smem_wsync[byte_idx] = syncs[w.wid]
+
+
+def record_span_stores(c, w, lo: int, hi: int, lanes) -> None:
+    """`record_lane_stores` for lanes whose pieces fill shared bytes [lo, hi) exactly, in lane order."""
+    syncs = _syncs(c)
+    c.smem_wlane[lo:hi].reshape(len(lanes), -1)[:] = np.asarray(lanes, np.int8).reshape(-1, 1)
+    c.smem_wsync[lo:hi] = syncs[w.wid]
+
+
+def record_row_stores(c, w, nb: int, rows, lanes) -> None:
+    """`record_lane_stores` for lanes each of which stored row rows[k] of the shared bytes taken nb at a time."""
+    syncs = _syncs(c)
+    n = c.smem_wlane.size - c.smem_wlane.size % nb
+    c.smem_wlane[:n].reshape(-1, nb)[rows] = np.asarray(lanes, np.int8).reshape(-1, 1)
+    c.smem_wsync[:n].reshape(-1, nb)[rows] = syncs[w.wid]
 
 
 def require_lane_order(M, c, lo: int, hi: int, w, lane: int, what: str, where: str, who: str, flat=None) -> None:

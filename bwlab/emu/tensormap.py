@@ -41,10 +41,22 @@ def is_emu_map(raw: bytes) -> bool:
     return bytes(raw[:8]) == MAGIC
 
 
+_DECODED = {}   # the 128 bytes -> (TensorMap, address): a kernel reads the same maps again and again
+
+
 def decode(raw: bytes):
     """(TensorMap, global address) from 128 bytes made by `encode`."""
-    from ..tma.tensor_map import TensorMap
     raw = bytes(raw)
+    got = _DECODED.get(raw)
+    if got is None:
+        if len(_DECODED) > 1024:
+            _DECODED.clear()
+        got = _DECODED[raw] = _decode(raw)   # TensorMap is frozen: one object can serve every read
+    return got
+
+
+def _decode(raw: bytes):
+    from ..tma.tensor_map import TensorMap
     if not is_emu_map(raw):
         raise ValueError("these 128 bytes are not a tensor map encoded for the emulator (encode it with "
                          "TensorMap.encode on an emulator pointer)")

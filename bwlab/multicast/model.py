@@ -151,12 +151,23 @@ def require_teach_config(cfg) -> None:
                          f"{TEACH_SMEM_LIMIT}")
 
 
+_TEACH_MASKS = {}   # config -> its masks (a config is frozen: the same one gives the same masks)
+
+
 def teach_masks(cfg) -> np.ndarray:
     """What the teaching kernel reads: uint16 [cluster rank][A mask, B mask], each from
     create_tma_multicast_mask<2> (A) and <1> (B) of the cluster layout."""
     from .cluster import cta_masks
-    return np.array([[cta_masks(cfg.layout, r).a, cta_masks(cfg.layout, r).b]
-                     for r in range(cfg.cluster_size)], dtype=np.uint16)
+    try:
+        got, keep = _TEACH_MASKS.get(cfg), True
+    except TypeError:   # a config with an unhashable part: computed each time
+        got, keep = None, False
+    if got is None:
+        masks = [cta_masks(cfg.layout, r) for r in range(cfg.cluster_size)]
+        got = np.array([[m.a, m.b] for m in masks], dtype=np.uint16)
+        if keep and len(_TEACH_MASKS) < 256:
+            _TEACH_MASKS[cfg] = got
+    return got.copy()
 
 
 def barrier_outcome(cfg, masks=None, expect_tx: int | None = None) -> list:

@@ -18,7 +18,8 @@ from ..hw.swizzle import SWIZZLES
 from ..util import ceil_div, round_up
 from .tensor_map import SMEM_ALIGNMENT, TensorMap, TensorMapError, swizzle_width
 
-__all__ = ["tma_load_model", "tma_load_writes", "tma_load_window", "oob_fill_bits", "require_modelled",
+__all__ = ["tma_load_model", "tma_load_writes", "tma_load_plan", "tma_plan_values", "tma_load_window", "oob_fill_bits",
+           "require_modelled",
            "require_coords", "box_targets", "handshake_events", "cta_tiles", "smem_chunks",
            "column_read_addresses", "bank_conflict_table", "TF32_ROUNDS_ON_LOAD"]
 
@@ -101,23 +102,39 @@ def tma_load_writes(gmem, tmap: TensorMap, coords, smem_address: int = 0, *, pit
     pitch is the row's bytes (or a whole swizzle span for narrower swizzled rows: `smem_pitch`);
     the swizzle then permutes 16-byte chunks by the address bits (CuTe Swizzle<B,4,3> on the
     absolute SMEM address). `pitch` overrides the row pitch (to test another layout hypothesis).
+    In two steps: `tma_load_plan` (where each byte comes from and goes, from the map and the
+    coordinates alone) and `tma_plan_values` (the bytes, read from global memory).
     """
+    plan = tma_load_plan(tmap, coords, smem_address, pitch=pitch)
+    return plan[0], tma_plan_values(gmem, tmap, plan)
+
+
+def tma_load_plan(tmap: TensorMap, coords, smem_address: int = 0, *, pitch: int | None = None):
+    """(SMEM byte addresses, global byte offset of each byte (elements x element bytes), in-bounds per element,
+    fill bytes) of one TMA load: everything `tma_load_writes` needs but the global memory (the emulator's TMA
+    unit computes it once per box and reads the bytes when the load lands)."""
     require_modelled(tmap)
     coords = require_coords(tmap, coords)
     smem_address = int(smem_address)
     if smem_address < 0 or smem_address % SMEM_ALIGNMENT:
         raise TensorMapError("smem-alignment", f"the SMEM destination 0x{smem_address:x} must be "
                                                f"{SMEM_ALIGNMENT}-byte aligned")
-    gb = _gmem_bytes(gmem, tmap)
     elem = tmap.elem_bytes
     _, goff, inb, start = box_targets(tmap, coords, smem_address, pitch)
-    vals = gb[goff[:, None] + np.arange(elem)]  # (elements, elem) bytes
-    if tmap.dtype == "tf32" and TF32_ROUNDS_ON_LOAD:
-        vals = tf32_round(vals.copy().view("<u4").reshape(-1)).view(np.uint8).reshape(-1, elem)
+    gidx = goff[:, None] + np.arange(elem)  # (elements, elem) byte offsets
     fill = np.frombuffer(int(oob_fill_bits(tmap)).to_bytes(elem, "little"), dtype=np.uint8)
-    vals = np.where(inb[:, None], vals, fill[None, :]).reshape(-1)
     addr = (start[:, None] + np.arange(elem)).reshape(-1)
-    return SWIZZLES[tmap.swizzle](addr), vals
+    return SWIZZLES[tmap.swizzle](addr), gidx, inb, fill
+
+
+def tma_plan_values(gmem, tmap: TensorMap, plan) -> np.ndarray:
+    """The bytes a load with `plan` (from `tma_load_plan`) writes, in box order, read from `gmem` now."""
+    _, gidx, inb, fill = plan
+    gb = _gmem_bytes(gmem, tmap)
+    vals = gb[gidx]  # (elements, elem) bytes
+    if tmap.dtype == "tf32" and TF32_ROUNDS_ON_LOAD:
+        vals = tf32_round(vals.copy().view("<u4").reshape(-1)).view(np.uint8).reshape(-1, tmap.elem_bytes)
+    return np.where(inb[:, None], vals, fill[None, :]).reshape(-1)
 
 
 def tma_load_window(gmem, tmap: TensorMap, coords, smem_address: int, window_start: int,

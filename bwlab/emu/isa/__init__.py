@@ -17,7 +17,8 @@ import re
 from dataclasses import dataclass
 
 from ..errors import UnsupportedInstruction
-from .operands import ALL, any_lane, bits_reader, mods_of
+from .fastalu import fast_body
+from .operands import ALL, all_lanes, any_lane, bits_reader, mods_of
 from .table import ADVANCING, ROWS, TABLE, construct_of, lookup
 
 __all__ = ["decode_instruction", "Code", "ROWS", "TABLE", "lookup", "unsupported"]
@@ -34,6 +35,12 @@ class Code:
     converge: int = 0      # 0: per-thread; 1: .aligned (whole warp together); 2: .sync with a member mask
     member: object = None  # for converge == 2: callable(warp) -> the 32 lanes' member masks (uint32)
     row: object = None     # its row of the table
+    step: object = None    # plain/async rows without a convergence rule: callable(warp) running the whole
+                           # (converged, fully live) warp's instruction without touching its pcs (the
+                           # scheduler's straight-line path, `Launch._straight`); None for every other row
+    jump: object = None    # bra: callable(warp) -> the pc every live lane of a whole warp goes to, or None
+                           # when they part (the guard differs between lanes): `Launch._straight` again
+    jtarget: int = -1      # bra closing a computing loop: its target (taking it counts as progress)
 
     def where(self, files) -> str:
         i = self.instr
@@ -86,6 +93,10 @@ def decode_instruction(ctx, ins) -> Code:
         if what and what not in msg:
             msg += f"; in CUDA this comes from {what}"
         raise UnsupportedInstruction(msg) from None
+    if row.kind == "plain":
+        fast = fast_body(ctx, ins, base, mods, body)   # the commonest integer forms, straight on the rows
+        if fast is not None:
+            body = fast
     converge = _CONVERGE[row.converge]
     if converge == 0 and "aligned" in mods:   # `.aligned`: every thread of the warp executes it (PTX ISA)
         converge = 1
@@ -98,7 +109,16 @@ def decode_instruction(ctx, ins) -> Code:
         g = bits_reader(ctx, ("reg", ins.guard[0]), "pred")
         guard = (lambda w, g=g: ~g(w)) if ins.guard[1] else g
 
+    step = None
     if row.kind in ADVANCING:
+        if converge == 0:
+            if guard is None:
+                step = (lambda w, body=body: body(w, ALL))
+            else:
+                def step(w, body=body, guard=guard):
+                    em = guard(w) & ALL
+                    if any_lane(em):
+                        body(w, em)
         if guard is None:
             def run(w, group, body=body):
                 if group is ALL:
@@ -121,4 +141,24 @@ def decode_instruction(ctx, ins) -> Code:
         def run(w, group, body=body, guard=guard):
             em = group if guard is None else group & guard(w)
             body(w, group, em)
-    return Code(run, ins, ctx.func.name, converge, member, row)
+    jump, jtarget = _jump(body, guard) if converge == 0 else (None, -1)
+    return Code(run, ins, ctx.func.name, converge, member, row, step, jump, jtarget)
+
+
+def _jump(body, guard):
+    """(Code.jump, Code.jtarget) of a branch whose body says where it goes (control.bra), else (None, -1)."""
+    got = getattr(body, "jump_to", None)
+    if got is None:
+        return None, -1
+    target, fall, computes = got
+    if guard is None:
+        return (lambda w: target), -1
+
+    def jump(w):
+        g = guard(w)
+        if all_lanes(g):
+            return target
+        if not any_lane(g):
+            return fall
+        return None
+    return jump, (target if computes else -1)

@@ -27,11 +27,12 @@ def bra(ctx, ins, base, mods):
             w.pc[group & ~em] += 1
             if em.any():
                 w.machine.progress_step = w.machine.steps
-        return body
-
-    def body(w, group, em):
-        w.pc[em] = target
-        w.pc[group & ~em] += 1
+    else:
+        def body(w, group, em):
+            w.pc[em] = target
+            w.pc[group & ~em] += 1
+    # for a warp whose lanes all take it or all fall through (decode_instruction's Code.jump)
+    body.jump_to = (target, ctx.base + here + 1, computes)
     return body
 
 

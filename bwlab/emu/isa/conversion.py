@@ -12,9 +12,10 @@ import numpy as np
 
 from ...hw import floats as hf
 from ..errors import UnsupportedInstruction
-from .operands import bits_reader, writer
+from .operands import ALL, bits_reader, writer
+from .operands import _special as is_special
 
-__all__ = ["cvt"]
+__all__ = ["cvt", "bf16x2_rn"]
 
 _INTS = {f"{k}{w}" for k in "su" for w in (8, 16, 32, 64)}
 _FLOATS = {"f16", "bf16", "f32", "f64", "tf32", "e4m3", "e5m2", "e2m1", "e2m3", "e3m2", "ue8m0"}
@@ -68,6 +69,9 @@ def cvt(ctx, ins, base, mods):
         d = dty[:-2]
         ra, rb = bits_reader(ctx, args[1], "b32"), bits_reader(ctx, args[2], "b32")
         wr = writer(ctx, args[0], "b32" if d in ("f16", "bf16") else "b16" if d != "e2m1" else "b8")
+        if d == "bf16" and aty == "f32" and rnd in ("rn", None) and not kw["relu"] and not kw["satfinite"] \
+                and all(_reg32(ctx, x) for x in args[:3]):
+            return _bf16x2_regs(ctx, args, ra, rb, wr)
         return lambda w, m: wr(w, hf.cvt_x2(ra(w), rb(w), aty, d, rnd or "rn", relu=kw["relu"],
                                             satfinite=kw["satfinite"]), m)
     sw, dw = _width(aty), _width(dty)
@@ -133,3 +137,68 @@ def _fast(ctx, args, aty, dty, rnd, kw):
 def _widen(bits16, s):
     """A 16-bit float of a pair as f32 bits, exactly (f16/bf16 -> f32 is exact)."""
     return hf.cvt(bits16, s, "f32")
+
+
+_U32 = np.uint32
+
+
+def _reg32(ctx, op) -> bool:
+    """`op` is a 32-bit register of the kernel (not a special register, an immediate or a vector)."""
+    return op[0] == "reg" and is_special(op[1]) is None and ctx.prog.reg_width[ctx.reg(op[1])] == 32
+
+
+def _bf16x2_regs(ctx, args, ra, rb, wr):
+    """`cvt.rn.bf16x2.f32 d, a, b` with d, a and b 32-bit registers: both sources' rows (which hold
+    zero-extended 32-bit values) rounded together, the result written to d's row. Registers an
+    asynchronous operation still owns go through the readers and writer (and their diagnosis)."""
+    ia, ib, idst = ctx.reg(args[1][1]), ctx.reg(args[2][1]), ctx.reg(args[0][1])
+    pair = [ia, ib]
+
+    def body(w, m):
+        inf = w.inflight
+        if inf and (ia in inf or ib in inf or idst in inf):
+            wr(w, bf16x2_rn(ra(w), rb(w)), m)
+            return
+        R = w.R
+        u = R[pair]
+        r = u >> _U64(16)
+        r &= _U64(1)
+        r += u
+        r += _U64(0x7FFF)
+        r >>= _U64(16)
+        u &= _U64(0x7FFFFFFF)
+        nan = u > _U64(0x7F800000)
+        if nan.any():
+            r[nan] = 0x7FFF
+        out = r[0] << _U64(16)
+        out |= r[1]
+        if m is ALL:
+            R[idst] = out
+        else:
+            np.copyto(R[idst], out, where=m)
+    return body
+
+
+_U64 = np.uint64
+
+
+def _bf16_rn(u):
+    r = u >> _U32(16)
+    r &= _U32(1)
+    r += u
+    r += _U32(0x7FFF)
+    r >>= _U32(16)
+    if (u.view(np.float32) != u.view(np.float32)).any():
+        r[(u & _U32(0x7FFFFFFF)) > _U32(0x7F800000)] = 0x7FFF
+    return r
+
+
+def bf16x2_rn(a, b):
+    """`cvt.rn.bf16x2.f32 d, a, b` on f32 bits (uint32), as `hw.floats.cvt_x2` gives it, in a few integer
+    operations: bf16 keeps f32's exponent range, so rounding to nearest even is adding 0x7FFF plus the
+    kept part's lowest bit and dropping the low 16 bits (finite values, subnormals and overflow to
+    infinity alike); a NaN becomes the canonical bf16 NaN 0x7FFF."""
+    hi = _bf16_rn(np.asarray(a, _U32))
+    hi <<= _U32(16)
+    hi |= _bf16_rn(np.asarray(b, _U32))
+    return hi

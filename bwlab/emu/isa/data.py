@@ -90,18 +90,36 @@ def ld(ctx, ins, base, mods):
         # a kernel parameter by name: one address for every lane, read once and given to all
         poff = int(addr(None)[0]) if a[1][0] == "sym" else None
         if poff is not None and poff % n == 0:
+            key = (poff, n, sign, np.dtype(dt).char)
+
             def param(w, m):
-                params = w.machine.params
-                if poff + n > params.size:
-                    return general(w, m)
-                v = params[poff:poff + n].view(dt)
-                wrs[0](w, np.full(32, v[0].astype(np.int64) if sign else v[0]), m)
+                M = w.machine
+                row = M.param_rows.get(key)   # the launch's parameters do not change: one row per launch
+                if row is None:
+                    params = M.params
+                    if poff + n > params.size:
+                        return general(w, m)
+                    v = params[poff:poff + n].view(dt)
+                    row = M.param_rows[key] = np.full(32, v[0].astype(np.int64) if sign else v[0])
+                    row.flags.writeable = False
+                wrs[0](w, row, m)
             general = _ld_body(ins, space, addr, n, vec, wrs, dt, sign, False, False)
             return param
     return _ld_body(ins, space, addr, n, vec, wrs, dt, sign, fast, own_shared)
 
 
 def _ld_body(ins, space, addr, n, vec, wrs, dt, sign, fast, own_shared):
+    if fast and vec == 1:   # one element per lane: 32-lane rows throughout
+        wr0 = wrs[0]
+
+        def body1(w, m):
+            a = addr(w)
+            mem = w.machine.mem
+            words = mem.load_own_shared1(w, a, n, m) if own_shared else mem.load_global1(w, a, n, m)
+            vals = mem.read(w, space, a, n, m, ins).view(dt)[:, 0] if words is None else words.view(dt)
+            wr0(w, vals.astype(np.int64) if sign else vals, m)
+        return body1
+
     def body(w, m):
         a = addr(w)
         vals = None
@@ -155,7 +173,22 @@ def st(ctx, ins, base, mods):
                     mem.store_global(w, a, words, n, vec, m)):
                 return
         w.machine.mem.write(w, space, a, data.view(np.uint8).reshape(32, n * vec), m, ins)
-    return body
+    if not (fast and vec == 1):
+        return body
+    src0, word = srcs[0], _UINT[n]
+
+    def body1(w, m):   # one element per lane, already of the stored type: no staging array
+        v = src0(w)
+        if not (isinstance(v, np.ndarray) and v.dtype == dt and v.shape == (32,)):
+            return body(w, m)
+        a = addr(w)
+        mem = w.machine.mem
+        words = v.view(word)
+        if (mem.store_own_shared(w, a, words[:, None], n, 1, m) if own_shared else
+                mem.store_global1(w, a, words, n, m)):
+            return
+        w.machine.mem.write(w, space, a, np.ascontiguousarray(words).view(np.uint8).reshape(32, n), m, ins)
+    return body1
 
 
 def cvta(ctx, ins, base, mods):

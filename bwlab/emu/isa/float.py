@@ -49,9 +49,17 @@ def _fast(np_op, exact, ty, mods, n):
         return lambda *xs: exact(*xs, ty, rnd=rnd, ftz=ftz, sat=sat)
     fdt, udt = NP[ty]
 
+    # (no errstate here: a launch runs under errstate(all="ignore") already, and the values do not depend on it)
+    if n == 2:
+        def f2(x, y):
+            out = np_op(x.view(fdt), y.view(fdt))
+            if np.isnan(out).any():
+                return exact(x, y, ty)
+            return out.view(udt)
+        return f2
+
     def f(*xs):
-        with np.errstate(all="ignore"):
-            out = np_op(*[x.view(fdt) for x in xs])
+        out = np_op(*[x.view(fdt) for x in xs])
         if np.isnan(out).any():
             return exact(*xs, ty)
         return out.view(udt)
@@ -99,7 +107,8 @@ def _fma_f32_rn(a, b, c):
         err = (p - (s - bb)) + (cc - bb)              # TwoSum: s + err == p + cc exactly
         if (mid & (err != 0)).any():
             return hf.fma(a, b, c, "f32")
-    if np.isnan(r).any() or ((np.abs(s) < _TINY) & (s != 0)).any():
+    # a NaN or a sum below 2^-126 has its exponent field outside [897, 2046]: only with `odd` somewhere
+    if odd.any() and (np.isnan(r).any() or ((np.abs(s) < _TINY) & (s != 0)).any()):
         return hf.fma(a, b, c, "f32")
     return r.view(np.uint32)
 

@@ -61,7 +61,8 @@ def fence(ctx, ins, base, mods):
 
 
 def atom(ctx, ins, base, mods):
-    """atom / red: one lane at a time, in lane order."""
+    """atom / red: one lane at a time, in lane order (integer add: bwlab.emu.atomics, all lanes at once)."""
+    from ..atomics import add_global, add_own_shared   # (at decode: the memory system imports this package)
     space = state_space(mods)
     ty = types(mods)[-1]
     opname = next(m for m in mods if m in ("add", "cas", "exch", "min", "max", "and", "or", "xor", "inc", "dec"))
@@ -85,8 +86,7 @@ def atom(ctx, ins, base, mods):
         vals = [r(w) for r in rs]
         if fast:
             mem = w.machine.mem
-            add = mem.add_own_shared if shared else mem.add_global
-            old = add(w, ad, vals[0].astype(dt), m)
+            old = (add_own_shared if shared else add_global)(mem, w, ad, vals[0].astype(dt), m)
             if old is not None:
                 if wr is not None:
                     wr(w, old, m)

@@ -46,11 +46,25 @@ def shfl(ctx, ins, base, mods):
     wr = writer(ctx, dp, "b32")
     wq = writer(ctx, dq, "pred") if dq is not None else None
     lane = np.arange(32, dtype=np.int64)
+    lanes_of = {}   # (b's bits, c's bits) -> (source lane per lane, pv): the same offsets recur (a loop's few)
 
     def body(w, m):
         a = ra(w)
-        bval = rb(w).astype(np.int64) & 0x1F
-        c = rc(w).astype(np.int64)
+        b, c = rb(w), rc(w)
+        key = (b.tobytes(), c.tobytes())
+        got = lanes_of.get(key)
+        if got is None:
+            if len(lanes_of) > 256:
+                lanes_of.clear()
+            got = lanes_of[key] = sources(b, c)
+        j, pv = got
+        wr(w, a[j], m)
+        if wq is not None:
+            wq(w, pv, m)
+
+    def sources(b, c):
+        bval = b.astype(np.int64) & 0x1F
+        c = c.astype(np.int64)
         cval = c & 0x1F
         seg = (c >> 8) & 0x1F
         maxl = (lane & seg) | (cval & ~seg)
@@ -68,9 +82,8 @@ def shfl(ctx, ins, base, mods):
             j = minl | (bval & ~seg)
             pv = j <= maxl
         j = np.where(pv, j, lane) & 31   # in 0..31 already: a lane takes its own value where pv fails
-        wr(w, a[j], m)
-        if wq is not None:
-            wq(w, pv, m)
+        j.flags.writeable = pv.flags.writeable = False
+        return j, pv
     return body
 
 

@@ -67,8 +67,45 @@ def _gmem_view(w, ins, gaddr: int, extent: int, what: str):
     return alloc.buf[off:off + extent]
 
 
+# (tensor map, coordinates, destination) -> (tma_load_plan, lowest and highest SMEM byte), and the stores' plans:
+# a box's bytes go to the same places every time it is loaded (a k-loop's boxes, the same launch repeated)
+_PLANS = {}
+
+
+def _load_plan(tmap, coords, doff: int):
+    from ....tma.model import tma_load_plan
+    key = (tmap, coords, doff)
+    got = _PLANS.get(key)
+    if got is None:
+        if len(_PLANS) > 4096:
+            _PLANS.clear()
+        plan = tma_load_plan(tmap, coords, doff)
+        for a in plan:
+            a.flags.writeable = False
+        a = plan[0]
+        got = _PLANS[key] = (plan, int(a.min()) if a.size else -1, int(a.max()) if a.size else -1)
+    return got
+
+
+def _store_plan(tmap, coords, soff: int):
+    """(swizzled SMEM address of each box byte, GMEM offsets of the bytes written, which box bytes are written):
+    `epilogue.store.store_targets` with its rules, once per (map, coordinates, source)."""
+    from ....epilogue.store import store_targets
+    key = ("store", tmap, coords, soff)
+    got = _PLANS.get(key)
+    if got is None:
+        if len(_PLANS) > 4096:
+            _PLANS.clear()
+        addr, gbyte, inb = store_targets(tmap, coords, soff)
+        got = (addr, gbyte[inb], inb)
+        for a in got:
+            a.flags.writeable = False
+        _PLANS[key] = got
+    return got
+
+
 def _tma_load(ctx, ins, mods):
-    from ....tma.model import tma_load_writes
+    from ....tma.model import tma_plan_values
     from ....tma.tensor_map import SMEM_ALIGNMENT
     if "im2col" in mods or any(m.startswith("im2col") for m in mods):
         raise UnsupportedInstruction(f"`{ins.op}`: the im2col mode is not modelled (tile mode only)")
@@ -101,12 +138,12 @@ def _tma_load(ctx, ins, mods):
                                f"{SMEM_ALIGNMENT}-byte aligned (PTX ISA: dstMem of a tiled load)")
             try:
                 extent = tmap.global_extent_bytes
-                gview = _gmem_view(w, ins, gaddr, extent, "the TMA load's tensor")
-                addrs, vals = tma_load_writes(gview, tmap, coords, doff)
+                _gmem_view(w, ins, gaddr, extent, "the TMA load's tensor")   # inside one allocation
+                plan, lo, top = _load_plan(tmap, coords, doff)
             except ValueError as e:
                 raise EmuFault(f"{w.who()} at {M.where(ins)}: {e}") from None
-            if addrs.size and addrs.max() >= dcta.smem.size:
-                raise EmuFault(f"{w.who()} at {M.where(ins)}: the box lands at shared bytes up to 0x{int(addrs.max()):x}, "
+            if top >= dcta.smem.size:
+                raise EmuFault(f"{w.who()} at {M.where(ins)}: the box lands at shared bytes up to 0x{top:x}, "
                                f"past the CTA's {dcta.smem.size} bytes of shared memory")
             if multicast:
                 mask = int(mk[lane])
@@ -131,10 +168,10 @@ def _tma_load(ctx, ins, mods):
                 if c is not w.cta:
                     order.remote_access(w, c, "multicasts a TMA load into it", where)
 
-            def land(targets=targets, addrs=addrs, tmap=tmap, gaddr=gaddr, coords=coords, boff=boff, w=w,
+            def land(targets=targets, plan=plan, tmap=tmap, gaddr=gaddr, coords=coords, boff=boff, w=w,
                      nbytes=nbytes, doff=doff, known=known, who=who, where=where, op=None):
                 gview = _gmem_view(w, ins, gaddr, tmap.global_extent_bytes, "the TMA load's tensor")
-                a2, v2 = tma_load_writes(gview, tmap, coords, doff)
+                a2, v2 = plan[0], tma_plan_values(gview, tmap, plan)   # the bytes as they are when it lands
                 for c in targets:
                     if c.exited and c is w.cta:
                         # the issuing CTA gave up (a bounded wait timed out) and left with its own load in
@@ -174,9 +211,9 @@ def _tma_load(ctx, ins, mods):
                        f"TMA load of {nbytes} bytes from box {coords} to CTA rank(s) {names} "
                        + " ".join(f"@{(bcta if pair and not multicast else c).rank}:{boff}" for c in targets))
             op_box.append(op)
-            if addrs.size:
+            if top >= 0:
                 for c in targets:
-                    order.add_async_write(c, int(addrs.min()), int(addrs.max()) + 1, op, "the TMA load", where, who,
+                    order.add_async_write(c, lo, top + 1, op, "the TMA load", where, who,
                                           bar=(bcta if pair and not multicast else c, boff))
             M.note(w, f"TMA load {coords}")
     return body
@@ -229,7 +266,7 @@ def _bulk_wait(ctx, ins, read):
 
 
 def _tma_store(ctx, ins, mods, reduce):
-    from ....epilogue.store import add_elements, smem_box_footprint, tma_store_writes
+    from ....epilogue.store import add_elements, smem_box_footprint, smem_window
     from ....hw.dtypes import element_type
     tens, src = ins.args[0], ins.args[1]
     tmap_r = bits_reader(ctx, tens[1], "u64")
@@ -259,18 +296,19 @@ def _tma_store(ctx, ins, mods, reduce):
                                    w.who(np.arange(32) == lane))
             order.require_read_ordered(M, c, soff, soff + foot, w.known, f"{what} issued by {w.who(np.arange(32) == lane)}",
                              M.where(ins))
-            try:
-                tma_store_writes(tmap, coords, c.smem, soff, 0)   # the rules, checked at issue
+            try:   # the rules, checked at issue (tma_store_writes in two steps: where, then the bytes)
+                addr, off, inb = _store_plan(tmap, coords, soff)
+                smem_window(c.smem, soff, 0, addr)
             except ValueError as e:
                 raise EmuFault(f"{w.who()} at {M.where(ins)}: {e}") from None
 
-            def land(tmap=tmap, gaddr=gaddr, coords=coords, soff=soff, c=c):
+            def land(tmap=tmap, gaddr=gaddr, coords=coords, soff=soff, c=c, addr=addr, off=off, inb=inb):
                 from ....epilogue.store import store_geometry
                 # a store writes whole 16-byte granules: the last row's granule may pass the last element
                 g = store_geometry(tmap)
                 ext = g.extent + (g.row_limit - g.shape[0]) * g.elem
                 gview = _gmem_view(w, ins, gaddr, ext, "the TMA store's tensor")
-                off, vals = tma_store_writes(tmap, coords, c.smem, soff, 0)
+                vals = smem_window(c.smem, soff, 0, addr)[inb]   # the SMEM bytes as they are when it lands
                 if reduce is None:
                     gview[off] = vals
                 else:

@@ -130,7 +130,7 @@ def mma_async(ctx, ins, base, mods):
             for lo, hi, what in ranges:
                 op = f"wgmma.mma_async operand {what}"
                 for x in warps:   # each warp's part may read any of it: each must be ordered after the stores
-                    order.require_async_read_ordered(M, w.cta, lo, hi, x.known, {x.wid}, op, where, x.who())
+                    order.require_async_read_ordered(M, w.cta, lo, hi, x.known, {x.wid}, op, where, M.mem.who(x))
                 order.require_read_ordered(M, w.cta, lo, hi, known, f"{op} of {who}", where)
                 # each warp's part may read until that warp retires it
                 for x in warps:
