@@ -150,6 +150,17 @@ def test_the_committed_hopper_table_is_what_the_code_computes():
     assert round(p.ms, 4) == pytest.approx(table[(name, shape)], abs=1e-4)
 
 
+def test_any_sustained_report_compares_with_the_model():
+    """`hopper --report`: every rung and shape of one report, each at its own clock (the H200's steps 3 and 4)."""
+    rs = hopper.rows(machine="h200", report="gemm_protocol_s3s4_h200.txt")
+    assert {(m.step, m.shape) for m, *_ in rs} == {(s, sh) for s in ("s3_warp_specialized", "s4_persistent")
+                                                   for sh in ((8192, 8192, 8192), (512, 8192, 8192))}
+    for m, p, *_ in rs:
+        assert abs(p.ms / m.ms - 1) <= hopper.TOLERANCE, (m.step, m.shape, p.ms, m.ms)
+    committed = (ROOT / "docs" / "results" / "timing_h200_sustained.txt").read_text()
+    assert hopper.table(machine="h200", report="gemm_protocol_s3s4_h200.txt") in committed
+
+
 def test_step_predicted_is_the_model_fraction_the_code_computes():
     """ladder.Step.predicted comes from bwlab/gemm/model_fractions.py, which `python -m bwlab.timing
     fractions --write` writes from the committed Hopper table; the cheapest rung's 8192^3 row of that

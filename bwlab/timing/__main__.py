@@ -33,6 +33,9 @@ def main(argv=None) -> int:
     h.add_argument("--steps", nargs="*", default=None)
     h.add_argument("--out", default=None)
     h.add_argument("--h200", action="store_true", help="the H200 probe's measurements instead")
+    h.add_argument("--report", default=None, help="every rung and shape of this sustained-protocol report "
+                   "(a file in docs/results, or a path) instead of the ladder's own reports")
+    h.add_argument("--machine", default="h100_sxm", help="the machine description to predict with")
     fr = sub.add_parser("fractions", help="the ladder steps' predicted fractions of the library at 8192^3 "
                         "(bwlab/gemm/model_fractions.py, read by ladder.Step.predicted)")
     fr.add_argument("--write", action="store_true", help="write bwlab/gemm/model_fractions.py")
@@ -73,8 +76,9 @@ def main(argv=None) -> int:
         return 0
     from .hopper import h200_check, table
     t0 = time.time()
-    text = h200_check() if a.h200 else table(a.steps)
+    text = h200_check() if a.h200 else table(a.steps, machine=a.machine, report=a.report)
     cmd = "python -m bwlab.timing hopper" + (" --h200" if a.h200 else "") + \
+        (f" --machine {a.machine}" if a.machine != "h100_sxm" else "") + (f" --report {a.report}" if a.report else "") + \
         (f" --steps {' '.join(a.steps)}" if a.steps else "") + \
           (f" --out {a.out}" if a.out else "")
     text += f"\n({time.time() - t0:.0f} s wall on a shared 2-core machine, the emulations included)\n# command: {cmd}\n"

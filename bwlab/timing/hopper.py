@@ -1,6 +1,7 @@
 """The Hopper ladder's predictions against its sustained-protocol measurements (docs/results/timing_hopper.txt).
 
     python -m bwlab.timing hopper --out docs/results/timing_hopper.txt
+    python -m bwlab.timing hopper --machine h200 --report gemm_protocol_s3s4_h200.txt   # any sustained report
 
 For every rung (s1-s8, split-K) and shape (4096^3, 8192^3, 512 x 8192 x 8192) it predicts the time at the
 SM clock NVML measured during that rung's own blocks (the power cap sets it; the prediction is in cycles,
@@ -65,28 +66,34 @@ def measured(path) -> dict:
     return out
 
 
-def rows(steps=None, shapes=SHAPES, machine="h100_sxm"):
-    """(Measured, Prediction at 'value', 'fast', 'slow') for every rung and shape measured."""
+def rows(steps=None, shapes=SHAPES, machine="h100_sxm", report=None):
+    """(Measured, Prediction at 'value', 'fast', 'slow') for every rung and shape measured: the rungs'
+    sustained-protocol reports (`SOURCES`), or every rung and shape of one `report` (a file name under
+    docs/results or a path)."""
     out = []
-    cache = {}
-    for short, fname in SOURCES.items():
-        if steps is not None and short not in steps:
-            continue
-        s = ladder.step(short)
-        meas = cache.setdefault(fname, measured(RESULTS / fname))
-        for shape in shapes:
-            m = meas.get((s.name, shape))
-            if m is None:
+    if report is not None:
+        path = Path(report) if Path(report).exists() else RESULTS / report
+        pairs = [(m, ladder.step(m.step)) for m in measured(path).values()]
+    else:
+        cache = {}
+        pairs = []
+        for short, fname in SOURCES.items():
+            if steps is not None and short not in steps:
                 continue
-            preds = [gemm.predict(s.name, *shape, machine=machine, clock_mhz=m.mhz, which=w)
-                     for w in ("value", "fast", "slow")]
-            out.append((m, *preds))
+            s = ladder.step(short)
+            meas = cache.setdefault(fname, measured(RESULTS / fname))
+            pairs += [(meas[(s.name, shape)], s) for shape in shapes if (s.name, shape) in meas]
+    for m, s in pairs:
+        preds = [gemm.predict(s.name, *m.shape, machine=machine, clock_mhz=m.mhz, which=w)
+                 for w in ("value", "fast", "slow")]
+        out.append((m, *preds))
     return out
 
 
-def table(steps=None, shapes=SHAPES, machine="h100_sxm") -> str:
-    rs = rows(steps, shapes, machine)
-    lines = [f"Hopper ladder: predicted (bwlab.timing, machine '{machine}') vs measured (sustained protocol, H100 SXM)",
+def table(steps=None, shapes=SHAPES, machine="h100_sxm", report=None) -> str:
+    rs = rows(steps, shapes, machine, report)
+    where = f"report {Path(report).name}" if report else "H100 SXM"
+    lines = [f"Hopper ladder: predicted (bwlab.timing, machine '{machine}') vs measured (sustained protocol, {where})",
              "predicted ms = predicted cycles / the SM clock NVML measured during the rung's own blocks; "
              "range: the machine's uncertain numbers at the ends of their ranges",
              f"{'step':22s} {'shape':>16s} {'MHz':>5s} {'measured':>9s} {'predicted':>9s} {'range':>17s} "
