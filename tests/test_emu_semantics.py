@@ -263,3 +263,23 @@ def test_device_assert():
     with pytest.raises(emu.EmuError, match=r"device-side assert failed[\s\S]*asserts.cu:1: void k\(int \*\): "
                                            r"block: \[0,0,0\], thread: \[5,0,0\] Assertion `t != 5` failed\."):
         mod.get_function("k")((1,), (N, 1, 1), (emu.zeros(N, np.int32),))
+
+
+def test_a_float_add_decodes_beside_a_call_that_returns_nothing():
+    """The mul+add fusion looks at every instruction's operands: a `call` whose return list is empty
+    (a void __noinline__ function) is a list, not an operand, and must not stop the decode."""
+    src = r'''
+    __device__ __noinline__ void note(int* flag, int v) { if (v == -100) *flag = v; }
+    extern "C" __global__ void k(const float* a, const float* b, float* out, int* flag) {
+        int i = threadIdx.x;
+        float s = a[i] + b[i];
+        note(flag, i - 100);
+        out[i] = s;
+    }'''
+    a = np.arange(32, dtype=np.float32) / 7
+    b = np.float32(3) - a
+    out = emu.zeros(32, np.float32)
+    flag = emu.zeros(1, np.int32)
+    emu.RawModule(code=src).get_function("k")((1,), (32,), (emu.asarray(a), emu.asarray(b), out, flag))
+    assert np.array_equal(out.get(), a + b)
+    assert flag.get()[0] == -100

@@ -96,6 +96,8 @@ def _uses(ctx):
 
 
 def _regs(op):
+    if isinstance(op, list):        # a call's return and parameter lists
+        return [x for o in op for x in _regs(o)]
     if op[0] == "reg":
         return [op[1]]
     if op[0] == "vec":
