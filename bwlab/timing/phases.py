@@ -6,7 +6,8 @@ The ladder's kernels built with -DGEMM_STAMPS record CTA 0's timeline in clock64
 the consumer's k-slice period (from one slice's data landing to the next's) and the epilogue (writing C).
 The model's are read off the replayed timeline of the emulated tiles the prediction uses: the k-slice
 period is the slope of the round (or tile) time in K, the epilogue the span of the first consumer warp
-from its last wgmma.wait_group to its last store. Measured: docs/results/recordings/gemm_ladder.npz
+from its last wgmma.wait_group to its last store, with the SMs' tiles at independent phases ('spread', the
+point prediction) and with every SM storing C at once ('lockstep'; bwlab.timing.gemm.storing_sms). Measured: docs/results/recordings/gemm_ladder.npz
 (H100, 4096^3, one launch) and docs/results/timing_probe_h200.txt (H200, 8192^3).
 """
 from __future__ import annotations
