@@ -107,6 +107,45 @@ def test_a_named_barrier_releases_after_the_last_arrival():
     assert bar1[3] == pytest.approx(100 + 30, abs=2)
 
 
+def store_toy(stores, sectors):
+    """One warp writes `stores` direct global stores of `sectors` 32-byte sectors each, one after the other."""
+    tr = Trace(ctas={0: ((0, 0, 0), 0, 0)})
+    tr.warps[(0, 0)] = [("st_global", 32 * sectors, sectors)] * stores + [("exit", 0, 0)]
+    return tr
+
+
+def test_direct_stores_share_the_chips_store_rate_with_the_sms_storing_at_once():
+    # the warp waits for each store to drain (lsu_queue 0); the SM alone: 2 cycles per sector; the chip takes
+    # 800 B of sectors per cycle at 1 GHz, so 100 SMs storing at once get 100 x 32 / 800 = 4 cycles per sector
+    m = simple_machine(gst_sector=2.0, gst_warp=0.0, lsu_queue=0.0, st_l2_bw=0.8e12)
+    alone = model.Env(1000, 100, storing_sms=1)
+    lock = model.Env(1000, 100, storing_sms=100)
+    assert model.store_sector_cycles(m, alone) == 2.0
+    assert model.store_sector_cycles(m, lock) == pytest.approx(4.0)
+    assert model.replay(store_toy(4, 8), m, alone).cycles == pytest.approx(4 * 8 * 2.0 + 1)     # + the exit
+    assert model.replay(store_toy(4, 8), m, lock).cycles == pytest.approx(4 * 8 * 4.0 + 1)
+    # a slower SM clock: the same bytes per second are more bytes per SM cycle, fewer cycles per sector
+    m2 = simple_machine(gst_sector=2.0, st_l2_bw=0.4e12)
+    assert model.store_sector_cycles(m2, lock) == pytest.approx(8.0)
+    assert model.store_sector_cycles(m2, model.Env(500, 100, storing_sms=100)) == pytest.approx(4.0)
+    with pytest.raises(ValueError, match="storing_sms"):
+        model.Env(1000, 100, storing_sms=101)
+    with pytest.raises(ValueError, match="storing_sms"):
+        model.Env(1000, 100, storing_sms=0.5)
+
+
+def test_how_many_sms_store_at_once():
+    # lockstep: every running SM; spread: each other SM is storing for its store path's busy fraction
+    assert gemm.storing_sms("lockstep", 132, 10.0, 100.0) == 132
+    assert gemm.storing_sms("spread", 132, 10.0, 100.0) == pytest.approx(1 + 131 * 0.1)
+    assert gemm.storing_sms("spread", 1, 10.0, 100.0) == 1
+    assert gemm.storing_sms("spread", 132, 500.0, 100.0) == 132
+    with pytest.raises(ValueError, match="align is one of"):
+        gemm.storing_sms("staggered", 132, 10.0, 100.0)
+    with pytest.raises(ValueError, match="align is one of"):
+        gemm.predict("s1", 4096, 4096, 4096, align="staggered")
+
+
 def test_a_wait_nothing_completes_is_reported():
     tr = tma_toy(2, 1000, pipelined=True)
     tr.contrib[(0, 1)] = [("c", 99)]          # an op the trace never issues
@@ -148,6 +187,14 @@ def test_the_committed_hopper_table_is_what_the_code_computes():
     assert (name, shape) in table
     p = gemm.predict(name, *shape, machine="h100_sxm", clock_mhz=meas[(name, shape)].mhz)
     assert round(p.ms, 4) == pytest.approx(table[(name, shape)], abs=1e-4)
+    # the range's slow end: the slow numbers with every SM writing C at once (lockstep), slower than spread
+    slow = gemm.predict(name, *shape, machine="h100_sxm", clock_mhz=meas[(name, shape)].mhz, which="slow",
+                        align="lockstep")
+    spread = gemm.predict(name, *shape, machine="h100_sxm", clock_mhz=meas[(name, shape)].mhz, which="slow")
+    assert slow.parts["storing_sms"] == 132 and spread.parts["storing_sms"] < 132
+    assert slow.ms > spread.ms
+    row = next(x for x in text.splitlines() if x.startswith(name) and "4096x4096x4096" in x)
+    assert f"-{slow.ms:8.4f}" in row
 
 
 def test_any_sustained_report_compares_with_the_model():

@@ -49,8 +49,8 @@ def main(argv=None) -> int:
         return 0
     if a.cmd == "predict":
         from .gemm import predict
-        for which in ("value", "fast", "slow"):
-            print(f"{which:5s}", predict(a.step, a.m, a.n, a.k, a.machine, a.clock, which))
+        for which, align in (("value", "spread"), ("fast", "spread"), ("slow", "lockstep")):
+            print(f"{which:5s}", predict(a.step, a.m, a.n, a.k, a.machine, a.clock, which, align=align))
         return 0
     if a.cmd == "machine":
         from .machine import load

@@ -20,9 +20,16 @@ problem, and extrapolates (docs/timing.md):
 The rest of the GPU enters through `model.Env`: every SM running at once takes an equal share of L2 and
 DRAM bandwidth, and the fraction of TMA-loaded bytes that miss L2 comes from the tile order
 (`dram_bytes`: the A and B slabs each wave of tiles running together touches, read once per wave).
+A direct-store epilogue shares the chip's store rate with the SMs storing at the same moment, and how
+many those are depends on how the SMs' tiles are aligned in time, which the model cannot know (it has
+no spread of latencies to drift them apart): `align="spread"` (the point prediction) takes the SMs'
+tiles at independent phases (another SM is storing for the fraction of its period its store path is
+busy), `align="lockstep"` takes every running SM storing at once (the tiles of a launch's first wave
+start together; the 'slow' end of a range).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -31,12 +38,14 @@ import numpy as np
 from ..gemm import ladder
 from ..gemm import order as tile_order
 from . import machine as machines
-from .model import Env, replay
+from .model import Env, replay, store_sector_cycles
 from .trace import Recorder
 
-__all__ = ["Prediction", "predict", "dram_bytes", "emulated_trace", "emulated_check", "K1", "K2"]
+__all__ = ["Prediction", "predict", "dram_bytes", "emulated_trace", "emulated_check", "K1", "K2", "ALIGNS",
+           "storing_sms", "aligned_env"]
 
 K1, K2 = 8 * ladder.BK, 16 * ladder.BK      # the two emulated depths: 8 and 16 K-slices (past any ring's fill)
+ALIGNS = ("spread", "lockstep")     # how the SMs' tiles sit in time against each other (storing_sms)
 _TRACES: dict = {}
 _CHECKS: dict = {}     # the same key: the emulated run's C checked against the f32 reference
 
@@ -84,6 +93,31 @@ def emulated_check(step, m: int, n: int, k: int, seed: int = 0, kernel=None):
     return _CHECKS[(ladder.step(step), m, n, k, seed, kernel.text if kernel is not None else None)]
 
 
+def storing_sms(align: str, active: int, store_busy: float, period: float) -> float:
+    """How many SMs (the simulated one included) store C at the same moment as the simulated SM.
+    'lockstep': all `active` SMs (their tiles end together). 'spread': the SMs' tiles at independent phases:
+    each other SM is storing for the fraction `store_busy / period` of its time (`store_busy`: the cycles
+    one SM's store path is busy per `period`, a round or a tile)."""
+    if align not in ALIGNS:
+        raise ValueError(f"align is one of {', '.join(map(repr, ALIGNS))}, not {align!r}")
+    if align == "lockstep":
+        return float(active)
+    if not period > 0:
+        raise ValueError(f"the period a store fraction is taken over must be positive, got {period}")
+    return 1.0 + (active - 1) * min(1.0, max(0.0, store_busy) / period)
+
+
+def store_busy(tl) -> float:
+    """Cycles the store path of one simulated SM was busy in replay `tl` (the mean over its SMs)."""
+    sms = sorted(set(tl.sm_of.values()))
+    return sum(tl.busy.get(("lsu", sm), 0.0) for sm in sms) / max(1, len(sms))
+
+
+def aligned_env(env: Env, align: str, busy: float, period: float) -> Env:
+    """`env` with its storing_sms for `align` (bwlab.timing.model.Env)."""
+    return dataclasses.replace(env, storing_sms=storing_sms(align, env.active_sms, busy, period))
+
+
 def _order(s, tiles_m: int, tiles_n: int) -> np.ndarray:
     """(row, col) of each tile in the order the CTAs take them."""
     if not s.persistent:
@@ -116,12 +150,16 @@ def dram_bytes(s, m: int, n: int, k: int, concurrent: int) -> tuple:
 
 
 def predict(step, m: int, n: int, k: int, machine="h100_sxm", clock_mhz: float | None = None,
-            which: str = "value", seed: int = 0, kernel=None) -> Prediction:
+            which: str = "value", seed: int = 0, kernel=None, align: str = "spread") -> Prediction:
     """Predicted time of ladder step `step` at m x n x k on `machine` (a name or a Machine) at SM clock
     `clock_mhz` (default: the machine's highest); `which` picks the machine's numbers ('value', or 'fast' /
     'slow': every uncertain number at the end of its range that makes the kernel faster / slower).
     `step` may be a `ladder.Step` changed with `dataclasses.replace` (e.g. another ring depth) and `kernel`
-    an edit of its file (`bwlab.lab.TeachingKernel`) that the emulator runs instead of the file."""
+    an edit of its file (`bwlab.lab.TeachingKernel`) that the emulator runs instead of the file. `align`:
+    how many SMs store C at once (`storing_sms`): 'spread' (the SMs' tiles at independent phases) or
+    'lockstep' (every running SM at once)."""
+    if align not in ALIGNS:
+        raise ValueError(f"align is one of {', '.join(map(repr, ALIGNS))}, not {align!r}")
     s = ladder.step(step)
     ladder.require_shape(s, m, n, k)
     mach = machines.load(machine) if isinstance(machine, str) else machine
@@ -149,9 +187,18 @@ def predict(step, m: int, n: int, k: int, machine="h100_sxm", clock_mhz: float |
         dram, l2 = dram_bytes(s, m, n, k, min(slots, tiles))
         env = Env(clock, active, min(1.0, dram / l2))
         one_sm = (lambda cta, cid, rank: 0)
-        t1 = replay(emulated_trace(s, s.bm, s.bn * occ, K1, seed, kernel), mp, env, one_sm, keep_log=False).cycles
-        t2 = replay(emulated_trace(s, s.bm, s.bn * occ, K2, seed, kernel), mp, env, one_sm, keep_log=False).cycles
-        per_round = t1 + (k - K1) * (t2 - t1) / (K2 - K1)
+        tr1 = emulated_trace(s, s.bm, s.bn * occ, K1, seed, kernel)
+        tr2 = emulated_trace(s, s.bm, s.bn * occ, K2, seed, kernel)
+
+        def rounds_at(e):
+            x1, x2 = replay(tr1, mp, e, one_sm, keep_log=False), replay(tr2, mp, e, one_sm, keep_log=False)
+            return x1.cycles + (k - K1) * (x2.cycles - x1.cycles) / (K2 - K1), x2
+        per_round, x2 = rounds_at(env)
+        # the SMs storing C at the same moment (a round stores the same C whatever its K)
+        env2 = aligned_env(env, align, store_busy(x2), per_round)
+        if store_sector_cycles(mp, env2) != store_sector_cycles(mp, env):
+            per_round, _ = rounds_at(env2)
+        env = env2
         cycles = rounds * per_round
         parts.update(how=f"{rounds} rounds of {occ} CTA(s) per SM, {per_round:,.0f} cycles each; "
                          f"L2 miss {env.miss:.2f}", rounds=rounds, per_round=per_round, ctas_per_sm=occ)
@@ -164,18 +211,26 @@ def predict(step, m: int, n: int, k: int, machine="h100_sxm", clock_mhz: float |
         dram, l2 = dram_bytes(s, m, n, k, min(grid, tiles))
         env = Env(clock, min(sms, grid), min(1.0, dram / l2))
         mm, nn = s.bm * s.cluster, s.bn
-        r11 = replay(emulated_trace(s, mm, nn, K1, seed, kernel), mp, env, keep_log=False).cycles
-        r12 = replay(emulated_trace(s, mm, nn, K2, seed, kernel), mp, env, keep_log=False).cycles
-        r21 = replay(emulated_trace(s, mm, 2 * nn, K1, seed, kernel), mp, env, keep_log=False).cycles
-        c = (r12 - r11) / (K2 - K1)
-        b = r21 - r11 - c * K1
-        a = r11 - (b + c * K1)
-        per_tile = b + c * k_unit
+        trs = [emulated_trace(s, mm, nn, K1, seed, kernel), emulated_trace(s, mm, nn, K2, seed, kernel),
+               emulated_trace(s, mm, 2 * nn, K1, seed, kernel)]
+
+        def tiles_at(e):
+            x11, x12, x21 = (replay(tr, mp, e, keep_log=False) for tr in trs)
+            c = (x12.cycles - x11.cycles) / (K2 - K1)
+            b = x21.cycles - x11.cycles - c * K1
+            return x11.cycles - (b + c * K1), b + c * k_unit, x11
+        a, per_tile, x11 = tiles_at(env)
+        # the SMs storing C at the same moment (one tile's stores, whatever its K)
+        env2 = aligned_env(env, align, store_busy(x11), per_tile)
+        if store_sector_cycles(mp, env2) != store_sector_cycles(mp, env):
+            a, per_tile, _ = tiles_at(env2)
+        env = env2
         cycles = a + per_cta * per_tile
         parts.update(how=f"{per_cta} tiles on the busiest of {grid} CTAs, {per_tile:,.0f} cycles each + {a:,.0f}; "
                          f"L2 miss {env.miss:.2f}" + (f"; {splits} K pieces" if splits > 1 else ""),
                      per_cta=per_cta, per_tile=per_tile, fixed=a, splits=splits)
     cycles += mp["launch_us"] * clock
     ms = cycles / (clock * 1e3)
-    parts.update(miss=env.miss, active_sms=env.active_sms)
+    parts.update(miss=env.miss, active_sms=env.active_sms, storing_sms=env.storing_sms, align=align,
+                 store_sector_cycles=store_sector_cycles(mp, env))
     return Prediction(s.name, (m, n, k), mach.name, clock, cycles, ms, 2.0 * m * n * k / (ms * 1e-3) / 1e12, parts)

@@ -7,8 +7,9 @@ For every rung (s1-s8, split-K) and shape (4096^3, 8192^3, 512 x 8192 x 8192) it
 SM clock NVML measured during that rung's own blocks (the power cap sets it; the prediction is in cycles,
 so the clock converts it, and the DRAM and L2 shares per cycle depend on it) and sets it beside the
 measured median. The range is the prediction with every uncertain number of the machine description at
-the end of its range that makes the kernel faster, and at the end that makes it slower (a bound of what
-the description allows, not a confidence interval).
+the end of its range that makes the kernel faster, and at the end that makes it slower, that one also with
+every SM's direct-store epilogue at the same moment (`gemm.predict(align="lockstep")`): a bound of what
+the description allows, not a confidence interval.
 """
 from __future__ import annotations
 
@@ -84,8 +85,10 @@ def rows(steps=None, shapes=SHAPES, machine="h100_sxm", report=None):
             meas = cache.setdefault(fname, measured(RESULTS / fname))
             pairs += [(meas[(s.name, shape)], s) for shape in shapes if (s.name, shape) in meas]
     for m, s in pairs:
-        preds = [gemm.predict(s.name, *m.shape, machine=machine, clock_mhz=m.mhz, which=w)
-                 for w in ("value", "fast", "slow")]
+        # the range: the machine's uncertain numbers at their fast / slow ends, and the SMs' epilogues at
+        # independent phases / all at once (gemm.storing_sms)
+        preds = [gemm.predict(s.name, *m.shape, machine=machine, clock_mhz=m.mhz, which=w, align=al)
+                 for w, al in (("value", "spread"), ("fast", "spread"), ("slow", "lockstep"))]
         out.append((m, *preds))
     return out
 
@@ -95,7 +98,8 @@ def table(steps=None, shapes=SHAPES, machine="h100_sxm", report=None) -> str:
     where = f"report {Path(report).name}" if report else "H100 SXM"
     lines = [f"Hopper ladder: predicted (bwlab.timing, machine '{machine}') vs measured (sustained protocol, {where})",
              "predicted ms = predicted cycles / the SM clock NVML measured during the rung's own blocks; "
-             "range: the machine's uncertain numbers at the ends of their ranges",
+             "range: the machine's uncertain numbers at the ends of their ranges (the slow end with every SM "
+             "writing C at once)",
              f"{'step':22s} {'shape':>16s} {'MHz':>5s} {'measured':>9s} {'predicted':>9s} {'range':>17s} "
              f"{'pred/meas':>9s}  {'within 15 %':11s} how",
              ]

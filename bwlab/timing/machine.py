@@ -21,7 +21,7 @@ __all__ = ["Param", "Machine", "load", "NAMES"]
 NAMES = ("h100_sxm", "h200", "b200")
 # the numbers for which more is faster (the others, latencies and costs, are faster when smaller)
 FASTER_WHEN_HIGHER = {"sms", "max_clock_mhz", "smem_per_sm", "l2_bytes", "dram_bw", "l2_bw", "sm_l2_port",
-                      "smem_bw", "mma_flops", "lsu_queue"}
+                      "smem_bw", "mma_flops", "lsu_queue", "st_l2_bw"}
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,8 @@ class Machine:
     alu_cpi: Param            # mean cycles between two instructions of one warp (dependences included)
     smem_latency: Param       # ld.shared, cycles
     gmem_latency: Param       # ld.global L2 hit, cycles
-    gst_sector: Param         # cycles of the SM's load/store path per 32-byte sector of a global access
+    gst_sector: Param         # cycles of the SM's load/store path per 32-byte sector of a global access (the SM alone)
+    st_l2_bw: Param           # bytes/s of 32-byte sectors of direct global stores the L2 takes from all SMs together
     gst_warp: Param           # cycles one warp's global store of one 32-byte sector holds that warp
     lsu_queue: Param          # cycles of queued global-store work before a storing warp stalls
     launch_us: Param          # microseconds a kernel launch adds (grid start and drain)

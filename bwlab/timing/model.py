@@ -23,7 +23,8 @@ its SM sub-partition's scheduler (warp w sits on sub-partition w % 4) has a free
   tma_store, bulk groups    the bytes queue on the SM's share of L2 write bandwidth
   st/ld shared              SMEM bytes on the SM's SMEM port
   st/ld global              each 32-byte sector the warp's lanes touch takes `gst_sector` cycles of the SM's
-                            load/store path; a store holds its warp `gst_warp` cycles per sector, or longer
+                            load/store path (a store: or the SM's share of the chip's store rate `st_l2_bw`
+                            among the `Env.storing_sms` SMs storing at once, if slower); a store holds its warp `gst_warp` cycles per sector, or longer
                             while the path has more than `lsu_queue` cycles of work queued; a load holds it
                             `gmem_latency`
   mwait (mbarrier wait)     holds the warp until the phase it observed in the emulator has completed here:
@@ -37,14 +38,16 @@ its SM sub-partition's scheduler (warp w sits on sub-partition w % 4) has a free
 Shared resources are servers with a next-free time, taken in the order warps reach them (the replay
 advances the warp with the earliest time first), so contention between warps, CTAs and the SMs of a
 cluster is in the timeline. The rest of the GPU is in `Env`: the SM's bandwidth shares are the chip's
-divided by the SMs that run at the same time, and `miss` is the fraction of L2 reads that go to DRAM.
+divided by the SMs that run at the same time, `miss` is the fraction of L2 reads that go to DRAM, and
+`storing_sms` is how many SMs write C with direct stores at the same moment (their epilogues overlap in
+time only as far as the SMs' tiles are aligned: bwlab.timing.gemm's `align`).
 """
 from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
 
-__all__ = ["Env", "Timeline", "replay", "ModelError"]
+__all__ = ["Env", "Timeline", "replay", "ModelError", "store_sector_cycles"]
 
 
 class ModelError(RuntimeError):
@@ -56,6 +59,8 @@ class Env:
     clock_mhz: float            # the SM clock the prediction is for (DRAM bytes per cycle depend on it)
     active_sms: int             # SMs running at once, sharing L2 and DRAM bandwidth
     miss: float = 0.0           # fraction of TMA-loaded bytes that come from DRAM
+    storing_sms: float = 1.0    # SMs (the simulated one included) whose direct global stores share the chip's
+                                # store rate (`st_l2_bw`) at the same moment: 1 alone, active_sms in lockstep
 
     def __post_init__(self):
         if not self.clock_mhz > 0:
@@ -64,6 +69,9 @@ class Env:
             raise ValueError(f"active_sms must be at least 1, got {self.active_sms}")
         if not 0.0 <= self.miss <= 1.0:
             raise ValueError(f"miss is a fraction in [0, 1], got {self.miss}")
+        if not 1.0 <= self.storing_sms <= self.active_sms:
+            raise ValueError(f"storing_sms counts SMs storing at once, the simulated one included: it lies in "
+                             f"[1, active_sms = {self.active_sms}], got {self.storing_sms}")
 
 
 @dataclass
@@ -92,6 +100,14 @@ class _Warp:
         self.since = None        # when a parked mbarrier wait was issued
 
 
+def store_sector_cycles(m: dict, env: Env) -> float:
+    """Cycles of the simulated SM's store path per 32-byte sector of a direct global store: `gst_sector` (the
+    SM alone), or its share of the chip's store rate `st_l2_bw` when `env.storing_sms` SMs store at once,
+    whichever is slower."""
+    chip = m["st_l2_bw"] / (env.clock_mhz * 1e6)          # sector bytes per SM cycle, all SMs together
+    return max(m["gst_sector"], env.storing_sms * 32.0 / chip)
+
+
 def replay(trace, m: dict, env: Env, sm_of=None, keep_log: bool = True) -> Timeline:
     """Replay `trace` (bwlab.timing.trace.Trace) on machine numbers `m` (Machine.at(...)) in `env`.
     `sm_of(cta, cluster_id, rank) -> sm`: where each CTA runs (default: its rank in its cluster, so the
@@ -106,6 +122,7 @@ def replay(trace, m: dict, env: Env, sm_of=None, keep_log: bool = True) -> Timel
     l2_rate = min(m["sm_l2_port"], m["l2_bw"] / (env.clock_mhz * 1e6) / env.active_sms)
     dram_rate = m["dram_bw"] / (env.clock_mhz * 1e6) / env.active_sms
     miss = env.miss
+    gst = store_sector_cycles(m, env)
     free = {}                      # resource -> next free cycle
     busy = {}
 
@@ -258,7 +275,7 @@ def replay(trace, m: dict, env: Env, sm_of=None, keep_log: bool = True) -> Timel
         elif cls == "st_global":
             # the SM's load/store path takes a store per 32-byte sector; the warp waits while its own stores
             # drain (gst_warp per sector) and when the SM's path has more than lsu_queue cycles queued
-            fin = take(("lsu", w.sm), ti, b * m["gst_sector"])
+            fin = take(("lsu", w.sm), ti, b * gst)
             nxt = max(nxt, ti + b * m["gst_warp"], fin - m["lsu_queue"])
         elif cls == "ld_global":
             fin = take(("lsu", w.sm), ti, b * m["gst_sector"])

@@ -40,6 +40,7 @@ MACHINE = Machine(
     smem_latency=Param(30, 23, 40, "cycles", "[H]"),
     gmem_latency=Param(300, 200, 400, "cycles", "[H], [JIA]"),
     gst_sector=Param(2.0, 1.0, 4.0, "cycles/sector", "[H]"),
+    st_l2_bw=Param(2.5e12, 1.5e12, 4.0e12, "bytes/s", "[H] Hopper's measured 2.246e12 scaled by 148/132 SMs, wide range"),
     gst_warp=Param(16.0, 8.0, 24.0, "cycles/sector", "[H]"),
     lsu_queue=Param(256, 64, 1024, "cycles", "[H]"),
     launch_us=Param(2.0, 0.5, 4.0, "us", "[H]"),

@@ -12,7 +12,9 @@ Sources, cited by key in each number:
          (DRAM) ~ 480-500 cycles, shared ~ 30 cycles.
   [CNC]  Chips and Cheese, "Nvidia's H100: Funny L2, and Tons of Bandwidth" (2023): L2 read bandwidth of
          an H100 PCIe ~ 5.5 TB/s with ordinary loads (a lower bound for TMA).
-  [PROBE] docs/results/timing_probe_h200.txt, by docs/results/timing_probe.py on the same H200.
+  [PROBE] docs/results/timing_probe_h200.txt, by docs/results/timing_probe.py on the same H200: the ladder's
+         direct epilogue stores 4,096 sectors per 128 x 256 tile in 8,178 cycles with one CTA on one SM
+         and in 15,221 with one CTA on each of the 132 SMs at once.
   [OWN]  this project's measurements: docs/results/foundation_h100.txt (228 KiB = 233472 bytes per SM),
          docs/results/gemm_protocol_h100.txt (SM clock up to 1980 MHz when not power-capped).
   [CAL]  docs/results/timing_calibrate_h200.txt: measured on an H200 (same GH100 SM, same L2; only the
@@ -71,9 +73,14 @@ MACHINE = Machine(
                   "148, 279, 231 at 4 cycles per PTX instruction and 74, 88 / 90, 196, 172 at 2"),
     smem_latency=Param(30, 23, 40, "cycles", "[LUO]"),
     gmem_latency=Param(260, 200, 300, "cycles", "[LUO] L2 hit"),
-    gst_sector=Param(2.0, 2.0, 3.72, "cycles/sector",
-                     "[PROBE] the ladder's epilogue stores (8 sectors per warp instruction), one SM alone: 2.00; every "
-                     "SM at once: 3.72"),
+    gst_sector=fixed(2.0, "cycles/sector",
+                     "[PROBE] the ladder's epilogue stores (8 sectors per warp instruction), one SM alone: 2.00 (with "
+                     "every SM storing at once the chip's rate, st_l2_bw, bounds each SM's share)"),
+    st_l2_bw=Param(2.246e12, 1.80e12, 2.246e12, "bytes/s",
+                   "[PROBE] 132 SMs storing the ladder's epilogue at once: 3.72 cycles per sector per SM at 1976 MHz = "
+                   "132 x 32 B / 3.72 x 1.976e9 = 2.246e12 B/s of sectors; as the L2's read bandwidth ([PROBE]) it is "
+                   "taken to keep its bytes per second when the SMs slow down; lo: if it scaled with the SM clock "
+                   "instead, at the ladder's ~1,600 MHz (2.246 x 1600 / 1976)"),
     gst_warp=Param(16.0, 14.0, 21.0, "cycles/sector",
                    "[PROBE] one CTA alone: 8,178 cycles for 64 stores of 8 sectors per warp (8 warps); "
                    "[OWN] GEMM_STAMPS epilogues on the H200 (probe) 8,014-10,744 cycles and on the H100 "
