@@ -133,6 +133,7 @@ def test_the_committed_report_parses():
         assert st.roofline == 1.0 and st.mib == pytest.approx(decode.bytes_moved(m, 8192, 8192) / 2**20, abs=0.01)
         sd = here[SWAP_AB.name]
         assert sd.roofline == pytest.approx(st.us / sd.us, abs=2e-3)
+        assert 1000 <= sd.mhz <= 2000 and 1000 <= here["library (cuBLAS)"].mhz <= 2000   # NVML's SM clock
     table = decode.roofline_table(rows)
     assert "x roofline" in table and table.count(SWAP_AB.name) == 5
 

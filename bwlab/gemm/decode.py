@@ -277,6 +277,7 @@ class DecodeRow:
     roofline: float       # read-stream time / this time (nan where the shape had no stream)
     ratio: float          # library time / this time (1 for the library)
     mib: float            # bytes that must move, MiB
+    mhz: float = float("nan")   # median SM clock NVML sampled during this candidate's blocks
 
     @property
     def m(self) -> int:
@@ -286,6 +287,9 @@ class DecodeRow:
 _D_SHAPE = re.compile(r"^== (\d+) x (\d+) x (\d+) .*must move \(A \+ B \+ C, bf16\): ([\d.]+) MiB")
 _D_ROW = re.compile(r"^  (?P<name>\S.*?)\s+(?P<us>[\d.]+) us\s+(?P<tf>[\d.]+)\s+(?P<tb>[\d.]+)\s+(?P<roof>[\d.]+|-)\s+"
                     r"(?P<r>[\d.]+)")
+
+
+_D_MHZ = re.compile(r"SM (\d+) MHz")
 
 
 def decode_report_rows(name: str = REPORT) -> list:
@@ -300,8 +304,9 @@ def decode_report_rows(name: str = REPORT) -> list:
         m = _D_ROW.match(line)
         if m and shape:
             roof = float("nan") if m["roof"] == "-" else float(m["roof"])
+            clock = _D_MHZ.search(line)
             out.append(DecodeRow(shape, m["name"], float(m["us"]), float(m["tf"]), float(m["tb"]), roof,
-                                 float(m["r"]), mib))
+                                 float(m["r"]), mib, float(clock.group(1)) if clock else float("nan")))
     if not out:
         raise ValueError(f"{name}: no rows of a decode report")
     return out

@@ -391,18 +391,21 @@ small = [r for r in rows if r.m <= 64 and "x8192x8192" in r.shape]
 sd_small = [r for r in small if r.name == gemm.SWAP_AB.name]
 print(f"M <= 64: the rung at {span([r.roofline for r in sd_small])} of the roofline and "
       f"{span([r.ratio for r in sd_small])} x cuBLAS; cuBLAS at "
-      f"{span([r.roofline for r in small if r.name.startswith('library')])} of the roofline")
+      f"{span([r.roofline for r in small if r.name.startswith('library')])} of the roofline, so 1.05 x cuBLAS "
+      f"needs {span([1.05 * r.roofline for r in small if r.name.startswith('library')])} of it")
 for m in (128, 256):
     here = {r.name: r for r in rows if r.shape == f"{m}x8192x8192"}
-    print(f"M = {m}: the rung {here[gemm.SWAP_AB.name].ratio:.3f} x cuBLAS, split-K "
-          f"{here['sk_split_k'].ratio:.3f} x; cuBLAS at {here['library (cuBLAS)'].roofline:.3f} of the roofline")
+    sd, lib = here[gemm.SWAP_AB.name], here['library (cuBLAS)']
+    print(f"M = {m}: the rung {sd.ratio:.3f} x cuBLAS at {sd.mhz:.0f} MHz, cuBLAS at {lib.mhz:.0f} MHz; split-K "
+          f"{here['sk_split_k'].ratio:.3f} x; cuBLAS at {lib.roofline:.3f} of the roofline")
 
 # %% [markdown]
-# **The goal was not reached.** Up to M = 64, 1.05 × cuBLAS would take more than the read stream
-# itself delivers: cuBLAS is already close to the roofline there, and the rung a little behind it. At
+# **The goal was not reached.** Up to M = 64, 1.05 × cuBLAS would take nearly all of what the read
+# stream itself delivers: cuBLAS is already close to the roofline there, and the rung a little behind it. At
 # M = 128 and 256 A's tile takes as much shared memory as B's, the ring gets shallow and every CTA reads
-# its own copy of A from L2; the rung then runs at the power cap with a lower SM clock than cuBLAS (the
-# report prints the clocks of each block). It still beats split-K at M = 128, by far; at M = 256 the
+# its own copy of A from L2. Both run at the power cap there, and the rung at a higher SM clock than
+# cuBLAS (the clocks above, sampled during each one's blocks), yet slower: it loses in what it does per
+# cycle, not in the clock. It still beats split-K at M = 128, by far; at M = 256 the
 # shape is bound by the power-capped tensor cores rather than by bytes, and the two rungs are level.
 # Sharing A more widely does not help either: four consumer warpgroups under one A tile (256 rows of B
 # per CTA) with K split across a cluster of four cut A's traffic out of L2 to a quarter, yet were
