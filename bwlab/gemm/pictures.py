@@ -326,6 +326,6 @@ def plot_decode_roofline(rows, ax=None):
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity: FLOP per byte that must move (A + B + C)")
     ax.set_ylabel("TFLOP/s")
-    ax.set_title("M x 8192 x 8192 (bf16): the decode shapes sit on the bandwidth slope")
+    ax.set_title("M x 8192 x 8192 (bf16): up to M = 128 the shapes sit on the bandwidth slope")
     ax.legend(fontsize=8, loc="lower right")
     return ax

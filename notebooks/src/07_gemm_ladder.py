@@ -149,7 +149,9 @@ plt.show()
 # * **The model's largest miss is step 2.** At 8192³ every other step is within 0.04 of its
 #   prediction; step 2 is predicted faster than it ran here, and, as measured, behind step 1.
 #   What the model knows of step 2 it takes from the compiler (section 3 says what): its `wgmma` run
-#   one after the other, and between them warp 0 issues the loads and waits. Step 6 is level with the
+#   one after the other, and between them warp 0 issues the loads and waits. (The predicted column uses
+#   the library time and SM clocks of the sustained runs of notebook 08; against those runs the model
+#   is within 15 % for 26 of 27 step/shape pairs, `docs/results/timing_hopper.txt`.) Step 6 is level with the
 #   library at every shape.
 
 # %%
@@ -182,7 +184,7 @@ fold(gemm.step_card(rec, 1) + "\n\n" + kernel_s1, summary="the rest of step 1's 
 # `__syncthreads` frees the buffer. CTA 0's stamps (section 4; they were taken at 4096³) split its
 # k-slices as the next cell prints: the loads in flight, the `wgmma`, and the rest of the period
 # (the `__syncthreads`, thread 0 issuing the next loads). Yet step 1 reached about 0.7 of the library
-# at both square shapes, twice its prediction, because **CTA 0 is not alone on its SM**. The SMEM and
+# at both square shapes, far more than one such CTA alone could give, because **CTA 0 is not alone on its SM**. The SMEM and
 # register arithmetic (`bwlab.gemm.occupancy`, from the compiled kernel) says three of these CTAs fit
 # on one SM, and while one waits for its loads another one's `wgmma` can run: occupancy builds the
 # pipeline that the kernel does not. (The CUDA driver's occupancy calculator said the same on an H100,
@@ -291,8 +293,9 @@ for name, stages, tflops, ok in gemm.explore_rows():
 # WG.AR in divergent path`. Step 2 leaves a slice's `wgmma` in flight (`wait_group 1`) while thread 0
 # takes its branch to wait and load; ptxas does not keep them in flight across that branch and puts a
 # wait for completion before every `wgmma` instead (`WARPGROUP.DEPBAR` in the SASS). A k-slice's eight
-# `wgmma` then run one after the other, each waiting out the tensor pipe's latency: about 1,100 of the
-# ~2,100 cycles CTA 0 spends per k-slice (section 4's stamps). Step 1 waits for all its `wgmma` before
+# `wgmma` then run one after the other, each waiting out the tensor pipe's latency: in the timing
+# model about 1,100 cycles (8 × (64 in the pipe + ~75 of latency)) of the ~2,100 CTA 0 spends per
+# k-slice (section 4's stamps). Step 1 waits for all its `wgmma` before
 # its branch, and gets no such note.
 
 # %% [markdown]

@@ -40,7 +40,8 @@ print(gemm.SUSTAINED.describe())
 # %% [markdown]
 # The whole ladder under it at five shapes, cuBLAS (`torch.matmul` bf16) alongside, with what NVML
 # read during the library's blocks; then the summary, library time ÷ step time (above 1: the step is
-# faster) and in brackets its range over the two rounds. Each step's C was checked against the f32
+# faster) and in brackets its range over the two rounds (the figure is the ratio of the medians of all
+# samples, so it can lie just outside that range). Each step's C was checked against the f32
 # reference before it was timed (the report holds those lines). The 128 × 8192 × 8192 column has no
 # cluster steps: their cluster of two CTAs along M needs M to be a multiple of 256.
 
@@ -81,7 +82,7 @@ fold(gemm.header_comment("s7_hilbert_order") + "\n\n" + gemm.rung_diff("s7_hilbe
 
 # %% [markdown]
 # **Predict before measuring.** The clusters running at one time form a *wave* (66 clusters of two on
-# 132 SMs). At 8192³ a tile row of A or a tile column of B over all of K is 4 MiB, so one wave's slabs
+# 132 SMs). At 8192³ a cluster row of A (256 rows) or a tile column of B over all of K is 4 MiB, so one wave's slabs
 # do not fit the 50 MiB L2 together and little survives from one wave to the next: what an order
 # controls is how many distinct slabs one wave touches. Counted for both orders on the 8192³ grid:
 
@@ -93,7 +94,7 @@ plt.show()
 # The bands of step 6 already keep a wave inside a block of about 8 × 8 cluster tiles; the Hilbert
 # curve's waves are compact too but straddle its quadrant boundaries, and touch slightly *more* slabs.
 # The prediction written into `ladder.BEYOND` before the first measurement, and what the protocol
-# measured in three runs:
+# measured in the runs that timed step 7 beside step 6:
 
 # %%
 REPORTS = {"gemm_protocol_beyond_h100.txt": "run 2", "gemm_protocol_skinny_h100.txt": "run 3",
@@ -133,7 +134,7 @@ print(f"8192^3, step 6: {slabs} slabs x 4 MiB in {s6_ms:.3f} ms = {slabs * 4 * 2
 
 # %%
 fold(gemm.header_comment("sk_split_k") + "\n\n" + gemm.rung_diff("sk_split_k"),
-     summary="the rest of the header, and the diff against step 6")
+     summary="the rest of the header, and the diff against step 4")
 
 # %% [markdown]
 # The prediction, and what three runs measured — the first with the fix-up loading one partial at a
@@ -157,9 +158,9 @@ for line in report_text("skinny_ncu_h100.txt").splitlines():
         print(line.rstrip())
 
 # %% [markdown]
-# Every variant reads B and A from DRAM only once (the bytes read barely move with the pieces), yet DRAM
-# runs at only about two thirds of its peak averaged over the kernel, and more pieces are slower, not
-# faster: each piece adds a partial written and read back through L2 and a fix-up at the end of the
+# Up to four pieces the kernel reads B and A from DRAM once (the bytes read barely move); at eight and
+# sixteen it reads more. DRAM runs at only about two thirds of its peak averaged over the kernel, and
+# past two to four pieces more pieces are slower, not faster: each piece adds a partial written and read back through L2 and a fix-up at the end of the
 # kernel, when the loads are over. cuBLAS moves the same bytes in well under that time. What would
 # close the gap (not built here): a reduction that overlaps the loads of other tiles (stream-K hands
 # out K-slices across tiles so the fix-ups are spread over the run), or one through distributed shared
@@ -208,9 +209,10 @@ for shape in [sh for (n, sh) in got if n == "s8_epilogue_overlap"]:
 
 # %% [markdown]
 # **Within the noise, and under the prediction where the prediction was largest.** At 6144³ and 8192³
-# step 8 gained what was predicted (about 0.7 %), but that is smaller than the range of either step's own
-# rounds and than the two percent the same kernel moves between runs; at 4096³ and 512 × 8192 × 8192,
-# where the epilogue is the largest share of a tile, nothing came back. Did the epilogue move at all?
+# step 8 gained what was predicted (about 0.7 %), but that is smaller than the range of step 6's own
+# rounds and than the two percent the same kernel moves between runs; at 4096³, where the epilogue is
+# the largest share of a tile, nothing came back, and at 512 × 8192 × 8192 each CTA has a single tile,
+# so there is no next tile to hide an epilogue under. Did the epilogue move at all?
 # Both steps built with the timeline stamps, one launch each on the H100: consumer 1 of CTA 0 in SM
 # cycles (clock64, so the clock's frequency drops out) — a k-slice inside a tile, each whole tile, and
 # the step from a tile's last slice to the next tile's first (where step 6 runs its epilogue):
@@ -229,7 +231,8 @@ for line in report_text("s8_tile_cycles_h100.txt").splitlines():
 
 # %% [markdown]
 # Step 6's boundary costs about four to five slices instead of one: its epilogue is worth 3,200–4,600
-# cycles, more than the 2,000 the prediction counted. Step 8 does cut the boundary to under three
+# cycles, more than the 2,000 the prediction counted (writing C itself is the smaller part, as notebook
+# 07's stamps show; the rest is draining and refilling the wgmma pipe). Step 8 does cut the boundary to under three
 # slices (what stays is the drain of the last wgmma, the conversion and the refill), yet its tiles are
 # no shorter: the pieces' stores, barriers and fence now run inside the next tile's first slices, on the
 # same warps that must issue that tile's wgmma, and with one slice in flight (`wgmma.wait_group 1`) the
@@ -310,14 +313,15 @@ for shape, (ratio, name, label) in best.items():
 #
 # Small-batch inference multiplies a few rows of activations by a large weight matrix: M = 16 to 256
 # rows of A against N = K = 8192. The whole of B (128 MiB of bf16) must come from DRAM once, for only
-# 2 × M × 8192² FLOP, so the limit is bandwidth, not the tensor cores: the roofline of such a shape is
+# 2 × M × 8192² FLOP, so up to M = 128 the limit is bandwidth, not the tensor cores (at M = 256 the
+# shape has crossed the ridge of the picture below: there the power-capped tensor cores bind). The roofline of such a shape is
 # the bytes that must move (A, B and C, once each) over what a plain read stream of the same bytes
 # achieves on the same GPU in the same run. The split-K rung of section 3 stays far below it, and the
 # ladder's 128-row tiles spend most of their MMA on rows that A does not have.
 #
 # The decode rung swaps the operands: it computes Cᵀ = B Aᵀ, so B's rows fill wgmma's 64-row M and A's
 # few rows become wgmma's N (16 to 256, whatever M needs). Each CTA streams its own rows of B once, its
-# whole K range, through a TMA ring as deep as the shared memory holds; for larger M two consumer
+# whole K range (half of it where two CTAs of a cluster split K), through a TMA ring as deep as the shared memory holds; for larger M two consumer
 # warpgroups share each A tile and two CTAs of a cluster split K, adding their halves through
 # distributed shared memory instead of a global workspace. Its kernel, and what changed against the
 # split-K rung:
@@ -329,8 +333,10 @@ fold(gemm.decode_header_comment() + "\n\n" + gemm.decode_rung_diff(), summary="t
 # %% [markdown]
 # Which configuration each M uses (consumer warpgroups, K pieces in the cluster, boxes of 64 K per
 # stage) was chosen by timing a handful of variants on an H200: deeper stages of B (more K per box
-# run) streamed faster as long as the ring kept three or more stages, and sharing A between CTAs by
-# multicast, or prefetching B into L2 ahead of the ring, made it slower. The chosen table:
+# run) streamed faster as long as the ring kept three or more stages; sharing A between CTAs by
+# multicast gained at most a few percent at M = 16 and 32 and lost from M = 64 on, and prefetching B
+# into L2 ahead of the ring made it slower (docs/results/decode_probe_h200.txt, H200, 2026-11-28). The
+# chosen table:
 
 # %%
 for mt, cfg in gemm.SWAP_AB.table:
@@ -351,7 +357,8 @@ for m, n, k in ((64, 256, 1024), (100, 256, 1024)):
           np.array_equal(c, gemm.reference_bf16(a, b)), "(expected True); emulator warnings:", len(run.warnings))
 
 # %% [markdown]
-# Measured on an H200 under the sustained protocol of section 1: cuBLAS (through torch.matmul), the
+# Measured on an H200 on 2026-11-28 (docs/results/gemm_protocol_decode_h200.txt) under the sustained
+# protocol of section 1: cuBLAS (through torch.matmul), the
 # split-K rung where M allows it, the decode rung, and the read stream of the same bytes, all in one
 # run. The roofline per shape — the bytes that must move over the stream's bandwidth — and each
 # candidate's fraction of it:
@@ -402,7 +409,7 @@ for m in (128, 256):
 # %% [markdown]
 # **The goal was not reached.** Up to M = 64, 1.05 × cuBLAS would take nearly all of what the read
 # stream itself delivers: cuBLAS is already close to the roofline there, and the rung a little behind it. At
-# M = 128 and 256 A's tile takes as much shared memory as B's, the ring gets shallow and every CTA reads
+# M = 128 and 256 A's tile takes as much shared memory as B's (at 128) or twice as much (at 256), the ring gets shallow and every CTA reads
 # its own copy of A from L2. Both run at the power cap there, and the rung at a higher SM clock than
 # cuBLAS (the clocks above, sampled during each one's blocks), yet slower: it loses in what it does per
 # cycle, not in the clock. It still beats split-K at M = 128, by far; at M = 256 the
@@ -410,5 +417,6 @@ for m in (128, 256):
 # Sharing A more widely does not help either: four consumer warpgroups under one A tile (256 rows of B
 # per CTA) with K split across a cluster of four cut A's traffic out of L2 to a quarter, yet were
 # slower on the H200 at M = 64 and 128 even where all their clusters fit on the GPU at once (at
-# N = 8192 the 32 clusters of four do not, and the last run as a second wave). What is left to try:
+# N = 8192 the 32 clusters of four probably do not: the time rose 1.75 × for 1.07 × the bytes, as if
+# the last ones ran as a second wave). What is left to try:
 # the last SMs (N / 64 = 128 CTAs leave 4 of the 132 idle), and a lower power cost per byte of B.

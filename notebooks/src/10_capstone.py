@@ -139,7 +139,9 @@ print(cap.try_kernel("hopper", mine))
 # How fast would it be? The timing model (`bwlab.timing`, notebook 07) replays the emulator's run of your
 # kernel on an H100's machine description and scales one SM's tiles up to a full 8192³ GEMM: a
 # prediction, the same on every computer. A pipeline that waits too long or releases too late shows up
-# here as a slower time than the ladder's step 4, whose ring yours rebuilds.
+# here as a slower time than the ladder's step 4, whose ring yours rebuilds. The model runs it at the
+# H100's highest SM clock; under the power cap a GPU holds a lower one at this shape (notebook 08's
+# clock log), so compare the prediction with step 4's prediction, not with a measured time.
 
 # %%
 print(cap.predicted_speed("hopper", mine))
@@ -154,7 +156,7 @@ print(cap.predicted_speed("hopper", mine))
 # The solved Hopper kernel, run once on an H200 at three shapes and compared with cuBLAS's f32 GEMM of
 # the same bf16 operands (`cupy.matmul`), and at the graded shape compared with the emulator's C. The
 # file's first line says where and when; its last line the command. How fast a pipeline like this
-# one runs on the GPU is what notebook 07 measured (its steps 3 and 4).
+# one runs on the GPU is what notebook 07 measured on an H100 (its steps 3 and 4).
 
 # %%
 from bwlab.results import show_report
@@ -170,7 +172,8 @@ show_report("capstone_h200.txt")
 # while the epilogue warps read the other one out; `acc_phase` is the parity of the buffer's current
 # use, as `phase` is of a stage's. Between an mbarrier handshake and the `tcgen05` work it orders, each
 # side fences (notebook 06): `tcgen05.fence::before_thread_sync` in the thread that arrives,
-# `::after_thread_sync` in the one that waits.
+# `::after_thread_sync` in the one that waits. An arrival made by `tcgen05.commit` needs no fence
+# before it: the commit itself tracks the MMAs it follows.
 
 # %%
 TeachingKernel("capstone/blackwell_ws.cu").show(head=30)
