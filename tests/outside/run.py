@@ -11,11 +11,13 @@ ties, INT_MIN, LLONG_MIN, shift counts past the width); every output buffer is p
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
 import sys
 import traceback
+import types
 import warnings
 from pathlib import Path
 
@@ -24,6 +26,11 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 SOURCES = {"reduce": (), "half": (), "ints": (), "mathlib": (), "misc": (), "warp": (),
            "fastmath": ("--use_fast_math",)}
+FIRST = tuple(SOURCES)  # the first set, recorded in tests/data/emu_outside/h200.npz
+_spec2 = importlib.util.spec_from_file_location("outside_second", HERE / "second.py")
+second = importlib.util.module_from_spec(_spec2)
+_spec2.loader.exec_module(second)
+SOURCES.update(second.SOURCES)  # the second set (tests/outside/second_*.cu), in h200_second.npz
 INC = os.environ.get("CUDA_INC", str(Path(np.__file__).parents[1] / "nvidia/cuda_runtime/include"))
 CCCL = "-I" + os.environ.get("CUDA_CCCL", "/usr/local/cuda/include/cccl")
 
@@ -301,6 +308,7 @@ def kernels():
     ga, gb = f32_pairs(95, 256)
     k("fm_expr", "fastmath", (2,), (128,), [In(ga), In(gb), Out("f4", 8 * 256)], cmp="approx")
     k("fm_ftz_exact", "fastmath", (2,), (128,), [In(ga), In(gb), Out("f4", 4 * 256), Out("i4", 256)])
+    second.add(k, types.SimpleNamespace(**globals()))
     return K
 
 
