@@ -4,7 +4,8 @@
     python tests/outside/run.py gpu    BUILD_DIR OUT_DIR   # load the cubins with CuPy, run, save OUT_DIR/<kernel>.npz
     python tests/outside/run.py emu    BUILD_DIR OUT_DIR [names...]   # the same kernels in bwlab.emu
     python tests/outside/run.py compare GPU_DIR EMU_DIR BUILD_DIR      # the table
-    python tests/outside/run.py pack GPU_DIR BUILD_DIR DEST.npz HEADER # the recording tests/test_emu_outside.py reads
+    python tests/outside/run.py pack GPU_DIR BUILD_DIR DEST.npz HEADER # the recording tests/test_emu_outside*.py read
+    (GPU_DIR may hold one set: the first set is h200.npz, the second set (second_*.cu) h200_second.npz)
 
 Inputs are generated here from fixed seeds and explicit edge values (NaN payloads, infinities, subnormals,
 ties, INT_MIN, LLONG_MIN, shift counts past the width); every output buffer is prefilled with 0xA5.
@@ -480,9 +481,11 @@ def pack(gdir: Path, bdir: Path, dest: Path, header: Path):
     """One compressed file for the tests: every kernel's GPU outputs and printf text, the PTX each source
     compiled to (what the emulator runs; the GPU ran the cubin of the same build) and the GPU's header."""
     z = {}
-    for src in SOURCES:
-        z[f"ptx/{src}"] = np.frombuffer((bdir / f"{src}.ptx").read_bytes(), np.uint8)
     status = json.loads((gdir / "status.json").read_text())
+    ran = {kd["src"] for kd in kernels() if status.get(kd["name"]) == "ok"}   # the sources the GPU run covered
+    for src in SOURCES:
+        if src in ran:
+            z[f"ptx/{src}"] = np.frombuffer((bdir / f"{src}.ptx").read_bytes(), np.uint8)
     for kd in kernels():
         if status.get(kd["name"]) != "ok":
             continue
