@@ -313,3 +313,24 @@ def test_half_mul_then_sub_is_contracted_like_ptxas():
     unfused = (((sq * 3).astype(h).astype(np.float64) - two_x).astype(h).astype(np.float64) + 1).astype(h)
     assert (fused != unfused).all()
     assert np.array_equal(out.get(), fused.view(np.uint16))
+
+
+def test_shuffle_with_a_width_reads_warp_sz():
+    """cuda_fp16.h's __shfl_up_sync(mask, __half2, delta, width) builds the shuffle's segment mask from PTX's
+    predefined WARP_SZ in inline asm (`{mov.u32 %r, WARP_SZ;}`, as below): the emulator knows it as 32 (it
+    refused the symbol before)."""
+    src = r'''
+    extern "C" __global__ void k(const unsigned* a, unsigned* o, int* ws) {
+        int t = threadIdx.x, width = 8, w;
+        asm("{mov.u32 %0, WARP_SZ;}" : "=r"(w));
+        unsigned c = ((w - width) << 8), r;
+        asm("{shfl.sync.up.b32 %0,%1,%2,%3,%4;}" : "=r"(r) : "r"(a[t]), "r"(1), "r"(c), "r"(0xffffffffu));
+        o[t] = r;
+        ws[t] = w;
+    }'''
+    a = np.arange(32, dtype=np.uint32) * 0x10001 + 5
+    o, ws = emu.zeros(32, np.uint32), emu.zeros(32, np.int32)
+    emu.RawModule(code=src).get_function("k")((1,), (32,), (emu.asarray(a), o, ws))
+    lane = np.arange(32)
+    assert (ws.get() == 32).all()
+    assert np.array_equal(o.get(), np.where(lane % 8 >= 1, a[lane - 1], a))
