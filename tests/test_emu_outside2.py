@@ -32,7 +32,9 @@ first.APPROX.setdefault("math_more_f", (2, 0.0, 0.0))
 KNOWN = {
     "call_struct_return": "f64 NaN + NaN: which operand's payload add.f64 returns. The H200 gave 0x7ff8000000000000 "
                           "for ((gen NaN + qNaN) + -qNaN) + widened 0x7f800001, where the larger-payload rule gives "
-                          "0x7ff8000020000000; neither first-, last- nor smaller-payload fits all recordings",
+                          "0x7ff8000020000000; neither first-, last- nor smaller-payload fits all recordings. ptxas "
+                          "commutes DADD's operands (this kernel's SASS has both DADD R, new, sum and DADD R, sum, "
+                          "new), so a positional rule could not be read off the PTX",
     "dyn_shared_reduce": "f64 NaN + NaN in a tree sum: the H200 kept 0x7ff8000000000001 over 0xfff8000000012345 (the "
                          "larger quieted payload, which the emulator picks)",
     "printf_many": "printf %hhu: the H200's formatter takes the argument as 8 bytes at the next 8-aligned offset, so "
