@@ -283,3 +283,54 @@ def test_a_float_add_decodes_beside_a_call_that_returns_nothing():
     emu.RawModule(code=src).get_function("k")((1,), (32,), (emu.asarray(a), emu.asarray(b), out, flag))
     assert np.array_equal(out.get(), a + b)
     assert flag.get()[0] == -100
+
+
+def test_half_mul_then_sub_is_contracted_like_ptxas():
+    """cuda_fp16's __hmul then __hsub (mul.f16, sub.f16 without a rounding modifier) run as one fma, as
+    ptxas compiles them: x*x*3 - x*2 + 1 in __half gave the fused result on an H200 (outside corpus,
+    templ_half). The inputs are ones where the fused and the unfused results differ."""
+    src = r'''
+    // what cuda_fp16.h's __hmul/__hsub/__hadd expand to (its header is not on NVRTC's default path)
+    __device__ __forceinline__ unsigned short hmul(unsigned short a, unsigned short b) {
+        unsigned short r; asm("{mul.f16 %0,%1,%2;}\n" : "=h"(r) : "h"(a), "h"(b)); return r; }
+    __device__ __forceinline__ unsigned short hsub(unsigned short a, unsigned short b) {
+        unsigned short r; asm("{sub.f16 %0,%1,%2;}\n" : "=h"(r) : "h"(a), "h"(b)); return r; }
+    __device__ __forceinline__ unsigned short hadd(unsigned short a, unsigned short b) {
+        unsigned short r; asm("{add.f16 %0,%1,%2;}\n" : "=h"(r) : "h"(a), "h"(b)); return r; }
+    extern "C" __global__ void k(const unsigned short* a, unsigned short* out) {
+        int i = threadIdx.x;
+        unsigned short x = a[i];
+        unsigned short three = 0x4200, two = 0x4000, one = 0x3C00;
+        out[i] = hadd(hsub(hmul(hmul(x, x), three), hmul(x, two)), one);
+    }'''
+    x = np.resize(np.array([0xCACC, 0xC4A9, 0x4695, 0x3E95, 0xC383], np.uint16).view(np.float16), 32)
+    out = emu.zeros(32, np.uint16)
+    emu.RawModule(code=src).get_function("k")((1,), (32,), (emu.asarray(x), out))
+    h = np.float16
+    sq = (x.astype(np.float64) ** 2).astype(h).astype(np.float64)
+    two_x = (x.astype(np.float64) * 2).astype(h).astype(np.float64)
+    fused = ((sq * 3 - two_x).astype(h).astype(np.float64) + 1).astype(h)
+    unfused = (((sq * 3).astype(h).astype(np.float64) - two_x).astype(h).astype(np.float64) + 1).astype(h)
+    assert (fused != unfused).all()
+    assert np.array_equal(out.get(), fused.view(np.uint16))
+
+
+def test_shuffle_with_a_width_reads_warp_sz():
+    """cuda_fp16.h's __shfl_up_sync(mask, __half2, delta, width) builds the shuffle's segment mask from PTX's
+    predefined WARP_SZ in inline asm (`{mov.u32 %r, WARP_SZ;}`, as below): the emulator knows it as 32 (it
+    refused the symbol before)."""
+    src = r'''
+    extern "C" __global__ void k(const unsigned* a, unsigned* o, int* ws) {
+        int t = threadIdx.x, width = 8, w;
+        asm("{mov.u32 %0, WARP_SZ;}" : "=r"(w));
+        unsigned c = ((w - width) << 8), r;
+        asm("{shfl.sync.up.b32 %0,%1,%2,%3,%4;}" : "=r"(r) : "r"(a[t]), "r"(1), "r"(c), "r"(0xffffffffu));
+        o[t] = r;
+        ws[t] = w;
+    }'''
+    a = np.arange(32, dtype=np.uint32) * 0x10001 + 5
+    o, ws = emu.zeros(32, np.uint32), emu.zeros(32, np.int32)
+    emu.RawModule(code=src).get_function("k")((1,), (32,), (emu.asarray(a), o, ws))
+    lane = np.arange(32)
+    assert (ws.get() == 32).all()
+    assert np.array_equal(o.get(), np.where(lane % 8 >= 1, a[lane - 1], a))

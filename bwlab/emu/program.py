@@ -214,7 +214,9 @@ class _Ctx:
 
     def symbol(self, name: str):
         """(space, value) of a symbol operand: ('shared', offset), ('global', address),
-        ('kparam', offset), ('cparam', offset), ('local', offset), ('func', name)."""
+        ('kparam', offset), ('cparam', offset), ('local', offset), ('func', name), ('const', value)."""
+        if name == "WARP_SZ":   # PTX ISA, "Identifiers": the predefined run-time constant, the warp size
+            return "const", 32
         p = self.prog
         if name in p.shared:
             return "shared", p.shared[name]

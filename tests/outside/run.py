@@ -4,18 +4,21 @@
     python tests/outside/run.py gpu    BUILD_DIR OUT_DIR   # load the cubins with CuPy, run, save OUT_DIR/<kernel>.npz
     python tests/outside/run.py emu    BUILD_DIR OUT_DIR [names...]   # the same kernels in bwlab.emu
     python tests/outside/run.py compare GPU_DIR EMU_DIR BUILD_DIR      # the table
-    python tests/outside/run.py pack GPU_DIR BUILD_DIR DEST.npz HEADER # the recording tests/test_emu_outside.py reads
+    python tests/outside/run.py pack GPU_DIR BUILD_DIR DEST.npz HEADER # the recording tests/test_emu_outside*.py read
+    (GPU_DIR may hold one set: the first set is h200.npz, the second set (second_*.cu) h200_second.npz)
 
 Inputs are generated here from fixed seeds and explicit edge values (NaN payloads, infinities, subnormals,
 ties, INT_MIN, LLONG_MIN, shift counts past the width); every output buffer is prefilled with 0xA5.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
 import sys
 import traceback
+import types
 import warnings
 from pathlib import Path
 
@@ -24,6 +27,11 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 SOURCES = {"reduce": (), "half": (), "ints": (), "mathlib": (), "misc": (), "warp": (),
            "fastmath": ("--use_fast_math",)}
+FIRST = tuple(SOURCES)  # the first set, recorded in tests/data/emu_outside/h200.npz
+_spec2 = importlib.util.spec_from_file_location("outside_second", HERE / "second.py")
+second = importlib.util.module_from_spec(_spec2)
+_spec2.loader.exec_module(second)
+SOURCES.update(second.SOURCES)  # the second set (tests/outside/second_*.cu), in h200_second.npz
 INC = os.environ.get("CUDA_INC", str(Path(np.__file__).parents[1] / "nvidia/cuda_runtime/include"))
 CCCL = "-I" + os.environ.get("CUDA_CCCL", "/usr/local/cuda/include/cccl")
 
@@ -301,6 +309,7 @@ def kernels():
     ga, gb = f32_pairs(95, 256)
     k("fm_expr", "fastmath", (2,), (128,), [In(ga), In(gb), Out("f4", 8 * 256)], cmp="approx")
     k("fm_ftz_exact", "fastmath", (2,), (128,), [In(ga), In(gb), Out("f4", 4 * 256), Out("i4", 256)])
+    second.add(k, types.SimpleNamespace(**globals()))
     return K
 
 
@@ -472,9 +481,11 @@ def pack(gdir: Path, bdir: Path, dest: Path, header: Path):
     """One compressed file for the tests: every kernel's GPU outputs and printf text, the PTX each source
     compiled to (what the emulator runs; the GPU ran the cubin of the same build) and the GPU's header."""
     z = {}
-    for src in SOURCES:
-        z[f"ptx/{src}"] = np.frombuffer((bdir / f"{src}.ptx").read_bytes(), np.uint8)
     status = json.loads((gdir / "status.json").read_text())
+    ran = {kd["src"] for kd in kernels() if status.get(kd["name"]) == "ok"}   # the sources the GPU run covered
+    for src in SOURCES:
+        if src in ran:
+            z[f"ptx/{src}"] = np.frombuffer((bdir / f"{src}.ptx").read_bytes(), np.uint8)
     for kd in kernels():
         if status.get(kd["name"]) != "ok":
             continue

@@ -107,15 +107,21 @@ def _regs(op):
     return []
 
 _RND = ("rn", "rz", "rm", "rp")
+# the types ptxas contracts mul + add/sub into an fma for (H200: cuda_fp16's mul.f16 then sub.f16, as
+# x*x*3 - x*2 compiles, gave the fused result: tests/outside/second_calls.cu templ_half; f16x2 by the same
+# rule, not measured)
+_CONTRACTED = ("f16", "f16x2", "f32", "f64")
+_SIGN = {"f16": np.uint16(1 << 15), "f16x2": np.uint32(0x80008000), "f32": np.uint32(1 << 31),
+         "f64": np.uint64(1 << 63)}
 
 
 def _contraction(ctx, ins, base, mods, ty):
     """ptxas's contraction (PTX ISA, mul/add: "mul/add sequences with no rounding modifiers may be
-    optimized to use fused-multiply-add instructions"; ptxas does so by default): an add/sub.f32/f64
+    optimized to use fused-multiply-add instructions"; ptxas does so by default): an add/sub.f16/f16x2/f32/f64
     without a rounding modifier whose operand is the product of a mul without one, written once, read by
     this instruction alone, in the same basic block and from registers written once, is computed as one fma. Returns the body,
     or None where the instruction is not contracted."""
-    if base not in ("add", "sub") or ty not in ("f32", "f64") or any(m in _RND or m == "sat" for m in mods):
+    if base not in ("add", "sub") or ty not in _CONTRACTED or any(m in _RND or m == "sat" for m in mods):
         return None
     func = ctx.func
     pos, writes, reads = _uses(ctx)
@@ -144,12 +150,16 @@ def _contraction(ctx, ins, base, mods, ty):
         from ...hw import floats as hf
         from .float import _fma_f32_rn
         ftz = "ftz" in mods
+        scalar = ty[:-2] if ty.endswith("x2") else ty
         if ty == "f32" and not ftz:
             f = _fma_f32_rn
+        elif scalar != ty:
+            def f(a, b, c):
+                return packed2(lambda x, y, z: hf.fma(x, y, z, scalar, ftz=ftz), a, b, c)
         else:
             def f(a, b, c):
                 return hf.fma(a, b, c, ty, ftz=ftz)
-        sbit = np.uint32(1 << 31) if ty == "f32" else np.uint64(1 << 63)
+        sbit = _SIGN[ty]
         if base == "add":
             return lambda w, m: wr(w, f(ra(w), rb(w), rc(w)), m)
         if k == 0:    # a*b - c

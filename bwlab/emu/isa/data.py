@@ -20,6 +20,10 @@ def mov(ctx, ins, base, mods):
         return mov128(ctx, ins, base, mods)
     if a[0] == "sym":
         space, val = ctx.symbol(a[1])
+        if space == "const":   # WARP_SZ (a shuffle's width: __shfl_xor_sync(m, v, lane, 8))
+            wr = writer(ctx, d, ty)
+            v = from_bits(np.full(32, val, np.uint64), ty)
+            return (lambda w, m: wr(w, v, m))
         if space == "func":   # a function pointer (control.func_address; `call` through a register)
             from .control import func_address
             val = func_address(ctx.prog, val)
