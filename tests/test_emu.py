@@ -493,8 +493,6 @@ def test_an_instruction_the_table_has_no_row_for_is_refused_at_decode_by_name_li
     cases = {
         "extern \"C\" __global__ void k() { asm volatile(\"pmevent 1;\"); }": ("`pmevent`", "__prof_trigger()"),
         "extern \"C\" __global__ void k() { __brkpt(); }": ("`brkpt`", "__brkpt()"),
-        "extern \"C\" __global__ void k(float* o) { asm volatile(\"cp.async.ca.shared.global [%0], [%1], 4;\" "
-        ":: \"r\"(0), \"l\"(o)); }": ("`cp.async.ca.shared.global`", "__pipeline_memcpy_async"),
     }
     for code, (op, construct) in cases.items():
         with pytest.raises(emu.UnsupportedInstruction) as e:

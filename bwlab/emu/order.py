@@ -65,6 +65,8 @@ def completion_hint(key) -> str:
         return "a wait on the mbarrier its tcgen05.commit arrives on"
     if kind == "bulk":
         return "cp.async.bulk.wait_group.read (or wait_group) in the issuing thread"
+    if kind == "cp.async":
+        return "cp.async.wait_group / wait_all in the issuing thread"
     if kind == "tcgen05.ld":
         return "tcgen05.wait::ld in the loading warp"
     return "its completion"
@@ -403,6 +405,15 @@ def require_read_ordered(M, c, lo, hi, known: dict, reader: str, where: str, wha
             if note not in M.warnings:
                 M.warnings.append(note)
             continue
+        if first is not None and done is not None and done[0][0] == "cp.async":
+            raise AsyncWriteNotObserved(
+                f"{reader} at {where} {what} shared byte 0x{first:x} ({M.prog.shared_name(first)}) of CTA "
+                f"{c.ctaid}, which {wwhat} issued by {wwho} at {wwhere} writes, and this thread has not observed that "
+                f"copy complete: the copy lands at some time after its issue. Wait first — cp.async.wait_group / "
+                f"wait_all in the issuing thread (__pipeline_wait_prior, cg::wait, pipeline.consumer_wait) or the "
+                f"mbarrier phase its cp.async.mbarrier.arrive completes (cuda::barrier) — and, when another thread "
+                f"issued it, a barrier (__syncthreads) after that wait (PTX ISA: cp.async; the writes of a cp.async "
+                f"are visible only after its completion is observed)")
         if first is not None:
             state = ("is still in flight" if done is None else
                      f"landed, but this thread has not observed the completion of the mbarrier phase it completed "

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from . import compare, control, conversion, data, float as fp, integer, logic, mma_sync, sync, warp, wmma
 from .arith import arithmetic
-from .asynchronous import bulk, mbarrier, tcgen05, tcgen05_cp, tmem_access, wgmma
+from .asynchronous import bulk, cpasync, mbarrier, tcgen05, tcgen05_cp, tmem_access, wgmma
 from .operands import nop
 
 __all__ = ["Row", "ROWS", "TABLE", "KINDS", "CONVERGE", "CUDA_CONSTRUCTS", "lookup", "construct_of", "listing"]
@@ -182,6 +182,14 @@ ROWS = [
     Row("mbarrier.try_wait", mbarrier.wait, section=f"{SYN}: mbarrier.test_wait / try_wait"),
     Row("mbarrier.test_wait", mbarrier.wait, section=f"{SYN}: mbarrier.test_wait / try_wait"),
     Row("mbarrier.pending_count", mbarrier.pending_count, section=f"{SYN}: mbarrier.pending_count"),
+    # -- Ampere's asynchronous copy (per-thread groups) ---------------------------------------------
+    Row("cp.async.ca", cpasync.copy, "async", section=f"{DAT}: cp.async"),
+    Row("cp.async.cg", cpasync.copy, "async", section=f"{DAT}: cp.async"),
+    Row("cp.async.commit_group", cpasync.commit_group, section=f"{DAT}: cp.async.commit_group"),
+    Row("cp.async.wait_group", cpasync.wait_group, "blocking", section=f"{DAT}: cp.async.wait_group"),
+    Row("cp.async.wait_all", cpasync.wait_all, "blocking", section=f"{DAT}: cp.async.wait_group"),
+    Row("cp.async.mbarrier.arrive", cpasync.mbarrier_arrive, "async",
+        section=f"{SYN}: cp.async.mbarrier.arrive"),
     # -- the TMA and bulk copies ----------------------------------------------------------------------
     Row("cp.async.bulk", bulk.bulk_copy, "async", section=f"{DAT}: cp.async.bulk"),
     Row("cp.async.bulk.tensor", bulk.tensor, "async", section=f"{DAT}: cp.async.bulk.tensor"),
@@ -253,7 +261,6 @@ CUDA_CONSTRUCTS = [
     (r"^v(add|sub|absdiff|min|max|set)", "a SIMD video intrinsic (__vadd4, __vabsdiff4, ...)"),
     (r"^brkpt", "__brkpt()"),
     (r"^pmevent", "__prof_trigger()"),
-    (r"^cp\.async\.(ca|cg)", "__pipeline_memcpy_async / cuda::memcpy_async (Ampere's cp.async)"),
     (r"^(ld|st)\.\S*b128", "a 128-bit load or store (__int128, a 16-byte struct)"),
     (r"^cvt\.\S*(e4m3|e5m2|e2m1|e2m3|e3m2|ue8m0)", "a cuda_fp8.h / cuda_fp6.h / cuda_fp4.h conversion"),
     (r"^cvt\.rz\.\S*bf16", "__float2bfloat16_rz"),
