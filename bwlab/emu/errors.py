@@ -118,7 +118,8 @@ class GenericWriteNotOrdered(ProtocolError):
 
 class AsyncWriteNotObserved(ProtocolError):
     """Shared memory read while a TMA load or bulk copy writing it is in flight, or before the mbarrier phase it
-    completed was observed by the reader."""
+    completed was observed by the reader; or read while a cp.async writing it is not known complete to the reader
+    (its cp.async.wait_group / wait_all, or the mbarrier phase of its cp.async.mbarrier.arrive)."""
 
 
 class MbarrierPhaseOverrun(ProtocolError):
