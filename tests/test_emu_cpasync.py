@@ -164,3 +164,20 @@ def test_cp_async_mbarrier_arrive_counts_one_arrival_only_with_noinc(noinc, coun
     else:
         with pytest.raises(EmuHang):
             f((1,), (16,), (emu.asarray(x), out))
+
+
+def test_a_double_buffered_tiled_sgemm_with_cp_async_is_exact():
+    """16 CTAs of 256 threads, each prefetching the next k-tile with 4-byte cp.async.ca while it computes on this
+    one (wait_group 1 + __syncthreads): the product equals NumPy's (inputs exact in f32)."""
+    inc = Path(np.__file__).parents[1] / "nvidia" / "cuda_runtime" / "include"
+    if not (inc / "cuda_pipeline.h").is_file():
+        pytest.skip("cuda_pipeline.h (the nvidia-cuda-runtime wheel's headers) is absent")
+    from bwlab.compile import compile_cuda
+    c = compile_cuda(ROOT / "tests" / "cpasync" / "sgemm.cu", arch="sm_90a", extra_options=(f"-I{inc}", "-lineinfo"))
+    f = emu.RawModule(ptx=c.ptx, name="sgemm.cu").get_function("sgemm")
+    n = 64
+    rng = np.random.default_rng(5)
+    a, b = ((rng.integers(-8, 8, (n, n)) / 4).astype(np.float32) for _ in range(2))
+    out = emu.zeros(n * n, np.float32)
+    f((n // 16, n // 16), (16, 16), (emu.asarray(a), emu.asarray(b), out, np.int32(n)), seed=4)
+    assert np.array_equal(out.get().reshape(n, n), a @ b)

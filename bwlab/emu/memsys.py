@@ -171,7 +171,7 @@ class MemorySystem:
             for lane in lanes:
                 c, off = self.cta_of_cluster_addr(w, int(a[lane]), "load", ins, own=kind == "shared_cta")
                 self._check_smem(w, c, off, n, lane, ins)
-                if c.__dict__.get("async_writes"):
+                if c.__dict__.get("async_writes") or c.__dict__.get("cpa_bytes") is not None:
                     order.require_read_ordered(self.launch, c, off, off + n, w.known, w.who(np.arange(32) == lane),
                                      self.launch.where(ins), w=w)
                 out[lane] = c.smem[off:off + n]
@@ -291,7 +291,7 @@ class MemorySystem:
         off = self._own_offsets(w, a, m, n * vec)
         if off is None:
             return None
-        if w.cta.__dict__.get("async_writes"):
+        if w.cta.__dict__.get("async_writes") or w.cta.__dict__.get("cpa_bytes") is not None:
             self._ordered_read(w, w.cta, off[m].astype(np.int64), n * vec)
         view = _view(w.cta, n)
         idx = (off >> U64(_LOG2[n])).astype(np.intp)
@@ -302,7 +302,7 @@ class MemorySystem:
         off = self._own_offsets(w, a, m, n)
         if off is None:
             return None
-        if w.cta.__dict__.get("async_writes"):
+        if w.cta.__dict__.get("async_writes") or w.cta.__dict__.get("cpa_bytes") is not None:
             self._ordered_read(w, w.cta, off[m].astype(np.int64), n)
         return _view(w.cta, n)[(off >> U64(_LOG2[n])).astype(np.intp)]
 
@@ -447,7 +447,7 @@ class MemorySystem:
 
     def _ordered_read(self, w, c, off, n):
         """A thread read of c's shared bytes at `off` (lanes' offsets, n bytes each)."""
-        if c.__dict__.get("async_writes"):
+        if c.__dict__.get("async_writes") or c.__dict__.get("cpa_bytes") is not None:
             order.require_read_ordered(self.launch, c, off, None, w.known, self.who(w), self._here(w), n=n, w=w)
         if c is not w.cta:
             order.remote_access(w, c, "loads from its shared memory", self._here(w))

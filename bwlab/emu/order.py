@@ -40,7 +40,7 @@ from .errors import (AsyncInFlightAtExit, AsyncReadHazard, AsyncWriteNotObserved
 __all__ = ["Region", "learn", "merge", "snapshot", "add_region", "require_write_ordered", "require_exit_ordered", "completion_hint",
            "PhaseOrder", "phase_of", "signal", "observed", "remote_access", "require_cluster_exit_ordered", "release",
            "record_stores", "require_async_read_ordered", "add_async_write", "landed", "require_read_ordered",
-           "require_arrival_ordered", "note_arrival", "sync_entry", "tc_lanes_did", "lane_bits", "lanes_of",
+           "require_arrival_ordered", "note_arrival", "require_cpasync_observed", "sync_entry", "tc_lanes_did", "lane_bits", "lanes_of",
            "thread_synced"]
 
 _SEC = "PTX ISA, Memory Consistency Model (async proxy; completion of asynchronous operations)"
@@ -389,6 +389,8 @@ def landed(c, op: int, bcta, boff: int, phase: int) -> None:
 def require_read_ordered(M, c, lo, hi, known: dict, reader: str, where: str, what: str = "reads", n=None, w=None) -> None:
     """A read of CTA c's shared bytes [lo, hi) by a thread (or the issue of an async read) that knew `known`;
     with `n`, `lo` is an array of offsets each read n bytes wide."""
+    if c.__dict__.get("cpa_bytes") is not None:
+        require_cpasync_observed(M, c, lo, hi, known, reader, where, what, n)
     writes = c.__dict__.get("async_writes")
     if not writes:
         return
@@ -405,15 +407,6 @@ def require_read_ordered(M, c, lo, hi, known: dict, reader: str, where: str, wha
             if note not in M.warnings:
                 M.warnings.append(note)
             continue
-        if first is not None and done is not None and done[0][0] == "cp.async":
-            raise AsyncWriteNotObserved(
-                f"{reader} at {where} {what} shared byte 0x{first:x} ({M.prog.shared_name(first)}) of CTA "
-                f"{c.ctaid}, which {wwhat} issued by {wwho} at {wwhere} writes, and this thread has not observed that "
-                f"copy complete: the copy lands at some time after its issue. Wait first — cp.async.wait_group / "
-                f"wait_all in the issuing thread (__pipeline_wait_prior, cg::wait, pipeline.consumer_wait) or the "
-                f"mbarrier phase its cp.async.mbarrier.arrive completes (cuda::barrier) — and, when another thread "
-                f"issued it, a barrier (__syncthreads) after that wait (PTX ISA: cp.async; the writes of a cp.async "
-                f"are visible only after its completion is observed)")
         if first is not None:
             state = ("is still in flight" if done is None else
                      f"landed, but this thread has not observed the completion of the mbarrier phase it completed "
@@ -423,6 +416,37 @@ def require_read_ordered(M, c, lo, hi, known: dict, reader: str, where: str, wha
                 f"{c.ctaid}, which {wwhat} issued by {wwho} at {wwhere} writes and which {state}: wait on its mbarrier "
                 f"first (PTX ISA: the bytes of an asynchronous copy are visible only after the mbarrier phase it "
                 f"completes is observed)")
+
+
+def require_cpasync_observed(M, c, lo, hi, known: dict, reader: str, where: str, what: str = "reads", n=None) -> None:
+    """A read of CTA c's shared bytes [lo, hi) (or n bytes at each offset in the array lo): every cp.async that wrote
+    one of them (c.cpa_bytes: the latest op and issuing thread of each byte) must be known complete to the reader."""
+    ops, thr = c.cpa_bytes
+    idx = slice(lo, hi) if n is None else (lo.reshape(-1, 1) + np.arange(n)).reshape(-1)
+    got = ops[idx]
+    sel = got > 0
+    if not sel.any():
+        return
+    got, ts = got[sel], thr[idx][sel]
+    need = {}
+    for t, op in zip(ts.tolist(), got.tolist()):     # (plain Python: a read touches a few dozen bytes)
+        if need.get(t, 0) < op:
+            need[t] = op
+    for t, op in need.items():
+        if known.get(("cp.async", c.linear, t), -1) >= op:
+            continue
+        late = got[(ts == t) & (got > known.get(("cp.async", c.linear, t), -1))]
+        op = int(late.min())
+        b = int((np.arange(lo, hi) if n is None else idx)[sel][(ts == t) & (got == op)][0])
+        cwhere, cwho = c.cpa_info.get(op, ("?", f"thread {t}"))
+        raise AsyncWriteNotObserved(
+            f"{reader} at {where} {what} shared byte 0x{b:x} ({M.prog.shared_name(b)}) of CTA {c.ctaid}, which the "
+            f"cp.async issued by {cwho} at {cwhere} writes, and this thread has not observed that copy complete: the "
+            f"copy lands at some time after its issue. Wait first — cp.async.wait_group / wait_all in the issuing "
+            f"thread (__pipeline_wait_prior, cg::wait, pipeline.consumer_wait) or the mbarrier phase its "
+            f"cp.async.mbarrier.arrive completes (cuda::barrier) — and, when another thread issued it, a barrier "
+            f"(__syncthreads) after that wait (PTX ISA: cp.async; its writes are visible only once its completion "
+            f"is observed)")
 
 
 def retire_writes(c) -> None:

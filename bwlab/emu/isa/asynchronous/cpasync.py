@@ -51,6 +51,15 @@ def _state(c):
     return s
 
 
+def _bytes(c):
+    """Per shared byte of c: the latest cp.async that writes it (0: none) and its issuing thread."""
+    got = c.__dict__.get("cpa_bytes")
+    if got is None:
+        got = c.cpa_bytes = (np.zeros(c.smem.size, np.int64), np.zeros(c.smem.size, np.int32))
+        c.cpa_info = {}
+    return got
+
+
 def copy(ctx, ins, base, mods):
     """cp.async.{ca,cg}.shared{::cta}.global{.level::cache_hint}{.level::prefetch_size}."""
     args = list(ins.args)
@@ -119,8 +128,10 @@ def copy(ctx, ins, base, mods):
             due[op] = M.clock + max(1, int(delay))
             opened.setdefault(t, []).append(op)
             last[t] = op
-            order.add_async_write(c, off, off + cp, op, WHAT, where, who)
-            c.async_writes[op][2] = (_key(c, t), op)    # observed once the thread knows this op complete
+            ops, thr = _bytes(c)
+            ops[off:off + cp] = op      # a read of these bytes must know this op complete (order.require_cpasync_observed)
+            thr[off:off + cp] = t
+            c.cpa_info[op] = (where, who)
         M.note(w, "cp.async")
     return body
 
