@@ -23,7 +23,8 @@ Ordering (bwlab.emu.order): each copy is an asynchronous write into shared memor
 ("cp.async", CTA, thread) by the issuing thread's wait_group / wait_all, or by a wait on the mbarrier phase its
 cp.async.mbarrier.arrive completes. Any other thread learns it only through synchronisation after that
 (`__syncthreads`, an mbarrier). A read of the bytes by a thread that has not observed the copy complete is
-`AsyncWriteNotObserved`, naming the read and the cp.async, whatever the timing of this run.
+`AsyncWriteNotObserved`, naming the read and the cp.async, whatever the timing of this run (the CTA keeps, per
+shared byte, the latest cp.async that writes it and its thread: `order.require_cpasync_observed`).
 """
 from __future__ import annotations
 
