@@ -12,7 +12,7 @@ import time
 from .. import device
 from ..util import round_up
 
-__all__ = ["gpu_line", "EXIT_PASS", "EXIT_MISMATCH", "EXIT_USAGE", "EXIT_NO_GPU", "Report", "Command", "NoSuitableGpu",
+__all__ = ["gpu_line", "probe_header", "EXIT_PASS", "EXIT_MISMATCH", "EXIT_USAGE", "EXIT_NO_GPU", "Report", "Command", "NoSuitableGpu",
            "run_cases", "verdict", "padded_strides"]
 
 EXIT_PASS, EXIT_MISMATCH, EXIT_USAGE, EXIT_NO_GPU = 0, 1, 2, 3
@@ -132,3 +132,13 @@ def gpu_line() -> str:
         drv = f"(CUDA driver API {cp.cuda.runtime.driverGetVersion()})"
     return (f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, GPU {dev['name'].decode()}, "
             f"driver {drv}, cupy {cp.__version__}")
+
+
+def probe_header(emulate: bool) -> str:
+    """The first line of a probe script's report (docs/results/timing_*.py): in the emulator, that its clock is
+    virtual; on a GPU, `gpu_line()`."""
+    import datetime
+    if emulate:
+        return (f"# {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; bwlab PTX emulator (virtual "
+                "clock: the numbers below prove the script, not the GPU)")
+    return "# " + gpu_line()

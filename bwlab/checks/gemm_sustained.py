@@ -72,6 +72,23 @@ def time_block(calls, seconds, per_sample, start=0):
     return [cp.cuda.get_elapsed_time(a, b) / per_sample for a, b in zip(events, events[1:])]
 
 
+def warm_up(lib_calls, proto, clocks, shape):
+    """The protocol's warm-up: blocks of library launches until two windows' median SM clocks settle (or
+    the limit). (seconds spent, the windows' median MHz)."""
+    t_start, mhz = time.perf_counter(), []
+    per_lib = P.samples_per_launch(launch_time_ms(lib_calls), proto.sample_ms)
+    while True:
+        t0 = time.perf_counter()
+        clocks.mark(("warm-up", shape))
+        time_block(lib_calls, proto.window_s, per_lib)
+        win = clocks.window(t0)
+        if win:
+            mhz.append(sorted(win)[len(win) // 2])
+        spent = time.perf_counter() - t_start
+        if spent >= proto.warmup_max_s or (spent >= proto.warmup_min_s and (not win or P.settled(mhz, proto.settle_mhz))):
+            return spent, mhz
+
+
 def launch_time_ms(calls, n=3):
     """Milliseconds per launch of `calls`: one warm-up round, then `n` rounds timed together with CUDA
     events (their mean per launch)."""
@@ -152,19 +169,7 @@ def _shape(m, n, k, proto, steps, torch_ok, clocks, say, table, dump, runner) ->
             continue
         cands.append((s, [t for t in timed], res))
     del ref
-    # warm-up: library windows until the SM clock settles
-    t_start, mhz = time.perf_counter(), []
-    per_lib = P.samples_per_launch(launch_time_ms(lib_calls), proto.sample_ms)
-    while True:
-        t0 = time.perf_counter()
-        clocks.mark(("warm-up", shape))
-        time_block(lib_calls, proto.window_s, per_lib)
-        win = clocks.window(t0)
-        if win:
-            mhz.append(sorted(win)[len(win) // 2])
-        spent = time.perf_counter() - t_start
-        if spent >= proto.warmup_max_s or (spent >= proto.warmup_min_s and (not win or P.settled(mhz, proto.settle_mhz))):
-            break
+    spent, mhz = warm_up(lib_calls, proto, clocks, shape)
     say(f"  warm-up {spent:.1f} s; window medians (MHz): {', '.join(f'{x:.0f}' for x in mhz[-4:]) or 'no clock reading'}")
     per = {s.name: P.samples_per_launch(launch_time_ms(t), proto.sample_ms) for s, t, _ in cands}
     lib_blocks, cand_blocks = [], {s.name: [] for s, _, _ in cands}

@@ -26,16 +26,7 @@ def add_own_shared(mem, w, a, vals, m):
     lanes = np.nonzero(m)[0] if m is not mem.FULL else _LANES
     idx = (off[lanes] >> U64(_LOG2[n])).astype(np.intp)
     view = mem.words(c, n).view(vals.dtype)
-    perm = np.argsort(idx, kind="stable")          # lanes of one address stay in lane order
-    sidx, sv = idx[perm], vals[lanes][perm]
-    incl = np.cumsum(sv, dtype=vals.dtype)
-    excl = incl - sv
-    first = np.r_[True, sidx[1:] != sidx[:-1]]
-    start = np.maximum.accumulate(np.where(first, np.arange(sidx.size), 0))
-    old_sorted = view[sidx] + (excl - excl[start])
-    view[sidx] = old_sorted + sv                   # the last lane of each address leaves the total
-    old = np.zeros(32, vals.dtype)
-    old[lanes[perm]] = old_sorted
+    old = _add_in_lane_order(view, idx, vals, lanes)
     mem.launch.progress()
     if c.__dict__.get("async_reads"):
         mem._ordered_write(w, c, off[lanes].astype(np.int64), n, lanes)
@@ -58,6 +49,15 @@ def add_global(mem, w, a, vals, m):
     view = view.view(vals.dtype)
     lanes = np.nonzero(m)[0] if m is not mem.FULL else _LANES
     idx = idx[lanes]
+    old = _add_in_lane_order(view, idx, vals, lanes)
+    for _ in range(lanes.size):                    # one store per lane, as the lane-by-lane path counts them
+        mem.launch.progress()
+    return old
+
+
+def _add_in_lane_order(view, idx, vals, lanes):
+    """Add the active lanes' values into view[idx] as if one lane after another in lane order (lanes of one
+    address see each other's sums); the old value each lane saw, by lane."""
     perm = np.argsort(idx, kind="stable")          # lanes of one address stay in lane order
     sidx, sv = idx[perm], vals[lanes][perm]
     incl = np.cumsum(sv, dtype=vals.dtype)
@@ -68,6 +68,4 @@ def add_global(mem, w, a, vals, m):
     view[sidx] = old_sorted + sv                   # the last lane of each address leaves the total
     old = np.zeros(32, vals.dtype)
     old[lanes[perm]] = old_sorted
-    for _ in range(lanes.size):                    # one store per lane, as the lane-by-lane path counts them
-        mem.launch.progress()
     return old

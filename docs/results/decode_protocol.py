@@ -17,7 +17,6 @@ import argparse
 import dataclasses
 import statistics
 import sys
-import time
 
 import numpy as np
 
@@ -159,7 +158,7 @@ def sustained(say, shapes, dump, extra=False):
     sustained blocks (library, candidate, library, ...) with the stream as one more candidate."""
     import cupy as cp
     from bwlab.checks.clocks import ClockLog, summarize
-    from bwlab.checks.gemm_sustained import _library, launch_time_ms, time_block
+    from bwlab.checks.gemm_sustained import _library, launch_time_ms, time_block, warm_up
     from bwlab.device import gpu_info
     from bwlab.gemm import decode, runner
     from bwlab.gemm import protocol as P
@@ -202,18 +201,7 @@ def sustained(say, shapes, dump, extra=False):
                 if res.ok:
                     cands.append((name, calls, after))
             del ref
-            t_start, mhz = time.perf_counter(), []
-            per_lib = P.samples_per_launch(launch_time_ms(lib_calls), proto.sample_ms)
-            while True:
-                t0 = time.perf_counter()
-                clocks.mark(("warm-up", shape))
-                time_block(lib_calls, proto.window_s, per_lib)
-                win = clocks.window(t0)
-                if win:
-                    mhz.append(sorted(win)[len(win) // 2])
-                spent = time.perf_counter() - t_start
-                if spent >= proto.warmup_max_s or (spent >= proto.warmup_min_s and (not win or P.settled(mhz, proto.settle_mhz))):
-                    break
+            spent, mhz = warm_up(lib_calls, proto, clocks, shape)
             say(f"  warm-up {spent:.1f} s; window medians (MHz): {', '.join(f'{x:.0f}' for x in mhz[-4:])}")
             per = {nm: P.samples_per_launch(launch_time_ms(cl), proto.sample_ms) for nm, cl, _ in cands}
             lib_blocks, cand_blocks = [], {nm: [] for nm, _, _ in cands}

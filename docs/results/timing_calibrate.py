@@ -12,8 +12,6 @@ clock is virtual. Prints every number; the machine descriptions (bwlab/timing/ma
 from __future__ import annotations
 
 import argparse
-import datetime
-import subprocess
 import sys
 from pathlib import Path
 
@@ -21,24 +19,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from bwlab.checks.common import probe_header as header  # noqa: E402
 from bwlab.runtime import EMULATED, GPU, encode_tensor_map, launch, tensor_map_arg  # noqa: E402
 from bwlab.tma.tensor_map import TensorMap  # noqa: E402
 
 SRC = "timing/calibrate_sm90.cu"
 WGMMA_FLOP = 2 * 64 * 256 * 16
-
-
-def header(emulate: bool) -> str:
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    if emulate:
-        return f"# {now}; bwlab PTX emulator (virtual clock: the numbers below prove the script, not the GPU)"
-    import cupy
-    try:
-        q = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,power.limit", "--format=csv,noheader"],
-                           capture_output=True, text=True, timeout=30).stdout.strip()
-    except Exception as e:   # the header still says what it could not read
-        q = f"nvidia-smi failed: {e}"
-    return f"# {now}; {q}; cupy {cupy.__version__}"
 
 
 def main(argv=None):

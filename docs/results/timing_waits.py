@@ -11,7 +11,6 @@ script and the kernels (every wait ends), not the numbers (the emulator's clock 
 from __future__ import annotations
 
 import argparse
-import datetime
 import re
 import shutil
 import subprocess
@@ -22,25 +21,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from bwlab.checks.common import probe_header as header  # noqa: E402
 from bwlab.runtime import EMULATED, GPU, launch  # noqa: E402
 
 SRC = "timing/waits_sm90.cu"
 GEMMS = (("s3_warp_specialized", 8192, 8192, 8192), ("s4_persistent", 8192, 8192, 8192),
          ("s4_persistent", 512, 8192, 8192), ("s5_cluster_multicast", 512, 8192, 8192))
 METRICS = "dram__bytes_read.sum,lts__t_sector_hit_rate.pct,gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second"
-
-
-def header(emulate: bool) -> str:
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    if emulate:
-        return f"# {now}; bwlab PTX emulator (virtual clock: the numbers below prove the script, not the GPU)"
-    import cupy
-    try:
-        q = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,power.limit", "--format=csv,noheader"],
-                           capture_output=True, text=True, timeout=30).stdout.strip()
-    except Exception as e:
-        q = f"nvidia-smi failed: {e}"
-    return f"# {now}; {q}; cupy {cupy.__version__}"
 
 
 def gemms():

@@ -246,14 +246,12 @@ def _bulk_wait(ctx, ins, read):
         for lane in np.nonzero(em)[0]:
             t = int(w.tid[lane])
             groups = c.bulk.get(t, [])
-            # PTX ISA: every group but the most recent n must be complete (not merely n groups in flight)
-            older = groups[:len(groups) - n] if n else groups
-            if any(op in M.inflight_ops for g in older for op in g):
+            complete, seq, older = older_groups(groups, n, M.inflight_ops)
+            if not complete:
                 ok = False
                 continue
-            done = [op for g in older for op in g]
-            if done:
-                learned.append((t, max(done)))
+            if seq is not None:
+                learned.append((t, seq))
             c.bulk[t] = groups[len(older):]
         if ok:
             for t, seq in learned:   # the waiting thread knows; its warp-mates learn it at a __syncwarp
@@ -394,3 +392,14 @@ def _bulk_copy(ctx, ins, mods):
                 order.signal(bcta, boff, bar, known, None, lambda: bar.complete_tx(nb))
             M.schedule(M.latency(nb), land, f"bulk copy of {nb} bytes @{bcta.rank}:{boff}")
     return body
+
+
+def older_groups(groups, n, inflight):
+    """`wait_group n` of one thread (bulk and cp.async alike): PTX ISA, every group but the n most recent must
+    be complete, not merely n groups in flight. (all complete?, the sequence number of the newest operation
+    they hold or None, those older groups)."""
+    older = groups[:len(groups) - n] if n else groups
+    if any(op in inflight for g in older for op in g):
+        return False, None, older
+    done = [op for g in older for op in g]
+    return True, (max(done) if done else None), older

@@ -33,6 +33,7 @@ import numpy as np
 from ... import order
 from ...errors import EmuFault, UnsupportedInstruction
 from ..operands import address, bits_reader
+from .bulk import older_groups
 
 __all__ = ["copy", "commit_group", "wait_group", "wait_all", "mbarrier_arrive", "WHAT"]
 
@@ -157,13 +158,12 @@ def _wait(ins, w, group, em, n, commit):
         gs = groups.get(t, [])
         if commit and opened.get(t):
             gs = gs + [opened[t]]
-        older = gs[:len(gs) - n] if n else gs      # all but the n most recent groups must be complete
-        if any(op in M.inflight_ops for g in older for op in g):
+        complete, seq, _ = older_groups(gs, n, M.inflight_ops)
+        if not complete:
             ok = False
             continue
-        done = [op for g in older for op in g]
-        if done:
-            learned.append((t, max(done)))
+        if seq is not None:
+            learned.append((t, seq))
     if not ok:
         what = "cp.async.wait_all" if commit else f"cp.async.wait_group {n}"
         M.spin(w, ("cp.async", f"{what} at {M.where(ins)}: more than {n} cp.async groups of this thread are "
