@@ -74,7 +74,7 @@ def time_block(calls, seconds, per_sample, start=0):
 
 def warm_up(lib_calls, proto, clocks, shape):
     """The protocol's warm-up: blocks of library launches until two windows' median SM clocks settle (or
-    the limit). (seconds spent, the windows' median MHz)."""
+    the limit). (seconds spent, the windows' median MHz, the library's launches per sample)."""
     t_start, mhz = time.perf_counter(), []
     per_lib = P.samples_per_launch(launch_time_ms(lib_calls), proto.sample_ms)
     while True:
@@ -86,7 +86,7 @@ def warm_up(lib_calls, proto, clocks, shape):
             mhz.append(sorted(win)[len(win) // 2])
         spent = time.perf_counter() - t_start
         if spent >= proto.warmup_max_s or (spent >= proto.warmup_min_s and (not win or P.settled(mhz, proto.settle_mhz))):
-            return spent, mhz
+            return spent, mhz, per_lib
 
 
 def launch_time_ms(calls, n=3):
@@ -169,7 +169,7 @@ def _shape(m, n, k, proto, steps, torch_ok, clocks, say, table, dump, runner) ->
             continue
         cands.append((s, [t for t in timed], res))
     del ref
-    spent, mhz = warm_up(lib_calls, proto, clocks, shape)
+    spent, mhz, per_lib = warm_up(lib_calls, proto, clocks, shape)
     say(f"  warm-up {spent:.1f} s; window medians (MHz): {', '.join(f'{x:.0f}' for x in mhz[-4:]) or 'no clock reading'}")
     per = {s.name: P.samples_per_launch(launch_time_ms(t), proto.sample_ms) for s, t, _ in cands}
     lib_blocks, cand_blocks = [], {s.name: [] for s, _, _ in cands}

@@ -201,7 +201,7 @@ def sustained(say, shapes, dump, extra=False):
                 if res.ok:
                     cands.append((name, calls, after))
             del ref
-            spent, mhz = warm_up(lib_calls, proto, clocks, shape)
+            spent, mhz, per_lib = warm_up(lib_calls, proto, clocks, shape)
             say(f"  warm-up {spent:.1f} s; window medians (MHz): {', '.join(f'{x:.0f}' for x in mhz[-4:])}")
             per = {nm: P.samples_per_launch(launch_time_ms(cl), proto.sample_ms) for nm, cl, _ in cands}
             lib_blocks, cand_blocks = [], {nm: [] for nm, _, _ in cands}
