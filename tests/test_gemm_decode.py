@@ -67,11 +67,12 @@ def test_decode_rung_in_the_emulator(m, n, k, monkeypatch):
 # give every CTA 4 stages or more through a ring of 2).
 WIDE = [(Config(4, 4, 1), 128, 256, 1024), (Config(4, 4, 1), 20, 256, 1024), (Config(4, 4, 1, (0, 0)), 64, 256, 1024),
         (Config(4, 4, 2), 100, 256, 2048), (Config(4, 2, 1), 100, 256, 512), (Config(2, 4, 1), 256, 128, 1024),
-        (Config(1, 4, 2), 48, 64, 2048)]
+        (Config(1, 4, 2), 48, 64, 2048), (Config(1, 1, 2, (), 2), 16, 64, 1024), (Config(1, 2, 1, (), 2), 100, 64, 512)]
 
 
 @pytest.mark.parametrize("cfg,m,n,k", WIDE, ids=lambda v: str(v) if isinstance(v, int) else
-                         f"w{v.consumers}s{v.split}kb{v.kb}{'r' + '-'.join(map(str, v.regs)) if v.regs else ''}")
+                         f"w{v.consumers}s{v.split}kb{v.kb}{'r' + '-'.join(map(str, v.regs)) if v.regs else ''}"
+                         f"{'m' + str(v.minb) if v.minb > 1 else ''}")
 def test_wide_configurations_in_the_emulator(cfg, m, n, k, monkeypatch):
     """The reduction of 4 partials (each CTA stores a quarter of the columns, sums them in the pieces'
     order) and 4 consumers under one A tile, bit for bit with the strict rules, every barrier phase reused."""
@@ -112,6 +113,25 @@ def test_wide_configurations_are_refused_where_the_kernel_cannot_hold_them():
     # the kernel checks the setmaxnreg budget itself: 40 + 4 x 112 registers x 128 threads > 96 x 640
     with pytest.raises(CompileError, match="exceed the CTA's pool"):
         compile_cuda(SWAP_AB.path, arch="sm_90a", defines=SWAP_AB.with_config(4, 4, 1, (40, 112)).build_defines(128))
+
+
+def test_two_ctas_per_sm_halve_the_ring_and_the_registers():
+    """minb = 2: the ring and the registers sized so that a CTA of the next grid fits beside one of this
+    grid on the SM (what programmatic dependent launch can use); refused where the accumulator cannot fit."""
+    from bwlab.compile import compile_cuda
+    from bwlab.gemm.occupancy import cubin_resources
+    r = SWAP_AB.with_config(1, 1, 1, (), 2)
+    for mt in (16, 64, 128):
+        smem = r.smem_bytes(mt, r.stages(mt))
+        assert r.stages(mt) >= 3 and 2 * (smem + 1536 + 1024) <= decode.H100_SMEM_PER_SM, (mt, smem)
+    res = cubin_resources(compile_cuda(r.path, arch="sm_90a", defines=r.build_defines(128)).cubin)
+    assert res.registers <= 128 and res.static_smem <= decode.STATIC_SMEM
+    with pytest.raises(ShapeError, match="minb = 2 takes one consumer warpgroup and M <= 128"):
+        r.require_shape(129, 256, 1024)
+    with pytest.raises(ShapeError, match="minb = 2 takes one consumer"):
+        SWAP_AB.with_config(2, 2, 1, (), 2).require_shape(64, 256, 1024)
+    with pytest.raises(ValueError, match="1 or 2 CTAs per SM"):
+        Config(1, 1, 1, (), 3)
 
 
 def test_the_deepest_ring_in_the_emulator(monkeypatch):
