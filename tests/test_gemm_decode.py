@@ -155,7 +155,11 @@ def test_the_committed_report_parses():
         assert sd.roofline == pytest.approx(st.us / sd.us, abs=2e-3)
         assert 1000 <= sd.mhz <= 2000 and 1000 <= here["library (cuBLAS)"].mhz <= 2000   # NVML's SM clock
     table = decode.roofline_table(rows)
-    assert "x roofline" in table and table.count(SWAP_AB.name) == 5
+    assert "x roofline" in table and table.count(SWAP_AB.name + " ") == 10 and table.count("(PDL)") == 5
+    for m in (16, 32, 64, 128, 256):   # launched with PDL, against the stream launched with PDL
+        here = {r.name: r for r in rows if r.shape == f"{m}x8192x8192"}
+        st, sd = here["read stream (PDL)"], here[SWAP_AB.name + " (PDL)"]
+        assert st.roofline == 1.0 and sd.roofline == pytest.approx(st.us / sd.us, abs=2e-3)
 
 
 def test_the_diff_and_the_comment():
@@ -169,6 +173,32 @@ def test_config_is_plain_data():
     assert SWAP_AB.with_config(4, 4, 1, (0, 0)).build_defines(64)["DECODE_CONSUMER_REGS"] == 0
     with pytest.raises(KeyError, match="no decode rung"):
         decode.rung("s9")
+
+
+@pytest.mark.sm90
+@pytest.mark.parametrize("m", [16, 100, 128])
+def test_a_pdl_chain_is_correct_on_the_gpu(m):
+    """Programmatic dependent launch: C1 = A B1^T, then C2 = C1 B2^T with C1 as the second GEMM's A (N =
+    K), both launched with PDL, C1 and C2 filled with NaN bits before each round: the second grid may
+    start early but reads A only after griddepcontrol.wait."""
+    import cupy as cp
+    from bwlab.gemm import runner
+    n = k = 1024
+    a1, b1 = runner.random_operands(m, n, k, seed=m)
+    _, b2 = runner.random_operands(m, n, k, seed=m + 1)
+    c1 = cp.empty((m, n), dtype=cp.uint16)
+    l1 = decode.prepare(SWAP_AB, a1, b1, c=c1, pdl=True)
+    l2 = decode.prepare(SWAP_AB, c1, b2, pdl=True)
+    assert l1.pdl and l2.pdl
+    for _ in range(4):
+        c1.fill(0xFFFF)
+        l2.c.fill(0xFFFF)
+        l1()
+        l2()
+        runner.raise_on_status(l2)
+        assert runner.check(a1, b1, c1, "C1").ok
+        res = runner.check(c1, b2, l2.c, "C2")
+        assert res.ok, str(res)
 
 
 @pytest.mark.sm90

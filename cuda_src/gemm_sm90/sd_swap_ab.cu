@@ -24,6 +24,13 @@
 // The accumulator is C^T (64 rows of N x MT columns of M); the store transposes it back: lanes t and
 // t ^ 4 hold rows n, n + 1 of the same columns, swap one value (shfl) and each writes a bf16 pair of
 // one row of C.
+// Launched with programmatic dependent launch (bwlab.pdl), a grid starts before the one ahead of it in
+// the stream has finished: every CTA lets the next grid be scheduled at once (launch_dependents), the
+// producer loads B (the weights, which no earlier kernel writes) for the first pass round the ring,
+// then waits (griddepcontrol.wait) for the grid ahead to complete before it loads A (the activations
+// an earlier kernel may write) and before C is written. Launched plainly both are no-ops. DECODE_MINB
+// = 2 sizes the registers (and the host the ring) for two CTAs per SM, so that a CTA of the next grid
+// fits beside one of this grid.
 #include "gemm_sm90/gemm_common.cuh"
 
 using namespace ladder;

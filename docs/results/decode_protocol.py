@@ -188,20 +188,9 @@ def probe(say, shapes, only=None, pdl_variants=True):
             st = t_stp if calls[0].pdl else t_st
             say(f"  {name:<26s} {t * 1e3:7.1f} us  {nbytes / t / 1e9:5.2f} TB/s  {st / t:.3f} of the stream "
                 f"launched alike  {t_lib / t:.3f} x lib  stages {int(calls[0].args[-1])}, "
-                f"{calls[0].grid[0] // cfg.split} clusters of {cfg.split}, {_per_sm(calls[0])} CTA(s) per SM")
+                f"{calls[0].grid[0] // cfg.split} clusters of {cfg.split}")
         del sets, ref, keep
         cp.get_default_memory_pool().free_all_blocks()
-
-
-def _per_sm(launch):
-    """CTAs of this kernel an SM holds at once (the driver's occupancy calculator), or '?'."""
-    try:
-        from cuda.bindings import driver as drv
-        err, n = drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(drv.CUfunction(launch.fn.ptr), launch.block[0],
-                                                                  launch.smem)
-        return int(n) if int(err) == 0 else "?"
-    except Exception:
-        return "?"
 
 
 def chains(say):
@@ -261,6 +250,13 @@ def sustained(say, shapes, dump, extra=False, pdl=True):
     clocks = ClockLog(cp.cuda.Device().pci_bus_id).start()
     say(f"GPU {info.name}, {info.sm_count} SMs, L2 {info.l2_bytes / 2**20:.0f} MiB; clock log: {clocks.source}")
     say(proto.describe())
+    if pdl:
+        say("rows named '(PDL)': launched through cuLaunchKernelEx with programmatic stream serialization "
+            "(bwlab.pdl), each launch free to start before the one ahead of it has finished (the rung reads B "
+            "for its first ring pass, then waits with griddepcontrol.wait before A and C; the PDL stream reads "
+            "all its bytes, then waits before its one write); their 'roofl.' is against the read stream launched "
+            "with PDL. The library (torch.matmul) is launched as torch launches it: no launch attribute is set on "
+            "it here.")
     rows = []
     try:
         for m, n, k in shapes:
