@@ -155,7 +155,8 @@ def test_the_committed_report_parses():
         assert sd.roofline == pytest.approx(st.us / sd.us, abs=2e-3)
         assert 1000 <= sd.mhz <= 2000 and 1000 <= here["library (cuBLAS)"].mhz <= 2000   # NVML's SM clock
     table = decode.roofline_table(rows)
-    assert "x roofline" in table and table.count(SWAP_AB.name + " ") == 10 and table.count("(PDL)") == 5
+    assert "x roofline" in table and table.count(SWAP_AB.name + " (PDL)") == 5 and table.count(SWAP_AB.name + " ") == 10
+    assert table.count("read stream (PDL)") == 6   # its five rows and the note under the table
     for m in (16, 32, 64, 128, 256):   # launched with PDL, against the stream launched with PDL
         here = {r.name: r for r in rows if r.shape == f"{m}x8192x8192"}
         st, sd = here["read stream (PDL)"], here[SWAP_AB.name + " (PDL)"]

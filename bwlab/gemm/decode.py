@@ -371,11 +371,14 @@ def roofline_table(rows) -> str:
             continue
         first = True
         for r in here:
-            if r.name.startswith("read stream"):
+            if r.name == "read stream":
                 continue
             head = (f"{shape:>15s} {r.mib:7.1f} {st.tbps:11.2f} {st.us:11.2f}" if first else " " * 48)
             out.append(f"{head}   {r.name:<18s} {r.us:7.2f} {r.roofline:10.3f} {r.ratio:8.3f}")
             first = False
+    if any(r.name.endswith("(PDL)") for r in rows):
+        out.append("(PDL): launched with programmatic dependent launch; 'x roofline' of those rows is against the "
+                   "read stream launched the same way, the row 'read stream (PDL)'")
     return "\n".join(out)
 
 
