@@ -15,6 +15,12 @@ through DSMEM, boxes of 64 K per stage) is the fastest of the variants probed on
 ladder, its timing-model predictions and its mutants): its launch differs (the ring depth is an
 argument, the tile a function of M), and it is measured at decode shapes under the sustained protocol
 (docs/results/gemm_protocol_decode_h200.txt, made by docs/results/decode_protocol.py).
+
+`prepare(..., pdl=True)` launches it with programmatic dependent launch (bwlab.pdl): a launch may
+start while the kernel ahead of it in the stream still runs, reading B for its first pass round the
+ring and waiting (griddepcontrol.wait) before it reads A or writes C, as a chain of decode GEMMs
+would. On the H200 that gained 3-10 % at M = 16-256 (the report's '(PDL)' rows); the plain launch
+stays the default. The emulator runs one grid at a time and treats griddepcontrol as a no-op.
 """
 from __future__ import annotations
 
@@ -27,7 +33,8 @@ from ..util import ceil_div
 from .ladder import BK, SMEM_SLACK, ShapeError
 from .runner import Launch
 
-__all__ = ["Config", "Rung", "SWAP_AB", "RUNGS", "rung", "prepare", "run_decode_emulated", "bytes_moved", "MAX_M",
+__all__ = ["Config", "Rung", "SWAP_AB", "RUNGS", "rung", "prepare", "PdlLaunch", "run_decode_emulated", "bytes_moved",
+           "MAX_M",
            "DecodeRow", "decode_report_rows", "roofline_table", "decode_rung_diff", "decode_header_comment"]
 
 MAX_M = 256              # wgmma's largest N

@@ -10,6 +10,14 @@ Every candidate's C is checked against the f32 reference before it is timed (run
 reads a buffer of exactly bytes_moved(M, N, K) bytes with 16-byte loads from every SM; its buffers
 rotate like the operand sets, so no launch finds its bytes left in L2. Fractions of the roofline are
 stream time / candidate time (the same bytes); library ratios are library time / candidate time.
+
+The rung and the stream are timed twice: launched plainly and, in the rows marked '(PDL)', with
+programmatic dependent launch (bwlab.pdl: cuLaunchKernelEx with programmatic stream serialization), so
+that a launch may start before the one ahead of it has finished. A '(PDL)' row's fraction is of the
+stream launched the same way (which reads all its bytes before its griddepcontrol.wait: the strictest
+stream to compare with). The library is launched as torch launches it. The probe also runs PDL chains
+(C2 = C1 B2^T right after C1 = A B1^T, C1 read as the second GEMM's A), with a negative control that
+leaves the kernel's griddepcontrol.wait out and must fail.
 """
 from __future__ import annotations
 
