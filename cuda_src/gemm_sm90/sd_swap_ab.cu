@@ -81,7 +81,9 @@ static_assert(int(WG) * (PRODUCER_REGS + CONSUMERS * CONSUMER_REGS) <= POOL_REGS
 // wait blocks the executing thread until the grids it depends on have completed and their memory
 // operations are visible to it. Launched without the attribute both are no-ops (the grid before has
 // completed when this one starts), so one kernel serves both launches.
-__device__ __forceinline__ void grid_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+__device__ __forceinline__ void grid_launch_dependents() {
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
 #ifndef DECODE_GRID_WAIT
 #define DECODE_GRID_WAIT 1   // 0: the waits left out (a negative control: a PDL chain must then fail its check)
 #endif

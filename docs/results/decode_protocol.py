@@ -287,7 +287,8 @@ def sustained(say, shapes, dump, extra=False, pdl=True):
                 if pdl:
                     cands.append(("read stream" + PDL, stream_calls(nbytes, nsets, info.sm_count, pdl=True,
                                                                     bufs=keep[0])[0], None))
-            for name, calls, c, after in candidates(m, n, k, sets, variants_for("protocol", extra, pdl=pdl), with_sk=not square,
+            vs = variants_for("protocol", extra, pdl=pdl)
+            for name, calls, c, after in candidates(m, n, k, sets, vs, with_sk=not square,
                                                     with_s8=square):
                 if calls is None:
                     say(f"  {name:<20s} not run: {c}")
@@ -350,8 +351,8 @@ def sustained(say, shapes, dump, extra=False, pdl=True):
                 say(f"  roofline: {nbytes / 2**20:.2f} MiB / {nbytes / t_stream / 1e9:.2f} TB/s (the read stream, this run) "
                     f"= {t_stream * 1e3:.2f} us; cuBLAS at {t_stream / lib_all.median:.3f} of it")
             if t_stream_pdl:
-                say(f"  launched with PDL the stream takes {t_stream_pdl * 1e3:.2f} us ({nbytes / t_stream_pdl / 1e9:.2f} "
-                    f"TB/s): the roofline of the (PDL) rows; cuBLAS (torch.matmul, launched as torch launches it) at "
+                say(f"  launched with PDL the stream takes {t_stream_pdl * 1e3:.2f} us "
+                    f"({nbytes / t_stream_pdl / 1e9:.2f} TB/s): the roofline of the (PDL) rows; cuBLAS (torch.matmul, launched as torch launches it) at "
                     f"{t_stream_pdl / lib_all.median:.3f} of it")
             rows.append(row)
             del sets
