@@ -67,11 +67,12 @@ def test_decode_rung_in_the_emulator(m, n, k, monkeypatch):
 # give every CTA 4 stages or more through a ring of 2).
 WIDE = [(Config(4, 4, 1), 128, 256, 1024), (Config(4, 4, 1), 20, 256, 1024), (Config(4, 4, 1, (0, 0)), 64, 256, 1024),
         (Config(4, 4, 2), 100, 256, 2048), (Config(4, 2, 1), 100, 256, 512), (Config(2, 4, 1), 256, 128, 1024),
-        (Config(1, 4, 2), 48, 64, 2048)]
+        (Config(1, 4, 2), 48, 64, 2048), (Config(1, 1, 2, (), 2), 16, 64, 1024), (Config(1, 2, 1, (), 2), 100, 64, 512)]
 
 
 @pytest.mark.parametrize("cfg,m,n,k", WIDE, ids=lambda v: str(v) if isinstance(v, int) else
-                         f"w{v.consumers}s{v.split}kb{v.kb}{'r' + '-'.join(map(str, v.regs)) if v.regs else ''}")
+                         f"w{v.consumers}s{v.split}kb{v.kb}{'r' + '-'.join(map(str, v.regs)) if v.regs else ''}"
+                         f"{'m' + str(v.minb) if v.minb > 1 else ''}")
 def test_wide_configurations_in_the_emulator(cfg, m, n, k, monkeypatch):
     """The reduction of 4 partials (each CTA stores a quarter of the columns, sums them in the pieces'
     order) and 4 consumers under one A tile, bit for bit with the strict rules, every barrier phase reused."""
@@ -114,6 +115,25 @@ def test_wide_configurations_are_refused_where_the_kernel_cannot_hold_them():
         compile_cuda(SWAP_AB.path, arch="sm_90a", defines=SWAP_AB.with_config(4, 4, 1, (40, 112)).build_defines(128))
 
 
+def test_two_ctas_per_sm_halve_the_ring_and_the_registers():
+    """minb = 2: the ring and the registers sized so that a CTA of the next grid fits beside one of this
+    grid on the SM (what programmatic dependent launch can use); refused where the accumulator cannot fit."""
+    from bwlab.compile import compile_cuda
+    from bwlab.gemm.occupancy import cubin_resources
+    r = SWAP_AB.with_config(1, 1, 1, (), 2)
+    for mt in (16, 64, 128):
+        smem = r.smem_bytes(mt, r.stages(mt))
+        assert r.stages(mt) >= 3 and 2 * (smem + 1536 + 1024) <= decode.H100_SMEM_PER_SM, (mt, smem)
+    res = cubin_resources(compile_cuda(r.path, arch="sm_90a", defines=r.build_defines(128)).cubin)
+    assert res.registers <= 128 and res.static_smem <= decode.STATIC_SMEM
+    with pytest.raises(ShapeError, match="minb = 2 takes one consumer warpgroup and M <= 128"):
+        r.require_shape(129, 256, 1024)
+    with pytest.raises(ShapeError, match="minb = 2 takes one consumer"):
+        SWAP_AB.with_config(2, 2, 1, (), 2).require_shape(64, 256, 1024)
+    with pytest.raises(ValueError, match="1 or 2 CTAs per SM"):
+        Config(1, 1, 1, (), 3)
+
+
 def test_the_deepest_ring_in_the_emulator(monkeypatch):
     from bwlab.gemm import sm100
     monkeypatch.setenv("BWLAB_BACKEND", "emulated")
@@ -135,7 +155,12 @@ def test_the_committed_report_parses():
         assert sd.roofline == pytest.approx(st.us / sd.us, abs=2e-3)
         assert 1000 <= sd.mhz <= 2000 and 1000 <= here["library (cuBLAS)"].mhz <= 2000   # NVML's SM clock
     table = decode.roofline_table(rows)
-    assert "x roofline" in table and table.count(SWAP_AB.name) == 5
+    assert "x roofline" in table and table.count(SWAP_AB.name + " (PDL)") == 5 and table.count(SWAP_AB.name + " ") == 10
+    assert table.count("read stream (PDL)") == 6   # its five rows and the note under the table
+    for m in (16, 32, 64, 128, 256):   # launched with PDL, against the stream launched with PDL
+        here = {r.name: r for r in rows if r.shape == f"{m}x8192x8192"}
+        st, sd = here["read stream (PDL)"], here[SWAP_AB.name + " (PDL)"]
+        assert st.roofline == 1.0 and sd.roofline == pytest.approx(st.us / sd.us, abs=2e-3)
 
 
 def test_the_diff_and_the_comment():
@@ -149,6 +174,32 @@ def test_config_is_plain_data():
     assert SWAP_AB.with_config(4, 4, 1, (0, 0)).build_defines(64)["DECODE_CONSUMER_REGS"] == 0
     with pytest.raises(KeyError, match="no decode rung"):
         decode.rung("s9")
+
+
+@pytest.mark.sm90
+@pytest.mark.parametrize("m", [16, 100, 128])
+def test_a_pdl_chain_is_correct_on_the_gpu(m):
+    """Programmatic dependent launch: C1 = A B1^T, then C2 = C1 B2^T with C1 as the second GEMM's A (N =
+    K), both launched with PDL, C1 and C2 filled with NaN bits before each round: the second grid may
+    start early but reads A only after griddepcontrol.wait."""
+    import cupy as cp
+    from bwlab.gemm import runner
+    n = k = 1024
+    a1, b1 = runner.random_operands(m, n, k, seed=m)
+    _, b2 = runner.random_operands(m, n, k, seed=m + 1)
+    c1 = cp.empty((m, n), dtype=cp.uint16)
+    l1 = decode.prepare(SWAP_AB, a1, b1, c=c1, pdl=True)
+    l2 = decode.prepare(SWAP_AB, c1, b2, pdl=True)
+    assert l1.pdl and l2.pdl
+    for _ in range(4):
+        c1.fill(0xFFFF)
+        l2.c.fill(0xFFFF)
+        l1()
+        l2()
+        runner.raise_on_status(l2)
+        assert runner.check(a1, b1, c1, "C1").ok
+        res = runner.check(c1, b2, l2.c, "C2")
+        assert res.ok, str(res)
 
 
 @pytest.mark.sm90

@@ -15,6 +15,12 @@ through DSMEM, boxes of 64 K per stage) is the fastest of the variants probed on
 ladder, its timing-model predictions and its mutants): its launch differs (the ring depth is an
 argument, the tile a function of M), and it is measured at decode shapes under the sustained protocol
 (docs/results/gemm_protocol_decode_h200.txt, made by docs/results/decode_protocol.py).
+
+`prepare(..., pdl=True)` launches it with programmatic dependent launch (bwlab.pdl): a launch may
+start while the kernel ahead of it in the stream still runs, reading B for its first pass round the
+ring and waiting (griddepcontrol.wait) before it reads A or writes C, as a chain of decode GEMMs
+would. On the H200 that gained 3-10 % at M = 16-256 (the report's '(PDL)' rows); the plain launch
+stays the default. The emulator runs one grid at a time and treats griddepcontrol as a no-op.
 """
 from __future__ import annotations
 
@@ -25,25 +31,32 @@ import numpy as np
 
 from ..util import ceil_div
 from .ladder import BK, SMEM_SLACK, ShapeError
+from .runner import Launch
 
-__all__ = ["Config", "Rung", "SWAP_AB", "RUNGS", "rung", "prepare", "run_decode_emulated", "bytes_moved", "MAX_M",
+__all__ = ["Config", "Rung", "SWAP_AB", "RUNGS", "rung", "prepare", "PdlLaunch", "run_decode_emulated", "bytes_moved",
+           "MAX_M",
            "DecodeRow", "decode_report_rows", "roofline_table", "decode_rung_diff", "decode_header_comment"]
 
 MAX_M = 256              # wgmma's largest N
 MTS = (16, 32, 64, 128, 256)
 MAX_STAGES = 32          # the kernel's barrier arrays (sd_swap_ab.cu MAX_STAGES)
 H100_SMEM_OPTIN = 232448  # dynamic SMEM a CTA may ask for on an H100 / H200 (sm_90)
+H100_SMEM_PER_SM = 233472  # SMEM of an SM (228 KiB), of which the system reserves 1 KiB per resident CTA
+STATIC_SMEM = 2048         # the kernel's static SMEM (1536 B: its barrier arrays and the compiler's), rounded up
 
 
 @dataclass(frozen=True)
 class Config:
     """The kernel's compile-time shape for one MT: consumer warpgroups (64 rows of B each), CTAs of a
     cluster splitting K (1, 2 or 4), boxes of 64 K per stage; `regs`: (producer, consumer) registers
-    per thread set by setmaxnreg, () for the kernel's default, (0, 0) for none."""
+    per thread set by setmaxnreg, () for the kernel's default, (0, 0) for none; `minb`: CTAs per SM the
+    registers and the ring are sized for (2: under programmatic dependent launch a CTA of the next
+    grid fits beside one of this grid and fills its ring with B while this one streams)."""
     consumers: int
     split: int
     kb: int
     regs: tuple = ()
+    minb: int = 1
 
     def __post_init__(self):
         if self.consumers not in (1, 2, 4):
@@ -53,6 +66,8 @@ class Config:
                              "many CTAs)")
         if self.kb < 1:
             raise ValueError(f"Config: kb = {self.kb}; a stage holds at least one box of 64 K")
+        if self.minb not in (1, 2):
+            raise ValueError(f"Config: minb = {self.minb}; the kernel is sized for 1 or 2 CTAs per SM")
         if self.regs and (len(self.regs) != 2 or any(r and not (24 <= r <= 256 and r % 8 == 0) for r in self.regs)
                           or (self.regs[0] == 0) != (self.regs[1] == 0)):
             raise ValueError(f"Config: regs = {self.regs}; (producer, consumer) registers are both 0 (no "
@@ -83,9 +98,9 @@ class Rung:
     def config(self, m: int) -> Config:
         return dict(self.table)[self.mt(m)]
 
-    def with_config(self, consumers: int, split: int, kb: int, regs: tuple = ()) -> "Rung":
+    def with_config(self, consumers: int, split: int, kb: int, regs: tuple = (), minb: int = 1) -> "Rung":
         """The same rung with one configuration for every M (the probes' variants)."""
-        return replace(self, table=tuple((mt, Config(consumers, split, kb, tuple(regs))) for mt in MTS))
+        return replace(self, table=tuple((mt, Config(consumers, split, kb, tuple(regs), minb)) for mt in MTS))
 
     def threads(self, m: int) -> int:
         return 128 * (1 + self.config(m).consumers)
@@ -96,6 +111,8 @@ class Rung:
         d = {"DECODE_MT": self.mt(m), "DECODE_CONSUMERS": c.consumers, "DECODE_SPLIT": c.split, "DECODE_KB": c.kb}
         if c.regs:
             d["DECODE_PRODUCER_REGS"], d["DECODE_CONSUMER_REGS"] = c.regs
+        if c.minb != 1:
+            d["DECODE_MINB"] = c.minb
         return d
 
     def stage_bytes(self, m: int) -> int:
@@ -108,9 +125,17 @@ class Rung:
         c = self.config(m)
         return c.consumers * self.bn * self.mt(m) * 4 * (c.split - 1) // c.split
 
+    def smem_cap(self, m: int, smem_optin: int = H100_SMEM_OPTIN) -> int:
+        """The dynamic SMEM a CTA may take: the opt-in limit, or with minb = 2 half the SM less what the
+        system reserves per CTA and the kernel's static SMEM (two CTAs per SM)."""
+        minb = self.config(m).minb
+        if minb == 1:
+            return smem_optin
+        return min(smem_optin, H100_SMEM_PER_SM // minb - 1024 - STATIC_SMEM)
+
     def stages(self, m: int, smem_optin: int = H100_SMEM_OPTIN) -> int:
         """The deepest ring the SMEM holds (at most MAX_STAGES)."""
-        return min(MAX_STAGES, (smem_optin - SMEM_SLACK - 64) // self.stage_bytes(m))
+        return min(MAX_STAGES, (self.smem_cap(m, smem_optin) - SMEM_SLACK - 64) // self.stage_bytes(m))
 
     def smem_bytes(self, m: int, stages: int) -> int:
         return max(stages * self.stage_bytes(m), self.exchange_bytes(m)) + SMEM_SLACK
@@ -130,6 +155,11 @@ class Rung:
         if c.consumers == 4 and mt > 128:
             raise ShapeError(f"{self.name}: M = {m} needs wgmma's N = {mt}, an accumulator of {mt // 2} registers "
                              "per thread; with 4 consumer warpgroups a consumer has 112 (N <= 128, M <= 128)")
+        if c.minb == 2 and (c.consumers > 1 or mt > 128):
+            raise ShapeError(f"{self.name}: two CTAs per SM leave a thread at most 128 registers (80 with two "
+                             f"consumer warpgroups); the accumulator at M = {m} (wgmma's N = {mt}) with "
+                             f"{c.consumers} consumer warpgroup(s) needs more: minb = 2 takes one consumer "
+                             "warpgroup and M <= 128")
         for name, v, mult, why in (("N", n, self.bn * c.consumers, f"{self.bn} rows of B x {c.consumers} "
                                                                   "consumer warpgroups"),
                                    ("K", k, c.kb * BK * c.split, f"{c.kb} boxes of {BK} per stage x {c.split} "
@@ -188,24 +218,29 @@ def _check_operands(a, b):
 
 def _stages(r: Rung, m: int, k: int, stages, optin: int) -> int:
     most = r.stages(m, optin)
+    cap = r.smem_cap(m, optin)
+    per = f"{cap} bytes per CTA" + (f" with {r.config(m).minb} CTAs per SM" if r.config(m).minb > 1 else "")
     if most < 2:
         raise ShapeError(f"{r.name}: a stage of {r.stage_bytes(m)} bytes at M = {m}; the ring needs 2 of them "
-                         f"and the SMEM ({optin} bytes per CTA) holds {most}")
+                         f"and the SMEM ({per}) holds {most}")
     if stages is None:
         return most
     if not 2 <= stages <= most:   # a stage is released only once the next one's wgmma are issued
         raise ValueError(f"{r.name}: a ring of {stages} stages of {r.stage_bytes(m)} bytes; between 2 and "
-                         f"{most} fit the SMEM ({optin} bytes per CTA, at most {MAX_STAGES} barriers)")
+                         f"{most} fit the SMEM ({per}, at most {MAX_STAGES} barriers)")
     return stages
 
 
-def prepare(r, a, b, c=None, stages=None, stamps=None):
+def prepare(r, a, b, c=None, stages=None, stamps=None, pdl=False, defines=None):
     """Check the shapes, encode the tensor maps, load the kernel (with its cluster and K-per-stage
-    defines): a `runner.Launch` ready to call. `stages`: the ring depth (default: the deepest that fits)."""
+    defines): a `runner.Launch` ready to call. `stages`: the ring depth (default: the deepest that fits).
+    `pdl`: launch it with programmatic dependent launch (bwlab.pdl): the kernel reads B for its first
+    ring stages before the grid ahead of it in the stream has finished, A and C only after. Where PDL
+    is unavailable this warns with the reason and launches plainly; `launch.pdl` says which it got.
+    `defines`: more compile-time defines (e.g. {"DECODE_GRID_WAIT": 0}, the negative control of a chain)."""
     from ..compile import load_module
     from ..device import gpu_info
     from ..runtime import GPU, require_launch_config, tensor_map_arg
-    from .runner import Launch
     r = rung(r)
     m, n, k = _check_operands(a, b)
     cp = GPU.xp   # CuPy
@@ -221,7 +256,7 @@ def prepare(r, a, b, c=None, stages=None, stamps=None):
     split = r.config(m).split
     require_launch_config(grid, block, smem, (split, 1, 1) if split > 1 else None)
     maps = _maps(r, m, n, k, a.data.ptr, b.data.ptr, c.data.ptr)
-    defines = r.build_defines(m)
+    defines = {**r.build_defines(m), **(defines or {})}
     if stamps is not None:
         defines["GEMM_STAMPS"] = 1
     module = load_module(r.path, defines=defines)
@@ -230,8 +265,26 @@ def prepare(r, a, b, c=None, stages=None, stamps=None):
     args = (*[tensor_map_arg(t) for t in maps], c, np.int32(m), np.int32(n), np.int32(k),
             stamps if stamps is not None else np.uint64(0), np.int32(stages))
     launch = Launch(r, fn, grid, block, smem, args, c, module)
+    launch.pdl = False
+    if pdl:
+        from .. import pdl as P
+        try:
+            go = P.launcher(fn, grid, block, args, shared_mem=smem)
+        except P.PdlUnavailable as e:
+            import warnings
+            warnings.warn(f"{r.name}: launched without programmatic dependent launch: {e}", stacklevel=2)
+        else:
+            launch = PdlLaunch(r, fn, grid, block, smem, args, c, module)
+            launch.go, launch.pdl = go, True
     launch.keep = (a, b)
     return launch
+
+
+class PdlLaunch(Launch):
+    """A Launch that goes through cuLaunchKernelEx with programmatic stream serialization (bwlab.pdl)."""
+
+    def __call__(self):
+        self.go()
 
 
 def run_decode_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False):
@@ -314,7 +367,8 @@ def decode_report_rows(name: str = REPORT) -> list:
 
 def roofline_table(rows) -> str:
     """Per decode shape: the bytes that must move, the read stream's bandwidth (the roofline), and each
-    candidate's time, fraction of that roofline and ratio to cuBLAS."""
+    candidate's time, fraction of that roofline and ratio to cuBLAS. A row named '... (PDL)' was launched
+    with programmatic dependent launch and its fraction is of the read stream launched the same way."""
     out = [f"{'shape':>15s} {'MiB':>7s} {'stream TB/s':>11s} {'roofline us':>11s}   "
            f"{'candidate':<18s} {'us':>7s} {'x roofline':>10s} {'x cuBLAS':>8s}"]
     for shape in dict.fromkeys(r.shape for r in rows):
@@ -329,6 +383,9 @@ def roofline_table(rows) -> str:
             head = (f"{shape:>15s} {r.mib:7.1f} {st.tbps:11.2f} {st.us:11.2f}" if first else " " * 48)
             out.append(f"{head}   {r.name:<18s} {r.us:7.2f} {r.roofline:10.3f} {r.ratio:8.3f}")
             first = False
+    if any(r.name.endswith("(PDL)") for r in rows):
+        out.append("(PDL): launched with programmatic dependent launch; 'x roofline' of those rows is against the "
+                   "read stream launched the same way, the row 'read stream (PDL)'")
     return "\n".join(out)
 
 

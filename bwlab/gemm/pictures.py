@@ -313,7 +313,7 @@ def plot_decode_roofline(rows, ax=None):
     ax.plot(grid, roof, color="0.3", lw=2, label=f"roofline: read stream {bw:.2f} TB/s, "
                                                   f"square GEMM {flat:.0f} TFLOP/s")
     styles = {"library (cuBLAS)": ("o", "tab:blue"), "sk_split_k": ("s", "tab:orange"),
-              SWAP_AB.name: ("D", "tab:green")}
+              SWAP_AB.name: ("D", "tab:green"), SWAP_AB.name + " (PDL)": ("d", "tab:olive")}
     for name, (mk, col) in styles.items():
         pts = [r for r in dec if r.name == name]
         ax.scatter([ai(r) for r in pts], [r.tflops for r in pts], marker=mk, color=col, zorder=3, label=name)

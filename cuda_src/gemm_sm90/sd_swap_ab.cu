@@ -24,6 +24,13 @@
 // The accumulator is C^T (64 rows of N x MT columns of M); the store transposes it back: lanes t and
 // t ^ 4 hold rows n, n + 1 of the same columns, swap one value (shfl) and each writes a bf16 pair of
 // one row of C.
+// Launched with programmatic dependent launch (bwlab.pdl), a grid starts before the one ahead of it in
+// the stream has finished: every CTA lets the next grid be scheduled at once (launch_dependents), the
+// producer loads B (the weights, which no earlier kernel writes) for the first pass round the ring,
+// then waits (griddepcontrol.wait) for the grid ahead to complete before it loads A (the activations
+// an earlier kernel may write) and before C is written. Launched plainly both are no-ops. DECODE_MINB
+// = 2 sizes the registers (and the host the ring) for two CTAs per SM, so that a CTA of the next grid
+// fits beside one of this grid.
 #include "gemm_sm90/gemm_common.cuh"
 
 using namespace ladder;
@@ -40,7 +47,12 @@ using namespace ladder;
 #ifndef DECODE_KB
 #define DECODE_KB 2        // boxes of 64 K per stage
 #endif
+#ifndef DECODE_MINB
+#define DECODE_MINB 1      // CTAs per SM the registers are budgeted for (2: a CTA of the next grid fits beside)
+#endif
 constexpr int BN = 64, MT = DECODE_MT, CONSUMERS = DECODE_CONSUMERS, SPLIT = DECODE_SPLIT, KB = DECODE_KB;
+constexpr int MINB = DECODE_MINB;
+static_assert(MINB == 1 || MINB == 2, "registers for one or two CTAs per SM");
 constexpr int MAX_STAGES = 32, THREADS = WG * (1 + CONSUMERS);
 constexpr u32 B_BOX = BN * BK * 2;   // one 64-row box of B: 8 KiB
 static_assert(MT == 16 || MT == 32 || MT == 64 || MT == 128 || MT == 256, "wgmma's N");
@@ -58,10 +70,26 @@ static_assert(MT / 8 % SPLIT == 0, "each CTA of the cluster stores whole 8-colum
 #define DECODE_CONSUMER_REGS (CONSUMERS == 1 ? 0 : CONSUMERS == 2 ? 232 : 112)
 #endif
 constexpr int PRODUCER_REGS = DECODE_PRODUCER_REGS, CONSUMER_REGS = DECODE_CONSUMER_REGS;
-constexpr int POOL_REGS = 65536 / THREADS / 8 * 8 * THREADS;
+constexpr int POOL_REGS = 65536 / MINB / THREADS / 8 * 8 * THREADS;
 static_assert((PRODUCER_REGS == 0) == (CONSUMER_REGS == 0), "setmaxnreg in both roles or in neither");
 static_assert(int(WG) * (PRODUCER_REGS + CONSUMERS * CONSUMER_REGS) <= POOL_REGS,
               "the registers the roles ask for exceed the CTA's pool");
+
+// Programmatic dependent launch (PTX ISA, griddepcontrol; sm_90): launched with the attribute
+// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, this grid may start while the grid before it in
+// the stream still runs, once every CTA of that grid has executed launch_dependents (or exited).
+// wait blocks the executing thread until the grids it depends on have completed and their memory
+// operations are visible to it. Launched without the attribute both are no-ops (the grid before has
+// completed when this one starts), so one kernel serves both launches.
+__device__ __forceinline__ void grid_launch_dependents() {
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+#ifndef DECODE_GRID_WAIT
+#define DECODE_GRID_WAIT 1   // 0: the waits left out (a negative control: a PDL chain must then fail its check)
+#endif
+__device__ __forceinline__ void grid_wait() {
+    if (DECODE_GRID_WAIT) asm volatile("griddepcontrol.wait;" ::: "memory");
+}
 
 // One stage for one consumer: KB boxes x 4 k16 steps of wgmma m64nNk16, B's 64 rows as the A operand,
 // A's N rows as the B operand, both K-major in 128B-swizzled SMEM.
@@ -90,7 +118,7 @@ __device__ __forceinline__ void pin(float (&d)[R]) {
     for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-extern "C" __global__ void __cluster_dims__(SPLIT, 1, 1) __launch_bounds__(THREADS, 1)
+extern "C" __global__ void __cluster_dims__(SPLIT, 1, 1) __launch_bounds__(THREADS, MINB)
 gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDescriptor tma_b,
      const __grid_constant__ TmaDescriptor tma_c, u16* __restrict__ C, int M, int N, int K, u64* stamps,
      int stages) {
@@ -109,23 +137,43 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         }
         fence_mbarrier_init_release_cluster();
     }
+    // the next grid may be scheduled now: its CTAs take SMs as this grid's leave (or beside them, where
+    // SMEM and registers leave room), and read only B until this grid has completed
+    grid_launch_dependents();
     __syncthreads();
 
     if (wg == 0) {
         if constexpr (PRODUCER_REGS > 0) setmaxnreg_dec<PRODUCER_REGS>();
         if (threadIdx.x == 0) {
+            // B (the weights: no grid before this one writes them) for the stages of the first pass
+            // round the ring, then wait for the grid before (which may write A, the activations, and
+            // read or write C), then A for those stages; from then on B and A together
+            const int first = k_iters < stages ? k_iters : stages;
+            for (int it = 0; it < first; ++it) {
+                u8* sB = smem + it * STAGE_BYTES;
+                mbarrier_arrive_expect_tx(&full[it], STAGE_BYTES);
+#pragma unroll
+                for (int kb = 0; kb < KB; ++kb)
+#pragma unroll
+                    for (int c = 0; c < CONSUMERS; ++c)
+                        tma_load_2d(sB + (kb * CONSUMERS + c) * B_BOX, &tma_b, &full[it],
+                                    ((it0 + it) * KB + kb) * BK, n0 + BN * c);
+            }
+            grid_wait();
             for (int it = 0; it < k_iters; ++it) {
                 const int s = it % stages;
                 stamp(stamps, 0, it, 0);
                 if (it >= stages && !mbarrier_wait(&empty[s], (it / stages + 1) & 1, 2, 0)) break;
                 u8* sB = smem + s * STAGE_BYTES;
-                mbarrier_arrive_expect_tx(&full[s], STAGE_BYTES);
+                if (it >= first) mbarrier_arrive_expect_tx(&full[s], STAGE_BYTES);
 #pragma unroll
                 for (int kb = 0; kb < KB; ++kb) {
                     const int k0 = ((it0 + it) * KB + kb) * BK;
+                    if (it >= first) {
 #pragma unroll
-                    for (int c = 0; c < CONSUMERS; ++c)
-                        tma_load_2d(sB + (kb * CONSUMERS + c) * B_BOX, &tma_b, &full[s], k0, n0 + BN * c);
+                        for (int c = 0; c < CONSUMERS; ++c)
+                            tma_load_2d(sB + (kb * CONSUMERS + c) * B_BOX, &tma_b, &full[s], k0, n0 + BN * c);
+                    }
                     tma_load_2d(sB + B_BYTES + kb * MT * 128, &tma_a, &full[s], k0, 0);
                 }
                 stamp(stamps, 0, it, 1);
@@ -163,6 +211,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     }
     wgmma_wait_group<0>();
     pin(d);
+    grid_wait();   // before C is written (here it returns at once: the producer's wait came first)
     if (lead) stamp(stamps, 1 + c, k_iters - 1, 1);
     if (lead) stamp(stamps, 3, c, 0);
 

@@ -10,6 +10,14 @@ Every candidate's C is checked against the f32 reference before it is timed (run
 reads a buffer of exactly bytes_moved(M, N, K) bytes with 16-byte loads from every SM; its buffers
 rotate like the operand sets, so no launch finds its bytes left in L2. Fractions of the roofline are
 stream time / candidate time (the same bytes); library ratios are library time / candidate time.
+
+The rung and the stream are timed twice: launched plainly and, in the rows marked '(PDL)', with
+programmatic dependent launch (bwlab.pdl: cuLaunchKernelEx with programmatic stream serialization), so
+that a launch may start before the one ahead of it has finished. A '(PDL)' row's fraction is of the
+stream launched the same way (which reads all its bytes before its griddepcontrol.wait: the strictest
+stream to compare with). The library is launched as torch launches it. The probe also runs PDL chains
+(C2 = C1 B2^T right after C1 = A B1^T, C1 read as the second GEMM's A), with a negative control that
+leaves the kernel's griddepcontrol.wait out and must fail.
 """
 from __future__ import annotations
 
@@ -21,8 +29,12 @@ import sys
 import numpy as np
 
 STREAM_SRC = r"""
-extern "C" __global__ void __launch_bounds__(512)
-read_stream(const uint4* __restrict__ p, unsigned long long n16, unsigned sentinel, unsigned* out) {
+template <bool PDL>
+__device__ __forceinline__ void stream_body(const uint4* __restrict__ p, unsigned long long n16, unsigned sentinel,
+                                            unsigned* out) {
+    // PDL: the next grid may be scheduled at once; every byte is read before this grid waits for the one
+    // ahead of it (as if all were weights), and only the write waits: the strictest stream to compare with
+    if (PDL) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     unsigned acc = 0;
     const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
     unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -35,7 +47,16 @@ read_stream(const uint4* __restrict__ p, unsigned long long n16, unsigned sentin
         const uint4 a = __ldg(p + i);
         acc ^= a.x ^ a.y ^ a.z ^ a.w;
     }
+    if (PDL) asm volatile("griddepcontrol.wait;" ::: "memory");
     if (acc == sentinel) out[0] = acc;   // never true for random data: keeps the loads alive
+}
+extern "C" __global__ void __launch_bounds__(512)
+read_stream(const uint4* __restrict__ p, unsigned long long n16, unsigned sentinel, unsigned* out) {
+    stream_body<false>(p, n16, sentinel, out);
+}
+extern "C" __global__ void __launch_bounds__(512)
+read_stream_pdl(const uint4* __restrict__ p, unsigned long long n16, unsigned sentinel, unsigned* out) {
+    stream_body<true>(p, n16, sentinel, out);
 }
 """
 
@@ -44,18 +65,34 @@ SQUARE = (4096, 4096, 4096)
 # probe variants: (consumer warpgroups, K pieces across the cluster, boxes of 64 K per stage[, (producer,
 # consumer) setmaxnreg registers, (0, 0): none])
 VARIANTS = [(4, 4, 1), (4, 4, 1, (0, 0)), (4, 4, 1, (40, 104)), (4, 4, 2), (4, 2, 1), (4, 2, 2), (2, 4, 1)]
+PDL = " (PDL)"
+# the probe's PDL variants per M: (consumers, K pieces, boxes per stage, setmaxnreg, CTAs per SM, launched
+# with PDL): m2 = a ring of half the SMEM and registers for two CTAs per SM, so that the next grid's CTA
+# fits beside this grid's and fills its ring with B while this one streams
+PROBE_PDL = {16: [(1, 1, 2, (), 2, True), (1, 1, 4, (), 2, True), (1, 1, 2, (), 2, False)],
+             32: [(1, 1, 2, (), 2, True), (1, 1, 4, (), 2, True)],
+             64: [(1, 1, 1, (), 2, True), (1, 1, 2, (), 2, True), (1, 1, 1, (), 2, False)],
+             128: [(1, 1, 1, (), 2, True), (1, 2, 1, (), 2, True), (1, 2, 2, (), 2, True), (1, 1, 2, (), 1, True)],
+             256: []}
 
 
-def stream_calls(nbytes, nsets, sms, per_sm=4):
-    """A read-only stream of `nbytes` (rounded up to 16) per set, one buffer per set (random bytes)."""
+def stream_calls(nbytes, nsets, sms, per_sm=4, pdl=False, bufs=None):
+    """A read-only stream of `nbytes` (rounded up to 16) per set, one buffer per set (random bytes);
+    `pdl`: launched through cuLaunchKernelEx with programmatic stream serialization (bwlab.pdl), the
+    kernel's griddepcontrol placed as in STREAM_SRC. `bufs`: the buffers of an earlier call, reused."""
     import cupy as cp
-    kern = cp.RawKernel(STREAM_SRC, "read_stream")
+    from bwlab import pdl as P
+    kern = cp.RawKernel(STREAM_SRC, "read_stream_pdl" if pdl else "read_stream", options=("-std=c++17",))
     n16 = (nbytes + 15) // 16
-    rng = cp.random.default_rng(7)
-    bufs = [rng.integers(0, 2**31, size=4 * n16, dtype=cp.uint32) for _ in range(nsets)]
+    if bufs is None:
+        rng = cp.random.default_rng(7)
+        bufs = [rng.integers(0, 2**31, size=4 * n16, dtype=cp.uint32) for _ in range(nsets)]
     out = cp.zeros(1, cp.uint32)
     grid = (sms * per_sm,)
-    calls = [lambda b=b: kern(grid, (512,), (b, np.uint64(n16), np.uint32(0x9E3779B9), out)) for b in bufs]
+    if pdl:
+        calls = [P.launcher(kern, grid, (512,), (b, np.uint64(n16), np.uint32(0x9E3779B9), out)) for b in bufs]
+    else:
+        calls = [lambda b=b: kern(grid, (512,), (b, np.uint64(n16), np.uint32(0x9E3779B9), out)) for b in bufs]
     return calls, (bufs, out)
 
 
@@ -71,11 +108,15 @@ def candidates(m, n, k, sets, variants, with_sk=True, with_s8=False):
             out.append((name, None, str(e), None))
             continue
         out.append((name, ls, ls[0].c, lambda l=ls[0]: runner.raise_on_status(l)))
-    for label, r in variants:
+    for v in variants:
+        label, r, pdl = v if len(v) == 3 else (*v, False)
         try:
-            ls = [decode.prepare(r, a, b) for a, b in sets]
+            ls = [decode.prepare(r, a, b, pdl=pdl) for a, b in sets]
         except ValueError as e:
             out.append((label, None, str(e), None))
+            continue
+        if pdl and not ls[0].pdl:   # never time a plain launch under the PDL label
+            out.append((label, None, "programmatic dependent launch unavailable here (see the warning)", None))
             continue
         out.append((label, ls, ls[0].c, lambda l=ls[0]: runner.raise_on_status(l)))
     return out
@@ -98,19 +139,26 @@ def event_ms(calls, launches=40, reps=5):
     return statistics.median(res)
 
 
-def variants_for(mode, extra=False, only=None):
+def variants_for(mode, extra=False, only=None, pdl=True):
+    """(label, rung, pdl) triples: the rung as its table has it, launched plainly and (`pdl`) with
+    programmatic dependent launch; the probe's variants (with --variants, the protocol's too)."""
     from bwlab.gemm import decode
     r = decode.SWAP_AB
+    out = [(r.name, r, False)] + ([(r.name + PDL, r, True)] if pdl else [])
     if mode == "protocol" and not extra:
-        return [(r.name, r)]
-    out = [(r.name, r)]
-    for v in (only or VARIANTS):
-        label = "sd w{} s{} kb{}".format(*v[:3]) + (" r{}/{}".format(*v[3]) if len(v) > 3 else "")
-        out.append((label, r.with_config(*v)))
+        return out
+    for v in (VARIANTS if only is None else only):
+        v = tuple(v) + ((),) * (4 - len(v)) if len(v) < 4 else tuple(v)
+        launch_pdl = len(v) > 5 and v[5]
+        label = ("sd w{} s{} kb{}".format(*v[:3]) + (" r{}/{}".format(*v[3]) if v[3] else "")
+                 + (" m{}".format(v[4]) if len(v) > 4 and v[4] != 1 else "") + (PDL if launch_pdl else ""))
+        out.append((label, r.with_config(*v[:5]), launch_pdl))
     return out
 
 
-def probe(say, shapes, only=None):
+def probe(say, shapes, only=None, pdl_variants=True):
+    """Short CUDA-event timings: the read stream launched plainly and with PDL, the library, the rung's
+    table launched both ways, and per M the variants of PROBE_PDL (`only`: these plain variants instead)."""
     import cupy as cp
     from bwlab.checks.gemm_sustained import _library
     from bwlab.device import gpu_info
@@ -125,35 +173,78 @@ def probe(say, shapes, only=None):
         lib_name, lib_calls, lib_c = _library(sets, True)
         st_calls, keep = stream_calls(nbytes, nsets, info.sm_count)
         t_st = event_ms(st_calls)
+        t_stp = event_ms(stream_calls(nbytes, nsets, info.sm_count, pdl=True, bufs=keep[0])[0])
         t_lib = event_ms(lib_calls)
-        t_st16 = event_ms(stream_calls(nbytes, nsets, info.sm_count, 16)[0])
-        say(f"  (stream with 16 CTAs of 512 threads per SM: {t_st16 * 1e3:.1f} us)")
         say(f"\n== {m}x{n}x{k}: {nbytes / 2**20:.1f} MiB must move; {nsets} sets; stream {t_st * 1e3:.1f} us "
-            f"({nbytes / t_st / 1e9:.2f} TB/s); library {t_lib * 1e3:.1f} us ({t_st / t_lib:.3f} of stream); "
-            f"{runner.check(*sets[0], lib_c, 'library', ref=ref).ok}")
-        for name, calls, c, after in candidates(m, n, k, sets, variants_for("probe", only=only)):
+            f"({nbytes / t_st / 1e9:.2f} TB/s), with PDL {t_stp * 1e3:.1f} us; library {t_lib * 1e3:.1f} us "
+            f"({t_st / t_lib:.3f} of stream); {runner.check(*sets[0], lib_c, 'library', ref=ref).ok}")
+        vs = variants_for("probe", only=only or PROBE_PDL.get(m, []) if pdl_variants else only)
+        for name, calls, c, after in candidates(m, n, k, sets, vs, with_sk=False):
             if calls is None:
-                say(f"  {name:<14s} not run: {c}")
+                say(f"  {name:<26s} not run: {c}")
                 continue
+            runner.clear_status(calls[0])
             calls[0]()
             cp.cuda.Device().synchronize()
             ok = runner.check(*sets[0], c, name, ref=ref)
             if not ok.ok:
-                say(f"  {name:<14s} {ok}")
+                say(f"  {name:<26s} {ok}")
                 continue
             t = event_ms(calls)
             after()
-            extra = ""
-            if name.startswith("sd"):
-                cfg = calls[0].step.config(m)
-                extra = f" stages {int(calls[0].args[-1])}, {calls[0].grid[0] // cfg.split} clusters of {cfg.split}"
-            say(f"  {name:<22s} {t * 1e3:7.1f} us  {nbytes / t / 1e9:5.2f} TB/s  {t_st / t:.3f} of stream  "
-                f"{t_lib / t:.3f} x lib  {2 * m * n * k / t / 1e9:6.1f} TFLOP/s{extra}")
+            cfg = calls[0].step.config(m)
+            st = t_stp if calls[0].pdl else t_st
+            say(f"  {name:<26s} {t * 1e3:7.1f} us  {nbytes / t / 1e9:5.2f} TB/s  {st / t:.3f} of the stream "
+                f"launched alike  {t_lib / t:.3f} x lib  stages {int(calls[0].args[-1])}, "
+                f"{calls[0].grid[0] // cfg.split} clusters of {cfg.split}")
         del sets, ref, keep
         cp.get_default_memory_pool().free_all_blocks()
 
 
-def sustained(say, shapes, dump, extra=False):
+def chains(say):
+    """The PDL chain at M = 64 and 128 with the table's configuration, a two-CTAs-per-SM variant, and
+    the negative control: the same kernels with griddepcontrol.wait left out, which must fail."""
+    from bwlab.gemm import decode
+    r = decode.SWAP_AB
+    say("\n== PDL chains: C1 = A B1^T, then C2 = C1 B2^T (C1 read as the second GEMM's A), both with PDL")
+    for m in (64, 128):
+        chain_check(say, m, r, f"{r.name}")
+        chain_check(say, m, r.with_config(1, 1, 1, (), 2), "sd w1 s1 kb1 m2")
+        chain_check(say, m, r, f"{r.name} with the waits left out (control: expected to fail)",
+                    defines={"DECODE_GRID_WAIT": 0})
+
+
+def chain_check(say, m, rung, label, defines=None, rounds=8):
+    """Two decode GEMMs in a row where the second reads the first's C as its A (N = K = 8192, so C1 is an
+    M x K operand), both launched with PDL: C2 = C1 B2^T, checked against the reference from the C1 the
+    first launch wrote. C1 and C2 are filled with NaN bits before each round, so a second grid that read
+    A before the first had finished would be seen. `defines`: e.g. the waits left out (the control)."""
+    import cupy as cp
+    from bwlab.gemm import decode, runner
+    n = k = 8192
+    a1, b1 = runner.random_operands(m, n, k, seed=100 + m)
+    _, b2 = runner.random_operands(m, n, k, seed=200 + m)
+    c1 = cp.full((m, n), 0xFFFF, dtype=cp.uint16)
+    l1 = decode.prepare(rung, a1, b1, c=c1, pdl=True, defines=defines)
+    l2 = decode.prepare(rung, c1, b2, pdl=True, defines=defines)
+    if not (l1.pdl and l2.pdl):
+        say(f"  chain {label}: not run (programmatic dependent launch unavailable)")
+        return
+    bad = []
+    for r in range(rounds):
+        c1.fill(0xFFFF)
+        l2.c.fill(0xFFFF)
+        l1()
+        l2()
+        cp.cuda.Device().synchronize()
+        first = runner.check(a1, b1, c1, "C1")
+        second = runner.check(c1, b2, l2.c, "C2")
+        if not (first.ok and second.ok):
+            bad.append(f"round {r}: {first if not first.ok else second}")
+    say(f"  chain {label} at M = {m}: {rounds - len(bad)} of {rounds} rounds PASS" + (f"; {bad[0]}" if bad else ""))
+
+
+def sustained(say, shapes, dump, extra=False, pdl=True):
     """Each shape under bwlab.gemm.protocol: checks, warm-up with the library, rounds of alternating
     sustained blocks (library, candidate, library, ...) with the stream as one more candidate."""
     import cupy as cp
@@ -167,6 +258,13 @@ def sustained(say, shapes, dump, extra=False):
     clocks = ClockLog(cp.cuda.Device().pci_bus_id).start()
     say(f"GPU {info.name}, {info.sm_count} SMs, L2 {info.l2_bytes / 2**20:.0f} MiB; clock log: {clocks.source}")
     say(proto.describe())
+    if pdl:
+        say("rows named '(PDL)': launched through cuLaunchKernelEx with programmatic stream serialization "
+            "(bwlab.pdl), each launch free to start before the one ahead of it has finished (the rung reads B "
+            "for its first ring pass, then waits with griddepcontrol.wait before A and C; the PDL stream reads "
+            "all its bytes, then waits before its one write); their 'roofl.' is against the read stream launched "
+            "with PDL. The library (torch.matmul) is launched as torch launches it: no launch attribute is set on "
+            "it here.")
     rows = []
     try:
         for m, n, k in shapes:
@@ -186,7 +284,11 @@ def sustained(say, shapes, dump, extra=False):
             if not square:
                 st_calls, keep = stream_calls(nbytes, nsets, info.sm_count)
                 cands.append(("read stream", st_calls, None))
-            for name, calls, c, after in candidates(m, n, k, sets, variants_for("protocol", extra), with_sk=not square,
+                if pdl:
+                    cands.append(("read stream" + PDL, stream_calls(nbytes, nsets, info.sm_count, pdl=True,
+                                                                    bufs=keep[0])[0], None))
+            vs = variants_for("protocol", extra, pdl=pdl)
+            for name, calls, c, after in candidates(m, n, k, sets, vs, with_sk=not square,
                                                     with_s8=square):
                 if calls is None:
                     say(f"  {name:<20s} not run: {c}")
@@ -227,10 +329,12 @@ def sustained(say, shapes, dump, extra=False):
                             P.block_stats([x for _, b in blocks for x in b]),
                             summarize([c for c in clocks.samples if c[1] and c[1][0] == nm and c[1][1] == shape]))
             t_stream = summ["read stream"][0].candidate_ms if "read stream" in summ else None
+            t_stream_pdl = summ["read stream" + PDL][0].candidate_ms if "read stream" + PDL in summ else None
             flop = 2.0 * m * n * k
 
             def line(nm, ms, ratio, spread, iqr, ck):
-                frac = f"{t_stream / ms:6.3f}" if t_stream else f"{'-':>6s}"
+                ts = t_stream_pdl if nm.endswith(PDL) else t_stream   # the stream launched the same way
+                frac = f"{ts / ms:6.3f}" if ts else f"{'-':>6s}"
                 rr = f"{ratio:8.3f} {spread[0]:6.3f}-{spread[1]:6.3f}" if ratio else f"{'1':>8s} {'':13s}"
                 return (f"  {nm:<20s} {ms * 1e3:8.2f} us {flop / ms / 1e9:7.1f} {nbytes / ms / 1e9:6.2f}  {frac}  {rr}  "
                         f"{100 * iqr:4.1f}%  {ck}")
@@ -246,6 +350,10 @@ def sustained(say, shapes, dump, extra=False):
             if t_stream:
                 say(f"  roofline: {nbytes / 2**20:.2f} MiB / {nbytes / t_stream / 1e9:.2f} TB/s (the read stream, this run) "
                     f"= {t_stream * 1e3:.2f} us; cuBLAS at {t_stream / lib_all.median:.3f} of it")
+            if t_stream_pdl:
+                say(f"  launched with PDL the stream takes {t_stream_pdl * 1e3:.2f} us "
+                    f"({nbytes / t_stream_pdl / 1e9:.2f} TB/s): the roofline of the (PDL) rows; cuBLAS (torch.matmul, launched as torch launches it) at "
+                    f"{t_stream_pdl / lib_all.median:.3f} of it")
             rows.append(row)
             del sets
             if not square:
@@ -255,17 +363,19 @@ def sustained(say, shapes, dump, extra=False):
         clocks.stop()
     dump["rows"] = rows
     dump["protocol"] = dataclasses.asdict(proto)
-    names = [nm for nm in ("read stream", "sk_split_k", "sd_swap_ab", "s8_epilogue_overlap")]
+    names = [nm for nm in ("read stream", "read stream" + PDL, "sk_split_k", "sd_swap_ab", "sd_swap_ab" + PDL,
+                           "s8_epilogue_overlap")]
     say("\n== summary (sustained protocol): library time / candidate time (> 1: faster than cuBLAS); "
-        "[fraction of the read stream of the same bytes]")
+        "[fraction of the read stream of the same bytes, launched the same way: (PDL) rows against the "
+        "stream launched with PDL]")
     say(f"  {'shape':<16s}" + "".join(f"{nm:>24s}" for nm in names))
     for row in rows:
-        t_st = row.get("read stream", {}).get("ms")
         cells = []
         for nm in names:
             if nm not in row:
                 cells.append(f"{'-':>24s}")
                 continue
+            t_st = row.get("read stream" + (PDL if nm.endswith(PDL) else ""), {}).get("ms")
             fr = f" [{t_st / row[nm]['ms']:.3f}]" if t_st else ""
             cells.append(f"{row[nm]['ratio']:.3f}{fr}".rjust(24))
         say(f"  {row['shape']:<16s}" + "".join(cells))
@@ -281,7 +391,9 @@ def main(argv=None) -> int:
     ap.add_argument("--variants", action="store_true", help="protocol: the probe's variants as candidates too")
     ap.add_argument("--n", type=int, default=None, help="probe: this N instead of 8192 (K stays 8192)")
     ap.add_argument("--variant", type=int, nargs=3, action="append", metavar=("C", "S", "KB"),
-                    help="probe: these variants (consumers, K pieces, boxes per stage) instead of VARIANTS")
+                    help="probe: these variants (consumers, K pieces, boxes per stage) instead of PROBE_PDL")
+    ap.add_argument("--no-chain", action="store_true", help="probe: leave out the PDL chain checks")
+    ap.add_argument("--no-pdl", action="store_true", help="protocol: the rung launched plainly only (no PDL rows)")
     args = ap.parse_args(argv)
     from bwlab.checks.common import gpu_line
     out = open(args.out, "w") if args.out else None
@@ -298,8 +410,10 @@ def main(argv=None) -> int:
         if args.n:
             shapes = [(m, args.n, k) for m, _, k in shapes]
         probe(say, shapes, [tuple(v) for v in args.variant] if args.variant else None)
+        if not args.no_chain:
+            chains(say)
     else:
-        sustained(say, shapes + ([] if args.no_square else [SQUARE]), dump, args.variants)
+        sustained(say, shapes + ([] if args.no_square else [SQUARE]), dump, args.variants, pdl=not args.no_pdl)
     say("")
     say("command: python docs/results/decode_protocol.py " + " ".join(sys.argv[1:] if argv is None else argv))
     if out:

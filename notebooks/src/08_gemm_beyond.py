@@ -360,8 +360,14 @@ for m, n, k in ((64, 256, 1024), (100, 256, 1024)):
 # Measured on an H200 on 2026-11-28 (docs/results/gemm_protocol_decode_h200.txt) under the sustained
 # protocol of section 1: cuBLAS (through torch.matmul), the
 # split-K rung where M allows it, the decode rung, and the read stream of the same bytes, all in one
-# run. The roofline per shape — the bytes that must move over the stream's bandwidth — and each
-# candidate's fraction of it:
+# run. The rung and the stream are each measured twice: launched plainly, and with programmatic
+# dependent launch (the rows marked PDL), the way decode stacks chain their kernels: a launch may start
+# before the one ahead of it in the stream has finished. The rung then reads B — weights, which no
+# earlier kernel writes — for its first pass round the ring, and waits (`griddepcontrol.wait`) for the
+# kernel ahead before it reads A or writes C. A PDL row's fraction of the roofline is against the
+# stream launched the same way, which gains from it too; cuBLAS is launched as torch launches it. The
+# roofline per shape — the bytes that must move over the stream's bandwidth — and each candidate's
+# fraction of it:
 
 # %%
 rows = gemm.decode_report_rows()
@@ -408,7 +414,11 @@ for m in (128, 256):
 
 # %% [markdown]
 # **The goal was not reached.** Up to M = 64, 1.05 × cuBLAS would take nearly all of what the read
-# stream itself delivers: cuBLAS is already close to the roofline there, and the rung a little behind it. At
+# stream itself delivers: cuBLAS is already close to the roofline there, and the rung a little behind it.
+# Launched with PDL (the table above) the rung passes cuBLAS up to M = 64, by a few percent rather than
+# five, and the stream launched the same way gains more than the rung does, so the rung's fraction of
+# that roofline is lower still. Making room for a CTA of the next launch beside each running one (half
+# the ring each) lost far more than the overlap bought: the ring's depth is what streams B. At
 # M = 128 and 256 A's tile takes as much shared memory as B's (at 128) or twice as much (at 256), the ring gets shallow and every CTA reads
 # its own copy of A from L2. Both run at the power cap there, and the rung at a higher SM clock than
 # cuBLAS (the clocks above, sampled during each one's blocks), yet slower: it loses in what it does per
