@@ -249,6 +249,9 @@ def test_a_clock_check_that_is_not_one_is_a_clear_error(tmp_path):
         hopper.clock_ratios(bad)
     with pytest.raises(FileNotFoundError, match="clock_check.py"):
         hopper.clock_ratios(tmp_path / "missing.txt")
+    # a clock check applies to the GPU it was measured on: the H200's not to the H100's reports
+    with pytest.raises(ValueError, match="NVIDIA H200.*NVIDIA H100.*GPU it was made on"):
+        hopper.rows(clocks="clock_check_h200.txt")
 
 
 def test_step_predicted_is_the_model_fraction_the_code_computes():

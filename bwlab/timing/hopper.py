@@ -80,6 +80,18 @@ def _results_path(name) -> Path:
     return Path(name) if Path(name).exists() else RESULTS / name
 
 
+_GPU = re.compile(r"GPU (NVIDIA [^,]+),")
+
+
+def gpu_of(path) -> str | None:
+    """The GPU a report or clock check names in its first lines ('GPU NVIDIA H200, ...'), or None."""
+    for line in _results_path(path).read_text().splitlines()[:5]:
+        g = _GPU.search(line)
+        if g:
+            return g.group(1).strip()
+    return None
+
+
 def clock_ratios(path) -> dict:
     """{step name: the SMs' clock (clock64 / %globaltimer) over NVML's, measured in the same sustained
     blocks} from a clock check (docs/results/clock_check.py's report; a file in docs/results or a path)."""
@@ -110,6 +122,7 @@ def rows(steps=None, shapes=SHAPES, machine="h100_sxm", report=None, clocks=None
     if report is not None:
         path = _results_path(report)
         pairs = [(m, ladder.step(m.step)) for m in measured(path).values()]
+        files = [path]
     else:
         cache = {}
         pairs = []
@@ -119,6 +132,13 @@ def rows(steps=None, shapes=SHAPES, machine="h100_sxm", report=None, clocks=None
             s = ladder.step(short)
             meas = cache.setdefault(fname, measured(RESULTS / fname))
             pairs += [(meas[(s.name, shape)], s) for shape in shapes if (s.name, shape) in meas]
+        files = [RESULTS / f for f in sorted(set(cache))]
+    if ratios is not None:
+        on = gpu_of(clocks)
+        for f in files:
+            if gpu_of(f) != on:
+                raise ValueError(f"the clock check {Path(clocks).name} was measured on {on}, {f.name} on "
+                                 f"{gpu_of(f)}: a clock check applies to measurements on the GPU it was made on")
     for m, s in pairs:
         mhz = m.mhz
         if ratios is not None:
