@@ -27,7 +27,7 @@ from ..gemm import ladder
 from . import gemm
 
 __all__ = ["Measured", "measured", "SHAPES", "SOURCES", "table", "parse_table", "library_ms", "fractions",
-           "fractions_module", "FRACTION_SHAPE", "FRACTIONS_FILE", "clock_ratios", "table_rows"]
+           "fractions_module", "FRACTION_SHAPE", "FRACTIONS_FILE", "clock_ratios", "gpu_of"]
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results"
@@ -92,31 +92,46 @@ def gpu_of(path) -> str | None:
     return None
 
 
-def clock_ratios(path) -> dict:
-    """{step name: the SMs' clock (clock64 / %globaltimer) over NVML's, measured in the same sustained
-    blocks} from a clock check (docs/results/clock_check.py's report; a file in docs/results or a path)."""
-    path = _results_path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no clock check at {path}: run docs/results/clock_check.py on the GPU")
+_CLOCK_SHAPE = re.compile(r"^\s+clock log: .*?; (?:(\d+)\^3|(\d+)x(\d+)x(\d+)), ")
+
+
+def clock_ratios(paths) -> dict:
+    """{(step name, shape): the SMs' clock (clock64 / %globaltimer) over NVML's, measured in the same
+    sustained blocks} from one or more clock checks (docs/results/clock_check.py's reports; files in
+    docs/results or paths), each table under the 'clock log: ...; <shape>, ...' line that names its shape."""
     out = {}
-    for line in path.read_text().splitlines():
-        g = _CLOCK_ROW.match(line)
-        if g:
-            r = float(g.group(4))
-            if not 0.5 <= r <= 1.5:
-                raise ValueError(f"{path.name}: {g.group(1)}'s clock64 / NVML ratio {r} is outside 0.5-1.5: "
-                                 "not a clock reading")
-            out[g.group(1)] = r
-    if not out:
-        raise ValueError(f"{path.name} holds no clock check rows (step, ms, NVML MHz, clock64 MHz, ratio)")
+    for path in ([paths] if isinstance(paths, (str, Path)) else paths):
+        path = _results_path(path)
+        if not path.exists():
+            raise FileNotFoundError(f"no clock check at {path}: run docs/results/clock_check.py on the GPU")
+        shape, n = None, 0
+        for line in path.read_text().splitlines():
+            h = _CLOCK_SHAPE.match(line)
+            if h:
+                shape = (int(h.group(1)),) * 3 if h.group(1) else tuple(int(x) for x in h.group(2, 3, 4))
+                continue
+            g = _CLOCK_ROW.match(line)
+            if g:
+                if shape is None:
+                    raise ValueError(f"{path.name}: a clock row before any 'clock log: ...; <shape>,' line "
+                                     "names its shape")
+                r = float(g.group(4))
+                if not 0.5 <= r <= 1.5:
+                    raise ValueError(f"{path.name}: {g.group(1)}'s clock64 / NVML ratio {r} is outside 0.5-1.5: "
+                                     "not a clock reading")
+                out[(g.group(1), shape)] = r
+                n += 1
+        if not n:
+            raise ValueError(f"{path.name} holds no clock check rows (step, ms, NVML MHz, clock64 MHz, ratio)")
     return out
 
 
 def rows(steps=None, shapes=SHAPES, machine="h100_sxm", report=None, clocks=None):
     """(Measured, Prediction at 'value', 'fast', 'slow', Prediction at NVML's clock or None) for every rung
     and shape measured: the rungs' sustained-protocol reports (`SOURCES`), or every rung and shape of one
-    `report` (a file name under docs/results or a path). With `clocks` (a clock check), the predictions
-    are at NVML's clock times the rung's measured clock64 / NVML ratio, the last at NVML's clock."""
+    `report` (a file name under docs/results or a path). With `clocks` (clock checks: one file or several),
+    the predictions are at NVML's clock times the rung's clock64 / NVML ratio measured at the same shape,
+    the last at NVML's clock."""
     out = []
     ratios = clock_ratios(clocks) if clocks is not None else None
     if report is not None:
@@ -134,17 +149,18 @@ def rows(steps=None, shapes=SHAPES, machine="h100_sxm", report=None, clocks=None
             pairs += [(meas[(s.name, shape)], s) for shape in shapes if (s.name, shape) in meas]
         files = [RESULTS / f for f in sorted(set(cache))]
     if ratios is not None:
-        on = gpu_of(clocks)
-        for f in files:
-            if gpu_of(f) != on:
-                raise ValueError(f"the clock check {Path(clocks).name} was measured on {on}, {f.name} on "
-                                 f"{gpu_of(f)}: a clock check applies to measurements on the GPU it was made on")
+        for c in ([clocks] if isinstance(clocks, (str, Path)) else clocks):
+            on = gpu_of(c)
+            for f in files:
+                if gpu_of(f) != on:
+                    raise ValueError(f"the clock check {Path(c).name} was measured on {on}, {f.name} on "
+                                     f"{gpu_of(f)}: a clock check applies to measurements on the GPU it was made on")
     for m, s in pairs:
         mhz = m.mhz
         if ratios is not None:
-            if s.name not in ratios:
-                raise ValueError(f"the clock check {Path(clocks).name} has no row for {s.name}")
-            mhz = m.mhz * ratios[s.name]
+            if (s.name, m.shape) not in ratios:
+                raise ValueError(f"the clock checks have no row for {s.name} at {'x'.join(map(str, m.shape))}")
+            mhz = m.mhz * ratios[(s.name, m.shape)]
         # the range: the machine's uncertain numbers at their fast / slow ends, and the SMs' epilogues at
         # independent phases / all at once (gemm.storing_sms)
         preds = [gemm.predict(s.name, *m.shape, machine=machine, clock_mhz=mhz, which=w, align=al)
@@ -160,8 +176,9 @@ def table(steps=None, shapes=SHAPES, machine="h100_sxm", report=None, clocks=Non
     if clocks is None:
         how_clock = "predicted ms = predicted cycles / the SM clock NVML measured during the rung's own blocks"
     else:
+        names = ", ".join(Path(c).name for c in ([clocks] if isinstance(clocks, (str, Path)) else clocks))
         how_clock = (f"predicted ms = predicted cycles / the SMs' clock: NVML's during the rung's own blocks (NVML) x "
-                     f"the rung's clock64 / NVML ratio measured at the power cap ({Path(clocks).name}); the last "
+                     f"the rung's clock64 / NVML ratio measured at the power cap at that shape ({names}); the last "
                      "columns: NVML's clock and the ratio predicted at it")
     lines = [f"Hopper ladder: predicted (bwlab.timing, machine '{machine}') vs measured (sustained protocol, {where})",
              how_clock + "; range: the machine's uncertain numbers at the ends of their ranges (the slow end with "
