@@ -11,11 +11,11 @@ the end of its range that makes the kernel faster, and at the end that makes it 
 every SM's direct-store epilogue at the same moment (`gemm.predict(align="lockstep")`): a bound of what
 the description allows, not a confidence interval.
 
-`clocks` (a clock check, docs/results/clock_check.py) gives, per rung, the clock the SMs counted (clock64
-over %globaltimer) as a fraction of the clock NVML reported in the same sustained blocks: on the H200 at
-its power cap NVML reads 10-13 % above the SMs' own count (docs/results/clock_check_h200.txt). The table
-then predicts at NVML's clock times that fraction (the clock the cycles were counted at) and shows the
-ratio at NVML's clock beside it.
+`clocks` (clock checks, docs/results/clock_check.py) give, per rung and shape, the clock the SMs counted
+(clock64 over %globaltimer) as a fraction of the clock NVML reported in the same sustained blocks: on the
+H200 at its power cap NVML reads 8-14 % above the SMs' own count (clock_check_h200.txt,
+clock_check_shapes_h200.txt). The table then predicts at NVML's clock times that fraction (the clock the
+cycles were counted at) and shows the ratio at NVML's clock beside it.
 """
 from __future__ import annotations
 
