@@ -63,6 +63,17 @@ def test_persistent_grid_is_whole_clusters():
     assert step("s1").grid(512, 256, 132) == (2, 4, 1)
 
 
+
+def test_bench_gemm_runs_the_shapes_it_is_given():
+    """Shapes given on the command line are run as given, also when they equal the interleaved defaults;
+    the sustained protocol's wider default set only when neither --sizes nor --skinny is given."""
+    from bwlab.checks.gemm import default_shapes
+    assert default_shapes("sustained", [4096, 8192], [(512, 8192, 8192)]) == ([4096, 8192], [(512, 8192, 8192)])
+    assert default_shapes("sustained", None, None) == ([4096, 6144, 8192], [(512, 8192, 8192), (128, 8192, 8192)])
+    assert default_shapes("interleaved", None, None) == ([4096, 8192], [(512, 8192, 8192)])
+    assert default_shapes("sustained", [], None) == ([], [(512, 8192, 8192)])
+    assert default_shapes("sustained", None, [(256, 8192, 8192)]) == ([4096, 8192], [(256, 8192, 8192)])
+
 def test_bench_without_sm90_exits_3(monkeypatch, capsys):
     monkeypatch.setenv("BWLAB_BACKEND", "model")
     from bwlab.checks.gemm import bench_main

@@ -5,8 +5,8 @@ library GEMM measured in the same process.
                                [--repeat 20] [--warmup 5] [--record] [--out FILE]
     python -m bwlab.bench gemm --protocol sustained [--block-s 2] [--rounds 2] [--json FILE]
 
-`--protocol sustained` (bwlab.gemm.protocol; default shapes 4096^3, 6144^3, 8192^3, 512x8192x8192,
-128x8192x8192) is the protocol every speed in notebook 07 is quoted under; the default `interleaved`
+`--protocol sustained` (bwlab.gemm.protocol; default shapes, where neither --sizes nor --skinny is
+given: 4096^3, 6144^3, 8192^3, 512x8192x8192, 128x8192x8192) is the protocol every speed in notebook 07 is quoted under; the default `interleaved`
 is the older quick figure (single launches, library and step alternately), labelled as such.
 
 For each shape: the libraries first (cuBLAS bf16 through cupy.cuda.cublas.gemmEx, cupy.matmul on
@@ -81,10 +81,21 @@ def paired(fn_a, fn_b, warmup: int, repeat: int) -> tuple:
     return statistics.median(times[0]), statistics.median(times[1])
 
 
+def default_shapes(protocol: str, sizes, skinny) -> tuple:
+    """(square sizes, skinny shapes) to run: what --sizes / --skinny gave, the defaults for the one not
+    given (4096 8192 and 512x8192x8192); the sustained protocol's wider set (4096 6144 8192,
+    512x8192x8192 128x8192x8192) only where neither was given."""
+    if protocol == "sustained" and sizes is None and skinny is None:
+        return [4096, 6144, 8192], [(512, 8192, 8192), (128, 8192, 8192)]
+    return ([4096, 8192] if sizes is None else list(sizes)), ([(512, 8192, 8192)] if skinny is None else list(skinny))
+
+
 def bench_main(argv=None) -> int:
     cmd = Command("bench gemm", "The GEMM ladder: each step checked, then timed against library GEMMs")
-    cmd.add("--sizes", type=int, nargs="*", default=[4096, 8192], help="square sizes M = N = K (none: skinny only)")
-    cmd.add("--skinny", type=_shape, nargs="*", default=[(512, 8192, 8192)], help="more MxNxK shapes")
+    cmd.add("--sizes", type=int, nargs="*", default=None,
+            help="square sizes M = N = K (none: skinny only; default 4096 8192, sustained 4096 6144 8192)")
+    cmd.add("--skinny", type=_shape, nargs="*", default=None,
+            help="more MxNxK shapes (default 512x8192x8192, sustained also 128x8192x8192)")
     cmd.add("--steps", nargs="+", default=None, help="steps to run (default: all), e.g. s1 s6")
     cmd.add("--repeat", type=int, default=20)
     cmd.add("--warmup", type=int, default=5)
@@ -97,8 +108,7 @@ def bench_main(argv=None) -> int:
     cmd.add("--rounds", type=int, default=2, help="sustained: rounds of alternating blocks")
     cmd.add("--json", help="sustained: also write every sample and clock reading to this JSON file")
     args, say = cmd.start(argv)
-    if args.protocol == "sustained" and args.sizes == [4096, 8192] and args.skinny == [(512, 8192, 8192)]:
-        args.sizes, args.skinny = [4096, 6144, 8192], [(512, 8192, 8192), (128, 8192, 8192)]
+    args.sizes, args.skinny = default_shapes(args.protocol, args.sizes, args.skinny)
     from .. import device
     info = device.gpu_info()
     if info is None or info.cc[0] not in (9, 10):

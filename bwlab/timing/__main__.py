@@ -3,6 +3,7 @@
     python -m bwlab.timing predict s6 8192 8192 8192 --clock 1350          # one rung, one shape
     python -m bwlab.timing machine h100_sxm                                 # a machine description
     python -m bwlab.timing hopper --out docs/results/timing_hopper.txt      # the ladder vs its measurements
+    python -m bwlab.timing hopper --machine h200 --report gemm_protocol_h200.txt   --clocks clock_check_h200.txt clock_check_shapes_h200.txt     # an H200 run, at the SMs' clocks
     python -m bwlab.timing blackwell --out docs/results/timing_b200.txt     # the sm_100a ladder, predicted
     python -m bwlab.timing fractions --write     # Step.predicted from the Hopper table (bwlab/gemm/model_fractions.py)
 """
@@ -36,6 +37,8 @@ def main(argv=None) -> int:
     h.add_argument("--report", default=None, help="every rung and shape of this sustained-protocol report "
                    "(a file in docs/results, or a path) instead of the ladder's own reports")
     h.add_argument("--machine", default="h100_sxm", help="the machine description to predict with")
+    h.add_argument("--clocks", nargs="+", default=None, help="clock checks (docs/results/clock_check.py's reports): "
+                   "predict at NVML's clock times each rung's clock64 / NVML ratio measured at its shape")
     fr = sub.add_parser("fractions", help="the ladder steps' predicted fractions of the library at 8192^3 "
                         "(bwlab/gemm/model_fractions.py, read by ladder.Step.predicted)")
     fr.add_argument("--write", action="store_true", help="write bwlab/gemm/model_fractions.py")
@@ -76,9 +79,9 @@ def main(argv=None) -> int:
         return 0
     from .hopper import h200_check, table
     t0 = time.time()
-    text = h200_check() if a.h200 else table(a.steps, machine=a.machine, report=a.report)
+    text = h200_check() if a.h200 else table(a.steps, machine=a.machine, report=a.report, clocks=a.clocks)
     cmd = "python -m bwlab.timing hopper" + (" --h200" if a.h200 else "") + \
-        (f" --machine {a.machine}" if a.machine != "h100_sxm" else "") + (f" --report {a.report}" if a.report else "") + \
+        (f" --machine {a.machine}" if a.machine != "h100_sxm" else "") + (f" --report {a.report}" if a.report else "") + (f" --clocks {' '.join(a.clocks)}" if a.clocks else "") + \
         (f" --steps {' '.join(a.steps)}" if a.steps else "") + \
           (f" --out {a.out}" if a.out else "")
     text += f"\n({time.time() - t0:.0f} s wall on a shared 2-core machine, the emulations included)\n# command: {cmd}\n"

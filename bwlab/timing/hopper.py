@@ -1,7 +1,7 @@
 """The Hopper ladder's predictions against its sustained-protocol measurements (docs/results/timing_hopper.txt).
 
     python -m bwlab.timing hopper --out docs/results/timing_hopper.txt
-    python -m bwlab.timing hopper --machine h200 --report gemm_protocol_s3s4_h200.txt   # any sustained report
+    python -m bwlab.timing hopper --machine h200 --report gemm_protocol_h200.txt --clocks clock_check_h200.txt
 
 For every rung (s1-s8, split-K) and shape (4096^3, 8192^3, 512 x 8192 x 8192) it predicts the time at the
 SM clock NVML measured during that rung's own blocks (the power cap sets it; the prediction is in cycles,
@@ -10,6 +10,12 @@ measured median. The range is the prediction with every uncertain number of the 
 the end of its range that makes the kernel faster, and at the end that makes it slower, that one also with
 every SM's direct-store epilogue at the same moment (`gemm.predict(align="lockstep")`): a bound of what
 the description allows, not a confidence interval.
+
+`clocks` (clock checks, docs/results/clock_check.py) give, per rung and shape, the clock the SMs counted
+(clock64 over %globaltimer) as a fraction of the clock NVML reported in the same sustained blocks: on the
+H200 at its power cap NVML reads 8-14 % above the SMs' own count (clock_check_h200.txt,
+clock_check_shapes_h200.txt). The table then predicts at NVML's clock times that fraction (the clock the
+cycles were counted at) and shows the ratio at NVML's clock beside it.
 """
 from __future__ import annotations
 
@@ -21,7 +27,7 @@ from ..gemm import ladder
 from . import gemm
 
 __all__ = ["Measured", "measured", "SHAPES", "SOURCES", "table", "parse_table", "library_ms", "fractions",
-           "fractions_module", "FRACTION_SHAPE", "FRACTIONS_FILE"]
+           "fractions_module", "FRACTION_SHAPE", "FRACTIONS_FILE", "clock_ratios", "gpu_of"]
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results"
@@ -67,14 +73,71 @@ def measured(path) -> dict:
     return out
 
 
-def rows(steps=None, shapes=SHAPES, machine="h100_sxm", report=None):
-    """(Measured, Prediction at 'value', 'fast', 'slow') for every rung and shape measured: the rungs'
-    sustained-protocol reports (`SOURCES`), or every rung and shape of one `report` (a file name under
-    docs/results or a path)."""
+_CLOCK_ROW = re.compile(r"^\s+(s\w+)\s+[\d.]+\s+(\d+) \(\s*\d+-\s*\d+\)\s+(\d+) \(\s*\d+-\s*\d+\)\s+([\d.]+)\s")
+
+
+def _results_path(name) -> Path:
+    return Path(name) if Path(name).exists() else RESULTS / name
+
+
+_GPU = re.compile(r"GPU (NVIDIA [^,]+),")
+
+
+def gpu_of(path) -> str | None:
+    """The GPU a report or clock check names in its first lines ('GPU NVIDIA H200, ...'), or None."""
+    for line in _results_path(path).read_text().splitlines()[:5]:
+        g = _GPU.search(line)
+        if g:
+            return g.group(1).strip()
+    return None
+
+
+_CLOCK_SHAPE = re.compile(r"^\s+clock log: .*?; (?:(\d+)\^3|(\d+)x(\d+)x(\d+)), ")
+
+
+def clock_ratios(paths) -> dict:
+    """{(step name, shape): the SMs' clock (clock64 / %globaltimer) over NVML's, measured in the same
+    sustained blocks} from one or more clock checks (docs/results/clock_check.py's reports; files in
+    docs/results or paths), each table under the 'clock log: ...; <shape>, ...' line that names its shape."""
+    out = {}
+    for path in ([paths] if isinstance(paths, (str, Path)) else paths):
+        path = _results_path(path)
+        if not path.exists():
+            raise FileNotFoundError(f"no clock check at {path}: run docs/results/clock_check.py on the GPU")
+        shape, n = None, 0
+        for line in path.read_text().splitlines():
+            h = _CLOCK_SHAPE.match(line)
+            if h:
+                shape = (int(h.group(1)),) * 3 if h.group(1) else tuple(int(x) for x in h.group(2, 3, 4))
+                continue
+            g = _CLOCK_ROW.match(line)
+            if g:
+                if shape is None:
+                    raise ValueError(f"{path.name}: a clock row before any 'clock log: ...; <shape>,' line "
+                                     "names its shape")
+                r = float(g.group(4))
+                if not 0.5 <= r <= 1.5:
+                    raise ValueError(f"{path.name}: {g.group(1)}'s clock64 / NVML ratio {r} is outside 0.5-1.5: "
+                                     "not a clock reading")
+                out[(g.group(1), shape)] = r
+                n += 1
+        if not n:
+            raise ValueError(f"{path.name} holds no clock check rows (step, ms, NVML MHz, clock64 MHz, ratio)")
+    return out
+
+
+def rows(steps=None, shapes=SHAPES, machine="h100_sxm", report=None, clocks=None):
+    """(Measured, Prediction at 'value', 'fast', 'slow', Prediction at NVML's clock or None) for every rung
+    and shape measured: the rungs' sustained-protocol reports (`SOURCES`), or every rung and shape of one
+    `report` (a file name under docs/results or a path). With `clocks` (clock checks: one file or several),
+    the predictions are at NVML's clock times the rung's clock64 / NVML ratio measured at the same shape,
+    the last at NVML's clock."""
     out = []
+    ratios = clock_ratios(clocks) if clocks is not None else None
     if report is not None:
-        path = Path(report) if Path(report).exists() else RESULTS / report
+        path = _results_path(report)
         pairs = [(m, ladder.step(m.step)) for m in measured(path).values()]
+        files = [path]
     else:
         cache = {}
         pairs = []
@@ -84,37 +147,61 @@ def rows(steps=None, shapes=SHAPES, machine="h100_sxm", report=None):
             s = ladder.step(short)
             meas = cache.setdefault(fname, measured(RESULTS / fname))
             pairs += [(meas[(s.name, shape)], s) for shape in shapes if (s.name, shape) in meas]
+        files = [RESULTS / f for f in sorted(set(cache))]
+    if ratios is not None:
+        for c in ([clocks] if isinstance(clocks, (str, Path)) else clocks):
+            on = gpu_of(c)
+            for f in files:
+                if gpu_of(f) != on:
+                    raise ValueError(f"the clock check {Path(c).name} was measured on {on}, {f.name} on "
+                                     f"{gpu_of(f)}: a clock check applies to measurements on the GPU it was made on")
     for m, s in pairs:
+        mhz = m.mhz
+        if ratios is not None:
+            if (s.name, m.shape) not in ratios:
+                raise ValueError(f"the clock checks have no row for {s.name} at {'x'.join(map(str, m.shape))}")
+            mhz = m.mhz * ratios[(s.name, m.shape)]
         # the range: the machine's uncertain numbers at their fast / slow ends, and the SMs' epilogues at
         # independent phases / all at once (gemm.storing_sms)
-        preds = [gemm.predict(s.name, *m.shape, machine=machine, clock_mhz=m.mhz, which=w, align=al)
+        preds = [gemm.predict(s.name, *m.shape, machine=machine, clock_mhz=mhz, which=w, align=al)
                  for w, al in (("value", "spread"), ("fast", "spread"), ("slow", "lockstep"))]
-        out.append((m, *preds))
+        at_nvml = gemm.predict(s.name, *m.shape, machine=machine, clock_mhz=m.mhz) if ratios is not None else None
+        out.append((m, *preds, at_nvml))
     return out
 
 
-def table(steps=None, shapes=SHAPES, machine="h100_sxm", report=None) -> str:
-    rs = rows(steps, shapes, machine, report)
+def table(steps=None, shapes=SHAPES, machine="h100_sxm", report=None, clocks=None) -> str:
+    rs = rows(steps, shapes, machine, report, clocks)
     where = f"report {Path(report).name}" if report else "H100 SXM"
+    if clocks is None:
+        how_clock = "predicted ms = predicted cycles / the SM clock NVML measured during the rung's own blocks"
+    else:
+        names = ", ".join(Path(c).name for c in ([clocks] if isinstance(clocks, (str, Path)) else clocks))
+        how_clock = (f"predicted ms = predicted cycles / the SMs' clock: NVML's during the rung's own blocks (NVML) x "
+                     f"the rung's clock64 / NVML ratio measured at the power cap at that shape ({names}); the last "
+                     "columns: NVML's clock and the ratio predicted at it")
     lines = [f"Hopper ladder: predicted (bwlab.timing, machine '{machine}') vs measured (sustained protocol, {where})",
-             "predicted ms = predicted cycles / the SM clock NVML measured during the rung's own blocks; "
-             "range: the machine's uncertain numbers at the ends of their ranges (the slow end with every SM "
-             "writing C at once)",
+             how_clock + "; range: the machine's uncertain numbers at the ends of their ranges (the slow end with "
+             "every SM writing C at once)",
              f"{'step':22s} {'shape':>16s} {'MHz':>5s} {'measured':>9s} {'predicted':>9s} {'range':>17s} "
-             f"{'pred/meas':>9s}  {'within 15 %':11s} how",
+             f"{'pred/meas':>9s}  {'within 15 %':11s} " + ("NVML  at NVML " if clocks is not None else "") + "how",
              ]
     misses = []
-    for m, p, lo, hi in rs:
+    for m, p, lo, hi, at_nvml in rs:
         r = p.ms / m.ms
         a, b = sorted((lo.ms, hi.ms))
         ok = abs(r - 1) <= TOLERANCE
         shape = "x".join(map(str, m.shape))
-        lines.append(f"{m.step:22s} {shape:>16s} {m.mhz:5.0f} {m.ms:9.4f} {p.ms:9.4f} {a:8.4f}-{b:8.4f} {r:9.3f}  "
-                     f"{'yes' if ok else 'NO':11s} {p.parts['how']}")
+        nv = f"{m.mhz:4.0f} {at_nvml.ms / m.ms:8.3f} " if at_nvml is not None else ""
+        lines.append(f"{m.step:22s} {shape:>16s} {p.clock_mhz:5.0f} {m.ms:9.4f} {p.ms:9.4f} {a:8.4f}-{b:8.4f} "
+                     f"{r:9.3f}  {'yes' if ok else 'NO':11s} {nv}{p.parts['how']}")
         if not ok:
             misses.append((m, p, r))
     n_ok = len(rs) - len(misses)
     lines.append(f"\nwithin +-{TOLERANCE:.0%}: {n_ok} of {len(rs)}")
+    if clocks is not None:
+        n_nv = sum(abs(x[-1].ms / x[0].ms - 1) <= TOLERANCE for x in rs)
+        lines.append(f"within +-{TOLERANCE:.0%} at NVML's clock instead: {n_nv} of {len(rs)}")
     lines.append(order_report(rs))
     lines.append("sources of the measurements: " + ", ".join(sorted({m.source for m, *_ in rs})))
     return "\n".join(lines)
