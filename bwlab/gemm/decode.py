@@ -51,12 +51,16 @@ class Config:
     cluster splitting K (1, 2 or 4), boxes of 64 K per stage; `regs`: (producer, consumer) registers
     per thread set by setmaxnreg, () for the kernel's default, (0, 0) for none; `minb`: CTAs per SM the
     registers and the ring are sized for (2: under programmatic dependent launch a CTA of the next
-    grid fits beside one of this grid and fills its ring with B while this one streams)."""
+    grid fits beside one of this grid and fills its ring with B while this one streams); `even`: 0, the
+    tile grid (one CTA, or cluster, per 64 x consumers rows of B), or E > 0: even rows, E x (SMs / split)
+    clusters sharing N's rows evenly (`Rung.groups`), so that no SM is left idle when the tiles do not
+    fill the GPU (N = 8192: 128 tiles on 132 SMs)."""
     consumers: int
     split: int
     kb: int
     regs: tuple = ()
     minb: int = 1
+    even: int = 0
 
     def __post_init__(self):
         if self.consumers not in (1, 2, 4):
@@ -66,6 +70,9 @@ class Config:
                              "many CTAs)")
         if self.kb < 1:
             raise ValueError(f"Config: kb = {self.kb}; a stage holds at least one box of 64 K")
+        if self.even not in (0, 1, 2):
+            raise ValueError(f"Config: even = {self.even}; 0 (the tile grid) or 1 or 2 clusters per SM's worth "
+                             "of rows (even rows)")
         if self.minb not in (1, 2):
             raise ValueError(f"Config: minb = {self.minb}; the kernel is sized for 1 or 2 CTAs per SM")
         if self.regs and (len(self.regs) != 2 or any(r and not (24 <= r <= 256 and r % 8 == 0) for r in self.regs)
@@ -98,9 +105,11 @@ class Rung:
     def config(self, m: int) -> Config:
         return dict(self.table)[self.mt(m)]
 
-    def with_config(self, consumers: int, split: int, kb: int, regs: tuple = (), minb: int = 1) -> "Rung":
+    def with_config(self, consumers: int, split: int, kb: int, regs: tuple = (), minb: int = 1,
+                    even: int = 0) -> "Rung":
         """The same rung with one configuration for every M (the probes' variants)."""
-        return replace(self, table=tuple((mt, Config(consumers, split, kb, tuple(regs), minb)) for mt in MTS))
+        return replace(self, table=tuple((mt, Config(consumers, split, kb, tuple(regs), minb, even))
+                                         for mt in MTS))
 
     def threads(self, m: int) -> int:
         return 128 * (1 + self.config(m).consumers)
@@ -140,9 +149,30 @@ class Rung:
     def smem_bytes(self, m: int, stages: int) -> int:
         return max(stages * self.stage_bytes(m), self.exchange_bytes(m)) + SMEM_SLACK
 
-    def grid(self, m: int, n: int) -> tuple:
+    def groups(self, m: int, n: int, sms: int) -> int:
+        """The kernel's `groups` argument on a GPU of `sms` SMs: 0 for the tile grid, or G clusters sharing
+        N's rows evenly (even rows). Even rows when the configuration asks for them (`Config.even` = E: G
+        = E x sms // split) and each cluster's share is more than half and at most all of its 64 x consumers
+        rows (G x rows / 2 < N <= G x rows); otherwise the tile grid (more tiles than G: a share would not
+        fit a cluster's boxes; a share of half the boxes or less: most of every box read for nothing)."""
         c = self.config(m)
-        return (n // (self.bn * c.consumers) * c.split, 1, 1)
+        if not c.even:
+            return 0
+        g = c.even * sms // c.split
+        rows = self.bn * c.consumers
+        return g if g > 0 and g * rows < 2 * n <= 2 * g * rows else 0
+
+    def grid(self, m: int, n: int, groups: int = 0) -> tuple:
+        c = self.config(m)
+        return ((groups or n // (self.bn * c.consumers)) * c.split, 1, 1)
+
+    def require_groups(self, m: int, n: int, groups: int) -> None:
+        """Raise ValueError naming the rule when G = `groups` clusters cannot share N's rows evenly."""
+        rows = self.bn * self.config(m).consumers
+        if groups < 0 or (groups and (2 * ceil_div(n // 2, groups) > rows or groups > n // 2)):
+            raise ValueError(f"{self.name}: groups = {groups}: G clusters share N = {n} rows in even-aligned "
+                             f"shares of at most {rows} rows (64 x consumer warpgroups) and at least 2: "
+                             f"G from {ceil_div(n, rows)} to {n // 2}, or 0 for the tile grid")
 
     def require_shape(self, m: int, n: int, k: int) -> None:
         """Raise ShapeError naming the rule when (m, n, k) is not something this kernel computes."""
@@ -231,13 +261,15 @@ def _stages(r: Rung, m: int, k: int, stages, optin: int) -> int:
     return stages
 
 
-def prepare(r, a, b, c=None, stages=None, stamps=None, pdl=False, defines=None):
+def prepare(r, a, b, c=None, stages=None, stamps=None, pdl=False, defines=None, groups=None):
     """Check the shapes, encode the tensor maps, load the kernel (with its cluster and K-per-stage
     defines): a `runner.Launch` ready to call. `stages`: the ring depth (default: the deepest that fits).
     `pdl`: launch it with programmatic dependent launch (bwlab.pdl): the kernel reads B for its first
     ring stages before the grid ahead of it in the stream has finished, A and C only after. Where PDL
     is unavailable this warns with the reason and launches plainly; `launch.pdl` says which it got.
-    `defines`: more compile-time defines (e.g. {"DECODE_GRID_WAIT": 0}, the negative control of a chain)."""
+    `defines`: more compile-time defines (e.g. {"DECODE_GRID_WAIT": 0}, the negative control of a chain).
+    `groups`: the grid's clusters sharing N's rows evenly (0: the tile grid); default `Rung.groups` on
+    this GPU's SM count. `launch.stages`, `launch.groups`: what it got."""
     from ..compile import load_module
     from ..device import gpu_info
     from ..runtime import GPU, require_launch_config, tensor_map_arg
@@ -252,7 +284,9 @@ def prepare(r, a, b, c=None, stages=None, stamps=None, pdl=False, defines=None):
     info = gpu_info()
     stages = _stages(r, m, k, stages, info.smem_per_block_optin)
     smem = r.smem_bytes(m, stages)
-    grid, block = r.grid(m, n), (r.threads(m), 1, 1)
+    groups = r.groups(m, n, info.sm_count) if groups is None else groups
+    r.require_groups(m, n, groups)
+    grid, block = r.grid(m, n, groups), (r.threads(m), 1, 1)
     split = r.config(m).split
     require_launch_config(grid, block, smem, (split, 1, 1) if split > 1 else None)
     maps = _maps(r, m, n, k, a.data.ptr, b.data.ptr, c.data.ptr)
@@ -263,7 +297,7 @@ def prepare(r, a, b, c=None, stages=None, stamps=None, pdl=False, defines=None):
     fn = module.get_function("gemm")
     fn.max_dynamic_shared_size_bytes = smem
     args = (*[tensor_map_arg(t) for t in maps], c, np.int32(m), np.int32(n), np.int32(k),
-            stamps if stamps is not None else np.uint64(0), np.int32(stages))
+            stamps if stamps is not None else np.uint64(0), np.int32(stages), np.int32(groups))
     launch = Launch(r, fn, grid, block, smem, args, c, module)
     launch.pdl = False
     if pdl:
@@ -277,6 +311,7 @@ def prepare(r, a, b, c=None, stages=None, stamps=None, pdl=False, defines=None):
             launch = PdlLaunch(r, fn, grid, block, smem, args, c, module)
             launch.go, launch.pdl = go, True
     launch.keep = (a, b)
+    launch.stages, launch.groups = stages, groups
     return launch
 
 
@@ -287,10 +322,11 @@ class PdlLaunch(Launch):
         self.go()
 
 
-def run_decode_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False):
+def run_decode_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False, groups: int = 0):
     """C = A * B^T by the rung's kernel executed in bwlab.emu (its sm_90a PTX): NumPy uint16 operands of
     bf16 bits; returns (C bits, the emulator's Launch). `stages`: the ring depth (a shallow ring makes
-    every stage and barrier phase come round several times at a small K)."""
+    every stage and barrier phase come round several times at a small K). `groups`: G clusters sharing
+    N's rows evenly (0: the tile grid; the emulator has no SM count to derive it from)."""
     from .. import emu
     from ..runtime import EMULATED, launch as run_launch, tensor_map_arg
     from .runner import BARRIERS
@@ -299,6 +335,7 @@ def run_decode_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False
     b = np.ascontiguousarray(b, np.uint16)
     m, n, k = _check_operands(a, b)
     r.require_shape(m, n, k)
+    r.require_groups(m, n, groups)
     stages = _stages(r, m, k, stages, H100_SMEM_OPTIN)
     da, db, dc = emu.asarray(a), emu.asarray(b), emu.zeros((m, n), np.uint16)
     maps = _maps(r, m, n, k, da.data.ptr, db.data.ptr, dc.data.ptr)
@@ -306,9 +343,9 @@ def run_decode_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False
     fn = module.get_function("gemm")
     fn.seed, fn.trace = seed, trace
     split = r.config(m).split
-    run = run_launch(module, "gemm", r.grid(m, n), (r.threads(m), 1, 1),
+    run = run_launch(module, "gemm", r.grid(m, n, groups), (r.threads(m), 1, 1),
                      (*[tensor_map_arg(t) for t in maps], dc, np.int32(m), np.int32(n), np.int32(k),
-                      np.uint64(0), np.int32(stages)),
+                      np.uint64(0), np.int32(stages), np.int32(groups)),
                      shared_mem=r.smem_bytes(m, stages), barrier_names=BARRIERS,
                      cluster=(split, 1, 1) if split > 1 else None)
     run.stages = stages
