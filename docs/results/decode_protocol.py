@@ -212,7 +212,7 @@ def probe(say, shapes, only=None, pdl_variants=True, even=False):
             say(f"  {name:<26s} {t * 1e3:7.1f} us  {nbytes / t / 1e9:5.2f} TB/s  {st / t:.3f} of the stream "
                 f"launched alike  {t_lib / t:.3f} x lib  stages {calls[0].stages}, "
                 f"{calls[0].grid[0] // cfg.split} clusters of {cfg.split}"
-                + (f" (even rows: {2 * (n // 2 // calls[0].groups)}-{2 * -(-(n // 2) // calls[0].groups)} each)" if calls[0].groups
+                + (f" (even rows: {2 * (n // 2 // g)}-{2 * -(-(n // 2) // g)} each)" if (g := calls[0].groups)
                    else ""))
         del sets, ref, keep
         cp.get_default_memory_pool().free_all_blocks()
