@@ -62,6 +62,48 @@ def test_decode_rung_in_the_emulator(m, n, k, monkeypatch):
     assert run.grid[0] == n // (64 * cfg.consumers) * cfg.split
 
 
+# Even rows: G clusters share N's rows (even-aligned shares of at most 64 x consumers rows, G not dividing N),
+# each loading whole 64-row boxes from its first row (its neighbour's rows or, for the last, TMA's zero fill
+# past N) and storing only its own rows.
+EVEN = [(Config(1, 1, 4, even=1), 16, 256, 1024, 5), (Config(1, 1, 4, even=1), 64, 128, 1024, 3),
+        (Config(1, 1, 4, even=1), 20, 192, 1024, 5), (Config(2, 2, 2, even=1), 100, 256, 1024, 3),
+        (Config(2, 2, 1, even=1), 256, 384, 512, 5)]
+
+
+@pytest.mark.parametrize("cfg,m,n,k,g", EVEN, ids=lambda v: str(v) if isinstance(v, int) else
+                         f"w{v.consumers}s{v.split}kb{v.kb}")
+def test_even_rows_in_the_emulator(cfg, m, n, k, g, monkeypatch):
+    from bwlab.gemm import sm100
+    monkeypatch.setenv("BWLAB_BACKEND", "emulated")
+    r = SWAP_AB.with_config(cfg.consumers, cfg.split, cfg.kb, even=1)
+    assert k // (64 * cfg.kb * cfg.split) >= 4
+    shares = {2 * ((i + 1) * (n // 2) // g) - 2 * (i * (n // 2) // g) for i in range(g)}
+    assert len(shares) == 2 and max(shares) <= 64 * cfg.consumers and n % g   # uneven shares, G not dividing N
+    a, b = sm100.example_inputs(m, n, k, seed=m + 2)
+    c, run = decode.run_decode_emulated(r, a, b, stages=2, groups=g)
+    assert np.array_equal(c, sm100.reference_bf16(a, b))
+    assert not run.warnings, run.warnings
+    assert run.grid[0] == g * cfg.split
+
+
+def test_even_rows_take_one_cluster_per_sm_where_a_share_fits():
+    """N = 8192 on 132 SMs: the tile grid is 128 CTAs, even rows 132 (62 or 64 rows each), or 66 clusters
+    of 2; where a share would exceed a cluster's boxes or be half of them or less, the tile grid."""
+    r = SWAP_AB.with_config(1, 1, 4, even=1)
+    assert r.groups(16, 8192, 132) == 132 and r.grid(16, 8192, 132) == (132, 1, 1)
+    assert SWAP_AB.with_config(2, 2, 2, even=1).groups(128, 8192, 132) == 66
+    assert r.groups(16, 8192 + 512, 132) == 0      # 66 rows a share: more than a box
+    assert r.groups(16, 4096, 132) == 0            # 31 rows a share: less than half a box
+    assert r.groups(16, 1024, 132) == 0 and SWAP_AB.groups(16, 8192, 132) == 0   # table without even rows
+    assert SWAP_AB.with_config(1, 1, 4, (), 2, 2).groups(16, 8192, 132) == 0     # 264 shares of 31 rows
+    r.require_groups(16, 8192, 132)
+    for g in (127, 8193, -1):
+        with pytest.raises(ValueError, match="share N = 8192 rows in even-aligned shares of at most 64"):
+            r.require_groups(16, 8192, g)
+    with pytest.raises(ValueError, match="even = 3"):
+        Config(1, 1, 4, even=3)
+
+
 # Configurations beyond the table's: four consumer warpgroups sharing each A tile, K in four pieces whose
 # partials meet through DSMEM, and each with the other's neighbours (m, n, k: the smallest shapes that
 # give every CTA 4 stages or more through a ring of 2).
@@ -199,6 +241,27 @@ def test_a_pdl_chain_is_correct_on_the_gpu(m):
         runner.raise_on_status(l2)
         assert runner.check(a1, b1, c1, "C1").ok
         res = runner.check(c1, b2, l2.c, "C2")
+        assert res.ok, str(res)
+
+
+@pytest.mark.sm90
+@pytest.mark.parametrize("m", [16, 20, 64, 100, 128])
+def test_even_rows_are_correct_on_the_gpu(m):
+    """The table's configuration with even rows at N = 8192 (one cluster per SM; 132 SMs: shares of 62 or
+    64 rows, 124 or 126 for clusters of 2) and an explicit G of 131, plain and with PDL."""
+    from bwlab.device import gpu_info
+    from bwlab.gemm import runner
+    c = SWAP_AB.config(m)
+    r = SWAP_AB.with_config(c.consumers, c.split, c.kb, c.regs, c.minb, even=1)
+    a, b = runner.random_operands(m, 8192, 1024, seed=m)
+    for groups, pdl in ((None, False), (None, True), (131 // c.split, False)):
+        launch = decode.prepare(r, a, b, groups=groups, pdl=pdl)
+        assert launch.groups == (groups or r.groups(m, 8192, gpu_info().sm_count))
+        launch.c.fill(0xFFFF)
+        runner.clear_status(launch)
+        launch()
+        runner.raise_on_status(launch)
+        res = runner.check(a, b, launch.c, SWAP_AB.name)
         assert res.ok, str(res)
 
 

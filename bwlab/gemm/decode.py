@@ -21,15 +21,21 @@ start while the kernel ahead of it in the stream still runs, reading B for its f
 ring and waiting (griddepcontrol.wait) before it reads A or writes C, as a chain of decode GEMMs
 would. On the H200 that gained 3-10 % at M = 16-256 (the report's '(PDL)' rows); the plain launch
 stays the default. The emulator runs one grid at a time and treats griddepcontrol as a no-op.
+
+`Config(..., even=1)`: instead of one CTA (cluster) per 64 x consumers rows of B, as many as the SMs
+hold, N's rows shared evenly among them (the kernel's `groups` argument; `Rung.groups`). At N = 8192
+that fills all 132 SMs of an H200 rather than 128, yet ran within about 1 % of the tile grid at M = 16
+to 128 (docs/results/decode_probe_h200.txt, 9): each CTA still moves 64-row boxes, so the table keeps
+the tile grid.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..util import ceil_div
+from .decode_report import REPORT, DecodeRow, decode_report_rows, roofline_table  # re-exported
 from .ladder import BK, SMEM_SLACK, ShapeError
 from .runner import Launch
 
@@ -51,12 +57,16 @@ class Config:
     cluster splitting K (1, 2 or 4), boxes of 64 K per stage; `regs`: (producer, consumer) registers
     per thread set by setmaxnreg, () for the kernel's default, (0, 0) for none; `minb`: CTAs per SM the
     registers and the ring are sized for (2: under programmatic dependent launch a CTA of the next
-    grid fits beside one of this grid and fills its ring with B while this one streams)."""
+    grid fits beside one of this grid and fills its ring with B while this one streams); `even`: 0, the
+    tile grid (one CTA, or cluster, per 64 x consumers rows of B), or E > 0: even rows, E x (SMs / split)
+    clusters sharing N's rows evenly (`Rung.groups`), so that no SM is left idle when the tiles do not
+    fill the GPU (N = 8192: 128 tiles on 132 SMs)."""
     consumers: int
     split: int
     kb: int
     regs: tuple = ()
     minb: int = 1
+    even: int = 0
 
     def __post_init__(self):
         if self.consumers not in (1, 2, 4):
@@ -66,6 +76,9 @@ class Config:
                              "many CTAs)")
         if self.kb < 1:
             raise ValueError(f"Config: kb = {self.kb}; a stage holds at least one box of 64 K")
+        if self.even not in (0, 1, 2):
+            raise ValueError(f"Config: even = {self.even}; 0 (the tile grid) or 1 or 2 clusters per SM's worth "
+                             "of rows (even rows)")
         if self.minb not in (1, 2):
             raise ValueError(f"Config: minb = {self.minb}; the kernel is sized for 1 or 2 CTAs per SM")
         if self.regs and (len(self.regs) != 2 or any(r and not (24 <= r <= 256 and r % 8 == 0) for r in self.regs)
@@ -98,9 +111,11 @@ class Rung:
     def config(self, m: int) -> Config:
         return dict(self.table)[self.mt(m)]
 
-    def with_config(self, consumers: int, split: int, kb: int, regs: tuple = (), minb: int = 1) -> "Rung":
+    def with_config(self, consumers: int, split: int, kb: int, regs: tuple = (), minb: int = 1,
+                    even: int = 0) -> "Rung":
         """The same rung with one configuration for every M (the probes' variants)."""
-        return replace(self, table=tuple((mt, Config(consumers, split, kb, tuple(regs), minb)) for mt in MTS))
+        return replace(self, table=tuple((mt, Config(consumers, split, kb, tuple(regs), minb, even))
+                                         for mt in MTS))
 
     def threads(self, m: int) -> int:
         return 128 * (1 + self.config(m).consumers)
@@ -140,9 +155,30 @@ class Rung:
     def smem_bytes(self, m: int, stages: int) -> int:
         return max(stages * self.stage_bytes(m), self.exchange_bytes(m)) + SMEM_SLACK
 
-    def grid(self, m: int, n: int) -> tuple:
+    def groups(self, m: int, n: int, sms: int) -> int:
+        """The kernel's `groups` argument on a GPU of `sms` SMs: 0 for the tile grid, or G clusters sharing
+        N's rows evenly (even rows). Even rows when the configuration asks for them (`Config.even` = E: G
+        = E x sms // split) and each cluster's share is more than half and at most all of its 64 x consumers
+        rows (G x rows / 2 < N <= G x rows); otherwise the tile grid (more tiles than G: a share would not
+        fit a cluster's boxes; a share of half the boxes or less: most of every box read for nothing)."""
         c = self.config(m)
-        return (n // (self.bn * c.consumers) * c.split, 1, 1)
+        if not c.even:
+            return 0
+        g = c.even * sms // c.split
+        rows = self.bn * c.consumers
+        return g if g > 0 and g * rows < 2 * n <= 2 * g * rows else 0
+
+    def grid(self, m: int, n: int, groups: int = 0) -> tuple:
+        c = self.config(m)
+        return ((groups or n // (self.bn * c.consumers)) * c.split, 1, 1)
+
+    def require_groups(self, m: int, n: int, groups: int) -> None:
+        """Raise ValueError naming the rule when G = `groups` clusters cannot share N's rows evenly."""
+        rows = self.bn * self.config(m).consumers
+        if groups < 0 or (groups and (2 * ceil_div(n // 2, groups) > rows or groups > n // 2)):
+            raise ValueError(f"{self.name}: groups = {groups}: G clusters share N = {n} rows in even-aligned "
+                             f"shares of at most {rows} rows (64 x consumer warpgroups) and at least 2: "
+                             f"G from {ceil_div(n, rows)} to {n // 2}, or 0 for the tile grid")
 
     def require_shape(self, m: int, n: int, k: int) -> None:
         """Raise ShapeError naming the rule when (m, n, k) is not something this kernel computes."""
@@ -231,13 +267,15 @@ def _stages(r: Rung, m: int, k: int, stages, optin: int) -> int:
     return stages
 
 
-def prepare(r, a, b, c=None, stages=None, stamps=None, pdl=False, defines=None):
+def prepare(r, a, b, c=None, stages=None, stamps=None, pdl=False, defines=None, groups=None):
     """Check the shapes, encode the tensor maps, load the kernel (with its cluster and K-per-stage
     defines): a `runner.Launch` ready to call. `stages`: the ring depth (default: the deepest that fits).
     `pdl`: launch it with programmatic dependent launch (bwlab.pdl): the kernel reads B for its first
     ring stages before the grid ahead of it in the stream has finished, A and C only after. Where PDL
     is unavailable this warns with the reason and launches plainly; `launch.pdl` says which it got.
-    `defines`: more compile-time defines (e.g. {"DECODE_GRID_WAIT": 0}, the negative control of a chain)."""
+    `defines`: more compile-time defines (e.g. {"DECODE_GRID_WAIT": 0}, the negative control of a chain).
+    `groups`: the grid's clusters sharing N's rows evenly (0: the tile grid); default `Rung.groups` on
+    this GPU's SM count. `launch.stages`, `launch.groups`: what it got."""
     from ..compile import load_module
     from ..device import gpu_info
     from ..runtime import GPU, require_launch_config, tensor_map_arg
@@ -252,7 +290,9 @@ def prepare(r, a, b, c=None, stages=None, stamps=None, pdl=False, defines=None):
     info = gpu_info()
     stages = _stages(r, m, k, stages, info.smem_per_block_optin)
     smem = r.smem_bytes(m, stages)
-    grid, block = r.grid(m, n), (r.threads(m), 1, 1)
+    groups = r.groups(m, n, info.sm_count) if groups is None else groups
+    r.require_groups(m, n, groups)
+    grid, block = r.grid(m, n, groups), (r.threads(m), 1, 1)
     split = r.config(m).split
     require_launch_config(grid, block, smem, (split, 1, 1) if split > 1 else None)
     maps = _maps(r, m, n, k, a.data.ptr, b.data.ptr, c.data.ptr)
@@ -263,7 +303,7 @@ def prepare(r, a, b, c=None, stages=None, stamps=None, pdl=False, defines=None):
     fn = module.get_function("gemm")
     fn.max_dynamic_shared_size_bytes = smem
     args = (*[tensor_map_arg(t) for t in maps], c, np.int32(m), np.int32(n), np.int32(k),
-            stamps if stamps is not None else np.uint64(0), np.int32(stages))
+            stamps if stamps is not None else np.uint64(0), np.int32(stages), np.int32(groups))
     launch = Launch(r, fn, grid, block, smem, args, c, module)
     launch.pdl = False
     if pdl:
@@ -277,6 +317,7 @@ def prepare(r, a, b, c=None, stages=None, stamps=None, pdl=False, defines=None):
             launch = PdlLaunch(r, fn, grid, block, smem, args, c, module)
             launch.go, launch.pdl = go, True
     launch.keep = (a, b)
+    launch.stages, launch.groups = stages, groups
     return launch
 
 
@@ -287,10 +328,11 @@ class PdlLaunch(Launch):
         self.go()
 
 
-def run_decode_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False):
+def run_decode_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False, groups: int = 0):
     """C = A * B^T by the rung's kernel executed in bwlab.emu (its sm_90a PTX): NumPy uint16 operands of
     bf16 bits; returns (C bits, the emulator's Launch). `stages`: the ring depth (a shallow ring makes
-    every stage and barrier phase come round several times at a small K)."""
+    every stage and barrier phase come round several times at a small K). `groups`: G clusters sharing
+    N's rows evenly (0: the tile grid; the emulator has no SM count to derive it from)."""
     from .. import emu
     from ..runtime import EMULATED, launch as run_launch, tensor_map_arg
     from .runner import BARRIERS
@@ -299,6 +341,7 @@ def run_decode_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False
     b = np.ascontiguousarray(b, np.uint16)
     m, n, k = _check_operands(a, b)
     r.require_shape(m, n, k)
+    r.require_groups(m, n, groups)
     stages = _stages(r, m, k, stages, H100_SMEM_OPTIN)
     da, db, dc = emu.asarray(a), emu.asarray(b), emu.zeros((m, n), np.uint16)
     maps = _maps(r, m, n, k, da.data.ptr, db.data.ptr, dc.data.ptr)
@@ -306,89 +349,16 @@ def run_decode_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False
     fn = module.get_function("gemm")
     fn.seed, fn.trace = seed, trace
     split = r.config(m).split
-    run = run_launch(module, "gemm", r.grid(m, n), (r.threads(m), 1, 1),
+    run = run_launch(module, "gemm", r.grid(m, n, groups), (r.threads(m), 1, 1),
                      (*[tensor_map_arg(t) for t in maps], dc, np.int32(m), np.int32(n), np.int32(k),
-                      np.uint64(0), np.int32(stages)),
+                      np.uint64(0), np.int32(stages), np.int32(groups)),
                      shared_mem=r.smem_bytes(m, stages), barrier_names=BARRIERS,
                      cluster=(split, 1, 1) if split > 1 else None)
     run.stages = stages
     return dc.get(), run
 
 
-# ---- the committed measurement: rows, the roofline picture, the rung's diff ------------------------------
-REPORT = "gemm_protocol_decode_h200.txt"
-
-
-@dataclass(frozen=True)
-class DecodeRow:
-    """One line of the decode report: a candidate on one shape under the sustained protocol."""
-    shape: str            # "MxNxK"
-    name: str             # "library (cuBLAS)", "read stream", a rung's name
-    us: float             # median time per launch
-    tflops: float
-    tbps: float           # bytes that must move / time
-    roofline: float       # read-stream time / this time (nan where the shape had no stream)
-    ratio: float          # library time / this time (1 for the library)
-    mib: float            # bytes that must move, MiB
-    mhz: float = float("nan")   # median SM clock NVML sampled during this candidate's blocks
-
-    @property
-    def m(self) -> int:
-        return int(self.shape.split("x")[0])
-
-
-_D_SHAPE = re.compile(r"^== (\d+) x (\d+) x (\d+) .*must move \(A \+ B \+ C, bf16\): ([\d.]+) MiB")
-_D_ROW = re.compile(r"^  (?P<name>\S.*?)\s+(?P<us>[\d.]+) us\s+(?P<tf>[\d.]+)\s+(?P<tb>[\d.]+)\s+(?P<roof>[\d.]+|-)\s+"
-                    r"(?P<r>[\d.]+)")
-
-
-_D_MHZ = re.compile(r"SM (\d+) MHz")
-
-
-def decode_report_rows(name: str = REPORT) -> list:
-    """The rows of a committed decode report (docs/results/NAME, made by docs/results/decode_protocol.py)."""
-    from ..results import report_text
-    out, shape, mib = [], None, float("nan")
-    for line in report_text(name).splitlines():
-        m = _D_SHAPE.match(line)
-        if m:
-            shape, mib = "x".join(m.groups()[:3]), float(m.group(4))
-            continue
-        m = _D_ROW.match(line)
-        if m and shape:
-            roof = float("nan") if m["roof"] == "-" else float(m["roof"])
-            clock = _D_MHZ.search(line)
-            out.append(DecodeRow(shape, m["name"], float(m["us"]), float(m["tf"]), float(m["tb"]), roof,
-                                 float(m["r"]), mib, float(clock.group(1)) if clock else float("nan")))
-    if not out:
-        raise ValueError(f"{name}: no rows of a decode report")
-    return out
-
-
-def roofline_table(rows) -> str:
-    """Per decode shape: the bytes that must move, the read stream's bandwidth (the roofline), and each
-    candidate's time, fraction of that roofline and ratio to cuBLAS. A row named '... (PDL)' was launched
-    with programmatic dependent launch and its fraction is of the read stream launched the same way."""
-    out = [f"{'shape':>15s} {'MiB':>7s} {'stream TB/s':>11s} {'roofline us':>11s}   "
-           f"{'candidate':<18s} {'us':>7s} {'x roofline':>10s} {'x cuBLAS':>8s}"]
-    for shape in dict.fromkeys(r.shape for r in rows):
-        here = [r for r in rows if r.shape == shape]
-        st = next((r for r in here if r.name == "read stream"), None)
-        if st is None:
-            continue
-        first = True
-        for r in here:
-            if r.name == "read stream":
-                continue
-            head = (f"{shape:>15s} {r.mib:7.1f} {st.tbps:11.2f} {st.us:11.2f}" if first else " " * 48)
-            out.append(f"{head}   {r.name:<18s} {r.us:7.2f} {r.roofline:10.3f} {r.ratio:8.3f}")
-            first = False
-    if any(r.name.endswith("(PDL)") for r in rows):
-        out.append("(PDL): launched with programmatic dependent launch; 'x roofline' of those rows is against the "
-                   "read stream launched the same way, the row 'read stream (PDL)'")
-    return "\n".join(out)
-
-
+# ---- the committed measurement: its rows and the roofline table (decode_report.py), the rung's diff ------
 def decode_rung_diff(r=SWAP_AB, context: int = 1) -> str:
     """The rung's kernel against its base's (`Rung.base`), as bwlab.gemm.report.rung_diff shows the ladder's."""
     from . import report

@@ -21,6 +21,9 @@
 // (st.shared::cluster), a second cluster barrier, and each adds the partials of its columns in the
 // order of the pieces, ((p0 + p1) + p2) + p3, and stores them: C does not depend on which CTA stores
 // which columns.
+// With `groups` = G > 0 (even rows) the grid is G CTAs (clusters), not one per 64 x CONSUMERS rows of B:
+// at N = 8192 the tile grid is 128 CTAs and leaves 4 of an H200's 132 SMs idle, while 132 CTAs of 62 or
+// 64 rows each (boxes still 64 rows, wgmma's M) keep every SM streaming; each stores only its own rows.
 // The accumulator is C^T (64 rows of N x MT columns of M); the store transposes it back: lanes t and
 // t ^ 4 hold rows n, n + 1 of the same columns, swap one value (shfl) and each writes a bf16 pair of
 // one row of C.
@@ -121,14 +124,21 @@ __device__ __forceinline__ void pin(float (&d)[R]) {
 extern "C" __global__ void __cluster_dims__(SPLIT, 1, 1) __launch_bounds__(THREADS, MINB)
 gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDescriptor tma_b,
      const __grid_constant__ TmaDescriptor tma_c, u16* __restrict__ C, int M, int N, int K, u64* stamps,
-     int stages) {
+     int stages, int groups) {
     extern __shared__ u8 smem_raw[];
     // stage s: KB x (CONSUMERS boxes of B, 64 x 64 each), then KB boxes of A (MT x 64)
     u8* smem = align_1024(smem_raw);
     __shared__ alignas(8) u64 full[MAX_STAGES], empty[MAX_STAGES];
     constexpr u32 B_BYTES = KB * CONSUMERS * B_BOX, STAGE_BYTES = B_BYTES + KB * MT * BK * 2;
     const int wg = threadIdx.x / WG, piece = int(cluster_ctarank());   // this CTA's piece of K
-    const int n0 = (blockIdx.x / SPLIT) * (BN * CONSUMERS);
+    // This CTA's rows of B (and columns of C), [n0, n1): groups = 0, the tile grid: BN x CONSUMERS rows per
+    // cluster; groups = G > 0, even rows: G clusters share N's rows, cluster i the even-aligned
+    // [2 floor(i (N/2) / G), 2 floor((i + 1) (N/2) / G)) (at most BN x CONSUMERS rows, the host checks). It
+    // loads whole boxes from n0 on: the rows past n1 are its neighbour's (read by it at about the same time,
+    // so from L2) or past N (TMA's zero fill), and are never stored.
+    const int grp = blockIdx.x / SPLIT;
+    const int n0 = groups ? 2 * int((long long)grp * (N / 2) / groups) : grp * (BN * CONSUMERS);
+    const int n1 = groups ? 2 * int((long long)(grp + 1) * (N / 2) / groups) : n0 + BN * CONSUMERS;
     const int k_iters = K / (KB * BK * SPLIT), it0 = piece * k_iters;   // this CTA's K piece, in stages
     if (threadIdx.x == 0) {
         for (int s = 0; s < stages; ++s) {
@@ -278,7 +288,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
                 const float got = __shfl_xor_sync(0xffffffffu, odd ? lo : hi, 4);
                 const int m = 8 * j + 2 * q + (odd ? 1 : 0);
                 const u32 pair = odd ? cvt_rn_bf16x2_f32(got, hi) : cvt_rn_bf16x2_f32(lo, got);
-                if (m < M) *reinterpret_cast<u32*>(C + size_t(m) * N + n + 8 * h) = pair;
+                if (m < M && n + 8 * h < n1) *reinterpret_cast<u32*>(C + size_t(m) * N + n + 8 * h) = pair;
             }
         }
     }

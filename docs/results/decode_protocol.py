@@ -74,6 +74,8 @@ PROBE_PDL = {16: [(1, 1, 2, (), 2, True), (1, 1, 4, (), 2, True), (1, 1, 2, (), 
              64: [(1, 1, 1, (), 2, True), (1, 1, 2, (), 2, True), (1, 1, 1, (), 2, False)],
              128: [(1, 1, 1, (), 2, True), (1, 2, 1, (), 2, True), (1, 2, 2, (), 2, True), (1, 1, 2, (), 1, True)],
              256: []}
+# --even: per M the table's own configuration with even rows (Config.even = 1: as many clusters as the SMs
+# hold, N's rows shared evenly among them), launched plainly and with PDL
 
 
 def stream_calls(nbytes, nsets, sms, per_sm=4, pdl=False, bufs=None):
@@ -139,6 +141,13 @@ def event_ms(calls, launches=40, reps=5):
     return statistics.median(res)
 
 
+def even_variants(m):
+    """The table's configuration at M with even rows, as probe variants: plain and with PDL."""
+    from bwlab.gemm import decode
+    c = decode.SWAP_AB.config(m)
+    return [(c.consumers, c.split, c.kb, c.regs, c.minb, pdl, 1) for pdl in (False, True)]
+
+
 def variants_for(mode, extra=False, only=None, pdl=True):
     """(label, rung, pdl) triples: the rung as its table has it, launched plainly and (`pdl`) with
     programmatic dependent launch; the probe's variants (with --variants, the protocol's too)."""
@@ -150,15 +159,18 @@ def variants_for(mode, extra=False, only=None, pdl=True):
     for v in (VARIANTS if only is None else only):
         v = tuple(v) + ((),) * (4 - len(v)) if len(v) < 4 else tuple(v)
         launch_pdl = len(v) > 5 and v[5]
+        even = v[6] if len(v) > 6 else 0
         label = ("sd w{} s{} kb{}".format(*v[:3]) + (" r{}/{}".format(*v[3]) if v[3] else "")
-                 + (" m{}".format(v[4]) if len(v) > 4 and v[4] != 1 else "") + (PDL if launch_pdl else ""))
-        out.append((label, r.with_config(*v[:5]), launch_pdl))
+                 + (" m{}".format(v[4]) if len(v) > 4 and v[4] != 1 else "") + (f" e{even}" if even else "")
+                 + (PDL if launch_pdl else ""))
+        out.append((label, r.with_config(*v[:5], even=even), launch_pdl))
     return out
 
 
-def probe(say, shapes, only=None, pdl_variants=True):
+def probe(say, shapes, only=None, pdl_variants=True, even=False):
     """Short CUDA-event timings: the read stream launched plainly and with PDL, the library, the rung's
-    table launched both ways, and per M the variants of PROBE_PDL (`only`: these plain variants instead)."""
+    table launched both ways, and per M the variants of PROBE_PDL (`only`: these plain variants instead;
+    `even`: the table's configuration with even rows instead)."""
     import cupy as cp
     from bwlab.checks.gemm_sustained import _library
     from bwlab.device import gpu_info
@@ -178,7 +190,10 @@ def probe(say, shapes, only=None, pdl_variants=True):
         say(f"\n== {m}x{n}x{k}: {nbytes / 2**20:.1f} MiB must move; {nsets} sets; stream {t_st * 1e3:.1f} us "
             f"({nbytes / t_st / 1e9:.2f} TB/s), with PDL {t_stp * 1e3:.1f} us; library {t_lib * 1e3:.1f} us "
             f"({t_st / t_lib:.3f} of stream); {runner.check(*sets[0], lib_c, 'library', ref=ref).ok}")
-        vs = variants_for("probe", only=only or PROBE_PDL.get(m, []) if pdl_variants else only)
+        if even:
+            vs = variants_for("probe", only=even_variants(m))
+        else:
+            vs = variants_for("probe", only=only or PROBE_PDL.get(m, []) if pdl_variants else only)
         for name, calls, c, after in candidates(m, n, k, sets, vs, with_sk=False):
             if calls is None:
                 say(f"  {name:<26s} not run: {c}")
@@ -195,18 +210,28 @@ def probe(say, shapes, only=None, pdl_variants=True):
             cfg = calls[0].step.config(m)
             st = t_stp if calls[0].pdl else t_st
             say(f"  {name:<26s} {t * 1e3:7.1f} us  {nbytes / t / 1e9:5.2f} TB/s  {st / t:.3f} of the stream "
-                f"launched alike  {t_lib / t:.3f} x lib  stages {int(calls[0].args[-1])}, "
-                f"{calls[0].grid[0] // cfg.split} clusters of {cfg.split}")
+                f"launched alike  {t_lib / t:.3f} x lib  stages {calls[0].stages}, "
+                f"{calls[0].grid[0] // cfg.split} clusters of {cfg.split}"
+                + (f" (even rows: {2 * (n // 2 // g)}-{2 * -(-(n // 2) // g)} each)" if (g := calls[0].groups)
+                   else ""))
         del sets, ref, keep
         cp.get_default_memory_pool().free_all_blocks()
 
 
-def chains(say):
+def chains(say, even=False):
     """The PDL chain at M = 64 and 128 with the table's configuration, a two-CTAs-per-SM variant, and
-    the negative control: the same kernels with griddepcontrol.wait left out, which must fail."""
+    the negative control: the same kernels with griddepcontrol.wait left out, which must fail. `even`:
+    the table's configuration and the same with even rows, at M = 16, 64 and 128."""
     from bwlab.gemm import decode
     r = decode.SWAP_AB
     say("\n== PDL chains: C1 = A B1^T, then C2 = C1 B2^T (C1 read as the second GEMM's A), both with PDL")
+    if even:
+        for m in (16, 64, 128):
+            c = r.config(m)
+            chain_check(say, m, r, r.name)
+            chain_check(say, m, r.with_config(c.consumers, c.split, c.kb, c.regs, c.minb, even=1),
+                        f"{r.name} with even rows")
+        return
     for m in (64, 128):
         chain_check(say, m, r, f"{r.name}")
         chain_check(say, m, r.with_config(1, 1, 1, (), 2), "sd w1 s1 kb1 m2")
@@ -297,8 +322,9 @@ def sustained(say, shapes, dump, extra=False, pdl=True):
                 calls[0]()
                 after()
                 res = runner.check(*sets[0], c, name, ref=ref)
-                say(f"  check before timing: {res}" + (f" (ring of {int(calls[0].args[-1])} stages, "
-                                                     f"{calls[0].smem} B of SMEM, grid {calls[0].grid})"
+                say(f"  check before timing: {res}" + (f" (ring of {calls[0].stages} stages, "
+                                                     f"{calls[0].smem} B of SMEM, grid {calls[0].grid}"
+                                                     + (", even rows" if calls[0].groups else "") + ")"
                                                      if name.startswith("sd") else ""))
                 if res.ok:
                     cands.append((name, calls, after))
@@ -393,6 +419,8 @@ def main(argv=None) -> int:
     ap.add_argument("--variant", type=int, nargs=3, action="append", metavar=("C", "S", "KB"),
                     help="probe: these variants (consumers, K pieces, boxes per stage) instead of PROBE_PDL")
     ap.add_argument("--no-chain", action="store_true", help="probe: leave out the PDL chain checks")
+    ap.add_argument("--even", action="store_true", help="probe: the table's configuration with even rows "
+                    "(one cluster per SM's worth of rows) instead of PROBE_PDL, and the chains with it")
     ap.add_argument("--no-pdl", action="store_true", help="protocol: the rung launched plainly only (no PDL rows)")
     args = ap.parse_args(argv)
     from bwlab.checks.common import gpu_line
@@ -409,9 +437,9 @@ def main(argv=None) -> int:
     if args.mode == "probe":
         if args.n:
             shapes = [(m, args.n, k) for m, _, k in shapes]
-        probe(say, shapes, [tuple(v) for v in args.variant] if args.variant else None)
+        probe(say, shapes, [tuple(v) for v in args.variant] if args.variant else None, even=args.even)
         if not args.no_chain:
-            chains(say)
+            chains(say, even=args.even)
     else:
         sustained(say, shapes + ([] if args.no_square else [SQUARE]), dump, args.variants, pdl=not args.no_pdl)
     say("")

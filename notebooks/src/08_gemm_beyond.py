@@ -428,5 +428,9 @@ for m in (128, 256):
 # per CTA) with K split across a cluster of four cut A's traffic out of L2 to a quarter, yet were
 # slower on the H200 at M = 64 and 128 even where all their clusters fit on the GPU at once (at
 # N = 8192 the 32 clusters of four probably do not: the time rose 1.75 × for 1.07 × the bytes, as if
-# the last ones ran as a second wave). What is left to try:
-# the last SMs (N / 64 = 128 CTAs leave 4 of the 132 idle), and a lower power cost per byte of B.
+# the last ones ran as a second wave). Nor does giving the last SMs work: at N = 8192 the tile grid is
+# 128 CTAs and leaves 4 of the 132 SMs idle, but 132 CTAs sharing N's rows evenly (62 or 64 rows each,
+# still loading 64-row boxes, `Config(..., even=1)`) ran within about 1 % of it at M = 16 to 128, plain
+# or with PDL: each CTA still moves as many bytes of B, so the idle SMs are not what keeps the rung behind
+# the stream. What is left to try: reading each row of B in longer runs (more K per stage streamed faster
+# in the probes, as long as the ring kept three stages or more), and a lower power cost per byte of B.
