@@ -8,7 +8,9 @@ The model's are read off the replayed timeline of the emulated tiles the predict
 period is the slope of the round (or tile) time in K, the epilogue the span of the first consumer warp
 from its last wgmma.wait_group to its last store, with the SMs' tiles at independent phases ('spread', the
 point prediction) and with every SM storing C at once ('lockstep'; bwlab.timing.gemm.storing_sms). Measured: docs/results/recordings/gemm_ladder.npz
-(H100, 4096^3, one launch) and docs/results/timing_probe_h200.txt (H200, 8192^3).
+(H100, 4096^3, one launch) and docs/results/timing_probe_h200.txt (H200, 8192^3). A third epilogue column
+takes the number of SMs storing at once from the tile logs measured on an H200 (`drift_storing`), as a
+check of the alignment; it is not the point prediction (docs/timing.md, section 7).
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from . import gemm, machine as machines
 from .hopper import RESULTS
 from .model import Env, replay, store_sector_cycles
 
-__all__ = ["model_phases", "recorded_h100", "probed_h200", "table"]
+__all__ = ["model_phases", "recorded_h100", "probed_h200", "drift_storing", "table"]
 
 TOLERANCE = 0.20
 
