@@ -146,6 +146,34 @@ def test_how_many_sms_store_at_once():
         gemm.predict("s1", 4096, 4096, 4096, align="staggered")
 
 
+def test_a_launch_with_several_ctas_per_sm_fills_its_last_wave():
+    # one CTA per SM: a partial last wave costs a whole round
+    assert gemm.launch_rounds(512, 132, 1) == 4
+    assert gemm.launch_rounds(100, 132, 1) == 1
+    # several: the SM's CTAs end at different moments and each freed slot refills, tiles / slots rounds
+    assert gemm.launch_rounds(1024, 132, 3) == pytest.approx(1024 / 396)
+    assert gemm.launch_rounds(4096, 132, 3) == pytest.approx(4096 / 396)
+    # a launch that fits in the slots is one round, whatever it leaves free
+    assert gemm.launch_rounds(256, 132, 2) == 1
+    with pytest.raises(ValueError, match="at least 1"):
+        gemm.launch_rounds(0, 132, 3)
+    # step 1 at 4096^3 (1,024 tiles, 3 CTAs per SM) is predicted at 2.586 rounds, not 3
+    assert "2.586 rounds of 3 CTA(s) per SM" in (hopper.RESULTS / "timing_h200_sustained.txt").read_text()
+
+
+def test_the_sms_storing_at_once_counted_in_the_measured_tile_logs():
+    from bwlab.timing import phases
+    # step 3's first tile ends with most SMs writing C (the first round is nearly in step); step 4's CTA 0,
+    # over its 16 tiles at 8192^3, with fewer (the SMs drift apart round by round)
+    first = phases.drift_storing(False, 8192, 8014)
+    walked = phases.drift_storing(True, 8192, 8692)
+    assert 90 < first <= 132 and 40 < walked < 90 and walked < first
+    # a longer epilogue overlaps more of the others'
+    assert phases.drift_storing(True, 8192, 20000) > walked
+    with pytest.raises(ValueError, match="4096"):
+        phases.drift_storing(True, 512, 8000)
+
+
 def test_a_wait_nothing_completes_is_reported():
     tr = tma_toy(2, 1000, pipelined=True)
     tr.contrib[(0, 1)] = [("c", 99)]          # an op the trace never issues

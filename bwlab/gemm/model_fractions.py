@@ -7,8 +7,8 @@ Written by `python -m bwlab.timing fractions --write`; tests/test_timing.py chec
 computes from the committed table. Do not edit by hand."""
 
 FRACTIONS = {
-    "s1_one_warpgroup": 0.763,
-    "s2_pipeline": 0.660,
+    "s1_one_warpgroup": 0.811,
+    "s2_pipeline": 0.681,
     "s3_warp_specialized": 0.960,
     "s4_persistent": 0.967,
     "s5_cluster_multicast": 0.980,

@@ -19,7 +19,7 @@ import numpy as np
 from ..gemm import order as tile_order
 from ..gemm import sm100
 from . import machine as machines
-from .gemm import K1, K2, Prediction
+from .gemm import K1, K2, Prediction, launch_rounds
 from .model import Env, replay
 from .trace import Recorder
 
@@ -88,7 +88,7 @@ def predict_sm100(step: int, m: int, n: int, k: int, machine="b200", clock_mhz: 
         occ = max(1, min(int(mp["smem_per_sm"]) // (info["smem_bytes"] + 1024), 512 // info["tmem_cols"],
                          2048 // info["threads"]))
         slots = sms * occ
-        rounds = math.ceil(tiles / slots)
+        rounds = launch_rounds(tiles, sms, occ)
         dram, l2 = _dram(info, m, n, k, min(slots, tiles))
         env = Env(clock, min(sms, math.ceil(tiles / occ)), min(1.0, dram / l2))
         one_sm = (lambda cta, cid, rank: 0)
@@ -96,7 +96,7 @@ def predict_sm100(step: int, m: int, n: int, k: int, machine="b200", clock_mhz: 
         t2 = replay(_trace(step, bm, bn * occ, K2), mp, env, one_sm, keep_log=False).cycles
         per_round = t1 + (k - K1) * (t2 - t1) / (K2 - K1)
         cycles = rounds * per_round
-        parts.update(how=f"{rounds} rounds of {occ} CTA(s) per SM, {per_round:,.0f} cycles each; L2 miss {env.miss:.2f}")
+        parts.update(how=f"{rounds:.4g} rounds of {occ} CTA(s) per SM, {per_round:,.0f} cycles each; L2 miss {env.miss:.2f}")
     else:
         cl = info["cluster"]
         units = min(tiles, sms // cl)

@@ -12,7 +12,9 @@ problem, and extrapolates (docs/timing.md):
 * non-persistent steps (s1-s3): the CTAs that fit on one SM at once (`occupancy.ctas_per_sm`; fewer when
   the launch has fewer CTAs than the GPU has slots: the block scheduler spreads them over every SM first)
   run one tile each, side by side on one simulated SM, at two depths K1 < K2; the time of a round is
-  linear in K (the K-loop repeats), and the launch takes ceil(tiles / (SMs x CTAs per SM)) rounds;
+  linear in K (the K-loop repeats), and the launch takes `launch_rounds` rounds: ceil(tiles / slots)
+  with one CTA per SM, tiles / slots with several (the SM's CTAs end at different moments, and each
+  freed slot takes the next CTA at once, so the last wave fills in instead of costing a whole round);
 * persistent steps (s4-s8, split-K): one CTA (one cluster) walks 1 tile at K1 and K2, and 2 tiles at K1;
   T(t, K) = a + t (b + c K) through those three points, at the real K and the real number of tiles of
   the busiest CTA.
@@ -91,6 +93,27 @@ def emulated_check(step, m: int, n: int, k: int, seed: int = 0, kernel=None):
     """The C check (`runner.check`, against the f32 reference) of the run `emulated_trace` recorded."""
     emulated_trace(step, m, n, k, seed, kernel)
     return _CHECKS[(ladder.step(step), m, n, k, seed, kernel.text if kernel is not None else None)]
+
+
+def launch_rounds(tiles: int, sms: int, per_sm: int) -> float:
+    """Rounds (one tile's time of an SM holding `per_sm` CTAs) a non-persistent launch of `tiles` CTAs takes
+    on `sms` SMs. One CTA per SM: ceil(tiles / sms); the SMs' tiles stay nearly in step (the start spread of
+    step 3's rounds on an H200 grows to ~20 us of a 113-us tile over 16 rounds, tile_drift_h200.txt), so a
+    last, partial wave costs a whole tile. Several CTAs per SM: tiles / slots, at least one round. An SM's
+    CTAs share its issue slots and tensor pipe and end at different moments; the block scheduler gives each
+    freed slot the next CTA at once, so the slots free and refill one at a time and the last wave fills in:
+    the launch's last CTA starts (tiles - slots) / slots rounds in and ends one round later. Measured
+    support: step 1 (3 CTAs per SM) has 2.59 waves at 4096^3 and 10.34 at 8192^3; counted as 3 and 11
+    rounds its prediction is 1.107 and 1.026 of the measurement on the H200 (1.069, 0.984 on the H100), as
+    tiles / slots 0.96 and 0.96 (0.92, 0.93): the same at both shapes; and its CTA 0 writes C faster
+    (9,998 cycles, recordings/gemm_ladder.npz) than the model with the SM's three CTAs storing in step
+    (11,180)."""
+    if tiles < 1 or sms < 1 or per_sm < 1:
+        raise ValueError(f"tiles, SMs and CTAs per SM are counts of at least 1, got {tiles}, {sms}, {per_sm}")
+    slots = sms * per_sm
+    if per_sm == 1 or tiles <= slots:
+        return float(math.ceil(tiles / slots))
+    return tiles / slots
 
 
 def storing_sms(align: str, active: int, store_busy: float, period: float) -> float:
@@ -182,7 +205,7 @@ def predict(step, m: int, n: int, k: int, machine="h100_sxm", clock_mhz: float |
         # than slots runs ceil(tiles / SMs) per SM, on min(tiles, SMs) SMs
         occ = min(fit, math.ceil(tiles / sms))
         slots = sms * fit
-        rounds = math.ceil(tiles / slots)
+        rounds = launch_rounds(tiles, sms, occ)
         active = min(sms, tiles)
         dram, l2 = dram_bytes(s, m, n, k, min(slots, tiles))
         env = Env(clock, active, min(1.0, dram / l2))
@@ -200,7 +223,7 @@ def predict(step, m: int, n: int, k: int, machine="h100_sxm", clock_mhz: float |
             per_round, _ = rounds_at(env2)
         env = env2
         cycles = rounds * per_round
-        parts.update(how=f"{rounds} rounds of {occ} CTA(s) per SM, {per_round:,.0f} cycles each; "
+        parts.update(how=f"{rounds:.4g} rounds of {occ} CTA(s) per SM, {per_round:,.0f} cycles each; "
                          f"L2 miss {env.miss:.2f}", rounds=rounds, per_round=per_round, ctas_per_sm=occ)
     else:
         grid = s.grid(m, n, sms, k)[0]
