@@ -330,3 +330,21 @@ def test_decode_rung_is_correct_on_the_gpu(m):
         runner.raise_on_status(launch)
         res = runner.check(a, b, launch.c, SWAP_AB.name)
         assert res.ok, str(res)
+
+
+@pytest.mark.sm90
+@pytest.mark.parametrize("m", [20, 100, 128, 256])
+def test_m_split_clusters_are_correct_on_the_gpu(m):
+    """M split across a cluster of 2 (B multicast to the pair), KB = 1 and 2, plain and with PDL."""
+    from bwlab.gemm import runner
+    a, b = runner.random_operands(m, 1024, 2048, seed=m)
+    for kb in (1, 2):
+        r = SWAP_AB.with_config(2, 1, kb, msplit=2)
+        for pdl in (False, True):
+            launch = decode.prepare(r, a, b, pdl=pdl)
+            launch.c.fill(0xFFFF)
+            runner.clear_status(launch)
+            launch()
+            runner.raise_on_status(launch)
+            res = runner.check(a, b, launch.c, f"{SWAP_AB.name} kb{kb} ms2")
+            assert res.ok, str(res)
