@@ -22,4 +22,10 @@ if [ -n "$ARGS" ]; then
 else
     echo "nothing adopted: the protocol is not run"
 fi
+# with the time left (the call's limit less a margin): the GPU test of the new mode (M = 20, 100, 128, 256)
+LEFT=$(( ${LIMIT_S:-320} - SECONDS ))
+if [ "$LEFT" -gt 30 ]; then
+    timeout "$LEFT" $PY -m pytest -q -p no:cacheprovider tests/test_gemm_decode.py -k m_split_clusters_are_correct \
+        2>&1 | tail -5 | tee "$O/pytest_msplit.txt"
+fi
 date -u
