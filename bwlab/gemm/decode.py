@@ -27,6 +27,11 @@ hold, N's rows shared evenly among them (the kernel's `groups` argument; `Rung.g
 that fills all 132 SMs of an H200 rather than 128, yet ran within about 1 % of the tile grid at M = 16
 to 128 (docs/results/decode_probe_h200.txt, 9): each CTA still moves 64-row boxes, so the table keeps
 the tile grid.
+
+`Config(2, 1, kb, msplit=2)`: the pair of a cluster splits M instead of K, as cuBLAS's kernel at M = 256
+does: both CTAs stream the same 128 rows of B (each loads half of every stage, multicast to both) and
+each multiplies its half of A's rows over all of K. On the H200 it ran at 0.65-0.92 of the table's
+K split at M = 128 and 256 (docs/results/decode_probe_h200.txt, 10), so the table keeps the K split.
 """
 from __future__ import annotations
 

@@ -36,7 +36,11 @@
 // partner's (mapa + a remote arrive), as the ladder's s5 does. The CTAs meet at a cluster barrier after
 // set-up (no multicast before the partner's barriers exist) and before exit (no remote arrival or
 // multicast into a CTA that has left). L2 serves each byte of B once per pair, and each CTA's ring
-// holds only half of A per stage: finer stages (KB = 1) in a deeper ring.
+// holds only half of A per stage: finer stages (KB = 1) in a deeper ring. On the H200 it ran at 0.65
+// (KB = 1) to 0.92 (KB = 2) of the table's K split over the pair at M = 128 and 256, plain and with PDL
+// (docs/results/decode_probe_h200.txt, 10): each SM then takes in all of its slab of B and half of A per
+// K step, against half of each with K split, and the pair's shared ring paces both CTAs at every stage.
+// The table keeps the K split.
 // Launched with programmatic dependent launch (bwlab.pdl), a grid starts before the one ahead of it in
 // the stream has finished: every CTA lets the next grid be scheduled at once (launch_dependents), the
 // producer loads B (the weights, which no earlier kernel writes) for the first pass round the ring,

@@ -34,7 +34,8 @@ def verdict(times: dict) -> tuple[list[str], list[tuple]]:
                 continue
             rp, rq = here[TABLE] / here[new], here[TABLE + PDL] / here[new + PDL]
             g = math.sqrt(rp * rq)
-            lines.append(f"M = {m}: {new}: plain table/new {here[TABLE] * 1e3:.1f}/{here[new] * 1e3:.1f} us = {rp:.3f}; "
+            lines.append(f"M = {m}: {new}: plain table/new {here[TABLE] * 1e3:.1f}/{here[new] * 1e3:.1f} us = "
+                         f"{rp:.3f}; "
                          f"PDL {here[TABLE + PDL] * 1e3:.1f}/{here[new + PDL] * 1e3:.1f} us = {rq:.3f}; "
                          f"geometric mean {g:.3f}")
             if best is None or g > best[0]:
