@@ -176,6 +176,58 @@ def test_two_ctas_per_sm_halve_the_ring_and_the_registers():
         Config(1, 1, 1, (), 3)
 
 
+# M split across a cluster of 2 (cuBLAS's shape at M = 256): both CTAs stream the same 64 x consumers rows of
+# B, each loading half of every stage with TMA multicast to both, each its half of A's rows over the whole of K.
+MSPLIT = [(Config(2, 1, 1, msplit=2), 256, 128, 512), (Config(2, 1, 2, msplit=2), 100, 256, 1024),
+          (Config(2, 1, 1, msplit=2), 20, 128, 512), (Config(2, 1, 1, msplit=2), 128, 256, 512),
+          (Config(1, 1, 2, msplit=2), 64, 128, 1024)]
+
+
+@pytest.mark.parametrize("cfg,m,n,k", MSPLIT, ids=lambda v: str(v) if isinstance(v, int) else
+                         f"w{v.consumers}kb{v.kb}ms{v.msplit}")
+def test_m_split_clusters_in_the_emulator(cfg, m, n, k, monkeypatch):
+    """Each B stage multicast by halves into both CTAs of the pair, a stage refilled only once the consumers
+    of both have released it (remote arrivals), through a ring of 2 so every phase comes round twice; M = 20
+    and 100 leave the second CTA's rows partly to TMA's zero fill; bit for bit with the strict rules (the
+    emulator reports a multicast landing in a stage the partner's wgmma still reads, were a release missing)."""
+    from bwlab.gemm import sm100
+    monkeypatch.setenv("BWLAB_BACKEND", "emulated")
+    r = SWAP_AB.with_config(cfg.consumers, cfg.split, cfg.kb, msplit=cfg.msplit)
+    assert k // (64 * cfg.kb) >= 4
+    a, b = sm100.example_inputs(m, n, k, seed=m + 3)
+    c, run = decode.run_decode_emulated(r, a, b, stages=2)
+    assert np.array_equal(c, sm100.reference_bf16(a, b))
+    assert not run.warnings, run.warnings
+    assert run.grid[0] == n // (64 * cfg.consumers) * 2
+
+
+@pytest.mark.parametrize("mt,kb", [(256, 1), (256, 2), (128, 1), (128, 2), (32, 1)])
+def test_m_split_clusters_compile_without_serialised_wgmma(mt, kb):
+    from bwlab.compile import compile_cuda
+    r = SWAP_AB.with_config(2, 1, kb, msplit=2)
+    c = compile_cuda(r.path, arch="sm_90a", defines=r.build_defines(mt))
+    assert "serialized" not in c.log, c.log
+
+
+def test_m_split_clusters_halve_a_in_each_stage():
+    """Half of A's rows per CTA: at M = 256 a stage of one box of 64 K is 16 KiB of B and 16 of A, 7 in the
+    SMEM (the table's K-split stage of the same box holds all 256 rows of A: 48 KiB, 4 stages); the grid
+    is twice the slabs of B; refused where a half would be under wgmma's N of 16 or the cluster splits K."""
+    r = SWAP_AB.with_config(2, 1, 1, msplit=2)
+    assert r.nt(256) == 128 and r.stage_bytes(256) == 32768 and r.stages(256) == 7 and r.cluster(256) == 2
+    assert r.stages(128) == 9 and r.grid(256, 8192) == (128, 1, 1) and r.exchange_bytes(256) == 0
+    assert r.build_defines(256)["DECODE_MSPLIT"] == 2 and "DECODE_MSPLIT" not in SWAP_AB.build_defines(256)
+    with pytest.raises(ShapeError, match="msplit = 2 needs M > 16"):
+        r.require_shape(16, 256, 512)
+    r.require_shape(17, 256, 512)
+    with pytest.raises(ValueError, match="splits M or K, not both"):
+        Config(2, 2, 1, msplit=2)
+    with pytest.raises(ValueError, match="an even count"):
+        Config(1, 1, 1, msplit=2)
+    with pytest.raises(ValueError, match="1 or 2 CTAs"):
+        Config(2, 1, 1, msplit=4)
+
+
 def test_the_deepest_ring_in_the_emulator(monkeypatch):
     from bwlab.gemm import sm100
     monkeypatch.setenv("BWLAB_BACKEND", "emulated")
@@ -278,3 +330,21 @@ def test_decode_rung_is_correct_on_the_gpu(m):
         runner.raise_on_status(launch)
         res = runner.check(a, b, launch.c, SWAP_AB.name)
         assert res.ok, str(res)
+
+
+@pytest.mark.sm90
+@pytest.mark.parametrize("m", [20, 100, 128, 256])
+def test_m_split_clusters_are_correct_on_the_gpu(m):
+    """M split across a cluster of 2 (B multicast to the pair), KB = 1 and 2, plain and with PDL."""
+    from bwlab.gemm import runner
+    a, b = runner.random_operands(m, 1024, 2048, seed=m)
+    for kb in (1, 2):
+        r = SWAP_AB.with_config(2, 1, kb, msplit=2)
+        for pdl in (False, True):
+            launch = decode.prepare(r, a, b, pdl=pdl)
+            launch.c.fill(0xFFFF)
+            runner.clear_status(launch)
+            launch()
+            runner.raise_on_status(launch)
+            res = runner.check(a, b, launch.c, f"{SWAP_AB.name} kb{kb} ms2")
+            assert res.ok, str(res)

@@ -27,6 +27,11 @@ hold, N's rows shared evenly among them (the kernel's `groups` argument; `Rung.g
 that fills all 132 SMs of an H200 rather than 128, yet ran within about 1 % of the tile grid at M = 16
 to 128 (docs/results/decode_probe_h200.txt, 9): each CTA still moves 64-row boxes, so the table keeps
 the tile grid.
+
+`Config(2, 1, kb, msplit=2)`: the pair of a cluster splits M instead of K, as cuBLAS's kernel at M = 256
+does: both CTAs stream the same 128 rows of B (each loads half of every stage, multicast to both) and
+each multiplies its half of A's rows over all of K. On the H200 it ran at 0.65-0.92 of the table's
+K split at M = 128 and 256 (docs/results/decode_probe_h200.txt, 10), so the table keeps the K split.
 """
 from __future__ import annotations
 
@@ -60,13 +65,17 @@ class Config:
     grid fits beside one of this grid and fills its ring with B while this one streams); `even`: 0, the
     tile grid (one CTA, or cluster, per 64 x consumers rows of B), or E > 0: even rows, E x (SMs / split)
     clusters sharing N's rows evenly (`Rung.groups`), so that no SM is left idle when the tiles do not
-    fill the GPU (N = 8192: 128 tiles on 132 SMs)."""
+    fill the GPU (N = 8192: 128 tiles on 132 SMs); `msplit`: 1, or 2: a cluster of two CTAs splitting M
+    instead of K (cuBLAS's shape at M = 256): both stream the same rows of B, each loading half of every
+    stage with TMA multicast to both, and each multiplies its half of A's rows (wgmma's N = MT / 2) over
+    the whole of K, so no partial sums meet."""
     consumers: int
     split: int
     kb: int
     regs: tuple = ()
     minb: int = 1
     even: int = 0
+    msplit: int = 1
 
     def __post_init__(self):
         if self.consumers not in (1, 2, 4):
@@ -79,6 +88,14 @@ class Config:
         if self.even not in (0, 1, 2):
             raise ValueError(f"Config: even = {self.even}; 0 (the tile grid) or 1 or 2 clusters per SM's worth "
                              "of rows (even rows)")
+        if self.msplit not in (1, 2):
+            raise ValueError(f"Config: msplit = {self.msplit}; M is split across a cluster of 1 or 2 CTAs")
+        if self.msplit == 2 and self.split != 1:
+            raise ValueError(f"Config: msplit = 2 with split = {self.split}; a cluster splits M or K, not both "
+                             "(msplit = 2 takes split = 1)")
+        if self.msplit == 2 and self.consumers * self.kb % 2:
+            raise ValueError(f"Config: msplit = 2 with {self.consumers} consumer(s) x kb = {self.kb} boxes of B per "
+                             "stage; the two CTAs multicast half of them each (an even count)")
         if self.minb not in (1, 2):
             raise ValueError(f"Config: minb = {self.minb}; the kernel is sized for 1 or 2 CTAs per SM")
         if self.regs and (len(self.regs) != 2 or any(r and not (24 <= r <= 256 and r % 8 == 0) for r in self.regs)
@@ -112,10 +129,19 @@ class Rung:
         return dict(self.table)[self.mt(m)]
 
     def with_config(self, consumers: int, split: int, kb: int, regs: tuple = (), minb: int = 1,
-                    even: int = 0) -> "Rung":
+                    even: int = 0, msplit: int = 1) -> "Rung":
         """The same rung with one configuration for every M (the probes' variants)."""
-        return replace(self, table=tuple((mt, Config(consumers, split, kb, tuple(regs), minb, even))
+        return replace(self, table=tuple((mt, Config(consumers, split, kb, tuple(regs), minb, even, msplit))
                                          for mt in MTS))
+
+    def cluster(self, m: int) -> int:
+        """CTAs of a cluster: the K pieces times the M halves."""
+        c = self.config(m)
+        return c.split * c.msplit
+
+    def nt(self, m: int) -> int:
+        """wgmma's N in each CTA: its rows of A (MT, or MT / 2 where the cluster splits M)."""
+        return self.mt(m) // self.config(m).msplit
 
     def threads(self, m: int) -> int:
         return 128 * (1 + self.config(m).consumers)
@@ -128,11 +154,13 @@ class Rung:
             d["DECODE_PRODUCER_REGS"], d["DECODE_CONSUMER_REGS"] = c.regs
         if c.minb != 1:
             d["DECODE_MINB"] = c.minb
+        if c.msplit != 1:
+            d["DECODE_MSPLIT"] = c.msplit
         return d
 
     def stage_bytes(self, m: int) -> int:
         c = self.config(m)
-        return c.kb * (c.consumers * self.bn + self.mt(m)) * BK * 2
+        return c.kb * (c.consumers * self.bn + self.nt(m)) * BK * 2
 
     def exchange_bytes(self, m: int) -> int:
         """SMEM the split-K exchange reuses from the ring: the columns a CTA stores (1 / split of every
@@ -164,13 +192,13 @@ class Rung:
         c = self.config(m)
         if not c.even:
             return 0
-        g = c.even * sms // c.split
+        g = c.even * sms // (c.split * c.msplit)
         rows = self.bn * c.consumers
         return g if g > 0 and g * rows < 2 * n <= 2 * g * rows else 0
 
     def grid(self, m: int, n: int, groups: int = 0) -> tuple:
         c = self.config(m)
-        return ((groups or n // (self.bn * c.consumers)) * c.split, 1, 1)
+        return ((groups or n // (self.bn * c.consumers)) * c.split * c.msplit, 1, 1)
 
     def require_groups(self, m: int, n: int, groups: int) -> None:
         """Raise ValueError naming the rule when G = `groups` clusters cannot share N's rows evenly."""
@@ -188,7 +216,11 @@ class Rung:
             raise ShapeError(f"{self.name}: M = {m} is held by wgmma's N = {mt}: {mt // 8} groups of 8 columns, "
                              f"fewer than the {c.split} CTAs that split K (each stores whole groups); "
                              f"split {c.split} needs M > {4 * c.split}")
-        if c.consumers == 4 and mt > 128:
+        if c.msplit == 2 and mt < 32:
+            raise ShapeError(f"{self.name}: M = {m} is held by wgmma's N = {mt}; split across a cluster of 2 "
+                             f"each CTA would take {mt // 2} rows of A, fewer than wgmma's N of 16 "
+                             "(msplit = 2 needs M > 16)")
+        if c.consumers == 4 and mt // c.msplit > 128:
             raise ShapeError(f"{self.name}: M = {m} needs wgmma's N = {mt}, an accumulator of {mt // 2} registers "
                              "per thread; with 4 consumer warpgroups a consumer has 112 (N <= 128, M <= 128)")
         if c.minb == 2 and (c.consumers > 1 or mt > 128):
@@ -239,7 +271,7 @@ def bytes_moved(m: int, n: int, k: int) -> int:
 def _maps(r: Rung, m: int, n: int, k: int, a_ptr: int, b_ptr: int, c_ptr: int):
     from ..runtime import encode_tensor_map
     from ..tma.tensor_map import TensorMap
-    return [encode_tensor_map(TensorMap("bfloat16", (k, m), (BK, r.mt(m)), swizzle="128B"), a_ptr),
+    return [encode_tensor_map(TensorMap("bfloat16", (k, m), (BK, r.nt(m)), swizzle="128B"), a_ptr),
             encode_tensor_map(TensorMap("bfloat16", (k, n), (BK, r.bn), swizzle="128B"), b_ptr),
             encode_tensor_map(TensorMap("bfloat16", (n, m), (64, min(64, r.mt(m))), swizzle="128B"), c_ptr)]
 
@@ -293,8 +325,8 @@ def prepare(r, a, b, c=None, stages=None, stamps=None, pdl=False, defines=None, 
     groups = r.groups(m, n, info.sm_count) if groups is None else groups
     r.require_groups(m, n, groups)
     grid, block = r.grid(m, n, groups), (r.threads(m), 1, 1)
-    split = r.config(m).split
-    require_launch_config(grid, block, smem, (split, 1, 1) if split > 1 else None)
+    cl = r.cluster(m)
+    require_launch_config(grid, block, smem, (cl, 1, 1) if cl > 1 else None)
     maps = _maps(r, m, n, k, a.data.ptr, b.data.ptr, c.data.ptr)
     defines = {**r.build_defines(m), **(defines or {})}
     if stamps is not None:
@@ -348,12 +380,12 @@ def run_decode_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False
     module = EMULATED.load(r.path, defines=r.build_defines(m))
     fn = module.get_function("gemm")
     fn.seed, fn.trace = seed, trace
-    split = r.config(m).split
+    cl = r.cluster(m)
     run = run_launch(module, "gemm", r.grid(m, n, groups), (r.threads(m), 1, 1),
                      (*[tensor_map_arg(t) for t in maps], dc, np.int32(m), np.int32(n), np.int32(k),
                       np.uint64(0), np.int32(stages), np.int32(groups)),
                      shared_mem=r.smem_bytes(m, stages), barrier_names=BARRIERS,
-                     cluster=(split, 1, 1) if split > 1 else None)
+                     cluster=(cl, 1, 1) if cl > 1 else None)
     run.stages = stages
     return dc.get(), run
 

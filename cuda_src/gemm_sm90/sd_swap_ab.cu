@@ -27,6 +27,20 @@
 // The accumulator is C^T (64 rows of N x MT columns of M); the store transposes it back: lanes t and
 // t ^ 4 hold rows n, n + 1 of the same columns, swap one value (shfl) and each writes a bf16 pair of
 // one row of C.
+// MSPLIT = 2 (cuBLAS's shape at M = 256): the two CTAs of a cluster split M, not K. Both own the same
+// 64 x CONSUMERS rows of B and each its half of A's MT rows (wgmma's N = MT / 2), over the whole of K, so
+// no partials meet: each stores its own rows of C. B's stage is shared: each CTA loads half of its boxes
+// with one TMA multicast that lands in both CTAs' SMEM at the same offset and completes bytes on both
+// CTAs' `full` barriers (each expects the whole stage). A stage is refilled only once the consumers of
+// both CTAs have released it: every consumer warp arrives on its own CTA's `empty` barrier and on its
+// partner's (mapa + a remote arrive), as the ladder's s5 does. The CTAs meet at a cluster barrier after
+// set-up (no multicast before the partner's barriers exist) and before exit (no remote arrival or
+// multicast into a CTA that has left). L2 serves each byte of B once per pair, and each CTA's ring
+// holds only half of A per stage: finer stages (KB = 1) in a deeper ring. On the H200 it ran at 0.65
+// (KB = 1) to 0.92 (KB = 2) of the table's K split over the pair at M = 128 and 256, plain and with PDL
+// (docs/results/decode_probe_h200.txt, 10): each SM then takes in all of its slab of B and half of A per
+// K step, against half of each with K split, and the pair's shared ring paces both CTAs at every stage.
+// The table keeps the K split.
 // Launched with programmatic dependent launch (bwlab.pdl), a grid starts before the one ahead of it in
 // the stream has finished: every CTA lets the next grid be scheduled at once (launch_dependents), the
 // producer loads B (the weights, which no earlier kernel writes) for the first pass round the ring,
@@ -47,6 +61,9 @@ using namespace ladder;
 #ifndef DECODE_SPLIT
 #define DECODE_SPLIT 1     // CTAs of a cluster splitting K (1, 2 or 4)
 #endif
+#ifndef DECODE_MSPLIT
+#define DECODE_MSPLIT 1    // CTAs of a cluster splitting M (1 or 2; 2 only with SPLIT = 1)
+#endif
 #ifndef DECODE_KB
 #define DECODE_KB 2        // boxes of 64 K per stage
 #endif
@@ -54,13 +71,18 @@ using namespace ladder;
 #define DECODE_MINB 1      // CTAs per SM the registers are budgeted for (2: a CTA of the next grid fits beside)
 #endif
 constexpr int BN = 64, MT = DECODE_MT, CONSUMERS = DECODE_CONSUMERS, SPLIT = DECODE_SPLIT, KB = DECODE_KB;
-constexpr int MINB = DECODE_MINB;
+constexpr int MINB = DECODE_MINB, MSPLIT = DECODE_MSPLIT;
+constexpr int CL = SPLIT * MSPLIT;   // CTAs of a cluster
+constexpr int NT = MT / MSPLIT;      // wgmma's N in each CTA: its rows of A
 static_assert(MINB == 1 || MINB == 2, "registers for one or two CTAs per SM");
 constexpr int MAX_STAGES = 32, THREADS = WG * (1 + CONSUMERS);
 constexpr u32 B_BOX = BN * BK * 2;   // one 64-row box of B: 8 KiB
 static_assert(MT == 16 || MT == 32 || MT == 64 || MT == 128 || MT == 256, "wgmma's N");
 static_assert(CONSUMERS == 1 || CONSUMERS == 2 || CONSUMERS == 4, "one, two or four consumer warpgroups");
 static_assert(SPLIT == 1 || SPLIT == 2 || SPLIT == 4, "K in one piece, two or four (a cluster of that many)");
+static_assert(MSPLIT == 1 || (MSPLIT == 2 && SPLIT == 1), "M split in two across a cluster, K then in one piece");
+static_assert(NT >= 16, "wgmma's N in each CTA: at least 16 rows of A");
+static_assert(KB * CONSUMERS % MSPLIT == 0, "each CTA of the pair multicasts the same number of B's boxes");
 static_assert(MT / 8 % SPLIT == 0, "each CTA of the cluster stores whole 8-column groups of the accumulator");
 // Registers: with setmaxnreg ptxas gives every thread the most __launch_bounds__ allows (65536 / THREADS,
 // down to a multiple of 8); the producer gives some back (dec) and the consumers take them (inc) from
@@ -121,36 +143,56 @@ __device__ __forceinline__ void pin(float (&d)[R]) {
     for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-extern "C" __global__ void __cluster_dims__(SPLIT, 1, 1) __launch_bounds__(THREADS, MINB)
+// One stage of B: KB x CONSUMERS boxes of 64 rows x 64 K from row n0, K column k0. MSPLIT = 1: all of them
+// into this CTA's SMEM. MSPLIT = 2: this CTA (`half`) loads every other box, multicast to both CTAs of the
+// pair (cta mask 0b11) at the same offset, completing bytes on each CTA's barrier at that address.
+__device__ __forceinline__ void load_b(u8* sB, const TmaDescriptor* tma_b, u64* bar, int k0, int n0, int half) {
+#pragma unroll
+    for (int kb = 0; kb < KB; ++kb)
+#pragma unroll
+        for (int c = 0; c < CONSUMERS; ++c) {
+            const int box = kb * CONSUMERS + c;
+            if (MSPLIT == 1)
+                tma_load_2d(sB + box * B_BOX, tma_b, bar, k0 + kb * BK, n0 + BN * c);
+            else if (box % MSPLIT == half)
+                tma_load_multicast_2d(sB + box * B_BOX, tma_b, bar, 0x3, k0 + kb * BK, n0 + BN * c);
+        }
+}
+
+extern "C" __global__ void __cluster_dims__(CL, 1, 1) __launch_bounds__(THREADS, MINB)
 gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDescriptor tma_b,
      const __grid_constant__ TmaDescriptor tma_c, u16* __restrict__ C, int M, int N, int K, u64* stamps,
      int stages, int groups) {
     extern __shared__ u8 smem_raw[];
-    // stage s: KB x (CONSUMERS boxes of B, 64 x 64 each), then KB boxes of A (MT x 64)
+    // stage s: KB x (CONSUMERS boxes of B, 64 x 64 each), then KB boxes of A (NT x 64: this CTA's rows)
     u8* smem = align_1024(smem_raw);
     __shared__ alignas(8) u64 full[MAX_STAGES], empty[MAX_STAGES];
-    constexpr u32 B_BYTES = KB * CONSUMERS * B_BOX, STAGE_BYTES = B_BYTES + KB * MT * BK * 2;
-    const int wg = threadIdx.x / WG, piece = int(cluster_ctarank());   // this CTA's piece of K
+    constexpr u32 B_BYTES = KB * CONSUMERS * B_BOX, STAGE_BYTES = B_BYTES + KB * NT * BK * 2;
+    const int wg = threadIdx.x / WG, rank = CL > 1 ? int(cluster_ctarank()) : 0;
+    const int piece = MSPLIT > 1 ? 0 : rank;   // this CTA's piece of K
+    const int half = MSPLIT > 1 ? rank : 0;    // this CTA's half of A's rows (MSPLIT = 2)
+    const int m0 = half * NT;
     // This CTA's rows of B (and columns of C), [n0, n1): groups = 0, the tile grid: BN x CONSUMERS rows per
     // cluster; groups = G > 0, even rows: G clusters share N's rows, cluster i the even-aligned
     // [2 floor(i (N/2) / G), 2 floor((i + 1) (N/2) / G)) (at most BN x CONSUMERS rows, the host checks). It
     // loads whole boxes from n0 on: the rows past n1 are its neighbour's (read by it at about the same time,
     // so from L2) or past N (TMA's zero fill), and are never stored.
-    const int grp = blockIdx.x / SPLIT;
+    const int grp = blockIdx.x / CL;
     const int n0 = groups ? 2 * int((long long)grp * (N / 2) / groups) : grp * (BN * CONSUMERS);
     const int n1 = groups ? 2 * int((long long)(grp + 1) * (N / 2) / groups) : n0 + BN * CONSUMERS;
     const int k_iters = K / (KB * BK * SPLIT), it0 = piece * k_iters;   // this CTA's K piece, in stages
     if (threadIdx.x == 0) {
         for (int s = 0; s < stages; ++s) {
             mbarrier_init(&full[s], 1);
-            mbarrier_init(&empty[s], CONSUMERS * 4);   // one arrival per consumer warp
+            mbarrier_init(&empty[s], MSPLIT * CONSUMERS * 4);   // one arrival per consumer warp (of both CTAs)
         }
         fence_mbarrier_init_release_cluster();
     }
     // the next grid may be scheduled now: its CTAs take SMs as this grid's leave (or beside them, where
     // SMEM and registers leave room), and read only B until this grid has completed
     grid_launch_dependents();
-    __syncthreads();
+    if (MSPLIT > 1) cluster_sync();   // the partner's barriers exist before any multicast or remote arrival
+    else __syncthreads();
 
     if (wg == 0) {
         if constexpr (PRODUCER_REGS > 0) setmaxnreg_dec<PRODUCER_REGS>();
@@ -162,12 +204,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
             for (int it = 0; it < first; ++it) {
                 u8* sB = smem + it * STAGE_BYTES;
                 mbarrier_arrive_expect_tx(&full[it], STAGE_BYTES);
-#pragma unroll
-                for (int kb = 0; kb < KB; ++kb)
-#pragma unroll
-                    for (int c = 0; c < CONSUMERS; ++c)
-                        tma_load_2d(sB + (kb * CONSUMERS + c) * B_BOX, &tma_b, &full[it],
-                                    ((it0 + it) * KB + kb) * BK, n0 + BN * c);
+                load_b(sB, &tma_b, &full[it], (it0 + it) * KB * BK, n0, half);
             }
             grid_wait();
             for (int it = 0; it < k_iters; ++it) {
@@ -176,16 +213,10 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
                 if (it >= stages && !mbarrier_wait(&empty[s], (it / stages + 1) & 1, 2, 0)) break;
                 u8* sB = smem + s * STAGE_BYTES;
                 if (it >= first) mbarrier_arrive_expect_tx(&full[s], STAGE_BYTES);
+                if (it >= first) load_b(sB, &tma_b, &full[s], (it0 + it) * KB * BK, n0, half);
 #pragma unroll
-                for (int kb = 0; kb < KB; ++kb) {
-                    const int k0 = ((it0 + it) * KB + kb) * BK;
-                    if (it >= first) {
-#pragma unroll
-                        for (int c = 0; c < CONSUMERS; ++c)
-                            tma_load_2d(sB + (kb * CONSUMERS + c) * B_BOX, &tma_b, &full[s], k0, n0 + BN * c);
-                    }
-                    tma_load_2d(sB + B_BYTES + kb * MT * 128, &tma_a, &full[s], k0, 0);
-                }
+                for (int kb = 0; kb < KB; ++kb)
+                    tma_load_2d(sB + B_BYTES + kb * NT * 128, &tma_a, &full[s], ((it0 + it) * KB + kb) * BK, m0);
                 stamp(stamps, 0, it, 1);
             }
         }
@@ -193,13 +224,14 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
             cluster_sync();
             cluster_sync();
         }
+        if (MSPLIT > 1) cluster_sync();   // the partner may still multicast into or arrive on this CTA
         return;
     }
 
     if constexpr (CONSUMER_REGS > 0) setmaxnreg_inc<CONSUMER_REGS>();
     const int c = wg - 1, t = threadIdx.x % WG;
     const bool lead = t == 0;
-    float d[MT / 2];
+    float d[NT / 2];
     zero(d);
     wgmma_fence();
     bool ok = true;
@@ -211,12 +243,16 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         }
         if (lead) stamp(stamps, 1 + c, it, 0);
         const u32 sB = smem_u32(smem + s * STAGE_BYTES);
-        mma_stage_t<MT>(d, sB + c * B_BOX, sB + B_BYTES);
+        mma_stage_t<NT>(d, sB + c * B_BOX, sB + B_BYTES);
         wgmma_commit_group();
         wgmma_wait_group<1>();   // keep this stage's wgmma in flight; hand back the stage before
         if (it > 0) {
             if (lead) stamp(stamps, 1 + c, it - 1, 1);
-            if (laneid() == 0) mbarrier_arrive(&empty[(it - 1) % stages]);
+            if (laneid() == 0) {
+                mbarrier_arrive(&empty[(it - 1) % stages]);
+                if (MSPLIT > 1)   // the partner's copy of the stage's barrier: it multicast into this ring too
+                    mbarrier_arrive_remote(mapa_shared_cluster(smem_u32(&empty[(it - 1) % stages]), u32(rank ^ 1)));
+            }
         }
     }
     wgmma_wait_group<0>();
@@ -226,7 +262,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     if (lead) stamp(stamps, 3, c, 0);
 
     // Columns j in [j0, j1) of the accumulator (8 of C's rows each) are this CTA's to store.
-    constexpr int J = MT / 8, Q = J / SPLIT;   // Q: the columns each CTA of the cluster stores
+    constexpr int J = NT / 8, Q = J / SPLIT;   // Q: the columns each CTA of the cluster stores
     const int j0 = piece * Q, j1 = j0 + Q;
     if (SPLIT > 1) {
         // The exchange buffer reuses the ring: [consumer][slot][j - j0][thread] float4 for the columns
@@ -286,11 +322,12 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
             for (int h = 0; h < 2; ++h) {
                 const float lo = d[4 * j + 2 * h], hi = d[4 * j + 2 * h + 1];
                 const float got = __shfl_xor_sync(0xffffffffu, odd ? lo : hi, 4);
-                const int m = 8 * j + 2 * q + (odd ? 1 : 0);
+                const int m = m0 + 8 * j + 2 * q + (odd ? 1 : 0);
                 const u32 pair = odd ? cvt_rn_bf16x2_f32(got, hi) : cvt_rn_bf16x2_f32(lo, got);
                 if (m < M && n + 8 * h < n1) *reinterpret_cast<u32*>(C + size_t(m) * N + n + 8 * h) = pair;
             }
         }
     }
     if (lead) stamp(stamps, 3, c, 1);
+    if (MSPLIT > 1) cluster_sync();   // the partner may still arrive on this CTA's barriers until it is done
 }

@@ -76,6 +76,9 @@ PROBE_PDL = {16: [(1, 1, 2, (), 2, True), (1, 1, 4, (), 2, True), (1, 1, 2, (), 
              256: []}
 # --even: per M the table's own configuration with even rows (Config.even = 1: as many clusters as the SMs
 # hold, N's rows shared evenly among them), launched plainly and with PDL
+# --msplit: per M two consumer warpgroups with M split across a cluster of 2 (Config.msplit = 2: B's stage
+# multicast to both CTAs, each its half of A over all of K), KB = 1 and 2, launched plainly and with PDL
+MSPLIT_VARIANTS = [(2, 1, kb, (), 1, pdl, 0, 2) for kb in (1, 2) for pdl in (False, True)]
 
 
 def stream_calls(nbytes, nsets, sms, per_sm=4, pdl=False, bufs=None):
@@ -148,11 +151,12 @@ def even_variants(m):
     return [(c.consumers, c.split, c.kb, c.regs, c.minb, pdl, 1) for pdl in (False, True)]
 
 
-def variants_for(mode, extra=False, only=None, pdl=True):
-    """(label, rung, pdl) triples: the rung as its table has it, launched plainly and (`pdl`) with
-    programmatic dependent launch; the probe's variants (with --variants, the protocol's too)."""
+def variants_for(mode, extra=False, only=None, pdl=True, rung=None):
+    """(label, rung, pdl) triples: the rung as its table has it (`rung`: with its table overridden by
+    --table), launched plainly and (`pdl`) with programmatic dependent launch; the probe's variants (with
+    --variants, the protocol's too)."""
     from bwlab.gemm import decode
-    r = decode.SWAP_AB
+    r = rung or decode.SWAP_AB
     out = [(r.name, r, False)] + ([(r.name + PDL, r, True)] if pdl else [])
     if mode == "protocol" and not extra:
         return out
@@ -160,17 +164,19 @@ def variants_for(mode, extra=False, only=None, pdl=True):
         v = tuple(v) + ((),) * (4 - len(v)) if len(v) < 4 else tuple(v)
         launch_pdl = len(v) > 5 and v[5]
         even = v[6] if len(v) > 6 else 0
+        msplit = v[7] if len(v) > 7 else 1
         label = ("sd w{} s{} kb{}".format(*v[:3]) + (" r{}/{}".format(*v[3]) if v[3] else "")
                  + (" m{}".format(v[4]) if len(v) > 4 and v[4] != 1 else "") + (f" e{even}" if even else "")
-                 + (PDL if launch_pdl else ""))
-        out.append((label, r.with_config(*v[:5], even=even), launch_pdl))
+                 + (f" ms{msplit}" if msplit != 1 else "") + (PDL if launch_pdl else ""))
+        out.append((label, r.with_config(*v[:5], even=even, msplit=msplit), launch_pdl))
     return out
 
 
-def probe(say, shapes, only=None, pdl_variants=True, even=False):
+def probe(say, shapes, only=None, pdl_variants=True, even=False, msplit=False, times=None):
     """Short CUDA-event timings: the read stream launched plainly and with PDL, the library, the rung's
     table launched both ways, and per M the variants of PROBE_PDL (`only`: these plain variants instead;
-    `even`: the table's configuration with even rows instead)."""
+    `even`: the table's configuration with even rows instead; `msplit`: MSPLIT_VARIANTS instead). `times`:
+    a dict that gets {shape: {label: ms}} of everything timed."""
     import cupy as cp
     from bwlab.checks.gemm_sustained import _library
     from bwlab.device import gpu_info
@@ -190,8 +196,12 @@ def probe(say, shapes, only=None, pdl_variants=True, even=False):
         say(f"\n== {m}x{n}x{k}: {nbytes / 2**20:.1f} MiB must move; {nsets} sets; stream {t_st * 1e3:.1f} us "
             f"({nbytes / t_st / 1e9:.2f} TB/s), with PDL {t_stp * 1e3:.1f} us; library {t_lib * 1e3:.1f} us "
             f"({t_st / t_lib:.3f} of stream); {runner.check(*sets[0], lib_c, 'library', ref=ref).ok}")
+        if times is not None:
+            times[f"{m}x{n}x{k}"] = here = {"read stream": t_st, "read stream" + PDL: t_stp, "library": t_lib}
         if even:
             vs = variants_for("probe", only=even_variants(m))
+        elif msplit:
+            vs = variants_for("probe", only=MSPLIT_VARIANTS)
         else:
             vs = variants_for("probe", only=only or PROBE_PDL.get(m, []) if pdl_variants else only)
         for name, calls, c, after in candidates(m, n, k, sets, vs, with_sk=False):
@@ -207,24 +217,31 @@ def probe(say, shapes, only=None, pdl_variants=True, even=False):
                 continue
             t = event_ms(calls)
             after()
+            if times is not None:
+                here[name] = t
             cfg = calls[0].step.config(m)
             st = t_stp if calls[0].pdl else t_st
             say(f"  {name:<26s} {t * 1e3:7.1f} us  {nbytes / t / 1e9:5.2f} TB/s  {st / t:.3f} of the stream "
                 f"launched alike  {t_lib / t:.3f} x lib  stages {calls[0].stages}, "
-                f"{calls[0].grid[0] // cfg.split} clusters of {cfg.split}"
+                f"{calls[0].grid[0] // (cfg.split * cfg.msplit)} clusters of {cfg.split * cfg.msplit}"
                 + (f" (even rows: {2 * (n // 2 // g)}-{2 * -(-(n // 2) // g)} each)" if (g := calls[0].groups)
                    else ""))
         del sets, ref, keep
         cp.get_default_memory_pool().free_all_blocks()
 
 
-def chains(say, even=False):
+def chains(say, even=False, msplit=False, ms=(128, 256)):
     """The PDL chain at M = 64 and 128 with the table's configuration, a two-CTAs-per-SM variant, and
     the negative control: the same kernels with griddepcontrol.wait left out, which must fail. `even`:
     the table's configuration and the same with even rows, at M = 16, 64 and 128."""
     from bwlab.gemm import decode
     r = decode.SWAP_AB
     say("\n== PDL chains: C1 = A B1^T, then C2 = C1 B2^T (C1 read as the second GEMM's A), both with PDL")
+    if msplit:   # M split across the pair, B multicast: the table's configuration and the new mode, KB = 1
+        for m in ms:
+            chain_check(say, m, r, r.name)
+            chain_check(say, m, r.with_config(2, 1, 1, msplit=2), "sd w2 s1 kb1 ms2")
+        return
     if even:
         for m in (16, 64, 128):
             c = r.config(m)
@@ -269,7 +286,7 @@ def chain_check(say, m, rung, label, defines=None, rounds=8):
     say(f"  chain {label} at M = {m}: {rounds - len(bad)} of {rounds} rounds PASS" + (f"; {bad[0]}" if bad else ""))
 
 
-def sustained(say, shapes, dump, extra=False, pdl=True):
+def sustained(say, shapes, dump, extra=False, pdl=True, rung=None):
     """Each shape under bwlab.gemm.protocol: checks, warm-up with the library, rounds of alternating
     sustained blocks (library, candidate, library, ...) with the stream as one more candidate."""
     import cupy as cp
@@ -312,7 +329,7 @@ def sustained(say, shapes, dump, extra=False, pdl=True):
                 if pdl:
                     cands.append(("read stream" + PDL, stream_calls(nbytes, nsets, info.sm_count, pdl=True,
                                                                     bufs=keep[0])[0], None))
-            vs = variants_for("protocol", extra, pdl=pdl)
+            vs = variants_for("protocol", extra, pdl=pdl, rung=rung)
             for name, calls, c, after in candidates(m, n, k, sets, vs, with_sk=not square,
                                                     with_s8=square):
                 if calls is None:
@@ -422,6 +439,11 @@ def main(argv=None) -> int:
     ap.add_argument("--even", action="store_true", help="probe: the table's configuration with even rows "
                     "(one cluster per SM's worth of rows) instead of PROBE_PDL, and the chains with it")
     ap.add_argument("--no-pdl", action="store_true", help="protocol: the rung launched plainly only (no PDL rows)")
+    ap.add_argument("--msplit", action="store_true", help="probe: the table against M split across a cluster of 2 "
+                    "(MSPLIT_VARIANTS) instead of PROBE_PDL, and the chains with it")
+    ap.add_argument("--table", type=int, nargs=5, action="append", metavar=("MT", "C", "S", "KB", "MS"),
+                    help="protocol: the rung's table with this configuration at wgmma's N = MT (consumers, K pieces, "
+                         "boxes per stage, M halves)")
     args = ap.parse_args(argv)
     from bwlab.checks.common import gpu_line
     out = open(args.out, "w") if args.out else None
@@ -437,11 +459,25 @@ def main(argv=None) -> int:
     if args.mode == "probe":
         if args.n:
             shapes = [(m, args.n, k) for m, _, k in shapes]
-        probe(say, shapes, [tuple(v) for v in args.variant] if args.variant else None, even=args.even)
+        dump["probe"] = {}
+        probe(say, shapes, [tuple(v) for v in args.variant] if args.variant else None, even=args.even,
+              msplit=args.msplit, times=dump["probe"])
         if not args.no_chain:
-            chains(say, even=args.even)
+            chains(say, even=args.even, msplit=args.msplit, ms=[s[0] for s in shapes])
     else:
-        sustained(say, shapes + ([] if args.no_square else [SQUARE]), dump, args.variants, pdl=not args.no_pdl)
+        rung = None
+        if args.table:
+            import dataclasses as dc
+            from bwlab.gemm import decode
+            table = dict(decode.SWAP_AB.table)
+            for mt, c, sp, kb, ms in args.table:
+                if mt not in table:
+                    raise SystemExit(f"--table: MT = {mt}; the rung's table has MT in {sorted(table)}")
+                table[mt] = decode.Config(c, sp, kb, msplit=ms)
+            rung = dc.replace(decode.SWAP_AB, table=tuple(table.items()))
+            say("the rung's table here: " + "; ".join(f"MT {mt}: {c}" for mt, c in rung.table))
+        sustained(say, shapes + ([] if args.no_square else [SQUARE]), dump, args.variants, pdl=not args.no_pdl,
+                  rung=rung)
     say("")
     say("command: python docs/results/decode_protocol.py " + " ".join(sys.argv[1:] if argv is None else argv))
     if out:

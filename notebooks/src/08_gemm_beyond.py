@@ -335,8 +335,10 @@ fold(gemm.decode_header_comment() + "\n\n" + gemm.decode_rung_diff(), summary="t
 # stage) was chosen by timing a handful of variants on an H200: deeper stages of B (more K per box
 # run) streamed faster as long as the ring kept three or more stages; sharing A between CTAs by
 # multicast gained at most a few percent at M = 16 and 32 and lost from M = 64 on, and prefetching B
-# into L2 ahead of the ring made it slower (docs/results/decode_probe_h200.txt, H200, 2026-11-28). The
-# chosen table:
+# into L2 ahead of the ring made it slower (docs/results/decode_probe_h200.txt, H200, 2026-11-28).
+# Splitting M across the pair instead of K, the way cuBLAS's own kernel at M = 256 is laid out (both
+# CTAs stream the same rows of B, each loading half of every stage by multicast to both, each its half
+# of A over all of K), ran at 0.65 to 0.92 of the K split at M = 128 and 256. The chosen table:
 
 # %%
 for mt, cfg in gemm.SWAP_AB.table:
