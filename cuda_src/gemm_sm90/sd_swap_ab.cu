@@ -24,6 +24,8 @@
 // With `groups` = G > 0 (even rows) the grid is G CTAs (clusters), not one per 64 x CONSUMERS rows of B:
 // at N = 8192 the tile grid is 128 CTAs and leaves 4 of an H200's 132 SMs idle, while 132 CTAs of 62 or
 // 64 rows each (boxes still 64 rows, wgmma's M) keep every SM streaming; each stores only its own rows.
+// On the H200 that came within 1.4 % of the tile grid at M = 16 .. 128 (decode_probe_h200.txt, 9): what
+// holds the rung back is each CTA's streaming rate, not the 4 idle SMs; the table keeps the tile grid.
 // The accumulator is C^T (64 rows of N x MT columns of M); the store transposes it back: lanes t and
 // t ^ 4 hold rows n, n + 1 of the same columns, swap one value (shfl) and each writes a bf16 pair of
 // one row of C.
@@ -38,8 +40,9 @@
 // multicast into a CTA that has left). L2 serves each byte of B once per pair, and each CTA's ring
 // holds only half of A per stage: finer stages (KB = 1) in a deeper ring. On the H200 it ran at 0.65
 // (KB = 1) to 0.92 (KB = 2) of the table's K split over the pair at M = 128 and 256, plain and with PDL
-// (docs/results/decode_probe_h200.txt, 10): each SM then takes in all of its slab of B and half of A per
-// K step, against half of each with K split, and the pair's shared ring paces both CTAs at every stage.
+// (docs/results/decode_probe_h200.txt, 10), though cuBLAS's kernel of this shape is faster than the
+// table's. Why is not measured; candidates: each SM takes in all of its slab of B and half of A per K
+// step (against half of each with K split), and the pair's shared ring paces both CTAs at every stage.
 // The table keeps the K split.
 // Launched with programmatic dependent launch (bwlab.pdl), a grid starts before the one ahead of it in
 // the stream has finished: every CTA lets the next grid be scheduled at once (launch_dependents), the
@@ -47,7 +50,8 @@
 // then waits (griddepcontrol.wait) for the grid ahead to complete before it loads A (the activations
 // an earlier kernel may write) and before C is written. Launched plainly both are no-ops. DECODE_MINB
 // = 2 sizes the registers (and the host the ring) for two CTAs per SM, so that a CTA of the next grid
-// fits beside one of this grid.
+// fits beside one of this grid; on the H200 the half-deep rings lost far more than the overlap gained
+// (decode_probe_h200.txt, 8), so the table keeps one CTA per SM.
 #include "gemm_sm90/gemm_common.cuh"
 
 using namespace ladder;
