@@ -146,3 +146,25 @@ def test_ring_depth_predictions_and_the_grade(capsys):
     assert "no answer yet" in not_yet(ex.check_ring_depth, None)
     assert "242 KiB" in not_yet(ex.check_ring_depth, 5)
     assert "at least one buffer" in not_yet(ex.check_ring_depth, -1)
+
+
+
+def test_ring_depth_on_a_hopper_gpu_shows_the_run(monkeypatch):
+    """On a Hopper GPU the check also runs the learner's ring on the GPU and shows its time, ungraded: the
+    note's code runs here with the GPU run faked; a run that fails is shown, not raised."""
+    from bwlab import lab
+    runs = []
+
+    def fake_run_edited(fn, step, m, n, k, kernel=None, limit=None):
+        runs.append((step, m, n, k, kernel.text.count("STAGES = 3,")))
+        return {"check": "PASS", "ms": 0.125, "ms_original": 0.120}
+    monkeypatch.setattr(lab, "run_edited", fake_run_edited)
+    note = speed.gpu_note(ex.ring_kernel(3))
+    assert runs == [("s3", *ex.HANDSHAKE_SHAPE, 1)]
+    assert note == ("\n  on this GPU (shown, not graded), 256 x 512 x 1024: PASS; 0.125 ms, "
+                    "the kernel as written 0.120 ms")
+
+    def failing(*a, **k):
+        raise RuntimeError("the GPU said no")
+    monkeypatch.setattr(lab, "run_edited", failing)
+    assert speed.gpu_note(ex.ring_kernel(3)).endswith("the run did not complete: the GPU said no")

@@ -134,14 +134,21 @@ def check_ring_depth(stages, hidden=()) -> None:
             "SMEM:\n  " + "\n  ".join(lines))
     info = device.gpu_info()
     if device.tier("tma") == "hardware" and info is not None and info.cc[0] == 9:
-        from ..lab import run_edited
-        from . import runner
-        m, n, kk = HANDSHAKE_SHAPE
-        try:
-            res = run_edited(runner.try_kernel, "s3", m, n, kk, kernel=kern, limit=120)
-            note += (f"\n  on this GPU (shown, not graded), {m} x {n} x {kk}: {res['check']}; {res['ms']:.3f} ms, "
-                     f"the kernel as written {res['ms_original']:.3f} ms")
-        except Exception as e:       # a GPU run is shown beside the grade, never part of it
-            note += f"\n  on this GPU (shown, not graded): the run did not complete: {e}"
+        note += gpu_note(kern)
     print(f"correct: {what} — {note}"
           + ("" if hidden else "\n  (the graded version also predicts other shapes)"))
+
+
+def gpu_note(kern) -> str:
+    """On a Hopper GPU: the learner's ring run on the GPU at the handshake exercise's shape (four passes over
+    a 4-stage ring), in its own process, and its time beside the kernel as written; shown, never graded."""
+    from ..lab import run_edited
+    from . import runner
+    from .exercises import HANDSHAKE_SHAPE
+    m, n, kk = HANDSHAKE_SHAPE
+    try:
+        res = run_edited(runner.try_kernel, "s3", m, n, kk, kernel=kern, limit=120)
+        return (f"\n  on this GPU (shown, not graded), {m} x {n} x {kk}: {res['check']}; {res['ms']:.3f} ms, "
+                f"the kernel as written {res['ms_original']:.3f} ms")
+    except Exception as e:       # a GPU run is shown beside the grade, never part of it
+        return f"\n  on this GPU (shown, not graded): the run did not complete: {e}"
