@@ -270,6 +270,17 @@ def test_config_is_plain_data():
         decode.rung("s9")
 
 
+def _launch_and_check(launch, a, b, name):
+    """One launch on a C filled with NaN bits, the kernel's status read, C checked against A B^T."""
+    from bwlab.gemm import runner
+    launch.c.fill(0xFFFF)
+    runner.clear_status(launch)
+    launch()
+    runner.raise_on_status(launch)
+    res = runner.check(a, b, launch.c, name)
+    assert res.ok, str(res)
+
+
 @pytest.mark.sm90
 @pytest.mark.parametrize("m", [16, 100, 128])
 def test_a_pdl_chain_is_correct_on_the_gpu(m):
@@ -309,12 +320,7 @@ def test_even_rows_are_correct_on_the_gpu(m):
     for groups, pdl in ((None, False), (None, True), (131 // c.split, False)):
         launch = decode.prepare(r, a, b, groups=groups, pdl=pdl)
         assert launch.groups == (groups or r.groups(m, 8192, gpu_info().sm_count))
-        launch.c.fill(0xFFFF)
-        runner.clear_status(launch)
-        launch()
-        runner.raise_on_status(launch)
-        res = runner.check(a, b, launch.c, SWAP_AB.name)
-        assert res.ok, str(res)
+        _launch_and_check(launch, a, b, SWAP_AB.name)
 
 
 @pytest.mark.sm90
@@ -324,12 +330,7 @@ def test_decode_rung_is_correct_on_the_gpu(m):
     a, b = runner.random_operands(m, 1024, 2048, seed=m)
     launch = decode.prepare(SWAP_AB, a, b)
     for _ in range(2):          # launched twice: nothing the first launch left behind matters
-        launch.c.fill(0xFFFF)
-        runner.clear_status(launch)
-        launch()
-        runner.raise_on_status(launch)
-        res = runner.check(a, b, launch.c, SWAP_AB.name)
-        assert res.ok, str(res)
+        _launch_and_check(launch, a, b, SWAP_AB.name)
 
 
 @pytest.mark.sm90
@@ -342,9 +343,4 @@ def test_m_split_clusters_are_correct_on_the_gpu(m):
         r = SWAP_AB.with_config(2, 1, kb, msplit=2)
         for pdl in (False, True):
             launch = decode.prepare(r, a, b, pdl=pdl)
-            launch.c.fill(0xFFFF)
-            runner.clear_status(launch)
-            launch()
-            runner.raise_on_status(launch)
-            res = runner.check(a, b, launch.c, f"{SWAP_AB.name} kb{kb} ms2")
-            assert res.ok, str(res)
+            _launch_and_check(launch, a, b, f"{SWAP_AB.name} kb{kb} ms2")
