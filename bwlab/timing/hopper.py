@@ -26,6 +26,8 @@ from pathlib import Path
 from ..gemm import ladder
 from . import gemm
 
+ALIGN = "drift"         # the point prediction's alignment of the SMs' tiles (gemm.predict's `align`)
+
 __all__ = ["Measured", "measured", "SHAPES", "SOURCES", "table", "parse_table", "library_ms", "fractions",
            "fractions_module", "FRACTION_SHAPE", "FRACTIONS_FILE", "clock_ratios", "gpu_of"]
 
@@ -126,12 +128,13 @@ def clock_ratios(paths) -> dict:
     return out
 
 
-def rows(steps=None, shapes=SHAPES, machine="h100_sxm", report=None, clocks=None):
+def rows(steps=None, shapes=SHAPES, machine="h100_sxm", report=None, clocks=None, align=None):
     """(Measured, Prediction at 'value', 'fast', 'slow', Prediction at NVML's clock or None) for every rung
     and shape measured: the rungs' sustained-protocol reports (`SOURCES`), or every rung and shape of one
     `report` (a file name under docs/results or a path). With `clocks` (clock checks: one file or several),
     the predictions are at NVML's clock times the rung's clock64 / NVML ratio measured at the same shape,
-    the last at NVML's clock."""
+    the last at NVML's clock. `align`: the point prediction's alignment of the SMs' tiles (default `ALIGN`)."""
+    align = align or ALIGN
     out = []
     ratios = clock_ratios(clocks) if clocks is not None else None
     if report is not None:
@@ -164,14 +167,15 @@ def rows(steps=None, shapes=SHAPES, machine="h100_sxm", report=None, clocks=None
         # the range: the machine's uncertain numbers at their fast / slow ends, and the SMs' epilogues at
         # independent phases / all at once (gemm.storing_sms)
         preds = [gemm.predict(s.name, *m.shape, machine=machine, clock_mhz=mhz, which=w, align=al)
-                 for w, al in (("value", "spread"), ("fast", "spread"), ("slow", "lockstep"))]
-        at_nvml = gemm.predict(s.name, *m.shape, machine=machine, clock_mhz=m.mhz) if ratios is not None else None
+                 for w, al in (("value", align), ("fast", align), ("slow", "lockstep"))]
+        at_nvml = gemm.predict(s.name, *m.shape, machine=machine, clock_mhz=m.mhz, align=align) \
+            if ratios is not None else None
         out.append((m, *preds, at_nvml))
     return out
 
 
-def table(steps=None, shapes=SHAPES, machine="h100_sxm", report=None, clocks=None) -> str:
-    rs = rows(steps, shapes, machine, report, clocks)
+def table(steps=None, shapes=SHAPES, machine="h100_sxm", report=None, clocks=None, align=None) -> str:
+    rs = rows(steps, shapes, machine, report, clocks, align)
     where = f"report {Path(report).name}" if report else "H100 SXM"
     if clocks is None:
         how_clock = "predicted ms = predicted cycles / the SM clock NVML measured during the rung's own blocks"
