@@ -282,14 +282,16 @@ def test_the_committed_hopper_table_is_what_the_code_computes():
     meas = hopper.measured(ROOT / "docs" / "results" / "gemm_protocol_h100.txt")
     name, shape = "s1_one_warpgroup", (4096, 4096, 4096)      # the cheapest row
     assert (name, shape) in table
-    p = gemm.predict(name, *shape, machine="h100_sxm", clock_mhz=meas[(name, shape)].mhz)
+    p = gemm.predict(name, *shape, machine="h100_sxm", clock_mhz=meas[(name, shape)].mhz, align=hopper.ALIGN)
+    assert hopper.ALIGN == "drift" and p.parts["align"] == "drift"
     assert round(p.ms, 4) == pytest.approx(table[(name, shape)], abs=1e-4)
     # the range's slow end: the slow numbers with every SM writing C at once (lockstep), slower than spread
     slow = gemm.predict(name, *shape, machine="h100_sxm", clock_mhz=meas[(name, shape)].mhz, which="slow",
                         align="lockstep")
-    spread = gemm.predict(name, *shape, machine="h100_sxm", clock_mhz=meas[(name, shape)].mhz, which="slow")
-    assert slow.parts["storing_sms"] == 132 and spread.parts["storing_sms"] < 132
-    assert slow.ms > spread.ms
+    drift = gemm.predict(name, *shape, machine="h100_sxm", clock_mhz=meas[(name, shape)].mhz, which="slow",
+                         align="drift")
+    assert slow.parts["storing_sms"] == 132 and drift.parts["storing_sms"] < 132
+    assert slow.ms > drift.ms
     row = next(x for x in text.splitlines() if x.startswith(name) and "4096x4096x4096" in x)
     assert f"-{slow.ms:8.4f}" in row
 
@@ -335,10 +337,10 @@ def test_the_committed_h200_table_holds_every_rung_within_15_percent():
     name = "s1_one_warpgroup"          # its traces are the H100 table test's: only replays
     for shape in ((4096, 4096, 4096), (8192, 8192, 8192)):
         m = meas[(name, shape)]
-        p = gemm.predict(name, *shape, machine="h200", clock_mhz=m.mhz * ratios[(name, shape)])
+        p = gemm.predict(name, *shape, machine="h200", clock_mhz=m.mhz * ratios[(name, shape)], align=hopper.ALIGN)
         assert round(p.ms, 4) == pytest.approx(table[(name, shape)], abs=1e-4)
         row = next(x for x in text.splitlines() if x.startswith(name) and "x".join(map(str, shape)) in x)
-        nvml = gemm.predict(name, *shape, machine="h200", clock_mhz=m.mhz)
+        nvml = gemm.predict(name, *shape, machine="h200", clock_mhz=m.mhz, align=hopper.ALIGN)
         assert f"{m.mhz:4.0f} {nvml.ms / m.ms:8.3f}" in row        # the ratio at NVML's clock beside it
 
 
@@ -372,7 +374,7 @@ def test_step_predicted_is_the_model_fraction_the_code_computes():
         assert s.predicted == model_fractions.FRACTIONS[s.name], s.name
     name, shape = "s1_one_warpgroup", hopper.FRACTION_SHAPE
     meas = hopper.measured(ROOT / "docs" / "results" / "gemm_protocol_h100.txt")
-    p = gemm.predict(name, *shape, machine="h100_sxm", clock_mhz=meas[(name, shape)].mhz)
+    p = gemm.predict(name, *shape, machine="h100_sxm", clock_mhz=meas[(name, shape)].mhz, align=hopper.ALIGN)
     table = hopper.parse_table((ROOT / "docs" / "results" / "timing_hopper.txt").read_text())
     assert round(p.ms, 4) == pytest.approx(table[(name, shape)], abs=1e-4)
     lib = hopper.library_ms(ROOT / "docs" / "results" / "gemm_protocol_h100.txt")[shape]

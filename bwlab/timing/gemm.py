@@ -256,16 +256,18 @@ def dram_bytes(s, m: int, n: int, k: int, concurrent: int) -> tuple:
 
 
 def predict(step, m: int, n: int, k: int, machine="h100_sxm", clock_mhz: float | None = None,
-            which: str = "value", seed: int = 0, kernel=None, align: str = "drift") -> Prediction:
+            which: str = "value", seed: int = 0, kernel=None, align: str = "spread") -> Prediction:
     """Predicted time of ladder step `step` at m x n x k on `machine` (a name or a Machine) at SM clock
     `clock_mhz` (default: the machine's highest); `which` picks the machine's numbers ('value', or 'fast' /
     'slow': every uncertain number at the end of its range that makes the kernel faster / slower).
     `step` may be a `ladder.Step` changed with `dataclasses.replace` (e.g. another ring depth) and `kernel`
     an edit of its file (`bwlab.lab.TeachingKernel`) that the emulator runs instead of the file. `align`:
-    how many SMs store C at once: 'drift' (the point prediction: the SMs start together and drift apart tile by
-    tile, `drift_storing` with the machine's `kslice_jitter`; the mean store cost over the rounds, or over the
-    busiest CTA's tiles), 'spread' (the SMs' tiles at independent phases) or 'lockstep' (every running SM at
-    once; `storing_sms`)."""
+    how many SMs store C at once: 'drift' (the tables' point prediction, `bwlab.timing.hopper.ALIGN`: the SMs
+    start together and drift apart tile by tile, `drift_storing` with the machine's `kslice_jitter`; the mean
+    store cost over the rounds, or over the busiest CTA's tiles), 'spread' (the default, kept for the callers
+    outside bwlab.timing, exercise 7.6 and the capstone, whose own step-4 prediction takes one SM storing:
+    the SMs' tiles at independent phases; 0-3 % faster than 'drift' on the ladder) or 'lockstep' (every
+    running SM at once; `storing_sms`)."""
     if align not in ALIGNS:
         raise ValueError(f"align is one of {', '.join(map(repr, ALIGNS))}, not {align!r}")
     s = ladder.step(step)

@@ -6,7 +6,8 @@
 For every rung (s1-s8, split-K) and shape (4096^3, 8192^3, 512 x 8192 x 8192) it predicts the time at the
 SM clock NVML measured during that rung's own blocks (the power cap sets it; the prediction is in cycles,
 so the clock converts it, and the DRAM and L2 shares per cycle depend on it) and sets it beside the
-measured median. The range is the prediction with every uncertain number of the machine description at
+measured median. The point prediction takes the SMs storing C at once from their drift (`ALIGN`,
+`gemm.predict(align="drift")`). The range is the prediction with every uncertain number of the machine description at
 the end of its range that makes the kernel faster, and at the end that makes it slower, that one also with
 every SM's direct-store epilogue at the same moment (`gemm.predict(align="lockstep")`): a bound of what
 the description allows, not a confidence interval.
@@ -248,7 +249,7 @@ def h200_check() -> str:
         if not g:
             continue
         name, ms, mhz = g.group(1), float(g.group(2)), float(g.group(3))
-        p = gemm.predict(name, 8192, 8192, 8192, machine="h200", clock_mhz=mhz)
+        p = gemm.predict(name, 8192, 8192, 8192, machine="h200", clock_mhz=mhz, align=ALIGN)
         lines.append(f"{name:22s} {mhz:5.0f} {ms:9.4f} {p.ms:9.4f} {p.ms / ms:9.3f}")
     return "\n".join(lines)
 
