@@ -6,11 +6,16 @@ The ladder's kernels built with -DGEMM_STAMPS record CTA 0's timeline in clock64
 the consumer's k-slice period (from one slice's data landing to the next's) and the epilogue (writing C).
 The model's are read off the replayed timeline of the emulated tiles the prediction uses: the k-slice
 period is the slope of the round (or tile) time in K, the epilogue the span of the first consumer warp
-from its last wgmma.wait_group to its last store, with the SMs' tiles at independent phases ('spread', the
-point prediction) and with every SM storing C at once ('lockstep'; bwlab.timing.gemm.storing_sms). Measured: docs/results/recordings/gemm_ladder.npz
-(H100, 4096^3, one launch) and docs/results/timing_probe_h200.txt (H200, 8192^3). A third epilogue column
-takes the number of SMs storing at once from the tile logs measured on an H200 (`drift_storing`), as a
-check of the alignment; it is not the point prediction (docs/timing.md, section 7).
+from its last wgmma.wait_group to its last store. The point prediction ('drift'): the SMs start together
+and drift apart as a random walk (the machine's `kslice_jitter`, measured in step 3's tile logs on an
+H200: `measured_kslice_jitter`), so the SMs storing while CTA 0 stores fall tile by tile
+(bwlab.timing.gemm.drift_storing, with the model's own epilogue as the window; the median over CTA 0's
+tiles, as the GEMM_STAMPS epilogue is); an SM's CTAs (steps 1 and 2) out of step, CTA 0 storing while the
+others run their main loops. Beside it: the same with an SM's CTAs in step, the SMs storing counted in the
+tile logs measured on an H200 (`drift_storing`, a measurement), the SMs' tiles at independent phases
+('spread') and every SM storing at once ('lockstep'). Measured: docs/results/recordings/gemm_ladder.npz
+(H100, 4096^3, one launch) and docs/results/timing_probe_h200.txt (H200, 8192^3). docs/timing.md,
+sections 5 and 7.
 """
 from __future__ import annotations
 
