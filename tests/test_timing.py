@@ -144,6 +144,75 @@ def test_how_many_sms_store_at_once():
         gemm.storing_sms("staggered", 132, 10.0, 100.0)
     with pytest.raises(ValueError, match="align is one of"):
         gemm.predict("s1", 4096, 4096, 4096, align="staggered")
+    with pytest.raises(ValueError, match="drift_env"):
+        gemm.storing_sms("drift", 132, 10.0, 100.0)
+
+
+def test_the_overlap_of_two_epilogue_windows_whose_ends_drift():
+    import numpy as np
+    # no drift: the windows coincide; E[max(0, 1 - |d| / w)] by sampling d ~ N(0, sigma^2)
+    assert gemm.window_overlap(1000.0, 0.0) == 1.0
+    d = np.random.default_rng(1).normal(0.0, 1.0, 400_000)
+    for w, sigma in ((1000.0, 300.0), (1000.0, 1000.0), (500.0, 3000.0)):
+        sampled = float(np.mean(np.maximum(0.0, 1.0 - np.abs(d * sigma) / w)))
+        assert gemm.window_overlap(w, sigma) == pytest.approx(sampled, abs=0.003)
+    with pytest.raises(ValueError, match="positive"):
+        gemm.window_overlap(0.0, 10.0)
+    # the SMs storing with CTA 0 fall tile by tile (a random walk) and with the SMs that still have a tile
+    c = gemm.drift_storing([132] * 15 + [68], 8000.0, 140_000.0, 128, 0.108)
+    assert c[0] > c[7] > c[14] > c[15] and c[0] < 132
+    assert gemm.drift_storing([132], 8000.0, 140_000.0, 128, 0.0) == [132.0]
+    assert gemm.round_counts(512, 132, 1) == [132, 132, 132, 116]
+    assert gemm.round_counts(1024, 132, 3) == [132, 132, 78]
+
+
+def test_the_kslice_jitter_is_the_one_measured_in_the_h200_tile_logs():
+    import numpy as np
+    from bwlab.timing import phases
+    at8k, at4k = phases.measured_kslice_jitter(8192), phases.measured_kslice_jitter(4096)
+    for name in ("h100_sxm", "h200"):
+        j = machine.load(name).kslice_jitter
+        assert j.value == pytest.approx(float(np.median(at8k)), abs=0.002)
+        assert j.lo <= min(at8k) and max(at4k) <= j.hi
+    with pytest.raises(ValueError, match="4096"):
+        phases.measured_kslice_jitter(512)
+
+
+def test_the_drift_reproduces_the_sms_storing_counted_in_the_tile_logs():
+    """With the logs' own tile time and the GPU's epilogue as the window, the random walk at the measured
+    k-slice jitter gives the counts the tile logs hold (docs/results/tile_drift_h200.npz): step 3's first
+    tile (a non-persistent CTA 0) and step 4's CTA 0 over its tiles (the median), at 8192^3 and 4096^3."""
+    import numpy as np
+    from bwlab.timing import phases
+    z = np.load(hopper.RESULTS / "tile_drift_h200.npz")
+    jitter = machine.load("h200").kslice_jitter.value
+    for persistent, size, ep in ((False, 8192, 8014), (False, 4096, 9768), (True, 8192, 8692), (True, 4096, 11505)):
+        log = z[f"{'s4_persistent' if persistent else 's3_warp_specialized'}_{size}_1"]
+        end = np.maximum(log[:, 3], log[:, 4]).astype(np.float64)
+        ghz = np.median((log[:, 5].astype(np.float64) - log[:, 1]) / (log[:, 3].astype(np.float64) - log[:, 0]))
+        tile = float(np.median(end - log[:, 0])) * ghz            # cycles
+        tiles = (size // 128) * (size // 256)
+        by_tile = [min(132, tiles - r * 132) for r in range(-(-tiles // 132))] if persistent else [132]
+        model_count = float(np.median(gemm.drift_storing(by_tile, ep, tile, size // 64, jitter)))
+        assert model_count == pytest.approx(phases.drift_storing(persistent, size, ep), rel=0.06), (persistent, size)
+
+
+def test_the_drift_predicts_the_epilogues_of_the_phases_table():
+    """The point prediction of docs/results/timing_phases.txt: step 4's epilogue on the H200 at 8192^3 (its
+    16 tiles, the SMs drifted apart: far fewer storing than at lockstep) and step 1's on the H100 at 4096^3
+    (an SM's three CTAs out of step), each within 20 % of CTA 0's GEMM_STAMPS epilogue."""
+    from bwlab.timing import phases
+    ks, ep, mhz = phases.probed_h200()["s4_persistent"]
+    d = phases.model_phases("s4", 8192, 8192, 8192, mach="h200", clock_mhz=mhz)
+    lock = phases.model_phases("s4", 8192, 8192, 8192, mach="h200", clock_mhz=mhz, align="lockstep")
+    assert 50 < d["storing_sms"] < 80 and lock["storing_sms"] == 132
+    assert abs(d["epilogue"] / ep - 1) <= phases.TOLERANCE < abs(lock["epilogue"] / ep - 1)
+    ks, ep, mhz = phases.recorded_h100()["s1_one_warpgroup"]
+    apart = phases.model_phases("s1", 4096, 4096, 4096, clock_mhz=mhz)
+    together = phases.model_phases("s1", 4096, 4096, 4096, clock_mhz=mhz, apart=False)
+    assert abs(apart["epilogue"] / ep - 1) <= phases.TOLERANCE < together["epilogue"] / ep - 1
+    text = (hopper.RESULTS / "timing_phases.txt").read_text()
+    assert f"{d['epilogue']:6.0f} {d['storing_sms']:5.1f}" in text
 
 
 def test_a_launch_with_several_ctas_per_sm_fills_its_last_wave():
@@ -213,14 +282,16 @@ def test_the_committed_hopper_table_is_what_the_code_computes():
     meas = hopper.measured(ROOT / "docs" / "results" / "gemm_protocol_h100.txt")
     name, shape = "s1_one_warpgroup", (4096, 4096, 4096)      # the cheapest row
     assert (name, shape) in table
-    p = gemm.predict(name, *shape, machine="h100_sxm", clock_mhz=meas[(name, shape)].mhz)
+    p = gemm.predict(name, *shape, machine="h100_sxm", clock_mhz=meas[(name, shape)].mhz, align=hopper.ALIGN)
+    assert hopper.ALIGN == "drift" and p.parts["align"] == "drift"
     assert round(p.ms, 4) == pytest.approx(table[(name, shape)], abs=1e-4)
     # the range's slow end: the slow numbers with every SM writing C at once (lockstep), slower than spread
     slow = gemm.predict(name, *shape, machine="h100_sxm", clock_mhz=meas[(name, shape)].mhz, which="slow",
                         align="lockstep")
-    spread = gemm.predict(name, *shape, machine="h100_sxm", clock_mhz=meas[(name, shape)].mhz, which="slow")
-    assert slow.parts["storing_sms"] == 132 and spread.parts["storing_sms"] < 132
-    assert slow.ms > spread.ms
+    drift = gemm.predict(name, *shape, machine="h100_sxm", clock_mhz=meas[(name, shape)].mhz, which="slow",
+                         align="drift")
+    assert slow.parts["storing_sms"] == 132 and drift.parts["storing_sms"] < 132
+    assert slow.ms > drift.ms
     row = next(x for x in text.splitlines() if x.startswith(name) and "4096x4096x4096" in x)
     assert f"-{slow.ms:8.4f}" in row
 
@@ -266,10 +337,10 @@ def test_the_committed_h200_table_holds_every_rung_within_15_percent():
     name = "s1_one_warpgroup"          # its traces are the H100 table test's: only replays
     for shape in ((4096, 4096, 4096), (8192, 8192, 8192)):
         m = meas[(name, shape)]
-        p = gemm.predict(name, *shape, machine="h200", clock_mhz=m.mhz * ratios[(name, shape)])
+        p = gemm.predict(name, *shape, machine="h200", clock_mhz=m.mhz * ratios[(name, shape)], align=hopper.ALIGN)
         assert round(p.ms, 4) == pytest.approx(table[(name, shape)], abs=1e-4)
         row = next(x for x in text.splitlines() if x.startswith(name) and "x".join(map(str, shape)) in x)
-        nvml = gemm.predict(name, *shape, machine="h200", clock_mhz=m.mhz)
+        nvml = gemm.predict(name, *shape, machine="h200", clock_mhz=m.mhz, align=hopper.ALIGN)
         assert f"{m.mhz:4.0f} {nvml.ms / m.ms:8.3f}" in row        # the ratio at NVML's clock beside it
 
 
@@ -303,7 +374,7 @@ def test_step_predicted_is_the_model_fraction_the_code_computes():
         assert s.predicted == model_fractions.FRACTIONS[s.name], s.name
     name, shape = "s1_one_warpgroup", hopper.FRACTION_SHAPE
     meas = hopper.measured(ROOT / "docs" / "results" / "gemm_protocol_h100.txt")
-    p = gemm.predict(name, *shape, machine="h100_sxm", clock_mhz=meas[(name, shape)].mhz)
+    p = gemm.predict(name, *shape, machine="h100_sxm", clock_mhz=meas[(name, shape)].mhz, align=hopper.ALIGN)
     table = hopper.parse_table((ROOT / "docs" / "results" / "timing_hopper.txt").read_text())
     assert round(p.ms, 4) == pytest.approx(table[(name, shape)], abs=1e-4)
     lib = hopper.library_ms(ROOT / "docs" / "results" / "gemm_protocol_h100.txt")[shape]

@@ -52,7 +52,7 @@ def main(argv=None) -> int:
         return 0
     if a.cmd == "predict":
         from .gemm import predict
-        for which, align in (("value", "spread"), ("fast", "spread"), ("slow", "lockstep")):
+        for which, align in (("value", "drift"), ("fast", "drift"), ("slow", "lockstep")):
             print(f"{which:5s}", predict(a.step, a.m, a.n, a.k, a.machine, a.clock, which, align=align))
         return 0
     if a.cmd == "machine":

@@ -23,11 +23,12 @@ The rest of the GPU enters through `model.Env`: every SM running at once takes a
 DRAM bandwidth, and the fraction of TMA-loaded bytes that miss L2 comes from the tile order
 (`dram_bytes`: the A and B slabs each wave of tiles running together touches, read once per wave).
 A direct-store epilogue shares the chip's store rate with the SMs storing at the same moment, and how
-many those are depends on how the SMs' tiles are aligned in time, which the model cannot know (it has
-no spread of latencies to drift them apart): `align="spread"` (the point prediction) takes the SMs'
-tiles at independent phases (another SM is storing for the fraction of its period its store path is
-busy), `align="lockstep"` takes every running SM storing at once (the tiles of a launch's first wave
-start together; the 'slow' end of a range).
+many those are depends on how the SMs' tiles are aligned in time. `align="drift"` (the point
+prediction): the SMs start together and drift apart as a random walk, each tile's time varying by the
+machine's `kslice_jitter` / sqrt(k-slices) of it (measured on an H200: tile_drift_h200.txt), so the
+SMs storing while one stores fall round by round (`drift_storing`). `align="spread"` takes the SMs' tiles
+at independent phases (another SM is storing for the fraction of its period its store path is busy),
+`align="lockstep"` every running SM storing at once (the 'slow' end of a range).
 """
 from __future__ import annotations
 
@@ -44,10 +45,11 @@ from .model import Env, replay, store_sector_cycles
 from .trace import Recorder
 
 __all__ = ["Prediction", "predict", "dram_bytes", "emulated_trace", "emulated_check", "K1", "K2", "ALIGNS",
-           "storing_sms", "aligned_env"]
+           "storing_sms", "aligned_env", "window_overlap", "drift_storing", "epilogue_cycles", "drifted_env",
+           "drift_env", "round_counts"]
 
 K1, K2 = 8 * ladder.BK, 16 * ladder.BK      # the two emulated depths: 8 and 16 K-slices (past any ring's fill)
-ALIGNS = ("spread", "lockstep")     # how the SMs' tiles sit in time against each other (storing_sms)
+ALIGNS = ("spread", "lockstep", "drift")     # how the SMs' tiles sit in time against each other (storing_sms)
 _TRACES: dict = {}
 _CHECKS: dict = {}     # the same key: the emulated run's C checked against the f32 reference
 
@@ -123,11 +125,92 @@ def storing_sms(align: str, active: int, store_busy: float, period: float) -> fl
     one SM's store path is busy per `period`, a round or a tile)."""
     if align not in ALIGNS:
         raise ValueError(f"align is one of {', '.join(map(repr, ALIGNS))}, not {align!r}")
+    if align == "drift":
+        raise ValueError("align='drift' takes the SMs' phases round by round: drift_env / drift_storing, not storing_sms")
     if align == "lockstep":
         return float(active)
     if not period > 0:
         raise ValueError(f"the period a store fraction is taken over must be positive, got {period}")
     return 1.0 + (active - 1) * min(1.0, max(0.0, store_busy) / period)
+
+
+def window_overlap(window: float, sigma: float) -> float:
+    """The expected fraction of a window of `window` cycles that another window as long overlaps when their ends
+    differ by d ~ N(0, sigma^2): E[max(0, 1 - |d| / window)]."""
+    if not window > 0:
+        raise ValueError(f"an epilogue window is a positive number of cycles, got {window}")
+    if sigma < 0:
+        raise ValueError(f"a spread (sigma) is not negative, got {sigma}")
+    if sigma == 0:
+        return 1.0
+    a = window / sigma
+    return math.erf(a / math.sqrt(2.0)) - 2.0 / (a * math.sqrt(2.0 * math.pi)) * (1.0 - math.exp(-a * a / 2.0))
+
+
+def drift_storing(active_by_tile, epilogue: float, tile: float, kslices: int, jitter: float) -> list:
+    """SMs (CTA 0's included) storing C while CTA 0 stores its r-th tile's, r = 1, 2, ... (`active_by_tile[r-1]`:
+    the SMs that have an r-th tile). The SMs start together; each tile's time varies by `jitter` / sqrt(`kslices`)
+    of `tile` (its k-slices vary independently by `jitter` of theirs: the machine's `kslice_jitter`), so the end of
+    an SM's r-th tile has drifted by sigma_r = sqrt(r) x that from the launch's rhythm, a random walk (measured:
+    step 3's round starts on an H200, tile_drift_h200.txt). Another SM's r-th epilogue (the last `epilogue` cycles
+    of its tile) ends d ~ N(0, 2 sigma_r^2) from CTA 0's, and overlaps `window_overlap` of it on average."""
+    if not tile > 0 or kslices < 1 or jitter < 0:
+        raise ValueError(f"a tile's time is positive, its k-slices at least 1 and the jitter not negative; got "
+                         f"{tile}, {kslices}, {jitter}")
+    sigma = jitter * tile / math.sqrt(kslices)
+    return [1.0 + (max(1, int(n)) - 1) * window_overlap(epilogue, math.sqrt(2.0 * r) * sigma)
+            for r, n in enumerate(active_by_tile, 1)]
+
+
+def epilogue_cycles(tl, threads: int) -> float:
+    """CTA 0's epilogue in replay `tl` (kept log): its first consumer warp's span from its last wgmma.wait_group
+    to its last store (the GEMM_STAMPS epilogue: bwlab.gemm.timeline)."""
+    log = tl.warps[(0, 4) if threads > 128 else (0, 0)]
+    waits = [x for x in log if x[1] == "mma_wait"]
+    stores = [x for x in log if x[1] in ("st_global", "st_shared", "tma_store", "bulk_wait_read", "bulk_wait")]
+    return (stores[-1][2] - waits[-1][3]) if waits and stores else float("nan")
+
+
+def drifted_env(mp: dict, env: Env, counts) -> Env:
+    """`env` with the storing SMs that give its store path the mean of the per-sector cycles of `counts` (one count
+    of SMs storing per round or tile: `drift_storing`); the model's store cost is max(gst_sector, storing x 32 B /
+    the chip's rate), so a plain mean of the counts would miss the rounds below the chip's bound."""
+    counts = [min(float(env.active_sms), max(1.0, float(c))) for c in counts]
+    per = [store_sector_cycles(mp, dataclasses.replace(env, storing_sms=c)) for c in counts]
+    chip = mp["st_l2_bw"] / (env.clock_mhz * 1e6) / 32.0        # sectors per SM cycle, all SMs together
+    mean = float(np.mean(per))
+    c = mean * chip if mean > mp["gst_sector"] + 1e-12 else float(np.mean(counts))
+    return dataclasses.replace(env, storing_sms=min(float(env.active_sms), max(1.0, c)))
+
+
+def drift_env(mp: dict, env: Env, active_by_tile, tile: float, kslices: int, epilogue_at, pick="mean",
+              iterations: int = 4):
+    """(Env, counts): the SMs storing at once by `drift_storing`, with the epilogue window the model's own: the
+    window sets the count and the count (through the store path's share) the window, so this iterates from
+    `env` (`epilogue_at(env)`: the model's epilogue in cycles at an Env). `pick`: 'mean' (the whole launch:
+    `drifted_env`, the mean store cost over the tiles) or 'median' (the median over CTA 0's tiles, as the
+    GEMM_STAMPS epilogue is; the epilogue grows with the count, so it is the median tile's)."""
+    if pick not in ("mean", "median"):
+        raise ValueError(f"pick is 'mean' or 'median', not {pick!r}")
+    e, out = epilogue_at(env), env
+    counts = []
+    for _ in range(iterations):
+        counts = drift_storing(active_by_tile, e, tile, kslices, mp["kslice_jitter"])
+        if pick == "mean":
+            out = drifted_env(mp, env, counts)
+        else:
+            out = dataclasses.replace(env, storing_sms=min(float(env.active_sms), max(1.0, float(np.median(counts)))))
+        e2 = epilogue_at(out)
+        if abs(e2 - e) < 1.0:
+            break
+        e = e2
+    return out, counts
+
+
+def round_counts(tiles: int, sms: int, per_sm: int) -> list:
+    """SMs busy in each whole round of `tiles` CTAs on `sms` SMs holding `per_sm` each (the last one partial)."""
+    slots = sms * per_sm
+    return [min(sms, math.ceil((tiles - r * slots) / per_sm)) for r in range(math.ceil(tiles / slots))]
 
 
 def store_busy(tl) -> float:
@@ -179,8 +262,12 @@ def predict(step, m: int, n: int, k: int, machine="h100_sxm", clock_mhz: float |
     'slow': every uncertain number at the end of its range that makes the kernel faster / slower).
     `step` may be a `ladder.Step` changed with `dataclasses.replace` (e.g. another ring depth) and `kernel`
     an edit of its file (`bwlab.lab.TeachingKernel`) that the emulator runs instead of the file. `align`:
-    how many SMs store C at once (`storing_sms`): 'spread' (the SMs' tiles at independent phases) or
-    'lockstep' (every running SM at once)."""
+    how many SMs store C at once: 'drift' (the tables' point prediction, `bwlab.timing.hopper.ALIGN`: the SMs
+    start together and drift apart tile by tile, `drift_storing` with the machine's `kslice_jitter`; the mean
+    store cost over the rounds, or over the busiest CTA's tiles), 'spread' (the default, kept for the callers
+    outside bwlab.timing, exercise 7.6 and the capstone, whose own step-4 prediction takes one SM storing:
+    the SMs' tiles at independent phases; 0-3 % faster than 'drift' on the ladder) or 'lockstep' (every
+    running SM at once; `storing_sms`)."""
     if align not in ALIGNS:
         raise ValueError(f"align is one of {', '.join(map(repr, ALIGNS))}, not {align!r}")
     s = ladder.step(step)
@@ -218,7 +305,14 @@ def predict(step, m: int, n: int, k: int, machine="h100_sxm", clock_mhz: float |
             return x1.cycles + (k - K1) * (x2.cycles - x1.cycles) / (K2 - K1), x2
         per_round, x2 = rounds_at(env)
         # the SMs storing C at the same moment (a round stores the same C whatever its K)
-        env2 = aligned_env(env, align, store_busy(x2), per_round)
+        env2 = aligned_env(env, "spread" if align == "drift" else align, store_busy(x2), per_round)
+        if align == "drift":
+            # the window: CTA 0's epilogue with the SM's other CTAs out of step (section 4 of docs/timing.md:
+            # CTA c starts c / (CTAs per SM) of a round later), as bwlab.timing.phases replays it
+            ctas = sorted(tr2.ctas)
+            stagger = {c: i * x2.cycles / len(ctas) for i, c in enumerate(ctas)} if len(ctas) > 1 else None
+            env2, _ = drift_env(mp, env2, round_counts(tiles, active, occ), per_round, k // ladder.BK,
+                                lambda e: epilogue_cycles(replay(tr2, mp, e, one_sm, cta_start=stagger), s.threads))
         if store_sector_cycles(mp, env2) != store_sector_cycles(mp, env):
             per_round, _ = rounds_at(env2)
         env = env2
@@ -244,7 +338,11 @@ def predict(step, m: int, n: int, k: int, machine="h100_sxm", clock_mhz: float |
             return x11.cycles - (b + c * K1), b + c * k_unit, x11
         a, per_tile, x11 = tiles_at(env)
         # the SMs storing C at the same moment (one tile's stores, whatever its K)
-        env2 = aligned_env(env, align, store_busy(x11), per_tile)
+        env2 = aligned_env(env, "spread" if align == "drift" else align, store_busy(x11), per_tile)
+        if align == "drift":
+            by_tile = [min(env.active_sms, units - r * grid) for r in range(per_cta)]
+            env2, _ = drift_env(mp, env2, by_tile, per_tile, max(1, k_unit // ladder.BK),
+                                lambda e: epilogue_cycles(replay(trs[0], mp, e), s.threads))
         if store_sector_cycles(mp, env2) != store_sector_cycles(mp, env):
             a, per_tile, _ = tiles_at(env2)
         env = env2

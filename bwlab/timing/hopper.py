@@ -6,7 +6,8 @@
 For every rung (s1-s8, split-K) and shape (4096^3, 8192^3, 512 x 8192 x 8192) it predicts the time at the
 SM clock NVML measured during that rung's own blocks (the power cap sets it; the prediction is in cycles,
 so the clock converts it, and the DRAM and L2 shares per cycle depend on it) and sets it beside the
-measured median. The range is the prediction with every uncertain number of the machine description at
+measured median. The point prediction takes the SMs storing C at once from their drift (`ALIGN`,
+`gemm.predict(align="drift")`). The range is the prediction with every uncertain number of the machine description at
 the end of its range that makes the kernel faster, and at the end that makes it slower, that one also with
 every SM's direct-store epilogue at the same moment (`gemm.predict(align="lockstep")`): a bound of what
 the description allows, not a confidence interval.
@@ -25,6 +26,8 @@ from pathlib import Path
 
 from ..gemm import ladder
 from . import gemm
+
+ALIGN = "drift"         # the point prediction's alignment of the SMs' tiles (gemm.predict's `align`)
 
 __all__ = ["Measured", "measured", "SHAPES", "SOURCES", "table", "parse_table", "library_ms", "fractions",
            "fractions_module", "FRACTION_SHAPE", "FRACTIONS_FILE", "clock_ratios", "gpu_of"]
@@ -126,12 +129,13 @@ def clock_ratios(paths) -> dict:
     return out
 
 
-def rows(steps=None, shapes=SHAPES, machine="h100_sxm", report=None, clocks=None):
+def rows(steps=None, shapes=SHAPES, machine="h100_sxm", report=None, clocks=None, align=None):
     """(Measured, Prediction at 'value', 'fast', 'slow', Prediction at NVML's clock or None) for every rung
     and shape measured: the rungs' sustained-protocol reports (`SOURCES`), or every rung and shape of one
     `report` (a file name under docs/results or a path). With `clocks` (clock checks: one file or several),
     the predictions are at NVML's clock times the rung's clock64 / NVML ratio measured at the same shape,
-    the last at NVML's clock."""
+    the last at NVML's clock. `align`: the point prediction's alignment of the SMs' tiles (default `ALIGN`)."""
+    align = align or ALIGN
     out = []
     ratios = clock_ratios(clocks) if clocks is not None else None
     if report is not None:
@@ -164,14 +168,15 @@ def rows(steps=None, shapes=SHAPES, machine="h100_sxm", report=None, clocks=None
         # the range: the machine's uncertain numbers at their fast / slow ends, and the SMs' epilogues at
         # independent phases / all at once (gemm.storing_sms)
         preds = [gemm.predict(s.name, *m.shape, machine=machine, clock_mhz=mhz, which=w, align=al)
-                 for w, al in (("value", "spread"), ("fast", "spread"), ("slow", "lockstep"))]
-        at_nvml = gemm.predict(s.name, *m.shape, machine=machine, clock_mhz=m.mhz) if ratios is not None else None
+                 for w, al in (("value", align), ("fast", align), ("slow", "lockstep"))]
+        at_nvml = gemm.predict(s.name, *m.shape, machine=machine, clock_mhz=m.mhz, align=align) \
+            if ratios is not None else None
         out.append((m, *preds, at_nvml))
     return out
 
 
-def table(steps=None, shapes=SHAPES, machine="h100_sxm", report=None, clocks=None) -> str:
-    rs = rows(steps, shapes, machine, report, clocks)
+def table(steps=None, shapes=SHAPES, machine="h100_sxm", report=None, clocks=None, align=None) -> str:
+    rs = rows(steps, shapes, machine, report, clocks, align)
     where = f"report {Path(report).name}" if report else "H100 SXM"
     if clocks is None:
         how_clock = "predicted ms = predicted cycles / the SM clock NVML measured during the rung's own blocks"
@@ -244,7 +249,7 @@ def h200_check() -> str:
         if not g:
             continue
         name, ms, mhz = g.group(1), float(g.group(2)), float(g.group(3))
-        p = gemm.predict(name, 8192, 8192, 8192, machine="h200", clock_mhz=mhz)
+        p = gemm.predict(name, 8192, 8192, 8192, machine="h200", clock_mhz=mhz, align=ALIGN)
         lines.append(f"{name:22s} {mhz:5.0f} {ms:9.4f} {p.ms:9.4f} {p.ms / ms:9.3f}")
     return "\n".join(lines)
 

@@ -21,7 +21,7 @@ __all__ = ["Param", "Machine", "load", "NAMES"]
 NAMES = ("h100_sxm", "h200", "b200")
 # the numbers for which more is faster (the others, latencies and costs, are faster when smaller)
 FASTER_WHEN_HIGHER = {"sms", "max_clock_mhz", "smem_per_sm", "l2_bytes", "dram_bw", "l2_bw", "sm_l2_port",
-                      "smem_bw", "mma_flops", "lsu_queue", "st_l2_bw"}
+                      "smem_bw", "mma_flops", "lsu_queue", "st_l2_bw", "kslice_jitter"}
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,8 @@ class Machine:
     gst_warp: Param           # cycles one warp's global store of one 32-byte sector holds that warp
     lsu_queue: Param          # cycles of queued global-store work before a storing warp stalls
     launch_us: Param          # microseconds a kernel launch adds (grid start and drain)
+    kslice_jitter: Param      # spread (sigma) of one k-slice's time as a fraction of it, independent from k-slice to
+                              # k-slice: how fast the SMs' tiles drift apart (bwlab.timing.gemm.drift_storing)
     notes: str = ""
 
     def at(self, which: str = "value") -> dict:

@@ -108,10 +108,11 @@ def store_sector_cycles(m: dict, env: Env) -> float:
     return max(m["gst_sector"], env.storing_sms * 32.0 / chip)
 
 
-def replay(trace, m: dict, env: Env, sm_of=None, keep_log: bool = True) -> Timeline:
+def replay(trace, m: dict, env: Env, sm_of=None, keep_log: bool = True, cta_start=None) -> Timeline:
     """Replay `trace` (bwlab.timing.trace.Trace) on machine numbers `m` (Machine.at(...)) in `env`.
     `sm_of(cta, cluster_id, rank) -> sm`: where each CTA runs (default: its rank in its cluster, so the
-    CTAs of one cluster sit on different SMs and the CTAs of different clusters share them)."""
+    CTAs of one cluster sit on different SMs and the CTAs of different clusters share them).
+    `cta_start`: {cta: cycle} at which that CTA's warps start (default 0: every CTA at once)."""
     if sm_of is None:
         def sm_of(cta, cid, rank):
             return rank
@@ -162,7 +163,11 @@ def replay(trace, m: dict, env: Env, sm_of=None, keep_log: bool = True) -> Timel
     cl_state = {}
 
     warps = {key: _Warp(key, recs, sms[key[0]]) for key, recs in trace.warps.items()}
-    heap = [(0.0, n, w.key) for n, w in enumerate(warps.values())]
+    for w in warps.values():
+        w.t = float((cta_start or {}).get(w.key[0], 0.0))
+        if w.t < 0:
+            raise ValueError(f"a CTA starts at a cycle >= 0, got {w.t} for CTA {w.key[0]}")
+    heap = [(w.t, n, w.key) for n, w in enumerate(warps.values())]
     heapq.heapify(heap)
     seq = len(heap)
     end = 0.0

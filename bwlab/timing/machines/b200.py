@@ -44,4 +44,6 @@ MACHINE = Machine(
     gst_warp=Param(16.0, 8.0, 24.0, "cycles/sector", "[H]"),
     lsu_queue=Param(256, 64, 1024, "cycles", "[H]"),
     launch_us=Param(2.0, 0.5, 4.0, "us", "[H]"),
+    kslice_jitter=Param(0.108, 0.05, 0.2, "of a k-slice", "[H] the H200's measured 0.108 (h100_sxm.py), wide range; "
+                        "the sm_100a prediction stores C from TMEM and does not use it"),
 )

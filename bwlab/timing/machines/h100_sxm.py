@@ -31,6 +31,8 @@ Sources, cited by key in each number:
          mbarrier wait costs the waiting warp (cuda_src/timing/waits_sm90.cu), with a bare try_wait loop and
          with the ladder's bounded wait: a round trip between two warps 100 / 110 cycles; 4 warps arriving
          together while thread 0 waits 140 / 260; a wait on a phase already complete 72 / 79.
+  [DRIFT] docs/results/tile_drift_h200.txt / .npz, by docs/results/tile_drift.py on an H200: every tile's
+         start and end (%globaltimer, clock64) in three launches each of steps 3 and 4 at 8192^3 and 4096^3.
 """
 from ..machine import Machine, Param, fixed
 
@@ -87,4 +89,9 @@ MACHINE = Machine(
                    "(recordings/gemm_ladder.npz) 9,768-12,644"),
     lsu_queue=Param(256, 64, 1024, "cycles", "not published; a few dozen stores in flight per SM"),
     launch_us=Param(2.0, 0.5, 4.0, "us", "not published; back-to-back launches on one stream overlap their set-up"),
+    kslice_jitter=Param(0.108, 0.10, 0.16, "of a k-slice",
+                        "[DRIFT] tile_drift_h200.txt (an H200; not measured on an H100): step 3's round starts at "
+                        "8192^3 spread as a random walk, sigma^2 growing by (1.01-1.13 us)^2 a round, of a 113-us tile "
+                        "of 128 k-slices: 0.101, 0.112, 0.108 of a k-slice in the three logged launches (the median; "
+                        "bwlab.timing.phases.measured_kslice_jitter); at 4096^3 0.132-0.159 (hi)"),
 )
