@@ -23,7 +23,8 @@ from ..hw.mbarrier import Mbarrier
 from ..util import ceil_div
 from . import ladder, occupancy
 from .report import flop_per_sm_cycle
-from .speed_exercise import check_ring_depth, ring_deepest, ring_kernel, ring_prediction, ring_step
+from .speed_exercise import (HANDSHAKE_SHAPE, check_ring_depth, ring_deepest, ring_kernel, ring_prediction,
+                             ring_step)
 
 __all__ = ["stage_bytes", "check_stage_bytes", "check_ctas_per_sm", "producer_parity", "check_producer_parity",
            "check_flop_per_sm_cycle", "occupancy_cases", "ladder_periods", "eval_c_int", "handshake_kernel",
@@ -271,7 +272,6 @@ def check_flop_per_sm_cycle(fn, hidden=()) -> None:
 HANDSHAKE_FILE = "gemm_sm90/s3_warp_specialized.cu"
 FULL_WAIT = "if (!mbarrier_wait(&full[s], (kt / STAGES) & 1, 1, STAGE_BYTES)) return;"
 EMPTY_WAIT = "if (kt >= STAGES && !mbarrier_wait(&empty[s], (kt / STAGES + 1) & 1, 2, 0)) return;"
-HANDSHAKE_SHAPE = (256, 512, 1024)     # M, N, K of the GPU run: 16 k-slices, four passes over a 4-stage ring
 EXPR_RULE = ("a C expression of kt and STAGES (ints) with + - * / % << >> & | ^ ~ and parentheses; / and % "
              "are integer division and remainder")
 _BINOPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
