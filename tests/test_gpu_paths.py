@@ -273,3 +273,48 @@ def test_notebook_05_bandwidth_cell_runs_the_quick_protocol(monkeypatch):
     assert parsed[0].repeat == 10
     recorded = (ROOT / "docs" / "results" / "store_bench_h100.txt").read_text().splitlines()[1]
     assert "CUDA events" in recorded and "median of" in recorded      # the report the cell shows without a GPU
+
+
+def _cell_with(source: Path, text: str) -> str:
+    """The code cell of a jupytext percent source that contains `text`."""
+    cells = [c for c in source.read_text().split("\n# %%") if text in c]
+    assert len(cells) == 1, f"{source.name}: {len(cells)} cells contain {text!r}"
+    return cells[0].split("\n", 1)[1]
+
+
+def _gpu(cc, name):
+    from bwlab.device import GpuInfo
+    return GpuInfo(name=name, cc=cc, sm_count=132, smem_per_sm=233472, smem_per_block_optin=232448,
+                   l2_bytes=50 << 20, global_mem_bytes=80 << 30, regs_per_sm=65536)
+
+
+@pytest.mark.parametrize("cc,name,shape,steps,tier", [
+    ((9, 0), "NVIDIA H100 80GB HBM3", (1024, 1024, 1024), "all", "hardware"),
+    ((10, 0), "NVIDIA B200", (256, 256, 64), "first and last", "emulated"),
+    ((12, 0), "NVIDIA GeForce RTX 5090", (256, 256, 64), "first and last", "emulated"),
+    (None, None, (256, 256, 64), "first and last", "emulated"),
+])
+def test_notebook_07_runs_the_ladder_where_it_can(monkeypatch, cc, name, shape, steps, tier):
+    """Section 5 of notebook 07 runs the Hopper ladder (sm_90a code: wgmma) on an sm_90 GPU at 1024^3 and in
+    the PTX emulator at 256 x 256 x 64 elsewhere. On a Blackwell GPU the TMA stages are on hardware but
+    wgmma is not there: the cell used to pick 1024^3 and print 'not run' for every step. The cell runs here
+    with the GPU faked and GemmCase replaced by one that records where each case would run."""
+    from bwlab import device, gemm
+    monkeypatch.delenv("BWLAB_BACKEND", raising=False)
+    monkeypatch.setattr(device, "_probe", lambda: None if cc is None else _gpu(cc, name))
+    runs = []
+
+    class Recorded:
+        def __init__(self, s, m, n, k, seed):
+            runs.append((s.name, (m, n, k), device.tier("tma"), gemm.GemmCase(s, m, n, k).runs_on()))
+
+        def results(self):
+            return "results"
+
+    cell = _cell_with(ROOT / "notebooks" / "src" / "07_gemm_ladder.py", "GemmCase(s, *shape, seed=1).results()")
+    exec(compile(cell, "07_gemm_ladder.py (section 5)", "exec"), {"device": device, "gemm": gemm, "GemmCase": Recorded})
+    want = gemm.STEPS if steps == "all" else gemm.STEPS[::5]
+    assert [r[0] for r in runs] == [s.name for s in want]
+    assert {r[1:3] for r in runs} == {(shape, tier)}
+    assert all(r[3] is not None for r in runs)       # every case runs here: this GPU or the emulator
+    assert device.backend() == "auto"                # the cell leaves the backend as it found it
