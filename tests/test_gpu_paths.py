@@ -318,3 +318,25 @@ def test_notebook_07_runs_the_ladder_where_it_can(monkeypatch, cc, name, shape, 
     assert {r[1:3] for r in runs} == {(shape, tier)}
     assert all(r[3] is not None for r in runs)       # every case runs here: this GPU or the emulator
     assert device.backend() == "auto"                # the cell leaves the backend as it found it
+
+
+def test_tcgen05_cases_on_a_hopper_gpu_say_so_and_the_model_answers(monkeypatch):
+    """On an H100 the UMMA and TMEM stages are in the hybrid tier: no GPU here runs a tcgen05 kernel. Their
+    cases used to report 'this GPU' as where they run, so `results()` (notebooks 03b and 04) called the
+    runner, which raised UnsupportedGPU out of the cell. Now such a case does not run here: `results()`
+    says so (beside a recording where one exists), and the flow, whose hybrid tier does run on the GPU,
+    still runs there."""
+    from bwlab import device, tmem, umma
+    from bwlab.flow.case import Flow
+    monkeypatch.delenv("BWLAB_BACKEND", raising=False)
+    monkeypatch.setattr(device, "_probe", lambda: _gpu((9, 0), "NVIDIA H100 80GB HBM3"))
+    assert (device.tier("umma"), device.tier("tmem")) == ("hybrid", "hybrid")
+    ucase = umma.UmmaCase("f16", "f32", M=128, N=64, K=64, b_base=16384, kernel="teach_umma.cu")
+    tcase = tmem.TmemLoad(tmem.TmemAccess("32x32b", 8), tmem.address_image(), 0)
+    for case, stage in ((ucase, "umma"), (tcase, "tmem")):
+        assert case.runs_on() is None
+        res = case.results()                                   # no exception: the cell goes on
+        assert [r.ok for r in res] == [False] and "hybrid tier" in str(res), str(res)
+    assert Flow().runs_on() == "this GPU (NVIDIA H100 80GB HBM3)"
+    monkeypatch.setattr(device, "_probe", lambda: _gpu((10, 0), "NVIDIA B200"))
+    assert ucase.runs_on() == tcase.runs_on() == "this GPU (NVIDIA B200)"
