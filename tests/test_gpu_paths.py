@@ -340,3 +340,18 @@ def test_tcgen05_cases_on_a_hopper_gpu_say_so_and_the_model_answers(monkeypatch)
     assert Flow().runs_on() == "this GPU (NVIDIA H100 80GB HBM3)"
     monkeypatch.setattr(device, "_probe", lambda: _gpu((10, 0), "NVIDIA B200"))
     assert ucase.runs_on() == tcase.runs_on() == "this GPU (NVIDIA B200)"
+
+
+@pytest.mark.parametrize("cc,name", [((10, 0), "NVIDIA B200"), ((12, 0), "NVIDIA GeForce RTX 5090")])
+def test_validate_wgmma_accumulation_off_hopper_exits_3(monkeypatch, capsys, cc, name):
+    """`python -m bwlab.validate wgmma_accumulation` on a GPU without wgmma: exit code 3 and one line, as every
+    command says when this machine has no suitable GPU (it raised UnsupportedGPU from the first launch)."""
+    from bwlab import device, umma, validate
+    monkeypatch.delenv("BWLAB_BACKEND", raising=False)
+    monkeypatch.setattr(device, "_probe", lambda: _gpu(cc, name))
+
+    def launched(*a, **k):
+        raise AssertionError("nothing is launched without wgmma")
+    monkeypatch.setattr(umma, "launch_wgmma", launched)
+    assert validate.main(["wgmma_accumulation", "--cases", "1"]) == 3
+    assert f"this machine has {name} (sm_{cc[0]}{cc[1]}): nothing to validate here" in capsys.readouterr().out
