@@ -271,9 +271,15 @@ class Case:
 
     # ---- where results come from ---------------------------------------------------------------------
     def runs_on(self) -> str | None:
-        """Where this case's kernel runs here, in words (this GPU, the PTX emulator), or None."""
+        """Where this case's kernel runs here, in words (this GPU, the PTX emulator), or None. A stage in
+        the hybrid tier (tcgen05 on a GPU with TMA but without tcgen05: Hopper, sm_120) has no GPU that runs
+        its kernel, so None there too: the model answers, beside the recording of the case if one exists."""
+        from . import device
         from .runtime import runs_on
-        return runs_on(self.device_stage or self.stage)
+        stage = self.device_stage or self.stage
+        if device.tier(stage) == "hybrid":
+            return None
+        return runs_on(stage)
 
     def recorded(self) -> Result | None:
         """The recording of this very case (same parameters, inputs and kernel), if one was made."""
@@ -287,8 +293,10 @@ class Case:
             return Result(self.run(), live, True)
         rec = self.recorded()
         if rec is None:
-            raise NoResult(f"{self!r}: its kernel does not run here ({self.device_stage or self.stage} is in the "
-                           "model tier) and no recording of this case exists; compare the model with a result "
+            from . import device
+            stage = self.device_stage or self.stage
+            raise NoResult(f"{self!r}: its kernel does not run here ({stage} is in the {device.tier(stage)} "
+                           "tier) and no recording of this case exists; compare the model with a result "
                            "you have: check(got)")
         return rec
 

@@ -225,8 +225,13 @@ def validate_accumulation_main(argv=None) -> int:
     ap.add_argument("--cases", type=int, default=24)
     args = ap.parse_args(argv)
     from ..umma import launch_wgmma
-    from .. import device
     info = device.gpu_info()
+    if device.tier("tma") != "emulated" and (info is None or not info.has_wgmma):
+        # wgmma runs on an sm_90a GPU, or in the PTX emulator where there is no GPU with TMA
+        msg = ("validate wgmma_accumulation: wgmma needs an sm_90a GPU (Hopper) or the PTX emulator; this machine "
+               f"has {'BWLAB_BACKEND=model' if info is None else f'{info.name} ({info.sm})'}: nothing to validate here")
+        print(msg)
+        raise NoSuitableGpu(msg)
     print(f"{info.name if info else 'no GPU'}: wgmma m64n64k16 accumulators over random operands vs the model")
     total = bad_model = bad_rne = 0
     for dtype in ("bf16", "f16"):

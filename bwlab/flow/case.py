@@ -79,6 +79,12 @@ class Flow(Case):
     def model(self) -> Trace:
         return self.trace("model")
 
+    def runs_on(self) -> str | None:
+        """The trip runs on a GPU with TMA in the hybrid tier too (TMA on the GPU, tcgen05 in the model:
+        `run_hybrid`), as well as whole on an sm_100 GPU or in the PTX emulator."""
+        from ..runtime import runs_on
+        return runs_on(self.device_stage)
+
     def run(self, tier: str | None = None) -> Trace:
         """The trip on this GPU, in the best tier it offers (or `tier`)."""
         from ..device import UnsupportedGPU

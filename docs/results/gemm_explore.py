@@ -3,7 +3,7 @@ import sys
 import cupy as cp
 from bwlab.gemm import runner
 from bwlab.gemm.ladder import step
-from bwlab.compile import load_module
+from bwlab.lab import TeachingKernel
 from bwlab.runtime import bench
 import dataclasses
 
@@ -14,11 +14,9 @@ flop = 2.0 * m * n * k
 base = step("s2")
 for stages in (2, 3, 4, 6):
     s = dataclasses.replace(base, stages=stages)
-    orig = runner.build
-    runner.build = lambda st, stamps=False, _n=stages: load_module(st.path, defines={"GEMM_STAGES": _n})
-    L = runner.prepare(s, a, b)
-    runner.build = orig
-    runner.clear_status(L); L(); runner._check_status(L)
+    ring = TeachingKernel(s.path).replace("#define GEMM_STAGES 3", f"#define GEMM_STAGES {stages}")
+    L = runner.prepare(s, a, b, kernel=ring)
+    runner.clear_status(L); L(); runner.raise_on_status(L)
     res = runner.check(a, b, L.c, f"s2 stages={stages}", ref=ref)
     r = bench("x", L, 3, 10)
     occ = cp.cuda.runtime.occupancyMaxActiveBlocksPerMultiprocessor(L.fn.ptr, 128, s.smem_bytes) \
@@ -26,6 +24,6 @@ for stages in (2, 3, 4, 6):
     print(f"s2 stages={stages}: {flop / r.median_ms / 1e9:.1f} TFLOP/s, CTAs/SM {occ}, {res.ok}")
 for name in ("s1", "s4", "s5", "s6"):
     L = runner.prepare(name, a, b)
-    runner.clear_status(L); L(); runner._check_status(L)
+    runner.clear_status(L); L(); runner.raise_on_status(L)
     r = bench("x", L, 3, 10)
     print(f"{name}: {flop / r.median_ms / 1e9:.1f} TFLOP/s {runner.check(a, b, L.c, name, ref=ref).ok}")

@@ -669,7 +669,7 @@ print("expected: all equal. The H100 validation (>= 500 random stores and reduce
 # %% tags=["nbval-ignore-output"]
 if device.on_gpu("store"):   # timings need the GPU itself
     from bwlab.checks.store import bench_main
-    bench_main(["--rows", "8192", "--cols", "8192", "--repeat", "10"])
+    bench_main(["--protocol", "quick", "--rows", "8192", "--cols", "8192", "--repeat", "10"])
 else:
     from bwlab.results import report_text
     report = report_text("store_bench_h100.txt").splitlines()

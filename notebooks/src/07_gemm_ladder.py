@@ -630,15 +630,18 @@ plt.show()
 # `GemmCase(step, M, N, K)` is one step on one problem: `model()` is the f32 GEMM of the same bf16
 # operands rounded to bf16 as the kernel stores C, and `check()` / `results()` compare the step's C with
 # it, allowing |C − C_f32| ≤ 2⁻⁷·|C_f32| + 2⁻¹⁶·(|A|·|B|ᵀ) (one bf16 rounding of C plus f32 sums taken in
-# another order). On an sm_90 GPU the next cell runs every step on a 1024³ problem; without one, in
-# bwlab's PTX emulator, the first and the last step run on 256 × 256 × 64 (the emulator takes seconds per step); then the check
+# another order). On an sm_90 GPU the next cell runs every step on a 1024³ problem; without one (no GPU,
+# or one without `wgmma`, such as a Blackwell GPU: the ladder is sm_90a code), in bwlab's PTX emulator, the
+# first and the last step run on 256 × 256 × 64 (the emulator takes seconds per step); then the check
 # lines the H100 printed at 4096³ when the recording was made.
 
 # %% tags=["nbval-ignore-output"]
-small = not device.on_gpu("tma")   # the emulator (or the model): a small problem
-shape, steps = ((256, 256, 64), gemm.STEPS[::5]) if small else ((1024, 1024, 1024), gemm.STEPS)
-for s in steps:
-    print(GemmCase(s, *shape, seed=1).results())
+hopper = device.on_gpu("tma") and device.gpu_info().has_wgmma   # an sm_90 GPU runs the ladder itself
+shape, steps = ((1024, 1024, 1024), gemm.STEPS) if hopper else ((256, 256, 64), gemm.STEPS[::5])
+# a GPU without wgmma cannot run sm_90a code: the PTX emulator runs it there, as it does with no GPU
+with device.using_backend("emulated" if device.on_gpu("tma") and not hopper else device.backend()):
+    for s in steps:
+        print(GemmCase(s, *shape, seed=1).results())
 print("What the H100 printed at 4096^3 (python -m bwlab.bench gemm):")
 for line in gemm.recorded_checks("gemm_h100.txt"):
     print(" ", line)
