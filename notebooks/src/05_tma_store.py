@@ -550,7 +550,7 @@ print("column 27 written:", bool((cov[:20, 27] >= 0).all()), " guard row 20 unto
 edge = E.edge_store_case()
 results = edge.results()               # this GPU or the PTX emulator, then the H100's recording
 print(results)
-got = results.results[0].value
+got = next(r.value for r in results.results if r.value is not None)   # a live run that raised has none: its recording
 print("rows 16..20, columns 23..27 (column 27 is padding, row 20 the guard row):")
 print(got[16:21, 23:28])
 print("expected: row 16 holds the box's values 8..12 (box row 0, columns 7..11), each next row 16 more; "
