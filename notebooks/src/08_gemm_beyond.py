@@ -379,16 +379,18 @@ plt.show()
 
 # %% [markdown]
 # Against the goal the rung was built for — at M = 64 and 128 at least 1.05 × cuBLAS and 0.90 of the
-# read stream, at M = 256 at least cuBLAS — and the square shape measured beside it (step 8 against
-# cuBLAS, the decode rung does not touch it):
+# read stream, at M = 256 at least cuBLAS — launched plainly and with PDL (whose roofline is the stream
+# launched with PDL), and the square shape measured beside it (step 8 against cuBLAS, the decode rung
+# does not touch it):
 
 # %%
 goal = {64: (1.05, 0.90), 128: (1.05, 0.90), 256: (1.0, None)}
 for r in rows:
-    if r.name == gemm.SWAP_AB.name and r.m in goal:
+    if r.name in (gemm.SWAP_AB.name, gemm.SWAP_AB.name + " (PDL)") and r.m in goal:
         lib, roof = goal[r.m]
         ok = r.ratio >= lib and (roof is None or r.roofline >= roof)
-        print(f"M = {r.m:3d}: {r.ratio:.3f} x cuBLAS, {r.roofline:.3f} of the roofline; goal {lib} x cuBLAS"
+        print(f"M = {r.m:3d}{' (PDL)' if r.name.endswith('(PDL)') else '      '}: {r.ratio:.3f} x cuBLAS, "
+              f"{r.roofline:.3f} of the roofline; goal {lib} x cuBLAS"
               + (f" and {roof} of the roofline" if roof else "") + f": {'reached' if ok else 'not reached'}")
 for r in rows:
     if r.name == "s8_epilogue_overlap":
