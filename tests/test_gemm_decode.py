@@ -344,3 +344,41 @@ def test_m_split_clusters_are_correct_on_the_gpu(m):
         for pdl in (False, True):
             launch = decode.prepare(r, a, b, pdl=pdl)
             _launch_and_check(launch, a, b, f"{SWAP_AB.name} kb{kb} ms2")
+
+
+def test_l2_promotion_is_a_checked_config_field_that_reaches_the_tensor_maps(monkeypatch):
+    """Config.l2 (probed on an H200: no effect, decode_probe_h200.txt 11) is validated and encoded into A's and
+    B's tensor maps; the emulated result is the same bits."""
+    from bwlab.emu.tensormap import decode as decode_map
+    from bwlab.gemm import sm100
+    with pytest.raises(ValueError, match="L2 promotion is one of none, 64B, 128B, 256B"):
+        Config(1, 1, 4, l2="512B")
+    r = SWAP_AB.with_l2("256B")
+    assert {c.l2 for _, c in r.table} == {"256B"} and [c.consumers for _, c in r.table] == \
+        [c.consumers for _, c in SWAP_AB.table]
+    monkeypatch.setenv("BWLAB_BACKEND", "emulated")
+    seen = []
+    real = decode._maps
+
+    def spy(*args):
+        maps = real(*args)
+        seen.extend(decode_map(t)[0].l2_promotion for t in maps[:2])
+        return maps
+    monkeypatch.setattr(decode, "_maps", spy)
+    a, b = sm100.example_inputs(16, 64, 512, seed=3)
+    c, run = decode.run_decode_emulated(r, a, b, stages=2)
+    assert seen == ["256B", "256B"]
+    assert np.array_equal(c, sm100.reference_bf16(a, b)) and not run.warnings
+
+
+@pytest.mark.parametrize("poll", [1, 2])
+def test_the_probed_mbarrier_waits_compute_the_same_bits(poll, monkeypatch):
+    """BW_WAIT_POLL 1 and 2 (cuda_src/ptx/mbarrier.cuh; probed on an H200, decode_probe_h200.txt 12) change only
+    how a wait polls: the emulated decode rung gives the reference's bits under each."""
+    from bwlab.gemm import sm100
+    monkeypatch.setenv("BWLAB_BACKEND", "emulated")
+    real = decode.Rung.build_defines
+    monkeypatch.setattr(decode.Rung, "build_defines", lambda self, m: {**real(self, m), "BW_WAIT_POLL": poll})
+    a, b = sm100.example_inputs(20, 128, 512, seed=4)
+    c, run = decode.run_decode_emulated(SWAP_AB.with_config(1, 1, 1), a, b, stages=2)
+    assert np.array_equal(c, sm100.reference_bf16(a, b)) and not run.warnings

@@ -50,6 +50,7 @@ __all__ = ["Config", "Rung", "SWAP_AB", "RUNGS", "rung", "prepare", "PdlLaunch",
 
 MAX_M = 256              # wgmma's largest N
 MTS = (16, 32, 64, 128, 256)
+L2_PROMOTIONS = ("none", "64B", "128B", "256B")
 MAX_STAGES = 32          # the kernel's barrier arrays (sd_swap_ab.cu MAX_STAGES)
 H100_SMEM_OPTIN = 232448  # dynamic SMEM a CTA may ask for on an H100 / H200 (sm_90)
 H100_SMEM_PER_SM = 233472  # SMEM of an SM (228 KiB), of which the system reserves 1 KiB per resident CTA
@@ -68,7 +69,9 @@ class Config:
     fill the GPU (N = 8192: 128 tiles on 132 SMs); `msplit`: 1, or 2: a cluster of two CTAs splitting M
     instead of K (cuBLAS's shape at M = 256): both stream the same rows of B, each loading half of every
     stage with TMA multicast to both, and each multiplies its half of A's rows (wgmma's N = MT / 2) over
-    the whole of K, so no partial sums meet."""
+    the whole of K, so no partial sums meet; `l2`: the L2 promotion of A's and B's tensor maps
+    ('none', '64B', '128B', '256B': the granularity at which a TMA read that misses L2 is filled from
+    DRAM; a 64-K box reads 128 bytes of each row, so '256B' also brings the next box's bytes)."""
     consumers: int
     split: int
     kb: int
@@ -76,6 +79,7 @@ class Config:
     minb: int = 1
     even: int = 0
     msplit: int = 1
+    l2: str = "none"
 
     def __post_init__(self):
         if self.consumers not in (1, 2, 4):
@@ -96,6 +100,9 @@ class Config:
         if self.msplit == 2 and self.consumers * self.kb % 2:
             raise ValueError(f"Config: msplit = 2 with {self.consumers} consumer(s) x kb = {self.kb} boxes of B per "
                              "stage; the two CTAs multicast half of them each (an even count)")
+        if self.l2 not in L2_PROMOTIONS:
+            raise ValueError(f"Config: l2 = {self.l2!r}; a tensor map's L2 promotion is one of "
+                             f"{', '.join(L2_PROMOTIONS)} (cuTensorMapEncodeTiled, CUtensorMapL2promotion)")
         if self.minb not in (1, 2):
             raise ValueError(f"Config: minb = {self.minb}; the kernel is sized for 1 or 2 CTAs per SM")
         if self.regs and (len(self.regs) != 2 or any(r and not (24 <= r <= 256 and r % 8 == 0) for r in self.regs)
@@ -129,10 +136,14 @@ class Rung:
         return dict(self.table)[self.mt(m)]
 
     def with_config(self, consumers: int, split: int, kb: int, regs: tuple = (), minb: int = 1,
-                    even: int = 0, msplit: int = 1) -> "Rung":
+                    even: int = 0, msplit: int = 1, l2: str = "none") -> "Rung":
         """The same rung with one configuration for every M (the probes' variants)."""
-        return replace(self, table=tuple((mt, Config(consumers, split, kb, tuple(regs), minb, even, msplit))
+        return replace(self, table=tuple((mt, Config(consumers, split, kb, tuple(regs), minb, even, msplit, l2))
                                          for mt in MTS))
+
+    def with_l2(self, l2: str) -> "Rung":
+        """The same rung, its table's configurations with A's and B's tensor maps at L2 promotion `l2`."""
+        return replace(self, table=tuple((mt, replace(c, l2=l2)) for mt, c in self.table))
 
     def cluster(self, m: int) -> int:
         """CTAs of a cluster: the K pieces times the M halves."""
@@ -271,8 +282,9 @@ def bytes_moved(m: int, n: int, k: int) -> int:
 def _maps(r: Rung, m: int, n: int, k: int, a_ptr: int, b_ptr: int, c_ptr: int):
     from ..runtime import encode_tensor_map
     from ..tma.tensor_map import TensorMap
-    return [encode_tensor_map(TensorMap("bfloat16", (k, m), (BK, r.nt(m)), swizzle="128B"), a_ptr),
-            encode_tensor_map(TensorMap("bfloat16", (k, n), (BK, r.bn), swizzle="128B"), b_ptr),
+    l2 = r.config(m).l2
+    return [encode_tensor_map(TensorMap("bfloat16", (k, m), (BK, r.nt(m)), swizzle="128B", l2_promotion=l2), a_ptr),
+            encode_tensor_map(TensorMap("bfloat16", (k, n), (BK, r.bn), swizzle="128B", l2_promotion=l2), b_ptr),
             encode_tensor_map(TensorMap("bfloat16", (n, m), (64, min(64, r.mt(m))), swizzle="128B"), c_ptr)]
 
 

@@ -92,9 +92,13 @@ __device__ __noinline__ bool bw_record_timeout(u32 barrier_id, u32 parity, u32 e
     return false;
 }
 
+#ifndef BW_WAIT_POLL
+#define BW_WAIT_POLL 0   // 0: timer and status read around every try; 1: only after a miss, every 32nd; 2: no limit (probe only)
+#endif
 template <bool ClusterScope = false>
 __device__ __forceinline__ bool mbarrier_wait(u64* bar, u32 parity, u32 barrier_id,
                                               u32 expected_tx) {
+#if BW_WAIT_POLL == 0
     const u64 start = globaltimer_ns();
     while (true) {
         const bool done = ClusterScope ? mbarrier_try_wait_parity_cluster(bar, parity)
@@ -104,4 +108,24 @@ __device__ __forceinline__ bool mbarrier_wait(u64* bar, u32 parity, u32 barrier_
         if (waited > BW_WAIT_TIMEOUT_NS || *reinterpret_cast<volatile u32*>(&bw_status.code) != 0u)
             return bw_record_timeout(barrier_id, parity, expected_tx, waited);
     }
+#else
+    if (ClusterScope ? mbarrier_try_wait_parity_cluster(bar, parity) : mbarrier_try_wait_parity(bar, parity))
+        return true;
+#if BW_WAIT_POLL == 2
+    while (!(ClusterScope ? mbarrier_try_wait_parity_cluster(bar, parity) : mbarrier_try_wait_parity(bar, parity))) {
+    }
+    return true;
+#else
+    const u64 start = globaltimer_ns();
+    for (u32 n = 1;; ++n) {
+        if (ClusterScope ? mbarrier_try_wait_parity_cluster(bar, parity) : mbarrier_try_wait_parity(bar, parity))
+            return true;
+        if ((n & 31u) == 0u) {
+            const u64 waited = globaltimer_ns() - start;
+            if (waited > BW_WAIT_TIMEOUT_NS || *reinterpret_cast<volatile u32*>(&bw_status.code) != 0u)
+                return bw_record_timeout(barrier_id, parity, expected_tx, waited);
+        }
+    }
+#endif
+#endif
 }

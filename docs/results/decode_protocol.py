@@ -114,9 +114,9 @@ def candidates(m, n, k, sets, variants, with_sk=True, with_s8=False):
             continue
         out.append((name, ls, ls[0].c, lambda l=ls[0]: runner.raise_on_status(l)))
     for v in variants:
-        label, r, pdl = v if len(v) == 3 else (*v, False)
+        label, r, pdl, defs = (*v, None) if len(v) == 3 else (*v, False, None) if len(v) == 2 else v
         try:
-            ls = [decode.prepare(r, a, b, pdl=pdl) for a, b in sets]
+            ls = [decode.prepare(r, a, b, pdl=pdl, defines=defs) for a, b in sets]
         except ValueError as e:
             out.append((label, None, str(e), None))
             continue
@@ -151,6 +151,50 @@ def even_variants(m):
     return [(c.consumers, c.split, c.kb, c.regs, c.minb, pdl, 1) for pdl in (False, True)]
 
 
+def l2_variants(m):
+    """--l2: the table's configuration at M with A's and B's tensor maps at each L2 promotion (plain), at
+    256B with PDL too, and at 256B the K-per-stage and cluster variants near the table's (plain)."""
+    from bwlab.gemm import decode
+    r = decode.SWAP_AB
+    c = r.config(m)
+    out = [(f"{r.name} l2 {l2}", r.with_l2(l2), False) for l2 in decode.L2_PROMOTIONS]
+    out.append((f"{r.name} l2 256B" + PDL, r.with_l2("256B"), True))
+    near = {16: [(1, 1, 1), (1, 1, 2), (2, 2, 1)], 32: [(1, 1, 1), (1, 1, 2), (2, 2, 1)],
+            64: [(1, 1, 1), (1, 1, 2), (2, 2, 1), (2, 2, 2)],
+            128: [(1, 1, 1), (1, 1, 2), (2, 2, 1), (1, 2, 1), (1, 2, 2)],
+            256: [(2, 2, 2), (1, 2, 1), (2, 1, 1, 2), (2, 1, 2, 2)]}[r.mt(m)]
+    for v in near:
+        if v[:3] == (c.consumers, c.split, c.kb) and (v[3] if len(v) > 3 else 1) == c.msplit:
+            continue
+        ms = v[3] if len(v) > 3 else 1
+        out.append(("sd w{} s{} kb{}".format(*v[:3]) + (f" ms{ms}" if ms != 1 else "") + " l2 256B",
+                    r.with_config(*v[:3], msplit=ms, l2="256B"), False))
+    return out
+
+
+def wait_variants(m):
+    """--wait: the table's configuration at M and boxes of 64 K per stage around it, each with the three
+    mbarrier waits of cuda_src/ptx/mbarrier.cuh (BW_WAIT_POLL 0: the timer and the status word read around
+    every try; 1: a first try before any timer, then both only every 32nd miss; 2: no limit at all)."""
+    from bwlab.gemm import decode
+    r = decode.SWAP_AB
+    c = r.config(m)
+    out = []
+    for kb in sorted({c.kb, 1, 2, 4}):
+        rk = r.with_config(c.consumers, c.split, kb, c.regs, c.minb, c.even, c.msplit)
+        try:
+            rk.require_shape(m, 8192, 8192)
+            if rk.stages(m) < 2:
+                continue
+        except ValueError:
+            continue
+        for w in (0, 1, 2):
+            out.append((f"sd w{c.consumers} s{c.split} kb{kb} wait{w}", rk, False, {"BW_WAIT_POLL": w}))
+        if kb == c.kb:
+            out.append((f"sd w{c.consumers} s{c.split} kb{kb} wait1" + PDL, rk, True, {"BW_WAIT_POLL": 1}))
+    return out
+
+
 def variants_for(mode, extra=False, only=None, pdl=True, rung=None):
     """(label, rung, pdl) triples: the rung as its table has it (`rung`: with its table overridden by
     --table), launched plainly and (`pdl`) with programmatic dependent launch; the probe's variants (with
@@ -172,7 +216,8 @@ def variants_for(mode, extra=False, only=None, pdl=True, rung=None):
     return out
 
 
-def probe(say, shapes, only=None, pdl_variants=True, even=False, msplit=False, times=None):
+def probe(say, shapes, only=None, pdl_variants=True, even=False, msplit=False, times=None, l2=False,
+          wait=False):
     """Short CUDA-event timings: the read stream launched plainly and with PDL, the library, the rung's
     table launched both ways, and per M the variants of PROBE_PDL (`only`: these plain variants instead;
     `even`: the table's configuration with even rows instead; `msplit`: MSPLIT_VARIANTS instead). `times`:
@@ -198,7 +243,11 @@ def probe(say, shapes, only=None, pdl_variants=True, even=False, msplit=False, t
             f"({t_st / t_lib:.3f} of stream); {runner.check(*sets[0], lib_c, 'library', ref=ref).ok}")
         if times is not None:
             times[f"{m}x{n}x{k}"] = here = {"read stream": t_st, "read stream" + PDL: t_stp, "library": t_lib}
-        if even:
+        if wait:
+            vs = wait_variants(m)
+        elif l2:
+            vs = l2_variants(m)
+        elif even:
             vs = variants_for("probe", only=even_variants(m))
         elif msplit:
             vs = variants_for("probe", only=MSPLIT_VARIANTS)
@@ -441,6 +490,11 @@ def main(argv=None) -> int:
     ap.add_argument("--no-pdl", action="store_true", help="protocol: the rung launched plainly only (no PDL rows)")
     ap.add_argument("--msplit", action="store_true", help="probe: the table against M split across a cluster of 2 "
                     "(MSPLIT_VARIANTS) instead of PROBE_PDL, and the chains with it")
+    ap.add_argument("--l2", nargs="?", const="probe", default=None, metavar="PROMOTION",
+                    help="probe: the table at each L2 promotion of A's and B's tensor maps and variants at 256B "
+                         "(instead of PROBE_PDL; no chains); protocol: the rung's table at this L2 promotion")
+    ap.add_argument("--wait", action="store_true", help="probe: the three mbarrier waits (BW_WAIT_POLL) at the "
+                    "table's configuration and at 1, 2, 4 boxes of 64 K per stage (instead of PROBE_PDL; no chains)")
     ap.add_argument("--table", type=int, nargs=5, action="append", metavar=("MT", "C", "S", "KB", "MS"),
                     help="protocol: the rung's table with this configuration at wgmma's N = MT (consumers, K pieces, "
                          "boxes per stage, M halves)")
@@ -461,8 +515,9 @@ def main(argv=None) -> int:
             shapes = [(m, args.n, k) for m, _, k in shapes]
         dump["probe"] = {}
         probe(say, shapes, [tuple(v) for v in args.variant] if args.variant else None, even=args.even,
-              msplit=args.msplit, times=dump["probe"])
-        if not args.no_chain:
+              msplit=args.msplit, times=dump["probe"], l2=args.l2 is not None,
+              wait=args.wait)
+        if not args.no_chain and args.l2 is None and not args.wait:
             chains(say, even=args.even, msplit=args.msplit, ms=[s[0] for s in shapes])
     else:
         rung = None
@@ -475,6 +530,10 @@ def main(argv=None) -> int:
                     raise SystemExit(f"--table: MT = {mt}; the rung's table has MT in {sorted(table)}")
                 table[mt] = decode.Config(c, sp, kb, msplit=ms)
             rung = dc.replace(decode.SWAP_AB, table=tuple(table.items()))
+        if args.l2:
+            from bwlab.gemm import decode
+            rung = (rung or decode.SWAP_AB).with_l2(args.l2)
+        if rung is not None:
             say("the rung's table here: " + "; ".join(f"MT {mt}: {c}" for mt, c in rung.table))
         sustained(say, shapes + ([] if args.no_square else [SQUARE]), dump, args.variants, pdl=not args.no_pdl,
                   rung=rung)
