@@ -22,11 +22,9 @@ ring and waiting (griddepcontrol.wait) before it reads A or writes C, as a chain
 would. On the H200 that gained 3-10 % at M = 16-256 (the report's '(PDL)' rows); the plain launch
 stays the default. The emulator runs one grid at a time and treats griddepcontrol as a no-op.
 
-`Config(..., even=1)`: instead of one CTA (cluster) per 64 x consumers rows of B, as many as the SMs
-hold, N's rows shared evenly among them (the kernel's `groups` argument; `Rung.groups`). At N = 8192
-that fills all 132 SMs of an H200 rather than 128, yet ran within about 1 % of the tile grid at M = 16
-to 128 (docs/results/decode_probe_h200.txt, 9): each CTA still moves 64-row boxes, so the table keeps
-the tile grid.
+`Config(..., even=1)`: as many CTAs (clusters) as the SMs hold, N's rows shared evenly (`Rung.groups`):
+all 132 SMs of an H200 rather than 128, yet within about 1 % of the tile grid at M = 16 to 128
+(docs/results/decode_probe_h200.txt, 9), so the table keeps the tile grid.
 
 `Config(2, 1, kb, msplit=2)`: the pair of a cluster splits M instead of K, as cuBLAS's kernel at M = 256
 does: both CTAs stream the same 128 rows of B (each loads half of every stage, multicast to both) and
@@ -69,9 +67,7 @@ class Config:
     fill the GPU (N = 8192: 128 tiles on 132 SMs); `msplit`: 1, or 2: a cluster of two CTAs splitting M
     instead of K (cuBLAS's shape at M = 256): both stream the same rows of B, each loading half of every
     stage with TMA multicast to both, and each multiplies its half of A's rows (wgmma's N = MT / 2) over
-    the whole of K, so no partial sums meet; `l2`: the L2 promotion of A's and B's tensor maps
-    ('none', '64B', '128B', '256B': the granularity at which a TMA read that misses L2 is filled from
-    DRAM; a 64-K box reads 128 bytes of each row, so '256B' also brings the next box's bytes)."""
+    the whole of K, so no partial sums meet; `l2`: A's and B's tensor maps' L2 promotion (no effect on the H200)."""
     consumers: int
     split: int
     kb: int
