@@ -402,3 +402,22 @@ def test_the_blackwell_summary_is_the_committed_table():
     assert "PREDICTED" in out and "not measured" in out and "/work/" not in out
     assert all(name in out for _, _, _, steps in blackwell.PUBLISHED for name, *_ in steps)
     assert "\n".join(blackwell.beside_published(pred)) in text      # the same comparison the table holds
+
+
+def test_a_report_with_the_smS_own_clock_is_predicted_at_it(tmp_path):
+    """`bench gemm --protocol sustained --clock-stamps` writes 'SMs N MHz by clock64' in a rung's row: `measured`
+    reads it and the table predicts at it (no clock check), NVML's clock and ratio beside it."""
+    report = tmp_path / "gemm_protocol_x.txt"
+    report.write_text(
+        "GPU NVIDIA H200, 132 SMs, L2 60 MiB, CuPy 14.2.0; clock log: NVML (nvidia-ml-py)\n"
+        "== 4096 x 4096 x 4096 (C = A B^T, bf16 in, f32 accumulation, bf16 out); 2 operand sets\n"
+        "  s1_one_warpgroup         0.2771 ms   495.9     0.753  0.752- 0.753   1.2%   0.76  SM 1665 MHz (1500-1725), "
+        "691 W, throttle: SW power cap; SMs 1472 MHz by clock64 (1401-1500, 380 stamped launches)\n")
+    (m,) = hopper.measured(report).values()
+    assert (m.mhz, m.sms_mhz) == (1665.0, 1472.0)
+    text = hopper.table(report=report, machine="h200")
+    assert "counted in the rung's own blocks" in text and "1 of 1 rows" in text
+    row = next(x for x in text.splitlines() if x.startswith("s1_one_warpgroup"))
+    p = gemm.predict("s1", 4096, 4096, 4096, machine="h200", clock_mhz=1472, align=hopper.ALIGN)
+    nv = gemm.predict("s1", 4096, 4096, 4096, machine="h200", clock_mhz=1665, align=hopper.ALIGN)
+    assert row.split()[2] == "1472" and f"{p.ms:9.4f}" in row and f"1665 {nv.ms / 0.2771:8.3f}" in row

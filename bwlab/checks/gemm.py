@@ -107,6 +107,9 @@ def bench_main(argv=None) -> int:
     cmd.add("--block-s", type=float, default=2.0, help="sustained: seconds per block")
     cmd.add("--rounds", type=int, default=2, help="sustained: rounds of alternating blocks")
     cmd.add("--json", help="sustained: also write every sample and clock reading to this JSON file")
+    cmd.add("--clock-stamps", action="store_true",
+            help="sustained, Hopper: after every sample one more launch built with -DGEMM_STAMPS, outside the "
+                 "timed samples, whose CTA 0 reads the SMs' own clock (clock64 / globaltimer) during the step's blocks")
     args, say = cmd.start(argv)
     args.sizes, args.skinny = default_shapes(args.protocol, args.sizes, args.skinny)
     from .. import device

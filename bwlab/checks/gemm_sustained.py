@@ -6,6 +6,13 @@ every step's C checked against it BEFORE anything is timed (a step that fails is
 timed), a warm-up of library blocks until the SM clock settles, then rounds of alternating sustained
 blocks (library, step 1, library, step 2, ..., library) while NVML samples the SM clock, the power and
 the throttle reasons.
+
+`--clock-stamps` (Hopper): the clock the SMs count during each step's own blocks. After every sample the
+block launches the same step once more, built with -DGEMM_STAMPS on the next operand set, outside the
+timed samples but back to back with them (no gap on the GPU), and copies its CTA 0's stamps aside in the
+stream; clock64 over %globaltimer of each copy (`timeline.stamp_mhz`) is that SM's clock at that moment.
+The report gives their median (and range) beside NVML's reading; `python -m bwlab.timing hopper` takes it
+as the rung's clock.
 """
 from __future__ import annotations
 
@@ -52,24 +59,63 @@ def _library(sets, torch_ok):
     return "cuBLAS bf16 (cupy.cuda.cublas.gemmEx)", calls, outs[0]
 
 
-def time_block(calls, seconds, per_sample, start=0):
+def time_block(calls, seconds, per_sample, start=0, between=None):
     """Launch calls[(start + i) % len] back to back for `seconds` of host time; CUDA events every
-    `per_sample` launches (one chain, no gap between samples). Returns per-launch ms of each sample."""
+    `per_sample` launches (one chain, no gap between samples). Returns per-launch ms of each sample.
+    `between`: called after each sample's closing event and before the next sample's opening one (its
+    launches run back to back with the samples but are in none of them)."""
     import cupy as cp
-    events = [cp.cuda.Event()]
-    events[0].record()
+    spans = []   # (opening event, closing event) of each sample
+    opening = cp.cuda.Event()
+    opening.record()
     i, t0 = start, time.perf_counter()
     while time.perf_counter() - t0 < seconds:
         for _ in range(per_sample):
             calls[i % len(calls)]()
             i += 1
-        e = cp.cuda.Event()
-        e.record()
-        events.append(e)
-        if len(events) > 3:
-            events[-3].synchronize()   # stay at most two samples ahead of the GPU
-    events[-1].synchronize()
-    return [cp.cuda.get_elapsed_time(a, b) / per_sample for a, b in zip(events, events[1:])]
+        closing = cp.cuda.Event()
+        closing.record()
+        spans.append((opening, closing))
+        if between is not None:
+            between()
+            opening = cp.cuda.Event()
+            opening.record()
+        else:
+            opening = closing
+        if len(spans) > 2:
+            spans[-3][1].synchronize()   # stay at most two samples ahead of the GPU
+    if spans:
+        spans[-1][1].synchronize()
+    return [cp.cuda.get_elapsed_time(a, b) / per_sample for a, b in spans]
+
+
+class StampClock:
+    """The SMs' clock during a step's blocks (`--clock-stamps`): call it between samples; `take()` returns
+    the MHz of every stamped launch since the last `take` (clock64 / %globaltimer of its CTA 0)."""
+
+    def __init__(self, step, sets, capacity: int = 2048):
+        import cupy as cp
+        from ..gemm import runner
+        self.bufs = [cp.zeros(runner.STAMP_SHAPE, dtype=cp.uint64) for _ in sets]
+        self.launches = [runner.prepare(step.name, a, b, stamps=buf) for (a, b), buf in zip(sets, self.bufs)]
+        self.history = cp.zeros((capacity, *runner.STAMP_SHAPE), dtype=cp.uint64)
+        self.n = 0
+
+    def __call__(self):
+        j = self.n % len(self.launches)
+        self.launches[j]()
+        if self.n < len(self.history):
+            self.history[self.n][...] = self.bufs[j]   # stream-ordered: after this launch, before the next
+        self.n += 1
+
+    def take(self) -> list:
+        import cupy as cp
+        from ..gemm.timeline import stamp_mhz
+        cp.cuda.Device().synchronize()
+        got = [stamp_mhz(h) for h in cp.asnumpy(self.history[:min(self.n, len(self.history))])]
+        self.n = 0
+        self.history[...] = 0
+        return got
 
 
 def warm_up(lib_calls, proto, clocks, shape):
@@ -116,7 +162,8 @@ def sustained(args, say, info, steps, shapes, torch_ok) -> int:
     failures, table, dump = 0, {}, {"protocol": proto.__dict__, "gpu": info.name, "shapes": {}}
     try:
         for m, n, k in shapes:
-            failures += _shape(m, n, k, proto, steps, torch_ok, clocks, say, table, dump, runner)
+            failures += _shape(m, n, k, proto, steps, torch_ok, clocks, say, table, dump, runner,
+                               getattr(args, "clock_stamps", False))
             cp.get_default_memory_pool().free_all_blocks()
     finally:
         clocks.stop()
@@ -136,7 +183,7 @@ def sustained(args, say, info, steps, shapes, torch_ok) -> int:
     return failures
 
 
-def _shape(m, n, k, proto, steps, torch_ok, clocks, say, table, dump, runner) -> int:
+def _shape(m, n, k, proto, steps, torch_ok, clocks, say, table, dump, runner, stamp_clock=False) -> int:
     import cupy as cp
     from ..device import gpu_info
     info = gpu_info()
@@ -168,6 +215,9 @@ def _shape(m, n, k, proto, steps, torch_ok, clocks, say, table, dump, runner) ->
             table[(s.name, shape)] = "FAIL"
             continue
         cands.append((s, [t for t in timed], res))
+    stampers = {s.name: StampClock(s.step, sets) for s, _, _ in cands
+                if stamp_clock and getattr(s, "step", None) is not None}
+    stamp_mhz = {name: [] for name in stampers}
     del ref
     spent, mhz, per_lib = warm_up(lib_calls, proto, clocks, shape)
     say(f"  warm-up {spent:.1f} s; window medians (MHz): {', '.join(f'{x:.0f}' for x in mhz[-4:]) or 'no clock reading'}")
@@ -178,7 +228,11 @@ def _shape(m, n, k, proto, steps, torch_ok, clocks, say, table, dump, runner) ->
             clocks.mark(("library", shape, r, s.name))
             lib_blocks.append(time_block(lib_calls, proto.block_s, per_lib))
             clocks.mark((s.name, shape, r))
-            cand_blocks[s.name].append((len(lib_blocks) - 1, time_block(timed, proto.block_s, per[s.name])))
+            st = stampers.get(s.name)
+            cand_blocks[s.name].append((len(lib_blocks) - 1, time_block(timed, proto.block_s, per[s.name],
+                                                                        between=st)))
+            if st is not None:
+                stamp_mhz[s.name].append(st.take())
         for s, timed, _ in cands:
             timed[0].after()    # a bounded wait that gave up during the timed launches
     clocks.mark(("library", shape, proto.rounds, "end"))
@@ -200,10 +254,14 @@ def _shape(m, n, k, proto, steps, torch_ok, clocks, say, table, dump, runner) ->
         ck = summarize([c for c in clocks.samples if c[1] and c[1][0] == s.name and c[1][1] == shape])
         lo, hi = summ.spread
         pred = f"{s.predicted:.2f}" if s.predicted else "-"
+        sm = [x for blk in stamp_mhz.get(s.name, []) for x in blk]
+        sm_note = (f"; SMs {P.block_stats(sm).median:.0f} MHz by clock64 ({min(sm):.0f}-{max(sm):.0f}, "
+                   f"{len(sm)} stamped launches)" if sm else "")
         say(f"  {s.name:<22s} {summ.candidate_ms:8.4f} ms {flop / summ.candidate_ms / 1e9:7.1f}  {summ.ratio:8.3f} "
-            f"{lo:6.3f}-{hi:6.3f}  {100 * st.iqr_rel:4.1f}%  {pred:>5s}  {ck}")
+            f"{lo:6.3f}-{hi:6.3f}  {100 * st.iqr_rel:4.1f}%  {pred:>5s}  {ck}{sm_note}")
         table[(s.name, shape)] = f"{summ.ratio:.3f} ({lo:.3f}-{hi:.3f})"
         shape_dump["steps"][s.name] = {"blocks": [b for _, b in blocks], "ratio": summ.ratio,
-                                       "per_round": summ.per_round, "check_worst": res.worst_ratio}
+                                       "per_round": summ.per_round, "check_worst": res.worst_ratio,
+                                       "stamp_mhz": stamp_mhz.get(s.name, [])}
     dump["shapes"][shape] = shape_dump
     return failures

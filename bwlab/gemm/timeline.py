@@ -21,9 +21,23 @@ import numpy as np
 
 from .ladder import BK, Step, step as _step
 
-__all__ = ["TRACKS", "StepTimeline", "step_timeline"]
+__all__ = ["TRACKS", "StepTimeline", "step_timeline", "stamp_mhz"]
 
 TRACKS = ("TMA producer", "consumer WG 1", "consumer WG 2", "epilogue")
+
+
+def stamp_mhz(stamps) -> float:
+    """The clock CTA 0's SM ran at over one launch: clock64 over %globaltimer between its first and last
+    stamps (stamps[track, event, begin/end, (ns, clock64)], zeros where nothing was recorded)."""
+    st = np.asarray(stamps).reshape(-1, 2)
+    st = st[st[:, 0] > 0]
+    if len(st) < 2:
+        raise ValueError("fewer than two stamps written: the kernel was not built with -DGEMM_STAMPS")
+    i, j = np.argmin(st[:, 0]), np.argmax(st[:, 0])
+    dt = float(st[j, 0]) - float(st[i, 0])
+    if dt <= 0:
+        raise ValueError("the stamps span no time")
+    return (float(st[j, 1]) - float(st[i, 1])) / dt * 1e3
 
 
 @dataclass

@@ -16,7 +16,9 @@ the description allows, not a confidence interval.
 (clock64 over %globaltimer) as a fraction of the clock NVML reported in the same sustained blocks: on the
 H200 at its power cap NVML reads 8-14 % above the SMs' own count (clock_check_h200.txt,
 clock_check_shapes_h200.txt). The table then predicts at NVML's clock times that fraction (the clock the
-cycles were counted at) and shows the ratio at NVML's clock beside it.
+cycles were counted at) and shows the ratio at NVML's clock beside it. A report made with
+`bench gemm --protocol sustained --clock-stamps` carries that clock itself, counted in each rung's own
+blocks ('SMs ... MHz by clock64'); the table then predicts at it and needs no clock check.
 """
 from __future__ import annotations
 
@@ -56,6 +58,7 @@ class Measured:
     mhz: float
     spread: tuple       # the ratio library/step round by round (lo, hi)
     source: str
+    sms_mhz: float | None = None   # the SMs' own clock (clock64 / globaltimer) in the rung's blocks, if stamped
 
 
 def measured(path) -> dict:
@@ -71,11 +74,14 @@ def measured(path) -> dict:
         r = _ROW.match(line)
         if r and shape is not None:
             name = r.group(1)
+            sms = _SMS.search(line)
             out[(name, shape)] = Measured(name, shape, float(r.group(2)), float(r.group(8)),
-                                          (float(r.group(5)), float(r.group(6))), path.name)
+                                          (float(r.group(5)), float(r.group(6))), path.name,
+                                          float(sms.group(1)) if sms else None)
     return out
 
 
+_SMS = re.compile(r"SMs (\d+) MHz by clock64")
 _CLOCK_ROW = re.compile(r"^\s+(s\w+)\s+[\d.]+\s+(\d+) \(\s*\d+-\s*\d+\)\s+(\d+) \(\s*\d+-\s*\d+\)\s+([\d.]+)\s")
 
 
@@ -161,7 +167,9 @@ def rows(steps=None, shapes=SHAPES, machine="h100_sxm", report=None, clocks=None
                                      f"{gpu_of(f)}: a clock check applies to measurements on the GPU it was made on")
     for m, s in pairs:
         mhz = m.mhz
-        if ratios is not None:
+        if m.sms_mhz is not None:     # counted in the rung's own blocks: no clock check needed
+            mhz = m.sms_mhz
+        elif ratios is not None:
             if (s.name, m.shape) not in ratios:
                 raise ValueError(f"the clock checks have no row for {s.name} at {'x'.join(map(str, m.shape))}")
             mhz = m.mhz * ratios[(s.name, m.shape)]
@@ -170,7 +178,7 @@ def rows(steps=None, shapes=SHAPES, machine="h100_sxm", report=None, clocks=None
         preds = [gemm.predict(s.name, *m.shape, machine=machine, clock_mhz=mhz, which=w, align=al)
                  for w, al in (("value", align), ("fast", align), ("slow", "lockstep"))]
         at_nvml = gemm.predict(s.name, *m.shape, machine=machine, clock_mhz=m.mhz, align=align) \
-            if ratios is not None else None
+            if ratios is not None or m.sms_mhz is not None else None
         out.append((m, *preds, at_nvml))
     return out
 
@@ -178,10 +186,16 @@ def rows(steps=None, shapes=SHAPES, machine="h100_sxm", report=None, clocks=None
 def table(steps=None, shapes=SHAPES, machine="h100_sxm", report=None, clocks=None, align=None) -> str:
     rs = rows(steps, shapes, machine, report, clocks, align)
     where = f"report {Path(report).name}" if report else "H100 SXM"
-    if clocks is None:
+    stamped = sum(m.sms_mhz is not None for m, *_ in rs)
+    names = ", ".join(Path(c).name for c in ([clocks] if isinstance(clocks, (str, Path)) else clocks or []))
+    if stamped:
+        how_clock = ("predicted ms = predicted cycles / the SMs' clock counted in the rung's own blocks (clock64 / "
+                     f"%globaltimer of CTA 0 in a stamped launch after every sample; {stamped} of {len(rs)} rows"
+                     + (f", the others from {names}" if names and stamped < len(rs) else "")
+                     + "); the last columns: NVML's clock and the ratio predicted at it")
+    elif clocks is None:
         how_clock = "predicted ms = predicted cycles / the SM clock NVML measured during the rung's own blocks"
     else:
-        names = ", ".join(Path(c).name for c in ([clocks] if isinstance(clocks, (str, Path)) else clocks))
         how_clock = (f"predicted ms = predicted cycles / the SMs' clock: NVML's during the rung's own blocks (NVML) x "
                      f"the rung's clock64 / NVML ratio measured at the power cap at that shape ({names}); the last "
                      "columns: NVML's clock and the ratio predicted at it")
@@ -189,7 +203,8 @@ def table(steps=None, shapes=SHAPES, machine="h100_sxm", report=None, clocks=Non
              how_clock + "; range: the machine's uncertain numbers at the ends of their ranges (the slow end with "
              "every SM writing C at once)",
              f"{'step':22s} {'shape':>16s} {'MHz':>5s} {'measured':>9s} {'predicted':>9s} {'range':>17s} "
-             f"{'pred/meas':>9s}  {'within 15 %':11s} " + ("NVML  at NVML " if clocks is not None else "") + "how",
+             f"{'pred/meas':>9s}  {'within 15 %':11s} " + ("NVML  at NVML " if clocks is not None or stamped else "")
+             + "how",
              ]
     misses = []
     for m, p, lo, hi, at_nvml in rs:
@@ -204,7 +219,7 @@ def table(steps=None, shapes=SHAPES, machine="h100_sxm", report=None, clocks=Non
             misses.append((m, p, r))
     n_ok = len(rs) - len(misses)
     lines.append(f"\nwithin +-{TOLERANCE:.0%}: {n_ok} of {len(rs)}")
-    if clocks is not None:
+    if clocks is not None or stamped:
         n_nv = sum(abs(x[-1].ms / x[0].ms - 1) <= TOLERANCE for x in rs)
         lines.append(f"within +-{TOLERANCE:.0%} at NVML's clock instead: {n_nv} of {len(rs)}")
     lines.append(order_report(rs))

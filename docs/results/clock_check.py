@@ -27,6 +27,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bwlab.checks.common import probe_header as header  # noqa: E402
+from bwlab.gemm.timeline import stamp_mhz  # noqa: E402
 
 STEPS = ("s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "sk")
 SHAPES = ((8192, 8192, 8192),)
@@ -39,20 +40,6 @@ def _shape(text):
     except ValueError:
         raise argparse.ArgumentTypeError(f"a shape is MxNxK, e.g. 512x8192x8192; got {text!r}") from None
     return m, n, k
-
-
-def stamp_mhz(stamps) -> float:
-    """The clock CTA 0's SM ran at over one launch: clock64 / %globaltimer between its first and last
-    stamps (stamps[track, event, begin/end, (ns, clock64)], zeros where nothing happened)."""
-    st = np.asarray(stamps).reshape(-1, 2)
-    st = st[st[:, 0] > 0]
-    if len(st) < 2:
-        raise ValueError("fewer than two stamps written: the kernel was not built with -DGEMM_STAMPS")
-    i, j = np.argmin(st[:, 0]), np.argmax(st[:, 0])
-    dt = float(st[j, 0]) - float(st[i, 0])
-    if dt <= 0:
-        raise ValueError("the stamps span no time")
-    return (float(st[j, 1]) - float(st[i, 1])) / dt * 1e3
 
 
 def run_gpu(say, shapes=SHAPES, block_s=2.0, warm_s=2.0):
