@@ -421,3 +421,31 @@ def test_a_report_with_the_smS_own_clock_is_predicted_at_it(tmp_path):
     p = gemm.predict("s1", 4096, 4096, 4096, machine="h200", clock_mhz=1472, align=hopper.ALIGN)
     nv = gemm.predict("s1", 4096, 4096, 4096, machine="h200", clock_mhz=1665, align=hopper.ALIGN)
     assert row.split()[2] == "1472" and f"{p.ms:9.4f}" in row and f"1665 {nv.ms / 0.2771:8.3f}" in row
+
+
+def test_the_h200_table_at_the_clock_counted_in_each_rungs_own_blocks():
+    """gemm_protocol_stamped_h200.txt (bench gemm --protocol sustained --clock-stamps): every rung's row carries
+    the SMs' own clock in its blocks; the committed table (timing_h200_stamped.txt) predicts at it: every row
+    within 15 % from its numbers, every measured order (> 3 %) reproduced, the cheapest rows recomputed."""
+    results = ROOT / "docs" / "results"
+    text = (results / "timing_h200_stamped.txt").read_text()
+    meas = hopper.measured(results / "gemm_protocol_stamped_h200.txt")
+    table = hopper.parse_table(text)
+    assert len(meas) == 27 and set(table) == set(meas)
+    assert all(m.sms_mhz is not None and 0.8 < m.sms_mhz / m.mhz < 1.0 for m in meas.values())
+    for key, m in meas.items():
+        assert abs(table[key] / m.ms - 1) <= hopper.TOLERANCE, (key, table[key], m.ms)
+    total = 0
+    for shape in {sh for _, sh in meas}:
+        here = [(meas[k].ms, table[k]) for k in meas if k[1] == shape]
+        for i, (m1, p1) in enumerate(here):
+            for m2, p2 in here[i + 1:]:
+                if abs(m1 / m2 - 1) > 0.03:
+                    total += 1
+                    assert (m1 < m2) == (p1 < p2)
+    assert f"measured order (pairs differing by > 3%): {total} of {total} reproduced" in text
+    name = "s1_one_warpgroup"
+    for shape in ((4096, 4096, 4096), (8192, 8192, 8192)):
+        m = meas[(name, shape)]
+        p = gemm.predict(name, *shape, machine="h200", clock_mhz=m.sms_mhz, align=hopper.ALIGN)
+        assert round(p.ms, 4) == pytest.approx(table[(name, shape)], abs=1e-4)

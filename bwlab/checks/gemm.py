@@ -3,7 +3,7 @@ library GEMM measured in the same process.
 
     python -m bwlab.bench gemm [--sizes 4096 8192] [--skinny 512x8192x8192] [--steps s1 s6]
                                [--repeat 20] [--warmup 5] [--record] [--out FILE]
-    python -m bwlab.bench gemm --protocol sustained [--block-s 2] [--rounds 2] [--json FILE]
+    python -m bwlab.bench gemm --protocol sustained [--block-s 2] [--rounds 2] [--json FILE] [--clock-stamps]
 
 `--protocol sustained` (bwlab.gemm.protocol; default shapes, where neither --sizes nor --skinny is
 given: 4096^3, 6144^3, 8192^3, 512x8192x8192, 128x8192x8192) is the protocol every speed in notebook 07 is quoted under; the default `interleaved`

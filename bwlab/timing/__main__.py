@@ -3,6 +3,7 @@
     python -m bwlab.timing predict s6 8192 8192 8192 --clock 1350          # one rung, one shape
     python -m bwlab.timing machine h100_sxm                                 # a machine description
     python -m bwlab.timing hopper --out docs/results/timing_hopper.txt      # the ladder vs its measurements
+    python -m bwlab.timing hopper --machine h200 --report gemm_protocol_stamped_h200.txt   # an H200 run, at the SMs' clocks counted in its blocks
     python -m bwlab.timing hopper --machine h200 --report gemm_protocol_h200.txt   --clocks clock_check_h200.txt clock_check_shapes_h200.txt     # an H200 run, at the SMs' clocks
     python -m bwlab.timing blackwell --out docs/results/timing_b200.txt     # the sm_100a ladder, predicted
     python -m bwlab.timing fractions --write     # Step.predicted from the Hopper table (bwlab/gemm/model_fractions.py)

@@ -1,6 +1,7 @@
 """The Hopper ladder's predictions against its sustained-protocol measurements (docs/results/timing_hopper.txt).
 
     python -m bwlab.timing hopper --out docs/results/timing_hopper.txt
+    python -m bwlab.timing hopper --machine h200 --report gemm_protocol_stamped_h200.txt
     python -m bwlab.timing hopper --machine h200 --report gemm_protocol_h200.txt --clocks clock_check_h200.txt
 
 For every rung (s1-s8, split-K) and shape (4096^3, 8192^3, 512 x 8192 x 8192) it predicts the time at the
