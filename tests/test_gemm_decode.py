@@ -382,3 +382,35 @@ def test_the_probed_mbarrier_waits_compute_the_same_bits(poll, monkeypatch):
     a, b = sm100.example_inputs(20, 128, 512, seed=4)
     c, run = decode.run_decode_emulated(SWAP_AB.with_config(1, 1, 1), a, b, stages=2)
     assert np.array_equal(c, sm100.reference_bf16(a, b)) and not run.warnings
+
+
+# A in a ring of its own (Config.a_stages): B's ring deeper; every phase of both rings comes round.
+A_RING = [(Config(1, 1, 4, a_stages=2), 64, 128, 2048, 2), (Config(1, 1, 2, a_stages=3), 16, 64, 2048, 5),
+          (Config(2, 2, 2, a_stages=2), 128, 256, 4096, 3), (Config(2, 2, 1, a_stages=3), 256, 128, 2048, 4),
+          (Config(1, 1, 1, a_stages=2), 20, 64, 1024, 2)]
+
+
+@pytest.mark.parametrize("cfg,m,n,k,stages", A_RING, ids=lambda v: f"kb{v.kb}a{v.a_stages}w{v.consumers}s{v.split}"
+                         if isinstance(v, Config) else str(v))
+def test_a_ring_of_its_own_in_the_emulator(cfg, m, n, k, stages, monkeypatch):
+    """Under the strict rules, bit for bit, with B's ring of `stages` and A's of a_stages, each phase reused."""
+    from bwlab.gemm import sm100
+    monkeypatch.setenv("BWLAB_BACKEND", "emulated")
+    r = SWAP_AB.with_config(cfg.consumers, cfg.split, cfg.kb, a_stages=cfg.a_stages)
+    assert k // (64 * cfg.kb * cfg.split) >= 2 * max(stages, cfg.a_stages)
+    a, b = sm100.example_inputs(m, n, k, seed=m + 7)
+    c, run = decode.run_decode_emulated(r, a, b, stages=stages)
+    assert np.array_equal(c, sm100.reference_bf16(a, b))
+    assert not run.warnings, run.warnings
+
+
+def test_a_ring_of_its_own_frees_smem_for_b():
+    r = SWAP_AB.with_config(1, 1, 4, a_stages=2)
+    assert r.stage_bytes(64) == 4 * 64 * 128 and r.a_ring_bytes(64) == 2 * 4 * 64 * 128
+    assert r.stages(64) == 5 and SWAP_AB.with_config(1, 1, 4).stages(64) == 3
+    assert r.smem_bytes(64, 5) == 5 * 32768 + 65536 + decode.SMEM_SLACK
+    assert r.build_defines(64)["DECODE_A_STAGES"] == 2
+    with pytest.raises(ValueError, match="a_stages = 1"):
+        Config(1, 1, 4, a_stages=1)
+    with pytest.raises(ValueError, match="not with msplit = 2"):
+        Config(2, 1, 2, msplit=2, a_stages=2)

@@ -11,25 +11,17 @@ The kernel computes C^T = B A^T (swap-AB): B's rows fill wgmma's 64-row M, A's M
 through a TMA ring as deep as the SMEM holds (`Rung.stages`). Its compile-time shape for each MT
 (`Rung.table`, a `Config`: consumer warpgroups (1, 2 or 4), K pieces across a cluster of 2 or 4 added
 through DSMEM, boxes of 64 K per stage) is the fastest of the variants probed on an H200
-(docs/results/decode_probe_h200.txt). The rung is kept apart from `ladder.ALL_STEPS` (the square
-ladder, its timing-model predictions and its mutants): its launch differs (the ring depth is an
-argument, the tile a function of M), and it is measured at decode shapes under the sustained protocol
-(docs/results/gemm_protocol_decode_h200.txt, made by docs/results/decode_protocol.py).
+(docs/results/decode_probe_h200.txt). It is kept apart from `ladder.ALL_STEPS` (its launch differs) and
+measured at decode shapes under the sustained protocol (docs/results/gemm_protocol_decode_h200.txt).
 
-`prepare(..., pdl=True)` launches it with programmatic dependent launch (bwlab.pdl): a launch may
-start while the kernel ahead of it in the stream still runs, reading B for its first pass round the
-ring and waiting (griddepcontrol.wait) before it reads A or writes C, as a chain of decode GEMMs
-would. On the H200 that gained 3-10 % at M = 16-256 (the report's '(PDL)' rows); the plain launch
-stays the default. The emulator runs one grid at a time and treats griddepcontrol as a no-op.
+`prepare(..., pdl=True)`: programmatic dependent launch (bwlab.pdl): B for the first pass round the ring
+before the grid ahead has finished, A and C after (griddepcontrol.wait); 3-10 % faster on the H200 (the
+report's '(PDL)' rows). The emulator runs one grid at a time: griddepcontrol is a no-op there.
 
-`Config(..., even=1)`: as many CTAs (clusters) as the SMs hold, N's rows shared evenly (`Rung.groups`):
-all 132 SMs of an H200 rather than 128, yet within about 1 % of the tile grid at M = 16 to 128
-(docs/results/decode_probe_h200.txt, 9), so the table keeps the tile grid.
-
-`Config(2, 1, kb, msplit=2)`: the pair of a cluster splits M instead of K, as cuBLAS's kernel at M = 256
-does: both CTAs stream the same 128 rows of B (each loads half of every stage, multicast to both) and
-each multiplies its half of A's rows over all of K. On the H200 it ran at 0.65-0.92 of the table's
-K split at M = 128 and 256 (docs/results/decode_probe_h200.txt, 10), so the table keeps the K split.
+The options the table does not take, each measured on the H200 (docs/results/decode_probe_h200.txt):
+even rows (`Config.even`, 9: within about 1 % of the tile grid), M split across a cluster of two with
+B multicast (`Config.msplit`, cuBLAS's shape at M = 256; 10: 0.65-0.92 of the K split), L2 promotion
+(`Config.l2`, 11: no effect).
 """
 from __future__ import annotations
 
@@ -43,8 +35,7 @@ from .ladder import BK, SMEM_SLACK, ShapeError
 from .runner import Launch
 
 __all__ = ["Config", "Rung", "SWAP_AB", "RUNGS", "rung", "prepare", "PdlLaunch", "run_decode_emulated", "bytes_moved",
-           "MAX_M",
-           "DecodeRow", "decode_report_rows", "roofline_table", "decode_rung_diff", "decode_header_comment"]
+           "MAX_M", "DecodeRow", "decode_report_rows", "roofline_table", "decode_rung_diff", "decode_header_comment"]
 
 MAX_M = 256              # wgmma's largest N
 MTS = (16, 32, 64, 128, 256)
@@ -58,16 +49,13 @@ STATIC_SMEM = 2048         # the kernel's static SMEM (1536 B: its barrier array
 @dataclass(frozen=True)
 class Config:
     """The kernel's compile-time shape for one MT: consumer warpgroups (64 rows of B each), CTAs of a
-    cluster splitting K (1, 2 or 4), boxes of 64 K per stage; `regs`: (producer, consumer) registers
-    per thread set by setmaxnreg, () for the kernel's default, (0, 0) for none; `minb`: CTAs per SM the
-    registers and the ring are sized for (2: under programmatic dependent launch a CTA of the next
-    grid fits beside one of this grid and fills its ring with B while this one streams); `even`: 0, the
-    tile grid (one CTA, or cluster, per 64 x consumers rows of B), or E > 0: even rows, E x (SMs / split)
-    clusters sharing N's rows evenly (`Rung.groups`), so that no SM is left idle when the tiles do not
-    fill the GPU (N = 8192: 128 tiles on 132 SMs); `msplit`: 1, or 2: a cluster of two CTAs splitting M
-    instead of K (cuBLAS's shape at M = 256): both stream the same rows of B, each loading half of every
-    stage with TMA multicast to both, and each multiplies its half of A's rows (wgmma's N = MT / 2) over
-    the whole of K, so no partial sums meet; `l2`: A's and B's tensor maps' L2 promotion (no effect on the H200)."""
+    cluster splitting K (1, 2 or 4), boxes of 64 K per stage; `regs`: (producer, consumer) setmaxnreg
+    registers, () the default, (0, 0) none; `minb`: CTAs per SM the registers and ring are sized for (2: a
+    CTA of the next PDL grid fits beside); `even`: 0, the tile grid, or E > 0: E x (SMs / split) clusters
+    sharing N's rows evenly (`Rung.groups`); `msplit`: 2: the cluster's two CTAs split M, not K, B's stage
+    multicast to both; `l2`: A's and B's tensor maps' L2 promotion; `a_stages`: 0, A's boxes in each stage
+    of B's ring, or R >= 2: A in a ring of its own, R stages deep, the rest of the SMEM a deeper ring of B
+    (B streams from DRAM, A comes from L2: less latency to cover)."""
     consumers: int
     split: int
     kb: int
@@ -76,6 +64,7 @@ class Config:
     even: int = 0
     msplit: int = 1
     l2: str = "none"
+    a_stages: int = 0
 
     def __post_init__(self):
         if self.consumers not in (1, 2, 4):
@@ -96,6 +85,9 @@ class Config:
         if self.msplit == 2 and self.consumers * self.kb % 2:
             raise ValueError(f"Config: msplit = 2 with {self.consumers} consumer(s) x kb = {self.kb} boxes of B per "
                              "stage; the two CTAs multicast half of them each (an even count)")
+        if self.a_stages and not (2 <= self.a_stages <= MAX_STAGES and self.msplit == 1):
+            raise ValueError(f"Config: a_stages = {self.a_stages}; A's own ring is 0 (none) or 2 to {MAX_STAGES} "
+                             "stages, and not with msplit = 2")
         if self.l2 not in L2_PROMOTIONS:
             raise ValueError(f"Config: l2 = {self.l2!r}; a tensor map's L2 promotion is one of "
                              f"{', '.join(L2_PROMOTIONS)} (cuTensorMapEncodeTiled, CUtensorMapL2promotion)")
@@ -132,10 +124,10 @@ class Rung:
         return dict(self.table)[self.mt(m)]
 
     def with_config(self, consumers: int, split: int, kb: int, regs: tuple = (), minb: int = 1,
-                    even: int = 0, msplit: int = 1, l2: str = "none") -> "Rung":
+                    even: int = 0, msplit: int = 1, l2: str = "none", a_stages: int = 0) -> "Rung":
         """The same rung with one configuration for every M (the probes' variants)."""
-        return replace(self, table=tuple((mt, Config(consumers, split, kb, tuple(regs), minb, even, msplit, l2))
-                                         for mt in MTS))
+        return replace(self, table=tuple((mt, Config(consumers, split, kb, tuple(regs), minb, even, msplit, l2,
+                                                     a_stages)) for mt in MTS))
 
     def with_l2(self, l2: str) -> "Rung":
         """The same rung, its table's configurations with A's and B's tensor maps at L2 promotion `l2`."""
@@ -163,11 +155,19 @@ class Rung:
             d["DECODE_MINB"] = c.minb
         if c.msplit != 1:
             d["DECODE_MSPLIT"] = c.msplit
+        if c.a_stages:
+            d["DECODE_A_STAGES"] = c.a_stages
         return d
 
     def stage_bytes(self, m: int) -> int:
+        """One stage of B's ring: B's boxes, and A's too unless A has a ring of its own."""
         c = self.config(m)
-        return c.kb * (c.consumers * self.bn + self.nt(m)) * BK * 2
+        return c.kb * (c.consumers * self.bn + (0 if c.a_stages else self.nt(m))) * BK * 2
+
+    def a_ring_bytes(self, m: int) -> int:
+        """A's own ring (0 when A shares B's)."""
+        c = self.config(m)
+        return c.a_stages * c.kb * self.nt(m) * BK * 2
 
     def exchange_bytes(self, m: int) -> int:
         """SMEM the split-K exchange reuses from the ring: the columns a CTA stores (1 / split of every
@@ -185,10 +185,11 @@ class Rung:
 
     def stages(self, m: int, smem_optin: int = H100_SMEM_OPTIN) -> int:
         """The deepest ring the SMEM holds (at most MAX_STAGES)."""
-        return min(MAX_STAGES, (self.smem_cap(m, smem_optin) - SMEM_SLACK - 64) // self.stage_bytes(m))
+        return min(MAX_STAGES, (self.smem_cap(m, smem_optin) - SMEM_SLACK - 64 - self.a_ring_bytes(m))
+                   // self.stage_bytes(m))
 
     def smem_bytes(self, m: int, stages: int) -> int:
-        return max(stages * self.stage_bytes(m), self.exchange_bytes(m)) + SMEM_SLACK
+        return max(stages * self.stage_bytes(m) + self.a_ring_bytes(m), self.exchange_bytes(m)) + SMEM_SLACK
 
     def groups(self, m: int, n: int, sms: int) -> int:
         """The kernel's `groups` argument on a GPU of `sms` SMs: 0 for the tile grid, or G clusters sharing

@@ -25,7 +25,9 @@ from .sm100 import (GEMM_BARRIERS, STAMP_SPANS, STAMP_TRACKS, _operands, launch_
 __all__ = ["random_operands", "build", "run_step", "reference", "check", "GemmCheck", "Launch",
            "raise_on_status", "clear_status", "prepare", "run_stamps", "try_kernel", "BARRIERS", "run_sm100"]
 
-BARRIERS = {1: "full (a stage's bytes have landed)", 2: "empty (every consumer warp is done with a stage)"}
+BARRIERS = {1: "full (a stage's bytes have landed)", 2: "empty (every consumer warp is done with a stage)",
+            3: "full_a (a stage of A's own ring has landed: the decode rung)",
+            4: "empty_a (every consumer warp is done with a stage of A's own ring: the decode rung)"}
 STAMP_SHAPE = (4, 512, 2, 2)   # gemm_common.cuh: [track][event][begin/end][globaltimer ns, clock64]
 
 

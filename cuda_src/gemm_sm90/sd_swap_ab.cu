@@ -74,11 +74,16 @@ using namespace ladder;
 #ifndef DECODE_MINB
 #define DECODE_MINB 1      // CTAs per SM the registers are budgeted for (2: a CTA of the next grid fits beside)
 #endif
+#ifndef DECODE_A_STAGES
+#define DECODE_A_STAGES 0  // 0: A's boxes in B's ring; R > 0: A in a ring of its own, R stages deep
+#endif
 constexpr int BN = 64, MT = DECODE_MT, CONSUMERS = DECODE_CONSUMERS, SPLIT = DECODE_SPLIT, KB = DECODE_KB;
-constexpr int MINB = DECODE_MINB, MSPLIT = DECODE_MSPLIT;
+constexpr int MINB = DECODE_MINB, MSPLIT = DECODE_MSPLIT, A_STAGES = DECODE_A_STAGES;
 constexpr int CL = SPLIT * MSPLIT;   // CTAs of a cluster
 constexpr int NT = MT / MSPLIT;      // wgmma's N in each CTA: its rows of A
 static_assert(MINB == 1 || MINB == 2, "registers for one or two CTAs per SM");
+static_assert(A_STAGES == 0 || (A_STAGES >= 2 && A_STAGES <= 32 && MSPLIT == 1),
+              "A's own ring: 2 to 32 stages, with K split (or not), not M split");
 constexpr int MAX_STAGES = 32, THREADS = WG * (1 + CONSUMERS);
 constexpr u32 B_BOX = BN * BK * 2;   // one 64-row box of B: 8 KiB
 static_assert(MT == 16 || MT == 32 || MT == 64 || MT == 128 || MT == 256, "wgmma's N");
@@ -168,10 +173,15 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
      const __grid_constant__ TmaDescriptor tma_c, u16* __restrict__ C, int M, int N, int K, u64* stamps,
      int stages, int groups) {
     extern __shared__ u8 smem_raw[];
-    // stage s: KB x (CONSUMERS boxes of B, 64 x 64 each), then KB boxes of A (NT x 64: this CTA's rows)
+    // stage s: KB x (CONSUMERS boxes of B, 64 x 64 each), then KB boxes of A (NT x 64: this CTA's rows).
+    // A_STAGES > 0: B's ring holds B alone (`stages` of B_BYTES), then A's own ring (A_STAGES of A_BYTES):
+    // B comes from DRAM and needs many bytes in flight, A is read by every CTA and comes from L2 (shorter
+    // latency), so a few stages of A free the SMEM for a deeper ring of B.
     u8* smem = align_1024(smem_raw);
     __shared__ alignas(8) u64 full[MAX_STAGES], empty[MAX_STAGES];
-    constexpr u32 B_BYTES = KB * CONSUMERS * B_BOX, STAGE_BYTES = B_BYTES + KB * NT * BK * 2;
+    __shared__ alignas(8) u64 full_a[A_STAGES > 0 ? A_STAGES : 1], empty_a[A_STAGES > 0 ? A_STAGES : 1];
+    constexpr u32 B_BYTES = KB * CONSUMERS * B_BOX, A_BYTES = KB * NT * BK * 2;
+    constexpr u32 STAGE_BYTES = A_STAGES ? B_BYTES : B_BYTES + A_BYTES;   // one stage of (B's) ring
     const int wg = threadIdx.x / WG, rank = CL > 1 ? int(cluster_ctarank()) : 0;
     const int piece = MSPLIT > 1 ? 0 : rank;   // this CTA's piece of K
     const int half = MSPLIT > 1 ? rank : 0;    // this CTA's half of A's rows (MSPLIT = 2)
@@ -189,6 +199,10 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         for (int s = 0; s < stages; ++s) {
             mbarrier_init(&full[s], 1);
             mbarrier_init(&empty[s], MSPLIT * CONSUMERS * 4);   // one arrival per consumer warp (of both CTAs)
+        }
+        for (int s = 0; s < A_STAGES; ++s) {
+            mbarrier_init(&full_a[s], 1);
+            mbarrier_init(&empty_a[s], CONSUMERS * 4);
         }
         fence_mbarrier_init_release_cluster();
     }
@@ -211,7 +225,28 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
                 load_b(sB, &tma_b, &full[it], (it0 + it) * KB * BK, n0, half);
             }
             grid_wait();
-            for (int it = 0; it < k_iters; ++it) {
+            // A's own ring: A for step it once its slot is free (the consumers are done with step it -
+            // A_STAGES), then B for step it - 1 + stages once its slot is free (done with step it - 1). A
+            // consumer hands back step j only once step j + 1's wgmma are issued, so A for step it must be
+            // on its way before the wait for step it - 1's B slot: B keeps its whole ring ahead, A its few
+            for (int it = 0; A_STAGES > 0 && it < k_iters; ++it) {
+                const int sa = it % A_STAGES;
+                if (it >= A_STAGES && !mbarrier_wait(&empty_a[sa], (it / A_STAGES + 1) & 1, 4, 0)) break;
+                u8* sA = smem + stages * STAGE_BYTES + sa * A_BYTES;
+                mbarrier_arrive_expect_tx(&full_a[sa], A_BYTES);
+#pragma unroll
+                for (int kb = 0; kb < KB; ++kb)
+                    tma_load_2d(sA + kb * NT * 128, &tma_a, &full_a[sa], ((it0 + it) * KB + kb) * BK, m0);
+                const int ib = it - 1 + stages;
+                if (ib < first || ib >= k_iters) continue;
+                const int s = ib % stages;
+                stamp(stamps, 0, ib, 0);
+                if (!mbarrier_wait(&empty[s], (ib / stages + 1) & 1, 2, 0)) break;
+                mbarrier_arrive_expect_tx(&full[s], STAGE_BYTES);
+                load_b(smem + s * STAGE_BYTES, &tma_b, &full[s], (it0 + ib) * KB * BK, n0, half);
+                stamp(stamps, 0, ib, 1);
+            }
+            for (int it = 0; A_STAGES == 0 && it < k_iters; ++it) {
                 const int s = it % stages;
                 stamp(stamps, 0, it, 0);
                 if (it >= stages && !mbarrier_wait(&empty[s], (it / stages + 1) & 1, 2, 0)) break;
@@ -246,14 +281,21 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
             break;
         }
         if (lead) stamp(stamps, 1 + c, it, 0);
+        if (A_STAGES > 0 && !mbarrier_wait(&full_a[it % A_STAGES], (it / (A_STAGES > 0 ? A_STAGES : 1)) & 1, 3, A_BYTES)) {
+            ok = false;
+            break;
+        }
         const u32 sB = smem_u32(smem + s * STAGE_BYTES);
-        mma_stage_t<NT>(d, sB + c * B_BOX, sB + B_BYTES);
+        const u32 sA = A_STAGES ? smem_u32(smem + stages * STAGE_BYTES) + u32(it % (A_STAGES > 0 ? A_STAGES : 1)) * A_BYTES
+                                : sB + B_BYTES;
+        mma_stage_t<NT>(d, sB + c * B_BOX, sA);
         wgmma_commit_group();
         wgmma_wait_group<1>();   // keep this stage's wgmma in flight; hand back the stage before
         if (it > 0) {
             if (lead) stamp(stamps, 1 + c, it - 1, 1);
             if (laneid() == 0) {
                 mbarrier_arrive(&empty[(it - 1) % stages]);
+                if (A_STAGES > 0) mbarrier_arrive(&empty_a[(it - 1) % (A_STAGES > 0 ? A_STAGES : 1)]);
                 if (MSPLIT > 1)   // the partner's copy of the stage's barrier: it multicast into this ring too
                     mbarrier_arrive_remote(mapa_shared_cluster(smem_u32(&empty[(it - 1) % stages]), u32(rank ^ 1)));
             }

@@ -195,6 +195,25 @@ def wait_variants(m):
     return out
 
 
+def aring_variants(m):
+    """--aring: A in a ring of its own (Config.a_stages = R) and B's ring as deep as the rest of the SMEM holds,
+    at the table's configuration and its neighbours (plain; two of them with PDL too), beside the table."""
+    from bwlab.gemm import decode
+    r = decode.SWAP_AB
+    out = [(r.name, r, False)]
+    near = {16: [(1, 1, 4, 2), (1, 1, 4, 3), (1, 1, 2, 3), (1, 1, 2, 4)],
+            32: [(1, 1, 4, 2), (1, 1, 4, 3), (1, 1, 2, 3), (1, 1, 2, 4)],
+            64: [(1, 1, 4, 2), (1, 1, 4, 3), (1, 1, 2, 3), (1, 1, 2, 4), (2, 2, 2, 2), (2, 2, 2, 3)],
+            128: [(2, 2, 2, 2), (2, 2, 2, 3), (2, 2, 1, 3), (2, 2, 1, 4), (1, 1, 2, 2), (1, 1, 2, 3)],
+            256: [(2, 2, 1, 2), (2, 2, 1, 3), (2, 2, 2, 2), (1, 2, 1, 3)]}[r.mt(m)]
+    for i, (c, s, kb, a) in enumerate(near):
+        rv = r.with_config(c, s, kb, a_stages=a)
+        out.append((f"sd w{c} s{s} kb{kb} a{a}", rv, False))
+        if i in (1, 3):
+            out.append((f"sd w{c} s{s} kb{kb} a{a}" + PDL, rv, True))
+    return out
+
+
 def variants_for(mode, extra=False, only=None, pdl=True, rung=None):
     """(label, rung, pdl) triples: the rung as its table has it (`rung`: with its table overridden by
     --table), launched plainly and (`pdl`) with programmatic dependent launch; the probe's variants (with
@@ -217,7 +236,7 @@ def variants_for(mode, extra=False, only=None, pdl=True, rung=None):
 
 
 def probe(say, shapes, only=None, pdl_variants=True, even=False, msplit=False, times=None, l2=False,
-          wait=False):
+          wait=False, aring=False):
     """Short CUDA-event timings: the read stream launched plainly and with PDL, the library, the rung's
     table launched both ways, and per M the variants of PROBE_PDL (`only`: these plain variants instead;
     `even`: the table's configuration with even rows instead; `msplit`: MSPLIT_VARIANTS instead). `times`:
@@ -243,7 +262,9 @@ def probe(say, shapes, only=None, pdl_variants=True, even=False, msplit=False, t
             f"({t_st / t_lib:.3f} of stream); {runner.check(*sets[0], lib_c, 'library', ref=ref).ok}")
         if times is not None:
             times[f"{m}x{n}x{k}"] = here = {"read stream": t_st, "read stream" + PDL: t_stp, "library": t_lib}
-        if wait:
+        if aring:
+            vs = aring_variants(m)
+        elif wait:
             vs = wait_variants(m)
         elif l2:
             vs = l2_variants(m)
@@ -495,6 +516,8 @@ def main(argv=None) -> int:
                          "(instead of PROBE_PDL; no chains); protocol: the rung's table at this L2 promotion")
     ap.add_argument("--wait", action="store_true", help="probe: the three mbarrier waits (BW_WAIT_POLL) at the "
                     "table's configuration and at 1, 2, 4 boxes of 64 K per stage (instead of PROBE_PDL; no chains)")
+    ap.add_argument("--aring", action="store_true", help="probe: A in a ring of its own (Config.a_stages) at "
+                    "the table's configuration and its neighbours (instead of PROBE_PDL; no chains)")
     ap.add_argument("--table", type=int, nargs=5, action="append", metavar=("MT", "C", "S", "KB", "MS"),
                     help="protocol: the rung's table with this configuration at wgmma's N = MT (consumers, K pieces, "
                          "boxes per stage, M halves)")
@@ -516,8 +539,8 @@ def main(argv=None) -> int:
         dump["probe"] = {}
         probe(say, shapes, [tuple(v) for v in args.variant] if args.variant else None, even=args.even,
               msplit=args.msplit, times=dump["probe"], l2=args.l2 is not None,
-              wait=args.wait)
-        if not args.no_chain and args.l2 is None and not args.wait:
+              wait=args.wait, aring=args.aring)
+        if not args.no_chain and args.l2 is None and not args.wait and not args.aring:
             chains(say, even=args.even, msplit=args.msplit, ms=[s[0] for s in shapes])
     else:
         rung = None
