@@ -225,26 +225,15 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
                 load_b(sB, &tma_b, &full[it], (it0 + it) * KB * BK, n0, half);
             }
             grid_wait();
-            // A's own ring: A for step it once its slot is free (the consumers are done with step it -
-            // A_STAGES), then B for step it - 1 + stages once its slot is free (done with step it - 1). A
-            // consumer hands back step j only once step j + 1's wgmma are issued, so A for step it must be
-            // on its way before the wait for step it - 1's B slot: B keeps its whole ring ahead, A its few
-            for (int it = 0; A_STAGES > 0 && it < k_iters; ++it) {
-                const int sa = it % A_STAGES;
-                if (it >= A_STAGES && !mbarrier_wait(&empty_a[sa], (it / A_STAGES + 1) & 1, 4, 0)) break;
-                u8* sA = smem + stages * STAGE_BYTES + sa * A_BYTES;
-                mbarrier_arrive_expect_tx(&full_a[sa], A_BYTES);
-#pragma unroll
-                for (int kb = 0; kb < KB; ++kb)
-                    tma_load_2d(sA + kb * NT * 128, &tma_a, &full_a[sa], ((it0 + it) * KB + kb) * BK, m0);
-                const int ib = it - 1 + stages;
-                if (ib < first || ib >= k_iters) continue;
-                const int s = ib % stages;
-                stamp(stamps, 0, ib, 0);
-                if (!mbarrier_wait(&empty[s], (ib / stages + 1) & 1, 2, 0)) break;
+            // A's own ring: B alone here, its whole ring ahead of the consumers; A in a thread of its
+            // own (below), so that neither ring's wait holds the other's loads back
+            for (int it = first; A_STAGES > 0 && it < k_iters; ++it) {
+                const int s = it % stages;
+                stamp(stamps, 0, it, 0);
+                if (!mbarrier_wait(&empty[s], (it / stages + 1) & 1, 2, 0)) break;
                 mbarrier_arrive_expect_tx(&full[s], STAGE_BYTES);
-                load_b(smem + s * STAGE_BYTES, &tma_b, &full[s], (it0 + ib) * KB * BK, n0, half);
-                stamp(stamps, 0, ib, 1);
+                load_b(smem + s * STAGE_BYTES, &tma_b, &full[s], (it0 + it) * KB * BK, n0, half);
+                stamp(stamps, 0, it, 1);
             }
             for (int it = 0; A_STAGES == 0 && it < k_iters; ++it) {
                 const int s = it % stages;
@@ -257,6 +246,19 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
                 for (int kb = 0; kb < KB; ++kb)
                     tma_load_2d(sB + B_BYTES + kb * NT * 128, &tma_a, &full[s], ((it0 + it) * KB + kb) * BK, m0);
                 stamp(stamps, 0, it, 1);
+            }
+        }
+        if (A_STAGES > 0 && threadIdx.x == 32) {   // A's own ring, from the producer warpgroup's second warp
+            grid_wait();   // A may be written by the grid before
+            for (int it = 0; it < k_iters; ++it) {
+                const int sa = it % (A_STAGES > 0 ? A_STAGES : 1);
+                if (it >= A_STAGES && !mbarrier_wait(&empty_a[sa], (it / (A_STAGES > 0 ? A_STAGES : 1) + 1) & 1, 4, 0))
+                    break;
+                u8* sA = smem + stages * STAGE_BYTES + sa * A_BYTES;
+                mbarrier_arrive_expect_tx(&full_a[sa], A_BYTES);
+#pragma unroll
+                for (int kb = 0; kb < KB; ++kb)
+                    tma_load_2d(sA + kb * NT * 128, &tma_a, &full_a[sa], ((it0 + it) * KB + kb) * BK, m0);
             }
         }
         if (SPLIT > 1) {   // the consumers' two cluster barriers (every thread of the cluster meets them)
