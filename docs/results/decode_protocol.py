@@ -195,23 +195,33 @@ def wait_variants(m):
     return out
 
 
-def aring_variants(m):
+def aring_variants(m, second=False):
     """--aring: A in a ring of its own (Config.a_stages = R) and B's ring as deep as the rest of the SMEM holds,
     at the table's configuration and its neighbours (plain; two of them with PDL too), beside the table."""
     from bwlab.gemm import decode
     r = decode.SWAP_AB
     out = [(r.name, r, False)]
-    near = {16: [(1, 1, 4, 2), (1, 1, 4, 3), (1, 1, 2, 3), (1, 1, 2, 4)],
-            32: [(1, 1, 4, 2), (1, 1, 4, 3), (1, 1, 2, 3), (1, 1, 2, 4)],
-            64: [(1, 1, 4, 2), (1, 1, 4, 3), (1, 1, 2, 3), (1, 1, 2, 4), (2, 2, 2, 2), (2, 2, 2, 3)],
-            128: [(2, 2, 2, 2), (2, 2, 2, 3), (2, 2, 1, 3), (2, 2, 1, 4), (1, 1, 2, 2), (1, 1, 2, 3)],
-            256: [(2, 2, 1, 2), (2, 2, 1, 3), (2, 2, 2, 2), (1, 2, 1, 3)]}[r.mt(m)]
-    for i, (c, s, kb, a) in enumerate(near):
+    near = ARING_SECOND if second else ARING_FIRST
+    for c, s, kb, a, pdl in near[r.mt(m)]:
         rv = r.with_config(c, s, kb, a_stages=a)
         out.append((f"sd w{c} s{s} kb{kb} a{a}", rv, False))
-        if i in (1, 3):
+        if pdl:
             out.append((f"sd w{c} s{s} kb{kb} a{a}" + PDL, rv, True))
     return out
+
+
+# --aring: (consumers, K pieces, boxes per stage, A's ring depth, also with PDL) per MT; the second run (--aring
+# 2) after the first showed A's ring of 2 far too shallow and 3 at or past the table
+ARING_FIRST = {16: [(1, 1, 4, 2, 0), (1, 1, 4, 3, 1), (1, 1, 2, 3, 0), (1, 1, 2, 4, 1)],
+               32: [(1, 1, 4, 2, 0), (1, 1, 4, 3, 1), (1, 1, 2, 3, 0), (1, 1, 2, 4, 1)],
+               64: [(1, 1, 4, 2, 0), (1, 1, 4, 3, 1), (1, 1, 2, 3, 0), (1, 1, 2, 4, 1), (2, 2, 2, 2, 0), (2, 2, 2, 3, 0)],
+               128: [(2, 2, 2, 2, 0), (2, 2, 2, 3, 1), (2, 2, 1, 3, 0), (2, 2, 1, 4, 1), (1, 1, 2, 2, 0), (1, 1, 2, 3, 0)],
+               256: [(2, 2, 1, 2, 0), (2, 2, 1, 3, 1), (2, 2, 2, 2, 0), (1, 2, 1, 3, 1)]}
+ARING_SECOND = {16: [(1, 1, 4, 3, 0), (1, 1, 4, 4, 0), (1, 1, 2, 6, 0), (1, 1, 2, 8, 0)],
+                32: [(1, 1, 4, 3, 0), (1, 1, 4, 4, 0), (1, 1, 2, 6, 0)],
+                64: [(1, 1, 4, 3, 0), (1, 1, 4, 4, 1), (2, 2, 2, 3, 0), (2, 2, 2, 4, 1), (2, 2, 1, 6, 0), (2, 2, 1, 8, 0)],
+                128: [(2, 2, 2, 3, 1), (2, 2, 2, 4, 1), (2, 2, 1, 6, 0), (2, 2, 1, 8, 1), (2, 2, 1, 10, 0)],
+                256: [(2, 2, 1, 3, 0), (2, 2, 1, 4, 1), (2, 2, 1, 5, 1), (2, 2, 1, 6, 0)]}
 
 
 def variants_for(mode, extra=False, only=None, pdl=True, rung=None):
@@ -263,7 +273,7 @@ def probe(say, shapes, only=None, pdl_variants=True, even=False, msplit=False, t
         if times is not None:
             times[f"{m}x{n}x{k}"] = here = {"read stream": t_st, "read stream" + PDL: t_stp, "library": t_lib}
         if aring:
-            vs = aring_variants(m)
+            vs = aring_variants(m, second=aring == 2)
         elif wait:
             vs = wait_variants(m)
         elif l2:
@@ -516,8 +526,9 @@ def main(argv=None) -> int:
                          "(instead of PROBE_PDL; no chains); protocol: the rung's table at this L2 promotion")
     ap.add_argument("--wait", action="store_true", help="probe: the three mbarrier waits (BW_WAIT_POLL) at the "
                     "table's configuration and at 1, 2, 4 boxes of 64 K per stage (instead of PROBE_PDL; no chains)")
-    ap.add_argument("--aring", action="store_true", help="probe: A in a ring of its own (Config.a_stages) at "
-                    "the table's configuration and its neighbours (instead of PROBE_PDL; no chains)")
+    ap.add_argument("--aring", type=int, nargs="?", const=1, default=0, choices=[1, 2],
+                    help="probe: A in a ring of its own (Config.a_stages) at the table's configuration and its "
+                         "neighbours (instead of PROBE_PDL; no chains): 1 ARING_FIRST, 2 ARING_SECOND")
     ap.add_argument("--table", type=int, nargs=5, action="append", metavar=("MT", "C", "S", "KB", "MS"),
                     help="protocol: the rung's table with this configuration at wgmma's N = MT (consumers, K pieces, "
                          "boxes per stage, M halves)")
