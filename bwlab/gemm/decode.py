@@ -252,8 +252,8 @@ SWAP_AB = Rung(
     "consumer warpgroups share each A tile and a cluster of 2 splits K, the partials added through "
     "distributed shared memory; C stored transposed from the registers",
     base="sk_split_k",
-    table=((16, Config(1, 1, 4)), (32, Config(1, 1, 4)), (64, Config(1, 1, 4)), (128, Config(2, 2, 2)),
-           (256, Config(2, 2, 1))),
+    table=((16, Config(1, 1, 4)), (32, Config(1, 1, 4)), (64, Config(1, 1, 4, a_stages=4)),
+           (128, Config(2, 2, 2, a_stages=3)), (256, Config(2, 2, 1, a_stages=5))),
     prediction="written before the first measurement: 128x8192x8192: the time is B's 128 MiB over the read "
                "stream's bandwidth (~4.3-4.4 TB/s on an H200: ~31 us); 128 CTAs with ~200 KiB of ring each "
                "keep far more than the ~4 MiB that latency x bandwidth asks in flight, so >= 0.90 of the "
