@@ -11,6 +11,12 @@
 // (`stages`, from the host), each stage KB boxes of 64 K. The host picks CONSUMERS, SPLIT and KB per MT
 // (bwlab/gemm/decode.py, from the H200 probes in docs/results/decode_probe_h200.txt): larger boxes per
 // stage read B in longer runs of each row and stream faster, as long as the ring keeps 3 or more stages.
+// A_STAGES = R > 0 (the table's choice at M = 64, 128, 256): A in a ring of its own, R stages deep, loaded
+// by a second producer thread, and B's ring as deep as the rest of the SMEM holds. With one ring, A's
+// boxes take as much of each stage as B's (MT = 64, 128) or twice as much (256), so B, which comes from
+// DRAM, had only 3-4 stages in flight; A comes from L2. A ring of 2 for A was far slower (every CTA
+// reads the same A boxes at once: they arrive late), 3-5 won: M = 128 from 46 to 42 us on the H200
+// (decode_probe_h200.txt, 13-15). Each consumer step waits on both rings' `full` and frees both.
 // SPLIT = 2 or 4: the CTAs of a cluster take the pieces of K for the same rows of B, so SPLIT times as
 // many CTAs stream B and each reads only its piece of A. With 4 consumers (256 rows of B sharing each
 // A tile) and 4 pieces, A's traffic out of L2 is a quarter of one consumer's, yet on the H200 that is

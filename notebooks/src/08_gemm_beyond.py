@@ -338,28 +338,36 @@ fold(gemm.decode_header_comment() + "\n\n" + gemm.decode_rung_diff(), summary="t
 # into L2 ahead of the ring made it slower (docs/results/decode_probe_h200.txt, H200, 2026-11-28).
 # Splitting M across the pair instead of K, the way cuBLAS's own kernel at M = 256 is laid out (both
 # CTAs stream the same rows of B, each loading half of every stage by multicast to both, each its half
-# of A over all of K), ran at 0.65 to 0.92 of the K split at M = 128 and 256. The chosen table:
+# of A over all of K), ran at 0.65 to 0.92 of the K split at M = 128 and 256. What did pay, from
+# M = 64 on: A in a ring of its own. There A's boxes take as much of each stage as B's (M = 64, 128) or
+# twice as much (M = 256), so one ring leaves B only three or four stages in flight from DRAM. With A
+# loaded by a thread of its own into a ring of three to five stages, the rest of the shared memory
+# holds B's ring, and M = 128 went from 46 to 42 µs in the probes (decode_probe_h200.txt, sections
+# 13-15; a ring of two stages of A was far slower: A comes from L2, but late, since every CTA reads the
+# same boxes at once). The chosen table:
 
 # %%
 for mt, cfg in gemm.SWAP_AB.table:
+    r = gemm.SWAP_AB
+    a_ring = (f"; A in its own ring of {cfg.a_stages} x {r.a_ring_bytes(mt) // cfg.a_stages // 1024} KiB"
+              if cfg.a_stages else " (B and A)")
     print(f"M up to {mt:3d}: {cfg.consumers} consumer warpgroup(s), K in {cfg.split} piece(s), {cfg.kb} box(es) "
-          f"of 64 K per stage: {gemm.SWAP_AB.stage_bytes(mt) // 1024} KiB a stage, a ring of "
-          f"{gemm.SWAP_AB.stages(mt)}")
+          f"of 64 K per stage: a ring of {r.stages(mt)} x {r.stage_bytes(mt) // 1024} KiB{a_ring}")
 
 # %% [markdown]
-# The rung in the PTX emulator, a small problem with a ring of two stages so that every stage and both
-# parities of its barriers come round twice (M = 100 leaves 28 of the 128 rows of the tile to TMA's
-# zero fill, and splits K across the cluster):
+# The rung in the PTX emulator, a small problem with a ring of two stages of B so that every stage and
+# both parities of its barriers, and of A's own ring, come round twice (M = 100 leaves 28 of the 128
+# rows of the tile to TMA's zero fill, and splits K across the cluster):
 
 # %%
-for m, n, k in ((64, 256, 1024), (100, 256, 1024)):
+for m, n, k in ((64, 256, 2048), (100, 256, 2048)):
     a, b = gemm.example_inputs(m, n, k, seed=m)
     c, run = gemm.run_decode_emulated(gemm.SWAP_AB, a, b, stages=2)
     print(f"{m} x {n} x {k}, {gemm.SWAP_AB.config(m)}: C equal to the reference bit for bit:",
           np.array_equal(c, gemm.reference_bf16(a, b)), "(expected True); emulator warnings:", len(run.warnings))
 
 # %% [markdown]
-# Measured on an H200 on 2026-11-28 (docs/results/gemm_protocol_decode_h200.txt) under the sustained
+# Measured on an H200 on 2026-11-29 (docs/results/gemm_protocol_decode_h200.txt) under the sustained
 # protocol of section 1: cuBLAS (through torch.matmul), the
 # split-K rung where M allows it, the decode rung, and the read stream of the same bytes, all in one
 # run. The rung and the stream are each measured twice: launched plainly, and with programmatic
@@ -399,7 +407,7 @@ for r in rows:
 
 # %% [markdown]
 # Where it stands, from the same report: up to M = 64 the rung is near cuBLAS, which there already
-# moves nearly all of what the stream moves; from M = 128 on it falls behind.
+# moves nearly all of what the stream moves; at M = 128 it is a little behind, at M = 256 further.
 
 # %%
 def span(xs):
@@ -423,11 +431,12 @@ for m in (128, 256):
 # five, and the stream launched the same way gains more than the rung does, so the rung's fraction of
 # that roofline is lower still. Making room for a CTA of the next launch beside each running one (half
 # the ring each) lost far more than the overlap bought: the ring's depth is what streams B. At
-# M = 128 and 256 A's tile takes as much shared memory as B's (at 128) or twice as much (at 256), the ring gets shallow and every CTA reads
-# its own copy of A from L2. Both run at the power cap there, and the rung at a higher SM clock than
+# M = 128 and 256 every CTA reads its own copy of A from L2, as many bytes as B (at 128) or twice as
+# many (at 256); A's own ring keeps B's ring deep all the same, and brought M = 128 from about 0.82 to
+# about 0.94 of cuBLAS. Both run at the power cap there, and the rung at a higher SM clock than
 # cuBLAS (the clocks above, sampled during each one's blocks), yet slower: it loses in what it does per
-# cycle, not in the clock. It still beats split-K at M = 128, by far; at M = 256 the
-# shape is bound by the power-capped tensor cores rather than by bytes, and the two rungs are level.
+# cycle, not in the clock. It beats split-K at M = 128 by far; at M = 256 the shape is bound by the
+# power-capped tensor cores rather than by bytes, and the rung is only a little ahead of split-K.
 # Sharing A more widely does not help either: four consumer warpgroups under one A tile (256 rows of B
 # per CTA) with K split across a cluster of four cut A's traffic out of L2 to a quarter, yet were
 # slower on the H200 at M = 64 and 128 even where all their clusters fit on the GPU at once (at
@@ -436,5 +445,7 @@ for m in (128, 256):
 # 128 CTAs and leaves 4 of the 132 SMs idle, but 132 CTAs sharing N's rows evenly (62 or 64 rows each,
 # still loading 64-row boxes, `Config(..., even=1)`) ran within about 1 % of it at M = 16 to 128, plain
 # or with PDL: each CTA still moves as many bytes of B, so the idle SMs are not what keeps the rung behind
-# the stream. What is left to try: reading each row of B in longer runs (more K per stage streamed faster
-# in the probes, as long as the ring kept three stages or more), and a lower power cost per byte of B.
+# the stream. Nor do the tensor maps' L2 promotion (no change) or a cheaper barrier wait (it helps only
+# stages of one box, which the table does not use; decode_probe_h200.txt, 11-12). What is left to try:
+# A shared by the CTAs that read the same boxes (multicast into A's own ring, so that B's rings stay
+# apart), and a lower power cost per byte of B.
