@@ -387,7 +387,10 @@ def test_the_probed_mbarrier_waits_compute_the_same_bits(poll, monkeypatch):
 # A in a ring of its own (Config.a_stages): B's ring deeper; every phase of both rings comes round.
 A_RING = [(Config(1, 1, 4, a_stages=2), 64, 128, 2048, 2), (Config(1, 1, 2, a_stages=3), 16, 64, 2048, 5),
           (Config(2, 2, 2, a_stages=2), 128, 256, 4096, 3), (Config(2, 2, 1, a_stages=3), 256, 128, 2048, 4),
-          (Config(1, 1, 1, a_stages=2), 20, 64, 1024, 2)]
+          (Config(1, 1, 1, a_stages=2), 20, 64, 1024, 2), (Config(1, 1, 4, a_stages=4), 64, 64, 4096, 2),
+          (Config(2, 2, 1, a_stages=5), 256, 128, 2560, 2)]
+# K shorter than either ring: fewer steps than stages (the cluster's K split with one step each)
+A_RING_SHORT = [(Config(2, 2, 2, a_stages=3), 128, 128, 256, 2), (Config(1, 1, 4, a_stages=4), 40, 64, 512, 3)]
 
 
 @pytest.mark.parametrize("cfg,m,n,k,stages", A_RING, ids=lambda v: f"kb{v.kb}a{v.a_stages}w{v.consumers}s{v.split}"
@@ -404,6 +407,17 @@ def test_a_ring_of_its_own_in_the_emulator(cfg, m, n, k, stages, monkeypatch):
     assert not run.warnings, run.warnings
 
 
+@pytest.mark.parametrize("cfg,m,n,k,stages", A_RING_SHORT, ids=["s2-one-step", "two-steps"])
+def test_a_ring_of_its_own_with_k_shorter_than_the_rings(cfg, m, n, k, stages, monkeypatch):
+    from bwlab.gemm import sm100
+    monkeypatch.setenv("BWLAB_BACKEND", "emulated")
+    r = SWAP_AB.with_config(cfg.consumers, cfg.split, cfg.kb, a_stages=cfg.a_stages)
+    assert k // (64 * cfg.kb * cfg.split) < min(stages, cfg.a_stages)
+    a, b = sm100.example_inputs(m, n, k, seed=m + 9)
+    c, run = decode.run_decode_emulated(r, a, b, stages=stages)
+    assert np.array_equal(c, sm100.reference_bf16(a, b)) and not run.warnings, run.warnings
+
+
 def test_a_ring_of_its_own_frees_smem_for_b():
     r = SWAP_AB.with_config(1, 1, 4, a_stages=2)
     assert r.stage_bytes(64) == 4 * 64 * 128 and r.a_ring_bytes(64) == 2 * 4 * 64 * 128
@@ -414,3 +428,5 @@ def test_a_ring_of_its_own_frees_smem_for_b():
         Config(1, 1, 4, a_stages=1)
     with pytest.raises(ValueError, match="not with msplit = 2"):
         Config(2, 1, 2, msplit=2, a_stages=2)
+    with pytest.raises(ShapeError, match="beside A's own ring of 229376 bytes"):   # 28 x 8 KiB of A at M = 64
+        decode._stages(SWAP_AB.with_config(1, 1, 1, a_stages=28), 64, 8192, None, decode.H100_SMEM_OPTIN)

@@ -38,10 +38,14 @@ def test_launches_between_samples_are_in_none_of_them(monkeypatch):
     def step():            # a launch of the timed kernel: 1 ms
         _Event.clock[0] += 1.0
 
+    calls = []
+
     def between():         # the stamped launch: 7 ms, never timed
+        calls.append(_Event.clock[0])
         _Event.clock[0] += 7.0
     got = G.time_block([step], seconds=4.5, per_sample=3, between=between)
     assert got and all(x == pytest.approx(1.0) for x in got)
+    assert len(calls) == len(got) and calls[0] == pytest.approx(3.0)   # once after every sample
     _Event.clock[0] = 0.0
     plain = G.time_block([step], seconds=4.5, per_sample=3)
     assert plain == got    # without `between`, one chain of events: the same per-launch times
@@ -67,6 +71,7 @@ def test_stamp_clock_reads_each_stamped_launch(monkeypatch):
         made.append((name, a, b))
         return Launch(stamps, 1300 + 100 * len(made))
     monkeypatch.setattr(runner, "prepare", prepare)
+    monkeypatch.setattr(runner, "raise_on_status", lambda launch: None)
     clock = G.StampClock(types.SimpleNamespace(name="s5_cluster_multicast"), sets, capacity=8)
     assert made == [("s5_cluster_multicast", "a0", "b0"), ("s5_cluster_multicast", "a1", "b1")]
     for _ in range(5):

@@ -449,3 +449,24 @@ def test_the_h200_table_at_the_clock_counted_in_each_rungs_own_blocks():
         m = meas[(name, shape)]
         p = gemm.predict(name, *shape, machine="h200", clock_mhz=m.sms_mhz, align=hopper.ALIGN)
         assert round(p.ms, 4) == pytest.approx(table[(name, shape)], abs=1e-4)
+
+
+def test_a_report_with_some_rows_stamped(tmp_path):
+    """A report where only some rows carry the SMs' own clock: the others are predicted at NVML's clock, every row
+    keeps both NVML columns (the same prediction twice where NVML's clock is the one), and the header says so."""
+    report = tmp_path / "gemm_protocol_y.txt"
+    row = ("  {}  0.2771 ms   495.9     0.753  0.752- 0.753   1.2%   0.76  SM 1665 MHz (1500-1725), 691 W, "
+           "throttle: SW power cap{}\n")
+    report.write_text(
+        "GPU NVIDIA H200, 132 SMs, L2 60 MiB, CuPy 14.2.0; clock log: NVML (nvidia-ml-py)\n"
+        "== 4096 x 4096 x 4096 (C = A B^T, bf16 in, f32 accumulation, bf16 out); 2 operand sets\n"
+        + row.format("s1_one_warpgroup      ", "; SMs 1472 MHz by clock64 (1401-1500, 380 stamped launches)")
+        + row.format("s2_pipeline           ", ""))
+    text = hopper.table(report=report, machine="h200")
+    assert "1 of 2 rows, the others at NVML's clock" in text
+    rows = [x for x in text.splitlines() if x.startswith(("s1_one", "s2_pipe"))]
+    assert len(rows) == 2
+    s2 = rows[1].split()
+    assert s2[2] == "1665" and s2[9] == "1665" and s2[7] == s2[10]   # MHz, NVML MHz; pred/meas the same twice
+    assert rows[0].split()[2] == "1472" and rows[0].split()[9] == "1665"
+    assert "within +-15% at NVML's clock instead:" in text

@@ -93,7 +93,7 @@ class StampClock:
     """The SMs' clock during a step's blocks (`--clock-stamps`): call it between samples; `take()` returns
     the MHz of every stamped launch since the last `take` (clock64 / %globaltimer of its CTA 0)."""
 
-    def __init__(self, step, sets, capacity: int = 2048):
+    def __init__(self, step, sets, capacity: int = 512):
         import cupy as cp
         from ..gemm import runner
         self.bufs = [cp.zeros(runner.STAMP_SHAPE, dtype=cp.uint64) for _ in sets]
@@ -112,9 +112,11 @@ class StampClock:
         import cupy as cp
         from ..gemm.timeline import stamp_mhz
         cp.cuda.Device().synchronize()
+        from ..gemm import runner
+        for launch in self.launches:
+            runner.raise_on_status(launch)   # a stamped launch whose bounded wait gave up
         got = [stamp_mhz(h) for h in cp.asnumpy(self.history[:min(self.n, len(self.history))])]
-        self.n = 0
-        self.history[...] = 0
+        self.n = 0   # rows past n are never read: each is written before it is read again
         return got
 
 

@@ -298,8 +298,9 @@ def _stages(r: Rung, m: int, k: int, stages, optin: int) -> int:
     cap = r.smem_cap(m, optin)
     per = f"{cap} bytes per CTA" + (f" with {r.config(m).minb} CTAs per SM" if r.config(m).minb > 1 else "")
     if most < 2:
+        a_ring = f" beside A's own ring of {r.a_ring_bytes(m)} bytes" if r.a_ring_bytes(m) else ""
         raise ShapeError(f"{r.name}: a stage of {r.stage_bytes(m)} bytes at M = {m}; the ring needs 2 of them "
-                         f"and the SMEM ({per}) holds {most}")
+                         f"and the SMEM ({per}) holds {max(0, most)}{a_ring}")
     if stages is None:
         return most
     if not 2 <= stages <= most:   # a stage is released only once the next one's wgmma are issued

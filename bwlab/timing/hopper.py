@@ -166,6 +166,7 @@ def rows(steps=None, shapes=SHAPES, machine="h100_sxm", report=None, clocks=None
                 if gpu_of(f) != on:
                     raise ValueError(f"the clock check {Path(c).name} was measured on {on}, {f.name} on "
                                      f"{gpu_of(f)}: a clock check applies to measurements on the GPU it was made on")
+    other_clock = ratios is not None or any(m.sms_mhz is not None for m, _ in pairs)
     for m, s in pairs:
         mhz = m.mhz
         if m.sms_mhz is not None:     # counted in the rung's own blocks: no clock check needed
@@ -178,8 +179,10 @@ def rows(steps=None, shapes=SHAPES, machine="h100_sxm", report=None, clocks=None
         # independent phases / all at once (gemm.storing_sms)
         preds = [gemm.predict(s.name, *m.shape, machine=machine, clock_mhz=mhz, which=w, align=al)
                  for w, al in (("value", align), ("fast", align), ("slow", "lockstep"))]
-        at_nvml = gemm.predict(s.name, *m.shape, machine=machine, clock_mhz=m.mhz, align=align) \
-            if ratios is not None or m.sms_mhz is not None else None
+        # at NVML's clock, beside it, wherever another clock is in the table (a row at NVML's already: the same)
+        at_nvml = (preds[0] if mhz == m.mhz else
+                   gemm.predict(s.name, *m.shape, machine=machine, clock_mhz=m.mhz, align=align)) \
+            if other_clock else None
         out.append((m, *preds, at_nvml))
     return out
 
@@ -192,7 +195,8 @@ def table(steps=None, shapes=SHAPES, machine="h100_sxm", report=None, clocks=Non
     if stamped:
         how_clock = ("predicted ms = predicted cycles / the SMs' clock counted in the rung's own blocks (clock64 / "
                      f"%globaltimer of CTA 0 in a stamped launch after every sample; {stamped} of {len(rs)} rows"
-                     + (f", the others from {names}" if names and stamped < len(rs) else "")
+                     + ((f", the others from {names}" if names else ", the others at NVML's clock")
+                        if stamped < len(rs) else "")
                      + "); the last columns: NVML's clock and the ratio predicted at it")
     elif clocks is None:
         how_clock = "predicted ms = predicted cycles / the SM clock NVML measured during the rung's own blocks"

@@ -223,7 +223,8 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         if (threadIdx.x == 0) {
             // B (the weights: no grid before this one writes them) for the stages of the first pass
             // round the ring, then wait for the grid before (which may write A, the activations, and
-            // read or write C), then A for those stages; from then on B and A together
+            // read or write C), then A for those stages; from then on B and A together (A_STAGES > 0:
+            // B alone, A's own thread waits for the grid before on its own)
             const int first = k_iters < stages ? k_iters : stages;
             for (int it = 0; it < first; ++it) {
                 u8* sB = smem + it * STAGE_BYTES;
@@ -289,9 +290,11 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
             break;
         }
         if (lead) stamp(stamps, 1 + c, it, 0);
-        if (A_STAGES > 0 && !mbarrier_wait(&full_a[it % A_STAGES], (it / (A_STAGES > 0 ? A_STAGES : 1)) & 1, 3, A_BYTES)) {
-            ok = false;
-            break;
+        if constexpr (A_STAGES > 0) {
+            if (!mbarrier_wait(&full_a[it % A_STAGES], (it / A_STAGES) & 1, 3, A_BYTES)) {
+                ok = false;
+                break;
+            }
         }
         const u32 sB = smem_u32(smem + s * STAGE_BYTES);
         const u32 sA = A_STAGES ? smem_u32(smem + stages * STAGE_BYTES) + u32(it % (A_STAGES > 0 ? A_STAGES : 1)) * A_BYTES
