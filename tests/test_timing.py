@@ -470,3 +470,18 @@ def test_a_report_with_some_rows_stamped(tmp_path):
     assert s2[2] == "1665" and s2[9] == "1665" and s2[7] == s2[10]   # MHz, NVML MHz; pred/meas the same twice
     assert rows[0].split()[2] == "1472" and rows[0].split()[9] == "1665"
     assert "within +-15% at NVML's clock instead:" in text
+
+
+def test_step_8s_epilogue_is_the_span_its_stamps_measure():
+    """Step 8 stores a tile's C in pieces under the next tile's main loop; its GEMM_STAMPS epilogue runs from the
+    tile's last wgmma wait to the last piece's TMA store: `phases.overlapped_epilogue` reads that span."""
+    from bwlab.timing import phases
+
+    class Replay:
+        warps = {(0, 4): [(0, "mma_wait", 0, 100), (1, "mma_wait", 100, 500), (2, "mwait", 600, 650),
+                          (3, "tma_store", 700, 900), (4, "mma_wait", 710, 720), (5, "tma_store", 1000, 1100),
+                          (6, "tma_store", 1300, 1400), (7, "tma_store", 1600, 1700), (8, "tma_store", 2000, 2100)]}
+    assert phases.overlapped_epilogue(Replay, 384, 4) == 1600 - 500
+    assert phases.overlapped_epilogue(Replay, 384, 2) == 1000 - 500
+    with pytest.raises(ValueError, match="5 TMA stores after the first tile's last wait, not the 6 pieces"):
+        phases.overlapped_epilogue(Replay, 384, 6)
