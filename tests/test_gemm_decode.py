@@ -430,3 +430,31 @@ def test_a_ring_of_its_own_frees_smem_for_b():
         Config(2, 1, 2, msplit=2, a_stages=2)
     with pytest.raises(ShapeError, match="beside A's own ring of 229376 bytes"):   # 28 x 8 KiB of A at M = 64
         decode._stages(SWAP_AB.with_config(1, 1, 1, a_stages=28), 64, 8192, None, decode.H100_SMEM_OPTIN)
+
+
+# A shared by the two CTAs of a cluster (Config.a_share = 2): each multicasts every other box of A's stage
+A_SHARE = [(Config(1, 1, 4, a_stages=3, a_share=2), 64, 256, 2048, 2),
+           (Config(1, 1, 2, a_stages=2, a_share=2), 20, 128, 1024, 3),
+           (Config(2, 1, 2, a_stages=4, a_share=2), 48, 256, 1024, 2)]
+
+
+@pytest.mark.parametrize("cfg,m,n,k,stages", A_SHARE, ids=["m64", "m20", "w2"])
+def test_a_shared_by_a_pair_in_the_emulator(cfg, m, n, k, stages, monkeypatch):
+    from bwlab.gemm import sm100
+    monkeypatch.setenv("BWLAB_BACKEND", "emulated")
+    r = SWAP_AB.with_config(cfg.consumers, cfg.split, cfg.kb, a_stages=cfg.a_stages, a_share=2)
+    assert r.cluster(m) == 2 and r.build_defines(m)["DECODE_A_SHARE"] == 2
+    a, b = sm100.example_inputs(m, n, k, seed=m + 11)
+    c, run = decode.run_decode_emulated(r, a, b, stages=stages)
+    assert np.array_equal(c, sm100.reference_bf16(a, b)) and not run.warnings, run.warnings
+    assert run.grid[0] == n // (64 * cfg.consumers)
+
+
+def test_a_shared_by_a_pair_is_checked():
+    for bad in (dict(a_share=2), dict(a_share=2, a_stages=2, kb=1), dict(a_share=3, a_stages=2),
+                dict(a_share=2, a_stages=2, split=2), dict(a_share=2, a_stages=2, even=1)):
+        kw = {"consumers": 1, "split": 1, "kb": 2, **bad}
+        with pytest.raises(ValueError, match="a_share"):
+            Config(**kw)
+    with pytest.raises(ShapeError, match="N = 192 must be a positive multiple of 128"):
+        SWAP_AB.with_config(1, 1, 2, a_stages=2, a_share=2).require_shape(16, 192, 1024)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..util import ceil_div
+from .decode_config import L2_PROMOTIONS, MAX_STAGES, Config  # noqa: F401 - re-exported
 from .decode_report import REPORT, DecodeRow, decode_report_rows, roofline_table  # re-exported
 from .ladder import BK, SMEM_SLACK, ShapeError
 from .runner import Launch
@@ -39,64 +40,9 @@ __all__ = ["Config", "Rung", "SWAP_AB", "RUNGS", "rung", "prepare", "PdlLaunch",
 
 MAX_M = 256              # wgmma's largest N
 MTS = (16, 32, 64, 128, 256)
-L2_PROMOTIONS = ("none", "64B", "128B", "256B")
-MAX_STAGES = 32          # the kernel's barrier arrays (sd_swap_ab.cu MAX_STAGES)
 H100_SMEM_OPTIN = 232448  # dynamic SMEM a CTA may ask for on an H100 / H200 (sm_90)
 H100_SMEM_PER_SM = 233472  # SMEM of an SM (228 KiB), of which the system reserves 1 KiB per resident CTA
 STATIC_SMEM = 2048         # the kernel's static SMEM (1536 B: its barrier arrays and the compiler's), rounded up
-
-
-@dataclass(frozen=True)
-class Config:
-    """The kernel's compile-time shape for one MT: consumer warpgroups (64 rows of B each), CTAs of a
-    cluster splitting K (1, 2 or 4), boxes of 64 K per stage; `regs`: (producer, consumer) setmaxnreg
-    registers, () the default, (0, 0) none; `minb`: CTAs per SM the registers and ring are sized for (2: a
-    CTA of the next PDL grid fits beside); `even`: 0, the tile grid, or E > 0: E x (SMs / split) clusters
-    sharing N's rows evenly (`Rung.groups`); `msplit`: 2: the cluster's two CTAs split M, not K, B's stage
-    multicast to both; `l2`: A's and B's tensor maps' L2 promotion; `a_stages`: 0, A's boxes in each stage
-    of B's ring, or R >= 2: A in a ring of its own, R stages deep, the rest of the SMEM a deeper ring of B
-    (B streams from DRAM, A comes from L2: less latency to cover)."""
-    consumers: int
-    split: int
-    kb: int
-    regs: tuple = ()
-    minb: int = 1
-    even: int = 0
-    msplit: int = 1
-    l2: str = "none"
-    a_stages: int = 0
-
-    def __post_init__(self):
-        if self.consumers not in (1, 2, 4):
-            raise ValueError(f"Config: consumers = {self.consumers}; the kernel has 1, 2 or 4 consumer warpgroups")
-        if self.split not in (1, 2, 4):
-            raise ValueError(f"Config: split = {self.split}; K is split into 1, 2 or 4 pieces (a cluster of that "
-                             "many CTAs)")
-        if self.kb < 1:
-            raise ValueError(f"Config: kb = {self.kb}; a stage holds at least one box of 64 K")
-        if self.even not in (0, 1, 2):
-            raise ValueError(f"Config: even = {self.even}; 0 (the tile grid) or 1 or 2 clusters per SM's worth "
-                             "of rows (even rows)")
-        if self.msplit not in (1, 2):
-            raise ValueError(f"Config: msplit = {self.msplit}; M is split across a cluster of 1 or 2 CTAs")
-        if self.msplit == 2 and self.split != 1:
-            raise ValueError(f"Config: msplit = 2 with split = {self.split}; a cluster splits M or K, not both "
-                             "(msplit = 2 takes split = 1)")
-        if self.msplit == 2 and self.consumers * self.kb % 2:
-            raise ValueError(f"Config: msplit = 2 with {self.consumers} consumer(s) x kb = {self.kb} boxes of B per "
-                             "stage; the two CTAs multicast half of them each (an even count)")
-        if self.a_stages and not (2 <= self.a_stages <= MAX_STAGES and self.msplit == 1):
-            raise ValueError(f"Config: a_stages = {self.a_stages}; A's own ring is 0 (none) or 2 to {MAX_STAGES} "
-                             "stages, and not with msplit = 2")
-        if self.l2 not in L2_PROMOTIONS:
-            raise ValueError(f"Config: l2 = {self.l2!r}; a tensor map's L2 promotion is one of "
-                             f"{', '.join(L2_PROMOTIONS)} (cuTensorMapEncodeTiled, CUtensorMapL2promotion)")
-        if self.minb not in (1, 2):
-            raise ValueError(f"Config: minb = {self.minb}; the kernel is sized for 1 or 2 CTAs per SM")
-        if self.regs and (len(self.regs) != 2 or any(r and not (24 <= r <= 256 and r % 8 == 0) for r in self.regs)
-                          or (self.regs[0] == 0) != (self.regs[1] == 0)):
-            raise ValueError(f"Config: regs = {self.regs}; (producer, consumer) registers are both 0 (no "
-                             "setmaxnreg) or both multiples of 8 in [24, 256] (PTX ISA, setmaxnreg)")
 
 
 @dataclass(frozen=True)
@@ -124,19 +70,19 @@ class Rung:
         return dict(self.table)[self.mt(m)]
 
     def with_config(self, consumers: int, split: int, kb: int, regs: tuple = (), minb: int = 1,
-                    even: int = 0, msplit: int = 1, l2: str = "none", a_stages: int = 0) -> "Rung":
+                    even: int = 0, msplit: int = 1, l2: str = "none", a_stages: int = 0, a_share: int = 1) -> "Rung":
         """The same rung with one configuration for every M (the probes' variants)."""
         return replace(self, table=tuple((mt, Config(consumers, split, kb, tuple(regs), minb, even, msplit, l2,
-                                                     a_stages)) for mt in MTS))
+                                                     a_stages, a_share)) for mt in MTS))
 
     def with_l2(self, l2: str) -> "Rung":
         """The same rung, its table's configurations with A's and B's tensor maps at L2 promotion `l2`."""
         return replace(self, table=tuple((mt, replace(c, l2=l2)) for mt, c in self.table))
 
     def cluster(self, m: int) -> int:
-        """CTAs of a cluster: the K pieces times the M halves."""
+        """CTAs of a cluster: the K pieces times the M halves, or the pair sharing A."""
         c = self.config(m)
-        return c.split * c.msplit
+        return c.split * c.msplit * c.a_share
 
     def nt(self, m: int) -> int:
         """wgmma's N in each CTA: its rows of A (MT, or MT / 2 where the cluster splits M)."""
@@ -157,6 +103,8 @@ class Rung:
             d["DECODE_MSPLIT"] = c.msplit
         if c.a_stages:
             d["DECODE_A_STAGES"] = c.a_stages
+        if c.a_share != 1:
+            d["DECODE_A_SHARE"] = c.a_share
         return d
 
     def stage_bytes(self, m: int) -> int:
@@ -236,8 +184,9 @@ class Rung:
                              f"consumer warpgroups); the accumulator at M = {m} (wgmma's N = {mt}) with "
                              f"{c.consumers} consumer warpgroup(s) needs more: minb = 2 takes one consumer "
                              "warpgroup and M <= 128")
-        for name, v, mult, why in (("N", n, self.bn * c.consumers, f"{self.bn} rows of B x {c.consumers} "
-                                                                  "consumer warpgroups"),
+        for name, v, mult, why in (("N", n, self.bn * c.consumers * c.a_share,
+                                    f"{self.bn} rows of B x {c.consumers} consumer warpgroups"
+                                    + (f" x the {c.a_share} CTAs sharing A" if c.a_share > 1 else "")),
                                    ("K", k, c.kb * BK * c.split, f"{c.kb} boxes of {BK} per stage x {c.split} "
                                                                  "K pieces")):
             if v <= 0 or v % mult:

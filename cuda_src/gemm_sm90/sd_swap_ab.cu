@@ -83,13 +83,19 @@ using namespace ladder;
 #ifndef DECODE_A_STAGES
 #define DECODE_A_STAGES 0  // 0: A's boxes in B's ring; R > 0: A in a ring of its own, R stages deep
 #endif
+#ifndef DECODE_A_SHARE
+#define DECODE_A_SHARE 1   // 2: two CTAs of a cluster (their own rows of B, the same K) share A's ring by multicast
+#endif
 constexpr int BN = 64, MT = DECODE_MT, CONSUMERS = DECODE_CONSUMERS, SPLIT = DECODE_SPLIT, KB = DECODE_KB;
-constexpr int MINB = DECODE_MINB, MSPLIT = DECODE_MSPLIT, A_STAGES = DECODE_A_STAGES;
-constexpr int CL = SPLIT * MSPLIT;   // CTAs of a cluster
+constexpr int MINB = DECODE_MINB, MSPLIT = DECODE_MSPLIT, A_STAGES = DECODE_A_STAGES, A_SHARE = DECODE_A_SHARE;
+constexpr int CL_ROWS = SPLIT * MSPLIT;   // CTAs of a cluster that work on the same rows of B
+constexpr int CL = CL_ROWS * A_SHARE;     // CTAs of a cluster
 constexpr int NT = MT / MSPLIT;      // wgmma's N in each CTA: its rows of A
 static_assert(MINB == 1 || MINB == 2, "registers for one or two CTAs per SM");
 static_assert(A_STAGES == 0 || (A_STAGES >= 2 && A_STAGES <= 32 && MSPLIT == 1),
               "A's own ring: 2 to 32 stages, with K split (or not), not M split");
+static_assert(A_SHARE == 1 || (A_SHARE == 2 && A_STAGES > 0 && SPLIT == 1 && MSPLIT == 1 && KB % 2 == 0),
+              "A shared by a pair: A in its own ring, K and M whole, an even number of boxes per stage");
 constexpr int MAX_STAGES = 32, THREADS = WG * (1 + CONSUMERS);
 constexpr u32 B_BOX = BN * BK * 2;   // one 64-row box of B: 8 KiB
 static_assert(MT == 16 || MT == 32 || MT == 64 || MT == 128 || MT == 256, "wgmma's N");
@@ -189,7 +195,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     constexpr u32 B_BYTES = KB * CONSUMERS * B_BOX, A_BYTES = KB * NT * BK * 2;
     constexpr u32 STAGE_BYTES = A_STAGES ? B_BYTES : B_BYTES + A_BYTES;   // one stage of (B's) ring
     const int wg = threadIdx.x / WG, rank = CL > 1 ? int(cluster_ctarank()) : 0;
-    const int piece = MSPLIT > 1 ? 0 : rank;   // this CTA's piece of K
+    const int piece = SPLIT > 1 ? rank : 0;    // this CTA's piece of K
     const int half = MSPLIT > 1 ? rank : 0;    // this CTA's half of A's rows (MSPLIT = 2)
     const int m0 = half * NT;
     // This CTA's rows of B (and columns of C), [n0, n1): groups = 0, the tile grid: BN x CONSUMERS rows per
@@ -197,7 +203,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     // [2 floor(i (N/2) / G), 2 floor((i + 1) (N/2) / G)) (at most BN x CONSUMERS rows, the host checks). It
     // loads whole boxes from n0 on: the rows past n1 are its neighbour's (read by it at about the same time,
     // so from L2) or past N (TMA's zero fill), and are never stored.
-    const int grp = blockIdx.x / CL;
+    const int grp = blockIdx.x / CL_ROWS;   // A_SHARE = 2: each CTA of the pair has rows of its own
     const int n0 = groups ? 2 * int((long long)grp * (N / 2) / groups) : grp * (BN * CONSUMERS);
     const int n1 = groups ? 2 * int((long long)(grp + 1) * (N / 2) / groups) : n0 + BN * CONSUMERS;
     const int k_iters = K / (KB * BK * SPLIT), it0 = piece * k_iters;   // this CTA's K piece, in stages
@@ -208,14 +214,14 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         }
         for (int s = 0; s < A_STAGES; ++s) {
             mbarrier_init(&full_a[s], 1);
-            mbarrier_init(&empty_a[s], CONSUMERS * 4);
+            mbarrier_init(&empty_a[s], A_SHARE * CONSUMERS * 4);   // the consumer warps of both CTAs (A_SHARE = 2)
         }
         fence_mbarrier_init_release_cluster();
     }
     // the next grid may be scheduled now: its CTAs take SMs as this grid's leave (or beside them, where
     // SMEM and registers leave room), and read only B until this grid has completed
     grid_launch_dependents();
-    if (MSPLIT > 1) cluster_sync();   // the partner's barriers exist before any multicast or remote arrival
+    if (MSPLIT > 1 || A_SHARE > 1) cluster_sync();   // the partner's barriers exist before any multicast or remote arrival
     else __syncthreads();
 
     if (wg == 0) {
@@ -262,17 +268,21 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
                 if (it >= A_STAGES && !mbarrier_wait(&empty_a[sa], (it / (A_STAGES > 0 ? A_STAGES : 1) + 1) & 1, 4, 0))
                     break;
                 u8* sA = smem + stages * STAGE_BYTES + sa * A_BYTES;
-                mbarrier_arrive_expect_tx(&full_a[sa], A_BYTES);
+                mbarrier_arrive_expect_tx(&full_a[sa], A_BYTES);   // the whole stage, half of it from the partner
 #pragma unroll
-                for (int kb = 0; kb < KB; ++kb)
-                    tma_load_2d(sA + kb * NT * 128, &tma_a, &full_a[sa], ((it0 + it) * KB + kb) * BK, m0);
+                for (int kb = 0; kb < KB; ++kb) {
+                    if (A_SHARE == 1)
+                        tma_load_2d(sA + kb * NT * 128, &tma_a, &full_a[sa], ((it0 + it) * KB + kb) * BK, m0);
+                    else if (kb % A_SHARE == rank)   // every other box, into both CTAs' rings at the same offset
+                        tma_load_multicast_2d(sA + kb * NT * 128, &tma_a, &full_a[sa], 0x3, ((it0 + it) * KB + kb) * BK, m0);
+                }
             }
         }
         if (SPLIT > 1) {   // the consumers' two cluster barriers (every thread of the cluster meets them)
             cluster_sync();
             cluster_sync();
         }
-        if (MSPLIT > 1) cluster_sync();   // the partner may still multicast into or arrive on this CTA
+        if (MSPLIT > 1 || A_SHARE > 1) cluster_sync();   // the partner may still multicast into or arrive on this CTA
         return;
     }
 
@@ -307,6 +317,9 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
             if (laneid() == 0) {
                 mbarrier_arrive(&empty[(it - 1) % stages]);
                 if (A_STAGES > 0) mbarrier_arrive(&empty_a[(it - 1) % (A_STAGES > 0 ? A_STAGES : 1)]);
+                if (A_SHARE > 1)   // the partner's copy: it multicast into this CTA's ring of A too
+                    mbarrier_arrive_remote(mapa_shared_cluster(
+                        smem_u32(&empty_a[(it - 1) % (A_STAGES > 0 ? A_STAGES : 1)]), u32(rank ^ 1)));
                 if (MSPLIT > 1)   // the partner's copy of the stage's barrier: it multicast into this ring too
                     mbarrier_arrive_remote(mapa_shared_cluster(smem_u32(&empty[(it - 1) % stages]), u32(rank ^ 1)));
             }
@@ -386,5 +399,5 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         }
     }
     if (lead) stamp(stamps, 3, c, 1);
-    if (MSPLIT > 1) cluster_sync();   // the partner may still arrive on this CTA's barriers until it is done
+    if (MSPLIT > 1 || A_SHARE > 1) cluster_sync();   // the partner may still arrive on this CTA's barriers until it is done
 }

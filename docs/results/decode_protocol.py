@@ -201,12 +201,14 @@ def aring_variants(m, second=False):
     from bwlab.gemm import decode
     r = decode.SWAP_AB
     out = [(r.name, r, False)]
-    near = ARING_SECOND if second else ARING_FIRST
-    for c, s, kb, a, pdl in near[r.mt(m)]:
-        rv = r.with_config(c, s, kb, a_stages=a)
-        out.append((f"sd w{c} s{s} kb{kb} a{a}", rv, False))
+    near = {1: ARING_FIRST, 2: ARING_SECOND, 3: ARING_SHARE}[int(second) if second else 1]
+    for c, s, kb, a, pdl, *share in near[r.mt(m)]:
+        sh = share[0] if share else 1
+        rv = r.with_config(c, s, kb, a_stages=a, a_share=sh)
+        label = f"sd w{c} s{s} kb{kb} a{a}" + (f" sh{sh}" if sh > 1 else "")
+        out.append((label, rv, False))
         if pdl:
-            out.append((f"sd w{c} s{s} kb{kb} a{a}" + PDL, rv, True))
+            out.append((label + PDL, rv, True))
     return out
 
 
@@ -217,6 +219,11 @@ ARING_FIRST = {16: [(1, 1, 4, 2, 0), (1, 1, 4, 3, 1), (1, 1, 2, 3, 0), (1, 1, 2,
                64: [(1, 1, 4, 2, 0), (1, 1, 4, 3, 1), (1, 1, 2, 3, 0), (1, 1, 2, 4, 1), (2, 2, 2, 2, 0), (2, 2, 2, 3, 0)],
                128: [(2, 2, 2, 2, 0), (2, 2, 2, 3, 1), (2, 2, 1, 3, 0), (2, 2, 1, 4, 1), (1, 1, 2, 2, 0), (1, 1, 2, 3, 0)],
                256: [(2, 2, 1, 2, 0), (2, 2, 1, 3, 1), (2, 2, 2, 2, 0), (1, 2, 1, 3, 1)]}
+# --aring 3: A shared by the pair of a cluster (Config.a_share = 2: each CTA multicasts every other box of A)
+ARING_SHARE = {16: [(1, 1, 4, 3, 0), (1, 1, 4, 3, 1, 2), (1, 1, 4, 4, 0, 2), (1, 1, 2, 6, 0, 2)],
+               32: [(1, 1, 4, 3, 0), (1, 1, 4, 3, 1, 2), (1, 1, 4, 4, 0, 2)],
+               64: [(1, 1, 4, 4, 1), (1, 1, 4, 3, 0, 2), (1, 1, 4, 4, 1, 2), (1, 1, 2, 6, 0, 2), (1, 1, 2, 4, 0, 2)],
+               128: [], 256: []}
 ARING_SECOND = {16: [(1, 1, 4, 3, 0), (1, 1, 4, 4, 0), (1, 1, 2, 6, 0), (1, 1, 2, 8, 0)],
                 32: [(1, 1, 4, 3, 0), (1, 1, 4, 4, 0), (1, 1, 2, 6, 0)],
                 64: [(1, 1, 4, 3, 0), (1, 1, 4, 4, 1), (2, 2, 2, 3, 0), (2, 2, 2, 4, 1), (2, 2, 1, 6, 0), (2, 2, 1, 8, 0)],
@@ -273,7 +280,7 @@ def probe(say, shapes, only=None, pdl_variants=True, even=False, msplit=False, t
         if times is not None:
             times[f"{m}x{n}x{k}"] = here = {"read stream": t_st, "read stream" + PDL: t_stp, "library": t_lib}
         if aring:
-            vs = aring_variants(m, second=aring == 2)
+            vs = aring_variants(m, second=aring)
         elif wait:
             vs = wait_variants(m)
         elif l2:
@@ -526,9 +533,9 @@ def main(argv=None) -> int:
                          "(instead of PROBE_PDL; no chains); protocol: the rung's table at this L2 promotion")
     ap.add_argument("--wait", action="store_true", help="probe: the three mbarrier waits (BW_WAIT_POLL) at the "
                     "table's configuration and at 1, 2, 4 boxes of 64 K per stage (instead of PROBE_PDL; no chains)")
-    ap.add_argument("--aring", type=int, nargs="?", const=1, default=0, choices=[1, 2],
+    ap.add_argument("--aring", type=int, nargs="?", const=1, default=0, choices=[1, 2, 3],
                     help="probe: A in a ring of its own (Config.a_stages) at the table's configuration and its "
-                         "neighbours (instead of PROBE_PDL; no chains): 1 ARING_FIRST, 2 ARING_SECOND")
+                         "neighbours (instead of PROBE_PDL; no chains): 1 ARING_FIRST, 2 ARING_SECOND, 3 ARING_SHARE")
     ap.add_argument("--table", type=int, nargs=5, action="append", metavar=("MT", "C", "S", "KB", "MS"),
                     help="protocol: the rung's table with this configuration at wgmma's N = MT (consumers, K pieces, "
                          "boxes per stage, M halves)")
