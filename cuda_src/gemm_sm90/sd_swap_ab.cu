@@ -17,6 +17,10 @@
 // DRAM, had only 3-4 stages in flight; A comes from L2. A ring of 2 for A was far slower (every CTA
 // reads the same A boxes at once: they arrive late), 3-5 won: M = 128 from 46 to 42 us on the H200
 // (decode_probe_h200.txt, 13-15). Each consumer step waits on both rings' `full` and frees both.
+// A_SHARE = 2: the two CTAs of a cluster (rows of B of their own, the same K) share A's ring, each
+// multicasting every other box into both, a slot refilled once both CTAs' consumers have freed it. A's
+// traffic out of L2 halves, yet it was slower at M = 16-64 (the pair's slots pace both CTAs; 16): the
+// table keeps A_SHARE = 1.
 // SPLIT = 2 or 4: the CTAs of a cluster take the pieces of K for the same rows of B, so SPLIT times as
 // many CTAs stream B and each reads only its piece of A. With 4 consumers (256 rows of B sharing each
 // A tile) and 4 pieces, A's traffic out of L2 is a quarter of one consumer's, yet on the H200 that is
