@@ -92,6 +92,7 @@ using namespace ladder;
 #endif
 constexpr int BN = 64, MT = DECODE_MT, CONSUMERS = DECODE_CONSUMERS, SPLIT = DECODE_SPLIT, KB = DECODE_KB;
 constexpr int MINB = DECODE_MINB, MSPLIT = DECODE_MSPLIT, A_STAGES = DECODE_A_STAGES, A_SHARE = DECODE_A_SHARE;
+constexpr int A_RING = A_STAGES > 0 ? A_STAGES : 1;   // A's barrier arrays and slot arithmetic (1: unused)
 constexpr int CL_ROWS = SPLIT * MSPLIT;   // CTAs of a cluster that work on the same rows of B
 constexpr int CL = CL_ROWS * A_SHARE;     // CTAs of a cluster
 constexpr int NT = MT / MSPLIT;      // wgmma's N in each CTA: its rows of A
@@ -195,7 +196,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     // latency), so a few stages of A free the SMEM for a deeper ring of B.
     u8* smem = align_1024(smem_raw);
     __shared__ alignas(8) u64 full[MAX_STAGES], empty[MAX_STAGES];
-    __shared__ alignas(8) u64 full_a[A_STAGES > 0 ? A_STAGES : 1], empty_a[A_STAGES > 0 ? A_STAGES : 1];
+    __shared__ alignas(8) u64 full_a[A_RING], empty_a[A_RING];
     constexpr u32 B_BYTES = KB * CONSUMERS * B_BOX, A_BYTES = KB * NT * BK * 2;
     constexpr u32 STAGE_BYTES = A_STAGES ? B_BYTES : B_BYTES + A_BYTES;   // one stage of (B's) ring
     const int wg = threadIdx.x / WG, rank = CL > 1 ? int(cluster_ctarank()) : 0;
@@ -268,9 +269,8 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         if (A_STAGES > 0 && threadIdx.x == 32) {   // A's own ring, from the producer warpgroup's second warp
             grid_wait();   // A may be written by the grid before
             for (int it = 0; it < k_iters; ++it) {
-                const int sa = it % (A_STAGES > 0 ? A_STAGES : 1);
-                if (it >= A_STAGES && !mbarrier_wait(&empty_a[sa], (it / (A_STAGES > 0 ? A_STAGES : 1) + 1) & 1, 4, 0))
-                    break;
+                const int sa = it % A_RING;
+                if (it >= A_STAGES && !mbarrier_wait(&empty_a[sa], (it / A_RING + 1) & 1, 4, 0)) break;
                 u8* sA = smem + stages * STAGE_BYTES + sa * A_BYTES;
                 mbarrier_arrive_expect_tx(&full_a[sa], A_BYTES);   // the whole stage, half of it from the partner
 #pragma unroll
@@ -311,7 +311,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
             }
         }
         const u32 sB = smem_u32(smem + s * STAGE_BYTES);
-        const u32 sA = A_STAGES ? smem_u32(smem + stages * STAGE_BYTES) + u32(it % (A_STAGES > 0 ? A_STAGES : 1)) * A_BYTES
+        const u32 sA = A_STAGES ? smem_u32(smem + stages * STAGE_BYTES) + u32(it % A_RING) * A_BYTES
                                 : sB + B_BYTES;
         mma_stage_t<NT>(d, sB + c * B_BOX, sA);
         wgmma_commit_group();
@@ -320,10 +320,10 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
             if (lead) stamp(stamps, 1 + c, it - 1, 1);
             if (laneid() == 0) {
                 mbarrier_arrive(&empty[(it - 1) % stages]);
-                if (A_STAGES > 0) mbarrier_arrive(&empty_a[(it - 1) % (A_STAGES > 0 ? A_STAGES : 1)]);
+                if (A_STAGES > 0) mbarrier_arrive(&empty_a[(it - 1) % A_RING]);
                 if (A_SHARE > 1)   // the partner's copy: it multicast into this CTA's ring of A too
                     mbarrier_arrive_remote(mapa_shared_cluster(
-                        smem_u32(&empty_a[(it - 1) % (A_STAGES > 0 ? A_STAGES : 1)]), u32(rank ^ 1)));
+                        smem_u32(&empty_a[(it - 1) % A_RING]), u32(rank ^ 1)));
                 if (MSPLIT > 1)   // the partner's copy of the stage's barrier: it multicast into this ring too
                     mbarrier_arrive_remote(mapa_shared_cluster(smem_u32(&empty[(it - 1) % stages]), u32(rank ^ 1)));
             }

@@ -195,13 +195,13 @@ def wait_variants(m):
     return out
 
 
-def aring_variants(m, second=False):
+def aring_variants(m, which=1):
     """--aring: A in a ring of its own (Config.a_stages = R) and B's ring as deep as the rest of the SMEM holds,
     at the table's configuration and its neighbours (plain; two of them with PDL too), beside the table."""
     from bwlab.gemm import decode
     r = decode.SWAP_AB
     out = [(r.name, r, False)]
-    near = {1: ARING_FIRST, 2: ARING_SECOND, 3: ARING_SHARE}[int(second) if second else 1]
+    near = {1: ARING_FIRST, 2: ARING_SECOND, 3: ARING_SHARE}[which]
     for c, s, kb, a, pdl, *share in near[r.mt(m)]:
         sh = share[0] if share else 1
         rv = r.with_config(c, s, kb, a_stages=a, a_share=sh)
@@ -280,7 +280,7 @@ def probe(say, shapes, only=None, pdl_variants=True, even=False, msplit=False, t
         if times is not None:
             times[f"{m}x{n}x{k}"] = here = {"read stream": t_st, "read stream" + PDL: t_stp, "library": t_lib}
         if aring:
-            vs = aring_variants(m, second=aring)
+            vs = aring_variants(m, which=aring)
         elif wait:
             vs = wait_variants(m)
         elif l2:
