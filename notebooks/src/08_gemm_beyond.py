@@ -446,6 +446,8 @@ for m in (128, 256):
 # still loading 64-row boxes, `Config(..., even=1)`) ran within about 1 % of it at M = 16 to 128, plain
 # or with PDL: each CTA still moves as many bytes of B, so the idle SMs are not what keeps the rung behind
 # the stream. Nor do the tensor maps' L2 promotion (no change) or a cheaper barrier wait (it helps only
-# stages of one box, which the table does not use; decode_probe_h200.txt, 11-12). What is left to try:
-# A shared by the CTAs that read the same boxes (multicast into A's own ring, so that B's rings stay
-# apart), and a lower power cost per byte of B.
+# stages of one box, which the table does not use; decode_probe_h200.txt, 11-12), nor A shared by the two
+# CTAs of a cluster through multicast into A's own ring (half of A's traffic out of L2, yet slower: the
+# pair's shared slots pace both CTAs; 16). Open: why a CTA streaming B through TMA stays near 0.9 of the
+# read stream even at M = 16, where A is small and cuBLAS reaches 0.95; and at M = 256 the tensor cores'
+# work per cycle.
