@@ -110,9 +110,9 @@ class StampClock:
 
     def take(self) -> list:
         import cupy as cp
+        from ..gemm import runner
         from ..gemm.timeline import stamp_mhz
         cp.cuda.Device().synchronize()
-        from ..gemm import runner
         for launch in self.launches:
             runner.raise_on_status(launch)   # a stamped launch whose bounded wait gave up
         got = [stamp_mhz(h) for h in cp.asnumpy(self.history[:min(self.n, len(self.history))])]
@@ -219,7 +219,7 @@ def _shape(m, n, k, proto, steps, torch_ok, clocks, say, table, dump, runner, st
         cands.append((s, [t for t in timed], res))
     stampers = {s.name: StampClock(s.step, sets) for s, _, _ in cands
                 if stamp_clock and getattr(s, "step", None) is not None}
-    stamp_mhz = {name: [] for name in stampers}
+    stamp_clocks = {name: [] for name in stampers}
     del ref
     spent, mhz, per_lib = warm_up(lib_calls, proto, clocks, shape)
     say(f"  warm-up {spent:.1f} s; window medians (MHz): {', '.join(f'{x:.0f}' for x in mhz[-4:]) or 'no clock reading'}")
@@ -234,7 +234,7 @@ def _shape(m, n, k, proto, steps, torch_ok, clocks, say, table, dump, runner, st
             cand_blocks[s.name].append((len(lib_blocks) - 1, time_block(timed, proto.block_s, per[s.name],
                                                                         between=st)))
             if st is not None:
-                stamp_mhz[s.name].append(st.take())
+                stamp_clocks[s.name].append(st.take())
         for s, timed, _ in cands:
             timed[0].after()    # a bounded wait that gave up during the timed launches
     clocks.mark(("library", shape, proto.rounds, "end"))
@@ -256,7 +256,7 @@ def _shape(m, n, k, proto, steps, torch_ok, clocks, say, table, dump, runner, st
         ck = summarize([c for c in clocks.samples if c[1] and c[1][0] == s.name and c[1][1] == shape])
         lo, hi = summ.spread
         pred = f"{s.predicted:.2f}" if s.predicted else "-"
-        sm = [x for blk in stamp_mhz.get(s.name, []) for x in blk]
+        sm = [x for blk in stamp_clocks.get(s.name, []) for x in blk]
         sm_note = (f"; SMs {P.block_stats(sm).median:.0f} MHz by clock64 ({min(sm):.0f}-{max(sm):.0f}, "
                    f"{len(sm)} stamped launches)" if sm else "")
         say(f"  {s.name:<22s} {summ.candidate_ms:8.4f} ms {flop / summ.candidate_ms / 1e9:7.1f}  {summ.ratio:8.3f} "
@@ -264,6 +264,6 @@ def _shape(m, n, k, proto, steps, torch_ok, clocks, say, table, dump, runner, st
         table[(s.name, shape)] = f"{summ.ratio:.3f} ({lo:.3f}-{hi:.3f})"
         shape_dump["steps"][s.name] = {"blocks": [b for _, b in blocks], "ratio": summ.ratio,
                                        "per_round": summ.per_round, "check_worst": res.worst_ratio,
-                                       "stamp_mhz": stamp_mhz.get(s.name, [])}
+                                       "stamp_mhz": stamp_clocks.get(s.name, [])}
     dump["shapes"][shape] = shape_dump
     return failures

@@ -2,7 +2,7 @@
 
     python docs/results/timing_probe.py --out docs/results/timing_probe_h200.txt     # on the GPU
     python docs/results/timing_probe.py --emulate                                    # no GPU: proves the kernels
-    python docs/results/timing_probe.py --steps s1 s5 s7 s8 sk --ladder-only --out docs/results/timing_probe_more_h200.txt
+    python docs/results/timing_probe.py --steps s1 s2 s3 s4 s5 s6 s7 s8 sk --ladder-only --out docs/results/timing_probe_more_h200.txt
 
 1. the ladder's direct epilogue (st.global.u32, 8 sectors per warp instruction): cycles per sector for
    one SM alone and for every SM at once;
