@@ -564,16 +564,16 @@ class Launch:
             self.sync.complete_cluster_if_ready(c.cluster)
 
     def inflight_read(self, w, idx, write=False):
-        seq, line = w.inflight[idx]
+        seq, line, *what = w.inflight[idx]
         if seq == "tcgen05.ld":
             raise ProtocolError(
                 f"{w.who()} at {self.prog.code[w.last_pc].where(self.prog.files)} {'writes' if write else 'reads'} "
                 f"a destination register of the tcgen05.ld at {line} before tcgen05.wait::ld (PTX ISA 9.7.16.8.3: "
                 "the registers of tcgen05.ld are defined only after tcgen05.wait::ld)")
         raise ProtocolError(
-            f"{w.who()} {'writes' if write else 'reads'} an accumulator register of wgmma.mma_async #{seq} "
-            f"({line}) before wgmma.wait_group has retired it (PTX ISA: accessing the accumulator registers "
-            f"before the wait is undefined behaviour)")
+            f"{w.who()} {'writes' if write else 'reads'} {what[0] if what else 'an accumulator register'} of "
+            f"wgmma.mma_async #{seq} ({line}) before wgmma.wait_group has retired it (PTX ISA: accessing the "
+            f"accumulator registers or A's fragment registers before the wait is undefined behaviour)")
 
     # ---- diagnosis ---------------------------------------------------------------------------------
     def diagnose(self, live, spinning: bool = False) -> str:

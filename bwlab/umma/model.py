@@ -34,7 +34,7 @@ from .rules import require_mma_majors
 
 __all__ = ["SMEM_BYTES", "TmemLayout", "d_tmem_layout", "operand_values", "d_from_words", "words_from_d", "CtaState",
            "mma_operands", "tcgen05_mma", "tcgen05_commit", "WGMMA_NS", "wgmma_mma_async",
-           "wgmma_d_fragment"]
+           "wgmma_mma_async_rs", "wgmma_a_fragment", "wgmma_d_fragment"]
 
 SMEM_BYTES = 232448           # 227 KiB: the most one CTA may use on sm_90 / sm_100
 
@@ -239,6 +239,34 @@ def wgmma_mma_async(smem: np.ndarray, a_descs, b_descs, N: int, dtype: str, a_ma
         acc = d if (i > 0 or accumulate) else np.zeros_like(d)
         d = fused_mma(ins, a, b, acc)
     return d
+
+
+def wgmma_mma_async_rs(smem: np.ndarray, a_bits: np.ndarray, b_desc: int, N: int, dtype: str, b_major: str = "K",
+                       d_init: np.ndarray | None = None, accumulate: bool = False) -> np.ndarray:
+    """D (64 x N, float32) after one `wgmma.mma_async.m64nNk16.f32.{dtype}.{dtype}` whose A comes from registers:
+    `a_bits` the 64 x 16 raw f16/bf16 codes (uint16) the warpgroup's fragment registers hold, B read from `smem`
+    through the SM90 descriptor `b_desc`; the same arithmetic as `wgmma_mma_async`."""
+    if dtype not in ("f16", "bf16"):
+        raise ValueError(f"wgmma with A from registers is modelled for f16 and bf16, got {dtype!r}")
+    if N % 8 or not 8 <= N <= 256:
+        raise ValueError(f"wgmma m64nNk16 takes N a multiple of 8 in [8, 256], got {N}")
+    ins = _wgmma_instr(f"m64n{N}k16.f32.{dtype}.{dtype}")
+    a = operand_values(np.asarray(a_bits, np.uint16).reshape(64, 16), dtype)
+    b = operand_values(read_operand(smem, decode_smem_desc(b_desc, "sm90"), b_major, dtype, N), dtype)
+    d = np.zeros((64, N), np.float32) if d_init is None else np.asarray(d_init, np.float32).copy()
+    return fused_mma(ins, a, b, d if accumulate else np.zeros_like(d))
+
+
+def wgmma_a_fragment():
+    """(thread, register, half) of every A[m][k] of an m64k16 f16/bf16 fragment in registers (PTX wgmma
+    "Register Fragments", matrix A): warp w holds rows 16w..16w+15; lane l holds rows l/4 and l/4 + 8 and
+    columns 2*(l%4) + {0, 1} and + 8; register i covers (column half i/2, row half i%2), two elements to a
+    register (`half` 0: bits 0-15, the lower column)."""
+    m, k = np.meshgrid(np.arange(64), np.arange(16), indexing="ij")
+    warp, r = m // 16, m % 16
+    lane = 4 * (r % 8) + (k % 8) // 2
+    reg = 2 * (k // 8) + r // 8
+    return 32 * warp + lane, reg, k % 2
 
 
 # Hopper's tensor core adds the 16 products of one m64nNk16 f16/bf16 instruction and the incoming f32

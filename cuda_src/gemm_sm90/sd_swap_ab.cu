@@ -87,10 +87,14 @@ using namespace ladder;
 #ifndef DECODE_A_STAGES
 #define DECODE_A_STAGES 0  // 0: A's boxes in B's ring; R > 0: A in a ring of its own, R stages deep
 #endif
+#ifndef DECODE_STAGGER
+#define DECODE_STAGGER 0   // 1: each cluster starts its walk along K at its own offset (see `kstep` below)
+#endif
 #ifndef DECODE_A_SHARE
 #define DECODE_A_SHARE 1   // 2: two CTAs of a cluster (their own rows of B, the same K) share A's ring by multicast
 #endif
 constexpr int BN = 64, MT = DECODE_MT, CONSUMERS = DECODE_CONSUMERS, SPLIT = DECODE_SPLIT, KB = DECODE_KB;
+constexpr bool STAGGER = DECODE_STAGGER != 0;
 constexpr int MINB = DECODE_MINB, MSPLIT = DECODE_MSPLIT, A_STAGES = DECODE_A_STAGES, A_SHARE = DECODE_A_SHARE;
 constexpr int A_RING = A_STAGES > 0 ? A_STAGES : 1;   // A's barrier arrays and slot arithmetic (1: unused)
 constexpr int CL_ROWS = SPLIT * MSPLIT;   // CTAs of a cluster that work on the same rows of B
@@ -212,6 +216,11 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     const int n0 = groups ? 2 * int((long long)grp * (N / 2) / groups) : grp * (BN * CONSUMERS);
     const int n1 = groups ? 2 * int((long long)(grp + 1) * (N / 2) / groups) : n0 + BN * CONSUMERS;
     const int k_iters = K / (KB * BK * SPLIT), it0 = piece * k_iters;   // this CTA's K piece, in stages
+    // STAGGER: cluster q of Q starts its piece of K at stage floor(q k_iters / Q) and wraps round, so that at
+    // any moment the clusters read different columns of B and different boxes of A (without it every CTA
+    // asks for the same A box, and for the same 128-byte column of its rows of B, at the same time)
+    const int rot = STAGGER ? int((long long)(blockIdx.x / CL) * k_iters / (gridDim.x / CL)) : 0;
+    auto kstep = [&](int it) { return it0 + (it + rot) % k_iters; };   // the K stage of iteration it
     if (threadIdx.x == 0) {
         for (int s = 0; s < stages; ++s) {
             mbarrier_init(&full[s], 1);
@@ -240,7 +249,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
             for (int it = 0; it < first; ++it) {
                 u8* sB = smem + it * STAGE_BYTES;
                 mbarrier_arrive_expect_tx(&full[it], STAGE_BYTES);
-                load_b(sB, &tma_b, &full[it], (it0 + it) * KB * BK, n0, half);
+                load_b(sB, &tma_b, &full[it], kstep(it) * KB * BK, n0, half);
             }
             grid_wait();
             // A's own ring: B alone here, its whole ring ahead of the consumers; A in a thread of its
@@ -250,7 +259,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
                 stamp(stamps, 0, it, 0);
                 if (!mbarrier_wait(&empty[s], (it / stages + 1) & 1, 2, 0)) break;
                 mbarrier_arrive_expect_tx(&full[s], STAGE_BYTES);
-                load_b(smem + s * STAGE_BYTES, &tma_b, &full[s], (it0 + it) * KB * BK, n0, half);
+                load_b(smem + s * STAGE_BYTES, &tma_b, &full[s], kstep(it) * KB * BK, n0, half);
                 stamp(stamps, 0, it, 1);
             }
             for (int it = 0; A_STAGES == 0 && it < k_iters; ++it) {
@@ -259,10 +268,10 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
                 if (it >= stages && !mbarrier_wait(&empty[s], (it / stages + 1) & 1, 2, 0)) break;
                 u8* sB = smem + s * STAGE_BYTES;
                 if (it >= first) mbarrier_arrive_expect_tx(&full[s], STAGE_BYTES);
-                if (it >= first) load_b(sB, &tma_b, &full[s], (it0 + it) * KB * BK, n0, half);
+                if (it >= first) load_b(sB, &tma_b, &full[s], kstep(it) * KB * BK, n0, half);
 #pragma unroll
                 for (int kb = 0; kb < KB; ++kb)
-                    tma_load_2d(sB + B_BYTES + kb * NT * 128, &tma_a, &full[s], ((it0 + it) * KB + kb) * BK, m0);
+                    tma_load_2d(sB + B_BYTES + kb * NT * 128, &tma_a, &full[s], (kstep(it) * KB + kb) * BK, m0);
                 stamp(stamps, 0, it, 1);
             }
         }
@@ -276,9 +285,9 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
 #pragma unroll
                 for (int kb = 0; kb < KB; ++kb) {
                     if (A_SHARE == 1)
-                        tma_load_2d(sA + kb * NT * 128, &tma_a, &full_a[sa], ((it0 + it) * KB + kb) * BK, m0);
+                        tma_load_2d(sA + kb * NT * 128, &tma_a, &full_a[sa], (kstep(it) * KB + kb) * BK, m0);
                     else if (kb % A_SHARE == rank)   // every other box, into both CTAs' rings at the same offset
-                        tma_load_multicast_2d(sA + kb * NT * 128, &tma_a, &full_a[sa], 0x3, ((it0 + it) * KB + kb) * BK, m0);
+                        tma_load_multicast_2d(sA + kb * NT * 128, &tma_a, &full_a[sa], 0x3, (kstep(it) * KB + kb) * BK, m0);
                 }
             }
         }

@@ -212,6 +212,45 @@ def aring_variants(m, which=1):
     return out
 
 
+def stagger_variants(m):
+    """--stagger: the table's configuration at M with each cluster starting its walk along K at its own offset
+    (Config.stagger = 1), plain and with PDL, and near it (plain) the variants of STAGGER_NEAR with the stagger."""
+    from dataclasses import replace
+    from bwlab.gemm import decode
+    r = decode.SWAP_AB
+    rs = replace(r, table=tuple((mt, replace(c, stagger=1)) for mt, c in r.table))
+    out = [(r.name, r, False), (r.name + PDL, r, True), (r.name + " st", rs, False), (r.name + " st" + PDL, rs, True)]
+    for c, s, kb, a in STAGGER_NEAR[r.mt(m)]:
+        out.append((f"sd w{c} s{s} kb{kb} a{a} st", r.with_config(c, s, kb, a_stages=a, stagger=1), False))
+    return out
+
+
+def bregs_variants(m):
+    """--bregs: the first rung's table (plain, PDL) against the rung with B in registers (bwlab.gemm.decode.
+    B_REGISTERS): its table plain and with PDL, and (plain) each of BREGS_NEAR."""
+    from bwlab.gemm import decode
+    r, rb = decode.SWAP_AB, decode.B_REGISTERS
+    out = [(r.name, r, False), (r.name + PDL, r, True)]
+    if r.mt(m) > 128:
+        return out
+    out += [(rb.name, rb, False), (rb.name + PDL, rb, True)]
+    cb = rb.config(m)
+    for c, s, ahead in BREGS_NEAR:
+        if (c, s, ahead) != (cb.consumers, cb.split, cb.ahead):
+            out.append((f"sdb w{c} s{s} d{ahead}", rb.with_config(c, s, 1, ahead=ahead), False))
+    return out
+
+
+# --bregs: (consumer warpgroups, K pieces, 64-K blocks of B ahead) of the rung with B in registers
+BREGS_NEAR = [(2, 2, 2), (2, 2, 3), (2, 2, 4), (2, 2, 6), (1, 1, 6), (1, 1, 8)]
+
+
+# --stagger: (consumers, K pieces, boxes per stage, A's ring depth) near the table's, each with the stagger
+STAGGER_NEAR = {16: [(1, 1, 2, 0), (1, 1, 4, 3), (1, 1, 8, 0)], 32: [(1, 1, 2, 0), (1, 1, 4, 3)],
+                64: [(1, 1, 2, 4), (1, 1, 4, 2), (2, 2, 2, 3)], 128: [(2, 2, 1, 6), (2, 2, 2, 2), (1, 1, 2, 3)],
+                256: [(2, 2, 1, 3), (2, 2, 2, 2)]}
+
+
 # --aring: (consumers, K pieces, boxes per stage, A's ring depth, also with PDL) per MT; the second run (--aring
 # 2) after the first showed A's ring of 2 far too shallow and 3 at or past the table
 ARING_FIRST = {16: [(1, 1, 4, 2, 0), (1, 1, 4, 3, 1), (1, 1, 2, 3, 0), (1, 1, 2, 4, 1)],
@@ -253,7 +292,7 @@ def variants_for(mode, extra=False, only=None, pdl=True, rung=None):
 
 
 def probe(say, shapes, only=None, pdl_variants=True, even=False, msplit=False, times=None, l2=False,
-          wait=False, aring=False):
+          wait=False, aring=False, stagger=False, bregs=False):
     """Short CUDA-event timings: the read stream launched plainly and with PDL, the library, the rung's
     table launched both ways, and per M the variants of PROBE_PDL (`only`: these plain variants instead;
     `even`: the table's configuration with even rows instead; `msplit`: MSPLIT_VARIANTS instead). `times`:
@@ -279,7 +318,11 @@ def probe(say, shapes, only=None, pdl_variants=True, even=False, msplit=False, t
             f"({t_st / t_lib:.3f} of stream); {runner.check(*sets[0], lib_c, 'library', ref=ref).ok}")
         if times is not None:
             times[f"{m}x{n}x{k}"] = here = {"read stream": t_st, "read stream" + PDL: t_stp, "library": t_lib}
-        if aring:
+        if bregs:
+            vs = bregs_variants(m)
+        elif stagger:
+            vs = stagger_variants(m)
+        elif aring:
             vs = aring_variants(m, which=aring)
         elif wait:
             vs = wait_variants(m)
@@ -536,6 +579,11 @@ def main(argv=None) -> int:
     ap.add_argument("--aring", type=int, nargs="?", const=1, default=0, choices=[1, 2, 3],
                     help="probe: A in a ring of its own (Config.a_stages) at the table's configuration and its "
                          "neighbours (instead of PROBE_PDL; no chains): 1 ARING_FIRST, 2 ARING_SECOND, 3 ARING_SHARE")
+    ap.add_argument("--bregs", action="store_true", help="probe: the rung with B in registers (B_REGISTERS) and "
+                    "BREGS_NEAR against the first rung's table (instead of PROBE_PDL; no chains)")
+    ap.add_argument("--stagger", action="store_true",
+                    help="probe: the table with and without each cluster's own start along K (Config.stagger) and "
+                         "STAGGER_NEAR (instead of PROBE_PDL; no chains); protocol: the rung's table with the stagger")
     ap.add_argument("--table", type=int, nargs=5, action="append", metavar=("MT", "C", "S", "KB", "MS"),
                     help="protocol: the rung's table with this configuration at wgmma's N = MT (consumers, K pieces, "
                          "boxes per stage, M halves)")
@@ -557,8 +605,8 @@ def main(argv=None) -> int:
         dump["probe"] = {}
         probe(say, shapes, [tuple(v) for v in args.variant] if args.variant else None, even=args.even,
               msplit=args.msplit, times=dump["probe"], l2=args.l2 is not None,
-              wait=args.wait, aring=args.aring)
-        if not args.no_chain and args.l2 is None and not args.wait and not args.aring:
+              wait=args.wait, aring=args.aring, stagger=args.stagger, bregs=args.bregs)
+        if not (args.no_chain or args.l2 is not None or args.wait or args.aring or args.stagger or args.bregs):
             chains(say, even=args.even, msplit=args.msplit, ms=[s[0] for s in shapes])
     else:
         rung = None
@@ -574,6 +622,11 @@ def main(argv=None) -> int:
         if args.l2:
             from bwlab.gemm import decode
             rung = (rung or decode.SWAP_AB).with_l2(args.l2)
+        if args.stagger:
+            import dataclasses as dc
+            from bwlab.gemm import decode
+            r0 = rung or decode.SWAP_AB
+            rung = dc.replace(r0, table=tuple((mt, dc.replace(c, stagger=1)) for mt, c in r0.table))
         if rung is not None:
             say("the rung's table here: " + "; ".join(f"MT {mt}: {c}" for mt, c in rung.table))
         sustained(say, shapes + ([] if args.no_square else [SQUARE]), dump, args.variants, pdl=not args.no_pdl,

@@ -1,10 +1,11 @@
 """wgmma (PTX ISA, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions").
 
-The MMA is `bwlab.umma.model.wgmma_mma_async` (Hopper's measured block FMA). It is asynchronous: once the
-four warps of the warpgroup have issued it, it completes after a seeded latency, reading its SMEM operands
-then; until a wgmma.wait_group retires it, its operands are an in-flight read (`bwlab.emu.order`: a write
-into them by a thread that has not observed the retirement is named), and its accumulator registers stay
-out of bounds (`Warp.inflight`).
+The MMA is `bwlab.umma.model.wgmma_mma_async` (Hopper's measured block FMA; `wgmma_mma_async_rs` where A
+comes from registers). It is asynchronous: once the four warps of the warpgroup have issued it, it completes
+after a seeded latency, reading its operands then (SMEM, and A's fragment registers); until a wgmma.wait_group
+retires it, its SMEM operands are an in-flight read (`bwlab.emu.order`: a write into them by a thread that has
+not observed the retirement is named), and its accumulator registers and A's fragment registers stay out of
+bounds (`Warp.inflight`: PTX ISA, wgmma.wait_group: accessing either before the wait is undefined).
 wgmma.fence has no effect here (register dependences are always in order).
 """
 from __future__ import annotations
@@ -63,7 +64,7 @@ def wait_group(ctx, ins, base, mods):
         done = M.wgmma.get(key, {}).get("done", set())
         while len(w.wg_groups) > n and all(s in done for s in w.wg_groups[0]):
             retired = w.wg_groups.pop(0)
-            for idx in [i for i, (s, _) in w.inflight.items() if s in retired]:
+            for idx in [i for i, v in w.inflight.items() if v[0] in retired]:
                 del w.inflight[idx]
             if retired:   # this warp has observed their completion: its part's SMEM reads are over
                 order.learn(w, ("wgmma", w.cta.linear, w.wid), max(retired))
@@ -79,8 +80,9 @@ def wait_group(ctx, ins, base, mods):
 
 
 def mma_async(ctx, ins, base, mods):
-    """wgmma.mma_async: f32 += f16/bf16 x f16/bf16, A and B from SMEM descriptors; computed by
-    `bwlab.umma.model.wgmma_mma_async` when the fourth warp of the warpgroup has issued it."""
+    """wgmma.mma_async: f32 += f16/bf16 x f16/bf16, A and B from SMEM descriptors or A from four fragment
+    registers per thread (f16/bf16); computed by `bwlab.umma.model.wgmma_mma_async` (`_rs`) when the fourth warp
+    of the warpgroup has issued it."""
     shape = next(m for m in mods if m.startswith("m64n"))
     N = int(shape[4:shape.index("k")])
     types = [m for m in mods if m in ("f32", "f16", "bf16", "tf32", "e4m3", "e5m2", "s32", "u8", "s8")]
@@ -91,12 +93,21 @@ def mma_async(ctx, ins, base, mods):
                                      "or e4m3/e5m2 x e4m3/e5m2")
     args = ins.args
     dvec = args[0]
-    if args[1][0] == "vec":
-        raise UnsupportedInstruction(f"`{ins.op}`: A from registers is not modelled (A from a SMEM descriptor only)")
+    a_idx = None
+    if args[1][0] == "vec":   # A from registers: d, {a0..a3}, b-desc, scale-d, imm-scale-a, imm-scale-b, imm-trans-b
+        if a_t not in ("f16", "bf16"):
+            raise UnsupportedInstruction(f"`{ins.op}`: A from registers is modelled for f16 and bf16")
+        a_idx = [ctx.reg(x[1]) for x in args[1][1]]
+        if len(a_idx) != 4:
+            raise EmuError(f"PTX line {ins.line}: m64nNk16 with A from registers takes four .b32 registers, "
+                           f"got {len(a_idx)}")
     d_idx = [ctx.reg(x[1]) for x in dvec[1]]
-    ra, rb = bits_reader(ctx, args[1], "u64"), bits_reader(ctx, args[2], "u64")
+    ra = (lambda w: (0,)) if a_idx else bits_reader(ctx, args[1], "u64")
+    rb = bits_reader(ctx, args[2], "u64")
     rsd = bits_reader(ctx, args[3], "pred")
     imms = [int(x[1], 0) for x in args[4:8]]
+    if a_idx:
+        imms = imms[:2] + [0] + imms[2:]   # no imm-trans-a: A's fragment has one layout
     scale_a, scale_b, tnsp_a, tnsp_b = imms + [1, 1, 0, 0][len(imms):]
     if scale_a != 1 or scale_b != 1:
         raise UnsupportedInstruction(f"`{ins.op}`: negated operands (imm-scale -1) are not modelled")
@@ -116,12 +127,14 @@ def mma_async(ctx, ins, base, mods):
         _require_fence(M, w, d_idx, ins)
         for idx in d_idx:
             w.inflight[idx] = (seq, where)
+        for idx in a_idx or ():
+            w.inflight[idx] = (seq, where, "an A-fragment register")
         w.wg_open.append(seq)
         if len(rec) == 4:
             # the whole warpgroup has issued it: the tensor core reads A and B from SMEM at some time before it
             # completes (after a seeded latency); until a wait_group retires it, its operands may not change
             del st["issued"][seq]
-            ranges = _operand_ranges(M, w, rec, N, a_t, tnsp_a, tnsp_b, ins, b_t)
+            ranges = _operand_ranges(M, w, rec, N, a_t, tnsp_a, tnsp_b, ins, b_t, a_regs=bool(a_idx))
             warps = [r[0] for r in rec.values()]
             known = {}
             for x in warps:
@@ -137,7 +150,10 @@ def mma_async(ctx, ins, base, mods):
                     order.add_region(w.cta, lo, hi, ("wgmma", w.cta.linear, x.wid), seq, op, where, who)
 
             def complete(rec=rec, seq=seq, st=st):
-                _wgmma_compute(M, w, rec, N, a_t, tnsp_a, tnsp_b, d_idx, ins, b_t)
+                if a_idx:
+                    _wgmma_compute_rs(M, w, rec, N, a_t, tnsp_b, d_idx, a_idx, ins)
+                else:
+                    _wgmma_compute(M, w, rec, N, a_t, tnsp_a, tnsp_b, d_idx, ins, b_t)
                 st["done"].add(seq)
             # the warpgroup's wgmmas execute in issue order (each accumulates onto the previous one's D)
             due = max(M.clock + M.latency(sum(hi - lo for lo, hi, _ in ranges)), st.get("due", 0) + 1)
@@ -173,13 +189,13 @@ def _fragment_parts(N, d_idx):
     return got
 
 
-def _operand_ranges(M, w, rec, N, dtype, tnsp_a, tnsp_b, ins, b_dtype):
+def _operand_ranges(M, w, rec, N, dtype, tnsp_a, tnsp_b, ins, b_dtype, a_regs=False):
     """[(first byte, last byte + 1, 'A'/'B')] of SMEM the wgmma reads (checked at issue, like the proxy fence)."""
     from ....umma.descriptors import decode_smem_desc, descriptor_addresses
     r = next(iter(rec.values()))
     out = []
     for desc, major, mn, what, dt in ((r[1], "MN" if tnsp_a else "K", 64, "A", dtype),
-                                      (r[2], "MN" if tnsp_b else "K", N, "B", b_dtype)):
+                                      (r[2], "MN" if tnsp_b else "K", N, "B", b_dtype))[1 if a_regs else 0:]:
         try:
             addrs = descriptor_addresses(decode_smem_desc(desc, "sm90"), major, dt, mn)
         except ValueError as e:
@@ -232,5 +248,50 @@ def _wgmma_compute(M, w, rec, N, dtype, tnsp_a, tnsp_b, d_idx, ins, b_dtype=None
         d_in[rows] = from_bits(wq.R[regs, t], "f32")
     d = wgmma_mma_async(c.smem, [adesc], [bdesc], N, dtype, a_major, b_major, d_init=d_in, accumulate=scale_d,
                         b_dtype=b_dtype)
+    for (rows, regs, t), wq in zip(parts, warps):
+        wq.R[regs, t] = to_bits(d[rows], "f32", 32)
+
+
+_AFRAG = []
+
+
+def _wgmma_compute_rs(M, w, rec, N, dtype, tnsp_b, d_idx, a_idx, ins):
+    """The register-A form: A's 64 x 16 codes gathered from the four warps' fragment registers as they are now
+    (the tensor core may read them at any time until the instruction completes), B from SMEM."""
+    from ....umma.model import wgmma_a_fragment, wgmma_mma_async_rs
+    descs = {(r[2], r[3]) for r in rec.values()}
+    if len(descs) != 1:
+        raise ProtocolError(f"the four warps of warpgroup {w.wid // 4} of CTA {w.cta.ctaid} issue wgmma.mma_async at "
+                            f"{M.where(ins)} with different B descriptors or scale-d: {sorted(descs)} (all 128 "
+                            "threads must pass the same values)")
+    bdesc, scale_d = descs.pop()
+    c = w.cta
+    b_major = "MN" if tnsp_b else "K"
+    (lo, hi, _), = _operand_ranges(M, w, rec, N, dtype, 0, tnsp_b, ins, dtype, a_regs=True)
+    if hi > c.smem.size:
+        raise EmuFault(f"{w.who()} at {M.where(ins)}: the B operand reads shared bytes up to 0x{hi:x}, past the "
+                       f"CTA's {c.smem.size} bytes (descriptor 0x{bdesc:016x})")
+    if M.check_proxy and (c.smem_writer[lo:hi] >= 0).any():
+        from ....umma.descriptors import decode_smem_desc, descriptor_addresses
+        addrs = descriptor_addresses(decode_smem_desc(bdesc, "sm90"), b_major, dtype, N)
+        flat = np.unique((addrs[..., None] + np.arange(2)).reshape(-1))
+        bad = flat[c.smem_writer[flat] >= 0]
+        if bad.size:
+            M.mem.async_reads_smem(c, int(bad[0]), 1, f"wgmma.mma_async operand B at {M.where(ins)}", w.who())
+    if not _AFRAG:
+        _AFRAG.append(wgmma_a_fragment())
+    thread, reg, half = _AFRAG[0]
+    idx = np.array(a_idx)
+    words = np.zeros((64, 16), np.uint32)
+    for q in range(4):
+        rows = slice(16 * q, 16 * q + 16)
+        words[rows] = rec[q][0].R[idx[reg[rows]], thread[rows] - 32 * q]
+    a_bits = ((words >> (16 * half.astype(np.uint32))) & 0xFFFF).astype(np.uint16)
+    parts = _fragment_parts(N, d_idx)
+    warps = [rec[q][0] for q in range(4)]
+    d_in = np.zeros((64, N), np.float32)
+    for (rows, regs, t), wq in zip(parts, warps):
+        d_in[rows] = from_bits(wq.R[regs, t], "f32")
+    d = wgmma_mma_async_rs(c.smem, a_bits, bdesc, N, dtype, b_major, d_init=d_in, accumulate=scale_d)
     for (rows, regs, t), wq in zip(parts, warps):
         wq.R[regs, t] = to_bits(d[rows], "f32", 32)
