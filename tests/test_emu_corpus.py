@@ -52,7 +52,7 @@ def test_corpus_is_complete():
         assert listed, f"chapter {chapter} has no kernels"
         src = (ec.SOURCES / f"{chapter}.cu").read_text()
         import re
-        assert set(re.findall(r'extern "C" __global__ void (?:__cluster_dims__\([^)]*\) )?(\w+)\(', src)) == listed, chapter
+        assert set(re.findall(r'extern "C" __global__ void (?:__(?:cluster_dims|launch_bounds)__\([^)]*\) )*(\w+)\(', src)) == listed, chapter
 
 
 def test_known_differences_name_kernels_with_reasons():

@@ -54,7 +54,6 @@ class Rung:
     table: tuple = ()      # (MT, Config) pairs: the configuration chosen for each MT (measured)
     bn: int = 64           # rows of B per consumer warpgroup: wgmma's M
     prediction: str = ""
-    b_threads: bool = False   # B copied by the producer warpgroup's threads with cp.async (sd_cp_async.cu), not TMA
 
     @property
     def path(self) -> str:
@@ -72,10 +71,10 @@ class Rung:
 
     def with_config(self, consumers: int, split: int, kb: int, regs: tuple = (), minb: int = 1,
                     even: int = 0, msplit: int = 1, l2: str = "none", a_stages: int = 0, a_share: int = 1,
-                    stagger: int = 0, lag: int = 0) -> "Rung":
+                    stagger: int = 0) -> "Rung":
         """The same rung with one configuration for every M (the probes' variants)."""
         return replace(self, table=tuple((mt, Config(consumers, split, kb, tuple(regs), minb, even, msplit, l2,
-                                                     a_stages, a_share, stagger, lag)) for mt in MTS))
+                                                     a_stages, a_share, stagger)) for mt in MTS))
 
     def with_l2(self, l2: str) -> "Rung":
         """The same rung, its table's configurations with A's and B's tensor maps at L2 promotion `l2`."""
@@ -96,9 +95,6 @@ class Rung:
     def build_defines(self, m: int) -> dict:
         """The kernel's compile-time shape: wgmma's N for M, consumers, K split, K boxes per stage."""
         c = self.config(m)
-        if self.b_threads:
-            return {"DECODE_MT": self.mt(m), "DECODE_CONSUMERS": c.consumers, "DECODE_SPLIT": c.split,
-                    "DECODE_KB": c.kb, "DECODE_LAG": c.lag}
         d = {"DECODE_MT": self.mt(m), "DECODE_CONSUMERS": c.consumers, "DECODE_SPLIT": c.split, "DECODE_KB": c.kb}
         if c.regs:
             d["DECODE_PRODUCER_REGS"], d["DECODE_CONSUMER_REGS"] = c.regs
@@ -175,12 +171,6 @@ class Rung:
         """Raise ShapeError naming the rule when (m, n, k) is not something this kernel computes."""
         mt = self.mt(m)
         c = self.config(m)
-        if self.b_threads and (c.consumers > 2 or c.a_stages or c.msplit != 1 or c.a_share != 1 or c.even
-                               or c.minb != 1 or c.regs or c.stagger or self.stages(m) < c.lag + 2):
-            raise ShapeError(f"{self.name}: the copying producer feeds 1 or 2 consumer warpgroups through one ring "
-                             f"of at least lag + 2 = {c.lag + 2} stages (the SMEM holds {self.stages(m)} at M = {m}), "
-                             "with none of the TMA ring's modes (A's own ring, M split, A shared, even rows, two "
-                             "CTAs per SM, register counts, stagger)")
         if mt // 8 < c.split:
             raise ShapeError(f"{self.name}: M = {m} is held by wgmma's N = {mt}: {mt // 8} groups of 8 columns, "
                              f"fewer than the {c.split} CTAs that split K (each stores whole groups); "
@@ -221,19 +211,7 @@ SWAP_AB = Rung(
                "keep far more than the ~4 MiB that latency x bandwidth asks in flight, so >= 0.90 of the "
                "stream, ~1.07 x cuBLAS (which moves 0.84 of it). M = 256: the math (34 GFLOP) takes as long "
                "as the bytes at the power cap; one consumer warpgroup on 128 of 132 SMs: ~0.95-1.0 x cuBLAS.")
-CP_ASYNC = Rung(
-    "sd_cp_async", "sd_cp_async.cu",
-    "B copied by threads, not TMA: the producer warpgroup's 128 threads copy each CTA's rows of B with 16-byte "
-    "cp.async into the same 128B-swizzled ring (each warp instruction 8 rows x 64 contiguous bytes), wait for "
-    "their own copies, fence the proxies and signal the stage; A still by TMA; the consumers are sd_swap_ab's",
-    base="sd_swap_ab",
-    table=((16, Config(1, 1, 4, lag=2)), (32, Config(1, 1, 4, lag=2)), (64, Config(1, 1, 4, lag=1)),
-           (128, Config(2, 2, 2, lag=1)), (256, Config(2, 2, 1, lag=2))),
-    prediction="written before the first measurement: threads' 16-byte loads in this pattern stream B at "
-               "0.97-0.99 of the read stream on an H200 (docs/results/decode_ldg_probe.txt); with the consumers "
-               "of the first rung, >= 0.93 of the stream at M = 16-64 and >= 0.90 at M = 128.",
-    b_threads=True)
-RUNGS = [SWAP_AB, CP_ASYNC]
+RUNGS = [SWAP_AB]
 
 
 def rung(name) -> Rung:
@@ -319,7 +297,7 @@ def prepare(r, a, b, c=None, stages=None, stamps=None, pdl=False, defines=None, 
     fn = module.get_function("gemm")
     fn.max_dynamic_shared_size_bytes = smem
     args = (*[tensor_map_arg(t) for t in maps], c, np.int32(m), np.int32(n), np.int32(k),
-            stamps if stamps is not None else np.uint64(0), np.int32(stages), np.int32(groups)) + ((b,) if r.b_threads else ())
+            stamps if stamps is not None else np.uint64(0), np.int32(stages), np.int32(groups)) 
     launch = Launch(r, fn, grid, block, smem, args, c, module)
     launch.pdl = False
     if pdl:
@@ -367,7 +345,7 @@ def run_decode_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False
     cl = r.cluster(m)
     run = run_launch(module, "gemm", r.grid(m, n, groups), (r.threads(m), 1, 1),
                      (*[tensor_map_arg(t) for t in maps], dc, np.int32(m), np.int32(n), np.int32(k),
-                      np.uint64(0), np.int32(stages), np.int32(groups)) + ((db,) if r.b_threads else ()),
+                      np.uint64(0), np.int32(stages), np.int32(groups)) ,
                      shared_mem=r.smem_bytes(m, stages), barrier_names=BARRIERS,
                      cluster=(cl, 1, 1) if cl > 1 else None)
     run.stages = stages

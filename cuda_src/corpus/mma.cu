@@ -119,3 +119,42 @@ extern "C" __global__ void mma_ldmatrix_gemm(const unsigned short* A, const unsi
     int g = l >> 2, c = (l & 3) * 2;
     D[g * 8 + c] = d0; D[g * 8 + c + 1] = d1; D[(g + 8) * 8 + c] = d2; D[(g + 8) * 8 + c + 1] = d3;
 }
+
+// wgmma with A from registers (sm_90a): one warpgroup computes D (64 x 32, f32) = A (64 x 16, bf16) B^T + C.
+// Each thread passes its four A-fragment words as given (two bf16 each) and its 16 accumulator floats; B
+// (32 rows x 16 K, bf16, K-major) goes to shared memory the way TMA's 128B swizzle would lay out a 32 x 64
+// box (16-byte chunk c of row r at r * 128 + ((c ^ (r % 8)) * 16); only chunks 0 and 1 hold data), is
+// fenced to the async proxy, and is read through a descriptor of that layout.
+extern "C" __global__ void __launch_bounds__(128) wgmma_rs_bf16_m64n32k16(const unsigned* a, const unsigned* b,
+                                                                          const float* c, float* d) {
+    __shared__ __align__(1024) unsigned char tile[32 * 128];
+    const int t = threadIdx.x;
+    for (int i = t; i < 32 * 128 / 16; i += 128) {   // zero it, then B's 32 rows x 2 chunks
+        reinterpret_cast<uint4*>(tile)[i] = make_uint4(0, 0, 0, 0);
+    }
+    __syncthreads();
+    if (t < 64) {
+        const int r = t / 2, ch = t % 2;
+        const uint4 v = reinterpret_cast<const uint4*>(b)[r * 2 + ch];
+        *reinterpret_cast<uint4*>(tile + r * 128 + ((ch ^ (r % 8)) * 16)) = v;
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(tile));
+    unsigned long long desc = (unsigned long long)((s & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+    unsigned a0 = a[4 * t], a1 = a[4 * t + 1], a2 = a[4 * t + 2], a3 = a[4 * t + 3];
+    float x[16];
+    for (int i = 0; i < 16; ++i) x[i] = c[16 * t + i];
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    asm volatile(
+        "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, 1, 0;\n\t"
+        "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
+        "%12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, 0;\n\t}"
+        : "+f"(x[0]), "+f"(x[1]), "+f"(x[2]), "+f"(x[3]), "+f"(x[4]), "+f"(x[5]), "+f"(x[6]), "+f"(x[7]),
+          "+f"(x[8]), "+f"(x[9]), "+f"(x[10]), "+f"(x[11]), "+f"(x[12]), "+f"(x[13]), "+f"(x[14]), "+f"(x[15])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc)
+        : "memory");
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    for (int i = 0; i < 16; ++i) d[16 * t + i] = x[i];
+}

@@ -36,6 +36,9 @@
 // 64 rows each (boxes still 64 rows, wgmma's M) keep every SM streaming; each stores only its own rows.
 // On the H200 that came within 1.4 % of the tile grid at M = 16 .. 128 (decode_probe_h200.txt, 9): what
 // holds the rung back is each CTA's streaming rate, not the 4 idle SMs; the table keeps the tile grid.
+// STAGGER = 1: cluster q of Q starts its piece of K at stage q k_iters / Q and wraps round, so that the
+// clusters do not all ask for the same A box and the same 128-byte column of their rows at once; on the
+// H200 it was slightly slower at every M (decode_probe_h200.txt, 17): the table keeps STAGGER = 0.
 // The accumulator is C^T (64 rows of N x MT columns of M); the store transposes it back: lanes t and
 // t ^ 4 hold rows n, n + 1 of the same columns, swap one value (shfl) and each writes a bf16 pair of
 // one row of C.

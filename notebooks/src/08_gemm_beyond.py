@@ -448,6 +448,16 @@ for m in (128, 256):
 # the stream. Nor do the tensor maps' L2 promotion (no change) or a cheaper barrier wait (it helps only
 # stages of one box, which the table does not use; decode_probe_h200.txt, 11-12), nor A shared by the two
 # CTAs of a cluster through multicast into A's own ring (half of A's traffic out of L2, yet slower: the
-# pair's shared slots pace both CTAs; 16). Open: why a CTA streaming B through TMA stays near 0.9 of the
-# read stream even at M = 16, where A is small and cuBLAS reaches 0.95; and at M = 256 the tensor cores'
-# work per cycle.
+# pair's shared slots pace both CTAs; 16), nor starting each cluster's walk along K at its own offset
+# (17: so neither DRAM channels nor one hot L2 slice are the limit).
+#
+# Why a CTA streaming B through TMA stays near 0.9 of the read stream even at M = 16: plain 16-byte
+# loads by threads, walking the same rows in the same order, reach 0.97-0.99 of it (18). What differs
+# is not the engine that moves the bytes (threads copying B into the same ring with `cp.async` were
+# slower still; 20) but the ring: a stage is handed to the consumers, and refilled, only once every byte
+# of it has landed, while each warp of the plain loads uses its own bytes as they arrive. Loading B into
+# the consumers' own registers, as wgmma's A operand, does not escape it: before a wgmma that reads
+# registers the warp waits for every load still in flight into any of its registers (the
+# `WARPGROUP.ARRIVE` that ptxas places before it), so each block of K waited a whole memory latency
+# (19). `mma.sync` has no such wait and could stream B that way, at a quarter to a half of wgmma's
+# rate: enough up to M = 64, not at 128. Open as well: at M = 256, the tensor cores' work per cycle.

@@ -271,6 +271,10 @@ def _mma():
     K("mma_ldmatrix_forms", c, [In(np.arange(128, dtype=np.uint32) * np.uint32(0x00020002) + np.uint32(0x00010000)),
                                 In(rows), Out("u4", 32 * 15)])
     K("mma_ldmatrix_gemm", c, [In(h(256, 2)), In(h(128, 2)), Out("f4", 128)])
+    cw = (r.standard_normal(2048) * 2.0 ** r.integers(-6, 7, 2048)).astype(np.float32)
+    K("wgmma_rs_bf16_m64n32k16", c, [In(bf(1024).view(np.uint32)), In(bf(512).view(np.uint32)), In(cw),
+                                     Out("f4", 2048)], block=(128, 1, 1),
+      note="wgmma with A's fragment from registers; the block FMA's alignment and truncation, measured")
 
 
 
