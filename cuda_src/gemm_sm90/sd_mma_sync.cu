@@ -36,6 +36,9 @@ using namespace ladder;
 #ifndef DECODE_AHEAD
 #define DECODE_AHEAD 4     // blocks of 64 K of B each thread has in flight
 #endif
+#ifndef DECODE_SKIP
+#define DECODE_SKIP 0      // timing probes only (C is wrong): 1 no ldmatrix/mma (the fragments folded into d),
+#endif                     // 2 no shuffles, 4 no A ring (no TMA, no waits on it)
 #ifndef DECODE_GRID_WAIT
 #define DECODE_GRID_WAIT 1 // 0: griddepcontrol.wait left out (a negative control: a PDL chain must then fail)
 #endif
@@ -92,7 +95,7 @@ __device__ __forceinline__ void fragments(u32 (&f)[4][4], const Raw& r, int q) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
         t[i][0] = r.x[i].x; t[i][1] = r.x[i].y; t[i][2] = r.x[i].z; t[i][3] = r.x[i].w;
-        quad_transpose(t[i], q);
+        if (!(DECODE_SKIP & 2)) quad_transpose(t[i], q);
     }
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
@@ -160,7 +163,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     __syncthreads();
 
     if (warp == WARPS) {   // the producer warp: A (the activations an earlier grid may write) after the wait
-        if (lane == 0) {
+        if (lane == 0 && !(DECODE_SKIP & 4)) {
             grid_wait();
             for (int i = 0; i < blocks; ++i) {
                 const int s = i % stages;
@@ -199,13 +202,18 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
             const int s = i % stages;
             fragments(frag, raw[j], q);
             if (i + AHEAD < blocks) load_block(raw[j], row_g, row_g8, i + AHEAD);
-            if (!mbarrier_wait(&full[s], (i / stages) & 1, 1, A_BYTES)) {
+            if (!(DECODE_SKIP & 4) && !mbarrier_wait(&full[s], (i / stages) & 1, 1, A_BYTES)) {
                 ok = false;
                 break;
             }
-            mma_block(d, frag, smem_u32(smem + s * A_BYTES), lane);
+            if (DECODE_SKIP & 1) {
+#pragma unroll
+                for (int e = 0; e < 16; ++e) d[e % (MT / 2)] += __uint_as_float(frag[e / 4][e % 4] & 0x3f800000u);
+            } else {
+                mma_block(d, frag, smem_u32(smem + s * A_BYTES), lane);
+            }
             __syncwarp();   // every lane's ldmatrix of this stage is done before the warp frees it
-            if (lane == 0) mbarrier_arrive(&empty[s]);
+            if (lane == 0 && !(DECODE_SKIP & 4)) mbarrier_arrive(&empty[s]);
         }
     }
     grid_wait();   // before C is written (C may be read by the grid ahead)

@@ -235,6 +235,11 @@ def mma_variants(m):
         return out
     out += [(rm.name, rm, False), (rm.name + PDL, rm, True)]
     cm = rm.config(m)
+    if m == 16:   # where the time goes (timing only: each leaves work out, so C is wrong)
+        for label, defs in (("no mma", {"DECODE_SKIP": 1}), ("no shuffles", {"DECODE_SKIP": 2}),
+                            ("no A ring", {"DECODE_SKIP": 4}), ("loads + shuffles only", {"DECODE_SKIP": 5}),
+                            ("loads only", {"DECODE_SKIP": 7}), ("bare waits", {"BW_WAIT_POLL": 2})):
+            out.append((f"sdm probe: {label}", rm, False, defs))
     for c, s, ahead in MMA_NEAR:
         if (c, s, ahead) != (cm.consumers, cm.split, cm.ahead):
             out.append((f"sdm w{c} s{s} d{ahead}", rm.with_config(c, s, 1, ahead=ahead), False))
@@ -242,7 +247,7 @@ def mma_variants(m):
 
 
 # --mma: (groups of four warps, K pieces, blocks of 64 K of B in flight per thread) of the mma.sync rung
-MMA_NEAR = [(2, 2, 2), (2, 2, 3), (2, 2, 6), (1, 1, 6), (1, 1, 8)]
+MMA_NEAR = [(2, 2, 6)]
 
 
 # --stagger: (consumers, K pieces, boxes per stage, A's ring depth) near the table's, each with the stagger
@@ -342,7 +347,7 @@ def probe(say, shapes, only=None, pdl_variants=True, even=False, msplit=False, t
             calls[0]()
             cp.cuda.Device().synchronize()
             ok = runner.check(*sets[0], c, name, ref=ref)
-            if not ok.ok:
+            if not ok.ok and "probe:" not in name:   # a 'probe:' variant leaves work out: timed, C wrong
                 say(f"  {name:<26s} {ok}")
                 continue
             t = event_ms(calls)
