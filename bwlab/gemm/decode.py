@@ -54,7 +54,6 @@ class Rung:
     table: tuple = ()      # (MT, Config) pairs: the configuration chosen for each MT (measured)
     bn: int = 64           # rows of B per consumer warpgroup: wgmma's M
     prediction: str = ""
-    b_regs: bool = False   # each warp loads its rows of B into registers, mma.sync (sd_mma_sync.cu): A's ring only
 
     @property
     def path(self) -> str:
@@ -72,10 +71,10 @@ class Rung:
 
     def with_config(self, consumers: int, split: int, kb: int, regs: tuple = (), minb: int = 1,
                     even: int = 0, msplit: int = 1, l2: str = "none", a_stages: int = 0, a_share: int = 1,
-                    stagger: int = 0, ahead: int = 0) -> "Rung":
+                    stagger: int = 0) -> "Rung":
         """The same rung with one configuration for every M (the probes' variants)."""
         return replace(self, table=tuple((mt, Config(consumers, split, kb, tuple(regs), minb, even, msplit, l2,
-                                                     a_stages, a_share, stagger, ahead)) for mt in MTS))
+                                                     a_stages, a_share, stagger)) for mt in MTS))
 
     def with_l2(self, l2: str) -> "Rung":
         """The same rung, its table's configurations with A's and B's tensor maps at L2 promotion `l2`."""
@@ -91,14 +90,11 @@ class Rung:
         return self.mt(m) // self.config(m).msplit
 
     def threads(self, m: int) -> int:
-        return 128 * self.config(m).consumers + (32 if self.b_regs else 128)
+        return 128 * (1 + self.config(m).consumers)
 
     def build_defines(self, m: int) -> dict:
         """The kernel's compile-time shape: wgmma's N for M, consumers, K split, K boxes per stage."""
         c = self.config(m)
-        if self.b_regs:
-            return {"DECODE_MT": self.mt(m), "DECODE_CONSUMERS": c.consumers, "DECODE_SPLIT": c.split,
-                    "DECODE_AHEAD": c.ahead}
         d = {"DECODE_MT": self.mt(m), "DECODE_CONSUMERS": c.consumers, "DECODE_SPLIT": c.split, "DECODE_KB": c.kb}
         if c.regs:
             d["DECODE_PRODUCER_REGS"], d["DECODE_CONSUMER_REGS"] = c.regs
@@ -115,10 +111,8 @@ class Rung:
         return d
 
     def stage_bytes(self, m: int) -> int:
-        """One stage of B's ring: B's boxes, and A's too unless A has a ring of its own (b_regs: A's 64-K box)."""
+        """One stage of B's ring: B's boxes, and A's too unless A has a ring of its own."""
         c = self.config(m)
-        if self.b_regs:
-            return self.mt(m) * BK * 2
         return c.kb * (c.consumers * self.bn + (0 if c.a_stages else self.nt(m))) * BK * 2
 
     def a_ring_bytes(self, m: int) -> int:
@@ -177,11 +171,6 @@ class Rung:
         """Raise ShapeError naming the rule when (m, n, k) is not something this kernel computes."""
         mt = self.mt(m)
         c = self.config(m)
-        if self.b_regs and (mt > 128 or c.consumers > 2 or not c.ahead or c.kb != 1 or c.a_stages or c.msplit != 1
-                            or c.a_share != 1 or c.even or c.minb != 1 or c.regs or c.stagger):
-            raise ShapeError(f"{self.name}: M = {m} needs the MMA's N = {mt}; the warps that load B into registers "
-                             "take M <= 128 (N <= 128), 1 or 2 groups of four warps, `ahead` set, one 64-K box of A "
-                             "per stage and none of the TMA ring's modes")
         if mt // 8 < c.split:
             raise ShapeError(f"{self.name}: M = {m} is held by wgmma's N = {mt}: {mt // 8} groups of 8 columns, "
                              f"fewer than the {c.split} CTAs that split K (each stores whole groups); "
@@ -222,18 +211,7 @@ SWAP_AB = Rung(
                "keep far more than the ~4 MiB that latency x bandwidth asks in flight, so >= 0.90 of the "
                "stream, ~1.07 x cuBLAS (which moves 0.84 of it). M = 256: the math (34 GFLOP) takes as long "
                "as the bytes at the power cap; one consumer warpgroup on 128 of 132 SMs: ~0.95-1.0 x cuBLAS.")
-MMA_SYNC = Rung(
-    "sd_mma_sync", "sd_mma_sync.cu",
-    "every warp streams its own 16 rows of B: 16-byte loads a few blocks of 64 K ahead straight into registers, "
-    "a quad's shuffles turn them into mma.sync's A fragment, and A (the activations) comes through a TMA ring "
-    "read with ldmatrix; no ring for B, so no warp waits for another's bytes",
-    base="sd_swap_ab",
-    table=tuple((mt, Config(2, 2, 1, ahead=4)) for mt in (16, 32, 64, 128)),
-    prediction="written before the first measurement: loads in this pattern stream B at 0.97-0.99 of the read "
-               "stream on an H200 (docs/results/decode_ldg_probe.txt); with mma.sync beside them >= 0.93 of the "
-               "stream at M = 16-64; at M = 128 mma.sync's rate falls short.",
-    b_regs=True)
-RUNGS = [SWAP_AB, MMA_SYNC]
+RUNGS = [SWAP_AB]
 
 
 def rung(name) -> Rung:
@@ -319,7 +297,7 @@ def prepare(r, a, b, c=None, stages=None, stamps=None, pdl=False, defines=None, 
     fn = module.get_function("gemm")
     fn.max_dynamic_shared_size_bytes = smem
     args = (*[tensor_map_arg(t) for t in maps], c, np.int32(m), np.int32(n), np.int32(k),
-            stamps if stamps is not None else np.uint64(0), np.int32(stages), np.int32(groups)) + ((b,) if r.b_regs else ())
+            stamps if stamps is not None else np.uint64(0), np.int32(stages), np.int32(groups))
     launch = Launch(r, fn, grid, block, smem, args, c, module)
     launch.pdl = False
     if pdl:
@@ -367,7 +345,7 @@ def run_decode_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False
     cl = r.cluster(m)
     run = run_launch(module, "gemm", r.grid(m, n, groups), (r.threads(m), 1, 1),
                      (*[tensor_map_arg(t) for t in maps], dc, np.int32(m), np.int32(n), np.int32(k),
-                      np.uint64(0), np.int32(stages), np.int32(groups)) + ((db,) if r.b_regs else ()),
+                      np.uint64(0), np.int32(stages), np.int32(groups)),
                      shared_mem=r.smem_bytes(m, stages), barrier_names=BARRIERS,
                      cluster=(cl, 1, 1) if cl > 1 else None)
     run.stages = stages

@@ -459,5 +459,9 @@ for m in (128, 256):
 # the consumers' own registers, as wgmma's A operand, does not escape it: before a wgmma that reads
 # registers the warp waits for every load still in flight into any of its registers (the
 # `WARPGROUP.ARRIVE` that ptxas places before it), so each block of K waited a whole memory latency
-# (19). `mma.sync` has no such wait and could stream B that way, at a quarter to a half of wgmma's
-# rate: enough up to M = 64, not at 128. Open as well: at M = 256, the tensor cores' work per cycle.
+# (19). `mma.sync` has no such wait, and a kernel in which every warp streams its own rows of B into
+# registers for it, with no ring for B at all, is correct, but slower still (0.73 of the stream at
+# M = 16; 21): each warp has only a few blocks of its own in flight, so its shuffles, its MMA and its
+# waits on A's ring add to the time between its loads instead of hiding behind them. Open: a kernel
+# with more warps in flight per SM, each with less to do; and at M = 256, the tensor cores' work per
+# cycle.
