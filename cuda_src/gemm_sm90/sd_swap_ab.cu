@@ -90,6 +90,9 @@ using namespace ladder;
 #ifndef DECODE_A_STAGES
 #define DECODE_A_STAGES 0  // 0: A's boxes in B's ring; R > 0: A in a ring of its own, R stages deep
 #endif
+#ifndef DECODE_TMA_STORE
+#define DECODE_TMA_STORE 0 // 1: C through SMEM and a TMA store (tma_c) instead of each thread's 4-byte stores
+#endif
 #ifndef DECODE_STAGGER
 #define DECODE_STAGGER 0   // 1: each cluster starts its walk along K at its own offset (see `kstep` below)
 #endif
@@ -143,9 +146,6 @@ static_assert(int(WG) * (PRODUCER_REGS + CONSUMERS * CONSUMER_REGS) <= POOL_REGS
 __device__ __forceinline__ void grid_launch_dependents() {
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
-#ifndef DECODE_TMA_STORE
-#define DECODE_TMA_STORE 0 // 1: C through SMEM and a TMA store (tma_c) instead of each thread's 4-byte stores
-#endif
 #ifndef DECODE_PROBE
 #define DECODE_PROBE 0     // timing probes only (C is wrong): 1 no wgmma (each stage waited for and freed), 2 no store of C
 #endif
