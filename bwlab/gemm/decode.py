@@ -71,10 +71,10 @@ class Rung:
 
     def with_config(self, consumers: int, split: int, kb: int, regs: tuple = (), minb: int = 1,
                     even: int = 0, msplit: int = 1, l2: str = "none", a_stages: int = 0, a_share: int = 1,
-                    stagger: int = 0, tma_store: int = 0) -> "Rung":
+                    stagger: int = 0) -> "Rung":
         """The same rung with one configuration for every M (the probes' variants)."""
         return replace(self, table=tuple((mt, Config(consumers, split, kb, tuple(regs), minb, even, msplit, l2,
-                                                     a_stages, a_share, stagger, tma_store)) for mt in MTS))
+                                                     a_stages, a_share, stagger)) for mt in MTS))
 
     def with_l2(self, l2: str) -> "Rung":
         """The same rung, its table's configurations with A's and B's tensor maps at L2 promotion `l2`."""
@@ -108,8 +108,6 @@ class Rung:
             d["DECODE_A_SHARE"] = c.a_share
         if c.stagger:
             d["DECODE_STAGGER"] = c.stagger
-        if c.tma_store:
-            d["DECODE_TMA_STORE"] = 1
         return d
 
     def stage_bytes(self, m: int) -> int:
@@ -141,16 +139,8 @@ class Rung:
         return min(MAX_STAGES, (self.smem_cap(m, smem_optin) - SMEM_SLACK - 64 - self.a_ring_bytes(m))
                    // self.stage_bytes(m))
 
-    def c_tile_bytes(self, m: int) -> int:
-        """tma_store: the SMEM tiles C leaves through, past the exchange buffers (1024-aligned): each consumer's
-        rows of C (wgmma's N / split) x its 64 columns, bf16."""
-        c = self.config(m)
-        return c.consumers * self.nt(m) // c.split * 128 if c.tma_store else 0
-
     def smem_bytes(self, m: int, stages: int) -> int:
-        x = self.exchange_bytes(m)
-        return max(stages * self.stage_bytes(m) + self.a_ring_bytes(m),
-                   (x + 1023) // 1024 * 1024 + self.c_tile_bytes(m)) + SMEM_SLACK
+        return max(stages * self.stage_bytes(m) + self.a_ring_bytes(m), self.exchange_bytes(m)) + SMEM_SLACK
 
     def groups(self, m: int, n: int, sms: int) -> int:
         """The kernel's `groups` argument on a GPU of `sms` SMs: 0 for the tile grid, or G clusters sharing
@@ -244,8 +234,7 @@ def _maps(r: Rung, m: int, n: int, k: int, a_ptr: int, b_ptr: int, c_ptr: int):
     l2 = r.config(m).l2
     return [encode_tensor_map(TensorMap("bfloat16", (k, m), (BK, r.nt(m)), swizzle="128B", l2_promotion=l2), a_ptr),
             encode_tensor_map(TensorMap("bfloat16", (k, n), (BK, r.bn), swizzle="128B", l2_promotion=l2), b_ptr),
-            encode_tensor_map(TensorMap("bfloat16", (n, m), (64, min(64, r.nt(m) // r.config(m).split)), swizzle="128B"),
-                              c_ptr)]
+            encode_tensor_map(TensorMap("bfloat16", (n, m), (64, min(64, r.mt(m))), swizzle="128B"), c_ptr)]
 
 
 def _check_operands(a, b):

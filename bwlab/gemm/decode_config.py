@@ -21,8 +21,7 @@ class Config:
     of B's ring, or R >= 2: A in a ring of its own, R stages deep, the rest of the SMEM a deeper ring of B
     (B streams from DRAM, A comes from L2: less latency to cover); `a_share`: 2: the two CTAs of a cluster
     (rows of B of their own, the same K) share A's ring, each loading every other box by multicast; `stagger`: 1,
-    each cluster starts its walk along K at its own offset (q k_iters / Q for cluster q of Q) and wraps round;
-    `tma_store`: 1, C leaves through a tile in SMEM and TMA stores (not each thread's 4-byte stores; not with even)."""
+    each cluster starts its walk along K at its own offset (q k_iters / Q for cluster q of Q) and wraps round."""
     consumers: int
     split: int
     kb: int
@@ -34,7 +33,6 @@ class Config:
     a_stages: int = 0
     a_share: int = 1
     stagger: int = 0
-    tma_store: int = 0
 
     def __post_init__(self):
         if self.consumers not in (1, 2, 4):
@@ -62,9 +60,6 @@ class Config:
                 self.a_stages and self.split == 1 and self.msplit == 1 and self.kb % 2 == 0 and not self.even)):
             raise ValueError(f"Config: a_share = {self.a_share}; 1, or 2 with A in a ring of its own (a_stages), K and "
                              "M whole (split = msplit = 1), an even kb (the pair loads every other box each), the tile grid")
-        if self.tma_store not in (0, 1) or (self.tma_store and self.even):
-            raise ValueError(f"Config: tma_store = {self.tma_store}; 0, or 1 (C through SMEM and TMA stores) on the "
-                             "tile grid (even rows store only part of their boxes)")
         if self.stagger not in (0, 1):
             raise ValueError(f"Config: stagger = {self.stagger}; 0 (every cluster walks K from its piece's start) or 1 "
                              "(each from its own offset)")

@@ -90,9 +90,6 @@ using namespace ladder;
 #ifndef DECODE_A_STAGES
 #define DECODE_A_STAGES 0  // 0: A's boxes in B's ring; R > 0: A in a ring of its own, R stages deep
 #endif
-#ifndef DECODE_TMA_STORE
-#define DECODE_TMA_STORE 0 // 1: C through SMEM and a TMA store (tma_c) instead of each thread's 4-byte stores
-#endif
 #ifndef DECODE_STAGGER
 #define DECODE_STAGGER 0   // 1: each cluster starts its walk along K at its own offset (see `kstep` below)
 #endif
@@ -103,7 +100,6 @@ constexpr int BN = 64, MT = DECODE_MT, CONSUMERS = DECODE_CONSUMERS, SPLIT = DEC
 constexpr bool STAGGER = DECODE_STAGGER != 0;
 constexpr int MINB = DECODE_MINB, MSPLIT = DECODE_MSPLIT, A_STAGES = DECODE_A_STAGES, A_SHARE = DECODE_A_SHARE;
 constexpr int A_RING = A_STAGES > 0 ? A_STAGES : 1;   // A's barrier arrays and slot arithmetic (1: unused)
-constexpr bool TMA_STORE = DECODE_TMA_STORE != 0;
 constexpr int CL_ROWS = SPLIT * MSPLIT;   // CTAs of a cluster that work on the same rows of B
 constexpr int CL = CL_ROWS * A_SHARE;     // CTAs of a cluster
 constexpr int NT = MT / MSPLIT;      // wgmma's N in each CTA: its rows of A
@@ -146,9 +142,6 @@ static_assert(int(WG) * (PRODUCER_REGS + CONSUMERS * CONSUMER_REGS) <= POOL_REGS
 __device__ __forceinline__ void grid_launch_dependents() {
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
-#ifndef DECODE_PROBE
-#define DECODE_PROBE 0     // timing probes only (C is wrong): 1 no wgmma (each stage waited for and freed), 2 no store of C
-#endif
 #ifndef DECODE_GRID_WAIT
 #define DECODE_GRID_WAIT 1   // 0: the waits left out (a negative control: a PDL chain must then fail its check)
 #endif
@@ -332,7 +325,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         const u32 sB = smem_u32(smem + s * STAGE_BYTES);
         const u32 sA = A_STAGES ? smem_u32(smem + stages * STAGE_BYTES) + u32(it % A_RING) * A_BYTES
                                 : sB + B_BYTES;
-        if (!(DECODE_PROBE & 1)) mma_stage_t<NT>(d, sB + c * B_BOX, sA);
+        mma_stage_t<NT>(d, sB + c * B_BOX, sA);
         wgmma_commit_group();
         wgmma_wait_group<1>();   // keep this stage's wgmma in flight; hand back the stage before
         if (it > 0) {
@@ -401,21 +394,13 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
                 }
         }
     }
-    // TMA_STORE: this consumer's rows of C (8 Q of them, from m0 + 8 j0) x its 64 columns (n0 + 64 c) go to a
-    // tile in SMEM laid out as the TMA store reads it (128B swizzle: row r's 16-byte chunk k at r * 128 + (k ^ r % 8)
-    // * 16), past every exchange buffer, then out in boxes of CR rows (tma_c's box: the host makes it
-    // min(64, 8 Q) rows). TMA clips the rows past M. Before the first write every consumer has finished with
-    // the ring (a barrier of the consumer warpgroups; with K split, the cluster barriers above did it).
-    constexpr int ROWS = 8 * Q, CR = ROWS < 64 ? ROWS : 64;
-    u8* tile = smem + ((CONSUMERS * (SPLIT - 1) * Q * WG * 16u + 1023u) & ~1023u) + c * ROWS * 128;
-    if (TMA_STORE && SPLIT == 1) named_barrier_sync(1, CONSUMERS * WG);
-    if (ok && !(DECODE_PROBE & 2)) {
+    if (ok) {
         // d[i] = C^T[16 w + g + 8 h][8 j + 2 q + e] (w = warp, g = lane / 4, q = lane % 4, i = 4 j + 2 h + e):
         // the lane with g even keeps column e = 0 and takes its row-(n + 1) neighbour's value there; the
         // lane with g odd keeps column e = 1 and takes its row-(n - 1) neighbour's value
         const int g = (t % 32) / 4, q = t % 4;
         const bool odd = g & 1;
-        const int nl = 16 * (t / 32) + (g & ~1), n = n0 + BN * c + nl;
+        const int n = n0 + BN * c + 16 * (t / 32) + (g & ~1);
 #pragma unroll
         for (int j = 0; j < J; ++j) {
             if (j < j0 || j >= j1) continue;
@@ -425,25 +410,8 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
                 const float got = __shfl_xor_sync(0xffffffffu, odd ? lo : hi, 4);
                 const int m = m0 + 8 * j + 2 * q + (odd ? 1 : 0);
                 const u32 pair = odd ? cvt_rn_bf16x2_f32(got, hi) : cvt_rn_bf16x2_f32(lo, got);
-                if (TMA_STORE) {
-                    const int r = m - m0 - 8 * j0, col = nl + 8 * h;   // the tile's row, its column (bf16)
-                    asm volatile("st.shared.b32 [%0], %1;" ::"r"(smem_u32(tile + r * 128 + (((col / 8) ^ (r % 8)) * 16)
-                                                                  + (col % 8) * 2)), "r"(pair) : "memory");
-                } else if (m < M && n + 8 * h < n1) {
-                    *reinterpret_cast<u32*>(C + size_t(m) * N + n + 8 * h) = pair;
-                }
+                if (m < M && n + 8 * h < n1) *reinterpret_cast<u32*>(C + size_t(m) * N + n + 8 * h) = pair;
             }
-        }
-    }
-    if (TMA_STORE) {
-        fence_proxy_async_shared_cta();   // the tile's generic writes, before the TMA store reads it
-        named_barrier_sync(2 + c, WG);
-        if (lead && ok && !(DECODE_PROBE & 2)) {
-#pragma unroll
-            for (int b = 0; b < ROWS / CR; ++b)
-                tma_store_2d(&tma_c, tile + b * CR * 128, n0 + BN * c, m0 + 8 * j0 + b * CR);
-            bulk_commit_group();
-            bulk_wait_group<0>();   // C written before the CTA exits
         }
     }
     if (lead) stamp(stamps, 3, c, 1);

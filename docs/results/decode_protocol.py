@@ -225,18 +225,6 @@ def stagger_variants(m):
     return out
 
 
-def frame_variants(m):
-    """--frame: the table's configuration with its work left out piece by piece (DECODE_PROBE: timing only, C wrong),
-    to see what each costs against the TMA ring alone (decode_ldg_probe.py)."""
-    from bwlab.gemm import decode
-    r = decode.SWAP_AB
-    from dataclasses import replace
-    rt = replace(r, table=tuple((mt, replace(c, tma_store=1)) for mt, c in r.table))
-    return [(r.name, r, False), (r.name + PDL, r, True), (r.name + " tma-store", rt, False),
-            (r.name + " tma-store" + PDL, rt, True)] + [
-        (f"sd probe: {label}", r, False, {"DECODE_PROBE": v}) for label, v in (("no store of C", 2),)]
-
-
 # --stagger: (consumers, K pieces, boxes per stage, A's ring depth) near the table's, each with the stagger
 STAGGER_NEAR = {16: [(1, 1, 2, 0), (1, 1, 4, 3), (1, 1, 8, 0)], 32: [(1, 1, 2, 0), (1, 1, 4, 3)],
                 64: [(1, 1, 2, 4), (1, 1, 4, 2), (2, 2, 2, 3)], 128: [(2, 2, 1, 6), (2, 2, 2, 2), (1, 1, 2, 3)],
@@ -284,7 +272,7 @@ def variants_for(mode, extra=False, only=None, pdl=True, rung=None):
 
 
 def probe(say, shapes, only=None, pdl_variants=True, even=False, msplit=False, times=None, l2=False,
-          wait=False, aring=False, stagger=False, frame=False):
+          wait=False, aring=False, stagger=False):
     """Short CUDA-event timings: the read stream launched plainly and with PDL, the library, the rung's
     table launched both ways, and per M the variants of PROBE_PDL (`only`: these plain variants instead;
     `even`: the table's configuration with even rows instead; `msplit`: MSPLIT_VARIANTS instead). `times`:
@@ -310,9 +298,7 @@ def probe(say, shapes, only=None, pdl_variants=True, even=False, msplit=False, t
             f"({t_st / t_lib:.3f} of stream); {runner.check(*sets[0], lib_c, 'library', ref=ref).ok}")
         if times is not None:
             times[f"{m}x{n}x{k}"] = here = {"read stream": t_st, "read stream" + PDL: t_stp, "library": t_lib}
-        if frame:
-            vs = frame_variants(m)
-        elif stagger:
+        if stagger:
             vs = stagger_variants(m)
         elif aring:
             vs = aring_variants(m, which=aring)
@@ -334,7 +320,7 @@ def probe(say, shapes, only=None, pdl_variants=True, even=False, msplit=False, t
             calls[0]()
             cp.cuda.Device().synchronize()
             ok = runner.check(*sets[0], c, name, ref=ref)
-            if not ok.ok and "probe:" not in name:   # a 'probe:' variant leaves work out: timed, C wrong
+            if not ok.ok:
                 say(f"  {name:<26s} {ok}")
                 continue
             t = event_ms(calls)
@@ -571,8 +557,6 @@ def main(argv=None) -> int:
     ap.add_argument("--aring", type=int, nargs="?", const=1, default=0, choices=[1, 2, 3],
                     help="probe: A in a ring of its own (Config.a_stages) at the table's configuration and its "
                          "neighbours (instead of PROBE_PDL; no chains): 1 ARING_FIRST, 2 ARING_SECOND, 3 ARING_SHARE")
-    ap.add_argument("--frame", action="store_true", help="probe: the table with its wgmma and its store of C left "
-                    "out (timing only; instead of PROBE_PDL; no chains)")
     ap.add_argument("--stagger", action="store_true",
                     help="probe: the table with and without each cluster's own start along K (Config.stagger) and "
                          "STAGGER_NEAR (instead of PROBE_PDL; no chains); protocol: the rung's table with the stagger")
@@ -597,8 +581,8 @@ def main(argv=None) -> int:
         dump["probe"] = {}
         probe(say, shapes, [tuple(v) for v in args.variant] if args.variant else None, even=args.even,
               msplit=args.msplit, times=dump["probe"], l2=args.l2 is not None,
-              wait=args.wait, aring=args.aring, stagger=args.stagger, frame=args.frame)
-        if not (args.no_chain or args.l2 is not None or args.wait or args.aring or args.stagger or args.frame):
+              wait=args.wait, aring=args.aring, stagger=args.stagger)
+        if not (args.no_chain or args.l2 is not None or args.wait or args.aring or args.stagger):
             chains(say, even=args.even, msplit=args.msplit, ms=[s[0] for s in shapes])
     else:
         rung = None

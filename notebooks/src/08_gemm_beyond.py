@@ -451,17 +451,21 @@ for m in (128, 256):
 # pair's shared slots pace both CTAs; 16), nor starting each cluster's walk along K at its own offset
 # (17: so neither DRAM channels nor one hot L2 slice are the limit).
 #
-# Why a CTA streaming B through TMA stays near 0.9 of the read stream even at M = 16: plain 16-byte
-# loads by threads, walking the same rows in the same order, reach 0.97-0.99 of it (18). What differs
-# is not the engine that moves the bytes (threads copying B into the same ring with `cp.async` were
-# slower still; 20) but the ring: a stage is handed to the consumers, and refilled, only once every byte
-# of it has landed, while each warp of the plain loads uses its own bytes as they arrive. Loading B into
-# the consumers' own registers, as wgmma's A operand, does not escape it: before a wgmma that reads
-# registers the warp waits for every load still in flight into any of its registers (the
-# `WARPGROUP.ARRIVE` that ptxas places before it), so each block of K waited a whole memory latency
-# (19). `mma.sync` has no such wait, and a kernel in which every warp streams its own rows of B into
-# registers for it, with no ring for B at all, is correct, but slower still (0.73 of the stream at
-# M = 16; 21): each warp has only a few blocks of its own in flight, so its shuffles, its MMA and its
-# waits on A's ring add to the time between its loads instead of hiding behind them. Open: a kernel
-# with more warps in flight per SM, each with less to do; and at M = 256, the tensor cores' work per
-# cycle.
+# Why the rung stays near 0.9 of the read stream even at M = 16, where A is small: not because of its
+# TMA ring. The same ring with nothing else in it (each stage freed as soon as it lands) streams B at
+# 0.95-0.98 of the stream, however deep, and with A's boxes in its stages (22). What the rung adds is a
+# tail: every CTA has the same bytes, so all of them read their last stage at the same moment, and then,
+# with no CTA reading B any more, run that stage's wgmma and store C. Leaving the store out (a timing
+# probe, C wrong) takes 1.5-2.7 µs off at M = 16-64, about the gap to the ring alone (23); at M = 128 the
+# wgmma costs as much again. Storing C through shared memory and a TMA store instead does not shorten the
+# tail. Launched with programmatic dependent launch, the next launch reads its B during that tail, which
+# is why the PDL rows beat cuBLAS where the plain ones do not.
+#
+# Three other ways to feed B were built and lost (19-21), each correct on the H200: threads copying B into
+# the ring with `cp.async`; B loaded straight into wgmma's A registers (before a wgmma that reads
+# registers the warp waits for every load still in flight into any of its registers, the
+# `WARPGROUP.ARRIVE` ptxas places there, so each block of K waited a whole memory latency); and every
+# warp streaming its own rows into registers for `mma.sync`, with no ring for B at all. Plain loads alone
+# in that pattern stream at 0.97 (18), but lose 15 % as soon as the kernel asks for most of the shared
+# memory, which shrinks the L1 their misses go through (22). Open: a shorter tail (a kernel whose last
+# wgmma and stores overlap other CTAs' reading), and at M = 256 the tensor cores' work per cycle.
