@@ -90,4 +90,12 @@ __device__ __forceinline__ void stamp(u64* stamps, int track, int event, int whi
 #endif
 }
 
+// Per-CTA stamps, after the per-track ones: stamps[TRACKS * EVENTS * 4 + 4 * CTA + which] = %globaltimer (ns), for
+// kernels whose every CTA marks a few moments of its own (the host sizes the buffer for the grid).
+__device__ __forceinline__ void cta_stamp(u64* stamps, int which) {
+#ifdef GEMM_STAMPS
+    if (stamps != nullptr) stamps[TRACKS * EVENTS * 4 + 4 * blockIdx.x + which] = globaltimer_ns();
+#endif
+}
+
 }  // namespace ladder

@@ -305,6 +305,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     if constexpr (CONSUMER_REGS > 0) setmaxnreg_inc<CONSUMER_REGS>();
     const int c = wg - 1, t = threadIdx.x % WG;
     const bool lead = t == 0;
+    if (lead && c == 0) cta_stamp(stamps, 0);   // (stamped builds: every CTA's start, first and last stage, end)
     float d[NT / 2];
     zero(d);
     wgmma_fence();
@@ -316,6 +317,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
             break;
         }
         if (lead) stamp(stamps, 1 + c, it, 0);
+        if (lead && c == 0 && (it == 0 || it == k_iters - 1)) cta_stamp(stamps, it == 0 ? 1 : 2);
         if constexpr (A_STAGES > 0) {
             if (!mbarrier_wait(&full_a[it % A_STAGES], (it / A_STAGES) & 1, 3, A_BYTES)) {
                 ok = false;
@@ -415,5 +417,6 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         }
     }
     if (lead) stamp(stamps, 3, c, 1);
+    if (lead && c == 0) cta_stamp(stamps, 3);
     if (MSPLIT > 1 || A_SHARE > 1) cluster_sync();   // the partner may still arrive on this CTA's barriers until it is done
 }
