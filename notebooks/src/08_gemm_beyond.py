@@ -454,12 +454,14 @@ for m in (128, 256):
 # Why the rung stays near 0.9 of the read stream even at M = 16, where A is small: not because of its
 # TMA ring. The same ring with nothing else in it (each stage freed as soon as it lands) streams B at
 # 0.95-0.98 of the stream, however deep, and with A's boxes in its stages (22). What the rung adds is a
-# tail: every CTA has the same bytes, so all of them read their last stage at the same moment, and then,
-# with no CTA reading B any more, run that stage's wgmma and store C. Leaving the store out (a timing
-# probe, C wrong) takes 1.5-2.7 µs off at M = 16-64, about the gap to the ring alone (23); at M = 128 the
-# wgmma costs as much again. Storing C through shared memory and a TMA store instead does not shorten the
-# tail. Launched with programmatic dependent launch, the next launch reads its B during that tail, which
-# is why the PDL rows beat cuBLAS where the plain ones do not.
+# tail. Every CTA has the same share of B, but they do not stream it at the same rate: timed by each CTA's
+# own clock, the fastest reads its share in 24 µs and the slowest in 29 at M = 16 (30 and 33 at M = 64),
+# so for the last few microseconds fewer and fewer CTAs are reading B; then each still runs its last
+# wgmma and stores C (about 1 µs), and with K split over a cluster waits for its partner and adds the
+# halves (3-6 µs at M = 128 and 256; 23, 24). Storing C through shared memory and a TMA store does not
+# shorten it. Launched with programmatic dependent launch, the next launch reads its B during that tail,
+# which is why the PDL rows beat cuBLAS where the plain ones do not; a schedule that lets the faster CTAs
+# take more of K (stream-K, its partial sums added in a fixed order) would shorten it in any launch.
 #
 # Three other ways to feed B were built and lost (19-21), each correct on the H200: threads copying B into
 # the ring with `cp.async`; B loaded straight into wgmma's A registers (before a wgmma that reads
@@ -467,5 +469,5 @@ for m in (128, 256):
 # `WARPGROUP.ARRIVE` ptxas places there, so each block of K waited a whole memory latency); and every
 # warp streaming its own rows into registers for `mma.sync`, with no ring for B at all. Plain loads alone
 # in that pattern stream at 0.97 (18), but lose 15 % as soon as the kernel asks for most of the shared
-# memory, which shrinks the L1 their misses go through (22). Open: a shorter tail (a kernel whose last
-# wgmma and stores overlap other CTAs' reading), and at M = 256 the tensor cores' work per cycle.
+# memory, which shrinks the L1 their misses go through (22). Open: that schedule, and at M = 256 the
+# tensor cores' work per cycle.
