@@ -257,6 +257,7 @@ def wgmma_mma_async_rs(smem: np.ndarray, a_bits: np.ndarray, b_desc: int, N: int
     return fused_mma(ins, a, b, d if accumulate else np.zeros_like(d))
 
 
+@lru_cache(maxsize=1)
 def wgmma_a_fragment():
     """(thread, register, half) of every A[m][k] of an m64k16 f16/bf16 fragment in registers (PTX wgmma
     "Register Fragments", matrix A): warp w holds rows 16w..16w+15; lane l holds rows l/4 and l/4 + 8 and

@@ -150,10 +150,7 @@ def mma_async(ctx, ins, base, mods):
                     order.add_region(w.cta, lo, hi, ("wgmma", w.cta.linear, x.wid), seq, op, where, who)
 
             def complete(rec=rec, seq=seq, st=st):
-                if a_idx:
-                    _wgmma_compute_rs(M, w, rec, N, a_t, tnsp_b, d_idx, a_idx, ins)
-                else:
-                    _wgmma_compute(M, w, rec, N, a_t, tnsp_a, tnsp_b, d_idx, ins, b_t)
+                _wgmma_compute(M, w, rec, N, a_t, tnsp_a, tnsp_b, d_idx, ins, b_t, a_idx)
                 st["done"].add(seq)
             # the warpgroup's wgmmas execute in issue order (each accumulates onto the previous one's D)
             due = max(M.clock + M.latency(sum(hi - lo for lo, hi, _ in ranges)), st.get("due", 0) + 1)
@@ -207,9 +204,12 @@ def _operand_ranges(M, w, rec, N, dtype, tnsp_a, tnsp_b, ins, b_dtype, a_regs=Fa
 _ELEM_BYTES = {"tf32": 4, "e4m3": 1, "e5m2": 1}
 
 
-def _wgmma_compute(M, w, rec, N, dtype, tnsp_a, tnsp_b, d_idx, ins, b_dtype=None):
+def _wgmma_compute(M, w, rec, N, dtype, tnsp_a, tnsp_b, d_idx, ins, b_dtype=None, a_idx=None):
+    """Compute one wgmma once its warpgroup has issued it: the SMEM operands checked (bounds, the proxy fence),
+    D read from and written back to the four warps' accumulator registers. `a_idx`: A from these fragment
+    registers (read now: the tensor core may read them at any time until the instruction completes)."""
     from ....umma.descriptors import decode_smem_desc, descriptor_addresses
-    from ....umma.model import wgmma_mma_async
+    from ....umma.model import wgmma_a_fragment, wgmma_mma_async, wgmma_mma_async_rs
     descs = {(r[1], r[2], r[3]) for r in rec.values()}
     if len(descs) != 1:
         raise ProtocolError(f"the four warps of warpgroup {w.wid // 4} of CTA {w.cta.ctaid} issue wgmma.mma_async at "
@@ -221,7 +221,8 @@ def _wgmma_compute(M, w, rec, N, dtype, tnsp_a, tnsp_b, d_idx, ins, b_dtype=None
     b_major = "MN" if tnsp_b else "K"
     b_dtype = dtype if b_dtype is None else b_dtype
     cache = M.__dict__.setdefault("wgmma_addresses", {})
-    for desc, major, mn, what, dt in ((adesc, a_major, 64, "A", dtype), (bdesc, b_major, N, "B", b_dtype)):
+    operands = ((adesc, a_major, 64, "A", dtype), (bdesc, b_major, N, "B", b_dtype))[1 if a_idx else 0:]
+    for desc, major, mn, what, dt in operands:
         eb = _ELEM_BYTES.get(dt, 2)
         key = (desc, major, dt, mn)
         got = cache.get(key)
@@ -246,52 +247,17 @@ def _wgmma_compute(M, w, rec, N, dtype, tnsp_a, tnsp_b, d_idx, ins, b_dtype=None
     d_in = np.zeros((64, N), np.float32)
     for (rows, regs, t), wq in zip(parts, warps):
         d_in[rows] = from_bits(wq.R[regs, t], "f32")
-    d = wgmma_mma_async(c.smem, [adesc], [bdesc], N, dtype, a_major, b_major, d_init=d_in, accumulate=scale_d,
-                        b_dtype=b_dtype)
-    for (rows, regs, t), wq in zip(parts, warps):
-        wq.R[regs, t] = to_bits(d[rows], "f32", 32)
-
-
-_AFRAG = []
-
-
-def _wgmma_compute_rs(M, w, rec, N, dtype, tnsp_b, d_idx, a_idx, ins):
-    """The register-A form: A's 64 x 16 codes gathered from the four warps' fragment registers as they are now
-    (the tensor core may read them at any time until the instruction completes), B from SMEM."""
-    from ....umma.model import wgmma_a_fragment, wgmma_mma_async_rs
-    descs = {(r[2], r[3]) for r in rec.values()}
-    if len(descs) != 1:
-        raise ProtocolError(f"the four warps of warpgroup {w.wid // 4} of CTA {w.cta.ctaid} issue wgmma.mma_async at "
-                            f"{M.where(ins)} with different B descriptors or scale-d: {sorted(descs)} (all 128 "
-                            "threads must pass the same values)")
-    bdesc, scale_d = descs.pop()
-    c = w.cta
-    b_major = "MN" if tnsp_b else "K"
-    (lo, hi, _), = _operand_ranges(M, w, rec, N, dtype, 0, tnsp_b, ins, dtype, a_regs=True)
-    if hi > c.smem.size:
-        raise EmuFault(f"{w.who()} at {M.where(ins)}: the B operand reads shared bytes up to 0x{hi:x}, past the "
-                       f"CTA's {c.smem.size} bytes (descriptor 0x{bdesc:016x})")
-    if M.check_proxy and (c.smem_writer[lo:hi] >= 0).any():
-        from ....umma.descriptors import decode_smem_desc, descriptor_addresses
-        addrs = descriptor_addresses(decode_smem_desc(bdesc, "sm90"), b_major, dtype, N)
-        flat = np.unique((addrs[..., None] + np.arange(2)).reshape(-1))
-        bad = flat[c.smem_writer[flat] >= 0]
-        if bad.size:
-            M.mem.async_reads_smem(c, int(bad[0]), 1, f"wgmma.mma_async operand B at {M.where(ins)}", w.who())
-    if not _AFRAG:
-        _AFRAG.append(wgmma_a_fragment())
-    thread, reg, half = _AFRAG[0]
-    idx = np.array(a_idx)
-    words = np.zeros((64, 16), np.uint32)
-    for q in range(4):
-        rows = slice(16 * q, 16 * q + 16)
-        words[rows] = rec[q][0].R[idx[reg[rows]], thread[rows] - 32 * q]
-    a_bits = ((words >> (16 * half.astype(np.uint32))) & 0xFFFF).astype(np.uint16)
-    parts = _fragment_parts(N, d_idx)
-    warps = [rec[q][0] for q in range(4)]
-    d_in = np.zeros((64, N), np.float32)
-    for (rows, regs, t), wq in zip(parts, warps):
-        d_in[rows] = from_bits(wq.R[regs, t], "f32")
-    d = wgmma_mma_async_rs(c.smem, a_bits, bdesc, N, dtype, b_major, d_init=d_in, accumulate=scale_d)
+    if a_idx:
+        thread, reg, half = wgmma_a_fragment()
+        idx = np.array(a_idx)
+        words = np.zeros((64, 16), np.uint32)
+        for q, wq in enumerate(warps):
+            rows = slice(16 * q, 16 * q + 16)
+            words[rows] = wq.R[idx[reg[rows]], thread[rows] - 32 * q]
+        a_bits = ((words >> (16 * half.astype(np.uint32))) & 0xFFFF).astype(np.uint16)
+        d = wgmma_mma_async_rs(c.smem, a_bits, bdesc, N, dtype, b_major, d_init=d_in, accumulate=scale_d)
+    else:
+        d = wgmma_mma_async(c.smem, [adesc], [bdesc], N, dtype, a_major, b_major, d_init=d_in, accumulate=scale_d,
+                            b_dtype=b_dtype)
     for (rows, regs, t), wq in zip(parts, warps):
         wq.R[regs, t] = to_bits(d[rows], "f32", 32)
