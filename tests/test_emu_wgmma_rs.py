@@ -74,36 +74,16 @@ def test_a_transposed_fragment_is_a_different_product():
     assert not np.array_equal(d[thread, reg], a @ b.T)
 
 
-WRITE_BEFORE_WAIT = r'''
-extern "C" __global__ void __launch_bounds__(128) k(const unsigned* a, float* d) {
-    __shared__ __align__(1024) unsigned char tile[32 * 128];
-    for (int i = threadIdx.x; i < 32 * 128 / 16; i += 128) reinterpret_cast<uint4*>(tile)[i] = make_uint4(0, 0, 0, 0);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
-    unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(tile));
-    unsigned long long desc = (unsigned long long)((s & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
-    unsigned a0 = a[4 * threadIdx.x], a1 = a[4 * threadIdx.x + 1], a2 = a[4 * threadIdx.x + 2], a3 = a[4 * threadIdx.x + 3];
-    float x[16];
-    for (int i = 0; i < 16; ++i) x[i] = 0.0f;
-    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-    asm volatile(
-        "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, 1, 0;\n\t"
-        "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
-        "%12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, 0;\n\t}"
-        : "+f"(x[0]), "+f"(x[1]), "+f"(x[2]), "+f"(x[3]), "+f"(x[4]), "+f"(x[5]), "+f"(x[6]), "+f"(x[7]),
-          "+f"(x[8]), "+f"(x[9]), "+f"(x[10]), "+f"(x[11]), "+f"(x[12]), "+f"(x[13]), "+f"(x[14]), "+f"(x[15])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc)
-        : "memory");
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-    asm volatile("add.u32 %0, %0, 7;" : "+r"(a1));   // A's register touched before the wait: the rule broken
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-    for (int i = 0; i < 16; ++i) d[16 * threadIdx.x + i] = x[i] + float(a1);
-}
-'''
+COMMIT = 'asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");'
+# the corpus kernel with A's register a1 touched between the commit and the wait: the rule broken
+TOUCH = COMMIT + '\n    asm volatile("add.u32 %0, %0, 7;" : "+r"(a1));\n    d[16 * t] = float(a1);'
 
 
 def test_writing_a_fragment_register_before_the_wait_is_named():
-    mod = emu.RawModule(code=WRITE_BEFORE_WAIT)
+    src = open(CORPUS_MMA).read()
+    assert src.count(COMMIT) == 1
+    mod = emu.RawModule(code=src.replace(COMMIT, TOUCH))
     with pytest.raises(ProtocolError, match="A-fragment register") as e:
-        mod.get_function("k")((1,), (128,), (emu.asarray(np.zeros(512, np.uint32)), emu.zeros(2048, np.float32)))
+        mod.get_function("wgmma_rs_bf16_m64n32k16")((1,), (128,), (emu.asarray(np.zeros(512, np.uint32)), emu.asarray(
+            np.zeros(256, np.uint32)), emu.asarray(np.zeros(2048, np.float32)), emu.zeros(2048, np.float32)))
     assert "wgmma.wait_group" in str(e.value)
