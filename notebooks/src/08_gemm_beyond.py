@@ -451,23 +451,29 @@ for m in (128, 256):
 # pair's shared slots pace both CTAs; 16), nor starting each cluster's walk along K at its own offset
 # (17: so neither DRAM channels nor one hot L2 slice are the limit).
 #
-# Why the rung stays near 0.9 of the read stream even at M = 16, where A is small: not because of its
-# TMA ring. The same ring with nothing else in it (each stage freed as soon as it lands) streams B at
-# 0.95-0.98 of the stream, however deep, and with A's boxes in its stages (22). What the rung adds is a
-# tail. Every CTA has the same share of B, but they do not stream it at the same rate: timed by each CTA's
-# own clock, the fastest reads its share in 24 µs and the slowest in 29 at M = 16 (30 and 33 at M = 64),
-# so for the last few microseconds fewer and fewer CTAs are reading B; then each still runs its last
-# wgmma and stores C (about 1 µs), and with K split over a cluster waits for its partner and adds the
-# halves (3-6 µs at M = 128 and 256; 23, 24). Storing C through shared memory and a TMA store does not
-# shorten it. Launched with programmatic dependent launch, the next launch reads its B during that tail,
-# which is why the PDL rows beat cuBLAS where the plain ones do not; a schedule that lets the faster CTAs
-# take more of K (stream-K, its partial sums added in a fixed order) would shorten it in any launch.
+# **Where the rest goes.** Not to the TMA ring: the same ring with nothing else in it (each stage freed as
+# soon as it lands) streams B at 0.95-0.98 of the read stream, however deep, and with A's boxes in its
+# stages (22). The rung loses its tail (23, 24, timed by each CTA's own clock):
 #
-# Three other ways to feed B were built and lost (19-21), each correct on the H200: threads copying B into
-# the ring with `cp.async`; B loaded straight into wgmma's A registers (before a wgmma that reads
-# registers the warp waits for every load still in flight into any of its registers, the
-# `WARPGROUP.ARRIVE` ptxas places there, so each block of K waited a whole memory latency); and every
-# warp streaming its own rows into registers for `mma.sync`, with no ring for B at all. Plain loads alone
-# in that pattern stream at 0.97 (18), but lose 15 % as soon as the kernel asks for most of the shared
-# memory, which shrinks the L1 their misses go through (22). Open: that schedule, and at M = 256 the
-# tensor cores' work per cycle.
+# * every CTA has the same share of B, but they do not stream it at the same rate: at M = 16 the fastest
+#   reads its share in 24 µs and the slowest in 29 (30 and 33 at M = 64), so for the last microseconds
+#   fewer and fewer CTAs are reading B;
+# * then each CTA runs its last wgmma and stores C, about 1 µs;
+# * with K split over a cluster it also waits for its partner and adds the halves, 3-6 µs at M = 128 and 256.
+#
+# Storing C through shared memory and a TMA store does not shorten it. Launched with programmatic dependent
+# launch, the next launch reads its B during the tail, which is why up to M = 64 the PDL rows beat cuBLAS
+# and the plain ones do not. A schedule that lets the faster CTAs take more of K (stream-K, its partial
+# sums added in a fixed order so that C stays the same) would shorten it in any launch.
+#
+# **Three other ways to feed B were built and lost** (19-21), each correct on the H200:
+#
+# * threads copying B into the ring with `cp.async`;
+# * B loaded straight into wgmma's A registers: before a wgmma that reads registers, the warp waits for
+#   every load still in flight into any of its registers (the `WARPGROUP.ARRIVE` ptxas places there), so
+#   each block of K waited a whole memory latency;
+# * every warp streaming its own rows into registers for `mma.sync`, with no ring for B at all.
+#
+# Plain loads in that pattern stream at 0.97 on their own (18), but lose 15 % as soon as the kernel asks
+# for most of the shared memory, which shrinks the L1 their misses go through (22). Open: that schedule,
+# and at M = 256 the tensor cores' work per cycle.
