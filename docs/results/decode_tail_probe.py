@@ -1,7 +1,9 @@
 """Where the decode rung's time goes, from inside: every CTA's own timestamps (the kernel built with -DGEMM_STAMPS:
 %globaltimer at its start, its first and last stage's arrival, and when its stores of C are issued). Per M: how far
 apart the CTAs start, how long each waits for its first stage, how long the fastest and the slowest take from first
-to last stage, the tail after the last stage, and when the first and the last CTA are done.
+to last stage, the tail after the last stage, and when the first and the last CTA are done; for a launch alone
+(docs/results/decode_probe_h200.txt, 24) and for one right behind ten unstamped launches of the same kernel, as in a
+stream of launches (not yet run).
 
     python docs/results/decode_tail_probe.py [--out F]
 """
@@ -24,8 +26,9 @@ def main(argv=None) -> int:
     from decode_protocol import event_ms
     from bwlab.checks.common import gpu_line
     from bwlab.gemm import decode, runner
-    lines = [gpu_line(), "every CTA's stamps (globaltimer) of the decode rung's table configuration, N = K = 8192, one "
-             "launch at a time; each figure the median over 20 launches (times from the first CTA's start)"]
+    lines = [gpu_line(), "every CTA's stamps (globaltimer) of the decode rung's table configuration, N = K = 8192, a launch "
+             "alone and one right behind ten others; each figure the median over 20 launches (times from the first "
+             "CTA's start)"]
     n = k = 8192
     r = decode.SWAP_AB
     for m in args.m:
@@ -37,24 +40,30 @@ def main(argv=None) -> int:
         st = decode.prepare(r, *sets[0], stamps=stamps)
         cfg = r.config(m)
         iters = k // (64 * cfg.kb * cfg.split)
-        rows = []
-        for _ in range(20):
-            stamps.fill(0)
-            st()
-            cp.cuda.Device().synchronize()
-            per = stamps.get()[decode.STAMP_WORDS:].reshape(ctas, 4).astype(np.int64)   # start, first, last stage, end
-            t0 = per[:, 0].min()
-            rows.append((per[:, 0].max() - t0, np.median(per[:, 1] - per[:, 0]), np.median(per[:, 2] - per[:, 1]),
-                         (per[:, 2] - per[:, 1]).min(), (per[:, 2] - per[:, 1]).max(), np.median(per[:, 3] - per[:, 2]),
-                         per[:, 3].max() - t0, per[:, 3].min() - t0, per[:, 2].max() - t0))
-        q = np.median(np.array(rows, np.float64), axis=0) / 1e3   # us
-        lines.append(
-            f"M = {m:3d} ({cfg.consumers} consumer(s), K split {cfg.split}, {cfg.kb} boxes per stage, {iters} stages per "
-            f"CTA, {ctas} CTAs; back to back, unstamped: {t_plain * 1e3:5.1f} us): CTAs start within {q[0]:4.2f} us; "
-            f"first stage after {q[1]:4.2f} us; first to last stage {q[2]:5.1f} us (fastest CTA {q[3]:5.1f}, slowest "
-            f"{q[4]:5.1f}); last stage to the stores issued {q[5]:4.2f} us; the first CTA done at {q[7]:5.1f} us, the "
-            f"last at {q[6]:5.1f} us (its last stage landed at {q[8]:5.1f} us)")
-        print(lines[-1], flush=True)
+        for alone in (True, False):
+            rows = []
+            for _ in range(20):
+                stamps.fill(0)
+                if not alone:   # ten unstamped launches right ahead of the stamped one, as in a stream of launches
+                    for i in range(10):
+                        plain[i % 2]()
+                st()
+                cp.cuda.Device().synchronize()
+                per = stamps.get()[decode.STAMP_WORDS:].reshape(ctas, 4).astype(np.int64)   # start, first, last, end
+                t0 = per[:, 0].min()
+                rows.append((per[:, 0].max() - t0, np.median(per[:, 1] - per[:, 0]), np.median(per[:, 2] - per[:, 1]),
+                             (per[:, 2] - per[:, 1]).min(), (per[:, 2] - per[:, 1]).max(),
+                             np.median(per[:, 3] - per[:, 2]), per[:, 3].max() - t0, per[:, 3].min() - t0,
+                             per[:, 2].max() - t0))
+            q = np.median(np.array(rows, np.float64), axis=0) / 1e3   # us
+            lines.append(
+                f"M = {m:3d} ({cfg.consumers} consumer(s), K split {cfg.split}, {cfg.kb} boxes per stage, {iters} stages "
+                f"per CTA, {ctas} CTAs; back to back, unstamped: {t_plain * 1e3:5.1f} us), "
+                + ("launched alone" if alone else "right behind ten launches") + f": CTAs start within {q[0]:4.2f} us; "
+                f"first stage after {q[1]:4.2f} us; first to last stage {q[2]:5.1f} us (fastest CTA {q[3]:5.1f}, slowest "
+                f"{q[4]:5.1f}); last stage to the stores issued {q[5]:4.2f} us; the first CTA done at {q[7]:5.1f} us, "
+                f"the last at {q[6]:5.1f} us (its last stage landed at {q[8]:5.1f} us)")
+            print(lines[-1], flush=True)
         del sets, plain, st
         cp.get_default_memory_pool().free_all_blocks()
     text = "\n".join(lines) + "\n\ncommand: python docs/results/decode_tail_probe.py" + (

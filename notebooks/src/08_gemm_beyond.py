@@ -453,7 +453,7 @@ for m in (128, 256):
 #
 # **Where the rest goes.** Not to the TMA ring: the same ring with nothing else in it (each stage freed as
 # soon as it lands) streams B at 0.95-0.98 of the read stream, however deep, and with A's boxes in its
-# stages (22). The rung loses its tail (23, 24, timed by each CTA's own clock):
+# stages (22). The rung loses its tail (23; 24, timed by each CTA's own clock, one launch at a time):
 #
 # * every CTA has the same share of B, but they do not stream it at the same rate: at M = 16 the fastest
 #   reads its share in 24 µs and the slowest in 29 (30 and 33 at M = 64), so for the last microseconds
