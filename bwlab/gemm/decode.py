@@ -21,7 +21,8 @@ report's '(PDL)' rows). The emulator runs one grid at a time: griddepcontrol is 
 The options the table does not take, each measured on the H200 (docs/results/decode_probe_h200.txt):
 even rows (`Config.even`, 9: within about 1 % of the tile grid), M split across a cluster of two with
 B multicast (`Config.msplit`, cuBLAS's shape at M = 256; 10: 0.65-0.92 of the K split), L2 promotion
-(`Config.l2`, 11: no effect), A shared by the pair of a cluster (`Config.a_share`, 16: slower).
+(`Config.l2`, 11: no effect), A shared by the pair of a cluster (`Config.a_share`, 16: slower), each cluster
+starting its walk along K at its own offset (`Config.stagger`, 17: slightly slower).
 """
 from __future__ import annotations
 
