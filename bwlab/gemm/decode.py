@@ -73,10 +73,10 @@ class Rung:
 
     def with_config(self, consumers: int, split: int, kb: int, regs: tuple = (), minb: int = 1,
                     even: int = 0, msplit: int = 1, l2: str = "none", a_stages: int = 0, a_share: int = 1,
-                    stagger: int = 0) -> "Rung":
+                    stagger: int = 0, early: int = 0) -> "Rung":
         """The same rung with one configuration for every M (the probes' variants)."""
         return replace(self, table=tuple((mt, Config(consumers, split, kb, tuple(regs), minb, even, msplit, l2,
-                                                     a_stages, a_share, stagger)) for mt in MTS))
+                                                     a_stages, a_share, stagger, early)) for mt in MTS))
 
     def with_l2(self, l2: str) -> "Rung":
         """The same rung, its table's configurations with A's and B's tensor maps at L2 promotion `l2`."""
@@ -110,6 +110,8 @@ class Rung:
             d["DECODE_A_SHARE"] = c.a_share
         if c.stagger:
             d["DECODE_STAGGER"] = c.stagger
+        if c.early:
+            d["DECODE_EARLY_RELEASE"] = c.early
         return d
 
     def stage_bytes(self, m: int) -> int:

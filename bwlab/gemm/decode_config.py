@@ -21,7 +21,8 @@ class Config:
     of B's ring, or R >= 2: A in a ring of its own, R stages deep, the rest of the SMEM a deeper ring of B
     (B streams from DRAM, A comes from L2: less latency to cover); `a_share`: 2: the two CTAs of a cluster
     (rows of B of their own, the same K) share A's ring, each loading every other box by multicast; `stagger`: 1,
-    each cluster starts its walk along K at its own offset (q k_iters / Q for cluster q of Q) and wraps round."""
+    each cluster starts its walk along K at its own offset (q k_iters / Q for cluster q of Q) and wraps round; `early`: 1, a
+    consumer hands each stage back as soon as its own wgmma on it are done, not once the next stage's are issued."""
     consumers: int
     split: int
     kb: int
@@ -33,6 +34,7 @@ class Config:
     a_stages: int = 0
     a_share: int = 1
     stagger: int = 0
+    early: int = 0
 
     def __post_init__(self):
         if self.consumers not in (1, 2, 4):
@@ -63,6 +65,9 @@ class Config:
         if self.stagger not in (0, 1):
             raise ValueError(f"Config: stagger = {self.stagger}; 0 (every cluster walks K from its piece's start) or 1 "
                              "(each from its own offset)")
+        if self.early not in (0, 1):
+            raise ValueError(f"Config: early = {self.early}; 0 (a stage handed back once the next one's wgmma are "
+                             "issued) or 1 (once its own are done)")
         if self.l2 not in L2_PROMOTIONS:
             raise ValueError(f"Config: l2 = {self.l2!r}; a tensor map's L2 promotion is one of "
                              f"{', '.join(L2_PROMOTIONS)} (cuTensorMapEncodeTiled, CUtensorMapL2promotion)")

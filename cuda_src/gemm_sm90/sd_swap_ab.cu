@@ -93,11 +93,14 @@ using namespace ladder;
 #ifndef DECODE_STAGGER
 #define DECODE_STAGGER 0   // 1: each cluster starts its walk along K at its own offset (see `kstep` below)
 #endif
+#ifndef DECODE_EARLY_RELEASE
+#define DECODE_EARLY_RELEASE 0  // 1: a consumer hands each stage back once its own wgmma are done (see the loop)
+#endif
 #ifndef DECODE_A_SHARE
 #define DECODE_A_SHARE 1   // 2: two CTAs of a cluster (their own rows of B, the same K) share A's ring by multicast
 #endif
 constexpr int BN = 64, MT = DECODE_MT, CONSUMERS = DECODE_CONSUMERS, SPLIT = DECODE_SPLIT, KB = DECODE_KB;
-constexpr bool STAGGER = DECODE_STAGGER != 0;
+constexpr bool STAGGER = DECODE_STAGGER != 0, EARLY_RELEASE = DECODE_EARLY_RELEASE != 0;
 constexpr int MINB = DECODE_MINB, MSPLIT = DECODE_MSPLIT, A_STAGES = DECODE_A_STAGES, A_SHARE = DECODE_A_SHARE;
 constexpr int A_RING = A_STAGES > 0 ? A_STAGES : 1;   // A's barrier arrays and slot arithmetic (1: unused)
 constexpr int CL_ROWS = SPLIT * MSPLIT;   // CTAs of a cluster that work on the same rows of B
@@ -310,6 +313,18 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     zero(d);
     wgmma_fence();
     bool ok = true;
+    // hand stage i (B's slot, and A's) back to the producer: one arrival per consumer warp
+    auto release = [&](int i) {
+        if (lead) stamp(stamps, 1 + c, i, 1);
+        if (laneid() == 0) {
+            mbarrier_arrive(&empty[i % stages]);
+            if (A_STAGES > 0) mbarrier_arrive(&empty_a[i % A_RING]);
+            if (A_SHARE > 1)   // the partner's copy: it multicast into this CTA's ring of A too
+                mbarrier_arrive_remote(mapa_shared_cluster(smem_u32(&empty_a[i % A_RING]), u32(rank ^ 1)));
+            if (MSPLIT > 1)   // the partner's copy of the stage's barrier: it multicast into this ring too
+                mbarrier_arrive_remote(mapa_shared_cluster(smem_u32(&empty[i % stages]), u32(rank ^ 1)));
+        }
+    };
     for (int it = 0; it < k_iters; ++it) {
         const int s = it % stages;
         if (!mbarrier_wait(&full[s], (it / stages) & 1, 1, STAGE_BYTES)) {
@@ -329,24 +344,19 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
                                 : sB + B_BYTES;
         mma_stage_t<NT>(d, sB + c * B_BOX, sA);
         wgmma_commit_group();
-        wgmma_wait_group<1>();   // keep this stage's wgmma in flight; hand back the stage before
-        if (it > 0) {
-            if (lead) stamp(stamps, 1 + c, it - 1, 1);
-            if (laneid() == 0) {
-                mbarrier_arrive(&empty[(it - 1) % stages]);
-                if (A_STAGES > 0) mbarrier_arrive(&empty_a[(it - 1) % A_RING]);
-                if (A_SHARE > 1)   // the partner's copy: it multicast into this CTA's ring of A too
-                    mbarrier_arrive_remote(mapa_shared_cluster(
-                        smem_u32(&empty_a[(it - 1) % A_RING]), u32(rank ^ 1)));
-                if (MSPLIT > 1)   // the partner's copy of the stage's barrier: it multicast into this ring too
-                    mbarrier_arrive_remote(mapa_shared_cluster(smem_u32(&empty[(it - 1) % stages]), u32(rank ^ 1)));
-            }
+        if constexpr (EARLY_RELEASE) {   // this stage's wgmma done, its slot back before the next stage lands
+            wgmma_wait_group<0>();
+            wgmma_fence();
+            release(it);
+        } else {
+            wgmma_wait_group<1>();   // keep this stage's wgmma in flight; hand back the stage before
+            if (it > 0) release(it - 1);
         }
     }
     wgmma_wait_group<0>();
     pin(d);
     grid_wait();   // before C is written (here it returns at once: the producer's wait came first)
-    if (lead) stamp(stamps, 1 + c, k_iters - 1, 1);
+    if (lead && !EARLY_RELEASE) stamp(stamps, 1 + c, k_iters - 1, 1);
     if (lead) stamp(stamps, 3, c, 0);
 
     // Columns j in [j0, j1) of the accumulator (8 of C's rows each) are this CTA's to store.

@@ -225,6 +225,26 @@ def stagger_variants(m):
     return out
 
 
+def early_variants(m):
+    """--early: the table's configuration at M with each stage handed back as soon as the consumer's own wgmma on it
+    are done (Config.early = 1), plain and with PDL, and near it (plain) the variants of EARLY_NEAR with it."""
+    from dataclasses import replace
+    from bwlab.gemm import decode
+    r = decode.SWAP_AB
+    re = replace(r, table=tuple((mt, replace(c, early=1)) for mt, c in r.table))
+    out = [(r.name, r, False), (r.name + PDL, r, True), (r.name + " er", re, False), (r.name + " er" + PDL, re, True)]
+    for c, s, kb, a in EARLY_NEAR[r.mt(m)]:
+        out.append((f"sd w{c} s{s} kb{kb} a{a} er", r.with_config(c, s, kb, a_stages=a, early=1), False))
+    return out
+
+
+# --early: (consumers, K pieces, boxes per stage, A's ring depth) near the table's, each with the early hand-back
+EARLY_NEAR = {16: [(1, 1, 2, 0), (1, 1, 4, 3), (1, 1, 2, 6)], 32: [(1, 1, 2, 0), (1, 1, 4, 3)],
+              64: [(1, 1, 2, 4), (1, 1, 4, 3), (1, 1, 2, 6), (2, 2, 2, 3)],
+              128: [(2, 2, 1, 6), (2, 2, 2, 2), (2, 2, 1, 4), (1, 1, 2, 3)],
+              256: [(2, 2, 1, 3), (2, 2, 1, 4), (2, 2, 2, 2)]}
+
+
 # --stagger: (consumers, K pieces, boxes per stage, A's ring depth) near the table's, each with the stagger
 STAGGER_NEAR = {16: [(1, 1, 2, 0), (1, 1, 4, 3), (1, 1, 8, 0)], 32: [(1, 1, 2, 0), (1, 1, 4, 3)],
                 64: [(1, 1, 2, 4), (1, 1, 4, 2), (2, 2, 2, 3)], 128: [(2, 2, 1, 6), (2, 2, 2, 2), (1, 1, 2, 3)],
@@ -272,7 +292,7 @@ def variants_for(mode, extra=False, only=None, pdl=True, rung=None):
 
 
 def probe(say, shapes, only=None, pdl_variants=True, even=False, msplit=False, times=None, l2=False,
-          wait=False, aring=False, stagger=False):
+          wait=False, aring=False, stagger=False, early=False):
     """Short CUDA-event timings: the read stream launched plainly and with PDL, the library, the rung's
     table launched both ways, and per M the variants of PROBE_PDL (`only`: these plain variants instead;
     `even`: the table's configuration with even rows instead; `msplit`: MSPLIT_VARIANTS instead). `times`:
@@ -298,7 +318,9 @@ def probe(say, shapes, only=None, pdl_variants=True, even=False, msplit=False, t
             f"({t_st / t_lib:.3f} of stream); {runner.check(*sets[0], lib_c, 'library', ref=ref).ok}")
         if times is not None:
             times[f"{m}x{n}x{k}"] = here = {"read stream": t_st, "read stream" + PDL: t_stp, "library": t_lib}
-        if stagger:
+        if early:
+            vs = early_variants(m)
+        elif stagger:
             vs = stagger_variants(m)
         elif aring:
             vs = aring_variants(m, which=aring)
@@ -560,6 +582,10 @@ def main(argv=None) -> int:
     ap.add_argument("--stagger", action="store_true",
                     help="probe: the table with and without each cluster's own start along K (Config.stagger) and "
                          "STAGGER_NEAR (instead of PROBE_PDL; no chains); protocol: the rung's table with the stagger")
+    ap.add_argument("--early", action="store_true",
+                    help="probe: the table with and without each stage handed back once its own wgmma are done "
+                         "(Config.early) and EARLY_NEAR (instead of PROBE_PDL; no chains); protocol: the rung's "
+                         "table with it")
     ap.add_argument("--table", type=int, nargs=5, action="append", metavar=("MT", "C", "S", "KB", "MS"),
                     help="protocol: the rung's table with this configuration at wgmma's N = MT (consumers, K pieces, "
                          "boxes per stage, M halves)")
@@ -581,8 +607,8 @@ def main(argv=None) -> int:
         dump["probe"] = {}
         probe(say, shapes, [tuple(v) for v in args.variant] if args.variant else None, even=args.even,
               msplit=args.msplit, times=dump["probe"], l2=args.l2 is not None,
-              wait=args.wait, aring=args.aring, stagger=args.stagger)
-        if not (args.no_chain or args.l2 is not None or args.wait or args.aring or args.stagger):
+              wait=args.wait, aring=args.aring, stagger=args.stagger, early=args.early)
+        if not (args.no_chain or args.l2 is not None or args.wait or args.aring or args.stagger or args.early):
             chains(say, even=args.even, msplit=args.msplit, ms=[s[0] for s in shapes])
     else:
         rung = None
@@ -603,6 +629,11 @@ def main(argv=None) -> int:
             from bwlab.gemm import decode
             r0 = rung or decode.SWAP_AB
             rung = dc.replace(r0, table=tuple((mt, dc.replace(c, stagger=1)) for mt, c in r0.table))
+        if args.early:
+            import dataclasses as dc
+            from bwlab.gemm import decode
+            r0 = rung or decode.SWAP_AB
+            rung = dc.replace(r0, table=tuple((mt, dc.replace(c, early=1)) for mt, c in r0.table))
         if rung is not None:
             say("the rung's table here: " + "; ".join(f"MT {mt}: {c}" for mt, c in rung.table))
         sustained(say, shapes + ([] if args.no_square else [SQUARE]), dump, args.variants, pdl=not args.no_pdl,
