@@ -73,10 +73,10 @@ class Rung:
 
     def with_config(self, consumers: int, split: int, kb: int, regs: tuple = (), minb: int = 1,
                     even: int = 0, msplit: int = 1, l2: str = "none", a_stages: int = 0, a_share: int = 1,
-                    stagger: int = 0, early: int = 0) -> "Rung":
+                    stagger: int = 0, early: int = 0, steal: int = 0, seg: int = 2) -> "Rung":
         """The same rung with one configuration for every M (the probes' variants)."""
         return replace(self, table=tuple((mt, Config(consumers, split, kb, tuple(regs), minb, even, msplit, l2,
-                                                     a_stages, a_share, stagger, early)) for mt in MTS))
+                                                     a_stages, a_share, stagger, early, steal, seg)) for mt in MTS))
 
     def with_l2(self, l2: str) -> "Rung":
         """The same rung, its table's configurations with A's and B's tensor maps at L2 promotion `l2`."""
@@ -112,6 +112,8 @@ class Rung:
             d["DECODE_STAGGER"] = c.stagger
         if c.early:
             d["DECODE_EARLY_RELEASE"] = c.early
+        if c.steal:
+            d["DECODE_STEAL_SEGS"], d["DECODE_STEAL_SEG"] = c.steal, c.seg
         return d
 
     def stage_bytes(self, m: int) -> int:
@@ -129,6 +131,16 @@ class Rung:
         consumer's accumulator, f32) once from each of the other split - 1 CTAs."""
         c = self.config(m)
         return c.consumers * self.bn * self.mt(m) * 4 * (c.split - 1) // c.split
+
+    def workspace_words(self, m: int, n: int) -> int:
+        """u32 words of the workspace the kernel takes segments through (Config.steal; 0 without): a word of CTAs
+        done, per tile a claim word, per tile and consumer two counters, then T + 1 parts of 64 x wgmma's N f32."""
+        c = self.config(m)
+        if not c.steal:
+            return 0
+        tiles = n // (self.bn * c.consumers)
+        t4 = -(-tiles // 4) * 4
+        return 4 + t4 * (1 + 2 * c.consumers) + tiles * c.consumers * (c.steal + 1) * self.bn * self.nt(m)
 
     def smem_cap(self, m: int, smem_optin: int = H100_SMEM_OPTIN) -> int:
         """The dynamic SMEM a CTA may take: the opt-in limit, or with minb = 2 half the SM less what the
@@ -166,6 +178,9 @@ class Rung:
     def require_groups(self, m: int, n: int, groups: int) -> None:
         """Raise ValueError naming the rule when G = `groups` clusters cannot share N's rows evenly."""
         rows = self.bn * self.config(m).consumers
+        if groups and self.config(m).steal:
+            raise ValueError(f"{self.name}: groups = {groups}: segments taken by other CTAs (Config.steal) need the tile "
+                             "grid (groups = 0)")
         if groups < 0 or (groups and (2 * ceil_div(n // 2, groups) > rows or groups > n // 2)):
             raise ValueError(f"{self.name}: groups = {groups}: G clusters share N = {n} rows in even-aligned "
                              f"shares of at most {rows} rows (64 x consumer warpgroups) and at least 2: "
@@ -199,6 +214,9 @@ class Rung:
             if v <= 0 or v % mult:
                 raise ShapeError(f"{self.name}: {name} = {v} must be a positive multiple of {mult} ({why}); "
                                  f"next valid: {max(mult, ceil_div(v, mult) * mult)}")
+        if c.steal and k < c.steal * c.seg * c.kb * BK:
+            raise ShapeError(f"{self.name}: K = {k} holds {k // (c.kb * BK)} stages of {c.kb * BK}; the {c.steal} "
+                             f"segments others may take need {c.steal * c.seg} (K >= {c.steal * c.seg * c.kb * BK})")
 
 
 SWAP_AB = Rung(
@@ -305,8 +323,10 @@ def prepare(r, a, b, c=None, stages=None, stamps=None, pdl=False, defines=None, 
     module = load_module(r.path, defines=defines)
     fn = module.get_function("gemm")
     fn.max_dynamic_shared_size_bytes = smem
+    ws = cp.zeros(r.workspace_words(m, n), cp.uint32) if r.config(m).steal else None   # left zero by every launch
     args = (*[tensor_map_arg(t) for t in maps], c, np.int32(m), np.int32(n), np.int32(k),
-            stamps if stamps is not None else np.uint64(0), np.int32(stages), np.int32(groups))
+            stamps if stamps is not None else np.uint64(0), np.int32(stages), np.int32(groups),
+            ws if ws is not None else np.uint64(0))
     launch = Launch(r, fn, grid, block, smem, args, c, module)
     launch.pdl = False
     if pdl:
@@ -319,7 +339,7 @@ def prepare(r, a, b, c=None, stages=None, stamps=None, pdl=False, defines=None, 
         else:
             launch = PdlLaunch(r, fn, grid, block, smem, args, c, module)
             launch.go, launch.pdl = go, True
-    launch.keep = (a, b)
+    launch.keep = (a, b, ws)
     launch.stages, launch.groups = stages, groups
     return launch
 
@@ -347,6 +367,7 @@ def run_decode_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False
     r.require_groups(m, n, groups)
     stages = _stages(r, m, k, stages, H100_SMEM_OPTIN)
     da, db, dc = emu.asarray(a), emu.asarray(b), emu.zeros((m, n), np.uint16)
+    ws = emu.zeros(max(1, r.workspace_words(m, n)), np.uint32)
     maps = _maps(r, m, n, k, da.data.ptr, db.data.ptr, dc.data.ptr)
     module = EMULATED.load(r.path, defines=r.build_defines(m))
     fn = module.get_function("gemm")
@@ -354,10 +375,10 @@ def run_decode_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False
     cl = r.cluster(m)
     run = run_launch(module, "gemm", r.grid(m, n, groups), (r.threads(m), 1, 1),
                      (*[tensor_map_arg(t) for t in maps], dc, np.int32(m), np.int32(n), np.int32(k),
-                      np.uint64(0), np.int32(stages), np.int32(groups)),
+                      np.uint64(0), np.int32(stages), np.int32(groups), ws),
                      shared_mem=r.smem_bytes(m, stages), barrier_names=BARRIERS,
                      cluster=(cl, 1, 1) if cl > 1 else None)
-    run.stages = stages
+    run.stages, run.workspace = stages, ws.get()
     return dc.get(), run
 
 
