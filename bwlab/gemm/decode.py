@@ -10,7 +10,8 @@ The kernel computes C^T = B A^T (swap-AB): B's rows fill wgmma's 64-row M, A's M
 (16, 32, 64, 128 or 256, the smallest that holds M; `Rung.mt`). Each CTA streams its rows of B once
 through a TMA ring as deep as the SMEM holds (`Rung.stages`). Its compile-time shape for each MT
 (`Rung.table`, a `Config`: consumer warpgroups (1, 2 or 4), K pieces across a cluster of 2 or 4 added
-through DSMEM, boxes of 64 K per stage) is the fastest of the variants probed on an H200
+through DSMEM, boxes of 64 K per stage, and at M <= 128 each stage handed back to the producer as soon as
+the consumer's own wgmma on it are done, `Config.early`) is the fastest of the variants probed on an H200
 (docs/results/decode_probe_h200.txt). It is kept apart from `ladder.ALL_STEPS` (its launch differs) and
 measured at decode shapes under the sustained protocol (docs/results/gemm_protocol_decode_h200.txt).
 
@@ -73,10 +74,10 @@ class Rung:
 
     def with_config(self, consumers: int, split: int, kb: int, regs: tuple = (), minb: int = 1,
                     even: int = 0, msplit: int = 1, l2: str = "none", a_stages: int = 0, a_share: int = 1,
-                    stagger: int = 0, early: int = 0, steal: int = 0, seg: int = 2) -> "Rung":
+                    stagger: int = 0, early: int = 0) -> "Rung":
         """The same rung with one configuration for every M (the probes' variants)."""
         return replace(self, table=tuple((mt, Config(consumers, split, kb, tuple(regs), minb, even, msplit, l2,
-                                                     a_stages, a_share, stagger, early, steal, seg)) for mt in MTS))
+                                                     a_stages, a_share, stagger, early)) for mt in MTS))
 
     def with_l2(self, l2: str) -> "Rung":
         """The same rung, its table's configurations with A's and B's tensor maps at L2 promotion `l2`."""
@@ -112,8 +113,6 @@ class Rung:
             d["DECODE_STAGGER"] = c.stagger
         if c.early:
             d["DECODE_EARLY_RELEASE"] = c.early
-        if c.steal:
-            d["DECODE_STEAL_SEGS"], d["DECODE_STEAL_SEG"] = c.steal, c.seg
         return d
 
     def stage_bytes(self, m: int) -> int:
@@ -131,16 +130,6 @@ class Rung:
         consumer's accumulator, f32) once from each of the other split - 1 CTAs."""
         c = self.config(m)
         return c.consumers * self.bn * self.mt(m) * 4 * (c.split - 1) // c.split
-
-    def workspace_words(self, m: int, n: int) -> int:
-        """u32 words of the workspace the kernel takes segments through (Config.steal; 0 without): a word of CTAs
-        done, per tile a claim word, per tile and consumer two counters, then T + 1 parts of 64 x wgmma's N f32."""
-        c = self.config(m)
-        if not c.steal:
-            return 0
-        tiles = n // (self.bn * c.consumers)
-        t4 = -(-tiles // 4) * 4
-        return 4 + t4 * (1 + 2 * c.consumers) + tiles * c.consumers * (c.steal + 1) * self.bn * self.nt(m)
 
     def smem_cap(self, m: int, smem_optin: int = H100_SMEM_OPTIN) -> int:
         """The dynamic SMEM a CTA may take: the opt-in limit, or with minb = 2 half the SM less what the
@@ -178,9 +167,6 @@ class Rung:
     def require_groups(self, m: int, n: int, groups: int) -> None:
         """Raise ValueError naming the rule when G = `groups` clusters cannot share N's rows evenly."""
         rows = self.bn * self.config(m).consumers
-        if groups and self.config(m).steal:
-            raise ValueError(f"{self.name}: groups = {groups}: segments taken by other CTAs (Config.steal) need the tile "
-                             "grid (groups = 0)")
         if groups < 0 or (groups and (2 * ceil_div(n // 2, groups) > rows or groups > n // 2)):
             raise ValueError(f"{self.name}: groups = {groups}: G clusters share N = {n} rows in even-aligned "
                              f"shares of at most {rows} rows (64 x consumer warpgroups) and at least 2: "
@@ -214,9 +200,6 @@ class Rung:
             if v <= 0 or v % mult:
                 raise ShapeError(f"{self.name}: {name} = {v} must be a positive multiple of {mult} ({why}); "
                                  f"next valid: {max(mult, ceil_div(v, mult) * mult)}")
-        if c.steal and k < c.steal * c.seg * c.kb * BK:
-            raise ShapeError(f"{self.name}: K = {k} holds {k // (c.kb * BK)} stages of {c.kb * BK}; the {c.steal} "
-                             f"segments others may take need {c.steal * c.seg} (K >= {c.steal * c.seg * c.kb * BK})")
 
 
 SWAP_AB = Rung(
@@ -226,8 +209,8 @@ SWAP_AB = Rung(
     "consumer warpgroups share each A tile and a cluster of 2 splits K, the partials added through "
     "distributed shared memory; C stored transposed from the registers",
     base="sk_split_k",
-    table=((16, Config(1, 1, 4)), (32, Config(1, 1, 4)), (64, Config(1, 1, 4, a_stages=4)),
-           (128, Config(2, 2, 2, a_stages=3)), (256, Config(2, 2, 1, a_stages=5))),
+    table=((16, Config(1, 1, 4, early=1)), (32, Config(1, 1, 4, early=1)), (64, Config(1, 1, 4, a_stages=3, early=1)),
+           (128, Config(2, 2, 2, a_stages=3, early=1)), (256, Config(2, 2, 1, a_stages=5))),
     prediction="written before the first measurement: 128x8192x8192: the time is B's 128 MiB over the read "
                "stream's bandwidth (~4.3-4.4 TB/s on an H200: ~31 us); 128 CTAs with ~200 KiB of ring each "
                "keep far more than the ~4 MiB that latency x bandwidth asks in flight, so >= 0.90 of the "
@@ -323,10 +306,8 @@ def prepare(r, a, b, c=None, stages=None, stamps=None, pdl=False, defines=None, 
     module = load_module(r.path, defines=defines)
     fn = module.get_function("gemm")
     fn.max_dynamic_shared_size_bytes = smem
-    ws = cp.zeros(r.workspace_words(m, n), cp.uint32) if r.config(m).steal else None   # left zero by every launch
     args = (*[tensor_map_arg(t) for t in maps], c, np.int32(m), np.int32(n), np.int32(k),
-            stamps if stamps is not None else np.uint64(0), np.int32(stages), np.int32(groups),
-            ws if ws is not None else np.uint64(0))
+            stamps if stamps is not None else np.uint64(0), np.int32(stages), np.int32(groups))
     launch = Launch(r, fn, grid, block, smem, args, c, module)
     launch.pdl = False
     if pdl:
@@ -339,7 +320,7 @@ def prepare(r, a, b, c=None, stages=None, stamps=None, pdl=False, defines=None, 
         else:
             launch = PdlLaunch(r, fn, grid, block, smem, args, c, module)
             launch.go, launch.pdl = go, True
-    launch.keep = (a, b, ws)
+    launch.keep = (a, b)
     launch.stages, launch.groups = stages, groups
     return launch
 
@@ -367,7 +348,6 @@ def run_decode_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False
     r.require_groups(m, n, groups)
     stages = _stages(r, m, k, stages, H100_SMEM_OPTIN)
     da, db, dc = emu.asarray(a), emu.asarray(b), emu.zeros((m, n), np.uint16)
-    ws = emu.zeros(max(1, r.workspace_words(m, n)), np.uint32)
     maps = _maps(r, m, n, k, da.data.ptr, db.data.ptr, dc.data.ptr)
     module = EMULATED.load(r.path, defines=r.build_defines(m))
     fn = module.get_function("gemm")
@@ -375,10 +355,10 @@ def run_decode_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False
     cl = r.cluster(m)
     run = run_launch(module, "gemm", r.grid(m, n, groups), (r.threads(m), 1, 1),
                      (*[tensor_map_arg(t) for t in maps], dc, np.int32(m), np.int32(n), np.int32(k),
-                      np.uint64(0), np.int32(stages), np.int32(groups), ws),
+                      np.uint64(0), np.int32(stages), np.int32(groups)),
                      shared_mem=r.smem_bytes(m, stages), barrier_names=BARRIERS,
                      cluster=(cl, 1, 1) if cl > 1 else None)
-    run.stages, run.workspace = stages, ws.get()
+    run.stages = stages
     return dc.get(), run
 
 

@@ -238,41 +238,6 @@ def early_variants(m):
     return out
 
 
-def steal_variants(m):
-    """--steal: at M <= 64 (K whole in each CTA) the best early hand-back configuration of --early, alone and with
-    the last T segments of `seg` stages of every tile's K open to CTAs done with their own (Config.steal), each
-    plain, the first also with PDL; at M = 128, 256 (K split in a cluster: no stealing) the table with and
-    without the early hand-back."""
-    from dataclasses import replace
-    from bwlab.gemm import decode
-    r = decode.SWAP_AB
-    mt = r.mt(m)
-    if mt > 64:
-        re = replace(r, table=tuple((x, replace(c, early=1)) for x, c in r.table))
-        return [(r.name, r, False), (r.name + " er", re, False), (r.name + " er" + PDL, re, True)]
-    c0 = Config_of(r, mt)
-    base = r.with_config(c0.consumers, c0.split, c0.kb, a_stages=c0.a_stages, early=1)
-    tag = f"sd w{c0.consumers} s1 kb{c0.kb} a{c0.a_stages} er"
-    out = [(r.name, r, False), (tag, base, False), (tag + PDL, base, True)]
-    for i, (t, seg) in enumerate(STEAL_SEGS):
-        rv = r.with_config(c0.consumers, c0.split, c0.kb, a_stages=c0.a_stages, early=1, steal=t, seg=seg)
-        out.append((f"{tag} st{t}x{seg}", rv, False))
-        if i == 0:
-            out.append((f"{tag} st{t}x{seg}" + PDL, rv, True))
-    return out
-
-
-def Config_of(r, mt):
-    """--steal's starting point at wgmma's N = mt: the table's, and at 64 A's ring of 3 (the --early probe's best)."""
-    from dataclasses import replace
-    c = dict(r.table)[mt]
-    return replace(c, a_stages=3) if mt == 64 else c
-
-
-# --steal: (T segments, stages per segment) of each tile's tail open to other CTAs
-STEAL_SEGS = [(4, 2), (8, 1), (3, 3), (6, 2), (2, 2)]
-
-
 # --early: (consumers, K pieces, boxes per stage, A's ring depth) near the table's, each with the early hand-back
 EARLY_NEAR = {16: [(1, 1, 2, 0), (1, 1, 4, 3), (1, 1, 2, 6)], 32: [(1, 1, 2, 0), (1, 1, 4, 3)],
               64: [(1, 1, 2, 4), (1, 1, 4, 3), (1, 1, 2, 6), (2, 2, 2, 3)],
@@ -327,7 +292,7 @@ def variants_for(mode, extra=False, only=None, pdl=True, rung=None):
 
 
 def probe(say, shapes, only=None, pdl_variants=True, even=False, msplit=False, times=None, l2=False,
-          wait=False, aring=False, stagger=False, early=False, steal=False):
+          wait=False, aring=False, stagger=False, early=False):
     """Short CUDA-event timings: the read stream launched plainly and with PDL, the library, the rung's
     table launched both ways, and per M the variants of PROBE_PDL (`only`: these plain variants instead;
     `even`: the table's configuration with even rows instead; `msplit`: MSPLIT_VARIANTS instead). `times`:
@@ -353,9 +318,7 @@ def probe(say, shapes, only=None, pdl_variants=True, even=False, msplit=False, t
             f"({t_st / t_lib:.3f} of stream); {runner.check(*sets[0], lib_c, 'library', ref=ref).ok}")
         if times is not None:
             times[f"{m}x{n}x{k}"] = here = {"read stream": t_st, "read stream" + PDL: t_stp, "library": t_lib}
-        if steal:
-            vs = steal_variants(m)
-        elif early:
+        if early:
             vs = early_variants(m)
         elif stagger:
             vs = stagger_variants(m)
@@ -623,9 +586,6 @@ def main(argv=None) -> int:
                     help="probe: the table with and without each stage handed back once its own wgmma are done "
                          "(Config.early) and EARLY_NEAR (instead of PROBE_PDL; no chains); protocol: the rung's "
                          "table with it")
-    ap.add_argument("--steal", action="store_true",
-                    help="probe: the early hand-back with and without segments taken by other CTAs (Config.steal, "
-                         "STEAL_SEGS; instead of PROBE_PDL; no chains)")
     ap.add_argument("--table", type=int, nargs=5, action="append", metavar=("MT", "C", "S", "KB", "MS"),
                     help="protocol: the rung's table with this configuration at wgmma's N = MT (consumers, K pieces, "
                          "boxes per stage, M halves)")
@@ -647,9 +607,8 @@ def main(argv=None) -> int:
         dump["probe"] = {}
         probe(say, shapes, [tuple(v) for v in args.variant] if args.variant else None, even=args.even,
               msplit=args.msplit, times=dump["probe"], l2=args.l2 is not None,
-              wait=args.wait, aring=args.aring, stagger=args.stagger, early=args.early, steal=args.steal)
-        if not (args.no_chain or args.l2 is not None or args.wait or args.aring or args.stagger or args.early
-                or args.steal):
+              wait=args.wait, aring=args.aring, stagger=args.stagger, early=args.early)
+        if not (args.no_chain or args.l2 is not None or args.wait or args.aring or args.stagger or args.early):
             chains(say, even=args.even, msplit=args.msplit, ms=[s[0] for s in shapes])
     else:
         rung = None

@@ -21,8 +21,6 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None)
     ap.add_argument("--m", type=int, nargs="*", default=[16, 64, 128, 256])
     ap.add_argument("--early", action="store_true", help="the table with Config.early = 1")
-    ap.add_argument("--steal", type=int, nargs=2, default=None, metavar=("T", "SEG"),
-                    help="and (where K is whole in each CTA) Config.steal = T, seg = SEG")
     ap.add_argument("--a64", type=int, default=None, help="A's ring depth at MT = 64")
     args = ap.parse_args(argv)
     import cupy as cp
@@ -35,13 +33,12 @@ def main(argv=None) -> int:
              "CTA's start)"]
     n = k = 8192
     r = decode.SWAP_AB
-    if args.early or args.steal or args.a64:
+    if args.early or args.a64:
         from dataclasses import replace
 
         def cfg(mt, c):
             c = replace(c, early=1) if args.early else c
-            c = replace(c, a_stages=args.a64) if args.a64 and mt == 64 else c
-            return replace(c, steal=args.steal[0], seg=args.steal[1]) if args.steal and c.split == 1 else c
+            return replace(c, a_stages=args.a64) if args.a64 and mt == 64 else c
         r = replace(r, table=tuple((mt, cfg(mt, c)) for mt, c in r.table))
         lines.append("the table here: " + "; ".join(f"MT {mt}: {c}" for mt, c in r.table))
     for m in args.m:
