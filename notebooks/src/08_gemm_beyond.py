@@ -344,7 +344,14 @@ fold(gemm.decode_header_comment() + "\n\n" + gemm.decode_rung_diff(), summary="t
 # loaded by a thread of its own into a ring of three to five stages, the rest of the shared memory
 # holds B's ring, and M = 128 went from 46 to 42 µs in the probes (decode_probe_h200.txt, sections
 # 13-15; a ring of two stages of A was far slower: A comes from L2, but late, since every CTA reads the
-# same boxes at once). The chosen table:
+# same boxes at once). And up to M = 128: handing each stage back as soon as the consumer's own wgmma on
+# it are done (`Config(..., early=1)`). The usual loop keeps one stage's wgmma in flight and frees the
+# stage before only once the next one's wgmma are issued; while the consumer waits for that next stage
+# of B it holds a stage whose math is long finished, so one stage of the ring is never in flight.
+# Waiting for its own wgmma first puts the whole ring in flight. The wgmma chain then drains between
+# stages: cheap where the math is a small part of a stage (1-3 % faster at M = 16 to 128), dearer than
+# the extra stage where it is most of it (slower at M = 256; decode_probe_h200.txt, 26). The chosen
+# table:
 
 # %%
 for mt, cfg in gemm.SWAP_AB.table:
@@ -352,7 +359,8 @@ for mt, cfg in gemm.SWAP_AB.table:
     a_ring = (f"; A in its own ring of {cfg.a_stages} x {r.a_ring_bytes(mt) // cfg.a_stages // 1024} KiB"
               if cfg.a_stages else " (B and A)")
     print(f"M up to {mt:3d}: {cfg.consumers} consumer warpgroup(s), K in {cfg.split} piece(s), {cfg.kb} box(es) "
-          f"of 64 K per stage: a ring of {r.stages(mt)} x {r.stage_bytes(mt) // 1024} KiB{a_ring}")
+          f"of 64 K per stage: a ring of {r.stages(mt)} x {r.stage_bytes(mt) // 1024} KiB{a_ring}; each stage "
+          + ("handed back once its own wgmma are done" if cfg.early else "handed back after the next one's wgmma"))
 
 # %% [markdown]
 # The rung in the PTX emulator, a small problem with a ring of two stages of B so that every stage and
@@ -427,13 +435,12 @@ for m in (128, 256):
 # %% [markdown]
 # **The goal was not reached.** Up to M = 64, 1.05 × cuBLAS would take nearly all of what the read
 # stream itself delivers: cuBLAS is already close to the roofline there, and the rung a little behind it.
-# Launched with PDL (the table above) the rung passes cuBLAS up to M = 64, by a few percent rather than
-# five, and the stream launched the same way gains more than the rung does, so the rung's fraction of
-# that roofline is lower still. Making room for a CTA of the next launch beside each running one (half
+# Launched with PDL (the table above) the rung passes cuBLAS up to M = 64, but the stream launched the
+# same way gains more than the rung does, so the rung's fraction of that roofline is lower still. Making room for a CTA of the next launch beside each running one (half
 # the ring each) lost far more than the overlap bought: the ring's depth is what streams B. At
 # M = 128 and 256 every CTA reads its own copy of A from L2, as many bytes as B (at 128) or twice as
 # many (at 256); A's own ring keeps B's ring deep all the same, and brought M = 128 from about 0.82 to
-# about 0.94 of cuBLAS. Both run at the power cap there, and the rung at a higher SM clock than
+# about 0.94 of cuBLAS in the probes. Both run at the power cap there, and the rung at a higher SM clock than
 # cuBLAS (the clocks above, sampled during each one's blocks), yet slower: it loses in what it does per
 # cycle, not in the clock. It beats split-K at M = 128 by far; at M = 256 the shape is bound by the
 # power-capped tensor cores rather than by bytes, and the rung is only a little ahead of split-K.
@@ -453,7 +460,8 @@ for m in (128, 256):
 #
 # **Where the rest goes.** Not to the TMA ring: the same ring with nothing else in it (each stage freed as
 # soon as it lands) streams B at 0.95-0.98 of the read stream, however deep, and with A's boxes in its
-# stages (22). The rung loses its tail (23; 24, timed by each CTA's own clock, one launch at a time):
+# stages (22). The rung loses its tail (23; 24-25, timed by each CTA's own clock, alone and right behind
+# ten launches alike):
 #
 # * every CTA has the same share of B, but they do not stream it at the same rate: at M = 16 the fastest
 #   reads its share in 24 µs and the slowest in 29 (30 and 33 at M = 64), so for the last microseconds
@@ -463,8 +471,13 @@ for m in (128, 256):
 #
 # Storing C through shared memory and a TMA store does not shorten it. Launched with programmatic dependent
 # launch, the next launch reads its B during the tail, which is why up to M = 64 the PDL rows beat cuBLAS
-# and the plain ones do not. A schedule that lets the faster CTAs take more of K (stream-K, its partial
-# sums added in a fixed order so that C stays the same) would shorten it in any launch.
+# and the plain ones do not. Letting the faster CTAs take more of K did not shorten it either (27): the
+# last segments of every tile's K were left for any CTA done with its own to take, each part summed from
+# zero and the parts added in K order through a workspace, so that C stays the same bit for bit whoever
+# took what. It was slower, and each CTA's clock says why: the spread between CTAs stayed as it was. A
+# CTA asks for its bytes a ring ahead of its math, 4-5 µs of them, more than the 3-5 µs by which the
+# slowest trails; when the fastest is done, what the slowest has left is already in its ring. What makes
+# a CTA slow is how fast the loads it has issued are served, not the work it has not yet asked for.
 #
 # **Three other ways to feed B were built and lost** (19-21), each correct on the H200:
 #
@@ -475,5 +488,5 @@ for m in (128, 256):
 # * every warp streaming its own rows into registers for `mma.sync`, with no ring for B at all.
 #
 # Plain loads in that pattern stream at 0.97 on their own (18), but lose 15 % as soon as the kernel asks
-# for most of the shared memory, which shrinks the L1 their misses go through (22). Open: that schedule,
-# and at M = 256 the tensor cores' work per cycle.
+# for most of the shared memory, which shrinks the L1 their misses go through (22). Open: why the same
+# loads are served faster on some SMs than on others, and at M = 256 the tensor cores' work per cycle.
