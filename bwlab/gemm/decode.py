@@ -45,6 +45,7 @@ MTS = (16, 32, 64, 128, 256)
 H100_SMEM_OPTIN = 232448  # dynamic SMEM a CTA may ask for on an H100 / H200 (sm_90)
 H100_SMEM_PER_SM = 233472  # SMEM of an SM (228 KiB), of which the system reserves 1 KiB per resident CTA
 STAMP_WORDS = 4 * 512 * 2 * 2   # gemm_common.cuh's per-track stamps (TRACKS x EVENTS x begin/end x ns/clock)
+CTA_WORDS = 8                    # then per CTA (gemm_common.cuh's cta_stamp): 4 moments, its SM, 3 unused
 STATIC_SMEM = 2048         # the kernel's static SMEM (1536 B: its barrier arrays and the compiler's), rounded up
 
 
@@ -297,10 +298,10 @@ def prepare(r, a, b, c=None, stages=None, stamps=None, pdl=False, defines=None, 
     maps = _maps(r, m, n, k, a.data.ptr, b.data.ptr, c.data.ptr)
     defines = {**r.build_defines(m), **(defines or {})}
     if stamps is not None:
-        need = STAMP_WORDS + 4 * grid[0]
+        need = STAMP_WORDS + CTA_WORDS * grid[0]
         if getattr(stamps, "size", 0) < need or getattr(stamps, "dtype", None) != np.uint64:
             raise ValueError(f"{r.name}: stamps must be a uint64 buffer of at least {need} words (4 tracks x 512 events x "
-                             f"2 x 2, then 4 per CTA for {grid[0]} CTAs); got {getattr(stamps, 'size', '?')} of "
+                             f"2 x 2, then {CTA_WORDS} per CTA for {grid[0]} CTAs); got {getattr(stamps, 'size', '?')} of "
                              f"{getattr(stamps, 'dtype', '?')}")
         defines["GEMM_STAMPS"] = 1
     module = load_module(r.path, defines=defines)

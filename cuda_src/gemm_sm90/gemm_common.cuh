@@ -90,11 +90,21 @@ __device__ __forceinline__ void stamp(u64* stamps, int track, int event, int whi
 #endif
 }
 
-// Per-CTA stamps, after the per-track ones: stamps[TRACKS * EVENTS * 4 + 4 * CTA + which] = %globaltimer (ns), for
-// kernels whose every CTA marks a few moments of its own (the host sizes the buffer for the grid).
+// Per-CTA stamps, after the per-track ones: stamps[TRACKS * EVENTS * 4 + CTA_WORDS * CTA + which] = %globaltimer
+// (ns) for which = 0-3, for kernels whose every CTA marks a few moments of its own, and at which = 4 the SM it
+// ran on (%smid, with which = 0; the host sizes the buffer for the grid).
+constexpr int CTA_WORDS = 8;
 __device__ __forceinline__ void cta_stamp(u64* stamps, int which) {
 #ifdef GEMM_STAMPS
-    if (stamps != nullptr) stamps[TRACKS * EVENTS * 4 + 4 * blockIdx.x + which] = globaltimer_ns();
+    if (stamps != nullptr) {
+        u64* s = stamps + TRACKS * EVENTS * 4 + CTA_WORDS * blockIdx.x;
+        s[which] = globaltimer_ns();
+        if (which == 0) {
+            u32 sm;
+            asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+            s[4] = sm;
+        }
+    }
 #endif
 }
 

@@ -22,6 +22,8 @@ def main(argv=None) -> int:
     ap.add_argument("--m", type=int, nargs="*", default=[16, 64, 128, 256])
     ap.add_argument("--early", action="store_true", help="the table with Config.early = 1")
     ap.add_argument("--a64", type=int, default=None, help="A's ring depth at MT = 64")
+    ap.add_argument("--sm", type=int, default=0, metavar="LAUNCHES",
+                    help="instead: per SM (%%smid), over this many launches alone, how long its CTA streams its share")
     args = ap.parse_args(argv)
     import cupy as cp
     sys.path.insert(0, "docs/results")
@@ -32,6 +34,8 @@ def main(argv=None) -> int:
              "alone and one right behind ten others; each figure the median over 20 launches (times from the first "
              "CTA's start)"]
     n = k = 8192
+    if args.sm:
+        return by_sm(args, lines, r, n, k)
     r = decode.SWAP_AB
     if args.early or args.a64:
         from dataclasses import replace
@@ -46,7 +50,7 @@ def main(argv=None) -> int:
         plain = [decode.prepare(r, a, b) for a, b in sets]
         t_plain = event_ms(plain)
         ctas = r.grid(m, n)[0]
-        stamps = cp.zeros(decode.STAMP_WORDS + 4 * ctas, cp.uint64)
+        stamps = cp.zeros(decode.STAMP_WORDS + decode.CTA_WORDS * ctas, cp.uint64)
         st = decode.prepare(r, *sets[0], stamps=stamps)
         cfg = r.config(m)
         iters = k // (64 * cfg.kb * cfg.split)
@@ -59,7 +63,8 @@ def main(argv=None) -> int:
                         plain[i % 2]()
                 st()
                 cp.cuda.Device().synchronize()
-                per = stamps.get()[decode.STAMP_WORDS:].reshape(ctas, 4).astype(np.int64)   # start, first, last, end
+                per = stamps.get()[decode.STAMP_WORDS:].reshape(ctas, decode.CTA_WORDS)[:, :4].astype(np.int64)
+                # (start, first stage, last stage, end; then the SM, unused here)
                 t0 = per[:, 0].min()
                 rows.append((per[:, 0].max() - t0, np.median(per[:, 1] - per[:, 0]), np.median(per[:, 2] - per[:, 1]),
                              (per[:, 2] - per[:, 1]).min(), (per[:, 2] - per[:, 1]).max(),
@@ -78,6 +83,59 @@ def main(argv=None) -> int:
         cp.get_default_memory_pool().free_all_blocks()
     text = "\n".join(lines) + "\n\ncommand: python docs/results/decode_tail_probe.py " + " ".join(
         sys.argv[1:] if argv is None else argv)
+    print(text)
+    if args.out:
+        open(args.out, "w").write(text + "\n")
+    return 0
+
+
+def by_sm(args, lines, r, n, k) -> int:
+    """--sm: is a CTA's streaming rate a property of the SM it runs on? Per launch (alone), each CTA's SM and its
+    time from first to last stage; per SM the mean over the first and the second half of the launches and how
+    well the two halves agree (Pearson r), the fastest and slowest SMs, and the CTAs whose TPC partner (SM id
+    xor 1) ran no CTA in that launch against those whose partner did."""
+    import cupy as cp
+    from bwlab.gemm import decode, runner
+    lines.append(f"per SM, {args.sm} launches alone, N = K = 8192; a CTA's span: first to last stage (us)")
+    for m in args.m:
+        a, b = runner.random_operands(m, n, k, seed=m)
+        ctas = r.grid(m, n)[0]
+        stamps = cp.zeros(decode.STAMP_WORDS + decode.CTA_WORDS * ctas, cp.uint64)
+        st = decode.prepare(r, a, b, stamps=stamps)
+        spans = {}   # sm -> [(launch, span us, partner idle)]
+        for i in range(args.sm):
+            stamps.fill(0)
+            st()
+            cp.cuda.Device().synchronize()
+            per = stamps.get()[decode.STAMP_WORDS:].reshape(ctas, decode.CTA_WORDS).astype(np.int64)
+            used = set(int(x) for x in per[:, 4])
+            for row in per:
+                sm = int(row[4])
+                spans.setdefault(sm, []).append((i, (row[2] - row[1]) / 1e3, (sm ^ 1) not in used))
+        half = args.sm // 2
+        sms = sorted(sm for sm, v in spans.items() if any(j < half for j, *_ in v) and any(j >= half for j, *_ in v))
+        m1 = np.array([np.mean([x for j, x, _ in spans[sm] if j < half]) for sm in sms])
+        m2 = np.array([np.mean([x for j, x, _ in spans[sm] if j >= half]) for sm in sms])
+        allx = np.array([x for v in spans.values() for _, x, _ in v])
+        alone = [x for v in spans.values() for _, x, idle in v if idle]
+        paired = [x for v in spans.values() for _, x, idle in v if not idle]
+        mean = (m1 + m2) / 2
+        order = np.argsort(mean)
+        within = np.mean([np.std([x for _, x, _ in spans[sm]]) for sm in sms])
+        lines.append(
+            f"M = {m:3d}: {len(spans)} SMs ran a CTA ({len(sms)} in both halves); spans {allx.min():.1f}-{allx.max():.1f} "
+            f"us, median {np.median(allx):.1f}; per-SM means of the two halves agree with r = "
+            f"{np.corrcoef(m1, m2)[0, 1]:.2f}; spread of the per-SM means {mean.min():.1f}-{mean.max():.1f} us against a "
+            f"typical {within:.2f} us from launch to launch on one SM; fastest SMs "
+            + ", ".join(f"{sms[i]} ({mean[i]:.1f})" for i in order[:6]) + "; slowest "
+            + ", ".join(f"{sms[i]} ({mean[i]:.1f})" for i in order[-6:]) + f"; TPC partner idle: {len(alone)} CTAs, "
+            f"median span {np.median(alone) if alone else float('nan'):.1f} us, partner busy: median "
+            f"{np.median(paired):.1f} us")
+        print(lines[-1], flush=True)
+        del a, b, st
+        cp.get_default_memory_pool().free_all_blocks()
+    text = "\n".join(lines) + "\n\ncommand: python docs/results/decode_tail_probe.py " + " ".join(
+        sys.argv[1:] if args is None else sys.argv[1:])
     print(text)
     if args.out:
         open(args.out, "w").write(text + "\n")
