@@ -34,8 +34,6 @@ def main(argv=None) -> int:
              "alone and one right behind ten others; each figure the median over 20 launches (times from the first "
              "CTA's start)"]
     n = k = 8192
-    if args.sm:
-        return by_sm(args, lines, r, n, k)
     r = decode.SWAP_AB
     if args.early or args.a64:
         from dataclasses import replace
@@ -45,6 +43,8 @@ def main(argv=None) -> int:
             return replace(c, a_stages=args.a64) if args.a64 and mt == 64 else c
         r = replace(r, table=tuple((mt, cfg(mt, c)) for mt, c in r.table))
         lines.append("the table here: " + "; ".join(f"MT {mt}: {c}" for mt, c in r.table))
+    if args.sm:
+        return by_sm(args, [lines[0]] + lines[2:], r, n, k)
     for m in args.m:
         sets = [runner.random_operands(m, n, k, seed=m + i) for i in range(2)]
         plain = [decode.prepare(r, a, b) for a, b in sets]
@@ -112,34 +112,38 @@ def by_sm(args, lines, r, n, k) -> int:
             for row in per:
                 sm = int(row[4])
                 spans.setdefault(sm, []).append((i, (row[2] - row[1]) / 1e3, (sm ^ 1) not in used))
-        half = args.sm // 2
-        sms = sorted(sm for sm, v in spans.items() if any(j < half for j, *_ in v) and any(j >= half for j, *_ in v))
-        m1 = np.array([np.mean([x for j, x, _ in spans[sm] if j < half]) for sm in sms])
-        m2 = np.array([np.mean([x for j, x, _ in spans[sm] if j >= half]) for sm in sms])
-        allx = np.array([x for v in spans.values() for _, x, _ in v])
-        alone = [x for v in spans.values() for _, x, idle in v if idle]
-        paired = [x for v in spans.values() for _, x, idle in v if not idle]
-        mean = (m1 + m2) / 2
-        order = np.argsort(mean)
-        within = np.mean([np.std([x for _, x, _ in spans[sm]]) for sm in sms])
-        lines.append(
-            f"M = {m:3d}: {len(spans)} SMs ran a CTA ({len(sms)} in both halves); spans {allx.min():.1f}-{allx.max():.1f} "
-            f"us, median {np.median(allx):.1f}; per-SM means of the two halves agree with r = "
-            f"{np.corrcoef(m1, m2)[0, 1]:.2f}; spread of the per-SM means {mean.min():.1f}-{mean.max():.1f} us against a "
-            f"typical {within:.2f} us from launch to launch on one SM; fastest SMs "
-            + ", ".join(f"{sms[i]} ({mean[i]:.1f})" for i in order[:6]) + "; slowest "
-            + ", ".join(f"{sms[i]} ({mean[i]:.1f})" for i in order[-6:]) + f"; TPC partner idle: {len(alone)} CTAs, "
-            f"median span {np.median(alone) if alone else float('nan'):.1f} us, partner busy: median "
-            f"{np.median(paired):.1f} us")
+        lines.append(sm_summary(m, spans, args.sm))
         print(lines[-1], flush=True)
         del a, b, st
         cp.get_default_memory_pool().free_all_blocks()
-    text = "\n".join(lines) + "\n\ncommand: python docs/results/decode_tail_probe.py " + " ".join(
-        sys.argv[1:] if args is None else sys.argv[1:])
+    text = "\n".join(lines) + "\n\ncommand: python docs/results/decode_tail_probe.py " + " ".join(sys.argv[1:])
     print(text)
     if args.out:
         open(args.out, "w").write(text + "\n")
     return 0
+
+
+def sm_summary(m, spans, launches) -> str:
+    """One line for --sm from {sm: [(launch, span us, TPC partner idle)]}."""
+    half = launches // 2
+    sms = sorted(sm for sm, v in spans.items() if any(j < half for j, *_ in v) and any(j >= half for j, *_ in v))
+    m1 = np.array([np.mean([x for j, x, _ in spans[sm] if j < half]) for sm in sms])
+    m2 = np.array([np.mean([x for j, x, _ in spans[sm] if j >= half]) for sm in sms])
+    allx = np.array([x for v in spans.values() for _, x, _ in v])
+    alone = [x for v in spans.values() for _, x, idle in v if idle]
+    paired = [x for v in spans.values() for _, x, idle in v if not idle]
+    mean = (m1 + m2) / 2
+    order = np.argsort(mean)
+    within = np.mean([np.std([x for _, x, _ in spans[sm]]) for sm in sms])
+    return (
+        f"M = {m:3d}: {len(spans)} SMs ran a CTA ({len(sms)} in both halves); spans {allx.min():.1f}-{allx.max():.1f} "
+        f"us, median {np.median(allx):.1f}; per-SM means of the two halves agree with r = "
+        f"{np.corrcoef(m1, m2)[0, 1]:.2f}; spread of the per-SM means {mean.min():.1f}-{mean.max():.1f} us against a "
+        f"typical {within:.2f} us from launch to launch on one SM; fastest SMs "
+        + ", ".join(f"{sms[i]} ({mean[i]:.1f})" for i in order[:6]) + "; slowest "
+        + ", ".join(f"{sms[i]} ({mean[i]:.1f})" for i in order[-6:]) + f"; TPC partner idle: {len(alone)} CTAs, "
+        f"median span {np.median(alone) if alone else float('nan'):.1f} us, partner busy: median "
+        f"{np.median(paired):.1f} us")
 
 
 if __name__ == "__main__":
