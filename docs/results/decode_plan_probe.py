@@ -92,7 +92,6 @@ def main(argv=None) -> int:
             w2, e2 = spans(rp, *sets[0], plan=(own, jobs))
             say(f"    balanced, by the CTAs' clocks: start to end job {w2.min():.1f}-{w2.max():.1f} us, ends "
                 f"{e2.min():.1f}-{e2.max():.1f}")
-        del sets, ref
         cp.get_default_memory_pool().free_all_blocks()
     text = "\n".join(lines) + "\n\ncommand: python docs/results/decode_plan_probe.py " + " ".join(
         sys.argv[1:] if argv is None else argv)
