@@ -66,9 +66,7 @@ def balanced_plan(times, k_iters: int, t_segs: int, seg: int, cost: float = 0.5)
         after = (load + seg + cost) / rate
         after[i] = np.inf
         j = int(np.argmin(after))
-        new = finish.copy()
-        new[i], new[j] = (load[i] - seg) / rate[i], after[j]
-        if new.max() >= finish.max():
+        if after[j] >= finish[i]:   # the taker would finish no sooner than the giver does now
             break
         own[i] -= 1
         jobs[j].append((i, own[i]))

@@ -240,14 +240,7 @@ __device__ __forceinline__ void store_ct(const float (&d)[R], u16* __restrict__ 
     }
 }
 
-// e = 0 where `clear` is not 0, by selp in every thread (no branch), and x = e after a wgmma.wait_group: asm
-// volatile, so neither is moved under a branch nor above the wait
-template <int R>
-__device__ __forceinline__ void clear_if(float (&e)[R], u32 clear) {
-#pragma unroll
-    for (int i = 0; i < R; ++i)
-        asm volatile("{ .reg .pred p; setp.ne.u32 p, %1, 0; selp.f32 %0, 0f00000000, %0, p; }" : "+f"(e[i]) : "r"(clear));
-}
+// x = e after a wgmma.wait_group: asm volatile, so that it is not moved above the wait
 template <int R>
 __device__ __forceinline__ void copy_after_wait(float (&x)[R], const float (&e)[R]) {
 #pragma unroll
@@ -317,9 +310,8 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     u8* smem = align_1024(smem_raw);
     __shared__ alignas(8) u64 full[MAX_STAGES], empty[MAX_STAGES];
     __shared__ alignas(8) u64 full_a[A_RING], empty_a[A_RING];
-    constexpr int JOBS = STEAL ? MAX_STAGES : 1;   // STEAL: each stage's job, and a ring of them for A's thread
-    __shared__ u32 job[JOBS][2], job_a[JOBS], steal_last[4];   // (STEAL: the plan's jobs)
-    __shared__ alignas(8) u64 job_full[JOBS];
+    constexpr int JOBS = STEAL ? MAX_STAGES : 1;   // STEAL: each stage's job
+    __shared__ u32 job[JOBS][2], steal_last[4];   // (STEAL: each stage's job)
     constexpr u32 B_BYTES = KB * CONSUMERS * B_BOX, A_BYTES = KB * NT * BK * 2;
     constexpr u32 STAGE_BYTES = A_STAGES ? B_BYTES : B_BYTES + A_BYTES;   // one stage of (B's) ring
     const int wg = threadIdx.x / WG, rank = CL > 1 ? int(cluster_ctarank()) : 0;
@@ -349,7 +341,6 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
             mbarrier_init(&full_a[s], 1);
             mbarrier_init(&empty_a[s], A_SHARE * CONSUMERS * 4);   // the consumer warps of both CTAs (A_SHARE = 2)
         }
-        for (int s = 0; STEAL && A_STAGES > 0 && s < JOBS; ++s) mbarrier_init(&job_full[s], 1);
         fence_mbarrier_init_release_cluster();
     }
     // the next grid may be scheduled now: its CTAs take SMs as this grid's leave (or beside them, where
@@ -363,8 +354,8 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         if (STEAL && threadIdx.x == 0) {
             // The jobs, one stage at a time: the head of this CTA's tile (stages [0, H)),
             // the first own[i] of its tail's segments, the other tiles' segments its list names, then an end
-            // job carrying own[i]. Each job word goes with its stage to the consumers (and, A_STAGES > 0,
-            // through job_a to A's thread).
+            // job carrying own[i]. Each job word goes with its stage to the consumers; A's thread (A_STAGES >
+            // 0) walks the same plan itself.
             const int tiles = gridDim.x, own = blockIdx.x, H = k_iters - T_SEGS * SEG;
             const Work w = work_of(ws, tiles);
             int it = 0;
@@ -374,10 +365,6 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
                 if (it >= stages && !mbarrier_wait(&empty[s], (it / stages + 1) & 1, 2, 0)) return false;
                 job[s][0] = u32(tile);
                 job[s][1] = jw;
-                if (A_STAGES > 0) {
-                    job_a[it % JOBS] = jw;
-                    mbarrier_arrive(&job_full[it % JOBS]);
-                }
                 if (jw & F_END) {
                     mbarrier_arrive(&full[s]);   // no bytes: the phase completes on the arrival
                 } else {
@@ -453,12 +440,18 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         }
         if (A_STAGES > 0 && threadIdx.x == 32) {   // A's own ring, from the producer warpgroup's second warp
             grid_wait();   // A may be written by the grid before
-            for (int it = 0; STEAL || it < k_iters; ++it) {
+            // STEAL: the K stage of each of this CTA's stages, from the plan as the producer walks it (the head,
+            // its own segments, the listed ones); A is the same for every tile, so only K matters here
+            const int H = k_iters - T_SEGS * SEG;
+            const Work w = work_of(ws, gridDim.x);
+            const int own_n = STEAL ? int(__ldg(w.own + blockIdx.x)) : 0;
+            const int j0 = STEAL ? int(__ldg(w.off + blockIdx.x)) : 0, j1 = STEAL ? int(__ldg(w.off + blockIdx.x + 1)) : 0;
+            const int total = STEAL ? H + (own_n + j1 - j0) * SEG : k_iters;
+            for (int it = 0; it < total; ++it) {
                 int ks = kstep(it);
-                if constexpr (STEAL) {   // the producer's job for this stage
-                    if (!mbarrier_wait(&job_full[it % JOBS], (it / JOBS) & 1, 5, 0)) break;
-                    if (job_a[it % JOBS] & F_END) break;
-                    ks = int(job_a[it % JOBS] & 0xffffu);
+                if (STEAL && it >= H) {
+                    const int p = (it - H) / SEG, q = (it - H) % SEG;
+                    ks = H + SEG * (p < own_n ? p : int(__ldg(w.jobs + j0 + p - own_n) & 0xffu)) + q;
                 }
                 const int sa = it % A_RING;
                 if (it >= A_STAGES && !mbarrier_wait(&empty_a[sa], (it / A_RING + 1) & 1, 4, 0)) break;
@@ -507,6 +500,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     zero(e);
     int own_count = T_SEGS;
     const Work wk = work_of(ws, gridDim.x);
+    const int H = k_iters - T_SEGS * SEG;   // STEAL: the head's stages
     auto put = [&](const float (&v)[NT / 2], int tile, int slot, u32 count) {
         float4* p = wk.parts + size_t((tile * CONSUMERS + c) * (T_SEGS + 1) + slot) * PART_F4 + t;
 #pragma unroll
@@ -553,9 +547,9 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         const u32 sA = A_STAGES ? smem_u32(smem + stages * STAGE_BYTES) + u32(it % A_RING) * A_BYTES
                                 : sB + B_BYTES;
         if constexpr (STEAL) {   // every part (the head, each segment) summed from zero in e
-            // (e cleared and read only on paths every thread takes: touched under a branch, the accumulator makes
-            // ptxas serialize the wgmma chain, C7520)
-            clear_if(e, jw & F_FIRST);
+            // (a part's first and last stages follow from `it` alone, the same in every thread: e touched under
+            // a branch that depends on data makes ptxas serialize the wgmma chain, C7520)
+            if (it == 0 || (it >= H && (it - H) % SEG == 0)) zero(e);
             wgmma_fence();
             mma_stage_t<NT>(e, sB + c * B_BOX, sA);
         } else {
@@ -564,7 +558,8 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         wgmma_commit_group();
         if constexpr (EARLY_RELEASE || STEAL) {   // this stage's wgmma done, its slot back before the next stage lands
             wgmma_wait_group<0>();
-            if constexpr (STEAL) copy_after_wait(x, e);   // the part so far, for the branches below
+            if (STEAL && (it == H - 1 || (it >= H && (it - H) % SEG == SEG - 1)))
+                copy_after_wait(x, e);   // the part, for the branches below
             wgmma_fence();
             release(it);
         } else {
