@@ -323,7 +323,12 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     // [2 floor(i (N/2) / G), 2 floor((i + 1) (N/2) / G)) (at most BN x CONSUMERS rows, the host checks). It
     // loads whole boxes from n0 on: the rows past n1 are its neighbour's (read by it at about the same time,
     // so from L2) or past N (TMA's zero fill), and are never stored.
-    const int grp = blockIdx.x / CL_ROWS;   // A_SHARE = 2: each CTA of the pair has rows of its own
+    // (DECODE_ROT = R, a probe's: cluster i takes the rows of cluster (i + R) mod G, so that a CTA's speed can be
+    // told apart from its rows')
+#ifndef DECODE_ROT
+#define DECODE_ROT 0
+#endif
+    const int grp = (blockIdx.x / CL_ROWS + DECODE_ROT) % (gridDim.x / CL_ROWS);   // A_SHARE = 2: each CTA of the pair has rows of its own
     const int n0 = groups ? 2 * int((long long)grp * (N / 2) / groups) : grp * (BN * CONSUMERS);
     const int n1 = groups ? 2 * int((long long)(grp + 1) * (N / 2) / groups) : n0 + BN * CONSUMERS;
     const int k_iters = K / (KB * BK * SPLIT), it0 = piece * k_iters;   // this CTA's K piece, in stages
@@ -385,6 +390,8 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
                                     (q == SEG - 1 ? F_LAST : 0u), true);
             };
             {
+                // the plan first, before any wait: loaded now, its values are there by the time the head is out
+                const int own_count = int(__ldg(w.own + own)), j0 = int(__ldg(w.off + own)), j1 = int(__ldg(w.off + own + 1));
                 const int first = H < stages ? H : stages;
                 auto head = [&](int i) { return u32(i) | (i == 0 ? F_FIRST : 0u) | (i == H - 1 ? F_LAST : 0u); };
                 for (int i = 0; go && i < first; ++i) go = emit(own, head(i), false);   // B only, before the wait
@@ -394,9 +401,8 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
                     for (int kb = 0; kb < KB; ++kb)
                         tma_load_2d(smem + i * STAGE_BYTES + B_BYTES + kb * NT * 128, &tma_a, &full[i], (i * KB + kb) * BK, 0);
                 for (int i = first; go && i < H; ++i) go = emit(own, head(i), true);
-                const int own_count = int(__ldg(w.own + own));
                 for (int f = 0; go && f < own_count; ++f) segment(own, f, 0u);
-                for (int j = int(__ldg(w.off + own)), j1 = int(__ldg(w.off + own + 1)); go && j < j1; ++j) {
+                for (int j = j0; go && j < j1; ++j) {
                     const u32 job_word = __ldg(w.jobs + j);
                     segment(int(job_word >> 8), int(job_word & 0xffu), F_STOLEN);
                 }
@@ -439,15 +445,14 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
             }
         }
         if (A_STAGES > 0 && threadIdx.x == 32) {   // A's own ring, from the producer warpgroup's second warp
-            grid_wait();   // A may be written by the grid before
             // STEAL: the K stage of each of this CTA's stages, from the plan as the producer walks it (the head,
             // its own segments, the listed ones); A is the same for every tile, so only K matters here
             const int H = k_iters - T_SEGS * SEG;
             const Work w = work_of(ws, gridDim.x);
             const int own_n = STEAL ? int(__ldg(w.own + blockIdx.x)) : 0;
             const int j0 = STEAL ? int(__ldg(w.off + blockIdx.x)) : 0, j1 = STEAL ? int(__ldg(w.off + blockIdx.x + 1)) : 0;
-            const int total = STEAL ? H + (own_n + j1 - j0) * SEG : k_iters;
-            for (int it = 0; it < total; ++it) {
+            grid_wait();   // A may be written by the grid before
+            for (int it = 0; it < (STEAL ? H : k_iters) || (STEAL && it < H + (own_n + j1 - j0) * SEG); ++it) {
                 int ks = kstep(it);
                 if (STEAL && it >= H) {
                     const int p = (it - H) / SEG, q = (it - H) % SEG;
@@ -560,7 +565,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
             wgmma_wait_group<0>();
             if (STEAL && (it == H - 1 || (it >= H && (it - H) % SEG == SEG - 1)))
                 copy_after_wait(x, e);   // the part, for the branches below
-            wgmma_fence();
+            if (!STEAL) wgmma_fence();   // (STEAL: the next stage's fence comes after its zeroing)
             release(it);
         } else {
             wgmma_wait_group<1>();   // keep this stage's wgmma in flight; hand back the stage before
