@@ -75,10 +75,10 @@ class Rung:
 
     def with_config(self, consumers: int, split: int, kb: int, regs: tuple = (), minb: int = 1,
                     even: int = 0, msplit: int = 1, l2: str = "none", a_stages: int = 0, a_share: int = 1,
-                    stagger: int = 0, early: int = 0, plan: int = 0, seg: int = 1) -> "Rung":
+                    stagger: int = 0, early: int = 0) -> "Rung":
         """The same rung with one configuration for every M (the probes' variants)."""
         return replace(self, table=tuple((mt, Config(consumers, split, kb, tuple(regs), minb, even, msplit, l2,
-                                                     a_stages, a_share, stagger, early, plan, seg)) for mt in MTS))
+                                                     a_stages, a_share, stagger, early)) for mt in MTS))
 
     def with_l2(self, l2: str) -> "Rung":
         """The same rung, its table's configurations with A's and B's tensor maps at L2 promotion `l2`."""
@@ -114,8 +114,6 @@ class Rung:
             d["DECODE_STAGGER"] = c.stagger
         if c.early:
             d["DECODE_EARLY_RELEASE"] = c.early
-        if c.plan:
-            d["DECODE_PLAN_SEGS"], d["DECODE_PLAN_SEG"] = c.plan, c.seg
         return d
 
     def stage_bytes(self, m: int) -> int:
@@ -170,8 +168,6 @@ class Rung:
     def require_groups(self, m: int, n: int, groups: int) -> None:
         """Raise ValueError naming the rule when G = `groups` clusters cannot share N's rows evenly."""
         rows = self.bn * self.config(m).consumers
-        if groups and self.config(m).plan:
-            raise ValueError(f"{self.name}: groups = {groups}: a plan of segments (Config.plan) takes the tile grid")
         if groups < 0 or (groups and (2 * ceil_div(n // 2, groups) > rows or groups > n // 2)):
             raise ValueError(f"{self.name}: groups = {groups}: G clusters share N = {n} rows in even-aligned "
                              f"shares of at most {rows} rows (64 x consumer warpgroups) and at least 2: "
@@ -205,9 +201,6 @@ class Rung:
             if v <= 0 or v % mult:
                 raise ShapeError(f"{self.name}: {name} = {v} must be a positive multiple of {mult} ({why}); "
                                  f"next valid: {max(mult, ceil_div(v, mult) * mult)}")
-        if c.plan and k < c.plan * c.seg * c.kb * BK:
-            raise ShapeError(f"{self.name}: K = {k} holds {k // (c.kb * BK)} stages; a plan of {c.plan} segments of "
-                             f"{c.seg} needs K >= {c.plan * c.seg * c.kb * BK}")
 
 
 SWAP_AB = Rung(
@@ -274,16 +267,7 @@ def _stages(r: Rung, m: int, k: int, stages, optin: int) -> int:
     return stages
 
 
-def _workspace(r, m, n, plan, xp):
-    """The plan's workspace (Config.plan; decode_plan.plan_words, `plan` = (own, jobs) or None: all own)."""
-    from .decode_plan import plan_words
-    c = r.config(m)
-    if not c.plan:
-        return None
-    return xp.asarray(plan_words(n // (r.bn * c.consumers), c.consumers, c.plan, r.nt(m), *(plan or ())))
-
-
-def prepare(r, a, b, c=None, stages=None, stamps=None, pdl=False, defines=None, groups=None, plan=None):
+def prepare(r, a, b, c=None, stages=None, stamps=None, pdl=False, defines=None, groups=None):
     """Check the shapes, encode the tensor maps, load the kernel (with its cluster and K-per-stage
     defines): a `runner.Launch` ready to call. `stages`: the ring depth (default: the deepest that fits).
     `pdl`: launch it with programmatic dependent launch (bwlab.pdl): the kernel reads B for its first
@@ -323,10 +307,8 @@ def prepare(r, a, b, c=None, stages=None, stamps=None, pdl=False, defines=None, 
     module = load_module(r.path, defines=defines)
     fn = module.get_function("gemm")
     fn.max_dynamic_shared_size_bytes = smem
-    ws = _workspace(r, m, n, plan, cp)   # `plan`: (own, jobs) of bwlab.gemm.decode_plan, where Config.plan
     args = (*[tensor_map_arg(t) for t in maps], c, np.int32(m), np.int32(n), np.int32(k),
-            stamps if stamps is not None else np.uint64(0), np.int32(stages), np.int32(groups),
-            ws if ws is not None else np.uint64(0))
+            stamps if stamps is not None else np.uint64(0), np.int32(stages), np.int32(groups))
     launch = Launch(r, fn, grid, block, smem, args, c, module)
     launch.pdl = False
     if pdl:
@@ -339,7 +321,7 @@ def prepare(r, a, b, c=None, stages=None, stamps=None, pdl=False, defines=None, 
         else:
             launch = PdlLaunch(r, fn, grid, block, smem, args, c, module)
             launch.go, launch.pdl = go, True
-    launch.keep = (a, b, ws)
+    launch.keep = (a, b)
     launch.stages, launch.groups = stages, groups
     return launch
 
@@ -351,7 +333,7 @@ class PdlLaunch(Launch):
         self.go()
 
 
-def run_decode_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False, groups: int = 0, plan=None):
+def run_decode_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False, groups: int = 0):
     """C = A * B^T by the rung's kernel executed in bwlab.emu (its sm_90a PTX): NumPy uint16 operands of
     bf16 bits; returns (C bits, the emulator's Launch). `stages`: the ring depth (a shallow ring makes
     every stage and barrier phase come round several times at a small K). `groups`: G clusters sharing
@@ -367,8 +349,6 @@ def run_decode_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False
     r.require_groups(m, n, groups)
     stages = _stages(r, m, k, stages, H100_SMEM_OPTIN)
     da, db, dc = emu.asarray(a), emu.asarray(b), emu.zeros((m, n), np.uint16)
-    ws = _workspace(r, m, n, plan, np)
-    ws = emu.asarray(ws) if ws is not None else emu.zeros(1, np.uint32)
     maps = _maps(r, m, n, k, da.data.ptr, db.data.ptr, dc.data.ptr)
     module = EMULATED.load(r.path, defines=r.build_defines(m))
     fn = module.get_function("gemm")
@@ -376,10 +356,10 @@ def run_decode_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False
     cl = r.cluster(m)
     run = run_launch(module, "gemm", r.grid(m, n, groups), (r.threads(m), 1, 1),
                      (*[tensor_map_arg(t) for t in maps], dc, np.int32(m), np.int32(n), np.int32(k),
-                      np.uint64(0), np.int32(stages), np.int32(groups), ws),
+                      np.uint64(0), np.int32(stages), np.int32(groups)),
                      shared_mem=r.smem_bytes(m, stages), barrier_names=BARRIERS,
                      cluster=(cl, 1, 1) if cl > 1 else None)
-    run.stages, run.workspace = stages, ws.get()
+    run.stages = stages
     return dc.get(), run
 
 

@@ -22,9 +22,7 @@ class Config:
     (B streams from DRAM, A comes from L2: less latency to cover); `a_share`: 2: the two CTAs of a cluster
     (rows of B of their own, the same K) share A's ring, each loading every other box by multicast; `stagger`: 1,
     each cluster starts its walk along K at its own offset (q k_iters / Q for cluster q of Q) and wraps round; `early`: 1, a
-    consumer hands each stage back as soon as its own wgmma on it are done, not once the next stage's are issued;
-    `plan`: 0, or T > 0: the last T segments of `seg` stages of each tile's K may be done by other CTAs, as a plan
-    written before the launches says (bwlab.gemm.decode_plan; C does not depend on the plan)."""
+    consumer hands each stage back as soon as its own wgmma on it are done, not once the next stage's are issued."""
     consumers: int
     split: int
     kb: int
@@ -37,8 +35,6 @@ class Config:
     a_share: int = 1
     stagger: int = 0
     early: int = 0
-    plan: int = 0
-    seg: int = 1
 
     def __post_init__(self):
         if self.consumers not in (1, 2, 4):
@@ -72,11 +68,6 @@ class Config:
         if self.early not in (0, 1):
             raise ValueError(f"Config: early = {self.early}; 0 (a stage handed back once the next one's wgmma are "
                              "issued) or 1 (once its own are done)")
-        if self.plan and not (0 < self.plan < 256 and self.seg >= 1 and self.split == 1 and self.msplit == 1
-                              and self.a_share == 1 and not self.stagger and not self.even):
-            raise ValueError(f"Config: plan = {self.plan}, seg = {self.seg}; a plan of 1 to 255 segments of at least one "
-                             "stage, with K and M whole in each CTA (split = msplit = a_share = 1), no stagger, the tile "
-                             "grid (even = 0)")
         if self.l2 not in L2_PROMOTIONS:
             raise ValueError(f"Config: l2 = {self.l2!r}; a tensor map's L2 promotion is one of "
                              f"{', '.join(L2_PROMOTIONS)} (cuTensorMapEncodeTiled, CUtensorMapL2promotion)")

@@ -104,12 +104,6 @@ using namespace ladder;
 #ifndef DECODE_EARLY_RELEASE
 #define DECODE_EARLY_RELEASE 0  // 1: a consumer hands each stage back once its own wgmma are done (see the loop)
 #endif
-#ifndef DECODE_PLAN_SEGS
-#define DECODE_PLAN_SEGS 0      // T > 0: the last T segments of every tile's K go to the CTAs a plan names (below)
-#endif
-#ifndef DECODE_PLAN_SEG
-#define DECODE_PLAN_SEG 1       // stages of K in a segment
-#endif
 #ifndef DECODE_A_SHARE
 #define DECODE_A_SHARE 1   // 2: two CTAs of a cluster (their own rows of B, the same K) share A's ring by multicast
 #endif
@@ -117,13 +111,6 @@ constexpr int BN = 64, MT = DECODE_MT, CONSUMERS = DECODE_CONSUMERS, SPLIT = DEC
 constexpr bool STAGGER = DECODE_STAGGER != 0, EARLY_RELEASE = DECODE_EARLY_RELEASE != 0;
 constexpr int MINB = DECODE_MINB, MSPLIT = DECODE_MSPLIT, A_STAGES = DECODE_A_STAGES, A_SHARE = DECODE_A_SHARE;
 constexpr int A_RING = A_STAGES > 0 ? A_STAGES : 1;   // A's barrier arrays and slot arithmetic (1: unused)
-constexpr int T_SEGS = DECODE_PLAN_SEGS, SEG = DECODE_PLAN_SEG;
-constexpr bool STEAL = T_SEGS > 0;   // (the plan's segments: some done by a CTA other than the tile's own)
-static_assert(!STEAL || (DECODE_SPLIT == 1 && DECODE_MSPLIT == 1 && DECODE_A_SHARE == 1 && DECODE_STAGGER == 0 &&
-                         T_SEGS < 256 && SEG >= 1),
-              "a plan of segments: K and M whole in each CTA (no cluster), no stagger, fewer than 256 segments");
-// a stage's job word (STEAL): its K stage (bits 0-15), its segment (16-23), and what the consumers do with it
-constexpr u32 F_E = 1u << 24, F_FIRST = 1u << 25, F_LAST = 1u << 26, F_STOLEN = 1u << 27, F_END = 1u << 28;
 constexpr int CL_ROWS = SPLIT * MSPLIT;   // CTAs of a cluster that work on the same rows of B
 constexpr int CL = CL_ROWS * A_SHARE;     // CTAs of a cluster
 constexpr int NT = MT / MSPLIT;      // wgmma's N in each CTA: its rows of A
@@ -216,92 +203,10 @@ __device__ __forceinline__ void load_b(u8* sB, const TmaDescriptor* tma_b, u64* 
         }
 }
 
-// C^T's fragment d (64 rows of N from row n, MT columns of M from m0) stored into C (M x N, row-major, bf16),
-// columns j in [j0, j1) only and rows below n1. d[i] = C^T[16 w + g + 8 h][8 j + 2 q + e] (w = warp, g = lane
-// / 4, q = lane % 4, i = 4 j + 2 h + e): the lane with g even keeps column e = 0 and takes its row-(n + 1)
-// neighbour's value there; the lane with g odd keeps column e = 1 and takes its row-(n - 1) neighbour's value
-template <int R>
-__device__ __forceinline__ void store_ct(const float (&d)[R], u16* __restrict__ C, int M, int N, int n, int n1,
-                                         int m0, int j0, int j1, int t) {
-    const int g = (t % 32) / 4, q = t % 4;
-    const bool odd = g & 1;
-    n += 16 * (t / 32) + (g & ~1);
-#pragma unroll
-    for (int j = 0; j < R / 4; ++j) {
-        if (j < j0 || j >= j1) continue;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const float lo = d[4 * j + 2 * h], hi = d[4 * j + 2 * h + 1];
-            const float got = __shfl_xor_sync(0xffffffffu, odd ? lo : hi, 4);
-            const int m = m0 + 8 * j + 2 * q + (odd ? 1 : 0);
-            const u32 pair = odd ? cvt_rn_bf16x2_f32(got, hi) : cvt_rn_bf16x2_f32(lo, got);
-            if (m < M && n + 8 * h < n1) *reinterpret_cast<u32*>(C + size_t(m) * N + n + 8 * h) = pair;
-        }
-    }
-}
-
-// x = e after a wgmma.wait_group: asm volatile, so that it is not moved above the wait
-template <int R>
-__device__ __forceinline__ void copy_after_wait(float (&x)[R], const float (&e)[R]) {
-#pragma unroll
-    for (int i = 0; i < R; ++i) asm volatile("mov.b32 %0, %1;" : "=f"(x[i]) : "f"(e[i]));
-}
-
-// PLAN: the workspace (u32 words), written by the host before the launches except the arrival counters, which
-// every launch leaves at 0: per CTA i (tile i) own[i], the segments of its tile it does itself (0 .. own[i] - 1,
-// after the head), and its list of other tiles' segments, jobs[off[i] .. off[i + 1]) (tile x 256 + segment);
-// per tile and consumer an arrival counter; then the parts in f32: per tile and consumer T + 1 slots (slot s <
-// T: segment s; slot T: the owner's sum of the head and its own segments), each in the accumulator's fragment
-// order (float4 j of thread t at j x 128 + t). bwlab/gemm/decode.py (Plan) lays out the same words.
-struct Work {
-    const u32 *own, *off, *jobs;
-    u32* arrivals;
-    float4* parts;
-};
-__device__ __forceinline__ Work work_of(u32* ws, int tiles) {
-    const int t4 = (tiles + 4) & ~3;   // tiles + 1 words, rounded up to 4
-    Work w;
-    w.own = ws + 4;
-    w.off = w.own + t4;
-    w.arrivals = const_cast<u32*>(w.off) + t4;
-    w.jobs = w.arrivals + t4 * CONSUMERS;
-    w.parts = reinterpret_cast<float4*>(ws + 4 + 2 * t4 + t4 * CONSUMERS + ((tiles * T_SEGS + 3) & ~3));
-    return w;
-}
-constexpr int PART_F4 = WG * NT / 8;   // float4 in one consumer's part
-
-// The part that completes a tile (its T + 1 arrivals counted): the owner's sum, then each segment the others
-// took, added in segment order from the workspace (L2), and the tile's rows of C stored. Whoever finishes
-// it, C is the same: ((head + s0) + s1) + ... in every case. Not inlined (its loops beside the main loop's
-// wgmma chain; see sk_split_k.cu).
-__device__ __noinline__ void finish_tile(u16* __restrict__ C, int M, int N, Work w, int tile, int c, int t) {
-    __threadfence();
-    const int first = int(__ldg(w.own + tile));
-    const float4* p = w.parts + size_t((tile * CONSUMERS + c) * (T_SEGS + 1)) * PART_F4 + t;
-    float v[NT / 2];
-#pragma unroll
-    for (int j = 0; j < NT / 8; ++j) {
-        const float4 x = __ldcg(p + T_SEGS * PART_F4 + j * WG);
-        v[4 * j] = x.x, v[4 * j + 1] = x.y, v[4 * j + 2] = x.z, v[4 * j + 3] = x.w;
-    }
-    for (int s = first; s < T_SEGS; ++s) {
-        float4 x[NT / 8];
-#pragma unroll
-        for (int j = 0; j < NT / 8; ++j) x[j] = __ldcg(p + s * PART_F4 + j * WG);
-#pragma unroll
-        for (int j = 0; j < NT / 8; ++j) {
-            v[4 * j] = __fadd_rn(v[4 * j], x[j].x), v[4 * j + 1] = __fadd_rn(v[4 * j + 1], x[j].y);
-            v[4 * j + 2] = __fadd_rn(v[4 * j + 2], x[j].z), v[4 * j + 3] = __fadd_rn(v[4 * j + 3], x[j].w);
-        }
-    }
-    const int n = tile * BN * CONSUMERS + BN * c;
-    store_ct(v, C, M, N, n, n + BN, 0, 0, NT / 8, t);
-}
-
 extern "C" __global__ void __cluster_dims__(CL, 1, 1) __launch_bounds__(THREADS, MINB)
 gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDescriptor tma_b,
      const __grid_constant__ TmaDescriptor tma_c, u16* __restrict__ C, int M, int N, int K, u64* stamps,
-     int stages, int groups, u32* ws) {
+     int stages, int groups) {
     extern __shared__ u8 smem_raw[];
     // stage s: KB x (CONSUMERS boxes of B, 64 x 64 each), then KB boxes of A (NT x 64: this CTA's rows).
     // A_STAGES > 0: B's ring holds B alone (`stages` of B_BYTES), then A's own ring (A_STAGES of A_BYTES):
@@ -310,8 +215,6 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     u8* smem = align_1024(smem_raw);
     __shared__ alignas(8) u64 full[MAX_STAGES], empty[MAX_STAGES];
     __shared__ alignas(8) u64 full_a[A_RING], empty_a[A_RING];
-    constexpr int JOBS = STEAL ? MAX_STAGES : 1;   // STEAL: each stage's job
-    __shared__ u32 job[JOBS][2], steal_last[4];   // (STEAL: each stage's job)
     constexpr u32 B_BYTES = KB * CONSUMERS * B_BOX, A_BYTES = KB * NT * BK * 2;
     constexpr u32 STAGE_BYTES = A_STAGES ? B_BYTES : B_BYTES + A_BYTES;   // one stage of (B's) ring
     const int wg = threadIdx.x / WG, rank = CL > 1 ? int(cluster_ctarank()) : 0;
@@ -323,12 +226,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     // [2 floor(i (N/2) / G), 2 floor((i + 1) (N/2) / G)) (at most BN x CONSUMERS rows, the host checks). It
     // loads whole boxes from n0 on: the rows past n1 are its neighbour's (read by it at about the same time,
     // so from L2) or past N (TMA's zero fill), and are never stored.
-    // (DECODE_ROT = R, a probe's: cluster i takes the rows of cluster (i + R) mod G, so that a CTA's speed can be
-    // told apart from its rows')
-#ifndef DECODE_ROT
-#define DECODE_ROT 0
-#endif
-    const int grp = (blockIdx.x / CL_ROWS + DECODE_ROT) % (gridDim.x / CL_ROWS);   // A_SHARE = 2: each CTA of the pair has rows of its own
+    const int grp = blockIdx.x / CL_ROWS;   // A_SHARE = 2: each CTA of the pair has rows of its own
     const int n0 = groups ? 2 * int((long long)grp * (N / 2) / groups) : grp * (BN * CONSUMERS);
     const int n1 = groups ? 2 * int((long long)(grp + 1) * (N / 2) / groups) : n0 + BN * CONSUMERS;
     const int k_iters = K / (KB * BK * SPLIT), it0 = piece * k_iters;   // this CTA's K piece, in stages
@@ -356,60 +254,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
 
     if (wg == 0) {
         if constexpr (PRODUCER_REGS > 0) setmaxnreg_dec<PRODUCER_REGS>();
-        if (STEAL && threadIdx.x == 0) {
-            // The jobs, one stage at a time: the head of this CTA's tile (stages [0, H)),
-            // the first own[i] of its tail's segments, the other tiles' segments its list names, then an end
-            // job carrying own[i]. Each job word goes with its stage to the consumers; A's thread (A_STAGES >
-            // 0) walks the same plan itself.
-            const int tiles = gridDim.x, own = blockIdx.x, H = k_iters - T_SEGS * SEG;
-            const Work w = work_of(ws, tiles);
-            int it = 0;
-            bool go = true;
-            auto emit = [&](int tile, u32 jw, bool with_a) {
-                const int s = it % stages;
-                if (it >= stages && !mbarrier_wait(&empty[s], (it / stages + 1) & 1, 2, 0)) return false;
-                job[s][0] = u32(tile);
-                job[s][1] = jw;
-                if (jw & F_END) {
-                    mbarrier_arrive(&full[s]);   // no bytes: the phase completes on the arrival
-                } else {
-                    const int ks = int(jw & 0xffffu);
-                    u8* sB = smem + s * STAGE_BYTES;
-                    mbarrier_arrive_expect_tx(&full[s], STAGE_BYTES);
-                    load_b(sB, &tma_b, &full[s], ks * KB * BK, tile * BN * CONSUMERS, 0);
-#pragma unroll
-                    for (int kb = 0; A_STAGES == 0 && with_a && kb < KB; ++kb)
-                        tma_load_2d(sB + B_BYTES + kb * NT * 128, &tma_a, &full[s], (ks * KB + kb) * BK, 0);
-                }
-                ++it;
-                return true;
-            };
-            auto segment = [&](int tile, int seg, u32 kind) {
-                for (int q = 0; go && q < SEG; ++q)
-                    go = emit(tile, u32(H + seg * SEG + q) | u32(seg) << 16 | F_E | kind | (q == 0 ? F_FIRST : 0u) |
-                                    (q == SEG - 1 ? F_LAST : 0u), true);
-            };
-            {
-                // the plan first, before any wait: loaded now, its values are there by the time the head is out
-                const int own_count = int(__ldg(w.own + own)), j0 = int(__ldg(w.off + own)), j1 = int(__ldg(w.off + own + 1));
-                const int first = H < stages ? H : stages;
-                auto head = [&](int i) { return u32(i) | (i == 0 ? F_FIRST : 0u) | (i == H - 1 ? F_LAST : 0u); };
-                for (int i = 0; go && i < first; ++i) go = emit(own, head(i), false);   // B only, before the wait
-                grid_wait();   // the grid before may write A, and reads or writes C and the workspace
-#pragma unroll 1
-                for (int i = 0; A_STAGES == 0 && i < first; ++i)
-                    for (int kb = 0; kb < KB; ++kb)
-                        tma_load_2d(smem + i * STAGE_BYTES + B_BYTES + kb * NT * 128, &tma_a, &full[i], (i * KB + kb) * BK, 0);
-                for (int i = first; go && i < H; ++i) go = emit(own, head(i), true);
-                for (int f = 0; go && f < own_count; ++f) segment(own, f, 0u);
-                for (int j = j0; go && j < j1; ++j) {
-                    const u32 job_word = __ldg(w.jobs + j);
-                    segment(int(job_word >> 8), int(job_word & 0xffu), F_STOLEN);
-                }
-                if (go) emit(own_count, F_END, false);
-            }
-        }
-        if (!STEAL && threadIdx.x == 0) {
+        if (threadIdx.x == 0) {
             // B (the weights: no grid before this one writes them) for the stages of the first pass
             // round the ring, then wait for the grid before (which may write A, the activations, and
             // read or write C), then A for those stages; from then on B and A together (A_STAGES > 0:
@@ -445,19 +290,8 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
             }
         }
         if (A_STAGES > 0 && threadIdx.x == 32) {   // A's own ring, from the producer warpgroup's second warp
-            // STEAL: the K stage of each of this CTA's stages, from the plan as the producer walks it (the head,
-            // its own segments, the listed ones); A is the same for every tile, so only K matters here
-            const int H = k_iters - T_SEGS * SEG;
-            const Work w = work_of(ws, gridDim.x);
-            const int own_n = STEAL ? int(__ldg(w.own + blockIdx.x)) : 0;
-            const int j0 = STEAL ? int(__ldg(w.off + blockIdx.x)) : 0, j1 = STEAL ? int(__ldg(w.off + blockIdx.x + 1)) : 0;
             grid_wait();   // A may be written by the grid before
-            for (int it = 0; it < (STEAL ? H : k_iters) || (STEAL && it < H + (own_n + j1 - j0) * SEG); ++it) {
-                int ks = kstep(it);
-                if (STEAL && it >= H) {
-                    const int p = (it - H) / SEG, q = (it - H) % SEG;
-                    ks = H + SEG * (p < own_n ? p : int(__ldg(w.jobs + j0 + p - own_n) & 0xffu)) + q;
-                }
+            for (int it = 0; it < k_iters; ++it) {
                 const int sa = it % A_RING;
                 if (it >= A_STAGES && !mbarrier_wait(&empty_a[sa], (it / A_RING + 1) & 1, 4, 0)) break;
                 u8* sA = smem + stages * STAGE_BYTES + sa * A_BYTES;
@@ -465,9 +299,9 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
 #pragma unroll
                 for (int kb = 0; kb < KB; ++kb) {
                     if (A_SHARE == 1)
-                        tma_load_2d(sA + kb * NT * 128, &tma_a, &full_a[sa], (ks * KB + kb) * BK, m0);
+                        tma_load_2d(sA + kb * NT * 128, &tma_a, &full_a[sa], (kstep(it) * KB + kb) * BK, m0);
                     else if (kb % A_SHARE == rank)   // every other box, into both CTAs' rings at the same offset
-                        tma_load_multicast_2d(sA + kb * NT * 128, &tma_a, &full_a[sa], 0x3, (ks * KB + kb) * BK, m0);
+                        tma_load_multicast_2d(sA + kb * NT * 128, &tma_a, &full_a[sa], 0x3, (kstep(it) * KB + kb) * BK, m0);
                 }
             }
         }
@@ -499,49 +333,14 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
                 mbarrier_arrive_remote(mapa_shared_cluster(smem_u32(&empty[i % stages]), u32(rank ^ 1)));
         }
     };
-    // STEAL: e holds the segment in hand (its sum from zero); a part goes to the workspace and is counted in
-    // on its tile's arrival counter, and the part that completes the tile (T + 1) finishes it (finish_tile)
-    float e[NT / 2], x[NT / 2];
-    zero(e);
-    int own_count = T_SEGS;
-    const Work wk = work_of(ws, gridDim.x);
-    const int H = k_iters - T_SEGS * SEG;   // STEAL: the head's stages
-    auto put = [&](const float (&v)[NT / 2], int tile, int slot, u32 count) {
-        float4* p = wk.parts + size_t((tile * CONSUMERS + c) * (T_SEGS + 1) + slot) * PART_F4 + t;
-#pragma unroll
-        for (int j = 0; j < NT / 8; ++j) __stcg(p + j * WG, make_float4(v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]));
-        __threadfence();
-        named_barrier_sync(1 + c, WG);
-        if (lead) {
-            u32* a = wk.arrivals + tile * CONSUMERS + c;
-            const bool last = atomicAdd(a, count) + count == u32(T_SEGS + 1);
-            if (last) *a = 0u;   // ready for the next launch
-            __threadfence();
-            steal_last[c] = last;
-        }
-        named_barrier_sync(1 + c, WG);
-        const bool last = steal_last[c];
-        named_barrier_sync(1 + c, WG);   // every thread has read it before the next part writes it
-        if (last) finish_tile(C, M, N, wk, tile, c, t);
-    };
-    for (int it = 0; STEAL || it < k_iters; ++it) {
+    for (int it = 0; it < k_iters; ++it) {
         const int s = it % stages;
         if (!mbarrier_wait(&full[s], (it / stages) & 1, 1, STAGE_BYTES)) {
             ok = false;
             break;
         }
-        u32 jt = 0, jw = 0;   // STEAL: this stage's tile and job word
-        if constexpr (STEAL) {
-            jt = job[s][0];
-            jw = job[s][1];
-            if (jw & F_END) {   // no more stages: jt is how many of its own segments this CTA did
-                own_count = int(jt);
-                if (lead && c == 0) cta_stamp(stamps, 2);
-                break;
-            }
-        }
         if (lead) stamp(stamps, 1 + c, it, 0);
-        if (lead && c == 0 && (it == 0 || (!STEAL && it == k_iters - 1))) cta_stamp(stamps, it == 0 ? 1 : 2);
+        if (lead && c == 0 && (it == 0 || it == k_iters - 1)) cta_stamp(stamps, it == 0 ? 1 : 2);
         if constexpr (A_STAGES > 0) {
             if (!mbarrier_wait(&full_a[it % A_STAGES], (it / A_STAGES) & 1, 3, A_BYTES)) {
                 ok = false;
@@ -551,35 +350,15 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         const u32 sB = smem_u32(smem + s * STAGE_BYTES);
         const u32 sA = A_STAGES ? smem_u32(smem + stages * STAGE_BYTES) + u32(it % A_RING) * A_BYTES
                                 : sB + B_BYTES;
-        if constexpr (STEAL) {   // every part (the head, each segment) summed from zero in e
-            // (a part's first and last stages follow from `it` alone, the same in every thread: e touched under
-            // a branch that depends on data makes ptxas serialize the wgmma chain, C7520)
-            if (it == 0 || (it >= H && (it - H) % SEG == 0)) zero(e);
-            wgmma_fence();
-            mma_stage_t<NT>(e, sB + c * B_BOX, sA);
-        } else {
-            mma_stage_t<NT>(d, sB + c * B_BOX, sA);
-        }
+        mma_stage_t<NT>(d, sB + c * B_BOX, sA);
         wgmma_commit_group();
-        if constexpr (EARLY_RELEASE || STEAL) {   // this stage's wgmma done, its slot back before the next stage lands
+        if constexpr (EARLY_RELEASE) {   // this stage's wgmma done, its slot back before the next stage lands
             wgmma_wait_group<0>();
-            if (STEAL && (it == H - 1 || (it >= H && (it - H) % SEG == SEG - 1)))
-                copy_after_wait(x, e);   // the part, for the branches below
-            if (!STEAL) wgmma_fence();   // (STEAL: the next stage's fence comes after its zeroing)
+            wgmma_fence();
             release(it);
         } else {
             wgmma_wait_group<1>();   // keep this stage's wgmma in flight; hand back the stage before
             if (it > 0) release(it - 1);
-        }
-        if (STEAL && (jw & F_LAST)) {   // a part's last stage: the head (d = e), an own segment (d + e, in order)
-                                        // or another tile's segment (to the workspace)
-            if (jw & F_STOLEN) {
-                put(x, int(jt), int(jw >> 16 & 0xffu), 1u);
-            } else {
-                const bool head = !(jw & F_E);
-#pragma unroll
-                for (int i = 0; i < NT / 2; ++i) d[i] = head ? x[i] : __fadd_rn(d[i], x[i]);
-            }
         }
     }
     wgmma_wait_group<0>();
@@ -635,10 +414,25 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
                 }
         }
     }
-    if (STEAL && ok && own_count < T_SEGS) {   // others took some of this tile's segments: the sum so far is a part
-        put(d, int(blockIdx.x), T_SEGS, u32(own_count + 1));
-    } else if (ok) {
-        store_ct(d, C, M, N, n0 + BN * c, n1, m0, j0, j1, t);
+    if (ok) {
+        // d[i] = C^T[16 w + g + 8 h][8 j + 2 q + e] (w = warp, g = lane / 4, q = lane % 4, i = 4 j + 2 h + e):
+        // the lane with g even keeps column e = 0 and takes its row-(n + 1) neighbour's value there; the
+        // lane with g odd keeps column e = 1 and takes its row-(n - 1) neighbour's value
+        const int g = (t % 32) / 4, q = t % 4;
+        const bool odd = g & 1;
+        const int n = n0 + BN * c + 16 * (t / 32) + (g & ~1);
+#pragma unroll
+        for (int j = 0; j < J; ++j) {
+            if (j < j0 || j >= j1) continue;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const float lo = d[4 * j + 2 * h], hi = d[4 * j + 2 * h + 1];
+                const float got = __shfl_xor_sync(0xffffffffu, odd ? lo : hi, 4);
+                const int m = m0 + 8 * j + 2 * q + (odd ? 1 : 0);
+                const u32 pair = odd ? cvt_rn_bf16x2_f32(got, hi) : cvt_rn_bf16x2_f32(lo, got);
+                if (m < M && n + 8 * h < n1) *reinterpret_cast<u32*>(C + size_t(m) * N + n + 8 * h) = pair;
+            }
+        }
     }
     if (lead) stamp(stamps, 3, c, 1);
     if (lead && c == 0) cta_stamp(stamps, 3);

@@ -22,7 +22,6 @@ def main(argv=None) -> int:
     ap.add_argument("--m", type=int, nargs="*", default=[16, 64, 128, 256])
     ap.add_argument("--early", action="store_true", help="the table with Config.early = 1")
     ap.add_argument("--a64", type=int, default=None, help="A's ring depth at MT = 64")
-    ap.add_argument("--rot", type=int, default=0, help="--sm: also with CTA i on the rows of CTA i + ROT (DECODE_ROT)")
     ap.add_argument("--sm", type=int, default=0, metavar="LAUNCHES",
                     help="instead: per SM (%%smid), over this many launches alone, how long its CTA streams its share")
     args = ap.parse_args(argv)
@@ -102,34 +101,19 @@ def by_sm(args, lines, r, n, k) -> int:
         a, b = runner.random_operands(m, n, k, seed=m)
         ctas = r.grid(m, n)[0]
         stamps = cp.zeros(decode.STAMP_WORDS + decode.CTA_WORDS * ctas, cp.uint64)
-        by = {}
-        for rot in sorted({0, args.rot}):
-            st = decode.prepare(r, a, b, stamps=stamps, defines={"DECODE_ROT": rot} if rot else None)
-            spans, tiles = {}, {}   # sm -> [(launch, span us, partner idle)]; tile -> [span us]
-            for i in range(args.sm):
-                stamps.fill(0)
-                st()
-                cp.cuda.Device().synchronize()
-                ok = runner.check(a, b, st.c, "stamped")
-                if not ok.ok:
-                    raise SystemExit(str(ok))
-                per = stamps.get()[decode.STAMP_WORDS:].reshape(ctas, decode.CTA_WORDS).astype(np.int64)
-                used = set(int(x) for x in per[:, 4])
-                for cta, row in enumerate(per):
-                    sm = int(row[4])
-                    spans.setdefault(sm, []).append((i, (row[2] - row[1]) / 1e3, (sm ^ 1) not in used))
-                    tiles.setdefault((cta + rot) % ctas, []).append((row[2] - row[1]) / 1e3)
-            lines.append((f"rows of CTA i + {rot}: " if args.rot else "") + sm_summary(m, spans, args.sm))
-            print(lines[-1], flush=True)
-            by[rot] = ({sm: np.mean([x for _, x, _ in v]) for sm, v in spans.items()},
-                       {t: np.mean(v) for t, v in tiles.items()})
-        if args.rot:
-            (s0, t0), (s1, t1) = by[0], by[args.rot]
-            sms = sorted(set(s0) & set(s1))
-            lines.append(f"M = {m:3d}: with the rows moved by {args.rot} CTAs, the per-SM means agree with r = "
-                         f"{np.corrcoef([s0[x] for x in sms], [s1[x] for x in sms])[0, 1]:.2f} and the per-rows "
-                         f"(tile) means with r = {np.corrcoef([t0[x] for x in sorted(t0)], [t1[x] for x in sorted(t0)])[0, 1]:.2f}")
-            print(lines[-1], flush=True)
+        st = decode.prepare(r, a, b, stamps=stamps)
+        spans = {}   # sm -> [(launch, span us, partner idle)]
+        for i in range(args.sm):
+            stamps.fill(0)
+            st()
+            cp.cuda.Device().synchronize()
+            per = stamps.get()[decode.STAMP_WORDS:].reshape(ctas, decode.CTA_WORDS).astype(np.int64)
+            used = set(int(x) for x in per[:, 4])
+            for row in per:
+                sm = int(row[4])
+                spans.setdefault(sm, []).append((i, (row[2] - row[1]) / 1e3, (sm ^ 1) not in used))
+        lines.append(sm_summary(m, spans, args.sm))
+        print(lines[-1], flush=True)
         del a, b, st
         cp.get_default_memory_pool().free_all_blocks()
     text = "\n".join(lines) + "\n\ncommand: python docs/results/decode_tail_probe.py " + " ".join(sys.argv[1:])
