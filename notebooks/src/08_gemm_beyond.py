@@ -478,6 +478,12 @@ for m in (128, 256):
 # CTA asks for its bytes a ring ahead of its math, 4-5 µs of them, more than the 3-5 µs by which the
 # slowest trails; when the fastest is done, what the slowest has left is already in its ring. What makes
 # a CTA slow is how fast the loads it has issued are served, not the work it has not yet asked for.
+# Those rates hold still from launch to launch: every launch puts its CTAs on the same SMs, and each SM's
+# time agrees across launches almost exactly (28). So a plan made before the launches was tried, moving
+# the last segments of the slowest CTAs' tiles to the fastest (29). It did not pay either: the rates are
+# not the SMs' alone. With every CTA on other rows of B the pattern of fast and slow SMs changes, so
+# work moved by a plan lands on CTAs that are no longer the fast ones; and the build that can follow a
+# plan was itself slower than the one-tile kernel.
 #
 # **Three other ways to feed B were built and lost** (19-21), each correct on the H200:
 #
@@ -488,5 +494,5 @@ for m in (128, 256):
 # * every warp streaming its own rows into registers for `mma.sync`, with no ring for B at all.
 #
 # Plain loads in that pattern stream at 0.97 on their own (18), but lose 15 % as soon as the kernel asks
-# for most of the shared memory, which shrinks the L1 their misses go through (22). Open: why the same
-# loads are served faster on some SMs than on others, and at M = 256 the tensor cores' work per cycle.
+# for most of the shared memory, which shrinks the L1 their misses go through (22). Open: what sets each
+# SM's rate for a given assignment of rows, and at M = 256 the tensor cores' work per cycle.
