@@ -458,3 +458,29 @@ def test_a_shared_by_a_pair_is_checked():
             Config(**kw)
     with pytest.raises(ShapeError, match="N = 192 must be a positive multiple of 128"):
         SWAP_AB.with_config(1, 1, 2, a_stages=2, a_share=2).require_shape(16, 192, 1024)
+
+
+# Each stage handed back as soon as the consumer's own wgmma on it are done (Config.early = 1, the table's choice at
+# M <= 128): with the pair's remote arrivals (M split, A shared) and with K shorter than the rings.
+EARLY = [(Config(2, 1, 2, msplit=2, early=1), 256, 128, 1024, 2), (Config(1, 1, 4, a_stages=3, a_share=2, early=1),
+                                                                    64, 256, 2048, 2),
+         (Config(1, 1, 4, a_stages=4, early=1), 40, 64, 512, 3), (Config(2, 2, 1, a_stages=5, early=1), 256, 128, 2560, 2)]
+
+
+@pytest.mark.parametrize("cfg,m,n,k,stages", EARLY, ids=["msplit", "a-share", "short-k", "m256"])
+def test_early_hand_back_in_the_emulator(cfg, m, n, k, stages, monkeypatch):
+    from dataclasses import replace
+    from bwlab.gemm import sm100
+    monkeypatch.setenv("BWLAB_BACKEND", "emulated")
+    r = replace(SWAP_AB, table=tuple((mt, cfg) for mt, _ in SWAP_AB.table))
+    assert r.build_defines(m)["DECODE_EARLY_RELEASE"] == 1
+    a, b = sm100.example_inputs(m, n, k, seed=m + 13)
+    c, run = decode.run_decode_emulated(r, a, b, stages=stages)
+    assert np.array_equal(c, sm100.reference_bf16(a, b)) and not run.warnings, run.warnings
+
+
+def test_early_hand_back_is_checked_and_chosen_where_it_won():
+    with pytest.raises(ValueError, match="early = 2"):
+        Config(1, 1, 4, early=2)
+    assert [c.early for _, c in SWAP_AB.table] == [1, 1, 1, 1, 0]   # decode_probe_h200.txt, 26: slower at M = 256
+    assert "DECODE_EARLY_RELEASE" not in SWAP_AB.build_defines(256)
