@@ -225,7 +225,7 @@ def stagger_variants(m):
     return out
 
 
-def early_variants(m):
+def early_variants(m, near=None):
     """--early: the table's configuration at M with each stage handed back as soon as the consumer's own wgmma on it
     are done (Config.early = 1), plain and with PDL, and near it (plain) the variants of EARLY_NEAR with it."""
     from dataclasses import replace
@@ -233,16 +233,22 @@ def early_variants(m):
     r = decode.SWAP_AB
     re = replace(r, table=tuple((mt, replace(c, early=1)) for mt, c in r.table))
     out = [(r.name, r, False), (r.name + PDL, r, True), (r.name + " er", re, False), (r.name + " er" + PDL, re, True)]
-    for c, s, kb, a in EARLY_NEAR[r.mt(m)]:
-        out.append((f"sd w{c} s{s} kb{kb} a{a} er", r.with_config(c, s, kb, a_stages=a, early=1), False))
+    for c, s, kb, a, *ms in (near or EARLY_NEAR)[r.mt(m)]:
+        ms = ms[0] if ms else 1
+        out.append((f"sd w{c} s{s} kb{kb} a{a}" + (f" ms{ms}" if ms > 1 else "") + " er",
+                    r.with_config(c, s, kb, a_stages=a, early=1, msplit=ms), False))
     return out
 
 
-# --early: (consumers, K pieces, boxes per stage, A's ring depth) near the table's, each with the early hand-back
+# --early: (consumers, K pieces, boxes per stage, A's ring depth[, M halves]) near the table's, each with the early
+# hand-back (the first run, section 26; --early-msplit: M split across the pair, cuBLAS's shape at M = 256, section 30)
 EARLY_NEAR = {16: [(1, 1, 2, 0), (1, 1, 4, 3), (1, 1, 2, 6)], 32: [(1, 1, 2, 0), (1, 1, 4, 3)],
               64: [(1, 1, 2, 4), (1, 1, 4, 3), (1, 1, 2, 6), (2, 2, 2, 3)],
               128: [(2, 2, 1, 6), (2, 2, 2, 2), (2, 2, 1, 4), (1, 1, 2, 3)],
               256: [(2, 2, 1, 3), (2, 2, 1, 4), (2, 2, 2, 2)]}
+EARLY_MSPLIT = {16: [], 32: [], 64: [(2, 1, 1, 0, 2), (2, 1, 2, 0, 2)],
+                128: [(2, 1, 1, 0, 2), (2, 1, 2, 0, 2), (2, 1, 4, 0, 2)],
+                256: [(2, 1, 1, 0, 2), (2, 1, 2, 0, 2), (4, 1, 1, 0, 2)]}
 
 
 # --stagger: (consumers, K pieces, boxes per stage, A's ring depth) near the table's, each with the stagger
@@ -292,7 +298,7 @@ def variants_for(mode, extra=False, only=None, pdl=True, rung=None):
 
 
 def probe(say, shapes, only=None, pdl_variants=True, even=False, msplit=False, times=None, l2=False,
-          wait=False, aring=False, stagger=False, early=False):
+          wait=False, aring=False, stagger=False, early=False, early_msplit=False):
     """Short CUDA-event timings: the read stream launched plainly and with PDL, the library, the rung's
     table launched both ways, and per M the variants of PROBE_PDL (`only`: these plain variants instead;
     `even`: the table's configuration with even rows instead; `msplit`: MSPLIT_VARIANTS instead). `times`:
@@ -318,7 +324,9 @@ def probe(say, shapes, only=None, pdl_variants=True, even=False, msplit=False, t
             f"({t_st / t_lib:.3f} of stream); {runner.check(*sets[0], lib_c, 'library', ref=ref).ok}")
         if times is not None:
             times[f"{m}x{n}x{k}"] = here = {"read stream": t_st, "read stream" + PDL: t_stp, "library": t_lib}
-        if early:
+        if early_msplit:
+            vs = early_variants(m, EARLY_MSPLIT)
+        elif early:
             vs = early_variants(m)
         elif stagger:
             vs = stagger_variants(m)
@@ -586,6 +594,9 @@ def main(argv=None) -> int:
                     help="probe: the table with and without each stage handed back once its own wgmma are done "
                          "(Config.early) and EARLY_NEAR (instead of PROBE_PDL; no chains); protocol: the rung's "
                          "table with it")
+    ap.add_argument("--early-msplit", action="store_true",
+                    help="probe: the table with and without the early hand-back, and M split across the pair with it "
+                         "(EARLY_MSPLIT; no chains)")
     ap.add_argument("--table", type=int, nargs=5, action="append", metavar=("MT", "C", "S", "KB", "MS"),
                     help="protocol: the rung's table with this configuration at wgmma's N = MT (consumers, K pieces, "
                          "boxes per stage, M halves)")
@@ -607,8 +618,9 @@ def main(argv=None) -> int:
         dump["probe"] = {}
         probe(say, shapes, [tuple(v) for v in args.variant] if args.variant else None, even=args.even,
               msplit=args.msplit, times=dump["probe"], l2=args.l2 is not None,
-              wait=args.wait, aring=args.aring, stagger=args.stagger, early=args.early)
-        if not (args.no_chain or args.l2 is not None or args.wait or args.aring or args.stagger or args.early):
+              wait=args.wait, aring=args.aring, stagger=args.stagger, early=args.early, early_msplit=args.early_msplit)
+        if not (args.no_chain or args.l2 is not None or args.wait or args.aring or args.stagger or args.early
+                or args.early_msplit):
             chains(say, even=args.even, msplit=args.msplit, ms=[s[0] for s in shapes])
     else:
         rung = None
