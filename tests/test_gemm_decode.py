@@ -426,8 +426,6 @@ def test_a_ring_of_its_own_frees_smem_for_b():
     assert r.build_defines(64)["DECODE_A_STAGES"] == 2
     with pytest.raises(ValueError, match="a_stages = 1"):
         Config(1, 1, 4, a_stages=1)
-    with pytest.raises(ValueError, match="not with msplit = 2"):
-        Config(2, 1, 2, msplit=2, a_stages=2)
     with pytest.raises(ShapeError, match="beside A's own ring of 229376 bytes"):   # 28 x 8 KiB of A at M = 64
         decode._stages(SWAP_AB.with_config(1, 1, 1, a_stages=28), 64, 8192, None, decode.H100_SMEM_OPTIN)
 
@@ -462,12 +460,13 @@ def test_a_shared_by_a_pair_is_checked():
 
 # Each stage handed back as soon as the consumer's own wgmma on it are done (Config.early = 1, the table's choice at
 # M <= 128): with the pair's remote arrivals (M split, A shared) and with K shorter than the rings.
-EARLY = [(Config(2, 1, 2, msplit=2, early=1), 256, 128, 1024, 2), (Config(1, 1, 4, a_stages=3, a_share=2, early=1),
+EARLY = [(Config(2, 1, 2, msplit=2, early=1), 256, 128, 1024, 2), (Config(2, 1, 2, msplit=2, a_stages=3, early=1),
+                                                                  128, 128, 2048, 2), (Config(1, 1, 4, a_stages=3, a_share=2, early=1),
                                                                     64, 256, 2048, 2),
          (Config(1, 1, 4, a_stages=4, early=1), 40, 64, 512, 3), (Config(2, 2, 1, a_stages=5, early=1), 256, 128, 2560, 2)]
 
 
-@pytest.mark.parametrize("cfg,m,n,k,stages", EARLY, ids=["msplit", "a-share", "short-k", "m256"])
+@pytest.mark.parametrize("cfg,m,n,k,stages", EARLY, ids=["msplit", "msplit-a-ring", "a-share", "short-k", "m256"])
 def test_early_hand_back_in_the_emulator(cfg, m, n, k, stages, monkeypatch):
     from dataclasses import replace
     from bwlab.gemm import sm100

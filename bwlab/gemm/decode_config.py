@@ -55,9 +55,9 @@ class Config:
         if self.msplit == 2 and self.consumers * self.kb % 2:
             raise ValueError(f"Config: msplit = 2 with {self.consumers} consumer(s) x kb = {self.kb} boxes of B per "
                              "stage; the two CTAs multicast half of them each (an even count)")
-        if self.a_stages and not (2 <= self.a_stages <= MAX_STAGES and self.msplit == 1):
+        if self.a_stages and not 2 <= self.a_stages <= MAX_STAGES:
             raise ValueError(f"Config: a_stages = {self.a_stages}; A's own ring is 0 (none) or 2 to {MAX_STAGES} "
-                             "stages, and not with msplit = 2")
+                             "stages")
         if self.a_share not in (1, 2) or (self.a_share == 2 and not (
                 self.a_stages and self.split == 1 and self.msplit == 1 and self.kb % 2 == 0 and not self.even)):
             raise ValueError(f"Config: a_share = {self.a_share}; 1, or 2 with A in a ring of its own (a_stages), K and "

@@ -115,8 +115,7 @@ constexpr int CL_ROWS = SPLIT * MSPLIT;   // CTAs of a cluster that work on the 
 constexpr int CL = CL_ROWS * A_SHARE;     // CTAs of a cluster
 constexpr int NT = MT / MSPLIT;      // wgmma's N in each CTA: its rows of A
 static_assert(MINB == 1 || MINB == 2, "registers for one or two CTAs per SM");
-static_assert(A_STAGES == 0 || (A_STAGES >= 2 && A_STAGES <= 32 && MSPLIT == 1),
-              "A's own ring: 2 to 32 stages, with K split (or not), not M split");
+static_assert(A_STAGES == 0 || (A_STAGES >= 2 && A_STAGES <= 32), "A's own ring: 2 to 32 stages");
 static_assert(A_SHARE == 1 || (A_SHARE == 2 && A_STAGES > 0 && SPLIT == 1 && MSPLIT == 1 && KB % 2 == 0),
               "A shared by a pair: A in its own ring, K and M whole, an even number of boxes per stage");
 constexpr int MAX_STAGES = 32, THREADS = WG * (1 + CONSUMERS);
