@@ -23,7 +23,9 @@ The options the table does not take, each measured on the H200 (docs/results/dec
 even rows (`Config.even`, 9: within about 1 % of the tile grid), M split across a cluster of two with
 B multicast (`Config.msplit`, cuBLAS's shape at M = 256; 10: 0.65-0.92 of the K split), L2 promotion
 (`Config.l2`, 11: no effect), A shared by the pair of a cluster (`Config.a_share`, 16: slower), each cluster
-starting its walk along K at its own offset (`Config.stagger`, 17: slightly slower).
+starting its walk along K at its own offset (`Config.stagger`, 17: slightly slower), a tail of K taken by CTAs
+done with their own, dynamically or by a plan (27, 29: slower; built and removed), M split across the pair with the
+early hand-back and A in a ring of its own (30: still far slower than the K split).
 """
 from __future__ import annotations
 

@@ -64,7 +64,8 @@
 // (docs/results/decode_probe_h200.txt, 10), though cuBLAS's kernel of this shape is faster than the
 // table's. Why is not measured; candidates: each SM takes in all of its slab of B and half of A per K
 // step (against half of each with K split), and the pair's shared ring paces both CTAs at every stage.
-// The table keeps the K split.
+// With A in a ring of its own (A_STAGES, each CTA its own half of A's rows) and the early hand-back it
+// is still far slower (30). The table keeps the K split.
 // Launched with programmatic dependent launch (bwlab.pdl), a grid starts before the one ahead of it in
 // the stream has finished: every CTA lets the next grid be scheduled at once (launch_dependents), the
 // producer loads B (the weights, which no earlier kernel writes) for the first pass round the ring,
