@@ -354,7 +354,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         wgmma_commit_group();
         if constexpr (EARLY_RELEASE) {   // this stage's wgmma done, its slot back before the next stage lands
             wgmma_wait_group<0>();
-            wgmma_fence();
+            wgmma_fence();   // the accumulators, handed back by the wait, go to the next stage's wgmma
             release(it);
         } else {
             wgmma_wait_group<1>();   // keep this stage's wgmma in flight; hand back the stage before
