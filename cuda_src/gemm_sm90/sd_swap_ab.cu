@@ -102,9 +102,6 @@ using namespace ladder;
 #ifndef DECODE_STAGGER
 #define DECODE_STAGGER 0   // 1: each cluster starts its walk along K at its own offset (see `kstep` below)
 #endif
-#ifndef DECODE_MSPLIT_LOCAL
-#define DECODE_MSPLIT_LOCAL 0   // (probe) 1: with MSPLIT = 2 each CTA loads all of its stage of B itself, no multicast
-#endif
 #ifndef DECODE_EARLY_RELEASE
 #define DECODE_EARLY_RELEASE 0  // 1: a consumer hands each stage back once its own wgmma are done (see the loop)
 #endif
@@ -199,7 +196,7 @@ __device__ __forceinline__ void load_b(u8* sB, const TmaDescriptor* tma_b, u64* 
 #pragma unroll
         for (int c = 0; c < CONSUMERS; ++c) {
             const int box = kb * CONSUMERS + c;
-            if (MSPLIT == 1 || DECODE_MSPLIT_LOCAL)   // (probe: each CTA of the pair loads all of B itself)
+            if (MSPLIT == 1)
                 tma_load_2d(sB + box * B_BOX, tma_b, bar, k0 + kb * BK, n0 + BN * c);
             else if (box % MSPLIT == half)
                 tma_load_multicast_2d(sB + box * B_BOX, tma_b, bar, 0x3, k0 + kb * BK, n0 + BN * c);
@@ -241,7 +238,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     if (threadIdx.x == 0) {
         for (int s = 0; s < stages; ++s) {
             mbarrier_init(&full[s], 1);
-            mbarrier_init(&empty[s], (DECODE_MSPLIT_LOCAL ? 1 : MSPLIT) * CONSUMERS * 4);   // one arrival per consumer warp (of both CTAs)
+            mbarrier_init(&empty[s], MSPLIT * CONSUMERS * 4);   // one arrival per consumer warp (of both CTAs)
         }
         for (int s = 0; s < A_STAGES; ++s) {
             mbarrier_init(&full_a[s], 1);
@@ -332,7 +329,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
             if (A_STAGES > 0) mbarrier_arrive(&empty_a[i % A_RING]);
             if (A_SHARE > 1)   // the partner's copy: it multicast into this CTA's ring of A too
                 mbarrier_arrive_remote(mapa_shared_cluster(smem_u32(&empty_a[i % A_RING]), u32(rank ^ 1)));
-            if (MSPLIT > 1 && !DECODE_MSPLIT_LOCAL)   // the partner's copy of the stage's barrier: it multicast into this ring too
+            if (MSPLIT > 1)   // the partner's copy of the stage's barrier: it multicast into this ring too
                 mbarrier_arrive_remote(mapa_shared_cluster(smem_u32(&empty[i % stages]), u32(rank ^ 1)));
         }
     };

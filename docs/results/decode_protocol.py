@@ -234,10 +234,9 @@ def early_variants(m, near=None):
     re = replace(r, table=tuple((mt, replace(c, early=1)) for mt, c in r.table))
     out = [(r.name, r, False), (r.name + PDL, r, True), (r.name + " er", re, False), (r.name + " er" + PDL, re, True)]
     for c, s, kb, a, *rest in (near or EARLY_NEAR)[r.mt(m)]:
-        ms, er, local = (rest + [1, 1, 0][len(rest):])[:3]
-        out.append((f"sd w{c} s{s} kb{kb} a{a}" + (f" ms{ms}" if ms > 1 else "") + (" er" if er else "")
-                    + (" local B" if local else ""), r.with_config(c, s, kb, a_stages=a, early=er, msplit=ms), False,
-                    {"DECODE_MSPLIT_LOCAL": 1} if local else None))
+        ms, er = (rest + [1, 1][len(rest):])[:2]
+        out.append((f"sd w{c} s{s} kb{kb} a{a}" + (f" ms{ms}" if ms > 1 else "") + (" er" if er else ""),
+                    r.with_config(c, s, kb, a_stages=a, early=er, msplit=ms), False))
     return out
 
 
@@ -252,12 +251,7 @@ EARLY_MSPLIT = {16: [], 32: [], 64: [(2, 1, 2, 3, 2), (2, 1, 4, 3, 2)],
                 128: [(2, 1, 2, 3, 2), (2, 1, 1, 4, 2), (2, 1, 2, 4, 2), (2, 1, 4, 3, 2)],
                 256: [(2, 1, 1, 4, 2), (2, 1, 2, 3, 2), (2, 1, 1, 6, 2), (2, 1, 2, 4, 2), (2, 1, 1, 6, 2, 0),
                       (2, 1, 2, 3, 2, 0)]}
-# --msplit-local (31): the M split with and without multicast of B (DECODE_MSPLIT_LOCAL: each CTA loads its
-# whole stage of B itself, no remote arrivals): is it the pair's shared ring that holds it back?
-MSPLIT_LOCAL = {16: [], 32: [], 64: [],
-                128: [(2, 1, 2, 3, 2, 1, 0), (2, 1, 2, 3, 2, 1, 1), (2, 1, 1, 0, 2, 0, 0), (2, 1, 1, 0, 2, 0, 1)],
-                256: [(2, 1, 2, 3, 2, 0, 0), (2, 1, 2, 3, 2, 0, 1), (2, 1, 1, 0, 2, 0, 0), (2, 1, 1, 0, 2, 0, 1),
-                      (2, 1, 1, 4, 2, 0, 1)]}
+
 
 
 # --stagger: (consumers, K pieces, boxes per stage, A's ring depth) near the table's, each with the stagger
@@ -307,7 +301,7 @@ def variants_for(mode, extra=False, only=None, pdl=True, rung=None):
 
 
 def probe(say, shapes, only=None, pdl_variants=True, even=False, msplit=False, times=None, l2=False,
-          wait=False, aring=False, stagger=False, early=False, early_msplit=False, msplit_local=False):
+          wait=False, aring=False, stagger=False, early=False, early_msplit=False):
     """Short CUDA-event timings: the read stream launched plainly and with PDL, the library, the rung's
     table launched both ways, and per M the variants of PROBE_PDL (`only`: these plain variants instead;
     `even`: the table's configuration with even rows instead; `msplit`: MSPLIT_VARIANTS instead). `times`:
@@ -333,9 +327,7 @@ def probe(say, shapes, only=None, pdl_variants=True, even=False, msplit=False, t
             f"({t_st / t_lib:.3f} of stream); {runner.check(*sets[0], lib_c, 'library', ref=ref).ok}")
         if times is not None:
             times[f"{m}x{n}x{k}"] = here = {"read stream": t_st, "read stream" + PDL: t_stp, "library": t_lib}
-        if msplit_local:
-            vs = early_variants(m, MSPLIT_LOCAL)[:1] + early_variants(m, MSPLIT_LOCAL)[4:]
-        elif early_msplit:
+        if early_msplit:
             vs = early_variants(m, EARLY_MSPLIT)
         elif early:
             vs = early_variants(m)
@@ -608,8 +600,6 @@ def main(argv=None) -> int:
     ap.add_argument("--early-msplit", action="store_true",
                     help="probe: the table with and without the early hand-back, and M split across the pair with it "
                          "(EARLY_MSPLIT; no chains)")
-    ap.add_argument("--msplit-local", action="store_true",
-                    help="probe: the M split with and without B's multicast (MSPLIT_LOCAL; no chains)")
     ap.add_argument("--table", type=int, nargs=5, action="append", metavar=("MT", "C", "S", "KB", "MS"),
                     help="protocol: the rung's table with this configuration at wgmma's N = MT (consumers, K pieces, "
                          "boxes per stage, M halves)")
@@ -631,10 +621,9 @@ def main(argv=None) -> int:
         dump["probe"] = {}
         probe(say, shapes, [tuple(v) for v in args.variant] if args.variant else None, even=args.even,
               msplit=args.msplit, times=dump["probe"], l2=args.l2 is not None,
-              wait=args.wait, aring=args.aring, stagger=args.stagger, early=args.early, early_msplit=args.early_msplit,
-              msplit_local=args.msplit_local)
+              wait=args.wait, aring=args.aring, stagger=args.stagger, early=args.early, early_msplit=args.early_msplit)
         if not (args.no_chain or args.l2 is not None or args.wait or args.aring or args.stagger or args.early
-                or args.early_msplit or args.msplit_local):
+                or args.early_msplit):
             chains(say, even=args.even, msplit=args.msplit, ms=[s[0] for s in shapes])
     else:
         rung = None
