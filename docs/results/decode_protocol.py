@@ -234,7 +234,7 @@ def early_variants(m, near=None):
     re = replace(r, table=tuple((mt, replace(c, early=1)) for mt, c in r.table))
     out = [(r.name, r, False), (r.name + PDL, r, True), (r.name + " er", re, False), (r.name + " er" + PDL, re, True)]
     for c, s, kb, a, *rest in (near or EARLY_NEAR)[r.mt(m)]:
-        ms, er = (rest + [1, 1][len(rest):])[:2]
+        ms, er = (rest + [1, 1])[:2]
         out.append((f"sd w{c} s{s} kb{kb} a{a}" + (f" ms{ms}" if ms > 1 else "") + (" er" if er else ""),
                     r.with_config(c, s, kb, a_stages=a, early=er, msplit=ms), False))
     return out
@@ -251,7 +251,6 @@ EARLY_MSPLIT = {16: [], 32: [], 64: [(2, 1, 2, 3, 2), (2, 1, 4, 3, 2)],
                 128: [(2, 1, 2, 3, 2), (2, 1, 1, 4, 2), (2, 1, 2, 4, 2), (2, 1, 4, 3, 2)],
                 256: [(2, 1, 1, 4, 2), (2, 1, 2, 3, 2), (2, 1, 1, 6, 2), (2, 1, 2, 4, 2), (2, 1, 1, 6, 2, 0),
                       (2, 1, 2, 3, 2, 0)]}
-
 
 
 # --stagger: (consumers, K pieces, boxes per stage, A's ring depth) near the table's, each with the stagger
