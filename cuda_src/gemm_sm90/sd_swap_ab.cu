@@ -62,10 +62,11 @@
 // holds only half of A per stage: finer stages (KB = 1) in a deeper ring. On the H200 it ran at 0.65
 // (KB = 1) to 0.92 (KB = 2) of the table's K split over the pair at M = 128 and 256, plain and with PDL
 // (docs/results/decode_probe_h200.txt, 10), though cuBLAS's kernel of this shape is faster than the
-// table's. Why is not measured; candidates: each SM takes in all of its slab of B and half of A per K
-// step (against half of each with K split), and the pair's shared ring paces both CTAs at every stage.
-// With A in a ring of its own (A_STAGES, each CTA its own half of A's rows) and the early hand-back it
-// is still far slower (30). The table keeps the K split.
+// table's. With A in a ring of its own (A_STAGES, each CTA its own half of A's rows) and the early
+// hand-back it is still far slower (30), and as slow with each CTA loading all of B itself, no multicast
+// (31): not the pair's shared ring, then. What the M split does ask for is more bytes into each SM (all
+// of its rows of B and half of A over all of K: 4 MiB at M = 256, against 3 with K split), and the
+// rung's rings fill an SM more slowly than cuBLAS's do. The table keeps the K split.
 // Launched with programmatic dependent launch (bwlab.pdl), a grid starts before the one ahead of it in
 // the stream has finished: every CTA lets the next grid be scheduled at once (launch_dependents), the
 // producer loads B (the weights, which no earlier kernel writes) for the first pass round the ring,

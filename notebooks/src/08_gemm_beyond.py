@@ -339,7 +339,9 @@ fold(gemm.decode_header_comment() + "\n\n" + gemm.decode_rung_diff(), summary="t
 # Splitting M across the pair instead of K, the way cuBLAS's own kernel at M = 256 is laid out (both
 # CTAs stream the same rows of B, each loading half of every stage by multicast to both, each its half
 # of A over all of K), ran at 0.65 to 0.92 of the K split at M = 128 and 256, and was still far behind
-# with A in a ring of its own and each stage handed back early (section 30 of the probes). What did pay, from
+# with A in a ring of its own and each stage handed back early, and as slow with no multicast at all
+# (sections 30-31 of the probes): each SM then takes in more bytes than with K split, and the rung's
+# rings fill an SM more slowly than cuBLAS's kernel does. What did pay, from
 # M = 64 on: A in a ring of its own. There A's boxes take as much of each stage as B's (M = 64, 128) or
 # twice as much (M = 256), so one ring leaves B only three or four stages in flight from DRAM. With A
 # loaded by a thread of its own into a ring of three to five stages, the rest of the shared memory
