@@ -64,9 +64,9 @@
 // (docs/results/decode_probe_h200.txt, 10), though cuBLAS's kernel of this shape is faster than the
 // table's. With A in a ring of its own (A_STAGES, each CTA its own half of A's rows) and the early
 // hand-back it is still far slower (30), and as slow with each CTA loading all of B itself, no multicast
-// (31): not the pair's shared ring, then. What the M split does ask for is more bytes into each SM (all
-// of its rows of B and half of A over all of K: 4 MiB at M = 256, against 3 with K split), and the
-// rung's rings fill an SM more slowly than cuBLAS's do. The table keeps the K split.
+// (31): not the pair's shared ring, then; nor the bytes it brings into each SM (all of its rows of B
+// and half of A over all of K, 4 MiB at M = 256 against 3 with K split), which rings with no MMA take
+// in in about 44 us (32). Where its time goes is not measured. The table keeps the K split.
 // Launched with programmatic dependent launch (bwlab.pdl), a grid starts before the one ahead of it in
 // the stream has finished: every CTA lets the next grid be scheduled at once (launch_dependents), the
 // producer loads B (the weights, which no earlier kernel writes) for the first pass round the ring,

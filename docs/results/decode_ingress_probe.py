@@ -53,7 +53,7 @@ def main(argv=None) -> int:
             t = event_ms(calls)
             per_cta = (n * k * 2 + ctas * a_rows * (k // split) * 2) / ctas
             lines.append(f"  {what}: {stages} stages of {stage // 1024} KiB, {ctas} CTAs: {t * 1e3:6.1f} us, "
-                         f"{per_cta / 2**20:.1f} MiB into each SM at {per_cta / t / 1e9:5.1f} GB/s")
+                         f"{per_cta / 2**20:.1f} MiB into each SM at {per_cta / (t * 1e-3) / 1e9:5.1f} GB/s")   # (t in ms)
             print(lines[-1], flush=True)
         del bufs, maps
         cp.get_default_memory_pool().free_all_blocks()

@@ -340,8 +340,8 @@ fold(gemm.decode_header_comment() + "\n\n" + gemm.decode_rung_diff(), summary="t
 # CTAs stream the same rows of B, each loading half of every stage by multicast to both, each its half
 # of A over all of K), ran at 0.65 to 0.92 of the K split at M = 128 and 256, and was still far behind
 # with A in a ring of its own and each stage handed back early, and as slow with no multicast at all
-# (sections 30-31 of the probes): each SM then takes in more bytes than with K split, and the rung's
-# rings fill an SM more slowly than cuBLAS's kernel does. What did pay, from
+# (sections 30-31 of the probes). Nor is it the extra bytes each SM takes in that way: the same rings
+# with no MMA take them in in about 44 µs (32). Where that layout loses its time is still open. What did pay, from
 # M = 64 on: A in a ring of its own. There A's boxes take as much of each stage as B's (M = 64, 128) or
 # twice as much (M = 256), so one ring leaves B only three or four stages in flight from DRAM. With A
 # loaded by a thread of its own into a ring of three to five stages, the rest of the shared memory
