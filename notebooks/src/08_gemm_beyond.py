@@ -474,19 +474,21 @@ for m in (128, 256):
 #
 # Storing C through shared memory and a TMA store does not shorten it. Launched with programmatic dependent
 # launch, the next launch reads its B during the tail, which is why up to M = 64 the PDL rows beat cuBLAS
-# and the plain ones do not. Letting the faster CTAs take more of K did not shorten it either (27): the
-# last segments of every tile's K were left for any CTA done with its own to take, each part summed from
-# zero and the parts added in K order through a workspace, so that C stays the same bit for bit whoever
-# took what. It was slower, and each CTA's clock says why: the spread between CTAs stayed as it was. A
-# CTA asks for its bytes a ring ahead of its math, 4-5 µs of them, more than the 3-5 µs by which the
-# slowest trails; when the fastest is done, what the slowest has left is already in its ring. What makes
-# a CTA slow is how fast the loads it has issued are served, not the work it has not yet asked for.
-# Those rates hold still from launch to launch: every launch puts its CTAs on the same SMs, and each SM's
-# time agrees across launches almost exactly (28). So a plan made before the launches was tried, moving
-# the last segments of the slowest CTAs' tiles to the fastest (29). It did not pay either: the rates are
-# not the SMs' alone. With every CTA on other rows of B the pattern of fast and slow SMs changes, so
-# work moved by a plan lands on CTAs that are no longer the fast ones; and the build that can follow a
-# plan was itself slower than the one-tile kernel.
+# and the plain ones do not.
+#
+# **Two schedules that move work to the faster CTAs were built and lost** (27-29). In both, each part of a
+# tile (its head, each segment of its tail along K) is summed from zero and the parts are added in K order
+# through a workspace, so C stays the same bit for bit whoever did which part.
+#
+# * Taken at run time: a CTA done with its own tile takes the last segments of others. The spread between
+#   CTAs stayed as it was. A CTA asks for its bytes a ring ahead of its math (4-5 µs of them, more than
+#   the 3-5 µs by which the slowest trails), so when the fastest is done, what the slowest has left is
+#   already in its ring. What makes a CTA slow is how fast the loads it has issued are served.
+# * Planned before the launches: those rates hold still from launch to launch (every launch uses the
+#   same SMs, and each SM's time agrees across launches almost exactly, 28), so a plan moved the last
+#   segments of the slowest CTAs' tiles to the fastest. The rates are not the SMs' alone, though: with
+#   every CTA on other rows of B the pattern of fast and slow SMs changes, so moved work lands on CTAs
+#   that are no longer the fast ones. The build that can follow a plan was also slower to begin with.
 #
 # **Three other ways to feed B were built and lost** (19-21), each correct on the H200:
 #
