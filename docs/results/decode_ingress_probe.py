@@ -21,7 +21,7 @@ def main(argv=None) -> int:
     import cupy as cp
     sys.path.insert(0, "docs/results")
     from decode_ldg_probe import SRC
-    from decode_protocol import event_ms
+    from decode_protocol import event_ms, write_report
     from bwlab.checks.common import gpu_line
     from bwlab.runtime import encode_tensor_map, tensor_map_arg
     from bwlab.tma.tensor_map import TensorMap
@@ -57,11 +57,7 @@ def main(argv=None) -> int:
             print(lines[-1], flush=True)
         del bufs, maps
         cp.get_default_memory_pool().free_all_blocks()
-    text = "\n".join(lines) + "\n\ncommand: python docs/results/decode_ingress_probe.py " + " ".join(
-        sys.argv[1:] if argv is None else argv)
-    print(text)
-    if args.out:
-        open(args.out, "w").write(text + "\n")
+    write_report(lines, "decode_ingress_probe.py", argv, args.out)
     return 0
 
 

@@ -127,6 +127,15 @@ def candidates(m, n, k, sets, variants, with_sk=True, with_s8=False):
     return out
 
 
+def write_report(lines, script, argv, out):
+    """Print a probe's lines and the command that made them, and write them to `out` (if given)."""
+    text = "\n".join(lines) + f"\n\ncommand: python docs/results/{script} " + " ".join(
+        sys.argv[1:] if argv is None else argv)
+    print(text)
+    if out:
+        open(out, "w").write(text + "\n")
+
+
 def event_ms(calls, launches=40, reps=5):
     import cupy as cp
     for c in calls:

@@ -27,7 +27,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     import cupy as cp
     sys.path.insert(0, "docs/results")
-    from decode_protocol import event_ms
+    from decode_protocol import event_ms, write_report
     from bwlab.checks.common import gpu_line
     from bwlab.gemm import decode, runner
     lines = [gpu_line(), "every CTA's stamps (globaltimer) of the decode rung's table configuration, N = K = 8192, a launch "
@@ -81,11 +81,7 @@ def main(argv=None) -> int:
             print(lines[-1], flush=True)
         del sets, plain, st
         cp.get_default_memory_pool().free_all_blocks()
-    text = "\n".join(lines) + "\n\ncommand: python docs/results/decode_tail_probe.py " + " ".join(
-        sys.argv[1:] if argv is None else argv)
-    print(text)
-    if args.out:
-        open(args.out, "w").write(text + "\n")
+    write_report(lines, "decode_tail_probe.py", argv, args.out)
     return 0
 
 
@@ -116,10 +112,8 @@ def by_sm(args, lines, r, n, k) -> int:
         print(lines[-1], flush=True)
         del a, b, st
         cp.get_default_memory_pool().free_all_blocks()
-    text = "\n".join(lines) + "\n\ncommand: python docs/results/decode_tail_probe.py " + " ".join(sys.argv[1:])
-    print(text)
-    if args.out:
-        open(args.out, "w").write(text + "\n")
+    from decode_protocol import write_report
+    write_report(lines, "decode_tail_probe.py", None, args.out)
     return 0
 
 
