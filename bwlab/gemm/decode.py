@@ -82,9 +82,13 @@ class Rung:
         return replace(self, table=tuple((mt, Config(consumers, split, kb, tuple(regs), minb, even, msplit, l2,
                                                      a_stages, a_share, stagger, early)) for mt in MTS))
 
+    def with_each(self, **changes) -> "Rung":
+        """The same rung, every configuration of its table with these fields changed (e.g. early=1)."""
+        return replace(self, table=tuple((mt, replace(c, **changes)) for mt, c in self.table))
+
     def with_l2(self, l2: str) -> "Rung":
         """The same rung, its table's configurations with A's and B's tensor maps at L2 promotion `l2`."""
-        return replace(self, table=tuple((mt, replace(c, l2=l2)) for mt, c in self.table))
+        return self.with_each(l2=l2)
 
     def cluster(self, m: int) -> int:
         """CTAs of a cluster: the K pieces times the M halves, or the pair sharing A."""

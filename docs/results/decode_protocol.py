@@ -224,10 +224,9 @@ def aring_variants(m, which=1):
 def stagger_variants(m):
     """--stagger: the table's configuration at M with each cluster starting its walk along K at its own offset
     (Config.stagger = 1), plain and with PDL, and near it (plain) the variants of STAGGER_NEAR with the stagger."""
-    from dataclasses import replace
     from bwlab.gemm import decode
     r = decode.SWAP_AB
-    rs = replace(r, table=tuple((mt, replace(c, stagger=1)) for mt, c in r.table))
+    rs = r.with_each(stagger=1)
     out = [(r.name, r, False), (r.name + PDL, r, True), (r.name + " st", rs, False), (r.name + " st" + PDL, rs, True)]
     for c, s, kb, a in STAGGER_NEAR[r.mt(m)]:
         out.append((f"sd w{c} s{s} kb{kb} a{a} st", r.with_config(c, s, kb, a_stages=a, stagger=1), False))
@@ -237,10 +236,9 @@ def stagger_variants(m):
 def early_variants(m, near=None):
     """--early: the table's configuration at M with each stage handed back as soon as the consumer's own wgmma on it
     are done (Config.early = 1), plain and with PDL, and near it (plain) the variants of EARLY_NEAR with it."""
-    from dataclasses import replace
     from bwlab.gemm import decode
     r = decode.SWAP_AB
-    re = replace(r, table=tuple((mt, replace(c, early=1)) for mt, c in r.table))
+    re = r.with_each(early=1)
     out = [(r.name, r, False), (r.name + PDL, r, True), (r.name + " er", re, False), (r.name + " er" + PDL, re, True)]
     for c, s, kb, a, *rest in (near or EARLY_NEAR)[r.mt(m)]:
         ms, er = (rest + [1, 1])[:2]
@@ -647,16 +645,10 @@ def main(argv=None) -> int:
         if args.l2:
             from bwlab.gemm import decode
             rung = (rung or decode.SWAP_AB).with_l2(args.l2)
-        if args.stagger:
-            import dataclasses as dc
+        if args.stagger or args.early:
             from bwlab.gemm import decode
-            r0 = rung or decode.SWAP_AB
-            rung = dc.replace(r0, table=tuple((mt, dc.replace(c, stagger=1)) for mt, c in r0.table))
-        if args.early:
-            import dataclasses as dc
-            from bwlab.gemm import decode
-            r0 = rung or decode.SWAP_AB
-            rung = dc.replace(r0, table=tuple((mt, dc.replace(c, early=1)) for mt, c in r0.table))
+            rung = (rung or decode.SWAP_AB).with_each(**({"stagger": 1} if args.stagger else {}),
+                                                      **({"early": 1} if args.early else {}))
         if rung is not None:
             say("the rung's table here: " + "; ".join(f"MT {mt}: {c}" for mt, c in rung.table))
         sustained(say, shapes + ([] if args.no_square else [SQUARE]), dump, args.variants, pdl=not args.no_pdl,

@@ -37,11 +37,9 @@ def main(argv=None) -> int:
     r = decode.SWAP_AB
     if args.early or args.a64:
         from dataclasses import replace
-
-        def cfg(mt, c):
-            c = replace(c, early=1) if args.early else c
-            return replace(c, a_stages=args.a64) if args.a64 and mt == 64 else c
-        r = replace(r, table=tuple((mt, cfg(mt, c)) for mt, c in r.table))
+        r = r.with_each(early=1) if args.early else r
+        if args.a64:
+            r = replace(r, table=tuple((mt, replace(c, a_stages=args.a64) if mt == 64 else c) for mt, c in r.table))
         lines.append("the table here: " + "; ".join(f"MT {mt}: {c}" for mt, c in r.table))
     if args.sm:
         return by_sm(args, [lines[0]] + lines[2:], r, n, k)
