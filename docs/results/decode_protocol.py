@@ -306,8 +306,50 @@ def variants_for(mode, extra=False, only=None, pdl=True, rung=None):
     return out
 
 
+def parse_config(text):
+    """--config 'MT:field=value,...' -> (MT, Config fields, launched with PDL): the Config fields by name
+    (consumers, split, kb, a_stages, a_share, early, ...; consumers, split and kb default to the table's
+    configuration at MT), and pdl=1 for a launch with programmatic dependent launch."""
+    import dataclasses as dc
+    from bwlab.gemm import decode
+    mt, _, rest = text.partition(":")
+    base = dict(decode.SWAP_AB.table).get(int(mt)) if mt.isdigit() else None
+    if base is None:
+        raise SystemExit(f"--config {text!r}: starts with wgmma's N, one of {sorted(dict(decode.SWAP_AB.table))}, "
+                         "then ':' and field=value pairs")
+    names = {f.name for f in dc.fields(decode.Config)}
+    fields, pdl = {}, False
+    for kv in filter(None, rest.split(",")):
+        k, _, v = kv.partition("=")
+        if k == "pdl":
+            pdl = v == "1"
+        elif k in names:
+            fields[k] = v if k == "l2" else int(v)
+        else:
+            raise SystemExit(f"--config {text!r}: no field {k!r}; the fields are {', '.join(sorted(names))} and pdl")
+    fields = {"consumers": base.consumers, "split": base.split, "kb": base.kb, **fields}
+    return int(mt), fields, pdl
+
+
+def config_variants(m, configs):
+    """--config: the table (plain and with PDL) and each configuration given for M's wgmma N."""
+    import dataclasses as dc
+    from bwlab.gemm import decode
+    r = decode.SWAP_AB
+    out = [(r.name, r, False), (r.name + PDL, r, True)]
+    for mt, fields, pdl in configs:
+        if mt != r.mt(m):
+            continue
+        short = {"consumers": "w", "split": "s", "kb": "kb", "a_stages": "a", "a_share": "sh", "msplit": "ms",
+                 "early": "er", "stagger": "st", "minb": "m", "even": "e", "l2": "l2 "}
+        label = "sd " + " ".join(f"{short.get(k, k + '=')}{v}" for k, v in fields.items())
+        table = tuple((t, dc.replace(c, **fields) if t == mt else c) for t, c in r.table)
+        out.append((label + (PDL if pdl else ""), dc.replace(r, table=table), pdl))
+    return out
+
+
 def probe(say, shapes, only=None, pdl_variants=True, even=False, msplit=False, times=None, l2=False,
-          wait=False, aring=False, stagger=False, early=False, early_msplit=False):
+          wait=False, aring=False, stagger=False, early=False, early_msplit=False, configs=None):
     """Short CUDA-event timings: the read stream launched plainly and with PDL, the library, the rung's
     table launched both ways, and per M the variants of PROBE_PDL (`only`: these plain variants instead;
     `even`: the table's configuration with even rows instead; `msplit`: MSPLIT_VARIANTS instead). `times`:
@@ -333,7 +375,9 @@ def probe(say, shapes, only=None, pdl_variants=True, even=False, msplit=False, t
             f"({t_st / t_lib:.3f} of stream); {runner.check(*sets[0], lib_c, 'library', ref=ref).ok}")
         if times is not None:
             times[f"{m}x{n}x{k}"] = here = {"read stream": t_st, "read stream" + PDL: t_stp, "library": t_lib}
-        if early_msplit:
+        if configs:
+            vs = config_variants(m, configs)
+        elif early_msplit:
             vs = early_variants(m, EARLY_MSPLIT)
         elif early:
             vs = early_variants(m)
@@ -606,6 +650,10 @@ def main(argv=None) -> int:
     ap.add_argument("--early-msplit", action="store_true",
                     help="probe: the table with and without the early hand-back, and M split across the pair with it "
                          "(EARLY_MSPLIT; no chains)")
+    ap.add_argument("--config", action="append", default=None, metavar="MT:FIELD=V,...",
+                    help="probe: the table against these configurations (instead of PROBE_PDL; no chains), e.g. "
+                         "64:a_stages=3,a_share=2,early=1 (fields of decode.Config; consumers, split, kb default to "
+                         "the table's at MT; pdl=1: launched with PDL)")
     ap.add_argument("--table", type=int, nargs=5, action="append", metavar=("MT", "C", "S", "KB", "MS"),
                     help="protocol: the rung's table with this configuration at wgmma's N = MT (consumers, K pieces, "
                          "boxes per stage, M halves)")
@@ -627,8 +675,9 @@ def main(argv=None) -> int:
         dump["probe"] = {}
         probe(say, shapes, [tuple(v) for v in args.variant] if args.variant else None, even=args.even,
               msplit=args.msplit, times=dump["probe"], l2=args.l2 is not None,
-              wait=args.wait, aring=args.aring, stagger=args.stagger, early=args.early, early_msplit=args.early_msplit)
-        if not (args.no_chain or args.l2 is not None or args.wait or args.aring or args.stagger or args.early
+              wait=args.wait, aring=args.aring, stagger=args.stagger, early=args.early, early_msplit=args.early_msplit,
+              configs=[parse_config(c) for c in args.config or ()])
+        if not (args.config or args.no_chain or args.l2 is not None or args.wait or args.aring or args.stagger or args.early
                 or args.early_msplit):
             chains(say, even=args.even, msplit=args.msplit, ms=[s[0] for s in shapes])
     else:
