@@ -184,23 +184,25 @@ def l2_variants(m):
 def wait_variants(m):
     """--wait: the table's configuration at M and boxes of 64 K per stage around it, each with the three
     mbarrier waits of cuda_src/ptx/mbarrier.cuh (BW_WAIT_POLL 0: the timer and the status word read around
-    every try; 1: a first try before any timer, then both only every 32nd miss; 2: no limit at all)."""
+    every try; 1: a first try before any timer, then both only every 32nd miss; 2: no limit at all; 3: 64 bare tries,
+    then as 1). Each variant is the table's configuration (A's ring, the early hand-back) with only KB changed."""
+    import dataclasses as dc
     from bwlab.gemm import decode
     r = decode.SWAP_AB
     c = r.config(m)
     out = []
     for kb in sorted({c.kb, 1, 2, 4}):
-        rk = r.with_config(c.consumers, c.split, kb, c.regs, c.minb, c.even, c.msplit)
+        rk = dc.replace(r, table=tuple((t, dc.replace(x, kb=kb) if t == r.mt(m) else x) for t, x in r.table))
         try:
             rk.require_shape(m, 8192, 8192)
             if rk.stages(m) < 2:
                 continue
         except ValueError:
             continue
-        for w in (0, 1, 2):
+        for w in (0, 1, 2, 3):
             out.append((f"sd w{c.consumers} s{c.split} kb{kb} wait{w}", rk, False, {"BW_WAIT_POLL": w}))
         if kb == c.kb:
-            out.append((f"sd w{c.consumers} s{c.split} kb{kb} wait1" + PDL, rk, True, {"BW_WAIT_POLL": 1}))
+            out.append((f"sd w{c.consumers} s{c.split} kb{kb} wait3" + PDL, rk, True, {"BW_WAIT_POLL": 3}))
     return out
 
 

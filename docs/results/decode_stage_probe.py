@@ -50,20 +50,26 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None)
     ap.add_argument("--m", type=int, nargs="*", default=[16, 64, 128])
     ap.add_argument("--launches", type=int, default=20)
+    ap.add_argument("--config", action="append", default=None, metavar="MT:FIELD=V,...",
+                    help="the table's configuration at MT changed so (as decode_protocol.py probe --config)")
     args = ap.parse_args(argv)
     import cupy as cp
     sys.path.insert(0, "docs/results")
-    from decode_protocol import event_ms, stream_calls, write_report
+    from decode_protocol import event_ms, parse_config, stream_calls, write_report
     from bwlab.checks.common import gpu_line
     from bwlab.device import gpu_info
     from bwlab.gemm import decode, runner
     info = gpu_info()
     n = k = 8192
     r = decode.SWAP_AB
+    for mt, fields, _ in (parse_config(c) for c in args.config or ()):
+        from dataclasses import replace
+        r = replace(r, table=tuple((t, replace(c, **fields) if t == mt else c) for t, c in r.table))
     side = sides(info)
     lines = [gpu_line(), f"every stage of every CTA (the rung's table configuration, N = K = 8192), each stamped launch "
              f"right behind ten unstamped ones, {args.launches} launches per M; L2 sides of the SMs: "
-             f"{sum(v > 0 for v in side.values())} and {sum(v < 0 for v in side.values())}"]
+             f"{sum(v > 0 for v in side.values())} and {sum(v < 0 for v in side.values())}"
+             + ("; the table here: " + "; ".join(f"MT {mt}: {c}" for mt, c in r.table) if args.config else "")]
     for m in args.m:
         sets = [runner.random_operands(m, n, k, seed=m + i) for i in range(2)]
         plain = [decode.prepare(r, a, b) for a, b in sets]
@@ -78,6 +84,7 @@ def main(argv=None) -> int:
         stamps = cp.zeros(head + ctas * iters, cp.uint64)
         st = decode.prepare(r, *sets[0], stamps=stamps, defines={"DECODE_STAGE_STAMPS": 1})
         bins, plateau, slow_before, slow_after, span_side = [], [], [], [], {1: [], -1: []}
+        spans, last_done = [], []
         for _ in range(args.launches):
             stamps.fill(0)
             for i in range(10):
@@ -96,6 +103,8 @@ def main(argv=None) -> int:
             inside = (land > 6) & (land <= first_done)
             plateau.append(inside.sum() * b_stage / ((first_done - 6) * 1e-6) / 1e12)
             span = land[:, -1] - land[:, 0]
+            spans.extend(span)
+            last_done.append(done.max())
             slow = np.argsort(span)[-max(1, ctas // 10):]
             half_done = np.median(done)
             for c in slow:
@@ -120,7 +129,9 @@ def main(argv=None) -> int:
             f"of the PDL stream's rate\n"
             f"    the slowest tenth of the CTAs: median time per stage {np.median(slow_before):.3f} us while all stream, "
             f"{np.median(slow_after):.3f} us after half are done ({len(slow_after)} stages)\n"
-            f"    span (first to last stage) by L2 side of the SM: "
+            f"    span (first to last stage): median {np.median(spans):.1f} us, fastest tenth {np.percentile(spans, 10):.1f}, "
+            f"slowest tenth {np.percentile(spans, 90):.1f}; the last CTA done at {np.median(last_done):.1f} us\n"
+            f"    span by L2 side of the SM: "
             + "; ".join(f"side {'+' if s > 0 else '-'}: {len(v)} CTAs, median {np.median(v):.1f} us, "
                         f"p90 {np.percentile(v, 90):.1f}" for s, v in span_side.items() if v))
         print(lines[-1], flush=True)
