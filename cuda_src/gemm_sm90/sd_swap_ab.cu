@@ -273,6 +273,12 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     // asks for the same A box, and for the same 128-byte column of its rows of B, at the same time)
     const int rot = STAGGER ? int((long long)(blockIdx.x / CL) * k_iters / (gridDim.x / CL)) : 0;
     auto kstep = [&](int it) { return it0 + (it + rot) % k_iters; };   // the K stage of iteration it
+#ifdef DECODE_PREFETCH_MAPS   // (probe) the descriptors pulled in before the barriers are set up
+    if (threadIdx.x == 0) {
+        prefetch_tensormap(&tma_a);
+        prefetch_tensormap(&tma_b);
+    }
+#endif
     if (threadIdx.x == 0) {
         for (int s = 0; s < stages; ++s) {
             mbarrier_init(&full[s], 1);

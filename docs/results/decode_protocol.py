@@ -311,7 +311,8 @@ def variants_for(mode, extra=False, only=None, pdl=True, rung=None):
 def parse_config(text):
     """--config 'MT:field=value,...' -> (MT, Config fields, launched with PDL): the Config fields by name
     (consumers, split, kb, a_stages, a_share, early, ...; consumers, split and kb default to the table's
-    configuration at MT), and pdl=1 for a launch with programmatic dependent launch."""
+    configuration at MT), pdl=1 for a launch with programmatic dependent launch, and D_NAME=V for a compile-time define
+    NAME = V of the kernel (a probe's switch, e.g. D_BW_WAIT_POLL=2)."""
     import dataclasses as dc
     from bwlab.gemm import decode
     mt, _, rest = text.partition(":")
@@ -320,17 +321,19 @@ def parse_config(text):
         raise SystemExit(f"--config {text!r}: starts with wgmma's N, one of {sorted(dict(decode.SWAP_AB.table))}, "
                          "then ':' and field=value pairs")
     names = {f.name for f in dc.fields(decode.Config)}
-    fields, pdl = {}, False
+    fields, pdl, defines = {}, False, {}
     for kv in filter(None, rest.split(",")):
         k, _, v = kv.partition("=")
         if k == "pdl":
             pdl = v == "1"
+        elif k.startswith("D_"):   # a compile-time define of the kernel (a probe's switch), not a Config field
+            defines[k[2:]] = int(v)
         elif k in names:
             fields[k] = v if k == "l2" else int(v)
         else:
             raise SystemExit(f"--config {text!r}: no field {k!r}; the fields are {', '.join(sorted(names))} and pdl")
     fields = {"consumers": base.consumers, "split": base.split, "kb": base.kb, **fields}
-    return int(mt), fields, pdl
+    return int(mt), fields, pdl, defines
 
 
 def config_variants(m, configs):
@@ -339,14 +342,15 @@ def config_variants(m, configs):
     from bwlab.gemm import decode
     r = decode.SWAP_AB
     out = [(r.name, r, False), (r.name + PDL, r, True)]
-    for mt, fields, pdl in configs:
+    for mt, fields, pdl, defines in configs:
         if mt != r.mt(m):
             continue
         short = {"consumers": "w", "split": "s", "kb": "kb", "a_stages": "a", "a_share": "sh", "msplit": "ms",
                  "early": "er", "stagger": "st", "minb": "m", "even": "e", "l2": "l2 "}
-        label = "sd " + " ".join(f"{short.get(k, k + '=')}{v}" for k, v in fields.items())
+        label = "sd " + " ".join(f"{short.get(k, k + '=')}{v}" for k, v in fields.items()) + "".join(
+            f" {k}={v}" for k, v in defines.items())
         table = tuple((t, dc.replace(c, **fields) if t == mt else c) for t, c in r.table)
-        out.append((label + (PDL if pdl else ""), dc.replace(r, table=table), pdl))
+        out.append((label + (PDL if pdl else ""), dc.replace(r, table=table), pdl, defines or None))
     return out
 
 

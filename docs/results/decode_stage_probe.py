@@ -62,7 +62,7 @@ def main(argv=None) -> int:
     info = gpu_info()
     n = k = 8192
     r = decode.SWAP_AB
-    for mt, fields, _ in (parse_config(c) for c in args.config or ()):
+    for mt, fields, _, _ in (parse_config(c) for c in args.config or ()):
         from dataclasses import replace
         r = replace(r, table=tuple((t, replace(c, **fields) if t == mt else c) for t, c in r.table))
     side = sides(info)
