@@ -120,8 +120,6 @@ class Rung:
             d["DECODE_STAGGER"] = c.stagger
         if c.early:
             d["DECODE_EARLY_RELEASE"] = c.early
-        if c.pace:
-            d["DECODE_PACE"] = c.pace
         return d
 
     def stage_bytes(self, m: int) -> int:
@@ -315,14 +313,9 @@ def prepare(r, a, b, c=None, stages=None, stamps=None, pdl=False, defines=None, 
     module = load_module(r.path, defines=defines)
     fn = module.get_function("gemm")
     fn.max_dynamic_shared_size_bytes = smem
-    # keeping pace needs every CTA resident at once (one per SM here, or two with minb = 2): else no count
-    resident = grid[0] <= info.sm_count * r.config(m).minb
-    pace = cp.zeros(2, cp.uint32) if r.config(m).pace and resident else None
     args = (*[tensor_map_arg(t) for t in maps], c, np.int32(m), np.int32(n), np.int32(k),
-            stamps if stamps is not None else np.uint64(0), np.int32(stages), np.int32(groups),
-            pace if pace is not None else np.uint64(0))
+            stamps if stamps is not None else np.uint64(0), np.int32(stages), np.int32(groups))
     launch = Launch(r, fn, grid, block, smem, args, c, module)
-    launch.pace = pace
     launch.pdl = False
     if pdl:
         from .. import pdl as P
@@ -362,7 +355,6 @@ def run_decode_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False
     r.require_groups(m, n, groups)
     stages = _stages(r, m, k, stages, H100_SMEM_OPTIN)
     da, db, dc = emu.asarray(a), emu.asarray(b), emu.zeros((m, n), np.uint16)
-    pace = emu.zeros(2, np.uint32) if r.config(m).pace else np.uint64(0)   # (kept by the run: its count returns to 0)
     maps = _maps(r, m, n, k, da.data.ptr, db.data.ptr, dc.data.ptr)
     module = EMULATED.load(r.path, defines=r.build_defines(m))
     fn = module.get_function("gemm")
@@ -370,10 +362,10 @@ def run_decode_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False
     cl = r.cluster(m)
     run = run_launch(module, "gemm", r.grid(m, n, groups), (r.threads(m), 1, 1),
                      (*[tensor_map_arg(t) for t in maps], dc, np.int32(m), np.int32(n), np.int32(k),
-                      np.uint64(0), np.int32(stages), np.int32(groups), pace),
+                      np.uint64(0), np.int32(stages), np.int32(groups)),
                      shared_mem=r.smem_bytes(m, stages), barrier_names=BARRIERS,
                      cluster=(cl, 1, 1) if cl > 1 else None)
-    run.stages, run.pace = stages, pace
+    run.stages = stages
     return dc.get(), run
 
 

@@ -106,15 +106,11 @@ using namespace ladder;
 #ifndef DECODE_EARLY_RELEASE
 #define DECODE_EARLY_RELEASE 0  // 1: a consumer hands each stage back once its own wgmma are done (see the loop)
 #endif
-#ifndef DECODE_PACE
-#define DECODE_PACE 0      // S > 0: a producer more than S stages ahead of the grid's mean waits (see `pace_wait`)
-#endif
 #ifndef DECODE_A_SHARE
 #define DECODE_A_SHARE 1   // 2: two CTAs of a cluster (their own rows of B, the same K) share A's ring by multicast
 #endif
 constexpr int BN = 64, MT = DECODE_MT, CONSUMERS = DECODE_CONSUMERS, SPLIT = DECODE_SPLIT, KB = DECODE_KB;
 constexpr bool STAGGER = DECODE_STAGGER != 0, EARLY_RELEASE = DECODE_EARLY_RELEASE != 0;
-constexpr int PACE = DECODE_PACE;
 constexpr int MINB = DECODE_MINB, MSPLIT = DECODE_MSPLIT, A_STAGES = DECODE_A_STAGES, A_SHARE = DECODE_A_SHARE;
 constexpr int A_RING = A_STAGES > 0 ? A_STAGES : 1;   // A's barrier arrays and slot arithmetic (1: unused)
 constexpr int CL_ROWS = SPLIT * MSPLIT;   // CTAs of a cluster that work on the same rows of B
@@ -192,39 +188,6 @@ __device__ __forceinline__ void pin(float (&d)[R]) {
     for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// Keeping pace (PACE = S > 0, `pace` given by the host only when every CTA of the grid is resident at once): the
-// producers count in pace[0] the stages they have issued past their first pass round the ring. One that has
-// issued more than S stages beyond the grid's mean waits, at most 2 us per stage, before it issues the next: a
-// CTA that streams fast leaves the DRAM to the slow ones, so that all finish together instead of the slowest
-// alone at the end. The count is read while the producer waits for its slot (the read is on its way meanwhile)
-// and added to without waiting (red). The last producer to finish sets pace[0] and pace[1] back to 0 for the
-// next launch; a grid launched with PDL touches them only after griddepcontrol.wait (the grid before is done).
-__device__ __forceinline__ u32 pace_read(const u32* p) {
-    u32 v;
-    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-__device__ __forceinline__ void pace_count(u32* p) {
-    asm volatile("red.relaxed.gpu.global.add.u32 [%0], 1;" ::"l"(p) : "memory");
-}
-// `mine`: the stages this CTA issued past its first pass; `seen`: pace[0] as read while its slot was awaited
-__device__ __forceinline__ void pace_wait(const u32* pace, u32 seen, int mine) {
-    const u64 ctas = gridDim.x, until = globaltimer_ns() + 2000;
-    u32 total = seen;
-    while (u64(mine) * ctas > u64(total) + u64(PACE) * ctas && globaltimer_ns() < until) {
-        __nanosleep(100);
-        total = pace_read(pace);
-    }
-}
-__device__ __forceinline__ void pace_done(u32* pace) {
-    __threadfence();   // this CTA's counts before its arrival on pace[1]
-    if (atomicAdd(&pace[1], 1u) == gridDim.x - 1) {   // every producer's counts are in: back to 0
-        __threadfence();
-        pace[0] = 0;
-        pace[1] = 0;
-    }
-}
-
 // One stage of B: KB x CONSUMERS boxes of 64 rows x 64 K from row n0, K column k0. MSPLIT = 1: all of them
 // into this CTA's SMEM. MSPLIT = 2: this CTA (`half`) loads every other box, multicast to both CTAs of the
 // pair (cta mask 0b11) at the same offset, completing bytes on each CTA's barrier at that address.
@@ -244,7 +207,7 @@ __device__ __forceinline__ void load_b(u8* sB, const TmaDescriptor* tma_b, u64* 
 extern "C" __global__ void __cluster_dims__(CL, 1, 1) __launch_bounds__(THREADS, MINB)
 gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDescriptor tma_b,
      const __grid_constant__ TmaDescriptor tma_c, u16* __restrict__ C, int M, int N, int K, u64* stamps,
-     int stages, int groups, u32* pace) {
+     int stages, int groups) {
     extern __shared__ u8 smem_raw[];
     // stage s: KB x (CONSUMERS boxes of B, 64 x 64 each), then KB boxes of A (NT x 64: this CTA's rows).
     // A_STAGES > 0: B's ring holds B alone (`stages` of B_BYTES), then A's own ring (A_STAGES of A_BYTES):
@@ -273,12 +236,6 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     // asks for the same A box, and for the same 128-byte column of its rows of B, at the same time)
     const int rot = STAGGER ? int((long long)(blockIdx.x / CL) * k_iters / (gridDim.x / CL)) : 0;
     auto kstep = [&](int it) { return it0 + (it + rot) % k_iters; };   // the K stage of iteration it
-#ifdef DECODE_PREFETCH_MAPS   // (probe) the descriptors pulled in before the barriers are set up
-    if (threadIdx.x == 0) {
-        prefetch_tensormap(&tma_a);
-        prefetch_tensormap(&tma_b);
-    }
-#endif
     if (threadIdx.x == 0) {
         for (int s = 0; s < stages; ++s) {
             mbarrier_init(&full[s], 1);
@@ -312,34 +269,26 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
             grid_wait();
             // A's own ring: B alone here, its whole ring ahead of the consumers; A in a thread of its
             // own (below), so that neither ring's wait holds the other's loads back
-            const bool pacing = PACE > 0 && pace != nullptr;
             for (int it = first; A_STAGES > 0 && it < k_iters; ++it) {
                 const int s = it % stages;
-                const u32 seen = pacing ? pace_read(pace) : 0u;
                 stamp(stamps, 0, it, 0);
                 if (!mbarrier_wait(&empty[s], (it / stages + 1) & 1, 2, 0)) break;
-                if (pacing) pace_wait(pace, seen, it - first);
                 mbarrier_arrive_expect_tx(&full[s], STAGE_BYTES);
                 load_b(smem + s * STAGE_BYTES, &tma_b, &full[s], kstep(it) * KB * BK, n0, half);
-                if (pacing) pace_count(pace);
                 stamp(stamps, 0, it, 1);
             }
             for (int it = 0; A_STAGES == 0 && it < k_iters; ++it) {
                 const int s = it % stages;
-                const u32 seen = pacing && it >= first ? pace_read(pace) : 0u;
                 stamp(stamps, 0, it, 0);
                 if (it >= stages && !mbarrier_wait(&empty[s], (it / stages + 1) & 1, 2, 0)) break;
                 u8* sB = smem + s * STAGE_BYTES;
-                if (pacing && it >= first) pace_wait(pace, seen, it - first);
                 if (it >= first) mbarrier_arrive_expect_tx(&full[s], STAGE_BYTES);
                 if (it >= first) load_b(sB, &tma_b, &full[s], kstep(it) * KB * BK, n0, half);
-                if (pacing && it >= first) pace_count(pace);
 #pragma unroll
                 for (int kb = 0; kb < KB; ++kb)
                     tma_load_2d(sB + B_BYTES + kb * NT * 128, &tma_a, &full[s], (kstep(it) * KB + kb) * BK, m0);
                 stamp(stamps, 0, it, 1);
             }
-            if (pacing) pace_done(pace);
         }
         if (A_STAGES > 0 && threadIdx.x == 32) {   // A's own ring, from the producer warpgroup's second warp
             grid_wait();   // A may be written by the grid before

@@ -93,8 +93,7 @@ __device__ __noinline__ bool bw_record_timeout(u32 barrier_id, u32 parity, u32 e
 }
 
 #ifndef BW_WAIT_POLL
-#define BW_WAIT_POLL 0   // 0: timer and status read around every try; 1: only after a miss, every 32nd; 2: no limit (probe
-                         // only); 3: 64 bare tries, then as 1; 4: 2^16 bare tries counted in a register, then as 1
+#define BW_WAIT_POLL 0   // 0: timer and status read around every try; 1: only after a miss, every 32nd; 2: no limit (probe only)
 #endif
 template <bool ClusterScope = false>
 __device__ __forceinline__ bool mbarrier_wait(u64* bar, u32 parity, u32 barrier_id,
@@ -116,38 +115,6 @@ __device__ __forceinline__ bool mbarrier_wait(u64* bar, u32 parity, u32 barrier_
     while (!(ClusterScope ? mbarrier_try_wait_parity_cluster(bar, parity) : mbarrier_try_wait_parity(bar, parity))) {
     }
     return true;
-#elif BW_WAIT_POLL == 3
-    // 3: 64 bare tries first (each may suspend the thread a while), then the timer and the status word every 32nd
-    for (u32 n = 1; n < 64u; ++n)
-        if (ClusterScope ? mbarrier_try_wait_parity_cluster(bar, parity) : mbarrier_try_wait_parity(bar, parity))
-            return true;
-    const u64 start = globaltimer_ns();
-    for (u32 n = 1;; ++n) {
-        if (ClusterScope ? mbarrier_try_wait_parity_cluster(bar, parity) : mbarrier_try_wait_parity(bar, parity))
-            return true;
-        if ((n & 31u) == 0u) {
-            const u64 waited = globaltimer_ns() - start;
-            if (waited > BW_WAIT_TIMEOUT_NS || *reinterpret_cast<volatile u32*>(&bw_status.code) != 0u)
-                return bw_record_timeout(barrier_id, parity, expected_tx, waited);
-        }
-    }
-#elif BW_WAIT_POLL == 4
-    // 4: a bare loop of tries, counted in a register; only after 2^16 of them the timer and the status word (as 1)
-    u32 n = 0;
-#pragma unroll 1
-    while (!(ClusterScope ? mbarrier_try_wait_parity_cluster(bar, parity) : mbarrier_try_wait_parity(bar, parity)))
-        if (++n == 65536u) break;
-    if (n < 65536u) return true;
-    const u64 start = globaltimer_ns();
-    for (u32 i = 1;; ++i) {
-        if (ClusterScope ? mbarrier_try_wait_parity_cluster(bar, parity) : mbarrier_try_wait_parity(bar, parity))
-            return true;
-        if ((i & 31u) == 0u) {
-            const u64 waited = globaltimer_ns() - start;
-            if (waited > BW_WAIT_TIMEOUT_NS || *reinterpret_cast<volatile u32*>(&bw_status.code) != 0u)
-                return bw_record_timeout(barrier_id, parity, expected_tx, waited);
-        }
-    }
 #else
     const u64 start = globaltimer_ns();
     for (u32 n = 1;; ++n) {

@@ -184,8 +184,7 @@ def l2_variants(m):
 def wait_variants(m):
     """--wait: the table's configuration at M and boxes of 64 K per stage around it, each with the three
     mbarrier waits of cuda_src/ptx/mbarrier.cuh (BW_WAIT_POLL 0: the timer and the status word read around
-    every try; 1: a first try before any timer, then both only every 32nd miss; 2: no limit at all; 3: 64 bare tries,
-    then as 1). Each variant is the table's configuration (A's ring, the early hand-back) with only KB changed."""
+    every try; 1: a first try before any timer, then both only every 32nd miss; 2: no limit at all). Each variant is the table's configuration (A's ring, the early hand-back) with only KB changed."""
     import dataclasses as dc
     from bwlab.gemm import decode
     r = decode.SWAP_AB
@@ -199,10 +198,10 @@ def wait_variants(m):
                 continue
         except ValueError:
             continue
-        for w in (0, 1, 2, 3):
+        for w in (0, 1, 2):
             out.append((f"sd w{c.consumers} s{c.split} kb{kb} wait{w}", rk, False, {"BW_WAIT_POLL": w}))
         if kb == c.kb:
-            out.append((f"sd w{c.consumers} s{c.split} kb{kb} wait3" + PDL, rk, True, {"BW_WAIT_POLL": 3}))
+            out.append((f"sd w{c.consumers} s{c.split} kb{kb} wait1" + PDL, rk, True, {"BW_WAIT_POLL": 1}))
     return out
 
 
