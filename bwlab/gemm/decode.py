@@ -303,8 +303,6 @@ def prepare(r, a, b, c=None, stages=None, stamps=None, pdl=False, defines=None, 
     require_launch_config(grid, block, smem, (cl, 1, 1) if cl > 1 else None)
     maps = _maps(r, m, n, k, a.data.ptr, b.data.ptr, c.data.ptr)
     defines = {**r.build_defines(m), **(defines or {})}
-    if pdl and r.config(m).pdl_prefetch:   # only the PDL launch has a grid ahead to overlap with
-        defines["DECODE_PDL_PREFETCH"] = r.config(m).pdl_prefetch
     if stamps is not None:
         need = STAMP_WORDS + CTA_WORDS * grid[0]
         if getattr(stamps, "size", 0) < need or getattr(stamps, "dtype", None) != np.uint64:

@@ -106,15 +106,11 @@ using namespace ladder;
 #ifndef DECODE_EARLY_RELEASE
 #define DECODE_EARLY_RELEASE 0  // 1: a consumer hands each stage back once its own wgmma are done (see the loop)
 #endif
-#ifndef DECODE_PDL_PREFETCH
-#define DECODE_PDL_PREFETCH 0   // P > 0 (PDL builds): P more stages of B prefetched into L2 before griddepcontrol.wait
-#endif
 #ifndef DECODE_A_SHARE
 #define DECODE_A_SHARE 1   // 2: two CTAs of a cluster (their own rows of B, the same K) share A's ring by multicast
 #endif
 constexpr int BN = 64, MT = DECODE_MT, CONSUMERS = DECODE_CONSUMERS, SPLIT = DECODE_SPLIT, KB = DECODE_KB;
 constexpr bool STAGGER = DECODE_STAGGER != 0, EARLY_RELEASE = DECODE_EARLY_RELEASE != 0;
-constexpr int PDL_PREFETCH = DECODE_PDL_PREFETCH;
 constexpr int MINB = DECODE_MINB, MSPLIT = DECODE_MSPLIT, A_STAGES = DECODE_A_STAGES, A_SHARE = DECODE_A_SHARE;
 constexpr int A_RING = A_STAGES > 0 ? A_STAGES : 1;   // A's barrier arrays and slot arithmetic (1: unused)
 constexpr int CL_ROWS = SPLIT * MSPLIT;   // CTAs of a cluster that work on the same rows of B
@@ -270,14 +266,6 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
                 mbarrier_arrive_expect_tx(&full[it], STAGE_BYTES);
                 load_b(sB, &tma_b, &full[it], kstep(it) * KB * BK, n0, half);
             }
-            // PDL builds: while the grid ahead finishes, the DRAM it no longer keeps busy brings the next
-            // PDL_PREFETCH stages of B into L2 (no SMEM: cp.async.bulk.prefetch), so that after the wait the
-            // ring refills from L2
-            for (int it = first; it < first + PDL_PREFETCH && it < k_iters; ++it)
-#pragma unroll
-                for (int box = 0; box < KB * CONSUMERS; ++box)
-                    if (box % MSPLIT == half)
-                        tma_prefetch_2d(&tma_b, kstep(it) * KB * BK + (box / CONSUMERS) * BK, n0 + BN * (box % CONSUMERS));
             grid_wait();
             // A's own ring: B alone here, its whole ring ahead of the consumers; A in a thread of its
             // own (below), so that neither ring's wait holds the other's loads back
