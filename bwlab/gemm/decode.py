@@ -120,8 +120,6 @@ class Rung:
             d["DECODE_STAGGER"] = c.stagger
         if c.early:
             d["DECODE_EARLY_RELEASE"] = c.early
-        if c.a_kb and c.a_kb != c.kb:
-            d["DECODE_A_KB"] = c.a_kb
         return d
 
     def stage_bytes(self, m: int) -> int:
@@ -132,7 +130,7 @@ class Rung:
     def a_ring_bytes(self, m: int) -> int:
         """A's own ring (0 when A shares B's)."""
         c = self.config(m)
-        return c.a_stages * (c.a_kb or c.kb) * self.nt(m) * BK * 2
+        return c.a_stages * c.kb * self.nt(m) * BK * 2
 
     def exchange_bytes(self, m: int) -> int:
         """SMEM the split-K exchange reuses from the ring: the columns a CTA stores (1 / split of every

@@ -22,9 +22,7 @@ class Config:
     (B streams from DRAM, A comes from L2: less latency to cover); `a_share`: 2: the two CTAs of a cluster
     (rows of B of their own, the same K) share A's ring, each loading every other box by multicast; `stagger`: 1,
     each cluster starts its walk along K at its own offset (q k_iters / Q for cluster q of Q) and wraps round; `early`: 1, a
-    consumer hands each stage back as soon as its own wgmma on it are done, not once the next stage's are issued;
-    `a_kb`: 0 (A's own ring in stages of kb boxes, as B's) or a divisor of kb, A's ring in finer stages of a_kb boxes
-    (the same bytes of A in more, smaller slots: the SMEM they free deepens B's ring)."""
+    consumer hands each stage back as soon as its own wgmma on it are done, not once the next stage's are issued."""
     consumers: int
     split: int
     kb: int
@@ -37,7 +35,6 @@ class Config:
     a_share: int = 1
     stagger: int = 0
     early: int = 0
-    a_kb: int = 0
 
     def __post_init__(self):
         if self.consumers not in (1, 2, 4):
@@ -71,13 +68,6 @@ class Config:
         if self.early not in (0, 1):
             raise ValueError(f"Config: early = {self.early}; 0 (a stage handed back once the next one's wgmma are "
                              "issued) or 1 (once its own are done)")
-        if self.a_kb and not (self.a_kb >= 1 and self.kb % self.a_kb == 0 and self.a_stages and self.a_share == 1):
-            raise ValueError(f"Config: a_kb = {self.a_kb}; 0, or a divisor of kb = {self.kb} with A in a ring of its own "
-                             "(a_stages) that no pair shares (a_share = 1)")
-        if self.a_kb and self.a_stages < self.kb // self.a_kb * (1 if self.early else 2):
-            raise ValueError(f"Config: a_stages = {self.a_stages} with a_kb = {self.a_kb} of kb = {self.kb}; a consumer "
-                             f"holds the {self.kb // self.a_kb} stages of A of each stage of B it holds (one stage with "
-                             "the early hand-back, two without): A's ring needs at least that many")
         if self.l2 not in L2_PROMOTIONS:
             raise ValueError(f"Config: l2 = {self.l2!r}; a tensor map's L2 promotion is one of "
                              f"{', '.join(L2_PROMOTIONS)} (cuTensorMapEncodeTiled, CUtensorMapL2promotion)")

@@ -106,9 +106,6 @@ using namespace ladder;
 #ifndef DECODE_EARLY_RELEASE
 #define DECODE_EARLY_RELEASE 0  // 1: a consumer hands each stage back once its own wgmma are done (see the loop)
 #endif
-#ifndef DECODE_A_KB
-#define DECODE_A_KB DECODE_KB   // boxes of 64 K in each stage of A's own ring (a divisor of KB)
-#endif
 #ifndef DECODE_A_SHARE
 #define DECODE_A_SHARE 1   // 2: two CTAs of a cluster (their own rows of B, the same K) share A's ring by multicast
 #endif
@@ -116,11 +113,6 @@ constexpr int BN = 64, MT = DECODE_MT, CONSUMERS = DECODE_CONSUMERS, SPLIT = DEC
 constexpr bool STAGGER = DECODE_STAGGER != 0, EARLY_RELEASE = DECODE_EARLY_RELEASE != 0;
 constexpr int MINB = DECODE_MINB, MSPLIT = DECODE_MSPLIT, A_STAGES = DECODE_A_STAGES, A_SHARE = DECODE_A_SHARE;
 constexpr int A_RING = A_STAGES > 0 ? A_STAGES : 1;   // A's barrier arrays and slot arithmetic (1: unused)
-constexpr int A_KB = DECODE_A_KB, A_PER = KB / A_KB;   // A's stages per stage of B
-static_assert(KB % A_KB == 0 && (A_KB == KB || (A_STAGES > 0 && DECODE_A_SHARE == 1)),
-              "A's stages split B's evenly, and only in a ring of A's own that no pair shares");
-static_assert(A_STAGES == 0 || A_STAGES >= A_PER * (DECODE_EARLY_RELEASE ? 1 : 2),
-              "A's ring holds the A stages of every B stage a consumer holds at once (two without the early hand-back)");
 constexpr int CL_ROWS = SPLIT * MSPLIT;   // CTAs of a cluster that work on the same rows of B
 constexpr int CL = CL_ROWS * A_SHARE;     // CTAs of a cluster
 constexpr int NT = MT / MSPLIT;      // wgmma's N in each CTA: its rows of A
@@ -170,15 +162,15 @@ __device__ __forceinline__ void grid_wait() {
 }
 
 // One stage for one consumer: KB boxes x 4 k16 steps of wgmma m64nNk16, B's 64 rows as the A operand,
-// A's N rows as the B operand, both K-major in 128B-swizzled SMEM; A's boxes in A_PER stages of A_KB boxes each.
+// A's N rows as the B operand, both K-major in 128B-swizzled SMEM.
 template <int N>
-__device__ __forceinline__ void mma_stage_t(float (&d)[N / 2], u32 b_slab, const u32 (&a_sub)[A_PER]) {
+__device__ __forceinline__ void mma_stage_t(float (&d)[N / 2], u32 b_slab, u32 a_stage) {
 #pragma unroll
     for (int kb = 0; kb < KB; ++kb)
 #pragma unroll
         for (int k = 0; k < BK / 16; ++k) {
             const u64 db = desc_k128(b_slab + kb * CONSUMERS * B_BOX + 32 * k);
-            const u64 da = desc_k128(a_sub[kb / A_KB] + (kb % A_KB) * N * 128 + 32 * k);
+            const u64 da = desc_k128(a_stage + kb * N * 128 + 32 * k);
             if constexpr (N == 16) wgmma_mma_async_m64n16k16_f32_bf16_bf16<0, 0>(d, db, da, 1u);
             else if constexpr (N == 32) wgmma_mma_async_m64n32k16_f32_bf16_bf16<0, 0>(d, db, da, 1u);
             else if constexpr (N == 64) wgmma_mma_async_m64n64k16_f32_bf16_bf16<0, 0>(d, db, da, 1u);
@@ -224,7 +216,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     u8* smem = align_1024(smem_raw);
     __shared__ alignas(8) u64 full[MAX_STAGES], empty[MAX_STAGES];
     __shared__ alignas(8) u64 full_a[A_RING], empty_a[A_RING];
-    constexpr u32 B_BYTES = KB * CONSUMERS * B_BOX, A_BYTES = A_KB * NT * BK * 2;   // A_BYTES: one stage of A
+    constexpr u32 B_BYTES = KB * CONSUMERS * B_BOX, A_BYTES = KB * NT * BK * 2;
     constexpr u32 STAGE_BYTES = A_STAGES ? B_BYTES : B_BYTES + A_BYTES;   // one stage of (B's) ring
     const int wg = threadIdx.x / WG, rank = CL > 1 ? int(cluster_ctarank()) : 0;
     const int piece = SPLIT > 1 ? rank : 0;    // this CTA's piece of K
@@ -300,18 +292,17 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         }
         if (A_STAGES > 0 && threadIdx.x == 32) {   // A's own ring, from the producer warpgroup's second warp
             grid_wait();   // A may be written by the grid before
-            for (int ia = 0; ia < k_iters * A_PER; ++ia) {   // A's stage ia: boxes A_KB ia .. of B's stage ia / A_PER
-                const int sa = ia % A_RING;
-                if (ia >= A_STAGES && !mbarrier_wait(&empty_a[sa], (ia / A_RING + 1) & 1, 4, 0)) break;
+            for (int it = 0; it < k_iters; ++it) {
+                const int sa = it % A_RING;
+                if (it >= A_STAGES && !mbarrier_wait(&empty_a[sa], (it / A_RING + 1) & 1, 4, 0)) break;
                 u8* sA = smem + stages * STAGE_BYTES + sa * A_BYTES;
                 mbarrier_arrive_expect_tx(&full_a[sa], A_BYTES);   // the whole stage, half of it from the partner
-                const int k0 = (kstep(ia / A_PER) * KB + (ia % A_PER) * A_KB) * BK;
 #pragma unroll
-                for (int kb = 0; kb < A_KB; ++kb) {
+                for (int kb = 0; kb < KB; ++kb) {
                     if (A_SHARE == 1)
-                        tma_load_2d(sA + kb * NT * 128, &tma_a, &full_a[sa], k0 + kb * BK, m0);
+                        tma_load_2d(sA + kb * NT * 128, &tma_a, &full_a[sa], (kstep(it) * KB + kb) * BK, m0);
                     else if (kb % A_SHARE == rank)   // every other box, into both CTAs' rings at the same offset
-                        tma_load_multicast_2d(sA + kb * NT * 128, &tma_a, &full_a[sa], 0x3, k0 + kb * BK, m0);
+                        tma_load_multicast_2d(sA + kb * NT * 128, &tma_a, &full_a[sa], 0x3, (kstep(it) * KB + kb) * BK, m0);
                 }
             }
         }
@@ -336,8 +327,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         if (lead) stamp(stamps, 1 + c, i, 1);
         if (laneid() == 0) {
             mbarrier_arrive(&empty[i % stages]);
-#pragma unroll
-            for (int j = 0; j < (A_STAGES > 0 ? A_PER : 0); ++j) mbarrier_arrive(&empty_a[(i * A_PER + j) % A_RING]);
+            if (A_STAGES > 0) mbarrier_arrive(&empty_a[i % A_RING]);
             if (A_SHARE > 1)   // the partner's copy: it multicast into this CTA's ring of A too
                 mbarrier_arrive_remote(mapa_shared_cluster(smem_u32(&empty_a[i % A_RING]), u32(rank ^ 1)));
             if (MSPLIT > 1)   // the partner's copy of the stage's barrier: it multicast into this ring too
@@ -356,15 +346,15 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         if (lead && c == 0 && stamps != nullptr)
             stamps[TRACKS * EVENTS * 4 + CTA_WORDS * gridDim.x + size_t(blockIdx.x) * k_iters + it] = globaltimer_ns();
 #endif
-        const u32 sB = smem_u32(smem + s * STAGE_BYTES);
-        u32 sA[A_PER];   // A's boxes of this stage: in B's stage, or in A_PER stages of A's own ring
-#pragma unroll
-        for (int j = 0; j < A_PER; ++j) {
-            const int ia = it * A_PER + j;
-            sA[j] = A_STAGES ? smem_u32(smem + stages * STAGE_BYTES) + u32(ia % A_RING) * A_BYTES : sB + B_BYTES;
-            if (A_STAGES > 0 && ok && !mbarrier_wait(&full_a[ia % A_RING], (ia / A_RING) & 1, 3, A_BYTES)) ok = false;
+        if constexpr (A_STAGES > 0) {
+            if (!mbarrier_wait(&full_a[it % A_STAGES], (it / A_STAGES) & 1, 3, A_BYTES)) {
+                ok = false;
+                break;
+            }
         }
-        if (!ok) break;
+        const u32 sB = smem_u32(smem + s * STAGE_BYTES);
+        const u32 sA = A_STAGES ? smem_u32(smem + stages * STAGE_BYTES) + u32(it % A_RING) * A_BYTES
+                                : sB + B_BYTES;
         mma_stage_t<NT>(d, sB + c * B_BOX, sA);
         wgmma_commit_group();
         if constexpr (EARLY_RELEASE) {   // this stage's wgmma done, its slot back before the next stage lands
