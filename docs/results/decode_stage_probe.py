@@ -45,6 +45,56 @@ def sides(info):
     return out
 
 
+SPAN_SRC = r"""
+// The read stream of decode_protocol.py with its span stamped: the earliest block start and the latest block end
+// (%globaltimer, ns) of one launch, in t[0] and t[1] (the host sets t[0] to ~0 and t[1] to 0 first).
+extern "C" __global__ void __launch_bounds__(512)
+read_stream_span(const uint4* __restrict__ p, unsigned long long n16, unsigned sentinel, unsigned* out,
+                 unsigned long long* t) {
+    unsigned long long t0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    if (threadIdx.x == 0) atomicMin(&t[0], t0);
+    unsigned acc = 0;
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n16; i += stride) {
+        const uint4 a = __ldg(p + i);
+        acc ^= a.x ^ a.y ^ a.z ^ a.w;
+    }
+    if (acc == sentinel) out[0] = acc;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned long long t1;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+        atomicMax(&t[1], t1);
+    }
+}
+"""
+
+
+def stream_span(info, nbytes, plain):
+    """The read stream's span from its first block's start to its last block's end (us, median of 20 launches, each
+    right behind ten launches of `plain`), and its back-to-back time per launch (us)."""
+    import cupy as cp
+    from decode_protocol import event_ms
+    kern = cp.RawKernel(SPAN_SRC, "read_stream_span")
+    n16 = nbytes // 16
+    buf = cp.random.default_rng(9).integers(0, 2**31, 4 * n16, dtype=cp.uint32)
+    out, t = cp.zeros(1, cp.uint32), cp.zeros(2, cp.uint64)
+    grid = (info.sm_count * 4,)
+    call = lambda: kern(grid, (512,), (buf, np.uint64(n16), np.uint32(0x9E3779B9), out, t))   # noqa: E731
+    back = event_ms([call]) * 1e3
+    spans = []
+    for _ in range(20):
+        for i in range(10):
+            plain[i % len(plain)]()
+        t[0], t[1] = cp.uint64(2**64 - 1), cp.uint64(0)
+        call()
+        cp.cuda.Device().synchronize()
+        h = t.get().astype(np.int64)
+        spans.append((h[1] - h[0]) / 1e3)
+    return float(np.median(spans)), back
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
@@ -81,10 +131,11 @@ def main(argv=None) -> int:
         iters = k // (64 * cfg.kb * cfg.split)
         b_stage = cfg.kb * cfg.consumers * 64 * 64 * 2   # bytes of B per stage
         head = decode.STAMP_WORDS + decode.CTA_WORDS * ctas
+        st_span, st_back = stream_span(info, decode.bytes_moved(m, n, k), st_calls)
         stamps = cp.zeros(head + ctas * iters, cp.uint64)
         st = decode.prepare(r, *sets[0], stamps=stamps, defines={"DECODE_STAGE_STAMPS": 1})
         bins, plateau, slow_before, slow_after, span_side = [], [], [], [], {1: [], -1: []}
-        spans, last_done = [], []
+        spans, last_done, grid_span = [], [], []
         for _ in range(args.launches):
             stamps.fill(0)
             for i in range(10):
@@ -105,6 +156,7 @@ def main(argv=None) -> int:
             span = land[:, -1] - land[:, 0]
             spans.extend(span)
             last_done.append(done.max())
+            grid_span.append(done.max())   # from the first CTA's start
             slow = np.argsort(span)[-max(1, ctas // 10):]
             half_done = np.median(done)
             for c in slow:
@@ -131,6 +183,10 @@ def main(argv=None) -> int:
             f"{np.median(slow_after):.3f} us after half are done ({len(slow_after)} stages)\n"
             f"    span (first to last stage): median {np.median(spans):.1f} us, fastest tenth {np.percentile(spans, 10):.1f}, "
             f"slowest tenth {np.percentile(spans, 90):.1f}; the last CTA done at {np.median(last_done):.1f} us\n"
+            f"    launch to launch: the rung back to back {t_plain * 1e3:.1f} us, its first CTA's start to its last CTA's "
+            f"end {np.median(grid_span):.1f} us (the rest, {t_plain * 1e3 - np.median(grid_span):.1f} us, outside its "
+            f"CTAs); the read stream (one 16-byte load per step) back to back {st_back:.1f} us, its first block's start "
+            f"to its last block's end {st_span:.1f} us ({st_back - st_span:.1f} outside)\n"
             f"    span by L2 side of the SM: "
             + "; ".join(f"side {'+' if s > 0 else '-'}: {len(v)} CTAs, median {np.median(v):.1f} us, "
                         f"p90 {np.percentile(v, 90):.1f}" for s, v in span_side.items() if v))
