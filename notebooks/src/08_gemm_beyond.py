@@ -490,6 +490,20 @@ for m in (128, 256):
 #   every CTA on other rows of B the pattern of fast and slow SMs changes, so moved work lands on CTAs
 #   that are no longer the fast ones. The build that can follow a plan was also slower to begin with.
 #
+# **Every stage of every CTA, timed** (34-39). In the middle of the kernel the rung takes in B as fast as
+# the read stream does, at M = 16 and 64; what it loses is the first few microseconds and the last five,
+# while fewer and fewer CTAs read. Four more attempts at those ends, each measured and left out:
+#
+# * slowing the CTAs that run ahead (each producer counts its stages in one global word and waits when it
+#   is too far ahead of the mean): the CTAs then finish together, but the slow ones do not take up the
+#   bandwidth the fast ones give back, so the middle slows by as much as the end shortens;
+# * choosing rows near each SM: the L2 is two halves interleaved about every kilobyte, so every CTA's
+#   rows are half near and half far, whichever rows it has;
+# * prefetching B into L2 while a PDL launch waits for the one ahead: slower, the more it prefetches;
+# * finer stages of A to free shared memory for B: A, which every CTA asks L2 for at once, then arrives
+#   too late. At M = 128, where the middle itself runs at 0.88 of the stream, 4 stages of B and 3 of A
+#   fill the shared memory.
+#
 # **Three other ways to feed B were built and lost** (19-21), each correct on the H200:
 #
 # * threads copying B into the ring with `cp.async`;
@@ -499,5 +513,5 @@ for m in (128, 256):
 # * every warp streaming its own rows into registers for `mma.sync`, with no ring for B at all.
 #
 # Plain loads in that pattern stream at 0.97 on their own (18), but lose 15 % as soon as the kernel asks
-# for most of the shared memory, which shrinks the L1 their misses go through (22). Open: what sets each
-# SM's rate for a given assignment of rows, and at M = 256 the tensor cores' work per cycle.
+# for most of the shared memory, which shrinks the L1 their misses go through (22). Open: a way to finish
+# the last microseconds as fast as the middle, and at M = 256 the tensor cores' work per cycle.
