@@ -482,9 +482,10 @@ def chain_check(say, m, rung, label, defines=None, rounds=8):
     say(f"  chain {label} at M = {m}: {rounds - len(bad)} of {rounds} rounds PASS" + (f"; {bad[0]}" if bad else ""))
 
 
-def sustained(say, shapes, dump, extra=False, pdl=True, rung=None):
+def sustained(say, shapes, dump, extra=False, pdl=True, rung=None, configs=None):
     """Each shape under bwlab.gemm.protocol: checks, warm-up with the library, rounds of alternating
-    sustained blocks (library, candidate, library, ...) with the stream as one more candidate."""
+    sustained blocks (library, candidate, library, ...) with the stream as one more candidate. `configs`
+    (--config): the table and these configurations as the candidates."""
     import cupy as cp
     from bwlab.checks.clocks import ClockLog, summarize
     from bwlab.checks.gemm_sustained import _library, launch_time_ms, time_block, warm_up
@@ -525,7 +526,8 @@ def sustained(say, shapes, dump, extra=False, pdl=True, rung=None):
                 if pdl:
                     cands.append(("read stream" + PDL, stream_calls(nbytes, nsets, info.sm_count, pdl=True,
                                                                     bufs=keep[0])[0], None))
-            vs = variants_for("protocol", extra, pdl=pdl, rung=rung)
+            vs = (config_variants(m, configs) if configs and not square
+                  else variants_for("protocol", extra, pdl=pdl, rung=rung))
             for name, calls, c, after in candidates(m, n, k, sets, vs, with_sk=not square,
                                                     with_s8=square):
                 if calls is None:
@@ -604,6 +606,7 @@ def sustained(say, shapes, dump, extra=False, pdl=True, rung=None):
     dump["protocol"] = dataclasses.asdict(proto)
     names = [nm for nm in ("read stream", "read stream" + PDL, "sk_split_k", "sd_swap_ab", "sd_swap_ab" + PDL,
                            "s8_epilogue_overlap")]
+    names += sorted({nm for row in rows for nm, v in row.items() if isinstance(v, dict) and nm not in names})
     say("\n== summary (sustained protocol): library time / candidate time (> 1: faster than cuBLAS); "
         "[fraction of the read stream of the same bytes, launched the same way: (PDL) rows against the "
         "stream launched with PDL]")
@@ -656,7 +659,7 @@ def main(argv=None) -> int:
                     help="probe: the table with and without the early hand-back, and M split across the pair with it "
                          "(EARLY_MSPLIT; no chains)")
     ap.add_argument("--config", action="append", default=None, metavar="MT:FIELD=V,...",
-                    help="probe: the table against these configurations (instead of PROBE_PDL; no chains), e.g. "
+                    help="probe (and protocol): the table against these configurations (instead of PROBE_PDL; no chains), e.g. "
                          "64:a_stages=3,a_share=2,early=1 (fields of decode.Config; consumers, split, kb default to "
                          "the table's at MT; pdl=1: launched with PDL)")
     ap.add_argument("--table", type=int, nargs=5, action="append", metavar=("MT", "C", "S", "KB", "MS"),
@@ -706,7 +709,7 @@ def main(argv=None) -> int:
         if rung is not None:
             say("the rung's table here: " + "; ".join(f"MT {mt}: {c}" for mt, c in rung.table))
         sustained(say, shapes + ([] if args.no_square else [SQUARE]), dump, args.variants, pdl=not args.no_pdl,
-                  rung=rung)
+                  rung=rung, configs=[parse_config(c) for c in args.config or ()])
     say("")
     say("command: python docs/results/decode_protocol.py " + " ".join(sys.argv[1:] if argv is None else argv))
     if out:
