@@ -122,8 +122,6 @@ class Rung:
             d["DECODE_STAGGER"] = c.stagger
         if c.early:
             d["DECODE_EARLY_RELEASE"] = c.early
-        if c.interleave:
-            d["DECODE_INTERLEAVE"] = 1
         return d
 
     def stage_bytes(self, m: int) -> int:
@@ -247,16 +245,9 @@ def bytes_moved(m: int, n: int, k: int) -> int:
 def _maps(r: Rung, m: int, n: int, k: int, a_ptr: int, b_ptr: int, c_ptr: int):
     from ..runtime import encode_tensor_map
     from ..tma.tensor_map import TensorMap
-    cfg = r.config(m)
-    l2 = cfg.l2
-    if cfg.interleave:   # (K, 16 rows, G row groups, 4 x consumers chunks): chunk j of group g is rows 16 (g + G j)
-        g = n // (r.bn * cfg.consumers)
-        b_map = TensorMap("bfloat16", (k, 16, g, 4 * cfg.consumers), (BK, 16, 1, 4), swizzle="128B", l2_promotion=l2,
-                          global_strides=(2 * k, 32 * k, 32 * k * g))
-    else:
-        b_map = TensorMap("bfloat16", (k, n), (BK, r.bn), swizzle="128B", l2_promotion=l2)
+    l2 = r.config(m).l2
     return [encode_tensor_map(TensorMap("bfloat16", (k, m), (BK, r.nt(m)), swizzle="128B", l2_promotion=l2), a_ptr),
-            encode_tensor_map(b_map, b_ptr),
+            encode_tensor_map(TensorMap("bfloat16", (k, n), (BK, r.bn), swizzle="128B", l2_promotion=l2), b_ptr),
             encode_tensor_map(TensorMap("bfloat16", (n, m), (64, min(64, r.mt(m))), swizzle="128B"), c_ptr)]
 
 

@@ -22,9 +22,7 @@ class Config:
     (B streams from DRAM, A comes from L2: less latency to cover); `a_share`: 2: the two CTAs of a cluster
     (rows of B of their own, the same K) share A's ring, each loading every other box by multicast; `stagger`: 1,
     each cluster starts its walk along K at its own offset (q k_iters / Q for cluster q of Q) and wraps round; `early`: 1, a
-    consumer hands each stage back as soon as its own wgmma on it are done, not once the next stage's are issued;
-    `interleave`: 1, each CTA's rows of B not one block but chunks of 16 rows spread over all of N (chunk j of row group g
-    is rows 16 (g + G j), G row groups), read through a 4-D tensor map."""
+    consumer hands each stage back as soon as its own wgmma on it are done, not once the next stage's are issued."""
     consumers: int
     split: int
     kb: int
@@ -37,7 +35,6 @@ class Config:
     a_share: int = 1
     stagger: int = 0
     early: int = 0
-    interleave: int = 0
 
     def __post_init__(self):
         if self.consumers not in (1, 2, 4):
@@ -71,9 +68,6 @@ class Config:
         if self.early not in (0, 1):
             raise ValueError(f"Config: early = {self.early}; 0 (a stage handed back once the next one's wgmma are "
                              "issued) or 1 (once its own are done)")
-        if self.interleave not in (0, 1) or (self.interleave and (self.even or self.msplit != 1 or self.a_share != 1)):
-            raise ValueError(f"Config: interleave = {self.interleave}; 0, or 1 with the tile grid (even = 0), M whole "
-                             "(msplit = 1) and each CTA's own A (a_share = 1)")
         if self.l2 not in L2_PROMOTIONS:
             raise ValueError(f"Config: l2 = {self.l2!r}; a tensor map's L2 promotion is one of "
                              f"{', '.join(L2_PROMOTIONS)} (cuTensorMapEncodeTiled, CUtensorMapL2promotion)")

@@ -106,22 +106,17 @@ using namespace ladder;
 #ifndef DECODE_EARLY_RELEASE
 #define DECODE_EARLY_RELEASE 0  // 1: a consumer hands each stage back once its own wgmma are done (see the loop)
 #endif
-#ifndef DECODE_INTERLEAVE
-#define DECODE_INTERLEAVE 0   // 1: each CTA's rows of B in chunks of 16 spread over all of B (a 4-D tensor map)
-#endif
 #ifndef DECODE_A_SHARE
 #define DECODE_A_SHARE 1   // 2: two CTAs of a cluster (their own rows of B, the same K) share A's ring by multicast
 #endif
 constexpr int BN = 64, MT = DECODE_MT, CONSUMERS = DECODE_CONSUMERS, SPLIT = DECODE_SPLIT, KB = DECODE_KB;
 constexpr bool STAGGER = DECODE_STAGGER != 0, EARLY_RELEASE = DECODE_EARLY_RELEASE != 0;
-constexpr bool INTERLEAVE = DECODE_INTERLEAVE != 0;
 constexpr int MINB = DECODE_MINB, MSPLIT = DECODE_MSPLIT, A_STAGES = DECODE_A_STAGES, A_SHARE = DECODE_A_SHARE;
 constexpr int A_RING = A_STAGES > 0 ? A_STAGES : 1;   // A's barrier arrays and slot arithmetic (1: unused)
 constexpr int CL_ROWS = SPLIT * MSPLIT;   // CTAs of a cluster that work on the same rows of B
 constexpr int CL = CL_ROWS * A_SHARE;     // CTAs of a cluster
 constexpr int NT = MT / MSPLIT;      // wgmma's N in each CTA: its rows of A
 static_assert(MINB == 1 || MINB == 2, "registers for one or two CTAs per SM");
-static_assert(!INTERLEAVE || (DECODE_MSPLIT == 1 && DECODE_A_SHARE == 1), "interleaved rows: K split or one CTA per rows");
 static_assert(A_STAGES == 0 || (A_STAGES >= 2 && A_STAGES <= 32), "A's own ring: 2 to 32 stages");
 static_assert(A_SHARE == 1 || (A_SHARE == 2 && A_STAGES > 0 && SPLIT == 1 && MSPLIT == 1 && KB % 2 == 0),
               "A shared by a pair: A in its own ring, K and M whole, an even number of boxes per stage");
@@ -196,17 +191,13 @@ __device__ __forceinline__ void pin(float (&d)[R]) {
 // One stage of B: KB x CONSUMERS boxes of 64 rows x 64 K from row n0, K column k0. MSPLIT = 1: all of them
 // into this CTA's SMEM. MSPLIT = 2: this CTA (`half`) loads every other box, multicast to both CTAs of the
 // pair (cta mask 0b11) at the same offset, completing bytes on each CTA's barrier at that address.
-// INTERLEAVE: B's tensor map is 4-D, (K, 16 rows, G row groups, 4 x CONSUMERS chunks): chunk j of row group
-// g is rows 16 (g + G j) .. + 16, and consumer c's 64 rows are chunks 4c .. 4c + 3 of its CTA's group.
 __device__ __forceinline__ void load_b(u8* sB, const TmaDescriptor* tma_b, u64* bar, int k0, int n0, int half) {
 #pragma unroll
     for (int kb = 0; kb < KB; ++kb)
 #pragma unroll
         for (int c = 0; c < CONSUMERS; ++c) {
             const int box = kb * CONSUMERS + c;
-            if (INTERLEAVE)
-                tma_load_4d(sB + box * B_BOX, tma_b, bar, k0 + kb * BK, 0, int(blockIdx.x) / CL_ROWS, 4 * c);
-            else if (MSPLIT == 1)
+            if (MSPLIT == 1)
                 tma_load_2d(sB + box * B_BOX, tma_b, bar, k0 + kb * BK, n0 + BN * c);
             else if (box % MSPLIT == half)
                 tma_load_multicast_2d(sB + box * B_BOX, tma_b, bar, 0x3, k0 + kb * BK, n0 + BN * c);
@@ -434,8 +425,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         // lane with g odd keeps column e = 1 and takes its row-(n - 1) neighbour's value
         const int g = (t % 32) / 4, q = t % 4;
         const bool odd = g & 1;
-        const int n = INTERLEAVE ? 16 * (grp + int(gridDim.x / CL_ROWS) * (4 * c + t / 32)) + (g & ~1)
-                                 : n0 + BN * c + 16 * (t / 32) + (g & ~1);
+        const int n = n0 + BN * c + 16 * (t / 32) + (g & ~1);
 #pragma unroll
         for (int j = 0; j < J; ++j) {
             if (j < j0 || j >= j1) continue;
@@ -445,7 +435,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
                 const float got = __shfl_xor_sync(0xffffffffu, odd ? lo : hi, 4);
                 const int m = m0 + 8 * j + 2 * q + (odd ? 1 : 0);
                 const u32 pair = odd ? cvt_rn_bf16x2_f32(got, hi) : cvt_rn_bf16x2_f32(lo, got);
-                if (m < M && (INTERLEAVE || n + 8 * h < n1)) *reinterpret_cast<u32*>(C + size_t(m) * N + n + 8 * h) = pair;
+                if (m < M && n + 8 * h < n1) *reinterpret_cast<u32*>(C + size_t(m) * N + n + 8 * h) = pair;
             }
         }
     }
