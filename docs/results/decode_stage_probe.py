@@ -8,9 +8,14 @@ launches; 20 such launches per M. From the stamps:
 * the plateau: B's rate between 6 us and the moment the first CTA is done, against that stream;
 * the slowest tenth of the CTAs: their time per stage while every CTA still streams, and after half are done;
 * each SM's side of the L2 (which half of the addresses it reaches fast; docs/results/l2_partition_probe.py's
-  test, on every SM): the CTAs' spans on each side.
+  test, on every SM): the CTAs' spans on each side;
+* launch to launch: how much of the rung's back-to-back time lies outside its CTAs' span, against a read stream
+  stamped the same way.
 
-    python docs/results/decode_stage_probe.py [--m 16 64 128] [--out F]
+The stamps cost time of their own (a %globaltimer read stored at once, on the first consumer's path): at M <= 128 the
+spans fit inside the unstamped time, at M = 256, where the consumers are busy, they do not (decode_probe_h200.txt, 41).
+
+    python docs/results/decode_stage_probe.py [--m 16 64 128] [--config MT:FIELD=V,...] [--out F]
 """
 from __future__ import annotations
 
