@@ -27,9 +27,7 @@ __all__ = ["random_operands", "build", "run_step", "reference", "check", "GemmCh
 
 BARRIERS = {1: "full (a stage's bytes have landed)", 2: "empty (every consumer warp is done with a stage)",
             3: "full_a (a stage of A's own ring has landed: the decode rung)",
-            4: "empty_a (every consumer warp is done with a stage of A's own ring: the decode rung)",
-            5: "peer_free (the other CTAs of the cluster are done with their rings: the decode rung's exchange)",
-            6: "xfull (the other CTAs' partial sums have landed: the decode rung's exchange)"}
+            4: "empty_a (every consumer warp is done with a stage of A's own ring: the decode rung)"}
 STAMP_SHAPE = (4, 512, 2, 2)   # gemm_common.cuh: [track][event][begin/end][globaltimer ns, clock64]
 
 

@@ -106,15 +106,11 @@ using namespace ladder;
 #ifndef DECODE_EARLY_RELEASE
 #define DECODE_EARLY_RELEASE 0  // 1: a consumer hands each stage back once its own wgmma are done (see the loop)
 #endif
-#ifndef DECODE_XCHG
-#define DECODE_XCHG 0   // K split: 0, the partials meet between two cluster barriers; 1, through mbarriers (see below)
-#endif
 #ifndef DECODE_A_SHARE
 #define DECODE_A_SHARE 1   // 2: two CTAs of a cluster (their own rows of B, the same K) share A's ring by multicast
 #endif
 constexpr int BN = 64, MT = DECODE_MT, CONSUMERS = DECODE_CONSUMERS, SPLIT = DECODE_SPLIT, KB = DECODE_KB;
 constexpr bool STAGGER = DECODE_STAGGER != 0, EARLY_RELEASE = DECODE_EARLY_RELEASE != 0;
-constexpr bool XCHG_MBAR = DECODE_XCHG != 0 && DECODE_SPLIT > 1;
 constexpr int MINB = DECODE_MINB, MSPLIT = DECODE_MSPLIT, A_STAGES = DECODE_A_STAGES, A_SHARE = DECODE_A_SHARE;
 constexpr int A_RING = A_STAGES > 0 ? A_STAGES : 1;   // A's barrier arrays and slot arithmetic (1: unused)
 constexpr int CL_ROWS = SPLIT * MSPLIT;   // CTAs of a cluster that work on the same rows of B
@@ -220,7 +216,6 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     u8* smem = align_1024(smem_raw);
     __shared__ alignas(8) u64 full[MAX_STAGES], empty[MAX_STAGES];
     __shared__ alignas(8) u64 full_a[A_RING], empty_a[A_RING];
-    __shared__ alignas(8) u64 peer_free, xfull;   // XCHG_MBAR: the other CTAs' rings drained; their partials here
     constexpr u32 B_BYTES = KB * CONSUMERS * B_BOX, A_BYTES = KB * NT * BK * 2;
     constexpr u32 STAGE_BYTES = A_STAGES ? B_BYTES : B_BYTES + A_BYTES;   // one stage of (B's) ring
     const int wg = threadIdx.x / WG, rank = CL > 1 ? int(cluster_ctarank()) : 0;
@@ -250,10 +245,6 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
             mbarrier_init(&full_a[s], 1);
             mbarrier_init(&empty_a[s], A_SHARE * CONSUMERS * 4);   // the consumer warps of both CTAs (A_SHARE = 2)
         }
-        if (XCHG_MBAR) {
-            mbarrier_init(&peer_free, (SPLIT - 1) * CONSUMERS * 4);   // each consumer warp of every other CTA
-            mbarrier_init(&xfull, (SPLIT - 1) * CONSUMERS * WG);      // each consumer thread of every other CTA
-        }
         fence_mbarrier_init_release_cluster();
     }
     // the next grid may be scheduled now: its CTAs take SMs as this grid's leave (or beside them, where
@@ -261,7 +252,6 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     grid_launch_dependents();
     if (MSPLIT > 1 || A_SHARE > 1) cluster_sync();   // the partner's barriers exist before any multicast or remote arrival
     else __syncthreads();
-    if (XCHG_MBAR) barrier_cluster_arrive_release();   // its wait comes before the first remote arrival, at the exchange
 
     if (wg == 0) {
         if constexpr (PRODUCER_REGS > 0) setmaxnreg_dec<PRODUCER_REGS>();
@@ -316,7 +306,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
                 }
             }
         }
-        if (SPLIT > 1 && !XCHG_MBAR) {   // the consumers' two cluster barriers (every thread of the cluster meets them)
+        if (SPLIT > 1) {   // the consumers' two cluster barriers (every thread of the cluster meets them)
             cluster_sync();
             cluster_sync();
         }
@@ -391,20 +381,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         // written by the other CTAs once every ring of the cluster is drained (the first barrier), read
         // here after the second.
         const u32 xbuf = smem_u32(smem) + u32(c * (SPLIT - 1) * Q * WG) * 16u;
-        if (XCHG_MBAR) {
-            // XCHG_MBAR: no cluster barrier in the exchange's path. Every consumer warp tells the other CTAs that
-            // this CTA's consumers are done with its ring (they may write into it), waits until theirs are, and
-            // writes; each thread then arrives (release) on its owners' `xfull`, arrives on the cluster barrier
-            // (its last remote access is done) and waits on its own `xfull` (acquire); the cluster barrier's wait
-            // comes only before exit.
-            barrier_cluster_wait_acquire();   // every CTA's barriers are set up (the arrive after them, at the start)
-            if (laneid() == 0)
-                for (int p = 0; p < SPLIT; ++p)
-                    if (p != piece) mbarrier_arrive_cluster(mapa_shared_cluster(smem_u32(&peer_free), u32(p)));
-            if (!mbarrier_wait<true>(&peer_free, 0, 5, 0)) ok = false;
-        } else {
-            cluster_sync();
-        }
+        cluster_sync();
         // (the loops run over every j with a test, so that d is indexed by constants and stays in registers)
         if (ok) {
 #pragma unroll
@@ -418,14 +395,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
                                          __float_as_uint(d[4 * j + 3]));
             }
         }
-        if (XCHG_MBAR) {
-            for (int p = 0; p < SPLIT; ++p)   // (unconditionally: a partner that timed out must not wait again)
-                if (p != piece) mbarrier_arrive_cluster(mapa_shared_cluster(smem_u32(&xfull), u32(p)));
-            barrier_cluster_arrive_release();   // its last remote access; the wait for the others' is just before exit
-            if (!mbarrier_wait<true>(&xfull, 0, 6, 0)) ok = false;
-        } else {
-            cluster_sync();
-        }
+        cluster_sync();
         if (ok) {
 #pragma unroll
             for (int j = 0; j < J; ++j)
@@ -472,5 +442,4 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     if (lead) stamp(stamps, 3, c, 1);
     if (lead && c == 0) cta_stamp(stamps, 3);
     if (MSPLIT > 1 || A_SHARE > 1) cluster_sync();   // the partner may still arrive on this CTA's barriers until it is done
-    if (XCHG_MBAR) barrier_cluster_wait_acquire();   // no other CTA touches this one's SMEM or barriers after this
 }
