@@ -490,9 +490,9 @@ for m in (128, 256):
 #   every CTA on other rows of B the pattern of fast and slow SMs changes, so moved work lands on CTAs
 #   that are no longer the fast ones. The build that can follow a plan was also slower to begin with.
 #
-# **Every stage of every CTA, timed** (34-42). In the middle of the kernel the rung takes in B as fast as
+# **Every stage of every CTA, timed** (34-43). In the middle of the kernel the rung takes in B as fast as
 # the read stream does, at M = 16 and 64; what it loses is the first few microseconds and the last five,
-# while fewer and fewer CTAs read. Five more attempts at those ends, each measured and left out:
+# while fewer and fewer CTAs read. Six more attempts at those ends, each measured and left out:
 #
 # * slowing the CTAs that run ahead (each producer counts its stages in one global word and waits when it
 #   is too far ahead of the mean): the CTAs then finish together, but the slow ones do not take up the
@@ -502,6 +502,8 @@ for m in (128, 256):
 # * spreading each CTA's rows over all of B, as the stream's bytes are: the CTAs' finishing times draw
 #   closer, but the whole gains 0-2 %, no more than the rung moves from one run to the next;
 # * prefetching B into L2 while a PDL launch waits for the one ahead: slower, the more it prefetches;
+# * with K split over a pair, handing the halves over through mbarriers instead of two cluster barriers: no
+#   faster, so the 3-6 µs after the last stage are the wait for the partner, the bytes and the sum;
 # * finer stages of A to free shared memory for B: A, which every CTA asks L2 for at once, then arrives
 #   too late. At M = 128, where the middle itself runs at 0.88 of the stream, 4 stages of B and 3 of A
 #   fill the shared memory.
