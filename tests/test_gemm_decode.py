@@ -483,3 +483,19 @@ def test_early_hand_back_is_checked_and_chosen_where_it_won():
         Config(1, 1, 4, early=2)
     assert [c.early for _, c in SWAP_AB.table] == [1, 1, 1, 1, 0]   # decode_probe_h200.txt, 26: slower at M = 256
     assert "DECODE_EARLY_RELEASE" not in SWAP_AB.build_defines(256)
+
+
+def test_the_committed_stage_recording_parses_and_draws():
+    rows = decode.decode_stage_rows()
+    assert [r.m for r in rows] == [16, 64, 128]
+    for r in rows:
+        assert len(r.landed) >= 15 and r.bin_us == 2.0 and 4.0 < r.stream_tbps < 5.0 and 30 < r.back_to_back_us < 45
+        # B's bytes landed add up to B (128 MiB over the bins, TB/s x 2 us), within the rounding of the recording
+        assert sum(r.landed) * r.bin_us * 1e-6 * 1e12 == pytest.approx(8192 * 8192 * 2, rel=0.02)
+    middle = {r.m: r.plateau_tbps / r.stream_tbps for r in rows}
+    assert middle[16] > 0.97 and middle[64] > 0.95 and middle[128] < 0.9   # what notebook 08 says of the picture
+    import matplotlib
+    matplotlib.use("Agg")
+    from bwlab.gemm.pictures import plot_decode_landing
+    ax = plot_decode_landing(rows)
+    assert len(ax.patches) == 3 and len(ax.get_lines()) == 1 and "stream" in ax.get_legend().get_texts()[-1].get_text()

@@ -41,7 +41,7 @@ Notebooks 07 and 08 reach every name they use at the package's top (`from bwlab 
 `exercises`, as in every stage.
 """
 from .case import GemmCase
-from .decode import (decode_header_comment, decode_report_rows, decode_rung_diff, roofline_table,
+from .decode import (decode_header_comment, decode_report_rows, decode_rung_diff, decode_stage_rows, roofline_table,
                      run_decode_emulated, SWAP_AB)
 from .ladder import BK, split_count, step, STEPS
 from .occupancy import ctas_per_sm, describe_occupancy
@@ -55,6 +55,7 @@ from .timeline import step_timeline
 # What the notebooks, the docs and the command lines use from the package's top, and nothing else
 # (tests/test_interface.py reads them).
 __all__ = ["BK", "check", "ctas_per_sm", "decode_header_comment", "decode_report_rows", "decode_rung_diff",
+           "decode_stage_rows", "plot_decode_landing",
            "describe_occupancy", "EMULATED_SMS", "example_inputs", "explore_rows", "footprint", "format_table",
            "GemmCase", "grouped_order", "H100_PEAK_FLOP_PER_SM_CYCLE", "header_comment", "kernel_constants",
            "model_step1", "plot_clock_log", "plot_decode_roofline", "plot_ladder", "plot_sm100_timelines",
@@ -70,7 +71,8 @@ __all__ = ["BK", "check", "ctas_per_sm", "decode_header_comment", "decode_report
 from ..util import names_elsewhere as _names_elsewhere  # noqa: E402
 
 _ELSEWHERE = {
-    "bwlab.gemm.pictures": "plot_clock_log plot_decode_roofline plot_ladder plot_sm100_timelines plot_tile_orders plot_timelines",
+    "bwlab.gemm.pictures": "plot_clock_log plot_decode_landing plot_decode_roofline plot_ladder plot_sm100_timelines "
+                           "plot_tile_orders plot_timelines",
     "bwlab.gemm.runner": "check EMULATED_SMS run_step_emulated",
     "bwlab.gemm.sm100": "example_inputs kernel_constants model_step1 reference_bf16 run_sm100_emulated STEPS_SM100",
 }

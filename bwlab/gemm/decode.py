@@ -38,12 +38,14 @@ import numpy as np
 
 from ..util import ceil_div
 from .decode_config import L2_PROMOTIONS, MAX_STAGES, Config  # noqa: F401 - re-exported
-from .decode_report import REPORT, DecodeRow, decode_report_rows, roofline_table  # re-exported
+from .decode_report import (REPORT, STAGES, DecodeRow, StageRow, decode_report_rows, decode_stage_rows,  # re-exported
+                            roofline_table)
 from .ladder import BK, SMEM_SLACK, ShapeError
 from .runner import Launch
 
 __all__ = ["Config", "Rung", "SWAP_AB", "RUNGS", "rung", "prepare", "PdlLaunch", "run_decode_emulated", "bytes_moved",
-           "MAX_M", "DecodeRow", "decode_report_rows", "roofline_table", "decode_rung_diff", "decode_header_comment"]
+           "MAX_M", "DecodeRow", "decode_report_rows", "roofline_table", "decode_rung_diff", "decode_header_comment",
+           "StageRow", "decode_stage_rows"]
 
 MAX_M = 256              # wgmma's largest N
 MTS = (16, 32, 64, 128, 256)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["REPORT", "DecodeRow", "decode_report_rows", "roofline_table"]
+__all__ = ["REPORT", "STAGES", "DecodeRow", "StageRow", "decode_report_rows", "decode_stage_rows", "roofline_table"]
 
 REPORT = "gemm_protocol_decode_h200.txt"
+STAGES = "decode_stage_h200.txt"   # docs/results/decode_stage_probe.py: when every stage of every CTA landed
 
 
 @dataclass(frozen=True)
@@ -78,3 +79,38 @@ def roofline_table(rows) -> str:
         out.append("(PDL): launched with programmatic dependent launch; 'x roofline' of those rows is against the "
                    "read stream launched the same way, the row 'read stream (PDL)'")
     return "\n".join(out)
+
+
+@dataclass(frozen=True)
+class StageRow:
+    """One M of a committed stage recording (docs/results/decode_stage_probe.py): B's bytes landed across the
+    GPU per 2 us from the first CTA's start, against the rate of the read stream launched with PDL."""
+    m: int
+    landed: tuple          # TB/s of B landed in each 2-us bin
+    stream_tbps: float     # the read stream launched with PDL, this run
+    plateau_tbps: float    # B's rate between 6 us and the first CTA done
+    back_to_back_us: float  # the rung launched back to back, unstamped
+    bin_us: float = 2.0
+
+
+_S_HEAD = re.compile(r"^M = +(\d+) .*back to back, unstamped: ([\d.]+) us; the read stream launched with PDL: "
+                     r"[\d.]+ us, ([\d.]+) TB/s\)")
+_S_LANDED = re.compile(r"^ +B landed per 2 us .*\(TB/s\): ([\d. ]+)$")
+_S_PLATEAU = re.compile(r"^ +plateau .*: ([\d.]+) TB/s of B")
+
+
+def decode_stage_rows(name: str = STAGES) -> list:
+    """The rows of a committed stage recording (docs/results/NAME, made by docs/results/decode_stage_probe.py)."""
+    from ..results import report_text
+    out, head, landed = [], None, None
+    for line in report_text(name).splitlines():
+        if (m := _S_HEAD.match(line)):
+            head, landed = (int(m[1]), float(m[2]), float(m[3])), None
+        elif head and (m := _S_LANDED.match(line)):
+            landed = tuple(float(x) for x in m[1].split())
+        elif head and landed and (m := _S_PLATEAU.match(line)):
+            out.append(StageRow(head[0], landed, head[2], float(m[1]), head[1]))
+            head = None
+    if not out:
+        raise ValueError(f"{name}: no rows of a stage recording")
+    return out

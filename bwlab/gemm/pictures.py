@@ -9,7 +9,7 @@ from .ladder import STEPS
 from .timeline import step_timeline
 
 __all__ = ["plot_ladder", "plot_timelines", "plot_sm100_timelines", "plot_tiles", "plot_tile_orders", "plot_clock_log",
-           "plot_decode_roofline"]
+           "plot_decode_roofline", "plot_decode_landing"]
 
 # Each bar has the colour of the memory its warps write into (notebook 06's palette): the producer's
 # loads fill SMEM, wgmma accumulates in registers, the epilogue writes C to GMEM.
@@ -328,4 +328,26 @@ def plot_decode_roofline(rows, ax=None):
     ax.set_ylabel("TFLOP/s")
     ax.set_title("M x 8192 x 8192 (bf16): up to M = 128 the shapes sit on the bandwidth slope")
     ax.legend(fontsize=8, loc="lower right")
+    return ax
+
+
+def plot_decode_landing(rows, ax=None):
+    """When the decode rung's bytes of B arrive: per M, B landed across the GPU in each 2 us from the first CTA's
+    start (the stage stamps of docs/results/decode_stage_probe.py), beside the rate of the read stream launched
+    with PDL in the same run (what the DRAM gives a stream with no ends). `rows`: bwlab.gemm.decode.decode_stage_rows()."""
+    import matplotlib.pyplot as plt
+    if ax is None:
+        _, ax = plt.subplots(figsize=(10, 4.2))
+    colors = {16: "tab:blue", 32: "tab:cyan", 64: "tab:green", 128: "tab:orange", 256: "tab:red"}
+    for r in rows:
+        t = np.arange(len(r.landed) + 1) * r.bin_us
+        ax.stairs(r.landed, t, color=colors.get(r.m, "0.4"), lw=2,
+                  label=f"M = {r.m}: middle {r.plateau_tbps:.2f} TB/s, launch to launch {r.back_to_back_us:.1f} us")
+    stream = float(np.median([r.stream_tbps for r in rows]))
+    ax.axhline(stream, color="0.2", ls="--", lw=1.2, label=f"read stream launched with PDL: {stream:.2f} TB/s")
+    ax.set_xlabel("us from the first CTA's start (B's stages as they land, per 2 us)")
+    ax.set_ylabel("TB/s of B")
+    ax.set_ylim(0, max(max(r.landed) for r in rows) * 1.08)
+    ax.set_title("In the middle the rung takes B in as fast as the stream (M <= 64); it loses the two ends", fontsize=10)
+    ax.legend(fontsize=8, loc="lower center")
     return ax

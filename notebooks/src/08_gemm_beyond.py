@@ -436,86 +436,56 @@ for m in (128, 256):
           f"{here['sk_split_k'].ratio:.3f} x; cuBLAS at {lib.roofline:.3f} of the roofline")
 
 # %% [markdown]
-# **The goal was not reached.** Up to M = 64, 1.05 × cuBLAS would take nearly all of what the read
-# stream itself delivers: cuBLAS is already close to the roofline there, and the rung a little behind it.
-# Launched with PDL (the table above) the rung passes cuBLAS up to M = 64, but the stream launched the
-# same way gains more than the rung does, so the rung's fraction of that roofline is lower still. Making room for a CTA of the next launch beside each running one (half
-# the ring each) lost far more than the overlap bought: the ring's depth is what streams B. At
-# M = 128 and 256 every CTA reads its own copy of A from L2, as many bytes as B (at 128) or twice as
-# many (at 256); A's own ring keeps B's ring deep all the same, and brought M = 128 from about 0.82 to
-# about 0.94 of cuBLAS in the probes. Both run at the power cap there, and the rung at a higher SM clock than
-# cuBLAS (the clocks above, sampled during each one's blocks), yet slower: it loses in what it does per
-# cycle, not in the clock. It beats split-K at M = 128 by far; at M = 256 the shape is bound by the
-# power-capped tensor cores rather than by bytes, and the rung is only a little ahead of split-K.
-# Sharing A more widely does not help either: four consumer warpgroups under one A tile (256 rows of B
-# per CTA) with K split across a cluster of four cut A's traffic out of L2 to a quarter, yet were
-# slower on the H200 at M = 64 and 128 even where all their clusters fit on the GPU at once (at
-# N = 8192 the 32 clusters of four probably do not: the time rose 1.75 × for 1.07 × the bytes, as if
-# the last ones ran as a second wave). Nor does giving the last SMs work: at N = 8192 the tile grid is
-# 128 CTAs and leaves 4 of the 132 SMs idle, but 132 CTAs sharing N's rows evenly (62 or 64 rows each,
-# still loading 64-row boxes, `Config(..., even=1)`) ran within about 1 % of it at M = 16 to 128, plain
-# or with PDL: each CTA still moves as many bytes of B, so the idle SMs are not what keeps the rung behind
-# the stream. Nor do the tensor maps' L2 promotion (no change) or a cheaper barrier wait (it helps only
-# stages of one box, which the table does not use; decode_probe_h200.txt, 11-12), nor A shared by the two
-# CTAs of a cluster through multicast into A's own ring (half of A's traffic out of L2, yet slower: the
-# pair's shared slots pace both CTAs; 16), nor starting each cluster's walk along K at its own offset
-# (17: so neither DRAM channels nor one hot L2 slice are the limit).
+# **The goal was not reached.** Up to M = 64, 1.05 × cuBLAS would take nearly all of what the read stream
+# itself delivers: cuBLAS is already close to the roofline there, and the rung a little behind it. Launched with
+# PDL the rung passes cuBLAS up to M = 64, but the stream launched the same way gains more, so the rung's fraction
+# of that roofline is lower still. At M = 128 and 256 every CTA also reads its own copy of A from L2 (as many
+# bytes as B at 128, twice as many at 256), both kernels run at the power cap, and the rung, at a higher SM clock
+# than cuBLAS, does less per cycle.
 #
-# **Where the rest goes.** Not to the TMA ring: the same ring with nothing else in it (each stage freed as
-# soon as it lands) streams B at 0.95-0.98 of the read stream, however deep, and with A's boxes in its
-# stages (22). The rung loses its tail (23; 24-25, timed by each CTA's own clock, alone and right behind
-# ten launches alike):
+# ### Where the time goes, stage by stage
 #
-# * every CTA has the same share of B, but they do not stream it at the same rate: at M = 16 the fastest
-#   reads its share in 24 µs and the slowest in 29 (30 and 33 at M = 64), so for the last microseconds
-#   fewer and fewer CTAs are reading B;
-# * then each CTA runs its last wgmma and stores C, about 1 µs;
-# * with K split over a cluster it also waits for its partner and adds the halves, 3-6 µs at M = 128 and 256.
+# Built with stamps, the rung records the moment each stage of B lands in each CTA. Added up over the GPU, per
+# two microseconds:
+
+# %%
+gemm.plot_decode_landing(gemm.decode_stage_rows())
+plt.show()
+
+# %% [markdown]
+# In the middle of the kernel the rung takes B in at the stream's own rate at M = 16 and 64; at M = 128 the
+# middle is slower too (4 stages of B and 3 of A fill the shared memory, and A, which every CTA asks L2 for at
+# once, needs about that many bytes in flight). What is lost is at the two ends. At the start the first stages land
+# together (at M = 16 they wait for A, which the producer loads after B's first pass round the ring, the order a
+# PDL launch needs). At the end the CTAs finish over about five microseconds: each has the same share of B, but
+# they do not stream it at the same rate, and for the last microseconds fewer and fewer CTAs are reading. Each then
+# runs its last wgmma and stores C (about 1 µs), and with K split over a pair waits for its partner and adds the
+# halves (3-6 µs at M = 128 and 256). Launched with PDL, the next launch reads its B during that tail, which is
+# why the PDL rows beat cuBLAS up to M = 64 and the plain ones do not.
 #
-# Storing C through shared memory and a TMA store does not shorten it. Launched with programmatic dependent
-# launch, the next launch reads its B during the tail, which is why up to M = 64 the PDL rows beat cuBLAS
-# and the plain ones do not.
+# ### What else was built and measured on the H200
 #
-# **Two schedules that move work to the faster CTAs were built and lost** (27-29). In both, each part of a
-# tile (its head, each segment of its tail along K) is summed from zero and the parts are added in K order
-# through a workspace, so C stays the same bit for bit whoever did which part.
+# Each row is a variant of the rung (or of its inputs), timed against the table on an H200; the last column is
+# the section of `docs/results/decode_probe_h200.txt` with the run.
 #
-# * Taken at run time: a CTA done with its own tile takes the last segments of others. The spread between
-#   CTAs stayed as it was. A CTA asks for its bytes a ring ahead of its math (4-5 µs of them, more than
-#   the 3-5 µs by which the slowest trails), so when the fastest is done, what the slowest has left is
-#   already in its ring. What makes a CTA slow is how fast the loads it has issued are served.
-# * Planned before the launches: those rates hold still from launch to launch (every launch uses the
-#   same SMs, and each SM's time agrees across launches almost exactly, 28), so a plan moved the last
-#   segments of the slowest CTAs' tiles to the fastest. The rates are not the SMs' alone, though: with
-#   every CTA on other rows of B the pattern of fast and slow SMs changes, so moved work lands on CTAs
-#   that are no longer the fast ones. The build that can follow a plan was also slower to begin with.
+# | tried | what it did | why | § |
+# |---|---|---|---|
+# | 132 CTAs sharing N's rows evenly (no idle SM) | within 1 % | every CTA still moves as many bytes | 9 |
+# | M split across a pair, B multicast (cuBLAS's layout at M = 256) | 0.65-0.92 of the K split | not the shared ring, not the bytes; open | 10, 30-32 |
+# | L2 promotion of the tensor maps; a cheaper barrier wait | no change at the table's stages | | 11, 12, 37 |
+# | A shared by a pair through multicast | slower from M = 64 (a few % faster at M ≤ 32 in one run) | the pair's shared slots pace both CTAs | 4, 16, 33 |
+# | four consumers under one A tile, K split over four | slower, even where all clusters fit at once | | 6-7 |
+# | each cluster starting along K at its own offset | slightly slower | no hot DRAM channel or L2 slice to avoid | 17, 33 |
+# | B copied by threads (`cp.async`), loaded into wgmma's registers, or streamed for `mma.sync` with no ring | slower | a wgmma reading registers waits for every load in flight; plain loads go through an L1 the SMEM shrinks | 18-22 |
+# | C stored through SMEM and a TMA store | no faster | | 23 |
+# | two CTAs per SM, so the next PDL launch's fits beside | far slower | half-deep rings | 8 |
+# | the last segments of K taken by CTAs done early, at run time or by a plan | slower | claimed a ring ahead; moved work lands on new slow CTAs | 27-29 |
+# | producers that wait when ahead of the grid's mean | no faster (slower at M = 16) | the slow CTAs do not take up what the fast ones leave | 36 |
+# | rows chosen near each SM | nothing to choose | L2's two halves interleave every kilobyte | 34 |
+# | each CTA's rows spread over all of B | 0-2 % | the finish draws closer, within the run-to-run movement | 42 |
+# | B prefetched into L2 while a PDL launch waits | slower, the more it prefetches | | 3, 38 |
+# | A's ring in finer stages, B's deeper | far slower | A then arrives late | 39 |
+# | the pair's halves handed over through mbarriers, no cluster barrier | no faster | the tail is the wait, the bytes and the sum | 43 |
 #
-# **Every stage of every CTA, timed** (34-43). In the middle of the kernel the rung takes in B as fast as
-# the read stream does, at M = 16 and 64; what it loses is the first few microseconds and the last five,
-# while fewer and fewer CTAs read. Six more attempts at those ends, each measured and left out:
-#
-# * slowing the CTAs that run ahead (each producer counts its stages in one global word and waits when it
-#   is too far ahead of the mean): the CTAs then finish together, but the slow ones do not take up the
-#   bandwidth the fast ones give back, so the middle slows by as much as the end shortens;
-# * choosing rows near each SM: the L2 is two halves interleaved about every kilobyte, so every CTA's
-#   rows are half near and half far, whichever rows it has;
-# * spreading each CTA's rows over all of B, as the stream's bytes are: the CTAs' finishing times draw
-#   closer, but the whole gains 0-2 %, no more than the rung moves from one run to the next;
-# * prefetching B into L2 while a PDL launch waits for the one ahead: slower, the more it prefetches;
-# * with K split over a pair, handing the halves over through mbarriers instead of two cluster barriers: no
-#   faster, so the 3-6 µs after the last stage are the wait for the partner, the bytes and the sum;
-# * finer stages of A to free shared memory for B: A, which every CTA asks L2 for at once, then arrives
-#   too late. At M = 128, where the middle itself runs at 0.88 of the stream, 4 stages of B and 3 of A
-#   fill the shared memory.
-#
-# **Three other ways to feed B were built and lost** (19-21), each correct on the H200:
-#
-# * threads copying B into the ring with `cp.async`;
-# * B loaded straight into wgmma's A registers: before a wgmma that reads registers, the warp waits for
-#   every load still in flight into any of its registers (the `WARPGROUP.ARRIVE` ptxas places there), so
-#   each block of K waited a whole memory latency;
-# * every warp streaming its own rows into registers for `mma.sync`, with no ring for B at all.
-#
-# Plain loads in that pattern stream at 0.97 on their own (18), but lose 15 % as soon as the kernel asks
-# for most of the shared memory, which shrinks the L1 their misses go through (22). Open: a way to finish
-# the last microseconds as fast as the middle, and at M = 256 the tensor cores' work per cycle.
+# Open: a way to finish the last microseconds as fast as the middle, and at M = 256 the tensor cores' work per
+# cycle.
