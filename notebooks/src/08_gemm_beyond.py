@@ -332,29 +332,23 @@ fold(gemm.decode_header_comment() + "\n\n" + gemm.decode_rung_diff(), summary="t
 
 # %% [markdown]
 # Which configuration each M uses (consumer warpgroups, K pieces in the cluster, boxes of 64 K per
-# stage) was chosen by timing a handful of variants on an H200: deeper stages of B (more K per box
-# run) streamed faster as long as the ring kept three or more stages; sharing A between CTAs by
-# multicast gained at most a few percent at M = 16 and 32 and lost from M = 64 on, and prefetching B
-# into L2 ahead of the ring made it slower (docs/results/decode_probe_h200.txt, H200, 2026-11-28).
-# Splitting M across the pair instead of K, the way cuBLAS's own kernel at M = 256 is laid out (both
-# CTAs stream the same rows of B, each loading half of every stage by multicast to both, each its half
-# of A over all of K), ran at 0.65 to 0.92 of the K split at M = 128 and 256, and was still far behind
-# with A in a ring of its own and each stage handed back early, and as slow with no multicast at all
-# (sections 30-31 of the probes). Nor is it the extra bytes each SM takes in that way: the same rings
-# with no MMA take them in in about 44 µs (32). Where that layout loses its time is still open. What did pay, from
-# M = 64 on: A in a ring of its own. There A's boxes take as much of each stage as B's (M = 64, 128) or
-# twice as much (M = 256), so one ring leaves B only three or four stages in flight from DRAM. With A
-# loaded by a thread of its own into a ring of three to five stages, the rest of the shared memory
-# holds B's ring, and M = 128 went from 46 to 42 µs in the probes (decode_probe_h200.txt, sections
-# 13-15; a ring of two stages of A was far slower: A comes from L2, but late, since every CTA reads the
-# same boxes at once). And up to M = 128: handing each stage back as soon as the consumer's own wgmma on
-# it are done (`Config(..., early=1)`). The usual loop keeps one stage's wgmma in flight and frees the
-# stage before only once the next one's wgmma are issued; while the consumer waits for that next stage
-# of B it holds a stage whose math is long finished, so one stage of the ring is never in flight.
-# Waiting for its own wgmma first puts the whole ring in flight. The wgmma chain then drains between
-# stages: cheap where the math is a small part of a stage (1-3 % faster at M = 16 to 128), dearer than
-# the extra stage where it is most of it (slower at M = 256; decode_probe_h200.txt, 26). The chosen
-# table:
+# stage) was chosen by timing variants on an H200 (docs/results/decode_probe_h200.txt): deeper stages of
+# B (more K per box run) streamed faster as long as the ring kept three or more stages. Two more things
+# paid (what else was tried is in the table at the end of this section):
+#
+# * **A in a ring of its own** (from M = 64). In one ring A's boxes take as much of each stage as B's
+#   (M = 64, 128) or twice as much (M = 256), leaving B only three or four stages in flight from DRAM.
+#   With A loaded by a thread of its own into a ring of three to five stages, the rest of the shared
+#   memory holds B's ring: M = 128 went from 46 to 42 µs (sections 13-15). A ring of two stages of A was
+#   far slower: A comes from L2, but late, since every CTA reads the same boxes at once.
+# * **Each stage handed back as soon as the consumer's own wgmma on it are done** (up to M = 128,
+#   `Config(..., early=1)`). The usual loop keeps one stage's wgmma in flight and frees the stage before
+#   only once the next one's wgmma are issued, so while the consumer waits for B it holds a stage whose
+#   math is long finished. Waiting for its own wgmma first puts the whole ring in flight; the chain then
+#   drains between stages, cheap where the math is a small part of a stage (1-3 % faster at M = 16 to
+#   128) and dearer than the extra stage where it is most of it (slower at M = 256; section 26).
+#
+# The chosen table:
 
 # %%
 for mt, cfg in gemm.SWAP_AB.table:
