@@ -314,17 +314,17 @@ for shape, (ratio, name, label) in best.items():
 # Small-batch inference multiplies a few rows of activations by a large weight matrix: M = 16 to 256
 # rows of A against N = K = 8192. The whole of B (128 MiB of bf16) must come from DRAM once, for only
 # 2 × M × 8192² FLOP, so up to M = 128 the limit is bandwidth, not the tensor cores (at M = 256 the
-# shape has crossed the ridge of the picture below: there the power-capped tensor cores bind). The roofline of such a shape is
+# shape has crossed the ridge of the picture below, the point where its FLOP per byte equals the tensor
+# cores' rate over the bandwidth: there the power-capped tensor cores bind). The roofline of such a shape is
 # the bytes that must move (A, B and C, once each) over what a plain read stream of the same bytes
-# achieves on the same GPU in the same run. The split-K rung of section 3 stays far below it, and the
+# achieves on the same GPU in the same run. The split-K rung of section 3 above stays far below it, and the
 # ladder's 128-row tiles spend most of their MMA on rows that A does not have.
 #
 # The decode rung swaps the operands: it computes Cᵀ = B Aᵀ, so B's rows fill wgmma's 64-row M and A's
-# few rows become wgmma's N (16 to 256, whatever M needs). Each CTA streams its own rows of B once, its
-# whole K range (half of it where two CTAs of a cluster split K), through a TMA ring as deep as the shared memory holds; for larger M two consumer
-# warpgroups share each A tile and two CTAs of a cluster split K, adding their halves through
-# distributed shared memory instead of a global workspace. Its kernel, and what changed against the
-# split-K rung:
+# few rows become wgmma's N (16 to 256, whatever M needs). Each CTA streams its own rows of B once,
+# through a TMA ring as deep as the shared memory holds; for larger M two consumer warpgroups share each
+# A tile and two CTAs of a cluster split K, adding their halves through distributed shared memory instead
+# of a global workspace. Its kernel, and what changed against the split-K rung:
 
 # %%
 fold(gemm.decode_header_comment() + "\n\n" + gemm.decode_rung_diff(), summary="the rest of the header, and the diff "
@@ -332,21 +332,23 @@ fold(gemm.decode_header_comment() + "\n\n" + gemm.decode_rung_diff(), summary="t
 
 # %% [markdown]
 # Which configuration each M uses (consumer warpgroups, K pieces in the cluster, boxes of 64 K per
-# stage) was chosen by timing variants on an H200 (docs/results/decode_probe_h200.txt): deeper stages of
-# B (more K per box run) streamed faster as long as the ring kept three or more stages. Two more things
-# paid (what else was tried is in the table at the end of this section):
+# stage) was chosen by timing variants on an H200; "§ N" below is section N of
+# docs/results/decode_probe_h200.txt, where each run is recorded. Stages of more 64-K boxes of B streamed
+# faster as long as the ring kept three or more of them (§ 1-2). Two more things paid (what else was tried
+# is in the table at the end of this section):
 #
 # * **A in a ring of its own** (from M = 64). In one ring A's boxes take as much of each stage as B's
 #   (M = 64, 128) or twice as much (M = 256), leaving B only three or four stages in flight from DRAM.
 #   With A loaded by a thread of its own into a ring of three to five stages, the rest of the shared
-#   memory holds B's ring: M = 128 went from 46 to 42 µs (sections 13-15). A ring of two stages of A was
+#   memory holds B's ring: M = 128 went from 46 to 42 µs (§ 13-15). A ring of two stages of A was
 #   far slower: A comes from L2, but late, since every CTA reads the same boxes at once.
 # * **Each stage handed back as soon as the consumer's own wgmma on it are done** (up to M = 128,
 #   `Config(..., early=1)`). The usual loop keeps one stage's wgmma in flight and frees the stage before
 #   only once the next one's wgmma are issued, so while the consumer waits for B it holds a stage whose
-#   math is long finished. Waiting for its own wgmma first puts the whole ring in flight; the chain then
-#   drains between stages, cheap where the math is a small part of a stage (1-3 % faster at M = 16 to
-#   128) and dearer than the extra stage where it is most of it (slower at M = 256; section 26).
+#   math is long finished. Waiting for its own wgmma first puts the whole ring in flight; the tensor
+#   cores then idle while the consumer waits for its last wgmma of each stage, which costs little where
+#   the math is a small part of a stage (1-3 % faster at M = 16 to 128) and more than the extra stage
+#   buys where it is most of it (slower at M = 256; § 26).
 #
 # The chosen table:
 
@@ -411,8 +413,8 @@ for r in rows:
 
 
 # %% [markdown]
-# Where it stands, from the same report: up to M = 64 the rung is near cuBLAS, which there already
-# moves nearly all of what the stream moves; at M = 128 it is a little behind, at M = 256 further.
+# Where it stands, from the same report: how near the rung and cuBLAS come to the roofline, and to each
+# other.
 
 # %%
 def span(xs):
@@ -430,11 +432,11 @@ for m in (128, 256):
           f"{here['sk_split_k'].ratio:.3f} x; cuBLAS at {lib.roofline:.3f} of the roofline")
 
 # %% [markdown]
-# **The goal was not reached.** Up to M = 64, 1.05 × cuBLAS would take nearly all of what the read stream
-# itself delivers: cuBLAS is already close to the roofline there, and the rung a little behind it. Launched with
-# PDL the rung passes cuBLAS up to M = 64, but the stream launched the same way gains more, so the rung's fraction
-# of that roofline is lower still. At M = 128 and 256 every CTA also reads its own copy of A from L2 (as many
-# bytes as B at 128, twice as many at 256), both kernels run at the power cap, and the rung, at a higher SM clock
+# **The goal was not reached.** Up to M = 64, 1.05 × cuBLAS would take more of the read stream's rate than
+# any kernel here reaches (the line above). Launched with PDL the rung passes cuBLAS up to M = 64, but the
+# stream launched the same way gains more, so the rung's fraction of that roofline is lower still. At M = 128
+# the middle of the kernel runs below the stream's rate (the picture below); at M = 256 every CTA reads twice
+# as many bytes of A from L2 as of B, the tensor cores bind at the power cap, and the rung, at a higher SM clock
 # than cuBLAS, does less per cycle.
 #
 # ### Where the time goes, stage by stage
@@ -448,14 +450,15 @@ plt.show()
 
 # %% [markdown]
 # In the middle of the kernel the rung takes B in at the stream's own rate at M = 16 and 64; at M = 128 the
-# middle is slower too (4 stages of B and 3 of A fill the shared memory, and A, which every CTA asks L2 for at
-# once, needs about that many bytes in flight). What is lost is at the two ends. At the start the first stages land
-# together (at M = 16 they wait for A, which the producer loads after B's first pass round the ring, the order a
-# PDL launch needs). At the end the CTAs finish over about five microseconds: each has the same share of B, but
-# they do not stream it at the same rate, and for the last microseconds fewer and fewer CTAs are reading. Each then
-# runs its last wgmma and stores C (about 1 µs), and with K split over a pair waits for its partner and adds the
-# halves (3-6 µs at M = 128 and 256). Launched with PDL, the next launch reads its B during that tail, which is
-# why the PDL rows beat cuBLAS up to M = 64 and the plain ones do not.
+# middle is below it (0.88 of it: 4 stages of B and 3 of A fill the shared memory, and A, which every CTA asks
+# L2 for at once, needs about the 96 KiB it has in flight, § 39). What is lost is at the two ends. At the start
+# the first stages land together (at M = 16, where A shares B's ring, the producer issues A's first boxes only
+# after B's whole first pass round the ring, the order a PDL launch needs; § 24). At the end the CTAs finish
+# over 2.5-5 µs (M = 64 and 16, § 24): each has the same share of B, but they do not stream it at the same
+# rate, and for the last microseconds fewer and fewer CTAs are reading. Each then runs its last wgmma and stores
+# C (about 1 µs), and with K split over a pair waits for its partner and adds the halves (3-6 µs at M = 128 and
+# 256). Launched with PDL, the next launch reads its B during that tail, which is why the PDL rows beat cuBLAS
+# up to M = 64 and the plain ones do not.
 #
 # ### What else was built and measured on the H200
 #
@@ -464,21 +467,21 @@ plt.show()
 #
 # | tried | what it did | why | § |
 # |---|---|---|---|
-# | 132 CTAs sharing N's rows evenly (no idle SM) | within 1 % | every CTA still moves as many bytes | 9 |
-# | M split across a pair, B multicast (cuBLAS's layout at M = 256) | 0.65-0.92 of the K split | not the shared ring, not the bytes; open | 10, 30-32 |
+# | 132 CTAs sharing N's rows evenly (no idle SM) | within 1.4 % | (reasoning) every CTA still moves as many bytes | 9 |
+# | M split across a pair, B multicast (cuBLAS's layout at M = 256) | 0.5-0.92 of the K split's speed | not the shared ring, not the bytes; open | 10, 30-32 |
 # | L2 promotion of the tensor maps; a cheaper barrier wait | no change at the table's stages | | 11, 12, 37 |
-# | A shared by a pair through multicast | slower from M = 64 (a few % faster at M ≤ 32 in one run) | the pair's shared slots pace both CTAs | 4, 16, 33 |
+# | A shared by CTAs through multicast | slower at every M (in one run 2 % faster at M = 16) | the shared slots pace all the sharing CTAs | 1, 4, 16, 33 |
 # | four consumers under one A tile, K split over four | slower, even where all clusters fit at once | | 6-7 |
 # | each cluster starting along K at its own offset | slightly slower | no hot DRAM channel or L2 slice to avoid | 17, 33 |
-# | B copied by threads (`cp.async`), loaded into wgmma's registers, or streamed for `mma.sync` with no ring | slower | a wgmma reading registers waits for every load in flight; plain loads go through an L1 the SMEM shrinks | 18-22 |
+# | B copied by threads (`cp.async`), loaded into wgmma's registers, or streamed for `mma.sync` with no ring | slower | a wgmma reading registers waits for every load in flight (19); plain loads go through an L1 the SMEM shrinks (22); at M = 16, each warp's own work between its loads (21); `cp.async`: not measured | 19-22 |
 # | C stored through SMEM and a TMA store | no faster | | 23 |
-# | two CTAs per SM, so the next PDL launch's fits beside | far slower | half-deep rings | 8 |
-# | the last segments of K taken by CTAs done early, at run time or by a plan | slower | claimed a ring ahead; moved work lands on new slow CTAs | 27-29 |
-# | producers that wait when ahead of the grid's mean | no faster (slower at M = 16) | the slow CTAs do not take up what the fast ones leave | 36 |
+# | two CTAs per SM, so that a CTA of the next PDL launch fits beside each | slower (M = 64: 50-64 µs against 39; about even at M = 16) | half-deep rings | 8 |
+# | the last segments of K taken by CTAs done early, at run time or by a plan | slower | each CTA claims segments as it issues their loads, a ring ahead, so the slow CTAs' work is already claimed; a plan's moved work lands on new slow CTAs | 27-29 |
+# | producers that wait when ahead of the grid's mean | within 1.5 % at M = 64-128, slower at 16 and 256 | the slow CTAs do not take up what the fast ones leave | 36 |
 # | rows chosen near each SM | nothing to choose | L2's two halves interleave every kilobyte | 34 |
-# | each CTA's rows spread over all of B | 0-2 % | the finish draws closer, within the run-to-run movement | 42 |
-# | B prefetched into L2 while a PDL launch waits | slower, the more it prefetches | | 3, 38 |
-# | A's ring in finer stages, B's deeper | far slower | A then arrives late | 39 |
+# | each CTA's rows spread over all of B | 0-2 % faster (M = 128: 0.3 % slower) | the finish draws closer, within the run-to-run movement | 42 |
+# | B prefetched into L2, in the loop (3) or while a PDL launch waits (38) | slower, the more it prefetches | about four tenths of it read again from DRAM (38) | 3, 38 |
+# | A's ring in finer stages, B's deeper | far slower where A's bytes in flight fell, no faster where they did not | A needs about 96 KiB in flight | 39 |
 # | the pair's halves handed over through mbarriers, no cluster barrier | no faster | the tail is the wait, the bytes and the sum | 43 |
 #
 # Open: a way to finish the last microseconds as fast as the middle, and at M = 256 the tensor cores' work per
