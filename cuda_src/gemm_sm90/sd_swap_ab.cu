@@ -106,9 +106,6 @@ using namespace ladder;
 #ifndef DECODE_EARLY_RELEASE
 #define DECODE_EARLY_RELEASE 0  // 1: a consumer hands each stage back once its own wgmma are done (see the loop)
 #endif
-#ifndef DECODE_KINTERLEAVE
-#define DECODE_KINTERLEAVE 0   // 1 (K split): the CTAs of a cluster take K's stages in turn, not one block each
-#endif
 #ifndef DECODE_A_SHARE
 #define DECODE_A_SHARE 1   // 2: two CTAs of a cluster (their own rows of B, the same K) share A's ring by multicast
 #endif
@@ -238,10 +235,7 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
     // any moment the clusters read different columns of B and different boxes of A (without it every CTA
     // asks for the same A box, and for the same 128-byte column of its rows of B, at the same time)
     const int rot = STAGGER ? int((long long)(blockIdx.x / CL) * k_iters / (gridDim.x / CL)) : 0;
-    // KINTERLEAVE: piece p takes stages p, p + SPLIT, ...: at any moment the pair reads neighbouring runs of its rows
-    auto kstep = [&](int it) {   // the K stage of iteration it
-        return DECODE_KINTERLEAVE ? ((it + rot) % k_iters) * SPLIT + piece : it0 + (it + rot) % k_iters;
-    };
+    auto kstep = [&](int it) { return it0 + (it + rot) % k_iters; };   // the K stage of iteration it
     if (threadIdx.x == 0) {
         for (int s = 0; s < stages; ++s) {
             mbarrier_init(&full[s], 1);
