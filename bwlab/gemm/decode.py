@@ -27,8 +27,8 @@ starting its walk along K at its own offset (`Config.stagger`, 17: slightly slow
 done with their own, dynamically or by a plan (27, 29: slower; built and removed), M split across the pair with the
 early hand-back and A in a ring of its own (30: still far slower than the K split), producers that wait when ahead of
 the grid's mean, B prefetched into L2 while a PDL launch waits, A's ring in finer stages than B's, each CTA's rows
-spread over all of N, the split's partials exchanged through mbarriers rather than two cluster barriers (36, 38, 39,
-42, 43: built, slower or within the run-to-run movement, removed).
+spread over all of N, the split's partials exchanged through mbarriers rather than two cluster barriers, the split's
+CTAs taking K's stages in turn (36, 38, 39, 42-44: built, slower or within the run-to-run movement, removed).
 """
 from __future__ import annotations
 

@@ -483,6 +483,7 @@ plt.show()
 # | B prefetched into L2, in the loop (3) or while a PDL launch waits (38) | slower, the more it prefetches | about four tenths of it read again from DRAM (38) | 3, 38 |
 # | A's ring in finer stages, B's deeper | far slower where A's bytes in flight fell, no faster where they did not | A needs about 96 KiB in flight | 39 |
 # | the pair's halves handed over through mbarriers, no cluster barrier | no faster | the tail is the wait, the bytes and the sum | 43 |
+# | the pair taking K's stages in turn, so that it reads neighbouring runs of its rows at once | no change | | 44 |
 #
 # Open: a way to finish the last microseconds as fast as the middle, and at M = 256 the tensor cores' work per
 # cycle.
