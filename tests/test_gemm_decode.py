@@ -499,3 +499,23 @@ def test_the_committed_stage_recording_parses_and_draws():
     from bwlab.gemm.pictures import plot_decode_landing
     ax = plot_decode_landing(rows)
     assert len(ax.patches) == 3 and len(ax.get_lines()) == 1 and "stream" in ax.get_legend().get_texts()[-1].get_text()
+
+
+def test_the_stage_stamps_build_records_every_stage_between_its_ctas_clock_stamps(monkeypatch):
+    """docs/results/decode_stage_probe.py's build: each stage's clock64 after its CTA's words (decode.CTA_WORDS
+    each: %globaltimer at start, first and last stage, end; the SM; clock64 at start and end), in order and
+    between the CTA's two clock stamps, and C as without the stamps."""
+    from bwlab.gemm import sm100
+    monkeypatch.setenv("BWLAB_BACKEND", "emulated")
+    m, n, k = 64, 256, 2048
+    a, b = sm100.example_inputs(m, n, k, seed=3)
+    c, run = decode.run_decode_emulated(SWAP_AB, a, b, stages=2, stamps=True)
+    assert np.array_equal(c, sm100.reference_bf16(a, b)) and not run.warnings
+    ctas, iters = SWAP_AB.grid(m, n)[0], k // (64 * SWAP_AB.config(m).kb)
+    head = decode.STAMP_WORDS + decode.CTA_WORDS * ctas
+    per = run.stamps[decode.STAMP_WORDS:head].reshape(ctas, decode.CTA_WORDS).astype(np.int64)
+    clk = run.stamps[head:head + ctas * iters].reshape(ctas, iters).astype(np.int64)
+    assert (per[:, 0] < per[:, 1]).all() and (per[:, 1] <= per[:, 2]).all() and (per[:, 2] <= per[:, 3]).all()
+    assert sorted(per[:, 4]) == sorted(set(per[:, 4]))   # each CTA on an SM of its own
+    for i in range(ctas):
+        assert per[i, 5] <= clk[i, 0] and (np.diff(clk[i]) >= 0).all() and clk[i, -1] <= per[i, 6]

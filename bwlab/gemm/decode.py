@@ -52,7 +52,7 @@ MTS = (16, 32, 64, 128, 256)
 H100_SMEM_OPTIN = 232448  # dynamic SMEM a CTA may ask for on an H100 / H200 (sm_90)
 H100_SMEM_PER_SM = 233472  # SMEM of an SM (228 KiB), of which the system reserves 1 KiB per resident CTA
 STAMP_WORDS = 4 * 512 * 2 * 2   # gemm_common.cuh's per-track stamps (TRACKS x EVENTS x begin/end x ns/clock)
-CTA_WORDS = 8                    # then per CTA (gemm_common.cuh's cta_stamp): 4 moments, its SM, 3 unused
+CTA_WORDS = 8                    # then per CTA (gemm_common.cuh's cta_stamp): 4 moments, its SM, 2 clock64s, 1 unused
 STATIC_SMEM = 2048         # the kernel's static SMEM (1536 B: its barrier arrays and the compiler's), rounded up
 
 
@@ -344,11 +344,14 @@ class PdlLaunch(Launch):
         self.go()
 
 
-def run_decode_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False, groups: int = 0):
+def run_decode_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False, groups: int = 0,
+                        stamps: bool = False):
     """C = A * B^T by the rung's kernel executed in bwlab.emu (its sm_90a PTX): NumPy uint16 operands of
     bf16 bits; returns (C bits, the emulator's Launch). `stages`: the ring depth (a shallow ring makes
     every stage and barrier phase come round several times at a small K). `groups`: G clusters sharing
-    N's rows evenly (0: the tile grid; the emulator has no SM count to derive it from)."""
+    N's rows evenly (0: the tile grid; the emulator has no SM count to derive it from). `stamps`: the
+    build of docs/results/decode_stage_probe.py (GEMM_STAMPS, DECODE_STAGE_STAMPS), its words in
+    `launch.stamps` (NumPy uint64)."""
     from .. import emu
     from ..runtime import EMULATED, launch as run_launch, tensor_map_arg
     from .runner import BARRIERS
@@ -361,16 +364,21 @@ def run_decode_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False
     stages = _stages(r, m, k, stages, H100_SMEM_OPTIN)
     da, db, dc = emu.asarray(a), emu.asarray(b), emu.zeros((m, n), np.uint16)
     maps = _maps(r, m, n, k, da.data.ptr, db.data.ptr, dc.data.ptr)
-    module = EMULATED.load(r.path, defines=r.build_defines(m))
+    grid = r.grid(m, n, groups)
+    words = STAMP_WORDS + CTA_WORDS * grid[0] + grid[0] * (k // (BK * r.config(m).kb * r.config(m).split))
+    st = emu.zeros(words, np.uint64) if stamps else np.uint64(0)
+    module = EMULATED.load(r.path, defines={**r.build_defines(m),
+                                            **({"GEMM_STAMPS": 1, "DECODE_STAGE_STAMPS": 1} if stamps else {})})
     fn = module.get_function("gemm")
     fn.seed, fn.trace = seed, trace
     cl = r.cluster(m)
     run = run_launch(module, "gemm", r.grid(m, n, groups), (r.threads(m), 1, 1),
                      (*[tensor_map_arg(t) for t in maps], dc, np.int32(m), np.int32(n), np.int32(k),
-                      np.uint64(0), np.int32(stages), np.int32(groups)),
+                      st, np.int32(stages), np.int32(groups)),
                      shared_mem=r.smem_bytes(m, stages), barrier_names=BARRIERS,
                      cluster=(cl, 1, 1) if cl > 1 else None)
     run.stages = stages
+    run.stamps = st.get() if stamps else None
     return dc.get(), run
 
 

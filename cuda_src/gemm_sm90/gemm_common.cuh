@@ -91,14 +91,16 @@ __device__ __forceinline__ void stamp(u64* stamps, int track, int event, int whi
 }
 
 // Per-CTA stamps, after the per-track ones: stamps[TRACKS * EVENTS * 4 + CTA_WORDS * CTA + which] = %globaltimer
-// (ns) for which = 0-3, for kernels whose every CTA marks a few moments of its own, and at which = 4 the SM it
-// ran on (%smid, with which = 0; the host sizes the buffer for the grid).
+// (ns) for which = 0-3, for kernels whose every CTA marks a few moments of its own; at word 4 the SM it ran on
+// (%smid, with which = 0), and at words 5 and 6 its clock64 at which = 0 and 3 (with the %globaltimer of those two
+// moments, the pair that turns a stamp taken with clock64 into ns; the host sizes the buffer for the grid).
 constexpr int CTA_WORDS = 8;
 __device__ __forceinline__ void cta_stamp(u64* stamps, int which) {
 #ifdef GEMM_STAMPS
     if (stamps != nullptr) {
         u64* s = stamps + TRACKS * EVENTS * 4 + CTA_WORDS * blockIdx.x;
         s[which] = globaltimer_ns();
+        if (which == 0 || which == 3) s[which == 0 ? 5 : 6] = clock64();
         if (which == 0) {
             u32 sm;
             asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));

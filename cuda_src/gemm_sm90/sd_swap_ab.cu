@@ -342,9 +342,10 @@ gemm(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDes
         }
         if (lead) stamp(stamps, 1 + c, it, 0);
         if (lead && c == 0 && (it == 0 || it == k_iters - 1)) cta_stamp(stamps, it == 0 ? 1 : 2);
-#ifdef DECODE_STAGE_STAMPS   // (probe builds) when each stage of this CTA landed, after the per-CTA stamps
+#ifdef DECODE_STAGE_STAMPS   // (probe builds) when each stage of this CTA landed, after the per-CTA stamps: clock64,
+        // cheap to read where %globaltimer is not (the host maps it to ns by the CTA's first and last stamps)
         if (lead && c == 0 && stamps != nullptr)
-            stamps[TRACKS * EVENTS * 4 + CTA_WORDS * gridDim.x + size_t(blockIdx.x) * k_iters + it] = globaltimer_ns();
+            stamps[TRACKS * EVENTS * 4 + CTA_WORDS * gridDim.x + size_t(blockIdx.x) * k_iters + it] = clock64();
 #endif
         if constexpr (A_STAGES > 0) {
             if (!mbarrier_wait(&full_a[it % A_STAGES], (it / A_STAGES) & 1, 3, A_BYTES)) {

@@ -12,8 +12,10 @@ launches; 20 such launches per M. From the stamps:
 * launch to launch: how much of the rung's back-to-back time lies outside its CTAs' span, against a read stream
   stamped the same way.
 
-The stamps cost time of their own (a %globaltimer read stored at once, on the first consumer's path): at M <= 128 the
-spans fit inside the unstamped time, at M = 256, where the consumers are busy, they do not (decode_probe_h200.txt, 41).
+Each stage's stamp is the SM's clock64, mapped to %globaltimer's ns by the CTA's own first and last stamps (which
+take both): a %globaltimer read stored at once, as the stamps first were, costs time on the first consumer's path,
+enough at M = 256 to stretch the kernel by a quarter (decode_probe_h200.txt, 41; the recording decode_stage_h200.txt
+was made with those).
 
     python docs/results/decode_stage_probe.py [--m 16 64 128] [--config MT:FIELD=V,...] [--out F]
 """
@@ -149,9 +151,11 @@ def main(argv=None) -> int:
             cp.cuda.Device().synchronize()
             h = stamps.get()
             per = h[decode.STAMP_WORDS:head].reshape(ctas, decode.CTA_WORDS).astype(np.int64)
-            land = h[head:].reshape(ctas, iters).astype(np.int64)
+            clk = h[head:].reshape(ctas, iters).astype(np.float64)   # clock64 at each stage, per CTA
+            # each CTA's clock64 to %globaltimer through its start and end stamps (words 0 and 3, clocks 5 and 6)
+            rate = (per[:, 3] - per[:, 0]) / np.maximum(per[:, 6] - per[:, 5], 1)   # ns per clock
             t0 = per[:, 0].min()
-            land = (land - t0) / 1e3   # us from the first CTA's start
+            land = ((per[:, 0, None] - t0) + (clk - per[:, 5, None]) * rate[:, None]) / 1e3   # us from the first CTA's start
             done = (per[:, 3] - t0) / 1e3
             hist, _ = np.histogram(land.ravel(), bins=np.arange(0, 50, 2.0))
             bins.append(hist * b_stage / 2e-6 / 1e12)   # TB/s of B landed per 2 us
