@@ -365,14 +365,16 @@ def run_decode_emulated(r, a, b, stages=None, seed: int = 0, trace: bool = False
     da, db, dc = emu.asarray(a), emu.asarray(b), emu.zeros((m, n), np.uint16)
     maps = _maps(r, m, n, k, da.data.ptr, db.data.ptr, dc.data.ptr)
     grid = r.grid(m, n, groups)
-    words = STAMP_WORDS + CTA_WORDS * grid[0] + grid[0] * (k // (BK * r.config(m).kb * r.config(m).split))
-    st = emu.zeros(words, np.uint64) if stamps else np.uint64(0)
+    st = np.uint64(0)   # stamps: the per-track and per-CTA words, then one per stage of each CTA
+    if stamps:
+        st = emu.zeros(STAMP_WORDS + CTA_WORDS * grid[0] + grid[0] * (k // (BK * r.config(m).kb * r.config(m).split)),
+                       np.uint64)
     module = EMULATED.load(r.path, defines={**r.build_defines(m),
                                             **({"GEMM_STAMPS": 1, "DECODE_STAGE_STAMPS": 1} if stamps else {})})
     fn = module.get_function("gemm")
     fn.seed, fn.trace = seed, trace
     cl = r.cluster(m)
-    run = run_launch(module, "gemm", r.grid(m, n, groups), (r.threads(m), 1, 1),
+    run = run_launch(module, "gemm", grid, (r.threads(m), 1, 1),
                      (*[tensor_map_arg(t) for t in maps], dc, np.int32(m), np.int32(n), np.int32(k),
                       st, np.int32(stages), np.int32(groups)),
                      shared_mem=r.smem_bytes(m, stages), barrier_names=BARRIERS,

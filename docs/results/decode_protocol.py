@@ -184,7 +184,8 @@ def l2_variants(m):
 def wait_variants(m):
     """--wait: the table's configuration at M and boxes of 64 K per stage around it, each with the three
     mbarrier waits of cuda_src/ptx/mbarrier.cuh (BW_WAIT_POLL 0: the timer and the status word read around
-    every try; 1: a first try before any timer, then both only every 32nd miss; 2: no limit at all). Each variant is the table's configuration (A's ring, the early hand-back) with only KB changed."""
+    every try; 1: a first try before any timer, then both only every 32nd miss; 2: no limit at all). Each
+    variant is the table's configuration (A's ring, the early hand-back) with only KB changed."""
     import dataclasses as dc
     from bwlab.gemm import decode
     r = decode.SWAP_AB
@@ -659,9 +660,9 @@ def main(argv=None) -> int:
                     help="probe: the table with and without the early hand-back, and M split across the pair with it "
                          "(EARLY_MSPLIT; no chains)")
     ap.add_argument("--config", action="append", default=None, metavar="MT:FIELD=V,...",
-                    help="probe (and protocol): the table against these configurations (instead of PROBE_PDL; no chains), e.g. "
-                         "64:a_stages=3,a_share=2,early=1 (fields of decode.Config; consumers, split, kb default to "
-                         "the table's at MT; pdl=1: launched with PDL)")
+                    help="probe (and protocol): the table against these configurations (instead of PROBE_PDL; no "
+                         "chains), e.g. 64:a_stages=3,a_share=2,early=1 (fields of decode.Config; consumers, split, kb "
+                         "default to the table's at MT; pdl=1: launched with PDL; D_NAME=V: a define of the kernel)")
     ap.add_argument("--table", type=int, nargs=5, action="append", metavar=("MT", "C", "S", "KB", "MS"),
                     help="protocol: the rung's table with this configuration at wgmma's N = MT (consumers, K pieces, "
                          "boxes per stage, M halves)")
@@ -685,8 +686,8 @@ def main(argv=None) -> int:
               msplit=args.msplit, times=dump["probe"], l2=args.l2 is not None,
               wait=args.wait, aring=args.aring, stagger=args.stagger, early=args.early, early_msplit=args.early_msplit,
               configs=[parse_config(c) for c in args.config or ()])
-        if not (args.config or args.no_chain or args.l2 is not None or args.wait or args.aring or args.stagger or args.early
-                or args.early_msplit):
+        if not (args.config or args.no_chain or args.l2 is not None or args.wait or args.aring or args.stagger
+                or args.early or args.early_msplit):
             chains(say, even=args.even, msplit=args.msplit, ms=[s[0] for s in shapes])
     else:
         rung = None
