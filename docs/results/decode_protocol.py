@@ -355,7 +355,7 @@ def config_variants(m, configs):
 
 
 def probe(say, shapes, only=None, pdl_variants=True, even=False, msplit=False, times=None, l2=False,
-          wait=False, aring=False, stagger=False, early=False, early_msplit=False, configs=None):
+          wait=False, aring=False, stagger=False, early=False, early_msplit=False, configs=None, rounds=7):
     """Short CUDA-event timings: the read stream launched plainly and with PDL, the library, the rung's
     table launched both ways, and per M the variants of PROBE_PDL (`only`: these plain variants instead;
     `even`: the table's configuration with even rows instead; `msplit`: MSPLIT_VARIANTS instead). `times`:
@@ -401,6 +401,7 @@ def probe(say, shapes, only=None, pdl_variants=True, even=False, msplit=False, t
             vs = variants_for("probe", only=MSPLIT_VARIANTS)
         else:
             vs = variants_for("probe", only=only or PROBE_PDL.get(m, []) if pdl_variants else only)
+        good = []
         for name, calls, c, after in candidates(m, n, k, sets, vs, with_sk=False):
             if calls is None:
                 say(f"  {name:<26s} not run: {c}")
@@ -412,7 +413,21 @@ def probe(say, shapes, only=None, pdl_variants=True, even=False, msplit=False, t
             if not ok.ok:
                 say(f"  {name:<26s} {ok}")
                 continue
-            t = event_ms(calls)
+            good.append((name, calls, after))
+        # round robin: every candidate and the library timed once per round (40 launches), the median of the
+        # rounds; a kernel's time moves with its place in a run (decode_probe_h200.txt, 45), so no candidate
+        # is timed only early or only late
+        ts = {name: [] for name, _, _ in good}
+        lib_ts = []
+        for _ in range(rounds):
+            lib_ts.append(event_ms(lib_calls, reps=1))
+            for name, calls, _ in good:
+                ts[name].append(event_ms(calls, reps=1))
+        if good:
+            t_lib = statistics.median(lib_ts)
+            say(f"  library, round robin        {t_lib * 1e3:7.1f} us ({rounds} rounds)")
+        for name, calls, after in good:
+            t = statistics.median(ts[name])
             after()
             if times is not None:
                 here[name] = t
@@ -659,6 +674,7 @@ def main(argv=None) -> int:
     ap.add_argument("--early-msplit", action="store_true",
                     help="probe: the table with and without the early hand-back, and M split across the pair with it "
                          "(EARLY_MSPLIT; no chains)")
+    ap.add_argument("--rounds", type=int, default=7, help="probe: rounds of the round-robin timing (each 40 launches)")
     ap.add_argument("--config", action="append", default=None, metavar="MT:FIELD=V,...",
                     help="probe (and protocol): the table against these configurations (instead of PROBE_PDL; no "
                          "chains), e.g. 64:a_stages=3,a_share=2,early=1 (fields of decode.Config; consumers, split, kb "
@@ -685,7 +701,7 @@ def main(argv=None) -> int:
         probe(say, shapes, [tuple(v) for v in args.variant] if args.variant else None, even=args.even,
               msplit=args.msplit, times=dump["probe"], l2=args.l2 is not None,
               wait=args.wait, aring=args.aring, stagger=args.stagger, early=args.early, early_msplit=args.early_msplit,
-              configs=[parse_config(c) for c in args.config or ()])
+              configs=[parse_config(c) for c in args.config or ()], rounds=args.rounds)
         if not (args.config or args.no_chain or args.l2 is not None or args.wait or args.aring or args.stagger
                 or args.early or args.early_msplit):
             chains(say, even=args.even, msplit=args.msplit, ms=[s[0] for s in shapes])
