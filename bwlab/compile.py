@@ -11,6 +11,7 @@ Mirrors nothing in CUTLASS; the NVRTC user guide is the reference for the option
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -53,8 +54,8 @@ class CompileError(RuntimeError):
         self.diagnostics = [(m["file"], int(m["line"]), m["kind"], m["msg"].strip())
                             for m in map(_DIAG.match, log.splitlines()) if m]
         # What a learner sees names files relative to cuda_src/, never this machine's paths.
-        shown = " ".join(o.replace(str(CUDA_SRC), "cuda_src") for o in options)
-        shown_log = log.strip().replace(str(CUDA_SRC), "cuda_src")
+        shown = " ".join(_shown_path(o) for o in options)
+        shown_log = _shown_path(log.strip())
         super().__init__(f"NVRTC failed to compile {name} for {arch}\n"
                          f"options: {shown}\n--- compiler log ---\n{shown_log}"
                          + self._excerpts())
@@ -129,6 +130,47 @@ def _headers_digest(root: Path) -> str:
         h.update(f.name.encode())
         h.update(f.read_bytes())
     return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def header_dirs() -> dict:
+    """The CUDA headers a kernel may include beyond cuda_src/, where CuPy's RawModule would find them too:
+    {"cuda": the directory of cuda_fp16.h and cuda_bf16.h ($CUDA_PATH or $CUDA_HOME /include, /usr/local/cuda/
+    include, or a CUDA pip wheel's site-packages/nvidia/<component>/include), "libcudacxx": CuPy's bundled
+    libcudacxx (nv/target, cuda/std: cooperative_groups needs them)}; only those found. NVRTC carries none of
+    them, so every build passes these with -I."""
+    import sys
+    out = {}
+    cands = [h.parent for sp in sys.path for h in sorted(Path(sp or ".").glob("nvidia/*/include/cuda_fp16.h"))]
+    cands += [Path(c) / "include" for c in (os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda")
+              if c and (Path(c) / "include" / "cuda_fp16.h").exists()]
+
+    def major(d):   # the CUDA major version of a header directory (cuda_runtime_api.h's CUDART_VERSION)
+        m = re.search(r"#define\s+CUDART_VERSION\s+(\d+)", (d / "cuda_runtime_api.h").read_text(errors="replace")
+                      if (d / "cuda_runtime_api.h").exists() else "")
+        return int(m.group(1)) // 1000 if m else None
+    # the headers of NVRTC's own CUDA major first (a CUDA 13 toolkit's cuda_fp8.hpp does not build with NVRTC 12)
+    want = nvrtc_version()[0]
+    pick = next((d for d in cands if major(d) == want), cands[0] if cands else None)
+    if pick is not None:
+        out["cuda"] = str(pick)
+    try:
+        import cupy
+        cxx = Path(cupy.__file__).parent / "_core" / "include" / "cupy" / "_cccl" / "libcudacxx"
+        if (cxx / "nv" / "target").exists():
+            out["libcudacxx"] = str(cxx)
+    except ImportError:
+        pass
+    return out
+
+
+def _shown_path(text: str) -> str:
+    """A compile option or log as a learner sees it: cuda_src/ and the CUDA header directories by name, never this
+    machine's paths."""
+    text = text.replace(str(CUDA_SRC), "cuda_src")
+    for what, d in header_dirs().items():
+        text = text.replace(d, f"<{what} headers>")
+    return text
 
 
 def _defines_options(defines: dict | None) -> tuple[str, ...]:
@@ -239,6 +281,7 @@ def _compile(src: bytes, name: str, include_dir: Path, arch: str, defines, name_
     if not re.fullmatch(r"sm_\d+[af]?", arch):
         raise ValueError(f"arch must look like 'sm_90a' or 'sm_100a', got {arch!r}")
     options = (f"--gpu-architecture={arch}", "-std=c++17", f"-I{CUDA_SRC}", f"-I{include_dir}",
+               *(f"-I{d}" for d in header_dirs().values()),
                "--diag-suppress=177,550") + _defines_options(defines) + tuple(extra_options)
     name_expressions = tuple(name_expressions)
     key = hashlib.sha256(b"\0".join([

@@ -587,3 +587,54 @@ def test_a_seed_gives_one_interleaving():
         run = mod.get_function("reduce_sum")((8,), (128,), (emu.asarray(x), out, np.int32(x.size)), seed=seed)
         runs.append((run.steps, run.clock, out.get().tobytes()))
     assert runs[0] == runs[1]
+
+
+# ---- an outside author's kernel: headers, uninitialised shared memory, the words of a fault ------------------
+def test_an_outside_kernel_finds_the_cuda_headers_without_options():
+    """cuda_fp16.h and cooperative_groups build as CuPy builds them on a GPU (bwlab.compile.header_dirs)."""
+    src = r'''
+#include <cuda_fp16.h>
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+extern "C" __global__ void k(const float* x, float* y) {
+    auto t = cg::tiled_partition<32>(cg::this_thread_block());
+    __half h = __float2half_rn(x[threadIdx.x]);
+    y[threadIdx.x] = cg::reduce(t, __half2float(__hmul(h, h)), cg::plus<float>());
+}'''
+    x = np.arange(32, dtype=np.float32) / 8
+    dx, dy = emu.asarray(x), emu.zeros(32, np.float32)
+    emu.RawModule(code=src).get_function("k")((1,), (32,), (dx, dy))
+    assert (dy.get() == np.float32((x.astype(np.float64) ** 2).sum())).all()
+
+
+def test_shared_memory_starts_uninitialised_not_zero():
+    """A CTA's shared memory holds 0xA5 bytes when it starts: a read of a byte never written is not 0."""
+    src = r'''extern "C" __global__ void k(unsigned* out) {
+    __shared__ unsigned s[64];
+    if (threadIdx.x < 32) s[threadIdx.x] = threadIdx.x;   // the upper half is never written
+    __syncthreads();
+    out[threadIdx.x] = s[threadIdx.x];
+}'''
+    out = emu.zeros(64, np.uint32)
+    emu.RawModule(code=src).get_function("k")((1,), (64,), (out,))
+    got = out.get()
+    assert (got[:32] == np.arange(32)).all() and (got[32:] == 0xA5A5A5A5).all()
+
+
+def test_a_fault_names_the_kernels_own_shared_bytes_and_the_first_byte_past_an_allocation():
+    over = emu.RawModule(code=r'''extern "C" __global__ void k(float* out) {
+    __shared__ float s[64];
+    s[threadIdx.x] = threadIdx.x;
+    __syncthreads();
+    out[threadIdx.x] = s[threadIdx.x + 1];
+}''').get_function("k")
+    with pytest.raises(emu.EmuFault, match=r"shared bytes \[256, 260\) of the kernel's window are past its 256 bytes "
+                                           r"\(256 static \+ 0 dynamic"):
+        over((1,), (64,), (emu.zeros(64, np.float32),))
+    past = emu.RawModule(code=r'''extern "C" __global__ void g(const float* a, float* o) { o[0] = a[4]; }''')
+    with pytest.raises(emu.EmuFault, match=r"just past the end of <allocation float32\[4\]"):
+        past.get_function("g")((1,), (1,), (emu.zeros(4, np.float32), emu.zeros(1, np.float32)))
+    null = emu.RawModule(code=r'''extern "C" __global__ void n(const float* a, float* o) { o[0] = a[3]; }''')
+    with pytest.raises(emu.EmuFault, match=r"a null pointer or an offset from one \(address 0xc\)"):
+        null.get_function("n")((1,), (1,), (np.uint64(0), emu.zeros(1, np.float32)))

@@ -84,11 +84,14 @@ class DeviceMemory:
         parts = []
         if k >= 0:
             a = self.allocs[k]
-            parts.append(f"{addr - (a.base + a.size) + 1} bytes past the end of {a!r}" if addr >= a.base + a.size
-                         else f"inside {a!r}")
+            end = a.base + a.size
+            parts.append("inside " + repr(a) if addr < end else f"just past the end of {a!r} (its first byte after)"
+                         if addr == end else f"{addr - end} bytes past the end of {a!r}")
         if k + 1 < len(self.allocs):
             a = self.allocs[k + 1]
             parts.append(f"{a.base - addr} bytes before {a!r}")
+        if addr < 4096:
+            parts.insert(0, f"a null pointer or an offset from one (address 0x{addr:x})")
         return "; ".join(parts) or "no allocation exists"
 
     def span(self, addr: int, nbytes: int, what: str = "access") -> tuple[Allocation, int]:

@@ -494,9 +494,12 @@ class MemorySystem:
                                 f"of cluster rank {c.rank}, which has exited (PTX ISA: a CTA's shared memory must "
                                 "not be accessed by its cluster peers after it exits)")
         if off + n > c.smem.size:
-            raise self._fault(w, lane, ins, f"shared bytes [{off}, {off + n}) are past the CTA's {c.smem.size} "
-                                            f"bytes of shared memory ({self.launch.prog.shared_size} static + "
-                                            f"{self.launch.dynamic_smem} dynamic)")
+            static = self.launch.prog.shared_size - SMEM_RESERVED
+            raise self._fault(w, lane, ins, f"shared bytes [{off - SMEM_RESERVED}, {off + n - SMEM_RESERVED}) of "
+                                            f"the kernel's window are past its {c.smem.size - SMEM_RESERVED} bytes "
+                                            f"({static} static + {self.launch.dynamic_smem} dynamic; address "
+                                            f"0x{off:x}, the window starting at 0x{SMEM_RESERVED:x} after the "
+                                            "system's reserved bytes)")
 
     def _global_rw(self, w, a, n, m, ins, data):
         mem = self.launch.memory

@@ -3,10 +3,11 @@
 of the ladder's own cluster-multicast step once that step takes a 128 x 128 tile? The step's file is compiled with
 its tile and ring changed (`BN = 128, STAGES = S`: the learner's-edit path, bwlab.lab.TeachingKernel.replace), so
 128 CTAs each compute one 128 x 128 tile over all of K; against the read stream, cuBLAS, the decode rung's table
-and the step as it stands (128 x 256: 64 CTAs). Short CUDA-event timings (40 launches per round, round robin over the candidates and the library, the median of the rounds), every C checked
-against the f32 reference first.
+and the step as it stands (128 x 256: 64 CTAs). Short CUDA-event timings: 40 launches a round, round robin over
+the candidates and the library, the median of the rounds; every C checked against the f32 reference first.
+(Section 45's 'one MMA warpgroup' rows ran cuda_src/gemm_sm90/sd_tile_128.cu of commit 2061ac2, since removed.)
 
-    python docs/results/decode_s5_probe.py [--m 256] [--stages 5 6 7] [--out F]
+    python docs/results/decode_s5_probe.py [--m 256] [--stages 5 6 7] [--poll 1 2] [--rounds 7] [--out F]
 """
 from __future__ import annotations
 
@@ -42,26 +43,12 @@ def s5_tile(bn: int, stages: int, poll: int | None = None, early: bool = False):
     return step, kern
 
 
-def one_mma_wg(stages: int, poll: int | None = None):
-    """cuda_src/gemm_sm90/sd_tile_128.cu (step 5's layout with cuBLAS's one MMA warpgroup) with a ring of `stages`
-    (and BW_WAIT_POLL `poll`): (the Step, the kernel)."""
-    from bwlab.gemm import ladder
-    from bwlab.lab import TeachingKernel
-    step = replace(ladder.step("s5_cluster_multicast"), name="sd_tile_128", file="sd_tile_128.cu", bn=128,
-                   threads=256, stages=stages, b_box_rows=64)
-    kern = TeachingKernel(step.path).replace("#define TILE_STAGES 6", f"#define TILE_STAGES {stages}")
-    if poll is not None:
-        kern = kern.replace("#ifndef TILE_STAGES", f"#define BW_WAIT_POLL {poll}\n#ifndef TILE_STAGES")
-    return step, kern
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
     ap.add_argument("--m", type=int, nargs="*", default=[256])
     ap.add_argument("--stages", type=int, nargs="*", default=[5, 6, 7])
     ap.add_argument("--rounds", type=int, default=7, help="rounds of the round-robin timing")
-    ap.add_argument("--s5", action="store_true", help="also step 5 itself with the 128 x 128 tile (and early)")
     ap.add_argument("--poll", type=int, nargs="*", default=[],
                     help="also each BW_WAIT_POLL here (the step at 6 stages, the rung's table at every M)")
     args = ap.parse_args(argv)
@@ -95,9 +82,6 @@ def main(argv=None) -> int:
             cands.append((f"sd_swap_ab (table), poll {poll}",
                           [decode.prepare(decode.SWAP_AB, a, b, defines={"BW_WAIT_POLL": poll}) for a, b in sets]))
             if m % 256 == 0:
-                step, kern = one_mma_wg(6, poll)
-                cands.append((f"one MMA warpgroup, 6 stages, poll {poll}", [runner.prepare(step, a, b, kernel=kern)
-                                                                            for a, b in sets]))
                 for early in (False, True):
                     step, kern = s5_tile(128, 6, poll, early)
                     cands.append((f"s5 128x128, 6 stages, poll {poll}" + (", early" if early else ""),
@@ -111,10 +95,6 @@ def main(argv=None) -> int:
         except ValueError as e:
             lines.append(f"  s5 128x256 not run: {e}")
         for st in (args.stages if m % 256 == 0 else []):
-            step, kern = one_mma_wg(st)
-            cands.append((f"one MMA warpgroup, {st} stages", [runner.prepare(step, a, b, kernel=kern)
-                                                             for a, b in sets]))
-        for st in (args.stages if m % 256 == 0 and args.s5 else []):
             for early in (False, True):
                 step, kern = s5_tile(128, st, early=early)
                 label = f"s5 128x128, {st} stages" + (", early" if early else "")

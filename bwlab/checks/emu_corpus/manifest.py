@@ -3,8 +3,6 @@ arguments a kernel takes and the ways a run is compared, and `Kernel` with the r
 from __future__ import annotations
 
 import hashlib
-import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,15 +42,11 @@ NEEDS_CUDA_HEADERS = frozenset({"half", "conversion", "atomics", "approx"})
 
 
 def cuda_include_dirs() -> list[str]:
-    """Where cuda_fp16.h and cuda_bf16.h are (NVRTC does not carry them): $CUDA_PATH/$CUDA_HOME, then
-    /usr/local/cuda. CuPy adds the same directory when it compiles."""
-    cands = [os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda"]
-    for c in cands:
-        if c and (Path(c) / "include" / "cuda_fp16.h").exists():
-            return [str(Path(c) / "include")]
-    for sp in sys.path:  # the CUDA pip wheels: site-packages/nvidia/<component>/include
-        for h in sorted(Path(sp or ".").glob("nvidia/*/include/cuda_fp16.h")):
-            return [str(h.parent)]
+    """Where cuda_fp16.h and cuda_bf16.h are (NVRTC does not carry them): bwlab.compile.header_dirs, which every
+    build passes already; raises naming where it looked when they are nowhere."""
+    from ...compile import header_dirs
+    if "cuda" in header_dirs():
+        return [header_dirs()["cuda"]]
     raise FileNotFoundError("the corpus chapters " + ", ".join(sorted(NEEDS_CUDA_HEADERS)) + " include cuda_fp16.h/"
                             "cuda_bf16.h: set CUDA_PATH to a CUDA toolkit or pip install nvidia-cuda-runtime-cu12 "
                             "(looked in $CUDA_PATH, $CUDA_HOME, /usr/local/cuda, site-packages/nvidia/*/include)")

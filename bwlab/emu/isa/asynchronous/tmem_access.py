@@ -89,6 +89,13 @@ def _ldst(ctx, ins, mods, op):
         tm = tmem_of(c)
         lane0, col0 = ta >> 16, ta & 0xFFFF
         qlo = 32 * (w.wid % 4)
+        if lane0 >= 128 or col0 >= 512:   # no tcgen05.alloc returns such an address (lane 0, column < 512)
+            raise TmemAllocError(
+                f"{w.who()} at {M.where(ins)}: tcgen05.{op}{acc.label()} at TMEM address 0x{ta:08x} (lane {lane0}, "
+                f"column {col0}): TMEM has 128 lanes and 512 columns, so no allocation holds it. Was the address "
+                "read from shared memory before the warp that allocated wrote it there (a barrier missing after "
+                "tcgen05.alloc)? Shared memory starts uninitialised: the emulator fills it with 0xA5 bytes "
+                f"({_SEC_ALLOC})")
         if not (qlo <= lane0 and lane0 + acc.lanes <= qlo + 32):
             raise TmemLaneQuarter(
                 f"{w.who()} at {M.where(ins)}: tcgen05.{op}{acc.label()} at TMEM lane {lane0} touches lanes "
