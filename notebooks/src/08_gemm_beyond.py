@@ -437,7 +437,7 @@ for m in (128, 256):
 # stream launched the same way gains more, so the rung's fraction of that roofline is lower still. At M = 128
 # the middle of the kernel runs below the stream's rate (the picture below); at M = 256 every CTA reads twice
 # as many bytes of A from L2 as of B, the tensor cores bind at the power cap, and the rung, at a higher SM clock
-# than cuBLAS, does less per cycle.
+# than cuBLAS, does less per cycle: its consumers wait for their data (§ 45).
 #
 # ### Where the time goes, stage by stage
 #
@@ -469,6 +469,7 @@ plt.show()
 # |---|---|---|---|
 # | 132 CTAs sharing N's rows evenly (no idle SM) | within 1.4 % | (reasoning) every CTA still moves as many bytes | 9 |
 # | M split across a pair, B multicast (cuBLAS's layout at M = 256) | 0.5-0.92 of the K split's speed | not the shared ring, not the bytes; open | 10, 30-32 |
+# | the ladder's step 5 with cuBLAS's own tile at M = 256 (128 × 128, pairs along M, B multicast, 6 stages) | 0.81-0.90 × cuBLAS, as fast as the K split; one MMA warpgroup holding the whole tile, as cuBLAS's does, slower | Nsight Compute: its consumers wait for their data, cuBLAS's for the tensor pipe (91.6 % busy against 71 %) | 45 |
 # | L2 promotion of the tensor maps; a cheaper barrier wait | no change at the table's stages | | 11, 12, 37 |
 # | A shared by CTAs through multicast | slower at every M (in one run 2 % faster at M = 16) | the shared slots pace all the sharing CTAs | 1, 4, 16, 33 |
 # | four consumers under one A tile, K split over four | slower, even where all clusters fit at once | | 6-7 |
@@ -480,10 +481,10 @@ plt.show()
 # | producers that wait when ahead of the grid's mean | within 1.5 % at M = 64-128, slower at 16 and 256 | the slow CTAs do not take up what the fast ones leave | 36 |
 # | rows chosen near each SM | nothing to choose | L2's two halves interleave every kilobyte | 34 |
 # | each CTA's rows spread over all of B | 0-2 % faster (M = 128: 0.3 % slower) | the finish draws closer, within the run-to-run movement | 42 |
-# | B prefetched into L2, in the loop (3) or while a PDL launch waits (38) | slower, the more it prefetches | about four tenths of it read again from DRAM (38) | 3, 38 |
+# | B prefetched into L2, in the loop (3), while a PDL launch waits (38), or only each CTA's last stages (46) | slower, the more it prefetches | about four tenths of it read again from DRAM (38) | 3, 38, 46 |
 # | A's ring in finer stages, B's deeper | far slower where A's bytes in flight fell, no faster where they did not | A needs about 96 KiB in flight | 39 |
 # | the pair's halves handed over through mbarriers, no cluster barrier | no faster | the tail is the wait, the bytes and the sum | 43 |
 # | the pair taking K's stages in turn, so that it reads neighbouring runs of its rows at once | no change | | 44 |
 #
-# Open: a way to finish the last microseconds as fast as the middle, and at M = 256 the tensor cores' work per
-# cycle.
+# Open: a way to finish the last microseconds as fast as the middle, and at M = 256 what makes cuBLAS's loads
+# arrive in time where the same tile and ring starve ours (§ 45).
