@@ -153,6 +153,19 @@ def event_ms(calls, launches=40, reps=5):
     return statistics.median(res)
 
 
+def round_robin(lib_calls, named_calls, rounds=7):
+    """(library ms, {name: ms}): every candidate and the library timed once per round (40 launches each), the
+    median of the rounds. A kernel's time moves with its place in a run (decode_probe_h200.txt, 45), so none is
+    timed only early or only late."""
+    ts = {name: [] for name, _ in named_calls}
+    lib = []
+    for _ in range(rounds):
+        lib.append(event_ms(lib_calls, reps=1))
+        for name, calls in named_calls:
+            ts[name].append(event_ms(calls, reps=1))
+    return statistics.median(lib), {name: statistics.median(v) for name, v in ts.items()}
+
+
 def even_variants(m):
     """The table's configuration at M with even rows, as probe variants: plain and with PDL."""
     from bwlab.gemm import decode
@@ -414,20 +427,11 @@ def probe(say, shapes, only=None, pdl_variants=True, even=False, msplit=False, t
                 say(f"  {name:<26s} {ok}")
                 continue
             good.append((name, calls, after))
-        # round robin: every candidate and the library timed once per round (40 launches), the median of the
-        # rounds; a kernel's time moves with its place in a run (decode_probe_h200.txt, 45), so no candidate
-        # is timed only early or only late
-        ts = {name: [] for name, _, _ in good}
-        lib_ts = []
-        for _ in range(rounds):
-            lib_ts.append(event_ms(lib_calls, reps=1))
-            for name, calls, _ in good:
-                ts[name].append(event_ms(calls, reps=1))
         if good:
-            t_lib = statistics.median(lib_ts)
+            t_lib, ts = round_robin(lib_calls, [(name, calls) for name, calls, _ in good], rounds)
             say(f"  library, round robin        {t_lib * 1e3:7.1f} us ({rounds} rounds)")
         for name, calls, after in good:
-            t = statistics.median(ts[name])
+            t = ts[name]
             after()
             if times is not None:
                 here[name] = t

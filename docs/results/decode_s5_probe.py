@@ -15,7 +15,6 @@ import argparse
 import sys
 from dataclasses import replace
 
-import numpy as np
 
 
 EARLY = (("                wgmma_wait_group<1>();\n                if (kt > 0) {\n"
@@ -54,7 +53,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     import cupy as cp
     sys.path.insert(0, "docs/results")
-    from decode_protocol import event_ms, stream_calls, write_report
+    from decode_protocol import event_ms, round_robin, stream_calls, write_report
     from bwlab.checks.common import gpu_line
     from bwlab.checks.gemm_sustained import _library
     from bwlab.device import gpu_info
@@ -111,18 +110,10 @@ def main(argv=None) -> int:
                 lines.append(f"  {name:<28s} {ok}")
             else:
                 good.append((name, calls))
-        # round robin (the library too): each candidate timed once per round, so that a drift of the clocks
-        # over the run does not favour the rows timed first; the median of the rounds
-        rounds = {name: [] for name, _ in good}
-        lib_rounds = []
-        for _ in range(args.rounds):
-            lib_rounds.append(event_ms(lib_calls, reps=1))
-            for name, calls in good:
-                rounds[name].append(event_ms(calls, reps=1))
-        t_lib = float(np.median(lib_rounds))
+        t_lib, ts = round_robin(lib_calls, good, args.rounds)
         lines.append(f"  library, round robin: {t_lib * 1e3:.1f} us")
         for name, calls in good:
-            t = float(np.median(rounds[name]))
+            t = ts[name]
             lines.append(f"  {name:<28s} {t * 1e3:6.1f} us  {t_lib / t:.3f} x lib  {t_st / t:.3f} of the stream  "
                          f"{2 * m * n * k / t / 1e9:.0f} TFLOP/s  grid {calls[0].grid[0]}")
             print(lines[-1], flush=True)
