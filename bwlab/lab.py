@@ -127,7 +127,7 @@ class Folded:
     def __repr__(self) -> str:
         if not self.rest:
             return self.text
-        return "\n".join(self.head) + f"\n[... {self.summary}: folded; print(x.text) shows them]"
+        return "\n".join(self.head) + f"\n[... {self.summary}: folded; the object's .text holds all of it]"
 
     def _repr_html_(self) -> str:
         from html import escape
@@ -165,11 +165,14 @@ class TeachingKernel:
     def targets(self) -> tuple[str, ...]:
         return _targets(self.text)
 
-    def show(self, function: str | None = None, head: int = 36) -> None:
-        """Print the kernel file, or one function of it (in a notebook, past FOLD_AT lines, the first
-        `head` lines and the rest folded)."""
+    def show(self, function: str | None = None, head: int = FOLD_AT - 1) -> None:
+        """Print the kernel file, or one function of it (`function`: the kernel's own code without the file's
+        header comment): whole up to FOLD_AT lines, else (in a notebook) the first `head` lines and the rest
+        folded, `print(kernel.text)` showing all of it."""
         text = function_source(self.text, function) if function else self.text.rstrip("\n")
-        fold(text, head, f"the rest of {self.file}: {max(0, len(text.splitlines()) - head)} more lines")
+        n = len(text.splitlines())
+        where = f"{function}() of {self.file}" if function else self.file
+        fold(text, head, f"the rest of {where}: {max(0, n - head)} more lines (print(kernel.text) for the file)")
 
     def replace(self, old: str, new: str, count: int = 1) -> "TeachingKernel":
         """A copy with `old` replaced by `new` (exactly `count` occurrences must exist)."""

@@ -69,8 +69,8 @@ class MbarrierTimeout(RuntimeError):
         """The first lines of the message (at most 8): which wait gave up, the bytes, the timeout."""
         lines = [f"{self.kernel}: the bounded wait on mbarrier '{self.barrier}' (phase parity {self.phase_parity}) "
                  f"gave up — CTA {self.block}, cluster rank {self.cta_rank}, thread {self.thread}."]
-        lines.append(f"  bytes: this wait names {self.expected_tx} (the kernel's own number, passed to "
-                     "mbarrier_wait: not a count of what was announced or arrived)")
+        lines.append(f"  bytes: the kernel expected {self.expected_tx} for this phase (the number its code passes to "
+                     "mbarrier_wait for this report; what the barrier counted is below)")
         if self.tx_left is not None:
             d = self.tx_left
             what = ("fewer bytes arrived than arrive.expect_tx announced" if d > 0 else

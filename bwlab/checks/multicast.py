@@ -492,5 +492,6 @@ def bench_summary(name: str = "multicast_bench_h100.txt", ctas: int = 120) -> st
         lo, lm = l2.get((c, "own")), l2.get((c, "multicast"))
         out.append(f"{c:2d} {o[0]:12d} {m[0]:18d} {o[1] / m[1]:15.2f}x {lo if lo is not None else float('nan'):13.3f} "
                    f"{lm if lm is not None else float('nan'):19.3f}")
-    out.append("L2 read = bytes the L2 served / the naive count (c tiles per cluster for own, 1 for multicast)")
+    out.append("c = CTAs per cluster, all receiving the same tiles; L2 read = bytes the L2 served / the naive count "
+               "(c tiles per cluster for own, 1 for multicast)")
     return "\n".join(out)

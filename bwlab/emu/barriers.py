@@ -115,7 +115,9 @@ class Synchronisation:
             return
         # wait: for the phase this warp arrived in
         if key in cl.bar_arrived:
-            w.blocked = f"barrier.cluster.wait ({len(cl.bar_arrived)} warps of the cluster arrived)"
+            need = sum(1 for c in cl.ctas for x in c.warps if not x.finished)
+            w.blocked = (f"barrier.cluster.wait ({len(cl.bar_arrived)} of the cluster's {need} running warps had "
+                         "arrived when this one began to wait)")
             w.wait_info = ("cluster", group.copy())
             self.complete_cluster_if_ready(cl)
             return

@@ -161,7 +161,8 @@ class MulticastConfig:
 
     def describe(self) -> str:
         parts = [f"cluster {self.cluster[0]}x{self.cluster[1]} (peers {self.peers}) -> layout {self.layout}",
-                 f"grid {self.grid[0]}x{self.grid[1]} CTAs ({self.grid_clusters[0]}x{self.grid_clusters[1]} clusters)"]
+                 f"grid {self.grid[0]}x{self.grid[1]} CTAs: {self.grid_clusters[0]}x{self.grid_clusters[1]} "
+                 f"cluster{'s' if self.grid_clusters != (1, 1) else ''} of {self.cluster[0]}x{self.cluster[1]} CTAs"]
         for op in self.operands:
             s = self.slice_of(op, 0)
             parts.append(f"{op}: tile {self.tile_box(op)} ({self.tile_bytes(op)} B) split among "

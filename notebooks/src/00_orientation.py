@@ -15,6 +15,8 @@
 # **Exercises:** this notebook holds 4 graded exercises (6 points), each right after the section it asks
 # about. Write your answer in the cell marked for it, then run the check below it: a wrong answer says what
 # the hardware's rule gives and why.
+# A check prints `correct:` when your answer is right; `checked:` when it agrees on every case tried here
+# and the graded version tries more of its own; a wrong answer stops with `NotYet`, the rule and a hint.
 
 # %% tags=["nbval-ignore-output"]
 import bwlab
@@ -131,8 +133,8 @@ for h in HOPS:
 # %% [markdown]
 # ## How big is each memory?
 #
-# Read from the GPU when there is one. Without a Blackwell GPU the B200 column comes from public figures and
-# the PTX ISA, and says so.
+# Read from the GPU when there is one. Without a Blackwell GPU the B200's rows come from public figures and
+# the PTX ISA, and each row says which.
 
 # %% tags=["nbval-ignore-output"]
 from bwlab.datapath import capacities
@@ -268,6 +270,11 @@ print(HelloCopy(4096, blocks=2).results(recording="foundation_wrong_expect_tx"))
 # bar.arrive_expect_tx(4096); bar.complete_tx(2048)   # load 1: announced, 2048 bytes landed so far
 # ```
 #
+# The rule: phases are numbered 0, 1, 2, ... and phase *k* has parity *k* mod 2. `try_wait.parity(p)` waits
+# (False) exactly while the phase still open has parity *p*, and returns at once (True) otherwise. In the
+# example, phase 0 completed and phase 1 is open (2048 bytes missing): `parity(0)` is True, `parity(1)` is
+# False. (A fresh barrier: phase 0 open, so `parity(0)` is False and `parity(1)` True.)
+#
 # For your numbers, predict without running them `(phases completed, try_wait.parity(0), try_wait.parity(1))`
 # — the last two as `True`/`False`: would a `try_wait.parity` with that parity return at once? The check
 # runs the model on the same numbers. (Each student has their own; with no token from your instructor you
@@ -317,7 +324,7 @@ print(run_parity_steps())
 # | `10_capstone` | you write the pipeline of a persistent, warp-specialised GEMM (Hopper and Blackwell), graded in the strict emulator | `bwlab.capstone` | `capstone/hopper_ws.cu`, `capstone/blackwell_ws.cu` |
 #
 # * Each notebook is narrative plus short calls into one `bwlab` package; read the package for the details.
-# * Each stage has a short **teaching kernel** shown whole; change it (`%cuda --load teach_tma.cu` after
+# * Each stage has a short **teaching kernel**, its code shown in the notebook; change it (`%cuda --load teach_tma.cu` after
 #   `%load_ext bwlab.lab` gives you a `%%cuda` cell to edit; `%cuda --reset teach_tma.cu` undoes) and run it
 #   again. A changed kernel runs in a worker process
 #   (`bwlab.sandbox.run_isolated`), so a fault or a hang comes back as an exception and this notebook's GPU

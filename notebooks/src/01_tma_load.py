@@ -31,6 +31,8 @@
 # **Exercises:** this notebook holds 5 graded exercises (11 points), each right after the section it asks
 # about; one of them edits the teaching kernel and runs it. Write your answer in the cell marked for it, then
 # run the check below it: a wrong answer says what the hardware's rule gives and why.
+# A check prints `correct:` when your answer is right; `checked:` when it agrees on every case tried here
+# and the graded version tries more of its own; a wrong answer stops with `NotYet`, the rule and a hint.
 
 # %% tags=["nbval-ignore-output"]
 import bwlab
@@ -227,7 +229,7 @@ print("equals gmem[16:32, 32:64]:", np.array_equal(smem, gmem[16:32, 32:64]), " 
 # %%
 from bwlab.lab import TeachingKernel
 k = TeachingKernel("teach_tma.cu")
-k.show()
+k.show("teach_tma_load")   # the kernel function whole (k.show() adds the file's header comment)
 
 # %% [markdown]
 # `tma.TmaLoad(gmem, tmap, coords, kernel="teach_tma.cu")` is this load run by the teaching kernel: its
@@ -550,7 +552,8 @@ print(k.compile("sm_90a").ptx_excerpt("teach_tma_load"))
 #   completes only when the arrival is in *and* every announced byte has landed; announce a wrong count
 #   and the wait never succeeds (`MbarrierTimeout` here, a hang elsewhere).
 # - The **swizzle** moves 16-byte chunks by XOR with address bits 7–9, so it depends on the SMEM address
-#   (place swizzled tiles on 1024-byte boundaries) and spreads a column read over all banks.
+#   (place swizzled tiles on 1024-byte boundaries) and spreads a column read of 16-byte chunks over all 32
+#   banks (a column of 4-byte words still takes several wavefronts: the table above).
 # - Elements **outside the tensor** are filled (zero or NaN) and still count towards expect_tx.
 # - `TmaLoad(...).check(got)` compares any result — the GPU's, a recording, yours — byte by byte with the model.
 #

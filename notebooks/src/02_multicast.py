@@ -12,7 +12,8 @@
 # builds on that handshake.
 #
 # **Runs on:** any machine. The layouts, masks, plans and models are NumPy. The GPU cells run live on an
-# sm_90+ GPU; elsewhere they show a recorded H100 run and compare it with the model computed now.
+# sm_90+ GPU; elsewhere the kernel's sm_90a PTX runs in bwlab's emulator (each such cell says so), and a
+# recorded H100 run is shown beside it and compared with the model computed now.
 #
 # 1. CuTe's layout vocabulary, in five lines
 # 2. the cluster as a layout `(V,M,N,K) -> CTA rank`
@@ -24,6 +25,8 @@
 # This notebook holds **5 graded exercises** (12 points), each right after the section it draws on:
 # predict, or write a small function, then run the check below it, which says what is wrong and why.
 # Exercise 2.4 edits the teaching kernel and runs it.
+# A check prints `correct:` when your answer is right; `checked:` when it agrees on every case tried here
+# and the graded version tries more of its own; a wrong answer stops with `NotYet`, the rule and a hint.
 
 # %% tags=["nbval-ignore-output"]
 import bwlab
@@ -70,6 +73,12 @@ print(tiled_divide(make_layout((4, 2)), (2,)), "  expected ((2),2,2):((1),2,4): 
 # `make_layout((4,4,1))` gives CTA rank = x + 4 y, the hardware's `%cluster_ctarank`. `tiled_divide`
 # splits M into the MMA's peer CTAs **V** and the rest: a one-SM MMA has `AtomThrID = 1:0` (V of size 1),
 # a two-SM MMA `2:1` (CTAs 2i and 2i+1 along x form one MMA). Each expected string is CuTe's own print.
+#
+# > **V, the MMA's peer CTAs, in one paragraph.** On Blackwell one `tcgen05.mma` can span two SMs: CTAs 2i
+# > and 2i+1 of a cluster compute one MMA together (notebook 03b teaches it). V counts the CTAs of one MMA:
+# > V = 1 means every CTA runs its own MMA, which is all this notebook needs. The two-SM parts below (the
+# > second picture, the C mask) are there to recognise when you meet them in CUTLASS; skip them on a first
+# > reading. The expected masks come from the comments of CUTLASS's Tutorial 03, quoted where they are used.
 
 # %%
 one_sm = mc.cluster_layout_vmnk((4, 4, 1), peers=1)
@@ -99,8 +108,9 @@ plt.show()
 # 3. every rank `offset + slice(i)` becomes a bit of the 16-bit mask.
 #
 # `<2>` (project N) gives the **A** mask: every CTA with this M needs this A tile. `<1>` gives the **B**
-# mask. Tutorial 03 ORs `<0,1>` and `<0,2>` into the **C** mask its MMA completion signals. Its comments
-# give, for CTA m = 1, n = 2: A 0x2222, B 0x0F00, C 0x2F22.
+# mask. (Two-SM MMAs only, optional on a first reading: Tutorial 03 ORs `<0,1>` and `<0,2>` into the **C**
+# mask, the CTAs its MMA completion signals.) CUTLASS's comments in Tutorial 03 give, for CTA m = 1, n = 2:
+# A 0x2222, B 0x0F00, C 0x2F22.
 
 # %%
 print(mc.mask_steps(one_sm, (0, 1, 2, 0), (2,)))
@@ -277,7 +287,7 @@ plt.show()
 # %%
 from bwlab.lab import TeachingKernel
 k = TeachingKernel("teach_multicast.cu")
-k.show()
+k.show("teach_multicast")   # the kernel function, steps 1-6 (k.show() starts with the file's header comment)
 
 # %% [markdown]
 # Two orderings carry the lesson. **Step 2:** a slice from another CTA may land here, and count down
