@@ -87,9 +87,10 @@ class Launch:
         self.fn(self.grid, self.block, self.args, shared_mem=self.smem)
 
 
-def prepare(name, a, b, stamps=None, c=None, kernel=None, splits=None) -> Launch:
+def prepare(name, a, b, stamps=None, c=None, kernel=None, splits=None, l2_promotion: str = "none") -> Launch:
     """Check the shapes, encode the tensor maps, load the kernel: everything but the launch (`splits`:
-    split-K's piece count instead of ladder.split_count's choice)."""
+    split-K's piece count instead of ladder.split_count's choice; `l2_promotion`: A's and B's tensor maps'
+    L2 promotion, "none", "64B", "128B" or "256B")."""
     cp = _cp()
     from ..device import gpu_info
     from ..runtime import require_launch_config, tensor_map_arg
@@ -106,8 +107,10 @@ def prepare(name, a, b, stamps=None, c=None, kernel=None, splits=None) -> Launch
     info = gpu_info()
     grid, block = s.grid(m, n, info.sm_count, k, splits), (s.threads, 1, 1)
     require_launch_config(grid, block, s.smem_bytes, (s.cluster, 1, 1) if s.cluster > 1 else None)
-    maps = [encode_tensor_map(TensorMap("bfloat16", (k, m), (BK, s.bm), swizzle="128B"), a.data.ptr),
-            encode_tensor_map(TensorMap("bfloat16", (k, n), (BK, s.b_rows), swizzle="128B"), b.data.ptr),
+    l2 = l2_promotion
+    maps = [encode_tensor_map(TensorMap("bfloat16", (k, m), (BK, s.bm), swizzle="128B", l2_promotion=l2), a.data.ptr),
+            encode_tensor_map(TensorMap("bfloat16", (k, n), (BK, s.b_rows), swizzle="128B", l2_promotion=l2),
+                              b.data.ptr),
             encode_tensor_map(TensorMap("bfloat16", (n, m), (64, 64), swizzle="128B"), c.data.ptr)]
     module = build(s, stamps=stamps is not None, kernel=kernel)
     fn = module.get_function("gemm")

@@ -48,6 +48,8 @@ def main(argv=None) -> int:
     ap.add_argument("--m", type=int, nargs="*", default=[256])
     ap.add_argument("--stages", type=int, nargs="*", default=[5, 6, 7])
     ap.add_argument("--rounds", type=int, default=7, help="rounds of the round-robin timing")
+    ap.add_argument("--l2", nargs="*", default=[], choices=["none", "64B", "128B", "256B"],
+                    help="also step 5 at 128 x 128, 6 stages, with A's and B's tensor maps at this L2 promotion")
     ap.add_argument("--poll", type=int, nargs="*", default=[],
                     help="also each BW_WAIT_POLL here (the step at 6 stages, the rung's table at every M)")
     args = ap.parse_args(argv)
@@ -77,6 +79,10 @@ def main(argv=None) -> int:
                      f"{runner.check(*sets[0], lib_c, 'library', ref=ref).ok}")
         print(lines[-1], flush=True)
         cands = [("sd_swap_ab (table)", [decode.prepare(decode.SWAP_AB, a, b) for a, b in sets])]
+        for l2 in (args.l2 if m % 256 == 0 else []):
+            step, kern = s5_tile(128, 6)
+            cands.append((f"s5 128x128, 6 stages, l2 {l2}", [runner.prepare(step, a, b, kernel=kern, l2_promotion=l2)
+                                                            for a, b in sets]))
         for poll in args.poll:
             cands.append((f"sd_swap_ab (table), poll {poll}",
                           [decode.prepare(decode.SWAP_AB, a, b, defines={"BW_WAIT_POLL": poll}) for a, b in sets]))
