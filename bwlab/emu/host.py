@@ -20,7 +20,7 @@ import numpy as np
 
 from .errors import ApproxNote, EmuError, UnsupportedInstruction
 from .machine import Launch
-from .memory import device_memory
+from .memory import UNWRITTEN, device_memory
 from .program import Program
 
 __all__ = ["RawModule", "Function", "ndarray", "asarray", "zeros", "empty", "full", "asnumpy", "Global",
@@ -117,7 +117,7 @@ def zeros(shape, dtype=np.float32) -> ndarray:
 def empty(shape, dtype=np.float32) -> ndarray:
     # deliberately not zero: a kernel that reads what it never wrote shows it
     d = ndarray(shape, dtype)
-    d._alloc.buf[:] = 0xA5
+    d._alloc.buf[:] = UNWRITTEN
     return d
 
 

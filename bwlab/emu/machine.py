@@ -29,12 +29,10 @@ from .errors import EmuError, EmuFault, EmuHang, EmuTimeout, ProtocolError
 from .isa import Code
 from .isa.operands import ALL, all_lanes
 from .isa.asynchronous.tcgen05 import cta_exits
-from .memory import RANK_SHIFT
+from .memory import RANK_SHIFT, UNWRITTEN
 from .diagnosis import diagnose
 from .memsys import MemorySystem
 from .program import SMEM_RESERVED
-
-SMEM_FILL = 0xA5   # every byte of a CTA's shared memory when it starts (not zero: see CTA)
 from .specials import special_value
 from .straight import run_straight
 from .residency import Placement, admit, current_gpu, not_resident, register_estimate, retire, tmem_hang
@@ -187,9 +185,8 @@ class CTA:
         self.ctaid, self.linear, self.cluster, self.rank, self.cluster_ctaid = ctaid, linear, cluster, rank, cluster_ctaid
         bx, by, bz = machine.block
         self.nthreads = bx * by * bz
-        # a CTA's shared memory holds whatever was there before it started (PTX ISA: not initialized): 0xA5 in
-        # every byte, as emu.empty fills global memory, so that a read of a byte never written shows
-        self.smem = np.full(machine.smem_bytes, SMEM_FILL, np.uint8)
+        # a CTA's shared memory holds whatever was there before it started (PTX ISA: not initialized)
+        self.smem = np.full(machine.smem_bytes, UNWRITTEN, np.uint8)
         # generic-proxy writers of each SMEM byte not yet fenced for the async proxy: -1 = none
         self.smem_writer = np.full(machine.smem_bytes, -1, np.int32)
         self.smem_writer_pc = np.zeros(machine.smem_bytes, np.int32)

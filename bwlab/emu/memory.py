@@ -31,6 +31,8 @@ WINDOW_SIZE = 0x0010_0000_0000_0000
 RANK_SHIFT = 24
 GUARD = 4096          # bytes left unmapped after every allocation
 ALLOC_ALIGN = 512     # what cudaMalloc guarantees at least (256) and a bit more
+UNWRITTEN = 0xA5      # every byte of emu.empty's memory and of a CTA's shared memory when it starts: not zero,
+                      # so that a kernel reading what it never wrote gets visibly wrong values (PTX ISA: undefined)
 
 
 class Allocation:
