@@ -119,7 +119,7 @@ class Folded:
         self.text = str(text).rstrip("\n")
         lines = self.text.splitlines()
         self.head, self.rest = lines[:head], lines[head:]
-        self.summary = summary or f"{len(self.rest)} more lines"
+        self.summary = summary or f"{len(self.rest)} more lines (the object's .text holds all of it)"
 
     def __str__(self) -> str:
         return self.text
@@ -127,7 +127,7 @@ class Folded:
     def __repr__(self) -> str:
         if not self.rest:
             return self.text
-        return "\n".join(self.head) + f"\n[... {self.summary}: folded; the object's .text holds all of it]"
+        return "\n".join(self.head) + f"\n[... {self.summary}: folded]"
 
     def _repr_html_(self) -> str:
         from html import escape
